@@ -1,0 +1,93 @@
+"""The grader's result types: what a check, an exercise and a whole submission produce.
+
+They are plain data with a ``to_json`` that follows the ``--json`` schema of
+the exercise contract (``shared/spec/exercise-api.md`` section 6).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+STATUSES = ("passed", "failed", "not_implemented", "error", "timeout")
+
+
+@dataclass
+class CheckResult:
+    """One graded check of one exercise (partial credit: score out of max_score)."""
+
+    name: str
+    passed: bool
+    score: float
+    max_score: float
+    message: str = ""
+    misconception: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "score": round(self.score, 6),
+            "max_score": self.max_score,
+            "message": self.message,
+            "misconception": self.misconception,
+        }
+
+
+@dataclass
+class ExerciseResult:
+    """The verdict on one exercise: status, score and the checks behind it."""
+
+    id: str
+    status: str
+    score: float
+    max_score: float
+    checks: list[CheckResult] = field(default_factory=list)
+    message: str = ""          # exercise-level reason (timeout, crash, forbidden import, ...)
+    duration: float = 0.0      # seconds spent grading it
+    output: str = ""           # bounded captured stdout/stderr of the student's code
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "status": self.status,
+            "score": round(self.score, 6),
+            "max_score": self.max_score,
+            "checks": [c.to_json() for c in self.checks],
+        }
+
+
+@dataclass
+class GradeReport:
+    """Everything ``grade submit`` decided about one submission."""
+
+    student: str
+    exercises: list[ExerciseResult]
+    files_hash: str = ""
+
+    @property
+    def score(self) -> float:
+        return sum(e.score for e in self.exercises)
+
+    @property
+    def max_score(self) -> float:
+        return sum(e.max_score for e in self.exercises)
+
+    @property
+    def full_marks(self) -> bool:
+        return all(e.score >= e.max_score for e in self.exercises)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "student": self.student,
+            "score": round(self.score, 6),
+            "max_score": self.max_score,
+            "exercises": [e.to_json() for e in self.exercises],
+        }
+
+
+def exercise_seed(student: str, exercise_id: str) -> int:
+    """The seed of an exercise's inputs: the same student always sees the same numbers."""
+    digest = hashlib.sha256(f"{student}\0{exercise_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
