@@ -1,0 +1,40 @@
+"""Shared test fixtures: the OpenCL gate.
+
+Tests marked ``@pytest.mark.opencl`` skip, with the reason, where no OpenCL
+platform exists; with ``REQUIRE_OPENCL=1`` (CI on PoCL) they fail instead of
+skipping, so a missing OpenCL install cannot pass silently.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+import pytest
+
+
+@lru_cache(maxsize=1)
+def opencl_unavailable_reason() -> str | None:
+    """None when an OpenCL device is usable, else why not (one line)."""
+    try:
+        import pyopencl as cl
+    except Exception as exc:  # ImportError, or a broken ICD loader
+        return f"pyopencl cannot be imported ({exc})"
+    try:
+        devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+    except Exception as exc:
+        return f"no OpenCL platform ({exc}); `pip install pocl-binary-distribution` gives a CPU one"
+    if not devices:
+        return "an OpenCL platform exists but has no device"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if "opencl" not in item.keywords:
+        return
+    reason = opencl_unavailable_reason()
+    if reason is None:
+        return
+    if os.environ.get("REQUIRE_OPENCL") == "1":
+        pytest.fail(f"REQUIRE_OPENCL=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
