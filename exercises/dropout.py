@@ -1,0 +1,42 @@
+"""Inverted dropout (topic ``dropout``).
+
+Follows the course text "Neural Network Components & Regularization",
+section 6 (Dropout: Bernoulli masking and inverted dropout, 6.1; the ensemble
+view, 6.2) and section 11 Q4 (why dividing by 1 - p keeps the expectation).
+The constructor is written for you; implement ``forward`` and ``backward``.
+
+Grade it with ``grade submit dropout`` (or ``grade submit dropout.Dropout``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Module
+
+
+class Dropout(Module):
+    """Zero each element with probability p in training; identity in eval."""
+
+    def __init__(self, p: float = 0.5, rng: np.random.Generator | None = None) -> None:
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability p must be between 0 and 1, got {p}")
+        self.p = p
+        self.rng = rng if rng is not None else np.random.default_rng()
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """Training: y = x * r / (1 - p), r ~ Bernoulli(1 - p) elementwise.
+
+        Draw a fresh mask from self.rng on every call (e.g. keep where
+        self.rng.random(x.shape) >= p). p = 1 drops everything: return zeros
+        with no NaN and no warning (do not divide by 1 - p = 0). Cache the
+        scaled mask r / (1 - p) for backward.
+        Eval (self.training False): y = x, and backward is the identity.
+        """
+        # TODO: implement
+        raise NotImplementedError("dropout.Dropout.forward")
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        """dx = dout * r / (1 - p) with the mask of the last forward (dx = dout in eval)."""
+        # TODO: implement
+        raise NotImplementedError("dropout.Dropout.backward")

@@ -1,0 +1,66 @@
+"""Weight initialisation (topic ``init``): Xavier/Glorot and Kaiming/He.
+
+Follows the course text "Neural Network Components & Regularization",
+section 7 (Weight Initialization: 7.1 the Xavier derivation, 7.2 the He
+derivation) and section 11 Q1. Each function returns a NEW float64 array of
+shape (fan_out, fan_in) (the shape of Linear.W), drawn from ``rng``, a
+``np.random.Generator`` (``rng.uniform(low, high, size)``,
+``rng.normal(mean, std, size)``).
+
+Grade it with ``grade submit init`` (one exercise: ``grade submit init.kaiming_normal``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def xavier_uniform(fan_in: int, fan_out: int, rng: np.random.Generator, gain: float = 1.0) -> np.ndarray:
+    """W ~ U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)); shape (fan_out, fan_in).
+
+    Its variance a^2 / 3 = gain^2 * 2 / (fan_in + fan_out) (Glorot's harmonic
+    mean of the forward 1/fan_in and backward 1/fan_out conditions).
+    """
+    # TODO: implement
+    raise NotImplementedError("init.xavier_uniform")
+
+
+def xavier_normal(fan_in: int, fan_out: int, rng: np.random.Generator, gain: float = 1.0) -> np.ndarray:
+    """W ~ N(0, std^2), std = gain * sqrt(2 / (fan_in + fan_out)); shape (fan_out, fan_in)."""
+    # TODO: implement
+    raise NotImplementedError("init.xavier_normal")
+
+
+def kaiming_uniform(
+    fan_in: int,
+    fan_out: int,
+    rng: np.random.Generator,
+    mode: str = "fan_in",
+    negative_slope: float = 0.0,
+) -> np.ndarray:
+    """W ~ U(-b, b), b = sqrt(3) * std; shape (fan_out, fan_in).
+
+    std = sqrt(2 / ((1 + negative_slope^2) * fan)), fan = fan_in when
+    mode == "fan_in" (preserves the forward variance), fan_out when
+    mode == "fan_out" (preserves the backward variance); any other mode is a
+    ValueError. negative_slope is the slope of a LeakyReLU (0 for ReLU).
+    """
+    # TODO: implement
+    raise NotImplementedError("init.kaiming_uniform")
+
+
+def kaiming_normal(
+    fan_in: int,
+    fan_out: int,
+    rng: np.random.Generator,
+    mode: str = "fan_in",
+    negative_slope: float = 0.0,
+) -> np.ndarray:
+    """W ~ N(0, std^2), std = sqrt(2 / ((1 + negative_slope^2) * fan)); shape (fan_out, fan_in).
+
+    fan = fan_in or fan_out by mode (ValueError for any other mode). With
+    ReLU (negative_slope = 0) and mode "fan_in": Var(W) = 2 / fan_in, which
+    makes up for ReLU halving the signal variance.
+    """
+    # TODO: implement
+    raise NotImplementedError("init.kaiming_normal")

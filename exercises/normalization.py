@@ -1,0 +1,226 @@
+"""Normalisation layers (topic ``normalization``): Batch, Layer, RMS, Group, Instance.
+
+Follows the course text "Neural Network Components & Regularization",
+section 4 (Batch Normalization: forward 4.2, running statistics 4.3, backward
+4.4) and section 5 (the taxonomy: which axes each layer reduces over), and the
+chapter "Deep Neural Representations & Normalization Mathematics" (LayerNorm,
+RMSNorm and the RMSNorm backward derivation).
+
+Conventions for every layer here:
+- eps is inside the square root: x_hat = (x - mu) / sqrt(var + eps).
+- The variance used to normalise is the biased one (divide by m, not m - 1).
+- gamma and beta have the shapes given in the constructors; backward sets
+  dgamma (and dbeta) with the same shapes, summed over every other axis.
+
+Grade it with ``grade submit normalization`` (one exercise:
+``grade submit normalization.BatchNorm1d``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Module
+
+
+class BatchNorm1d(Module):
+    """Batch normalisation of x (N, C) or (N, C, L), per channel (Ioffe & Szegedy, 2015)."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1) -> None:
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.gamma = np.ones(num_features, dtype=np.float64)
+        self.beta = np.zeros(num_features, dtype=np.float64)
+        self.running_mean = np.zeros(num_features, dtype=np.float64)
+        self.running_var = np.ones(num_features, dtype=np.float64)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """y = gamma * x_hat + beta, x_hat = (x - mu) / sqrt(var + eps), per channel.
+
+        Statistics over axis 0 for x (N, C), over axes 0 and 2 for x (N, C, L);
+        m = number of values per channel (N or N * L). gamma, beta and the
+        statistics have shape (C,): reshape them to (1, C) or (1, C, 1).
+
+        Training (self.training True): mu, var = batch mean and biased batch
+        variance; then update
+            running_mean = (1 - momentum) * running_mean + momentum * mu
+            running_var  = (1 - momentum) * running_var  + momentum * var * m / (m - 1)
+        (the running variance takes the UNBIASED batch variance). With m = 1
+        the unbiased variance is undefined: raise ValueError like PyTorch.
+        Eval: mu, var = running_mean, running_var; update nothing.
+        Cache x_hat and 1 / sqrt(var + eps) (and the mode) for backward.
+        """
+        # TODO: implement
+        raise NotImplementedError("normalization.BatchNorm1d.forward")
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        """Training mode (sums over the statistics axes, m values per channel):
+            dx = gamma / (m * sqrt(var + eps)) * (m * dout - sum(dout) - x_hat * sum(dout * x_hat))
+        Eval mode (the statistics are constants): dx = dout * gamma / sqrt(running_var + eps).
+
+        Set self.dgamma = sum(dout * x_hat) and self.dbeta = sum(dout), shape (C,).
+        Must not change gamma, beta or the running statistics.
+        """
+        # TODO: implement
+        raise NotImplementedError("normalization.BatchNorm1d.backward")
+
+
+class BatchNorm2d(Module):
+    """Batch normalisation of images x (N, C, H, W), per channel."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1) -> None:
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.gamma = np.ones(num_features, dtype=np.float64)
+        self.beta = np.zeros(num_features, dtype=np.float64)
+        self.running_mean = np.zeros(num_features, dtype=np.float64)
+        self.running_var = np.ones(num_features, dtype=np.float64)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """As BatchNorm1d, with statistics over axes 0, 2, 3 (m = N * H * W).
+
+        gamma, beta and the statistics broadcast as shape (1, C, 1, 1).
+        Training: batch statistics and the running-statistics update (unbiased
+        running variance); eval: running statistics, no update. Cache for backward.
+        """
+        # TODO: implement
+        raise NotImplementedError("normalization.BatchNorm2d.forward")
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        """As BatchNorm1d.backward with sums over axes 0, 2, 3.
+
+        Training: dx = gamma / (m * sqrt(var + eps)) * (m * dout - sum(dout) - x_hat * sum(dout * x_hat));
+        eval: dx = dout * gamma / sqrt(running_var + eps).
+        Set self.dgamma, self.dbeta, shape (C,).
+        """
+        # TODO: implement
+        raise NotImplementedError("normalization.BatchNorm2d.backward")
+
+
+class LayerNorm(Module):
+    """Layer normalisation over the trailing dims (Ba, Kiros & Hinton, 2016)."""
+
+    def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5) -> None:
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.gamma = np.ones(self.normalized_shape, dtype=np.float64)
+        self.beta = np.zeros(self.normalized_shape, dtype=np.float64)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """y = gamma * (x - mu) / sqrt(var + eps) + beta.
+
+        mu and the biased var are taken over the trailing dims equal to
+        normalized_shape (D = their product values), separately for every
+        index of the leading dims (any number of them). Same in train and
+        eval. Cache x_hat and rstd = 1 / sqrt(var + eps).
+        """
+        # TODO: implement
+        raise NotImplementedError("normalization.LayerNorm.forward")
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        """With g = dout * gamma and sums over the normalised (trailing) dims:
+            dx = rstd / D * (D * g - sum(g) - x_hat * sum(g * x_hat))
+
+        Set self.dgamma = sum(dout * x_hat) and self.dbeta = sum(dout), summed
+        over ALL leading dims, shape normalized_shape.
+        """
+        # TODO: implement
+        raise NotImplementedError("normalization.LayerNorm.backward")
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the last axis (Zhang & Sennrich, 2019)."""
+
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        self.dim = dim
+        self.eps = eps
+        self.gamma = np.ones(dim, dtype=np.float64)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """y = x / RMS(x) * gamma, RMS(x) = sqrt(mean(x^2 over the last axis) + eps).
+
+        No mean subtraction and no beta. x (..., dim): any leading dims.
+        Cache x and RMS (keepdims=True).
+        """
+        # TODO: implement
+        raise NotImplementedError("normalization.RMSNorm.forward")
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        """dx_i = gamma_i * dout_i / RMS - x_i / (D * RMS^3) * sum_j(dout_j * gamma_j * x_j).
+
+        (Sum over the last axis, D = dim.) Set self.dgamma = sum(dout * x / RMS)
+        over ALL leading axes, shape (dim,): the course's RMSNormScratch sums
+        over axis 0 only, which is wrong for 3-D input.
+        """
+        # TODO: implement
+        raise NotImplementedError("normalization.RMSNorm.backward")
+
+
+class GroupNorm(Module):
+    """Group normalisation of x (N, C, *): per sample, per group of channels (Wu & He, 2018)."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5) -> None:
+        if num_groups <= 0 or num_channels % num_groups != 0:
+            raise ValueError(
+                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+            )
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.gamma = np.ones(num_channels, dtype=np.float64)
+        self.beta = np.zeros(num_channels, dtype=np.float64)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """y = gamma * x_hat + beta, gamma and beta per channel (axis 1).
+
+        Split the C channels into num_groups groups of C / num_groups
+        consecutive channels; mu and the biased var are taken per sample and
+        per group, over the group's channels and all trailing axes. Hint:
+        reshape x to (N, G, -1), normalise along the last axis, reshape back.
+        Same in train and eval. Cache x_hat and rstd.
+        """
+        # TODO: implement
+        raise NotImplementedError("normalization.GroupNorm.forward")
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        """With g = dout * gamma (per channel), in the (N, G, m) view of each group:
+            dx = rstd / m * (m * g - sum(g) - x_hat * sum(g * x_hat))
+
+        Set self.dgamma = sum(dout * x_hat), self.dbeta = sum(dout) over every
+        axis but axis 1, shape (C,).
+        """
+        # TODO: implement
+        raise NotImplementedError("normalization.GroupNorm.backward")
+
+
+class InstanceNorm2d(Module):
+    """Instance normalisation of x (N, C, H, W): per sample and channel (Ulyanov et al., 2016)."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5) -> None:
+        self.num_features = num_features
+        self.eps = eps
+        self.gamma = np.ones(num_features, dtype=np.float64)
+        self.beta = np.zeros(num_features, dtype=np.float64)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """y = gamma * (x - mu) / sqrt(var + eps) + beta, statistics over axes 2, 3.
+
+        One mu and biased var per (sample, channel); gamma, beta broadcast as
+        (1, C, 1, 1). Same in train and eval. Cache x_hat and rstd.
+        """
+        # TODO: implement
+        raise NotImplementedError("normalization.InstanceNorm2d.forward")
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        """With g = dout * gamma, sums over axes 2, 3 and m = H * W:
+            dx = rstd / m * (m * g - sum(g) - x_hat * sum(g * x_hat))
+
+        Set self.dgamma = sum(dout * x_hat), self.dbeta = sum(dout) over axes
+        0, 2, 3, shape (C,).
+        """
+        # TODO: implement
+        raise NotImplementedError("normalization.InstanceNorm2d.backward")
