@@ -1,0 +1,932 @@
+"""Comprehension checkpoints: chapter quizzes with locked answer keys.
+
+Authors write plaintext answers in ``quizzes/source/<chapter>.toml``; ``grade
+quiz lock`` turns each source into ``quizzes/<chapter>.json``, the file a
+student reads, which keeps the question, its choices, tolerance and
+explanation but stores the answer only as salted digests (as okpy locks its
+conceptual questions):
+
+    digest = HMAC-SHA256(key = salt, msg = canonical answer)
+
+with a random 16-byte salt per question. Canonical answers:
+
+- single choice: ``choice:<id>``; multiple select: ``choices:<id>,<id>`` with the
+  ids sorted (ids are stable, independent of display order);
+- short answer: ``short:<normalised text>``, one digest per accepted form
+  (normalised for case, spaces and simple notation, see ``normalise_text``);
+- numeric, tolerance t: ``num:<k>`` with k = round(value * QUANT_STEPS / t).
+  A candidate x is accepted when one of the bins k_x - (QUANT_STEPS + 1) ...
+  k_x + (QUANT_STEPS + 1) matches, so every |x - answer| <= t is accepted and
+  every |x - answer| > (1 + 2 / QUANT_STEPS) * t is rejected.
+
+A chapter is complete when each of its checkpoint questions has at least one
+correct recorded attempt.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import hmac
+import json
+import math
+import os
+import re
+import secrets
+import tomllib
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from grader.errors import GraderError, UsageError
+
+KINDS = ("single", "multiple", "numeric", "short")
+CHAPTER_ORDER = (
+    "activations",
+    "normalization",
+    "dropout-weight-decay",
+    "initialisation",
+    "universal-approximation",
+)
+FORMAT = "normgrade-quiz-1"
+QUANT_STEPS = 10
+SALT_BYTES = 16
+QUIZ_DIR_ENV = "GRADE_QUIZ_DIR"
+MAX_ANSWER_CHARS = 200
+
+_ID_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+_COMMON_FIELDS = {"id", "kind", "prompt", "explanation", "choices", "tolerance", "points", "checkpoint", "ladder"}
+LOCKED_FIELDS = _COMMON_FIELDS | {"salt", "digests"}
+SOURCE_FIELDS = _COMMON_FIELDS | {"answer", "wrong"}
+KIND_HINTS = {
+    "single": "the number of one choice",
+    "multiple": "the numbers of every correct choice, separated by commas",
+    "numeric": "a number; fractions, e-notation and sqrt() are fine",
+    "short": "a short answer",
+}
+
+
+# --- errors -------------------------------------------------------------------
+
+
+class QuizError(GraderError):
+    """A quiz problem the user can fix (one line)."""
+
+
+class QuizFileError(QuizError):
+    """A quiz file (source or locked) is malformed: names the file, the question and the problem."""
+
+    def __init__(self, file: str | Path, question_id: str | None, problem: str) -> None:
+        self.file = str(file)
+        self.question_id = question_id
+        self.problem = problem
+        where = f"question '{question_id}'" if question_id is not None else "quiz"
+        super().__init__(f"{self.file}: {where}: {problem}")
+
+
+class AnswerFormatError(QuizError):
+    """An answer that cannot be read for its question's kind (the interactive quiz re-asks)."""
+
+
+class UnknownChapterError(UsageError):
+    """A chapter name that is not a quiz (the message suggests the closest one)."""
+
+
+# --- data ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option of a choice question; ``id`` is stable, the display number is not."""
+
+    id: str
+    text: str
+
+
+@dataclass
+class Question:
+    """A locked question: everything a student may read, the answer only as digests."""
+
+    id: str
+    kind: str
+    prompt: str
+    explanation: str
+    salt: str
+    digests: tuple[str, ...]
+    choices: tuple[Choice, ...] = ()
+    tolerance: float | None = None
+    points: float = 1.0
+    checkpoint: bool = False
+    ladder: str | None = None
+
+
+@dataclass
+class Quiz:
+    """A chapter's locked quiz."""
+
+    chapter: str
+    title: str
+    questions: list[Question]
+    path: Path
+
+    @property
+    def checkpoints(self) -> list[Question]:
+        """The questions that must be answered correctly to complete the chapter."""
+        return [q for q in self.questions if q.checkpoint]
+
+    def question(self, question_id: str) -> Question:
+        """The question with this id (KeyError when absent)."""
+        for q in self.questions:
+            if q.id == question_id:
+                return q
+        raise KeyError(question_id)
+
+
+@dataclass
+class SourceQuestion:
+    """An author's question: the public fields plus ``answer`` and optional ``wrong`` samples."""
+
+    data: dict[str, Any]
+    answer: Any
+    wrong: list[Any]
+
+    @property
+    def id(self) -> str:
+        return str(self.data["id"])
+
+    @property
+    def kind(self) -> str:
+        return str(self.data["kind"])
+
+
+@dataclass
+class SourceQuiz:
+    """A chapter's author source (plaintext answers)."""
+
+    chapter: str
+    title: str
+    questions: list[SourceQuestion]
+    path: Path
+
+
+@dataclass
+class Verdict:
+    """One graded answer: the form recorded in the store, correctness, or why it was unreadable."""
+
+    question_id: str
+    answer: str
+    correct: bool
+    error: str | None = None
+
+
+@dataclass
+class QuizResult:
+    """The verdicts of one pass through a chapter (unanswered questions have no verdict)."""
+
+    quiz: Quiz
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+
+    @property
+    def score(self) -> float:
+        return sum(q.points for q in self.quiz.questions if self._correct(q.id))
+
+    @property
+    def max_score(self) -> float:
+        return sum(q.points for q in self.quiz.questions)
+
+    @property
+    def correct_count(self) -> int:
+        return sum(1 for q in self.quiz.questions if self._correct(q.id))
+
+    @property
+    def all_correct(self) -> bool:
+        """True when every question of the chapter was answered correctly in this pass."""
+        return self.correct_count == len(self.quiz.questions)
+
+    def _correct(self, question_id: str) -> bool:
+        verdict = self.verdicts.get(question_id)
+        return verdict is not None and verdict.correct
+
+    def to_json(self, student: str, complete: bool) -> dict[str, Any]:
+        """The ``--json`` document of a graded chapter."""
+        questions = []
+        for q in self.quiz.questions:
+            v = self.verdicts.get(q.id)
+            questions.append(
+                {
+                    "id": q.id,
+                    "kind": q.kind,
+                    "checkpoint": q.checkpoint,
+                    "points": q.points,
+                    "answered": v is not None,
+                    "answer": v.answer if v else None,
+                    "correct": bool(v and v.correct),
+                    "error": v.error if v else None,
+                    "explanation": q.explanation if v else None,
+                }
+            )
+        return {
+            "student": student,
+            "chapter": self.quiz.chapter,
+            "score": self.score,
+            "max_score": self.max_score,
+            "correct": self.correct_count,
+            "total": len(self.quiz.questions),
+            "complete": complete,
+            "questions": questions,
+        }
+
+
+@dataclass
+class ChapterProgress:
+    """A student's standing on one chapter, from the recorded attempts."""
+
+    chapter: str
+    title: str
+    questions: int
+    checkpoints: int
+    checkpoints_correct: int
+    questions_correct: int
+    attempts: int
+
+    @property
+    def complete(self) -> bool:
+        return self.checkpoints_correct == self.checkpoints
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "chapter": self.chapter,
+            "title": self.title,
+            "questions": self.questions,
+            "questions_correct": self.questions_correct,
+            "checkpoints": self.checkpoints,
+            "checkpoints_correct": self.checkpoints_correct,
+            "attempts": self.attempts,
+            "complete": self.complete,
+        }
+
+
+# --- answer normalisation -------------------------------------------------------
+
+_GREEK = {
+    "α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "ε": "epsilon", "ϵ": "epsilon",
+    "η": "eta", "θ": "theta", "λ": "lambda", "μ": "mu", "ξ": "xi", "π": "pi", "ρ": "rho",
+    "σ": "sigma", "ς": "sigma", "τ": "tau", "φ": "phi", "ϕ": "phi", "ψ": "psi", "ω": "omega",
+}
+_MINUSES = "\u2212\u2012\u2013\u2014\ufe63\uff0d"
+_TIMES = "*\u00b7\u22c5\u00d7\u2219\u2022"
+_SUPERSCRIPTS = {"\u00b2": "^2", "\u00b3": "^3", "\u207b\u00b9": "^-1"}
+
+
+def _unify_symbols(text: str) -> str:
+    """Superscripts to ``^n``, NFKC, unicode minus signs to ``-``, ``**`` to ``^``."""
+    for sup, plain in _SUPERSCRIPTS.items():
+        text = text.replace(sup, plain)
+    text = unicodedata.normalize("NFKC", text)
+    for minus in _MINUSES:
+        text = text.replace(minus, "-")
+    return text.replace("**", "^")
+
+
+def normalise_text(text: str) -> str:
+    """The canonical form of a short answer.
+
+    Case-folded; Greek letters spelled out (σ -> sigma, Φ -> phi); √ -> sqrt;
+    unicode minus -> '-'; ``**`` -> ``^``; multiplication signs (* · × ⋅) and all
+    whitespace, underscores and hyphens between words removed; parentheses
+    around a single atom dropped (``sqrt(2)`` = ``√2``, ``x*Phi(x)`` = ``x·Φ(x)``);
+    a trailing full stop dropped.
+    """
+    s = _unify_symbols(text).casefold()
+    s = "".join(_GREEK.get(ch, ch) for ch in s)
+    s = s.replace("√", "sqrt")
+    for times in _TIMES:
+        s = s.replace(times, "")
+    s = re.sub(r"\s+", "", s)
+    s = s.replace("_", "")
+    s = re.sub(r"(?<=[a-z]{2})-(?=[a-z]{2})", "", s)
+    previous = None
+    while previous != s:
+        previous = s
+        s = re.sub(r"\(([a-z0-9.]+)\)", r"\1", s)
+    return s.rstrip(".")
+
+
+_FUNCS: dict[str, Callable[[float], float]] = {
+    "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "ln": math.log, "erf": math.erf,
+}
+_CONSTS = {"pi": math.pi, "e": math.e}
+
+
+def _eval_node(node: ast.AST) -> float:
+    """Evaluate a whitelisted arithmetic AST: numbers, + - * / ^, sqrt/exp/log/erf, pi, e."""
+    if isinstance(node, ast.Expression):
+        return _eval_node(node.body)
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return float(node.value)
+    if isinstance(node, ast.Name) and node.id in _CONSTS:
+        return _CONSTS[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        value = _eval_node(node.operand)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
+        left, right = _eval_node(node.left), _eval_node(node.right)
+        if isinstance(node.op, ast.Add):
+            return left + right
+        if isinstance(node.op, ast.Sub):
+            return left - right
+        if isinstance(node.op, ast.Mult):
+            return left * right
+        if isinstance(node.op, ast.Div):
+            return left / right
+        if abs(right) > 64 or abs(left) > 1e6:
+            raise ValueError("power too large")
+        power = left**right
+        if isinstance(power, complex):
+            raise ValueError("complex power")
+        return power
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _FUNCS
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return _FUNCS[node.func.id](_eval_node(node.args[0]))
+    raise ValueError("not arithmetic")
+
+
+def parse_number(text: str | int | float) -> float:
+    """Read a numeric answer: ``0.4629``, ``4.63e-1``, ``5/3``, ``−1.2247``, ``1/√2``, ``sqrt(2/256)``.
+
+    Raises AnswerFormatError when the text is not plain arithmetic or not finite.
+    """
+    if isinstance(text, bool):
+        raise AnswerFormatError("expected a number, got true/false")
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        raw = str(text).strip()
+        if not raw:
+            raise AnswerFormatError("expected a number, got nothing")
+        if len(raw) > MAX_ANSWER_CHARS:
+            raise AnswerFormatError(f"expected a number, got {len(raw)} characters")
+        s = _unify_symbols(raw).casefold().replace("π", "pi")
+        s = re.sub(r"√\s*(\d+(?:\.\d+)?|pi|e)", r"sqrt(\1)", s).replace("√", "sqrt")
+        for times in _TIMES:
+            s = s.replace(times, "*")
+        s = s.replace("^", "**")
+        try:
+            value = _eval_node(ast.parse(s, mode="eval"))
+        except (SyntaxError, ValueError, TypeError, ZeroDivisionError, OverflowError):
+            raise AnswerFormatError(
+                f"'{raw}' is not a number: write e.g. 0.4629, 4.63e-1, 5/3 or sqrt(2/256)"
+            ) from None
+    if not math.isfinite(value):
+        raise AnswerFormatError(f"'{text}' is not a finite number")
+    return value
+
+
+def _choice_ids(question: Question | SourceQuestion, raw: Any) -> list[str]:
+    """Read choice answers: ids (``b``), display numbers (``2``), a list, or ``a, c``."""
+    choices = question.choices if isinstance(question, Question) else _source_choices(question)
+    ids = [c.id for c in choices]
+    if isinstance(raw, bool):
+        tokens: list[str] = []
+    elif isinstance(raw, (list, tuple)):
+        tokens = [str(t).strip() for t in raw]
+    else:
+        tokens = [t for t in re.split(r"[\s,;]+", str(raw).strip()) if t]
+    if not tokens:
+        raise AnswerFormatError(f"expected one of the choices 1-{len(ids)} (or {', '.join(ids)})")
+    picked: list[str] = []
+    for token in tokens:
+        low = token.casefold().rstrip(".)")
+        if low.isdigit() and 1 <= int(low) <= len(ids):
+            choice = ids[int(low) - 1]
+        elif low in ids:
+            choice = low
+        else:
+            raise AnswerFormatError(
+                f"'{token}' is not a choice: answer with 1-{len(ids)} (or {', '.join(ids)})"
+            )
+        if choice not in picked:
+            picked.append(choice)
+    return picked
+
+
+def canonical_answers(question: Question | SourceQuestion, raw: Any) -> list[str]:
+    """The canonical message(s) to test for an answer (several only for numeric bins).
+
+    Raises AnswerFormatError when ``raw`` cannot be read for the question's kind.
+    """
+    kind = question.kind
+    if kind == "single":
+        picked = _choice_ids(question, raw)
+        if len(picked) != 1:
+            raise AnswerFormatError("this question has one answer: give a single choice")
+        return [f"choice:{picked[0]}"]
+    if kind == "multiple":
+        return ["choices:" + ",".join(sorted(_choice_ids(question, raw)))]
+    if kind == "numeric":
+        tol = _tolerance(question)
+        k = round(parse_number(raw) * QUANT_STEPS / tol)
+        return [f"num:{k + d}" for d in range(-(QUANT_STEPS + 1), QUANT_STEPS + 2)]
+    if kind == "short":
+        if isinstance(raw, (list, tuple, dict, bool)) or raw is None:
+            raise AnswerFormatError("expected a short text answer")
+        text = normalise_text(str(raw))
+        if not text:
+            raise AnswerFormatError("expected a short text answer, got nothing")
+        if len(text) > MAX_ANSWER_CHARS:
+            raise AnswerFormatError(f"expected a short answer, got {len(text)} characters")
+        return [f"short:{text}"]
+    raise AnswerFormatError(f"unknown question kind '{kind}'")
+
+
+def _tolerance(question: Question | SourceQuestion) -> float:
+    tol = question.tolerance if isinstance(question, Question) else question.data.get("tolerance")
+    return float(tol)  # validated > 0 when the file was loaded
+
+
+def digest(salt: str, message: str) -> str:
+    """HMAC-SHA256(key=salt, msg=message) as hex."""
+    return hmac.new(bytes.fromhex(salt), message.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def recorded_form(question: Question, raw: Any) -> str:
+    """The answer as stored in the progress database: choice ids, or the text given."""
+    if question.kind in ("single", "multiple"):
+        try:
+            return ",".join(_choice_ids(question, raw))
+        except AnswerFormatError:
+            pass
+    if isinstance(raw, (list, tuple)):
+        return ",".join(str(r) for r in raw)
+    return str(raw).strip()
+
+
+def check_answer(question: Question, raw: Any) -> Verdict:
+    """Grade one answer against the locked digests; AnswerFormatError when unreadable."""
+    candidates = canonical_answers(question, raw)
+    correct = any(
+        hmac.compare_digest(digest(question.salt, c), d) for c in candidates for d in question.digests
+    )
+    return Verdict(question.id, recorded_form(question, raw), correct)
+
+
+def grade_answer(question: Question, raw: Any) -> Verdict:
+    """Like check_answer, but an unreadable answer is a wrong one carrying the reason."""
+    try:
+        return check_answer(question, raw)
+    except AnswerFormatError as exc:
+        return Verdict(question.id, recorded_form(question, raw), False, str(exc))
+
+
+# --- loading and validation -------------------------------------------------------
+
+
+def _require(data: Mapping[str, Any], key: str, types: type | tuple[type, ...], file: Path, qid: str | None) -> Any:
+    if key not in data:
+        raise QuizFileError(file, qid, f"missing field '{key}'")
+    value = data[key]
+    if not isinstance(value, types) or isinstance(value, bool) and bool not in _as_tuple(types):
+        raise QuizFileError(file, qid, f"field '{key}' has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _validate_common(raw: Any, file: Path, allowed: set[str], index: int) -> str:
+    """Check the fields every question has (locked or source); return its id."""
+    if not isinstance(raw, dict):
+        raise QuizFileError(file, f"#{index + 1}", "a question must be a table/object")
+    qid = raw.get("id")
+    if not isinstance(qid, str):
+        raise QuizFileError(file, f"#{index + 1}", "missing field 'id'")
+    if not _ID_RE.match(qid):
+        raise QuizFileError(file, qid, "the id must be lower-case letters, digits and '-'")
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        if "answer" in unknown and "salt" in allowed:
+            raise QuizFileError(file, qid, "a locked file must not hold a plaintext 'answer'")
+        raise QuizFileError(file, qid, f"unknown field '{unknown[0]}'")
+    kind = _require(raw, "kind", str, file, qid)
+    if kind not in KINDS:
+        raise QuizFileError(file, qid, f"unknown kind '{kind}' (expected one of {', '.join(KINDS)})")
+    _require(raw, "prompt", str, file, qid)
+    _require(raw, "explanation", str, file, qid)
+    if not raw["prompt"].strip() or not raw["explanation"].strip():
+        raise QuizFileError(file, qid, "prompt and explanation must not be empty")
+    if kind in ("single", "multiple"):
+        choices = _require(raw, "choices", list, file, qid)
+        if len(choices) < 2:
+            raise QuizFileError(file, qid, "a choice question needs at least 2 choices")
+        seen: set[str] = set()
+        for choice in choices:
+            if not isinstance(choice, dict) or set(choice) != {"id", "text"}:
+                raise QuizFileError(file, qid, "each choice needs exactly 'id' and 'text'")
+            cid, text = choice["id"], choice["text"]
+            if not isinstance(cid, str) or not _ID_RE.match(cid) or not isinstance(text, str):
+                raise QuizFileError(file, qid, f"choice id {cid!r} must be a lower-case slug with a text")
+            if cid in seen:
+                raise QuizFileError(file, qid, f"duplicate choice id '{cid}'")
+            seen.add(cid)
+    elif "choices" in raw:
+        raise QuizFileError(file, qid, f"a {kind} question has no choices")
+    if kind == "numeric":
+        tol = _require(raw, "tolerance", (int, float), file, qid)
+        if not tol > 0 or not math.isfinite(tol):
+            raise QuizFileError(file, qid, "tolerance must be a positive number")
+    elif "tolerance" in raw:
+        raise QuizFileError(file, qid, f"a {kind} question has no tolerance")
+    if "points" in raw:
+        points = _require(raw, "points", (int, float), file, qid)
+        if not points > 0:
+            raise QuizFileError(file, qid, "points must be positive")
+    if "checkpoint" in raw:
+        _require(raw, "checkpoint", bool, file, qid)
+    if "ladder" in raw:
+        _require(raw, "ladder", str, file, qid)
+    return qid
+
+
+def _validate_header(doc: Any, file: Path) -> tuple[str, str, list[Any]]:
+    if not isinstance(doc, dict):
+        raise QuizFileError(file, None, "the file must hold a table/object")
+    chapter = _require(doc, "chapter", str, file, None)
+    if chapter != file.stem:
+        raise QuizFileError(file, None, f"chapter '{chapter}' does not match the file name '{file.stem}'")
+    title = _require(doc, "title", str, file, None)
+    questions = _require(doc, "questions", list, file, None)
+    if not questions:
+        raise QuizFileError(file, None, "no questions")
+    return chapter, title, questions
+
+
+def _check_unique_and_checkpoint(ids: list[str], checkpoints: int, file: Path) -> None:
+    seen: set[str] = set()
+    for qid in ids:
+        if qid in seen:
+            raise QuizFileError(file, qid, "duplicate question id")
+        seen.add(qid)
+    if checkpoints == 0:
+        raise QuizFileError(file, None, "no checkpoint question: mark at least one with checkpoint = true")
+
+
+def load_quiz(path: str | Path) -> Quiz:
+    """Load and validate a locked quiz file (JSON). Raises QuizFileError."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise QuizFileError(path, None, f"cannot be read ({exc.strerror})") from exc
+    except json.JSONDecodeError as exc:
+        raise QuizFileError(path, None, f"not valid JSON ({exc.msg}, line {exc.lineno})") from exc
+    if isinstance(doc, dict) and doc.get("format") != FORMAT:
+        raise QuizFileError(path, None, f"'format' must be '{FORMAT}' (run `grade quiz lock`)")
+    if isinstance(doc, dict):
+        doc = {k: v for k, v in doc.items() if k not in ("format", "source")}
+    chapter, title, raw_questions = _validate_header(doc, path)
+    questions: list[Question] = []
+    for index, raw in enumerate(raw_questions):
+        qid = _validate_common(raw, path, LOCKED_FIELDS, index)
+        salt = _require(raw, "salt", str, path, qid)
+        if not re.fullmatch(r"[0-9a-f]{32,}", salt):
+            raise QuizFileError(path, qid, "salt must be at least 16 bytes of lower-case hex")
+        digests = _require(raw, "digests", list, path, qid)
+        if not digests or not all(isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d) for d in digests):
+            raise QuizFileError(path, qid, "digests must be a non-empty list of SHA-256 hex digests")
+        questions.append(
+            Question(
+                id=qid,
+                kind=raw["kind"],
+                prompt=raw["prompt"],
+                explanation=raw["explanation"],
+                salt=salt,
+                digests=tuple(digests),
+                choices=tuple(Choice(c["id"], c["text"]) for c in raw.get("choices", [])),
+                tolerance=float(raw["tolerance"]) if "tolerance" in raw else None,
+                points=float(raw.get("points", 1)),
+                checkpoint=bool(raw.get("checkpoint", False)),
+                ladder=raw.get("ladder"),
+            )
+        )
+    _check_unique_and_checkpoint([q.id for q in questions], len([q for q in questions if q.checkpoint]), path)
+    return Quiz(chapter, title, questions, path)
+
+
+def _source_choices(question: SourceQuestion) -> tuple[Choice, ...]:
+    return tuple(Choice(c["id"], c["text"]) for c in question.data.get("choices", []))
+
+
+def _answer_forms(question: SourceQuestion) -> list[Any]:
+    """The accepted answers of a source question as a list (short answers may list several)."""
+    if question.kind == "short" and isinstance(question.answer, list):
+        return list(question.answer)
+    return [question.answer]
+
+
+def load_source(path: str | Path) -> SourceQuiz:
+    """Load and validate an author source file (TOML, plaintext answers). Raises QuizFileError."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except OSError as exc:
+        raise QuizFileError(path, None, f"cannot be read ({exc.strerror})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise QuizFileError(path, None, f"not valid TOML ({exc})") from exc
+    chapter, title, raw_questions = _validate_header(doc, path)
+    questions: list[SourceQuestion] = []
+    for index, raw in enumerate(raw_questions):
+        qid = _validate_common(raw, path, SOURCE_FIELDS, index)
+        if "answer" not in raw:
+            raise QuizFileError(path, qid, "missing field 'answer'")
+        wrong = raw.get("wrong", [])
+        if not isinstance(wrong, list):
+            raise QuizFileError(path, qid, "field 'wrong' must be a list of wrong answers")
+        data = {k: v for k, v in raw.items() if k not in ("answer", "wrong")}
+        question = SourceQuestion(data, raw["answer"], wrong)
+        forms = _answer_forms(question)
+        if not forms:
+            raise QuizFileError(path, qid, "no accepted answer")
+        for form in forms:
+            try:
+                canonical_answers(question, form)
+            except AnswerFormatError as exc:
+                raise QuizFileError(path, qid, f"answer {form!r}: {exc}") from None
+        if question.kind == "single" and not isinstance(question.answer, str):
+            raise QuizFileError(path, qid, "the answer of a single-choice question is one choice id")
+        questions.append(question)
+    _check_unique_and_checkpoint(
+        [q.id for q in questions], len([q for q in questions if q.data.get("checkpoint")]), path
+    )
+    return SourceQuiz(chapter, title, questions, path)
+
+
+# --- locking ---------------------------------------------------------------------
+
+
+def source_digests(question: SourceQuestion, salt: str) -> list[str]:
+    """The digests of a source question's accepted answers (numeric: the centre bin only)."""
+    out: list[str] = []
+    for form in _answer_forms(question):
+        candidates = canonical_answers(question, form)
+        message = candidates[len(candidates) // 2]  # numeric: the answer's own bin
+        value = digest(salt, message)
+        if value not in out:
+            out.append(value)
+    return out
+
+
+def lock_quiz(source: SourceQuiz, previous: Quiz | None = None) -> dict[str, Any]:
+    """The locked document for a source. Salts of questions already in ``previous`` are reused,
+    so relocking an unchanged source gives an identical file."""
+    old_salts = {q.id: q.salt for q in previous.questions} if previous else {}
+    questions = []
+    for q in source.questions:
+        salt = old_salts.get(q.id) or secrets.token_hex(SALT_BYTES)
+        locked: dict[str, Any] = {
+            "id": q.id,
+            "kind": q.kind,
+            "prompt": q.data["prompt"].strip(),
+        }
+        if "choices" in q.data:
+            locked["choices"] = [{"id": c["id"], "text": c["text"]} for c in q.data["choices"]]
+        if "tolerance" in q.data:
+            locked["tolerance"] = q.data["tolerance"]
+        locked["points"] = q.data.get("points", 1)
+        locked["checkpoint"] = bool(q.data.get("checkpoint", False))
+        if "ladder" in q.data:
+            locked["ladder"] = q.data["ladder"]
+        locked["explanation"] = q.data["explanation"].strip()
+        locked["salt"] = salt
+        locked["digests"] = source_digests(q, salt)
+        questions.append(locked)
+    return {
+        "format": FORMAT,
+        "chapter": source.chapter,
+        "title": source.title,
+        "source": f"source/{source.path.name}",
+        "questions": questions,
+    }
+
+
+def dump_locked(doc: Mapping[str, Any]) -> str:
+    """The text of a locked file: indented JSON, UTF-8, one trailing newline."""
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+@dataclass
+class LockOutcome:
+    """What ``lock_all`` did (or, with check, would do) to one locked file."""
+
+    path: Path
+    status: str  # "unchanged", "written", "stale", "orphan"
+    detail: str = ""
+
+
+def lock_all(quiz_dir: str | Path, check: bool = False) -> list[LockOutcome]:
+    """Lock every ``source/*.toml`` into ``<chapter>.json``; with check, write nothing and
+    report locked files that differ from their source ("stale") or have none ("orphan")."""
+    quiz_dir = Path(quiz_dir)
+    sources = sorted((quiz_dir / "source").glob("*.toml"))
+    if not sources:
+        raise QuizError(f"no quiz sources in {quiz_dir / 'source'}: nothing to lock")
+    outcomes: list[LockOutcome] = []
+    for src_path in sources:
+        source = load_source(src_path)
+        target = quiz_dir / f"{source.chapter}.json"
+        previous: Quiz | None = None
+        old_text = target.read_text(encoding="utf-8") if target.exists() else None
+        if old_text is not None:
+            try:
+                previous = load_quiz(target)
+            except QuizFileError:
+                previous = None
+        new_text = dump_locked(lock_quiz(source, previous))
+        if new_text == old_text:
+            outcomes.append(LockOutcome(target, "unchanged"))
+        elif check:
+            detail = "missing" if old_text is None else "differs from its source"
+            outcomes.append(LockOutcome(target, "stale", detail))
+        else:
+            target.write_text(new_text, encoding="utf-8")
+            outcomes.append(LockOutcome(target, "written"))
+    chapters = {p.stem for p in sources}
+    for locked in sorted(quiz_dir.glob("*.json")):
+        if locked.stem not in chapters:
+            outcomes.append(LockOutcome(locked, "orphan", "has no source"))
+    return outcomes
+
+
+# --- finding chapters ------------------------------------------------------------
+
+
+def default_quiz_dir() -> Path:
+    """``$GRADE_QUIZ_DIR`` when set, else the ``quizzes/`` folder of this checkout."""
+    env = os.environ.get(QUIZ_DIR_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "quizzes"
+
+
+def _chapter_key(chapter: str) -> tuple[int, str]:
+    order = CHAPTER_ORDER.index(chapter) if chapter in CHAPTER_ORDER else len(CHAPTER_ORDER)
+    return (order, chapter)
+
+
+def chapter_ids(quiz_dir: str | Path) -> list[str]:
+    """The chapters with a locked file in ``quiz_dir``, in course order."""
+    quiz_dir = Path(quiz_dir)
+    if not quiz_dir.is_dir():
+        raise QuizError(f"no quiz folder at {quiz_dir}: pass --quiz-dir or set {QUIZ_DIR_ENV}")
+    return sorted((p.stem for p in quiz_dir.glob("*.json")), key=_chapter_key)
+
+
+def load_all(quiz_dir: str | Path) -> list[Quiz]:
+    """Every locked quiz in ``quiz_dir``, in course order (QuizFileError on the first bad one)."""
+    return [load_quiz(Path(quiz_dir) / f"{c}.json") for c in chapter_ids(quiz_dir)]
+
+
+def resolve_chapter(name: str, quiz_dir: str | Path) -> Quiz:
+    """Load the chapter called ``name``; UnknownChapterError with a did-you-mean otherwise."""
+    chapters = chapter_ids(quiz_dir)
+    if name in chapters:
+        return load_quiz(Path(quiz_dir) / f"{name}.json")
+    low = name.casefold()
+    guesses = [c for c in chapters if c.startswith(low) or low in c]
+    guesses = guesses or difflib.get_close_matches(low, chapters, n=1, cutoff=0.5)
+    if guesses:
+        raise UnknownChapterError(f"'{name}' is not a quiz chapter. Did you mean '{guesses[0]}'?")
+    raise UnknownChapterError(f"'{name}' is not a quiz chapter. Chapters: {', '.join(chapters)}.")
+
+
+# --- grading ---------------------------------------------------------------------
+
+
+def load_answers(path: str | Path) -> dict[str, Any]:
+    """Read an answers file: TOML (``.toml``) or JSON (anything else), a mapping question id -> answer.
+
+    Answers are strings, numbers, or lists of choice ids for multiple-select questions.
+    """
+    path = Path(path)
+    try:
+        if path.suffix == ".toml":
+            with open(path, "rb") as fh:
+                doc = tomllib.load(fh)
+        else:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise QuizError(f"cannot read the answers file {path} ({exc.strerror})") from exc
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise QuizError(f"{path} is not a valid answers file ({exc}): expected TOML or JSON") from exc
+    if not isinstance(doc, dict):
+        raise QuizError(f"{path} must map question ids to answers")
+    return doc
+
+
+def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers") -> QuizResult:
+    """Grade a mapping question id -> answer; unknown ids raise UsageError, missing ones stay unanswered."""
+    known = {q.id for q in quiz.questions}
+    unknown = [k for k in answers if k not in known]
+    if unknown:
+        guess = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        hint = f" Did you mean '{guess[0]}'?" if guess else ""
+        raise UsageError(f"{source}: '{unknown[0]}' is not a question of chapter '{quiz.chapter}'.{hint}")
+    result = QuizResult(quiz)
+    for q in quiz.questions:
+        if q.id in answers:
+            result.verdicts[q.id] = grade_answer(q, answers[q.id])
+    return result
+
+
+def chapter_progress(quiz: Quiz, attempts: Iterable[Mapping[str, Any]]) -> ChapterProgress:
+    """A chapter's standing from store rows (keys chapter, question, correct)."""
+    ids = {q.id for q in quiz.questions}
+    correct: set[str] = set()
+    count = 0
+    for row in attempts:
+        if row["chapter"] != quiz.chapter or row["question"] not in ids:
+            continue
+        count += 1
+        if row["correct"]:
+            correct.add(row["question"])
+    checkpoints = {q.id for q in quiz.checkpoints}
+    return ChapterProgress(
+        chapter=quiz.chapter,
+        title=quiz.title,
+        questions=len(quiz.questions),
+        checkpoints=len(checkpoints),
+        checkpoints_correct=len(checkpoints & correct),
+        questions_correct=len(correct),
+        attempts=count,
+    )
+
+
+# --- the interactive session -----------------------------------------------------
+
+AnswerHook = Callable[[Question, Verdict], None]
+
+
+def _format_tolerance(tol: float) -> str:
+    return f"{tol:g}"
+
+
+def ask_question(question: Question, number: int, total: int) -> Verdict:
+    """Show one question, prompt until the answer is readable, and grade it."""
+    tag = " [checkpoint]" if question.checkpoint else ""
+    click.echo("")
+    click.echo(f"Q{number}/{total}{tag} {question.prompt}")
+    for index, choice in enumerate(question.choices, 1):
+        click.echo(f"  {index}. {choice.text}")
+    hint = KIND_HINTS[question.kind]
+    if question.kind == "numeric":
+        hint += f"; within ±{_format_tolerance(question.tolerance or 0)}"
+
+    def read(raw: str) -> Verdict:
+        try:
+            return check_answer(question, raw)
+        except AnswerFormatError as exc:
+            raise click.UsageError(str(exc)) from None
+
+    return click.prompt(f"Your answer ({hint})", value_proc=read)
+
+
+def run_session(quiz: Quiz, on_answer: AnswerHook | None = None) -> QuizResult:
+    """Ask every question of ``quiz`` through click (re-asking unreadable input), show the
+    explanation after each answer, call ``on_answer`` for each (to record it), and print a summary."""
+    total = len(quiz.questions)
+    click.echo(
+        f"{quiz.title}: {total} questions, {len(quiz.checkpoints)} checkpoint(s). "
+        "Answer every checkpoint correctly to complete the chapter."
+    )
+    result = QuizResult(quiz)
+    for number, question in enumerate(quiz.questions, 1):
+        verdict = ask_question(question, number, total)
+        result.verdicts[question.id] = verdict
+        if on_answer is not None:
+            on_answer(question, verdict)
+        click.echo("Correct." if verdict.correct else "Not quite.")
+        click.echo(f"Explanation: {question.explanation}")
+    click.echo("")
+    click.echo(summary_line(result))
+    return result
+
+
+def summary_line(result: QuizResult) -> str:
+    """One line: questions right, points, checkpoints right in this pass."""
+    cps = result.quiz.checkpoints
+    cp_right = sum(1 for q in cps if result._correct(q.id))
+    return (
+        f"{result.quiz.chapter}: {result.correct_count}/{len(result.quiz.questions)} correct "
+        f"({result.score:g}/{result.max_score:g} points), checkpoints {cp_right}/{len(cps)}."
+    )
