@@ -18,8 +18,346 @@ def cli() -> None:
 
 # --- submit / progress (store+report helper) ---------------------------------
 
+import getpass  # noqa: E402  (each helper's section carries its own imports)
+import importlib  # noqa: E402
+import json  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from importlib import metadata  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, TypeVar  # noqa: E402
+
+from grader.errors import GraderError, StoreError  # noqa: E402
+from grader.model import GradeReport  # noqa: E402
+from grader.report import (  # noqa: E402
+    format_json,
+    format_text,
+    gradescope_error,
+    gradescope_results,
+    use_color,
+    write_json,
+)
+from grader.store import Store, default_db_path  # noqa: E402
+
+F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_EXERCISES_DIR = Path("exercises")
+
+
+class CommandError(click.ClickException):
+    """A one-line ``Error: ...`` on stderr with exit status 2 (usage, setup or store problem)."""
+
+    exit_code = 2
+
+
+@contextmanager
+def one_line_errors() -> Iterator[None]:
+    """Turn the library's GraderError (UsageError, SetupError, StoreError, ...) into CommandError."""
+    try:
+        yield
+    except GraderError as exc:
+        raise CommandError(str(exc)) from exc
+
+
+def path_option(func: F) -> F:
+    """``--path DIR``: the student's exercises folder (default ./exercises)."""
+    return click.option(
+        "--path", type=click.Path(path_type=Path), default=DEFAULT_EXERCISES_DIR, show_default=True,
+        help="The exercises folder to grade.",
+    )(func)
+
+
+def student_option(func: F) -> F:
+    """``--student NAME`` (or $GRADE_STUDENT); None means the OS user name, see default_student()."""
+    return click.option(
+        "--student", envvar="GRADE_STUDENT", default=None,
+        help="Student name [default: $GRADE_STUDENT, else your user name].",
+    )(func)
+
+
+def db_option(func: F) -> F:
+    """``--db FILE`` (or $GRADE_DB); None means .grade/progress.db beside the exercises folder."""
+    return click.option(
+        "--db", type=click.Path(dir_okay=False, path_type=Path), envvar="GRADE_DB", default=None,
+        help="Progress database [default: $GRADE_DB, else .grade/progress.db beside the exercises folder].",
+    )(func)
+
+
+def json_option(func: F) -> F:
+    """``--json``: print one JSON document instead of the human report."""
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead.")(func)
+
+
+def default_student() -> str:
+    """The OS user name, or 'student' where the system cannot say."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "student"
+
+
+def grader_version() -> str:
+    """The installed normgrade version, recorded with every attempt."""
+    try:
+        return metadata.version("normgrade")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def record_attempt(report: GradeReport, store: Store | None, exercises_dir: Path) -> None:
+    """Record the graded report; a store problem is one warning line on stderr, never fatal.
+
+    ``store`` is the already-opened ``--db`` store, or None for the default path.
+    """
+    try:
+        if store is None:
+            store = Store.open(default_db_path(exercises_dir))
+        store.record_report(report, grader_version())
+    except StoreError as exc:
+        click.echo(f"Warning: progress not recorded: {exc}", err=True)
+    finally:
+        if store is not None:
+            store.close()
+
+
+@cli.command("submit")
+@click.argument("selectors", nargs=-1, metavar="[EXERCISE|TOPIC]...")
+@path_option
+@student_option
+@db_option
+@json_option
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "gradescope"]), default=None,
+    help="Report format [default: text]; gradescope writes Gradescope's results.json.",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("results.json"),
+    show_default=True, help="Where --format gradescope writes its results.",
+)
+def submit_command(
+    selectors: tuple[str, ...], path: Path, student: str | None, db: Path | None,
+    as_json: bool, fmt: str | None, output: Path,
+) -> None:
+    """Grade the named exercises or topics (all when none), record the attempt, print a report.
+
+    Exit status: 0 when every graded exercise has full marks, 1 when any falls
+    short, 2 for a usage or setup error.
+    """
+    if as_json and fmt not in (None, "json"):
+        raise CommandError(f"--json and --format {fmt} cannot be combined: pass one of them")
+    fmt = "json" if as_json else (fmt or "text")
+    student = student or default_student()
+    grading = importlib.import_module("grader.grading")
+    store = None
+    try:
+        with one_line_errors():
+            if db is not None:
+                store = Store.open(db)  # an explicit --db that is unusable stops here (exit 2)
+            report = grading.grade(path, list(selectors) or None, student)
+    except CommandError as exc:
+        if store is not None:
+            store.close()
+        if fmt == "gradescope":
+            write_json(gradescope_error(exc.message), output)
+        raise
+    record_attempt(report, store, path)
+    if fmt == "json":
+        click.echo(format_json(report))
+    elif fmt == "gradescope":
+        write_json(gradescope_results(report), output)
+        click.echo(format_text(report, color=False))
+    else:
+        color = use_color()
+        click.echo(format_text(report, color=color), color=color)
+    click.get_current_context().exit(0 if report.full_marks else 1)
+
+
+@cli.command("progress")
+@student_option
+@db_option
+@path_option
+@json_option
+def progress_command(student: str | None, db: Path | None, path: Path, as_json: bool) -> None:
+    """Show, per chapter, each exercise's best score and last status, quiz completion and what to do next."""
+    from grader import progress
+
+    student = student or default_student()
+    db_path = db if db is not None else default_db_path(path)
+    hint = "grade submit" if path == DEFAULT_EXERCISES_DIR else f"grade submit --path {path}"
+    with one_line_errors():
+        store = Store.open(db_path) if db_path.exists() else None
+        try:
+            summary = progress.summarize(
+                store, student, progress.course_exercises(), progress.course_quizzes(), hint
+            )
+        finally:
+            if store is not None:
+                store.close()
+    if as_json:
+        click.echo(json.dumps(summary.to_json(), indent=2))
+    else:
+        color = use_color()
+        click.echo(progress.format_progress(summary, color=color), color=color)
+
 
 # --- quiz (quiz helper) ------------------------------------------------------
+
+from grader import quiz as quiz_lib  # noqa: E402
+
+
+def quiz_dir_option(func: F) -> F:
+    """``--quiz-dir DIR`` (or $GRADE_QUIZ_DIR); None means the checkout's quizzes/ folder."""
+    return click.option(
+        "--quiz-dir", type=click.Path(file_okay=False, path_type=Path), envvar=quiz_lib.QUIZ_DIR_ENV,
+        default=None, help="Folder of locked quizzes [default: $GRADE_QUIZ_DIR, else quizzes/].",
+    )(func)
+
+
+def _quiz_lock(quiz_dir: Path, check: bool, as_json: bool) -> int:
+    """``grade quiz lock [--check]``: print one line per locked file; 1 when --check finds a stale one."""
+    outcomes = quiz_lib.lock_all(quiz_dir, check=check)
+    bad = [o for o in outcomes if o.status in ("stale", "orphan")]
+    if as_json:
+        click.echo(json.dumps(
+            [{"file": str(o.path), "status": o.status, "detail": o.detail} for o in outcomes], indent=2
+        ))
+    else:
+        for o in outcomes:
+            click.echo(f"{o.status:9} {o.path}" + (f" ({o.detail})" if o.detail else ""))
+        if check and bad:
+            click.echo("Run `grade quiz lock` to regenerate the locked files.", err=True)
+    return 1 if check and bad else 0
+
+
+def _quiz_list(quiz_dir: Path, db_path: Path, student: str, as_json: bool) -> None:
+    """``grade quiz``: each chapter, its questions and the student's completion."""
+    quizzes = quiz_lib.load_all(quiz_dir)
+    attempts: list[dict[str, Any]] = []
+    if db_path.exists():
+        with Store.open(db_path) as store:
+            attempts = store.quiz_attempts(student)
+    standings = [quiz_lib.chapter_progress(q, attempts) for q in quizzes]
+    if as_json:
+        click.echo(json.dumps({"student": student, "chapters": [s.to_json() for s in standings]}, indent=2))
+        return
+    width = max((len(s.chapter) for s in standings), default=0)
+    click.echo(f"Quizzes of {student}")
+    for s in standings:
+        state = "complete" if s.complete else ("not started" if not s.attempts else "in progress")
+        click.echo(
+            f"  {s.chapter.ljust(width)}  {s.questions:>2} questions  "
+            f"checkpoints {s.checkpoints_correct}/{s.checkpoints}  {state}"
+        )
+    click.echo(f"{sum(s.complete for s in standings)} of {len(standings)} complete. Take one: grade quiz CHAPTER")
+
+
+def _quiz_recorder(store: Store, student: str, chapter: str) -> quiz_lib.AnswerHook:
+    """A hook that records each answer; a store failure is a warning line, the quiz goes on."""
+
+    def record(question: quiz_lib.Question, verdict: quiz_lib.Verdict) -> None:
+        try:
+            store.record_quiz_attempt(student, chapter, question.id, verdict.answer, verdict.correct)
+        except StoreError as exc:
+            click.echo(f"Warning: answer not recorded: {exc}", err=True)
+
+    return record
+
+
+def _quiz_file_report(result: quiz_lib.QuizResult) -> None:
+    """The human report of a graded answers file: one block per question, then the summary."""
+    total = len(result.quiz.questions)
+    for number, q in enumerate(result.quiz.questions, 1):
+        tag = " [checkpoint]" if q.checkpoint else ""
+        verdict = result.verdicts.get(q.id)
+        if verdict is None:
+            click.echo(f"Q{number}/{total} {q.id}{tag}: not answered")
+            continue
+        state = "correct" if verdict.correct else "wrong"
+        if verdict.error:
+            state = f"wrong ({verdict.error})"
+        click.echo(f"Q{number}/{total} {q.id}{tag}: {state}")
+        click.echo(f"  Explanation: {q.explanation}")
+    click.echo(quiz_lib.summary_line(result))
+
+
+@cli.command("quiz")
+@click.argument("chapter", required=False, metavar="[CHAPTER|lock]")
+@click.option(
+    "--answers", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Grade a file of answers instead of asking: TOML when it ends in .toml, else JSON; "
+    "it maps question ids to answers (choice ids, numbers, text; a list for multiple select).",
+)
+@click.option("--check", is_flag=True, help="With `lock`: write nothing; exit 1 when a locked file is stale.")
+@quiz_dir_option
+@student_option
+@db_option
+@path_option
+@json_option
+def quiz_command(
+    chapter: str | None, answers: Path | None, check: bool, quiz_dir: Path | None,
+    student: str | None, db: Path | None, path: Path, as_json: bool,
+) -> None:
+    """Comprehension checkpoints: list the chapters, take a chapter's quiz, or lock the quizzes.
+
+    \b
+    grade quiz                          chapters and your completion
+    grade quiz CHAPTER                  answer the questions one by one
+    grade quiz CHAPTER --answers FILE   grade a file of answers
+    grade quiz lock [--check]           authors: lock quizzes/source/*.toml
+
+    A chapter is complete when every checkpoint question has been answered
+    correctly at least once; every answer is recorded. Exit status for a
+    chapter: 0 when every question was answered correctly, 1 otherwise,
+    2 for a usage error.
+    """
+    ctx = click.get_current_context()
+    quiz_dir = quiz_dir if quiz_dir is not None else quiz_lib.default_quiz_dir()
+    if chapter == "lock":
+        if answers is not None:
+            raise CommandError("`grade quiz lock` takes no --answers: it locks quizzes/source/*.toml")
+        with one_line_errors():
+            ctx.exit(_quiz_lock(quiz_dir, check, as_json))
+    if check:
+        raise CommandError("--check goes with `grade quiz lock --check`")
+    student = student or default_student()
+    db_path = db if db is not None else default_db_path(path)
+    if chapter is None:
+        if answers is not None:
+            raise CommandError("--answers needs a chapter: grade quiz CHAPTER --answers FILE")
+        with one_line_errors():
+            _quiz_list(quiz_dir, db_path, student, as_json)
+        return
+    if as_json and answers is None:
+        raise CommandError("--json needs --answers FILE (the interactive quiz talks to the terminal)")
+    with one_line_errors():
+        quiz = quiz_lib.resolve_chapter(chapter, quiz_dir)
+        given = quiz_lib.load_answers(answers) if answers is not None else None
+        store = Store.open(db_path)
+    with store:
+        record = _quiz_recorder(store, student, quiz.chapter)
+        if given is None:
+            result = quiz_lib.run_session(quiz, on_answer=record)
+        else:
+            with one_line_errors():
+                result = quiz_lib.grade_answers(quiz, given, source=str(answers))
+            for q in quiz.questions:
+                if q.id in result.verdicts:
+                    record(q, result.verdicts[q.id])
+        with one_line_errors():
+            standing = quiz_lib.chapter_progress(quiz, store.quiz_attempts(student))
+    if as_json:
+        click.echo(json.dumps(result.to_json(student, standing.complete), indent=2, ensure_ascii=False))
+    else:
+        if given is not None:
+            _quiz_file_report(result)
+        if standing.complete:
+            click.echo(f"Chapter {quiz.chapter} complete: every checkpoint answered correctly.")
+        else:
+            click.echo(
+                f"Chapter {quiz.chapter} not complete yet: {standing.checkpoints_correct}/"
+                f"{standing.checkpoints} checkpoints answered correctly. Try again: grade quiz {quiz.chapter}"
+            )
+    ctx.exit(0 if result.all_correct else 1)
+
 
 
 # --- batch / report (class helper) -------------------------------------------

@@ -1,0 +1,198 @@
+"""A student's progress: per chapter, each exercise's best score and last status, quiz completion, what next.
+
+Chapters are the exercise topics (in the catalogue's order) followed by the
+quiz chapters that are not topics; a quiz chapter with a topic's name is shown
+in that topic. A quiz chapter is complete when every checkpoint question has
+at least one correct answer in the store (``grader.quiz.chapter_progress``). The overall percentage is the
+exercise points earned (best score of each exercise) over the points
+available in the course.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from grader import catalogue
+from grader import quiz as quiz_lib
+from grader.quiz import ChapterProgress as QuizStanding
+from grader.quiz import Quiz
+from grader.report import STATUS_LABELS, format_score
+from grader.store import Store
+
+
+DEFAULT_MAX_SCORE = 10.0  # every exercise is graded out of 10 (docs/design.md, check definitions)
+
+
+@dataclass
+class ExerciseProgress:
+    """One exercise: best score so far, the status of the latest attempt (None: never graded)."""
+
+    id: str
+    best_score: float = 0.0
+    max_score: float = DEFAULT_MAX_SCORE
+    last_status: str | None = None
+    attempts: int = 0
+
+    @property
+    def done(self) -> bool:
+        return self.attempts > 0 and self.best_score >= self.max_score
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "best_score": round(self.best_score, 6),
+            "max_score": self.max_score,
+            "last_status": self.last_status,
+            "attempts": self.attempts,
+        }
+
+
+@dataclass
+class ChapterProgress:
+    """A chapter: its exercises (possibly none) and its quiz (possibly none)."""
+
+    name: str
+    exercises: list[ExerciseProgress] = field(default_factory=list)
+    quiz: QuizStanding | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "exercises": [e.to_json() for e in self.exercises],
+            "quiz": self.quiz.to_json() if self.quiz else None,
+        }
+
+
+@dataclass
+class Progress:
+    """The whole summary for one student."""
+
+    student: str
+    chapters: list[ChapterProgress]
+    next_step: str
+
+    @property
+    def score(self) -> float:
+        return sum(e.best_score for c in self.chapters for e in c.exercises)
+
+    @property
+    def max_score(self) -> float:
+        return sum(e.max_score for c in self.chapters for e in c.exercises)
+
+    @property
+    def percent(self) -> float:
+        """100 * exercise points earned / exercise points available."""
+        return 100.0 * self.score / self.max_score if self.max_score else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "student": self.student,
+            "score": round(self.score, 6),
+            "max_score": self.max_score,
+            "percent": round(self.percent, 2),
+            "chapters": [c.to_json() for c in self.chapters],
+            "next": self.next_step,
+        }
+
+
+def course_exercises() -> list[str]:
+    """The course's exercise ids in order (grader.catalogue.EXERCISES)."""
+    return list(catalogue.EXERCISES)
+
+
+def course_quizzes() -> list[Quiz]:
+    """The course's locked quizzes in order (grader.quiz; [] when there is no quiz folder)."""
+    quiz_dir = quiz_lib.default_quiz_dir()
+    if not quiz_dir.is_dir():
+        return []
+    return list(quiz_lib.load_all(quiz_dir))
+
+
+def summarize(
+    store: Store | None,
+    student: str,
+    exercise_ids: list[str],
+    quizzes: list[Quiz],
+    submit_hint: str = "grade submit",
+) -> Progress:
+    """Build the progress summary of ``student`` from the store (None: nothing recorded yet).
+
+    Quiz completion is ``grader.quiz.chapter_progress`` over the student's
+    recorded answers: complete when every checkpoint question has a correct one.
+    """
+    best = store.best_scores(student) if store is not None else {}
+    answers = store.quiz_attempts(student) if store is not None else []
+    chapters: dict[str, ChapterProgress] = {}
+    exercises: list[ExerciseProgress] = []
+    for ex_id in exercise_ids:
+        row = best.get(ex_id)
+        if row is None:
+            item = ExerciseProgress(ex_id)
+        else:
+            item = ExerciseProgress(
+                ex_id, row["best_score"], row["max_score"], row["last_status"], row["attempts"]
+            )
+        exercises.append(item)
+        topic = catalogue.topic_of(ex_id)
+        chapters.setdefault(topic, ChapterProgress(topic)).exercises.append(item)
+    standings: list[QuizStanding] = []
+    for quiz in quizzes:
+        standing = quiz_lib.chapter_progress(quiz, answers)
+        standings.append(standing)
+        chapters.setdefault(quiz.chapter, ChapterProgress(quiz.chapter)).quiz = standing
+    return Progress(student, list(chapters.values()), next_step(exercises, standings, submit_hint))
+
+
+def next_step(exercises: list[ExerciseProgress], quizzes: list[QuizStanding], submit_hint: str) -> str:
+    """The first exercise not at full marks (with its command), else the first incomplete quiz."""
+    for ex in exercises:
+        if not ex.done:
+            if ex.last_status is None:
+                why = "not graded yet"
+            else:
+                why = f"{ex.last_status}, best {format_score(ex.best_score)}/{format_score(ex.max_score)}"
+            return f"{ex.id} ({why}): run `{submit_hint} {ex.id}`"
+    for quiz in quizzes:
+        if not quiz.complete:
+            done = f"{quiz.checkpoints_correct}/{quiz.checkpoints} checkpoints"
+            return f"the {quiz.chapter} quiz ({done}): run `grade quiz {quiz.chapter}`"
+    return "nothing: every exercise has full marks and every quiz is complete"
+
+
+def format_progress(progress: Progress, color: bool = False) -> str:
+    """The human progress summary: a block per chapter, the overall percentage, the next step."""
+
+    def style(text: str, **kwargs: Any) -> str:
+        return click.style(text, **kwargs) if color else text
+
+    ids = [e.id for c in progress.chapters for e in c.exercises]
+    width = max((len(i) for i in ids), default=0)
+    lines = [f"Progress of {progress.student}"]
+    for chapter in progress.chapters:
+        lines.append(style(chapter.name, bold=True))
+        for ex in chapter.exercises:
+            if ex.last_status is None:
+                label, colour = "-", "white"
+            else:
+                label, colour = STATUS_LABELS.get(ex.last_status, (ex.last_status.upper(), "red"))
+            score = f"{format_score(ex.best_score)}/{format_score(ex.max_score)}"
+            tries = f"{ex.attempts} attempt{'s' if ex.attempts != 1 else ''}"
+            lines.append(f"  {ex.id.ljust(width)}  best {score:>7}  last {style(label.ljust(8), fg=colour)} {tries}")
+        if chapter.quiz is not None:
+            q = chapter.quiz
+            state = style("complete", fg="green") if q.complete else "incomplete"
+            lines.append(
+                f"  quiz: {q.checkpoints_correct}/{q.checkpoints} checkpoints, "
+                f"{q.questions_correct}/{q.questions} questions correct ({state})"
+            )
+    lines.append(style(
+        f"Overall: {format_score(progress.score)}/{format_score(progress.max_score)} "
+        f"exercise points ({progress.percent:.1f}%)", bold=True))
+    quizzes = [c.quiz for c in progress.chapters if c.quiz is not None]
+    if quizzes:
+        lines.append(f"Quizzes: {sum(q.complete for q in quizzes)} of {len(quizzes)} complete")
+    lines.append(f"Next: {progress.next_step}")
+    return "\n".join(lines)

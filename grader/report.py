@@ -1,0 +1,209 @@
+"""Reports of one graded submission: the human text, the ``--json`` document, Gradescope's results.json.
+
+The human report puts the hint first (otter buried it under tracebacks):
+one line per exercise, then for each failing check the diagnosis (the known
+mistake the output matches and its fix), then where the first significant
+difference is, received and expected. Class reports built from the store
+live in ``grader/class_report.py`` and reuse :func:`format_score` and
+:data:`STATUS_LABELS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from grader.model import CheckResult, ExerciseResult, GradeReport
+
+# status -> (label, colour); a label is never "PASS" unless the marks are full
+STATUS_LABELS: dict[str, tuple[str, str]] = {
+    "passed": ("PASS", "green"),
+    "failed": ("FAIL", "red"),
+    "not_implemented": ("TODO", "yellow"),
+    "error": ("ERROR", "red"),
+    "timeout": ("TIMEOUT", "red"),
+}
+OUTPUT_EXCERPT_LINES = 8
+OUTPUT_EXCERPT_CHARS = 600
+LABEL_WIDTH = max(len(label) for label, _ in STATUS_LABELS.values()) + 2
+
+
+def use_color(stream: IO[str] | None = None) -> bool:
+    """Colour only when ``stream`` (default stdout) is a terminal and NO_COLOR is unset."""
+    if "NO_COLOR" in os.environ:
+        return False
+    stream = stream if stream is not None else sys.stdout
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def format_score(value: float) -> str:
+    """6.0 -> '6', 6.5 -> '6.5', 6.25 -> '6.25' (at most two decimals)."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def exercise_label(ex: ExerciseResult) -> tuple[str, str]:
+    """(label, colour) for an exercise; 'passed' with missing marks shows as FAIL."""
+    status = ex.status
+    if status == "passed" and ex.score < ex.max_score:
+        status = "failed"
+    return STATUS_LABELS.get(status, (status.upper(), "red"))
+
+
+def diagnosis_lines(check: CheckResult) -> list[str]:
+    """The known mistake behind a failing check, in words: '<sentence> (id)' and 'Fix: ...'.
+
+    Looked up in ``grader.mistakes.CATALOGUE`` when it exists; nothing is
+    added when the check's own message already carries the sentence.
+    """
+    if not check.misconception:
+        return []
+    entry = _mistake_entry(check.misconception)
+    if entry is None:
+        if check.misconception in check.message:
+            return []
+        return [f"Likely mistake: {check.misconception}."]
+    sentence = str(getattr(entry, "sentence", "")).strip()
+    fix = str(getattr(entry, "fix", "")).strip()
+    if sentence and sentence in check.message:
+        return []
+    lines = [f"Likely mistake ({check.misconception}): {sentence}" if sentence
+             else f"Likely mistake: {check.misconception}."]
+    if fix and fix not in check.message:
+        lines.append(f"Fix: {fix}")
+    return lines
+
+
+def _mistake_entry(misconception: str) -> Any:
+    """The catalogue entry for a mistake id, or None (no catalogue yet, or unknown id)."""
+    try:
+        mistakes = importlib.import_module("grader.mistakes")
+    except ImportError:
+        return None
+    return getattr(mistakes, "CATALOGUE", {}).get(misconception)
+
+
+def output_excerpt(output: str) -> list[str]:
+    """The last OUTPUT_EXCERPT_LINES lines (at most OUTPUT_EXCERPT_CHARS characters) of captured output."""
+    text = output.rstrip()
+    if not text:
+        return []
+    lines = text.splitlines()
+    tail = lines[-OUTPUT_EXCERPT_LINES:]
+    excerpt = "\n".join(tail)
+    if len(excerpt) > OUTPUT_EXCERPT_CHARS:
+        excerpt = "..." + excerpt[-OUTPUT_EXCERPT_CHARS:]
+    elif len(tail) < len(lines):
+        excerpt = "...\n" + excerpt
+    return excerpt.splitlines()
+
+
+def exercise_details(ex: ExerciseResult) -> list[str]:
+    """What is wrong with one exercise, unindented: its message, failing checks, output excerpt."""
+    lines: list[str] = []
+    if ex.message:
+        lines.extend(ex.message.splitlines())
+    elif ex.status == "not_implemented":
+        lines.append("Not implemented yet: the stub still raises NotImplementedError.")
+    if ex.status != "not_implemented":
+        for check in ex.checks:
+            if check.passed:
+                continue
+            lines.append(f"- {check.name} ({format_score(check.score)}/{format_score(check.max_score)})")
+            body = diagnosis_lines(check) + check.message.splitlines()
+            lines.extend("    " + line for line in body)
+    if ex.status in ("error", "timeout"):
+        excerpt = output_excerpt(ex.output)
+        if excerpt:
+            lines.append("Captured output (last lines):")
+            lines.extend("    " + line for line in excerpt)
+    return lines
+
+
+def format_text(report: GradeReport, color: bool = False) -> str:
+    """The human report: a line per exercise, details of what fails below it, a total line."""
+
+    def style(text: str, **kwargs: Any) -> str:
+        return click.style(text, **kwargs) if color else text
+
+    if not report.exercises:
+        return f"No exercises graded for {report.student}."
+    width = max(len(ex.id) for ex in report.exercises)
+    lines = [f"normgrade report for {report.student}"]
+    for ex in report.exercises:
+        label, colour = exercise_label(ex)
+        score = f"{format_score(ex.score)}/{format_score(ex.max_score)}"
+        lines.append(f"  {style(label.ljust(LABEL_WIDTH), fg=colour, bold=True)}{ex.id.ljust(width)}  {score:>7}")
+        if label != "PASS":
+            lines.extend("        " + line if line else "" for line in exercise_details(ex))
+    full = sum(1 for ex in report.exercises if ex.score >= ex.max_score)
+    percent = 100.0 * report.score / report.max_score if report.max_score else 0.0
+    total = (
+        f"Total: {format_score(report.score)}/{format_score(report.max_score)} ({percent:.1f}%), "
+        f"{full} of {len(report.exercises)} exercises at full marks"
+    )
+    lines.append(style(total, bold=True))
+    return "\n".join(lines)
+
+
+def format_json(report: GradeReport) -> str:
+    """The ``--json`` document of the exercise contract (section 6), and nothing else."""
+    return json.dumps(report.to_json(), indent=2)
+
+
+def gradescope_results(report: GradeReport) -> dict[str, Any]:
+    """Gradescope's autograder results.json: one test per exercise, visible to the student.
+
+    Format: https://gradescope-autograders.readthedocs.io/en/latest/specs/
+    (top-level score, output, visibility, stdout_visibility, execution_time;
+    tests with name, score, max_score, status "passed"/"failed", output).
+    """
+    tests = []
+    for ex in report.exercises:
+        label, _ = exercise_label(ex)
+        head = f"{label}: {format_score(ex.score)}/{format_score(ex.max_score)}"
+        output = "\n".join([head] + (exercise_details(ex) if label != "PASS" else []))
+        tests.append(
+            {
+                "name": ex.id,
+                "score": round(ex.score, 6),
+                "max_score": ex.max_score,
+                "status": "passed" if ex.score >= ex.max_score else "failed",
+                "output": output,
+                "visibility": "visible",
+            }
+        )
+    return {
+        "score": round(report.score, 6),
+        "execution_time": round(sum(ex.duration for ex in report.exercises)),
+        "output": format_text(report, color=False),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+
+
+def gradescope_error(reason: str) -> dict[str, Any]:
+    """results.json for a submission that could not be graded at all: score 0 and the reason."""
+    return {
+        "score": 0.0,
+        "output": f"Your submission could not be graded: {reason}",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": [],
+    }
+
+
+def write_json(document: dict[str, Any], path: Path) -> None:
+    """Write a JSON document (parent folders created), atomically via a temporary file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,416 @@
+"""The progress store: every graded attempt and quiz answer, in one SQLite file.
+
+Storage is a step after grading, never inside it: ``grade submit`` grades,
+then calls :meth:`Store.record_report`. The file is opened through
+sqlite-utils in WAL mode with a busy timeout, so a class of students (or
+two terminals) can write at once, and each attempt is one transaction: a
+crash or a kill mid-way leaves either the whole attempt or none of it, and
+never touches earlier ones.
+
+The schema is versioned with ``PRAGMA user_version`` and an ordered list of
+migrations (``MIGRATIONS[k]`` takes version k to k+1, each in its own
+transaction). Our files carry ``PRAGMA application_id = APPLICATION_ID``;
+a file that is not SQLite, fails ``PRAGMA quick_check``, holds someone
+else's tables, or has a newer schema is reported with :class:`StoreError`
+and is never written to.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from grader.errors import StoreError
+from grader.model import GradeReport, exercise_seed
+
+APPLICATION_ID = 0x4E4F524D  # "NORM": marks a file as a normgrade progress database
+SQLITE_HEADER = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 5000
+DB_ENV = "GRADE_DB"
+
+
+def default_db_path(exercises_dir: Path) -> Path:
+    """``$GRADE_DB`` when set, else ``<exercises_dir>/../.grade/progress.db``."""
+    env = os.environ.get(DB_ENV)
+    if env:
+        return Path(env)
+    return Path(exercises_dir).resolve().parent / ".grade" / "progress.db"
+
+
+def utc_now() -> str:
+    """The current time as an ISO 8601 UTC string (seconds precision)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# --- migrations ---------------------------------------------------------------
+
+
+def m1_core(db: sqlite_utils.Database) -> None:
+    """Version 1: students, attempts, submissions (one per exercise), check_results."""
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    db["students"].create({"name": str, "created_at": str}, pk="name")
+    db["attempts"].create(
+        {
+            "id": int,
+            "student": str,
+            "started_at": str,
+            "duration": float,
+            "grader_version": str,
+            "files_hash": str,
+            "score": float,
+            "max_score": float,
+        },
+        pk="id",
+        foreign_keys=[("student", "students", "name")],
+    )
+    db["submissions"].create(
+        {
+            "id": int,
+            "attempt_id": int,
+            "student": str,
+            "exercise": str,
+            "score": float,
+            "max_score": float,
+            "status": str,
+            "started_at": str,
+            "duration": float,
+            "grader_version": str,
+            "files_hash": str,
+            "seed": str,
+            "message": str,
+            "output": str,
+        },
+        pk="id",
+        foreign_keys=[("attempt_id", "attempts", "id"), ("student", "students", "name")],
+    )
+    db["check_results"].create(
+        {
+            "id": int,
+            "submission_id": int,
+            "name": str,
+            "passed": int,
+            "score": float,
+            "max_score": float,
+            "message": str,
+            "misconception": str,
+        },
+        pk="id",
+        foreign_keys=[("submission_id", "submissions", "id")],
+    )
+    db["submissions"].create_index(["student", "exercise"])
+    db["attempts"].create_index(["student", "files_hash"])
+    db["check_results"].create_index(["submission_id"])
+
+
+def m2_quiz(db: sqlite_utils.Database) -> None:
+    """Version 2: quiz_attempts, one row per answered quiz question."""
+    db["quiz_attempts"].create(
+        {
+            "id": int,
+            "student": str,
+            "chapter": str,
+            "question": str,
+            "answer": str,
+            "correct": int,
+            "answered_at": str,
+        },
+        pk="id",
+        foreign_keys=[("student", "students", "name")],
+    )
+    db["quiz_attempts"].create_index(["student", "chapter"])
+
+
+Migration = Callable[[sqlite_utils.Database], None]
+MIGRATIONS: list[Migration] = [m1_core, m2_quiz]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+# --- opening safely -----------------------------------------------------------
+
+
+def _refuse(path: Path, reason: str) -> StoreError:
+    return StoreError(f"{path} is not a normgrade progress database ({reason}): pass another --db")
+
+
+def inspect_file(path: Path) -> int:
+    """Check, without writing, that ``path`` is ours or empty; return its schema version.
+
+    Raises StoreError for a non-SQLite or corrupt file, a foreign database
+    (tables we do not know and no application_id marker) or a newer schema.
+    """
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise StoreError(f"cannot read {path} ({exc.strerror}): pass another --db") from exc
+    if not header:
+        return 0  # an empty file is a new database
+    if header != SQLITE_HEADER:
+        raise _refuse(path, "not an SQLite file")
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path} ({exc}): pass another --db") from exc
+    try:
+        check = [row[0] for row in conn.execute("PRAGMA quick_check")]
+        if check != ["ok"]:
+            raise _refuse(path, "corrupt: " + "; ".join(str(c) for c in check[:3]))
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise StoreError(f"{path} is locked by another process ({exc}): try again") from exc
+        raise _refuse(path, str(exc)) from exc
+    except sqlite3.DatabaseError as exc:
+        raise _refuse(path, str(exc)) from exc
+    finally:
+        conn.close()
+    if app_id != APPLICATION_ID:
+        if tables or version:
+            shown = ", ".join(sorted(tables)[:5]) or "none"
+            raise _refuse(path, f"it holds tables normgrade does not know: {shown}")
+        return 0
+    if version > SCHEMA_VERSION:
+        raise _refuse(
+            path, f"schema version {version} is newer than this grader's {SCHEMA_VERSION}; upgrade normgrade"
+        )
+    return version
+
+
+class Store:
+    """An open progress database. Use :meth:`Store.open`; close it (or use ``with``)."""
+
+    def __init__(self, db: sqlite_utils.Database, path: Path) -> None:
+        self.db = db
+        self.path = path
+
+    # -- lifecycle --
+
+    @classmethod
+    def open(cls, path: Path | str) -> "Store":
+        """Open (creating folder and file when missing) and migrate to SCHEMA_VERSION."""
+        path = Path(path)
+        if path.is_dir():
+            raise _refuse(path, "a folder")
+        if path.exists():
+            inspect_file(path)
+        else:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create {path.parent} ({exc}): pass another --db") from exc
+        try:
+            conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {path} ({exc}): pass another --db") from exc
+        try:
+            db = sqlite_utils.Database(conn, execute_plugins=False)
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            db.execute("PRAGMA foreign_keys = ON")
+            if db.journal_mode != "wal":
+                db.enable_wal()
+            store = cls(db, path)
+            store.migrate()
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            raise StoreError(f"cannot use {path} ({exc}): pass another --db") from exc
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise _refuse(path, str(exc)) from exc
+        return store
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def version(self) -> int:
+        """The schema version stored in the file (PRAGMA user_version)."""
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite_utils.Database]:
+        """One write transaction (BEGIN IMMEDIATE: waits for the write lock up to the busy timeout)."""
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def migrate(self, target: int = SCHEMA_VERSION) -> None:
+        """Apply MIGRATIONS[version:target], each in one transaction with its version bump."""
+        for index in range(target):
+            with self.transaction() as db:
+                # re-read inside the lock: another process may have migrated meanwhile
+                current = int(db.execute("PRAGMA user_version").fetchone()[0])
+                if current > index:
+                    continue
+                MIGRATIONS[index](db)
+                db.execute(f"PRAGMA user_version = {index + 1}")
+
+    # -- writing --
+
+    def _ensure_student(self, db: sqlite_utils.Database, student: str, when: str) -> None:
+        db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, when])
+
+    def record_report(
+        self, report: GradeReport, grader_version: str, started_at: str | None = None
+    ) -> int:
+        """Record a whole graded attempt in one transaction; return the attempt id.
+
+        One ``attempts`` row, one ``submissions`` row per exercise, one
+        ``check_results`` row per check. Raises StoreError when the file is
+        locked past the busy timeout or cannot be written.
+        """
+        when = started_at or utc_now()
+        try:
+            with self.transaction() as db:
+                self._ensure_student(db, report.student, when)
+                attempt_id = db["attempts"].insert(
+                    {
+                        "student": report.student,
+                        "started_at": when,
+                        "duration": sum(e.duration for e in report.exercises),
+                        "grader_version": grader_version,
+                        "files_hash": report.files_hash,
+                        "score": report.score,
+                        "max_score": report.max_score,
+                    }
+                ).last_pk
+                for ex in report.exercises:
+                    submission_id = db["submissions"].insert(
+                        {
+                            "attempt_id": attempt_id,
+                            "student": report.student,
+                            "exercise": ex.id,
+                            "score": ex.score,
+                            "max_score": ex.max_score,
+                            "status": ex.status,
+                            "started_at": when,
+                            "duration": ex.duration,
+                            "grader_version": grader_version,
+                            "files_hash": report.files_hash,
+                            "seed": str(exercise_seed(report.student, ex.id)),
+                            "message": ex.message,
+                            "output": ex.output,
+                        }
+                    ).last_pk
+                    db["check_results"].insert_all(
+                        {
+                            "submission_id": submission_id,
+                            "name": c.name,
+                            "passed": int(c.passed),
+                            "score": c.score,
+                            "max_score": c.max_score,
+                            "message": c.message,
+                            "misconception": c.misconception,
+                        }
+                        for c in ex.checks
+                    )
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"could not record the attempt in {self.path} ({exc})") from exc
+        return int(attempt_id)
+
+    def record_quiz_attempt(
+        self, student: str, chapter: str, question: str, answer: str, correct: bool
+    ) -> int:
+        """Record one answered quiz question (one transaction); return its row id."""
+        when = utc_now()
+        try:
+            with self.transaction() as db:
+                self._ensure_student(db, student, when)
+                row_id = db["quiz_attempts"].insert(
+                    {
+                        "student": student,
+                        "chapter": chapter,
+                        "question": str(question),
+                        "answer": str(answer),
+                        "correct": int(bool(correct)),
+                        "answered_at": when,
+                    }
+                ).last_pk
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"could not record the quiz answer in {self.path} ({exc})") from exc
+        return int(row_id)
+
+    # -- reading --
+
+    def _rows(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+        return list(self.db.query(sql, params))
+
+    def students(self) -> list[str]:
+        """Every student with at least one recorded attempt or quiz answer, sorted."""
+        return [r["name"] for r in self._rows("SELECT name FROM students ORDER BY name", [])]
+
+    def attempts(self, student: str | None = None) -> list[dict[str, Any]]:
+        """Attempt rows (id, student, started_at, duration, grader_version, files_hash, score, max_score), oldest first."""
+        where, params = ("WHERE student = ?", [student]) if student is not None else ("", [])
+        return self._rows(f"SELECT * FROM attempts {where} ORDER BY id", params)
+
+    def submissions(
+        self, student: str | None = None, exercise: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Submission rows, oldest first, optionally for one student and/or exercise."""
+        clauses, params = [], []
+        if student is not None:
+            clauses.append("student = ?")
+            params.append(student)
+        if exercise is not None:
+            clauses.append("exercise = ?")
+            params.append(exercise)
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        return self._rows(f"SELECT * FROM submissions {where} ORDER BY id", params)
+
+    def check_results(self, submission_id: int) -> list[dict[str, Any]]:
+        """The check rows of one submission, in grading order; ``passed`` as bool."""
+        rows = self._rows(
+            "SELECT * FROM check_results WHERE submission_id = ? ORDER BY id", [submission_id]
+        )
+        for row in rows:
+            row["passed"] = bool(row["passed"])
+        return rows
+
+    def best_scores(self, student: str) -> dict[str, dict[str, Any]]:
+        """Per exercise: best_score, max_score, last_status (of the latest submission), attempts."""
+        best: dict[str, dict[str, Any]] = {}
+        for row in self.submissions(student=student):
+            entry = best.setdefault(
+                row["exercise"], {"best_score": row["score"], "attempts": 0}
+            )
+            entry["best_score"] = max(entry["best_score"], row["score"])
+            entry["max_score"] = row["max_score"]
+            entry["last_status"] = row["status"]
+            entry["attempts"] += 1
+        return best
+
+    def quiz_attempts(self, student: str | None = None) -> list[dict[str, Any]]:
+        """Quiz answer rows, oldest first; ``correct`` as bool."""
+        where, params = ("WHERE student = ?", [student]) if student is not None else ("", [])
+        rows = self._rows(f"SELECT * FROM quiz_attempts {where} ORDER BY id", params)
+        for row in rows:
+            row["correct"] = bool(row["correct"])
+        return rows

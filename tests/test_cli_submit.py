@@ -1,0 +1,221 @@
+"""`grade submit`: grading, recording, the three report formats, exit statuses, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from grader.cli import cli
+from grader.errors import SetupError, UsageError
+from grader.model import CheckResult, ExerciseResult, GradeReport
+from grader.store import Store
+
+
+def short_report(student: str) -> GradeReport:
+    return GradeReport(student, [
+        ExerciseResult("normalization.LayerNorm", "failed", 7.0, 10.0, [
+            CheckResult("forward", True, 7.0, 7.0),
+            CheckResult("backward", False, 0.0, 3.0, "dx differs at [0, 3]: received 1.5, expected 1.25"),
+        ], duration=0.25),
+        ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, [CheckResult("forward", True, 10.0, 10.0)]),
+    ], files_hash="abc123")
+
+
+def full_report(student: str) -> GradeReport:
+    return GradeReport(student, [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)], files_hash="f")
+
+
+class FakeGrading:
+    """Stands in for grader.grading: records its calls, returns or raises what it is told."""
+
+    def __init__(self, outcome: Any) -> None:
+        self.outcome = outcome
+        self.calls: list[tuple[Path, list[str] | None, str]] = []
+
+    def grade(self, path: Path, selectors: list[str] | None, student: str, limits: Any = None) -> GradeReport:
+        self.calls.append((path, selectors, student))
+        if isinstance(self.outcome, Exception):
+            raise self.outcome
+        return self.outcome(student)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("GRADE_DB", "GRADE_STUDENT", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def use_grading(monkeypatch: pytest.MonkeyPatch, outcome: Any) -> FakeGrading:
+    fake = FakeGrading(outcome)
+    module = types.ModuleType("grader.grading")
+    module.grade = fake.grade
+    monkeypatch.setitem(sys.modules, "grader.grading", module)
+    return fake
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_submit_prints_report_records_and_exits_1_when_short(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = use_grading(monkeypatch, short_report)
+    db = tmp_path / "p.db"
+    result = invoke("submit", "normalization", "activations.ReLU", "--path", "ex", "--student", "alice",
+                    "--db", str(db))
+    assert result.exit_code == 1
+    assert fake.calls == [(Path("ex"), ["normalization", "activations.ReLU"], "alice")]
+    out = result.stdout
+    assert "FAIL" in out and "normalization.LayerNorm" in out and "7/10" in out
+    assert "dx differs at [0, 3]: received 1.5, expected 1.25" in out
+    assert "Total: 17/20" in out
+    assert "\x1b[" not in out  # not a terminal: no colour
+    assert result.stderr == ""
+    with Store.open(db) as store:
+        rows = store.submissions("alice")
+        assert [(r["exercise"], r["score"], r["status"]) for r in rows] == [
+            ("normalization.LayerNorm", 7.0, "failed"), ("activations.ReLU", 10.0, "passed")]
+        assert rows[0]["files_hash"] == "abc123" and rows[0]["duration"] == 0.25
+        assert rows[0]["grader_version"] not in ("", None)
+        assert len(store.check_results(rows[0]["id"])) == 2
+
+
+def test_full_marks_exit_0_and_all_exercises_when_none_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = use_grading(monkeypatch, full_report)
+    result = invoke("submit", "--student", "bob")
+    assert result.exit_code == 0
+    assert fake.calls == [(Path("exercises"), None, "bob")]
+
+
+def test_default_db_is_beside_the_exercises_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    use_grading(monkeypatch, full_report)
+    (tmp_path / "course" / "exercises").mkdir(parents=True)
+    assert invoke("submit", "--path", "course/exercises", "--student", "bob").exit_code == 0
+    with Store.open(tmp_path / "course" / ".grade" / "progress.db") as store:
+        assert store.students() == ["bob"]
+
+
+def test_grade_db_environment_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    use_grading(monkeypatch, full_report)
+    monkeypatch.setenv("GRADE_DB", str(tmp_path / "env.db"))
+    assert invoke("submit", "--student", "bob").exit_code == 0
+    with Store.open(tmp_path / "env.db") as store:
+        assert store.students() == ["bob"]
+
+
+def test_student_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = use_grading(monkeypatch, full_report)
+    monkeypatch.setattr("getpass.getuser", lambda: "osuser")
+    invoke("submit")
+    monkeypatch.setenv("GRADE_STUDENT", "envuser")
+    invoke("submit")
+    assert [call[2] for call in fake.calls] == ["osuser", "envuser"]
+
+
+def test_json_prints_the_spec_document_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    use_grading(monkeypatch, short_report)
+    for args in (["--json"], ["--format", "json"]):
+        result = invoke("submit", "--student", "alice", *args)
+        assert result.exit_code == 1
+        assert json.loads(result.stdout) == short_report("alice").to_json()
+        assert result.stderr == ""
+
+
+def test_gradescope_writes_results_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    use_grading(monkeypatch, short_report)
+    target = tmp_path / "results" / "results.json"
+    result = invoke("submit", "--student", "alice", "--format", "gradescope", "-o", str(target))
+    assert result.exit_code == 1
+    doc = json.loads(target.read_text())
+    assert doc["score"] == 17.0
+    assert [(t["name"], t["score"], t["max_score"], t["status"]) for t in doc["tests"]] == [
+        ("normalization.LayerNorm", 7.0, 10.0, "failed"), ("activations.ReLU", 10.0, 10.0, "passed")]
+    assert "dx differs at [0, 3]" in doc["tests"][0]["output"]
+    assert "normalization.LayerNorm" in result.stdout
+    use_grading(monkeypatch, full_report)
+    assert invoke("submit", "--format", "gradescope").exit_code == 0
+    assert json.loads((tmp_path / "results.json").read_text())["score"] == 10.0
+
+
+def assert_one_line_error(result: Any, fragment: str) -> None:
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Error: ") and fragment in lines[0]
+
+
+@pytest.mark.parametrize("error", [
+    UsageError("'BatchNorm' is not an exercise. Did you mean 'normalization.BatchNorm1d'?"),
+    SetupError("no exercises folder at ./exercises: pass --path DIR"),
+])
+def test_usage_and_setup_errors_are_one_line_exit_2(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
+    use_grading(monkeypatch, error)
+    assert_one_line_error(invoke("submit", "BatchNorm"), str(error))
+
+
+def test_gradescope_error_still_writes_results(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    use_grading(monkeypatch, SetupError("no exercises folder at ./exercises: pass --path DIR"))
+    result = invoke("submit", "--format", "gradescope")
+    assert result.exit_code == 2
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["score"] == 0.0 and "no exercises folder" in doc["output"]
+
+
+def test_json_and_other_format_conflict(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = use_grading(monkeypatch, full_report)
+    assert_one_line_error(invoke("submit", "--json", "--format", "gradescope"), "cannot be combined")
+    assert fake.calls == []
+
+
+def test_unusable_explicit_db_is_exit_2_before_grading(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = use_grading(monkeypatch, full_report)
+    db = tmp_path / "junk.db"
+    db.write_bytes(b"not a database at all" * 50)
+    before = db.read_bytes()
+    assert_one_line_error(invoke("submit", "--db", str(db)), "is not a normgrade progress database")
+    assert fake.calls == []
+    assert db.read_bytes() == before
+
+
+def test_unusable_default_db_warns_but_still_reports(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    use_grading(monkeypatch, short_report)
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / ".grade").mkdir()
+    db = tmp_path / ".grade" / "progress.db"
+    db.write_bytes(bytes(range(256)) * 8)
+    before = db.read_bytes()
+    result = invoke("submit", "--student", "alice", "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["score"] == 17.0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Warning: progress not recorded:")
+    assert db.read_bytes() == before
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_real_grading_of_the_stubs(tmp_path: Path) -> None:
+    """The whole pipeline on the shipped stubs: not implemented, recorded, exit 1; errors are one line."""
+    folder = tmp_path / "course" / "exercises"
+    shutil.copytree(REPO / "exercises", folder)
+    db = tmp_path / "p.db"
+    result = invoke("submit", "activations.ReLU", "--path", str(folder), "--student", "zoe", "--db", str(db))
+    assert result.exit_code == 1
+    assert "TODO" in result.stdout and "activations.ReLU" in result.stdout
+    with Store.open(db) as store:
+        assert [(r["exercise"], r["status"]) for r in store.submissions("zoe")] == [
+            ("activations.ReLU", "not_implemented")]
+    assert_one_line_error(invoke("submit", "BatchNorm", "--path", str(folder), "--db", str(db)),
+                          "Did you mean 'normalization.BatchNorm1d'?")
+    assert_one_line_error(invoke("submit", "--path", str(tmp_path / "nowhere"), "--db", str(db)), "nowhere")
