@@ -1,0 +1,635 @@
+"""The check framework: an exercise's cases, its checks, and how a failure is explained.
+
+An exercise's checks are an :class:`ExerciseChecks` subclass registered in
+``grader.checks.CHECKS``. It builds, deterministically from a seed, a
+:class:`Plan`: the cases (scripts for ``grader.ops``) and the checks that read
+their outputs. ``cases(seed)`` hands the cases to the sandbox; ``evaluate``
+rebuilds the same plan and runs every check on the student's and the
+reference's results, in the parent.
+
+Each check is worth points (an exercise's points add up to ``max_score`` = 10)
+and passes or fails as a whole. When a check that compares outputs fails, the
+exercise's known mistakes (``grader.mistakes.for_exercise``) are run through
+the same case; the first one that reproduces the student's output is named
+in ``CheckResult.misconception`` and its sentence and fix open the message.
+
+Check kinds: :class:`Compare` (outputs against the reference),
+:class:`Consistency` (the student's backward against central differences of
+the student's own forward), :class:`Unchanged` (inputs not mutated),
+:class:`ShapeDtype`, :class:`Raises` and :class:`Custom` (any function of
+the :class:`Context`). :class:`LayerPlan` builds the usual layer cases
+(forward, backward, d<param>, numgrad, mutation) in one call per input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from grader.compare import compare, same_as, scale_of
+from grader.mistakes import Mistake, diagnose, for_exercise
+from grader.model import CheckResult
+from grader.ops import Case, ScriptResult, run_script
+
+# A correct float64 implementation agrees with the reference to ~1e-12 relative;
+# every classic mistake is off by more than 1e-5 on the inputs chosen to expose it.
+RTOL = 1e-6
+ATOL = 1e-8  # scaled by max(1, max|expected|) in Compare
+# Central differences with h = 1e-5 in float64 on O(1) inputs are accurate to
+# ~1e-9 absolute (truncation h^2 f''' ~ 1e-10, rounding eps |f| / h ~ 1e-10);
+# a wrong backward is off by O(0.1).
+NUMGRAD_RTOL = 1e-5
+NUMGRAD_ATOL = 1e-6
+
+
+# Errors that say nothing about which mistake was made.
+UNDIAGNOSED_ERRORS = {"NotImplementedError", "NoResult", "MemoryError", "SystemExit", "KeyboardInterrupt"}
+
+
+class ReferenceFailure(RuntimeError):
+    """The reference itself failed on a case or lacks an output: a grader bug."""
+
+
+class PlanError(ValueError):
+    """A plan is inconsistent (points do not add up, duplicate names): a grader bug."""
+
+
+# --------------------------------------------------------------------------- context
+
+
+def error_text(error: dict[str, str] | None) -> str:
+    """One readable paragraph for a case error: where, type, message, the student's frames."""
+    if not error:
+        return "no value was produced"
+    where = error.get("where") or "your code"
+    if error.get("type") == "NotImplementedError":
+        text = f"{where} is not implemented yet (raise NotImplementedError)"
+    elif error.get("type") == "BadOutputError":
+        text = error.get("message", "")
+    else:
+        text = f"{where} raised {error.get('type')}: {error.get('message', '')}"
+    if error.get("traceback"):
+        text += "\n" + error["traceback"]
+    return text
+
+
+@dataclass
+class Context:
+    """What a check can read: the plan's cases, both sides' results, and the exercise's mistakes."""
+
+    exercise_id: str
+    seed: int
+    cases: dict[str, Case]
+    student: dict[str, ScriptResult]
+    reference: dict[str, ScriptResult]
+    mistakes: list[Mistake]
+    _runs: dict[tuple[str, str], ScriptResult] = field(default_factory=dict)
+
+    def student_result(self, case: str) -> ScriptResult:
+        """The student's result for a case (an error result when the sandbox returned none)."""
+        result = self.student.get(case)
+        if result is None:
+            return ScriptResult(error={"type": "NoResult", "message": "this case did not run", "traceback": ""})
+        return result
+
+    def student_output(self, case: str, key: str) -> np.ndarray | None:
+        return self.student_result(case).outputs.get(key)
+
+    def reference_output(self, case: str, key: str) -> np.ndarray:
+        """The reference's output ``key`` of ``case``; ReferenceFailure when missing."""
+        result = self.reference.get(case)
+        if result is None or key not in result.outputs:
+            detail = error_text(result.error) if result is not None else "no reference result"
+            raise ReferenceFailure(f"{self.exercise_id} case {case!r}: reference lacks {key!r}: {detail}")
+        return result.outputs[key]
+
+    def run_mistake(self, mistake: Mistake, case: Case) -> ScriptResult:
+        """``run_script`` of a mistake's namespace on a case without its numgrad ops, cached per (mistake, case).
+
+        Central differences are the slow part of a case and say nothing a
+        forward output does not, so diagnosis never compares them.
+        """
+        key = (mistake.id, case.name)
+        if key not in self._runs:
+            script = [op for op in case.script if op.get("op") != "numgrad"]
+            self._runs[key] = run_script(mistake.namespace, script, case.arrays)
+        return self._runs[key]
+
+    def diagnose(
+        self,
+        case: str,
+        keys: list[str],
+        rtol: float = RTOL,
+        atol: float = ATOL,
+        match_error: bool = False,
+        match_warnings: bool = False,
+    ) -> Mistake | None:
+        """The known mistake that reproduces the student's outputs ``keys`` of ``case``, if any.
+
+        A mistake that reproduces every output of the case is preferred (it tells
+        apart mistakes that agree on ``keys``); failing that, one that reproduces
+        ``keys`` (the student may have a second, unrelated bug elsewhere in the case).
+        """
+        reference = self.reference.get(case)
+        numgrad_keys = {op.get("out") for op in self.cases[case].script if op.get("op") == "numgrad"}
+        every_key = sorted(set(reference.outputs) - numgrad_keys) if reference is not None else []
+        keys = [k for k in keys if k not in numgrad_keys]
+        passes = [every_key, keys] if keys and every_key and every_key != sorted(keys) else [keys]
+        for pass_keys in passes:
+            found = diagnose(
+                self.mistakes,
+                self.cases[case],
+                self.student_result(case),
+                pass_keys,
+                rtol=rtol,
+                atol=atol,
+                match_error=match_error,
+                match_warnings=match_warnings,
+                run=self.run_mistake,
+                reference=reference,
+            )
+            if found is not None:
+                return found
+        return None
+
+
+def result(name: str, points: float, ok: bool, message: str = "", mistake: Mistake | None = None) -> CheckResult:
+    """A CheckResult worth ``points`` when ok, 0 otherwise; a named mistake's explanation comes first."""
+    if mistake is not None:
+        message = mistake.explain() + ("\n" + message if message else "")
+    return CheckResult(
+        name=name,
+        passed=ok,
+        score=points if ok else 0.0,
+        max_score=points,
+        message="" if ok else message,
+        misconception=None if ok or mistake is None else mistake.id,
+    )
+
+
+# --------------------------------------------------------------------------- checks
+
+
+@dataclass
+class Check:
+    """A named check worth ``points``; subclasses implement ``run``.
+
+    ``requires`` names a case that must run without NotImplementedError for the
+    check to count: checks of code the stub already provides (constructors)
+    earn nothing until the student's own code runs.
+    """
+
+    name: str
+    points: float
+    requires: str | None = None
+
+    def run(self, ctx: Context) -> CheckResult:
+        raise NotImplementedError
+
+    def grade(self, ctx: Context) -> CheckResult:
+        """``run``, unless the required case stopped on NotImplementedError."""
+        if self.requires is not None:
+            error = ctx.student_result(self.requires).error
+            if error is not None and error.get("type") == "NotImplementedError":
+                where = error.get("where") or "your code"
+                return result(self.name, self.points, False,
+                              f"not graded yet: this check counts once {where} is implemented")
+        return self.run(ctx)
+
+
+def gradient_note(ctx: Context, case: str, key: str, num_key: str, forward_key: str) -> str:
+    """Tell forward bugs from backward bugs with the student's own central differences.
+
+    - forward right, backward off its own numgrad: "your forward is right but your backward is not";
+    - backward matches its own numgrad, forward wrong: "your forward is wrong".
+    """
+    s = ctx.student_result(case)
+    grad, num, y = s.outputs.get(key), s.outputs.get(num_key), s.outputs.get(forward_key)
+    if grad is None or num is None or y is None:
+        return ""
+    forward_ok = compare(y, ctx.reference_output(case, forward_key), RTOL, ATOL * scale_of(y)).ok
+    consistent = same_as(grad, num, rtol=NUMGRAD_RTOL, atol=NUMGRAD_ATOL)
+    if forward_ok and not consistent:
+        return (
+            f"Your forward is right but your backward is not: {key} disagrees with central"
+            " differences of your own forward."
+        )
+    if consistent and not forward_ok:
+        return (
+            f"Your backward matches central differences of your own forward but not the reference:"
+            f" your forward is wrong, fix it first."
+        )
+    return ""
+
+
+@dataclass
+class Compare(Check):
+    """Student outputs ``keys`` of ``case`` equal the reference's within rtol/atol (atol scaled by the data).
+
+    ``numgrad`` maps an analytic gradient key to the student's numgrad key in the
+    same case (``{"dx": "num_dx"}``) to add the forward/backward note.
+    """
+
+    case: str = ""
+    keys: list[str] = field(default_factory=list)
+    what: str = ""
+    rtol: float = RTOL
+    atol: float = ATOL
+    diagnose: bool = True
+    numgrad: dict[str, str] = field(default_factory=dict)
+    forward_key: str = "y"
+    check_dtype: bool = True
+    match_warnings: bool = False
+
+    def run(self, ctx: Context) -> CheckResult:
+        s = ctx.student_result(self.case)
+        for key in self.keys:
+            expected = ctx.reference_output(self.case, key)
+            received = s.outputs.get(key)
+            if received is None:
+                mistake = None
+                if self.diagnose and s.error is not None and s.error.get("type") not in UNDIAGNOSED_ERRORS:
+                    mistake = ctx.diagnose(self.case, [], match_error=True)
+                return result(self.name, self.points, False, f"{self.what}: {error_text(s.error)}", mistake)
+            cmp = compare(received, expected, self.rtol, self.atol * scale_of(expected), self.check_dtype)
+            if not cmp.ok:
+                mistake = ctx.diagnose(self.case, self.keys, self.rtol, self.atol) if self.diagnose else None
+                note = ""
+                if key in self.numgrad:
+                    note = gradient_note(ctx, self.case, key, self.numgrad[key], self.forward_key)
+                message = f"{self.what}: {key}: {cmp.message}"
+                if note:
+                    message = note + "\n" + message
+                return result(self.name, self.points, False, message, mistake)
+        if self.match_warnings and s.warnings:
+            mistake = ctx.diagnose(self.case, self.keys, self.rtol, self.atol, match_warnings=True)
+            return result(
+                self.name,
+                self.points,
+                False,
+                f"{self.what}: the values are right but your code warned: {s.warnings[0]}",
+                mistake,
+            )
+        return result(self.name, self.points, True)
+
+
+@dataclass
+class Consistency(Check):
+    """The student's analytic gradients equal central differences of the student's own forward.
+
+    ``pairs`` maps analytic keys to numgrad keys of ``case``: ``{"dx": "num_dx", "dgamma": "num_dgamma"}``.
+    """
+
+    case: str = ""
+    pairs: dict[str, str] = field(default_factory=dict)
+    what: str = ""
+    forward_key: str = "y"
+    rtol: float = NUMGRAD_RTOL
+    atol: float = NUMGRAD_ATOL
+
+    def run(self, ctx: Context) -> CheckResult:
+        s = ctx.student_result(self.case)
+        y = s.outputs.get(self.forward_key)
+        forward_ok = y is not None and compare(
+            y, ctx.reference_output(self.case, self.forward_key), RTOL, ATOL * scale_of(y)
+        ).ok
+        for key, num_key in self.pairs.items():
+            grad, num = s.outputs.get(key), s.outputs.get(num_key)
+            if grad is None or num is None:
+                return result(self.name, self.points, False, f"{self.what}: {error_text(s.error)}")
+            cmp = compare(grad, num, self.rtol, self.atol * scale_of(num), check_dtype=False)
+            if not cmp.ok:
+                if forward_ok:
+                    lead = f"Your forward is right but your backward is not: {key} disagrees with central" \
+                           " differences of your own forward"
+                else:
+                    lead = f"Your backward is not the gradient of your own forward: {key} disagrees with its" \
+                           " central differences"
+                return result(self.name, self.points, False, f"{lead} ({self.what}): {cmp.message}")
+        return result(self.name, self.points, True)
+
+
+@dataclass
+class Unchanged(Check):
+    """Inputs come back unmodified: output ``out_key`` of each case equals its input array ``array_key``."""
+
+    items: list[tuple[str, str, str]] = field(default_factory=list)  # (case, out_key, array_key)
+
+    def run(self, ctx: Context) -> CheckResult:
+        for case, out_key, array_key in self.items:
+            s = ctx.student_result(case)
+            after = s.outputs.get(out_key)
+            if after is None:
+                return result(self.name, self.points, False, f"case {case}: {error_text(s.error)}")
+            before = ctx.cases[case].arrays[array_key]
+            if after.shape != before.shape or not np.array_equal(after, before, equal_nan=True):
+                cmp = compare(after, before, 0.0, 0.0)
+                return result(
+                    self.name,
+                    self.points,
+                    False,
+                    f"your code modified its input array (case {case}): {cmp.message}."
+                    " Work on a copy (x = x.copy() or x = x - mu, never x -= mu).",
+                    ctx.diagnose(case, [out_key], rtol=0.0, atol=0.0),
+                )
+        return result(self.name, self.points, True)
+
+
+@dataclass
+class ShapeDtype(Check):
+    """Outputs have the reference's shape and dtype: items are (case, key)."""
+
+    items: list[tuple[str, str]] = field(default_factory=list)
+
+    def run(self, ctx: Context) -> CheckResult:
+        for case, key in self.items:
+            s = ctx.student_result(case)
+            got = s.outputs.get(key)
+            if got is None:
+                return result(self.name, self.points, False, f"{key} (case {case}): {error_text(s.error)}")
+            expected = ctx.reference_output(case, key)
+            if got.shape != expected.shape:
+                return result(
+                    self.name, self.points, False, f"{key} (case {case}) has shape {got.shape}, expected {expected.shape}"
+                )
+            if got.dtype != expected.dtype:
+                return result(
+                    self.name, self.points, False, f"{key} (case {case}) has dtype {got.dtype}, expected {expected.dtype}"
+                )
+        return result(self.name, self.points, True)
+
+
+@dataclass
+class Raises(Check):
+    """The case must stop with exception ``exc_type`` (e.g. ValueError for a bad constructor argument)."""
+
+    case: str = ""
+    exc_type: str = "ValueError"
+    what: str = ""
+    diagnose: bool = False  # name a mistake whose variant fails to raise in the same way (opt-in)
+
+    def run(self, ctx: Context) -> CheckResult:
+        s = ctx.student_result(self.case)
+        got = s.error["type"] if s.error else None
+        if got == self.exc_type:
+            return result(self.name, self.points, True)
+        mistake = ctx.diagnose(self.case, [], match_error=True) if self.diagnose else None
+        if got is None:
+            message = f"{self.what}: expected {self.exc_type}, but nothing was raised"
+        else:
+            message = f"{self.what}: expected {self.exc_type}, got {error_text(s.error)}"
+        return result(self.name, self.points, False, message, mistake)
+
+
+@dataclass
+class Custom(Check):
+    """Any check: ``fn(ctx) -> (ok, message, mistake_or_None)``."""
+
+    fn: Callable[[Context], tuple[bool, str, Mistake | None]] | None = None
+
+    def run(self, ctx: Context) -> CheckResult:
+        assert self.fn is not None
+        ok, message, mistake = self.fn(ctx)
+        return result(self.name, self.points, ok, message, mistake)
+
+
+# --------------------------------------------------------------------------- plans
+
+
+@dataclass
+class Plan:
+    """An exercise's cases and checks for one seed."""
+
+    cases: list[Case] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+
+    def add_case(self, case: Case) -> str:
+        if any(c.name == case.name for c in self.cases):
+            raise PlanError(f"duplicate case name {case.name!r}")
+        self.cases.append(case)
+        return case.name
+
+    def add(self, check: Check) -> Check:
+        if any(c.name == check.name for c in self.checks):
+            raise PlanError(f"duplicate check name {check.name!r}")
+        self.checks.append(check)
+        return check
+
+    def total_points(self) -> float:
+        return sum(c.points for c in self.checks)
+
+
+class ExerciseChecks:
+    """One exercise's hidden checks. Subclasses set ``id`` and implement ``plan(seed)``.
+
+    ``timeout`` is the wall-clock budget (seconds) of the whole exercise in the child.
+    """
+
+    id: str = ""
+    max_score: float = 10.0
+    timeout: float = 10.0
+    needs_opencl: bool = False
+
+    def plan(self, seed: int) -> Plan:
+        raise NotImplementedError
+
+    def checked_plan(self, seed: int) -> Plan:
+        """``plan(seed)`` after verifying that its points add up to ``max_score``."""
+        plan = self.plan(seed)
+        if abs(plan.total_points() - self.max_score) > 1e-9:
+            raise PlanError(f"{self.id}: checks add up to {plan.total_points()}, expected {self.max_score}")
+        return plan
+
+    def cases(self, seed: int) -> list[Case]:
+        """The cases to run on the student and on the reference."""
+        return self.checked_plan(seed).cases
+
+    def evaluate(
+        self, student: dict[str, ScriptResult], reference: dict[str, ScriptResult], seed: int
+    ) -> list[CheckResult]:
+        """Run every check of ``plan(seed)`` on the results (in the parent)."""
+        plan = self.checked_plan(seed)
+        ctx = Context(
+            exercise_id=self.id,
+            seed=seed,
+            cases={c.name: c for c in plan.cases},
+            student=student,
+            reference=reference,
+            mistakes=for_exercise(self.id),
+        )
+        return [check.grade(ctx) for check in plan.checks]
+
+
+# --------------------------------------------------------------------------- layer helpers
+
+
+def layer_script(
+    cls: str,
+    kwargs: dict[str, Any] | None = None,
+    *,
+    params: dict[str, str] | None = None,
+    mode: str = "train",
+    prelude: list[dict[str, Any]] | None = None,
+    x: str = "x",
+    dout: str | None = "dout",
+    grads: list[str] | None = None,
+    numgrad: list[str] | None = None,
+    after_forward: list[str] | None = None,
+    twice: bool = False,
+) -> list[dict[str, Any]]:
+    """The usual layer script on variable ``m``.
+
+    new m = cls(**kwargs); set m.<p> = arrays[params[p]]; m.eval() when mode == "eval";
+    the prelude ops; x0 = copy of arrays[x]; y = m.forward(x0); x_after = x0;
+    get each attr of after_forward; dx = m.backward(dout); d<g> = m.d<g> for g in grads;
+    with ``twice``, dx_again = m.backward(dout) a second time;
+    numgrad outputs num_dx ("x" in numgrad) and num_d<p> (a parameter name).
+    """
+    script: list[dict[str, Any]] = [{"op": "new", "var": "m", "cls": cls, "args": [], "kwargs": dict(kwargs or {})}]
+    for attr, key in (params or {}).items():
+        script.append({"op": "set", "var": "m", "attr": attr, "value": {"array": key}})
+    if mode == "eval":
+        script.append({"op": "call", "var": "m", "method": "eval"})
+    script.extend(prelude or [])
+    script.append({"op": "let", "var": "x0", "value": {"array": x}})
+    script.append({"op": "call", "var": "m", "method": "forward", "args": [{"var": "x0"}], "out": "y"})
+    script.append({"op": "output", "value": {"var": "x0"}, "out": "x_after"})
+    for attr in after_forward or []:
+        script.append({"op": "get", "var": "m", "attr": attr, "out": attr})
+    if dout is not None:
+        script.append({"op": "call", "var": "m", "method": "backward", "args": [{"array": dout}], "out": "dx"})
+        for g in grads or []:
+            script.append({"op": "get", "var": "m", "attr": f"d{g}", "out": f"d{g}"})
+        if twice:
+            script.append({"op": "call", "var": "m", "method": "backward", "args": [{"array": dout}],
+                           "out": "dx_again"})
+        for target in numgrad or []:
+            op: dict[str, Any] = {"op": "numgrad", "var": "m", "x": {"array": x}, "dout": {"array": dout}}
+            if target == "x":
+                op["out"] = "num_dx"
+            else:
+                op["out"] = f"num_d{target}"
+                op["wrt"] = target
+            script.append(op)
+    return script
+
+
+class LayerPlan(Plan):
+    """A Plan with helpers for layers: ``layer`` adds a case and its forward/backward checks.
+
+    ``rng`` (seeded from the exercise seed) draws every input, so each student
+    sees different numbers and the same student always the same.
+    """
+
+    def __init__(self, cls: str, seed: int) -> None:
+        super().__init__()
+        self.cls = cls
+        self.rng = np.random.default_rng(seed)
+        self.layer_cases: list[str] = []      # cases with x / x_after / y / dx, for mutation and shape checks
+        self.backward_cases: list[str] = []
+
+    def layer(
+        self,
+        name: str,
+        x: np.ndarray,
+        *,
+        kwargs: dict[str, Any] | None = None,
+        params: dict[str, np.ndarray] | None = None,
+        mode: str = "train",
+        grads: list[str] | None = None,
+        numgrad: list[str] | None = None,
+        twice: bool = False,
+        backward: bool = True,
+        prelude: list[dict[str, Any]] | None = None,
+        extra_arrays: dict[str, np.ndarray] | None = None,
+        after_forward: list[str] | None = None,
+        dout: np.ndarray | None = None,
+    ) -> str:
+        """Add case ``name``: the layer (constructor ``kwargs``, parameters set to ``params``) on ``x``.
+
+        dout is drawn from N(0, 1) unless given. Returns the case name.
+        """
+        arrays: dict[str, np.ndarray] = {"x": np.asarray(x, dtype=np.float64)}
+        param_keys: dict[str, str] = {}
+        for attr, value in (params or {}).items():
+            arrays[f"param_{attr}"] = np.asarray(value, dtype=np.float64)
+            param_keys[attr] = f"param_{attr}"
+        if backward:
+            arrays["dout"] = self.rng.standard_normal(arrays["x"].shape) if dout is None else np.asarray(dout, float)
+        arrays.update(extra_arrays or {})
+        script = layer_script(
+            self.cls,
+            kwargs,
+            params=param_keys,
+            mode=mode,
+            prelude=prelude,
+            dout="dout" if backward else None,
+            grads=grads,
+            numgrad=numgrad,
+            twice=twice,
+            after_forward=after_forward,
+        )
+        self.add_case(Case(name, script, arrays))
+        self.layer_cases.append(name)
+        if backward:
+            self.backward_cases.append(name)
+        return name
+
+    def forward_check(self, name: str, points: float, case: str, what: str, **kw: Any) -> Check:
+        """Compare y of ``case`` with the reference."""
+        return self.add(Compare(name, points, case=case, keys=["y"], what=what, **kw))
+
+    def backward_check(self, name: str, points: float, case: str, what: str, grads: list[str] | None = None,
+                       **kw: Any) -> Check:
+        """Compare dx and each d<g> of ``case`` with the reference (with the numgrad note when present)."""
+        keys = ["dx"] + [f"d{g}" for g in grads or []]
+        numgrad = {k: f"num_{k}" for k in keys if self._has_numgrad(case, k)}
+        return self.add(Compare(name, points, case=case, keys=keys, what=what, numgrad=numgrad, **kw))
+
+    def _has_numgrad(self, case: str, key: str) -> bool:
+        script = next(c.script for c in self.cases if c.name == case)
+        return any(op.get("op") == "numgrad" and op.get("out") == f"num_{key}" for op in script)
+
+    def consistency_check(self, name: str, points: float, case: str, what: str) -> Check:
+        """The student's dx (and d<p>) against central differences of their own forward on ``case``."""
+        script = next(c.script for c in self.cases if c.name == case)
+        pairs = {op["out"][len("num_"):]: op["out"] for op in script if op.get("op") == "numgrad"}
+        return self.add(Consistency(name, points, case=case, pairs=pairs, what=what))
+
+    def backward_twice_check(self, name: str, points: float, case: str) -> Check:
+        """A second backward(dout) after the same forward returns the same dx (``case`` built with twice=True)."""
+        return self.add(Custom(name, points, fn=lambda ctx: _same_twice(ctx, case)))
+
+    def no_mutation_check(self, name: str, points: float) -> Check:
+        """x_after equals x in every layer case."""
+        return self.add(Unchanged(name, points, items=[(c, "x_after", "x") for c in self.layer_cases]))
+
+    def shape_dtype_check(self, name: str, points: float) -> Check:
+        """y (and dx where there is a backward) have the reference's shape and dtype in every layer case."""
+        items = [(c, "y") for c in self.layer_cases] + [(c, "dx") for c in self.backward_cases]
+        return self.add(ShapeDtype(name, points, items=items))
+
+
+def _same_twice(ctx: Context, case: str) -> tuple[bool, str, Mistake | None]:
+    """dx_again equals dx (to rounding): backward left the cached forward state alone."""
+    s = ctx.student_result(case)
+    dx, again = s.outputs.get("dx"), s.outputs.get("dx_again")
+    if dx is None or again is None:
+        return False, f"backward called twice: {error_text(s.error)}", None
+    cmp = compare(again, dx, 1e-12, 1e-12 * scale_of(dx), check_dtype=False)
+    if cmp.ok:
+        return True, "", None
+    return (
+        False,
+        "a second backward(dout) after the same forward gave a different dx: backward must not modify"
+        f" what forward cached (no in-place updates of self.* in backward): {cmp.message}",
+        ctx.diagnose(case, ["dx_again"]),
+    )
+
+
+def away_from_zero(rng: np.random.Generator, shape: tuple[int, ...], margin: float = 0.05) -> np.ndarray:
+    """N(0, 1) values pushed to |x| >= margin, so kinks at 0 stay out of central differences' reach."""
+    x = rng.standard_normal(shape)
+    return np.where(x < 0, -1.0, 1.0) * np.maximum(np.abs(x), margin)

@@ -1,0 +1,325 @@
+"""Hidden checks of the six normalisation layers.
+
+Inputs are drawn from the exercise seed with a different mean and spread per
+channel (BatchNorm) or per row / group (the others), so that centring, the
+axes and the affine parameters all matter; gamma and beta are set to random
+values. Every layer is checked on:
+
+- its constructor contract (parameter and buffer shapes and initial values);
+- forward and backward (dx and every d<param>) on several shapes with distinct
+  sizes on every axis, including a batch of one where it is defined;
+- "tiny" inputs whose spread is comparable to sqrt(eps), where eps outside the
+  square root shows, with one normalised unit of exact zeros (var = 0, where a
+  missing eps gives 0 / 0); large magnitudes (~1e4);
+- the student's dx / d<param> against central differences of their forward;
+- train versus eval: BatchNorm's running statistics over three training steps
+  with momentum 0.3 (initial buffers zeros and ones, the unbiased m/(m-1)
+  variance), eval mode using and not updating them, backward in eval; the
+  other layers identical in both modes;
+- no mutation of the input; float64 outputs of the right shape.
+
+Tolerances: rtol 1e-6 and atol 1e-8 * max(1, max|expected|) (grader.checks.base):
+a float64 implementation is ~1e-12 off; eps outside the square root on the tiny
+inputs, a biased/unbiased variance mix-up (factor m/(m-1) >= 1.05 here) or a
+wrong axis are off by 1e-3 or more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from grader.checks.base import Compare, ExerciseChecks, LayerPlan, Plan, Raises
+from grader.ops import Case
+
+MOMENTUM = 0.3
+TRAIN_STEPS = 3
+TINY_SCALES = (1e-4, 1e-3, 1e-2, 1.0)
+
+
+def spread(rng: np.random.Generator, shape: tuple[int, ...], axis: int | None) -> np.ndarray:
+    """x = offset + scale * N(0, 1), one offset in U(-2, 2) and scale in U(0.5, 2) per index of ``axis``.
+
+    ``axis=None``: per row, i.e. per index of every axis but the last.
+    """
+    z = rng.standard_normal(shape)
+    if axis is None:
+        stat_shape = shape[:-1] + (1,)
+    else:
+        stat_shape = tuple(n if a == axis else 1 for a, n in enumerate(shape))
+    offset = rng.uniform(-2.0, 2.0, size=stat_shape)
+    scale = rng.uniform(0.5, 2.0, size=stat_shape)
+    return offset + scale * z
+
+
+def shrink(x: np.ndarray, axis: int | None, scales: tuple[float, ...] = TINY_SCALES) -> np.ndarray:
+    """x times ``scales`` (cycled) along ``axis`` (None: per row): tiny samples where eps matters."""
+    if axis is None:
+        stat_shape = x.shape[:-1] + (1,)
+    else:
+        stat_shape = tuple(n if a == axis else 1 for a, n in enumerate(x.shape))
+    factors = np.resize(np.asarray(scales, dtype=np.float64), int(np.prod(stat_shape))).reshape(stat_shape)
+    return x * factors
+
+
+def affine(rng: np.random.Generator, shape: tuple[int, ...], beta: bool = True) -> dict[str, np.ndarray]:
+    """gamma in +-U(0.5, 1.5) (random signs) and beta ~ N(0, 1)."""
+    gamma = rng.uniform(0.5, 1.5, size=shape) * np.where(rng.random(shape) < 0.2, -1.0, 1.0)
+    params = {"gamma": gamma}
+    if beta:
+        params["beta"] = rng.standard_normal(shape)
+    return params
+
+
+def constructor_case(cls: str, args: list[Any], kwargs: dict[str, Any], attrs: list[str], name: str = "constructor") -> Case:
+    """new m = cls(*args, **kwargs); record each attr."""
+    script: list[dict[str, Any]] = [{"op": "new", "var": "m", "cls": cls, "args": args, "kwargs": kwargs}]
+    script += [{"op": "get", "var": "m", "attr": a, "out": a} for a in attrs]
+    return Case(name, script, {})
+
+
+# --------------------------------------------------------------------------- BatchNorm
+
+
+class BatchNormChecks(ExerciseChecks):
+    """BatchNorm1d / BatchNorm2d: shapes differ, the plan is the same."""
+
+    def __init__(self, cls: str, main: tuple[int, ...], second: tuple[int, ...], batch1: tuple[int, ...],
+                 running_shape: tuple[int, ...], raise_shape: tuple[int, ...], second_what: str) -> None:
+        self.id = cls
+        self.main, self.second, self.batch1 = main, second, batch1
+        self.running_shape, self.raise_shape = running_shape, raise_shape
+        self.second_what = second_what
+
+    def plan(self, seed: int) -> Plan:
+        p = LayerPlan(self.id, seed)
+        rng = p.rng
+        C = self.main[1]
+        grads = ["gamma", "beta"]
+        p.add_case(constructor_case(self.id, [C], {}, ["gamma", "beta", "running_mean", "running_var"]))
+
+        def bn(name: str, x: np.ndarray, **kw: Any) -> str:
+            kw.setdefault("kwargs", {"num_features": C})
+            return p.layer(name, x, params=affine(rng, (C,)), grads=grads, **kw)
+
+        bn("main", spread(rng, self.main, 1), numgrad=["x", "gamma", "beta"], twice=True)
+        bn("second", spread(rng, self.second, 1), kwargs={"num_features": C, "momentum": MOMENTUM},
+           after_forward=["running_mean", "running_var"])
+        bn("batch1", spread(rng, self.batch1, 1))
+        tiny = shrink(spread(rng, self.main, 1), 1)
+        tiny[:, -1] = 0.0  # one channel of exact zeros: var = 0, only eps keeps 0 / 0 away
+        bn("tiny", tiny, backward=False)
+        bn("large", 1e4 * spread(rng, self.main, 1), backward=False)
+
+        # Running statistics over TRAIN_STEPS training steps with momentum 0.3.
+        running: list[dict[str, Any]] = [
+            {"op": "new", "var": "m", "cls": self.id, "args": [C], "kwargs": {"momentum": MOMENTUM}},
+        ]
+        arrays: dict[str, np.ndarray] = {}
+        for step in range(1, TRAIN_STEPS + 1):
+            arrays[f"x{step}"] = spread(rng, self.running_shape, 1)
+            running += [
+                {"op": "call", "var": "m", "method": "forward", "args": [{"array": f"x{step}"}]},
+                {"op": "get", "var": "m", "attr": "running_mean", "out": f"running_mean_{step}"},
+                {"op": "get", "var": "m", "attr": "running_var", "out": f"running_var_{step}"},
+            ]
+        p.add_case(Case("running", running, arrays))
+
+        # Eval after the same training steps: uses and keeps the running statistics.
+        prelude = [{"op": "call", "var": "m", "method": "forward", "args": [{"array": f"x{s}"}]}
+                   for s in range(1, TRAIN_STEPS + 1)]
+        prelude.append({"op": "call", "var": "m", "method": "eval"})
+        bn("eval", spread(rng, self.running_shape, 1), kwargs={"num_features": C, "momentum": MOMENTUM},
+           prelude=prelude, extra_arrays=arrays, after_forward=["running_mean", "running_var"], numgrad=["x"])
+
+        raises = [
+            {"op": "new", "var": "m", "cls": self.id, "args": [C]},
+            {"op": "call", "var": "m", "method": "forward", "args": [{"array": "x"}]},
+        ]
+        p.add_case(Case("batch_of_one_value", raises, {"x": rng.standard_normal(self.raise_shape)}))
+
+        main_what = f"training forward on x of shape {self.main}"
+        p.add(Compare("constructor", 0.5, case="constructor", keys=["gamma", "beta", "running_mean", "running_var"],
+                      what=f"gamma (ones), beta (zeros), running_mean (zeros), running_var (ones) of {self.id}({C})",
+                      diagnose=False, requires="main"))
+        p.forward_check("forward", 1.0, "main", main_what)
+        p.forward_check("forward_second", 0.75, "second", f"training forward on {self.second_what}")
+        p.forward_check("forward_batch1", 0.25, "batch1", f"training forward on a batch of one, shape {self.batch1}")
+        p.forward_check("forward_tiny", 0.75, "tiny",
+                        "training forward on channels of spread 1e-4 to 1e-2 and one of exact zeros"
+                        " (eps = 1e-5 matters there)")
+        p.forward_check("forward_large", 0.25, "large", "training forward on magnitudes around 1e4")
+        p.backward_check("backward", 1.0, "main", f"training backward on x of shape {self.main}", grads)
+        p.backward_check("backward_second", 0.75, "second", f"training backward on {self.second_what}", grads)
+        p.consistency_check("numgrad", 0.25, "main", f"x of shape {self.main}")
+        p.backward_twice_check("backward_twice", 0.25, "main")
+        p.add(Compare("running_mean", 0.75, case="running",
+                      keys=[f"running_mean_{s}" for s in range(1, TRAIN_STEPS + 1)],
+                      what=f"running_mean after each of {TRAIN_STEPS} training steps, momentum {MOMENTUM}"))
+        p.add(Compare("running_var", 0.75, case="running",
+                      keys=[f"running_var_{s}" for s in range(1, TRAIN_STEPS + 1)],
+                      what=f"running_var (unbiased batch variance) after each of {TRAIN_STEPS} training steps,"
+                           f" momentum {MOMENTUM}"))
+        p.add(Compare("running_stats_second", 0.25, case="second", keys=["running_mean", "running_var"],
+                      what=f"running statistics after one step on {self.second_what}"))
+        p.forward_check("eval_forward", 0.75, "eval",
+                        "eval forward after 3 training steps (it normalises with the running statistics)")
+        p.add(Compare("eval_no_update", 0.5, case="eval", keys=["running_mean", "running_var"],
+                      what="running statistics after an eval forward (eval updates nothing)"))
+        p.backward_check("eval_backward", 0.5, "eval", "backward in eval mode", grads)
+        p.add(Raises("batch_of_one_value", 0.25, case="batch_of_one_value", exc_type="ValueError",
+                     what=f"training forward on x of shape {self.raise_shape} (one value per channel:"
+                          " the unbiased variance is undefined)"))
+        p.no_mutation_check("no_mutation", 0.25)
+        p.shape_dtype_check("shape_dtype", 0.25)
+        return p
+
+
+# --------------------------------------------------------------------------- per-sample norms
+
+
+class SampleNormChecks(ExerciseChecks):
+    """LayerNorm, RMSNorm, GroupNorm, InstanceNorm2d: per-sample statistics, same in train and eval.
+
+    ``shapes`` is a list of (case name, shape, constructor kwargs, what, forward points,
+    backward points); the first one also gets the central-difference check.
+    """
+
+    def __init__(self, cls: str, ctor: dict[str, Any], ctor_attrs: list[str], param_shape: tuple[int, ...],
+                 beta: bool, shapes: list[tuple[str, tuple[int, ...], dict[str, Any], str, float, float]],
+                 stat_axis: int | None, tiny_axis: int | None, points: dict[str, float],
+                 zero_unit: tuple[Any, ...], raises: tuple[dict[str, Any], str] | None = None,
+                 extra_ctor: tuple[dict[str, Any], list[str]] | None = None) -> None:
+        self.id = cls
+        self.ctor, self.ctor_attrs, self.param_shape, self.beta = ctor, ctor_attrs, param_shape, beta
+        self.shapes, self.stat_axis, self.tiny_axis, self.points = shapes, stat_axis, tiny_axis, points
+        self.raises, self.extra_ctor, self.zero_unit = raises, extra_ctor, zero_unit
+
+    def plan(self, seed: int) -> Plan:
+        p = LayerPlan(self.id, seed)
+        rng = p.rng
+        pts = self.points
+        grads = ["gamma", "beta"] if self.beta else ["gamma"]
+        script: list[dict[str, Any]] = [{"op": "new", "var": "m", "cls": self.id, "kwargs": self.ctor}]
+        script += [{"op": "get", "var": "m", "attr": a, "out": a} for a in self.ctor_attrs]
+        if self.extra_ctor is not None:
+            kwargs, attrs = self.extra_ctor
+            script.append({"op": "new", "var": "m2", "cls": self.id, "kwargs": kwargs})
+            script += [{"op": "get", "var": "m2", "attr": a, "out": f"{a}_2"} for a in attrs]
+        p.add_case(Case("constructor", script, {}))
+        first = self.shapes[0]
+        ctor_keys = list(self.ctor_attrs) + ([f"{a}_2" for a in self.extra_ctor[1]] if self.extra_ctor else [])
+        p.add(Compare("constructor", pts["constructor"], case="constructor", keys=ctor_keys,
+                      what=f"parameters of a new {self.id} (gamma ones" + (", beta zeros)" if self.beta else ")"),
+                      diagnose=False, requires=first[0]))
+
+        def case(name: str, shape: tuple[int, ...], kwargs: dict[str, Any], **kw: Any) -> str:
+            params = affine(rng, tuple(kwargs.get("_param_shape", self.param_shape)), self.beta)
+            ctor = {k: v for k, v in kwargs.items() if not k.startswith("_")}
+            return p.layer(name, kw.pop("x", None) if "x" in kw else spread(rng, shape, self.stat_axis),
+                           kwargs=ctor, params=params, grads=grads, **kw)
+
+        for i, (name, shape, kwargs, what, fwd_pts, bwd_pts) in enumerate(self.shapes):
+            numgrad = ["x"] + grads if i == 0 else None
+            case(name, shape, kwargs, numgrad=numgrad, twice=i == 0)
+            p.forward_check(f"forward_{name}", fwd_pts, name, f"forward on {what}")
+            if bwd_pts:
+                p.backward_check(f"backward_{name}", bwd_pts, name, f"backward on {what}", grads)
+        _, shape0, kwargs0, what0, _, _ = first
+        tiny_x = shrink(spread(rng, shape0, self.stat_axis), self.tiny_axis)
+        tiny_x[self.zero_unit] = 0.0  # one normalised unit of exact zeros: var = 0, only eps avoids 0 / 0
+        case("tiny", shape0, kwargs0, x=tiny_x, backward=False)
+        p.forward_check("forward_tiny", pts["forward_tiny"], "tiny",
+                        "forward on samples of spread 1e-4 to 1e-2 and one of exact zeros (eps matters there)")
+        case("large", shape0, kwargs0, x=1e4 * spread(rng, shape0, self.stat_axis), backward=False)
+        p.forward_check("forward_large", pts["forward_large"], "large", "forward on magnitudes around 1e4")
+        p.consistency_check("numgrad", pts["numgrad"], first[0], first[3])
+        case("eval", shape0, kwargs0, mode="eval")
+        p.add(Compare("eval_same_as_train", pts["eval_same_as_train"], case="eval",
+                      keys=["y", "dx"] + [f"d{g}" for g in grads],
+                      what=f"eval mode on {what0} (it behaves exactly as in training)"))
+        if self.raises is not None:
+            kwargs, what = self.raises
+            p.add_case(Case("bad_groups", [{"op": "new", "var": "m", "cls": self.id, "kwargs": kwargs}], {}))
+            p.add(Raises("bad_groups_raises", pts["raises"], case="bad_groups", exc_type="ValueError", what=what,
+                         requires=first[0]))
+        p.no_mutation_check("no_mutation", pts["no_mutation"])
+        p.shape_dtype_check("shape_dtype", pts["shape_dtype"])
+        p.backward_twice_check("backward_twice", pts["backward_twice"], first[0])
+        return p
+
+
+LAYERNORM = SampleNormChecks(
+    "normalization.LayerNorm",
+    ctor={"normalized_shape": 6}, ctor_attrs=["gamma", "beta"], param_shape=(6,), beta=True,
+    extra_ctor=({"normalized_shape": {"tuple": [3, 4]}}, ["gamma", "beta"]),
+    shapes=[
+        ("2d", (4, 6), {"normalized_shape": 6}, "x of shape (4, 6)", 1.0, 1.25),
+        ("3d", (2, 3, 6), {"normalized_shape": 6}, "x of shape (2, 3, 6) (dgamma sums over both leading axes)",
+         0.75, 0.75),
+        ("tuple", (2, 3, 4), {"normalized_shape": {"tuple": [3, 4]}, "_param_shape": (3, 4)},
+         "x of shape (2, 3, 4) with normalized_shape (3, 4)", 0.75, 0.75),
+        ("batch1", (1, 6), {"normalized_shape": 6}, "a batch of one, shape (1, 6)", 0.5, 0.25),
+    ],
+    stat_axis=None, tiny_axis=None, zero_unit=(-1, slice(None)),
+    points={"constructor": 0.5, "forward_tiny": 0.75, "forward_large": 0.25, "numgrad": 0.75,
+            "eval_same_as_train": 0.75, "no_mutation": 0.5, "shape_dtype": 0.25,
+            "backward_twice": 0.25},
+)
+
+RMSNORM = SampleNormChecks(
+    "normalization.RMSNorm",
+    ctor={"dim": 6}, ctor_attrs=["gamma"], param_shape=(6,), beta=False,
+    shapes=[
+        ("2d", (4, 6), {"dim": 6}, "x of shape (4, 6)", 1.0, 1.5),
+        ("3d", (2, 3, 6), {"dim": 6}, "x of shape (2, 3, 6) (dgamma sums over both leading axes)", 1.0, 1.0),
+        ("batch1", (1, 6), {"dim": 6}, "a batch of one, shape (1, 6)", 0.5, 0.25),
+    ],
+    stat_axis=None, tiny_axis=None, zero_unit=(-1, slice(None)),
+    points={"constructor": 0.5, "forward_tiny": 1.0, "forward_large": 0.5, "numgrad": 1.0,
+            "eval_same_as_train": 0.75, "no_mutation": 0.5, "shape_dtype": 0.25,
+            "backward_twice": 0.25},
+)
+
+GROUPNORM = SampleNormChecks(
+    "normalization.GroupNorm",
+    ctor={"num_groups": 2, "num_channels": 6}, ctor_attrs=["gamma", "beta"], param_shape=(6,), beta=True,
+    shapes=[
+        ("4d", (2, 6, 3, 4), {"num_groups": 2, "num_channels": 6}, "x of shape (2, 6, 3, 4), 2 groups", 1.0, 1.25),
+        ("3d", (3, 6, 5), {"num_groups": 3, "num_channels": 6}, "x of shape (3, 6, 5), 3 groups", 0.75, 0.75),
+        ("2d", (4, 6), {"num_groups": 2, "num_channels": 6}, "x of shape (4, 6), 2 groups", 0.75, 0.5),
+        ("batch1", (1, 6, 2, 3), {"num_groups": 3, "num_channels": 6}, "a batch of one, shape (1, 6, 2, 3)",
+         0.25, 0.25),
+    ],
+    stat_axis=1, tiny_axis=0, zero_unit=(-1, slice(0, 3)),
+    points={"constructor": 0.5, "raises": 0.5, "forward_tiny": 0.75, "forward_large": 0.25, "numgrad": 0.75,
+            "eval_same_as_train": 0.75, "no_mutation": 0.5, "shape_dtype": 0.25,
+            "backward_twice": 0.25},
+    raises=({"num_groups": 4, "num_channels": 6}, "GroupNorm(num_groups=4, num_channels=6) (6 % 4 != 0)"),
+)
+
+INSTANCENORM = SampleNormChecks(
+    "normalization.InstanceNorm2d",
+    ctor={"num_features": 3}, ctor_attrs=["gamma", "beta"], param_shape=(3,), beta=True,
+    shapes=[
+        ("4d", (2, 3, 4, 5), {"num_features": 3}, "x of shape (2, 3, 4, 5)", 1.5, 1.75),
+        ("second", (4, 3, 2, 6), {"num_features": 3}, "x of shape (4, 3, 2, 6)", 0.75, 0.75),
+        ("batch1", (1, 3, 4, 5), {"num_features": 3}, "a batch of one, shape (1, 3, 4, 5)", 0.5, 0.25),
+    ],
+    stat_axis=1, tiny_axis=1, zero_unit=(-1, -1),
+    points={"constructor": 0.5, "forward_tiny": 0.75, "forward_large": 0.25, "numgrad": 1.0,
+            "eval_same_as_train": 1.0, "no_mutation": 0.5, "shape_dtype": 0.25,
+            "backward_twice": 0.25},
+)
+
+CHECKS: list[ExerciseChecks] = [
+    BatchNormChecks("normalization.BatchNorm1d", main=(6, 4), second=(3, 4, 5), batch1=(1, 4, 6),
+                    running_shape=(5, 4), raise_shape=(1, 4), second_what="x of shape (3, 4, 5) (axes 0 and 2)"),
+    BatchNormChecks("normalization.BatchNorm2d", main=(2, 3, 4, 5), second=(4, 3, 5, 2), batch1=(1, 3, 4, 5),
+                    running_shape=(5, 3, 2, 4), raise_shape=(1, 3, 1, 1), second_what="x of shape (4, 3, 5, 2)"),
+    LAYERNORM,
+    RMSNORM,
+    GROUPNORM,
+    INSTANCENORM,
+]

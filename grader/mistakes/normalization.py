@@ -1,0 +1,607 @@
+"""Known mistakes in the normalisation layers, each a wrong subclass of the reference layer.
+
+BatchNorm variants share one parameterised forward/backward (:func:`_bn_forward`,
+:func:`_bn_backward`) with exactly one flag turned on per mistake.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from grader.mistakes import Mistake, make
+from reference import normalization as ref
+
+_view = ref._channel_view
+_normalized_grad = ref._normalized_grad
+
+
+# --------------------------------------------------------------------------- BatchNorm
+
+
+def _bn_forward(bn: Any, x: np.ndarray, **flag: bool) -> np.ndarray:
+    """Reference BatchNorm forward, with one mistake switched on by a flag.
+
+    Flags: biased_running, count_n, momentum_inverted, momentum_default, no_update,
+    eps_outside, no_eps, eval_no_eps, eval_batch_stats, eval_updates, unbiased_norm, stats_axis0, no_affine.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    axes = tuple(a for a in range(x.ndim) if a != 1)
+    m = x.size // x.shape[1]
+    if bn.training and m <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {x.shape}")
+    mean_b, var_b = x.mean(axis=axes), x.var(axis=axes)
+
+    def update() -> None:
+        if flag.get("no_update"):
+            return
+        count = x.shape[0] if flag.get("count_n") else m
+        unbiased = var_b if flag.get("biased_running") else var_b * count / (count - 1)
+        momentum = 0.1 if flag.get("momentum_default") else bn.momentum
+        if flag.get("momentum_inverted"):
+            bn.running_mean = momentum * bn.running_mean + (1.0 - momentum) * mean_b
+            bn.running_var = momentum * bn.running_var + (1.0 - momentum) * unbiased
+        else:
+            bn.running_mean = (1.0 - momentum) * bn.running_mean + momentum * mean_b
+            bn.running_var = (1.0 - momentum) * bn.running_var + momentum * unbiased
+
+    stat_axes = axes
+    if bn.training or flag.get("eval_batch_stats"):
+        if flag.get("stats_axis0"):
+            stat_axes = (0,)
+        mean = x.mean(axis=stat_axes, keepdims=True)
+        var = x.var(axis=stat_axes, keepdims=True, ddof=1 if flag.get("unbiased_norm") else 0)
+        if bn.training:
+            update()
+    else:
+        mean = _view(bn.running_mean, x.ndim)
+        var = _view(bn.running_var, x.ndim)
+    if flag.get("eps_outside"):
+        inv_std = 1.0 / (np.sqrt(var) + bn.eps)
+    elif flag.get("no_eps") or (flag.get("eval_no_eps") and not bn.training):
+        inv_std = 1.0 / np.sqrt(var)
+    else:
+        inv_std = 1.0 / np.sqrt(var + bn.eps)
+    x_hat = (x - mean) * inv_std
+    training_grad = bn.training or bool(flag.get("eval_batch_stats"))
+    bn.cache = {"x_hat": x_hat, "inv_std": inv_std, "axes": axes, "stat_axes": stat_axes, "training": training_grad}
+    y = x_hat if flag.get("no_affine") else _view(bn.gamma, x.ndim) * x_hat + _view(bn.beta, x.ndim)
+    if not bn.training and flag.get("eval_updates"):
+        update()
+    return y
+
+
+def _bn_backward(bn: Any, dout: np.ndarray, **flag: bool) -> np.ndarray:
+    """Reference BatchNorm backward with one mistake switched on by a flag.
+
+    Flags: ignore_stats, missing_mean_term, missing_xhat_term, eval_stats_grad, dgamma_axis0, dx_missing_gamma.
+    """
+    dout = np.asarray(dout, dtype=np.float64)
+    c = bn.cache
+    sum_axes = (0,) if flag.get("dgamma_axis0") else c["axes"]
+    bn.dgamma = (dout * c["x_hat"]).sum(axis=sum_axes)
+    bn.dbeta = dout.sum(axis=sum_axes)
+    g = dout if flag.get("dx_missing_gamma") else dout * _view(bn.gamma, dout.ndim)
+    x_hat, inv_std, axes = c["x_hat"], c["inv_std"], c.get("stat_axes", c["axes"])
+    if (not c["training"] and not flag.get("eval_stats_grad")) or flag.get("ignore_stats"):
+        return g * inv_std
+    if flag.get("missing_mean_term"):
+        return inv_std * (g - x_hat * (g * x_hat).mean(axis=axes, keepdims=True))
+    if flag.get("missing_xhat_term"):
+        return inv_std * (g - g.mean(axis=axes, keepdims=True))
+    return _normalized_grad(g, x_hat, inv_std, axes)
+
+
+def _bn_variant(base: type, name: str, forward_flag: str | None = None, backward_flag: str | None = None) -> type:
+    """A subclass of a reference BatchNorm with one forward or backward flag on."""
+
+    def forward(self: Any, x: np.ndarray) -> np.ndarray:
+        return _bn_forward(self, x, **({forward_flag: True} if forward_flag else {}))
+
+    def backward(self: Any, dout: np.ndarray) -> np.ndarray:
+        return _bn_backward(self, dout, **({backward_flag: True} if backward_flag else {}))
+
+    return type(name, (base,), {"forward": forward, "backward": backward})
+
+
+# --------------------------------------------------------------------------- LayerNorm
+
+
+class LNBatchAxis(ref.LayerNorm):
+    """Statistics over axis 0 (the batch) instead of the trailing feature axes."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        mean = x.mean(axis=0, keepdims=True)
+        var = x.var(axis=0, keepdims=True)
+        inv_std = 1.0 / np.sqrt(var + self.eps)
+        x_hat = (x - mean) * inv_std
+        self.cache = {"x_hat": x_hat, "inv_std": inv_std, "axes": tuple(range(x.ndim - len(self.normalized_shape), x.ndim))}
+        self._stat_axes = (0,)
+        return self.gamma * x_hat + self.beta
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dout = np.asarray(dout, dtype=np.float64)
+        x_hat, inv_std, axes = self.cache["x_hat"], self.cache["inv_std"], self.cache["axes"]
+        leading = tuple(range(dout.ndim - len(axes)))
+        self.dgamma = (dout * x_hat).sum(axis=leading)
+        self.dbeta = dout.sum(axis=leading)
+        return _normalized_grad(dout * self.gamma, x_hat, inv_std, (0,))
+
+
+class LNEpsOutsideSqrt(ref.LayerNorm):
+    """x_hat = (x - mu) / (sqrt(var) + eps)."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
+        mean = x.mean(axis=axes, keepdims=True)
+        inv_std = 1.0 / (np.sqrt(x.var(axis=axes, keepdims=True)) + self.eps)
+        x_hat = (x - mean) * inv_std
+        self.cache = {"x_hat": x_hat, "inv_std": inv_std, "axes": axes}
+        return self.gamma * x_hat + self.beta
+
+
+class LNEpsMissing(ref.LayerNorm):
+    """x_hat = (x - mu) / sqrt(var): no eps at all."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
+        mean = x.mean(axis=axes, keepdims=True)
+        inv_std = 1.0 / np.sqrt(x.var(axis=axes, keepdims=True))
+        x_hat = (x - mean) * inv_std
+        self.cache = {"x_hat": x_hat, "inv_std": inv_std, "axes": axes}
+        return self.gamma * x_hat + self.beta
+
+
+class LNUnbiasedVar(ref.LayerNorm):
+    """Normalises with the unbiased variance (ddof=1)."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
+        mean = x.mean(axis=axes, keepdims=True)
+        inv_std = 1.0 / np.sqrt(x.var(axis=axes, keepdims=True, ddof=1) + self.eps)
+        x_hat = (x - mean) * inv_std
+        self.cache = {"x_hat": x_hat, "inv_std": inv_std, "axes": axes}
+        return self.gamma * x_hat + self.beta
+
+
+class LNLastAxisOnly(ref.LayerNorm):
+    """Statistics over the last axis only, even when normalized_shape has several dims."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        mean = x.mean(axis=-1, keepdims=True)
+        inv_std = 1.0 / np.sqrt(x.var(axis=-1, keepdims=True) + self.eps)
+        x_hat = (x - mean) * inv_std
+        self.cache = {"x_hat": x_hat, "inv_std": inv_std, "axes": tuple(range(x.ndim - len(self.normalized_shape), x.ndim))}
+        return self.gamma * x_hat + self.beta
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dout = np.asarray(dout, dtype=np.float64)
+        x_hat, inv_std, axes = self.cache["x_hat"], self.cache["inv_std"], self.cache["axes"]
+        leading = tuple(range(dout.ndim - len(axes)))
+        self.dgamma = (dout * x_hat).sum(axis=leading)
+        self.dbeta = dout.sum(axis=leading)
+        return _normalized_grad(dout * self.gamma, x_hat, inv_std, (-1,))
+
+
+class LNDgammaAxis0(ref.LayerNorm):
+    """dgamma, dbeta summed over axis 0 only (wrong shape on 3-D input)."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dx = super().backward(dout)
+        self.dgamma = (dout * self.cache["x_hat"]).sum(axis=0)
+        self.dbeta = np.asarray(dout).sum(axis=0)
+        return dx
+
+
+class LNBackwardIgnoresStats(ref.LayerNorm):
+    """dx = dout gamma / sqrt(var + eps): the dependence of mu and var on x is ignored."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        super().backward(dout)
+        return np.asarray(dout) * self.gamma * self.cache["inv_std"]
+
+
+# --------------------------------------------------------------------------- RMSNorm
+
+
+class RMSSubtractsMean(ref.RMSNorm):
+    """Centres x like LayerNorm: (x - mu) / sqrt(var + eps) * gamma."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.array(x, dtype=np.float64)
+        xc = x - x.mean(axis=-1, keepdims=True)
+        rms = np.sqrt(np.mean(xc**2, axis=-1, keepdims=True) + self.eps)
+        self.cache = {"x": xc, "rms": rms, "x_norm": xc / rms, "x_raw": x}
+        return xc / rms * self.gamma
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dout = np.asarray(dout, dtype=np.float64)
+        x_norm, rms = self.cache["x_norm"], self.cache["rms"]
+        self.dgamma = (dout * x_norm).reshape(-1, self.dim).sum(axis=0)
+        return _normalized_grad(dout * self.gamma, x_norm, 1.0 / rms, (-1,))
+
+
+class RMSDgammaAxis0(ref.RMSNorm):
+    """dgamma = sum(dout x_norm, axis=0): right on 2-D input, shape (T, D) on 3-D (the course code's bug)."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dx = super().backward(dout)
+        self.dgamma = np.sum(np.asarray(dout) * self.cache["x_norm"], axis=0)
+        return dx
+
+
+class RMSEpsOutsideSqrt(ref.RMSNorm):
+    """RMS = sqrt(mean(x^2)) + eps."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.array(x, dtype=np.float64)
+        rms = np.sqrt(np.mean(x**2, axis=-1, keepdims=True)) + self.eps
+        x_norm = x / rms
+        self.cache = {"x": x, "rms": rms, "x_norm": x_norm}
+        return x_norm * self.gamma
+
+
+class RMSGradMissingTerm(ref.RMSNorm):
+    """dx = dout gamma / RMS: the dependence of RMS on x is ignored."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        super().backward(dout)
+        return np.asarray(dout) * self.gamma / self.cache["rms"]
+
+
+# --------------------------------------------------------------------------- GroupNorm, InstanceNorm
+
+
+class GNGroupsStrided(ref.GroupNorm):
+    """Channel c put in group c % G (strided) instead of c // (C / G) (contiguous)."""
+
+    def _perm(self) -> np.ndarray:
+        per = self.num_channels // self.num_groups
+        return np.array([g + self.num_groups * i for g in range(self.num_groups) for i in range(per)])
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        perm = self._perm()
+        inverse = np.argsort(perm)
+        xp = x[:, perm]
+        grouped = xp.reshape(x.shape[0], self.num_groups, -1)
+        mean = grouped.mean(axis=2, keepdims=True)
+        inv_std = 1.0 / np.sqrt(grouped.var(axis=2, keepdims=True) + self.eps)
+        x_hat = ((grouped - mean) * inv_std).reshape(x.shape)[:, inverse]
+        self.cache = {"x_hat": x_hat, "inv_std": inv_std, "shape": x.shape, "perm": perm}
+        return _view(self.gamma, x.ndim) * x_hat + _view(self.beta, x.ndim)
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dout = np.asarray(dout, dtype=np.float64)
+        c = self.cache
+        perm, shape = c["perm"], c["shape"]
+        axes = tuple(a for a in range(dout.ndim) if a != 1)
+        self.dgamma = (dout * c["x_hat"]).sum(axis=axes)
+        self.dbeta = dout.sum(axis=axes)
+        g = (dout * _view(self.gamma, dout.ndim))[:, perm].reshape(shape[0], self.num_groups, -1)
+        x_hat = c["x_hat"][:, perm].reshape(g.shape)
+        dx = _normalized_grad(g, x_hat, c["inv_std"], (2,)).reshape(shape)
+        return dx[:, np.argsort(perm)]
+
+
+class GNPerChannel(ref.GroupNorm):
+    """Statistics per channel (InstanceNorm), ignoring num_groups."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        grouped = x.reshape(x.shape[0], self.num_channels, -1)
+        mean = grouped.mean(axis=2, keepdims=True)
+        inv_std = 1.0 / np.sqrt(grouped.var(axis=2, keepdims=True) + self.eps)
+        x_hat = (grouped - mean) * inv_std
+        self.cache = {"x_hat": x_hat, "inv_std": inv_std, "shape": x.shape}
+        return _view(self.gamma, x.ndim) * x_hat.reshape(x.shape) + _view(self.beta, x.ndim)
+
+
+class INOverChannels(ref.InstanceNorm2d):
+    """Statistics over (C, H, W) per sample (LayerNorm) instead of (H, W) per sample and channel."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        mean = x.mean(axis=(1, 2, 3), keepdims=True)
+        inv_std = 1.0 / np.sqrt(x.var(axis=(1, 2, 3), keepdims=True) + self.eps)
+        x_hat = (x - mean) * inv_std
+        self.cache = {"x_hat": x_hat, "inv_std": inv_std}
+        return _view(self.gamma, 4) * x_hat + _view(self.beta, 4)
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dout = np.asarray(dout, dtype=np.float64)
+        x_hat, inv_std = self.cache["x_hat"], self.cache["inv_std"]
+        self.dgamma = (dout * x_hat).sum(axis=(0, 2, 3))
+        self.dbeta = dout.sum(axis=(0, 2, 3))
+        return _normalized_grad(dout * _view(self.gamma, 4), x_hat, inv_std, (1, 2, 3))
+
+
+class INBatchStats(ref.InstanceNorm2d):
+    """Statistics over (N, H, W) per channel (BatchNorm) instead of (H, W) per sample."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        mean = x.mean(axis=(0, 2, 3), keepdims=True)
+        inv_std = 1.0 / np.sqrt(x.var(axis=(0, 2, 3), keepdims=True) + self.eps)
+        x_hat = (x - mean) * inv_std
+        self.cache = {"x_hat": x_hat, "inv_std": inv_std}
+        return _view(self.gamma, 4) * x_hat + _view(self.beta, 4)
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dout = np.asarray(dout, dtype=np.float64)
+        x_hat, inv_std = self.cache["x_hat"], self.cache["inv_std"]
+        self.dgamma = (dout * x_hat).sum(axis=(0, 2, 3))
+        self.dbeta = dout.sum(axis=(0, 2, 3))
+        return _normalized_grad(dout * _view(self.gamma, 4), x_hat, inv_std, (0, 2, 3))
+
+
+class LNAffineMissing(ref.LayerNorm):
+    """forward returns x_hat: gamma and beta are not applied."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        super().forward(x)
+        return self.cache["x_hat"].copy()
+
+
+class LNBackwardMissingXhatTerm(ref.LayerNorm):
+    """dx = inv_std (g - mean(g)): the variance's dependence on x is ignored."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        super().backward(dout)
+        g = np.asarray(dout) * self.gamma
+        axes = self.cache["axes"]
+        return self.cache["inv_std"] * (g - g.mean(axis=axes, keepdims=True))
+
+
+class LNDxMissingGamma(ref.LayerNorm):
+    """dx computed with g = dout instead of dout * gamma."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        super().backward(dout)
+        return _normalized_grad(np.asarray(dout, dtype=np.float64), self.cache["x_hat"], self.cache["inv_std"],
+                                self.cache["axes"])
+
+
+class RMSDxMissingGamma(ref.RMSNorm):
+    """dx = dout / RMS - x / (D RMS^3) sum(dout x): gamma is missing."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        super().backward(dout)
+        dout = np.asarray(dout, dtype=np.float64)
+        x, rms = self.cache["x"], self.cache["rms"]
+        return dout / rms - x / (self.dim * rms**3) * np.sum(dout * x, axis=-1, keepdims=True)
+
+
+class RMSEpsMissing(ref.RMSNorm):
+    """RMS = sqrt(mean(x^2)): no eps at all."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.array(x, dtype=np.float64)
+        rms = np.sqrt(np.mean(x**2, axis=-1, keepdims=True))
+        self.cache = {"x": x, "rms": rms, "x_norm": x / rms}
+        return x / rms * self.gamma
+
+
+class GNSingleGroup(ref.GroupNorm):
+    """One group of all C channels (LayerNorm over (C, *)), whatever num_groups says."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5) -> None:
+        super().__init__(num_groups, num_channels, eps)
+        self.num_groups = 1
+
+
+class RMSL2Norm(ref.RMSNorm):
+    """Divides by sqrt(sum(x^2) + eps), the L2 norm, instead of the root mean square."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.array(x, dtype=np.float64)
+        rms = np.sqrt(np.sum(x**2, axis=-1, keepdims=True) + self.eps)
+        self.cache = {"x": x, "rms": rms, "x_norm": x / rms}
+        return x / rms * self.gamma
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dout = np.asarray(dout, dtype=np.float64)
+        x, rms, x_norm = self.cache["x"], self.cache["rms"], self.cache["x_norm"]
+        self.dgamma = (dout * x_norm).reshape(-1, self.dim).sum(axis=0)
+        sum_term = np.sum(dout * self.gamma * x, axis=-1, keepdims=True)
+        return dout * self.gamma / rms - x / rms**3 * sum_term
+
+
+class RMSNoSqrt(ref.RMSNorm):
+    """Divides by mean(x^2) + eps, the mean square, without the square root."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.array(x, dtype=np.float64)
+        ms = np.mean(x**2, axis=-1, keepdims=True) + self.eps
+        self.cache = {"x": x, "rms": ms, "x_norm": x / ms}
+        return x / ms * self.gamma
+
+
+class GNGroupsCountSwapped(ref.GroupNorm):
+    """Reshapes to (N, C // G, -1): C // G groups of G channels instead of G groups of C // G."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5) -> None:
+        super().__init__(num_groups, num_channels, eps)
+        self.num_groups = num_channels // num_groups
+
+
+N = "normalization."
+BN1, BN2 = N + "BatchNorm1d", N + "BatchNorm2d"
+
+_BN_SENTENCES: list[tuple[str, str | None, str | None, str, str]] = [
+    ("bn-biased-running-var", "biased_running", None,
+     "running_var is updated with the biased batch variance (1/m); it takes the unbiased one.",
+     "Update running_var with var * m / (m - 1), m = values per channel (N, or N*L, or N*H*W)."),
+    ("bn-running-var-count-batch", "count_n", None,
+     "The unbiased correction uses the batch size N instead of m, the number of values per channel.",
+     "Use m = x.size // C (N*L for (N, C, L), N*H*W for (N, C, H, W)) in m / (m - 1)."),
+    ("bn-momentum-inverted", "momentum_inverted", None,
+     "The running statistics keep momentum of the old value: running = m running + (1 - m) batch.",
+     "Use running = (1 - momentum) * running + momentum * batch_stat (PyTorch's convention)."),
+    ("bn-eps-outside-sqrt", "eps_outside", None,
+     "eps is added after the square root: (x - mu) / (sqrt(var) + eps).",
+     "Put eps inside: (x - mu) / sqrt(var + eps)."),
+    ("bn-eval-uses-batch-stats", "eval_batch_stats", None,
+     "In eval mode the batch statistics normalise instead of the running ones.",
+     "When not self.training, normalise with running_mean and running_var."),
+    ("bn-eval-updates-running", "eval_updates", None,
+     "Eval mode still updates running_mean and running_var.",
+     "Update the running statistics only when self.training is True."),
+    ("bn-unbiased-normalisation", "unbiased_norm", None,
+     "The batch is normalised with the unbiased variance (ddof=1); normalisation uses the biased one.",
+     "Normalise with x.var(axis=...) (1/m); keep m/(m-1) for the running_var update only."),
+    ("bn-momentum-ignored", "momentum_default", None,
+     "The constructor's momentum is ignored: the running statistics always move by 0.1.",
+     "Use self.momentum in running = (1 - momentum) * running + momentum * batch_stat."),
+    ("bn-running-not-updated", "no_update", None,
+     "Training never updates running_mean and running_var.",
+     "In training, update both with momentum after computing the batch statistics."),
+    ("bn-eval-eps-missing", "eval_no_eps", None,
+     "Eval mode divides by sqrt(running_var) without eps.",
+     "Normalise with (x - running_mean) / sqrt(running_var + eps) in eval too."),
+    ("bn-eps-missing", "no_eps", None,
+     "eps is missing: (x - mu) / sqrt(var) divides 0 by 0 on a constant channel.",
+     "Normalise with (x - mu) / sqrt(var + eps)."),
+    ("bn-affine-missing", "no_affine", None,
+     "gamma and beta are not applied: forward returns x_hat.",
+     "Return gamma * x_hat + beta, with gamma and beta broadcast on the channel axis."),
+    ("bn-backward-missing-mean-term", None, "missing_mean_term",
+     "The training dx lacks the - mean(g) term that comes from mu depending on x.",
+     "dx = inv_std * (g - mean(g) - x_hat * mean(g * x_hat)), g = dout * gamma, means over the statistic axes."),
+    ("bn-backward-missing-xhat-term", None, "missing_xhat_term",
+     "The training dx lacks the - x_hat mean(g x_hat) term that comes from var depending on x.",
+     "dx = inv_std * (g - mean(g) - x_hat * mean(g * x_hat)), g = dout * gamma, means over the statistic axes."),
+    ("bn-eval-backward-through-stats", None, "eval_stats_grad",
+     "In eval mode backward still differentiates through batch statistics, but eval normalises with constants.",
+     "In eval mode dx = dout * gamma / sqrt(running_var + eps)."),
+    ("bn-dx-missing-gamma", None, "dx_missing_gamma",
+     "dx is computed from dout instead of g = dout * gamma: gamma is missing from the input gradient.",
+     "Multiply dout by gamma (on the channel axis) before the normalisation's backward."),
+    ("bn-backward-ignores-stats", None, "ignore_stats",
+     "In training, backward treats mu and var as constants: dx = dout gamma / sqrt(var + eps).",
+     "Include the batch statistics' gradient: dx = inv_std (g - mean(g) - x_hat mean(g x_hat)), g = dout gamma."),
+]
+
+MISTAKES: list[Mistake] = []
+for _base_id, _base in ((BN1, ref.BatchNorm1d), (BN2, ref.BatchNorm2d)):
+    for _mid, _ff, _bf, _sentence, _fix in _BN_SENTENCES:
+        _suffix = "" if _base_id == BN1 else "-2d"
+        MISTAKES.append(make(_mid + _suffix, _base_id, _sentence, _fix,
+                             _bn_variant(_base, _mid.title().replace("-", ""), _ff, _bf)))
+
+MISTAKES += [
+    make("bn-3d-stats-axis0", BN1,
+         "On (N, C, L) input the statistics are taken over axis 0 only (per position), not over axes 0 and 2.",
+         "For 3-D input, average over axes (0, 2): x.mean(axis=(0, 2)).",
+         _bn_variant(ref.BatchNorm1d, "BN3dStatsAxis0", "stats_axis0")),
+    make("bn-stats-axis0-2d", BN2,
+         "BatchNorm2d takes statistics over axis 0 only (per pixel), not over N, H and W per channel.",
+         "Average over axes (0, 2, 3).",
+         _bn_variant(ref.BatchNorm2d, "BN2dStatsAxis0", "stats_axis0")),
+    make("bn-dgamma-wrong-axes", BN2,
+         "dgamma and dbeta are summed over axis 0 only, giving shape (C, H, W) instead of (C,).",
+         "Sum over every axis but the channel axis: axis=(0, 2, 3).",
+         _bn_variant(ref.BatchNorm2d, "BNDgammaAxis0", None, "dgamma_axis0")),
+    make("ln-batch-axis", N + "LayerNorm",
+         "LayerNorm's statistics are taken over axis 0 (the batch, as in BatchNorm) instead of each sample's features.",
+         "Average over the trailing len(normalized_shape) axes with keepdims=True.",
+         LNBatchAxis),
+    make("ln-eps-outside-sqrt", N + "LayerNorm",
+         "eps is added after the square root: (x - mu) / (sqrt(var) + eps).",
+         "Put eps inside: (x - mu) / sqrt(var + eps).",
+         LNEpsOutsideSqrt),
+    make("ln-eps-missing", N + "LayerNorm",
+         "eps is missing: (x - mu) / sqrt(var) divides 0 by 0 on a constant sample.",
+         "Normalise with (x - mu) / sqrt(var + eps).",
+         LNEpsMissing),
+    make("ln-unbiased-var", N + "LayerNorm",
+         "The variance is the unbiased one (ddof=1); LayerNorm uses the biased 1/D variance.",
+         "Use x.var(axis=..., keepdims=True) with the default ddof=0.",
+         LNUnbiasedVar),
+    make("ln-last-axis-only", N + "LayerNorm",
+         "With a tuple normalized_shape only the last axis is normalised.",
+         "Average over all len(normalized_shape) trailing axes: axes = tuple(range(x.ndim - k, x.ndim)).",
+         LNLastAxisOnly),
+    make("ln-dgamma-axis0", N + "LayerNorm",
+         "dgamma and dbeta are summed over axis 0 only, which is wrong for 3-D input (shape (T, D)).",
+         "Sum over every leading axis: dgamma has normalized_shape's shape.",
+         LNDgammaAxis0),
+    make("ln-backward-ignores-stats", N + "LayerNorm",
+         "backward treats mu and var as constants: dx = dout gamma / sqrt(var + eps).",
+         "dx = inv_std (g - mean(g) - x_hat mean(g x_hat)) over the normalised axes, g = dout gamma.",
+         LNBackwardIgnoresStats),
+    make("ln-affine-missing", N + "LayerNorm",
+         "gamma and beta are not applied: forward returns x_hat.",
+         "Return gamma * x_hat + beta.",
+         LNAffineMissing),
+    make("ln-backward-missing-xhat-term", N + "LayerNorm",
+         "dx lacks the - x_hat mean(g x_hat) term that comes from var depending on x.",
+         "dx = inv_std (g - mean(g) - x_hat mean(g x_hat)) over the normalised axes, g = dout gamma.",
+         LNBackwardMissingXhatTerm),
+    make("ln-dx-missing-gamma", N + "LayerNorm",
+         "dx is computed from dout instead of g = dout * gamma: gamma is missing from the input gradient.",
+         "Use g = dout * gamma in dx = inv_std (g - mean(g) - x_hat mean(g x_hat)).",
+         LNDxMissingGamma),
+    make("rms-dx-missing-gamma", N + "RMSNorm",
+         "dx is computed from dout instead of dout * gamma: gamma is missing from the input gradient.",
+         "Use dx = dout gamma / RMS - x / (D RMS^3) * sum(dout gamma x).",
+         RMSDxMissingGamma),
+    make("rms-eps-missing", N + "RMSNorm",
+         "eps is missing: x / sqrt(mean(x^2)) divides 0 by 0 on an all-zero row.",
+         "Use RMS = sqrt(mean(x^2) + eps).",
+         RMSEpsMissing),
+    make("gn-single-group", N + "GroupNorm",
+         "All channels are normalised together (one group, as LayerNorm does), ignoring num_groups.",
+         "Reshape x to (N, num_groups, -1) and take the statistics over the last axis.",
+         GNSingleGroup),
+    make("rms-l2-norm", N + "RMSNorm",
+         "x is divided by its L2 norm sqrt(sum(x^2) + eps) instead of the root mean square sqrt(mean(x^2) + eps).",
+         "Average the squares over the last axis: np.mean(x**2, axis=-1, keepdims=True).",
+         RMSL2Norm),
+    make("rms-no-sqrt", N + "RMSNorm",
+         "x is divided by the mean square mean(x^2) + eps; the square root is missing.",
+         "Divide by RMS = sqrt(mean(x^2) + eps).",
+         RMSNoSqrt),
+    make("gn-groups-count-swapped", N + "GroupNorm",
+         "The channels are split into C // G groups of G channels instead of G groups of C // G channels.",
+         "Reshape x to (N, num_groups, -1): num_groups groups, each of C // num_groups channels.",
+         GNGroupsCountSwapped),
+    make("rms-subtracts-mean", N + "RMSNorm",
+         "RMSNorm subtracts the mean like LayerNorm; it only divides by the root mean square.",
+         "y = x / sqrt(mean(x^2) + eps) * gamma, without centring.",
+         RMSSubtractsMean),
+    make("rms-dgamma-axis0", N + "RMSNorm",
+         "dgamma is summed over axis 0 only: right for (N, D) input, shape (T, D) for (B, T, D) input.",
+         "Sum over every leading axis: (dout * x_norm).reshape(-1, D).sum(axis=0).",
+         RMSDgammaAxis0),
+    make("rms-eps-outside-sqrt", N + "RMSNorm",
+         "eps is added after the square root: sqrt(mean(x^2)) + eps.",
+         "Put eps inside: sqrt(mean(x^2) + eps).",
+         RMSEpsOutsideSqrt),
+    make("rms-grad-missing-term", N + "RMSNorm",
+         "backward treats RMS as a constant: dx = dout gamma / RMS.",
+         "Subtract x / (D RMS^3) * sum(dout gamma x) over the last axis.",
+         RMSGradMissingTerm),
+    make("gn-groups-strided", N + "GroupNorm",
+         "Channels are grouped with a stride (c % G) instead of in contiguous blocks of C/G channels.",
+         "Reshape x to (N, G, C // G, ...) so that group g holds channels g*C/G ... (g+1)*C/G - 1.",
+         GNGroupsStrided),
+    make("gn-per-channel", N + "GroupNorm",
+         "Statistics are taken per channel (InstanceNorm), ignoring num_groups.",
+         "Average over each group of C/G channels together: x.reshape(N, G, -1).",
+         GNPerChannel),
+    make("in-over-channels", N + "InstanceNorm2d",
+         "InstanceNorm's statistics are taken over (C, H, W) per sample (LayerNorm) instead of (H, W) per channel.",
+         "Average over axes (2, 3) only.",
+         INOverChannels),
+    make("in-batch-stats", N + "InstanceNorm2d",
+         "InstanceNorm's statistics are taken over the batch (N, H, W) per channel, as BatchNorm does.",
+         "Average over axes (2, 3) of each sample separately.",
+         INBatchStats),
+]
