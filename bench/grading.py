@@ -1,0 +1,111 @@
+"""How long grading takes: ``python bench/grading.py [--runs N]``.
+
+Times, median of N runs (default 5), on a complete correct submission (the
+reference solutions laid out as a student folder by ``grader.solution``):
+all exercises, one exercise, and the untouched stubs in ``exercises/``; each
+both in-process (``grader.grading.grade``, reference results cached after the
+first run, as in a long-lived process) and as the ``grade submit`` command (a
+fresh process every time, what a student waits for). Targets on a 2-core
+machine: all exercises under 5 s, one exercise under 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from grader.grading import grade
+from grader.solution import write_solution
+
+REPO = Path(__file__).resolve().parents[1]
+ONE_EXERCISE = "normalization.BatchNorm1d"
+TARGETS = {"all exercises": 5.0, "one exercise": 1.0}
+
+
+def median_time(fn: Callable[[], object], runs: int) -> tuple[float, float, float]:
+    """(median, min, max) wall time in seconds of ``fn()`` over ``runs`` calls."""
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times), max(times)
+
+
+def grade_command() -> list[str] | None:
+    """The ``grade`` console script, or None when ``grade submit`` is not available."""
+    exe = shutil.which("grade") or str(Path(sys.executable).with_name("grade"))
+    if not Path(exe).exists():
+        return None
+    probe = subprocess.run([exe, "submit", "--help"], capture_output=True, text=True)
+    return [exe] if probe.returncode == 0 else None
+
+
+def cli_run(cmd: list[str], folder: Path, selectors: list[str], db: Path) -> Callable[[], object]:
+    """A function running ``grade submit SELECTORS --path FOLDER --json`` (exit 0 or 1 expected)."""
+
+    def run() -> object:
+        args = cmd + ["submit", *selectors, "--path", str(folder), "--student", "bench", "--db", str(db), "--json"]
+        done = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, NO_COLOR="1"))
+        if done.returncode not in (0, 1):
+            raise RuntimeError(f"{' '.join(args)} exited {done.returncode}: {done.stderr.strip()}")
+        return done
+
+    return run
+
+
+def main() -> int:
+    """Measure every scenario and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per measurement (median reported)")
+    args = parser.parse_args()
+    runs = max(5, args.runs)
+
+    work = Path(tempfile.mkdtemp(prefix="normgrade-bench-"))
+    try:
+        solution = write_solution(work / "exercises")
+        stubs = REPO / "exercises"
+        scenarios: list[tuple[str, Path, list[str]]] = [
+            ("all exercises", solution, []),
+            ("one exercise", solution, [ONE_EXERCISE]),
+            ("untouched stubs", stubs, []),
+        ]
+        rows: list[tuple[str, str, tuple[float, float, float]]] = []
+        verdicts: list[str] = []
+        for name, folder, selectors in scenarios:
+            report = grade(folder, selectors or None, "bench")  # warm-up: imports, reference cache, PoCL cache
+            statuses = Counter(e.status for e in report.exercises)
+            verdicts.append(f"{name}: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
+            rows.append((name, "grade()", median_time(lambda: grade(folder, selectors or None, "bench"), runs)))
+        cmd = grade_command()
+        if cmd is not None:
+            for name, folder, selectors in scenarios:
+                run = cli_run(cmd, folder, selectors, work / "progress.db")
+                run()
+                rows.append((name, "grade submit", median_time(run, runs)))
+
+        print(f"grading time, median of {runs} runs ({os.cpu_count()} CPUs)")
+        print(f"{'scenario':<18} {'how':<13} {'median s':>9} {'min s':>7} {'max s':>7}  target")
+        for name, how, (med, lo, hi) in rows:
+            target = TARGETS.get(name)
+            verdict = "" if target is None else f"< {target:g} s {'ok' if med < target else 'MISSED'}"
+            print(f"{name:<18} {how:<13} {med:9.3f} {lo:7.3f} {hi:7.3f}  {verdict}")
+        if cmd is None:
+            print("`grade submit` is not available yet: only grade() was timed.")
+        print("what was graded: " + "; ".join(verdicts))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,391 @@
+"""The sandboxed child: ``python -m grader.worker JOBDIR [--status-fd N] [--command-fd M] [--opencl]``.
+
+It only computes. The parent (:mod:`grader.sandbox`) writes ``JOBDIR/manifest.json``
+(the student's folder, the limits, and for each job the exercise id and its cases:
+JSON scripts whose input arrays are in ``JOBDIR/inputs/<job>.npz``). The child:
+
+1. sets its own resource limits first (RLIMIT_AS, RLIMIT_CPU, RLIMIT_FSIZE,
+   RLIMIT_CORE = 0), before NumPy or any student code is loaded;
+2. imports NumPy and :mod:`grader.ops`, then installs the import guard (a
+   ``builtins.__import__`` wrapper and a meta path finder) that refuses
+   ``reference``/``grader`` to modules of the student's folder;
+3. loads the student's folder as the package ``exercises``
+   (:func:`grader.loader.load_exercises`, nothing runs yet) and writes ``ready``;
+4. for each job it is told to run (``run <index>`` lines on the command fd, or
+   every job when there is none): writes ``start <index>`` on the status fd (or
+   ``JOBDIR/progress.log`` when started by hand without one),
+   captures stdout/stderr into ``results/<index>.out`` (bounded), imports the
+   exercise's topic file, runs every case with :func:`grader.ops.run_script`,
+   writes ``results/<index>.npz`` (numeric arrays only, no pickle) and then
+   ``results/<index>.json``, and writes ``done <index>``.
+
+``--opencl`` marks a child for kernel exercises (a larger address-space limit;
+OpenCL is only touched in such a spawned child, never in a forked one).
+Student prints never reach the status fd; the parent reads results with
+``np.load(..., allow_pickle=False)`` and makes every verdict itself.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import resource
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from grader.loader import PACKAGE_NAME, TopicNotFound, load_exercises
+
+NO_OPENCL = "no OpenCL device: pip install pocl-binary-distribution"
+FORBIDDEN_PACKAGES = ("reference", "grader")
+
+
+# --- limits --------------------------------------------------------------------
+
+
+def _set_limit(which: int, value: int) -> None:
+    """Set soft and hard limit ``which`` to ``value`` (never above the current hard limit)."""
+    _, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(which, (value, value))
+
+
+def apply_limits(limits: dict[str, Any], opencl: bool) -> None:
+    """Address space, written-file size, no core dumps, and the CPU ceiling of this process."""
+    _set_limit(resource.RLIMIT_CORE, 0)
+    _set_limit(resource.RLIMIT_AS, int(limits["opencl_memory_bytes" if opencl else "memory_bytes"]))
+    _set_limit(resource.RLIMIT_FSIZE, int(limits["file_bytes"]))
+    # A write beyond RLIMIT_FSIZE fails with EFBIG instead of killing the worker.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    total = int(math.ceil(limits["cpu_total_s"]))
+    if hard == resource.RLIM_INFINITY or total < hard:
+        resource.setrlimit(resource.RLIMIT_CPU, (total, total))
+
+
+def set_cpu_budget(seconds: float) -> None:
+    """Let this job use ``seconds`` more CPU time: soft RLIMIT_CPU = used + seconds (SIGXCPU after)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = usage.ru_utime + usage.ru_stime
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    wanted = int(math.ceil(used + seconds))
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (wanted, hard))
+
+
+# --- import guard ----------------------------------------------------------------
+
+
+FORBIDDEN_SUFFIX = "from a submission is not allowed"
+
+
+def forbidden_message(name: str) -> str:
+    """The ImportError message of the runtime guard: "importing 'reference' from a submission is not allowed"."""
+    return f"importing {name.split('.')[0]!r} {FORBIDDEN_SUFFIX}"
+
+
+class ImportGuard:
+    """Refuses ``reference``/``grader`` imports made by modules of the student's folder.
+
+    Two hooks: ``builtins.__import__`` (``import x`` statements, even of modules
+    already loaded) and a meta path finder (``importlib.import_module`` of
+    modules not yet loaded). The importer is found from the importing module's
+    globals, or from the nearest stack frame outside the import machinery.
+    """
+
+    def __init__(self, folder: Path, package: str) -> None:
+        self.folder = str(folder.resolve()) + os.sep
+        self.package = package
+        self._original_import: Any = None
+
+    def from_student(self, globals_: Any) -> bool:
+        """Whether module globals belong to the student's package or folder."""
+        if not isinstance(globals_, dict):
+            return False
+        name = globals_.get("__name__")
+        if isinstance(name, str) and (name == self.package or name.startswith(self.package + ".")):
+            return True
+        file = globals_.get("__file__")
+        return isinstance(file, str) and os.path.abspath(file).startswith(self.folder)
+
+    def importer_is_student(self) -> bool:
+        """Whether the nearest frame outside importlib and this file is in the student's folder."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not (filename.startswith("<frozen") or filename == __file__ or os.sep + "importlib" + os.sep in filename):
+                return os.path.abspath(filename).startswith(self.folder) or self.from_student(frame.f_globals)
+            frame = frame.f_back
+        return False
+
+    # meta path finder protocol
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        """Meta path finder hook: refuse, or let the next finder decide (None)."""
+        if fullname.split(".")[0] in FORBIDDEN_PACKAGES and self.importer_is_student():
+            raise ImportError(forbidden_message(fullname), name=fullname)
+        return None
+
+    def guarded_import(
+        self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+    ) -> Any:
+        """``builtins.__import__`` with the guard in front."""
+        if level == 0 and isinstance(name, str) and name.split(".")[0] in FORBIDDEN_PACKAGES:
+            if self.from_student(globals):
+                raise ImportError(forbidden_message(name), name=name)
+        return self._original_import(name, globals, locals, fromlist, level)
+
+    def install(self) -> None:
+        """Put both hooks in place (before any student module is imported)."""
+        import builtins
+
+        self._original_import = builtins.__import__
+        builtins.__import__ = self.guarded_import
+        sys.meta_path.insert(0, self)
+
+
+# --- bounded output capture --------------------------------------------------------
+
+
+class BoundedWriter(io.TextIOBase):
+    """A text stream writing its first ``limit`` bytes to a file descriptor and counting the rest."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        super().__init__()
+        self.fd = fd
+        self.limit = limit
+        self.written = 0
+        self.dropped = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        """Write what fits under the limit, count the rest; never fails."""
+        text = str(text)
+        room = max(0, self.limit - self.written)
+        if room == 0:  # past the limit: only count (cheaply for ASCII)
+            self.dropped += len(text) if text.isascii() else len(text.encode("utf-8", errors="replace"))
+            return len(text)
+        data = text.encode("utf-8", errors="replace")
+        head, tail = data[:room], data[room:]
+        if head:
+            try:
+                os.write(self.fd, head)
+            except OSError:
+                self.dropped += len(head)
+            else:
+                self.written += len(head)
+        self.dropped += len(tail)
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+    def isatty(self) -> bool:
+        return False
+
+
+def capture_output(path: Path, limit: int) -> BoundedWriter:
+    """Send fds 1 and 2 to ``path`` and make sys.stdout/sys.stderr a bounded writer on it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    writer = BoundedWriter(1, limit)
+    sys.stdout = writer
+    sys.stderr = writer
+    return writer
+
+
+# --- running jobs ------------------------------------------------------------------
+
+
+def _error(kind: str, message: str, traceback: str = "", where: str = "") -> dict[str, str]:
+    """A case error record shaped like ``grader.ops``'s."""
+    return {"type": kind, "message": message, "traceback": traceback, "where": where}
+
+
+def _import_failure(topic: str, exc: BaseException, folder: Path) -> str:
+    """'normalization.py failed to import: ...' with the file and line of a syntax error."""
+    if isinstance(exc, TopicNotFound):
+        return f"{topic}.py is missing from '{folder}'"
+    if isinstance(exc, SyntaxError):
+        try:
+            shown = os.path.relpath(exc.filename or f"{topic}.py", folder)
+        except ValueError:
+            shown = f"{topic}.py"
+        return f"{topic}.py failed to import: {shown} line {exc.lineno}: {exc.msg}"
+    return f"{topic}.py failed to import: {type(exc).__name__}: {exc}"
+
+
+_OPENCL_PROBLEM: list[str | None] = []
+
+
+def opencl_problem() -> str | None:
+    """None when an OpenCL device is usable in this process, else NO_OPENCL (checked once)."""
+    if not _OPENCL_PROBLEM:
+        try:
+            import pyopencl as cl
+
+            devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+            _OPENCL_PROBLEM.append(None if devices else NO_OPENCL)
+        except Exception:
+            _OPENCL_PROBLEM.append(NO_OPENCL)
+    return _OPENCL_PROBLEM[0]
+
+
+def run_job(pkg: Any, folder: Path, job: dict[str, Any], inputs: Path, run_script: Any) -> dict[str, Any]:
+    """Run one exercise's cases.
+
+    Returns ``{"status": "ok" | "error", "message", "cases": [(name, outputs, error, warnings)]}``;
+    status "error" (no cases) when the topic file does not import or OpenCL is missing.
+    """
+    import numpy as np
+
+    if job["needs_opencl"]:
+        problem = opencl_problem()
+        if problem:
+            return {"status": "error", "message": problem, "cases": []}
+    else:
+        topic = job["topic"]
+        try:
+            getattr(pkg, topic)
+        except BaseException as exc:  # SyntaxError, ImportError from the guard, SystemExit at import...
+            return {"status": "error", "message": _import_failure(topic, exc, folder), "cases": []}
+    with np.load(inputs, allow_pickle=False) as npz:
+        stored = {key: np.array(npz[key]) for key in npz.files}
+    cases = []
+    for case in job["cases"]:
+        arrays = {name: stored[key] for name, key in case["arrays"].items()}
+        try:
+            result = run_script(pkg, case["script"], arrays)
+            cases.append((case["name"], result.outputs, result.error, list(result.warnings)))
+        except BaseException as exc:  # a grader bug (ScriptError) or KeyboardInterrupt from student code
+            cases.append((case["name"], {}, _error(type(exc).__name__, str(exc)), []))
+    return {"status": "ok", "message": "", "cases": cases}
+
+
+def write_results(results: Path, index: int, outcome: dict[str, Any], dropped: int) -> None:
+    """``<index>.npz`` (numeric arrays only) then ``<index>.json`` (written last: its presence means done)."""
+    import numpy as np
+
+    arrays: dict[str, Any] = {}
+    cases_json = []
+    for ci, (name, outputs, error, warnings) in enumerate(outcome["cases"]):
+        keys: dict[str, str] = {}
+        for oi, (out, value) in enumerate(outputs.items()):
+            value = np.asarray(value)
+            if value.dtype.kind not in "biuf":
+                error = error or _error("BadOutputError", f"{out} is an array of {value.dtype}: expected numbers")
+                continue
+            key = f"c{ci}_o{oi}"
+            arrays[key] = value
+            keys[str(out)] = key
+        cases_json.append({"name": name, "outputs": keys, "error": error, "warnings": warnings})
+    np.savez(results / f"{index}.npz", **arrays)
+    document = {
+        "status": outcome["status"],
+        "message": outcome["message"],
+        "cases": cases_json,
+        "output_dropped": dropped,
+    }
+    tmp = results / f"{index}.json.tmp"
+    tmp.write_text(json.dumps(document, default=str))
+    os.replace(tmp, results / f"{index}.json")
+
+
+class Channel:
+    """The status fd (``start i`` / ``done i`` lines) and the command fd (``run i`` lines)."""
+
+    def __init__(self, status_fd: int | None, command_fd: int | None, jobdir: Path) -> None:
+        self.status_fd = status_fd
+        self.command = os.fdopen(command_fd, "r") if command_fd is not None else None
+        self.log = None if status_fd is not None else open(jobdir / "progress.log", "a")
+
+    def tell(self, line: str) -> None:
+        """Send one status line to the parent."""
+        if self.status_fd is not None:
+            os.write(self.status_fd, (line + "\n").encode())
+        elif self.log is not None:
+            self.log.write(line + "\n")
+            self.log.flush()
+
+    def commands(self, n_jobs: int) -> Iterator[int]:
+        """Job indices to run: from the command fd until EOF, or all of them."""
+        if self.command is None:
+            yield from range(n_jobs)
+            return
+        for line in self.command:
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == "run" and parts[1].isdigit():
+                yield int(parts[1])
+
+
+USAGE = "usage: python -m grader.worker JOBDIR [--status-fd N] [--command-fd M] [--opencl]"
+
+
+def _parse_args(argv: list[str]) -> tuple[Path, int | None, int | None, bool]:
+    """JOBDIR, the status and command fds (None: progress.log / run every job), the OpenCL flag."""
+    if not argv:
+        raise SystemExit(USAGE)
+    jobdir = Path(argv[0])
+    status_fd = command_fd = None
+    opencl = False
+    rest = argv[1:]
+    while rest:
+        flag, rest = rest[0], rest[1:]
+        if flag == "--opencl":
+            opencl = True
+        elif flag in ("--status-fd", "--command-fd") and rest:
+            value, rest = int(rest[0]), rest[1:]
+            if flag == "--status-fd":
+                status_fd = value
+            else:
+                command_fd = value
+        else:
+            raise SystemExit(f"unknown option {flag}; {USAGE}")
+    return jobdir, status_fd, command_fd, opencl
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the jobs of JOBDIR as told; returns the exit status (0)."""
+    jobdir, status_fd, command_fd, opencl = _parse_args(sys.argv[1:] if argv is None else argv)
+    manifest = json.loads((jobdir / "manifest.json").read_text())
+    limits = manifest["limits"]
+    apply_limits(limits, opencl)
+
+    import numpy  # noqa: F401  (loaded before the student's code, under the limits)
+
+    from grader.ops import run_script
+
+    folder = Path(manifest["path"])
+    results = jobdir / "results"
+    guard = ImportGuard(folder, PACKAGE_NAME)
+    guard.install()
+    pkg = load_exercises(folder)
+    channel = Channel(status_fd, command_fd, jobdir)
+    jobs = manifest["jobs"]
+    channel.tell("ready")
+    for index in channel.commands(len(jobs)):
+        job = jobs[index]
+        channel.tell(f"start {index}")
+        set_cpu_budget(float(job["cpu_s"]))
+        writer = capture_output(results / f"{index}.out", int(limits["output_bytes"]))
+        outcome = run_job(pkg, folder, job, jobdir / job["inputs"], run_script)
+        try:
+            write_results(results, index, outcome, writer.dropped)
+        except Exception as exc:  # e.g. a file beyond RLIMIT_FSIZE: report it instead of dying
+            failed = {"status": "error", "message": f"the results could not be saved: {exc}", "cases": []}
+            write_results(results, index, failed, writer.dropped)
+        channel.tell(f"done {index}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""grader.grading.grade: the whole pipeline on the correct solution, the stubs, and bad folders."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from grader.catalogue import EXERCISES
+from grader.errors import SetupError, UsageError
+from grader.grading import _status, files_hash, grade
+from grader.model import CheckResult
+from grader.ops import Case, ScriptResult
+from grader.sandbox import Limits
+from grader.solution import EXERCISE_KERNELS, write_solution
+
+REPO = Path(__file__).resolve().parents[1]
+STUBS = REPO / "exercises"
+
+
+@pytest.fixture(scope="module")
+def solution(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_solution(tmp_path_factory.mktemp("solution") / "exercises")
+
+
+def test_solution_layout(solution: Path) -> None:
+    assert (solution / "base.py").read_text() == (STUBS / "base.py").read_text()
+    for stub in STUBS.glob("*.py"):
+        assert (solution / stub.name).is_file(), stub.name
+    assert sorted(p.name for p in (solution / "kernels").glob("*.cl")) == sorted(EXERCISE_KERNELS)
+    assert sorted(p.name for p in (STUBS / "kernels").glob("*.cl")) == sorted(EXERCISE_KERNELS)
+
+
+CPU_EXERCISES = [e for e in EXERCISES if not e.startswith("kernels.")]
+KERNEL_EXERCISES = [e for e in EXERCISES if e.startswith("kernels.")]
+
+
+@pytest.fixture
+def pocl_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernel children create OpenCL contexts: give PoCL a shared build cache."""
+    monkeypatch.setenv("POCL_CACHE_DIR", os.environ.get("POCL_CACHE_DIR", "/tmp/pocl-cache"))
+
+
+def assert_full_marks_twice(folder: Path, selectors: list[str]) -> None:
+    first = grade(folder, selectors, "alice")
+    assert [e.id for e in first.exercises] == selectors
+    failures = {
+        e.id: (e.status, e.message, [c.message for c in e.checks if not c.passed])
+        for e in first.exercises
+        if e.status != "passed"
+    }
+    assert failures == {}
+    assert all(e.score == e.max_score for e in first.exercises)
+    assert first.full_marks
+    second = grade(folder, selectors, "alice")
+    assert json.dumps(second.to_json(), sort_keys=True) == json.dumps(first.to_json(), sort_keys=True)
+    assert second.files_hash == first.files_hash
+
+
+def test_complete_correct_submission_gets_full_marks_twice(solution: Path) -> None:
+    assert_full_marks_twice(solution, CPU_EXERCISES)
+
+
+@pytest.mark.opencl
+def test_correct_kernels_get_full_marks_twice(solution: Path, pocl_cache: None) -> None:
+    assert_full_marks_twice(solution, KERNEL_EXERCISES)
+
+
+def test_untouched_stubs_are_not_implemented_everywhere() -> None:
+    report = grade(STUBS, CPU_EXERCISES, "alice")
+    assert {e.id: (e.status, e.message) for e in report.exercises if e.status != "not_implemented"} == {}
+    assert not report.full_marks
+
+
+@pytest.mark.opencl
+def test_untouched_kernel_stubs_are_not_implemented(pocl_cache: None) -> None:
+    report = grade(STUBS, ["kernels"], "alice")
+    assert [e.id for e in report.exercises] == KERNEL_EXERCISES
+    assert {e.id: (e.status, e.message) for e in report.exercises if e.status != "not_implemented"} == {}
+
+
+def test_one_topic_and_one_exercise(solution: Path) -> None:
+    report = grade(solution, ["linear"], "bob")
+    assert [e.id for e in report.exercises] == ["linear.Linear"]
+    assert report.exercises[0].status == "passed"
+    assert report.student == "bob"
+
+
+def test_unknown_selector_is_a_usage_error(solution: Path) -> None:
+    with pytest.raises(UsageError, match="Did you mean 'normalization.BatchNorm1d'"):
+        grade(solution, ["BatchNorm1"], "alice")
+
+
+def test_missing_folder_is_a_setup_error(tmp_path: Path) -> None:
+    with pytest.raises(SetupError, match="does not exist: pass --path"):
+        grade(tmp_path / "nowhere", None, "alice")
+
+
+def test_file_instead_of_folder_is_a_setup_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(SetupError, match="is not a folder"):
+        grade(tmp_path / "notes.txt", None, "alice")
+
+
+def test_folder_without_exercise_files_is_a_setup_error(tmp_path: Path) -> None:
+    (tmp_path / "readme.md").write_text("nothing here")
+    with pytest.raises(SetupError, match="has no exercise files"):
+        grade(tmp_path, None, "alice")
+
+
+def test_missing_topic_file_is_an_error_for_its_exercises_only(tmp_path: Path) -> None:
+    folder = write_solution(tmp_path / "exercises")
+    (folder / "linear.py").unlink()
+    report = grade(folder, ["linear", "activations.ReLU"], "alice", Limits(wall_s=5.0))
+    results = {e.id: e for e in report.exercises}
+    assert results["linear.Linear"].status == "error"
+    assert results["linear.Linear"].message.startswith("linear.py is missing from")
+    assert results["activations.ReLU"].status == "passed"
+
+
+def test_partly_working_exercise_is_failed_not_not_implemented(tmp_path: Path) -> None:
+    folder = write_solution(tmp_path / "exercises")
+    source = (folder / "activations.py").read_text()
+    source += (
+        "\n\n_CorrectReLU = ReLU\n\n\nclass ReLU(_CorrectReLU):\n"
+        "    def backward(self, dout):\n        raise NotImplementedError('ReLU.backward')\n"
+    )
+    (folder / "activations.py").write_text(source)
+    relu = grade(folder, ["activations.ReLU"], "alice", Limits(wall_s=5.0)).exercises[0]
+    assert relu.status == "failed"
+    assert 0 < relu.score < relu.max_score
+
+
+def test_no_opencl_device(solution: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OCL_ICD_VENDORS", str(solution / "no-vendors"))
+    monkeypatch.setenv("OCL_ICD_FILENAMES", "")
+    report = grade(solution, ["kernels.relu_forward", "activations.ReLU"], "alice", Limits(wall_s=10.0))
+    results = {e.id: e for e in report.exercises}
+    assert results["kernels.relu_forward"].status == "error"
+    assert results["kernels.relu_forward"].message == "no OpenCL device: pip install pocl-binary-distribution"
+    assert results["activations.ReLU"].status == "passed"
+
+
+def test_duration_and_output_are_recorded(tmp_path: Path) -> None:
+    folder = write_solution(tmp_path / "exercises")
+    source = (folder / "linear.py").read_text()
+    (folder / "linear.py").write_text(source + "\nprint('linear.py was imported')\n")
+    linear = grade(folder, ["linear.Linear"], "alice", Limits(wall_s=5.0)).exercises[0]
+    assert linear.status == "passed"
+    assert linear.duration > 0
+    assert linear.output == "linear.py was imported\n"
+
+
+# --- files_hash ---------------------------------------------------------------------
+
+
+def test_files_hash_follows_contents_and_names(tmp_path: Path) -> None:
+    a = write_solution(tmp_path / "a")
+    b = write_solution(tmp_path / "b")
+    assert files_hash(a) == files_hash(b)
+    (b / "__pycache__").mkdir()
+    (b / "__pycache__" / "linear.cpython-311.pyc").write_bytes(b"\0junk")
+    (b / "notes.txt").write_text("not a submitted file")
+    assert files_hash(a) == files_hash(b)
+    (b / "linear.py").write_text((b / "linear.py").read_text() + "\n")
+    assert files_hash(a) != files_hash(b)
+    shutil.copyfile(a / "linear.py", b / "linear.py")
+    assert files_hash(a) == files_hash(b)
+    (b / "kernels" / "rmsnorm.cl").write_text("// changed\n")
+    assert files_hash(a) != files_hash(b)
+
+
+# --- status rules -----------------------------------------------------------------
+
+
+def _case(name: str, calls: bool) -> Case:
+    script = [{"op": "new", "var": "m", "cls": "t.M"}]
+    if calls:
+        script.append({"op": "call", "var": "m", "method": "forward", "args": [], "out": "y"})
+    return Case(name, script, {})
+
+
+NIE = {"type": "NotImplementedError", "message": "t.M.forward", "traceback": ""}
+
+
+def _check(score: float, max_score: float = 5.0) -> CheckResult:
+    return CheckResult("c", score >= max_score, score, max_score)
+
+
+def test_status_not_implemented_when_only_the_stub_constructor_scores() -> None:
+    cases = [_case("ctor", calls=False), _case("fwd", calls=True)]
+    results = {"ctor": ScriptResult(), "fwd": ScriptResult(error=NIE)}
+    assert _status([_check(1.0), _check(0.0)], cases, results, 10.0, None) == "not_implemented"
+
+
+def test_status_failed_when_partly_working() -> None:
+    cases = [_case("fwd", calls=True), _case("bwd", calls=True)]
+    results = {"fwd": ScriptResult(), "bwd": ScriptResult(error=NIE)}
+    assert _status([_check(5.0), _check(0.0)], cases, results, 10.0, None) == "failed"
+
+
+def test_status_error_passed_failed() -> None:
+    cases = [_case("fwd", calls=True)]
+    clean = {"fwd": ScriptResult()}
+    assert _status([_check(5.0), _check(5.0)], cases, clean, 10.0, None) == "passed"
+    assert _status([_check(5.0), _check(0.0)], cases, clean, 10.0, None) == "failed"
+    assert _status([_check(5.0), _check(5.0)], cases, clean, 10.0, "out of memory") == "error"

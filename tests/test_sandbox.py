@@ -1,0 +1,360 @@
+"""grader.sandbox + grader.worker on tiny scripts of our own: limits, restarts, capture, results."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.ops import Case
+from grader.sandbox import (
+    Job,
+    _write_jobs,
+    Limits,
+    MalformedResults,
+    death_message,
+    human_bytes,
+    load_results,
+    run_cases,
+)
+
+TOY = '''
+import os
+import sys
+
+import numpy as np
+
+
+class Double:
+    def forward(self, x):
+        print("forward called")
+        return 2 * x
+
+
+class Pid:
+    def forward(self, x):
+        return np.array([os.getpid()])
+
+
+class Env:
+    def forward(self, x):
+        threads = float(os.environ.get("OMP_NUM_THREADS", "-1"))
+        here = float(os.getcwd() == os.path.dirname(os.path.abspath(__file__)))
+        stdin = float(len(sys.stdin.read()))
+        return np.array([threads, here, stdin])
+
+
+class Loop:
+    def forward(self, x):
+        while True:
+            pass
+
+
+class Spin:
+    def forward(self, x):
+        n = 0
+        while True:
+            n += 1
+
+
+class Segfault:
+    def forward(self, x):
+        import signal
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+
+class HardExit:
+    def forward(self, x):
+        os._exit(3)
+
+
+class Raises:
+    def forward(self, x):
+        raise ValueError("bad input")
+
+
+class Chatty:
+    def forward(self, x):
+        print("y" * 300_000)
+        os.write(1, b"z" * 200_000)
+        return x
+
+
+class ImportsGrader:
+    def forward(self, x):
+        import grader.compare
+        return x
+
+
+class ImportsReferenceDynamically:
+    def forward(self, x):
+        import importlib
+        importlib.import_module("refer" + "ence")
+        return x
+
+
+class Strings:
+    def forward(self, x):
+        return ["a", "b"]
+
+
+class Huge:
+    def forward(self, x):
+        return np.ones(2_000_000)
+'''
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "student"
+    root.mkdir()
+    (root / "toy.py").write_text(textwrap.dedent(TOY))
+    return root
+
+
+def forward_job(cls: str, timeout: float = 20.0, needs_opencl: bool = False, cases: int = 1) -> Job:
+    """A job whose cases build ``toy.<cls>`` and record its forward of x = [0, 1, 2]."""
+    script = [
+        {"op": "new", "var": "m", "cls": f"toy.{cls}"},
+        {"op": "call", "var": "m", "method": "forward", "args": [{"array": "x"}], "out": "y"},
+    ]
+    return Job(
+        f"toy.{cls}",
+        [Case(f"case{k}", script, {"x": np.arange(3.0)}) for k in range(cases)],
+        timeout,
+        needs_opencl,
+    )
+
+
+FAST = Limits(wall_s=3.0, memory_bytes=1 << 30)
+
+
+def test_results_come_back_as_arrays(folder: Path) -> None:
+    outcome = run_cases(folder, [forward_job("Double", cases=2)], FAST)["toy.Double"]
+    assert outcome.status == "ok", outcome.message
+    assert list(outcome.results) == ["case0", "case1"]
+    for result in outcome.results.values():
+        assert result.error is None
+        np.testing.assert_array_equal(result.outputs["y"], [0.0, 2.0, 4.0])
+    assert outcome.output == "forward called\nforward called\n"
+
+
+def test_child_environment(folder: Path) -> None:
+    outcome = run_cases(folder, [forward_job("Env")], FAST)["toy.Env"]
+    threads, cwd_is_student_folder, stdin_bytes = outcome.results["case0"].outputs["y"]
+    assert threads == 1.0
+    assert cwd_is_student_folder == 0.0
+    assert stdin_bytes == 0.0
+
+
+def test_student_exceptions_are_case_errors(folder: Path) -> None:
+    outcome = run_cases(folder, [forward_job("Raises")], FAST)["toy.Raises"]
+    assert outcome.status == "ok"
+    error = outcome.results["case0"].error
+    assert error is not None and error["type"] == "ValueError" and error["message"] == "bad input"
+
+
+def test_timeout_kills_and_a_fresh_child_continues(folder: Path) -> None:
+    jobs = [forward_job("Pid"), forward_job("Loop"), forward_job("Pid", cases=2)]
+    jobs[2].id = "toy.Pid.again"
+    jobs[2].cases[0].script[0]["cls"] = "toy.Pid"
+    outcomes = run_cases(folder, jobs, Limits(wall_s=2.0, parallel=1))
+    assert outcomes["toy.Loop"].status == "timeout"
+    assert outcomes["toy.Loop"].message == "timed out after 2 s (infinite loop?)"
+    before = outcomes["toy.Pid"].results["case0"].outputs["y"][0]
+    after = outcomes["toy.Pid.again"].results["case0"].outputs["y"][0]
+    assert outcomes["toy.Pid.again"].status == "ok"
+    assert before != after  # the hung child was replaced
+
+
+def test_jobs_share_a_child_while_it_is_healthy(folder: Path) -> None:
+    first, second = forward_job("Pid"), forward_job("Pid")
+    second.id = "toy.Pid.second"
+    outcomes = run_cases(folder, [first, second], Limits(wall_s=5.0, parallel=1))
+    pids = {o.results["case0"].outputs["y"][0] for o in outcomes.values()}
+    assert len(pids) == 1
+
+
+def test_cpu_limit_is_a_timeout(folder: Path) -> None:
+    outcome = run_cases(folder, [forward_job("Spin")], Limits(wall_s=60.0, cpu_s=1.0))["toy.Spin"]
+    assert outcome.status == "timeout"
+    assert "1 s of CPU time" in outcome.message
+
+
+def test_segfault_is_reported_and_others_still_run(folder: Path) -> None:
+    outcomes = run_cases(folder, [forward_job("Segfault"), forward_job("Double")], FAST)
+    assert outcomes["toy.Segfault"].status == "crashed"
+    assert outcomes["toy.Segfault"].message == "killed by signal 11 (segfault) during toy.Segfault"
+    assert outcomes["toy.Double"].status == "ok"
+
+
+def test_hard_exit_is_reported(folder: Path) -> None:
+    outcomes = run_cases(folder, [forward_job("HardExit"), forward_job("Double")], Limits(wall_s=3.0, parallel=1))
+    assert outcomes["toy.HardExit"].status == "crashed"
+    assert outcomes["toy.HardExit"].message == (
+        "the process exited with status 3 during toy.HardExit (sys.exit/os._exit in your code?)"
+    )
+    assert outcomes["toy.Double"].status == "ok"
+
+
+def test_output_is_bounded(folder: Path) -> None:
+    limits = Limits(wall_s=5.0, output_bytes=1000)
+    outcome = run_cases(folder, [forward_job("Chatty")], limits)["toy.Chatty"]
+    assert outcome.status == "ok"
+    head, _, tail = outcome.output.partition("\n[... ")
+    assert head == "y" * 1000
+    assert tail == "499.0 KB more output cut]"  # 300_001 - 1000 printed + 200_000 written to fd 1
+
+
+def test_runtime_import_guard(folder: Path) -> None:
+    outcomes = run_cases(folder, [forward_job("ImportsGrader"), forward_job("ImportsReferenceDynamically")], FAST)
+    for name, package in (("toy.ImportsGrader", "grader"), ("toy.ImportsReferenceDynamically", "reference")):
+        error = outcomes[name].results["case0"].error
+        assert error is not None and error["type"] == "ImportError"
+        assert error["message"] == f"importing {package!r} from a submission is not allowed"
+
+
+def test_non_numeric_output_is_a_case_error(folder: Path) -> None:
+    outcome = run_cases(folder, [forward_job("Strings")], FAST)["toy.Strings"]
+    assert outcome.status == "ok"
+    assert outcome.results["case0"].error["type"] == "BadOutputError"
+
+
+def test_results_beyond_the_file_size_limit_are_an_error(folder: Path) -> None:
+    limits = Limits(wall_s=5.0, file_bytes=1 << 20, parallel=1)
+    outcomes = run_cases(folder, [forward_job("Huge"), forward_job("Double")], limits)
+    assert outcomes["toy.Huge"].status == "error"
+    assert outcomes["toy.Huge"].message.startswith("the results could not be saved:")
+    assert outcomes["toy.Double"].status == "ok"
+
+
+def test_topic_that_does_not_import_is_an_error(folder: Path) -> None:
+    (folder / "broken.py").write_text("x = (\n")
+    job = forward_job("Double")
+    job.id = "broken.Double"
+    outcome = run_cases(folder, [job, forward_job("Double")], FAST)
+    assert outcome["broken.Double"].status == "error"
+    assert outcome["broken.Double"].message.startswith("broken.py failed to import: broken.py line 1:")
+    assert outcome["toy.Double"].status == "ok"
+
+
+def test_missing_topic_file(folder: Path) -> None:
+    job = forward_job("Double")
+    job.id = "nowhere.Double"
+    outcome = run_cases(folder, [job], FAST)["nowhere.Double"]
+    assert outcome.status == "error"
+    assert outcome.message.startswith("nowhere.py is missing from")
+
+
+def test_no_opencl_device(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OCL_ICD_VENDORS", str(folder / "no-vendors"))
+    monkeypatch.setenv("OCL_ICD_FILENAMES", "")
+    outcome = run_cases(folder, [forward_job("Double", needs_opencl=True)], FAST)["toy.Double"]
+    assert outcome.status == "error"
+    assert outcome.message == "no OpenCL device: pip install pocl-binary-distribution"
+
+
+@pytest.mark.opencl
+def test_kernel_jobs_run_in_their_own_child(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POCL_CACHE_DIR", "/tmp/pocl-cache")
+    cpu, kernel = forward_job("Pid"), forward_job("Pid", needs_opencl=True)
+    kernel.id = "toy.Pid.kernel"
+    outcomes = run_cases(folder, [cpu, kernel], Limits(wall_s=20.0, parallel=1))
+    assert outcomes["toy.Pid.kernel"].status == "ok", outcomes["toy.Pid.kernel"].message
+    pids = {o.results["case0"].outputs["y"][0] for o in outcomes.values()}
+    assert len(pids) == 2
+
+
+def test_worker_runs_every_job_when_started_by_hand(folder: Path, tmp_path: Path) -> None:
+    jobdir = tmp_path / "jobs"
+    jobdir.mkdir()
+    _write_jobs(jobdir, folder, [forward_job("Double"), forward_job("Raises")], FAST)
+    done = subprocess.run([sys.executable, "-m", "grader.worker", str(jobdir)], cwd=tmp_path, timeout=60)
+    assert done.returncode == 0
+    assert (jobdir / "progress.log").read_text().split("\n")[:5] == ["ready", "start 0", "done 0", "start 1", "done 1"]
+    _, results = load_results(jobdir / "results", 0, forward_job("Double"))
+    np.testing.assert_array_equal(results["case0"].outputs["y"], [0.0, 2.0, 4.0])
+    _, results = load_results(jobdir / "results", 1, forward_job("Raises"))
+    assert results["case0"].error["type"] == "ValueError"
+
+
+def test_no_jobs() -> None:
+    assert run_cases(Path("."), [], FAST) == {}
+
+
+# --- reading results -----------------------------------------------------------
+
+
+def write_result_files(results: Path, document: object, arrays: dict[str, np.ndarray], pickled: bool = False) -> None:
+    results.mkdir(exist_ok=True)
+    (results / "0.json").write_text(json.dumps(document))
+    if pickled:
+        np.save(results / "raw.npy", np.array([object()], dtype=object), allow_pickle=True)
+        import zipfile
+
+        with zipfile.ZipFile(results / "0.npz", "w") as z:
+            z.write(results / "raw.npy", "c0_o0.npy")
+    else:
+        np.savez(results / "0.npz", **arrays)
+
+
+def good_document() -> dict:
+    return {"status": "ok", "message": "", "cases": [{"name": "case0", "outputs": {"y": "c0_o0"}, "error": None}]}
+
+
+def test_load_results_reads_what_the_worker_writes(tmp_path: Path) -> None:
+    write_result_files(tmp_path, good_document(), {"c0_o0": np.ones(3)})
+    _, results = load_results(tmp_path, 0, forward_job("Double"))
+    np.testing.assert_array_equal(results["case0"].outputs["y"], np.ones(3))
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        "not a dict",
+        {"status": "fine"},
+        {"status": "ok", "cases": [{"name": "another case", "outputs": {}, "error": None}]},
+        {"status": "ok", "cases": [{"name": "case0", "outputs": {"y": "missing_key"}, "error": None}]},
+        {"status": "ok", "cases": [{"name": "case0", "outputs": [], "error": None}]},
+        {"status": "ok", "cases": [{"name": "case0", "outputs": {}, "error": "a string"}]},
+    ],
+)
+def test_malformed_results_are_refused(tmp_path: Path, document: object) -> None:
+    write_result_files(tmp_path, document, {"c0_o0": np.ones(3)})
+    with pytest.raises(MalformedResults):
+        load_results(tmp_path, 0, forward_job("Double"))
+
+
+def test_pickled_arrays_are_refused(tmp_path: Path) -> None:
+    write_result_files(tmp_path, good_document(), {}, pickled=True)
+    with pytest.raises(MalformedResults, match="unreadable arrays"):
+        load_results(tmp_path, 0, forward_job("Double"))
+
+
+def test_missing_results_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(MalformedResults, match="no readable status"):
+        load_results(tmp_path, 0, forward_job("Double"))
+
+
+# --- messages ----------------------------------------------------------------------
+
+
+def test_death_messages() -> None:
+    assert death_message(-9, "x.Y", 2 << 30, 10) == (
+        "crashed",
+        "the process was killed: out of memory? (limit 2 GiB)",
+    )
+    assert death_message(-24, "x.Y", 2 << 30, 10)[0] == "timeout"  # SIGXCPU
+    assert death_message(-6, "x.Y", 2 << 30, 10)[1] == "killed by signal 6 (abort; out of memory?) during x.Y"
+
+
+def test_human_bytes() -> None:
+    assert human_bytes(2 << 30) == "2 GiB"
+    assert human_bytes(512 << 20) == "512 MiB"
+    assert human_bytes(3_200_000) == "3.2 MB"
+    assert human_bytes(12) == "12 bytes"
