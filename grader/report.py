@@ -57,6 +57,9 @@ def exercise_label(ex: ExerciseResult) -> tuple[str, str]:
     return STATUS_LABELS.get(status, (status.upper(), "red"))
 
 
+DIAGNOSIS_PREFIXES = ("Known mistake ", "Likely mistake", "Fix: ")
+
+
 def diagnosis_lines(check: CheckResult) -> list[str]:
     """The known mistake behind a failing check, in words: '<sentence> (id)' and 'Fix: ...'.
 
@@ -113,12 +116,21 @@ def exercise_details(ex: ExerciseResult) -> list[str]:
     elif ex.status == "not_implemented":
         lines.append("Not implemented yet: the stub still raises NotImplementedError.")
     if ex.status != "not_implemented":
+        diagnoses: list[str] = []  # each known mistake once, before any numbers
+        details: list[str] = []
         for check in ex.checks:
             if check.passed:
                 continue
-            lines.append(f"- {check.name} ({format_score(check.score)}/{format_score(check.max_score)})")
+            details.append(f"- {check.name} ({format_score(check.score)}/{format_score(check.max_score)})")
             body = diagnosis_lines(check) + check.message.splitlines()
-            lines.extend("    " + line for line in body)
+            for line in body:
+                if line.startswith(DIAGNOSIS_PREFIXES):
+                    if line not in diagnoses:
+                        diagnoses.append(line)
+                else:
+                    details.append("    " + line)
+        lines.extend(diagnoses)
+        lines.extend(details)
     if ex.status in ("error", "timeout"):
         excerpt = output_excerpt(ex.output)
         if excerpt:

@@ -76,8 +76,18 @@ def test_diagnosis_comes_before_the_difference(catalogue: None) -> None:
     diagnosis_at = text.index(f"Likely mistake (bn-biased-running-var): {SENTENCE}")
     fix_at = text.index(f"Fix: {FIX}")
     diff_at = text.index(DIFF)
-    assert check_at < diagnosis_at < fix_at < diff_at
+    assert diagnosis_at < fix_at < check_at < diff_at
     assert "forward_train" not in text  # passing checks are not listed
+
+
+def test_a_mistake_named_by_several_checks_is_printed_once(catalogue: None) -> None:
+    report = sample_report()
+    bn = report.exercises[0]
+    bn.checks.append(CheckResult("eval_forward", False, 0.0, 1.0, "y differs", "bn-biased-running-var"))
+    text = format_text(report)
+    assert text.count(SENTENCE) == 1
+    assert text.index(SENTENCE) < text.index("running_var_ema (0/2)") < text.index("eval_forward (0/1)")
+    assert "y differs" in text
 
 
 def test_diagnosis_not_repeated_when_the_message_carries_it(catalogue: None) -> None:
