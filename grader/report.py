@@ -113,8 +113,6 @@ def exercise_details(ex: ExerciseResult) -> list[str]:
     lines: list[str] = []
     if ex.message:
         lines.extend(ex.message.splitlines())
-    elif ex.status == "not_implemented":
-        lines.append("Not implemented yet: the stub still raises NotImplementedError.")
     if ex.status != "not_implemented":
         diagnoses: list[str] = []  # each known mistake once, before any numbers
         details: list[str] = []
@@ -161,6 +159,12 @@ def format_text(report: GradeReport, color: bool = False) -> str:
         f"Total: {format_score(report.score)}/{format_score(report.max_score)} ({percent:.1f}%), "
         f"{full} of {len(report.exercises)} exercises at full marks"
     )
+    todo = sorted({ex.id.split(".")[0] for ex in report.exercises if ex.status == "not_implemented"})
+    if todo:
+        lines.append(
+            f"TODO: {sum(ex.status == 'not_implemented' for ex in report.exercises)} exercise(s) still raise "
+            f"NotImplementedError: implement them in {', '.join(t + ('/*.cl' if t == 'kernels' else '.py') for t in todo)}."
+        )
     lines.append(style(total, bold=True))
     return "\n".join(lines)
 
