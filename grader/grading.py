@@ -36,7 +36,9 @@ _ERROR_KINDS = {
     "SystemExit": "called sys.exit({message}) in {where} (sys.exit/os._exit in your code?)",
     "BadOutputError": "{message}",
     "ImportError": "{message}",
+    "KernelBuildError": "{message}",
     "RecursionError": "{where} recursed without end (RecursionError)",
+
 }
 
 class ReferenceResults(Mapping[str, ScriptResult]):

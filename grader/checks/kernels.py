@@ -1,0 +1,369 @@
+"""Hidden checks of the OpenCL exercises (spec section 5): ``kernels.<name>``.
+
+Each case is one ``cl_kernel`` op (format in ``grader.ops_opencl``): the spawned
+worker builds the student's ``kernels/<file>.cl`` on the available OpenCL
+device, fills every output buffer with NaN, launches the kernel once and
+returns the buffers. Expected values are the NumPy float64 emulation of the
+reference kernel on the same float32 inputs, computed in the grader's own
+process (which never creates an OpenCL context).
+
+- Elementwise kernels: n not a multiple of the work-group size L = 64, the
+  global size rounded up to a multiple of L, input buffers padded past n with
+  ones: the kernel must guard its index, so the output past n stays NaN. Exact
+  zeros in x (the derivative conventions at 0), large |x|, and a tiny n < L.
+- Row kernels (rmsnorm_forward, layernorm_forward): one work-group of L threads
+  per row, D not a multiple of L (L = 64 and L = 128) and D < L, an all-zero row
+  (finite output), a row of values ~1e-4 where eps dominates, a row ~1e2, rows
+  with a non-zero mean; the output buffers have NaN padding past the last row.
+- Tolerances (float32 device arithmetic against float64): elementwise kernels
+  rtol 1e-5, atol 1e-6 * max(1, max|expected|); reductions over rows rtol 1e-4,
+  atol 1e-5 * max(1, max|expected|). A correct float32 kernel is within ~1e-6
+  relative; the tanh GELU is off by up to 5e-4, a skipped tail by percents.
+- A file that does not build fails every check with the compiler log in the
+  message; a kernel that writes nothing (the stub) raises NotImplementedError
+  in the worker, so the exercise is not implemented.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from grader.checks.base import Check, Context, ExerciseChecks, Plan, error_text
+from grader.compare import compare, scale_of
+from grader.mistakes import Mistake
+from grader.model import CheckResult
+from grader.ops import Case, ScriptResult
+
+ELEMENTWISE_TOL = (1e-5, 1e-6)
+ROW_TOL = (1e-4, 1e-5)
+
+
+def round_up(n: int, m: int) -> int:
+    return (n + m - 1) // m * m
+
+
+def padded(values: np.ndarray, size: int, fill: float = 1.0) -> np.ndarray:
+    """float32 ``values`` followed by ``fill`` up to ``size`` elements."""
+    out = np.full(size, fill, dtype=np.float32)
+    out[: values.size] = values.astype(np.float32).ravel()
+    return out
+
+
+def kernel_op(file: str, kernel: str, args: list[dict[str, Any]], global_size: int, local: int) -> dict[str, Any]:
+    return {"op": "cl_kernel", "file": file, "kernel": kernel, "args": args, "global": global_size, "local": local}
+
+
+@dataclass
+class Region:
+    """Output ``key`` of ``case``: values [0, valid) are graded, [valid, end) must stay NaN."""
+
+    case: str
+    key: str
+    valid: int
+    what: str = ""
+
+
+@dataclass
+class KernelValues(Check):
+    """The graded part of each region equals the emulated reference (float32 tolerance).
+
+    ``mask`` optionally restricts the comparison to some indices of a region (by key).
+    A failure names the known mistake whose emulation reproduces the student's values.
+    """
+
+    regions: list[Region] = field(default_factory=list)
+    tol: tuple[float, float] = ELEMENTWISE_TOL
+    masks: dict[str, np.ndarray] = field(default_factory=dict)
+    full_errors: bool = False  # the first check of a plan shows a build error's whole log
+
+    def run(self, ctx: Context) -> CheckResult:
+        for region in self.regions:
+            s = ctx.student_result(region.case)
+            got = s.outputs.get(region.key)
+            if got is None:
+                return fail(self, kernel_error_text(s.error, self.full_errors))
+            expected = ctx.reference_output(region.case, region.key)
+            cmp = self.compare_region(got, expected, region)
+            if not cmp.ok:
+                mistake = self.match(ctx)
+                return fail(self, f"{region.what}{region.key}: {cmp.message}", mistake)
+        return CheckResult(self.name, True, self.points, self.points)
+
+    def compare_region(self, got: np.ndarray, expected: np.ndarray, region: Region) -> Any:
+        rtol, atol = self.tol
+        if got.shape != expected.shape:
+            return compare(got, expected)
+        g, e = got[: region.valid], expected[: region.valid]
+        mask = self.masks.get(f"{region.case}/{region.key}")
+        if mask is not None:
+            g, e = g[mask], e[mask]
+        return compare(g, e, rtol, atol * scale_of(e), check_dtype=False)
+
+    def match(self, ctx: Context) -> Mistake | None:
+        """The first mistake whose emulation gives the student's values on the whole graded part
+        of every region (not only the masked indices: a mistake must explain the entire output)."""
+        rtol, atol = self.tol
+        for mistake in ctx.mistakes:
+            ok = True
+            for region in self.regions:
+                got = ctx.student_result(region.case).outputs.get(region.key)
+                other: ScriptResult = ctx.run_mistake(mistake, ctx.cases[region.case])
+                theirs = other.outputs.get(region.key)
+                if got is None or theirs is None or got.shape != theirs.shape:
+                    ok = False
+                    break
+                g, e = got[: region.valid], theirs[: region.valid]
+                cmp = compare(g, e, rtol, atol * scale_of(e), check_dtype=False)
+                if not cmp.ok:
+                    ok = False
+                    break
+            if ok:
+                return mistake
+        return None
+
+
+@dataclass
+class Guard(Check):
+    """Past the graded part every output stays NaN: the kernel guards its index."""
+
+    regions: list[Region] = field(default_factory=list)
+    full_errors: bool = False
+
+    def run(self, ctx: Context) -> CheckResult:
+        for region in self.regions:
+            s = ctx.student_result(region.case)
+            got = s.outputs.get(region.key)
+            if got is None:
+                return fail(self, kernel_error_text(s.error, self.full_errors))
+            tail = got[region.valid:]
+            written = int(np.sum(~np.isnan(tail)))
+            if written:
+                return fail(self, f"{region.what}{region.key}: {written} values past the end (index >= {region.valid})"
+                                  " were written: guard the index (if (i >= n) return;) since the global size is"
+                                  " rounded up to a multiple of the work-group size")
+        return CheckResult(self.name, True, self.points, self.points)
+
+
+def first_shows_log(plan: Plan) -> Plan:
+    """Let the plan's first check carry a build error's whole compiler log (the others one line)."""
+    if plan.checks:
+        setattr(plan.checks[0], "full_errors", True)
+    return plan
+
+
+def kernel_error_text(error: dict[str, str] | None, full: bool = True) -> str:
+    """Why a kernel case produced nothing: the worker's own message for an unwritten stub;
+    a build error with its compiler log (``full``) or one line pointing at it."""
+    if error and error.get("type") == "NotImplementedError" and error.get("message"):
+        return f"not implemented yet: {error['message']}"
+    if error and error.get("type") == "KernelBuildError" and not full:
+        return error.get("message", "").split(";")[0] + " (the compiler log is in the first check)"
+    return error_text(error)
+
+
+def fail(check: Check, message: str, mistake: Mistake | None = None) -> CheckResult:
+    if mistake is not None:
+        message = mistake.explain() + "\n" + message
+    return CheckResult(check.name, False, 0.0, check.points, message, None if mistake is None else mistake.id)
+
+
+# --------------------------------------------------------------------------- elementwise kernels
+
+
+class ElementwiseKernelChecks(ExerciseChecks):
+    """relu_forward, relu_backward, gelu_forward, gelu_backward: values, zeros, tiny n, index guard."""
+
+    needs_opencl = True
+    timeout = 30.0
+
+    def __init__(self, kernel: str, backward: bool) -> None:
+        self.kernel = kernel
+        self.backward = backward
+        self.id = f"kernels.{kernel}"
+
+    def case(self, name: str, x: np.ndarray, dy: np.ndarray, local: int) -> tuple[Case, int]:
+        n = x.size
+        g = round_up(n, local)
+        arrays = {"x": padded(x, g)}
+        args: list[dict[str, Any]] = [{"in": "x"}]
+        if self.backward:
+            arrays["dy"] = padded(dy, g)
+            args.append({"in": "dy"})
+        out = "dx" if self.backward else "y"
+        args += [{"out": out, "size": g}, {"int": n}]
+        return Case(name, [kernel_op("activations.cl", self.kernel, args, g, local)], arrays), n
+
+    def plan(self, seed: int) -> Plan:
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(900, 1100))
+        if n % 64 == 0:
+            n += 7
+        x = rng.uniform(-4.0, 4.0, n)
+        zeros = rng.choice(n, size=12, replace=False)
+        x[zeros] = 0.0
+        large = rng.choice(np.setdiff1d(np.arange(n), zeros), size=8, replace=False)
+        x[large] = rng.choice([-12.0, -8.0, 8.0, 12.0], size=8)
+        dy = rng.standard_normal(n)
+        small_n = int(rng.integers(5, 14))
+        plan = Plan()
+        main, n_main = self.case("main", x, dy, 64)
+        small, n_small = self.case("small", rng.uniform(-3, 3, small_n), rng.standard_normal(small_n), 32)
+        plan.add_case(main)
+        plan.add_case(small)
+        out = "dx" if self.backward else "y"
+        is_zero = np.zeros(n_main, dtype=bool)
+        is_zero[zeros] = True
+        what = f"{self.kernel} with n = {n_main}, 64 work-items per group: "
+        plan.add(KernelValues("values", 5.0, regions=[Region("main", out, n_main, what)], tol=ELEMENTWISE_TOL))
+        plan.add(KernelValues("zeros", 1.5, regions=[Region("main", out, n_main, f"{self.kernel} at x = 0: ")],
+                              tol=ELEMENTWISE_TOL, masks={f"main/{out}": is_zero}))
+        plan.add(KernelValues("small_n", 1.5,
+                              regions=[Region("small", out, n_small, f"{self.kernel} with n = {n_small} < 32: ")],
+                              tol=ELEMENTWISE_TOL))
+        plan.add(Guard("index_guard", 2.0, regions=[Region("main", out, n_main, f"n = {n_main}: "),
+                                                     Region("small", out, n_small, f"n = {n_small}: ")]))
+        return first_shows_log(plan)
+
+
+# --------------------------------------------------------------------------- dropout_forward
+
+
+class DropoutKernelChecks(ExerciseChecks):
+    """dropout_forward: values, u == p kept, p = 1 zeros, p = 0 identity, index guard."""
+
+    id = "kernels.dropout_forward"
+    needs_opencl = True
+    timeout = 30.0
+
+    @staticmethod
+    def case(name: str, x: np.ndarray, u: np.ndarray, p: float, local: int) -> tuple[Case, int]:
+        n = x.size
+        g = round_up(n, local)
+        arrays = {"x": padded(x, g), "u": padded(u, g, fill=0.999)}
+        args = [{"in": "x"}, {"in": "u"}, {"out": "y", "size": g}, {"float": p}, {"int": n}]
+        return Case(name, [kernel_op("dropout.cl", "dropout_forward", args, g, local)], arrays), n
+
+    def plan(self, seed: int) -> Plan:
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(900, 1100))
+        if n % 64 == 0:
+            n += 5
+        p = float(np.float32(rng.choice([0.2, 0.25, 0.3, 0.35, 0.4])))
+        x = rng.uniform(-3.0, 3.0, n)
+        x[rng.choice(n, size=10, replace=False)] = 0.0
+        u = rng.random(n).astype(np.float32)
+        boundary = rng.choice(n, size=16, replace=False)
+        u[boundary] = np.float32(p)
+        plan = Plan()
+        main, n_main = self.case("main", x, u, p, 64)
+        m = int(rng.integers(100, 140))
+        p1, n1 = self.case("p1", rng.uniform(-3, 3, m), rng.random(m), 1.0, 32)
+        p0, n0 = self.case("p0", rng.uniform(-3, 3, m), rng.random(m), 0.0, 32)
+        for case in (main, p1, p0):
+            plan.add_case(case)
+        at_p = np.zeros(n_main, dtype=bool)
+        at_p[boundary] = True
+        plan.add(KernelValues("values", 5.0, regions=[Region("main", "y", n_main, f"p = {p:.6g}, n = {n_main}: ")]))
+        plan.add(KernelValues("keep_at_u_equal_p", 1.0,
+                              regions=[Region("main", "y", n_main, "where u == p (kept: keep where u >= p): ")],
+                              masks={"main/y": at_p}))
+        plan.add(KernelValues("p_one", 1.5, regions=[Region("p1", "y", n1, "p = 1 (all dropped, no NaN): ")]))
+        plan.add(KernelValues("p_zero", 0.5, regions=[Region("p0", "y", n0, "p = 0 (identity): ")]))
+        plan.add(Guard("index_guard", 2.0, regions=[Region("main", "y", n_main), Region("p1", "y", n1),
+                                                     Region("p0", "y", n0)]))
+        return first_shows_log(plan)
+
+
+# --------------------------------------------------------------------------- row kernels
+
+
+def row_inputs(rng: np.random.Generator, rows: int, D: int) -> np.ndarray:
+    """Rows with a non-zero mean; row 1 all zeros, row 2 ~1e-4 (eps dominates), row 3 ~1e2."""
+    x = rng.standard_normal((rows, D)) + rng.uniform(0.3, 1.0, (rows, 1))
+    if rows >= 4:
+        x[1] = 0.0
+        x[2] *= 1e-4
+        x[3] *= 1e2
+    return x
+
+
+class RowKernelChecks(ExerciseChecks):
+    """rmsnorm_forward / layernorm_forward: one work-group per row, D not a multiple of L."""
+
+    needs_opencl = True
+    timeout = 30.0
+
+    def __init__(self, kernel: str) -> None:
+        self.kernel = kernel
+        self.id = f"kernels.{kernel}"
+        self.layernorm = kernel == "layernorm_forward"
+        self.file = "layernorm.cl" if self.layernorm else "rmsnorm.cl"
+        self.eps = 1e-5 if self.layernorm else 1e-6
+        self.stats = ["mean", "rstd"] if self.layernorm else ["rstd"]
+
+    def case(self, name: str, rng: np.random.Generator, rows: int, D: int, local: int) -> Case:
+        arrays = {"x": padded(row_inputs(rng, rows, D), rows * D), "gamma": padded(rng.uniform(0.5, 1.5, D), D)}
+        args: list[dict[str, Any]] = [{"in": "x"}, {"in": "gamma"}]
+        if self.layernorm:
+            arrays["beta"] = padded(rng.standard_normal(D), D)
+            args.append({"in": "beta"})
+        args.append({"out": "y", "size": rows * D + local})
+        args += [{"out": s, "size": rows + 2} for s in self.stats]
+        args += [{"int": D}, {"float": self.eps}, {"local": local}]
+        return Case(name, [kernel_op(self.file, self.kernel, args, rows * local, local)], arrays)
+
+    def plan(self, seed: int) -> Plan:
+        rng = np.random.default_rng(seed)
+        D = int(rng.integers(300, 500))
+        if D % 64 == 0:
+            D += 3
+        D_small = int(rng.integers(20, 50))
+        D_big = int(rng.integers(1000, 1100))
+        if D_big % 128 == 0:
+            D_big += 9
+        rows = 6
+        plan = Plan()
+        plan.add_case(self.case("main", rng, rows, D, 64))
+        plan.add_case(self.case("small_D", rng, 3, D_small, 64))
+        plan.add_case(self.case("L128", rng, 2, D_big, 128))
+
+        def regions(case: str, r: int, d: int, keys: list[str], note: str) -> list[Region]:
+            return [Region(case, k, r * d if k == "y" else r, note) for k in keys]
+
+        main_note = f"{rows} rows of D = {D}, L = 64: "
+        row1 = np.zeros(rows * D, dtype=bool)
+        row1[D: 2 * D] = True
+        stat_row1 = np.zeros(rows, dtype=bool)
+        stat_row1[1] = True
+        zero_masks = {"main/y": row1, **{f"main/{s}": stat_row1 for s in self.stats}}
+        plan.add(KernelValues("y", 3.0, regions=regions("main", rows, D, ["y"], main_note), tol=ROW_TOL))
+        plan.add(KernelValues("row_statistics", 2.0, regions=regions("main", rows, D, self.stats, main_note),
+                              tol=ROW_TOL))
+        plan.add(KernelValues("zero_row", 1.0, regions=regions("main", rows, D, ["y"] + self.stats,
+                                                                "an all-zero row (finite, eps keeps it so): "),
+                              tol=ROW_TOL, masks=zero_masks))
+        plan.add(KernelValues("D_below_L", 1.5,
+                              regions=regions("small_D", 3, D_small, ["y"] + self.stats,
+                                              f"D = {D_small} < L = 64 (idle work-items): "), tol=ROW_TOL))
+        plan.add(KernelValues("L128", 0.5,
+                              regions=regions("L128", 2, D_big, ["y"] + self.stats, f"D = {D_big}, L = 128: "),
+                              tol=ROW_TOL))
+        guard = (regions("main", rows, D, ["y"] + self.stats, "")
+                 + regions("small_D", 3, D_small, ["y"] + self.stats, "")
+                 + regions("L128", 2, D_big, ["y"] + self.stats, ""))
+        plan.add(Guard("index_guard", 2.0, regions=guard))
+        return first_shows_log(plan)
+
+
+CHECKS: list[ExerciseChecks] = [
+    ElementwiseKernelChecks("relu_forward", backward=False),
+    ElementwiseKernelChecks("relu_backward", backward=True),
+    ElementwiseKernelChecks("gelu_forward", backward=False),
+    ElementwiseKernelChecks("gelu_backward", backward=True),
+    DropoutKernelChecks(),
+    RowKernelChecks("rmsnorm_forward"),
+    RowKernelChecks("layernorm_forward"),
+]

@@ -1,0 +1,488 @@
+"""The ``cl_kernel`` op: build a student's ``kernels/<file>.cl`` and run one kernel.
+
+An op looks like (every field but ``local`` is required)::
+
+    {"op": "cl_kernel", "file": "rmsnorm.cl", "kernel": "rmsnorm_forward",
+     "args": [{"in": "x"}, {"in": "gamma"}, {"out": "y", "size": 1200},
+              {"out": "rstd", "size": 4}, {"int": 300}, {"float": 1e-6},
+              {"local": 64}],
+     "global": 256, "local": 64}
+
+Argument kinds, in the kernel's parameter order:
+
+- ``{"in": KEY}``: the case array ``KEY`` as a float32 ``__global const float *`` buffer;
+- ``{"out": NAME, "size": S}``: a float32 ``__global float *`` buffer of S values,
+  filled with NaN before the launch; read back afterwards and recorded as output NAME;
+- ``{"int": v}`` / ``{"float": v}``: a ``const int`` / ``const float`` scalar;
+- ``{"local": L}``: ``__local float *scratch`` of L floats.
+
+Where the kernel runs:
+
+- a student namespace (the ``exercises`` package loaded from a folder): the child
+  builds ``<folder>/kernels/<file>`` on the first OpenCL device and launches it
+  with the op's global and local sizes. Only the spawned worker does this: a
+  process that created an OpenCL context must not fork OpenCL users (PoCL hangs).
+- the ``reference`` package or an ``EmulatedKernels`` object (the grader's own
+  process): a NumPy float64 emulation of the reference kernel computes the
+  outputs, with the same NaN sentinel where the kernel writes nothing. So the
+  parent never needs an OpenCL context, and the known wrong kernels
+  (``grader.mistakes.kernels``) are emulations too.
+
+Outputs that are NaN everywhere after the launch mean the kernel wrote nothing
+(the stub's empty body): the op raises ``NotImplementedError`` so the exercise
+is reported as not implemented.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+import threading
+import types
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grader.ops import ScriptError
+
+
+class KernelBuildError(RuntimeError):
+    """The student's .cl file does not build; the message carries the compiler log."""
+
+
+class KernelLaunchError(RuntimeError):
+    """The kernel could not be found or launched (wrong name, wrong arguments)."""
+
+
+class KernelOpError(ScriptError):
+    """The op itself is malformed (a grader bug, not a student one): propagates out of run_script."""
+
+
+@dataclass(frozen=True)
+class OutSpec:
+    """An output buffer of ``size`` float32 values recorded as output ``name``."""
+
+    name: str
+    size: int
+
+
+# --------------------------------------------------------------------------
+# NumPy float64 emulations of the reference kernels (spec section 5)
+# --------------------------------------------------------------------------
+
+Emulation = Callable[[list[Any], int, int | None], dict[str, np.ndarray]]
+
+
+def sentinel(size: int) -> np.ndarray:
+    """An output buffer as the kernel finds it: NaN everywhere (float64)."""
+    return np.full(size, np.nan, dtype=np.float64)
+
+
+def phi_cdf(x: np.ndarray) -> np.ndarray:
+    """Phi(x) = (1 + erf(x / sqrt 2)) / 2, elementwise, float64."""
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    return 0.5 * (1.0 + erf(np.asarray(x, dtype=np.float64) / math.sqrt(2.0)))
+
+
+def phi_pdf(x: np.ndarray) -> np.ndarray:
+    """phi(x) = exp(-x^2 / 2) / sqrt(2 pi)."""
+    return np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+
+
+def emulate_relu_forward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
+    """y[i] = max(0, x[i]) for i < n."""
+    x, y, n = args
+    out = sentinel(y.size)
+    out[:n] = np.maximum(x[:n], 0.0)
+    return {y.name: out}
+
+
+def emulate_relu_backward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
+    """dx[i] = dy[i] if x[i] > 0 else 0 (derivative 0 at 0), for i < n."""
+    x, dy, dx, n = args
+    out = sentinel(dx.size)
+    out[:n] = np.where(x[:n] > 0.0, dy[:n], 0.0)
+    return {dx.name: out}
+
+
+def emulate_gelu_forward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
+    """y[i] = x[i] * Phi(x[i]) (exact, erf), for i < n."""
+    x, y, n = args
+    out = sentinel(y.size)
+    out[:n] = x[:n] * phi_cdf(x[:n])
+    return {y.name: out}
+
+
+def emulate_gelu_backward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
+    """dx[i] = dy[i] * (Phi(x[i]) + x[i] * phi(x[i])), for i < n."""
+    x, dy, dx, n = args
+    out = sentinel(dx.size)
+    v = x[:n]
+    out[:n] = dy[:n] * (phi_cdf(v) + v * phi_pdf(v))
+    return {dx.name: out}
+
+
+def emulate_dropout_forward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
+    """y[i] = x[i] / (1 - p) where u[i] >= p, else 0; p = 1 gives zeros; for i < n."""
+    x, u, y, p, n = args
+    out = sentinel(y.size)
+    if p >= 1.0:
+        out[:n] = 0.0
+    else:
+        out[:n] = np.where(u[:n] >= p, x[:n] / (1.0 - p), 0.0)
+    return {y.name: out}
+
+
+def launched_rows(global_size: int, local_size: int | None) -> int:
+    """Rows of a one-work-group-per-row launch: global / local."""
+    if not local_size:
+        raise KernelOpError("a row kernel needs an explicit local size")
+    return global_size // local_size
+
+
+def emulate_rmsnorm_forward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
+    """Per row: rstd = 1 / sqrt(mean(x^2) + eps); y = x * rstd * gamma."""
+    x, gamma, y, rstd, D, eps, _scratch = args
+    rows = launched_rows(global_size, local_size)
+    xr = x[: rows * D].reshape(rows, D)
+    r = 1.0 / np.sqrt(np.mean(xr * xr, axis=1) + eps)
+    y_out, r_out = sentinel(y.size), sentinel(rstd.size)
+    y_out[: rows * D] = (xr * r[:, None] * gamma[:D]).ravel()
+    r_out[:rows] = r
+    return {y.name: y_out, rstd.name: r_out}
+
+
+def emulate_layernorm_forward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
+    """Per row: mean, rstd = 1 / sqrt(var + eps) (biased var); y = (x - mean) * rstd * gamma + beta."""
+    x, gamma, beta, y, mean, rstd, D, eps, _scratch = args
+    rows = launched_rows(global_size, local_size)
+    xr = x[: rows * D].reshape(rows, D)
+    mu = xr.mean(axis=1)
+    var = np.mean((xr - mu[:, None]) ** 2, axis=1)
+    r = 1.0 / np.sqrt(var + eps)
+    y_out, m_out, r_out = sentinel(y.size), sentinel(mean.size), sentinel(rstd.size)
+    y_out[: rows * D] = ((xr - mu[:, None]) * r[:, None] * gamma[:D] + beta[:D]).ravel()
+    m_out[:rows] = mu
+    r_out[:rows] = r
+    return {y.name: y_out, mean.name: m_out, rstd.name: r_out}
+
+
+EMULATIONS: dict[str, Emulation] = {
+    "relu_forward": emulate_relu_forward,
+    "relu_backward": emulate_relu_backward,
+    "gelu_forward": emulate_gelu_forward,
+    "gelu_backward": emulate_gelu_backward,
+    "dropout_forward": emulate_dropout_forward,
+    "rmsnorm_forward": emulate_rmsnorm_forward,
+    "layernorm_forward": emulate_layernorm_forward,
+}
+
+
+class EmulatedKernels:
+    """A kernel namespace computed by NumPy: the reference emulations with some replaced.
+
+    ``grader.mistakes.kernels`` builds its wrong variants as
+    ``EmulatedKernels({"rmsnorm_forward": wrong_emulation})``.
+    """
+
+    def __init__(self, overrides: Mapping[str, Emulation] | None = None) -> None:
+        self.table: dict[str, Emulation] = dict(EMULATIONS)
+        self.table.update(overrides or {})
+
+    def run(self, kernel: str, args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
+        """Run the emulation of ``kernel`` on resolved arguments."""
+        if kernel not in self.table:
+            raise KernelOpError(f"no emulation of kernel {kernel!r}")
+        return self.table[kernel](args, global_size, local_size)
+
+
+REFERENCE_KERNELS = EmulatedKernels()
+
+
+# --------------------------------------------------------------------------
+# The op
+# --------------------------------------------------------------------------
+
+
+def resolve_args(op: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> list[Any]:
+    """Turn the op's argument specs into values: float32-exact float64 arrays, OutSpecs, scalars.
+
+    Input arrays and float scalars are rounded to float32 first, so the emulation
+    sees exactly the numbers the device sees.
+    """
+    values: list[Any] = []
+    for spec in op["args"]:
+        if "in" in spec:
+            key = spec["in"]
+            if key not in arrays:
+                raise KernelOpError(f"cl_kernel input {key!r} is not a case array")
+            values.append(np.asarray(arrays[key], dtype=np.float32).astype(np.float64).ravel())
+        elif "out" in spec:
+            values.append(OutSpec(str(spec["out"]), int(spec["size"])))
+        elif "int" in spec:
+            values.append(int(spec["int"]))
+        elif "float" in spec:
+            values.append(float(np.float32(spec["float"])))
+        elif "local" in spec:
+            values.append(None)
+        else:
+            raise KernelOpError(f"unknown cl_kernel argument {spec!r}")
+    return values
+
+
+def emulation_table(ns: Any) -> EmulatedKernels | None:
+    """The emulation to use for ``ns``: None for a student folder (build and run the .cl file)."""
+    if isinstance(ns, EmulatedKernels):
+        return ns
+    if is_reference_package(ns):
+        return REFERENCE_KERNELS
+    return None
+
+
+def is_reference_package(ns: Any) -> bool:
+    """True only for the grader's own ``reference`` package (imported, beside ``grader``).
+
+    A name alone is not enough: a submission could call its package "reference".
+    """
+    if not isinstance(ns, types.ModuleType) or ns.__name__ != "reference":
+        return False
+    expected = Path(__file__).resolve().parent.parent / "reference" / "__init__.py"
+    module_file = getattr(ns, "__file__", None)
+    return sys.modules.get("reference") is ns and module_file is not None and Path(module_file).resolve() == expected
+
+
+def kernels_folder(ns: Any) -> str:
+    """``<student folder>/kernels``: the folder of the loaded ``exercises`` package."""
+    paths = list(getattr(ns, "__path__", []) or [])
+    if paths:
+        return os.path.join(paths[0], "kernels")
+    module_file = getattr(ns, "__file__", None)
+    if module_file:
+        return os.path.join(os.path.dirname(module_file), "kernels")
+    raise KernelOpError("cannot locate the kernels folder of this namespace")
+
+
+def run_cl_kernel(ns: Any, op: Mapping[str, Any], env: Any) -> dict[str, np.ndarray]:
+    """Run one ``cl_kernel`` op, record its outputs in ``env`` and return them by name.
+
+    ``env`` is ``grader.ops.Env`` (its ``arrays`` are the case arrays and its
+    ``record(out, value, source)`` stores an output); a plain mapping of arrays
+    also works (then nothing is recorded). Raises ``KernelBuildError`` (with the
+    compiler log), ``KernelLaunchError``, or ``NotImplementedError`` when every
+    output is still the NaN sentinel.
+    """
+    arrays = find_arrays(env)
+    args = resolve_args(op, arrays)
+    global_size = int(op["global"])
+    local_size = None if op.get("local") is None else int(op["local"])
+    table = emulation_table(ns)
+    kernel = str(op["kernel"])
+    if table is not None:
+        outputs = table.run(kernel, args, global_size, local_size)
+    else:
+        path = os.path.join(kernels_folder(ns), str(op["file"]))
+        outputs = run_on_device(path, kernel, op["args"], arrays, global_size, local_size)
+        if all(np.isnan(v).all() for v in outputs.values()):
+            raise NotImplementedError(
+                f"kernels/{op['file']}: {kernel} wrote nothing to its output buffers "
+                "(is the body still empty?)"
+            )
+    record = getattr(env, "record", None)
+    if callable(record):
+        for name, value in outputs.items():
+            record(name, value, kernel)
+    return outputs
+
+
+def find_arrays(env: Any) -> Mapping[str, np.ndarray]:
+    """The case arrays held by ``env`` (see ``run_cl_kernel``)."""
+    inner = getattr(env, "arrays", None)
+    if isinstance(inner, Mapping):
+        return inner
+    if isinstance(env, Mapping):
+        return env
+    raise KernelOpError("cl_kernel: the environment holds no case arrays")
+
+
+# --------------------------------------------------------------------------
+# Device side (spawned worker only)
+# --------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_device_state: dict[str, Any] = {}
+
+
+def device_context() -> tuple[Any, Any]:
+    """(context, queue) on the first device of the first platform, created once per process."""
+    import pyopencl as cl
+
+    with _lock:
+        if "ctx" not in _device_state:
+            device = None
+            for platform in cl.get_platforms():
+                try:
+                    found = platform.get_devices()
+                except cl.Error:
+                    continue
+                if found:
+                    device = found[0]
+                    break
+            if device is None:
+                raise KernelLaunchError("no OpenCL device is available to run the kernel exercises")
+            ctx = cl.Context([device])
+            _device_state["ctx"] = ctx
+            _device_state["queue"] = cl.CommandQueue(ctx)
+        return _device_state["ctx"], _device_state["queue"]
+
+
+def build_student_program(path: str) -> Any:
+    """Build the .cl file at ``path``; ``KernelBuildError`` carries the compiler log."""
+    import pyopencl as cl
+
+    ctx, _queue = device_context()
+    name = "kernels/" + os.path.basename(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+    except OSError as exc:
+        raise KernelBuildError(f"{name} cannot be read: {exc.strerror or exc}") from exc
+    key = "program:" + path + "\0" + source
+    with _lock:
+        program = _device_state.get(key)
+    if program is not None:
+        return program
+    program = cl.Program(ctx, source)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program.build()
+    except cl.Error as exc:
+        log = build_log(program, ctx, source, name, exc)
+        raise KernelBuildError(f"{name} does not build; the compiler says:\n{log}") from exc
+    with _lock:
+        _device_state[key] = program
+    return program
+
+
+def find_kernel(program: Any, kernel_name: str, filename: str) -> Any:
+    """The kernel ``kernel_name`` of ``program``, created once per program (pyopencl warns on re-retrieval)."""
+    import pyopencl as cl
+
+    key = ("kernel", id(program), kernel_name)
+    with _lock:
+        kernel = _device_state.get(key)
+    if kernel is not None:
+        return kernel
+    try:
+        kernels = {k.function_name: k for k in program.all_kernels()}
+    except cl.Error as exc:
+        raise KernelLaunchError(f"kernels/{filename}: cannot list its kernels: {exc}") from exc
+    if kernel_name not in kernels:
+        found = ", ".join(sorted(kernels)) or "none"
+        raise KernelLaunchError(f"kernels/{filename} has no kernel named {kernel_name} (found: {found})")
+    with _lock:
+        for name, k in kernels.items():
+            _device_state[("kernel", id(program), name)] = k
+    return kernels[kernel_name]
+
+
+def build_log(program: Any, ctx: Any, source: str, name: str, exc: Exception) -> str:
+    """The compiler log with temporary file names replaced by ``name`` and the offending source lines quoted."""
+    import pyopencl as cl
+
+    logs = []
+    for device in ctx.devices:
+        try:
+            logs.append(str(program.get_build_info(device, cl.program_build_info.LOG)).strip())
+        except cl.Error:
+            continue
+    log = "\n".join(entry for entry in logs if entry) or str(exc)
+    log = re.sub(r"[^\s:]*\.cl(?=:\d+)", name, log)
+    lines = source.splitlines()
+    quoted = []
+    for number in dict.fromkeys(int(m) for m in re.findall(re.escape(name) + r":(\d+):", log)):
+        if 1 <= number <= len(lines):
+            quoted.append(f"  line {number}: {lines[number - 1].strip()}")
+    return log + ("\n" + "\n".join(quoted[:5]) if quoted else "")
+
+
+def effective_local_size(kernel: Any, local_size: int | None) -> int | None:
+    """The requested local size, halved until the device and the kernel accept it."""
+    import pyopencl as cl
+
+    if local_size is None:
+        return None
+    ctx, _queue = device_context()
+    device = ctx.devices[0]
+    limit = min(int(device.max_work_group_size),
+                int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)))
+    size = local_size
+    while size > limit and size > 1:
+        size //= 2
+    return size
+
+
+def run_on_device(
+    path: str,
+    kernel_name: str,
+    specs: list[Mapping[str, Any]],
+    arrays: Mapping[str, np.ndarray],
+    global_size: int,
+    local_size: int | None,
+) -> dict[str, np.ndarray]:
+    """Build ``path``, launch ``kernel_name`` once, and return every output buffer (float32)."""
+    import pyopencl as cl
+
+    program = build_student_program(path)
+    ctx, queue = device_context()
+    kernel = find_kernel(program, kernel_name, os.path.basename(path))
+    local = effective_local_size(kernel, local_size)
+    row_kernel = any("local" in spec for spec in specs)
+    if local is not None and local_size is not None and local != local_size and row_kernel:
+        # One work-group per row: the global size shrinks with the local size.
+        # (Elementwise launches keep their global size, still a multiple of the smaller local size.)
+        global_size = global_size // local_size * local
+    mf = cl.mem_flags
+    values: list[Any] = []
+    outputs: dict[str, tuple[Any, np.ndarray]] = {}
+    for spec in specs:
+        if "in" in spec:
+            host = np.ascontiguousarray(np.asarray(arrays[spec["in"]], dtype=np.float32).ravel())
+            if host.size == 0:
+                host = np.zeros(1, dtype=np.float32)
+            values.append(cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=host))
+        elif "out" in spec:
+            host = np.full(max(int(spec["size"]), 1), np.nan, dtype=np.float32)
+            buf = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host)
+            outputs[str(spec["out"])] = (buf, np.empty(int(spec["size"]), dtype=np.float32))
+            values.append(buf)
+        elif "int" in spec:
+            values.append(np.int32(spec["int"]))
+        elif "float" in spec:
+            values.append(np.float32(spec["float"]))
+        elif "local" in spec:
+            count = int(spec["local"]) if local is None else local
+            values.append(cl.LocalMemory(4 * max(count, 1)))
+        else:
+            raise KernelOpError(f"unknown cl_kernel argument {spec!r}")
+    try:
+        kernel.set_args(*values)
+        cl.enqueue_nd_range_kernel(
+            queue, kernel, (global_size,), None if local is None else (local,)
+        )
+        for buf, host in outputs.values():
+            if host.size:
+                cl.enqueue_copy(queue, host, buf)
+        queue.finish()
+    except cl.Error as exc:
+        raise KernelLaunchError(
+            f"launching {kernel_name} from kernels/{os.path.basename(path)} failed: {exc} "
+            "(check the parameter list against the exercise's signature)"
+        ) from exc
+    return {name: host for name, (_buf, host) in outputs.items()}

@@ -1,0 +1,218 @@
+"""Hidden checks of the OpenCL exercises.
+
+The reference kernels, copied into a temporary student folder, are built and
+run on the OpenCL device in this process (``@pytest.mark.opencl``); the known
+mistakes are NumPy emulations and need no device.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from checks_util import SEEDS, assert_named, by_name, grade_in_process
+from grader.checks import CHECKS
+from grader.mistakes import CATALOGUE
+from grader.ops import run_script
+
+os.environ.setdefault("POCL_CACHE_DIR", "/tmp/pocl-cache")
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNEL_FILES = ["activations.cl", "dropout.cl", "rmsnorm.cl", "layernorm.cl"]
+EXERCISES = [e for e in CHECKS if e.startswith("kernels.")]
+MISTAKES = [(m.exercise, m.id) for m in CATALOGUE.values() if m.exercise in EXERCISES]
+
+
+def student(folder: Path, sources: dict[str, str] | None = None) -> types.SimpleNamespace:
+    """A student namespace whose kernels/ holds the reference kernels, with ``sources`` replacing files."""
+    kernels = folder / "kernels"
+    kernels.mkdir(parents=True, exist_ok=True)
+    for name in KERNEL_FILES:
+        shutil.copy(ROOT / "reference" / "opencl" / name, kernels / name)
+    for name, text in (sources or {}).items():
+        (kernels / name).write_text(text)
+    return types.SimpleNamespace(__path__=[str(folder)])
+
+
+def test_every_kernel_exercise_needs_opencl_and_adds_up() -> None:
+    assert len(EXERCISES) == 7
+    for exercise in EXERCISES:
+        assert CHECKS[exercise].needs_opencl
+        assert sum(c.points for c in CHECKS[exercise].plan(SEEDS[0]).checks) == 10
+
+
+@pytest.mark.parametrize("exercise,mistake_id", MISTAKES)
+def test_every_mistake_is_named(exercise: str, mistake_id: str) -> None:
+    for seed in SEEDS:
+        assert_named(exercise, mistake_id, seed)
+
+
+@pytest.mark.opencl
+def test_reference_kernels_full_marks_and_stable(tmp_path: Path) -> None:
+    ns = student(tmp_path)
+    for seed in SEEDS:
+        for exercise in EXERCISES:
+            first = grade_in_process(exercise, ns, seed)
+            bad = {r.name: r.message for r in first if not r.passed}
+            assert not bad, f"{exercise} seed {seed}: {bad}"
+            second = grade_in_process(exercise, ns, seed)
+            assert [r.to_json() for r in first] == [r.to_json() for r in second]
+
+
+TANH_GELU = """
+__kernel void gelu_forward(__global const float *x, __global float *y, const int n)
+{
+    const int i = get_global_id(0);
+    if (i >= n) return;
+    const float v = x[i];
+    y[i] = 0.5f * v * (1.0f + tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+}
+"""
+
+UNGUARDED_RELU = """
+__kernel void relu_forward(__global const float *x, __global float *y, const int n)
+{
+    const int i = get_global_id(0);
+    y[i] = fmax(x[i], 0.0f);
+}
+"""
+
+TAIL_RMSNORM = """
+__kernel void rmsnorm_forward(__global const float *x, __global const float *gamma, __global float *y,
+                              __global float *rstd, const int D, const float eps, __local float *scratch)
+{
+    const int row = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    __global const float *xr = x + row * D;
+    float s = 0.0f;
+    for (int k = 0; k < D / L; k++) { const float v = xr[k * L + lid]; s += v * v; }
+    scratch[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int off = L / 2; off > 0; off /= 2) {
+        if (lid < off) scratch[lid] += scratch[lid + off];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float r = rsqrt(scratch[0] / D + eps);
+    for (int i = lid; i < D; i += L) y[row * D + i] = xr[i] * r * gamma[i];
+    if (lid == 0) rstd[row] = r;
+}
+"""
+
+
+@pytest.mark.opencl
+def test_a_wrong_kernel_fails_and_is_named(tmp_path: Path) -> None:
+    ns = student(tmp_path, {"activations.cl": TANH_GELU})
+    results = by_name(grade_in_process("kernels.gelu_forward", ns))
+    assert not results["values"].passed
+    assert results["values"].misconception == "kernel-gelu-tanh"
+    assert results["index_guard"].passed
+
+
+@pytest.mark.opencl
+def test_skipped_tail_on_the_device_is_named(tmp_path: Path) -> None:
+    ns = student(tmp_path, {"rmsnorm.cl": TAIL_RMSNORM})
+    results = by_name(grade_in_process("kernels.rmsnorm_forward", ns))
+    assert not results["y"].passed and results["y"].misconception == "kernel-rmsnorm-tail-skipped"
+
+
+@pytest.mark.opencl
+def test_missing_index_guard(tmp_path: Path) -> None:
+    ns = student(tmp_path, {"activations.cl": UNGUARDED_RELU})
+    results = by_name(grade_in_process("kernels.relu_forward", ns))
+    assert results["values"].passed
+    assert not results["index_guard"].passed and "guard the index" in results["index_guard"].message
+
+
+@pytest.mark.opencl
+def test_build_error_reports_the_compiler_log(tmp_path: Path) -> None:
+    broken = "__kernel void relu_forward(__global const float *x, __global float *y, const int n)\n{ y[0] = ; }\n"
+    ns = student(tmp_path, {"activations.cl": broken})
+    case = CHECKS["kernels.relu_forward"].cases(SEEDS[0])[0]
+    result = run_script(ns, case.script, case.arrays)
+    assert result.error is not None and result.error["type"] == "KernelBuildError"
+    assert "kernels/activations.cl does not build" in result.error["message"]
+    assert "error" in result.error["message"].lower() and "y[0] = ;" in result.error["message"]
+    checks = grade_in_process("kernels.relu_forward", ns)
+    assert all(not r.passed for r in checks)
+    assert "does not build" in by_name(checks)["values"].message
+
+
+@pytest.mark.opencl
+def test_missing_kernel_is_reported(tmp_path: Path) -> None:
+    ns = student(tmp_path, {"activations.cl": TANH_GELU})
+    results = by_name(grade_in_process("kernels.relu_forward", ns))
+    assert "has no kernel named relu_forward" in results["values"].message
+
+
+@pytest.mark.opencl
+def test_empty_stub_is_not_implemented(tmp_path: Path) -> None:
+    stubs = ROOT / "exercises" / "kernels"
+    sources = {name: (stubs / name).read_text() for name in KERNEL_FILES}
+    ns = student(tmp_path, sources)
+    for exercise in EXERCISES:
+        case = CHECKS[exercise].cases(SEEDS[0])[0]
+        result = run_script(ns, case.script, case.arrays)
+        assert result.error is not None and result.error["type"] == "NotImplementedError", exercise
+        assert "wrote nothing" in result.error["message"]
+
+
+def test_parent_never_needs_a_device() -> None:
+    """The reference side of a kernel case is the NumPy emulation (no OpenCL context in the parent)."""
+    from grader.mistakes import reference_namespace
+
+    case = CHECKS["kernels.rmsnorm_forward"].cases(SEEDS[0])[0]
+    result = run_script(reference_namespace(), case.script, case.arrays)
+    assert result.error is None
+    assert np.isnan(result.outputs["y"][-1]) and np.isfinite(result.outputs["rstd"][:6]).all()
+
+
+def test_a_submission_calling_itself_reference_is_not_emulated(tmp_path: Path) -> None:
+    from grader.ops_opencl import REFERENCE_KERNELS, emulation_table
+    from grader.mistakes import reference_namespace
+
+    fake = types.ModuleType("reference")
+    fake.__path__ = [str(tmp_path)]
+    fake.__file__ = str(tmp_path / "__init__.py")
+    assert emulation_table(fake) is None
+    assert emulation_table(reference_namespace()) is REFERENCE_KERNELS
+
+
+@pytest.mark.opencl
+def test_build_log_is_shown_once(tmp_path: Path) -> None:
+    ns = student(tmp_path, {"dropout.cl": "__kernel void dropout_forward(__global const float *x) { x[0] = 1; }\n"})
+    results = grade_in_process("kernels.dropout_forward", ns)
+    assert "read-only" in results[0].message and "line 1:" in results[0].message
+    assert all("compiler log is in the first check" in r.message for r in results[1:])
+
+
+SUBPROCESS_GRADE = """
+import sys, types
+sys.path.insert(0, {tests!r})
+from checks_util import grade_in_process
+results = grade_in_process("kernels.layernorm_forward", types.SimpleNamespace(__path__=[{folder!r}]), {seed})
+bad = [(r.name, r.message) for r in results if not r.passed]
+print(bad)
+sys.exit(1 if bad else 0)
+"""
+
+
+@pytest.mark.opencl
+def test_vector_rows_shorter_than_the_work_group(tmp_path: Path) -> None:
+    """Seed 4 draws D = 48 < L = 64 with D % 4 == 0 (the float4 path with idle work-items).
+
+    Run in a fresh process: a kernel that corrupts memory there must fail this test, not crash pytest.
+    """
+    import subprocess
+    import sys
+
+    case = CHECKS["kernels.layernorm_forward"].plan(4).cases[1]
+    assert case.name == "small_D" and case.script[0]["args"][-3]["int"] % 4 == 0
+    student(tmp_path)
+    code = SUBPROCESS_GRADE.format(tests=str(ROOT / "tests"), folder=str(tmp_path), seed=4)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stdout + done.stderr
