@@ -38,8 +38,8 @@ _ERROR_KINDS = {
     "ImportError": "{message}",
     "KernelBuildError": "{message}",
     "RecursionError": "{where} recursed without end (RecursionError)",
-
 }
+
 
 class ReferenceResults(Mapping[str, ScriptResult]):
     """The reference's result of each case, computed in this process on first access.
