@@ -235,3 +235,26 @@ def test_backward_twice_check() -> None:
 
     bad = failed(wrong("Tanh", patched(ref.Tanh, backward=backward)))
     assert set(bad) == {"backward_twice"} and bad["backward_twice"].misconception is None
+
+
+def test_prelu_square_case_names_alpha_on_the_last_axis_whatever_the_operand_order() -> None:
+    class AlphaRight(ref.PReLU):
+        def forward(self, x):
+            self.x = np.array(x, dtype=np.float64)
+            return np.where(self.x > 0, self.x, self.x * self.alpha)
+
+        def backward(self, dout):
+            negative = np.where(self.x > 0, 0.0, dout * self.x)
+            self.dalpha = negative.reshape(-1, self.num_parameters).sum(axis=0)
+            return np.where(self.x > 0, dout, dout * self.alpha)
+
+    results = by_name(wrong("PReLU", AlphaRight))
+    assert not results["forward_hyper"].passed and results["forward_hyper"].misconception is None
+    assert results["forward_square"].misconception == "prelu-alpha-last-axis"
+    assert "alpha on axis 1, not on the last axis" in results["forward_square"].message
+    assert results["forward_2d"].passed  # one shared alpha: the bug does not show
+
+
+def test_leaky_branches_swapped_is_named_on_the_forward() -> None:
+    named = assert_named("activations.LeakyReLU", "leaky-branches-swapped")
+    assert named.name.startswith("forward")

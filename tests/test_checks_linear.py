@@ -141,3 +141,29 @@ def test_a_crash_is_named_when_a_mistake_crashes_the_same_way() -> None:
     student_cls = type("Linear", (ref.Linear,), {"backward": other_backward})
     results = by_name(grade_in_process(ID, variant_ns("linear", Linear=student_cls)))
     assert not results["backward"].passed and results["backward"].misconception is None
+
+
+def test_square_case_names_transposes_that_crash_elsewhere_with_other_messages() -> None:
+    """np.dot raises other messages than @ on the (5, 3) cases; the square case names the mistake by value."""
+
+    def backward(self, dout):
+        ref.Linear.backward(self, dout)
+        return np.dot(dout, self.W.T)
+
+    results = by_name(grade_in_process(ID, variant_ns("linear", Linear=patched(ref.Linear, backward=backward))))
+    assert not results["backward"].passed and results["backward"].misconception is None
+    assert results["backward_square"].misconception == "linear-dx-uses-WT"
+    assert results["forward_square"].passed
+
+    def forward(self, x):
+        self.x = np.array(x, dtype=np.float64)
+        return self.x.dot(self.W) + self.b
+
+    results = by_name(grade_in_process(ID, variant_ns("linear", Linear=patched(ref.Linear, forward=forward))))
+    assert not results["forward"].passed and results["forward"].misconception is None
+    assert results["forward_square"].misconception == "linear-forward-no-transpose"
+
+
+def test_db_summed_over_features_is_named() -> None:
+    named = assert_named(ID, "linear-db-wrong-axis")
+    assert "db: shape (4,), expected (3,)" in named.message

@@ -340,3 +340,32 @@ def test_random_wrong_outputs_are_not_named() -> None:
     cls = corrupt_forward(ref.BatchNorm1d, lambda x: True, lambda y: y + 1e-2 * rng.standard_normal(y.shape))
     for result in wrong("BatchNorm1d", cls).values():
         assert result.misconception is None
+
+
+def test_batchnorm_square_case_names_gamma_on_the_last_axis() -> None:
+    """(C,) gamma and beta used as is crash on most shapes; the (2, 3, 2, 3) case shows the wrong values."""
+
+    def forward(self, x):
+        ref.BatchNorm2d.forward(self, x)
+        return self.cache["x_hat"] * self.gamma + self.beta  # operands reversed w.r.t. the catalogue's variant
+
+    bad = wrong("BatchNorm2d", patched(ref.BatchNorm2d, forward=forward))
+    assert bad["forward_square"].misconception == "bn-affine-last-axis-2d"
+    assert "(last axis of size C" in bad["forward_square"].message
+    assert bad["forward"].misconception is None  # a crash with another message names nothing
+
+
+@pytest.mark.parametrize("mistake_id, check", [
+    ("bn-3d-no-keepdims", "forward_square"), ("bn-3d-dgamma-axis0", "backward_second"),
+    ("bn-backward-count-batch", "backward_second"), ("bn-inplace-centering", "no_mutation"),
+    ("bn-train-uses-running-stats", "forward"),
+])
+def test_new_batchnorm1d_mistakes_are_named_on_the_check_that_shows_them(mistake_id: str, check: str) -> None:
+    bad = wrong("BatchNorm1d", CATALOGUE[mistake_id].namespace.normalization.BatchNorm1d)
+    assert bad[check].misconception == mistake_id
+
+
+def test_layernorm_inplace_and_no_keepdims_are_named() -> None:
+    assert assert_named("normalization.LayerNorm", "ln-inplace-centering").name == "no_mutation"
+    named = assert_named("normalization.LayerNorm", "ln-no-keepdims")
+    assert "could not be broadcast" in named.message

@@ -11,7 +11,10 @@ exercise seed:
   approximate="tanh", per-channel PReLU alpha), or a wide input range for
   the activations without one;
 - the student's dx against central differences of the student's forward;
-- input not mutated; outputs float64 of the input's shape.
+- input not mutated; outputs float64 of the input's shape;
+- PReLU only: its constructor, and a per-channel case of shape (2, 4, 4) whose
+  last axis also has C entries, where alpha broadcast on the last axis gives
+  wrong values instead of a broadcast error (so the mistake can be named).
 
 Tolerances: rtol 1e-6 and atol 1e-8 * max(1, max|expected|) (grader.checks.base),
 which a float64 implementation meets by six orders of magnitude; inputs fed to
@@ -184,7 +187,11 @@ class PReLUChecks(PiecewiseChecks):
     hyper_what = "one alpha per channel (num_parameters = 4, axis 1 of a (3, 4, 5) input)"
     hyper_scale = 1.0
     grads = ["alpha"]
-    points = dict(POINTS, forward_batch1=0.25, no_mutation=0.25, constructor=0.5)
+    points = dict(POINTS, forward_batch1=0.25, no_mutation=0.25, constructor=0.5, forward_hyper=0.5,
+                  backward_hyper=0.25, forward_square=0.25, backward_square=0.25)
+    # A per-channel input whose last axis also has C entries: alpha (C,) broadcast on the last axis
+    # instead of axis 1 raises nothing there, so its wrong values can be compared and the mistake named.
+    square_shape = (2, 4, 4)
 
     def base_params(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
         return {"alpha": rng.uniform(0.05, 0.6, size=1)}
@@ -194,6 +201,14 @@ class PReLUChecks(PiecewiseChecks):
         return {"num_parameters": channels}, {"alpha": rng.uniform(0.05, 0.6, size=channels)}
 
     def extra(self, plan: LayerPlan) -> None:
+        rng = plan.rng
+        channels = self.square_shape[1]
+        plan.layer("square", away_from_zero(rng, self.square_shape), kwargs={"num_parameters": channels},
+                   params={"alpha": rng.uniform(0.05, 0.6, size=channels)}, grads=self.grads)
+        what = f"one alpha per channel on x of shape {self.square_shape} (alpha on axis 1, not on the last axis)"
+        plan.forward_check("forward_square", self.points["forward_square"], "square", f"forward with {what}")
+        plan.backward_check("backward_square", self.points["backward_square"], "square", f"backward with {what}",
+                            self.grads)
         script = [
             {"op": "new", "var": "m", "cls": self.cls, "kwargs": {"num_parameters": 3, "init": 0.1}},
             {"op": "get", "var": "m", "attr": "alpha", "out": "alpha"},

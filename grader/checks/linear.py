@@ -2,8 +2,11 @@
 
 W and b are set to random values drawn from the exercise seed before each
 case (the constructor's own draw is checked separately: shapes, the bound
-1/sqrt(in_features), b zeros, b None with bias=False). Tolerances: rtol 1e-6,
-atol 1e-8 * max(1, max|expected|) (grader.checks.base).
+1/sqrt(in_features), b zeros, b None with bias=False). The main cases have
+in_features != out_features, so transposing W raises a shape error there; a
+square case (in = out = 4) gives such a transposition wrong values instead, so
+that the known mistake can be named whatever expression raised elsewhere.
+Tolerances: rtol 1e-6, atol 1e-8 * max(1, max|expected|) (grader.checks.base).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from grader.mistakes import Mistake
 from grader.ops import Case
 
 IN, OUT = 5, 3
+SQUARE = 4  # in_features = out_features of the square case
 
 
 def _constructor(ctx: Context) -> tuple[bool, str, Mistake | None]:
@@ -86,18 +90,28 @@ class LinearChecks(ExerciseChecks):
             {"op": "is_none", "var": "n", "attr": "b", "out": "b_none"},
         ]
         p.add_case(Case("constructor", script, {}))
+        # in_features == out_features: dx = dout @ W.T and y = x @ W raise no shape error here, so their
+        # values can be compared (and the mistake named, whatever expression raised on the other cases).
+        p.layer("square", rng.standard_normal((3, SQUARE)),
+                kwargs={"in_features": SQUARE, "out_features": SQUARE, "rng": {"rng": 7}},
+                params={"W": rng.uniform(-1.0, 1.0, size=(SQUARE, SQUARE)), "b": rng.uniform(-1.0, 1.0, size=SQUARE)},
+                grads=["W", "b"], dout=rng.standard_normal((3, SQUARE)))
 
         p.add(Custom("constructor", 1.0, requires="mat", fn=_constructor))
         p.add(Custom("bias_false_b_none", 0.5, requires="mat", fn=_bias_none))
-        p.forward_check("forward", 1.5, "mat", f"forward on x of shape (4, {IN}) with random W, b")
+        p.forward_check("forward", 1.25, "mat", f"forward on x of shape (4, {IN}) with random W, b")
         p.forward_check("forward_batch1", 0.5, "batch1", f"forward on a batch of one, shape (1, {IN})")
         p.forward_check("forward_zeros", 0.5, "zeros", "forward on an input with zero rows and columns")
         p.forward_check("forward_no_bias", 0.5, "nobias", "forward with bias=False")
-        p.backward_check("backward", 2.5, "mat", f"backward (dx, dW, db) on x of shape (4, {IN})", ["W", "b"])
+        p.backward_check("backward", 2.0, "mat", f"backward (dx, dW, db) on x of shape (4, {IN})", ["W", "b"])
         p.backward_check("backward_batch1", 0.5, "batch1", "backward on a batch of one (db keeps shape (out,))",
                          ["W", "b"])
         p.backward_check("backward_zeros", 0.5, "zeros", "backward on an input with zero rows and columns", ["W", "b"])
         p.backward_check("backward_no_bias", 0.5, "nobias", "backward (dx, dW) with bias=False", ["W"])
+        p.forward_check("forward_square", 0.25, "square",
+                        f"forward with a square W ({SQUARE}, {SQUARE}) (y = x @ W.T, not x @ W)")
+        p.backward_check("backward_square", 0.5, "square",
+                         f"backward with a square W ({SQUARE}, {SQUARE}) (dx = dout @ W, not dout @ W.T)", ["W", "b"])
         p.consistency_check("numgrad", 0.5, "mat", f"x of shape (4, {IN})")
         p.no_mutation_check("no_mutation", 0.5)
         p.shape_dtype_check("shape_dtype", 0.25)

@@ -7,7 +7,9 @@ values. Every layer is checked on:
 
 - its constructor contract (parameter and buffer shapes and initial values);
 - forward and backward (dx and every d<param>) on several shapes with distinct
-  sizes on every axis, including a batch of one where it is defined;
+  sizes on every axis, including a batch of one where it is defined; for
+  BatchNorm also a forward whose last axis has C entries, where (C,) vectors
+  used without reshaping give wrong values instead of a broadcast error;
 - "tiny" inputs whose spread is comparable to sqrt(eps), where eps outside the
   square root shows, with one normalised unit of exact zeros (var = 0, where a
   missing eps gives 0 / 0); large magnitudes (~1e4);
@@ -86,11 +88,13 @@ class BatchNormChecks(ExerciseChecks):
     """BatchNorm1d / BatchNorm2d: shapes differ, the plan is the same."""
 
     def __init__(self, cls: str, main: tuple[int, ...], second: tuple[int, ...], batch1: tuple[int, ...],
-                 running_shape: tuple[int, ...], raise_shape: tuple[int, ...], second_what: str) -> None:
+                 running_shape: tuple[int, ...], raise_shape: tuple[int, ...], second_what: str,
+                 square: tuple[int, ...]) -> None:
         self.id = cls
         self.main, self.second, self.batch1 = main, second, batch1
         self.running_shape, self.raise_shape = running_shape, raise_shape
         self.second_what = second_what
+        self.square = square  # last axis of size C: (C,) vectors broadcast on it raise nothing
 
     def plan(self, seed: int) -> Plan:
         p = LayerPlan(self.id, seed)
@@ -138,13 +142,19 @@ class BatchNormChecks(ExerciseChecks):
             {"op": "call", "var": "m", "method": "forward", "args": [{"array": "x"}]},
         ]
         p.add_case(Case("batch_of_one_value", raises, {"x": rng.standard_normal(self.raise_shape)}))
+        # The last axis has C entries too: statistics or gamma/beta of shape (C,) used without reshaping
+        # broadcast on that axis without an error, so the wrong values show (and the mistake is named).
+        bn("square", spread(rng, self.square, 1), backward=False)
 
         main_what = f"training forward on x of shape {self.main}"
         p.add(Compare("constructor", 0.5, case="constructor", keys=["gamma", "beta", "running_mean", "running_var"],
                       what=f"gamma (ones), beta (zeros), running_mean (zeros), running_var (ones) of {self.id}({C})",
                       diagnose=False, requires="main"))
         p.forward_check("forward", 1.0, "main", main_what)
-        p.forward_check("forward_second", 0.75, "second", f"training forward on {self.second_what}")
+        p.forward_check("forward_second", 0.5, "second", f"training forward on {self.second_what}")
+        p.forward_check("forward_square", 0.25, "square",
+                        f"training forward on x of shape {self.square} (last axis of size C: (C,) vectors must be"
+                        " reshaped to the channel axis 1)")
         p.forward_check("forward_batch1", 0.25, "batch1", f"training forward on a batch of one, shape {self.batch1}")
         p.forward_check("forward_tiny", 0.75, "tiny",
                         "training forward on channels of spread 1e-4 to 1e-2 and one of exact zeros"
@@ -315,9 +325,11 @@ INSTANCENORM = SampleNormChecks(
 
 CHECKS: list[ExerciseChecks] = [
     BatchNormChecks("normalization.BatchNorm1d", main=(6, 4), second=(3, 4, 5), batch1=(1, 4, 6),
-                    running_shape=(5, 4), raise_shape=(1, 4), second_what="x of shape (3, 4, 5) (axes 0 and 2)"),
+                    running_shape=(5, 4), raise_shape=(1, 4), second_what="x of shape (3, 4, 5) (axes 0 and 2)",
+                    square=(3, 4, 4)),
     BatchNormChecks("normalization.BatchNorm2d", main=(2, 3, 4, 5), second=(4, 3, 5, 2), batch1=(1, 3, 4, 5),
-                    running_shape=(5, 3, 2, 4), raise_shape=(1, 3, 1, 1), second_what="x of shape (4, 3, 5, 2)"),
+                    running_shape=(5, 3, 2, 4), raise_shape=(1, 3, 1, 1), second_what="x of shape (4, 3, 5, 2)",
+                    square=(2, 3, 2, 3)),
     LAYERNORM,
     RMSNORM,
     GROUPNORM,

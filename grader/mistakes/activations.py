@@ -271,6 +271,41 @@ class SigmoidBackwardInPlace(ref.Sigmoid):
         return dout * self.out
 
 
+
+class LeakyBranchesSwapped(ref.LeakyReLU):
+    """The slope on the positive side: y = slope * x for x > 0 and x elsewhere."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        self.x = np.array(x, dtype=np.float64)
+        return np.where(self.x > 0, self.negative_slope * self.x, self.x)
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        return np.where(self.x > 0, self.negative_slope * dout, dout)
+
+
+class PReLUDalphaAxis0(ref.PReLU):
+    """Per-channel dalpha summed over axis 0 only: shape (C, ...) instead of (C,)."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dx = super().backward(dout)
+        if self.num_parameters > 1:
+            self.dalpha = np.where(self.x > 0, 0.0, dout * self.x).sum(axis=0)
+        return dx
+
+
+class PReLUAlphaLastAxis(ref.PReLU):
+    """alpha of shape (C,) multiplied into x as is: NumPy broadcasts it on the last axis, not on axis 1."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        self.x = np.array(x, dtype=np.float64)
+        return np.where(self.x > 0, self.x, self.alpha * self.x)
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        negative = np.where(self.x > 0, 0.0, dout * self.x)
+        self.dalpha = negative.reshape(-1, self.num_parameters).sum(axis=0)
+        return np.where(self.x > 0, dout, self.alpha * dout)
+
+
 A = "activations."
 
 MISTAKES: list[Mistake] = [
@@ -382,4 +417,17 @@ MISTAKES: list[Mistake] = [
          "The derivative of x sigma(beta x) is s + beta x s (1 - s); only s is returned.",
          "Apply the product rule: dout * (s + beta * x * s * (1 - s)).",
          SiLUGradProductRule),
+    make("leaky-branches-swapped", A + "LeakyReLU",
+         "The slope is applied on the wrong side: slope * x for x > 0 and x for x <= 0.",
+         "Return x where x > 0 and negative_slope * x elsewhere (the same branches in backward).",
+         LeakyBranchesSwapped),
+    make("prelu-dalpha-axis0", A + "PReLU",
+         "With one alpha per channel, dalpha is summed over axis 0 only; it must be summed over every axis but 1.",
+         "Sum dout * x over x <= 0 along axes (0, 2, 3, ...): dalpha has shape (num_parameters,).",
+         PReLUDalphaAxis0),
+    make("prelu-alpha-last-axis", A + "PReLU",
+         "alpha (C,) is multiplied into x without reshaping, so NumPy broadcasts it on the last axis instead of"
+         " the channel axis 1.",
+         "Reshape alpha to (1, C, 1, ...) before multiplying; sum dalpha over every axis but 1.",
+         PReLUAlphaLastAxis),
 ]

@@ -79,6 +79,17 @@ class ForwardNoTranspose(ref.Linear):
         return y if self.b is None else y + self.b
 
 
+
+class DbWrongAxis(ref.Linear):
+    """db = dout summed over axis 1 (the features), shape (N,), instead of over the batch axis 0."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dx = super().backward(dout)
+        if self.b is not None:
+            self.db = np.asarray(dout, dtype=np.float64).sum(axis=1)
+        return dx
+
+
 L = "linear.Linear"
 
 MISTAKES: list[Mistake] = [
@@ -114,4 +125,8 @@ MISTAKES: list[Mistake] = [
          "With bias=False, b still exists (zeros); the contract says b is None.",
          "Set self.b = None when bias is False, and skip b in forward and db in backward.",
          BiasFalseKeepsB),
+    make("linear-db-wrong-axis", L,
+         "db is summed over axis 1 (the output features), shape (N,), instead of over the batch axis 0.",
+         "Use db = dout.sum(axis=0), shape (out_features,).",
+         DbWrongAxis),
 ]

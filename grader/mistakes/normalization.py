@@ -24,14 +24,24 @@ def _bn_forward(bn: Any, x: np.ndarray, **flag: bool) -> np.ndarray:
     """Reference BatchNorm forward, with one mistake switched on by a flag.
 
     Flags: biased_running, count_n, momentum_inverted, momentum_default, no_update,
-    eps_outside, no_eps, eval_no_eps, eval_batch_stats, eval_updates, unbiased_norm, stats_axis0, no_affine.
+    eps_outside, no_eps, eval_no_eps, eval_batch_stats, eval_updates, unbiased_norm, stats_axis0,
+    stats_axis0_update (axis-0 statistics also feed the running update), no_affine,
+    affine_last_axis (gamma, beta of shape (C,) used without reshaping: they broadcast on the last axis),
+    train_running (training normalises with the just-updated running statistics),
+    inplace (x -= mean on the caller's array), no_keepdims (statistics of shape (C,) subtracted from x as is).
     """
     x = np.asarray(x, dtype=np.float64)
     axes = tuple(a for a in range(x.ndim) if a != 1)
     m = x.size // x.shape[1]
     if bn.training and m <= 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {x.shape}")
-    mean_b, var_b = x.mean(axis=axes), x.var(axis=axes)
+    if flag.get("no_keepdims"):
+        return _bn_forward_no_keepdims(bn, x, axes, m)
+    if flag.get("stats_axis0_update"):
+        axes_b: tuple[int, ...] = (0,)
+    else:
+        axes_b = axes
+    mean_b, var_b = x.mean(axis=axes_b), x.var(axis=axes_b)
 
     def update() -> None:
         if flag.get("no_update"):
@@ -47,8 +57,12 @@ def _bn_forward(bn: Any, x: np.ndarray, **flag: bool) -> np.ndarray:
             bn.running_var = (1.0 - momentum) * bn.running_var + momentum * unbiased
 
     stat_axes = axes
-    if bn.training or flag.get("eval_batch_stats"):
-        if flag.get("stats_axis0"):
+    if flag.get("train_running") and bn.training:
+        update()
+        mean = _view(bn.running_mean, x.ndim)
+        var = _view(bn.running_var, x.ndim)
+    elif bn.training or flag.get("eval_batch_stats"):
+        if flag.get("stats_axis0") or flag.get("stats_axis0_update"):
             stat_axes = (0,)
         mean = x.mean(axis=stat_axes, keepdims=True)
         var = x.var(axis=stat_axes, keepdims=True, ddof=1 if flag.get("unbiased_norm") else 0)
@@ -63,19 +77,47 @@ def _bn_forward(bn: Any, x: np.ndarray, **flag: bool) -> np.ndarray:
         inv_std = 1.0 / np.sqrt(var)
     else:
         inv_std = 1.0 / np.sqrt(var + bn.eps)
-    x_hat = (x - mean) * inv_std
+    if flag.get("inplace"):
+        x -= mean
+        x_hat = x * inv_std
+    else:
+        x_hat = (x - mean) * inv_std
     training_grad = bn.training or bool(flag.get("eval_batch_stats"))
     bn.cache = {"x_hat": x_hat, "inv_std": inv_std, "axes": axes, "stat_axes": stat_axes, "training": training_grad}
-    y = x_hat if flag.get("no_affine") else _view(bn.gamma, x.ndim) * x_hat + _view(bn.beta, x.ndim)
+    if flag.get("no_affine"):
+        y = x_hat
+    elif flag.get("affine_last_axis"):
+        y = bn.gamma * x_hat + bn.beta
+    else:
+        y = _view(bn.gamma, x.ndim) * x_hat + _view(bn.beta, x.ndim)
     if not bn.training and flag.get("eval_updates"):
         update()
     return y
 
 
+def _bn_forward_no_keepdims(bn: Any, x: np.ndarray, axes: tuple[int, ...], m: int) -> np.ndarray:
+    """BatchNorm forward with (C,) statistics and parameters used without reshaping: x - mu.
+
+    Right for (N, C); for (N, C, L) the subtraction broadcasts (C,) against the last axis
+    and raises (or silently mixes axes when L == C).
+    """
+    if bn.training:
+        mean, var = x.mean(axis=axes), x.var(axis=axes)
+        bn.running_mean = (1.0 - bn.momentum) * bn.running_mean + bn.momentum * mean
+        bn.running_var = (1.0 - bn.momentum) * bn.running_var + bn.momentum * var * m / (m - 1)
+    else:
+        mean, var = bn.running_mean, bn.running_var
+    inv_std = 1.0 / np.sqrt(var + bn.eps)
+    x_hat = (x - mean) * inv_std
+    bn.cache = {"x_hat": x_hat, "inv_std": inv_std, "axes": axes, "stat_axes": axes, "training": bn.training}
+    return bn.gamma * x_hat + bn.beta
+
+
 def _bn_backward(bn: Any, dout: np.ndarray, **flag: bool) -> np.ndarray:
     """Reference BatchNorm backward with one mistake switched on by a flag.
 
-    Flags: ignore_stats, missing_mean_term, missing_xhat_term, eval_stats_grad, dgamma_axis0, dx_missing_gamma.
+    Flags: ignore_stats, missing_mean_term, missing_xhat_term, eval_stats_grad, dgamma_axis0, dx_missing_gamma,
+    count_batch (the compact formula with N = dout.shape[0] in place of m values per channel).
     """
     dout = np.asarray(dout, dtype=np.float64)
     c = bn.cache
@@ -90,6 +132,10 @@ def _bn_backward(bn: Any, dout: np.ndarray, **flag: bool) -> np.ndarray:
         return inv_std * (g - x_hat * (g * x_hat).mean(axis=axes, keepdims=True))
     if flag.get("missing_xhat_term"):
         return inv_std * (g - g.mean(axis=axes, keepdims=True))
+    if flag.get("count_batch"):
+        n = dout.shape[0]
+        return inv_std / n * (n * g - g.sum(axis=axes, keepdims=True)
+                              - x_hat * (g * x_hat).sum(axis=axes, keepdims=True))
     return _normalized_grad(g, x_hat, inv_std, axes)
 
 
@@ -431,6 +477,127 @@ class GNGroupsCountSwapped(ref.GroupNorm):
         self.num_groups = num_channels // num_groups
 
 
+
+class BN2dReshapeWithoutTranspose(ref.BatchNorm2d):
+    """x (N, C, H, W) reshaped straight to (-1, C) (no transpose to (N, H, W, C) first): rows mix channels."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        flat = x.reshape(-1, x.shape[1])
+        m = flat.shape[0]
+        if self.training:
+            if m <= 1:
+                raise ValueError(f"Expected more than 1 value per channel when training, got input size {x.shape}")
+            mean, var = flat.mean(axis=0), flat.var(axis=0)
+            self.running_mean = (1.0 - self.momentum) * self.running_mean + self.momentum * mean
+            self.running_var = (1.0 - self.momentum) * self.running_var + self.momentum * var * m / (m - 1)
+        else:
+            mean, var = self.running_mean, self.running_var
+        inv_std = 1.0 / np.sqrt(var + self.eps)
+        x_hat = (flat - mean) * inv_std
+        self.cache = {"x_hat": x_hat, "inv_std": inv_std, "training": self.training}
+        return (self.gamma * x_hat + self.beta).reshape(x.shape)
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dout = np.asarray(dout, dtype=np.float64)
+        flat = dout.reshape(-1, dout.shape[1])
+        x_hat, inv_std = self.cache["x_hat"], self.cache["inv_std"]
+        self.dgamma = (flat * x_hat).sum(axis=0)
+        self.dbeta = flat.sum(axis=0)
+        g = flat * self.gamma
+        dx = g * inv_std if not self.cache["training"] else _normalized_grad(g, x_hat, inv_std, (0,))
+        return dx.reshape(dout.shape)
+
+
+def _ln_axes(ln: Any, x: np.ndarray) -> tuple[int, ...]:
+    """The trailing len(normalized_shape) axes of x."""
+    return tuple(range(x.ndim - len(ln.normalized_shape), x.ndim))
+
+
+class LNNoKeepdims(ref.LayerNorm):
+    """mean and var without keepdims: x - mu broadcasts (N,) against (N, D) and raises (right only when N == 1)."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        axes = _ln_axes(self, x)
+        mean = x.mean(axis=axes)
+        var = x.var(axis=axes)
+        x_hat = (x - mean) / np.sqrt(var + self.eps)
+        self.cache = {"x_hat": x_hat, "inv_std": 1.0 / np.sqrt(var + self.eps), "axes": axes}
+        return self.gamma * x_hat + self.beta
+
+
+class LNBackwardMissingMeanTerm(ref.LayerNorm):
+    """dx = inv_std (g - x_hat mean(g x_hat)): the mean's dependence on x is ignored."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        super().backward(dout)
+        g = np.asarray(dout, dtype=np.float64) * self.gamma
+        x_hat, axes = self.cache["x_hat"], self.cache["axes"]
+        return self.cache["inv_std"] * (g - x_hat * (g * x_hat).mean(axis=axes, keepdims=True))
+
+
+class LNInplaceCentering(ref.LayerNorm):
+    """x -= mu on the caller's array (the statistics are right, the input is destroyed)."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        axes = _ln_axes(self, x)
+        mean = x.mean(axis=axes, keepdims=True)
+        inv_std = 1.0 / np.sqrt(x.var(axis=axes, keepdims=True) + self.eps)
+        x -= mean
+        x_hat = x * inv_std
+        self.cache = {"x_hat": x_hat, "inv_std": inv_std, "axes": axes}
+        return self.gamma * x_hat + self.beta
+
+
+class RMSGradMissingOneOverD(ref.RMSNorm):
+    """dx = dout gamma / RMS - x / RMS^3 * sum(dout gamma x): the 1/D from d mean(x^2) / dx is missing."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        super().backward(dout)
+        dout = np.asarray(dout, dtype=np.float64)
+        x, rms = self.cache["x"], self.cache["rms"]
+        return dout * self.gamma / rms - x / rms**3 * np.sum(dout * self.gamma * x, axis=-1, keepdims=True)
+
+
+class GNGammaTiled(ref.GroupNorm):
+    """gamma, beta laid out on the grouped (N, G, -1) view with np.tile (channel order c0 c1 ... c0 c1 ...)
+    where np.repeat (c0 c0 ... c1 c1 ...) was needed: right only without spatial axes."""
+
+    def _tiled(self, v: np.ndarray, spatial: int) -> np.ndarray:
+        return np.tile(v, spatial).reshape(1, self.num_groups, -1)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        super().forward(x)
+        spatial = int(np.prod(x.shape[2:], dtype=np.int64))
+        x_hat = self.cache["x_hat"]
+        return (self._tiled(self.gamma, spatial) * x_hat + self._tiled(self.beta, spatial)).reshape(x.shape)
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dout = np.asarray(dout, dtype=np.float64)
+        x_hat, inv_std, shape = self.cache["x_hat"], self.cache["inv_std"], self.cache["shape"]
+        spatial = int(np.prod(shape[2:], dtype=np.int64))
+        grouped = dout.reshape(x_hat.shape)
+        self.dgamma = (grouped * x_hat).sum(axis=0).reshape(-1, self.num_channels).sum(axis=0)
+        self.dbeta = grouped.sum(axis=0).reshape(-1, self.num_channels).sum(axis=0)
+        g = grouped * self._tiled(self.gamma, spatial)
+        return _normalized_grad(g, x_hat, inv_std, (2,)).reshape(shape)
+
+
+class INEpsOutsideSqrt(ref.InstanceNorm2d):
+    """x_hat = (x - mu) / (sqrt(var) + eps)."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        mean = x.mean(axis=(2, 3), keepdims=True)
+        inv_std = 1.0 / (np.sqrt(x.var(axis=(2, 3), keepdims=True)) + self.eps)
+        x_hat = (x - mean) * inv_std
+        self.cache = {"x_hat": x_hat, "inv_std": inv_std}
+        return _view(self.gamma, 4) * x_hat + _view(self.beta, 4)
+
+
 N = "normalization."
 BN1, BN2 = N + "BatchNorm1d", N + "BatchNorm2d"
 
@@ -486,6 +653,19 @@ _BN_SENTENCES: list[tuple[str, str | None, str | None, str, str]] = [
     ("bn-backward-ignores-stats", None, "ignore_stats",
      "In training, backward treats mu and var as constants: dx = dout gamma / sqrt(var + eps).",
      "Include the batch statistics' gradient: dx = inv_std (g - mean(g) - x_hat mean(g x_hat)), g = dout gamma."),
+    ("bn-train-uses-running-stats", "train_running", None,
+     "In training the batch is normalised with the running statistics; they are only for eval.",
+     "In training normalise with the batch mean and biased batch variance; update the running ones on the side."),
+    ("bn-inplace-centering", "inplace", None,
+     "forward subtracts the mean from the caller's array in place (x -= mu), destroying the input.",
+     "Compute a new array: x_centered = x - mu (never x -= mu on the input)."),
+    ("bn-affine-last-axis", "affine_last_axis", None,
+     "gamma and beta of shape (C,) are used without reshaping, so NumPy broadcasts them on the last axis"
+     " instead of the channel axis 1.",
+     "Reshape gamma and beta to (1, C, 1) or (1, C, 1, 1) before multiplying and adding."),
+    ("bn-backward-count-batch", None, "count_batch",
+     "backward's compact formula uses N = dout.shape[0] where m, the number of values per channel, is needed.",
+     "Use m = dout.size // C (N*L or N*H*W) in dx = inv_std / m * (m g - sum(g) - x_hat sum(g x_hat))."),
 ]
 
 MISTAKES: list[Mistake] = []
@@ -604,4 +784,46 @@ MISTAKES += [
          "InstanceNorm's statistics are taken over the batch (N, H, W) per channel, as BatchNorm does.",
          "Average over axes (2, 3) of each sample separately.",
          INBatchStats),
+    make("bn-3d-dgamma-axis0", BN1,
+         "On (N, C, L) input dgamma and dbeta are summed over axis 0 only, giving shape (C, L) instead of (C,).",
+         "Sum over every axis but the channel axis: axis=(0, 2) for (N, C, L).",
+         _bn_variant(ref.BatchNorm1d, "BN3dDgammaAxis0", None, "dgamma_axis0")),
+    make("bn-3d-running-stats-axis0", BN1,
+         "On (N, C, L) input the statistics are taken over axis 0 only, so the running statistics get shape (C, L)"
+         " and their update fails (or broadcasts wrongly).",
+         "For 3-D input, average over axes (0, 2): x.mean(axis=(0, 2)), shape (C,).",
+         _bn_variant(ref.BatchNorm1d, "BN3dRunningStatsAxis0", "stats_axis0_update")),
+    make("bn-3d-no-keepdims", BN1,
+         "The (C,) statistics are subtracted from (N, C, L) input without reshaping, so they broadcast against L.",
+         "Reshape the statistics, gamma and beta to (1, C, 1) (or use keepdims=True) for 3-D input.",
+         _bn_variant(ref.BatchNorm1d, "BN3dNoKeepdims", "no_keepdims")),
+    make("bn2d-reshape-without-transpose", BN2,
+         "x (N, C, H, W) was reshaped straight to (-1, C): each row then mixes channels and pixels.",
+         "Move the channel axis last first: x.transpose(0, 2, 3, 1).reshape(-1, C), and undo it on the way back.",
+         BN2dReshapeWithoutTranspose),
+    make("ln-no-keepdims", N + "LayerNorm",
+         "mean and var are taken without keepdims=True, so x - mu broadcasts (N,) against (N, D).",
+         "Use x.mean(axis=axes, keepdims=True) and x.var(axis=axes, keepdims=True).",
+         LNNoKeepdims),
+    make("ln-backward-missing-mean-term", N + "LayerNorm",
+         "dx lacks the - mean(g) term that comes from mu depending on x.",
+         "dx = inv_std (g - mean(g) - x_hat mean(g x_hat)) over the normalised axes, g = dout gamma.",
+         LNBackwardMissingMeanTerm),
+    make("ln-inplace-centering", N + "LayerNorm",
+         "forward subtracts the mean from the caller's array in place (x -= mu), destroying the input.",
+         "Compute a new array: x_centered = x - mu (never x -= mu on the input).",
+         LNInplaceCentering),
+    make("rms-grad-missing-1-over-d", N + "RMSNorm",
+         "backward lacks the 1/D of d mean(x^2)/dx: dx = g / RMS - x sum(g x) / RMS^3.",
+         "Use dx = g / RMS - x / (D RMS^3) * sum(g x), g = dout gamma, sums over the last axis.",
+         RMSGradMissingOneOverD),
+    make("gn-gamma-tiled", N + "GroupNorm",
+         "gamma and beta are laid out on the grouped view with np.tile, which interleaves channels;"
+         " each channel's value must be repeated over its own spatial positions.",
+         "Reshape x_hat back to (N, C, *) and multiply by gamma.reshape(1, C, 1, ...) (or use np.repeat).",
+         GNGammaTiled),
+    make("in-eps-outside-sqrt", N + "InstanceNorm2d",
+         "eps is added after the square root: (x - mu) / (sqrt(var) + eps).",
+         "Put eps inside: (x - mu) / sqrt(var + eps).",
+         INEpsOutsideSqrt),
 ]
