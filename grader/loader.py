@@ -22,9 +22,12 @@ import importlib
 import importlib.machinery
 import importlib.util
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from collections.abc import Callable
+
+_AST_LOCK = threading.Lock()
 
 PACKAGE_NAME = "exercises"
 FORBIDDEN_PACKAGES = ("reference", "grader")
@@ -149,7 +152,8 @@ def scan_forbidden_imports(path: Path | str) -> dict[str, str]:
         rel = file.relative_to(folder).as_posix()
         try:
             source = file.read_bytes()
-            tree = ast.parse(source, filename=rel)
+            with _AST_LOCK:  # CPython 3.11's ast.parse is not safe in concurrent threads
+                tree = ast.parse(source, filename=rel)
         except SyntaxError as exc:
             problems[rel] = f"{rel} line {exc.lineno}: {exc.msg}"
             continue
