@@ -362,6 +362,136 @@ def quiz_command(
 
 # --- batch / report (class helper) -------------------------------------------
 
+import sys  # noqa: E402
+
+from grader import batch as batch_lib  # noqa: E402
+from grader import catalogue  # noqa: E402
+from grader import class_report  # noqa: E402
+from grader.sandbox import Limits  # noqa: E402
+
+
+def _show_progress() -> bool:
+    """A progress bar only on a terminal (stderr); a log or a pipe gets the summary line alone."""
+    return sys.stderr.isatty()
+
+
+def _class_db(db: Path | None, command: str) -> Path:
+    """The class database of ``grade batch`` / ``grade report``: --db (or $GRADE_DB) is required."""
+    if db is None:
+        raise CommandError(f"grade {command} needs --db FILE (or $GRADE_DB): the class database")
+    return db
+
+
+@cli.command("batch")
+@click.argument("submissions_dir", type=click.Path(path_type=Path), metavar="SUBMISSIONS_DIR")
+@click.argument("selectors", nargs=-1, metavar="[EXERCISE|TOPIC]...")
+@db_option
+@click.option(
+    "-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+    help="Students graded at once [default: the number of CPUs].",
+)
+@click.option("--force", is_flag=True, help="Regrade every student, also those unchanged since their last attempt.")
+@click.option(
+    "--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+    help="Cap on each exercise's wall-clock time [default: each exercise's own limit].",
+)
+@json_option
+def batch_command(
+    submissions_dir: Path, selectors: tuple[str, ...], db: Path | None, jobs: int | None,
+    force: bool, timeout: float | None, as_json: bool,
+) -> None:
+    """Grade every student in SUBMISSIONS_DIR into one database, as `grade submit` would.
+
+    Each subfolder is a student, named after it: the student's exercises/
+    folder, or a folder that contains one. Students whose files have not
+    changed since their recorded attempt are skipped unless --force. Each
+    student is recorded as soon as graded, so an interrupted run resumes.
+
+    Exit status: 0 when every student was graded (or unchanged), 1 when any
+    could not be graded, 2 for a usage or setup error.
+    """
+    db = _class_db(db, "batch")
+    limits = Limits() if timeout is None else Limits(wall_s=timeout)
+    with one_line_errors():
+        catalogue.resolve(list(selectors))  # an unknown selector stops here, before any grading
+        total = len(batch_lib.find_submissions(submissions_dir))
+        store = Store.open(db)
+    with store:
+        if _show_progress():
+            with click.progressbar(
+                length=total, label="Grading", file=sys.stderr, show_pos=True,
+                item_show_func=lambda name: name,
+            ) as bar:
+                summary = _run_batch(submissions_dir, store, selectors, jobs, force, limits,
+                                     lambda o: bar.update(1, o.student))
+        else:
+            summary = _run_batch(submissions_dir, store, selectors, jobs, force, limits, None)
+    failed = sorted((o for o in summary.outcomes if o.status == "failed"), key=lambda o: o.student)
+    if as_json:
+        click.echo(json.dumps(summary.to_json(), indent=2))
+        click.echo(summary.line(), err=True)
+    else:
+        for outcome in failed:
+            click.echo(f"Not graded: {outcome.student}: {outcome.message}")
+        click.echo(summary.line())
+    click.get_current_context().exit(1 if failed else 0)
+
+
+def _run_batch(
+    root: Path, store: Store, selectors: tuple[str, ...], jobs: int | None, force: bool,
+    limits: Limits, on_outcome: Callable[[batch_lib.StudentOutcome], None] | None,
+) -> batch_lib.BatchSummary:
+    """run_batch with the command's options (library errors become one-line errors)."""
+    with one_line_errors():
+        return batch_lib.run_batch(
+            root, store, grader_version(), list(selectors) or None, jobs=jobs, force=force,
+            limits=limits, on_outcome=on_outcome,
+        )
+
+
+@cli.command("report")
+@db_option
+@click.option(
+    "--format", "fmt", type=click.Choice(["html", "csv", "json"]), default="html", show_default=True,
+    help="html: one self-contained page; csv: one row per student for a gradebook; json: the same data.",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Write the report to FILE [default: standard output].",
+)
+@quiz_dir_option
+def report_command(db: Path | None, fmt: str, output: Path | None, quiz_dir: Path | None) -> None:
+    """Write the class report from the database: summary, charts, mistakes, quiz items, students.
+
+    The quiz chapters (CSV columns, item difficulty) are those of --quiz-dir.
+    """
+    db = _class_db(db, "report")
+    if not db.exists():
+        raise CommandError(f"'{db}' does not exist: pass the --db FILE that `grade batch` wrote")
+    quiz_dir = quiz_dir if quiz_dir is not None else quiz_lib.default_quiz_dir()
+    with one_line_errors():
+        quizzes = quiz_lib.load_all(quiz_dir) if quiz_dir.is_dir() else []
+        with Store.open(db) as store:
+            report = class_report.build(store, quizzes=quizzes)
+    if fmt == "html":
+        text = class_report.format_html(report)
+    elif fmt == "csv":
+        text = class_report.format_csv(report)
+    else:
+        text = class_report.format_json(report) + "\n"
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        tmp = output.with_name(output.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(output)
+    except OSError as exc:
+        raise CommandError(f"cannot write {output} ({exc.strerror}): pass another -o FILE") from exc
+    n = len(report.students)
+    click.echo(f"Wrote the {fmt} report of {n} student{'s' if n != 1 else ''} to {output}", err=True)
+
 
 # --- bench (lead) -------------------------------------------------------------
 
