@@ -7,7 +7,32 @@ errors, as the exercise contract says).
 
 from __future__ import annotations
 
+import getpass
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Any, TypeVar
+
 import click
+
+from grader import batch as batch_lib
+from grader import catalogue, class_report, grading, progress
+from grader import quiz as quiz_lib
+from grader.errors import GraderError, StoreError
+from grader.model import GradeReport
+from grader.report import (
+    format_json,
+    format_text,
+    gradescope_error,
+    gradescope_results,
+    use_color,
+    write_json,
+)
+from grader.sandbox import Limits
+from grader.store import Store, default_db_path
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,28 +41,7 @@ def cli() -> None:
     """Grade your implementations of deep-network building blocks and track your progress."""
 
 
-# --- submit / progress (store+report helper) ---------------------------------
-
-import getpass  # noqa: E402  (each helper's section carries its own imports)
-import importlib  # noqa: E402
-import json  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
-from contextlib import contextmanager  # noqa: E402
-from importlib import metadata  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any, TypeVar  # noqa: E402
-
-from grader.errors import GraderError, StoreError  # noqa: E402
-from grader.model import GradeReport  # noqa: E402
-from grader.report import (  # noqa: E402
-    format_json,
-    format_text,
-    gradescope_error,
-    gradescope_results,
-    use_color,
-    write_json,
-)
-from grader.store import Store, default_db_path  # noqa: E402
+# --- shared options and helpers, submit, progress ---------------------------
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_EXERCISES_DIR = Path("exercises")
@@ -146,7 +150,6 @@ def submit_command(
         raise CommandError(f"--json and --format {fmt} cannot be combined: pass one of them")
     fmt = "json" if as_json else (fmt or "text")
     student = student or default_student()
-    grading = importlib.import_module("grader.grading")
     store = None
     try:
         with one_line_errors():
@@ -178,8 +181,6 @@ def submit_command(
 @json_option
 def progress_command(student: str | None, db: Path | None, path: Path, as_json: bool) -> None:
     """Show, per chapter, each exercise's best score and last status, quiz completion and what to do next."""
-    from grader import progress
-
     student = student or default_student()
     db_path = db if db is not None else default_db_path(path)
     hint = "grade submit" if path == DEFAULT_EXERCISES_DIR else f"grade submit --path {path}"
@@ -199,9 +200,7 @@ def progress_command(student: str | None, db: Path | None, path: Path, as_json: 
         click.echo(progress.format_progress(summary, color=color), color=color)
 
 
-# --- quiz (quiz helper) ------------------------------------------------------
-
-from grader import quiz as quiz_lib  # noqa: E402
+# --- quiz ---------------------------------------------------------------------
 
 
 def quiz_dir_option(func: F) -> F:
@@ -359,15 +358,7 @@ def quiz_command(
     ctx.exit(0 if result.all_correct else 1)
 
 
-
-# --- batch / report (class helper) -------------------------------------------
-
-import sys  # noqa: E402
-
-from grader import batch as batch_lib  # noqa: E402
-from grader import catalogue  # noqa: E402
-from grader import class_report  # noqa: E402
-from grader.sandbox import Limits  # noqa: E402
+# --- batch, report -------------------------------------------------------------
 
 
 def _show_progress() -> bool:
@@ -375,17 +366,18 @@ def _show_progress() -> bool:
     return sys.stderr.isatty()
 
 
-def _class_db(db: Path | None, command: str) -> Path:
-    """The class database of ``grade batch`` / ``grade report``: --db (or $GRADE_DB) is required."""
-    if db is None:
-        raise CommandError(f"grade {command} needs --db FILE (or $GRADE_DB): the class database")
-    return db
+def class_db_option(func: F) -> F:
+    """``--db FILE`` (or $GRADE_DB), required: the class database of batch and report."""
+    return click.option(
+        "--db", type=click.Path(dir_okay=False, path_type=Path), envvar="GRADE_DB", required=True,
+        help="The class database [or $GRADE_DB].",
+    )(func)
 
 
 @cli.command("batch")
 @click.argument("submissions_dir", type=click.Path(path_type=Path), metavar="SUBMISSIONS_DIR")
 @click.argument("selectors", nargs=-1, metavar="[EXERCISE|TOPIC]...")
-@db_option
+@class_db_option
 @click.option(
     "-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
     help="Students graded at once [default: the number of CPUs].",
@@ -397,7 +389,7 @@ def _class_db(db: Path | None, command: str) -> Path:
 )
 @json_option
 def batch_command(
-    submissions_dir: Path, selectors: tuple[str, ...], db: Path | None, jobs: int | None,
+    submissions_dir: Path, selectors: tuple[str, ...], db: Path, jobs: int | None,
     force: bool, timeout: float | None, as_json: bool,
 ) -> None:
     """Grade every student in SUBMISSIONS_DIR into one database, as `grade submit` would.
@@ -410,7 +402,6 @@ def batch_command(
     Exit status: 0 when every student was graded (or unchanged), 1 when any
     could not be graded, 2 for a usage or setup error.
     """
-    db = _class_db(db, "batch")
     limits = Limits() if timeout is None else Limits(wall_s=timeout)
     with one_line_errors():
         catalogue.resolve(list(selectors))  # an unknown selector stops here, before any grading
@@ -450,7 +441,7 @@ def _run_batch(
 
 
 @cli.command("report")
-@db_option
+@class_db_option
 @click.option(
     "--format", "fmt", type=click.Choice(["html", "csv", "json"]), default="html", show_default=True,
     help="html: one self-contained page; csv: one row per student for a gradebook; json: the same data.",
@@ -460,12 +451,11 @@ def _run_batch(
     help="Write the report to FILE [default: standard output].",
 )
 @quiz_dir_option
-def report_command(db: Path | None, fmt: str, output: Path | None, quiz_dir: Path | None) -> None:
+def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | None) -> None:
     """Write the class report from the database: summary, charts, mistakes, quiz items, students.
 
     The quiz chapters (CSV columns, item difficulty) are those of --quiz-dir.
     """
-    db = _class_db(db, "report")
     if not db.exists():
         raise CommandError(f"'{db}' does not exist: pass the --db FILE that `grade batch` wrote")
     quiz_dir = quiz_dir if quiz_dir is not None else quiz_lib.default_quiz_dir()
@@ -493,7 +483,26 @@ def report_command(db: Path | None, fmt: str, output: Path | None, quiz_dir: Pat
     click.echo(f"Wrote the {fmt} report of {n} student{'s' if n != 1 else ''} to {output}", err=True)
 
 
-# --- bench (lead) -------------------------------------------------------------
+# --- bench ----------------------------------------------------------------------
+
+
+@cli.command("bench")
+@click.option("--quick", is_flag=True, help="One small size (256x1024) and 3 repeats, for a smoke test.")
+@click.option("--repeats", type=click.IntRange(min=1), default=7, show_default=True,
+              help="Timed runs per measurement; the table shows the median.")
+def bench_command(quick: bool, repeats: int) -> None:
+    """Time the NumPy and OpenCL references against a plain device copy (GB/s), per kernel.
+
+    Runs on the OpenCL device chosen by PYOPENCL_CTX, else the first one
+    (PoCL's CPU device when nothing else is installed); unchanged on a GPU.
+    """
+    from reference.opencl import bench, runtime  # pyopencl is imported only for this command
+
+    reason = runtime.opencl_unavailable_reason()
+    if reason is not None:
+        raise CommandError(f"no OpenCL device ({reason}): pip install pocl-binary-distribution")
+    sizes, repeats = (((256, 1024),), min(repeats, 3)) if quick else (bench.DEFAULT_SIZES, repeats)
+    click.echo(bench.format_table(bench.run_bench(sizes=sizes, repeats=repeats)))
 
 
 def main() -> None:

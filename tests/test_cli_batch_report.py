@@ -85,10 +85,10 @@ def test_batch_student_that_cannot_be_graded_exits_1(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["batch", "class"], "grade batch needs --db FILE"),
+        (["batch", "class"], "Missing option '--db'"),
         (["batch", "missing", "--db", "c.db"], "'missing' is not a folder"),
         (["batch", "class", "lineer", "--db", "c.db"], "Did you mean 'linear'?"),
-        (["report"], "grade report needs --db FILE"),
+        (["report"], "Missing option '--db'"),
         (["report", "--db", "missing.db"], "'missing.db' does not exist"),
     ],
 )

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +53,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def use_grading(monkeypatch: pytest.MonkeyPatch, outcome: Any) -> FakeGrading:
     fake = FakeGrading(outcome)
-    module = types.ModuleType("grader.grading")
-    module.grade = fake.grade
-    monkeypatch.setitem(sys.modules, "grader.grading", module)
+    monkeypatch.setattr("grader.grading.grade", fake.grade)
     return fake
 
 
