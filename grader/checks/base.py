@@ -218,7 +218,7 @@ def gradient_note(ctx: Context, case: str, key: str, num_key: str, forward_key: 
         )
     if consistent and not forward_ok:
         return (
-            f"Your backward matches central differences of your own forward but not the reference:"
+            "Your backward matches central differences of your own forward but not the reference:"
             " your forward is wrong, fix it first."
         )
     return ""
