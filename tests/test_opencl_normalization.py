@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import reference.normalization as cpu
+from reference.opencl import host
 from reference.opencl import normalization as gpu
 
 pytestmark = pytest.mark.opencl
@@ -206,8 +207,8 @@ GPU_LAYOUT_CASES = [
 @pytest.mark.parametrize("cls,args,shape", GPU_LAYOUT_CASES)
 def test_gpu_layout_matches_cpu(monkeypatch: pytest.MonkeyPatch, cls: str, args: tuple, shape: tuple) -> None:
     """The strided element layout and L up to 256 (what a GPU gets) on this device too."""
-    monkeypatch.setattr(gpu, "_on_cpu", lambda: False)
-    assert gpu.build_options() == () and gpu.row_local_size(1000) == 256
+    monkeypatch.setattr(host, "on_cpu", lambda: False)
+    assert host.build_options() == () and host.row_local_size(1000) == 256
     rng = np.random.default_rng(sum(shape) + 1)
     c, g = pair(cls, args, rng)
     x = f32(rng.standard_normal(shape) * 2.0 + 3.0)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..base import Module
-from .normalization import _empty, _kernel, _local_memory, _param, _result, _round_up, _run, _to_device
+from .host import empty, kernel, local_memory, param, result, round_up, run, to_device
 from .runtime import reduction_local_size
 
 ELEMENTWISE_LOCAL = 64  # work-group size of the one-work-item-per-element kernels
@@ -30,7 +30,7 @@ def _elementwise(name: str, n: int, *args: Any) -> None:
     """Launch ``activations.cl:name(*args, n)``, one work-item per element (floats go as float32, ints as int32)."""
     if n == 0:
         return
-    _run(_kernel("activations.cl", name), (_round_up(n, ELEMENTWISE_LOCAL),), (ELEMENTWISE_LOCAL,), *args, n)
+    run(kernel("activations.cl", name), (round_up(n, ELEMENTWISE_LOCAL),), (ELEMENTWISE_LOCAL,), *args, n)
 
 
 def _check_dout(dy: Any, x: Any) -> None:
@@ -59,21 +59,21 @@ class _Elementwise(Module):
 
     def forward(self, x: Any) -> Any:
         """y = f(x), one work-item per element."""
-        xd, on_device = _to_device(x)
-        y = _empty(xd.shape)
+        xd, on_device = to_device(x)
+        y = empty(xd.shape)
         _elementwise(self.kernel + "_forward", xd.size, xd, y, *self._scalars())
         self.saved = y if self.saves_output else xd
         if self.saves_output and on_device:
             return y.copy()  # the caller may modify what it gets; backward needs y as it was
-        return _result(y, on_device)
+        return result(y, on_device)
 
     def backward(self, dout: Any) -> Any:
         """dx = dout f'(x), from the saved x (or y)."""
-        dy, on_device = _to_device(dout)
+        dy, on_device = to_device(dout)
         _check_dout(dy, self.saved)
-        dx = _empty(dy.shape)
+        dx = empty(dy.shape)
         _elementwise(self.kernel + "_backward", dy.size, self.saved, dy, dx, *self._scalars())
-        return _result(dx, on_device)
+        return result(dx, on_device)
 
 
 class Sigmoid(_Elementwise):
@@ -178,26 +178,26 @@ class PReLU(Module):
     def forward(self, x: Any) -> Any:
         """y = x where x > 0, alpha[c] x elsewhere, c = (i / inner) % C."""
         outer, C, inner = self._layout(tuple(x.shape))
-        xd, on_device = _to_device(x)
-        y = _empty(xd.shape)
-        _elementwise("prelu_forward", xd.size, xd, _param(self.alpha), y, C, inner)
+        xd, on_device = to_device(x)
+        y = empty(xd.shape)
+        _elementwise("prelu_forward", xd.size, xd, param(self.alpha), y, C, inner)
         self.cache = {"x": xd, "layout": (outer, C, inner)}
-        return _result(y, on_device)
+        return result(y, on_device)
 
     def backward(self, dout: Any) -> Any:
         """dx = dout (1 if x > 0 else alpha[c]); dalpha[c] by one work-group per channel."""
         if self.cache is None:
             raise RuntimeError("backward called before forward")
         xd, (outer, C, inner) = self.cache["x"], self.cache["layout"]
-        dy, on_device = _to_device(dout)
+        dy, on_device = to_device(dout)
         _check_dout(dy, xd)
-        dx = _empty(xd.shape)
-        dalpha = _empty((C,))
-        _elementwise("prelu_backward", xd.size, xd, _param(self.alpha), dy, dx, C, inner)
+        dx = empty(xd.shape)
+        dalpha = empty((C,))
+        _elementwise("prelu_backward", xd.size, xd, param(self.alpha), dy, dx, C, inner)
         L = reduction_local_size(outer * inner)
-        _run(
-            _kernel("activations.cl", "prelu_dalpha"), (C * L,), (L,),
-            xd, dy, dalpha, C, inner, outer, _local_memory(L),
+        run(
+            kernel("activations.cl", "prelu_dalpha"), (C * L,), (L,),
+            xd, dy, dalpha, C, inner, outer, local_memory(L),
         )
         self.dalpha = dalpha.get().reshape(self.alpha.shape)
-        return _result(dx, on_device)
+        return result(dx, on_device)

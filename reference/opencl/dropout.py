@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..base import Module
-from .normalization import _empty, _kernel, _result, _round_up, _run, _to_device
+from .host import empty, kernel, result, round_up, run, to_device
 
 BLOCK_LOCAL = 64  # work-group size of the Philox kernels (each work-item does a block of 4 elements)
 SEED_LIMIT = 2**64
@@ -52,7 +52,7 @@ def launch_blocks(name: str, n: int, *args: Any, local_size: int = BLOCK_LOCAL) 
     if n == 0:
         return
     blocks = -(-n // 4)
-    _run(_kernel("dropout.cl", name), (_round_up(blocks, local_size),), (local_size,), *args, n)
+    run(kernel("dropout.cl", name), (round_up(blocks, local_size),), (local_size,), *args, n)
 
 
 class Dropout(Module):
@@ -76,40 +76,40 @@ class Dropout(Module):
 
     def forward(self, x: Any) -> Any:
         """y = x * mask / (1 - p) in training (a fresh call counter each time), y = x in eval."""
-        xd, on_device = _to_device(x)
+        xd, on_device = to_device(x)
         self.shape = tuple(xd.shape)
         if not self.training:
             self.last_call = None
-            return _result(xd.copy(), on_device)
+            return result(xd.copy(), on_device)
         self.last_call = self.calls
         self.calls += 1
-        y = _empty(xd.shape)
+        y = empty(xd.shape)
         lo, hi = philox_key(self.seed)
         launch_blocks(
             "dropout_philox_forward", xd.size, xd, y, float(self.p), lo, hi, counter_word(self.last_call)
         )
-        return _result(y, on_device)
+        return result(y, on_device)
 
     def backward(self, dout: Any) -> Any:
         """dx = dout * mask / (1 - p), the mask regenerated from (seed, last call); dout after an eval forward."""
-        dy, on_device = _to_device(dout)
+        dy, on_device = to_device(dout)
         if self.shape is None:
             raise RuntimeError("backward called before forward")
         if tuple(dy.shape) != self.shape:
             raise ValueError(f"dout has shape {tuple(dy.shape)}, expected {self.shape} (the forward input's)")
         if self.last_call is None:
-            return _result(dy.copy(), on_device)
-        dx = _empty(dy.shape)
+            return result(dy.copy(), on_device)
+        dx = empty(dy.shape)
         lo, hi = philox_key(self.seed)
         launch_blocks(
             "dropout_philox_backward", dy.size, dy, dx, float(self.p), lo, hi, counter_word(self.last_call)
         )
-        return _result(dx, on_device)
+        return result(dx, on_device)
 
 
 def dropout_uniform(n: int, seed: int, call: int, local_size: int = BLOCK_LOCAL) -> np.ndarray:
     """The n uniform draws u in [0, 1) that decide the mask of call ``call`` (kept where u >= p)."""
-    u = _empty((n,))
+    u = empty((n,))
     lo, hi = philox_key(seed)
     launch_blocks("dropout_philox_uniform", n, u, lo, hi, counter_word(call), local_size=local_size)
     return u.get()

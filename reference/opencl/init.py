@@ -23,7 +23,7 @@ import numpy as np
 
 from ..init import _kaiming_std  # std = sqrt(2 / ((1 + negative_slope^2) * fan))
 from .dropout import BLOCK_LOCAL, SEED_LIMIT, philox_key
-from .normalization import _empty, _kernel, _round_up, _run
+from .host import empty, kernel, round_up, run
 
 UNIFORM_STREAM = 0x756E6966  # "unif": last counter word of the uniform draws (init.cl)
 NORMAL_STREAM = 0x6E6F726D   # "norm": last counter word of the normal draws (init.cl)
@@ -36,14 +36,14 @@ def _seed(rng: int | np.random.Generator) -> int:
     return rng  # philox_key checks type and range
 
 
-def _draw(kernel: str, scale: float, fan_in: int, fan_out: int, rng: int | np.random.Generator, on_device: bool) -> Any:
-    """init.cl:kernel(w, scale, seed words, n) over a new (fan_out, fan_in) float32 array."""
+def _draw(kernel_name: str, scale: float, fan_in: int, fan_out: int, rng: int | np.random.Generator, on_device: bool) -> Any:
+    """init.cl:<kernel_name>(w, scale, seed words, n) over a new (fan_out, fan_in) float32 array."""
     lo, hi = philox_key(_seed(rng))
-    w = _empty((fan_out, fan_in))
+    w = empty((fan_out, fan_in))
     n = fan_out * fan_in
     if n:
         blocks = -(-n // 4)
-        _run(_kernel("init.cl", kernel), (_round_up(blocks, BLOCK_LOCAL),), (BLOCK_LOCAL,), w, float(scale), lo, hi, n)
+        run(kernel("init.cl", kernel_name), (round_up(blocks, BLOCK_LOCAL),), (BLOCK_LOCAL,), w, float(scale), lo, hi, n)
     return w if on_device else w.get()
 
 
@@ -107,6 +107,6 @@ def philox4x32_10(counters: np.ndarray, keys: np.ndarray) -> np.ndarray:
         queue = get_queue()
         c, k = cl_array.to_device(queue, counters), cl_array.to_device(queue, keys)
         o = cl_array.empty(queue, (m, 4), np.uint32)
-        _run(_kernel("init.cl", "philox4x32_10"), (_round_up(m, BLOCK_LOCAL),), (BLOCK_LOCAL,), c, k, o, m)
+        run(kernel("init.cl", "philox4x32_10"), (round_up(m, BLOCK_LOCAL),), (BLOCK_LOCAL,), c, k, o, m)
         out = o.get()
     return out

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..base import Module
-from .normalization import _empty, _param, _result, _round_up, _run, _to_device
+from .host import empty, param, result, round_up, run, to_device
 from .runtime import get_context, load_program
 
 COLUMN_LOCAL = 64  # work-group size of column_sum
@@ -63,10 +63,10 @@ def matmul(
     b (K, N), or b stored (N, K) read transposed when trans_b.
     """
     kernel, tile = _linear_kernel("matmul_tiled")
-    c = _empty((M, N))
+    c = empty((M, N))
     if M and N:
-        _run(
-            kernel, (_round_up(N, tile), _round_up(M, tile)), (tile, tile),
+        run(
+            kernel, (round_up(N, tile), round_up(M, tile)), (tile, tile),
             a, b, bias, c, M, N, K, int(trans_a), int(trans_b),
         )
     return c
@@ -100,13 +100,13 @@ class Linear(Module):
         """y = x W^T + b: matmul_tiled(x, W, transB) with the bias added as each value is stored."""
         if len(x.shape) < 1 or x.shape[-1] != self.in_features:
             raise ValueError(f"Linear expects input (N, {self.in_features}), got shape {tuple(x.shape)}")
-        xd, on_device = _to_device(x)
+        xd, on_device = to_device(x)
         M = int(np.prod(x.shape[:-1], dtype=np.int64))  # rows of the (M, in_features) view
-        W = _param(self.W)
-        bias = None if self.b is None else _param(self.b)
+        W = param(self.W)
+        bias = None if self.b is None else param(self.b)
         y = matmul(xd, W, M, self.out_features, self.in_features, False, True, bias)
         self.cache = {"x": xd, "W": W, "M": M}
-        return _result(y.reshape(tuple(x.shape[:-1]) + (self.out_features,)), on_device)
+        return result(y.reshape(tuple(x.shape[:-1]) + (self.out_features,)), on_device)
 
     def backward(self, dout: Any) -> Any:
         """dx = dout W; dW = dout^T x; db = column sums of dout (all leading axes)."""
@@ -114,18 +114,18 @@ class Linear(Module):
             raise RuntimeError("backward called before forward")
         xd, W, M = self.cache["x"], self.cache["W"], self.cache["M"]
         expected = tuple(xd.shape[:-1]) + (self.out_features,)
-        dy, on_device = _to_device(dout)
+        dy, on_device = to_device(dout)
         if tuple(dy.shape) != expected:
             raise ValueError(f"dout has shape {tuple(dy.shape)}, expected {expected}")
         dx = matmul(dy, W, M, self.in_features, self.out_features, False, False)
         dW = matmul(dy, xd, self.out_features, self.in_features, M, True, False)
         self.dW = dW.get()
         if self.b is not None:
-            db = _empty((self.out_features,))
+            db = empty((self.out_features,))
             kernel, _ = _linear_kernel("column_sum")
-            _run(
-                kernel, (_round_up(self.out_features, COLUMN_LOCAL),), (COLUMN_LOCAL,),
+            run(
+                kernel, (round_up(self.out_features, COLUMN_LOCAL),), (COLUMN_LOCAL,),
                 dy, db, M, self.out_features,
             )
             self.db = db.get()
-        return _result(dx.reshape(tuple(xd.shape)), on_device)
+        return result(dx.reshape(tuple(xd.shape)), on_device)

@@ -23,143 +23,25 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..base import Module
-from .runtime import get_context, get_queue, load_program, reduction_local_size
+from .host import (
+    COLUMN_LOCAL,
+    COLUMN_ROWS,
+    ROW_BLOCK,
+    Uploads,
+    empty,
+    kernel,
+    local_memory,
+    param,
+    result,
+    round_up,
+    row_local_size,
+    run,
+    to_device,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pyopencl as cl
     import pyopencl.array as cl_array
-    import pyopencl.tools as cl_tools
-
-CPU_ROW_LOCAL = 16       # work-group size of the row kernels on CPU devices (measured best 8-32 on PoCL)
-COLUMN_LOCAL = 64        # work-group width of the column kernels
-COLUMN_ROWS = 32          # rows summed by one work-item of a (c, p) column reduction
-ROW_BLOCK = 64            # rows streamed by one work-group of a *_rows4 column reduction
-
-_kernels: dict[tuple[int, str, str, tuple[str, ...]], "cl.Kernel"] = {}
-_pools: dict[int, Any] = {}
-
-
-def _on_cpu() -> bool:
-    """Whether the context's device is a CPU (PoCL): row kernels then take contiguous chunks."""
-    import pyopencl as cl
-
-    return bool(get_context().devices[0].type & cl.device_type.CPU)
-
-
-def build_options() -> tuple[str, ...]:
-    """Options for the row kernels: ``-DROW_CHUNKS=1`` on CPU devices, none on GPUs."""
-    return ("-DROW_CHUNKS=1",) if _on_cpu() else ()
-
-
-def row_local_size(D: int) -> int:
-    """L for a one-work-group-per-row kernel: up to 16 on CPU devices, up to 256 on GPUs."""
-    return reduction_local_size(D, max_size=CPU_ROW_LOCAL if _on_cpu() else 256)
-
-
-def _kernel(filename: str, name: str) -> "cl.Kernel":
-    """The kernel ``name`` of ``reference/opencl/<filename>``, built once per context with ``build_options()``."""
-    import pyopencl as cl
-
-    ctx = get_context()
-    options = build_options()
-    key = (id(ctx), filename, name, options)
-    kernel = _kernels.get(key)
-    if kernel is None:
-        kernel = cl.Kernel(load_program(filename, options, ctx=ctx), name)
-        _kernels[key] = kernel
-    return kernel
-
-
-def _pool() -> "cl_tools.MemoryPool":
-    """A memory pool, so repeated calls reuse device buffers (no page faults on PoCL)."""
-    import pyopencl.tools as cl_tools
-
-    queue = get_queue()
-    pool = _pools.get(id(queue))
-    if pool is None:
-        pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(queue))
-        _pools[id(queue)] = pool
-    return pool
-
-
-def _empty(shape: tuple[int, ...]) -> "cl_array.Array":
-    """An uninitialised float32 device array from the pool."""
-    import pyopencl.array as cl_array
-
-    return cl_array.empty(get_queue(), shape, np.float32, allocator=_pool())
-
-
-def _to_device(a: Any) -> tuple["cl_array.Array", bool]:
-    """(contiguous float32 device array with no offset, whether ``a`` was already on the device)."""
-    import pyopencl.array as cl_array
-
-    queue = get_queue()
-    if isinstance(a, cl_array.Array):
-        if a.dtype != np.float32:
-            a = a.astype(np.float32)
-        if not a.flags.c_contiguous or a.offset != 0:
-            a = a.copy()
-        return a, True
-    host = np.ascontiguousarray(a, dtype=np.float32)
-    return cl_array.to_device(queue, host, allocator=_pool()), False
-
-
-def _param(a: np.ndarray) -> "cl_array.Array":
-    """Upload a parameter or buffer (gamma, beta, running statistics) as float32."""
-    import pyopencl.array as cl_array
-
-    host = np.ascontiguousarray(a, dtype=np.float32).reshape(-1)
-    return cl_array.to_device(get_queue(), host, allocator=_pool())
-
-
-class _Uploads:
-    """Device copies of a layer's parameters, uploaded again only when the host values change.
-
-    A parameter may be replaced or edited in place between calls; comparing the
-    values (a few KiB) is cheaper than a blocking upload per call.
-    """
-
-    def __init__(self) -> None:
-        self.copies: dict[str, tuple[np.ndarray, "cl_array.Array"]] = {}
-
-    def get(self, name: str, a: np.ndarray) -> "cl_array.Array":
-        host = np.ascontiguousarray(a, dtype=np.float32).reshape(-1)
-        hit = self.copies.get(name)
-        if hit is not None and hit[0].shape == host.shape and np.array_equal(hit[0], host):
-            return hit[1]
-        device = _param(host)
-        self.copies[name] = (host.copy(), device)
-        return device
-
-
-def _result(a: "cl_array.Array", on_device: bool) -> Any:
-    """Return ``a`` as is for device callers, as a NumPy float32 array otherwise."""
-    return a if on_device else a.get()
-
-
-def _run(kernel: "cl.Kernel", global_size: tuple[int, ...], local_size: tuple[int, ...], *args: Any) -> "cl.Event":
-    """Launch with explicit sizes; device arrays pass their buffer, ints int32, floats float32."""
-    import pyopencl as cl
-    import pyopencl.array as cl_array
-
-    values = []
-    for a in args:
-        if isinstance(a, cl_array.Array):
-            values.append(a.data)
-        elif isinstance(a, (bool, int, np.integer)):
-            values.append(np.int32(a))
-        elif isinstance(a, (float, np.floating)):
-            values.append(np.float32(a))
-        else:  # LocalMemory or a raw buffer
-            values.append(a)
-    kernel.set_args(*values)
-    return cl.enqueue_nd_range_kernel(get_queue(), kernel, global_size, local_size)
-
-
-def _round_up(n: int, k: int) -> int:
-    """The smallest multiple of k that is >= n."""
-    return -(-n // k) * k
-
 
 def _column_layout(N: int, C: int) -> tuple[int, int, int, int]:
     """(P, R, global width, local width) for the (c, p) partial kernels: P blocks of R rows.
@@ -170,7 +52,7 @@ def _column_layout(N: int, C: int) -> tuple[int, int, int, int]:
     R = COLUMN_ROWS
     P = max(1, -(-N // R))
     local = min(COLUMN_LOCAL, 1 << max(0, (C - 1).bit_length()))
-    return P, R, _round_up(max(C, 1), local), local
+    return P, R, round_up(max(C, 1), local), local
 
 
 def _row_blocks(N: int) -> tuple[int, int]:
@@ -181,7 +63,7 @@ def _row_blocks(N: int) -> tuple[int, int]:
 def _one_group(kernel: "cl.Kernel", C: int, *args: Any) -> None:
     """Launch a finalize kernel as one work-group whose work-items share C columns."""
     L = row_local_size(C)
-    _run(kernel, (L,), (L,), *args)
+    run(kernel, (L,), (L,), *args)
 
 
 def _channel_grads(
@@ -205,24 +87,18 @@ def _channel_grads(
     per_column = stat_n == 0 and Cg == 1
     if S == 1 and C % 4 == 0 and (per_row or per_column):
         P, R = _row_blocks(N)
-        part_g, part_b = _empty((P, C)), _empty((P, C))
+        part_g, part_b = empty((P, C)), empty((P, C))
         L = row_local_size(C // 4)
-        _run(_kernel("normalization.cl", "column_grad_rows4"), (P * L,), (L,),
+        run(kernel("normalization.cl", "column_grad_rows4"), (P * L,), (L,),
              x, dy, *stats, part_g, part_b, N, C // 4, R, per_row, mean is not None)
     else:
         P, R, width, local = _column_layout(N, C)
-        part_g, part_b = _empty((P, C)), _empty((P, C))
-        _run(_kernel("normalization.cl", "channel_grad_partial"), (width, P), (local, 1),
+        part_g, part_b = empty((P, C)), empty((P, C))
+        run(kernel("normalization.cl", "channel_grad_partial"), (width, P), (local, 1),
              x, dy, *stats, part_g, part_b, N, C, S, R, Cg, stat_n, mean is not None)
-    dgamma, dbeta = _empty((C,)), _empty((C,))
-    _one_group(_kernel("normalization.cl", "channel_grad_finalize"), C, part_g, part_b, dgamma, dbeta, P, C)
+    dgamma, dbeta = empty((C,)), empty((C,))
+    _one_group(kernel("normalization.cl", "channel_grad_finalize"), C, part_g, part_b, dgamma, dbeta, P, C)
     return dgamma, dbeta
-
-
-def _local_memory(n_floats: int) -> "cl.LocalMemory":
-    import pyopencl as cl
-
-    return cl.LocalMemory(4 * n_floats)
 
 
 class RMSNorm(Module):
@@ -237,40 +113,40 @@ class RMSNorm(Module):
         self.gamma = np.ones(dim, dtype=np.float32)
         self.dgamma: np.ndarray | None = None
         self.cache: dict | None = None
-        self._uploads = _Uploads()
+        self._uploads = Uploads()
 
     def forward(self, x: Any) -> Any:
         """One work-group per row: sum of squares in one pass over x, then y = x rstd gamma."""
         if len(x.shape) < 1 or x.shape[-1] != self.dim:
             raise ValueError(f"RMSNorm({self.dim}) expects input (*, {self.dim}), got shape {tuple(x.shape)}")
-        xd, on_device = _to_device(x)
+        xd, on_device = to_device(x)
         rows = xd.size // self.dim
         L = row_local_size(self.dim)
-        y, rstd = _empty(xd.shape), _empty((rows,))
+        y, rstd = empty(xd.shape), empty((rows,))
         if rows:
-            _run(
-                _kernel("rmsnorm.cl", "rmsnorm_forward"), (rows * L,), (L,),
-                xd, self._uploads.get("gamma", self.gamma), y, rstd, self.dim, float(self.eps), _local_memory(L),
+            run(
+                kernel("rmsnorm.cl", "rmsnorm_forward"), (rows * L,), (L,),
+                xd, self._uploads.get("gamma", self.gamma), y, rstd, self.dim, float(self.eps), local_memory(L),
             )
         self.cache = {"x": xd, "rstd": rstd, "rows": rows}
-        return _result(y, on_device)
+        return result(y, on_device)
 
     def backward(self, dout: Any) -> Any:
         """dx per row (rmsnorm_backward); dgamma by a column reduction over the rows."""
         xd, rstd, rows = self.cache["x"], self.cache["rstd"], self.cache["rows"]
-        dy, on_device = _to_device(dout)
+        dy, on_device = to_device(dout)
         if dy.shape != xd.shape:
             raise ValueError(f"dout has shape {tuple(dy.shape)}, expected {tuple(xd.shape)} (the forward input's)")
-        dx = _empty(xd.shape)
+        dx = empty(xd.shape)
         L = row_local_size(self.dim)
         if rows:
-            _run(
-                _kernel("rmsnorm.cl", "rmsnorm_backward"), (rows * L,), (L,),
-                xd, self._uploads.get("gamma", self.gamma), dy, rstd, dx, self.dim, _local_memory(L),
+            run(
+                kernel("rmsnorm.cl", "rmsnorm_backward"), (rows * L,), (L,),
+                xd, self._uploads.get("gamma", self.gamma), dy, rstd, dx, self.dim, local_memory(L),
             )
         dgamma, _ = _channel_grads(xd, dy, None, rstd, rows, self.dim, 1, self.dim, 1)
         self.dgamma = dgamma.get().reshape(self.gamma.shape)
-        return _result(dx, on_device)
+        return result(dx, on_device)
 
 
 class LayerNorm(Module):
@@ -289,7 +165,7 @@ class LayerNorm(Module):
         self.dgamma: np.ndarray | None = None
         self.dbeta: np.ndarray | None = None
         self.cache: dict | None = None
-        self._uploads = _Uploads()
+        self._uploads = Uploads()
 
     def forward(self, x: Any) -> Any:
         """One work-group per row of D = prod(normalized_shape): mean, centred variance, then y."""
@@ -299,37 +175,37 @@ class LayerNorm(Module):
                 f"LayerNorm{self.normalized_shape} expects input (*, {', '.join(map(str, self.normalized_shape))}), "
                 f"got shape {tuple(x.shape)}"
             )
-        xd, on_device = _to_device(x)
+        xd, on_device = to_device(x)
         D = math.prod(self.normalized_shape)
         rows = xd.size // D
         L = row_local_size(D)
-        y, mean, rstd = _empty(xd.shape), _empty((rows,)), _empty((rows,))
+        y, mean, rstd = empty(xd.shape), empty((rows,)), empty((rows,))
         if rows:
-            _run(
-                _kernel("layernorm.cl", "layernorm_forward"), (rows * L,), (L,),
-                xd, self._uploads.get("gamma", self.gamma), self._uploads.get("beta", self.beta), y, mean, rstd, D, float(self.eps), _local_memory(L),
+            run(
+                kernel("layernorm.cl", "layernorm_forward"), (rows * L,), (L,),
+                xd, self._uploads.get("gamma", self.gamma), self._uploads.get("beta", self.beta), y, mean, rstd, D, float(self.eps), local_memory(L),
             )
         self.cache = {"x": xd, "mean": mean, "rstd": rstd, "rows": rows, "D": D}
-        return _result(y, on_device)
+        return result(y, on_device)
 
     def backward(self, dout: Any) -> Any:
         """dx per row (layernorm_backward); dgamma, dbeta by column reductions over the rows."""
         c = self.cache
         xd, rows, D = c["x"], c["rows"], c["D"]
-        dy, on_device = _to_device(dout)
+        dy, on_device = to_device(dout)
         if dy.shape != xd.shape:
             raise ValueError(f"dout has shape {tuple(dy.shape)}, expected {tuple(xd.shape)} (the forward input's)")
-        dx = _empty(xd.shape)
+        dx = empty(xd.shape)
         L = row_local_size(D)
         if rows:
-            _run(
-                _kernel("layernorm.cl", "layernorm_backward"), (rows * L,), (L,),
-                xd, self._uploads.get("gamma", self.gamma), dy, c["mean"], c["rstd"], dx, D, _local_memory(2 * L),
+            run(
+                kernel("layernorm.cl", "layernorm_backward"), (rows * L,), (L,),
+                xd, self._uploads.get("gamma", self.gamma), dy, c["mean"], c["rstd"], dx, D, local_memory(2 * L),
             )
         dgamma, dbeta = _channel_grads(xd, dy, c["mean"], c["rstd"], rows, D, 1, D, 1)
         self.dgamma = dgamma.get().reshape(self.normalized_shape)
         self.dbeta = dbeta.get().reshape(self.normalized_shape)
-        return _result(dx, on_device)
+        return result(dx, on_device)
 
 
 class _BatchNorm(Module):
@@ -356,7 +232,7 @@ class _BatchNorm(Module):
         self.dgamma: np.ndarray | None = None
         self.dbeta: np.ndarray | None = None
         self.cache: dict | None = None
-        self._uploads = _Uploads()
+        self._uploads = Uploads()
 
     def forward(self, x: Any) -> Any:
         """y = gamma (x - mean) rstd + beta, batch statistics (training) or running ones (eval)."""
@@ -370,52 +246,52 @@ class _BatchNorm(Module):
         m = N * S
         if self.training and m <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {tuple(x.shape)}")
-        xd, on_device = _to_device(x)
-        mean, rstd = _empty((C,)), _empty((C,))
+        xd, on_device = to_device(x)
+        mean, rstd = empty((C,)), empty((C,))
         if self.training:
-            running_mean, running_var = _param(self.running_mean), _param(self.running_var)
+            running_mean, running_var = param(self.running_mean), param(self.running_var)
             if S == 1 and C % 4 == 0:
                 P, R = _row_blocks(N)
-                part_s1, part_s2 = _empty((P, C)), _empty((P, C))
+                part_s1, part_s2 = empty((P, C)), empty((P, C))
                 L = row_local_size(C // 4)
-                _run(_kernel("normalization.cl", "batchnorm_stats_rows4"), (P * L,), (L,),
+                run(kernel("normalization.cl", "batchnorm_stats_rows4"), (P * L,), (L,),
                      xd, part_s1, part_s2, N, C // 4, R)
             else:
                 P, R, width, local = _column_layout(N, C)
-                part_s1, part_s2 = _empty((P, C)), _empty((P, C))
-                _run(_kernel("normalization.cl", "batchnorm_stats_partial"), (width, P), (local, 1),
+                part_s1, part_s2 = empty((P, C)), empty((P, C))
+                run(kernel("normalization.cl", "batchnorm_stats_partial"), (width, P), (local, 1),
                      xd, part_s1, part_s2, N, C, S, R)
-            _one_group(_kernel("normalization.cl", "batchnorm_stats_finalize"), C,
+            _one_group(kernel("normalization.cl", "batchnorm_stats_finalize"), C,
                        xd, part_s1, part_s2, mean, rstd, running_mean, running_var,
                        P, C, S, m, float(self.eps), float(self.momentum))
             self.running_mean = running_mean.get()
             self.running_var = running_var.get()
         else:
             _, _, width, local = _column_layout(1, C)
-            _run(_kernel("normalization.cl", "batchnorm_eval_stats"), (width,), (local,),
-                 _param(self.running_mean), _param(self.running_var), mean, rstd, C, float(self.eps))
-        y = _empty(xd.shape)
+            run(kernel("normalization.cl", "batchnorm_eval_stats"), (width,), (local,),
+                 param(self.running_mean), param(self.running_var), mean, rstd, C, float(self.eps))
+        y = empty(xd.shape)
         self._elementwise("forward", N, C, S, xd, mean, rstd, self._uploads.get("gamma", self.gamma), self._uploads.get("beta", self.beta), y)
         self.cache = {"x": xd, "mean": mean, "rstd": rstd, "N": N, "S": S, "training": self.training}
-        return _result(y, on_device)
+        return result(y, on_device)
 
     def backward(self, dout: Any) -> Any:
         """dgamma, dbeta by column reduction, then dx elementwise (through the batch statistics in training)."""
         c = self.cache
         xd, N, S = c["x"], c["N"], c["S"]
         C = self.num_features
-        dy, on_device = _to_device(dout)
+        dy, on_device = to_device(dout)
         if dy.shape != xd.shape:
             raise ValueError(f"dout has shape {tuple(dy.shape)}, expected {tuple(xd.shape)} (the forward input's)")
         dgamma, dbeta = _channel_grads(xd, dy, c["mean"], c["rstd"], N, C, S, 1, 0)
-        dx = _empty(xd.shape)
+        dx = empty(xd.shape)
         self._elementwise(
             "backward", N, C, S, xd, dy, c["mean"], c["rstd"], self._uploads.get("gamma", self.gamma), dgamma, dbeta, dx,
             extra=(N * S, c["training"]),
         )
         self.dgamma = dgamma.get()
         self.dbeta = dbeta.get()
-        return _result(dx, on_device)
+        return result(dx, on_device)
 
     def _elementwise(self, which: str, N: int, C: int, S: int, *arrays: Any, extra: tuple = ()) -> None:
         """Launch batchnorm_<which>_rows (a work-group per row, S = 1) or _planes (per (n, c) plane)."""
@@ -423,10 +299,10 @@ class _BatchNorm(Module):
             return
         if S == 1:
             L = row_local_size(C)
-            _run(_kernel("normalization.cl", f"batchnorm_{which}_rows"), (N * L,), (L,), *arrays, C, *extra)
+            run(kernel("normalization.cl", f"batchnorm_{which}_rows"), (N * L,), (L,), *arrays, C, *extra)
         else:
             L = row_local_size(S)
-            _run(_kernel("normalization.cl", f"batchnorm_{which}_planes"), (N * C * L,), (L,), *arrays, C, S, *extra)
+            run(kernel("normalization.cl", f"batchnorm_{which}_planes"), (N * C * L,), (L,), *arrays, C, S, *extra)
 
 
 class BatchNorm1d(_BatchNorm):
@@ -461,7 +337,7 @@ class GroupNorm(Module):
         self.dgamma: np.ndarray | None = None
         self.dbeta: np.ndarray | None = None
         self.cache: dict | None = None
-        self._uploads = _Uploads()
+        self._uploads = Uploads()
 
     def _check(self, x: Any) -> None:
         if len(x.shape) < 2 or x.shape[1] != self.num_channels:
@@ -470,22 +346,22 @@ class GroupNorm(Module):
     def forward(self, x: Any) -> Any:
         """One work-group per (sample, group): a contiguous row of (C / G) S values."""
         self._check(x)
-        xd, on_device = _to_device(x)
+        xd, on_device = to_device(x)
         N, C, G = int(x.shape[0]), self.num_channels, self.num_groups
         S = math.prod(int(d) for d in x.shape[2:])
         Cg = C // G
         M = Cg * S
         rows = N * G
         L = row_local_size(M)
-        y, mean, rstd = _empty(xd.shape), _empty((rows,)), _empty((rows,))
+        y, mean, rstd = empty(xd.shape), empty((rows,)), empty((rows,))
         if rows and M:
-            _run(
-                _kernel("normalization.cl", "groupnorm_forward"), (rows * L,), (L,),
+            run(
+                kernel("normalization.cl", "groupnorm_forward"), (rows * L,), (L,),
                 xd, self._uploads.get("gamma", self.gamma), self._uploads.get("beta", self.beta), y, mean, rstd, M, S, Cg, G, float(self.eps),
-                _local_memory(L),
+                local_memory(L),
             )
         self.cache = {"x": xd, "mean": mean, "rstd": rstd, "N": N, "S": S}
-        return _result(y, on_device)
+        return result(y, on_device)
 
     def backward(self, dout: Any) -> Any:
         """dx per (sample, group) (groupnorm_backward); dgamma, dbeta per channel by column reduction."""
@@ -494,20 +370,20 @@ class GroupNorm(Module):
         C, G = self.num_channels, self.num_groups
         Cg = C // G
         M = Cg * S
-        dy, on_device = _to_device(dout)
+        dy, on_device = to_device(dout)
         if dy.shape != xd.shape:
             raise ValueError(f"dout has shape {tuple(dy.shape)}, expected {tuple(xd.shape)} (the forward input's)")
-        dx = _empty(xd.shape)
+        dx = empty(xd.shape)
         L = row_local_size(M)
         if N * G and M:
-            _run(
-                _kernel("normalization.cl", "groupnorm_backward"), (N * G * L,), (L,),
-                xd, self._uploads.get("gamma", self.gamma), dy, c["mean"], c["rstd"], dx, M, S, Cg, G, _local_memory(2 * L),
+            run(
+                kernel("normalization.cl", "groupnorm_backward"), (N * G * L,), (L,),
+                xd, self._uploads.get("gamma", self.gamma), dy, c["mean"], c["rstd"], dx, M, S, Cg, G, local_memory(2 * L),
             )
         dgamma, dbeta = _channel_grads(xd, dy, c["mean"], c["rstd"], N, C, S, Cg, G)
         self.dgamma = dgamma.get()
         self.dbeta = dbeta.get()
-        return _result(dx, on_device)
+        return result(dx, on_device)
 
 
 class InstanceNorm2d(GroupNorm):

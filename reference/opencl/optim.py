@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .normalization import _empty, _kernel, _round_up, _run, _to_device
+from .host import empty, kernel, round_up, run, to_device
 
 ELEMENTWISE_LOCAL = 64  # work-group size of the update kernels
 
@@ -36,7 +36,7 @@ def _device_param(param: Any) -> Any:
         return param
     if not isinstance(param, np.ndarray):
         raise ParameterError(f"a parameter must be a NumPy or pyopencl array (updated in place), got {type(param).__name__}")
-    return _to_device(param)[0]
+    return to_device(param)[0]
 
 
 def _write_back(param: Any, updated: Any) -> None:
@@ -47,7 +47,7 @@ def _write_back(param: Any, updated: Any) -> None:
 
 def _gradient(grad: Any, param: Any, key: str) -> Any:
     """grads[key] on the device as float32, with the parameter's shape checked."""
-    g, _ = _to_device(grad)
+    g, _ = to_device(grad)
     if tuple(g.shape) != tuple(param.shape):
         raise ParameterError(f"grads[{key!r}] has shape {tuple(g.shape)}, expected {tuple(param.shape)} (params[{key!r}]'s)")
     return g
@@ -56,12 +56,12 @@ def _gradient(grad: Any, param: Any, key: str) -> Any:
 def _launch(name: str, n: int, *args: Any) -> None:
     """optim.cl:name(*args, n), one work-item per element."""
     if n:
-        _run(_kernel("optim.cl", name), (_round_up(n, ELEMENTWISE_LOCAL),), (ELEMENTWISE_LOCAL,), *args, n)
+        run(kernel("optim.cl", name), (round_up(n, ELEMENTWISE_LOCAL),), (ELEMENTWISE_LOCAL,), *args, n)
 
 
 def _zeros_like(a: Any) -> Any:
     """A float32 device array of zeros shaped like ``a``."""
-    z = _empty(tuple(a.shape))
+    z = empty(tuple(a.shape))
     z.fill(np.float32(0.0))
     return z
 
@@ -86,7 +86,7 @@ class SGD:
             if self.momentum != 0.0:
                 first = key not in self.buffers
                 if first:
-                    self.buffers[key] = _empty(tuple(p.shape))
+                    self.buffers[key] = empty(tuple(p.shape))
                 _launch(
                     "sgd_momentum_step", p.size, p, g, self.buffers[key],
                     float(self.lr), float(self.momentum), float(self.weight_decay), int(first),
