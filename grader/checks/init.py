@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.checks.base import Check, Context, ExerciseChecks, Plan, error_text
+from grader.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
 from grader.mistakes import Mistake
 from grader.model import CheckResult
 from grader.ops import Case, ScriptResult
@@ -106,9 +106,9 @@ class StatCheck(Check):
         assert self.judge is not None
         verdict = self.judge(ctx.student_result)
         if verdict.ok:
-            return stat_result(self.name, self.points, True)
+            return result(self.name, self.points, True)
         mistake = self.match(ctx, verdict) if verdict.fingerprint is not None else None
-        return stat_result(self.name, self.points, False, verdict.message, mistake)
+        return result(self.name, self.points, False, verdict.message, mistake)
 
     def match(self, ctx: Context, verdict: Verdict) -> Mistake | None:
         """The known mistake that fails this check the way the student does (see the class docstring)."""
@@ -147,20 +147,6 @@ def link_peers(plan: Plan) -> Plan:
     for check in stats:
         check.peers = stats
     return plan
-
-
-def stat_result(name: str, points: float, ok: bool, message: str = "", mistake: Mistake | None = None) -> CheckResult:
-    """A CheckResult worth ``points`` when ok; a named mistake's explanation opens the message."""
-    if mistake is not None:
-        message = mistake.explain() + ("\n" + message if message else "")
-    return CheckResult(
-        name=name,
-        passed=ok,
-        score=points if ok else 0.0,
-        max_score=points,
-        message="" if ok else message,
-        misconception=None if ok or mistake is None else mistake.id,
-    )
 
 
 def output_or_error(result: ScriptResult, key: str) -> tuple[np.ndarray | None, str]:
