@@ -2,8 +2,11 @@
 
     POCL_CACHE_DIR=/tmp/pocl-cache python bench/kernels.py [--quick] [--repeats N] [--size RxD ...]
 
-The default (1024x1024 and 4096x4096, 7 repeats) takes under a minute on
-two CPU cores with PoCL. See reference/opencl/bench.py for what is measured.
+The default (1024x1024 and 4096x4096, 7 repeats) takes about a minute on
+two CPU cores with PoCL. Each row shows the reduction passes and reads of x,
+the compulsory DRAM bytes (which GB/s and % of copy use) and the row-pass
+bytes (every pass over x from memory: RMSNorm's single reduction pass against
+the two-pass LayerNorm). See reference/opencl/bench.py for what is measured.
 """
 
 from __future__ import annotations

@@ -9,21 +9,39 @@ the device runs that followed them):
 - ``numpy``: the CPU reference (``reference.normalization``/``reference.activations``)
   called on a float32 array (it computes in float64, as the grader's reference does);
 - ``opencl``: the OpenCL reference (``reference.opencl.normalization`` wrappers on
-  device arrays, or the exercise kernels of ``activations.cl``), wall time up to
-  ``queue.finish()``;
-- ``copy``: ``cl.enqueue_copy`` buffer to buffer of half the op's bytes (a copy
-  reads and writes each byte), the device's practical memory bandwidth limit.
+  device arrays, or an exercise kernel launched as the grader launches it:
+  ``reference.opencl.exercise.run_exercise_kernel``'s geometry and build, on
+  device-resident buffers), wall time up to ``queue.finish()``;
+- ``copy``: ``cl.enqueue_copy`` buffer to buffer of half the op's DRAM bytes (a
+  copy reads and writes each byte), the device's practical memory bandwidth limit.
 
-GB/s = bytes moved / time, with the bytes each op's kernels read and write in
-memory (the row kernels read a row again for the output after one pass for
-its statistics; a row of D = 4096 floats is 16 KiB and comes from cache then,
-so it is counted once):
+Bytes are counted two ways (float32, N = R * D values, per-row/per-column
+vectors included):
 
-- rmsnorm/layernorm/groupnorm forward: read x (+ gamma, beta), write y (+ per-row stats);
-- batchnorm forward (training): statistics read x, then read x and write y;
-- every backward: the row/elementwise kernel reads x and dy and writes dx, and
-  the dgamma/dbeta column reduction reads x and dy again (5 passes);
-- relu/gelu forward: read x, write y.
+- DRAM bytes: compulsory traffic, each byte of a kernel's inputs read once and
+  of its outputs written once; a row kernel that reads its row again for the
+  output is counted once (a row of D = 4096 floats is 16 KiB and stays in a
+  CPU core's cache), separate kernels over the whole tensor (BatchNorm
+  statistics, dgamma/dbeta column reductions) count again. GB/s, speed-up and
+  % of copy use these bytes, so % of copy stays at or below about 100%.
+- row-pass bytes: every pass over x (and dy) reads it from memory, plus the
+  writes: the traffic when a row does not stay in cache, the GPU HBM view of
+  the course (many rows in flight per multiprocessor). "reductions" counts the
+  reduction passes over x, "x passes" every read of x (reductions + output pass,
+  + column reductions in backward).
+
+The forward normalisation rows:
+
+- ``rmsnorm forward``, ``layernorm forward``: the wrappers (``rmsnorm.cl``,
+  ``layernorm.cl``); RMSNorm's sum of squares is 1 reduction pass; the
+  LayerNorm reference also takes 1, since it computes mean and variance from
+  shifted sums in the same pass;
+- ``rmsnorm_forward kernel``, ``layernorm_forward kernel``: the same exercise
+  reference kernels, launched as the grader launches a student's kernel;
+- ``layernorm two-pass kernel``: ``layernorm_forward`` written as the exercise
+  hints ask (sum of x for the mean, then sum of (x - mean)^2 for the variance:
+  2 reduction passes), ``LAYERNORM_TWO_PASS_SOURCE`` below, launched the same
+  way. This is the LayerNorm the course compares RMSNorm with.
 """
 
 from __future__ import annotations
@@ -31,21 +49,111 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .runtime import get_context, get_queue
+from .exercise import EXERCISE_KERNELS
+from .runtime import build_program, get_context, get_queue, load_program, reduction_local_size
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import pyopencl as cl
+    import pyopencl.array as cl_array
 
 DEFAULT_SIZES: tuple[tuple[int, int], ...] = ((1024, 1024), (4096, 4096))
 GROUPNORM_CHANNELS = 64
 GROUPNORM_GROUPS = 32
 GROUPNORM_HW = 64
+EPS = 1e-5
+
+LAYERNORM_TWO_PASS_SOURCE = """//CL//
+// layernorm_forward as the exercise's hints ask (exercises/kernels/layernorm.cl):
+// two reductions over the row, then the output pass (3 reads of x):
+//   mean = sum(x) / D,  var = sum((x - mean)^2) / D,  rstd = 1 / sqrt(var + eps),
+//   y = (x - mean) * rstd * gamma + beta.
+// Otherwise written as reference/opencl/layernorm.cl (float4 rows when D % 4 == 0,
+// strided work-items, barriers outside the D % 4 branches).
+
+float block_sum(float v, __local float *scratch)
+{
+    const int lid = get_local_id(0);
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = get_local_size(0) / 2; s > 0; s >>= 1) {
+        if (lid < s) scratch[lid] += scratch[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float total = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return total;
+}
+
+float sum4(float4 v) { return (v.x + v.y) + (v.z + v.w); }
+
+__kernel void layernorm_forward(__global const float *x, __global const float *gamma,
+                                __global const float *beta, __global float *y,
+                                __global float *mean, __global float *rstd,
+                                const int D, const float eps, __local float *scratch)
+{
+    const int row = get_group_id(0);
+    const int lid = get_local_id(0);
+    const int L = get_local_size(0);
+    const int vec = (D & 3) == 0;
+    __global const float *xr = x + (size_t)row * D;
+    __global float *yr = y + (size_t)row * D;
+    __global const float4 *x4 = (__global const float4 *)xr;
+
+    float s1 = 0.0f;                                   // pass 1: sum(x)
+    if (vec) {
+        float4 acc = 0.0f;
+        for (int j = lid; j < D / 4; j += L) acc += x4[j];
+        s1 = sum4(acc);
+    } else {
+        for (int j = lid; j < D; j += L) s1 += xr[j];
+    }
+    const float mu = block_sum(s1, scratch) / (float)D;
+
+    float s2 = 0.0f;                                   // pass 2: sum((x - mean)^2)
+    if (vec) {
+        float4 acc = 0.0f;
+        for (int j = lid; j < D / 4; j += L) {
+            const float4 d = x4[j] - mu;
+            acc += d * d;
+        }
+        s2 = sum4(acc);
+    } else {
+        for (int j = lid; j < D; j += L) {
+            const float d = xr[j] - mu;
+            s2 += d * d;
+        }
+    }
+    const float r = rsqrt(block_sum(s2, scratch) / (float)D + eps);
+    if (lid == 0) {
+        mean[row] = mu;
+        rstd[row] = r;
+    }
+
+    if (vec) {                                         // pass 3: the output
+        __global const float4 *g4 = (__global const float4 *)gamma;
+        __global const float4 *b4 = (__global const float4 *)beta;
+        __global float4 *y4 = (__global float4 *)yr;
+        for (int j = lid; j < D / 4; j += L) y4[j] = (x4[j] - mu) * r * g4[j] + b4[j];
+    } else {
+        for (int j = lid; j < D; j += L) yr[j] = (xr[j] - mu) * r * gamma[j] + beta[j];
+    }
+}
+"""
 
 
 @dataclass(frozen=True)
 class Row:
-    """One measured operation: its bytes and the median time of each implementation (seconds)."""
+    """One measured operation: its bytes, its passes over x and the median time of each implementation (seconds).
+
+    ``bytes_moved``: compulsory DRAM bytes (each byte once per kernel);
+    ``row_pass_bytes``: bytes when every pass over x (and dy) reads it from memory;
+    ``reductions``: reduction passes over x; ``x_passes``: every read of x (reductions + output pass).
+    """
 
     op: str
     shape: tuple[int, ...]
@@ -53,17 +161,23 @@ class Row:
     numpy_s: float
     opencl_s: float
     copy_s: float
+    reductions: int
+    x_passes: int
+    row_pass_bytes: int
 
     @property
     def numpy_gbs(self) -> float:
+        """DRAM bytes / NumPy time, in GB/s."""
         return self.bytes_moved / self.numpy_s / 1e9
 
     @property
     def opencl_gbs(self) -> float:
+        """DRAM bytes / OpenCL time, in GB/s."""
         return self.bytes_moved / self.opencl_s / 1e9
 
     @property
     def copy_gbs(self) -> float:
+        """DRAM bytes / copy time, in GB/s (the copy moves the same bytes)."""
         return self.bytes_moved / self.copy_s / 1e9
 
     @property
@@ -73,7 +187,7 @@ class Row:
 
     @property
     def pct_of_copy(self) -> float:
-        """OpenCL bandwidth as a percentage of the copy's, for the same bytes."""
+        """OpenCL bandwidth as a percentage of the copy's, for the same DRAM bytes: 100 copy time / opencl time."""
         return 100.0 * self.copy_s / self.opencl_s
 
 
@@ -82,6 +196,9 @@ class _Case:
     op: str
     shape: tuple[int, ...]
     bytes_moved: int
+    row_pass_bytes: int
+    reductions: int
+    x_passes: int
     numpy_fn: Callable[[], Any]
     opencl_fn: Callable[[], Any]
 
@@ -115,8 +232,43 @@ def _copier(nbytes: int) -> Callable[[], Any]:
     return lambda: cl.enqueue_copy(queue, dst, src)
 
 
+def layernorm_two_pass_program() -> "cl.Program":
+    """The two-reduction ``layernorm_forward`` (``LAYERNORM_TWO_PASS_SOURCE``), built like an exercise file."""
+    return build_program(LAYERNORM_TWO_PASS_SOURCE, filename="bench.py:LAYERNORM_TWO_PASS_SOURCE")
+
+
+def _exercise_launcher(
+    program: "cl.Program", name: str, arrays: dict[str, "cl_array.Array"], rows: int, D: int
+) -> Callable[[], None]:
+    """Launch row kernel ``name`` as run_exercise_kernel does (global rows L, local L = reduction_local_size(D)), on device arrays."""
+    import pyopencl as cl
+
+    queue = get_queue()
+    L = reduction_local_size(D)
+    kernel = cl.Kernel(program, name)
+    values: list[Any] = []
+    for arg in EXERCISE_KERNELS[name].args:
+        if arg in arrays:
+            values.append(arrays[arg].data)
+        elif arg == "D":
+            values.append(np.int32(D))
+        elif arg == "eps":
+            values.append(np.float32(EPS))
+        else:  # scratch, the only other argument of the row kernels
+            values.append(cl.LocalMemory(4 * L))
+
+    def launch() -> None:
+        # set_args holds no reference to the buffers: the closure keeps ``arrays`` alive
+        kernel.set_args(*values)
+        cl.enqueue_nd_range_kernel(queue, kernel, (rows * L,), (L,))
+
+    return launch
+
+
 def _norm_cases(R: int, D: int, rng: np.random.Generator) -> list[_Case]:
-    """Forward and backward of RMSNorm, LayerNorm, BatchNorm1d, GroupNorm on R x D float32 values."""
+    """Forward and backward of RMSNorm, LayerNorm, BatchNorm1d, GroupNorm on R x D float32 values,
+    and the forward exercise kernels (rmsnorm_forward, layernorm_forward, the two-pass layernorm_forward).
+    """
     import pyopencl.array as cl_array
 
     from .. import normalization as cpu
@@ -131,32 +283,74 @@ def _norm_cases(R: int, D: int, rng: np.random.Generator) -> list[_Case]:
     hw = GROUPNORM_HW * GROUPNORM_HW
     gn_shape = (max(1, nd // (GROUPNORM_CHANNELS * hw)), GROUPNORM_CHANNELS, GROUPNORM_HW, GROUPNORM_HW)
 
+    # (name, cpu layer, gpu layer, shape, forward (dram, row-pass, reductions, x passes), backward (...))
+    # Row kernels read the row once per reduction pass and once for the output; every backward
+    # also reads x and dy once more in the dgamma/dbeta column reduction (a separate kernel).
     layers = [
         ("rmsnorm", cpu.RMSNorm(D), gpu.RMSNorm(D), (R, D),
-         f * (2 * nd + D + R), f * (5 * nd + 2 * D + R)),
+         (f * (2 * nd + D + R), f * (3 * nd + D + R), 1, 2),
+         (f * (5 * nd + 2 * D + R), f * (7 * nd + 2 * D + R), 2, 3)),
         ("layernorm", cpu.LayerNorm(D), gpu.LayerNorm(D), (R, D),
-         f * (2 * nd + 2 * D + 2 * R), f * (5 * nd + 3 * D + 2 * R)),
+         (f * (2 * nd + 2 * D + 2 * R), f * (3 * nd + 2 * D + 2 * R), 1, 2),
+         (f * (5 * nd + 3 * D + 2 * R), f * (7 * nd + 3 * D + 2 * R), 2, 3)),
+        # BatchNorm: statistics and elementwise pass are separate kernels over the whole tensor
         ("batchnorm1d", cpu.BatchNorm1d(D), gpu.BatchNorm1d(D), (R, D),
-         f * (3 * nd + 8 * D), f * (5 * nd + 6 * D)),
+         (f * (3 * nd + 8 * D), f * (3 * nd + 8 * D), 1, 2),
+         (f * (5 * nd + 6 * D), f * (5 * nd + 6 * D), 1, 2)),
         ("groupnorm", cpu.GroupNorm(GROUPNORM_GROUPS, GROUPNORM_CHANNELS),
          gpu.GroupNorm(GROUPNORM_GROUPS, GROUPNORM_CHANNELS), gn_shape, None, None),
     ]
-    for name, c, g, shape, fwd_bytes, bwd_bytes in layers:
+    for name, c, g, shape, fwd, bwd in layers:
         n = int(np.prod(shape))
         xs = x.reshape(-1)[:n].reshape(shape) if n <= nd else rng.standard_normal(shape).astype(np.float32)
         ds = dy.reshape(-1)[:n].reshape(shape) if n <= nd else rng.standard_normal(shape).astype(np.float32)
-        if fwd_bytes is None:  # groupnorm: x + y, stats per (sample, group)
-            rows = shape[0] * GROUPNORM_GROUPS
-            fwd_bytes = f * (2 * n + 2 * shape[1] + 2 * rows)
-            bwd_bytes = f * (5 * n + 3 * shape[1] + 2 * rows)
+        if fwd is None:  # groupnorm: rows of (C / G) H W values, stats per (sample, group)
+            stats = 2 * shape[0] * GROUPNORM_GROUPS
+            fwd = (f * (2 * n + 2 * shape[1] + stats), f * (3 * n + 2 * shape[1] + stats), 1, 2)
+            bwd = (f * (5 * n + 3 * shape[1] + stats), f * (7 * n + 3 * shape[1] + stats), 2, 3)
         xd = cl_array.to_device(queue, np.ascontiguousarray(xs))
         dd = cl_array.to_device(queue, np.ascontiguousarray(ds))
-        cases.append(_Case(f"{name} forward", shape, fwd_bytes,
+        cases.append(_Case(f"{name} forward", shape, *fwd,
                            lambda c=c, xs=xs: c.forward(xs), lambda g=g, xd=xd: g.forward(xd)))
         c.forward(xs)  # backward refers to the last forward: same x in both
         g.forward(xd)
-        cases.append(_Case(f"{name} backward", shape, bwd_bytes,
+        cases.append(_Case(f"{name} backward", shape, *bwd,
                            lambda c=c, ds=ds: c.backward(ds), lambda g=g, dd=dd: g.backward(dd)))
+        if name in ("rmsnorm", "layernorm"):
+            cases.extend(_exercise_cases(name, c, x, R, D))
+    return cases
+
+
+def _exercise_cases(name: str, cpu_layer: Any, x: np.ndarray, R: int, D: int) -> list[_Case]:
+    """The forward exercise kernels of ``name``, launched as the grader launches them, on x (R x D)."""
+    import pyopencl.array as cl_array
+
+    queue = get_queue()
+    f, nd = 4, R * D
+    arrays = {
+        "x": cl_array.to_device(queue, x),
+        "gamma": cl_array.to_device(queue, np.ones(D, np.float32)),
+        "beta": cl_array.to_device(queue, np.zeros(D, np.float32)),
+        "y": cl_array.empty(queue, (R, D), np.float32),
+        "mean": cl_array.empty(queue, (R,), np.float32),
+        "rstd": cl_array.empty(queue, (R,), np.float32),
+    }
+    numpy_fn = partial(cpu_layer.forward, x)
+    if name == "rmsnorm":
+        kernels = [("rmsnorm_forward kernel", load_program("rmsnorm.cl"), "rmsnorm_forward", 1)]
+        dram, vectors = f * (2 * nd + D + R), f * (D + R)
+    else:
+        kernels = [
+            ("layernorm_forward kernel", load_program("layernorm.cl"), "layernorm_forward", 1),
+            ("layernorm two-pass kernel", layernorm_two_pass_program(), "layernorm_forward", 2),
+        ]
+        dram, vectors = f * (2 * nd + 2 * D + 2 * R), f * (2 * D + 2 * R)
+    cases = []
+    for op, program, kernel_name, reductions in kernels:
+        x_passes = reductions + 1
+        row_pass = f * (x_passes + 1) * nd + vectors  # every pass reads x, the output pass writes y
+        launch = _exercise_launcher(program, kernel_name, arrays, R, D)
+        cases.append(_Case(op, (R, D), dram, row_pass, reductions, x_passes, numpy_fn, launch))
     return cases
 
 
@@ -166,7 +360,6 @@ def _activation_cases(R: int, D: int, rng: np.random.Generator) -> list[_Case]:
     import pyopencl.array as cl_array
 
     from .. import activations as cpu_act
-    from .runtime import load_program
 
     queue = get_queue()
     n = R * D
@@ -185,7 +378,8 @@ def _activation_cases(R: int, D: int, rng: np.random.Generator) -> list[_Case]:
             kernel.set_args(xd.data, yd.data, np.int32(n))
             cl.enqueue_nd_range_kernel(queue, kernel, global_size, (local,))
 
-        cases.append(_Case(f"{name} forward", (R, D), 8 * n, lambda layer=cpu_layer: layer.forward(x), launch))
+        cases.append(_Case(f"{name} forward", (R, D), 8 * n, 8 * n, 0, 1,
+                           lambda layer=cpu_layer: layer.forward(x), launch))
     return cases
 
 
@@ -200,7 +394,8 @@ def run_bench(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES, repeats: int =
             device_times.append(_median_times([case.opencl_fn, _copier(case.bytes_moved // 2)], repeats))
         for case, (opencl_s, copy_s) in zip(cases, device_times):
             (numpy_s,) = _median_times([case.numpy_fn], repeats)
-            rows.append(Row(case.op, case.shape, case.bytes_moved, numpy_s, opencl_s, copy_s))
+            rows.append(Row(case.op, case.shape, case.bytes_moved, numpy_s, opencl_s, copy_s,
+                            case.reductions, case.x_passes, case.row_pass_bytes))
     return rows
 
 
@@ -210,23 +405,40 @@ def device_description() -> str:
     return f"{device.name.strip()} ({device.platform.name.strip()}, {device.max_compute_units} compute units)"
 
 
+LEGEND = """\
+reductions, x passes: reduction passes over x; every read of x (reductions + the output pass, + the
+  dgamma/dbeta column reduction in backward, which also reads dy again).
+DRAM MB: compulsory traffic, each input byte read once and each output written once per kernel (a
+  16 KiB row re-read from cache is not counted). GB/s, speed-up and % copy use these bytes.
+row-pass MB: every pass over x (and dy) read from memory, plus the writes: the traffic when rows do not
+  stay in cache (GPU HBM, many rows in flight), the view of "RMSNorm saves a pass".
+*_forward kernel: the exercise reference kernel (rmsnorm.cl, layernorm.cl), launched as the grader
+  launches a student's kernel; the LayerNorm reference computes mean and variance from shifted sums
+  in 1 pass. layernorm two-pass kernel: layernorm_forward as the exercise hints ask (sum(x), then
+  sum((x - mean)^2)), the LayerNorm the course compares RMSNorm with (bench.py).
+speed-up = numpy ms / opencl ms; % copy = copy ms / opencl ms for the same DRAM bytes."""
+
+
 def format_table(rows: list[Row]) -> str:
-    """A fixed-width text table with the device in the header and the ratios in the last columns."""
+    """A fixed-width text table with the device in the header, the ratios in the last columns and a legend."""
     header = (
         f"Device: {device_description()}\n"
-        "Times are medians of wall time to queue.finish(); GB/s = bytes moved / time.\n"
-        "numpy = CPU reference on float32 input (computes in float64); copy = enqueue_copy of the same bytes.\n"
+        "Times are medians of wall time to queue.finish(); GB/s = DRAM bytes / time.\n"
+        "numpy = CPU reference on float32 input (computes in float64); copy = enqueue_copy of the same DRAM bytes.\n"
     )
     cols = (
-        f"{'op':<20} {'shape':<18} {'MB':>7} {'numpy ms':>9} {'GB/s':>6} {'opencl ms':>9} {'GB/s':>6}"
+        f"{'op':<26} {'shape':<14} {'reductions':>10} {'x passes':>8} {'DRAM MB':>8} {'row-pass MB':>11}"
+        f" {'numpy ms':>9} {'GB/s':>6} {'opencl ms':>9} {'GB/s':>6}"
         f" {'copy ms':>8} {'GB/s':>6} {'speed-up':>8} {'% copy':>7}"
     )
     lines = [header, cols, "-" * len(cols)]
     for r in rows:
         shape = "x".join(str(d) for d in r.shape)
         lines.append(
-            f"{r.op:<20} {shape:<18} {r.bytes_moved / 1e6:>7.1f} {r.numpy_s * 1e3:>9.2f} {r.numpy_gbs:>6.1f}"
+            f"{r.op:<26} {shape:<14} {r.reductions:>10} {r.x_passes:>8} {r.bytes_moved / 1e6:>8.1f}"
+            f" {r.row_pass_bytes / 1e6:>11.1f} {r.numpy_s * 1e3:>9.2f} {r.numpy_gbs:>6.1f}"
             f" {r.opencl_s * 1e3:>9.2f} {r.opencl_gbs:>6.1f} {r.copy_s * 1e3:>8.2f} {r.copy_gbs:>6.1f}"
             f" {r.speedup:>7.1f}x {r.pct_of_copy:>6.0f}%"
         )
+    lines += ["", LEGEND]
     return "\n".join(lines)
