@@ -298,10 +298,19 @@ def run_batch(
     running: dict[Future[GradeReport], tuple[Submission, float]] = {}
     try:
         while queue or running:
+            broken = False
             while queue and len(running) < jobs:
+                try:  # the pool may have broken since the last wait (a grading process died)
+                    future = pool.submit(task, queue[0].path, selectors, queue[0].student, limits)
+                except BrokenExecutor:
+                    broken = True
+                    break
                 sub = queue.pop(0)
-                future = pool.submit(task, sub.path, selectors, sub.student, limits)
                 running[future] = (sub, time.monotonic())
+            if broken and not running:
+                pool.shutdown(wait=True, cancel_futures=True)
+                pool = make_pool(jobs)
+                continue
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             if any(_broke(f) for f in done):
                 # A grading process died (a grader bug: students' code runs in sandbox children).
