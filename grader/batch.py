@@ -292,48 +292,72 @@ def run_batch(
     else:
         task = grade_fn
         make_pool = _thread_pool
-    jobs = min(jobs, len(queue))
-    pool = make_pool(jobs)
-    retried: set[str] = set()
+
+    def start(pool: Executor, sub: Submission) -> Future[GradeReport]:
+        return pool.submit(task, sub.path, selectors, sub.student, limits)
+
+    def settle(sub: Submission, future: Future[GradeReport], t0: float) -> None:
+        finish(_record(store, sub, future, grader_version, time.monotonic() - t0))
+
+    suspects = _grade_queue(queue, min(jobs, len(queue)), make_pool, start, settle)
+    # A grading process died (a grader bug: students' code runs in sandbox children), and
+    # a broken pool fails every student it held. Grade each of those again, alone, so
+    # that only a student whose grading really kills the process fails.
+    for sub in suspects:
+        for dead in _grade_queue([sub], 1, make_pool, start, settle):
+            message = (f"its grading process died twice (BrokenProcessPool) while grading {dead.path}: "
+                       "a grader bug, please report it")
+            finish(StudentOutcome(dead.student, "failed", message=message))
+    summary.wall_s = time.monotonic() - started
+    return summary
+
+
+def _grade_queue(
+    queue: list[Submission],
+    jobs: int,
+    make_pool: Callable[[int], Executor],
+    start: Callable[[Executor, Submission], Future[GradeReport]],
+    settle: Callable[[Submission, Future[GradeReport], float], None],
+) -> list[Submission]:
+    """Grade ``queue`` with ``jobs`` students at once, settling each as it finishes.
+
+    Returns the students whose pool broke under them (a grading process died),
+    unsettled, in the order they were found; a fresh pool takes over the rest.
+    """
+    broken: list[Submission] = []
     running: dict[Future[GradeReport], tuple[Submission, float]] = {}
+    pool = make_pool(jobs)
     try:
         while queue or running:
-            broken = False
             while queue and len(running) < jobs:
-                try:  # the pool may have broken since the last wait (a grading process died)
-                    future = pool.submit(task, queue[0].path, selectors, queue[0].student, limits)
+                try:  # the pool may have broken since the last wait
+                    future = start(pool, queue[0])
                 except BrokenExecutor:
-                    broken = True
                     break
-                sub = queue.pop(0)
-                running[future] = (sub, time.monotonic())
-            if broken and not running:
+                running[future] = (queue.pop(0), time.monotonic())
+            if not running:  # it broke before anything could start: take a fresh one
                 pool.shutdown(wait=True, cancel_futures=True)
                 pool = make_pool(jobs)
                 continue
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             if any(_broke(f) for f in done):
-                # A grading process died (a grader bug: students' code runs in sandbox children).
-                # The pool is unusable: every student in it gets one more try in a fresh pool.
                 pool.shutdown(wait=True, cancel_futures=True)
                 for future, (sub, t0) in sorted(running.items(), key=lambda item: item[1][0].student):
                     if future.cancelled():  # never started
                         queue.insert(0, sub)
-                    elif _broke(future) and sub.student not in retried:
-                        retried.add(sub.student)
-                        queue.insert(0, sub)
+                    elif _broke(future):
+                        broken.append(sub)
                     else:
-                        finish(_record(store, sub, future, grader_version, time.monotonic() - t0))
+                        settle(sub, future, t0)
                 running.clear()
                 pool = make_pool(jobs)
                 continue
             for future in sorted(done, key=lambda f: running[f][0].student):
                 sub, t0 = running.pop(future)
-                finish(_record(store, sub, future, grader_version, time.monotonic() - t0))
+                settle(sub, future, t0)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    summary.wall_s = time.monotonic() - started
-    return summary
+    return broken
 
 
 def _broke(future: Future[GradeReport]) -> bool:

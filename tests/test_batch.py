@@ -171,7 +171,7 @@ def dying_grade(path: Path, selectors: list[str] | None, student: str, limits: L
 def test_a_dead_grading_process_costs_one_retry(
     tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The pool is rebuilt; the students it was grading get one more try; the others are unaffected."""
+    """The pool is rebuilt; the students it held are graded again alone; only the one that kills it fails."""
     small_class(tmp_path / "class", ["always-dies", "amy", "bob", "dies-once"])
     monkeypatch.setattr(batch, "_grade_in_worker", dying_grade)
     summary = batch.run_batch(tmp_path / "class", store, VERSION, ["linear"], jobs=2)
