@@ -170,7 +170,7 @@ def _forbidden_at_runtime(results: dict[str, ScriptResult]) -> str | None:
     """The import guard's message when student code imported reference/grader while running."""
     for result in results.values():
         error = result.error
-        if error and error.get("type") == "ImportError" and FORBIDDEN_SUFFIX in error.get("message", ""):
+        if error and error.get("type") in ("ImportError", "PermissionError") and FORBIDDEN_SUFFIX in error.get("message", ""):
             return f"{error['message']}: this exercise scores zero"
     return None
 

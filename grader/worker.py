@@ -8,7 +8,9 @@ JSON scripts whose input arrays are in ``JOBDIR/inputs/<job>.npz``). The child:
    RLIMIT_CORE = 0), before NumPy or any student code is loaded;
 2. imports NumPy and :mod:`grader.ops`, then installs the import guard (a
    ``builtins.__import__`` wrapper and a meta path finder) that refuses
-   ``reference``/``grader`` to modules of the student's folder;
+   ``reference``/``grader`` to modules of the student's folder, and an audit
+   hook (:class:`FileGuard`, permanent once added) that refuses opening or
+   linking the grader's own files and starting other programs;
 3. loads the student's folder as the package ``exercises``
    (:func:`grader.loader.load_exercises`, nothing runs yet) and writes ``ready``;
 4. for each job it is told to run (``run <index>`` lines on the command fd, or
@@ -147,6 +149,54 @@ class ImportGuard:
         self._original_import = builtins.__import__
         builtins.__import__ = self.guarded_import
         sys.meta_path.insert(0, self)
+
+
+# The events of sys.addaudithook that start another program.
+PROGRAM_EVENTS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty")
+
+
+def grader_folders() -> tuple[str, ...]:
+    """The folders of the ``reference`` and ``grader`` packages (found without importing reference)."""
+    import importlib.util
+
+    folders = []
+    for name in FORBIDDEN_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            folders.append(os.path.realpath(location) + os.sep)
+    return tuple(folders)
+
+
+class FileGuard:
+    """An audit hook: no opening or linking the grader's own files, no starting programs.
+
+    The import guard stops ``import reference``; this stops the ways around it
+    (loading ``reference/normalization.py`` by path, copying it, ``cat`` in a
+    subprocess). An audit hook cannot be removed once added, so student code
+    cannot switch it off. Installed after the worker has imported what it needs.
+    """
+
+    def __init__(self, folders: tuple[str, ...]) -> None:
+        self.folders = folders
+
+    def protected(self, path: Any) -> bool:
+        """Whether a path (str, bytes or os.PathLike; not a file descriptor) lies in a grader folder."""
+        if isinstance(path, int) or path is None:
+            return False
+        try:
+            real = os.path.realpath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return False
+        return any(real.startswith(folder) or real + os.sep == folder for folder in self.folders)
+
+    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
+        if event in ("open", "os.link", "os.symlink", "shutil.copyfile") and args and self.protected(args[0]):
+            raise PermissionError(f"reading the grader's files {FORBIDDEN_SUFFIX}")
+        if event.startswith(PROGRAM_EVENTS):
+            raise PermissionError(f"starting another program {FORBIDDEN_SUFFIX}")
+
+    def install(self) -> None:
+        sys.addaudithook(self)
 
 
 # --- bounded output capture --------------------------------------------------------
@@ -366,8 +416,11 @@ def main(argv: list[str] | None = None) -> int:
 
     folder = Path(manifest["path"])
     results = jobdir / "results"
+    if opencl:
+        import grader.ops_opencl  # noqa: F401  (imported lazily by ops; needed before the file guard)
     guard = ImportGuard(folder, PACKAGE_NAME)
     guard.install()
+    FileGuard(grader_folders()).install()
     pkg = load_exercises(folder)
     channel = Channel(status_fd, command_fd, jobdir)
     jobs = manifest["jobs"]

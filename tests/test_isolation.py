@@ -204,6 +204,45 @@ def test_importing_the_reference_at_run_time_scores_zero(tmp_path: Path) -> None
     assert_witnesses_pass(report)
 
 
+REFERENCE_FILE = Path(__file__).resolve().parent.parent / "reference" / "activations.py"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # read the reference's source and run it under another name
+        f"src = open({str(REFERENCE_FILE)!r}).read()\nreturn super().forward(x)\n",
+        # load the reference package by path, around the import guard
+        "import importlib.util\n"
+        f"spec = importlib.util.spec_from_file_location('refpkg', {str(REFERENCE_FILE.parent / '__init__.py')!r},"
+        f" submodule_search_locations=[{str(REFERENCE_FILE.parent)!r}])\n"
+        "module = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(module)\n"
+        "return module.activations.ReLU().forward(x)\n",
+        # a symbolic link to it, then read the link
+        f"import os, tempfile\nlink = os.path.join(tempfile.mkdtemp(), 'a.py')\nos.symlink({str(REFERENCE_FILE)!r}, link)\n"
+        "open(link).read()\nreturn super().forward(x)\n",
+    ],
+    ids=["open", "spec_from_file_location", "symlink"],
+)
+def test_reading_the_reference_by_path_scores_zero(tmp_path: Path, body: str) -> None:
+    report = grade(submission(tmp_path, replaced_relu(body)), SELECTION, "alice", LIMITS)
+    relu = by_id(report)[ATTACKED]
+    assert relu.status == "error"
+    assert relu.score == 0
+    assert "reading the grader's files from a submission is not allowed" in relu.message
+    assert_witnesses_pass(report)
+
+
+def test_starting_a_program_scores_zero(tmp_path: Path) -> None:
+    body = f"import subprocess\nsubprocess.run(['cat', {str(REFERENCE_FILE)!r}])\nreturn super().forward(x)\n"
+    report = grade(submission(tmp_path, replaced_relu(body)), SELECTION, "alice", LIMITS)
+    relu = by_id(report)[ATTACKED]
+    assert relu.status == "error"
+    assert relu.score == 0
+    assert "starting another program from a submission is not allowed" in relu.message
+    assert_witnesses_pass(report)
+
+
 def test_syntax_error_is_reported_with_its_line(tmp_path: Path) -> None:
     folder = submission(tmp_path, "import numpy as np\n\n\ndef broken(:\n    pass\n", append=False)
     report = grade(folder, SELECTION, "alice", LIMITS)
