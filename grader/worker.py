@@ -168,7 +168,7 @@ def grader_folders() -> tuple[str, ...]:
 
 
 class FileGuard:
-    """An audit hook: no opening or linking the grader's own files, no starting programs.
+    """An audit hook: no opening or linking the grader's own files, no programs, no C libraries.
 
     The import guard stops ``import reference``; this stops the ways around it
     (loading ``reference/normalization.py`` by path, copying it, ``cat`` in a
@@ -194,6 +194,8 @@ class FileGuard:
             raise PermissionError(f"reading the grader's files {FORBIDDEN_SUFFIX}")
         if event.startswith(PROGRAM_EVENTS):
             raise PermissionError(f"starting another program {FORBIDDEN_SUFFIX}")
+        if event == "ctypes.dlopen":  # raw C calls would go around this hook
+            raise PermissionError(f"loading a C library with ctypes {FORBIDDEN_SUFFIX}")
 
     def install(self) -> None:
         sys.addaudithook(self)

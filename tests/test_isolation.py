@@ -243,6 +243,15 @@ def test_starting_a_program_scores_zero(tmp_path: Path) -> None:
     assert_witnesses_pass(report)
 
 
+def test_loading_a_c_library_scores_zero(tmp_path: Path) -> None:
+    body = "import ctypes\nlibc = ctypes.CDLL('libc.so.6')\nreturn super().forward(x)\n"
+    report = grade(submission(tmp_path, replaced_relu(body)), SELECTION, "alice", LIMITS)
+    relu = by_id(report)[ATTACKED]
+    assert relu.status == "error" and relu.score == 0
+    assert "loading a C library with ctypes from a submission is not allowed" in relu.message
+    assert_witnesses_pass(report)
+
+
 def test_syntax_error_is_reported_with_its_line(tmp_path: Path) -> None:
     folder = submission(tmp_path, "import numpy as np\n\n\ndef broken(:\n    pass\n", append=False)
     report = grade(folder, SELECTION, "alice", LIMITS)
