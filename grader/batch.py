@@ -40,14 +40,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader import catalogue
+from grader import catalogue, grading
 from grader.errors import GraderError, SetupError
 from grader.model import GradeReport
 from grader.sandbox import Limits
 from grader.store import Store
 
 EXERCISES_DIR = "exercises"
-OUTCOMES = ("graded", "skipped", "failed")
 
 GradeFn = Callable[[Path, list[str] | None, str, Limits | None], GradeReport]
 
@@ -186,12 +185,6 @@ def is_unchanged(store: Store, student: str, files_hash: str, exercise_ids: list
     return set(exercise_ids) <= graded
 
 
-def _files_hash(path: Path) -> str:
-    from grader.grading import files_hash
-
-    return files_hash(path)
-
-
 # --- where the grading runs ------------------------------------------------------------------
 
 
@@ -209,15 +202,12 @@ def _worker_init(parent: int) -> None:
     """Start-up of a grading process: leave Ctrl-C to the batch process, die with it, load the checks once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with, args=(parent,), name="parent-watch", daemon=True).start()
-    importlib.import_module("grader.grading")
     importlib.import_module("grader.checks")
 
 
 def _grade_in_worker(path: Path, selectors: list[str] | None, student: str, limits: Limits) -> GradeReport:
     """Grade one student in a grading process (grader.grading.grade)."""
-    from grader.grading import grade
-
-    return grade(path, selectors, student, limits)
+    return grading.grade(path, selectors, student, limits)
 
 
 def _process_pool(jobs: int) -> Executor:
@@ -273,7 +263,7 @@ def run_batch(
     queue: list[Submission] = []
     for sub in submissions:
         try:
-            digest = _files_hash(sub.path)
+            digest = grading.files_hash(sub.path)
         except OSError as exc:
             finish(StudentOutcome(sub.student, "failed", message=f"cannot read {sub.path} ({exc.strerror})"))
             continue

@@ -10,8 +10,6 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-STATUSES = ("passed", "failed", "not_implemented", "error", "timeout")
-
 
 @dataclass
 class CheckResult:
@@ -40,7 +38,7 @@ class ExerciseResult:
     """The verdict on one exercise: status, score and the checks behind it."""
 
     id: str
-    status: str
+    status: str                # passed, failed, not_implemented, error or timeout
     score: float
     max_score: float
     checks: list[CheckResult] = field(default_factory=list)

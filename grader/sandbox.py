@@ -44,7 +44,6 @@ GIB = 1 << 30
 MIB = 1 << 20
 KIB = 1 << 10
 
-STATUSES = ("ok", "timeout", "crashed", "error")
 GRADER_ROOT = str(Path(__file__).resolve().parent.parent)  # the folder holding the grader package
 
 
@@ -354,8 +353,7 @@ def load_results(results: Path, index: int, job: Job) -> tuple[dict[str, Any], d
 class _Run:
     """One ``run_cases`` call: the job queue shared by the slot threads, and the outcomes."""
 
-    def __init__(self, path: Path, jobs: list[Job], limits: Limits, jobdir: Path) -> None:
-        self.path = path
+    def __init__(self, jobs: list[Job], limits: Limits, jobdir: Path) -> None:
         self.jobs = jobs
         self.limits = limits
         self.jobdir = jobdir
@@ -446,9 +444,9 @@ class _Run:
                 child.kill()
             code = child.wait(timeout=5.0)
             if first:
-                tail = child.log_tail()
-                self.fail(i, "error", f"the grader's worker did not start (exit status {code}): {tail}")
-                self.fail_kind(job.needs_opencl, f"the grader's worker did not start (exit status {code}): {tail}")
+                message = f"the grader's worker did not start (exit status {code}): {child.log_tail()}"
+                self.fail(i, "error", message)
+                self.fail_kind(job.needs_opencl, message)
             elif i in self.retried:
                 self.fail(i, "error", f"the worker stopped before {job.id} started (exit status {code})")
             else:
@@ -557,7 +555,7 @@ def run_cases(path: Path | str, jobs: list[Job], limits: Limits | None = None) -
     jobdir = Path(tempfile.mkdtemp(prefix="normgrade-"))
     try:
         _write_jobs(jobdir, folder, jobs, limits)
-        run = _Run(folder, jobs, limits, jobdir)
+        run = _Run(jobs, limits, jobdir)
         n = max(1, min(limits.parallel, len(jobs)))
         threads = [threading.Thread(target=run.slot, name=f"sandbox-slot-{k}", daemon=True) for k in range(n)]
         for t in threads:

@@ -40,10 +40,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.loader import PACKAGE_NAME, TopicNotFound, load_exercises
+from grader.loader import FORBIDDEN_PACKAGES, PACKAGE_NAME, TopicNotFound, load_exercises, load_topic
 
 NO_OPENCL = "no OpenCL device: pip install pocl-binary-distribution"
-FORBIDDEN_PACKAGES = ("reference", "grader")
 
 
 # --- limits --------------------------------------------------------------------
@@ -307,7 +306,7 @@ def run_job(pkg: Any, folder: Path, job: dict[str, Any], inputs: Path, run_scrip
     else:
         topic = job["topic"]
         try:
-            getattr(pkg, topic)
+            load_topic(pkg, topic)
         except BaseException as exc:  # SyntaxError, ImportError from the guard, SystemExit at import...
             return {"status": "error", "message": _import_failure(topic, exc, folder), "cases": []}
     with np.load(inputs, allow_pickle=False) as npz:
