@@ -133,10 +133,18 @@ def forbidden_imports_in(tree: ast.AST) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+def _parse(source: bytes, filename: str) -> ast.AST:
+    """``ast.parse`` under a lock: CPython 3.11's ast.parse is not safe in concurrent threads."""
+    with _AST_LOCK:
+        return ast.parse(source, filename=filename)
+
+
 def student_files(path: Path | str) -> list[Path]:
     """The ``.py`` files of a student's folder (recursively, caches skipped), sorted."""
     folder = Path(path)
-    return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts and p.is_file())
+    return sorted(
+        p for p in folder.rglob("*.py") if "__pycache__" not in p.relative_to(folder).parts and p.is_file()
+    )
 
 
 def scan_forbidden_imports(path: Path | str) -> dict[str, str]:
@@ -151,9 +159,7 @@ def scan_forbidden_imports(path: Path | str) -> dict[str, str]:
     for file in student_files(folder):
         rel = file.relative_to(folder).as_posix()
         try:
-            source = file.read_bytes()
-            with _AST_LOCK:  # CPython 3.11's ast.parse is not safe in concurrent threads
-                tree = ast.parse(source, filename=rel)
+            tree = _parse(file.read_bytes(), rel)
         except SyntaxError as exc:
             problems[rel] = f"{rel} line {exc.lineno}: {exc.msg}"
             continue
@@ -192,7 +198,7 @@ def local_dependencies(path: Path | str) -> dict[str, set[str]]:
     direct: dict[str, set[str]] = {}
     for file in sorted(folder.glob("*.py")):
         try:
-            direct[file.name] = _relative_imports(ast.parse(file.read_bytes(), filename=file.name))
+            direct[file.name] = _relative_imports(_parse(file.read_bytes(), file.name))
         except (SyntaxError, OSError, ValueError):
             direct[file.name] = set()
     closure: dict[str, set[str]] = {}

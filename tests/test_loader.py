@@ -15,6 +15,7 @@ from grader.loader import (
     load_topic,
     package_folder,
     scan_forbidden_imports,
+    student_files,
     unload,
 )
 
@@ -161,3 +162,13 @@ def test_local_dependencies_are_transitive(folder: Path) -> None:
     assert deps["pair.py"] == {"blocks.py", "layers.py", "base.py"}
     assert deps["solo.py"] == set()
     assert deps["base.py"] == set()
+
+
+def test_student_files_skip_caches_inside_the_folder_only(tmp_path: Path) -> None:
+    """A folder kept under a directory named __pycache__ is still scanned; its own caches are not."""
+    folder = tmp_path / "__pycache__" / "exercises"
+    (folder / "__pycache__").mkdir(parents=True)
+    (folder / "linear.py").write_text("import reference\n")
+    (folder / "__pycache__" / "stale.py").write_text("x = 1\n")
+    assert [p.name for p in student_files(folder)] == ["linear.py"]
+    assert "linear.py" in scan_forbidden_imports(folder)
