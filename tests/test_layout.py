@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from grader.loader import unload
 import reference
 from reference.base import Module as ReferenceModule
 
@@ -122,8 +123,7 @@ def load_exercises(path: Path, name: str) -> ModuleType:
 def stubs() -> Iterator[ModuleType]:
     package = load_exercises(EXERCISES_DIR, PACKAGE_NAME)
     yield package
-    for key in [k for k in sys.modules if k == PACKAGE_NAME or k.startswith(PACKAGE_NAME + ".")]:
-        del sys.modules[key]
+    unload(PACKAGE_NAME)
 
 
 def resolve(ns: ModuleType, exercise_id: str) -> Any:

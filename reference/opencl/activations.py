@@ -9,7 +9,7 @@ without a copy (as in ``reference.opencl.normalization``): do not modify it
 between forward and backward.
 
 The kernels are in ``activations.cl``: one work-item per element (global n
-rounded up to a multiple of ``ELEMENTWISE_LOCAL``); PReLU's ``dalpha`` is one
+rounded up to a multiple of ``host.ELEMENTWISE_LOCAL``); PReLU's ``dalpha`` is one
 work-group per channel with a tree reduction in local memory.
 """
 
@@ -20,25 +20,13 @@ from typing import Any
 import numpy as np
 
 from ..base import Module
-from .host import empty, kernel, local_memory, param, result, round_up, run, to_device
+from .host import check_dout, empty, kernel, launch_elementwise, local_memory, param, result, run, to_device
 from .runtime import reduction_local_size
-
-ELEMENTWISE_LOCAL = 64  # work-group size of the one-work-item-per-element kernels
 
 
 def _elementwise(name: str, n: int, *args: Any) -> None:
     """Launch ``activations.cl:name(*args, n)``, one work-item per element (floats go as float32, ints as int32)."""
-    if n == 0:
-        return
-    run(kernel("activations.cl", name), (round_up(n, ELEMENTWISE_LOCAL),), (ELEMENTWISE_LOCAL,), *args, n)
-
-
-def _check_dout(dy: Any, x: Any) -> None:
-    """backward's dout must have the shape of the last forward input."""
-    if x is None:
-        raise RuntimeError("backward called before forward")
-    if dy.shape != x.shape:
-        raise ValueError(f"dout has shape {tuple(dy.shape)}, expected {tuple(x.shape)} (the forward input's)")
+    launch_elementwise("activations.cl", name, n, *args)
 
 
 class _Elementwise(Module):
@@ -70,7 +58,7 @@ class _Elementwise(Module):
     def backward(self, dout: Any) -> Any:
         """dx = dout f'(x), from the saved x (or y)."""
         dy, on_device = to_device(dout)
-        _check_dout(dy, self.saved)
+        check_dout(dy, self.saved)
         dx = empty(dy.shape)
         _elementwise(self.kernel + "_backward", dy.size, self.saved, dy, dx, *self._scalars())
         return result(dx, on_device)
@@ -190,7 +178,7 @@ class PReLU(Module):
             raise RuntimeError("backward called before forward")
         xd, (outer, C, inner) = self.cache["x"], self.cache["layout"]
         dy, on_device = to_device(dout)
-        _check_dout(dy, xd)
+        check_dout(dy, xd)
         dx = empty(xd.shape)
         dalpha = empty((C,))
         _elementwise("prelu_backward", xd.size, xd, param(self.alpha), dy, dx, C, inner)

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from .exercise import EXERCISE_KERNELS
+from .host import round_up
 from .runtime import build_program, get_context, get_queue, load_program, reduction_local_size
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -368,7 +369,7 @@ def _activation_cases(R: int, D: int, rng: np.random.Generator) -> list[_Case]:
     yd = cl_array.empty_like(xd)
     program = load_program("activations.cl")
     local = 64
-    global_size = (-(-n // local) * local,)
+    global_size = (round_up(n, local),)
     cases = []
     for name, cpu_layer in (("relu", cpu_act.ReLU()), ("gelu", cpu_act.GELU())):
         kernel = cl.Kernel(program, f"{name}_forward")

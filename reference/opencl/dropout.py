@@ -47,12 +47,14 @@ def counter_word(value: int) -> np.int32:
     return np.array([value & 0xFFFFFFFF], dtype=np.uint32).view(np.int32)[0]
 
 
-def launch_blocks(name: str, n: int, *args: Any, local_size: int = BLOCK_LOCAL) -> None:
-    """Launch ``dropout.cl:name(*args, n)`` with one work-item per block of four elements."""
+def launch_blocks(
+    name: str, n: int, *args: Any, local_size: int = BLOCK_LOCAL, filename: str = "dropout.cl"
+) -> None:
+    """Launch ``<filename>:name(*args, n)`` with one work-item per block of four elements (the Philox kernels)."""
     if n == 0:
         return
     blocks = -(-n // 4)
-    run(kernel("dropout.cl", name), (round_up(blocks, local_size),), (local_size,), *args, n)
+    run(kernel(filename, name), (round_up(blocks, local_size),), (local_size,), *args, n)
 
 
 class Dropout(Module):

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .host import round_up
 from .runtime import get_context, get_queue, reduction_local_size
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -68,7 +69,6 @@ EXERCISE_KERNELS: dict[str, KernelSpec] = {
     ),
 }
 
-INT_SCALARS = ("n", "D")
 FLOAT_SCALARS = ("eps", "p")
 
 
@@ -123,8 +123,7 @@ def run_exercise_kernel(
         global_size, local = (rows * L,), (L,)
     else:
         rows = 0
-        groups = -(-n // local_size)
-        global_size, local = (groups * local_size,), (local_size,)
+        global_size, local = (round_up(n, local_size),), (local_size,)
 
     out_host = {
         k: np.full((rows,) if k in spec.per_row else x.shape, np.nan, dtype=np.float32)

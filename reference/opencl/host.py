@@ -22,6 +22,7 @@ CPU_ROW_LOCAL = 16       # work-group size of the row kernels on CPU devices (me
 COLUMN_LOCAL = 64        # work-group width of the column kernels
 COLUMN_ROWS = 32          # rows summed by one work-item of a (c, p) column reduction
 ROW_BLOCK = 64            # rows streamed by one work-group of a *_rows4 column reduction
+ELEMENTWISE_LOCAL = 64    # work-group size of the one-work-item-per-element kernels
 
 _kernels: dict[tuple[int, str, str, tuple[str, ...]], "cl.Kernel"] = {}
 _pools: dict[int, Any] = {}
@@ -120,6 +121,14 @@ class Uploads:
         return device
 
 
+def check_dout(dy: Any, x: Any) -> None:
+    """backward's dout must have the shape of the last forward input (``x``: None before any forward)."""
+    if x is None:
+        raise RuntimeError("backward called before forward")
+    if dy.shape != x.shape:
+        raise ValueError(f"dout has shape {tuple(dy.shape)}, expected {tuple(x.shape)} (the forward input's)")
+
+
 def result(a: "cl_array.Array", on_device: bool) -> Any:
     """Return ``a`` as is for device callers, as a NumPy float32 array otherwise."""
     return a if on_device else a.get()
@@ -142,6 +151,12 @@ def run(kernel: "cl.Kernel", global_size: tuple[int, ...], local_size: tuple[int
             values.append(a)
     kernel.set_args(*values)
     return cl.enqueue_nd_range_kernel(get_queue(), kernel, global_size, local_size)
+
+
+def launch_elementwise(filename: str, name: str, n: int, *args: Any) -> None:
+    """Launch ``<filename>:name(*args, n)``, one work-item per element (global n rounded up to ELEMENTWISE_LOCAL)."""
+    if n:
+        run(kernel(filename, name), (round_up(n, ELEMENTWISE_LOCAL),), (ELEMENTWISE_LOCAL,), *args, n)
 
 
 def round_up(n: int, k: int) -> int:

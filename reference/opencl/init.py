@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..init import _kaiming_std  # std = sqrt(2 / ((1 + negative_slope^2) * fan))
-from .dropout import BLOCK_LOCAL, SEED_LIMIT, philox_key
+from .dropout import BLOCK_LOCAL, SEED_LIMIT, launch_blocks, philox_key
 from .host import empty, kernel, round_up, run
 
 UNIFORM_STREAM = 0x756E6966  # "unif": last counter word of the uniform draws (init.cl)
@@ -40,10 +40,7 @@ def _draw(kernel_name: str, scale: float, fan_in: int, fan_out: int, rng: int | 
     """init.cl:<kernel_name>(w, scale, seed words, n) over a new (fan_out, fan_in) float32 array."""
     lo, hi = philox_key(_seed(rng))
     w = empty((fan_out, fan_in))
-    n = fan_out * fan_in
-    if n:
-        blocks = -(-n // 4)
-        run(kernel("init.cl", kernel_name), (round_up(blocks, BLOCK_LOCAL),), (BLOCK_LOCAL,), w, float(scale), lo, hi, n)
+    launch_blocks(kernel_name, fan_out * fan_in, w, float(scale), lo, hi, filename="init.cl")
     return w if on_device else w.get()
 
 

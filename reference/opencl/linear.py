@@ -18,10 +18,8 @@ from typing import Any
 import numpy as np
 
 from ..base import Module
-from .host import empty, param, result, round_up, run, to_device
+from .host import COLUMN_LOCAL, empty, param, result, round_up, run, to_device
 from .runtime import get_context, load_program
-
-COLUMN_LOCAL = 64  # work-group size of column_sum
 
 _tile_kernels: dict[tuple[int, int, str], Any] = {}
 

@@ -28,6 +28,7 @@ from .host import (
     COLUMN_ROWS,
     ROW_BLOCK,
     Uploads,
+    check_dout,
     empty,
     kernel,
     local_memory,
@@ -135,8 +136,7 @@ class RMSNorm(Module):
         """dx per row (rmsnorm_backward); dgamma by a column reduction over the rows."""
         xd, rstd, rows = self.cache["x"], self.cache["rstd"], self.cache["rows"]
         dy, on_device = to_device(dout)
-        if dy.shape != xd.shape:
-            raise ValueError(f"dout has shape {tuple(dy.shape)}, expected {tuple(xd.shape)} (the forward input's)")
+        check_dout(dy, xd)
         dx = empty(xd.shape)
         L = row_local_size(self.dim)
         if rows:
@@ -193,8 +193,7 @@ class LayerNorm(Module):
         c = self.cache
         xd, rows, D = c["x"], c["rows"], c["D"]
         dy, on_device = to_device(dout)
-        if dy.shape != xd.shape:
-            raise ValueError(f"dout has shape {tuple(dy.shape)}, expected {tuple(xd.shape)} (the forward input's)")
+        check_dout(dy, xd)
         dx = empty(xd.shape)
         L = row_local_size(D)
         if rows:
@@ -281,8 +280,7 @@ class _BatchNorm(Module):
         xd, N, S = c["x"], c["N"], c["S"]
         C = self.num_features
         dy, on_device = to_device(dout)
-        if dy.shape != xd.shape:
-            raise ValueError(f"dout has shape {tuple(dy.shape)}, expected {tuple(xd.shape)} (the forward input's)")
+        check_dout(dy, xd)
         dgamma, dbeta = _channel_grads(xd, dy, c["mean"], c["rstd"], N, C, S, 1, 0)
         dx = empty(xd.shape)
         self._elementwise(
@@ -371,8 +369,7 @@ class GroupNorm(Module):
         Cg = C // G
         M = Cg * S
         dy, on_device = to_device(dout)
-        if dy.shape != xd.shape:
-            raise ValueError(f"dout has shape {tuple(dy.shape)}, expected {tuple(xd.shape)} (the forward input's)")
+        check_dout(dy, xd)
         dx = empty(xd.shape)
         L = row_local_size(M)
         if N * G and M:

@@ -14,9 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .host import empty, kernel, round_up, run, to_device
-
-ELEMENTWISE_LOCAL = 64  # work-group size of the update kernels
+from .host import empty, launch_elementwise, to_device
 
 
 class ParameterError(ValueError):
@@ -55,8 +53,7 @@ def _gradient(grad: Any, param: Any, key: str) -> Any:
 
 def _launch(name: str, n: int, *args: Any) -> None:
     """optim.cl:name(*args, n), one work-item per element."""
-    if n:
-        run(kernel("optim.cl", name), (round_up(n, ELEMENTWISE_LOCAL),), (ELEMENTWISE_LOCAL,), *args, n)
+    launch_elementwise("optim.cl", name, n, *args)
 
 
 def _zeros_like(a: Any) -> Any:

@@ -77,6 +77,17 @@ def _import_cl() -> ModuleType:
     return cl
 
 
+def _devices(cl: ModuleType) -> list["cl.Device"]:
+    """Every device of every platform, in platform order (get_platforms' errors propagate)."""
+    devices = []
+    for platform in cl.get_platforms():
+        try:
+            devices.extend(platform.get_devices())
+        except Exception:  # a platform with no device raises DEVICE_NOT_FOUND
+            continue
+    return devices
+
+
 def opencl_unavailable_reason() -> str | None:
     """None when an OpenCL device is usable, else one line saying what is missing."""
     try:
@@ -84,15 +95,9 @@ def opencl_unavailable_reason() -> str | None:
     except OpenCLUnavailable as exc:
         return str(exc)
     try:
-        platforms = cl.get_platforms()
-    except Exception as exc:
+        devices = _devices(cl)
+    except Exception as exc:  # from get_platforms
         return f"no OpenCL platform ({exc}); `{INSTALL_HINT}` gives a CPU one"
-    devices = []
-    for platform in platforms:
-        try:
-            devices.extend(platform.get_devices())
-        except Exception:  # a platform with no device raises DEVICE_NOT_FOUND
-            continue
     if not devices:
         return f"an OpenCL platform exists but has no device; `{INSTALL_HINT}` gives a CPU one"
     return None
@@ -115,18 +120,10 @@ def get_context() -> "cl.Context":
         if os.environ.get("PYOPENCL_CTX"):
             _context = cl.create_some_context(interactive=False)
         else:
-            device = None
-            for platform in cl.get_platforms():
-                try:
-                    found = platform.get_devices()
-                except Exception:
-                    continue
-                if found:
-                    device = found[0]
-                    break
-            if device is None:  # pragma: no cover - ruled out by the reason check
+            devices = _devices(cl)
+            if not devices:  # pragma: no cover - ruled out by the reason check
                 raise OpenCLUnavailable(f"no OpenCL device; `{INSTALL_HINT}` gives a CPU one")
-            _context = cl.Context([device])
+            _context = cl.Context([devices[0]])
         return _context
 
 
