@@ -26,7 +26,6 @@ was correct (lower is harder).
 from __future__ import annotations
 
 import csv
-import importlib
 import io
 import json
 import statistics
@@ -38,11 +37,11 @@ import jinja2
 
 from grader import catalogue
 from grader import quiz as quiz_lib
+from grader.progress import DEFAULT_MAX_SCORE
 from grader.quiz import Quiz
-from grader.report import STATUS_LABELS, format_score
+from grader.report import format_score, mistake_entry, status_style
 from grader.store import Store
 
-DEFAULT_MAX_SCORE = 10.0
 HISTOGRAM_BINS = 10
 TOP_MISTAKES = 5
 TEMPLATE = "report.html.j2"
@@ -305,11 +304,7 @@ class ClassReport:
 
 def _mistake_texts(mistake_id: str) -> tuple[str, str]:
     """(sentence, fix) of a known mistake from ``grader.mistakes.CATALOGUE``; ('', '') when unknown."""
-    try:
-        mistakes = importlib.import_module("grader.mistakes")
-    except ImportError:
-        return "", ""
-    entry = getattr(mistakes, "CATALOGUE", {}).get(mistake_id)
+    entry = mistake_entry(mistake_id)
     if entry is None:
         return "", ""
     return str(getattr(entry, "sentence", "")), str(getattr(entry, "fix", ""))
@@ -552,20 +547,12 @@ def _environment() -> jinja2.Environment:
 
 def status_label(status: str | None) -> str:
     """The report label of a status (PASS, FAIL, TODO, ERROR, TIMEOUT); '-' when never graded."""
-    if status is None:
-        return "-"
-    return STATUS_LABELS.get(status, (status.upper(), "red"))[0]
+    return status_style(status)[0]
 
 
 def format_html(report: ClassReport, title: str = "normgrade class report") -> str:
     """The self-contained HTML report (inline CSS and SVG; no script, no external resource)."""
     template = _environment().get_template(TEMPLATE)
-    by_topic: list[tuple[str, list[ExerciseStats]]] = []
-    for stats in report.exercises:
-        topic = catalogue.topic_of(stats.id)
-        if not by_topic or by_topic[-1][0] != topic:
-            by_topic.append((topic, []))
-        by_topic[-1][1].append(stats)
     return template.render(
         title=title,
         report=report,
@@ -575,5 +562,4 @@ def format_html(report: ClassReport, title: str = "normgrade class report") -> s
         mistakes=[e for e in report.exercises if e.mistakes],
         items=report.items,
         status_label=status_label,
-        by_topic=by_topic,
     )

@@ -30,6 +30,7 @@ from grader.report import (
     gradescope_results,
     use_color,
     write_json,
+    write_text,
 )
 from grader.sandbox import Limits
 from grader.store import Store, default_db_path
@@ -241,10 +242,9 @@ def _quiz_list(quiz_dir: Path, db_path: Path, student: str, as_json: bool) -> No
     width = max((len(s.chapter) for s in standings), default=0)
     click.echo(f"Quizzes of {student}")
     for s in standings:
-        state = "complete" if s.complete else ("not started" if not s.attempts else "in progress")
         click.echo(
             f"  {s.chapter.ljust(width)}  {s.questions:>2} questions  "
-            f"checkpoints {s.checkpoints_correct}/{s.checkpoints}  {state}"
+            f"checkpoints {s.checkpoints_correct}/{s.checkpoints}  {s.state}"
         )
     click.echo(f"{sum(s.complete for s in standings)} of {len(standings)} complete. Take one: grade quiz CHAPTER")
 
@@ -473,10 +473,7 @@ def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | Non
         click.echo(text, nl=False)
         return
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = output.with_name(output.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(output)
+        write_text(text, output)
     except OSError as exc:
         raise CommandError(f"cannot write {output} ({exc.strerror}): pass another -o FILE") from exc
     n = len(report.students)

@@ -19,7 +19,7 @@ from grader import catalogue
 from grader import quiz as quiz_lib
 from grader.quiz import ChapterProgress as QuizStanding
 from grader.quiz import Quiz
-from grader.report import STATUS_LABELS, format_score
+from grader.report import format_score, status_style
 from grader.store import Store
 
 
@@ -108,7 +108,7 @@ def course_quizzes() -> list[Quiz]:
     quiz_dir = quiz_lib.default_quiz_dir()
     if not quiz_dir.is_dir():
         return []
-    return list(quiz_lib.load_all(quiz_dir))
+    return quiz_lib.load_all(quiz_dir)
 
 
 def summarize(
@@ -174,10 +174,7 @@ def format_progress(progress: Progress, color: bool = False) -> str:
     for chapter in progress.chapters:
         lines.append(style(chapter.name, bold=True))
         for ex in chapter.exercises:
-            if ex.last_status is None:
-                label, colour = "-", "white"
-            else:
-                label, colour = STATUS_LABELS.get(ex.last_status, (ex.last_status.upper(), "red"))
+            label, colour = status_style(ex.last_status)
             score = f"{format_score(ex.best_score)}/{format_score(ex.max_score)}"
             tries = f"{ex.attempts} attempt{'s' if ex.attempts != 1 else ''}"
             lines.append(f"  {ex.id.ljust(width)}  best {score:>7}  last {style(label.ljust(8), fg=colour)} {tries}")

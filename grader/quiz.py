@@ -163,6 +163,14 @@ class SourceQuestion:
     def kind(self) -> str:
         return str(self.data["kind"])
 
+    @property
+    def choices(self) -> tuple[Choice, ...]:
+        return tuple(Choice(c["id"], c["text"]) for c in self.data.get("choices", []))
+
+    @property
+    def tolerance(self) -> float | None:
+        return self.data.get("tolerance")
+
 
 @dataclass
 class SourceQuiz:
@@ -257,6 +265,13 @@ class ChapterProgress:
     @property
     def complete(self) -> bool:
         return self.checkpoints_correct == self.checkpoints
+
+    @property
+    def state(self) -> str:
+        """'complete', else 'in progress' or 'not started' (no recorded answer)."""
+        if self.complete:
+            return "complete"
+        return "in progress" if self.attempts else "not started"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -394,8 +409,7 @@ def parse_number(text: str | int | float) -> float:
 
 def _choice_ids(question: Question | SourceQuestion, raw: Any) -> list[str]:
     """Read choice answers: ids (``b``), display numbers (``2``), a list, or ``a, c``."""
-    choices = question.choices if isinstance(question, Question) else _source_choices(question)
-    ids = [c.id for c in choices]
+    ids = [c.id for c in question.choices]
     if isinstance(raw, bool):
         tokens: list[str] = []
     elif isinstance(raw, (list, tuple)):
@@ -434,7 +448,7 @@ def canonical_answers(question: Question | SourceQuestion, raw: Any) -> list[str
     if kind == "multiple":
         return ["choices:" + ",".join(sorted(_choice_ids(question, raw)))]
     if kind == "numeric":
-        tol = _tolerance(question)
+        tol = float(question.tolerance)  # validated > 0 when the file was loaded
         k = round(parse_number(raw) * QUANT_STEPS / tol)
         return [f"num:{k + d}" for d in range(-(QUANT_STEPS + 1), QUANT_STEPS + 2)]
     if kind == "short":
@@ -447,11 +461,6 @@ def canonical_answers(question: Question | SourceQuestion, raw: Any) -> list[str
             raise AnswerFormatError(f"expected a short answer, got {len(text)} characters")
         return [f"short:{text}"]
     raise AnswerFormatError(f"unknown question kind '{kind}'")
-
-
-def _tolerance(question: Question | SourceQuestion) -> float:
-    tol = question.tolerance if isinstance(question, Question) else question.data.get("tolerance")
-    return float(tol)  # validated > 0 when the file was loaded
 
 
 def digest(salt: str, message: str) -> str:
@@ -621,10 +630,6 @@ def load_quiz(path: str | Path) -> Quiz:
         )
     _check_unique_and_checkpoint([q.id for q in questions], len([q for q in questions if q.checkpoint]), path)
     return Quiz(chapter, title, questions, path)
-
-
-def _source_choices(question: SourceQuestion) -> tuple[Choice, ...]:
-    return tuple(Choice(c["id"], c["text"]) for c in question.data.get("choices", []))
 
 
 def _answer_forms(question: SourceQuestion) -> list[Any]:
@@ -877,10 +882,6 @@ def chapter_progress(quiz: Quiz, attempts: Iterable[Mapping[str, Any]]) -> Chapt
 AnswerHook = Callable[[Question, Verdict], None]
 
 
-def _format_tolerance(tol: float) -> str:
-    return f"{tol:g}"
-
-
 def ask_question(question: Question, number: int, total: int) -> Verdict:
     """Show one question, prompt until the answer is readable, and grade it."""
     tag = " [checkpoint]" if question.checkpoint else ""
@@ -890,7 +891,7 @@ def ask_question(question: Question, number: int, total: int) -> Verdict:
         click.echo(f"  {index}. {choice.text}")
     hint = KIND_HINTS[question.kind]
     if question.kind == "numeric":
-        hint += f"; within ±{_format_tolerance(question.tolerance or 0)}"
+        hint += f"; within ±{question.tolerance or 0:g}"
 
     def read(raw: str) -> Verdict:
         try:

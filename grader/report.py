@@ -49,12 +49,19 @@ def format_score(value: float) -> str:
     return "0" if text == "-0" else text
 
 
+def status_style(status: str | None) -> tuple[str, str]:
+    """(label, colour) of a status; an unknown one in capitals and red, ('-', 'white') when never graded."""
+    if status is None:
+        return "-", "white"
+    return STATUS_LABELS.get(status, (status.upper(), "red"))
+
+
 def exercise_label(ex: ExerciseResult) -> tuple[str, str]:
     """(label, colour) for an exercise; 'passed' with missing marks shows as FAIL."""
     status = ex.status
     if status == "passed" and ex.score < ex.max_score:
         status = "failed"
-    return STATUS_LABELS.get(status, (status.upper(), "red"))
+    return status_style(status)
 
 
 DIAGNOSIS_PREFIXES = ("Known mistake ", "Likely mistake", "Fix: ")
@@ -68,7 +75,7 @@ def diagnosis_lines(check: CheckResult) -> list[str]:
     """
     if not check.misconception:
         return []
-    entry = _mistake_entry(check.misconception)
+    entry = mistake_entry(check.misconception)
     if entry is None:
         if check.misconception in check.message:
             return []
@@ -84,7 +91,7 @@ def diagnosis_lines(check: CheckResult) -> list[str]:
     return lines
 
 
-def _mistake_entry(misconception: str) -> Any:
+def mistake_entry(misconception: str) -> Any:
     """The catalogue entry for a mistake id, or None (no catalogue yet, or unknown id)."""
     try:
         mistakes = importlib.import_module("grader.mistakes")
@@ -217,9 +224,14 @@ def gradescope_error(reason: str) -> dict[str, Any]:
     }
 
 
-def write_json(document: dict[str, Any], path: Path) -> None:
-    """Write a JSON document (parent folders created), atomically via a temporary file."""
+def write_text(text: str, path: Path) -> None:
+    """Write UTF-8 text (parent folders created), atomically via a temporary file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+
+
+def write_json(document: dict[str, Any], path: Path) -> None:
+    """Write a JSON document (parent folders created), atomically via a temporary file."""
+    write_text(json.dumps(document, indent=2) + "\n", path)
