@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
 from grader.checks import CHECKS
-from grader.mistakes import CPU_TOPICS, reference_namespace
+from grader.mistakes import patched_namespace, reference_namespace
 from grader.model import CheckResult
 from grader.ops import run_script
 
@@ -50,15 +49,11 @@ def grade_in_process(exercise_id: str, ns: Any, seed: int = SEEDS[0], fresh: boo
 
 def variant_ns(reference_module_attr: str, **overrides: Any) -> Any:
     """The reference namespace with ``overrides`` replacing names of topic ``reference_module_attr``."""
-    ref = reference_namespace()
-    topics = {t: getattr(ref, t) for t in CPU_TOPICS}
-    patched = types.SimpleNamespace(**vars(topics[reference_module_attr]))
-    for name, value in overrides.items():
-        if not hasattr(patched, name):
+    topic = getattr(reference_namespace(), reference_module_attr)
+    for name in overrides:
+        if not hasattr(topic, name):
             raise AttributeError(f"reference.{reference_module_attr} has no {name}")
-        setattr(patched, name, value)
-    topics[reference_module_attr] = patched
-    return types.SimpleNamespace(**topics)
+    return patched_namespace(reference_module_attr, overrides)
 
 
 def stub_namespace() -> Any:

@@ -61,6 +61,7 @@ class ActivationChecks(ExerciseChecks):
     hyper_what: str = "a wide input range (x ~ N(0, 6^2))"
     hyper_scale: float = 6.0  # standard deviation of the hyper case's input
     zero_note: str = ""  # the derivative convention at 0, for piecewise activations
+    hyper_kwargs: dict[str, Any] = {}  # constructor kwargs of the hyper-parameter case
     grads: list[str] = []
     points: dict[str, float] = POINTS
 
@@ -73,8 +74,8 @@ class ActivationChecks(ExerciseChecks):
         return {}
 
     def hyper(self, rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """Constructor kwargs and parameters of the hyper-parameter case (default: none)."""
-        return {}, {}
+        """Constructor kwargs and parameters of the hyper-parameter case (default: ``hyper_kwargs``, no parameters)."""
+        return dict(self.hyper_kwargs), {}
 
     def extra(self, plan: LayerPlan) -> None:
         """Exercise-specific cases and checks (PReLU's constructor)."""
@@ -152,33 +153,25 @@ class PiecewiseChecks(ActivationChecks):
 class LeakyReLUChecks(PiecewiseChecks):
     hyper_what = "negative_slope = 0.2 (not the default 0.01)"
     hyper_scale = 1.0
-
-    def hyper(self, rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        return {"negative_slope": 0.2}, {}
+    hyper_kwargs = {"negative_slope": 0.2}
 
 
 class ELUChecks(PiecewiseChecks):
     hyper_what = "alpha = 1.7 (not the default 1.0)"
     hyper_scale = 1.0
-
-    def hyper(self, rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        return {"alpha": 1.7}, {}
+    hyper_kwargs = {"alpha": 1.7}
 
 
 class SiLUChecks(ActivationChecks):
     hyper_what = "beta = 1.8 (Swish; not the default 1.0)"
     hyper_scale = 1.0
-
-    def hyper(self, rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        return {"beta": 1.8}, {}
+    hyper_kwargs = {"beta": 1.8}
 
 
 class GELUChecks(ActivationChecks):
     hyper_what = 'approximate="tanh"'
     hyper_scale = 1.0
-
-    def hyper(self, rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        return {"approximate": "tanh"}, {}
+    hyper_kwargs = {"approximate": "tanh"}
 
 
 class PReLUChecks(PiecewiseChecks):

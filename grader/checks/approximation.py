@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.checks.base import Check, Context, ExerciseChecks, Plan, error_text
+from grader.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
 from grader.model import CheckResult
 from grader.ops import TARGETS, Case
 
@@ -97,12 +97,12 @@ class OutputShape(Check):
             for key, n in (("y", GRID.shape[0]), ("y_small", 5)):
                 y = s.outputs.get(key)
                 if y is None:
-                    return CheckResult(self.name, False, 0.0, self.points, f"case {case}: {error_text(s.error)}")
+                    return result(self.name, self.points, False, f"case {case}: {error_text(s.error)}")
                 if y.shape != (n, 1) or y.dtype != np.float64:
-                    return CheckResult(self.name, False, 0.0, self.points,
-                                       f"case {case}: g(x) for x of shape ({n}, 1) returned shape {y.shape}"
-                                       f" dtype {y.dtype}; expected ({n}, 1) float64")
-        return CheckResult(self.name, True, self.points, self.points)
+                    return result(self.name, self.points, False,
+                                  f"case {case}: g(x) for x of shape ({n}, 1) returned shape {y.shape}"
+                                  f" dtype {y.dtype}; expected ({n}, 1) float64")
+        return result(self.name, self.points, True)
 
 
 class FitFunctionChecks(ExerciseChecks):

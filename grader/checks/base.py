@@ -199,6 +199,11 @@ class Check:
         return self.run(ctx)
 
 
+def forward_matches(ctx: Context, case: str, forward_key: str, y: np.ndarray) -> bool:
+    """The student's forward output ``y`` equals the reference's (rtol, atol scaled by y)."""
+    return compare(y, ctx.reference_output(case, forward_key), RTOL, ATOL * scale_of(y)).ok
+
+
 def gradient_note(ctx: Context, case: str, key: str, num_key: str, forward_key: str) -> str:
     """Tell forward bugs from backward bugs with the student's own central differences.
 
@@ -209,7 +214,7 @@ def gradient_note(ctx: Context, case: str, key: str, num_key: str, forward_key: 
     grad, num, y = s.outputs.get(key), s.outputs.get(num_key), s.outputs.get(forward_key)
     if grad is None or num is None or y is None:
         return ""
-    forward_ok = compare(y, ctx.reference_output(case, forward_key), RTOL, ATOL * scale_of(y)).ok
+    forward_ok = forward_matches(ctx, case, forward_key, y)
     consistent = same_as(grad, num, rtol=NUMGRAD_RTOL, atol=NUMGRAD_ATOL)
     if forward_ok and not consistent:
         return (
@@ -292,9 +297,7 @@ class Consistency(Check):
     def run(self, ctx: Context) -> CheckResult:
         s = ctx.student_result(self.case)
         y = s.outputs.get(self.forward_key)
-        forward_ok = y is not None and compare(
-            y, ctx.reference_output(self.case, self.forward_key), RTOL, ATOL * scale_of(y)
-        ).ok
+        forward_ok = y is not None and forward_matches(ctx, self.case, self.forward_key, y)
         for key, num_key in self.pairs.items():
             grad, num = s.outputs.get(key), s.outputs.get(num_key)
             if grad is None or num is None:
@@ -585,18 +588,18 @@ class LayerPlan(Plan):
                        **kw: Any) -> Check:
         """Compare dx and each d<g> of ``case`` with the reference (with the numgrad note when present)."""
         keys = ["dx"] + [f"d{g}" for g in grads or []]
-        numgrad = {k: f"num_{k}" for k in keys if self._has_numgrad(case, k)}
+        pairs = self._numgrad_pairs(case)
+        numgrad = {k: pairs[k] for k in keys if k in pairs}
         return self.add(Compare(name, points, case=case, keys=keys, what=what, numgrad=numgrad, **kw))
 
-    def _has_numgrad(self, case: str, key: str) -> bool:
+    def _numgrad_pairs(self, case: str) -> dict[str, str]:
+        """Analytic key -> numgrad key of ``case``'s numgrad ops: {"dx": "num_dx", "dgamma": "num_dgamma"}."""
         script = next(c.script for c in self.cases if c.name == case)
-        return any(op.get("op") == "numgrad" and op.get("out") == f"num_{key}" for op in script)
+        return {op["out"][len("num_"):]: op["out"] for op in script if op.get("op") == "numgrad"}
 
     def consistency_check(self, name: str, points: float, case: str, what: str) -> Check:
         """The student's dx (and d<p>) against central differences of their own forward on ``case``."""
-        script = next(c.script for c in self.cases if c.name == case)
-        pairs = {op["out"][len("num_"):]: op["out"] for op in script if op.get("op") == "numgrad"}
-        return self.add(Consistency(name, points, case=case, pairs=pairs, what=what))
+        return self.add(Consistency(name, points, case=case, pairs=self._numgrad_pairs(case), what=what))
 
     def backward_twice_check(self, name: str, points: float, case: str) -> Check:
         """A second backward(dout) after the same forward returns the same dx (``case`` built with twice=True)."""

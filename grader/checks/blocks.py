@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.base import Compare, Context, Custom, ExerciseChecks, Plan, error_text
+from grader.checks.base import ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, Plan, error_text
 from grader.compare import compare, scale_of
-from grader.mistakes import Mistake
+from grader.mistakes import Mistake, reference_namespace
 from grader.ops import Case
 
 FLAGS = ("training", "linear.training", "bn.training", "act.training", "drop.training")
@@ -54,7 +54,7 @@ def get(attr: str, out: str) -> dict[str, Any]:
 
 
 def flag_ops(suffix: str) -> list[dict[str, Any]]:
-    return [get(attr, f"{attr.replace('.', '_')}_{suffix}") for attr in FLAGS]
+    return [get(attr, key) for attr, key in zip(FLAGS, flag_keys(suffix))]
 
 
 def flag_keys(suffix: str) -> list[str]:
@@ -163,8 +163,6 @@ def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str]
     The mask is read off the student's output (y != 0), so any way of drawing it is accepted;
     a known mistake is named when its block, run with that same mask, gives the student's outputs.
     """
-    from grader.mistakes import reference_namespace
-
     s = ctx.student_result("train_dropout")
     got = {k: s.outputs.get(k) for k in ["y"] + keys}
     if any(v is None for v in got.values()):
@@ -178,14 +176,14 @@ def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str]
     expected = with_mask(reference_namespace(), ctx, shape, p, keep)
     assert expected is not None
     for key in keys:
-        cmp = compare(got[key], expected[key], 1e-6, 1e-8 * scale_of(expected[key]))
+        cmp = compare(got[key], expected[key], RTOL, ATOL * scale_of(expected[key]))
         if cmp.ok:
             continue
         mistake = None
         for candidate in ctx.mistakes:
             theirs = with_mask(candidate.namespace, ctx, shape, p, keep)
             if theirs is not None and all(
-                compare(got[k], theirs[k], 1e-6, 1e-8 * scale_of(theirs[k])).ok for k in keys
+                compare(got[k], theirs[k], RTOL, ATOL * scale_of(theirs[k])).ok for k in keys
             ):
                 mistake = candidate
                 break
@@ -201,7 +199,7 @@ def eval_outputs(ctx: Context) -> tuple[bool, str, Mistake | None]:
         if got is None:
             return False, f"eval mode: {error_text(s.error)}", None
         expected = ctx.reference_output("eval", key)
-        cmp = compare(got, expected, 1e-6, 1e-8 * scale_of(expected))
+        cmp = compare(got, expected, RTOL, ATOL * scale_of(expected))
         if not cmp.ok:
             still = [attr.split(".")[0] for attr, k in zip(FLAGS, flag_keys("eval"))
                      if attr != "training" and bool(np.all(s.outputs.get(k, np.array(False))))]

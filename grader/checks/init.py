@@ -248,26 +248,29 @@ def judge_rng(fn: str, case: str, spec: InitSpec) -> Judge:
     return judge
 
 
-def unusable(fn: str, spec: InitSpec, w: np.ndarray) -> str:
-    """Why W cannot be graded statistically ("" when it can): the bounds assume n = fan_in * fan_out finite values."""
+def graded_w(res: Callable[[str], ScriptResult], case: str, fn: str, spec: InitSpec) -> tuple[np.ndarray | None, str]:
+    """(W of ``case``, "") when it can be graded statistically, else (None, why not).
+
+    The bounds assume n = fan_in * fan_out finite values.
+    """
+    w, why = output_or_error(res(case), "W")
+    if w is None:
+        return None, f"{call_text(fn, spec)}: {why}"
     if w.size != spec.n:
-        return (f"{call_text(fn, spec)} returned {w.size} values (shape {w.shape}); expected fan_out * fan_in ="
-                f" {spec.n}")
+        return None, (f"{call_text(fn, spec)} returned {w.size} values (shape {w.shape}); expected fan_out * fan_in ="
+                      f" {spec.n}")
     if not np.all(np.isfinite(w)):
-        return f"{call_text(fn, spec)} returned NaN or inf"
-    return ""
+        return None, f"{call_text(fn, spec)} returned NaN or inf"
+    return w, ""
 
 
 def judge_mean(fn: str, case: str, spec: InitSpec) -> Judge:
     """|mean(W)| <= Z * s / sqrt(n): CLT, P(|Z| > 6.5) = 8e-11."""
 
     def judge(res: Callable[[str], ScriptResult]) -> Verdict:
-        w, why = output_or_error(res(case), "W")
+        w, why = graded_w(res, case, fn, spec)
         if w is None:
-            return Verdict(False, f"{call_text(fn, spec)}: {why}")
-        bad = unusable(fn, spec, w)
-        if bad:
-            return Verdict(False, bad)
+            return Verdict(False, why)
         mean, sd = float(w.mean()), float(w.std())
         limit = Z * sd / math.sqrt(w.size)
         if abs(mean) <= limit:
@@ -291,12 +294,9 @@ def judge_variance(fn: str, case: str, spec: InitSpec, what: str) -> Judge:
     """The sample variance s^2 lies in sigma^2 * chi2_{n-1}/(n-1) bounds (Wilson-Hilferty, z = 6.5)."""
 
     def judge(res: Callable[[str], ScriptResult]) -> Verdict:
-        w, why = output_or_error(res(case), "W")
+        w, why = graded_w(res, case, fn, spec)
         if w is None:
-            return Verdict(False, f"{call_text(fn, spec)}: {why}")
-        bad = unusable(fn, spec, w)
-        if bad:
-            return Verdict(False, bad)
+            return Verdict(False, why)
         var = float(np.var(w, ddof=1))
         lo, hi = chi2_ratio_bounds(w.size - 1)
         expected = spec.std**2
@@ -332,12 +332,9 @@ def judge_distribution(fn: str, case: str, spec: InitSpec) -> Judge:
     """
 
     def judge(res: Callable[[str], ScriptResult]) -> Verdict:
-        w, why = output_or_error(res(case), "W")
+        w, why = graded_w(res, case, fn, spec)
         if w is None:
-            return Verdict(False, f"{call_text(fn, spec)}: {why}")
-        bad = unusable(fn, spec, w)
-        if bad:
-            return Verdict(False, bad)
+            return Verdict(False, why)
         kurt = excess_kurtosis(w)
         shape = "uniform" if kurt < -0.6 else "normal"
         biggest = float(np.max(np.abs(w)))

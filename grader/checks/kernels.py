@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.base import Check, Context, ExerciseChecks, Plan, error_text
+from grader.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
 from grader.compare import compare, scale_of
 from grader.mistakes import Mistake
 from grader.model import CheckResult
-from grader.ops import Case, ScriptResult
+from grader.ops import Case
 
 ELEMENTWISE_TOL = (1e-5, 1e-6)
 ROW_TOL = (1e-4, 1e-5)
@@ -84,20 +84,21 @@ class KernelValues(Check):
             s = ctx.student_result(region.case)
             got = s.outputs.get(region.key)
             if got is None:
-                return fail(self, kernel_error_text(s.error, self.full_errors))
+                return result(self.name, self.points, False, kernel_error_text(s.error, self.full_errors))
             expected = ctx.reference_output(region.case, region.key)
             cmp = self.compare_region(got, expected, region)
             if not cmp.ok:
                 mistake = self.match(ctx)
-                return fail(self, f"{region.what}{region.key}: {cmp.message}", mistake)
-        return CheckResult(self.name, True, self.points, self.points)
+                return result(self.name, self.points, False, f"{region.what}{region.key}: {cmp.message}", mistake)
+        return result(self.name, self.points, True)
 
-    def compare_region(self, got: np.ndarray, expected: np.ndarray, region: Region) -> Any:
+    def compare_region(self, got: np.ndarray, expected: np.ndarray, region: Region, masked: bool = True) -> Any:
+        """The graded part of ``got`` against ``expected`` (only the region's mask, if any, when ``masked``)."""
         rtol, atol = self.tol
         if got.shape != expected.shape:
             return compare(got, expected)
         g, e = got[: region.valid], expected[: region.valid]
-        mask = self.masks.get(f"{region.case}/{region.key}")
+        mask = self.masks.get(f"{region.case}/{region.key}") if masked else None
         if mask is not None:
             g, e = g[mask], e[mask]
         return compare(g, e, rtol, atol * scale_of(e), check_dtype=False)
@@ -105,24 +106,16 @@ class KernelValues(Check):
     def match(self, ctx: Context) -> Mistake | None:
         """The first mistake whose emulation gives the student's values on the whole graded part
         of every region (not only the masked indices: a mistake must explain the entire output)."""
-        rtol, atol = self.tol
         for mistake in ctx.mistakes:
-            ok = True
-            for region in self.regions:
-                got = ctx.student_result(region.case).outputs.get(region.key)
-                other: ScriptResult = ctx.run_mistake(mistake, ctx.cases[region.case])
-                theirs = other.outputs.get(region.key)
-                if got is None or theirs is None or got.shape != theirs.shape:
-                    ok = False
-                    break
-                g, e = got[: region.valid], theirs[: region.valid]
-                cmp = compare(g, e, rtol, atol * scale_of(e), check_dtype=False)
-                if not cmp.ok:
-                    ok = False
-                    break
-            if ok:
+            if all(self.reproduces(ctx, mistake, region) for region in self.regions):
                 return mistake
         return None
+
+    def reproduces(self, ctx: Context, mistake: Mistake, region: Region) -> bool:
+        """The mistake's output equals the student's on the whole graded part of ``region``."""
+        got = ctx.student_result(region.case).outputs.get(region.key)
+        theirs = ctx.run_mistake(mistake, ctx.cases[region.case]).outputs.get(region.key)
+        return got is not None and theirs is not None and self.compare_region(got, theirs, region, masked=False).ok
 
 
 @dataclass
@@ -137,14 +130,15 @@ class Guard(Check):
             s = ctx.student_result(region.case)
             got = s.outputs.get(region.key)
             if got is None:
-                return fail(self, kernel_error_text(s.error, self.full_errors))
+                return result(self.name, self.points, False, kernel_error_text(s.error, self.full_errors))
             tail = got[region.valid:]
             written = int(np.sum(~np.isnan(tail)))
             if written:
-                return fail(self, f"{region.what}{region.key}: {written} values past the end (index >= {region.valid})"
-                                  " were written: guard the index (if (i >= n) return;) since the global size is"
-                                  " rounded up to a multiple of the work-group size")
-        return CheckResult(self.name, True, self.points, self.points)
+                return result(self.name, self.points, False,
+                              f"{region.what}{region.key}: {written} values past the end (index >= {region.valid})"
+                              " were written: guard the index (if (i >= n) return;) since the global size is"
+                              " rounded up to a multiple of the work-group size")
+        return result(self.name, self.points, True)
 
 
 def first_shows_log(plan: Plan) -> Plan:
@@ -162,12 +156,6 @@ def kernel_error_text(error: dict[str, str] | None, full: bool = True) -> str:
     if error and error.get("type") == "KernelBuildError" and not full:
         return error.get("message", "").split(";")[0] + " (the compiler log is in the first check)"
     return error_text(error)
-
-
-def fail(check: Check, message: str, mistake: Mistake | None = None) -> CheckResult:
-    if mistake is not None:
-        message = mistake.explain() + "\n" + message
-    return CheckResult(check.name, False, 0.0, check.points, message, None if mistake is None else mistake.id)
 
 
 # --------------------------------------------------------------------------- elementwise kernels

@@ -40,16 +40,20 @@ TRAIN_STEPS = 3
 TINY_SCALES = (1e-4, 1e-3, 1e-2, 1.0)
 
 
+def _stat_shape(shape: tuple[int, ...], axis: int | None) -> tuple[int, ...]:
+    """The shape of per-index statistics: ``shape`` kept on ``axis``, 1 elsewhere (None: every axis but the last)."""
+    if axis is None:
+        return shape[:-1] + (1,)
+    return tuple(n if a == axis else 1 for a, n in enumerate(shape))
+
+
 def spread(rng: np.random.Generator, shape: tuple[int, ...], axis: int | None) -> np.ndarray:
     """x = offset + scale * N(0, 1), one offset in U(-2, 2) and scale in U(0.5, 2) per index of ``axis``.
 
     ``axis=None``: per row, i.e. per index of every axis but the last.
     """
     z = rng.standard_normal(shape)
-    if axis is None:
-        stat_shape = shape[:-1] + (1,)
-    else:
-        stat_shape = tuple(n if a == axis else 1 for a, n in enumerate(shape))
+    stat_shape = _stat_shape(shape, axis)
     offset = rng.uniform(-2.0, 2.0, size=stat_shape)
     scale = rng.uniform(0.5, 2.0, size=stat_shape)
     return offset + scale * z
@@ -57,10 +61,7 @@ def spread(rng: np.random.Generator, shape: tuple[int, ...], axis: int | None) -
 
 def shrink(x: np.ndarray, axis: int | None, scales: tuple[float, ...] = TINY_SCALES) -> np.ndarray:
     """x times ``scales`` (cycled) along ``axis`` (None: per row): tiny samples where eps matters."""
-    if axis is None:
-        stat_shape = x.shape[:-1] + (1,)
-    else:
-        stat_shape = tuple(n if a == axis else 1 for a, n in enumerate(x.shape))
+    stat_shape = _stat_shape(x.shape, axis)
     factors = np.resize(np.asarray(scales, dtype=np.float64), int(np.prod(stat_shape))).reshape(stat_shape)
     return x * factors
 
@@ -211,15 +212,15 @@ class SampleNormChecks(ExerciseChecks):
         rng = p.rng
         pts = self.points
         grads = ["gamma", "beta"] if self.beta else ["gamma"]
-        script: list[dict[str, Any]] = [{"op": "new", "var": "m", "cls": self.id, "kwargs": self.ctor}]
-        script += [{"op": "get", "var": "m", "attr": a, "out": a} for a in self.ctor_attrs]
+        constructor = constructor_case(self.id, [], self.ctor, self.ctor_attrs)
+        ctor_keys = list(self.ctor_attrs)
         if self.extra_ctor is not None:
             kwargs, attrs = self.extra_ctor
-            script.append({"op": "new", "var": "m2", "cls": self.id, "kwargs": kwargs})
-            script += [{"op": "get", "var": "m2", "attr": a, "out": f"{a}_2"} for a in attrs]
-        p.add_case(Case("constructor", script, {}))
+            constructor.script.append({"op": "new", "var": "m2", "cls": self.id, "kwargs": kwargs})
+            constructor.script += [{"op": "get", "var": "m2", "attr": a, "out": f"{a}_2"} for a in attrs]
+            ctor_keys += [f"{a}_2" for a in attrs]
+        p.add_case(constructor)
         first = self.shapes[0]
-        ctor_keys = list(self.ctor_attrs) + ([f"{a}_2" for a in self.extra_ctor[1]] if self.extra_ctor else [])
         p.add(Compare("constructor", pts["constructor"], case="constructor", keys=ctor_keys,
                       what=f"parameters of a new {self.id} (gamma ones" + (", beta zeros)" if self.beta else ")"),
                       diagnose=False, requires=first[0]))
@@ -227,7 +228,7 @@ class SampleNormChecks(ExerciseChecks):
         def case(name: str, shape: tuple[int, ...], kwargs: dict[str, Any], **kw: Any) -> str:
             params = affine(rng, tuple(kwargs.get("_param_shape", self.param_shape)), self.beta)
             ctor = {k: v for k, v in kwargs.items() if not k.startswith("_")}
-            return p.layer(name, kw.pop("x", None) if "x" in kw else spread(rng, shape, self.stat_axis),
+            return p.layer(name, kw.pop("x") if "x" in kw else spread(rng, shape, self.stat_axis),
                            kwargs=ctor, params=params, grads=grads, **kw)
 
         for i, (name, shape, kwargs, what, fwd_pts, bwd_pts) in enumerate(self.shapes):

@@ -107,7 +107,6 @@ class SGDChecks(ExerciseChecks):
 
     def plan(self, seed: int) -> Plan:
         rng = np.random.default_rng(seed)
-        cls = "optim.SGD"
         lr = round(float(rng.uniform(0.05, 0.2)), 4)
         momentum = round(float(rng.uniform(0.7, 0.9)), 3)
         wd = round(float(rng.uniform(0.02, 0.1)), 4)
@@ -119,7 +118,7 @@ class SGDChecks(ExerciseChecks):
             "wd": ({"lr": lr, "weight_decay": wd}, 3),
         }
         for name, (kwargs, steps) in cases.items():
-            plan.add_case(optimiser_case(name, cls, kwargs, steps, rng))
+            plan.add_case(optimiser_case(name, self.id, kwargs, steps, rng))
         what = {
             "plain": f"SGD(lr={lr}), 3 steps",
             "momentum": f"SGD(lr={lr}, momentum={momentum}), 4 steps",
@@ -141,7 +140,6 @@ class AdamWChecks(ExerciseChecks):
 
     def plan(self, seed: int) -> Plan:
         rng = np.random.default_rng(seed)
-        cls = "optim.AdamW"
         lr = round(float(rng.uniform(0.005, 0.02)), 5)
         wd = round(float(rng.uniform(0.05, 0.2)), 4)
         beta1 = round(float(rng.uniform(0.75, 0.85)), 3)
@@ -154,7 +152,7 @@ class AdamWChecks(ExerciseChecks):
             "tiny_grads": ({"lr": lr}, 4, 1e-10),
         }
         for name, (kwargs, steps, scale) in cases.items():
-            plan.add_case(optimiser_case(name, cls, kwargs, steps, rng, grad_scale=scale))
+            plan.add_case(optimiser_case(name, self.id, kwargs, steps, rng, grad_scale=scale))
         what = {
             "defaults": f"AdamW(lr={lr}) (default betas, eps, weight_decay), 4 steps",
             "weight_decay": f"AdamW(lr={lr}, weight_decay={wd}), 4 steps",

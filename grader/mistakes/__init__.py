@@ -50,19 +50,24 @@ def reference_namespace() -> Any:
     return package
 
 
-def variant(exercise_id: str, replacement: Any) -> Any:
-    """A namespace like the reference package where ``exercise_id`` is ``replacement``.
+def patched_namespace(topic: str, overrides: dict[str, Any]) -> Any:
+    """A namespace like the reference package where the names ``overrides`` of ``topic`` are rebound.
 
-    Only that one attribute differs: the topic becomes a copy of the reference
-    topic module's attributes with the exercise's name rebound.
+    Only those attributes differ: the topic becomes a copy of the reference
+    topic module's attributes with the names rebound.
     """
     ref = reference_namespace()
     topics = {t: getattr(ref, t) for t in CPU_TOPICS}
-    topic = topic_of(exercise_id)
     patched = types.SimpleNamespace(**vars(topics[topic]))
-    setattr(patched, name_of(exercise_id), replacement)
+    for name, value in overrides.items():
+        setattr(patched, name, value)
     topics[topic] = patched
     return types.SimpleNamespace(**topics)
+
+
+def variant(exercise_id: str, replacement: Any) -> Any:
+    """A namespace like the reference package where ``exercise_id`` is ``replacement`` (nothing else differs)."""
+    return patched_namespace(topic_of(exercise_id), {name_of(exercise_id): replacement})
 
 
 def make(mistake_id: str, exercise_id: str, sentence: str, fix: str, replacement: Any) -> Mistake:
