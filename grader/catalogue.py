@@ -34,6 +34,7 @@ TOPIC_EXERCISES: dict[str, list[str]] = {
 }
 
 TOPICS: list[str] = list(TOPIC_EXERCISES)
+CPU_TOPICS: list[str] = [t for t in TOPICS if t != "kernels"]  # the topics that are Python files
 EXERCISES: list[str] = [f"{topic}.{name}" for topic, names in TOPIC_EXERCISES.items() for name in names]
 
 

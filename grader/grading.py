@@ -115,7 +115,7 @@ def _check_folder(path: Path) -> None:
         raise SetupError(f"'{path}' does not exist: pass --path to the folder with your exercise files")
     if not path.is_dir():
         raise SetupError(f"'{path}' is not a folder: pass --path to the folder with your exercise files")
-    topics = [t for t in catalogue.TOPICS if t != "kernels"]
+    topics = catalogue.CPU_TOPICS
     if not any((path / f"{t}.py").is_file() for t in topics) and not (path / "kernels").is_dir():
         raise SetupError(
             f"'{path}' has no exercise files ({', '.join(t + '.py' for t in topics[:3])}, ...): "

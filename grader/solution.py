@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import reference
-from grader.catalogue import TOPICS
+from grader.catalogue import CPU_TOPICS
 
 EXERCISE_KERNELS = ("activations.cl", "dropout.cl", "rmsnorm.cl", "layernorm.cl")
 """The ``.cl`` files of the OpenCL exercises (spec section 5), as named in ``exercises/kernels/``."""
@@ -32,7 +32,7 @@ def write_solution(dest: Path | str) -> Path:
     target = Path(dest)
     source = reference_folder()
     target.mkdir(parents=True, exist_ok=True)
-    for name in ["__init__", "base"] + [t for t in TOPICS if t != "kernels"]:
+    for name in ["__init__", "base"] + CPU_TOPICS:
         shutil.copyfile(source / f"{name}.py", target / f"{name}.py")
     kernels = target / "kernels"
     kernels.mkdir(exist_ok=True)

@@ -20,11 +20,10 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from grader.catalogue import TOPICS, name_of, topic_of
+from grader.catalogue import CPU_TOPICS, TOPICS, name_of, topic_of
 from grader.compare import DEFAULT_ATOL, DEFAULT_RTOL, same_as
 from grader.ops import Case, ScriptResult, run_script
 
-CPU_TOPICS = [t for t in TOPICS if t != "kernels"]
 
 
 @dataclass
