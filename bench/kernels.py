@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reference.opencl.bench import DEFAULT_SIZES, format_table, run_bench
+from reference.opencl.bench import DEFAULT_SIZES, QUICK_SIZES, format_table, run_bench
 from reference.opencl.runtime import opencl_unavailable_reason
 
 
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = tuple(args.size) if args.size else DEFAULT_SIZES
     repeats = args.repeats
     if args.quick:
-        sizes, repeats = ((256, 1024),), 3
+        sizes, repeats = QUICK_SIZES, 3
     print(format_table(run_bench(sizes=sizes, repeats=repeats)))
     return 0
 

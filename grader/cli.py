@@ -498,7 +498,7 @@ def bench_command(quick: bool, repeats: int) -> None:
     reason = runtime.opencl_unavailable_reason()
     if reason is not None:
         raise CommandError(f"no OpenCL device ({reason}): pip install pocl-binary-distribution")
-    sizes, repeats = (((256, 1024),), min(repeats, 3)) if quick else (bench.DEFAULT_SIZES, repeats)
+    sizes, repeats = (bench.QUICK_SIZES, min(repeats, 3)) if quick else (bench.DEFAULT_SIZES, repeats)
     click.echo(bench.format_table(bench.run_bench(sizes=sizes, repeats=repeats)))
 
 

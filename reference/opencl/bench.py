@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import pyopencl.array as cl_array
 
 DEFAULT_SIZES: tuple[tuple[int, int], ...] = ((1024, 1024), (4096, 4096))
+QUICK_SIZES: tuple[tuple[int, int], ...] = ((256, 1024),)  # --quick: a smoke test, seconds
 GROUPNORM_CHANNELS = 64
 GROUPNORM_GROUPS = 32
 GROUPNORM_HW = 64
