@@ -3,7 +3,7 @@ PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: grade test install clean
+.PHONY: grade test install clean system-deps
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,7 +17,11 @@ install: $(BIN)/.installed
 grade: $(BIN)/.installed
 	@$(BIN)/grade submit; status=$$?; [ $$status -le 1 ]
 
-test: $(BIN)/.installed
+# Debian packages for the sandbox, the Redis queue and browser tests (installed when root with apt).
+system-deps:
+	@bash scripts/system-deps.sh
+
+test: $(BIN)/.installed system-deps
 	$(BIN)/python -m pytest -q
 
 clean:

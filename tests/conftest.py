@@ -38,3 +38,25 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if os.environ.get("REQUIRE_OPENCL") == "1":
         pytest.fail(f"REQUIRE_OPENCL=1 but {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+# --- Debian programs (bubblewrap, redis-server, chromium) ------------------------------
+
+
+def program_missing_reason(program: str, package: str) -> str | None:
+    """None when ``program`` is on PATH, else a one-line reason naming the Debian package."""
+    import shutil
+
+    if shutil.which(program):
+        return None
+    return f"{program} is not installed (Debian package {package}: `make system-deps` as root, or apt-get install {package})"
+
+
+def require_program(program: str, package: str) -> None:
+    """Skip the calling test when ``program`` is missing; under CI=true fail instead."""
+    reason = program_missing_reason(program, package)
+    if reason is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason)
