@@ -25,8 +25,10 @@ from typing import Any
 
 from grader import catalogue, loader
 from grader.errors import SetupError
+from grader.ingest import Ingested, read_submission
 from grader.model import CheckResult, ExerciseResult, GradeReport, exercise_seed
 from grader.ops import Case, ScriptResult, run_script
+from grader.sanitize import clean_text
 from grader.sandbox import Job, JobOutcome, Limits, human_bytes, run_cases
 from grader.worker import FORBIDDEN_SUFFIX
 
@@ -94,19 +96,8 @@ def reference_results(exercise_id: str, seed: int, cases: list[Case]) -> Referen
 
 
 def files_hash(path: Path) -> str:
-    """sha256 over the submitted files (``*.py`` and ``*.cl``): sorted relative paths and contents."""
-    folder = Path(path)
-    digest = hashlib.sha256()
-    files = {
-        p.relative_to(folder).as_posix(): p
-        for p in folder.rglob("*")
-        if p.suffix in (".py", ".cl") and "__pycache__" not in p.relative_to(folder).parts and p.is_file()
-    }
-    for name in sorted(files):
-        data = files[name].read_bytes()
-        digest.update(name.encode() + b"\0")
-        digest.update(len(data).to_bytes(8, "little") + data)
-    return digest.hexdigest()
+    """sha256 over the exercise files a hand-in would be graded with (see :class:`grader.ingest.Ingested`)."""
+    return read_submission(path).files_hash()
 
 
 def _check_folder(path: Path) -> None:
@@ -123,17 +114,19 @@ def _check_folder(path: Path) -> None:
         )
 
 
-def _blocked(exercise_id: str, path: Path, problems: dict[str, str], deps: dict[str, set[str]]) -> str | None:
+def _blocked(exercise_id: str, path: Path, ingested: Ingested, problems: dict[str, str], deps: dict[str, set[str]]) -> str | None:
     """Why an exercise cannot run at all, or None.
 
-    Its file (or a sibling file it imports) imports reference/grader or has a
-    syntax error, or its file is missing.
+    Its file was refused at ingest (a link, a FIFO...) or is missing, or it (or
+    a sibling file it imports) imports reference/grader or does not parse.
     """
     if catalogue.topic_of(exercise_id) == "kernels":
         return None
     file = f"{catalogue.topic_of(exercise_id)}.py"
-    if not (path / file).is_file():
-        return f"{file} is missing from '{path}'"
+    if file in ingested.refused:
+        return ingested.refused[file]
+    if file not in ingested.files:
+        return f"{file} is missing from '{clean_text(path)}'"
     if file in problems:
         return problems[file]
     for dep in sorted(deps.get(file, ())):
@@ -243,15 +236,17 @@ def grade(path: Path | str, selectors: list[str] | None, student: str, limits: L
     ids = catalogue.resolve(list(selectors or []))
     folder = Path(path).resolve()
     _check_folder(folder)
-    problems = loader.scan_forbidden_imports(folder)
-    deps = loader.local_dependencies(folder)
+    sandboxed = limits.sandboxed()
+    ingested = read_submission(folder)
+    problems = loader.scan_forbidden_imports(ingested.files)
+    deps = loader.local_dependencies(ingested.files)
 
     seeds = {i: exercise_seed(student, i) for i in ids}
     blocked: dict[str, str] = {}
     jobs: list[Job] = []
     cases: dict[str, list[Case]] = {}
     for exercise_id in ids:
-        reason = _blocked(exercise_id, folder, problems, deps)
+        reason = _blocked(exercise_id, folder, ingested, problems, deps)
         if reason:
             blocked[exercise_id] = reason
             continue
@@ -261,7 +256,7 @@ def grade(path: Path | str, selectors: list[str] | None, student: str, limits: L
             Job(exercise_id, cases[exercise_id], float(definition.timeout), bool(definition.needs_opencl))
         )
 
-    outcomes = run_cases(folder, jobs, limits)
+    outcomes = run_cases(ingested, jobs, limits)
 
     exercises: list[ExerciseResult] = []
     for exercise_id in ids:
@@ -280,7 +275,12 @@ def grade(path: Path | str, selectors: list[str] | None, student: str, limits: L
                 limits,
             )
         )
-    return GradeReport(student=student, exercises=exercises, files_hash=files_hash(folder))
+    notices = sorted(set(ingested.refused.values()))
+    if not sandboxed:
+        notices.append(f"graded without the OS sandbox ({clean_text(limits.sandbox_off_reason())})")
+    return GradeReport(
+        student=student, exercises=exercises, files_hash=ingested.files_hash(), notices=notices, sandboxed=sandboxed
+    )
 
 
 __all__ = ["Limits", "files_hash", "grade", "reference_results"]

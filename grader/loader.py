@@ -25,7 +25,7 @@ import sys
 import threading
 from pathlib import Path
 from types import ModuleType
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 _AST_LOCK = threading.Lock()
 
@@ -147,26 +147,49 @@ def student_files(path: Path | str) -> list[Path]:
     )
 
 
-def scan_forbidden_imports(path: Path | str) -> dict[str, str]:
+Sources = Mapping[str, bytes]
+
+
+def _python_sources(submission: Path | str | Sources) -> dict[str, bytes]:
+    """Relative path -> source of each ``.py`` file: of an ingested hand-in, or read from a folder by ingest."""
+    if not isinstance(submission, Mapping):
+        from grader.ingest import read_submission  # parent side only: the worker never scans
+
+        submission = read_submission(submission).files
+    return {name: data for name, data in submission.items() if name.endswith(".py")}
+
+
+def _parse_or_reason(source: bytes, rel: str) -> tuple[ast.AST | None, str | None]:
+    """(tree, None), or (None, a one-line reason) for source that cannot be parsed."""
+    try:
+        return _parse(source, rel), None
+    except SyntaxError as exc:
+        return None, f"{rel} line {exc.lineno}: {exc.msg}"
+    except (ValueError, UnicodeError) as exc:  # NUL bytes in the source, undecodable text
+        return None, f"{rel} cannot be read as Python source: {exc}"
+    except (RecursionError, MemoryError):
+        return None, f"{rel} is nested too deeply to be read as Python source"
+
+
+def scan_forbidden_imports(submission: Path | str | Sources) -> dict[str, str]:
     """Map each offending file (relative path, e.g. ``normalization.py``) to a one-line reason.
 
-    Reported: an import of ``reference`` or ``grader`` (``import``, ``from ... import``,
-    ``__import__("...")`` or ``importlib.import_module("...")`` with a literal name),
-    and a syntax error ("normalization.py line 12: invalid syntax").
+    ``submission`` is a folder or an ingested hand-in's files. Reported: an
+    import of ``reference`` or ``grader`` (``import``, ``from ... import``,
+    ``__import__("...")`` or ``importlib.import_module("...")`` with a literal
+    name), and source that does not parse ("normalization.py line 12: invalid syntax").
     """
-    folder = Path(path)
     problems: dict[str, str] = {}
-    for file in student_files(folder):
-        rel = file.relative_to(folder).as_posix()
+    for rel, source in sorted(_python_sources(submission).items()):
+        tree, reason = _parse_or_reason(source, rel)
+        if tree is None:
+            problems[rel] = str(reason)
+            continue
         try:
-            tree = _parse(file.read_bytes(), rel)
-        except SyntaxError as exc:
-            problems[rel] = f"{rel} line {exc.lineno}: {exc.msg}"
+            found = forbidden_imports_in(tree)
+        except (RecursionError, MemoryError):
+            problems[rel] = f"{rel} is nested too deeply to be read as Python source"
             continue
-        except (OSError, ValueError) as exc:  # unreadable, or NUL bytes in the source
-            problems[rel] = f"{rel} cannot be read as Python source: {exc}"
-            continue
-        found = forbidden_imports_in(tree)
         if found:
             line, root = found[0]
             problems[rel] = (
@@ -188,19 +211,21 @@ def _relative_imports(tree: ast.AST) -> set[str]:
     return found
 
 
-def local_dependencies(path: Path | str) -> dict[str, set[str]]:
-    """Each top-level ``.py`` file of the folder -> every sibling file it imports, transitively.
+def local_dependencies(submission: Path | str | Sources) -> dict[str, set[str]]:
+    """Each top-level ``.py`` file of the hand-in -> every sibling file it imports, transitively.
 
     Files that do not parse have no dependencies here (``scan_forbidden_imports``
     reports them).
     """
-    folder = Path(path)
     direct: dict[str, set[str]] = {}
-    for file in sorted(folder.glob("*.py")):
+    for name, source in sorted(_python_sources(submission).items()):
+        if "/" in name:
+            continue
+        tree, _ = _parse_or_reason(source, name)
         try:
-            direct[file.name] = _relative_imports(_parse(file.read_bytes(), file.name))
-        except (SyntaxError, OSError, ValueError):
-            direct[file.name] = set()
+            direct[name] = _relative_imports(tree) if tree is not None else set()
+        except (RecursionError, MemoryError):
+            direct[name] = set()
     closure: dict[str, set[str]] = {}
     for name in direct:
         seen: set[str] = set()
@@ -213,4 +238,3 @@ def local_dependencies(path: Path | str) -> dict[str, set[str]]:
             todo.extend(direct.get(dep, ()))
         closure[name] = seen
     return closure
-

@@ -63,6 +63,8 @@ class GradeReport:
     student: str
     exercises: list[ExerciseResult]
     files_hash: str = ""
+    notices: list[str] = field(default_factory=list)  # one line each: files refused at ingest, sandbox off
+    sandboxed: bool = True     # False: graded without the OS sandbox (--no-sandbox, or none available)
 
     @property
     def score(self) -> float:

@@ -1,29 +1,39 @@
-"""The parent side of the sandbox: run exercises' cases in child processes, with limits.
+"""The parent side of the sandbox: run exercises' cases in sandboxed child processes, with limits.
 
-``run_cases(path, jobs, limits)`` spawns ``python -m grader.worker JOBDIR``
-children (``subprocess``: a fresh interpreter, never a fork of this process,
-so OpenCL state is never inherited), each in its own process group with
-``OMP_NUM_THREADS=1`` & co, a temporary working directory and stdin from
-``/dev/null``. The child sets its own rlimits first thing (RLIMIT_AS,
-RLIMIT_CPU per exercise, RLIMIT_FSIZE, RLIMIT_CORE = 0): doing it there rather
-than in ``preexec_fn`` keeps spawning safe while this process runs threads.
+``run_cases(submission, jobs, limits)`` copies the submission into a fresh job
+folder (:mod:`grader.ingest`; never the student's folder itself), writes the
+cases there, and starts ``python -m grader.worker`` children, each wrapped in
+bubblewrap (:mod:`grader.bwrap`: new PID, network, IPC and UTS namespaces, a
+uid that owns nothing, a read-only view of Python, the job folder and the
+worker's few grader modules, a capped tmpfs as the only writable place, a
+cleared environment). Where bubblewrap cannot run and ``limits.sandbox`` is
+not True, the children are plain processes (same worker, same limits, same
+whitelisted environment): the "sandbox off" mode of ``grade submit``.
 
-Up to ``limits.parallel`` children run at once (one thread each). A child is
-fed one job at a time over a command pipe and reports ``start i`` / ``done i``
-over a status pipe, so each exercise gets its own wall-clock limit. When a child
-hangs or dies in exercise k, its whole process group is killed, k is marked
+The child sets its own rlimits first thing (RLIMIT_AS, RLIMIT_CPU per
+exercise, RLIMIT_FSIZE, RLIMIT_NPROC, RLIMIT_CORE = 0). Up to
+``limits.parallel`` children run at once (one thread each). A child is fed
+one job at a time over a command pipe and reports ``start i`` and a ``done i``
+results frame over a status pipe, so each exercise gets its own wall-clock
+limit; what the student prints arrives on a third pipe, drained as it comes
+and kept up to ``limits.output_bytes``. When a child hangs or dies in exercise
+k, it is killed (its PID namespace and everything in it with it), k is marked
 (timeout / crashed) and a fresh child continues with the remaining exercises.
 Kernel exercises (``needs_opencl``) run in children of their own.
 
-Results come back as ``.npz`` files read with ``np.load(..., allow_pickle=False)``
-and a JSON status; anything malformed becomes an ``error`` for that exercise,
-never an exception here.
+Results are checked before they are decoded: size caps on the frame, an
+``.npz`` whose members are stored (not compressed) and named as the worker
+names them, numeric arrays of bounded rank, outputs the case's script
+declares, JSON parsed with its depth and size bounded. Every string from the
+child is cleaned (:func:`grader.sanitize.clean_text`). Anything malformed
+becomes an ``error`` for that exercise, never an exception here.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import select
 import shutil
 import signal
@@ -36,9 +46,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import io
+import zipfile
+
 import numpy as np
 
+from grader import bwrap
+from grader.errors import SetupError
+from grader.ingest import Ingested, read_submission
 from grader.ops import Case, ScriptResult
+from grader.sanitize import clean_record, clean_text
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -56,19 +73,43 @@ class Limits:
     CPU than wall time means threads); memory_bytes: address space (RLIMIT_AS)
     of a CPU child; opencl_memory_bytes: the same for kernel children (PoCL maps
     more); output_bytes: captured stdout+stderr kept per exercise; file_bytes:
-    largest file a child may write (RLIMIT_FSIZE); startup_s: time a fresh child
-    has to import NumPy (and OpenCL) before its first exercise; parallel: children
-    at once.
+    largest file a child may write (RLIMIT_FSIZE); scratch_bytes: size of the
+    sandbox's writable tmpfs; results_bytes: largest results frame a child may
+    send; processes / opencl_processes: RLIMIT_NPROC (processes and threads of
+    the sandbox's own uid; PoCL runs threads and a linker); startup_s: time a
+    fresh child has to import NumPy (and OpenCL) before its first exercise;
+    parallel: children at once; sandbox: True requires bubblewrap, False runs
+    plain child processes, None uses bubblewrap where it works.
     """
+
+    def sandboxed(self) -> bool:
+        """Whether children run in bubblewrap; SetupError when it is required and cannot run."""
+        if self.sandbox is False:
+            return False
+        problem = bwrap.problem()
+        if problem is None:
+            return True
+        if self.sandbox:
+            raise SetupError(f"{problem}; grading other people's code needs the sandbox (--no-sandbox to grade without it)")
+        return False
+
+    def sandbox_off_reason(self) -> str:
+        """Why children run without bubblewrap: '--no-sandbox', or what is missing."""
+        return "--no-sandbox" if self.sandbox is False else (bwrap.problem() or "")
 
     wall_s: float | None = None
     cpu_s: float | None = None
     memory_bytes: int = 2 * GIB
     opencl_memory_bytes: int = 4 * GIB
     output_bytes: int = 64 * KIB
-    file_bytes: int = 256 * MIB
+    file_bytes: int = 32 * MIB
+    scratch_bytes: int = 64 * MIB
+    results_bytes: int = 64 * MIB
+    processes: int = 16
+    opencl_processes: int = 128
     startup_s: float = 60.0
     parallel: int = 2
+    sandbox: bool | None = None
 
     def wall_for(self, job: "Job") -> float:
         """The wall-clock limit of one exercise: its own timeout, capped by ``wall_s``."""
@@ -162,61 +203,72 @@ def death_message(returncode: int, exercise: str, memory_bytes: int, cpu_s: floa
 # --- one child process ----------------------------------------------------------------
 
 
-class _Child:
-    """A running worker: a command pipe to it, a status pipe from it, its own process group."""
+class OutputBuffer:
+    """What a child printed during one job: the first ``limit`` bytes, and how many more there were."""
 
-    def __init__(self, jobdir: Path, opencl: bool, serial: int) -> None:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.head = bytearray()
+        self.more = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.limit - len(self.head)
+        self.head += data[: max(0, room)]
+        self.more += max(0, len(data) - max(0, room))
+
+    def text(self, dropped: int = 0) -> str:
+        """The kept output, cleaned, with '[... N more output cut]' when something was dropped."""
+        text = clean_text(bytes(self.head).decode("utf-8", errors="replace"))
+        more = self.more + max(0, dropped)
+        if more:
+            text += f"\n[... {human_bytes(more)} more output cut]"
+        return text
+
+
+class _Child:
+    """A running worker: command pipe to it, status and output pipes from it, in its own sandbox."""
+
+    def __init__(self, jobdir: Path, opencl: bool, serial: int, limits: Limits, sandboxed: bool) -> None:
         status_r, status_w = os.pipe()
         command_r, command_w = os.pipe()
-        env = dict(os.environ)
-        env.update(
-            OMP_NUM_THREADS="1",
-            OPENBLAS_NUM_THREADS="1",
-            MKL_NUM_THREADS="1",
-            NUMEXPR_NUM_THREADS="1",
-            PYTHONDONTWRITEBYTECODE="1",
-            PYTHONUNBUFFERED="1",
-            PYTHONHASHSEED="0",
-        )
-        env.pop("PYTHONSTARTUP", None)
-        env.pop("PYTHONWARNINGS", None)
-        # The child runs in an empty folder: make sure it finds this very grader.
-        env["PYTHONPATH"] = os.pathsep.join([GRADER_ROOT] + [p for p in [env.get("PYTHONPATH")] if p])
-        cwd = jobdir / f"cwd{serial}"
-        cwd.mkdir()
-        self.log_path = jobdir / f"worker{serial}.log"
-        log = open(self.log_path, "wb")
+        output_r, output_w = os.pipe()
+        worker = ["-m", "grader.worker"]
+        fds = ["--status-fd", str(status_w), "--command-fd", str(command_r)] + (["--opencl"] if opencl else [])
+        if sandboxed:
+            env = bwrap.environment(bwrap.BUNDLE_MOUNT)
+            argv = bwrap.wrap([sys.executable, *worker, bwrap.JOB_MOUNT, *fds], jobdir, limits.scratch_bytes, env)
+            popen_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+            cwd = None
+        else:  # plain process isolation: same worker and environment, a scratch folder of its own
+            cwd = jobdir.parent / f"scratch{serial}"
+            cwd.mkdir()
+            popen_env = bwrap.environment(GRADER_ROOT)
+            popen_env.update(HOME=str(cwd), TMPDIR=str(cwd))
+            argv = [sys.executable, *worker, str(jobdir), *fds]
         try:
             self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "grader.worker",
-                    str(jobdir),
-                    "--status-fd",
-                    str(status_w),
-                    "--command-fd",
-                    str(command_r),
-                ]
-                + (["--opencl"] if opencl else []),
+                argv,
                 stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                stdout=output_w,
+                stderr=output_w,
                 cwd=cwd,
-                env=env,
+                env=popen_env,
                 pass_fds=(status_w, command_r),
                 start_new_session=True,
                 close_fds=True,
             )
         finally:
-            log.close()
-            os.close(status_w)
-            os.close(command_r)
+            for fd in (status_w, command_r, output_w):
+                os.close(fd)
+        os.set_blocking(output_r, False)
         self.opencl = opencl
         self.status_fd = status_r
+        self.output_fd: int | None = output_r
         self.command_fd: int | None = command_w
         self.buffer = b""
         self.started_jobs = 0
+        self.output = OutputBuffer(limits.output_bytes)
+        self.startup = OutputBuffer(2000)  # what the worker printed before its first job
 
     def send(self, line: str) -> bool:
         """Write a command line; False when the child is gone."""
@@ -228,33 +280,84 @@ class _Child:
         except OSError:
             return False
 
-    def expect(self, wanted: str, deadline: float) -> str:
-        """Wait for the status line ``wanted``: 'ok', 'timeout', or 'eof' (the child closed the pipe)."""
+    def begin_job(self, limit: int) -> None:
+        """Start collecting a new job's output (what came before belongs to the previous one)."""
+        self.drain_output()
+        self.output = OutputBuffer(limit)
+
+    def drain_output(self) -> None:
+        """Read whatever output is waiting, without blocking."""
+        while self.output_fd is not None:
+            try:
+                chunk = os.read(self.output_fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                os.close(self.output_fd)
+                self.output_fd = None
+                return
+            (self.output if self.started_jobs else self.startup).add(chunk)
+
+    def _fill(self, deadline: float) -> str:
+        """Read more from the status pipe (draining output meanwhile): 'ok', 'timeout' or 'eof'."""
         while True:
-            while b"\n" in self.buffer:
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                if line.decode(errors="replace").strip() == wanted:
-                    return "ok"
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return "timeout"
-            ready, _, _ = select.select([self.status_fd], [], [], remaining)
+            watched = [self.status_fd] + ([self.output_fd] if self.output_fd is not None else [])
+            ready, _, _ = select.select(watched, [], [], remaining)
             if not ready:
                 return "timeout"
-            chunk = os.read(self.status_fd, 4096)
-            if not chunk:
-                return "eof"
-            self.buffer += chunk
+            if self.output_fd is not None and self.output_fd in ready:
+                self.drain_output()
+            if self.status_fd in ready:
+                chunk = os.read(self.status_fd, 1 << 16)
+                if not chunk:
+                    self.drain_output()
+                    return "eof"
+                self.buffer += chunk
+                self.drain_output()  # output written before this status belongs to the job it ends
+                return "ok"
+
+    def expect(self, wanted: str, deadline: float) -> tuple[str, list[str]]:
+        """Wait for the status line whose first two words are ``wanted``.
+
+        Returns ('ok', the line's words), ('timeout', []) or ('eof', []) when the
+        child closed its status pipe (it died). Other lines are skipped.
+        """
+        while True:
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                words = line.decode(errors="replace").split()
+                if " ".join(words[:2]) == wanted:
+                    return "ok", words
+                if len(self.buffer) > 1 << 20:  # a flood of junk lines
+                    return "eof", []
+            if len(self.buffer) > 1 << 20:
+                return "eof", []
+            state = self._fill(deadline)
+            if state != "ok":
+                return state, []
+
+    def read_exact(self, n: int, deadline: float) -> bytes | None:
+        """The next ``n`` bytes of the status pipe (None: the child died or hung first)."""
+        while len(self.buffer) < n:
+            if self._fill(deadline) != "ok":
+                return None
+        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        return data
 
     def kill(self) -> None:
-        """Kill the whole process group (the child and anything it started)."""
+        """Kill the child's process group; in the sandbox its PID namespace, and all in it, dies too."""
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
 
     def wait(self, timeout: float) -> int:
-        """The exit status, killing the group if it has not ended within ``timeout``."""
+        """The exit status, killing the child if it has not ended within ``timeout``."""
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -262,88 +365,117 @@ class _Child:
             return self.proc.wait()
 
     def close(self) -> None:
-        """Ask the child to finish (EOF on its commands), then clean up its process group."""
+        """Ask the child to finish (EOF on its commands), then make sure nothing of it is left."""
         if self.command_fd is not None:
             os.close(self.command_fd)
             self.command_fd = None
         self.wait(timeout=5.0)
         self.kill()
         os.close(self.status_fd)
+        if self.output_fd is not None:
+            os.close(self.output_fd)
+            self.output_fd = None
 
-    def log_tail(self, limit: int = 2000) -> str:
-        """The end of the worker's own log (what it printed before any exercise started)."""
-        try:
-            data = self.log_path.read_bytes()
-        except OSError:
-            return ""
-        return data[-limit:].decode(errors="replace").strip()
+    def log_tail(self) -> str:
+        """What the worker printed before any exercise started (why it did not start)."""
+        self.drain_output()
+        return self.startup.text().strip()
+
+
+def exit_status(returncode: int, sandboxed: bool) -> int:
+    """A child's exit status as Popen reports it: bwrap turns death by signal N into exit 128 + N."""
+    if sandboxed and 128 < returncode < 128 + 65:
+        return -(returncode - 128)
+    return returncode
 
 
 # --- reading results ---------------------------------------------------------------------
 
 
-def _read_output(results: Path, index: int, limit: int, dropped: int) -> str:
-    """The first ``limit`` bytes of a job's captured output, and how much more was cut."""
-    path = results / f"{index}.out"
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            head = f.read(limit)
-    except OSError:
-        return ""
-    text = head.decode("utf-8", errors="replace")
-    more = max(0, size - limit) + max(0, dropped)
-    if more:
-        text += f"\n[... {human_bytes(more)} more output cut]"
-    return text
+MAX_DOCUMENT_BYTES = 4 * MIB
+MAX_NDIM = 8
 
 
 def _check_error(error: Any) -> dict[str, str] | None:
-    """A case error record from the results JSON, checked; MalformedResults otherwise."""
+    """A case error record from the results JSON, checked and cleaned; MalformedResults otherwise."""
     if error is None:
         return None
     if not isinstance(error, dict) or not all(isinstance(error.get(k, ""), str) for k in ("type", "message")):
-        raise MalformedResults(f"bad error record {error!r:.200}")
-    return {str(k): str(v) for k, v in error.items()}
+        raise MalformedResults(f"bad error record {clean_text(repr(error), 200)}")
+    return {clean_text(k, 100): clean_text(v, 20_000) for k, v in error.items() if isinstance(v, str)}
 
 
-def load_results(results: Path, index: int, job: Job) -> tuple[dict[str, Any], dict[str, ScriptResult]]:
-    """The worker's JSON document and one ScriptResult per case; MalformedResults otherwise."""
+def declared_outputs(case: Case) -> set[str]:
+    """The output names a case's script can record: every ``out`` field in its ops (kernel arguments too)."""
+    names: set[str] = set()
+    todo: list[Any] = list(case.script)
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            if "out" in item:
+                names.add(str(item["out"]))
+            todo.extend(item.values())
+        elif isinstance(item, list):
+            todo.extend(item)
+    return names
+
+
+def _open_arrays(data: bytes, limit: int) -> zipfile.ZipFile:
+    """The results .npz as a zip whose every member is stored (no decompression), within ``limit``."""
     try:
-        document = json.loads((results / f"{index}.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise MalformedResults(f"no readable status ({exc})") from None
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise MalformedResults(f"unreadable arrays ({exc})") from None
+    if len(members) > 100_000:
+        raise MalformedResults("too many arrays")
+    for member in members:
+        if member.compress_type != zipfile.ZIP_STORED or member.file_size > limit:
+            raise MalformedResults("the arrays are compressed or larger than the results limit")
+    return archive
+
+
+def decode_results(document_bytes: bytes, array_bytes: bytes, job: Job, limits: Limits) -> tuple[dict[str, Any], dict[str, ScriptResult]]:
+    """The worker's JSON document and one ScriptResult per case, validated; MalformedResults otherwise."""
+    try:
+        document = json.loads(document_bytes.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise MalformedResults(f"no readable status ({type(exc).__name__})") from None
     if not isinstance(document, dict) or document.get("status") not in ("ok", "error"):
         raise MalformedResults("the status document is not the worker's")
     if document["status"] == "error":
-        return document, {}
+        return clean_record(document), {}
     cases = document.get("cases")
     expected = [case.name for case in job.cases]
     if not isinstance(cases, list) or [c.get("name") if isinstance(c, dict) else None for c in cases] != expected:
         raise MalformedResults("the cases in the results are not the ones sent")
+    archive = _open_arrays(array_bytes, limits.results_bytes)
     out: dict[str, ScriptResult] = {}
     try:
-        with np.load(results / f"{index}.npz", allow_pickle=False) as npz:
-            for case in cases:
-                keys = case.get("outputs")
+        with np.load(io.BytesIO(array_bytes), allow_pickle=False) as npz:
+            for case, record in zip(job.cases, cases):
+                keys = record.get("outputs")
                 if not isinstance(keys, dict):
                     raise MalformedResults("bad outputs record")
+                allowed = declared_outputs(case)
                 outputs: dict[str, np.ndarray] = {}
                 for name, key in keys.items():
+                    if name not in allowed or not isinstance(key, str) or f"{key}.npy" not in archive.namelist():
+                        raise MalformedResults(f"output {clean_text(name, 100)!r} is not one the case records")
                     array = np.array(npz[key])
-                    if array.dtype.kind not in "biuf":
-                        raise MalformedResults(f"output {name!r} is an array of {array.dtype}")
-                    outputs[str(name)] = array
-                warnings = case.get("warnings") or []
-                out[case["name"]] = ScriptResult(
+                    if array.dtype.kind not in "biuf" or array.ndim > MAX_NDIM:
+                        raise MalformedResults(f"output {name!r} is an array of {array.dtype} with {array.ndim} axes")
+                    outputs[name] = array
+                warnings = record.get("warnings") or []
+                out[case.name] = ScriptResult(
                     outputs=outputs,
-                    error=_check_error(case.get("error")),
-                    warnings=[str(w) for w in warnings] if isinstance(warnings, list) else [],
+                    error=_check_error(record.get("error")),
+                    warnings=[clean_text(w, 2000) for w in warnings[:100]] if isinstance(warnings, list) else [],
                 )
     except MalformedResults:
         raise
     except Exception as exc:  # zip errors, missing keys, pickled arrays refused by allow_pickle=False
-        raise MalformedResults(f"unreadable arrays ({type(exc).__name__}: {exc})") from None
+        raise MalformedResults(f"unreadable arrays ({type(exc).__name__}: {clean_text(exc, 200)})") from None
     return document, out
 
 
@@ -353,11 +485,11 @@ def load_results(results: Path, index: int, job: Job) -> tuple[dict[str, Any], d
 class _Run:
     """One ``run_cases`` call: the job queue shared by the slot threads, and the outcomes."""
 
-    def __init__(self, jobs: list[Job], limits: Limits, jobdir: Path) -> None:
+    def __init__(self, jobs: list[Job], limits: Limits, jobdir: Path, sandboxed: bool) -> None:
         self.jobs = jobs
         self.limits = limits
         self.jobdir = jobdir
-        self.results = jobdir / "results"
+        self.sandboxed = sandboxed
         self.lock = threading.Lock()
         # Kernel jobs first (their children start slowest), then the longest-allowed
         # jobs (fit_function), so that no long job starts last on an otherwise idle machine.
@@ -400,7 +532,7 @@ class _Run:
         with self.lock:
             self.serial += 1
             serial = self.serial
-        return _Child(self.jobdir, opencl, serial)
+        return _Child(self.jobdir, opencl, serial, self.limits, self.sandboxed)
 
     def fail(self, i: int, status: str, message: str, output: str = "", duration: float = 0.0) -> None:
         """Record a job that produced no results."""
@@ -436,13 +568,12 @@ class _Run:
         limits = self.limits
         memory = limits.opencl_memory_bytes if job.needs_opencl else limits.memory_bytes
         first = child.started_jobs == 0
-        child.started_jobs += 1
         child.send(f"run {i}")
-        started = child.expect(f"start {i}", time.monotonic() + limits.startup_s)
+        started, _ = child.expect(f"start {i}", time.monotonic() + limits.startup_s)
         if started != "ok":
             if started == "timeout":
                 child.kill()
-            code = child.wait(timeout=5.0)
+            code = exit_status(child.wait(timeout=5.0), self.sandboxed)
             if first:
                 message = f"the grader's worker did not start (exit status {code}): {child.log_tail()}"
                 self.fail(i, "error", message)
@@ -453,23 +584,54 @@ class _Run:
                 self.retried.add(i)
                 self.requeue(i)
             return False
+        child.begin_job(limits.output_bytes)
+        child.started_jobs += 1
         t0 = time.monotonic()
         wall = limits.wall_for(job)
-        done = child.expect(f"done {i}", t0 + wall)
+        done, words = child.expect(f"done {i}", t0 + wall)
         duration = time.monotonic() - t0
         if done == "timeout":
             child.kill()
             child.wait(timeout=5.0)
-            output = _read_output(self.results, i, limits.output_bytes, 0)
-            self.fail(i, "timeout", f"timed out after {wall:g} s (infinite loop?)", output, duration)
+            child.drain_output()
+            self.fail(i, "timeout", f"timed out after {wall:g} s (infinite loop?)", child.output.text(), duration)
             return False
         if done == "eof":
-            code = child.wait(timeout=5.0)
-            output = _read_output(self.results, i, limits.output_bytes, 0)
+            code = exit_status(child.wait(timeout=5.0), self.sandboxed)
             status, message = death_message(code, job.id, memory, limits.cpu_for(job))
-            self.fail(i, status, message, output, duration)
+            self.fail(i, status, message, child.output.text(), duration)
             return False
-        self.collect(i, duration)
+        return self.collect(child, i, words, t0 + wall, duration)
+
+    def collect(self, child: _Child, i: int, words: list[str], deadline: float, duration: float) -> bool:
+        """Read job ``i``'s results frame into its outcome (malformed: status error); False: replace the child."""
+        job = self.jobs[i]
+        sizes = words[2:4]
+        if len(sizes) != 2 or not all(w.isdigit() for w in sizes):
+            self.fail(i, "error", f"could not read the results of {job.id}: a malformed frame", child.output.text(), duration)
+            return False
+        doc_size, array_size = int(sizes[0]), int(sizes[1])
+        if doc_size > MAX_DOCUMENT_BYTES or array_size > self.limits.results_bytes:
+            message = (f"{job.id} returned more than {human_bytes(self.limits.results_bytes)} of results "
+                       "(the outputs of a few small cases are expected)")
+            self.fail(i, "error", message, child.output.text(), duration)
+            return False
+        payload = child.read_exact(doc_size + array_size, deadline + 5.0)
+        if payload is None:
+            self.fail(i, "error", f"could not read the results of {job.id}: the worker stopped sending them",
+                      child.output.text(), duration)
+            return False
+        try:
+            document, results = decode_results(payload[:doc_size], payload[doc_size:], job, self.limits)
+        except MalformedResults as exc:
+            self.fail(i, "error", f"could not read the results of {job.id}: {exc}", child.output.text(), duration)
+            return True
+        dropped = document.get("output_dropped", 0)
+        output = child.output.text(dropped if isinstance(dropped, int) else 0)
+        if document["status"] == "error":
+            self.fail(i, "error", clean_text(document.get("message"), 2000), output, duration)
+            return True
+        self.outcomes[i] = JobOutcome(job.id, "ok", results, "", output, duration)
         return True
 
     def fail_kind(self, opencl: bool, message: str) -> None:
@@ -481,30 +643,10 @@ class _Run:
         for i in doomed:
             self.fail(i, "error", message)
 
-    def collect(self, i: int, duration: float) -> None:
-        """Read job ``i``'s result files into its outcome (malformed: status error)."""
-        job = self.jobs[i]
-        try:
-            document, results = load_results(self.results, i, job)
-        except MalformedResults as exc:
-            output = _read_output(self.results, i, self.limits.output_bytes, 0)
-            self.fail(i, "error", f"could not read the results of {job.id}: {exc}", output, duration)
-            return
-        dropped = document.get("output_dropped", 0)
-        output = _read_output(
-            self.results, i, self.limits.output_bytes, dropped if isinstance(dropped, int) else 0
-        )
-        if document["status"] == "error":
-            message = document.get("message")
-            self.fail(i, "error", str(message), output, duration)
-            return
-        self.outcomes[i] = JobOutcome(job.id, "ok", results, "", output, duration)
 
-
-def _write_jobs(jobdir: Path, path: Path, jobs: list[Job], limits: Limits) -> None:
-    """The manifest and one inputs ``.npz`` per job."""
+def _write_jobs(jobdir: Path, submission: str, jobs: list[Job], limits: Limits) -> None:
+    """The manifest and one inputs ``.npz`` per job (``submission``: the folder as the worker sees it)."""
     (jobdir / "inputs").mkdir()
-    (jobdir / "results").mkdir()
     entries = []
     for i, job in enumerate(jobs):
         arrays: dict[str, np.ndarray] = {}
@@ -529,33 +671,49 @@ def _write_jobs(jobdir: Path, path: Path, jobs: list[Job], limits: Limits) -> No
         )
     cpu_total = sum(limits.cpu_for(job) for job in jobs) + limits.startup_s
     manifest = {
-        "path": str(path),
+        "path": submission,
         "limits": {
             "memory_bytes": limits.memory_bytes,
             "opencl_memory_bytes": limits.opencl_memory_bytes,
             "file_bytes": limits.file_bytes,
             "output_bytes": limits.output_bytes,
+            "processes": limits.processes,
+            "opencl_processes": limits.opencl_processes,
             "cpu_total_s": cpu_total,
         },
         "jobs": entries,
     }
     (jobdir / "manifest.json").write_text(json.dumps(manifest))
+    for path in [jobdir, *jobdir.rglob("*")]:  # readable by the sandbox's uid, writable by nobody
+        path.chmod(0o555 if path.is_dir() else 0o444)
 
 
-def run_cases(path: Path | str, jobs: list[Job], limits: Limits | None = None) -> dict[str, JobOutcome]:
-    """Run every job's cases on the student's folder ``path`` in sandboxed children.
+def run_cases(
+    submission: Ingested | Path | str, jobs: list[Job], limits: Limits | None = None
+) -> dict[str, JobOutcome]:
+    """Run every job's cases on a copy of the student's files in sandboxed children.
 
-    Returns one JobOutcome per job id. Never raises for anything the student's
-    code does; only for an unusable temporary directory or a grader bug.
+    ``submission`` is what :func:`grader.ingest.read_submission` took from the
+    student's folder (or a folder, ingested here). Returns one JobOutcome per
+    job id. Never raises for anything the student's code does; SetupError when
+    the sandbox is required (``limits.sandbox``) and cannot run.
     """
     limits = limits or Limits()
-    folder = Path(path).resolve()
     if not jobs:
         return {}
-    jobdir = Path(tempfile.mkdtemp(prefix="normgrade-"))
+    sandboxed = limits.sandboxed()
+    if not isinstance(submission, Ingested):
+        submission = read_submission(submission)
+    # A private folder (0700) holding a job folder readable by anyone: bwrap mounts it at /job,
+    # where the sandbox's uid can read it; other users of the machine cannot reach it.
+    private = Path(tempfile.mkdtemp(prefix="normgrade-"))
+    jobdir = private / secrets.token_hex(16)
     try:
-        _write_jobs(jobdir, folder, jobs, limits)
-        run = _Run(jobs, limits, jobdir)
+        jobdir.mkdir()
+        submission.write_into(jobdir / "submission")
+        inside = f"{bwrap.JOB_MOUNT}/submission" if sandboxed else str(jobdir / "submission")
+        _write_jobs(jobdir, inside, jobs, limits)
+        run = _Run(jobs, limits, jobdir, sandboxed)
         n = max(1, min(limits.parallel, len(jobs)))
         threads = [threading.Thread(target=run.slot, name=f"sandbox-slot-{k}", daemon=True) for k in range(n)]
         for t in threads:
@@ -571,4 +729,9 @@ def run_cases(path: Path | str, jobs: list[Job], limits: Limits | None = None) -
             )
         return outcomes
     finally:
-        shutil.rmtree(jobdir, ignore_errors=True)
+        for path in [private, *private.rglob("*")]:
+            try:
+                path.chmod(0o700)
+            except OSError:
+                pass
+        shutil.rmtree(private, ignore_errors=True)

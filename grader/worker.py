@@ -1,30 +1,33 @@
-"""The sandboxed child: ``python -m grader.worker JOBDIR [--status-fd N] [--command-fd M] [--opencl]``.
+"""The sandboxed child: ``python -m grader.worker JOBDIR --status-fd N [--command-fd M] [--opencl]``.
 
-It only computes. The parent (:mod:`grader.sandbox`) writes ``JOBDIR/manifest.json``
-(the student's folder, the limits, and for each job the exercise id and its cases:
-JSON scripts whose input arrays are in ``JOBDIR/inputs/<job>.npz``). The child:
+It only computes, inside the OS sandbox of :mod:`grader.bwrap` (or, where
+bubblewrap cannot run, a plain child process). The parent (:mod:`grader.sandbox`)
+writes ``JOBDIR/manifest.json`` (the student's folder, the limits, and for each
+job the exercise id and its cases: JSON scripts whose input arrays are in
+``JOBDIR/inputs/<job>.npz``); JOBDIR is read-only in here. The child:
 
 1. sets its own resource limits first (RLIMIT_AS, RLIMIT_CPU, RLIMIT_FSIZE,
-   RLIMIT_CORE = 0), before NumPy or any student code is loaded;
+   RLIMIT_NPROC, RLIMIT_CORE = 0), before NumPy or any student code is loaded;
 2. imports NumPy and :mod:`grader.ops`, then installs the import guard (a
    ``builtins.__import__`` wrapper and a meta path finder) that refuses
    ``reference``/``grader`` to modules of the student's folder, and an audit
    hook (:class:`FileGuard`, permanent once added) that refuses opening or
-   linking the grader's own files and starting other programs;
+   linking the grader's own files and starting other programs: a second wall
+   behind the sandbox, which is what really keeps those files out of reach;
 3. loads the student's folder as the package ``exercises``
    (:func:`grader.loader.load_exercises`, nothing runs yet) and writes ``ready``;
 4. for each job it is told to run (``run <index>`` lines on the command fd, or
-   every job when there is none): writes ``start <index>`` on the status fd (or
-   ``JOBDIR/progress.log`` when started by hand without one),
-   captures stdout/stderr into ``results/<index>.out`` (bounded), imports the
-   exercise's topic file, runs every case with :func:`grader.ops.run_script`,
-   writes ``results/<index>.npz`` (numeric arrays only, no pickle) and then
-   ``results/<index>.json``, and writes ``done <index>``.
+   every job when there is none): writes ``start <index>`` on the status fd,
+   bounds what the student prints (stdout and stderr are a pipe the parent
+   drains), imports the exercise's topic file, runs every case with
+   :func:`grader.ops.run_script`, and sends the results back on the status fd
+   as one frame: ``done <index> <json bytes> <npz bytes>`` and then the JSON
+   document and an uncompressed ``.npz`` (numeric arrays only, no pickle).
 
 ``--opencl`` marks a child for kernel exercises (a larger address-space limit;
 OpenCL is only touched in such a spawned child, never in a forked one).
-Student prints never reach the status fd; the parent reads results with
-``np.load(..., allow_pickle=False)`` and makes every verdict itself.
+The parent reads results with size caps and ``np.load(..., allow_pickle=False)``
+and makes every verdict itself.
 """
 
 from __future__ import annotations
@@ -57,10 +60,11 @@ def _set_limit(which: int, value: int) -> None:
 
 
 def apply_limits(limits: dict[str, Any], opencl: bool) -> None:
-    """Address space, written-file size, no core dumps, and the CPU ceiling of this process."""
+    """Address space, written-file size, processes, no core dumps, and the CPU ceiling of this process."""
     _set_limit(resource.RLIMIT_CORE, 0)
     _set_limit(resource.RLIMIT_AS, int(limits["opencl_memory_bytes" if opencl else "memory_bytes"]))
     _set_limit(resource.RLIMIT_FSIZE, int(limits["file_bytes"]))
+    _set_limit(resource.RLIMIT_NPROC, int(limits["opencl_processes" if opencl else "processes"]))
     # A write beyond RLIMIT_FSIZE fails with EFBIG instead of killing the worker.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
@@ -242,12 +246,8 @@ class BoundedWriter(io.TextIOBase):
         return False
 
 
-def capture_output(path: Path, limit: int) -> BoundedWriter:
-    """Send fds 1 and 2 to ``path`` and make sys.stdout/sys.stderr a bounded writer on it."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
+def capture_output(limit: int) -> BoundedWriter:
+    """Make sys.stdout/sys.stderr a bounded writer on fd 1 (fds 1 and 2 are the parent's output pipe)."""
     writer = BoundedWriter(1, limit)
     sys.stdout = writer
     sys.stderr = writer
@@ -322,8 +322,8 @@ def run_job(pkg: Any, folder: Path, job: dict[str, Any], inputs: Path, run_scrip
     return {"status": "ok", "message": "", "cases": cases}
 
 
-def write_results(results: Path, index: int, outcome: dict[str, Any], dropped: int) -> None:
-    """``<index>.npz`` (numeric arrays only) then ``<index>.json`` (written last: its presence means done)."""
+def encode_results(outcome: dict[str, Any], dropped: int) -> tuple[bytes, bytes]:
+    """(JSON document, uncompressed .npz) of a job's outcome; non-numeric outputs become case errors."""
     import numpy as np
 
     arrays: dict[str, Any] = {}
@@ -339,33 +339,37 @@ def write_results(results: Path, index: int, outcome: dict[str, Any], dropped: i
             arrays[key] = value
             keys[str(out)] = key
         cases_json.append({"name": name, "outputs": keys, "error": error, "warnings": warnings})
-    np.savez(results / f"{index}.npz", **arrays)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
     document = {
         "status": outcome["status"],
         "message": outcome["message"],
         "cases": cases_json,
         "output_dropped": dropped,
     }
-    tmp = results / f"{index}.json.tmp"
-    tmp.write_text(json.dumps(document, default=str))
-    os.replace(tmp, results / f"{index}.json")
+    return json.dumps(document, default=str).encode("utf-8", errors="replace"), buffer.getvalue()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 class Channel:
-    """The status fd (``start i`` / ``done i`` lines) and the command fd (``run i`` lines)."""
+    """The status fd (``ready``, ``start i``, ``done i`` frames) and the command fd (``run i`` lines)."""
 
-    def __init__(self, status_fd: int | None, command_fd: int | None, jobdir: Path) -> None:
+    def __init__(self, status_fd: int, command_fd: int | None) -> None:
         self.status_fd = status_fd
         self.command = os.fdopen(command_fd, "r") if command_fd is not None else None
-        self.log = None if status_fd is not None else open(jobdir / "progress.log", "a")
 
     def tell(self, line: str) -> None:
         """Send one status line to the parent."""
-        if self.status_fd is not None:
-            os.write(self.status_fd, (line + "\n").encode())
-        elif self.log is not None:
-            self.log.write(line + "\n")
-            self.log.flush()
+        _write_all(self.status_fd, (line + "\n").encode())
+
+    def send_results(self, index: int, document: bytes, arrays: bytes) -> None:
+        """The ``done`` frame: a header line with both lengths, then the two payloads."""
+        _write_all(self.status_fd, f"done {index} {len(document)} {len(arrays)}\n".encode() + document + arrays)
 
     def commands(self, n_jobs: int) -> Iterator[int]:
         """Job indices to run: from the command fd until EOF, or all of them."""
@@ -378,11 +382,11 @@ class Channel:
                 yield int(parts[1])
 
 
-USAGE = "usage: python -m grader.worker JOBDIR [--status-fd N] [--command-fd M] [--opencl]"
+USAGE = "usage: python -m grader.worker JOBDIR --status-fd N [--command-fd M] [--opencl]"
 
 
-def _parse_args(argv: list[str]) -> tuple[Path, int | None, int | None, bool]:
-    """JOBDIR, the status and command fds (None: progress.log / run every job), the OpenCL flag."""
+def _parse_args(argv: list[str]) -> tuple[Path, int, int | None, bool]:
+    """JOBDIR, the status and command fds (command None: run every job), the OpenCL flag."""
     if not argv:
         raise SystemExit(USAGE)
     jobdir = Path(argv[0])
@@ -401,6 +405,8 @@ def _parse_args(argv: list[str]) -> tuple[Path, int | None, int | None, bool]:
                 command_fd = value
         else:
             raise SystemExit(f"unknown option {flag}; {USAGE}")
+    if status_fd is None:
+        raise SystemExit(USAGE)
     return jobdir, status_fd, command_fd, opencl
 
 
@@ -416,28 +422,27 @@ def main(argv: list[str] | None = None) -> int:
     from grader.ops import run_script
 
     folder = Path(manifest["path"])
-    results = jobdir / "results"
     if opencl:
         import grader.ops_opencl  # noqa: F401  (imported lazily by ops; needed before the file guard)
     guard = ImportGuard(folder, PACKAGE_NAME)
     guard.install()
     FileGuard(grader_folders()).install()
     pkg = load_exercises(folder)
-    channel = Channel(status_fd, command_fd, jobdir)
+    channel = Channel(status_fd, command_fd)
     jobs = manifest["jobs"]
     channel.tell("ready")
     for index in channel.commands(len(jobs)):
         job = jobs[index]
         channel.tell(f"start {index}")
         set_cpu_budget(float(job["cpu_s"]))
-        writer = capture_output(results / f"{index}.out", int(limits["output_bytes"]))
+        writer = capture_output(int(limits["output_bytes"]))
         outcome = run_job(pkg, folder, job, jobdir / job["inputs"], run_script)
         try:
-            write_results(results, index, outcome, writer.dropped)
-        except Exception as exc:  # e.g. a file beyond RLIMIT_FSIZE: report it instead of dying
+            document, arrays = encode_results(outcome, writer.dropped)
+        except Exception as exc:  # e.g. out of memory while saving: report it instead of dying
             failed = {"status": "error", "message": f"the results could not be saved: {exc}", "cases": []}
-            write_results(results, index, failed, writer.dropped)
-        channel.tell(f"done {index}")
+            document, arrays = encode_results(failed, writer.dropped)
+        channel.send_results(index, document, arrays)
     return 0
 
 

@@ -225,11 +225,17 @@ REFERENCE_FILE = Path(__file__).resolve().parent.parent / "reference" / "activat
     ids=["open", "spec_from_file_location", "symlink"],
 )
 def test_reading_the_reference_by_path_scores_zero(tmp_path: Path, body: str) -> None:
+    """In the sandbox the reference is not there at all; without it the file guard refuses."""
     report = grade(submission(tmp_path, replaced_relu(body)), SELECTION, "alice", LIMITS)
     relu = by_id(report)[ATTACKED]
-    assert relu.status == "error"
     assert relu.score == 0
-    assert "reading the grader's files from a submission is not allowed" in relu.message
+    if report.sandboxed:
+        assert relu.status == "failed"
+        assert all("No such file or directory" in c.message or "FileNotFoundError" in c.message
+                   for c in relu.checks if not c.passed)
+    else:
+        assert relu.status == "error"
+        assert "reading the grader's files from a submission is not allowed" in relu.message
     assert_witnesses_pass(report)
 
 

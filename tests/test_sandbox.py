@@ -18,10 +18,11 @@ from grader.sandbox import (
     Limits,
     MalformedResults,
     death_message,
+    decode_results,
     human_bytes,
-    load_results,
     run_cases,
 )
+from grader.worker import encode_results
 
 TOY = '''
 import os
@@ -36,9 +37,12 @@ class Double:
         return 2 * x
 
 
+PROCESS_TOKEN = float(int.from_bytes(os.urandom(6), "little"))  # differs between processes (pids need not)
+
+
 class Pid:
     def forward(self, x):
-        return np.array([os.getpid()])
+        return np.array([PROCESS_TOKEN])
 
 
 class Env:
@@ -225,11 +229,11 @@ def test_non_numeric_output_is_a_case_error(folder: Path) -> None:
     assert outcome.results["case0"].error["type"] == "BadOutputError"
 
 
-def test_results_beyond_the_file_size_limit_are_an_error(folder: Path) -> None:
-    limits = Limits(wall_s=5.0, file_bytes=1 << 20, parallel=1)
+def test_results_beyond_the_results_limit_are_an_error(folder: Path) -> None:
+    limits = Limits(wall_s=5.0, results_bytes=1 << 20, parallel=1)
     outcomes = run_cases(folder, [forward_job("Huge"), forward_job("Double")], limits)
     assert outcomes["toy.Huge"].status == "error"
-    assert outcomes["toy.Huge"].message.startswith("the results could not be saved:")
+    assert outcomes["toy.Huge"].message.startswith("toy.Huge returned more than 1 MiB of results")
     assert outcomes["toy.Double"].status == "ok"
 
 
@@ -270,19 +274,6 @@ def test_kernel_jobs_run_in_their_own_child(folder: Path, monkeypatch: pytest.Mo
     assert len(pids) == 2
 
 
-def test_worker_runs_every_job_when_started_by_hand(folder: Path, tmp_path: Path) -> None:
-    jobdir = tmp_path / "jobs"
-    jobdir.mkdir()
-    _write_jobs(jobdir, folder, [forward_job("Double"), forward_job("Raises")], FAST)
-    done = subprocess.run([sys.executable, "-m", "grader.worker", str(jobdir)], cwd=tmp_path, timeout=60)
-    assert done.returncode == 0
-    assert (jobdir / "progress.log").read_text().split("\n")[:5] == ["ready", "start 0", "done 0", "start 1", "done 1"]
-    _, results = load_results(jobdir / "results", 0, forward_job("Double"))
-    np.testing.assert_array_equal(results["case0"].outputs["y"], [0.0, 2.0, 4.0])
-    _, results = load_results(jobdir / "results", 1, forward_job("Raises"))
-    assert results["case0"].error["type"] == "ValueError"
-
-
 def test_no_jobs() -> None:
     assert run_cases(Path("."), [], FAST) == {}
 
@@ -290,27 +281,38 @@ def test_no_jobs() -> None:
 # --- reading results -----------------------------------------------------------
 
 
-def write_result_files(results: Path, document: object, arrays: dict[str, np.ndarray], pickled: bool = False) -> None:
-    results.mkdir(exist_ok=True)
-    (results / "0.json").write_text(json.dumps(document))
-    if pickled:
-        np.save(results / "raw.npy", np.array([object()], dtype=object), allow_pickle=True)
-        import zipfile
-
-        with zipfile.ZipFile(results / "0.npz", "w") as z:
-            z.write(results / "raw.npy", "c0_o0.npy")
-    else:
-        np.savez(results / "0.npz", **arrays)
-
-
 def good_document() -> dict:
     return {"status": "ok", "message": "", "cases": [{"name": "case0", "outputs": {"y": "c0_o0"}, "error": None}]}
 
 
-def test_load_results_reads_what_the_worker_writes(tmp_path: Path) -> None:
-    write_result_files(tmp_path, good_document(), {"c0_o0": np.ones(3)})
-    _, results = load_results(tmp_path, 0, forward_job("Double"))
+def arrays_bytes(arrays: dict[str, np.ndarray], compressed: bool = False, pickled: bool = False) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    if pickled:
+        raw = io.BytesIO()
+        np.save(raw, np.array([object()], dtype=object), allow_pickle=True)
+        with zipfile.ZipFile(buffer, "w") as z:
+            z.writestr("c0_o0.npy", raw.getvalue())
+    elif compressed:
+        np.savez_compressed(buffer, **arrays)
+    else:
+        np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def decode(document: object, arrays: bytes, job: Job | None = None) -> dict:
+    _, results = decode_results(json.dumps(document).encode(), arrays, job or forward_job("Double"), FAST)
+    return results
+
+
+def test_decode_reads_what_the_worker_encodes() -> None:
+    outcome = {"status": "ok", "message": "", "cases": [("case0", {"y": np.ones(3)}, None, ["careful"])]}
+    document, arrays = encode_results(outcome, dropped=0)
+    _, results = decode_results(document, arrays, forward_job("Double"), FAST)
     np.testing.assert_array_equal(results["case0"].outputs["y"], np.ones(3))
+    assert results["case0"].warnings == ["careful"]
 
 
 @pytest.mark.parametrize(
@@ -322,23 +324,51 @@ def test_load_results_reads_what_the_worker_writes(tmp_path: Path) -> None:
         {"status": "ok", "cases": [{"name": "case0", "outputs": {"y": "missing_key"}, "error": None}]},
         {"status": "ok", "cases": [{"name": "case0", "outputs": [], "error": None}]},
         {"status": "ok", "cases": [{"name": "case0", "outputs": {}, "error": "a string"}]},
+        {"status": "ok", "cases": [{"name": "case0", "outputs": {"not_declared": "c0_o0"}, "error": None}]},
     ],
 )
-def test_malformed_results_are_refused(tmp_path: Path, document: object) -> None:
-    write_result_files(tmp_path, document, {"c0_o0": np.ones(3)})
+def test_malformed_results_are_refused(document: object) -> None:
     with pytest.raises(MalformedResults):
-        load_results(tmp_path, 0, forward_job("Double"))
+        decode(document, arrays_bytes({"c0_o0": np.ones(3)}))
 
 
-def test_pickled_arrays_are_refused(tmp_path: Path) -> None:
-    write_result_files(tmp_path, good_document(), {}, pickled=True)
+def test_pickled_arrays_are_refused() -> None:
     with pytest.raises(MalformedResults, match="unreadable arrays"):
-        load_results(tmp_path, 0, forward_job("Double"))
+        decode(good_document(), arrays_bytes({}, pickled=True))
 
 
-def test_missing_results_are_refused(tmp_path: Path) -> None:
+def test_compressed_arrays_are_refused_before_inflating() -> None:
+    """A decompression bomb: 800 MB of zeros compress to under 1 MB; refused unread."""
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        with z.open("c0_o0.npy", "w", force_zip64=True) as member:
+            header = io.BytesIO()
+            np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (100_000_000,)})
+            member.write(header.getvalue())
+            chunk = bytes(1 << 20)
+            for _ in range(800):
+                member.write(chunk)
+    data = buffer.getvalue()
+    assert len(data) < 2_000_000
+    with pytest.raises(MalformedResults, match="compressed or larger"):
+        decode(good_document(), data)
+
+
+def test_deeply_nested_result_json_is_refused() -> None:
+    document = ("[" * 100_000 + "]" * 100_000).encode()
     with pytest.raises(MalformedResults, match="no readable status"):
-        load_results(tmp_path, 0, forward_job("Double"))
+        decode_results(document, b"", forward_job("Double"), FAST)
+
+
+def test_strings_from_the_worker_are_cleaned() -> None:
+    document = good_document()
+    document["cases"][0]["error"] = {"type": "ValueError", "message": "\x1b[2J\x1b[HTotal: 340/340 \udcff"}
+    error = decode(document, arrays_bytes({"c0_o0": np.ones(3)}))["case0"].error
+    assert "\x1b" not in error["message"] and "\\x1b[2J" in error["message"]
+    error["message"].encode("utf-8")  # no lone surrogate left
 
 
 # --- messages ----------------------------------------------------------------------

@@ -1,0 +1,257 @@
+"""The OS sandbox of a grading worker: the bubblewrap (``bwrap``) command line that wraps it.
+
+Every worker that runs student code is started as
+``bwrap <namespaces> <mounts> <environment> -- [setpriv ...] python -m grader.worker ...``.
+What the worker then sees and may do (see :func:`wrap`):
+
+- **namespaces**: new PID, network (only a loopback with nothing on it), IPC,
+  UTS and cgroup namespaces, a new session (no terminal to inject into);
+  ``--die-with-parent``: when the worker's bwrap is killed, the PID
+  namespace's init dies and the kernel kills everything started inside it
+  (daemons in their own session included);
+- **a uid that owns nothing**: run as an unprivileged user, bwrap makes a new
+  user namespace (``--unshare-user --disable-userns``, uid 65534 inside); run
+  as root, bwrap keeps root's mount rights but the worker drops to a fresh
+  random uid (``setpriv``) that owns no file and no process on the machine,
+  so RLIMIT_NPROC counts this worker's processes alone;
+- **files**: a new empty root with, read-only: ``/usr`` (and the ``/lib``,
+  ``/bin`` links), a few ``/etc`` files the dynamic linker and OpenCL need,
+  the Python installation and the virtual environment (every ``sys.path``
+  folder), the job folder (manifest, inputs, the ingested copy of the
+  submission) at ``/job``, and the few grader modules the worker runs
+  (:data:`WORKER_MODULES`) at ``/opt/normgrade/grader``. Where an installed
+  ``grader``/``reference`` package or the project's ``quizzes/`` lies inside a
+  mounted folder, an empty tmpfs hides it. The only writable place is a
+  size-capped tmpfs at ``/tmp`` (the working directory, ``HOME`` and the PoCL
+  cache), gone with the job;
+- **environment**: cleared, then :func:`environment` (a short whitelist).
+
+:func:`problem` says once per process whether bwrap works here (and why not).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+GRADER_DIR = Path(__file__).resolve().parent
+PROJECT_ROOT = GRADER_DIR.parent
+JOB_MOUNT = "/job"
+BUNDLE_MOUNT = "/opt/normgrade"
+SCRATCH = "/tmp"
+
+# The grader modules the worker imports, and nothing else: no checks, no
+# mistake variants, no solution writer, no quiz code (tests/test_sandbox_os.py
+# checks that the worker's imports stay inside this list).
+WORKER_MODULES = ("__init__.py", "loader.py", "ops.py", "ops_opencl.py", "worker.py")
+
+# Files of /etc that the dynamic linker, OpenCL ICD loaders and compilers read; nothing secret.
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "OpenCL", "alternatives", "localtime")
+
+# Variables passed through from the grader's environment (CPU quirks, OpenCL device choice).
+PASSED_VARIABLES = (
+    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "POCL_DEVICES", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "LD_LIBRARY_PATH",
+)
+
+# Root-run sandboxes get a uid from this range: far above any real account.
+SANDBOX_UID_RANGE = (1_500_000_000, 2_000_000_000)
+UNPRIVILEGED_UID = 65534
+
+INSTALL_HINT = "apt-get install bubblewrap"
+
+
+def environment(pythonpath: str, threads: int = 1) -> dict[str, str]:
+    """The worker's whole environment: a whitelist, never a copy of the grader's.
+
+    ``pythonpath`` is where the worker finds the grader modules; thread counts
+    of the maths libraries are pinned so a worker uses one core.
+    """
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": SCRATCH,
+        "TMPDIR": SCRATCH,
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": pythonpath,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONHASHSEED": "0",
+        "PYTHONNOUSERSITE": "1",
+        "OMP_NUM_THREADS": str(threads),
+        "OPENBLAS_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "NUMEXPR_NUM_THREADS": str(threads),
+        "POCL_MAX_PTHREAD_COUNT": "2",
+    }
+    for name in PASSED_VARIABLES:
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+# --- what to mount ---------------------------------------------------------------------
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _exposes_project(folder: str) -> bool:
+    """Whether mounting ``folder`` would show this project's checkout (reference/, quizzes/, tests/).
+
+    True for the checkout itself, any folder in it (its tests/, the current
+    directory) and any folder around it, except the virtual environment (which
+    may sit inside the checkout) and an install where the grader lives inside
+    the environment (there :func:`hidden_folders` hides its packages).
+    """
+    project, venv = str(PROJECT_ROOT), os.path.realpath(sys.prefix)
+    if _inside(project, venv):
+        return False
+    return (_inside(folder, project) and not _inside(folder, venv)) or _inside(project, folder)
+
+
+def python_folders() -> list[str]:
+    """The folders Python and its packages live in, outermost first, never the project's checkout.
+
+    sys.prefix/base_prefix/exec_prefix (the interpreter, the standard library,
+    the virtual environment) and every existing folder on sys.path that is not
+    below one of them, minus folders that would show the project's checkout.
+    """
+    candidates = [sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix]
+    candidates.append(os.path.dirname(os.path.realpath(sys.executable)))
+    candidates += [p for p in sys.path if p and os.path.isdir(p)]
+    chosen: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in candidates}, key=len):
+        if path == "/" or _inside(path, "/usr") or _exposes_project(path):
+            continue
+        if any(_inside(path, c) for c in chosen):
+            continue
+        chosen.append(path)
+    return chosen
+
+
+def hidden_folders(mounted: list[str]) -> list[str]:
+    """Folders inside the mounts that must look empty: installed grader/reference packages, quiz sources."""
+    found = []
+    for name in ("grader", "reference"):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            found.append(os.path.realpath(location))
+    found.append(str(PROJECT_ROOT / "quizzes"))
+    return sorted({f for f in found if os.path.isdir(f) and any(_inside(f, m) for m in mounted + ["/usr"])})
+
+
+def _ancestors(path: str) -> list[str]:
+    """'/a/b/c' -> ['/a', '/a/b'] (the folders to create, world-traversable, before mounting c)."""
+    parts = Path(path).parts[1:-1]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _mount_args() -> list[str]:
+    """bwrap arguments for the read-only system part of the sandbox's file system."""
+    args: list[str] = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        host = f"/{name}"
+        if os.path.islink(host):
+            args += ["--symlink", os.readlink(host), host]
+        elif os.path.isdir(host):
+            args += ["--ro-bind", host, host]
+    for name in ETC_FILES:
+        host = f"/etc/{name}"
+        if os.path.exists(host):
+            args += ["--ro-bind", host, host]
+    made: set[str] = {"/", "/usr", "/etc"}
+    mounted = python_folders()
+    for folder in mounted:
+        for parent in _ancestors(folder):
+            if parent not in made:
+                made.add(parent)
+                args += ["--perms", "0755", "--dir", parent]
+        args += ["--ro-bind", folder, folder]
+    for folder in hidden_folders(mounted):
+        args += ["--tmpfs", folder]
+    bundle = f"{BUNDLE_MOUNT}/grader"
+    args += ["--perms", "0755", "--dir", BUNDLE_MOUNT, "--perms", "0755", "--dir", bundle]
+    for module in WORKER_MODULES:
+        args += ["--ro-bind", str(GRADER_DIR / module), f"{bundle}/{module}"]
+    return args
+
+
+def wrap(
+    command: list[str],
+    jobdir: Path,
+    scratch_bytes: int,
+    env: dict[str, str],
+) -> list[str]:
+    """``command`` (a worker's argv) wrapped in bubblewrap; ``jobdir`` appears read-only at /job.
+
+    The command's paths must be the sandbox's (``/job``, ``/opt/normgrade``).
+    """
+    args = [
+        shutil.which("bwrap") or "bwrap",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sandbox",
+    ]
+    root = os.geteuid() == 0
+    if not root:
+        args += ["--unshare-user", "--disable-userns", "--uid", str(UNPRIVILEGED_UID), "--gid", str(UNPRIVILEGED_UID)]
+    args += _mount_args()
+    args += ["--ro-bind", str(jobdir), JOB_MOUNT]
+    args += ["--dev", "/dev", "--proc", "/proc"]
+    args += ["--size", str(scratch_bytes), "--perms", "1777", "--tmpfs", SCRATCH]
+    args += ["--clearenv"]
+    for name, value in sorted(env.items()):
+        args += ["--setenv", name, value]
+    args += ["--chdir", SCRATCH]
+    if root:
+        uid = str(secrets.randbelow(SANDBOX_UID_RANGE[1] - SANDBOX_UID_RANGE[0]) + SANDBOX_UID_RANGE[0])
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--"]
+        args += [shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        args += ["--inh-caps=-all", "--no-new-privs"]
+    else:
+        args += ["--"]
+    return args + command
+
+
+@functools.lru_cache(maxsize=1)
+def problem() -> str | None:
+    """None when the sandbox works here; otherwise one line saying why not and what to do.
+
+    Checked once per process by starting this Python in a real sandbox.
+    """
+    if sys.platform != "linux":
+        return f"the OS sandbox needs Linux (bubblewrap); this is {sys.platform}"
+    if shutil.which("bwrap") is None:
+        return f"bubblewrap is not installed ({INSTALL_HINT})"
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        return "setpriv is not installed (apt-get install util-linux)"
+    probe = Path(f"/tmp/normgrade-probe-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        probe.mkdir(mode=0o755)
+        env = environment(BUNDLE_MOUNT)
+        argv = wrap([sys.executable, "-c", "import numpy, grader.worker"], probe, 1 << 20, env)
+        try:
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bubblewrap could not start a sandbox ({exc})"
+        if done.returncode != 0:
+            lines = done.stderr.decode(errors="replace").strip().splitlines() or [f"exit status {done.returncode}"]
+            return f"bubblewrap cannot create a sandbox here: {lines[-1][:200]}"
+        return None
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
