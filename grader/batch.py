@@ -20,6 +20,7 @@ the database is written only by the calling thread, one transaction per student.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import multiprocessing
 import os
@@ -44,9 +45,11 @@ from grader import catalogue, grading
 from grader.errors import GraderError, SetupError
 from grader.model import GradeReport
 from grader.sandbox import Limits
+from grader.sanitize import clean_text
 from grader.store import Store
 
 EXERCISES_DIR = "exercises"
+NO_SANDBOX_SUFFIX = "+no-sandbox"  # appended to the recorded grader version of a batch run with --no-sandbox
 
 GradeFn = Callable[[Path, list[str] | None, str, Limits | None], GradeReport]
 
@@ -64,8 +67,10 @@ class StudentOutcome:
     """What the batch did with one student.
 
     ``status``: ``graded`` (graded and recorded), ``skipped`` (unchanged since the
-    recorded attempt) or ``failed`` (could not be graded or recorded: ``message``
-    says why; nothing was recorded). Scores are those of the recorded attempt.
+    recorded attempt), ``error`` (could not be graded: an ``error`` verdict on
+    every exercise was recorded with ``message``, and the next run tries again)
+    or ``failed`` (could not be recorded: ``message`` says why). Scores are those
+    of the recorded attempt.
     """
 
     student: str
@@ -89,8 +94,8 @@ class BatchSummary:
 
     @property
     def ok(self) -> bool:
-        """True when no student failed."""
-        return self.count("failed") == 0
+        """True when every student was graded or skipped."""
+        return self.count("failed") == 0 and self.count("error") == 0
 
     def line(self) -> str:
         """The one-line summary: 'N students: G graded, S unchanged (skipped), F failed in T s'."""
@@ -98,7 +103,9 @@ class BatchSummary:
         graded = [o for o in self.outcomes if o.status == "graded"]
         text = (
             f"{n} student{'s' if n != 1 else ''}: {len(graded)} graded, "
-            f"{self.count('skipped')} unchanged (skipped), {self.count('failed')} failed "
+            f"{self.count('skipped')} unchanged (skipped), "
+            + (f"{self.count('error')} could not be graded (error recorded), " if self.count("error") else "")
+            + f"{self.count('failed')} failed "
             f"in {self.wall_s:.1f} s"
         )
         if graded and self.wall_s > 0:
@@ -110,6 +117,7 @@ class BatchSummary:
             "students": len(self.outcomes),
             "graded": self.count("graded"),
             "skipped": self.count("skipped"),
+            "error": self.count("error"),
             "failed": self.count("failed"),
             "wall_s": round(self.wall_s, 3),
             "outcomes": [
@@ -158,11 +166,14 @@ def find_submissions(root: Path | str) -> list[Submission]:
             f"'{root}' is not a folder: pass the folder holding one subfolder per student"
         )
     found: list[Submission] = []
-    for entry in sorted(root.iterdir(), key=lambda p: p.name):
-        if entry.name.startswith(".") or not entry.is_dir():
+    for entry in sorted(os.scandir(root), key=lambda p: p.name):
+        if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
             continue
-        nested = entry / EXERCISES_DIR
-        found.append(Submission(entry.name, nested if nested.is_dir() else entry))
+        folder = root / entry.name
+        nested = folder / EXERCISES_DIR
+        # The student's name is the folder's, cleaned: a name that is not valid UTF-8 or holds
+        # control characters is recorded with visible escapes rather than breaking the batch.
+        found.append(Submission(clean_text(entry.name, 200), nested if nested.is_dir() else folder))
     if not found:
         raise SetupError(
             f"'{root}' has no student subfolders: expected one folder per student "
@@ -252,6 +263,10 @@ def run_batch(
     exercise_ids = catalogue.resolve(list(selectors or []))
     submissions = find_submissions(root)
     limits = limits or Limits()
+    if limits.sandbox is None:  # other people's code: the OS sandbox unless explicitly turned off
+        limits = dataclasses.replace(limits, sandbox=True)
+    if not limits.sandboxed():
+        grader_version += NO_SANDBOX_SUFFIX
     jobs = max(1, jobs or default_jobs())
     summary = BatchSummary()
 
@@ -264,8 +279,9 @@ def run_batch(
     for sub in submissions:
         try:
             digest = grading.files_hash(sub.path)
-        except OSError as exc:
-            finish(StudentOutcome(sub.student, "failed", message=f"cannot read {sub.path} ({exc.strerror})"))
+        except (GraderError, OSError) as exc:  # too many or too large files, unreadable folder
+            reason = str(exc) if isinstance(exc, GraderError) else f"cannot read the folder ({exc.strerror})"
+            finish(_record_error(store, sub, exercise_ids, reason, grader_version, 0.0))
             continue
         if not force and is_unchanged(store, sub.student, digest, exercise_ids):
             latest = store.attempts(sub.student)[-1]
@@ -287,7 +303,7 @@ def run_batch(
         return pool.submit(task, sub.path, selectors, sub.student, limits)
 
     def settle(sub: Submission, future: Future[GradeReport], t0: float) -> None:
-        finish(_record(store, sub, future, grader_version, time.monotonic() - t0))
+        finish(_record(store, sub, future, exercise_ids, grader_version, time.monotonic() - t0))
 
     suspects = _grade_queue(queue, min(jobs, len(queue)), make_pool, start, settle)
     # A grading process died (a grader bug: students' code runs in sandbox children), and
@@ -295,9 +311,8 @@ def run_batch(
     # that only a student whose grading really kills the process fails.
     for sub in suspects:
         for dead in _grade_queue([sub], 1, make_pool, start, settle):
-            message = (f"its grading process died twice (BrokenProcessPool) while grading {dead.path}: "
-                       "a grader bug, please report it")
-            finish(StudentOutcome(dead.student, "failed", message=message))
+            message = "its grading process died twice while grading this hand-in: a grader bug, please report it"
+            finish(_record_error(store, dead, exercise_ids, message, grader_version, 0.0))
     summary.wall_s = time.monotonic() - started
     return summary
 
@@ -356,18 +371,40 @@ def _broke(future: Future[GradeReport]) -> bool:
 
 
 def _record(
-    store: Store, sub: Submission, future: Future[GradeReport], grader_version: str, duration: float
+    store: Store,
+    sub: Submission,
+    future: Future[GradeReport],
+    exercise_ids: list[str],
+    grader_version: str,
+    duration: float,
 ) -> StudentOutcome:
-    """Record a finished student's report (one transaction) and say how it went."""
+    """Record a finished student's report (one transaction) and say how it went.
+
+    A student whose grading failed in any way (a hand-in over the caps, a
+    grader bug, MemoryError, RecursionError...) gets an ``error`` verdict on
+    every exercise, recorded with the reason, and the batch goes on.
+    """
     try:
         report = future.result()
     except GraderError as exc:
-        return StudentOutcome(sub.student, "failed", message=str(exc), duration=duration)
-    except Exception as exc:  # a grader bug on one student must not stop the class
-        message = f"the grader failed on {sub.path}: {type(exc).__name__}: {exc} (a grader bug: please report it)"
-        return StudentOutcome(sub.student, "failed", message=message, duration=duration)
+        return _record_error(store, sub, exercise_ids, str(exc), grader_version, duration)
+    except BaseException as exc:  # a grader bug on one student must not stop the class
+        message = f"the grader failed on this hand-in: {type(exc).__name__}: {clean_text(exc, 500)} (a grader bug: please report it)"
+        return _record_error(store, sub, exercise_ids, message, grader_version, duration)
     try:
         store.record_report(report, grader_version)
     except GraderError as exc:
-        return StudentOutcome(sub.student, "failed", message=str(exc), duration=duration)
+        return StudentOutcome(sub.student, "failed", message=clean_text(exc), duration=duration)
     return StudentOutcome(sub.student, "graded", report.score, report.max_score, duration=duration)
+
+
+def _record_error(
+    store: Store, sub: Submission, exercise_ids: list[str], reason: str, grader_version: str, duration: float
+) -> StudentOutcome:
+    """Record an ``error`` verdict on every exercise for a student that could not be graded."""
+    report = grading.error_report(sub.student, exercise_ids, reason)
+    try:
+        store.record_report(report, grader_version)
+    except GraderError as exc:
+        return StudentOutcome(sub.student, "failed", message=clean_text(exc), duration=duration)
+    return StudentOutcome(sub.student, "error", 0.0, report.max_score, message=reason, duration=duration)

@@ -35,6 +35,8 @@ from typing import Any
 
 import jinja2
 
+from grader.sanitize import csv_cell
+
 from grader import catalogue
 from grader import quiz as quiz_lib
 from grader.progress import DEFAULT_MAX_SCORE
@@ -447,12 +449,15 @@ def csv_header(report: ClassReport) -> list[str]:
 
 
 def format_csv(report: ClassReport) -> str:
-    """One row per student: total, best score per exercise (empty: never graded), quiz chapter complete 1/0."""
+    """One row per student: total, best score per exercise (empty: never graded), quiz chapter complete 1/0.
+
+    A student name a spreadsheet would run as a formula (``=HYPERLINK(...)``) is neutralised.
+    """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(csv_header(report))
     for s in report.students:
-        row = [s.name, _number(s.total)]
+        row = [csv_cell(s.name), _number(s.total)]
         for ex in report.exercise_ids:
             cell = s.exercises[ex]
             row.append(_number(cell.best_score) if cell.attempts else "")

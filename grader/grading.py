@@ -283,4 +283,18 @@ def grade(path: Path | str, selectors: list[str] | None, student: str, limits: L
     )
 
 
-__all__ = ["Limits", "files_hash", "grade", "reference_results"]
+def error_report(student: str, selectors: list[str] | None, reason: str) -> GradeReport:
+    """A report giving every selected exercise an ``error`` verdict with ``reason`` (a hand-in that could not be graded).
+
+    Its files hash is empty, so ``grade batch`` tries the student again on its next run.
+    """
+    from grader.checks import CHECKS
+
+    reason = clean_text(reason, 2000)
+    exercises = [
+        ExerciseResult(i, "error", 0.0, float(CHECKS[i].max_score), [], reason) for i in catalogue.resolve(list(selectors or []))
+    ]
+    return GradeReport(student=student, exercises=exercises)
+
+
+__all__ = ["Limits", "error_report", "files_hash", "grade", "reference_results"]

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 import click
 
+from grader.sanitize import clean_text
 from grader.model import CheckResult, ExerciseResult, GradeReport
 
 # status -> (label, colour); a label is never "PASS" unless the marks are full
@@ -153,7 +154,8 @@ def format_text(report: GradeReport, color: bool = False) -> str:
     if not report.exercises:
         return f"No exercises graded for {report.student}."
     width = max(len(ex.id) for ex in report.exercises)
-    lines = [f"normgrade report for {report.student}"]
+    lines = [f"normgrade report for {clean_text(report.student)}"]
+    lines.extend(f"  Note: {notice}" for notice in report.notices)
     for ex in report.exercises:
         label, colour = exercise_label(ex)
         score = f"{format_score(ex.score)}/{format_score(ex.max_score)}"

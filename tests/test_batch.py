@@ -148,12 +148,13 @@ def test_a_student_that_cannot_be_graded_does_not_stop_the_others(tmp_path: Path
     summary = batch.run_batch(tmp_path / "class", store, VERSION, ["linear"], jobs=2, grade_fn=fake)
     outcome = {o.student: o for o in summary.outcomes}
     assert outcome["amy"].status == outcome["dee"].status == "graded"
-    assert outcome["bob"].status == "failed" and "no exercise files" in outcome["bob"].message
-    assert outcome["cy"].status == "failed" and "RuntimeError: boom" in outcome["cy"].message
+    assert outcome["bob"].status == "error" and "no exercise files" in outcome["bob"].message
+    assert outcome["cy"].status == "error" and "RuntimeError: boom" in outcome["cy"].message
     assert "grader bug" in outcome["cy"].message
-    assert store.students() == ["amy", "dee"]
+    assert store.students() == ["amy", "bob", "cy", "dee"]  # an error verdict is recorded for each
+    assert {row["status"] for row in store.submissions(student="bob")} == {"error"}
     assert not summary.ok
-    # the failed ones are tried again on the next run, the recorded ones are not
+    # the ones that could not be graded are tried again on the next run, the graded ones are not
     fake.calls.clear()
     batch.run_batch(tmp_path / "class", store, VERSION, ["linear"], grade_fn=fake)
     assert sorted(fake.calls) == ["bob", "cy"]
@@ -177,10 +178,10 @@ def test_a_dead_grading_process_costs_one_retry(
     summary = batch.run_batch(tmp_path / "class", store, VERSION, ["linear"], jobs=2)
     outcome = {o.student: o for o in summary.outcomes}
     assert sorted(outcome) == ["always-dies", "amy", "bob", "dies-once"]
-    assert outcome["always-dies"].status == "failed"
-    assert "BrokenProcessPool" in outcome["always-dies"].message
+    assert outcome["always-dies"].status == "error"
+    assert "grading process died twice" in outcome["always-dies"].message
     assert {outcome[n].status for n in ("amy", "bob", "dies-once")} == {"graded"}
-    assert store.students() == ["amy", "bob", "dies-once"]
+    assert store.students() == ["always-dies", "amy", "bob", "dies-once"]
 
 
 def test_jobs_grade_students_at_the_same_time(tmp_path: Path, store: Store) -> None:

@@ -79,7 +79,7 @@ def test_batch_student_that_cannot_be_graded_exits_1(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["batch", "class", "linear", "--db", "class.db"])
     assert result.exit_code == 1, result.output
     assert "Not graded: empty: " in result.output and "has no exercise files" in result.output
-    assert "2 students: 1 graded, 0 unchanged (skipped), 1 failed" in result.output
+    assert "2 students: 1 graded, 0 unchanged (skipped), 1 could not be graded (error recorded), 0 failed" in result.output
 
 
 @pytest.mark.parametrize(
