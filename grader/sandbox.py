@@ -267,8 +267,10 @@ class _Child:
         self.command_fd: int | None = command_w
         self.buffer = b""
         self.started_jobs = 0
+        self.output_limit = limits.output_bytes
+        # What the worker printed since it started or since its last job ended: the next job's
+        # output (the worker prints nothing between jobs; a job's output all precedes its ``done``).
         self.output = OutputBuffer(limits.output_bytes)
-        self.startup = OutputBuffer(2000)  # what the worker printed before its first job
 
     def send(self, line: str) -> bool:
         """Write a command line; False when the child is gone."""
@@ -280,10 +282,12 @@ class _Child:
         except OSError:
             return False
 
-    def begin_job(self, limit: int) -> None:
-        """Start collecting a new job's output (what came before belongs to the previous one)."""
+    def take_output(self, dropped: int = 0) -> str:
+        """The output of the job that just ended (drained first); collecting starts afresh for the next."""
         self.drain_output()
-        self.output = OutputBuffer(limit)
+        text = self.output.text(dropped)
+        self.output = OutputBuffer(self.output_limit)
+        return text
 
     def drain_output(self) -> None:
         """Read whatever output is waiting, without blocking."""
@@ -298,7 +302,7 @@ class _Child:
                 os.close(self.output_fd)
                 self.output_fd = None
                 return
-            (self.output if self.started_jobs else self.startup).add(chunk)
+            self.output.add(chunk)
 
     def _fill(self, deadline: float) -> str:
         """Read more from the status pipe (draining output meanwhile): 'ok', 'timeout' or 'eof'."""
@@ -377,9 +381,8 @@ class _Child:
             self.output_fd = None
 
     def log_tail(self) -> str:
-        """What the worker printed before any exercise started (why it did not start)."""
-        self.drain_output()
-        return self.startup.text().strip()
+        """The end of what the worker printed (why it did not start)."""
+        return self.take_output().strip()[-2000:]
 
 
 def exit_status(returncode: int, sandboxed: bool) -> int:
@@ -584,7 +587,6 @@ class _Run:
                 self.retried.add(i)
                 self.requeue(i)
             return False
-        child.begin_job(limits.output_bytes)
         child.started_jobs += 1
         t0 = time.monotonic()
         wall = limits.wall_for(job)
@@ -593,13 +595,12 @@ class _Run:
         if done == "timeout":
             child.kill()
             child.wait(timeout=5.0)
-            child.drain_output()
-            self.fail(i, "timeout", f"timed out after {wall:g} s (infinite loop?)", child.output.text(), duration)
+            self.fail(i, "timeout", f"timed out after {wall:g} s (infinite loop?)", child.take_output(), duration)
             return False
         if done == "eof":
             code = exit_status(child.wait(timeout=5.0), self.sandboxed)
             status, message = death_message(code, job.id, memory, limits.cpu_for(job))
-            self.fail(i, status, message, child.output.text(), duration)
+            self.fail(i, status, message, child.take_output(), duration)
             return False
         return self.collect(child, i, words, t0 + wall, duration)
 
@@ -608,26 +609,27 @@ class _Run:
         job = self.jobs[i]
         sizes = words[2:4]
         if len(sizes) != 2 or not all(w.isdigit() for w in sizes):
-            self.fail(i, "error", f"could not read the results of {job.id}: a malformed frame", child.output.text(), duration)
+            self.fail(i, "error", f"could not read the results of {job.id}: a malformed frame",
+                      child.take_output(), duration)
             return False
         doc_size, array_size = int(sizes[0]), int(sizes[1])
         if doc_size > MAX_DOCUMENT_BYTES or array_size > self.limits.results_bytes:
             message = (f"{job.id} returned more than {human_bytes(self.limits.results_bytes)} of results "
                        "(the outputs of a few small cases are expected)")
-            self.fail(i, "error", message, child.output.text(), duration)
+            self.fail(i, "error", message, child.take_output(), duration)
             return False
         payload = child.read_exact(doc_size + array_size, deadline + 5.0)
         if payload is None:
             self.fail(i, "error", f"could not read the results of {job.id}: the worker stopped sending them",
-                      child.output.text(), duration)
+                      child.take_output(), duration)
             return False
         try:
             document, results = decode_results(payload[:doc_size], payload[doc_size:], job, self.limits)
         except MalformedResults as exc:
-            self.fail(i, "error", f"could not read the results of {job.id}: {exc}", child.output.text(), duration)
+            self.fail(i, "error", f"could not read the results of {job.id}: {exc}", child.take_output(), duration)
             return True
         dropped = document.get("output_dropped", 0)
-        output = child.output.text(dropped if isinstance(dropped, int) else 0)
+        output = child.take_output(dropped if isinstance(dropped, int) else 0)
         if document["status"] == "error":
             self.fail(i, "error", clean_text(document.get("message"), 2000), output, duration)
             return True
