@@ -1,7 +1,8 @@
 """The OS sandbox against a hostile submission: one test per attack class of the sandbox issue.
 
-A correct solution whose ``ReLU.forward`` first runs every attack (once per
-worker process), prints what each one achieved as one ``ATTACKS {json}`` line,
+A correct solution whose ``ReLU.forward`` and ``Sigmoid.forward`` first run the
+attacks (once per worker process), print what each one achieved as ``ATTACK
+[name, result]`` lines,
 and then returns the right answer. One grading run serves the tests of this
 module; each test checks one attack class against that report and against the
 machine (files that must not exist, processes that must not survive, a
@@ -44,7 +45,7 @@ from grader.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SANDBOX = Limits(wall_s=60.0, sandbox=True)
-SELECTION = ["activations.ReLU", "linear.Linear"]
+SELECTION = ["activations.ReLU", "activations.Sigmoid", "linear.Linear"]
 
 
 @pytest.fixture(autouse=True)
@@ -206,32 +207,47 @@ def _fork_many():
     return json.loads(_spawn([sys.executable, "-c", FORK_BOMB]).strip().splitlines()[-1])
 
 
-def run_attacks():
-    if _DONE:
+def _report(name, action):
+    try:
+        result = action()
+    except BaseException as exc:
+        result = f"refused: {type(exc).__name__}: {exc}"[:300]
+    print("ATTACK " + json.dumps([name, result]), flush=True)
+
+
+def run_attacks(part):
+    """The attacks, split over two exercises so that each stays well inside its time limit."""
+    if part in _DONE:
         return
-    _DONE.append(1)
-    results = {}
+    _DONE.append(part)
+    if part == "walk":
+        _report("answers", _walk_for_answers)
+        return
     for target in PERSISTENCE:
-        _try(results, "persist " + target, lambda t=target: _write(t))
-    _try(results, "answers", _walk_for_answers)
-    _try(results, "read by path", lambda: open(PROJECT + "/reference/activations.py").read()[:2000])
-    _try(results, "read by dir fd", _read_by_dir_fd)
-    _try(results, "proc", _proc_secrets)
-    _try(results, "environment", lambda: [k for k, v in os.environ.items() if SECRET in v])
-    _try(results, "network", _network)
-    _try(results, "program", _program)
-    _try(results, "daemon", _daemon)
-    _try(results, "fork", _fork_many)
-    _try(results, "uid", os.getuid)
-    print("ATTACKS " + json.dumps(results))
+        _report("persist " + target, lambda t=target: _write(t))
+    _report("read by path", lambda: open(PROJECT + "/reference/activations.py").read()[:2000])
+    _report("read by dir fd", _read_by_dir_fd)
+    _report("proc", _proc_secrets)
+    _report("environment", lambda: [k for k, v in os.environ.items() if SECRET in v])
+    _report("network", _network)
+    _report("program", _program)
+    _report("daemon", _daemon)
+    _report("fork", _fork_many)
+    _report("uid", os.getuid)
 
 
-_Relu = ReLU
+_Relu, _Sigmoid = ReLU, Sigmoid
 
 
 class ReLU(_Relu):
     def forward(self, x):
-        run_attacks()
+        run_attacks("walk")
+        return super().forward(x)
+
+
+class Sigmoid(_Sigmoid):
+    def forward(self, x):
+        run_attacks("rest")
         return super().forward(x)
 '''
 
@@ -318,9 +334,10 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for target in targets:  # undo whatever an unsandboxed run managed, so later tests are not poisoned
         if before[target] is None and target.exists():
             target.unlink()
-    relu = next(e for e in report.exercises if e.id == "activations.ReLU")
-    line = next((l for l in relu.output.splitlines() if l.startswith("ATTACKS ")), None)
-    assert line is not None, relu.output[:2000]
+    attacked = [e for e in report.exercises if e.id in ("activations.ReLU", "activations.Sigmoid")]
+    results = dict(json.loads(line[len("ATTACK "):]) for e in attacked
+                   for line in e.output.splitlines() if line.startswith("ATTACK "))
+    assert "answers" in results and "uid" in results, [(e.id, e.status, e.message, e.output[:500]) for e in attacked]
     survivors = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _comm(p) == daemon_name]
     for p in survivors:
         try:
@@ -328,7 +345,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         except OSError:
             pass
     return {
-        "report": report, "results": json.loads(line[len("ATTACKS "):]), "secret": secret,
+        "report": report, "results": results, "secret": secret,
         "listener": listener.received, "before": before, "after": after, "survivors": survivors,
     }
 
@@ -353,8 +370,8 @@ def reference_marker() -> str:
 
 def test_the_hostile_submission_is_still_graded(hostile: dict[str, Any]) -> None:
     results = {e.id: e for e in hostile["report"].exercises}
-    assert results["activations.ReLU"].status == "passed", results["activations.ReLU"].message
-    assert results["linear.Linear"].status == "passed"
+    for exercise in SELECTION:
+        assert results[exercise].status == "passed", (exercise, results[exercise].message)
     assert hostile["report"].sandboxed
 
 
