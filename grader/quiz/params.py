@@ -125,18 +125,19 @@ class ReferenceCall:
 @dataclass(frozen=True)
 class _Param:
     name: str
+    sign: int = 1
 
 
 def _substitute(node: Any, values: Mapping[str, Number]) -> Any:
     if isinstance(node, _Param):
-        return values[node.name]
+        return node.sign * values[node.name]
     if isinstance(node, list):
         return [_substitute(n, values) for n in node]
     return node
 
 
 def parse_reference(text: Any, names: set[str]) -> ReferenceCall:
-    """Read ``probe(arg=param, arg=[p, q], arg=0.5)``; ValueError with the reason otherwise."""
+    """Read ``probe(arg=param, arg=[p, -q], arg=0.5)``; ValueError with the reason otherwise."""
     if not isinstance(text, str):
         raise ValueError("'reference' must be a probe call such as \"gelu(x=x)\"")
     try:
@@ -157,6 +158,8 @@ def parse_reference(text: Any, names: set[str]) -> ReferenceCall:
             return node.value
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
             return -convert(node.operand)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Name):
+            return _Param(convert(node.operand).name, -1)
         if isinstance(node, (ast.List, ast.Tuple)):
             return [convert(e) for e in node.elts]
         raise ValueError(f"reference '{text}': arguments are parameters, numbers or lists of them")
@@ -185,7 +188,13 @@ def reference_answer(call: ReferenceCall, values: Mapping[str, Number]) -> float
 
 # --- rendering -----------------------------------------------------------------------
 
+def signed(value: Number) -> str:
+    """The Jinja filter ``signed``: ``+ 2`` or ``- 3``, to write ``w·x {{ b | signed }}``."""
+    return f"- {-value}" if value < 0 else f"+ {abs(value)}"
+
+
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
+_ENV.filters["signed"] = signed
 
 
 def render(template: str, values: Mapping[str, Any]) -> str:
