@@ -41,6 +41,7 @@ import difflib
 import hashlib
 import hmac
 import json
+import keyword
 import math
 import os
 import random
@@ -663,9 +664,9 @@ def _validate_symbols(raw: Mapping[str, Any], file: Path, qid: str, kind: str) -
         isinstance(k, str) and re.fullmatch(r"[a-z][a-z0-9_]*", k) and v in symbols for k, v in aliases.items()
     ):
         raise QuizFileError(file, qid, "aliases must map lower-case names to one of the symbols")
-    clash = sorted(set(symbol_table(raw)) & set(expr.FUNCTIONS + expr.CONSTANTS))
+    clash = sorted(n for n in symbol_table(raw) if n in expr.FUNCTIONS + expr.CONSTANTS or keyword.iskeyword(n))
     if clash:
-        raise QuizFileError(file, qid, f"'{clash[0]}' is a function or constant name, not a symbol")
+        raise QuizFileError(file, qid, f"'{clash[0]}' is a function, constant or Python keyword, not a symbol")
     if "subject" in raw:
         _require(raw, "subject", str, file, qid)
 

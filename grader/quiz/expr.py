@@ -38,7 +38,7 @@ FINGERPRINT_DIGITS = 12
 
 _GREEK = {
     "α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "ε": "epsilon", "ϵ": "epsilon",
-    "η": "eta", "θ": "theta", "λ": "lambda", "μ": "mu", "ξ": "xi", "π": "pi", "ρ": "rho",
+    "η": "eta", "θ": "theta", "λ": "lam", "μ": "mu", "ξ": "xi", "π": "pi", "ρ": "rho",
     "σ": "sigma", "ς": "sigma", "τ": "tau", "φ": "phi", "ϕ": "phi", "ψ": "psi", "ω": "omega",
 }
 _MINUSES = "\u2212\u2012\u2013\u2014\ufe63\uff0d"
