@@ -440,6 +440,30 @@ def test_bad_source_files_are_reported(tmp_path: Path) -> None:
     _expect_file_error(path, None, "not valid TOML")
 
 
+@pytest.mark.parametrize(
+    "old,new,qid,words",
+    [
+        ('answer = ["x*Phi(x)"]', 'attempts = 0\nanswer = ["x*Phi(x)"]', "word", "attempts must be at least 1"),
+        ('answer = ["x*Phi(x)"]', 'symbols = ["x"]\nanswer = ["Phi"]', "word", "no accepted answer is a formula"),
+        ('answer = ["x*Phi(x)"]', 'symbols = ["lambda"]\nanswer = ["x*Phi(x)"]', "word", "Python keyword"),
+        ('answer = ["x*Phi(x)"]', 'symbols = ["sqrt"]\nanswer = ["x*Phi(x)"]', "word", "function, constant"),
+        ('answer = ["x*Phi(x)"]', 'symbols = ["x"]\naliases = {{ y = "z" }}\nanswer = ["x*Phi(x)"]', "word",
+         "aliases must map"),
+        ('answer = "b"', 'symbols = ["x"]\nanswer = "b"', "pick", "belong to short (formula) questions"),
+        ('answer = "1/(1-0.4)"', 'answer = "1/(1-0.4)"\nanswer_range = [0, 1]', "num", "belongs to parameterised"),
+    ],
+)
+def test_bad_attempts_and_symbols_are_reported(tmp_path: Path, old: str, new: str, qid: str, words: str) -> None:
+    path = _write_source(tmp_path, SMALL.replace(old, new))
+    _expect_file_error(path, qid, words)
+
+
+def test_attempts_default_to_two_for_checkpoints_and_can_be_set(tmp_path: Path) -> None:
+    text = SMALL.replace('answer = ["c", "a"]', 'attempts = 3\nanswer = ["c", "a"]')
+    q = _lock_into(tmp_path, load_source(_write_source(tmp_path, text)))
+    assert [(x.id, x.attempts) for x in q.questions] == [("pick", 2), ("many", 3), ("num", 2), ("word", 1)]
+
+
 def test_chapter_must_match_file_name(tmp_path: Path) -> None:
     target, doc = _locked_doc(tmp_path)
     doc["chapter"] = "other"
