@@ -111,3 +111,34 @@ def test_numbers_use_only_the_parameters_given() -> None:
     assert expr.value("1.1^50") == pytest.approx(1.1**50)
     with pytest.raises(expr.ExpressionError, match="unknown name 'n'"):
         expr.value("sqrt(2/n)")
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("2^2^2^2^2^2", "exponent larger than 1000"),
+        ("10^10^10^10^10", "exponent larger than 1000"),
+        ("exp(exp(exp(100)))", "exponent larger than 1000"),
+        ("((10^100)^999)^999", "not a finite real number"),
+        ("1e-999999999", "beyond 1e±300"),
+        ("0^-1", "not a finite real number"),
+    ],
+)
+def test_huge_or_undefined_numbers_are_refused_without_computing_them(text: str, words: str) -> None:
+    with pytest.raises(expr.ExpressionError, match=words):
+        expr.value(text)
+
+
+def test_symbolic_exponents_are_checked_with_the_values() -> None:
+    with pytest.raises(expr.ExpressionError, match="exponent larger than 1000"):
+        expr.value("n^n^n^n^n", {"n": 3.3})
+    assert expr.value("n^n^n", {"n": 3}) == pytest.approx(3**27)
+    nowhere = expr.fingerprint("n^n^n^n^n^n", {"n": "n"}, "ab" * 16)
+    assert "nan" in nowhere, "a value too large to compute matches no key"
+
+
+def test_decimals_are_exact_so_equivalent_forms_agree_to_every_digit() -> None:
+    symbols = {"x": "x"}
+    assert expr.fingerprint("0.5*x*(1+erf(x/sqrt(2)))", symbols, "ef" * 16) == expr.fingerprint(
+        "x/2*(1+erf(x/sqrt(2)))", symbols, "ef" * 16
+    )

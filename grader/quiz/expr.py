@@ -33,6 +33,7 @@ from typing import Any
 
 MAX_CHARS = 200
 MAX_EXPONENT = 1000.0
+MAX_DECIMAL_EXPONENT = 300
 FINGERPRINT_POINTS = 3
 FINGERPRINT_DIGITS = 12
 
@@ -91,6 +92,9 @@ def _check_tokens(s: str, names: Sequence[str]) -> None:
         m = _TOKEN.match(s, pos)
         if m is None:
             raise ExpressionError(f"unexpected character '{s[pos]}'")
+        number = m.group("num")
+        if number is not None and "e" in number and abs(int(number.split("e")[1])) > MAX_DECIMAL_EXPONENT:
+            raise ExpressionError(f"'{number}' is beyond 1e±{MAX_DECIMAL_EXPONENT}, not a plausible answer")
         name = m.group("name")
         if name is not None and name not in names and name not in FUNCTIONS and name not in CONSTANTS:
             if not names:
@@ -152,6 +156,7 @@ def parse(text: str, symbols: Mapping[str, str] | None = None) -> Any:
         implicit_application,
         implicit_multiplication,
         parse_expr,
+        rationalize,
     )
 
     if not isinstance(text, str):
@@ -167,7 +172,8 @@ def parse(text: str, symbols: Mapping[str, str] | None = None) -> Any:
         raise ExpressionError("write only the value or expression, without '='")
     _check_tokens(s, sorted(names))
     local, glob = _namespace({k: sp.Symbol(v, positive=True) for k, v in names.items()})
-    transformations = (auto_number, convert_xor, implicit_multiplication, implicit_application)
+    # rationalize: decimals become exact fractions, so every value is computed to 30 digits
+    transformations = (auto_number, rationalize, convert_xor, implicit_multiplication, implicit_application)
     try:
         expr = parse_expr(s, local_dict=local, global_dict=glob, transformations=transformations, evaluate=False)
     except (SyntaxError, TypeError, ValueError, AttributeError, NameError, TokenError) as exc:
@@ -178,18 +184,26 @@ def parse(text: str, symbols: Mapping[str, str] | None = None) -> Any:
     return expr
 
 
-def _check_exponents(expr: Any) -> None:
-    """Refuse powers whose exponent exceeds MAX_EXPONENT in size (before anything is computed)."""
+def _check_exponents(expr: Any, subs: Mapping[Any, Any] | None = None) -> None:
+    """Refuse powers (and exp) whose exponent exceeds MAX_EXPONENT in size, innermost first, so that
+    nothing huge is ever computed (``9^9^9``, ``exp(exp(100))``); symbols take their ``subs`` values."""
     import sympy as sp
 
-    for node in sp.preorder_traversal(expr):
+    for node in sp.postorder_traversal(expr):
         if isinstance(node, sp.Pow):
             exponent = node.exp
-            if exponent.free_symbols:
-                continue
-            value = complex(sp.N(exponent, 15))
-            if abs(value) > MAX_EXPONENT:
-                raise ExpressionError(f"an exponent larger than {MAX_EXPONENT:g} is not a plausible answer")
+        elif isinstance(node, sp.exp):
+            exponent = node.args[0]
+        else:
+            continue
+        if exponent.free_symbols and subs is None:
+            continue
+        try:
+            size = abs(complex(exponent.evalf(15, subs=dict(subs or {}))))
+        except (TypeError, ValueError, OverflowError, ZeroDivisionError):
+            size = math.inf
+        if not size <= MAX_EXPONENT:
+            raise ExpressionError(f"an exponent larger than {MAX_EXPONENT:g} is not a plausible answer")
 
 
 def value(text: str, values: Mapping[str, float] | None = None) -> float:
@@ -198,15 +212,15 @@ def value(text: str, values: Mapping[str, float] | None = None) -> float:
 
     values = dict(values or {})
     expr = parse(text, {name: name for name in values})
-    substituted = expr.subs({sp.Symbol(k, positive=True): sp.Float(v, 30) for k, v in values.items()})
-    return _finite(substituted, text)
+    return _finite(expr, text, {sp.Symbol(k, positive=True): sp.Float(v, 30) for k, v in values.items()})
 
 
-def _finite(expr: Any, text: str) -> float:
-    import sympy as sp
-
+def _finite(expr: Any, text: str, subs: Mapping[Any, Any] | None = None) -> float:
+    """The value of ``expr`` (symbols given by ``subs``) to 30 digits, evaluated numerically without
+    rebuilding the expression, so no exact huge integer is ever formed."""
+    _check_exponents(expr, subs or {})
     try:
-        number = complex(sp.N(expr, 30))
+        number = complex(expr.evalf(30, subs=dict(subs or {})))
     except (TypeError, ValueError, ZeroDivisionError, OverflowError):
         raise ExpressionError(f"'{text.strip()}' is not a number") from None
     if abs(number.imag) > 1e-12 * max(1.0, abs(number.real)) or not math.isfinite(number.real):
@@ -239,7 +253,7 @@ def fingerprint(text: str, symbols: Mapping[str, str], salt: str) -> str:
     for point in sample_points(salt, canonical):
         subs = {sp.Symbol(k, positive=True): sp.Float(v, 30) for k, v in point.items()}
         try:
-            number = _finite(expr.subs(subs), text)
+            number = _finite(expr, text, subs)
             parts.append(f"{number:.{FINGERPRINT_DIGITS}g}")
         except ExpressionError:
             parts.append("nan")
