@@ -144,7 +144,8 @@ def test_interactive_session_reasks_invalid_input_and_records(tiny_dir: Path, db
     assert all(r["student"] == "ada" and r["answered_at"] for r in rows)
     x = json.loads(rows[-1]["params"])["x"]
     assert [r["params"] for r in rows[:4]] == [""] * 4
-    assert f"What is GELU({x})?" in out
+    assert f"What is GELU({x})?" in out and "within ±0.001; you may use x): " in out
+    assert "2 already answered" not in out and "answered correctly before" not in out
     assert gelu == pytest.approx(x * 0.5 * (1 + math.erf(x / math.sqrt(2))), abs=1e-12)
     assert f"Explanation: GELU({x}) = x·Φ(x) = {gelu:.4f}." in out
 
@@ -181,6 +182,7 @@ def test_try_again_asks_only_what_is_not_yet_right(tiny_dir: Path, db: Path) -> 
     second = grade(["tiny"], tiny_dir, db, input=f"1.6667\n{many}\nx Phi(x)\n")
     assert second.exit_code == 0, second.output
     assert "2 already answered correctly; asking the other 3." in second.output
+    assert "tiny: 3/5 correct (3/5 points), checkpoints 1/2. (2 answered correctly before.)" in second.output
     assert "Q1/3 [checkpoint] Dropout scale" in second.output and "Which layer" not in second.output
     assert "Chapter tiny complete" in second.output
     assert [r["first_try"] for r in attempts(db)][-3:] == [0, 0, 0]

@@ -1074,6 +1074,8 @@ def ask_question(posed: Posed, number: int, total: int, on_answer: AnswerHook | 
     hint = KIND_HINTS[question.kind]
     if question.kind == "numeric":
         hint += f"; within ±{question.tolerance or 0:g}"
+    if posed.values:
+        hint += f"; you may use {', '.join(posed.values)}"
     verdict = None
     for attempt in range(1, question.attempts + 1):
         label = f"Your answer ({hint})" if attempt == 1 else f"Attempt {attempt} of {question.attempts}"
@@ -1115,7 +1117,8 @@ def run_session(
         result.posed[question.id] = posed
         result.verdicts[question.id] = ask_question(posed, number, len(todo), on_answer)
     click.echo("")
-    click.echo(summary_line(result))
+    before = f" ({done} answered correctly before.)" if done else ""
+    click.echo(summary_line(result) + before)
     return result
 
 
