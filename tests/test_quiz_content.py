@@ -121,7 +121,7 @@ def test_ln_transformers_no_longer_keys_batch_size_one() -> None:
 
 
 def test_conventions_are_stated_where_the_literature_differs() -> None:
-    assert "unbiased estimate" in QUESTIONS["bn-running-var"].data["prompt"]
+    assert "unbiased estimate" in QUESTIONS["bn-running-var-batches"].data["prompt"]
     assert "PyTorch" in QUESTIONS["adamw-decay-factor"].data["prompt"]
     assert "schedule multiplier" in QUESTIONS["adamw-decay-factor"].data["explanation"]
     assert "schedule multiplier" in QUESTIONS["adamw-vs-l2"].data["explanation"]

@@ -58,15 +58,15 @@ FORMULAS: dict[str, Callable[[dict], float]] = {
     "prelu-dalpha": lambda v: v["a"] + v["c"],
     "layernorm-output": _layernorm_second,
     "rmsnorm-output": lambda v: v["c"] / math.sqrt((v["a"] ** 2 + v["b"] ** 2 + v["c"] ** 2) / 3 + 1e-6),
-    "bn-running-var": _running_var,
+    "bn-running-var-batches": _running_var,
     "bn-eval-output": lambda v: v["gamma"] * (v["x"] - v["mean"]) / math.sqrt(v["var"] + 1e-5) + v["beta"],
     "dropout-kept-value": lambda v: v["a"] / (1 - v["p"]),
-    "sgd-weight-decay-step": lambda v: v["w"] - v["lr"] * (v["g"] + v["wd"] * v["w"]),
+    "sgd-step": lambda v: v["w"] - v["lr"] * (v["g"] + v["wd"] * v["w"]),
     "adamw-first-step": lambda v: v["w"] * (1 - v["lr"] * v["wd"]) - v["lr"] * v["g"] / (abs(v["g"]) + 1e-8),
-    "gradcheck-rel-error": lambda v: abs(v["a"] - v["b"]) / (abs(v["a"]) + abs(v["b"])),
-    "kaiming-std": lambda v: math.sqrt(2 / ((1 + v["slope"] ** 2) * v["fan_in"])),
-    "xavier-uniform-bound": lambda v: math.sqrt(6 / (v["fan_in"] + v["fan_out"])),
-    "kaiming-uniform-bound": lambda v: math.sqrt(3) * math.sqrt(2 / ((1 + v["slope"] ** 2) * v["fan_in"])),
+    "rel-error-value": lambda v: abs(v["a"] - v["b"]) / (abs(v["a"]) + abs(v["b"])),
+    "kaiming-normal-std": lambda v: math.sqrt(2 / ((1 + v["slope"] ** 2) * v["fan_in"])),
+    "xavier-uniform-a": lambda v: math.sqrt(6 / (v["fan_in"] + v["fan_out"])),
+    "kaiming-uniform-b": lambda v: math.sqrt(3) * math.sqrt(2 / ((1 + v["slope"] ** 2) * v["fan_in"])),
     "mlp-parameter-count": lambda v: v["d"] * v["width"] + v["width"] + v["width"] * v["outputs"] + v["outputs"],
     "sigmoid-network-output": lambda v: v["a1"] * _sigmoid(v["w1"] * v["x"] + v["b1"])
     - v["a2"] * _sigmoid(v["w2"] * v["x"] + v["b2"]),
@@ -123,7 +123,7 @@ def test_the_reference_answer_passes_and_beyond_the_tolerance_fails(question: qu
 
 
 def test_answers_may_use_the_parameters_by_name() -> None:
-    question = quiz.load_quiz(QUIZ_DIR / "initialisation.json").question("kaiming-std")
+    question = quiz.load_quiz(QUIZ_DIR / "initialisation.json").question("kaiming-normal-std")
     posed = pose(question, "ada")
     assert judge(posed, "sqrt(2/((1 + slope^2)*fan_in))").correct
     assert not judge(posed, "sqrt(1/fan_in)").correct
