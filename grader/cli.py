@@ -281,7 +281,7 @@ def _quiz_recorder(store: Store, student: str, chapter: str) -> quiz_lib.AnswerH
 
     def record(question: quiz_lib.Question, verdict: quiz_lib.Verdict) -> None:
         try:
-            store.record_quiz_attempt(student, chapter, question.id, verdict.answer, verdict.correct)
+            store.record_quiz_answer(student, chapter, question.id, verdict.answer, verdict.correct, verdict.values)
         except StoreError as exc:
             click.echo(f"Warning: answer not recorded: {exc}", err=True)
 
@@ -301,7 +301,9 @@ def _quiz_file_report(result: quiz_lib.QuizResult) -> None:
         if verdict.error:
             state = f"wrong ({verdict.error})"
         click.echo(f"Q{number}/{total} {q.id}{tag}: {state}")
-        click.echo(f"  Explanation: {q.explanation}")
+        if verdict.values:
+            click.echo("  Your numbers: " + ", ".join(f"{k} = {v}" for k, v in verdict.values.items()))
+        click.echo(f"  Explanation: {result.explanation(q)}")
     click.echo(quiz_lib.summary_line(result))
 
 
@@ -313,26 +315,31 @@ def _quiz_file_report(result: quiz_lib.QuizResult) -> None:
     "it maps question ids to answers (choice ids, numbers, text; a list for multiple select).",
 )
 @click.option("--check", is_flag=True, help="With `lock`: write nothing; exit 1 when a locked file is stale.")
+@click.option("--all", "ask_all", is_flag=True, help="Ask every question, also those already answered correctly.")
 @quiz_dir_option
 @student_option
 @db_option
 @path_option
 @json_option
 def quiz_command(
-    chapter: str | None, answers: Path | None, check: bool, quiz_dir: Path | None,
+    chapter: str | None, answers: Path | None, check: bool, ask_all: bool, quiz_dir: Path | None,
     student: str | None, db: Path | None, path: Path, as_json: bool,
 ) -> None:
     """Comprehension checkpoints: list the chapters, take a chapter's quiz, or lock the quizzes.
 
     \b
     grade quiz                          chapters and your completion
-    grade quiz CHAPTER                  answer the questions one by one
+    grade quiz CHAPTER                  answer the questions not yet answered correctly
+    grade quiz CHAPTER --all            answer every question again
     grade quiz CHAPTER --answers FILE   grade a file of answers
     grade quiz lock [--check]           authors: lock quizzes/source/*.toml
 
-    A chapter is complete when every checkpoint question has been answered
-    correctly at least once; every answer is recorded. Exit status for a
-    chapter: 0 when every question was answered correctly, 1 otherwise,
+    Some questions use numbers drawn for you (always the same ones), judged by
+    the reference implementation. A question allows one or more attempts; the
+    explanation follows a correct answer or the last wrong one. A chapter is
+    complete when every checkpoint question has been answered correctly at
+    least once; every answer is recorded. Exit status for a chapter: 0 when
+    every question has been answered correctly (now or before), 1 otherwise,
     2 for a usage error.
     """
     ctx = click.get_current_context()
@@ -344,6 +351,8 @@ def quiz_command(
             ctx.exit(_quiz_lock(quiz_dir, check, as_json))
     if check:
         raise CommandError("--check goes with `grade quiz lock --check`")
+    if ask_all and (chapter is None or answers is not None):
+        raise CommandError("--all goes with an interactive quiz: grade quiz CHAPTER --all")
     student = student or default_student()
     db_path = db if db is not None else default_db_path(path)
     if chapter is None:
@@ -356,20 +365,30 @@ def quiz_command(
         raise CommandError("--json needs --answers FILE (the interactive quiz talks to the terminal)")
     with one_line_errors():
         quiz = quiz_lib.resolve_chapter(chapter, quiz_dir)
+        quiz_lib.needs_reference(quiz)
         given = quiz_lib.load_answers(answers) if answers is not None else None
         store = Store.open(db_path)
     with store:
         record = _quiz_recorder(store, student, quiz.chapter)
         if given is None:
-            result = quiz_lib.run_session(quiz, on_answer=record)
+            with one_line_errors():
+                done = set() if ask_all else quiz_lib.correct_questions(quiz, store.quiz_attempts(student))
+            if len(done) == len(quiz.questions):
+                click.echo(f"Every question of {quiz.chapter} is answered correctly already. "
+                           f"Practise them again: grade quiz {quiz.chapter} --all")
+                result = quiz_lib.QuizResult(quiz)
+            else:
+                result = quiz_lib.run_session(quiz, student, on_answer=record, skip=done)
         else:
             with one_line_errors():
-                result = quiz_lib.grade_answers(quiz, given, source=str(answers))
+                result = quiz_lib.grade_answers(quiz, given, source=str(answers), student=student)
             for q in quiz.questions:
-                if q.id in result.verdicts:
+                if q.id in result.verdicts and result.verdicts[q.id].error is None:
                     record(q, result.verdicts[q.id])
         with one_line_errors():
-            standing = quiz_lib.chapter_progress(quiz, store.quiz_attempts(student))
+            attempts = store.quiz_attempts(student)
+            standing = quiz_lib.chapter_progress(quiz, attempts)
+            all_right = len(quiz_lib.correct_questions(quiz, attempts)) == len(quiz.questions)
     if as_json:
         click.echo(json.dumps(result.to_json(student, standing.complete), indent=2, ensure_ascii=False))
     else:
@@ -382,7 +401,7 @@ def quiz_command(
                 f"Chapter {quiz.chapter} not complete yet: {standing.checkpoints_correct}/"
                 f"{standing.checkpoints} checkpoints answered correctly. Try again: grade quiz {quiz.chapter}"
             )
-    ctx.exit(0 if result.all_correct else 1)
+    ctx.exit(0 if all_right else 1)
 
 
 # --- batch, report -------------------------------------------------------------

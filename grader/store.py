@@ -17,6 +17,7 @@ and is never written to.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -127,8 +128,15 @@ def m2_quiz(db: sqlite_utils.Database) -> None:
     db["quiz_attempts"].create_index(["student", "chapter"])
 
 
+def m3_quiz_items(db: sqlite_utils.Database) -> None:
+    """Version 3: per quiz answer, the rendered parameters (JSON, "" for a fixed question) and
+    whether it was the student's first answer to that question (for item analysis)."""
+    db["quiz_attempts"].add_column("params", str, not_null_default="")
+    db["quiz_attempts"].add_column("first_try", int, not_null_default=0)
+
+
 Migration = Callable[[sqlite_utils.Database], None]
-MIGRATIONS: list[Migration] = [m1_core, m2_quiz]
+MIGRATIONS: list[Migration] = [m1_core, m2_quiz, m3_quiz_items]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -356,6 +364,36 @@ class Store:
         except sqlite3.OperationalError as exc:
             raise StoreError(f"could not record the quiz answer in {self.path} ({exc})") from exc
         return int(row_id)
+
+    def record_quiz_answer(
+        self, student: str, chapter: str, question: str, answer: str, correct: bool,
+        params: dict[str, Any] | None = None,
+    ) -> bool:
+        """Record one judged quiz answer with its parameters; return whether it was the
+        student's first answer to that question (stored as ``first_try``)."""
+        when = utc_now()
+        try:
+            with self.transaction() as db:
+                self._ensure_student(db, student, when)
+                earlier = db.execute(
+                    "SELECT 1 FROM quiz_attempts WHERE student = ? AND chapter = ? AND question = ? LIMIT 1",
+                    [student, chapter, str(question)],
+                ).fetchone()
+                db["quiz_attempts"].insert(
+                    {
+                        "student": student,
+                        "chapter": chapter,
+                        "question": str(question),
+                        "answer": str(answer),
+                        "correct": int(bool(correct)),
+                        "answered_at": when,
+                        "params": json.dumps(params, sort_keys=True) if params else "",
+                        "first_try": int(earlier is None),
+                    }
+                )
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"could not record the quiz answer in {self.path} ({exc})") from exc
+        return earlier is None
 
     # -- reading --
 

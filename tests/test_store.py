@@ -286,7 +286,7 @@ def test_migration_from_version_1_to_2_keeps_data(db_path: Path) -> None:
     old.record_report(make_report(), "0.0.9")
     old.close()
     with Store.open(db_path) as store:
-        assert store.version == 2
+        assert store.version == SCHEMA_VERSION
         assert len(store.submissions("alice")) == 2
         assert store.attempts()[0]["grader_version"] == "0.0.9"
         store.record_quiz_attempt("alice", "normalization", "q1", "c", True)

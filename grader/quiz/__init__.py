@@ -14,24 +14,37 @@ with a random 16-byte salt per question. Canonical answers:
   ids sorted (ids are stable, independent of display order);
 - short answer: ``short:<normalised text>``, one digest per accepted form
   (normalised for case, spaces and simple notation, see ``normalise_text``);
+  a question that declares ``symbols`` also stores, per form that is a
+  formula, the digest of its fingerprint (``grader.quiz.expr``: its values at
+  sample points drawn from the salt), so ``2/fan_in``, ``Var(W) = 2/n`` and
+  ``4/(2 n_in)`` all match ``2/n_in``;
 - numeric, tolerance t: ``num:<k>`` with k = round(value * QUANT_STEPS / t).
   A candidate x is accepted when one of the bins k_x - (QUANT_STEPS + 1) ...
   k_x + (QUANT_STEPS + 1) matches, so every |x - answer| <= t is accepted and
   every |x - answer| > (1 + 2 / QUANT_STEPS) * t is rejected.
 
-A chapter is complete when each of its checkpoint questions has at least one
-correct recorded attempt.
+A *parameterised* numeric question (``params`` and ``reference``,
+``grader.quiz.params``) has no key at all: its locked form keeps the prompt
+template, the parameter ranges and the reference call, and it is judged by
+running the reference on the student's numbers (|x - answer| <= t).
+
+Each student sees a question *posed* (``pose``): parameters drawn and the
+prompt rendered, choices shuffled in a stable per-student order. A question
+allows ``attempts`` tries in a session (default 2 for a checkpoint, else 1);
+an unreadable answer costs none. A chapter is complete when each of its
+checkpoint questions has at least one correct recorded attempt.
 """
 
 from __future__ import annotations
 
-import ast
 import difflib
 import hashlib
 import hmac
 import json
+import keyword
 import math
 import os
+import random
 import re
 import secrets
 import tomllib
@@ -43,7 +56,17 @@ from typing import Any
 
 import click
 
-from grader.errors import GraderError, UsageError
+from grader.errors import UsageError
+from grader.model import exercise_seed
+from grader.quiz import expr
+from grader.quiz import params as params_lib
+from grader.quiz.errors import (
+    AnswerFormatError,
+    QuizError,
+    QuizFileError,
+    ReferenceUnavailableError,
+    UnknownChapterError,
+)
 
 KINDS = ("single", "multiple", "numeric", "short")
 CHAPTER_ORDER = (
@@ -58,43 +81,21 @@ QUANT_STEPS = 10
 SALT_BYTES = 16
 QUIZ_DIR_ENV = "GRADE_QUIZ_DIR"
 MAX_ANSWER_CHARS = 200
+CHECKPOINT_ATTEMPTS = 2
 
 _ID_RE = re.compile(r"^[a-z][a-z0-9-]*$")
-_COMMON_FIELDS = {"id", "kind", "prompt", "explanation", "choices", "tolerance", "points", "checkpoint", "ladder"}
+_COMMON_FIELDS = {
+    "id", "kind", "prompt", "explanation", "choices", "tolerance", "points", "checkpoint", "ladder",
+    "attempts", "symbols", "aliases", "subject", "params", "reference",
+}
 LOCKED_FIELDS = _COMMON_FIELDS | {"salt", "digests"}
-SOURCE_FIELDS = _COMMON_FIELDS | {"answer", "wrong"}
+SOURCE_FIELDS = _COMMON_FIELDS | {"answer", "wrong", "answer_range"}
 KIND_HINTS = {
     "single": "the number of one choice",
     "multiple": "the numbers of every correct choice, separated by commas",
-    "numeric": "a number; fractions, e-notation and sqrt() are fine",
-    "short": "a short answer",
+    "numeric": "a number; fractions, e-notation, ^ and sqrt() are fine",
+    "short": "a short answer or formula",
 }
-
-
-# --- errors -------------------------------------------------------------------
-
-
-class QuizError(GraderError):
-    """A quiz problem the user can fix (one line)."""
-
-
-class QuizFileError(QuizError):
-    """A quiz file (source or locked) is malformed: names the file, the question and the problem."""
-
-    def __init__(self, file: str | Path, question_id: str | None, problem: str) -> None:
-        self.file = str(file)
-        self.question_id = question_id
-        self.problem = problem
-        where = f"question '{question_id}'" if question_id is not None else "quiz"
-        super().__init__(f"{self.file}: {where}: {problem}")
-
-
-class AnswerFormatError(QuizError):
-    """An answer that cannot be read for its question's kind (the interactive quiz re-asks)."""
-
-
-class UnknownChapterError(UsageError):
-    """A chapter name that is not a quiz (the message suggests the closest one)."""
 
 
 # --- data ---------------------------------------------------------------------
@@ -123,6 +124,33 @@ class Question:
     points: float = 1.0
     checkpoint: bool = False
     ladder: str | None = None
+    chapter: str = ""
+    attempts: int = 1
+    symbols: dict[str, str] = field(default_factory=dict)
+    subject: str | None = None
+    params: dict[str, Any] | None = None
+    reference: str | None = None
+
+    @property
+    def parameterised(self) -> bool:
+        """True when the answer is computed by the reference from the student's numbers."""
+        return self.params is not None
+
+
+@dataclass
+class Posed:
+    """A question as one student sees it: drawn values, rendered prompt, choices in display order."""
+
+    question: Question
+    values: dict[str, Any]
+    prompt: str
+    choices: tuple[Choice, ...]
+
+    def explanation(self, answer: float | None = None) -> str:
+        """The explanation, rendered with the values (and ``answer`` for a parameterised question)."""
+        if not self.question.parameterised:
+            return self.question.explanation
+        return params_lib.render(self.question.explanation, {**self.values, "answer": answer})
 
 
 @dataclass
@@ -154,6 +182,7 @@ class SourceQuestion:
     data: dict[str, Any]
     answer: Any
     wrong: list[Any]
+    answer_range: tuple[float, float] | None = None
 
     @property
     def id(self) -> str:
@@ -170,6 +199,14 @@ class SourceQuestion:
     @property
     def tolerance(self) -> float | None:
         return self.data.get("tolerance")
+
+    @property
+    def symbols(self) -> dict[str, str]:
+        return symbol_table(self.data)
+
+    @property
+    def subject(self) -> str | None:
+        return self.data.get("subject")
 
 
 @dataclass
@@ -190,6 +227,8 @@ class Verdict:
     answer: str
     correct: bool
     error: str | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+    expected: float | None = None  # a parameterised question's reference answer (shown after judging)
 
 
 @dataclass
@@ -198,6 +237,15 @@ class QuizResult:
 
     quiz: Quiz
     verdicts: dict[str, Verdict] = field(default_factory=dict)
+    posed: dict[str, Posed] = field(default_factory=dict)
+
+    def explanation(self, question: Question) -> str:
+        """The explanation of an answered question, rendered with the student's numbers."""
+        verdict = self.verdicts.get(question.id)
+        posed = self.posed.get(question.id)
+        if posed is None:
+            return question.explanation
+        return posed.explanation(verdict.expected if verdict else None)
 
     @property
     def score(self) -> float:
@@ -235,7 +283,8 @@ class QuizResult:
                     "answer": v.answer if v else None,
                     "correct": bool(v and v.correct),
                     "error": v.error if v else None,
-                    "explanation": q.explanation if v else None,
+                    "params": (v.values or None) if v else None,
+                    "explanation": self.explanation(q) if v else None,
                 }
             )
         return {
@@ -332,83 +381,46 @@ def normalise_text(text: str) -> str:
     return s.rstrip(".")
 
 
-_FUNCS: dict[str, Callable[[float], float]] = {
-    "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "ln": math.log, "erf": math.erf,
-}
-_CONSTS = {"pi": math.pi, "e": math.e}
+def parse_number(text: str | int | float, values: Mapping[str, Any] | None = None) -> float:
+    """Read a numeric answer with SymPy: ``0.4629``, ``4.63e-1``, ``5/3``, ``−1.2247``, ``1/√2``,
+    ``1.1^50``, ``sqrt(2/n)`` where ``n`` is one of the question's ``values``.
 
-
-def _eval_node(node: ast.AST) -> float:
-    """Evaluate a whitelisted arithmetic AST: numbers, + - * / ^, sqrt/exp/log/erf, pi, e."""
-    if isinstance(node, ast.Expression):
-        return _eval_node(node.body)
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return float(node.value)
-    if isinstance(node, ast.Name) and node.id in _CONSTS:
-        return _CONSTS[node.id]
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
-        value = _eval_node(node.operand)
-        return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
-        left, right = _eval_node(node.left), _eval_node(node.right)
-        if isinstance(node.op, ast.Add):
-            return left + right
-        if isinstance(node.op, ast.Sub):
-            return left - right
-        if isinstance(node.op, ast.Mult):
-            return left * right
-        if isinstance(node.op, ast.Div):
-            return left / right
-        if abs(right) > 64 or abs(left) > 1e6:
-            raise ValueError("power too large")
-        power = left**right
-        if isinstance(power, complex):
-            raise ValueError("complex power")
-        return power
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in _FUNCS
-        and len(node.args) == 1
-        and not node.keywords
-    ):
-        return _FUNCS[node.func.id](_eval_node(node.args[0]))
-    raise ValueError("not arithmetic")
-
-
-def parse_number(text: str | int | float) -> float:
-    """Read a numeric answer: ``0.4629``, ``4.63e-1``, ``5/3``, ``−1.2247``, ``1/√2``, ``sqrt(2/256)``.
-
-    Raises AnswerFormatError when the text is not plain arithmetic or not finite.
+    Raises AnswerFormatError (one line, what to write instead) when the text is
+    not arithmetic, uses an unknown name, or is not a finite real number.
     """
     if isinstance(text, bool):
         raise AnswerFormatError("expected a number, got true/false")
     if isinstance(text, (int, float)):
         value = float(text)
-    else:
-        raw = str(text).strip()
-        if not raw:
-            raise AnswerFormatError("expected a number, got nothing")
-        if len(raw) > MAX_ANSWER_CHARS:
-            raise AnswerFormatError(f"expected a number, got {len(raw)} characters")
-        s = _unify_symbols(raw).casefold().replace("π", "pi")
-        s = re.sub(r"√\s*(\d+(?:\.\d+)?|pi|e)", r"sqrt(\1)", s).replace("√", "sqrt")
-        for times in _TIMES:
-            s = s.replace(times, "*")
-        s = s.replace("^", "**")
-        try:
-            value = _eval_node(ast.parse(s, mode="eval"))
-        except (SyntaxError, ValueError, TypeError, ZeroDivisionError, OverflowError):
-            raise AnswerFormatError(
-                f"'{raw}' is not a number: write e.g. 0.4629, 4.63e-1, 5/3 or sqrt(2/256)"
-            ) from None
-    if not math.isfinite(value):
-        raise AnswerFormatError(f"'{text}' is not a finite number")
-    return value
+        if not math.isfinite(value):
+            raise AnswerFormatError(f"'{text}' is not a finite number")
+        return value
+    raw = str(text).strip()
+    if not raw:
+        raise AnswerFormatError("expected a number, got nothing")
+    try:
+        return expr.value(raw, values)
+    except expr.ExpressionError as exc:
+        raise AnswerFormatError(
+            f"'{raw[:40]}' is not a number ({exc}): write e.g. 0.4629, 4.63e-1, 5/3 or sqrt(2/256)"
+        ) from None
 
 
-def _choice_ids(question: Question | SourceQuestion, raw: Any) -> list[str]:
-    """Read choice answers: ids (``b``), display numbers (``2``), a list, or ``a, c``."""
+def symbol_table(data: Mapping[str, Any]) -> dict[str, str]:
+    """Every name a student may type in a formula answer -> the symbol it stands for."""
+    table = {name: name for name in data.get("symbols", [])}
+    table.update(data.get("aliases", {}))
+    return table
+
+
+def _choice_ids(question: Question | SourceQuestion, raw: Any, shown: tuple[Choice, ...] | None = None) -> list[str]:
+    """Read choice answers: ids (``b``), numbers (``2``), a list, or ``a, c``.
+
+    With ``shown`` (the order a student saw), only the numbers on screen are
+    accepted; without it, numbers count in file order and ids are accepted.
+    """
+    if shown is not None:
+        return _shown_choice_ids(shown, raw)
     ids = [c.id for c in question.choices]
     if isinstance(raw, bool):
         tokens: list[str] = []
@@ -434,19 +446,38 @@ def _choice_ids(question: Question | SourceQuestion, raw: Any) -> list[str]:
     return picked
 
 
-def canonical_answers(question: Question | SourceQuestion, raw: Any) -> list[str]:
+def _shown_choice_ids(shown: tuple[Choice, ...], raw: Any) -> list[str]:
+    """Choice numbers as displayed (1 = the first line shown) -> ids."""
+    tokens = [t for t in re.split(r"[\s,;]+", str(raw).strip()) if t] if not isinstance(raw, bool) else []
+    if not tokens:
+        raise AnswerFormatError(f"expected the number of a choice, 1-{len(shown)}")
+    picked: list[str] = []
+    for token in tokens:
+        low = token.rstrip(".)")
+        if not (low.isdigit() and 1 <= int(low) <= len(shown)):
+            raise AnswerFormatError(f"'{token}' is not a choice: answer with 1-{len(shown)}")
+        choice = shown[int(low) - 1].id
+        if choice not in picked:
+            picked.append(choice)
+    return picked
+
+
+def canonical_answers(
+    question: Question | SourceQuestion, raw: Any, shown: tuple[Choice, ...] | None = None
+) -> list[str]:
     """The canonical message(s) to test for an answer (several only for numeric bins).
 
     Raises AnswerFormatError when ``raw`` cannot be read for the question's kind.
+    Short formula answers are matched separately (``formula_message``).
     """
     kind = question.kind
     if kind == "single":
-        picked = _choice_ids(question, raw)
+        picked = _choice_ids(question, raw, shown)
         if len(picked) != 1:
             raise AnswerFormatError("this question has one answer: give a single choice")
         return [f"choice:{picked[0]}"]
     if kind == "multiple":
-        return ["choices:" + ",".join(sorted(_choice_ids(question, raw)))]
+        return ["choices:" + ",".join(sorted(_choice_ids(question, raw, shown)))]
     if kind == "numeric":
         tol = float(question.tolerance)  # validated > 0 when the file was loaded
         k = round(parse_number(raw) * QUANT_STEPS / tol)
@@ -468,11 +499,19 @@ def digest(salt: str, message: str) -> str:
     return hmac.new(bytes.fromhex(salt), message.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def recorded_form(question: Question, raw: Any) -> str:
+def formula_message(question: Question | SourceQuestion, raw: Any, salt: str) -> str:
+    """The fingerprint message of a formula answer (``expr:...``); AnswerFormatError when unreadable."""
+    try:
+        return expr.fingerprint(expr.strip_subject(str(raw), question.subject), question.symbols, salt)
+    except expr.ExpressionError as exc:
+        raise AnswerFormatError(str(exc)) from None
+
+
+def recorded_form(question: Question, raw: Any, shown: tuple[Choice, ...] | None = None) -> str:
     """The answer as stored in the progress database: choice ids, or the text given."""
     if question.kind in ("single", "multiple"):
         try:
-            return ",".join(_choice_ids(question, raw))
+            return ",".join(_choice_ids(question, raw, shown))
         except AnswerFormatError:
             pass
     if isinstance(raw, (list, tuple)):
@@ -480,19 +519,57 @@ def recorded_form(question: Question, raw: Any) -> str:
     return str(raw).strip()
 
 
-def check_answer(question: Question, raw: Any) -> Verdict:
-    """Grade one answer against the locked digests; AnswerFormatError when unreadable."""
-    candidates = canonical_answers(question, raw)
-    correct = any(
-        hmac.compare_digest(digest(question.salt, c), d) for c in candidates for d in question.digests
-    )
-    return Verdict(question.id, recorded_form(question, raw), correct)
+def pose(question: Question, student: str) -> Posed:
+    """The question as ``student`` sees it: drawn values, rendered prompt, shuffled choices.
+
+    The same student always gets the same values and order (seeded by
+    ``exercise_seed``); the prompt of a fixed question is shown as written.
+    """
+    values: dict[str, Any] = {}
+    prompt = question.prompt
+    if question.params is not None:
+        specs = params_lib.parse_specs(question.params)
+        values = params_lib.draw(specs, student, question.chapter, question.id)
+        prompt = params_lib.render(question.prompt, values)
+    choices = list(question.choices)
+    random.Random(exercise_seed(student, f"quiz.{question.chapter}.{question.id}.choices")).shuffle(choices)
+    return Posed(question, values, prompt, tuple(choices))
 
 
-def grade_answer(question: Question, raw: Any) -> Verdict:
+def judge(posed: Posed, raw: Any, shown: bool = False) -> Verdict:
+    """Judge one answer to a posed question; AnswerFormatError when unreadable (costs no attempt).
+
+    ``shown``: choice numbers refer to the order the student saw. A parameterised
+    question runs the reference (ReferenceUnavailableError when it is not installed).
+    """
+    question = posed.question
+    order = posed.choices if shown else None
+    answer = recorded_form(question, raw, order)
+    if question.parameterised:
+        value = parse_number(raw, posed.values)
+        call = params_lib.parse_reference(question.reference, set(posed.values))
+        expected = params_lib.reference_answer(call, posed.values)
+        correct = abs(value - expected) <= float(question.tolerance or 0) * (1 + 1e-9)
+        return Verdict(question.id, answer, correct, values=dict(posed.values), expected=expected)
+    candidates = canonical_answers(question, raw, order)
+    if not _matches(question, candidates) and question.kind == "short" and question.symbols:
+        candidates = [formula_message(question, raw, question.salt)]
+    return Verdict(question.id, answer, _matches(question, candidates))
+
+
+def _matches(question: Question, candidates: list[str]) -> bool:
+    return any(hmac.compare_digest(digest(question.salt, c), d) for c in candidates for d in question.digests)
+
+
+def check_answer(question: Question, raw: Any, student: str = "") -> Verdict:
+    """Judge one answer as written in an answers file (choice ids or file-order numbers)."""
+    return judge(pose(question, student), raw)
+
+
+def grade_answer(question: Question, raw: Any, student: str = "") -> Verdict:
     """Like check_answer, but an unreadable answer is a wrong one carrying the reason."""
     try:
-        return check_answer(question, raw)
+        return check_answer(question, raw, student)
     except AnswerFormatError as exc:
         return Verdict(question.id, recorded_form(question, raw), False, str(exc))
 
@@ -564,7 +641,50 @@ def _validate_common(raw: Any, file: Path, allowed: set[str], index: int) -> str
         _require(raw, "checkpoint", bool, file, qid)
     if "ladder" in raw:
         _require(raw, "ladder", str, file, qid)
+    if "attempts" in raw:
+        attempts = _require(raw, "attempts", int, file, qid)
+        if attempts < 1:
+            raise QuizFileError(file, qid, "attempts must be at least 1")
+    _validate_symbols(raw, file, qid, kind)
+    _validate_params(raw, file, qid, kind)
     return qid
+
+
+def _validate_symbols(raw: Mapping[str, Any], file: Path, qid: str, kind: str) -> None:
+    """``symbols`` (names), ``aliases`` (name -> symbol) and ``subject`` belong to short formula answers."""
+    if not any(k in raw for k in ("symbols", "aliases", "subject")):
+        return
+    if kind != "short":
+        raise QuizFileError(file, qid, "symbols, aliases and subject belong to short (formula) questions")
+    symbols = _require(raw, "symbols", list, file, qid)
+    if not symbols or not all(isinstance(n, str) and re.fullmatch(r"[a-z][a-z0-9_]*", n) for n in symbols):
+        raise QuizFileError(file, qid, "symbols must be a list of lower-case names such as \"n_in\"")
+    aliases = raw.get("aliases", {})
+    if not isinstance(aliases, dict) or not all(
+        isinstance(k, str) and re.fullmatch(r"[a-z][a-z0-9_]*", k) and v in symbols for k, v in aliases.items()
+    ):
+        raise QuizFileError(file, qid, "aliases must map lower-case names to one of the symbols")
+    clash = sorted(n for n in symbol_table(raw) if n in expr.FUNCTIONS + expr.CONSTANTS or keyword.iskeyword(n))
+    if clash:
+        raise QuizFileError(file, qid, f"'{clash[0]}' is a function, constant or Python keyword, not a symbol")
+    if "subject" in raw:
+        _require(raw, "subject", str, file, qid)
+
+
+def _validate_params(raw: Mapping[str, Any], file: Path, qid: str, kind: str) -> None:
+    """``params`` and ``reference`` go together, on numeric questions, and must parse."""
+    if "params" not in raw and "reference" not in raw:
+        return
+    if kind != "numeric" or "params" not in raw or "reference" not in raw:
+        raise QuizFileError(file, qid, "a parameterised question is numeric and has both 'params' and 'reference'")
+    try:
+        specs = params_lib.parse_specs(raw["params"])
+        params_lib.parse_reference(raw["reference"], set(specs))
+        sample = {name: spec.values[0] for name, spec in specs.items()}
+        params_lib.render(raw["prompt"], sample)
+        params_lib.render(raw["explanation"], {**sample, "answer": 0.0})
+    except ValueError as exc:
+        raise QuizFileError(file, qid, str(exc)) from None
 
 
 def _validate_header(doc: Any, file: Path) -> tuple[str, str, list[Any]]:
@@ -607,12 +727,18 @@ def load_quiz(path: str | Path) -> Quiz:
     questions: list[Question] = []
     for index, raw in enumerate(raw_questions):
         qid = _validate_common(raw, path, LOCKED_FIELDS, index)
-        salt = _require(raw, "salt", str, path, qid)
-        if not re.fullmatch(r"[0-9a-f]{32,}", salt):
-            raise QuizFileError(path, qid, "salt must be at least 16 bytes of lower-case hex")
-        digests = _require(raw, "digests", list, path, qid)
-        if not digests or not all(isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d) for d in digests):
-            raise QuizFileError(path, qid, "digests must be a non-empty list of SHA-256 hex digests")
+        salt, digests = "", []
+        if "params" in raw:
+            if "salt" in raw or "digests" in raw:
+                raise QuizFileError(path, qid, "a parameterised question has no salt or digests: the reference judges it")
+        else:
+            salt = _require(raw, "salt", str, path, qid)
+            if not re.fullmatch(r"[0-9a-f]{32,}", salt):
+                raise QuizFileError(path, qid, "salt must be at least 16 bytes of lower-case hex")
+            digests = _require(raw, "digests", list, path, qid)
+            if not digests or not all(isinstance(d, str) and re.fullmatch(r"[0-9a-f]{64}", d) for d in digests):
+                raise QuizFileError(path, qid, "digests must be a non-empty list of SHA-256 hex digests")
+        checkpoint = bool(raw.get("checkpoint", False))
         questions.append(
             Question(
                 id=qid,
@@ -624,8 +750,14 @@ def load_quiz(path: str | Path) -> Quiz:
                 choices=tuple(Choice(c["id"], c["text"]) for c in raw.get("choices", [])),
                 tolerance=float(raw["tolerance"]) if "tolerance" in raw else None,
                 points=float(raw.get("points", 1)),
-                checkpoint=bool(raw.get("checkpoint", False)),
+                checkpoint=checkpoint,
                 ladder=raw.get("ladder"),
+                chapter=chapter,
+                attempts=int(raw.get("attempts", CHECKPOINT_ATTEMPTS if checkpoint else 1)),
+                symbols=symbol_table(raw),
+                subject=raw.get("subject"),
+                params=raw.get("params"),
+                reference=raw.get("reference"),
             )
         )
     _check_unique_and_checkpoint([q.id for q in questions], len([q for q in questions if q.checkpoint]), path)
@@ -633,10 +765,32 @@ def load_quiz(path: str | Path) -> Quiz:
 
 
 def _answer_forms(question: SourceQuestion) -> list[Any]:
-    """The accepted answers of a source question as a list (short answers may list several)."""
+    """The accepted answers of a source question as a list (short answers may list several; none when parameterised)."""
+    if question.answer_range is not None:
+        return []
     if question.kind == "short" and isinstance(question.answer, list):
         return list(question.answer)
     return [question.answer]
+
+
+def _parameterised_source(raw: Mapping[str, Any], path: Path, qid: str) -> SourceQuestion:
+    """A parameterised source question: no answer (the reference computes it), an answer_range to test."""
+    if "answer" in raw or "wrong" in raw:
+        raise QuizFileError(path, qid, "a parameterised question has no 'answer' or 'wrong': the reference computes it")
+    bounds = _require(raw, "answer_range", list, path, qid)
+    if len(bounds) != 2 or not all(isinstance(b, (int, float)) for b in bounds) or not bounds[0] < bounds[1]:
+        raise QuizFileError(path, qid, "answer_range must be [low, high] with low < high")
+    data = {k: v for k, v in raw.items() if k != "answer_range"}
+    return SourceQuestion(data, None, [], answer_range=(float(bounds[0]), float(bounds[1])))
+
+
+def _formula_form(question: SourceQuestion, form: Any) -> bool:
+    """True when an accepted short form reads as a formula in the question's symbols."""
+    try:
+        formula_message(question, form, "00" * SALT_BYTES)
+    except AnswerFormatError:
+        return False
+    return True
 
 
 def load_source(path: str | Path) -> SourceQuiz:
@@ -653,6 +807,11 @@ def load_source(path: str | Path) -> SourceQuiz:
     questions: list[SourceQuestion] = []
     for index, raw in enumerate(raw_questions):
         qid = _validate_common(raw, path, SOURCE_FIELDS, index)
+        if "params" in raw:
+            questions.append(_parameterised_source(raw, path, qid))
+            continue
+        if "answer_range" in raw:
+            raise QuizFileError(path, qid, "answer_range belongs to parameterised questions")
         if "answer" not in raw:
             raise QuizFileError(path, qid, "missing field 'answer'")
         wrong = raw.get("wrong", [])
@@ -668,6 +827,8 @@ def load_source(path: str | Path) -> SourceQuiz:
                 canonical_answers(question, form)
             except AnswerFormatError as exc:
                 raise QuizFileError(path, qid, f"answer {form!r}: {exc}") from None
+        if question.symbols and not any(_formula_form(question, f) for f in forms):
+            raise QuizFileError(path, qid, "declares symbols but no accepted answer is a formula in them")
         if question.kind == "single" and not isinstance(question.answer, str):
             raise QuizFileError(path, qid, "the answer of a single-choice question is one choice id")
         questions.append(question)
@@ -685,10 +846,13 @@ def source_digests(question: SourceQuestion, salt: str) -> list[str]:
     out: list[str] = []
     for form in _answer_forms(question):
         candidates = canonical_answers(question, form)
-        message = candidates[len(candidates) // 2]  # numeric: the answer's own bin
-        value = digest(salt, message)
-        if value not in out:
-            out.append(value)
+        messages = [candidates[len(candidates) // 2]]  # numeric: the answer's own bin
+        if question.symbols and _formula_form(question, form):
+            messages.append(formula_message(question, form, salt))
+        for message in messages:
+            value = digest(salt, message)
+            if value not in out:
+                out.append(value)
     return out
 
 
@@ -710,11 +874,13 @@ def lock_quiz(source: SourceQuiz, previous: Quiz | None = None) -> dict[str, Any
             locked["tolerance"] = q.data["tolerance"]
         locked["points"] = q.data.get("points", 1)
         locked["checkpoint"] = bool(q.data.get("checkpoint", False))
-        if "ladder" in q.data:
-            locked["ladder"] = q.data["ladder"]
+        for key in ("ladder", "attempts", "symbols", "aliases", "subject", "params", "reference"):
+            if key in q.data:
+                locked[key] = q.data[key]
         locked["explanation"] = q.data["explanation"].strip()
-        locked["salt"] = salt
-        locked["digests"] = source_digests(q, salt)
+        if "params" not in q.data:
+            locked["salt"] = salt
+            locked["digests"] = source_digests(q, salt)
         questions.append(locked)
     return {
         "format": FORMAT,
@@ -781,7 +947,7 @@ def default_quiz_dir() -> Path:
     env = os.environ.get(QUIZ_DIR_ENV)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent / "quizzes"
+    return Path(__file__).resolve().parents[2] / "quizzes"
 
 
 def _chapter_key(chapter: str) -> tuple[int, str]:
@@ -839,8 +1005,9 @@ def load_answers(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers") -> QuizResult:
-    """Grade a mapping question id -> answer; unknown ids raise UsageError, missing ones stay unanswered."""
+def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers", student: str = "") -> QuizResult:
+    """Grade a mapping question id -> answer for ``student`` (whose numbers parameterised questions use);
+    unknown ids raise UsageError, missing ones stay unanswered."""
     known = {q.id for q in quiz.questions}
     unknown = [k for k in answers if k not in known]
     if unknown:
@@ -850,7 +1017,8 @@ def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers
     result = QuizResult(quiz)
     for q in quiz.questions:
         if q.id in answers:
-            result.verdicts[q.id] = grade_answer(q, answers[q.id])
+            result.posed[q.id] = pose(q, student)
+            result.verdicts[q.id] = grade_answer(q, answers[q.id], student)
     return result
 
 
@@ -882,44 +1050,75 @@ def chapter_progress(quiz: Quiz, attempts: Iterable[Mapping[str, Any]]) -> Chapt
 AnswerHook = Callable[[Question, Verdict], None]
 
 
-def ask_question(question: Question, number: int, total: int) -> Verdict:
-    """Show one question, prompt until the answer is readable, and grade it."""
+def _read_answer(posed: Posed, prompt_text: str) -> Verdict:
+    """Prompt until the answer is readable (an unreadable one is a one-line reason and costs nothing)."""
+
+    def read(raw: str) -> Verdict:
+        try:
+            return judge(posed, raw, shown=True)
+        except AnswerFormatError as exc:
+            raise click.UsageError(str(exc)) from None
+
+    return click.prompt(prompt_text, value_proc=read)
+
+
+def ask_question(posed: Posed, number: int, total: int, on_answer: AnswerHook | None = None) -> Verdict:
+    """Show one posed question and judge up to ``attempts`` answers; the explanation follows a
+    correct answer or the last wrong one. Every judged answer goes to ``on_answer``."""
+    question = posed.question
     tag = " [checkpoint]" if question.checkpoint else ""
     click.echo("")
-    click.echo(f"Q{number}/{total}{tag} {question.prompt}")
-    for index, choice in enumerate(question.choices, 1):
+    click.echo(f"Q{number}/{total}{tag} {posed.prompt}")
+    for index, choice in enumerate(posed.choices, 1):
         click.echo(f"  {index}. {choice.text}")
     hint = KIND_HINTS[question.kind]
     if question.kind == "numeric":
         hint += f"; within ±{question.tolerance or 0:g}"
-
-    def read(raw: str) -> Verdict:
-        try:
-            return check_answer(question, raw)
-        except AnswerFormatError as exc:
-            raise click.UsageError(str(exc)) from None
-
-    return click.prompt(f"Your answer ({hint})", value_proc=read)
-
-
-def run_session(quiz: Quiz, on_answer: AnswerHook | None = None) -> QuizResult:
-    """Ask every question of ``quiz`` through click (re-asking unreadable input), show the
-    explanation after each answer, call ``on_answer`` for each (to record it), and print a summary."""
-    total = len(quiz.questions)
-    click.echo(
-        f"{quiz.title}: {total} questions, {len(quiz.checkpoints)} checkpoint(s). "
-        "Answer every checkpoint correctly to complete the chapter."
-    )
-    result = QuizResult(quiz)
-    for number, question in enumerate(quiz.questions, 1):
-        verdict = ask_question(question, number, total)
-        result.verdicts[question.id] = verdict
+    if posed.values:
+        hint += f"; you may use {', '.join(posed.values)}"
+    verdict = None
+    for attempt in range(1, question.attempts + 1):
+        label = f"Your answer ({hint})" if attempt == 1 else f"Attempt {attempt} of {question.attempts}"
+        verdict = _read_answer(posed, label)
         if on_answer is not None:
             on_answer(question, verdict)
-        click.echo("Correct." if verdict.correct else "Not quite.")
-        click.echo(f"Explanation: {question.explanation}")
+        if verdict.correct:
+            click.echo("Correct.")
+            break
+        if attempt < question.attempts:
+            click.echo(f"Not quite. Try again ({question.attempts - attempt} attempt(s) left).")
+        else:
+            click.echo("Not quite.")
+    assert verdict is not None  # attempts >= 1, validated on load
+    click.echo(f"Explanation: {posed.explanation(verdict.expected)}")
+    return verdict
+
+
+def run_session(
+    quiz: Quiz,
+    student: str = "",
+    on_answer: AnswerHook | None = None,
+    skip: Iterable[str] = (),
+) -> QuizResult:
+    """Ask the questions of ``quiz`` not in ``skip`` (those already answered correctly), posed for
+    ``student``, through click; call ``on_answer`` for every judged answer; print a summary."""
+    skipped = set(skip)
+    todo = [q for q in quiz.questions if q.id not in skipped]
+    done = len(quiz.questions) - len(todo)
+    click.echo(
+        f"{quiz.title}: {len(quiz.questions)} questions, {len(quiz.checkpoints)} checkpoint(s). "
+        "Answer every checkpoint correctly to complete the chapter."
+    )
+    if done:
+        click.echo(f"{done} already answered correctly; asking the other {len(todo)}.")
+    result = QuizResult(quiz)
+    for number, question in enumerate(todo, 1):
+        posed = pose(question, student)
+        result.posed[question.id] = posed
+        result.verdicts[question.id] = ask_question(posed, number, len(todo), on_answer)
     click.echo("")
-    click.echo(summary_line(result))
+    before = f" ({done} answered correctly before.)" if done else ""
+    click.echo(summary_line(result) + before)
     return result
 
 
@@ -931,3 +1130,22 @@ def summary_line(result: QuizResult) -> str:
         f"{result.quiz.chapter}: {result.correct_count}/{len(result.quiz.questions)} correct "
         f"({result.score:g}/{result.max_score:g} points), checkpoints {cp_right}/{len(cps)}."
     )
+
+
+def correct_questions(quiz: Quiz, attempts: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The ids of ``quiz``'s questions with at least one correct row in ``attempts`` (store rows)."""
+    ids = {q.id for q in quiz.questions}
+    return {
+        row["question"] for row in attempts
+        if row["chapter"] == quiz.chapter and row["question"] in ids and row["correct"]
+    }
+
+
+def needs_reference(quiz: Quiz) -> None:
+    """ReferenceUnavailableError (one line) when the chapter has parameterised questions and the
+    reference implementation cannot be imported here; nothing otherwise."""
+    if any(q.parameterised for q in quiz.questions):
+        try:
+            params_lib.import_reference()
+        except ReferenceUnavailableError as exc:
+            raise ReferenceUnavailableError(f"chapter '{quiz.chapter}': {exc}") from None

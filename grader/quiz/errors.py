@@ -1,0 +1,34 @@
+"""The quiz's errors: each is one line saying what was wrong and what to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader.errors import GraderError, UsageError
+
+
+class QuizError(GraderError):
+    """A quiz problem the user can fix (one line)."""
+
+
+class QuizFileError(QuizError):
+    """A quiz file (source or locked) is malformed: names the file, the question and the problem."""
+
+    def __init__(self, file: str | Path, question_id: str | None, problem: str) -> None:
+        self.file = str(file)
+        self.question_id = question_id
+        self.problem = problem
+        where = f"question '{question_id}'" if question_id is not None else "quiz"
+        super().__init__(f"{self.file}: {where}: {problem}")
+
+
+class AnswerFormatError(QuizError):
+    """An answer that cannot be read for its question's kind (the interactive quiz re-asks)."""
+
+
+class UnknownChapterError(UsageError):
+    """A chapter name that is not a quiz (the message suggests the closest one)."""
+
+
+class ReferenceUnavailableError(QuizError):
+    """A parameterised question needs the reference implementation, which cannot be imported here."""

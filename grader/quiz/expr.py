@@ -1,0 +1,260 @@
+"""Typed answers read by SymPy: numbers (``1.1^50``, ``sqrt(2/n)``, ``4.63e-1``) and
+expressions (``2/n_in``, ``Var(W) = 2/n``, ``σ(z)(1 − σ(z))``).
+
+Input is never evaluated as Python: it is capped in length, split into tokens
+(numbers, names, ``+ - * / ^ ( ) , =``), and every name must be a declared
+symbol, one of its aliases, a known function or a constant (``pi``, ``e``); only
+then does ``sympy.parsing.sympy_parser.parse_expr`` build the expression, with
+a local dictionary holding exactly those names, implicit multiplication and
+``^`` as power, and ``evaluate=False`` so that nothing is computed before the
+exponents are checked (``9^9^9`` is refused instead of hanging).
+
+Every problem is an ``ExpressionError`` whose message is one line saying what
+to write instead; the quiz turns it into an unreadable answer, which costs no
+attempt.
+
+Two expressions are judged equal by *fingerprint*: their values at a few sample
+points of the declared symbols (points drawn from the question's salt, values
+in [0.6, 3.4]), computed with 30 significant digits and written with 12. Equal
+functions give equal fingerprints; different ones differ at random points
+(the Schwartz-Zippel argument), so the locked file can store the digest of a
+fingerprint instead of the expression.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import unicodedata
+from tokenize import TokenError
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+MAX_CHARS = 200
+MAX_EXPONENT = 1000.0
+MAX_DECIMAL_EXPONENT = 300
+FINGERPRINT_POINTS = 3
+FINGERPRINT_DIGITS = 12
+
+_GREEK = {
+    "α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "ε": "epsilon", "ϵ": "epsilon",
+    "η": "eta", "θ": "theta", "λ": "lam", "μ": "mu", "ξ": "xi", "π": "pi", "ρ": "rho",
+    "σ": "sigma", "ς": "sigma", "τ": "tau", "φ": "phi", "ϕ": "phi", "ψ": "psi", "ω": "omega",
+}
+_MINUSES = "\u2212\u2012\u2013\u2014\ufe63\uff0d"
+_TIMES = "\u00b7\u22c5\u00d7\u2219\u2022"
+_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+_TOKEN = re.compile(
+    r"\s+|(?P<num>(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)|(?P<name>[a-z_][a-z0-9_]*)|(?P<op>\*\*|[-+*/^(),=])"
+)
+_FUNCTION_POWER = re.compile(r"\b([a-z]+)\^(\d+)\(")
+
+FUNCTIONS = ("sqrt", "exp", "log", "ln", "erf", "tanh", "sigmoid", "sigma", "phi")
+CONSTANTS = ("pi", "e")
+
+
+class ExpressionError(ValueError):
+    """Typed text that cannot be read as the expected kind of answer (one line)."""
+
+
+def _plain(text: str) -> str:
+    """Unicode to the ASCII notation the tokenizer reads (case-folded)."""
+    s = text.replace("½", "(1/2)").replace("√", "sqrt")
+    s = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^(" + m.group(0).translate(_SUPERSCRIPT) + ")", s)
+    s = unicodedata.normalize("NFKC", s).replace("\u2044", "/")
+    for minus in _MINUSES:
+        s = s.replace(minus, "-")
+    for times in _TIMES:
+        s = s.replace(times, "*")
+    s = "".join(_GREEK.get(ch, ch) for ch in s.casefold())
+    s = re.sub(r"sqrt\s*(\d+(?:\.\d+)?|pi\b|e\b|[a-z_][a-z0-9_]*)", r"sqrt(\1)", s)
+    return s.replace("**", "^")
+
+
+def _move_function_powers(s: str) -> str:
+    """``tanh^2(z)`` -> ``tanh(z)^2``, the usual shorthand for a power of a function value."""
+    while (m := _FUNCTION_POWER.search(s)) is not None:
+        depth, end = 1, m.end()
+        while end < len(s) and depth:
+            depth += {"(": 1, ")": -1}.get(s[end], 0)
+            end += 1
+        if depth:
+            raise ExpressionError("unbalanced parentheses")
+        s = f"{s[:m.start()]}{m.group(1)}({s[m.end():end - 1]})^{m.group(2)}{s[end:]}"
+    return s
+
+
+def _check_tokens(s: str, names: Sequence[str]) -> None:
+    """Refuse any character or name outside the whitelist, with the name said."""
+    pos = 0
+    while pos < len(s):
+        m = _TOKEN.match(s, pos)
+        if m is None:
+            raise ExpressionError(f"unexpected character '{s[pos]}'")
+        number = m.group("num")
+        if number is not None and "e" in number and abs(int(number.split("e")[1])) > MAX_DECIMAL_EXPONENT:
+            raise ExpressionError(f"'{number}' is beyond 1e±{MAX_DECIMAL_EXPONENT}, not a plausible answer")
+        name = m.group("name")
+        if name is not None and name not in names and name not in FUNCTIONS and name not in CONSTANTS:
+            if not names:
+                raise ExpressionError(f"unknown name '{name}'")
+            raise ExpressionError(f"unknown symbol '{name}': this answer may use {', '.join(names)}")
+        pos = m.end()
+    if s.count("(") != s.count(")"):
+        raise ExpressionError("unbalanced parentheses")
+
+
+def _namespace(symbols: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(local_dict, global_dict) for parse_expr: the declared symbols, functions and constants only."""
+    import sympy as sp
+
+    t = sp.Symbol("t")
+    local = {
+        "sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log, "ln": sp.log, "erf": sp.erf, "tanh": sp.tanh,
+        "sigmoid": sp.Lambda(t, 1 / (1 + sp.exp(-t))),
+        "sigma": sp.Lambda(t, 1 / (1 + sp.exp(-t))),
+        "phi": sp.Lambda(t, (1 + sp.erf(t / sp.sqrt(2))) / 2),
+        "pi": sp.pi, "e": sp.E,
+    }
+    local.update(symbols)
+    glob = {
+        name: getattr(sp, name)
+        for name in ("Add", "Mul", "Pow", "Integer", "Float", "Rational", "Symbol")
+    }
+    glob["__builtins__"] = {}
+    return local, glob
+
+
+def strip_subject(text: str, subject: str | None) -> str:
+    """``Var(W) = 2/n`` -> ``2/n`` when the question's subject is ``Var(W)`` (either side of '=')."""
+    if "=" not in text:
+        return text
+    sides = text.split("=")
+    key = re.sub(r"\s+", "", _plain(subject)) if subject else None
+    if len(sides) == 2 and key is not None:
+        left, right = (re.sub(r"\s+", "", _plain(side)) for side in sides)
+        if left == key:
+            return sides[1]
+        if right == key:
+            return sides[0]
+    hint = f"'{subject} = ...' or " if subject else ""
+    raise ExpressionError(f"write {hint}just the expression")
+
+
+def parse(text: str, symbols: Mapping[str, str] | None = None) -> Any:
+    """A SymPy expression from typed text.
+
+    ``symbols`` maps each name a student may type to the canonical symbol it
+    stands for (``{"n_in": "n_in", "n": "n_in", "fan_in": "n_in"}``); names
+    outside it, the functions and the constants are refused.
+    """
+    import sympy as sp
+    from sympy.parsing.sympy_parser import (
+        auto_number,
+        convert_xor,
+        implicit_application,
+        implicit_multiplication,
+        parse_expr,
+        rationalize,
+    )
+
+    if not isinstance(text, str):
+        text = str(text)
+    raw = text.strip()
+    if not raw:
+        raise ExpressionError("the answer is empty")
+    if len(raw) > MAX_CHARS:
+        raise ExpressionError(f"the answer has {len(raw)} characters; keep it under {MAX_CHARS}")
+    names = {k.casefold(): v for k, v in (symbols or {}).items()}
+    s = _move_function_powers(_plain(raw))
+    if "=" in s:
+        raise ExpressionError("write only the value or expression, without '='")
+    _check_tokens(s, sorted(names))
+    local, glob = _namespace({k: sp.Symbol(v, positive=True) for k, v in names.items()})
+    # rationalize: decimals become exact fractions, so every value is computed to 30 digits
+    transformations = (auto_number, rationalize, convert_xor, implicit_multiplication, implicit_application)
+    try:
+        expr = parse_expr(s, local_dict=local, global_dict=glob, transformations=transformations, evaluate=False)
+    except (SyntaxError, TypeError, ValueError, AttributeError, NameError, TokenError) as exc:
+        raise ExpressionError("cannot be read as a formula: check the operators and parentheses") from exc
+    if not isinstance(expr, sp.Basic) or isinstance(expr, (sp.Lambda, sp.FunctionClass)):
+        raise ExpressionError("cannot be read as a formula: a function needs its argument, e.g. sqrt(2)")
+    _check_exponents(expr)
+    return expr
+
+
+def _check_exponents(expr: Any, subs: Mapping[Any, Any] | None = None) -> None:
+    """Refuse powers (and exp) whose exponent exceeds MAX_EXPONENT in size, innermost first, so that
+    nothing huge is ever computed (``9^9^9``, ``exp(exp(100))``); symbols take their ``subs`` values."""
+    import sympy as sp
+
+    for node in sp.postorder_traversal(expr):
+        if isinstance(node, sp.Pow):
+            exponent = node.exp
+        elif isinstance(node, sp.exp):
+            exponent = node.args[0]
+        else:
+            continue
+        if exponent.free_symbols and subs is None:
+            continue
+        try:
+            size = abs(complex(exponent.evalf(15, subs=dict(subs or {}))))
+        except (TypeError, ValueError, OverflowError, ZeroDivisionError):
+            size = math.inf
+        if not size <= MAX_EXPONENT:
+            raise ExpressionError(f"an exponent larger than {MAX_EXPONENT:g} is not a plausible answer")
+
+
+def value(text: str, values: Mapping[str, float] | None = None) -> float:
+    """The real number a typed answer stands for; the question's parameters may be used by name."""
+    import sympy as sp
+
+    values = dict(values or {})
+    expr = parse(text, {name: name for name in values})
+    return _finite(expr, text, {sp.Symbol(k, positive=True): sp.Float(v, 30) for k, v in values.items()})
+
+
+def _finite(expr: Any, text: str, subs: Mapping[Any, Any] | None = None) -> float:
+    """The value of ``expr`` (symbols given by ``subs``) to 30 digits, evaluated numerically without
+    rebuilding the expression, so no exact huge integer is ever formed."""
+    _check_exponents(expr, subs or {})
+    try:
+        number = complex(expr.evalf(30, subs=dict(subs or {})))
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+        raise ExpressionError(f"'{text.strip()}' is not a number") from None
+    if abs(number.imag) > 1e-12 * max(1.0, abs(number.real)) or not math.isfinite(number.real):
+        raise ExpressionError(f"'{text.strip()}' is not a finite real number")
+    return number.real
+
+
+def sample_points(salt: str, canonical: Sequence[str]) -> list[dict[str, float]]:
+    """FINGERPRINT_POINTS points for the canonical symbols, drawn from the salt (values in [0.6, 3.4])."""
+    points = []
+    for i in range(FINGERPRINT_POINTS):
+        point = {}
+        for name in canonical:
+            h = hashlib.sha256(f"{salt}\0{i}\0{name}".encode()).digest()
+            point[name] = 0.6 + 2.8 * int.from_bytes(h[:8], "little") / 2**64
+        points.append(point)
+    return points
+
+
+def fingerprint(text: str, symbols: Mapping[str, str], salt: str) -> str:
+    """``expr:<v1>,<v2>,<v3>``: the expression's values at the salt's sample points, 12 digits.
+
+    A value that is not a finite real number is written ``nan`` (it matches no key).
+    """
+    import sympy as sp
+
+    expr = parse(text, symbols)
+    canonical = sorted(set(symbols.values()))
+    parts = []
+    for point in sample_points(salt, canonical):
+        subs = {sp.Symbol(k, positive=True): sp.Float(v, 30) for k, v in point.items()}
+        try:
+            number = _finite(expr, text, subs)
+            parts.append(f"{number:.{FINGERPRINT_DIGITS}g}")
+        except ExpressionError:
+            parts.append("nan")
+    return "expr:" + ",".join(parts)
