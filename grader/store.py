@@ -152,6 +152,7 @@ def m3_server(db: sqlite_utils.Database) -> None:
             "received_at": str,     # the upload time: what deadlines are judged by
             "tries": int,           # grading tries started (at most server.jobs.MAX_TRIES)
             "task_id": str,         # the queue's task id of the current try
+            "worker": str,          # host:pid of the worker that began the current try
             "attempt_id": int,      # the recorded attempt, once done
             "error": str,           # why it could not be graded (status error), or a retry note
             "finished_at": str,

@@ -173,6 +173,7 @@ def job_json(store: Store, job: dict[str, Any]) -> dict[str, Any]:
         "received_at": job["received_at"],
         "finished_at": job["finished_at"],
         "tries": job["tries"],
+        "worker": job["worker"],
         "error": job["error"] if job["status"] == "error" else None,
         "queue_position": records.position_in_queue(store, job) if job["status"] in ("received", "queued") else 0,
         "url": f"{API_PREFIX}/submissions/{job['id']}",

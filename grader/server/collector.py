@@ -124,10 +124,10 @@ class Collector(threading.Thread):
         started = queue.started(job["task_id"])
         if started is None:
             return
-        if job["status"] == "queued":
-            records.mark_running(store, job["id"])
-        reason = None
         pid, host = int(started.get("pid", 0)), str(started.get("host", ""))
+        if job["status"] == "queued":
+            records.mark_running(store, job["id"], f"{host}:{pid}")
+        reason = None
         if host == self.host and not process_alive(pid):
             reason = f"the grading worker (process {pid}) stopped in the middle of the job"
         elif time.time() - float(started.get("at", 0)) > self.job_timeout:

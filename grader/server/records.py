@@ -91,7 +91,7 @@ def create_job(store: Store, student: str, key: str, files: dict[str, str], exer
         job_id = db["jobs"].insert({
             "student": student, "idempotency_key": key, "files_hash": digest,
             "selectors": json.dumps(exercise_ids), "status": "received", "received_at": when,
-            "tries": 0, "task_id": None, "attempt_id": None, "error": None, "finished_at": None,
+            "tries": 0, "task_id": None, "worker": None, "attempt_id": None, "error": None, "finished_at": None,
         }).last_pk
         db["job_files"].insert_all(
             {"job_id": job_id, "name": name, "content": text.encode("utf-8")} for name, text in files.items()
@@ -139,10 +139,11 @@ def mark_queued(store: Store, job_id: int, attempt: int, task: str, note: str | 
         )
 
 
-def mark_running(store: Store, job_id: int) -> None:
-    """Note that a worker began the job's current try."""
+def mark_running(store: Store, job_id: int, worker: str) -> None:
+    """Note that a worker (``host:pid``) began the job's current try."""
     with store.transaction() as db:
-        db.execute("UPDATE jobs SET status = 'running' WHERE id = ? AND status = 'queued'", [job_id])
+        db.execute("UPDATE jobs SET status = 'running', worker = ? WHERE id = ? AND status = 'queued'",
+                   [worker, job_id])
 
 
 class _AlreadyRecorded(Exception):

@@ -101,7 +101,7 @@ def issue_instructor_token(store: Store) -> str:
 def write_tokens(path: Path, issued: list[tuple[RosterEntry, str]]) -> None:
     """Write ``id,name,email,token`` rows to ``path``, created with mode 0600 (never readable by others)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csv.writer(buffer, lineterminator="\n")  # plain lines: `cut -d, -f4` gives the token
     writer.writerow(["id", "name", "email", "token"])
     for entry, token in issued:
         writer.writerow([entry.id, entry.name, entry.email, token])
