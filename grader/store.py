@@ -244,12 +244,20 @@ class Store:
     # -- lifecycle --
 
     @classmethod
-    def open(cls, path: Path | str) -> "Store":
-        """Open (creating folder and file when missing) and migrate to SCHEMA_VERSION."""
+    def open(cls, path: Path | str, inspect: bool = True) -> "Store":
+        """Open (creating folder and file when missing) and migrate to SCHEMA_VERSION.
+
+        ``inspect=False`` skips :func:`inspect_file`, for a second connection in a
+        process that already holds one open on ``path`` (the course server's
+        threads): inspect_file reads the header with a plain ``open()``, and
+        closing that file descriptor drops every POSIX lock this process holds on
+        the file, after which another process may think the database unused and
+        remove its WAL while we still write to it.
+        """
         path = Path(path)
         if path.is_dir():
             raise _refuse(path, "a folder")
-        if path.exists():
+        if path.exists() and inspect:
             inspect_file(path)
         else:
             try:

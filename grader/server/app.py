@@ -120,7 +120,12 @@ def instructor(request: Request) -> Principal:
 
 
 def student_of(principal: Principal, request: Request) -> str:
-    """The student whose data a request reads: oneself, or (instructor) the one in the path."""
+    """The student whose data a request reads: oneself, or (instructor) the one in the path.
+
+    The ``/students/{student}/...`` routes are the instructor's: 403 for a student.
+    """
+    if "student" in request.path_params and not principal.is_instructor:
+        raise fail(403, "this is for the instructor only: read your own data without /students/{id}")
     if principal.is_instructor:
         student = request.path_params.get("student")
         if not student:
