@@ -81,21 +81,23 @@ def remote_submit(login: Login, path: Path, selectors: list[str], fmt: str, wait
     last: list[str] = []
 
     def on_state(doc: dict[str, Any]) -> None:
+        """A live status line on a terminal; elsewhere (a log, a pipe) one line when the upload is in."""
         line = client_lib.describe_state(doc)
         if show and line not in last:
             click.echo("\r" + line.ljust(60), nl=False, err=True)
             last[:] = [line]
+        elif not show and not last:
+            click.echo(f"Submission {doc['id']} received by {login.server}; waiting for grading...", err=True)
+            last[:] = [line]
 
     try:
         with _client(login) as client:
-            if not show and wait:
-                click.echo(f"Uploading to {login.server} and waiting for grading...", err=True)
             done = client_lib.submit(client, path, selectors, wait=wait, on_state=on_state)
     except GraderError as exc:
         raise one_line(exc) from exc
     finally:
         if show and last:
-            click.echo("", err=True)
+            click.echo("", err=True)  # end the live status line
     if not wait:
         if fmt == "json":
             click.echo(json.dumps({"id": done.id, "status": done.status}))
@@ -158,9 +160,10 @@ def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json
                     click.echo(json.dumps(doc, indent=2))
                     return 0
                 click.echo(f"Quizzes of {doc['student']}")
+                width = max((len(c["chapter"]) for c in doc["chapters"]), default=0)
                 for c in doc["chapters"]:
                     state = "complete" if c["complete"] else ("in progress" if c["attempts"] else "not started")
-                    click.echo(f"  {c['chapter']}  {c['questions']:>2} questions  "
+                    click.echo(f"  {c['chapter'].ljust(width)}  {c['questions']:>2} questions  "
                                f"checkpoints {c['checkpoints_correct']}/{c['checkpoints']}  {state}")
                 return 0
             _, quiz = client.call("GET", f"/quizzes/{chapter}")

@@ -292,3 +292,71 @@ def test_quiz_questions_come_without_keys_and_answers_are_judged_on_the_server(e
     one_line_error(api(url, token, "GET", "/quizzes/activatons"), 404, "not a quiz chapter")
     one_line_error(api(url, token, "POST", "/quizzes/activations/answers", json={"question": "nope", "answer": 1}),
                    400, "not a question of chapter")
+
+
+# --- the student's commands: login and one-line errors -----------------------------------------------------
+
+
+def run_cli(*args: str, input: str | None = None) -> Any:
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+def test_login_checks_the_token_and_keeps_it_private(env: dict[str, Any], tmp_path: Path) -> None:
+    import os
+
+    from grader.client import config_path, load_login
+
+    bad = run_cli("login", env["url"], input="wrong-token\n")
+    assert bad.exit_code == 2 and "the token is not valid" in bad.stderr and not config_path().exists()
+    good = run_cli("login", env["url"], input=env["tokens"]["ann"] + "\n")
+    assert good.exit_code == 0 and "as ann (student)" in good.stdout
+    assert env["tokens"]["ann"] not in good.output  # the prompt does not echo it
+    assert os.stat(config_path()).st_mode & 0o777 == 0o600
+    login = load_login()
+    assert login is not None and login.student == "ann" and login.token == env["tokens"]["ann"]
+    assert run_cli("logout").exit_code == 0 and not config_path().exists()
+
+
+def logged_in_as(env: dict[str, Any], student: str, url: str | None = None, token: str | None = None) -> None:
+    from grader.client import Login, save_login
+
+    save_login(Login(url or env["url"], token or env["tokens"][student], student))
+
+
+def test_one_line_errors_of_the_remote_commands(env: dict[str, Any], tmp_path: Path) -> None:
+    folder = str(env["folder"])
+    # the server is down (nothing listens on this port)
+    from server_util import free_port
+
+    logged_in_as(env, "late", url=f"http://127.0.0.1:{free_port()}")
+    for args in (["submit", "--path", folder], ["progress"], ["quiz"]):
+        down = run_cli(*args)
+        assert down.exit_code == 2 and "cannot reach the course server" in down.stderr
+        assert "the server may be down" in down.stderr and len(down.stderr.strip().splitlines()) == 1
+    # a token that is no longer valid (revoked, expired)
+    logged_in_as(env, "late", token="revoked-or-expired")
+    expired = run_cli("progress")
+    assert expired.exit_code == 2 and "run `grade login URL` again" in expired.stderr
+    # a passed deadline
+    logged_in_as(env, "late")
+    closed = run_cli("submit", "linear", "--path", folder)
+    assert closed.exit_code == 2 and "the deadline of chapter 'linear'" in closed.stderr
+    assert len(closed.stderr.strip().splitlines()) == 1
+    # a rate limit hit (the student `rate` used their 3 uploads in test_rate_limit, or uses them here)
+    logged_in_as(env, "rate")
+    for _ in range(4):
+        limited = run_cli("submit", "activations.ReLU", "--path", folder, "--no-wait")
+        if limited.exit_code == 2:
+            break
+    assert limited.exit_code == 2 and "rate limit reached" in limited.stderr and "try again in" in limited.stderr
+    # --server that is not the saved login
+    other = run_cli("progress", "--server", "http://127.0.0.1:1")
+    assert other.exit_code == 2 and "you are not logged in to http://127.0.0.1:1" in other.stderr
+    # not a normgrade server
+    logged_in_as(env, "late", url=env["url"] + "/nothing-here")
+    strange = run_cli("progress")
+    assert strange.exit_code == 2 and strange.stderr.count("\n") == 1
