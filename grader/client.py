@@ -33,7 +33,7 @@ API = "/api/v1"
 CONFIG_ENV = "GRADE_CONFIG"
 TIMEOUT_S = 30.0
 SEND_TRIES = 3
-POLL_S = 0.5
+WAIT_S = 10.0  # each status request is held by the server until the job closes or this time is up
 
 
 class ClientError(GraderError):
@@ -198,8 +198,7 @@ def submit(client: Client, folder: Path, selectors: list[str], wait: bool = True
         if time.monotonic() > deadline:
             raise ClientError(f"submission {doc['id']} is not graded after {max_wait_s:g} s: "
                               "see it later with `grade progress`")
-        time.sleep(POLL_S)
-        _, doc = client.call("GET", f"/submissions/{doc['id']}", tries=SEND_TRIES)
+        _, doc = client.call("GET", f"/submissions/{doc['id']}?wait={WAIT_S:g}", tries=SEND_TRIES)
     report = report_from_dict(doc["report"]) if doc.get("report") else None
     return Submitted(int(doc["id"]), str(doc["status"]), report, doc.get("error"), doc)
 

@@ -262,7 +262,7 @@ def wait_graded(url: str, token: str, job_id: int, timeout: float = 120.0) -> di
     """Poll a submission until it is done or error; its final document."""
 
     def finished() -> dict[str, Any] | None:
-        doc = api(url, token, "GET", f"/submissions/{job_id}").json()
+        doc = api(url, token, "GET", f"/submissions/{job_id}", params={"wait": 5}).json()
         return doc if doc["status"] in ("done", "error") else None
 
     return wait_for(finished, timeout, f"submission {job_id} to be graded", interval=0.1)

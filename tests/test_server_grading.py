@@ -105,6 +105,19 @@ def test_remote_submit_prints_the_local_report_and_exit_status(
     assert json.loads(local.stdout)["student"] == "s1" and local.exit_code == 0
 
 
+def test_a_long_poll_answers_when_the_job_closes(served: dict[str, Any], tmp_path: Path) -> None:
+    import time
+
+    token = served["tokens"]["s2"]
+    job = submit(served["url"], token, write_solution(tmp_path / "good"))
+    t0 = time.monotonic()
+    doc = api(served["url"], token, "GET", f"/submissions/{job}", params={"wait": 30}).json()
+    assert doc["status"] == "done" and doc["json"]["score"] == 10.0
+    assert time.monotonic() - t0 < 25  # woken by the collector, not by the end of the wait
+    bad = api(served["url"], token, "GET", f"/submissions/{job}", params={"wait": "soon"})
+    assert bad.status_code == 400 and "wait must be a number" in bad.json()["error"]
+
+
 def test_remote_quiz_from_an_answers_file(served: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tomllib
 

@@ -16,6 +16,7 @@ endpoints (``API`` below).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import secrets
@@ -46,6 +47,7 @@ from grader.wire import report_to_dict
 API_PREFIX = "/api/v1"
 MAX_JSON_BYTES = 64 * 1024  # any request body but an upload (quiz answers)
 IDEMPOTENCY_KEY_MAX = 100
+MAX_WAIT_S = 30.0  # the longest a GET /submissions/{id}?wait=S is held
 
 
 @dataclass
@@ -69,6 +71,12 @@ class ServerState:
     store: Store | None = None  # opened in the event-loop thread when the application starts
     collector: Collector | None = None
     grader_version: str = field(default="unknown")
+    waiters: dict[int, list[asyncio.Event]] = field(default_factory=dict)  # long polls per job id
+
+    def wake(self, job_id: int) -> None:
+        """Answer the long polls waiting on a job (called in the event loop)."""
+        for event in self.waiters.get(job_id, []):
+            event.set()
 
 
 def grader_version() -> str:
@@ -246,13 +254,36 @@ async def create_submission(request: Request) -> Response:
 
 
 async def get_submission(request: Request) -> Response:
-    """GET /submissions/{id}: a job's state, and its report once graded (404 when not yours)."""
+    """GET /submissions/{id}[?wait=S]: a job's state, and its report once graded (404 when not yours).
+
+    With ``wait`` (seconds, at most MAX_WAIT_S) an open job's answer is held
+    until the job is closed or the time is up (a long poll: the client learns
+    of its report at once, without asking many times a second).
+    """
+    st = state(request)
     store = db_store(request)
     principal = who(request)
-    job = records.job(store, int(request.path_params["id"]))
-    if job is None or (not principal.is_instructor and job["student"] != principal.student):
-        raise fail(404, f"there is no submission {request.path_params['id']} of yours: "
-                        "list yours with GET /api/v1/submissions")
+    job_id = int(request.path_params["id"])
+    try:
+        wait = min(max(float(request.query_params.get("wait", 0)), 0.0), MAX_WAIT_S)
+    except ValueError:
+        raise fail(400, "wait must be a number of seconds") from None
+    closed = asyncio.Event()
+    st.waiters.setdefault(job_id, []).append(closed)  # before reading: a close in between still wakes us
+    try:
+        job = records.job(store, job_id)
+        if job is None or (not principal.is_instructor and job["student"] != principal.student):
+            raise fail(404, f"there is no submission {job_id} of yours: list yours with GET /api/v1/submissions")
+        if wait and job["status"] in records.OPEN_STATES:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(closed.wait(), wait)
+            job = records.job(store, job_id) or job
+    finally:
+        events = st.waiters.get(job_id, [])
+        if closed in events:
+            events.remove(closed)
+        if not events:
+            st.waiters.pop(job_id, None)
     return JSONResponse(job_json(store, job))
 
 
@@ -425,9 +456,11 @@ def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         st.store = store = Store.open(config.db_path)  # this thread's connection: the handlers run here
+        loop = asyncio.get_running_loop()
         if run_collector:
             st.collector = Collector(config.db_path, config.queue_url, st.grader_version,
-                                     config.job_timeout, config.collect_interval)
+                                     config.job_timeout, config.collect_interval,
+                                     on_closed=lambda job_id: loop.call_soon_threadsafe(st.wake, job_id))
             st.collector.start()
         try:
             yield

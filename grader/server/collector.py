@@ -23,6 +23,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,8 @@ class Collector(threading.Thread):
     """Moves jobs from ``received`` to ``done``/``error``; see the module docstring."""
 
     def __init__(self, db_path: Path, queue_url: str, grader_version: str,
-                 job_timeout: float = 600.0, interval: float = 0.2) -> None:
+                 job_timeout: float = 600.0, interval: float = 0.2,
+                 on_closed: Callable[[int], None] | None = None) -> None:
         super().__init__(name="normgrade-collector", daemon=True)
         self.db_path = db_path
         self.queue_url = queue_url
@@ -62,6 +64,7 @@ class Collector(threading.Thread):
         self.interval = interval
         self.stopping = threading.Event()
         self.host = socket.gethostname()
+        self.on_closed = on_closed  # told the id of each job closed (done or error): wakes long polls
 
     def stop(self) -> None:
         """Ask the thread to finish after the current tick."""
@@ -116,6 +119,7 @@ class Collector(threading.Thread):
                 records.record_error(store, job["id"], str(result.get("error") or "grading failed"))
             for done in range(1, int(job["tries"]) + 1):
                 queue.forget(task_id(job["id"], done))
+            self._closed(job["id"])
             return True
         return False
 
@@ -143,3 +147,8 @@ class Collector(threading.Thread):
                 store, job["id"],
                 f"{reason}, on each of {attempt} tries: submit again, and tell your instructor if it happens again",
             )
+            self._closed(job["id"])
+
+    def _closed(self, job_id: int) -> None:
+        if self.on_closed is not None:
+            self.on_closed(job_id)
