@@ -123,3 +123,9 @@ def test_progress_report_and_server_share_the_rule(tmp_path: Path) -> None:
     assert line.split(",")[header.split(",").index("activations.ReLU")] == "0"
     bad = runner.invoke(cli, ["report", "--db", str(db), "--course", str(tmp_path / "missing.toml")])
     assert bad.exit_code == 2 and "does not exist: pass --course" in bad.output
+
+
+def test_the_example_course_file_parses() -> None:
+    course = load_course(Path(__file__).resolve().parent.parent / "docs" / "course.example.toml")
+    assert [c.name for c in course.chapters] == ["activations", "normalization", "kernels"]
+    assert course.chapter_of("blocks.MLPBlock") is course.chapters[1]
