@@ -165,6 +165,8 @@ def submit_command(
     if as_json and fmt not in (None, "json"):
         raise CommandError(f"--json and --format {fmt} cannot be combined: pass one of them")
     fmt = "json" if as_json else (fmt or "text")
+    if fmt == "gradescope" and server:
+        raise CommandError("--format gradescope grades here: drop --server")
     login = remote_cli.remote_login(server, local or fmt == "gradescope", db)
     if login is not None:
         code = remote_cli.remote_submit(login, path, list(selectors), fmt, wait=not no_wait)

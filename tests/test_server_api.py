@@ -360,3 +360,26 @@ def test_one_line_errors_of_the_remote_commands(env: dict[str, Any], tmp_path: P
     logged_in_as(env, "late", url=env["url"] + "/nothing-here")
     strange = run_cli("progress")
     assert strange.exit_code == 2 and strange.stderr.count("\n") == 1
+
+
+def test_interactive_remote_quiz_reasks_unreadable_answers(env: dict[str, Any]) -> None:
+    repo = Path(__file__).resolve().parent.parent
+    source = tomllib.loads((repo / "quizzes" / "source" / "dropout-weight-decay.toml").read_text(encoding="utf-8"))
+
+    def typed(q: dict[str, Any]) -> str:
+        answer = q["answer"]
+        if isinstance(answer, list):
+            return answer[0] if q["kind"] == "short" else ",".join(answer)
+        return str(answer)
+
+    assert source["questions"][0]["kind"] == "single"  # so "this is not an answer" is unreadable
+    lines = ["this is not an answer"] + [typed(q) for q in source["questions"]]
+    logged_in_as(env, "quiz")
+    result = run_cli("quiz", "dropout-weight-decay", input="\n".join(lines) + "\n")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("Correct.") == len(source["questions"])
+    assert "Explanation:" in result.stdout and "Chapter dropout-weight-decay complete" in result.stdout
+    assert result.stderr.count("Error:") == 1  # the unreadable answer was asked again
+    standing = api(env["url"], env["tokens"]["quiz"], "GET", "/quizzes").json()
+    chapter = next(c for c in standing["chapters"] if c["chapter"] == "dropout-weight-decay")
+    assert chapter["attempts"] == len(source["questions"])  # and not recorded
