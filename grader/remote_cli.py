@@ -297,6 +297,7 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int, queu
         raise one_line(exc) from exc
     except Exception as exc:  # redis.ConnectionError and the like: one line
         raise RemoteError(f"cannot use the queue {queue_url} ({exc}): start it, or pass another --queue") from exc
+    check_port(host, port)
     consumer = start_worker_process(queue_url, workers) if workers else None
     click.echo(f"Serving {course.name} at http://{host}:{port} (database {db}, queue {queue_url}, "
                f"{workers} worker process{'es' if workers != 1 else ''})", err=True)
@@ -309,6 +310,17 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int, queu
                 consumer.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 consumer.kill()
+
+
+def check_port(host: str, port: int) -> None:
+    """A one-line error when ``host:port`` cannot be listened on (in use, not an address of this machine)."""
+    import socket
+
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        raise RemoteError(f"cannot listen on {host}:{port} ({exc.strerror or exc}): pass another --port or --host") from exc
 
 
 def _die_with_parent() -> None:

@@ -9,7 +9,6 @@ is killed.
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -261,4 +260,18 @@ def test_bad_course_file_and_queue_stop_grade_serve_with_one_line(tmp_path: Path
     assert len(bad_course.stderr.strip().splitlines()) == 1
     bad_queue = subprocess.run([*base, "--queue", "amqp://x"], capture_output=True, text=True, timeout=120)
     assert bad_queue.returncode == 2 and "is not a queue URL" in bad_queue.stderr
-    shutil.rmtree(tmp_path / "c.db", ignore_errors=True)
+
+
+
+def test_a_port_in_use_stops_grade_serve_with_one_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "grader.cli", "serve", "--db", str(tmp_path / "c.db"), "--workers", "0",
+             "--port", str(port), "--queue", f"sqlite:///{tmp_path / 'q.db'}"],
+            capture_output=True, text=True, timeout=120,
+        )
+    assert result.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -22,7 +22,7 @@ from typing import Any
 import sqlite_utils
 
 from grader.course import Course, parse_time
-from grader.model import GradeReport
+from grader.model import CheckResult, ExerciseResult, GradeReport
 from grader.store import Store, utc_now
 
 OPEN_STATES = ("received", "queued", "running")
@@ -191,8 +191,6 @@ def position_in_queue(store: Store, job_row: dict[str, Any]) -> int:
 
 def report_of(store: Store, job_row: dict[str, Any]) -> GradeReport | None:
     """The recorded report of a done job, rebuilt from its attempt's rows (None: not done)."""
-    from grader.model import CheckResult, ExerciseResult
-
     if job_row["status"] != "done" or job_row["attempt_id"] is None:
         return None
     exercises = []
