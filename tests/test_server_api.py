@@ -383,3 +383,34 @@ def test_interactive_remote_quiz_reasks_unreadable_answers(env: dict[str, Any]) 
     standing = api(env["url"], env["tokens"]["quiz"], "GET", "/quizzes").json()
     chapter = next(c for c in standing["chapters"] if c["chapter"] == "dropout-weight-decay")
     assert chapter["attempts"] == len(source["questions"])  # and not recorded
+
+
+def test_the_client_resends_a_lost_upload_with_the_same_key(env: dict[str, Any]) -> None:
+    """The first request reaches the server but its answer is lost: the retry is the same submission."""
+    import httpx
+
+    from grader import client as client_lib
+
+    real = httpx.HTTPTransport()
+    posts: list[str] = []
+
+    class LosesFirstAnswer(httpx.BaseTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            response = real.handle_request(request)
+            if request.method == "POST":
+                posts.append(request.headers["idempotency-key"])
+                if len(posts) == 1:
+                    response.read()
+                    response.close()
+                    raise httpx.ReadError("connection reset after the server answered")
+            return response
+
+        def close(self) -> None:
+            real.close()
+
+    with client_lib.Client(env["url"], env["tokens"]["idem"], transport=LosesFirstAnswer()) as client:
+        before = job_count(env["db"], "idem")
+        done = client_lib.submit(client, env["folder"], ["activations.ReLU"], wait=False)
+    assert len(posts) == 2 and posts[0] == posts[1]
+    assert job_count(env["db"], "idem") == before + 1
+    assert done.status in ("received", "queued")
