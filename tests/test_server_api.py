@@ -414,3 +414,14 @@ def test_the_client_resends_a_lost_upload_with_the_same_key(env: dict[str, Any])
     assert len(posts) == 2 and posts[0] == posts[1]
     assert job_count(env["db"], "idem") == before + 1
     assert done.status in ("received", "queued")
+
+
+def test_unexpected_failures_are_one_line_json() -> None:
+    import asyncio
+
+    from grader.errors import StoreError
+
+    busy = asyncio.run(app_lib.server_error(None, StoreError("could not record (database is locked)")))  # type: ignore[arg-type]
+    assert busy.status_code == 503 and json.loads(busy.body)["error"].startswith("the course database is busy")
+    bug = asyncio.run(app_lib.server_error(None, KeyError("x")))  # type: ignore[arg-type]
+    assert bug.status_code == 500 and "the server failed (KeyError)" in json.loads(bug.body)["error"]

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import secrets
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -36,7 +37,7 @@ from starlette.routing import BaseRoute, Route
 from grader import catalogue, progress
 from grader import quiz as quiz_lib
 from grader.course import DEFAULT_COURSE, Course
-from grader.errors import GraderError
+from grader.errors import GraderError, StoreError
 from grader.server import auth, pages, records
 from grader.server.auth import Principal
 from grader.server.collector import Collector
@@ -439,6 +440,15 @@ async def api_error(request: Request, exc: Exception) -> Response:
     return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 
 
+async def server_error(request: Request, exc: Exception) -> Response:
+    """Anything unexpected: a JSON 500 (503 when the database is busy) with one line, never a traceback."""
+    if isinstance(exc, (StoreError, sqlite3.OperationalError)):
+        return JSONResponse({"error": f"the course database is busy ({' '.join(str(exc).split())}): try again"},
+                            status_code=503, headers={"Retry-After": "5"})
+    return JSONResponse({"error": f"the server failed ({type(exc).__name__}): try again later, "
+                                  "and tell your instructor if it goes on"}, status_code=500)
+
+
 def routes() -> list[BaseRoute]:
     """The API routes, then the pages (grader/server/pages.py)."""
     api: list[BaseRoute] = [Route(API_PREFIX + "/", api_index, methods=["GET"])]
@@ -470,6 +480,6 @@ def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
                 st.collector.join(timeout=10)
             store.close()
 
-    app = Starlette(routes=routes(), lifespan=lifespan, exception_handlers={HTTPException: api_error})
+    app = Starlette(routes=routes(), lifespan=lifespan, exception_handlers={HTTPException: api_error, Exception: server_error})
     app.state.normgrade = st
     return app
