@@ -275,3 +275,11 @@ def test_a_port_in_use_stops_grade_serve_with_one_line(tmp_path: Path) -> None:
         )
     assert result.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_worker_refuses_a_task_with_a_path_outside_its_folder(tmp_path: Path) -> None:
+    from grader.server.jobs import open_queue
+
+    queue = open_queue(f"sqlite:///{tmp_path / 'queue.db'}")
+    result = queue.task.call_local(1, 1, "ann", RELU, {"../escaped.py": "x = 1\n", "activations.py": "x = 2\n"})
+    assert result["ok"] is False and "is not an exercise file" in result["error"]

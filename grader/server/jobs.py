@@ -41,6 +41,7 @@ from huey.api import Huey, TaskWrapper
 
 from grader import grading
 from grader.errors import GraderError, SetupError
+from grader.uploads import check_files
 from grader.wire import report_to_dict
 
 QUEUE_NAME = "normgrade"
@@ -59,8 +60,12 @@ def started_key(task: str) -> str:
 
 
 def write_files(folder: Path, files: dict[str, str]) -> None:
-    """Write the uploaded files (already validated names, see uploads.py) under ``folder``."""
-    for name, text in files.items():
+    """Write the uploaded files under ``folder``, checking their names again (uploads.py).
+
+    The server checked them before storing the upload; the worker checks again
+    because a task comes from the queue, which is only as private as its Redis.
+    """
+    for name, text in check_files(files).items():
         target = folder / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
