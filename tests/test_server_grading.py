@@ -283,3 +283,25 @@ def test_a_worker_refuses_a_task_with_a_path_outside_its_folder(tmp_path: Path) 
     queue = open_queue(f"sqlite:///{tmp_path / 'queue.db'}")
     result = queue.task.call_local(1, 1, "ann", RELU, {"../escaped.py": "x = 1\n", "activations.py": "x = 2\n"})
     assert result["ok"] is False and "is not an exercise file" in result["error"]
+
+
+@pytest.mark.slow
+def test_a_try_past_the_job_timeout_is_retried_and_the_first_result_counts_once(fresh: dict[str, Any]) -> None:
+    """A worker on another machine cannot be seen dying: a try that overruns --job-timeout is tried again."""
+    server = fresh["server"]
+    server.extra = ["--job-timeout", "2"]
+    server.start()
+    token = fresh["tokens"]["k1"]
+    job = submit(server.url, token, make_student(fresh["root"] / "loop", "loop"))  # runs 10 s to its time limit
+
+    def retried() -> dict[str, Any] | None:
+        doc = api(server.url, token, "GET", f"/submissions/{job}").json()
+        return doc if doc["tries"] == 2 else None
+
+    wait_for(retried, 60, "the overrun try to be enqueued again")
+    final = wait_graded(server.url, token, job)
+    assert final["status"] == "done" and final["json"]["exercises"][0]["status"] == "timeout"
+    assert attempts_of(fresh["db"], "k1") == 1
+    good = submit(server.url, token, write_solution(fresh["root"] / "good"))  # the revoked try 2 is skipped
+    assert wait_graded(server.url, token, good)["status"] == "done"
+    assert attempts_of(fresh["db"], "k1") == 2

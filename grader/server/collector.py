@@ -117,8 +117,10 @@ class Collector(threading.Thread):
                     records.record_done(store, job, report, self.grader_version)
             else:
                 records.record_error(store, job["id"], str(result.get("error") or "grading failed"))
-            for done in range(1, int(job["tries"]) + 1):
-                queue.forget(task_id(job["id"], done))
+            for other in range(1, int(job["tries"]) + 1):
+                if other != attempt:
+                    queue.cancel_if_waiting(task_id(job["id"], other))
+                queue.forget(task_id(job["id"], other))
             self._closed(job["id"])
             return True
         return False

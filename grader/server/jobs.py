@@ -126,6 +126,15 @@ class Queue:
         self.huey.delete(tid)
         self.huey.delete(started_key(tid))
 
+    def cancel_if_waiting(self, tid: str) -> None:
+        """Revoke a task that has neither started nor finished (a worker that takes it skips it).
+
+        A try enqueued because its predecessor overran may still wait in the
+        queue when the predecessor's result closes the job.
+        """
+        if self.started(tid) is None and self.result(tid) is None:
+            self.huey.revoke_by_id(tid, revoke_once=True)
+
     def pending(self) -> int:
         """Tasks waiting in the queue."""
         return int(self.huey.pending_count())
