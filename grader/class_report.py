@@ -39,6 +39,7 @@ from grader.sanitize import csv_cell
 
 from grader import catalogue
 from grader import quiz as quiz_lib
+from grader.course import Course
 from grader.progress import DEFAULT_MAX_SCORE
 from grader.quiz import Quiz
 from grader.report import format_score, mistake_entry, status_style
@@ -327,12 +328,14 @@ def build(
     exercise_ids: list[str] | None = None,
     quizzes: list[Quiz] | None = None,
     generated_at: str | None = None,
+    course: Course | None = None,
 ) -> ClassReport:
     """Read the class report from ``store``.
 
     ``exercise_ids``: the columns (default: the course's exercises; exercises
     recorded in the store but not listed are appended). ``quizzes``: the quiz
-    chapters (default: none).
+    chapters (default: none). ``course``: which score counts (``grader.course``;
+    default: the best ever).
     """
     ids = list(exercise_ids) if exercise_ids is not None else list(catalogue.EXERCISES)
     quizzes = list(quizzes or [])
@@ -363,7 +366,7 @@ def build(
     answers = store.quiz_attempts()
     students: list[StudentRow] = []
     for name in names:
-        best = store.best_scores(name)
+        best = store.best_scores(name, course)
         cells: dict[str, ExerciseCell] = {}
         for ex in ids:
             entry = best.get(ex)

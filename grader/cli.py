@@ -19,8 +19,9 @@ from typing import Any, TypeVar
 import click
 
 from grader import batch as batch_lib
-from grader import catalogue, class_report, grading, progress
+from grader import catalogue, class_report, grading, progress, remote_cli
 from grader import quiz as quiz_lib
+from grader.course import load_course
 from grader.errors import GraderError, StoreError
 from grader.model import GradeReport
 from grader.report import (
@@ -92,6 +93,15 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead.")(func)
 
 
+def server_options(func: F) -> F:
+    """``--server URL`` and ``--local``: use the course server (default after `grade login`) or not."""
+    func = click.option("--local", is_flag=True, help="Work locally even when logged in to a course server.")(func)
+    return click.option(
+        "--server", default=None, metavar="URL",
+        help="The course server [default: the one of `grade login`, unless --local or --db].",
+    )(func)
+
+
 def default_student() -> str:
     """The OS user name, or 'student' where the system cannot say."""
     try:
@@ -152,14 +162,20 @@ def sandbox_setting(no_sandbox: bool, others_code: bool) -> bool | None:
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("results.json"),
     show_default=True, help="Where --format gradescope writes its results.",
 )
+@server_options
+@click.option("--no-wait", is_flag=True, help="With a course server: print the submission id, do not wait.")
 @no_sandbox_option
 def submit_command(
     selectors: tuple[str, ...], path: Path, student: str | None, db: Path | None,
-    as_json: bool, fmt: str | None, output: Path, no_sandbox: bool,
+    as_json: bool, fmt: str | None, output: Path, server: str | None, local: bool, no_wait: bool,
+    no_sandbox: bool,
 ) -> None:
     """Grade the named exercises or topics (all when none), record the attempt, print a report.
 
-    Your own code runs in the OS sandbox where bubblewrap works, and with
+    After `grade login URL` (or with --server URL) the files are graded on the
+    course server, which records the attempt; --local grades here.
+
+    Here, your own code runs in the OS sandbox where bubblewrap works, and with
     process isolation only (said once) where it does not; --format gradescope
     grades other people's code and requires the sandbox unless --no-sandbox.
 
@@ -169,6 +185,14 @@ def submit_command(
     if as_json and fmt not in (None, "json"):
         raise CommandError(f"--json and --format {fmt} cannot be combined: pass one of them")
     fmt = "json" if as_json else (fmt or "text")
+    if fmt == "gradescope" and server:
+        raise CommandError("--format gradescope grades here: drop --server")
+    login = remote_cli.remote_login(server, local or fmt == "gradescope", db)
+    if login is not None:
+        code = remote_cli.remote_submit(login, path, list(selectors), fmt, wait=not no_wait)
+        click.get_current_context().exit(code)
+    if no_wait:
+        raise CommandError("--no-wait goes with a course server: run `grade login URL` or pass --server URL")
     student = student or default_student()
     if fmt == "gradescope":
         # A valid results.json exists from now on, whatever happens to the grading (a kill, a crash);
@@ -207,8 +231,21 @@ def submit_command(
 @db_option
 @path_option
 @json_option
-def progress_command(student: str | None, db: Path | None, path: Path, as_json: bool) -> None:
-    """Show, per chapter, each exercise's best score and last status, quiz completion and what to do next."""
+@server_options
+@click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Apply the score rule and due dates of this course.toml [default: best score ever].")
+def progress_command(
+    student: str | None, db: Path | None, path: Path, as_json: bool, server: str | None, local: bool,
+    course_file: Path | None,
+) -> None:
+    """Show, per chapter, each exercise's best score and last status, quiz completion and what to do next.
+
+    After `grade login URL` (or with --server URL) this is the server's record.
+    """
+    login = remote_cli.remote_login(server, local, db)
+    if login is not None:
+        remote_cli.remote_progress(login, as_json)
+        return
     student = student or default_student()
     db_path = db if db is not None else default_db_path(path)
     hint = "grade submit" if path == DEFAULT_EXERCISES_DIR else f"grade submit --path {path}"
@@ -216,7 +253,8 @@ def progress_command(student: str | None, db: Path | None, path: Path, as_json: 
         store = Store.open(db_path) if db_path.exists() else None
         try:
             summary = progress.summarize(
-                store, student, progress.course_exercises(), progress.course_quizzes(), hint
+                store, student, progress.course_exercises(), progress.course_quizzes(), hint,
+                load_course(course_file) if course_file is not None else None,
             )
         finally:
             if store is not None:
@@ -321,9 +359,10 @@ def _quiz_file_report(result: quiz_lib.QuizResult) -> None:
 @db_option
 @path_option
 @json_option
+@server_options
 def quiz_command(
     chapter: str | None, answers: Path | None, check: bool, ask_all: bool, quiz_dir: Path | None,
-    student: str | None, db: Path | None, path: Path, as_json: bool,
+    student: str | None, db: Path | None, path: Path, as_json: bool, server: str | None, local: bool,
 ) -> None:
     """Comprehension checkpoints: list the chapters, take a chapter's quiz, or lock the quizzes.
 
@@ -353,6 +392,11 @@ def quiz_command(
         raise CommandError("--check goes with `grade quiz lock --check`")
     if ask_all and (chapter is None or answers is not None):
         raise CommandError("--all goes with an interactive quiz: grade quiz CHAPTER --all")
+    login = remote_cli.remote_login(server, local, db)
+    if login is not None:
+        if as_json and answers is None and chapter is not None:
+            raise CommandError("--json needs --answers FILE (the interactive quiz talks to the terminal)")
+        ctx.exit(remote_cli.remote_quiz(login, chapter, answers, as_json))
     student = student or default_student()
     db_path = db if db is not None else default_db_path(path)
     if chapter is None:
@@ -501,18 +545,23 @@ def _run_batch(
     help="Write the report to FILE [default: standard output].",
 )
 @quiz_dir_option
-def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | None) -> None:
+@click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Apply the score rule and due dates of this course.toml [default: best score ever].")
+def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | None, course_file: Path | None) -> None:
     """Write the class report from the database: summary, charts, mistakes, quiz items, students.
 
     The quiz chapters (CSV columns, item difficulty) are those of --quiz-dir.
+    The score of each exercise is the one that counts under --course's rule
+    (the same rule as the course server's).
     """
     if not db.exists():
         raise CommandError(f"'{db}' does not exist: pass the --db FILE that `grade batch` wrote")
     quiz_dir = quiz_dir if quiz_dir is not None else quiz_lib.default_quiz_dir()
     with one_line_errors():
         quizzes = quiz_lib.load_all(quiz_dir) if quiz_dir.is_dir() else []
+        course = load_course(course_file) if course_file is not None else None
         with Store.open(db) as store:
-            report = class_report.build(store, quizzes=quizzes)
+            report = class_report.build(store, quizzes=quizzes, course=course)
     if fmt == "html":
         text = class_report.format_html(report)
     elif fmt == "csv":
@@ -552,6 +601,13 @@ def bench_command(quick: bool, repeats: int) -> None:
     click.echo(bench.format_table(bench.run_bench(sizes=sizes, repeats=repeats)))
 
 
+remote_cli.register(cli)  # login, logout, serve, worker, roster (grader/remote_cli.py)
+
+
 def main() -> None:
     """Console-script entry point."""
     cli()
+
+
+if __name__ == "__main__":  # `python -m grader.cli worker ...`: how `grade serve` starts its workers
+    main()

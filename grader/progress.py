@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from grader import catalogue
+from grader.course import DEFAULT_COURSE, Course
 from grader import quiz as quiz_lib
 from grader.quiz import ChapterProgress as QuizStanding
 from grader.quiz import Quiz
@@ -35,6 +36,8 @@ class ExerciseProgress:
     max_score: float = DEFAULT_MAX_SCORE
     last_status: str | None = None
     attempts: int = 0
+    latest_score: float | None = None  # the latest attempt's score (None: never graded)
+    late: bool = False                 # the counted attempt was late (penalised)
 
     @property
     def done(self) -> bool:
@@ -47,7 +50,18 @@ class ExerciseProgress:
             "max_score": self.max_score,
             "last_status": self.last_status,
             "attempts": self.attempts,
+            "latest_score": None if self.latest_score is None else round(self.latest_score, 6),
+            "late": self.late,
         }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> "ExerciseProgress":
+        """The inverse of to_json (the remote ``grade progress`` reads the server's record)."""
+        latest = doc.get("latest_score")
+        return cls(
+            str(doc["id"]), float(doc["best_score"]), float(doc["max_score"]), doc.get("last_status"),
+            int(doc["attempts"]), None if latest is None else float(latest), bool(doc.get("late", False)),
+        )
 
 
 @dataclass
@@ -65,6 +79,17 @@ class ChapterProgress:
             "quiz": self.quiz.to_json() if self.quiz else None,
         }
 
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> "ChapterProgress":
+        """The inverse of to_json."""
+        quiz = doc.get("quiz")
+        standing = None
+        if quiz is not None:
+            fields = ("chapter", "title", "questions", "checkpoints", "checkpoints_correct",
+                      "questions_correct", "attempts")
+            standing = QuizStanding(**{k: quiz[k] for k in fields})
+        return cls(str(doc["name"]), [ExerciseProgress.from_json(e) for e in doc["exercises"]], standing)
+
 
 @dataclass
 class Progress:
@@ -73,6 +98,7 @@ class Progress:
     student: str
     chapters: list[ChapterProgress]
     next_step: str
+    rule: str = "best"  # which score counts (grader.course): "best" or "latest"
 
     @property
     def score(self) -> float:
@@ -95,7 +121,16 @@ class Progress:
             "percent": round(self.percent, 2),
             "chapters": [c.to_json() for c in self.chapters],
             "next": self.next_step,
+            "score_rule": self.rule,
         }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> "Progress":
+        """The inverse of to_json."""
+        return cls(
+            str(doc["student"]), [ChapterProgress.from_json(c) for c in doc["chapters"]],
+            str(doc["next"]), str(doc.get("score_rule", "best")),
+        )
 
 
 def course_exercises() -> list[str]:
@@ -117,13 +152,17 @@ def summarize(
     exercise_ids: list[str],
     quizzes: list[Quiz],
     submit_hint: str = "grade submit",
+    course: Course | None = None,
 ) -> Progress:
     """Build the progress summary of ``student`` from the store (None: nothing recorded yet).
 
-    Quiz completion is ``grader.quiz.chapter_progress`` over the student's
-    recorded answers: complete when every checkpoint question has a correct one.
+    The score of each exercise is the one that counts under ``course``'s rule
+    (``grader.course.counted_score``; default: the best ever). Quiz completion
+    is ``grader.quiz.chapter_progress`` over the student's recorded answers:
+    complete when every checkpoint question has a correct one.
     """
-    best = store.best_scores(student) if store is not None else {}
+    course = course or DEFAULT_COURSE
+    best = store.best_scores(student, course) if store is not None else {}
     answers = store.quiz_attempts(student) if store is not None else []
     chapters: dict[str, ChapterProgress] = {}
     exercises: list[ExerciseProgress] = []
@@ -133,7 +172,8 @@ def summarize(
             item = ExerciseProgress(ex_id)
         else:
             item = ExerciseProgress(
-                ex_id, row["best_score"], row["max_score"], row["last_status"], row["attempts"]
+                ex_id, row["best_score"], row["max_score"], row["last_status"], row["attempts"],
+                row["latest_score"], row["late"],
             )
         exercises.append(item)
         topic = catalogue.topic_of(ex_id)
@@ -143,7 +183,7 @@ def summarize(
         standing = quiz_lib.chapter_progress(quiz, answers)
         standings.append(standing)
         chapters.setdefault(quiz.chapter, ChapterProgress(quiz.chapter)).quiz = standing
-    return Progress(student, list(chapters.values()), next_step(exercises, standings, submit_hint))
+    return Progress(student, list(chapters.values()), next_step(exercises, standings, submit_hint), course.rule)
 
 
 def next_step(exercises: list[ExerciseProgress], quizzes: list[QuizStanding], submit_hint: str) -> str:
@@ -170,6 +210,7 @@ def format_progress(progress: Progress, color: bool = False) -> str:
 
     ids = [e.id for c in progress.chapters for e in c.exercises]
     width = max((len(i) for i in ids), default=0)
+    counted_word = "best" if progress.rule == "best" else "counts"
     lines = [f"Progress of {progress.student}"]
     for chapter in progress.chapters:
         lines.append(style(chapter.name, bold=True))
@@ -177,7 +218,15 @@ def format_progress(progress: Progress, color: bool = False) -> str:
             label, colour = status_style(ex.last_status)
             score = f"{format_score(ex.best_score)}/{format_score(ex.max_score)}"
             tries = f"{ex.attempts} attempt{'s' if ex.attempts != 1 else ''}"
-            lines.append(f"  {ex.id.ljust(width)}  best {score:>7}  last {style(label.ljust(8), fg=colour)} {tries}")
+            notes = []
+            if ex.late:
+                notes.append("late: penalised")
+            if ex.latest_score is not None and abs(ex.latest_score - ex.best_score) > 1e-9:
+                notes.append(f"latest attempt {format_score(ex.latest_score)}")
+            note = f"  ({', '.join(notes)})" if notes else ""
+            lines.append(
+                f"  {ex.id.ljust(width)}  {counted_word} {score:>7}  last {style(label.ljust(8), fg=colour)} {tries}{note}"
+            )
         if chapter.quiz is not None:
             q = chapter.quiz
             state = style("complete", fg="green") if q.complete else "incomplete"

@@ -28,6 +28,7 @@ from typing import Any
 
 import sqlite_utils
 
+from grader.course import DEFAULT_COURSE, Course, counted_score
 from grader.errors import StoreError
 from grader.model import GradeReport, exercise_seed
 
@@ -135,8 +136,49 @@ def m3_quiz_items(db: sqlite_utils.Database) -> None:
     db["quiz_attempts"].add_column("first_try", int, not_null_default=0)
 
 
+def m4_server(db: sqlite_utils.Database) -> None:
+    """Version 4: the course server's roster, hashed tokens, upload jobs and their files.
+
+    Only ``grade serve`` (and ``grade roster``) write these tables; see
+    grader/server/records.py.
+    """
+    db["roster"].create({"student": str, "name": str, "email": str, "created_at": str}, pk="student")
+    db["tokens"].create(
+        {"hash": str, "student": str, "role": str, "created_at": str, "revoked": int},
+        pk="hash",
+        defaults={"revoked": 0},
+    )
+    db["tokens"].create_index(["student"])
+    db["jobs"].create(
+        {
+            "id": int,
+            "student": str,
+            "idempotency_key": str,
+            "files_hash": str,
+            "selectors": str,       # JSON list of the exercise ids to grade
+            "status": str,          # received, queued, running, done, error
+            "received_at": str,     # the upload time: what deadlines are judged by
+            "tries": int,           # grading tries started (at most server.jobs.MAX_TRIES)
+            "task_id": str,         # the queue's task id of the current try
+            "worker": str,          # host:pid of the worker that began the current try
+            "attempt_id": int,      # the recorded attempt, once done
+            "error": str,           # why it could not be graded (status error), or a retry note
+            "finished_at": str,
+        },
+        pk="id",
+        foreign_keys=[("student", "students", "name")],
+    )
+    db["jobs"].create_index(["student", "idempotency_key"], unique=True)
+    db["jobs"].create_index(["status"])
+    db["job_files"].create(
+        {"job_id": int, "name": str, "content": bytes},
+        pk=("job_id", "name"),
+        foreign_keys=[("job_id", "jobs", "id")],
+    )
+
+
 Migration = Callable[[sqlite_utils.Database], None]
-MIGRATIONS: list[Migration] = [m1_core, m2_quiz, m3_quiz_items]
+MIGRATIONS: list[Migration] = [m1_core, m2_quiz, m3_quiz_items, m4_server]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -144,6 +186,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def _refuse(path: Path, reason: str) -> StoreError:
+    reason = " ".join(reason.split())  # one line, whatever SQLite's message holds
     return StoreError(f"{path} is not a normgrade progress database ({reason}): pass another --db")
 
 
@@ -184,7 +227,7 @@ def inspect_file(path: Path) -> int:
             raise StoreError(f"{path} is locked by another process ({exc}): try again") from exc
         raise _refuse(path, str(exc)) from exc
     except sqlite3.DatabaseError as exc:
-        raise _refuse(path, str(exc)) from exc
+        raise _refuse(path, f"corrupt: {exc}") from exc
     finally:
         conn.close()
     if app_id != APPLICATION_ID:
@@ -209,12 +252,20 @@ class Store:
     # -- lifecycle --
 
     @classmethod
-    def open(cls, path: Path | str) -> "Store":
-        """Open (creating folder and file when missing) and migrate to SCHEMA_VERSION."""
+    def open(cls, path: Path | str, inspect: bool = True) -> "Store":
+        """Open (creating folder and file when missing) and migrate to SCHEMA_VERSION.
+
+        ``inspect=False`` skips :func:`inspect_file`, for a second connection in a
+        process that already holds one open on ``path`` (the course server's
+        threads): inspect_file reads the header with a plain ``open()``, and
+        closing that file descriptor drops every POSIX lock this process holds on
+        the file, after which another process may think the database unused and
+        remove its WAL while we still write to it.
+        """
         path = Path(path)
         if path.is_dir():
             raise _refuse(path, "a folder")
-        if path.exists():
+        if path.exists() and inspect:
             inspect_file(path)
         else:
             try:
@@ -286,13 +337,19 @@ class Store:
         db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, when])
 
     def record_report(
-        self, report: GradeReport, grader_version: str, started_at: str | None = None
+        self,
+        report: GradeReport,
+        grader_version: str,
+        started_at: str | None = None,
+        also: Callable[[sqlite_utils.Database, int], None] | None = None,
     ) -> int:
         """Record a whole graded attempt in one transaction; return the attempt id.
 
         One ``attempts`` row, one ``submissions`` row per exercise, one
-        ``check_results`` row per check. Raises StoreError when the file is
-        locked past the busy timeout or cannot be written.
+        ``check_results`` row per check. ``also(db, attempt_id)``, when given,
+        runs inside the same transaction (the server marks its job done there,
+        so an attempt is recorded exactly once). Raises StoreError when the file
+        is locked past the busy timeout or cannot be written.
         """
         when = started_at or utc_now()
         try:
@@ -339,6 +396,8 @@ class Store:
                         }
                         for c in ex.checks
                     )
+                if also is not None:
+                    also(db, int(attempt_id))
         except sqlite3.OperationalError as exc:
             raise StoreError(f"could not record the attempt in {self.path} ({exc})") from exc
         return int(attempt_id)
@@ -432,17 +491,31 @@ class Store:
             row["passed"] = bool(row["passed"])
         return rows
 
-    def best_scores(self, student: str) -> dict[str, dict[str, Any]]:
-        """Per exercise: best_score, max_score, last_status (of the latest submission), attempts."""
-        best: dict[str, dict[str, Any]] = {}
+    def best_scores(self, student: str, course: Course | None = None) -> dict[str, dict[str, Any]]:
+        """Per exercise, the score that counts under the course's rule (``grader.course.counted_score``).
+
+        Keys: ``best_score`` (the counted score: the best ever without a course
+        file), ``max_score``, ``last_status`` (of the latest submission),
+        ``attempts``, ``latest_score`` (the latest attempt's score), ``best_raw``
+        (the best score ever, before any late penalty) and ``late`` (the
+        counted attempt was late).
+        """
+        course = course or DEFAULT_COURSE
+        rows_by_exercise: dict[str, list[dict[str, Any]]] = {}
         for row in self.submissions(student=student):
-            entry = best.setdefault(
-                row["exercise"], {"best_score": row["score"], "attempts": 0}
-            )
-            entry["best_score"] = max(entry["best_score"], row["score"])
-            entry["max_score"] = row["max_score"]
-            entry["last_status"] = row["status"]
-            entry["attempts"] += 1
+            rows_by_exercise.setdefault(row["exercise"], []).append(row)
+        best: dict[str, dict[str, Any]] = {}
+        for exercise, rows in rows_by_exercise.items():
+            counted = counted_score(rows, course.chapter_of(exercise), course.rule)
+            best[exercise] = {
+                "best_score": counted.score,
+                "max_score": counted.max_score,
+                "last_status": counted.last_status,
+                "attempts": counted.attempts,
+                "latest_score": counted.latest,
+                "best_raw": counted.best_raw,
+                "late": counted.late,
+            }
         return best
 
     def quiz_attempts(self, student: str | None = None) -> list[dict[str, Any]]:

@@ -60,3 +60,9 @@ def require_program(program: str, package: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI=true but {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def no_saved_login(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test sees the developer's `grade login`: $GRADE_CONFIG points at a file that does not exist."""
+    monkeypatch.setenv("GRADE_CONFIG", str(tmp_path_factory.mktemp("login") / "config.json"))

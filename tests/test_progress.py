@@ -124,7 +124,7 @@ def test_cli_progress_text_and_json(course: Path) -> None:
     assert [c["name"] for c in doc["chapters"]] == ["activations", "normalization", "initialisation"]
     layer = doc["chapters"][1]["exercises"][0]
     assert layer == {"id": "normalization.LayerNorm", "best_score": 4.0, "max_score": 10.0,
-                     "last_status": "failed", "attempts": 1}
+                     "last_status": "failed", "attempts": 1, "latest_score": 4.0, "late": False}
     assert doc["chapters"][1]["quiz"]["complete"] is False
     assert doc["next"].startswith("activations.ReLU")
 

@@ -80,7 +80,10 @@ def test_best_scores_keeps_best_and_last_status(db_path: Path) -> None:
         store.record_report(good, "v")
         store.record_report(bad, "v")
         best = store.best_scores("alice")
-        assert best == {"a.X": {"best_score": 10.0, "max_score": 10.0, "last_status": "error", "attempts": 2}}
+        assert best == {"a.X": {
+            "best_score": 10.0, "max_score": 10.0, "last_status": "error", "attempts": 2,
+            "latest_score": 0.0, "best_raw": 10.0, "late": False,
+        }}
         assert store.best_scores("nobody") == {}
 
 
@@ -244,7 +247,7 @@ def test_corrupt_sqlite_file_is_reported_and_left_unchanged(tmp_path: Path) -> N
     for offset in range(page_size, len(data), 7):  # keep the header page, scramble the rest
         data[offset] = (data[offset] * 31 + 17) % 256
     path.write_bytes(bytes(data))
-    assert_refused_and_untouched(path, "malformed", wal_mode=True)
+    assert_refused_and_untouched(path, "corrupt", wal_mode=True)
 
 
 def test_foreign_sqlite_database_is_reported_and_left_unchanged(tmp_path: Path) -> None:

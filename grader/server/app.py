@@ -1,0 +1,485 @@
+"""The course server: a Starlette application, its JSON API under ``/api/v1/`` and its pages.
+
+``create_app(config)`` builds the application; ``grade serve`` runs it with
+uvicorn. One process owns the course database: the request handlers (in the
+event-loop thread, one connection) and the collector thread (its own
+connection, grader/server/collector.py). Workers only see the queue.
+
+Every API answer is JSON; an error is ``{"error": "<one line: what was wrong
+and what to do>"}`` with a fitting status (400 bad input, 401 bad token, 403
+not allowed or deadline passed, 404 not found or not yours, 409 key reused,
+413 too large, 429 rate limit with Retry-After). A student only ever reaches
+their own rows: the student id comes from the token, never from the request,
+and a submission id of someone else is "not found". ``GET /api/v1/`` lists the
+endpoints (``API`` below).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from grader import catalogue, progress
+from grader import quiz as quiz_lib
+from grader.course import DEFAULT_COURSE, Course
+from grader.errors import GraderError, StoreError
+from grader.server import auth, pages, records
+from grader.server.auth import Principal
+from grader.server.collector import Collector
+from grader.store import Store
+from grader.uploads import MAX_UPLOAD_BYTES, check_files
+from grader.wire import report_to_dict
+
+API_PREFIX = "/api/v1"
+MAX_JSON_BYTES = 64 * 1024  # any request body but an upload (quiz answers)
+IDEMPOTENCY_KEY_MAX = 100
+MAX_WAIT_S = 30.0  # the longest a GET /submissions/{id}?wait=S is held
+
+
+@dataclass
+class ServerConfig:
+    """What ``grade serve`` was given."""
+
+    db_path: Path
+    queue_url: str
+    course: Course = DEFAULT_COURSE
+    quiz_dir: Path | None = None
+    job_timeout: float = 600.0
+    collect_interval: float = 0.2
+
+
+@dataclass
+class ServerState:
+    """Per-application state: the config, the event-loop thread's store, the quizzes, the collector."""
+
+    config: ServerConfig
+    quizzes: list[quiz_lib.Quiz]
+    store: Store | None = None  # opened in the event-loop thread when the application starts
+    collector: Collector | None = None
+    grader_version: str = field(default="unknown")
+    waiters: dict[int, list[asyncio.Event]] = field(default_factory=dict)  # long polls per job id
+
+    def wake(self, job_id: int) -> None:
+        """Answer the long polls waiting on a job (called in the event loop)."""
+        for event in self.waiters.get(job_id, []):
+            event.set()
+
+
+def grader_version() -> str:
+    """The installed normgrade version (recorded with each attempt)."""
+    try:
+        return metadata.version("normgrade")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def fail(status: int, message: str, headers: dict[str, str] | None = None) -> HTTPException:
+    """An API error: ``{"error": message}`` with ``status``."""
+    return HTTPException(status, " ".join(message.split()), headers=headers)
+
+
+def state(request: Request) -> ServerState:
+    """The application's ServerState."""
+    return request.app.state.normgrade
+
+
+def db_store(request: Request) -> Store:
+    """The handlers' store (open while the application runs)."""
+    store = state(request).store
+    assert store is not None, "the application has not started"
+    return store
+
+
+def who(request: Request) -> Principal:
+    """The principal of the request's bearer token; 401 (one line, what to do) when there is none."""
+    token = auth.bearer(request.headers.get("authorization"))
+    if token is None:
+        raise fail(401, "no token sent: run `grade login URL` with the token your instructor gave you")
+    principal = auth.lookup(db_store(request).db, token)
+    if principal is None:
+        raise fail(401, "the token is not valid (mistyped, revoked or replaced): "
+                        "run `grade login URL` again with your current token")
+    return principal
+
+
+def instructor(request: Request) -> Principal:
+    """The principal, who must be the instructor (403 otherwise)."""
+    principal = who(request)
+    if not principal.is_instructor:
+        raise fail(403, "this is for the instructor only")
+    return principal
+
+
+def student_of(principal: Principal, request: Request) -> str:
+    """The student whose data a request reads: oneself, or (instructor) the one in the path.
+
+    The ``/students/{student}/...`` routes are the instructor's: 403 for a student.
+    """
+    if "student" in request.path_params and not principal.is_instructor:
+        raise fail(403, "this is for the instructor only: read your own data without /students/{id}")
+    if principal.is_instructor:
+        student = request.path_params.get("student")
+        if not student:
+            raise fail(400, "the instructor reads a student's data under /api/v1/students/{id}/...")
+        return str(student)
+    return principal.student
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it passes ``limit`` bytes (also when chunked)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise fail(413, f"the request is {int(declared)} bytes; at most {limit} are accepted: "
+                        "upload only your exercise files")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise fail(413, f"the request is larger than {limit} bytes: upload only your exercise files")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_json(request: Request, limit: int) -> dict[str, Any]:
+    """The JSON object in the body (400 when it is not one)."""
+    body = await read_body(request, limit)
+    try:
+        doc = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise fail(400, f"the body is not JSON ({exc}): send a JSON object") from exc
+    if not isinstance(doc, dict):
+        raise fail(400, "the body must be a JSON object")
+    return doc
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+# --- submissions ------------------------------------------------------------------------------
+
+
+def job_json(store: Store, job: dict[str, Any]) -> dict[str, Any]:
+    """A job as the API shows it; with the full report (grader.wire) and the ``--json`` document once done."""
+    doc: dict[str, Any] = {
+        "id": job["id"],
+        "student": job["student"],
+        "status": job["status"],
+        "exercises": records.exercise_ids(job),
+        "received_at": job["received_at"],
+        "finished_at": job["finished_at"],
+        "tries": job["tries"],
+        "worker": job["worker"],
+        "error": job["error"] if job["status"] == "error" else None,
+        "queue_position": records.position_in_queue(store, job) if job["status"] in ("received", "queued") else 0,
+        "url": f"{API_PREFIX}/submissions/{job['id']}",
+    }
+    report = records.report_of(store, job)
+    if report is not None:
+        doc["report"] = report_to_dict(report)
+        doc["json"] = report.to_json()
+    return doc
+
+
+def selected_exercises(course: Course, selectors: list[str], when: datetime) -> list[str]:
+    """The exercise ids an upload grades: those named (all when none), refusing closed chapters.
+
+    With no selectors, closed chapters are left out; naming an exercise of a
+    closed chapter, or having nothing open, is a 403 with the date.
+    """
+    try:
+        ids = catalogue.resolve(selectors)
+    except GraderError as exc:
+        raise fail(400, str(exc)) from exc
+    closed = course.closed_exercises(ids, when)
+    if selectors and closed:
+        first, chapter = next(iter(closed.items()))
+        closes = chapter.closes_at()
+        shown = closes.isoformat(timespec="minutes") if closes else "?"
+        raise fail(403, f"the deadline of chapter '{chapter.name}' ({first}) passed at {shown}: "
+                        "submissions to it are closed; submit the exercises of open chapters")
+    ids = [i for i in ids if i not in closed]
+    if not ids:
+        raise fail(403, "every chapter's deadline has passed: submissions are closed")
+    return ids
+
+
+async def create_submission(request: Request) -> Response:
+    """POST /submissions: store the upload (files + row, one transaction), then answer 202."""
+    st = state(request)
+    store = db_store(request)
+    principal = who(request)
+    if principal.is_instructor:
+        raise fail(403, "the instructor token cannot submit: log in with a student token")
+    key = request.headers.get("idempotency-key") or secrets.token_hex(16)
+    if len(key) > IDEMPOTENCY_KEY_MAX or not key.isprintable():
+        raise fail(400, f"Idempotency-Key must be printable and at most {IDEMPOTENCY_KEY_MAX} characters")
+    doc = await read_json(request, MAX_UPLOAD_BYTES)
+    try:
+        files = check_files(doc.get("files"))
+    except GraderError as exc:
+        raise fail(400, str(exc)) from exc
+    selectors = doc.get("exercises", [])
+    if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
+        raise fail(400, "exercises must be a list of exercise ids or topics")
+    when = now_utc()
+    ids = selected_exercises(st.config.course, selectors, when)
+    try:
+        new = records.create_job(store, principal.student, key, files, ids, st.config.course, when)
+    except records.KeyReused as exc:
+        raise fail(409, "this Idempotency-Key was used for different files: send a new key for a new submission") from exc
+    except records.RateLimited as exc:
+        raise fail(429, f"rate limit reached: {exc.limit} submissions per {exc.minutes:g} minutes; "
+                        f"try again in {exc.retry_after} s", {"Retry-After": str(exc.retry_after)}) from exc
+    body = job_json(store, new.job)
+    body["replayed"] = not new.created
+    return JSONResponse(body, status_code=202, headers={"Location": body["url"]})
+
+
+async def get_submission(request: Request) -> Response:
+    """GET /submissions/{id}[?wait=S]: a job's state, and its report once graded (404 when not yours).
+
+    With ``wait`` (seconds, at most MAX_WAIT_S) an open job's answer is held
+    until the job is closed or the time is up (a long poll: the client learns
+    of its report at once, without asking many times a second).
+    """
+    st = state(request)
+    store = db_store(request)
+    principal = who(request)
+    job_id = int(request.path_params["id"])
+    try:
+        wait = min(max(float(request.query_params.get("wait", 0)), 0.0), MAX_WAIT_S)
+    except ValueError:
+        raise fail(400, "wait must be a number of seconds") from None
+    closed = asyncio.Event()
+    st.waiters.setdefault(job_id, []).append(closed)  # before reading: a close in between still wakes us
+    try:
+        job = records.job(store, job_id)
+        if job is None or (not principal.is_instructor and job["student"] != principal.student):
+            raise fail(404, f"there is no submission {job_id} of yours: list yours with GET /api/v1/submissions")
+        if wait and job["status"] in records.OPEN_STATES:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(closed.wait(), wait)
+            job = records.job(store, job_id) or job
+    finally:
+        events = st.waiters.get(job_id, [])
+        if closed in events:
+            events.remove(closed)
+        if not events:
+            st.waiters.pop(job_id, None)
+    return JSONResponse(job_json(store, job))
+
+
+async def list_submissions(request: Request) -> Response:
+    """GET /submissions (own) and GET /students/{student}/submissions (instructor): newest first."""
+    store = db_store(request)
+    student = student_of(who(request), request)
+    return JSONResponse({"student": student,
+                         "submissions": [job_json(store, j) for j in records.jobs_of(store, student)]})
+
+
+# --- progress, roster -----------------------------------------------------------------------------
+
+
+def progress_json(st: ServerState, store: Store, student: str) -> dict[str, Any]:
+    """The student's progress under the course's score rule (the same summary as `grade progress`)."""
+    summary = progress.summarize(
+        store, student, progress.course_exercises(), st.quizzes, "grade submit", st.config.course
+    )
+    return summary.to_json()
+
+
+async def get_progress(request: Request) -> Response:
+    """GET /progress (own) and GET /students/{student}/progress (instructor)."""
+    st = state(request)
+    store = db_store(request)
+    return JSONResponse(progress_json(st, store, student_of(who(request), request)))
+
+
+async def list_students(request: Request) -> Response:
+    """GET /students (instructor): the roster with each student's counted total."""
+    st = state(request)
+    store = db_store(request)
+    instructor(request)
+    rows = []
+    for entry in store.db.query("SELECT student, name, email FROM roster ORDER BY student"):
+        summary = progress_json(st, store, entry["student"])
+        rows.append({**entry, "score": summary["score"], "max_score": summary["max_score"],
+                     "percent": summary["percent"]})
+    return JSONResponse({"students": rows})
+
+
+async def get_me(request: Request) -> Response:
+    """GET /me: who this token belongs to, and the course (``grade login`` checks a token with it)."""
+    st = state(request)
+    principal = who(request)
+    return JSONResponse({"student": principal.student, "role": principal.role, "course": st.config.course.to_json()})
+
+
+# --- quizzes --------------------------------------------------------------------------------------
+
+
+def quiz_or_404(st: ServerState, chapter: str) -> quiz_lib.Quiz:
+    for quiz in st.quizzes:
+        if quiz.chapter == chapter:
+            return quiz
+    chapters = ", ".join(q.chapter for q in st.quizzes) or "none"
+    raise fail(404, f"'{chapter}' is not a quiz chapter: chapters are {chapters}")
+
+
+def public_question(question: quiz_lib.Question) -> dict[str, Any]:
+    """A question as a student may see it before answering: no salt, no digests, no explanation."""
+    return {
+        "id": question.id,
+        "kind": question.kind,
+        "prompt": question.prompt,
+        "choices": [{"id": c.id, "text": c.text} for c in question.choices],
+        "tolerance": question.tolerance,
+        "points": question.points,
+        "checkpoint": question.checkpoint,
+    }
+
+
+async def list_quizzes(request: Request) -> Response:
+    """GET /quizzes (own) and GET /students/{student}/quizzes (instructor): each chapter's standing."""
+    st = state(request)
+    store = db_store(request)
+    student = student_of(who(request), request)
+    answers = store.quiz_attempts(student)
+    return JSONResponse({"student": student,
+                         "chapters": [quiz_lib.chapter_progress(q, answers).to_json() for q in st.quizzes]})
+
+
+async def get_quiz(request: Request) -> Response:
+    """GET /quizzes/{chapter}: the questions, without their keys or explanations."""
+    st = state(request)
+    who(request)
+    quiz = quiz_or_404(st, request.path_params["chapter"])
+    return JSONResponse({"chapter": quiz.chapter, "title": quiz.title,
+                         "questions": [public_question(q) for q in quiz.questions]})
+
+
+async def answer_quiz(request: Request) -> Response:
+    """POST /quizzes/{chapter}/answers ``{"question", "answer"}``: judged here, recorded, then explained.
+
+    An unreadable answer (not a choice, not a number) is a 422 and is not
+    recorded, so the student can re-type it.
+    """
+    st = state(request)
+    store = db_store(request)
+    principal = who(request)
+    if principal.is_instructor:
+        raise fail(403, "the instructor token cannot answer quizzes: log in with a student token")
+    quiz = quiz_or_404(st, request.path_params["chapter"])
+    doc = await read_json(request, MAX_JSON_BYTES)
+    question_id = doc.get("question")
+    try:
+        question = quiz.question(str(question_id))
+    except KeyError:
+        raise fail(400, f"'{question_id}' is not a question of chapter '{quiz.chapter}'") from None
+    try:
+        verdict = quiz_lib.check_answer(question, doc.get("answer"))
+    except quiz_lib.AnswerFormatError as exc:
+        raise fail(422, f"{exc}: answer with {quiz_lib.KIND_HINTS[question.kind]}") from exc
+    store.record_quiz_attempt(principal.student, quiz.chapter, question.id, verdict.answer, verdict.correct)
+    standing = quiz_lib.chapter_progress(quiz, store.quiz_attempts(principal.student))
+    return JSONResponse({
+        "question": question.id, "answer": verdict.answer, "correct": verdict.correct,
+        "explanation": question.explanation, "chapter": standing.to_json(),
+    })
+
+
+# --- the API index, errors, the application -----------------------------------------------------------
+
+Handler = Callable[[Request], Awaitable[Response]]
+API: list[tuple[str, str, Handler, str]] = [  # (method, path, handler, who may call it)
+    ("GET", "/me", get_me, "any token"),
+    ("POST", "/submissions", create_submission, "student"),
+    ("GET", "/submissions", list_submissions, "student"),
+    ("GET", "/submissions/{id:int}", get_submission, "owner or instructor"),
+    ("GET", "/progress", get_progress, "student"),
+    ("GET", "/quizzes", list_quizzes, "student"),
+    ("GET", "/quizzes/{chapter}", get_quiz, "any token"),
+    ("POST", "/quizzes/{chapter}/answers", answer_quiz, "student"),
+    ("GET", "/students", list_students, "instructor"),
+    ("GET", "/students/{student}/submissions", list_submissions, "instructor"),
+    ("GET", "/students/{student}/progress", get_progress, "instructor"),
+    ("GET", "/students/{student}/quizzes", list_quizzes, "instructor"),
+]
+
+
+async def api_index(request: Request) -> Response:
+    """GET /api/v1/: every endpoint with its method, who may call it and its summary (first docstring line)."""
+    return JSONResponse({"endpoints": [
+        {"method": m, "path": API_PREFIX + p, "who": w, "summary": (h.__doc__ or "").strip().splitlines()[0]}
+        for m, p, h, w in API
+    ]})
+
+
+async def api_error(request: Request, exc: Exception) -> Response:
+    """Every HTTP error as ``{"error": ...}`` (pages get the same; issue 12 may render HTML for them)."""
+    assert isinstance(exc, HTTPException)
+    return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+async def server_error(request: Request, exc: Exception) -> Response:
+    """Anything unexpected: a JSON 500 (503 when the database is busy) with one line, never a traceback."""
+    if isinstance(exc, (StoreError, sqlite3.OperationalError)):
+        return JSONResponse({"error": f"the course database is busy ({' '.join(str(exc).split())}): try again"},
+                            status_code=503, headers={"Retry-After": "5"})
+    return JSONResponse({"error": f"the server failed ({type(exc).__name__}): try again later, "
+                                  "and tell your instructor if it goes on"}, status_code=500)
+
+
+def routes() -> list[BaseRoute]:
+    """The API routes, then the pages (grader/server/pages.py)."""
+    api: list[BaseRoute] = [Route(API_PREFIX + "/", api_index, methods=["GET"])]
+    api += [Route(API_PREFIX + path, handler, methods=[method]) for method, path, handler, _ in API]
+    return api + pages.routes()
+
+
+def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
+    """The application; the store opens (StoreError on a corrupt file) and the collector starts with it."""
+    Store.open(config.db_path).close()  # refuses a corrupt or foreign file before anything is served
+    quiz_dir = config.quiz_dir if config.quiz_dir is not None else quiz_lib.default_quiz_dir()
+    quizzes = quiz_lib.load_all(quiz_dir) if quiz_dir.is_dir() else []
+    st = ServerState(config, quizzes, grader_version=grader_version())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        st.store = store = Store.open(config.db_path)  # this thread's connection: the handlers run here
+        loop = asyncio.get_running_loop()
+        if run_collector:
+            st.collector = Collector(config.db_path, config.queue_url, st.grader_version,
+                                     config.job_timeout, config.collect_interval,
+                                     on_closed=lambda job_id: loop.call_soon_threadsafe(st.wake, job_id))
+            st.collector.start()
+        try:
+            yield
+        finally:
+            if st.collector is not None:
+                st.collector.stop()
+                st.collector.join(timeout=10)
+            store.close()
+
+    app = Starlette(routes=routes(), lifespan=lifespan, exception_handlers={HTTPException: api_error, Exception: server_error})
+    app.state.normgrade = st
+    return app

@@ -1,0 +1,82 @@
+"""Tokens: issued at random, stored only as their SHA-256, compared in constant time.
+
+A token is ``secrets.token_urlsafe(32)`` (256 random bits). The database keeps
+``sha256(token)`` and the role (``student`` or ``instructor``); a stolen copy of
+the database gives no usable token. A request presents ``Authorization:
+Bearer <token>``; :func:`lookup` hashes it, fetches the row with that hash
+and confirms it with ``hmac.compare_digest``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+
+import sqlite_utils
+
+from grader.store import utc_now
+
+ROLES = ("student", "instructor")
+INSTRUCTOR = "instructor"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request is from: a student (``student`` is their roster id) or the instructor."""
+
+    student: str
+    role: str
+
+    @property
+    def is_instructor(self) -> bool:
+        return self.role == INSTRUCTOR
+
+
+def hash_token(token: str) -> str:
+    """The stored form of a token: sha256 hex."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def new_token() -> str:
+    """A fresh random token (43 URL-safe characters)."""
+    return secrets.token_urlsafe(32)
+
+
+def issue(db: sqlite_utils.Database, student: str, role: str) -> str:
+    """Store a new token for ``student`` with ``role`` (call inside a transaction); return the token."""
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}")
+    token = new_token()
+    db["tokens"].insert({"hash": hash_token(token), "student": student, "role": role,
+                         "created_at": utc_now(), "revoked": 0})
+    return token
+
+
+def revoke_all(db: sqlite_utils.Database, student: str) -> None:
+    """Revoke every token of ``student`` (call inside a transaction)."""
+    db.execute("UPDATE tokens SET revoked = 1 WHERE student = ?", [student])
+
+
+def lookup(db: sqlite_utils.Database, token: str | None) -> Principal | None:
+    """The principal of a presented token, or None (missing, unknown or revoked)."""
+    if not token or len(token) > 200:
+        return None
+    digest = hash_token(token)
+    rows = list(db.query("SELECT hash, student, role, revoked FROM tokens WHERE hash = ?", [digest]))
+    if not rows or rows[0]["revoked"]:
+        return None
+    if not hmac.compare_digest(rows[0]["hash"], digest):
+        return None
+    return Principal(rows[0]["student"], rows[0]["role"])
+
+
+def bearer(header: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, or None."""
+    if not header:
+        return None
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return value.strip() or None

@@ -1,0 +1,119 @@
+"""``grade roster import roster.csv``: the class list, and one token per student.
+
+The roster CSV has a header with the columns ``id,name,email`` (more columns
+are ignored). ``id`` is what the student is known by everywhere (the seed of
+their hidden checks, the gradebook row): letters, digits and ``._@-``, at
+most 64 characters. Importing again adds new students and updates names and
+e-mails; existing students keep their token unless ``--reissue``.
+
+The new tokens are written to a CSV (``id,name,email,token``) readable only
+by the instructor (mode 0600), for handing out; the database keeps only
+their hashes, so a lost token is replaced with ``--reissue``, not recovered.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.errors import UsageError
+from grader.server import auth
+from grader.store import Store, utc_now
+
+ID_RE = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
+MAX_ROSTER_BYTES = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RosterEntry:
+    """One student of the roster."""
+
+    id: str
+    name: str
+    email: str
+
+
+def read_roster(path: Path) -> list[RosterEntry]:
+    """Parse the roster CSV; UsageError (one line, with the row number) on the first bad row."""
+    try:
+        if path.stat().st_size > MAX_ROSTER_BYTES:
+            raise UsageError(f"{path} is larger than 10 MB: is it the roster CSV?")
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError as exc:
+        raise UsageError(f"{path} does not exist: pass the roster CSV (columns id,name,email)") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8 text: save the roster as UTF-8 CSV") from exc
+    except OSError as exc:
+        raise UsageError(f"cannot read {path} ({exc.strerror})") from exc
+    reader = csv.DictReader(io.StringIO(text))
+    header = [h.strip().lower() for h in (reader.fieldnames or [])]
+    missing = [c for c in ("id", "name", "email") if c not in header]
+    if missing:
+        raise UsageError(f"{path}: the header lacks {', '.join(missing)}: the first line must be id,name,email")
+    reader.fieldnames = header
+    entries: list[RosterEntry] = []
+    seen: set[str] = set()
+    for number, row in enumerate(reader, start=2):
+        student = (row.get("id") or "").strip()
+        if not ID_RE.match(student):
+            raise UsageError(
+                f"{path} line {number}: id {student!r} is not valid: use 1 to 64 letters, digits or ._@-"
+            )
+        if student in seen:
+            raise UsageError(f"{path} line {number}: id {student!r} appears twice: give each student one row")
+        seen.add(student)
+        entries.append(RosterEntry(student, (row.get("name") or "").strip(), (row.get("email") or "").strip()))
+    if not entries:
+        raise UsageError(f"{path} has no students: add one row per student under the header id,name,email")
+    return entries
+
+
+def import_roster(store: Store, entries: list[RosterEntry], reissue: bool = False) -> list[tuple[RosterEntry, str]]:
+    """Add or update the students, issue tokens (new students, or all with ``reissue``), in one transaction.
+
+    Returns the (entry, token) pairs issued; earlier tokens of a reissued student are revoked.
+    """
+    issued: list[tuple[RosterEntry, str]] = []
+    now = utc_now()
+    with store.transaction() as db:
+        for entry in entries:
+            known = bool(list(db.query("SELECT 1 FROM roster WHERE student = ?", [entry.id])))
+            db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [entry.id, now])
+            db["roster"].upsert({"student": entry.id, "name": entry.name, "email": entry.email,
+                                 "created_at": now}, pk="student")
+            if known and not reissue:
+                continue
+            auth.revoke_all(db, entry.id)
+            issued.append((entry, auth.issue(db, entry.id, "student")))
+    return issued
+
+
+def issue_instructor_token(store: Store) -> str:
+    """A new instructor token (earlier instructor tokens stay valid until revoked)."""
+    with store.transaction() as db:
+        return auth.issue(db, "instructor", auth.INSTRUCTOR)
+
+
+def write_tokens(path: Path, issued: list[tuple[RosterEntry, str]]) -> None:
+    """Write ``id,name,email,token`` rows to ``path``, created with mode 0600 (never readable by others)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")  # plain lines: `cut -d, -f4` gives the token
+    writer.writerow(["id", "name", "email", "token"])
+    for entry, token in issued:
+        writer.writerow([entry.id, entry.name, entry.email, token])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        fh.write(buffer.getvalue())
+    os.chmod(tmp, 0o600)
+    tmp.replace(path)
+
+
+def roster(store: Store) -> list[dict[str, str]]:
+    """The roster rows (student, name, email), sorted by id."""
+    return list(store.db.query("SELECT student, name, email FROM roster ORDER BY student"))

@@ -1,0 +1,307 @@
+"""Grading through the server with the embedded queue (SqliteHuey): the report, kills, restarts, a corrupt database.
+
+Each test grades one exercise (activations.ReLU, about half a second) so the
+suite stays light on a shared 2-core machine; the kill tests use a submission
+whose ReLU never returns, so that a job is certainly running when its worker
+is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from classgen import make_student
+from grader.cli import cli
+from grader.client import Login, save_login
+from grader.course import DEFAULT_COURSE
+from grader.model import ExerciseResult, GradeReport
+from grader.server import records
+from grader.solution import write_solution
+from grader.store import Store
+from server_util import Server, api, issue_tokens, kill_tree, solution_files, wait_for, wait_graded
+
+RELU = ["activations.ReLU"]
+UPLOAD = ["__init__.py", "base.py", "activations.py"]
+
+
+def attempts_of(db: Path, student: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM attempts WHERE student = ?", [student]).fetchone()[0])
+    finally:
+        conn.close()
+
+
+def submit(url: str, token: str, folder: Path, key: str | None = None) -> int:
+    headers = {"Idempotency-Key": key} if key else {}
+    response = api(url, token, "POST", "/submissions", json={"files": solution_files(folder, UPLOAD), "exercises": RELU},
+                   headers=headers)
+    assert response.status_code == 202, response.text
+    return int(response.json()["id"])
+
+
+# --- the student's commands against a server ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    root = tmp_path_factory.mktemp("graded")
+    db = root / "course.db"
+    tokens, teacher = issue_tokens(db, ["s1", "s2"])
+    server = Server(db, f"sqlite:///{root / 'queue.db'}", workers=1).start()
+    try:
+        yield {"root": root, "db": db, "url": server.url, "tokens": tokens, "teacher": teacher}
+    finally:
+        server.stop()
+
+
+def logged_in(served: dict[str, Any], student: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    save_login(Login(served["url"], served["tokens"][student], student))
+
+
+def test_remote_submit_prints_the_local_report_and_exit_status(
+    served: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    folder = make_student(tmp_path / "partial", "partial")  # activations.py is the stub: ReLU is TODO
+    runner = CliRunner()
+    local_args = ["submit", "activations.ReLU", "--path", str(folder), "--student", "s1"]
+    local_json = runner.invoke(cli, [*local_args, "--local", "--db", str(tmp_path / "own.db"), "--json"])
+    local_text = runner.invoke(cli, [*local_args, "--local", "--db", str(tmp_path / "own.db")])
+    logged_in(served, "s1", monkeypatch)
+    remote_json = runner.invoke(cli, ["submit", "activations.ReLU", "--path", str(folder), "--json"])
+    remote_text = runner.invoke(cli, ["submit", "activations.ReLU", "--path", str(folder)])
+    assert local_json.exit_code == remote_json.exit_code == 1, remote_json.output
+    assert json.loads(remote_json.stdout) == json.loads(local_json.stdout)
+    assert json.loads(remote_json.stdout)["exercises"][0]["status"] == "not_implemented"
+    assert remote_text.exit_code == 1 and remote_text.stdout == local_text.stdout
+    assert attempts_of(served["db"], "s1") == 2
+
+    correct = write_solution(tmp_path / "correct")
+    full = runner.invoke(cli, ["submit", "activations.ReLU", "--path", str(correct)])
+    assert full.exit_code == 0 and "PASS" in full.stdout
+    queued = runner.invoke(cli, ["submit", "activations.ReLU", "--path", str(correct), "--no-wait", "--json"])
+    assert queued.exit_code == 0 and json.loads(queued.stdout)["id"] > 0
+    wait_graded(served["url"], served["tokens"]["s1"], json.loads(queued.stdout)["id"])
+
+    progress = runner.invoke(cli, ["progress", "--json"])
+    assert progress.exit_code == 0
+    relu = next(e for c in json.loads(progress.stdout)["chapters"] for e in c["exercises"] if e["id"] == "activations.ReLU")
+    assert relu["best_score"] == 10.0 and relu["attempts"] == 4
+    text = runner.invoke(cli, ["progress"])
+    assert text.exit_code == 0 and "Progress of s1" in text.stdout
+    local = runner.invoke(cli, ["progress", "--local", "--student", "s1", "--db", str(tmp_path / "own.db"), "--json"])
+    assert json.loads(local.stdout)["student"] == "s1" and local.exit_code == 0
+
+
+def test_a_long_poll_answers_when_the_job_closes(served: dict[str, Any], tmp_path: Path) -> None:
+    import time
+
+    token = served["tokens"]["s2"]
+    job = submit(served["url"], token, write_solution(tmp_path / "good"))
+    t0 = time.monotonic()
+    doc = api(served["url"], token, "GET", f"/submissions/{job}", params={"wait": 30}).json()
+    assert doc["status"] == "done" and doc["json"]["score"] == 10.0
+    assert time.monotonic() - t0 < 25  # woken by the collector, not by the end of the wait
+    bad = api(served["url"], token, "GET", f"/submissions/{job}", params={"wait": "soon"})
+    assert bad.status_code == 400 and "wait must be a number" in bad.json()["error"]
+
+
+def test_remote_quiz_from_an_answers_file(served: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tomllib
+
+    logged_in(served, "s2", monkeypatch)
+    source = tomllib.loads((Path(__file__).resolve().parent.parent / "quizzes" / "source" / "activations.toml")
+                           .read_text(encoding="utf-8"))
+    answers = {q["id"]: q["answer"][0] if q["kind"] == "short" else q["answer"] for q in source["questions"]}
+    file = tmp_path / "answers.json"
+    file.write_text(json.dumps(answers), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["quiz", "activations", "--answers", str(file)])
+    assert result.exit_code == 0, result.output
+    assert "Chapter activations complete" in result.stdout and "Explanation:" in result.stdout
+    listing = CliRunner().invoke(cli, ["quiz", "--json"])
+    chapter = next(c for c in json.loads(listing.stdout)["chapters"] if c["chapter"] == "activations")
+    assert chapter["complete"] is True
+    file.write_text(json.dumps({"no-such-question": "a"}), encoding="utf-8")
+    bad = CliRunner().invoke(cli, ["quiz", "activations", "--answers", str(file)])
+    assert bad.exit_code == 2 and "is not a question of chapter 'activations'" in bad.stderr
+
+
+# --- kills ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """A server of its own (one worker), for tests that kill things."""
+    db = tmp_path / "course.db"
+    tokens, teacher = issue_tokens(db, ["k1", "k2", "k3"])
+    server = Server(db, f"sqlite:///{tmp_path / 'queue.db'}", workers=1)
+    try:
+        yield {"db": db, "server": server, "tokens": tokens, "teacher": teacher, "root": tmp_path}
+    finally:
+        server.stop()
+
+
+def running_worker(url: str, token: str, job_id: int, attempt: int) -> int:
+    """Wait until try ``attempt`` of a job is running; the pid of its worker."""
+
+    def started() -> int | None:
+        doc = api(url, token, "GET", f"/submissions/{job_id}").json()
+        if doc["status"] == "running" and doc["tries"] == attempt and doc["worker"]:
+            return int(doc["worker"].rsplit(":", 1)[1])
+        return None
+
+    return wait_for(started, 60, f"try {attempt} of submission {job_id} to run")
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_job_is_retried_once_then_recorded_as_an_error(fresh: dict[str, Any]) -> None:
+    server = fresh["server"].start()
+    token = fresh["tokens"]["k1"]
+    looping = make_student(fresh["root"] / "loop", "loop")  # ReLU.forward never returns
+    job = submit(server.url, token, looping)
+    first = running_worker(server.url, token, job, 1)
+    kill_tree(first)
+    second = running_worker(server.url, token, job, 2)
+    assert second != first
+    kill_tree(second)
+    final = wait_graded(server.url, token, job)
+    assert final["status"] == "error" and final["tries"] == 2
+    assert "stopped in the middle of the job" in final["error"] and "on each of 2 tries" in final["error"]
+    assert attempts_of(fresh["db"], "k1") == 0
+    good = submit(server.url, token, write_solution(fresh["root"] / "good"))  # the worker pool recovered
+    assert wait_graded(server.url, token, good)["status"] == "done"
+    assert attempts_of(fresh["db"], "k1") == 1
+
+
+@pytest.mark.slow
+def test_a_worker_killed_once_is_retried_and_recorded_once(fresh: dict[str, Any]) -> None:
+    server = fresh["server"].start()
+    token = fresh["tokens"]["k2"]
+    job = submit(server.url, token, make_student(fresh["root"] / "loop", "loop"))
+    kill_tree(running_worker(server.url, token, job, 1))
+    final = wait_graded(server.url, token, job)  # try 2 runs to the exercise's time limit
+    assert final["status"] == "done" and final["tries"] == 2
+    assert final["json"]["exercises"][0]["status"] == "timeout"
+    assert attempts_of(fresh["db"], "k2") == 1
+
+
+def test_server_killed_with_jobs_pending_loses_none_and_counts_each_once(fresh: dict[str, Any]) -> None:
+    server = fresh["server"].start()
+    folder = write_solution(fresh["root"] / "good")
+    jobs = {student: submit(server.url, fresh["tokens"][student], folder) for student in ("k1", "k2")}
+    server.kill()  # SIGKILL: no shutdown; its worker dies with it (whatever it was doing)
+    # an upload stored just before a crash, never enqueued (the window between the row and the queue):
+    with Store.open(fresh["db"]) as store:
+        stored = records.create_job(store, "k3", "crash-window", solution_files(folder, UPLOAD), RELU,
+                                    DEFAULT_COURSE, datetime.now(timezone.utc))
+    jobs["k3"] = int(stored.job["id"])
+    server.start()
+    for student, job in jobs.items():
+        final = wait_graded(server.url, fresh["tokens"][student], job)
+        assert final["status"] == "done", final
+        assert final["json"]["score"] == 10.0
+        assert attempts_of(fresh["db"], student) == 1
+
+
+def test_a_result_is_recorded_once_however_often_it_is_collected(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "course.db") as store:
+        job = records.create_job(store, "ann", "k", {"activations.py": "x = 1\n"}, RELU, DEFAULT_COURSE,
+                                 datetime.now(timezone.utc)).job
+        report = GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)])
+        assert records.record_done(store, job, report, "v") is not None
+        assert records.record_done(store, job, report, "v") is None
+        assert len(store.attempts("ann")) == 1
+        assert records.job(store, job["id"])["status"] == "done"
+
+
+# --- start-up ---------------------------------------------------------------------------------------------
+
+
+def test_a_corrupt_database_at_start_up_is_reported_and_not_overwritten(tmp_path: Path) -> None:
+    db = tmp_path / "course.db"
+    with Store.open(db) as store:
+        store.record_report(GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)]), "v")
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(db.read_bytes())
+    for offset in range(4096, len(data), 7):
+        data[offset] = (data[offset] * 31 + 17) % 256
+    db.write_bytes(bytes(data))
+    for leftover in (tmp_path / "course.db-wal", tmp_path / "course.db-shm"):
+        leftover.unlink(missing_ok=True)
+    before = db.read_bytes()
+    result = subprocess.run(
+        [sys.executable, "-m", "grader.cli", "serve", "--db", str(db), "--port", "0", "--workers", "0",
+         "--queue", f"sqlite:///{tmp_path / 'queue.db'}"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not a normgrade progress database (corrupt" in lines[0] and str(db) in lines[0]
+    assert db.read_bytes() == before
+
+
+def test_bad_course_file_and_queue_stop_grade_serve_with_one_line(tmp_path: Path) -> None:
+    course = tmp_path / "course.toml"
+    course.write_text('score = "highest"\n', encoding="utf-8")
+    base = [sys.executable, "-m", "grader.cli", "serve", "--db", str(tmp_path / "c.db"), "--workers", "0"]
+    bad_course = subprocess.run([*base, "--course", str(course)], capture_output=True, text=True, timeout=120)
+    assert bad_course.returncode == 2 and "is not a rule" in bad_course.stderr
+    assert len(bad_course.stderr.strip().splitlines()) == 1
+    bad_queue = subprocess.run([*base, "--queue", "amqp://x"], capture_output=True, text=True, timeout=120)
+    assert bad_queue.returncode == 2 and "is not a queue URL" in bad_queue.stderr
+
+
+
+def test_a_port_in_use_stops_grade_serve_with_one_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "grader.cli", "serve", "--db", str(tmp_path / "c.db"), "--workers", "0",
+             "--port", str(port), "--queue", f"sqlite:///{tmp_path / 'q.db'}"],
+            capture_output=True, text=True, timeout=120,
+        )
+    assert result.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_worker_refuses_a_task_with_a_path_outside_its_folder(tmp_path: Path) -> None:
+    from grader.server.jobs import open_queue
+
+    queue = open_queue(f"sqlite:///{tmp_path / 'queue.db'}")
+    result = queue.task.call_local(1, 1, "ann", RELU, {"../escaped.py": "x = 1\n", "activations.py": "x = 2\n"})
+    assert result["ok"] is False and "is not an exercise file" in result["error"]
+
+
+@pytest.mark.slow
+def test_a_try_past_the_job_timeout_is_retried_and_the_first_result_counts_once(fresh: dict[str, Any]) -> None:
+    """A worker on another machine cannot be seen dying: a try that overruns --job-timeout is tried again."""
+    server = fresh["server"]
+    server.extra = ["--job-timeout", "2"]
+    server.start()
+    token = fresh["tokens"]["k1"]
+    job = submit(server.url, token, make_student(fresh["root"] / "loop", "loop"))  # runs 10 s to its time limit
+
+    def retried() -> dict[str, Any] | None:
+        doc = api(server.url, token, "GET", f"/submissions/{job}").json()
+        return doc if doc["tries"] == 2 else None
+
+    wait_for(retried, 60, "the overrun try to be enqueued again")
+    final = wait_graded(server.url, token, job)
+    assert final["status"] == "done" and final["json"]["exercises"][0]["status"] == "timeout"
+    assert attempts_of(fresh["db"], "k1") == 1
+    good = submit(server.url, token, write_solution(fresh["root"] / "good"))  # the revoked try 2 is skipped
+    assert wait_graded(server.url, token, good)["status"] == "done"
+    assert attempts_of(fresh["db"], "k1") == 2
