@@ -314,27 +314,48 @@ class Consistency(Check):
         return result(self.name, self.points, True)
 
 
+# What each recorded copy of a handed-over array says when it changed (Unchanged's messages).
+HANDED = {
+    "x_after": "forward modified the x it was given",
+    "x_after_backward": "the x given to forward was modified later, by backward (an alias such as"
+                        " mask = self.x; mask[...] = ... writes into the caller's array)",
+    "dout_after": "backward modified the dout it was given",
+}
+
+
 @dataclass
 class Unchanged(Check):
-    """Inputs come back unmodified: output ``out_key`` of each case equals its input array ``array_key``."""
+    """Inputs come back unmodified: output ``out_key`` of each case equals its input array ``array_key``.
 
-    items: list[tuple[str, str, str]] = field(default_factory=list)  # (case, out_key, array_key)
+    Items are (case, out_key, array_key) or (case, out_key, array_key, optional): an
+    optional item whose output is missing because the case stopped earlier (a crash,
+    charged by the checks of that call) is skipped.
+    """
+
+    items: list[tuple[Any, ...]] = field(default_factory=list)
 
     def run(self, ctx: Context) -> CheckResult:
-        for case, out_key, array_key in self.items:
+        for item in self.items:
+            case, out_key, array_key = item[:3]
+            optional = len(item) > 3 and bool(item[3])
             s = ctx.student_result(case)
             after = s.outputs.get(out_key)
             if after is None:
+                if optional and s.error is not None:
+                    continue
                 return result(self.name, self.points, False, f"case {case}: {error_text(s.error)}")
             before = ctx.cases[case].arrays[array_key]
             if after.shape != before.shape or not np.array_equal(after, before, equal_nan=True):
                 cmp = compare(after, before, 0.0, 0.0)
+                what = HANDED.get(out_key)
+                if what is None and out_key.endswith("_after"):
+                    what = f"the parameter array {out_key[:-len('_after')]} handed to the layer was modified in place"
                 return result(
                     self.name,
                     self.points,
                     False,
-                    f"your code modified its input array (case {case}): {cmp.message}."
-                    " Work on a copy (x = x.copy() or x = x - mu, never x -= mu).",
+                    f"your code modified its input array (case {case}): {what or out_key}: {cmp.message}."
+                    " Work on a copy (x = x.copy() or x = x - mu, never x -= mu; mask = x > 0, never mask = x).",
                     ctx.diagnose(case, [out_key], rtol=0.0, atol=0.0),
                 )
         return result(self.name, self.points, True)
@@ -484,15 +505,18 @@ def layer_script(
 ) -> list[dict[str, Any]]:
     """The usual layer script on variable ``m``.
 
-    new m = cls(**kwargs); set m.<p> = arrays[params[p]]; m.eval() when mode == "eval";
-    the prelude ops; x0 = copy of arrays[x]; y = m.forward(x0); x_after = x0;
-    get each attr of after_forward; dx = m.backward(dout); d<g> = m.d<g> for g in grads;
-    with ``twice``, dx_again = m.backward(dout) a second time;
+    new m = cls(**kwargs); p_<p> = copy of arrays[params[p]], set m.<p> = p_<p>; m.eval() when
+    mode == "eval"; the prelude ops; x0 = copy of arrays[x]; y = m.forward(x0); x_after = x0;
+    get each attr of after_forward; dout0 = copy of arrays[dout]; dx = m.backward(dout0);
+    d<g> = m.d<g> for g in grads; with ``twice``, dx_again = m.backward(a fresh copy of dout);
+    then every array handed to the student is recorded again (mutation after every call):
+    x_after_backward = x0, dout_after = dout0, <p>_after = p_<p>;
     numgrad outputs num_dx ("x" in numgrad) and num_d<p> (a parameter name).
     """
     script: list[dict[str, Any]] = [{"op": "new", "var": "m", "cls": cls, "args": [], "kwargs": dict(kwargs or {})}]
     for attr, key in (params or {}).items():
-        script.append({"op": "set", "var": "m", "attr": attr, "value": {"array": key}})
+        script.append({"op": "let", "var": f"p_{attr}", "value": {"array": key}})
+        script.append({"op": "set", "var": "m", "attr": attr, "value": {"var": f"p_{attr}"}})
     if mode == "eval":
         script.append({"op": "call", "var": "m", "method": "eval"})
     script.extend(prelude or [])
@@ -502,12 +526,17 @@ def layer_script(
     for attr in after_forward or []:
         script.append({"op": "get", "var": "m", "attr": attr, "out": attr})
     if dout is not None:
-        script.append({"op": "call", "var": "m", "method": "backward", "args": [{"array": dout}], "out": "dx"})
+        script.append({"op": "let", "var": "dout0", "value": {"array": dout}})
+        script.append({"op": "call", "var": "m", "method": "backward", "args": [{"var": "dout0"}], "out": "dx"})
         for g in grads or []:
             script.append({"op": "get", "var": "m", "attr": f"d{g}", "out": f"d{g}"})
         if twice:
             script.append({"op": "call", "var": "m", "method": "backward", "args": [{"array": dout}],
                            "out": "dx_again"})
+        script.append({"op": "output", "value": {"var": "x0"}, "out": "x_after_backward"})
+        script.append({"op": "output", "value": {"var": "dout0"}, "out": "dout_after"})
+        for attr in params or {}:
+            script.append({"op": "output", "value": {"var": f"p_{attr}"}, "out": f"{attr}_after"})
         for target in numgrad or []:
             op: dict[str, Any] = {"op": "numgrad", "var": "m", "x": {"array": x}, "dout": {"array": dout}}
             if target == "x":
@@ -606,8 +635,24 @@ class LayerPlan(Plan):
         return self.add(Custom(name, points, fn=lambda ctx: _same_twice(ctx, case)))
 
     def no_mutation_check(self, name: str, points: float) -> Check:
-        """x_after equals x in every layer case."""
-        return self.add(Unchanged(name, points, items=[(c, "x_after", "x") for c in self.layer_cases]))
+        """Every array handed to the student is unchanged after every call, in every layer case.
+
+        x after forward (x_after); with a backward, x again (x_after_backward), dout
+        (dout_after) and each parameter array set on the layer (<p>_after), checked
+        whenever the case got that far.
+        """
+        items: list[tuple[Any, ...]] = []
+        for case in self.layer_cases:
+            items.append((case, "x_after", "x"))
+            if case in self.backward_cases:
+                items.append((case, "x_after_backward", "x", True))
+                items.append((case, "dout_after", "dout", True))
+                script = next(c.script for c in self.cases if c.name == case)
+                for op in script:
+                    if op.get("op") == "output" and op["out"].endswith("_after") and op["out"] not in HANDED:
+                        attr = op["out"][: -len("_after")]
+                        items.append((case, op["out"], f"param_{attr}", True))
+        return self.add(Unchanged(name, points, items=items))
 
     def shape_dtype_check(self, name: str, points: float) -> Check:
         """y (and dx where there is a backward) have the reference's shape and dtype in every layer case."""
