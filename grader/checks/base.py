@@ -29,7 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from grader.compare import compare, same_as, scale_of
-from grader.mistakes import Mistake, diagnose, for_exercise
+from grader.mistakes import Mistake, diagnose, error_signature, for_exercise
 from grader.model import CheckResult
 from grader.ops import Case, ScriptResult, run_script
 
@@ -126,11 +126,15 @@ class Context:
         match_error: bool = False,
         match_warnings: bool = False,
     ) -> Mistake | None:
-        """The known mistake that reproduces the student's outputs ``keys`` of ``case``, if any.
+        """The known mistake that explains the student's failing outputs ``keys`` of ``case``, or None.
 
-        A mistake that reproduces every output of the case is preferred (it tells
-        apart mistakes that agree on ``keys``); failing that, one that reproduces
-        ``keys`` (the student may have a second, unrelated bug elsewhere in the case).
+        A candidate reproduces the student's outputs ``keys`` of ``case`` (preferably
+        every output of the case, which tells apart mistakes that agree on ``keys``).
+        It is named only when it also reproduces the student on every case it
+        affects (:meth:`explains_everywhere`); among such candidates the one that
+        reproduces the most of the student's differences from the reference wins
+        (two overlapping mistakes: the one that explains all). None means "not a
+        mistake we know".
         """
         reference = self.reference.get(case)
         numgrad_keys = {op.get("out") for op in self.cases[case].script if op.get("op") == "numgrad"}
@@ -138,21 +142,96 @@ class Context:
         keys = [k for k in keys if k not in numgrad_keys]
         passes = [every_key, keys] if keys and every_key and every_key != sorted(keys) else [keys]
         for pass_keys in passes:
-            found = diagnose(
-                self.mistakes,
-                self.cases[case],
-                self.student_result(case),
-                pass_keys,
-                rtol=rtol,
-                atol=atol,
-                match_error=match_error,
-                match_warnings=match_warnings,
-                run=self.run_mistake,
-                reference=reference,
-            )
-            if found is not None:
-                return found
+            if not pass_keys and not match_error and not match_warnings:
+                continue
+            candidates = [
+                mistake for mistake in self.mistakes
+                if diagnose([mistake], self.cases[case], self.student_result(case), pass_keys, rtol=rtol, atol=atol,
+                            match_error=match_error, match_warnings=match_warnings, run=self.run_mistake,
+                            reference=reference) is not None
+            ]
+            scored = [(self.explained(m), m) for m in candidates if self.explains_everywhere(m)]
+            if scored:
+                best = max(score for score, _ in scored)
+                return next(m for score, m in scored if score == best)
         return None
+
+    def _comparable(self, name: str) -> tuple[ScriptResult, ScriptResult, list[str]] | None:
+        """(student result, reference result, deterministic output keys without numgrad) of a case.
+
+        None without a reference result. A key whose reference value changes from
+        run to run (a draw from an unseeded generator, such as Linear's default W)
+        says nothing about a mistake and is left out.
+        """
+        reference = self.reference.get(name)
+        if reference is None:
+            return None
+        numgrad_keys = {op.get("out") for op in self.cases[name].script if op.get("op") == "numgrad"}
+        again = self.run_mistake(_REFERENCE_AGAIN, self.cases[name])
+        keys = [k for k in sorted(set(reference.outputs) - numgrad_keys)
+                if same_as(again.outputs.get(k), reference.outputs[k], rtol=0.0, atol=0.0)]
+        return self.student_result(name), reference, keys
+
+    def explains_everywhere(self, mistake: Mistake) -> bool:
+        """Whether ``mistake``'s variant reproduces the student on every case it affects.
+
+        On each case, every output where the variant differs from the reference
+        must equal the student's, and where the variant stops with an error the
+        reference does not raise, the student must stop there too (same type, same
+        call; the message may differ: np.dot and @ word a shape error differently).
+        A crash-only mistake is named only when the message matches as well: that
+        is the case's own test (``match_error``).
+        """
+        for name, case in self.cases.items():
+            parts = self._comparable(name)
+            if parts is None:
+                continue
+            student, reference, keys = parts
+            variant = self.run_mistake(mistake, case)
+            if error_signature(variant) != error_signature(reference) and \
+                    (error_signature(variant) or ())[:2] != (error_signature(student) or ())[:2]:
+                return False
+            for key in sorted(set(keys) | (set(variant.outputs) - set(reference.outputs))):
+                mine = variant.outputs.get(key)
+                if same_as(mine, reference.outputs.get(key)):
+                    continue  # not affected
+                theirs = student.outputs.get(key)
+                if mine is None and theirs is None:
+                    continue
+                if not same_as(theirs, mine):
+                    return False
+        return True
+
+    def explained(self, mistake: Mistake) -> int:
+        """How many of the student's outputs that differ from the reference the variant reproduces."""
+        count = 0
+        for name, case in self.cases.items():
+            parts = self._comparable(name)
+            if parts is None:
+                continue
+            student, reference, keys = parts
+            variant = self.run_mistake(mistake, case)
+            for key in keys:
+                theirs = student.outputs.get(key)
+                if theirs is not None and not same_as(theirs, reference.outputs[key]) \
+                        and same_as(theirs, variant.outputs.get(key)):
+                    count += 1
+        return count
+
+
+class _ReferenceAgain:
+    """The reference package as a pseudo-mistake, so that Context.run_mistake caches a second reference run."""
+
+    id = "(reference run again)"
+
+    @property
+    def namespace(self) -> Any:
+        from grader.mistakes import reference_namespace
+
+        return reference_namespace()
+
+
+_REFERENCE_AGAIN: Any = _ReferenceAgain()
 
 
 def result(name: str, points: float, ok: bool, message: str = "", mistake: Mistake | None = None) -> CheckResult:

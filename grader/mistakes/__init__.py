@@ -114,7 +114,7 @@ def outputs_match(
     same exception type, raised at the same op, with the same message. A key
     missing from both then counts as reproduced.
     """
-    if match_error and _error_signature(student) != _error_signature(candidate):
+    if match_error and error_signature(student) != error_signature(candidate):
         return False
     if match_warnings and bool(student.warnings) != bool(candidate.warnings):
         return False
@@ -128,7 +128,7 @@ def outputs_match(
     return True
 
 
-def _error_signature(result: ScriptResult) -> tuple[str, str, str] | None:
+def error_signature(result: ScriptResult) -> tuple[str, str, str] | None:
     """(type, op, message) of a result's error, or None.
 
     The op is the last part of ``where`` ("forward" of "Linear.forward"): a
