@@ -93,10 +93,14 @@ class StatCheck(Check):
 
     When the student fails, each known mistake of the exercise is run on the
     same cases. Candidates are the mistakes whose variant also fails this
-    check with a fingerprint ``same`` as the student's; among them the one
-    that agrees with the student on the most of the exercise's statistical
-    checks (``peers``, set by ``link_peers``: both pass, or both fail the same
-    way) is named (ties: catalogue order).
+    check with a fingerprint ``same`` as the student's, and fails none of the
+    exercise's other statistical checks (``peers``, set by ``link_peers``)
+    that the student passes (a variant that breaks what the student got right
+    is not the student's mistake; a second bug of the student's own may change
+    how a shared check fails, so only "fails too" is asked there); among them
+    the one that agrees with the student on the most peers (both pass, or both
+    fail the same way) is named, i.e. the one that explains the most (ties:
+    catalogue order).
     """
 
     judge: Judge | None = None
@@ -125,9 +129,10 @@ class StatCheck(Check):
             other = self.judge(variant_result)
             if other.ok or other.fingerprint is None or not self.same(verdict.fingerprint, other.fingerprint):
                 continue
-            agreement = sum(
-                agrees(peer, mine, peer.judge(variant_result)) for peer, mine in zip(peers, student_verdicts)
-            )
+            theirs = [peer.judge(variant_result) for peer in peers]
+            if any(not t.ok and mine.ok for mine, t in zip(student_verdicts, theirs)):
+                continue  # the variant fails a check that the student passes: not the student's mistake
+            agreement = sum(agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs))
             if best is None or agreement > best[0]:
                 best = (agreement, mistake)
         return None if best is None else best[1]
