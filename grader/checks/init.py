@@ -93,14 +93,12 @@ class StatCheck(Check):
 
     When the student fails, each known mistake of the exercise is run on the
     same cases. Candidates are the mistakes whose variant also fails this
-    check with a fingerprint ``same`` as the student's, and fails none of the
-    exercise's other statistical checks (``peers``, set by ``link_peers``)
-    that the student passes (a variant that breaks what the student got right
-    is not the student's mistake; a second bug of the student's own may change
-    how a shared check fails, so only "fails too" is asked there); among them
-    the one that agrees with the student on the most peers (both pass, or both
-    fail the same way) is named, i.e. the one that explains the most (ties:
-    catalogue order).
+    check with a fingerprint ``same`` as the student's, and that reproduce the
+    student on every other statistical check of the exercise they fail
+    (``peers``, set by ``link_peers``: the student fails it too, the same way);
+    among them the one that agrees with the student on the most peers (both
+    pass, or both fail the same way) is named, i.e. the one that explains the
+    most (ties: catalogue order).
     """
 
     judge: Judge | None = None
@@ -130,8 +128,8 @@ class StatCheck(Check):
             if other.ok or other.fingerprint is None or not self.same(verdict.fingerprint, other.fingerprint):
                 continue
             theirs = [peer.judge(variant_result) for peer in peers]
-            if any(not t.ok and mine.ok for mine, t in zip(student_verdicts, theirs)):
-                continue  # the variant fails a check that the student passes: not the student's mistake
+            if any(not t.ok and not agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs)):
+                continue  # the variant fails a check that the student passes, or fails it another way
             agreement = sum(agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs))
             if best is None or agreement > best[0]:
                 best = (agreement, mistake)
