@@ -44,6 +44,9 @@ NUMGRAD_RTOL = 1e-5
 NUMGRAD_ATOL = 1e-6
 
 
+# Said when a failing output matches no known mistake (after the numbers).
+UNKNOWN = "Not a mistake we know: the numbers above show where your output first differs."
+
 # Errors that say nothing about which mistake was made.
 UNDIAGNOSED_ERRORS = {"NotImplementedError", "NoResult", "MemoryError", "SystemExit", "KeyboardInterrupt"}
 
@@ -344,8 +347,13 @@ class Compare(Check):
                 if key in self.numgrad:
                     note = gradient_note(ctx, self.case, key, self.numgrad[key], self.forward_key)
                 message = f"{self.what}: {key}: {cmp.message}"
+                if received.shape == expected.shape and not np.any(received) and np.any(expected):
+                    message += f" ({key} is all zeros: an array made with np.zeros_like and never filled in?)"
                 if note:
                     message = note + "\n" + message
+                if self.diagnose and mistake is None and received.shape == expected.shape \
+                        and received.dtype == expected.dtype:
+                    message += "\n" + UNKNOWN
                 return result(self.name, self.points, False, message, mistake)
         if self.match_warnings and s.warnings:
             mistake = ctx.diagnose(self.case, self.keys, self.rtol, self.atol, match_warnings=True)
