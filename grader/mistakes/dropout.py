@@ -195,7 +195,8 @@ class KeepProbConvention(Inverted):
         return self.rng.random(shape) < self.p
 
     def scale(self) -> float:
-        return 1.0 / self.p if self.p > 0 else 0.0
+        with np.errstate(divide="ignore"):
+            return float(np.float64(1.0) / np.float64(self.p))  # p = 0: inf, and 0 * inf = NaN, as in numpy code
 
 
 class GaussianMask(Inverted):
