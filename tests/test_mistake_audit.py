@@ -2221,6 +2221,64 @@ class Student(Stub):
         return (g - mg - self.xhat * mgx) * istd
 """, "bn-backward-eps-missing", None),
     # -- names for bugs seen unnamed on real code
+    Student("r2-bn2-per-location-crashes-on-buffers", BN2, """
+class Student(Stub):
+    def forward(self, x):
+        if self.training:
+            if x.shape[0] * x.shape[2] * x.shape[3] < 2:
+                raise ValueError("need two values per channel")
+            mu = np.mean(x, axis=0)
+            var = np.var(x, axis=0)
+            m = x.shape[0]
+            self.running_mean = self.momentum * mu + (1 - self.momentum) * self.running_mean
+            self.running_var = self.momentum * var * m / (m - 1) + (1 - self.momentum) * self.running_var
+        else:
+            mu = self.running_mean[:, None, None]
+            var = self.running_var[:, None, None]
+        self.was_training = self.training
+        self.std = np.sqrt(var + self.eps)
+        self.xhat = (x - mu) / self.std
+        return self.gamma[:, None, None] * self.xhat + self.beta[:, None, None]
+
+    def backward(self, dout):
+        self.dgamma = np.sum(dout * self.xhat, axis=(0, 2, 3))
+        self.dbeta = np.sum(dout, axis=(0, 2, 3))
+        g = dout * self.gamma[:, None, None]
+        if not self.was_training:
+            return g / self.std
+        n = dout.shape[0]
+        return (n * g - g.sum(0) - self.xhat * (g * self.xhat).sum(0)) / (n * self.std)
+""", "bn2d-per-location", None),
+    Student("r2-bn2-per-location-keepdims-buffers", BN2, """
+class Student(Stub):
+    def forward(self, x):
+        C = x.shape[1]
+        if self.training:
+            if x.size // C < 2:
+                raise ValueError("need two values per channel")
+            mu = x.mean(axis=0, keepdims=True)
+            var = x.var(axis=0, keepdims=True)
+            m = x.shape[0] * x.shape[2] * x.shape[3]
+            self.running_mean = (1 - self.momentum) * self.running_mean.reshape(1, C, 1, 1) + self.momentum * mu
+            self.running_var = ((1 - self.momentum) * self.running_var.reshape(1, C, 1, 1)
+                                + self.momentum * var * m / (m - 1))
+        else:
+            mu = self.running_mean.reshape(1, C, 1, 1)
+            var = self.running_var.reshape(1, C, 1, 1)
+        self.training_step = self.training
+        self.inv = 1 / np.sqrt(var + self.eps)
+        self.xhat = (x - mu) * self.inv
+        return self.gamma.reshape(1, C, 1, 1) * self.xhat + self.beta.reshape(1, C, 1, 1)
+
+    def backward(self, dout):
+        C = dout.shape[1]
+        self.dgamma = (dout * self.xhat).sum(axis=(0, 2, 3))
+        self.dbeta = dout.sum(axis=(0, 2, 3))
+        g = dout * self.gamma.reshape(1, C, 1, 1)
+        if not self.training_step:
+            return g * self.inv
+        return self.inv * (g - g.mean(axis=0, keepdims=True) - self.xhat * (g * self.xhat).mean(axis=0, keepdims=True))
+""", "bn-stats-axis0-2d", None),
     Student("r2-ln-backward-sums-over-batch", LN, """
 class Student(Stub):
     def forward(self, x):

@@ -855,6 +855,11 @@ MISTAKES += [
          " and their update fails (or broadcasts wrongly).",
          "For 3-D input, average over axes (0, 2): x.mean(axis=(0, 2)), shape (C,).",
          _bn_variant(ref.BatchNorm1d, "BN3dRunningStatsAxis0", "stats_axis0_update")),
+    make("bn2d-per-location", BN2,
+         "Statistics are taken over the batch axis only (per channel and pixel, shape (C, H, W)), and the running"
+         " statistics are updated with them, which cannot fit buffers of shape (C,).",
+         "Average over axes (0, 2, 3): x.mean(axis=(0, 2, 3)) has shape (C,), like the running buffers.",
+         _bn_variant(ref.BatchNorm2d, "BN2dPerLocation", "stats_axis0_update")),
     make("bn-3d-no-keepdims", BN1,
          "The (C,) statistics are subtracted from (N, C, L) input without reshaping, so they broadcast against L.",
          "Reshape the statistics, gamma and beta to (1, C, 1) (or use keepdims=True) for 3-D input.",
