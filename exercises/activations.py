@@ -7,8 +7,8 @@ an array of the same shape. ``forward`` caches what ``backward`` needs;
 ``backward(dout)`` returns ``dx = dout * f'(x)`` for the last ``forward``.
 Never modify the input array in place.
 
-Grade it with ``grade submit activations`` (one exercise:
-``grade submit activations.GELU``).
+Grade it with ``.venv/bin/grade submit activations`` (one exercise:
+``.venv/bin/grade submit activations.GELU``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ section 6 (Dropout: Bernoulli masking and inverted dropout, 6.1; the ensemble
 view, 6.2) and section 11 Q4 (why dividing by 1 - p keeps the expectation).
 The constructor is written for you; implement ``forward`` and ``backward``.
 
-Grade it with ``grade submit dropout`` (or ``grade submit dropout.Dropout``).
+Grade it with ``.venv/bin/grade submit dropout`` (or ``.venv/bin/grade submit dropout.Dropout``).
 """
 
 from __future__ import annotations

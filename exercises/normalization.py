@@ -12,8 +12,8 @@ Conventions for every layer here:
 - gamma and beta have the shapes given in the constructors; backward sets
   dgamma (and dbeta) with the same shapes, summed over every other axis.
 
-Grade it with ``grade submit normalization`` (one exercise:
-``grade submit normalization.BatchNorm1d``).
+Grade it with ``.venv/bin/grade submit normalization`` (one exercise:
+``.venv/bin/grade submit normalization.BatchNorm1d``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ parameter arrays IN PLACE (``p -= ...`` changes the caller's array;
 keys, and never modify the gradients. State (momentum buffers, moments, step
 counts) is kept per key.
 
-Grade it with ``grade submit optim`` (one exercise: ``grade submit optim.SGD``).
+Grade it with ``.venv/bin/grade submit optim`` (one exercise: ``.venv/bin/grade submit optim.SGD``).
 """
 
 from __future__ import annotations

@@ -71,6 +71,23 @@ def path_option(func: F) -> F:
     )(func)
 
 
+def exercises_dir(path: Path) -> Path:
+    """The exercises folder to use: ``path``, or the current folder when run from inside exercises/.
+
+    Only the default ``exercises`` is redirected, and only when it does not
+    exist here while the current folder holds exercise files (base.py and a
+    topic file): then the progress database beside it is the usual one too,
+    instead of a fresh one showing no progress. A note on stderr says so.
+    """
+    if path != DEFAULT_EXERCISES_DIR or path.exists():
+        return path
+    here = Path.cwd()
+    if (here / "base.py").is_file() and any((here / f"{t}.py").is_file() for t in catalogue.CPU_TOPICS):
+        click.echo(f"Note: no exercises/ here; using this folder ({here.name}/), as --path . would.", err=True)
+        return Path(".")
+    return path
+
+
 def student_option(func: F) -> F:
     """``--student NAME`` (or $GRADE_STUDENT); None means the OS user name, see default_student()."""
     return click.option(
@@ -151,6 +168,7 @@ def submit_command(
         raise CommandError(f"--json and --format {fmt} cannot be combined: pass one of them")
     fmt = "json" if as_json else (fmt or "text")
     student = student or default_student()
+    path = exercises_dir(path)
     store = None
     try:
         with one_line_errors():
@@ -183,6 +201,7 @@ def submit_command(
 def progress_command(student: str | None, db: Path | None, path: Path, as_json: bool) -> None:
     """Show, per chapter, each exercise's best score and last status, quiz completion and what to do next."""
     student = student or default_student()
+    path = exercises_dir(path)
     db_path = db if db is not None else default_db_path(path)
     hint = "grade submit" if path == DEFAULT_EXERCISES_DIR else f"grade submit --path {path}"
     with one_line_errors():
@@ -502,6 +521,10 @@ def bench_command(quick: bool, repeats: int) -> None:
     click.echo(bench.format_table(bench.run_bench(sizes=sizes, repeats=repeats)))
 
 
-def main() -> None:
-    """Console-script entry point."""
-    cli()
+def main(prog_name: str | None = None) -> None:
+    """Console-script entry point (``grade``); also ``python -m grader`` and ``python -m grader.cli``."""
+    cli(prog_name=prog_name)
+
+
+if __name__ == "__main__":
+    main("python -m grader.cli")
