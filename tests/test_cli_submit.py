@@ -208,7 +208,7 @@ def test_real_grading_of_the_stubs(tmp_path: Path) -> None:
     db = tmp_path / "p.db"
     result = invoke("submit", "activations.ReLU", "--path", str(folder), "--student", "zoe", "--db", str(db))
     assert result.exit_code == 1
-    assert "TODO" in result.stdout and "activations.ReLU" in result.stdout
+    assert "NOT_IMPLEMENTED" in result.stdout and "activations.ReLU" in result.stdout
     with Store.open(db) as store:
         assert [(r["exercise"], r["status"]) for r in store.submissions("zoe")] == [
             ("activations.ReLU", "not_implemented")]

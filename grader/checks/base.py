@@ -542,6 +542,9 @@ class ExerciseChecks:
     max_score: float = 10.0
     timeout: float = 10.0
     needs_opencl: bool = False
+    # The student's own exercises this one runs (blocks.MLPBlock: Linear, BatchNorm1d, GELU, Dropout): when one of
+    # them falls short in the same run, the report says to fix it first. Empty: any exercise of an imported file.
+    uses: tuple[str, ...] = ()
 
     def plan(self, seed: int) -> Plan:
         raise NotImplementedError
