@@ -17,7 +17,13 @@ import numpy as np
 
 
 class SGD:
-    """Stochastic gradient descent with momentum and coupled L2 weight decay."""
+    """Stochastic gradient descent with momentum and coupled L2 weight decay.
+
+    momentum multiplies the running buffer (PyTorch's convention): b = momentum * b + g,
+    and p -= lr * b. CS231n's sgd_momentum keeps a velocity v = momentum * v - lr * g
+    with p += v: the same trajectory when lr is fixed, but here the buffer is b, and
+    b = g (not momentum * 0 + g) on the first step.
+    """
 
     def __init__(self, lr: float, momentum: float = 0.0, weight_decay: float = 0.0) -> None:
         self.lr = lr
