@@ -21,8 +21,8 @@ class SGD:
 
     momentum multiplies the running buffer (PyTorch's convention): b = momentum * b + g,
     and p -= lr * b. CS231n's sgd_momentum keeps a velocity v = momentum * v - lr * g
-    with p += v: the same trajectory when lr is fixed, but here the buffer is b, and
-    b = g (not momentum * 0 + g) on the first step.
+    with p += v: the same trajectory when lr is fixed, but here the buffer b holds
+    gradients, not steps (it is what weight decay and the first step b = g act on).
     """
 
     def __init__(self, lr: float, momentum: float = 0.0, weight_decay: float = 0.0) -> None:
