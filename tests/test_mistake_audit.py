@@ -2159,7 +2159,7 @@ class Student(Stub):
         n = x.size // x.shape[1]
         return (n * dxhat - dxhat.sum(axis=axes, keepdims=True)
                 - xhat * (dxhat * xhat).sum(axis=axes, keepdims=True)) / (n * std)
-""", "bn-biased-running-var", ("running_var", "eval_forward", "eval_backward"), ("bn-eval-eps-outside-sqrt",)),
+""", "bn-biased-running-var", ("running_var", "eval_forward"), ("bn-eval-eps-outside-sqrt",)),
     Student("r2-bn2-momentum-keeps-90-percent", BN2, """
 class Student(Stub):
     def forward(self, x):
@@ -2220,6 +2220,30 @@ class Student(Stub):
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * istd
 """, "bn-backward-eps-missing", None),
+    Student("r2-ln-eps-outside-sqrt-with-its-own-exact-backward", LN, """
+class Student(Stub):
+    def forward(self, x):
+        axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
+        xc = x - x.mean(axis=axes, keepdims=True)
+        sd = np.sqrt((xc ** 2).mean(axis=axes, keepdims=True))
+        s = sd + self.eps
+        self.saved = (xc, sd, s, axes)
+        return self.gamma * xc / s + self.beta
+
+    def backward(self, dout):
+        xc, sd, s, axes = self.saved
+        d = int(np.prod([xc.shape[a] for a in axes]))
+        lead = tuple(range(xc.ndim - len(axes)))
+        self.dgamma = (dout * xc / s).sum(axis=lead)
+        self.dbeta = dout.sum(axis=lead)
+        g = dout * self.gamma                                # dL/dxhat, xhat = xc / s
+        dxc = g / s
+        ds = -(g * xc).sum(axis=axes, keepdims=True) / s ** 2
+        dvar = ds / (2 * sd)                                 # s = sqrt(var) + eps
+        dxc = dxc + dvar * 2 * xc / d
+        return dxc - dxc.mean(axis=axes, keepdims=True)      # xc = x - mean(x)
+""", "ln-eps-outside-sqrt", ("forward_2d", "forward_3d", "forward_tuple", "forward_batch1", "forward_tiny",
+                              "eval_same_as_train")),
     # -- names for bugs seen unnamed on real code
     Student("r2-bn2-per-location-crashes-on-buffers", BN2, """
 class Student(Stub):

@@ -190,11 +190,14 @@ class Context:
             if parts is None:
                 continue
             student, reference, keys = parts
+            own = self.own_gradients(name)
             variant = self.run_mistake(mistake, case)
             if error_signature(variant) != error_signature(reference) and \
                     (error_signature(variant) or ())[:2] != (error_signature(student) or ())[:2]:
                 return False
             for key in sorted(set(keys) | (set(variant.outputs) - set(reference.outputs))):
+                if key in own:
+                    continue  # right for the student's own forward: the variant's backward need not match it
                 mine = variant.outputs.get(key)
                 if same_as(mine, reference.outputs.get(key)):
                     continue  # not affected
@@ -204,6 +207,26 @@ class Context:
                 if not same_as(theirs, mine):
                     return False
         return True
+
+    def own_gradients(self, name: str) -> set[str]:
+        """The gradient keys of case ``name`` that equal central differences of the student's own forward.
+
+        Such a gradient is exactly what the student's forward implies, so it says
+        nothing about a mistake beyond the forward's.
+        """
+        student = self.student_result(name)
+        own: set[str] = set()
+        for op in self.cases[name].script:
+            if op.get("op") != "numgrad":
+                continue
+            num_key = op["out"]
+            key = num_key[len("num_"):]
+            if same_as(student.outputs.get(key), student.outputs.get(num_key), rtol=NUMGRAD_RTOL,
+                       atol=NUMGRAD_ATOL):
+                own.add(key)
+        if "dx" in own and same_as(student.outputs.get("dx_again"), student.outputs.get("dx"), rtol=1e-12, atol=1e-12):
+            own.add("dx_again")  # the second backward of the same forward
+        return own
 
     def explained(self, mistake: Mistake) -> int:
         """How many of the student's outputs that differ from the reference the variant reproduces."""
@@ -316,7 +339,9 @@ class Compare(Check):
     """Student outputs ``keys`` of ``case`` equal the reference's within rtol/atol (atol scaled by the data).
 
     ``numgrad`` maps an analytic gradient key to the student's numgrad key in the
-    same case (``{"dx": "num_dx"}``) to add the forward/backward note.
+    same case (``{"dx": "num_dx"}``) to add the forward/backward note; where the
+    student's forward is wrong, such a gradient that equals central differences of
+    that forward passes (:meth:`own_gradient`): one bug costs once.
     """
 
     case: str = ""
@@ -341,6 +366,8 @@ class Compare(Check):
                     mistake = ctx.diagnose(self.case, [], match_error=True)
                 return result(self.name, self.points, False, f"{self.what}: {error_text(s.error)}", mistake)
             cmp = compare(received, expected, self.rtol, self.atol * scale_of(expected), self.check_dtype)
+            if not cmp.ok and self.own_gradient(ctx, key):
+                continue  # the forward's bug, charged by the forward checks: this gradient is right for it
             if not cmp.ok:
                 mistake = ctx.diagnose(self.case, self.keys, self.rtol, self.atol) if self.diagnose else None
                 note = ""
@@ -365,6 +392,28 @@ class Compare(Check):
                 mistake,
             )
         return result(self.name, self.points, True)
+
+    def own_gradient(self, ctx: Context, key: str) -> bool:
+        """Whether gradient ``key`` is right for the student's own forward where that forward is wrong.
+
+        Judged at the student's own state: the forward output of the case differs
+        from the reference, and the gradient equals central differences of the
+        student's own forward (same shape and dtype as expected). Then the bug is
+        the forward's alone and costs points once, in the forward checks.
+        """
+        if key not in self.numgrad:
+            return False
+        s = ctx.student_result(self.case)
+        grad, num, y = s.outputs.get(key), s.outputs.get(self.numgrad[key]), s.outputs.get(self.forward_key)
+        if grad is None or num is None or y is None:
+            return False
+        expected = ctx.reference_output(self.case, key)
+        if grad.shape != expected.shape or (self.check_dtype and grad.dtype != expected.dtype):
+            return False
+        if y.shape != ctx.reference_output(self.case, self.forward_key).shape or \
+                forward_matches(ctx, self.case, self.forward_key, y):
+            return False
+        return same_as(grad, num, rtol=NUMGRAD_RTOL, atol=NUMGRAD_ATOL)
 
 
 @dataclass

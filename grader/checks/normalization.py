@@ -125,9 +125,12 @@ class BatchNormChecks(ExerciseChecks):
             {"op": "get", "var": "flat", "attr": "running_mean", "out": "flat_running_mean"},
             {"op": "get", "var": "flat", "attr": "running_var", "out": "flat_running_var"},
         ]
+        # Central differences on every backward case: where the forward is wrong, a gradient that is right
+        # for it passes its backward check (one bug costs once).
         bn("second", x_second, kwargs={"num_features": C, "momentum": MOMENTUM},
-           after_forward=["running_mean", "running_var"], prelude=flat_ops, extra_arrays={"x_flat": flat})
-        bn("batch1", spread(rng, self.batch1, 1))
+           after_forward=["running_mean", "running_var"], prelude=flat_ops, extra_arrays={"x_flat": flat},
+           numgrad=["x", "gamma", "beta"])
+        bn("batch1", spread(rng, self.batch1, 1), numgrad=["x", "gamma", "beta"])
         tiny = shrink(spread(rng, self.main, 1), 1)
         tiny[:, -1] = 0.0  # one channel of exact zeros: var = 0, only eps keeps 0 / 0 away
         bn("tiny", tiny, backward=False)
@@ -158,7 +161,7 @@ class BatchNormChecks(ExerciseChecks):
         ]
         bn("eval", spread(rng, self.running_shape, 1), kwargs={"num_features": C, "momentum": MOMENTUM},
            mode="eval", prelude=buffers, extra_arrays={"set_running_mean": running_mean, "set_running_var": running_var},
-           after_forward=["running_mean", "running_var"], numgrad=["x"])
+           after_forward=["running_mean", "running_var"], numgrad=["x", "gamma", "beta"])
 
         raises = [
             {"op": "new", "var": "m", "cls": self.id, "args": [C]},
@@ -281,8 +284,8 @@ class SampleNormChecks(ExerciseChecks):
                            kwargs=ctor, params=params, grads=grads, **kw)
 
         for i, (name, shape, kwargs, what, fwd_pts, bwd_pts) in enumerate(self.shapes):
-            numgrad = ["x"] + grads if i == 0 else None
-            case(name, shape, kwargs, numgrad=numgrad, twice=i == 0)
+            # central differences on every backward case: a gradient right for a wrong forward passes
+            case(name, shape, kwargs, numgrad=["x"] + grads if bwd_pts else None, twice=i == 0)
             p.forward_check(f"forward_{name}", fwd_pts, name, f"forward on {what}")
             if bwd_pts:
                 p.backward_check(f"backward_{name}", bwd_pts, name, f"backward on {what}", grads)
@@ -295,7 +298,7 @@ class SampleNormChecks(ExerciseChecks):
         case("large", shape0, kwargs0, x=1e4 * spread(rng, shape0, self.stat_axis), backward=False)
         p.forward_check("forward_large", pts["forward_large"], "large", "forward on magnitudes around 1e4")
         p.consistency_check("numgrad", pts["numgrad"], first[0], first[3])
-        case("eval", shape0, kwargs0, mode="eval")
+        case("eval", shape0, kwargs0, mode="eval", numgrad=["x"] + grads)
         p.add(Compare("eval_same_as_train", pts["eval_same_as_train"], case="eval",
                       keys=["y", "dx"] + [f"d{g}" for g in grads],
                       what=f"eval mode on {what0} (it behaves exactly as in training)"))
