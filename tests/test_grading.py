@@ -251,3 +251,25 @@ def test_knock_on_failures_name_the_exercise_to_fix_first() -> None:
     assert by_id["approximation.fit_function"].message == (
         "approximation.fit_function imports your optim.py, where optim.AdamW times out: fix that first.")
     assert by_id["dropout.Dropout"].message == "" and by_id["linear.Linear"] is graded[2]
+
+
+def test_knock_on_note_end_to_end(tmp_path: Path) -> None:
+    """A Dropout that keeps dropping in eval fails its own checks; MLPBlock, built on it, says to fix it first."""
+    folder = write_solution(tmp_path / "exercises")
+    (folder / "dropout.py").write_text((folder / "dropout.py").read_text() + '''
+
+class Dropout(Dropout):
+    def forward(self, x):
+        self.mask = (self.rng.random(x.shape) >= self.p) / (1 - self.p) if self.p < 1 else np.zeros(x.shape)
+        return x * self.mask
+
+    def backward(self, dout):
+        return dout * self.mask
+''')
+    report = grade(folder, ["dropout.Dropout", "blocks.MLPBlock", "linear.Linear"], "kim")
+    by_id = {e.id: e for e in report.exercises}
+    assert by_id["dropout.Dropout"].status == "failed"
+    assert by_id["blocks.MLPBlock"].status == "failed"
+    assert by_id["blocks.MLPBlock"].message.startswith(
+        "blocks.MLPBlock uses your dropout.Dropout, which fails its own checks: fix that first.")
+    assert by_id["linear.Linear"].status == "passed" and by_id["linear.Linear"].message == ""

@@ -2572,7 +2572,8 @@ def test_sandboxed_pipeline_names_the_same_mistakes(tmp_path: Path) -> None:
     folder = tmp_path / "exercises"
     shutil.copytree(EXERCISES, folder, ignore=shutil.ignore_patterns("__pycache__", "kernels"))
     chosen = [BY_KEY["bn1-running-var-biased"], BY_KEY["linear-dx-uses-W-transpose"],
-              BY_KEY["prelu-alpha-on-last-axis"]]
+              BY_KEY["prelu-alpha-on-last-axis"], BY_KEY["r2-relu-backward-writes-x"],
+              BY_KEY["r2-dropout-cs231n-keep-prob"], BY_KEY["r2-gn-per-location-layernorm"]]
     for student in chosen:
         _install(folder, student)
     report = grade(folder, [s.exercise for s in chosen], "audit")
@@ -2582,3 +2583,5 @@ def test_sandboxed_pipeline_names_the_same_mistakes(tmp_path: Path) -> None:
         assert result.status == "failed", (student.key, result.status)
         assert result.score < result.max_score
         assert student.named in {c.misconception for c in result.checks if not c.passed}, student.key
+        if student.failing is not None:  # round 2: the same checks fail as in process
+            assert {c.name for c in result.checks if not c.passed} == set(student.failing), student.key
