@@ -2399,6 +2399,20 @@ class Student(Stub):
     def backward(self, dout):
         return dout if self.mask is None else dout * self.mask
 """, None, None),
+    Student("r2-dropout-p0-shortcut-leaves-no-mask", DROP, """
+class Student(Stub):
+    def forward(self, x):
+        if not self.training or self.p == 0:
+            return x                       # nothing to drop... but backward needs self.mask
+        keep = self.rng.random(x.shape) >= self.p
+        self.mask = keep / (1 - self.p) if self.p < 1 else np.zeros_like(x)
+        return x * self.mask
+
+    def backward(self, dout):
+        if not self.training:
+            return dout
+        return dout * self.mask
+""", None, ("p_edges",)),
     Student("r2-dropout-2d-only", DROP, """
 class Student(Stub):
     def forward(self, x):
