@@ -10,8 +10,12 @@ reference's results, in the parent.
 Each check is worth points (an exercise's points add up to ``max_score`` = 10)
 and passes or fails as a whole. When a check that compares outputs fails, the
 exercise's known mistakes (``grader.mistakes.for_exercise``) are run through
-the same case; the first one that reproduces the student's output is named
-in ``CheckResult.misconception`` and its sentence and fix open the message.
+the same case; a mistake that reproduces the student's output there, and on
+every other case it affects, is named in ``CheckResult.misconception`` (of
+several, the one that explains the most) and its sentence and fix open the
+message; with none, the message ends "Not a mistake we know". Gradients are
+judged at the student's own state: where the forward is wrong, a gradient that
+equals central differences of that forward passes (one bug costs once).
 
 Check kinds: :class:`Compare` (outputs against the reference),
 :class:`Consistency` (the student's backward against central differences of
