@@ -5,10 +5,13 @@ section 3 (Activation Functions: Mathematical Zoo & Gradients, table 3.1) and
 section 11 Q5 (GELU). Every layer works on an input of any shape and returns
 an array of the same shape. ``forward`` caches what ``backward`` needs;
 ``backward(dout)`` returns ``dx = dout * f'(x)`` for the last ``forward``.
-Never modify the input array in place.
+Never modify an array you are given in place: not x (in forward, nor later
+in backward through a reference kept in self: mask = self.x; mask[...] = ...
+overwrites the caller's x), not dout in backward. Keep a copy or a boolean
+mask (self.mask = x > 0) instead.
 
-Grade it with ``grade submit activations`` (one exercise:
-``grade submit activations.GELU``).
+Grade it with ``.venv/bin/grade submit activations`` (one exercise:
+``.venv/bin/grade submit activations.GELU``).
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ the chapter "Deep Neural Representations & Normalization Mathematics"
 modules (linear.py, activations.py) and train it with your own optimiser
 (optim.py).
 
-Grade it with ``grade submit approximation`` (or
-``grade submit approximation.fit_function``).
+Grade it with ``.venv/bin/grade submit approximation`` (or
+``.venv/bin/grade submit approximation.fit_function``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Dropout), section 10.1 (why the Linear before BatchNorm needs no bias) and
 section 4.3 (eval-mode BatchNorm is an affine map that can be fused into the
 preceding layer). Uses your own Linear, BatchNorm1d, GELU and Dropout.
 
-Grade it with ``grade submit blocks`` (one exercise: ``grade submit blocks.MLPBlock``).
+Grade it with ``.venv/bin/grade submit blocks`` (one exercise: ``.venv/bin/grade submit blocks.MLPBlock``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ section 6 (Dropout: Bernoulli masking and inverted dropout, 6.1; the ensemble
 view, 6.2) and section 11 Q4 (why dividing by 1 - p keeps the expectation).
 The constructor is written for you; implement ``forward`` and ``backward``.
 
-Grade it with ``grade submit dropout`` (or ``grade submit dropout.Dropout``).
+Grade it with ``.venv/bin/grade submit dropout`` (or ``.venv/bin/grade submit dropout.Dropout``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,12 @@ from .base import Module
 
 
 class Dropout(Module):
-    """Zero each element with probability p in training; identity in eval."""
+    """Zero each element with probability p in training; identity in eval.
+
+    p is the probability of DROPPING an element (PyTorch's convention):
+    p = 0.2 keeps 80%. CS231n's assignment uses p as the probability of
+    keeping (mask = rand < p, then / p): not here. 0 <= p <= 1, else ValueError.
+    """
 
     def __init__(self, p: float = 0.5, rng: np.random.Generator | None = None) -> None:
         if not 0.0 <= p <= 1.0:
@@ -27,16 +32,18 @@ class Dropout(Module):
     def forward(self, x: np.ndarray) -> np.ndarray:
         """Training: y = x * r / (1 - p), r ~ Bernoulli(1 - p) elementwise.
 
-        Draw a fresh mask from self.rng on every call (e.g. keep where
-        self.rng.random(x.shape) >= p). p = 1 drops everything: return zeros
-        with no NaN and no warning (do not divide by 1 - p = 0). Cache the
-        scaled mask r / (1 - p) for backward.
+        Draw a fresh mask from self.rng on every call, uniforms of the full
+        shape of x (keep where self.rng.random(x.shape) >= p; any x.ndim). The
+        1/(1 - p) rescaling is what makes it inverted dropout: E[y] = x.
+        p = 1 drops everything: return zeros with no NaN and no warning (do
+        not divide by 1 - p = 0); p = 0 returns x. Cache the scaled mask
+        r / (1 - p) for backward. Never modify x in place.
         Eval (self.training False): y = x, and backward is the identity.
         """
         # TODO: implement
         raise NotImplementedError("dropout.Dropout.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """dx = dout * r / (1 - p) with the mask of the last forward (dx = dout in eval)."""
+        """dx = dout * r / (1 - p) with the mask of the last forward (dx = dout in eval); dout is not modified."""
         # TODO: implement
         raise NotImplementedError("dropout.Dropout.backward")

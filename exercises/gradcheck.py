@@ -6,8 +6,8 @@ section 12 (mastery ladder L10: "with numerical gradient checks"). Use these
 two functions to test your own ``backward`` methods: a correct float64
 backward gives rel_error below about 1e-7.
 
-Grade it with ``grade submit gradcheck`` (one exercise:
-``grade submit gradcheck.numerical_gradient``).
+Grade it with ``.venv/bin/grade submit gradcheck`` (one exercise:
+``.venv/bin/grade submit gradcheck.numerical_gradient``).
 """
 
 from __future__ import annotations

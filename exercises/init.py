@@ -7,7 +7,7 @@ shape (fan_out, fan_in) (the shape of Linear.W), drawn from ``rng``, a
 ``np.random.Generator`` (``rng.uniform(low, high, size)``,
 ``rng.normal(mean, std, size)``).
 
-Grade it with ``grade submit init`` (one exercise: ``grade submit init.kaiming_normal``).
+Grade it with ``.venv/bin/grade submit init`` (one exercise: ``.venv/bin/grade submit init.kaiming_normal``).
 """
 
 from __future__ import annotations

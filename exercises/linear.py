@@ -6,7 +6,7 @@ section 7 (initialisation; the default here is PyTorch's U(-k, k),
 k = 1/sqrt(in_features)). The constructor is written for you; implement
 ``forward`` and ``backward``.
 
-Grade it with ``grade submit linear`` (or ``grade submit linear.Linear``).
+Grade it with ``.venv/bin/grade submit linear`` (or ``.venv/bin/grade submit linear.Linear``).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ Conventions for every layer here:
 - gamma and beta have the shapes given in the constructors; backward sets
   dgamma (and dbeta) with the same shapes, summed over every other axis.
 
-Grade it with ``grade submit normalization`` (one exercise:
-``grade submit normalization.BatchNorm1d``).
+Grade it with ``.venv/bin/grade submit normalization`` (one exercise:
+``.venv/bin/grade submit normalization.BatchNorm1d``).
 """
 
 from __future__ import annotations
@@ -46,9 +46,16 @@ class BatchNorm1d(Module):
         variance; then update
             running_mean = (1 - momentum) * running_mean + momentum * mu
             running_var  = (1 - momentum) * running_var  + momentum * var * m / (m - 1)
-        (the running variance takes the UNBIASED batch variance). With m = 1
+        (the running variance takes the UNBIASED batch variance). momentum is
+        the weight of the NEW batch statistic (PyTorch's convention; 0.1 moves
+        the running value 10% of the way). CS231n's notes use the opposite
+        (momentum = 0.9 keeps 90% of the old value): not here. With m = 1
         the unbiased variance is undefined: raise ValueError like PyTorch.
-        Eval: mu, var = running_mean, running_var; update nothing.
+        Eval: mu, var = running_mean, running_var; update nothing. Eval is
+        graded with running statistics set beforehand (as after loading a
+        model), so read self.running_mean / self.running_var there.
+        The input x is never modified (x - mu, never x -= mu), and backward
+        leaves dout and the parameters alone.
         Cache x_hat and 1 / sqrt(var + eps) (and the mode) for backward.
         """
         # TODO: implement
@@ -83,7 +90,9 @@ class BatchNorm2d(Module):
 
         gamma, beta and the statistics broadcast as shape (1, C, 1, 1).
         Training: batch statistics and the running-statistics update (unbiased
-        running variance); eval: running statistics, no update. Cache for backward.
+        running variance, momentum = weight of the new statistic, as in
+        BatchNorm1d); eval: running statistics, no update. Cache for backward.
+        running_mean and running_var keep shape (C,).
         """
         # TODO: implement
         raise NotImplementedError("normalization.BatchNorm2d.forward")

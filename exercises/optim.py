@@ -8,7 +8,7 @@ parameter arrays IN PLACE (``p -= ...`` changes the caller's array;
 keys, and never modify the gradients. State (momentum buffers, moments, step
 counts) is kept per key.
 
-Grade it with ``grade submit optim`` (one exercise: ``grade submit optim.SGD``).
+Grade it with ``.venv/bin/grade submit optim`` (one exercise: ``.venv/bin/grade submit optim.SGD``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,13 @@ import numpy as np
 
 
 class SGD:
-    """Stochastic gradient descent with momentum and coupled L2 weight decay."""
+    """Stochastic gradient descent with momentum and coupled L2 weight decay.
+
+    momentum multiplies the running buffer (PyTorch's convention): b = momentum * b + g,
+    and p -= lr * b. CS231n's sgd_momentum keeps a velocity v = momentum * v - lr * g
+    with p += v: the same trajectory when lr is fixed, but here the buffer b holds
+    gradients, not steps (it is what weight decay and the first step b = g act on).
+    """
 
     def __init__(self, lr: float, momentum: float = 0.0, weight_decay: float = 0.0) -> None:
         self.lr = lr

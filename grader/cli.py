@@ -72,6 +72,23 @@ def path_option(func: F) -> F:
     )(func)
 
 
+def exercises_dir(path: Path) -> Path:
+    """The exercises folder to use: ``path``, or the current folder when run from inside exercises/.
+
+    Only the default ``exercises`` is redirected, and only when it does not
+    exist here while the current folder holds exercise files (base.py and a
+    topic file): then the progress database beside it is the usual one too,
+    instead of a fresh one showing no progress. A note on stderr says so.
+    """
+    if path != DEFAULT_EXERCISES_DIR or path.exists():
+        return path
+    here = Path.cwd()
+    if (here / "base.py").is_file() and any((here / f"{t}.py").is_file() for t in catalogue.CPU_TOPICS):
+        click.echo(f"Note: no exercises/ here; using this folder ({here.name}/), as --path . would.", err=True)
+        return Path(".")
+    return path
+
+
 def student_option(func: F) -> F:
     """``--student NAME`` (or $GRADE_STUDENT); None means the OS user name, see default_student()."""
     return click.option(
@@ -194,6 +211,7 @@ def submit_command(
     if no_wait:
         raise CommandError("--no-wait goes with a course server: run `grade login URL` or pass --server URL")
     student = student or default_student()
+    path = exercises_dir(path)
     if fmt == "gradescope":
         # A valid results.json exists from now on, whatever happens to the grading (a kill, a crash);
         # it is replaced by the real one at the end.
@@ -247,6 +265,7 @@ def progress_command(
         remote_cli.remote_progress(login, as_json)
         return
     student = student or default_student()
+    path = exercises_dir(path)
     db_path = db if db is not None else default_db_path(path)
     hint = "grade submit" if path == DEFAULT_EXERCISES_DIR else f"grade submit --path {path}"
     with one_line_errors():
@@ -604,10 +623,10 @@ def bench_command(quick: bool, repeats: int) -> None:
 remote_cli.register(cli)  # login, logout, serve, worker, roster (grader/remote_cli.py)
 
 
-def main() -> None:
-    """Console-script entry point."""
-    cli()
+def main(prog_name: str | None = None) -> None:
+    """Console-script entry point (``grade``); also ``python -m grader`` and ``python -m grader.cli``."""
+    cli(prog_name=prog_name)
 
 
-if __name__ == "__main__":  # `python -m grader.cli worker ...`: how `grade serve` starts its workers
-    main()
+if __name__ == "__main__":  # also how `grade serve` starts its workers: `python -m grader.cli worker ...`
+    main("python -m grader.cli")

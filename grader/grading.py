@@ -16,6 +16,7 @@ No database here: storing the report is the caller's step.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 import time
@@ -190,6 +191,11 @@ def _status(
     return "passed" if score >= max_score - 1e-9 else "failed"
 
 
+def output_limit_reached(output: str, limits: Limits) -> bool:
+    """Whether the captured output filled the whole limit (or was cut): heavy printing, not an endless loop."""
+    return "more output cut]" in output or len(output.encode("utf-8", errors="replace")) >= limits.output_bytes
+
+
 def _exercise_result(
     exercise_id: str,
     seed: int,
@@ -204,9 +210,12 @@ def _exercise_result(
     max_score = float(checks_def.max_score)
     if outcome.status != "ok":
         status = "timeout" if outcome.status == "timeout" else "error"
-        return ExerciseResult(
-            exercise_id, status, 0.0, max_score, [], outcome.message, outcome.duration, outcome.output
-        )
+        message = outcome.message
+        if status == "timeout" and output_limit_reached(outcome.output, limits):
+            message = (f"output limit reached: your code printed more than the {human_bytes(limits.output_bytes)}"
+                       f" kept (a print inside a loop?), and writing it all used up the time:"
+                       f" {message.replace(' (infinite loop?)', '')}. Remove or reduce the prints.")
+        return ExerciseResult(exercise_id, status, 0.0, max_score, [], message, outcome.duration, outcome.output)
     try:
         checks = checks_def.evaluate(outcome.results, reference, seed)
     except Exception as exc:  # a grader bug must not take the other exercises down
@@ -222,6 +231,39 @@ def _exercise_result(
     return ExerciseResult(
         exercise_id, status, score, max_score, checks, special or "", duration, outcome.output
     )
+
+
+def _with_knock_on_note(ex: ExerciseResult, graded: list[ExerciseResult], deps: dict[str, set[str]]) -> ExerciseResult:
+    """``ex`` with a first line naming the student's own exercises it builds on that fail their own checks.
+
+    An exercise short of full marks whose file imports sibling files (blocks.py
+    imports linear.py, ...) may fail because of them: the exercises graded in
+    the same run that its check definition declares it ``uses`` (or, without a
+    declaration, every exercise of the imported files) and that fall short are
+    named, so that the student fixes those first.
+    """
+    from grader.checks import CHECKS
+
+    if ex.score >= ex.max_score or catalogue.topic_of(ex.id) == "kernels":
+        return ex
+    imported = {f[: -len(".py")] for f in deps.get(f"{catalogue.topic_of(ex.id)}.py", set())}
+    uses = tuple(getattr(CHECKS[ex.id], "uses", ()))
+    notes = []
+    for other in graded:
+        if other.id == ex.id or other.score >= other.max_score or catalogue.topic_of(other.id) not in imported:
+            continue
+        if uses and other.id not in uses:
+            continue
+        word = "times out" if other.status == "timeout" else "fails its own checks"
+        if uses:
+            notes.append(f"{ex.id} uses your {other.id}, which {word}: fix that first.")
+        else:
+            notes.append(f"{ex.id} imports your {catalogue.topic_of(other.id)}.py, where {other.id} {word}:"
+                         " fix that first.")
+    if not notes:
+        return ex
+    message = "\n".join(notes + ([ex.message] if ex.message else []))
+    return dataclasses.replace(ex, message=message)
 
 
 def grade(path: Path | str, selectors: list[str] | None, student: str, limits: Limits | None = None) -> GradeReport:
@@ -275,6 +317,7 @@ def grade(path: Path | str, selectors: list[str] | None, student: str, limits: L
                 limits,
             )
         )
+    exercises = [_with_knock_on_note(ex, exercises, deps) for ex in exercises]
     notices = sorted(set(ingested.refused.values()))
     if not sandboxed:
         notices.append(f"graded without the OS sandbox ({clean_text(limits.sandbox_off_reason())})")

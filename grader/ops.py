@@ -170,7 +170,7 @@ def describe(value: Any) -> str:
 def as_numeric(value: Any, source: str) -> np.ndarray:
     """``np.asarray(value)`` copied, or BadOutputError unless it is a bool/int/float array."""
     if value is None:
-        raise BadOutputError(f"{source} returned None: expected a float64 array")
+        raise BadOutputError(f"{source} returned None: a missing return? (expected a float64 array)")
     try:
         array = np.array(np.asarray(value), copy=True)
     except Exception as exc:  # ragged lists, objects whose __array__ fails

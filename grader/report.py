@@ -22,11 +22,12 @@ import click
 from grader.sanitize import clean_text
 from grader.model import CheckResult, ExerciseResult, GradeReport
 
-# status -> (label, colour); a label is never "PASS" unless the marks are full
+# status -> (label, colour): the label is the status word of the JSON and the README, in capitals,
+# one word per status; it is never "PASSED" unless the marks are full
 STATUS_LABELS: dict[str, tuple[str, str]] = {
-    "passed": ("PASS", "green"),
-    "failed": ("FAIL", "red"),
-    "not_implemented": ("TODO", "yellow"),
+    "passed": ("PASSED", "green"),
+    "failed": ("FAILED", "red"),
+    "not_implemented": ("NOT_IMPLEMENTED", "yellow"),
     "error": ("ERROR", "red"),
     "timeout": ("TIMEOUT", "red"),
 }
@@ -116,11 +117,44 @@ def output_excerpt(output: str) -> list[str]:
     return excerpt.splitlines()
 
 
+TRACEBACK_FRAME = '  File "'
+SAME_TRACEBACK = "(the same traceback as above)"
+
+
+def once_per_traceback(lines: list[str], seen: set[tuple[str, ...]]) -> list[str]:
+    """``lines`` with each traceback (a run of '  File "..."' frames and their code lines) kept the first
+    time it appears in ``seen`` and replaced by one short line after that."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith(TRACEBACK_FRAME):
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and (lines[j].startswith(TRACEBACK_FRAME) or lines[j].startswith("    ")):
+            j += 1
+        block = tuple(lines[i:j])
+        if block in seen:
+            out.append(SAME_TRACEBACK)
+        else:
+            seen.add(block)
+            out.extend(block)
+        i = j
+    return out
+
+
 def exercise_details(ex: ExerciseResult) -> list[str]:
-    """What is wrong with one exercise, unindented: its message, failing checks, output excerpt."""
+    """What is wrong with one exercise, unindented: its message, failing checks, the student's output.
+
+    A traceback shared by several checks (one crash seen by many) is printed
+    once. The tail of what the student's code printed closes every exercise
+    that did not pass.
+    """
     lines: list[str] = []
+    seen: set[tuple[str, ...]] = set()
     if ex.message:
-        lines.extend(ex.message.splitlines())
+        lines.extend(once_per_traceback(ex.message.splitlines(), seen))
     if ex.status != "not_implemented":
         diagnoses: list[str] = []  # each known mistake once, before any numbers
         details: list[str] = []
@@ -128,7 +162,7 @@ def exercise_details(ex: ExerciseResult) -> list[str]:
             if check.passed:
                 continue
             details.append(f"- {check.name} ({format_score(check.score)}/{format_score(check.max_score)})")
-            body = diagnosis_lines(check) + check.message.splitlines()
+            body = diagnosis_lines(check) + once_per_traceback(check.message.splitlines(), seen)
             for line in body:
                 if line.startswith(DIAGNOSIS_PREFIXES):
                     if line not in diagnoses:
@@ -137,10 +171,10 @@ def exercise_details(ex: ExerciseResult) -> list[str]:
                     details.append("    " + line)
         lines.extend(diagnoses)
         lines.extend(details)
-    if ex.status in ("error", "timeout"):
+    if ex.status in ("failed", "error", "timeout"):
         excerpt = output_excerpt(ex.output)
         if excerpt:
-            lines.append("Captured output (last lines):")
+            lines.append("What your code printed (last lines):")
             lines.extend("    " + line for line in excerpt)
     return lines
 
@@ -160,7 +194,7 @@ def format_text(report: GradeReport, color: bool = False) -> str:
         label, colour = exercise_label(ex)
         score = f"{format_score(ex.score)}/{format_score(ex.max_score)}"
         lines.append(f"  {style(label.ljust(LABEL_WIDTH), fg=colour, bold=True)}{ex.id.ljust(width)}  {score:>7}")
-        if label != "PASS":
+        if label != STATUS_LABELS["passed"][0]:
             lines.extend("        " + line if line else "" for line in exercise_details(ex))
     full = sum(1 for ex in report.exercises if ex.score >= ex.max_score)
     percent = 100.0 * report.score / report.max_score if report.max_score else 0.0
@@ -171,7 +205,7 @@ def format_text(report: GradeReport, color: bool = False) -> str:
     todo = sorted({ex.id.split(".")[0] for ex in report.exercises if ex.status == "not_implemented"})
     if todo:
         lines.append(
-            f"TODO: {sum(ex.status == 'not_implemented' for ex in report.exercises)} exercise(s) still raise "
+            f"NOT_IMPLEMENTED: {sum(ex.status == 'not_implemented' for ex in report.exercises)} exercise(s) still raise "
             f"NotImplementedError: implement them in {', '.join(t + ('/*.cl' if t == 'kernels' else '.py') for t in todo)}."
         )
     lines.append(style(total, bold=True))
@@ -194,7 +228,7 @@ def gradescope_results(report: GradeReport) -> dict[str, Any]:
     for ex in report.exercises:
         label, _ = exercise_label(ex)
         head = f"{label}: {format_score(ex.score)}/{format_score(ex.max_score)}"
-        output = "\n".join([head] + (exercise_details(ex) if label != "PASS" else []))
+        output = "\n".join([head] + (exercise_details(ex) if label != STATUS_LABELS["passed"][0] else []))
         tests.append(
             {
                 "name": ex.id,

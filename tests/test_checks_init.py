@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from checks_util import SEEDS, assert_full_marks, assert_named, by_name, failed, grade_in_process, variant_ns
+from checks_util import SEEDS, assert_full_marks, assert_named, by_name, failed, grade_in_process, total, variant_ns
 from grader.checks import CHECKS
 from grader.checks.init import chi2_ratio_bounds, excess_kurtosis
 from grader.mistakes import CATALOGUE
@@ -73,8 +73,9 @@ def test_uniform_where_normal_is_asked_fails_the_kurtosis_check() -> None:
 
 
 def test_each_hyper_parameter_is_checked() -> None:
+    # mode ignored altogether: nor does it raise ValueError for an unknown mode
     assert set(failed(grade_in_process("init.kaiming_normal", CATALOGUE["init-kaiming-fan-out-ignored"].namespace))) \
-        == {"mode"}
+        == {"mode", "mode_value_error"}
     assert set(failed(grade_in_process("init.kaiming_normal", CATALOGUE["init-leaky-slope-ignored"].namespace))) \
         == {"negative_slope"}
     assert set(failed(grade_in_process("init.xavier_normal", CATALOGUE["init-gain-ignored"].namespace))) == {"gain"}
@@ -88,6 +89,8 @@ def test_shape_and_rng_checks() -> None:
 
 
 def float32_kaiming(fan_in, fan_out, rng, mode="fan_in", negative_slope=0.0):
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(mode)
     std = math.sqrt(2.0 / ((1.0 + negative_slope**2) * (fan_in if mode == "fan_in" else fan_out)))
     return rng.normal(0.0, std, size=(fan_out, fan_in)).astype(np.float32)
 
@@ -131,3 +134,22 @@ def test_odd_outputs_fail_cleanly(odd: int) -> None:
     results = grade("init.kaiming_uniform", initialiser)
     assert not by_name(results)["variance"].passed and not by_name(results)["distribution"].passed
     assert all(r.passed or r.message for r in results)
+
+
+def test_kaiming_must_raise_value_error_for_an_unknown_mode() -> None:
+    """A kaiming_normal that is right in every value but never checks mode loses the docstring's requirement."""
+    import reference.init as ref
+
+    def quiet(fan_in, fan_out, rng, mode="fan_in", negative_slope=0.0):
+        fan = fan_out if mode == "fan_out" else fan_in
+        return rng.normal(0.0, math.sqrt(2.0 / ((1.0 + negative_slope**2) * fan)), size=(fan_out, fan_in))
+
+    results = grade_in_process("init.kaiming_normal", variant_ns("init", kaiming_normal=quiet))
+    bad = failed(results)
+    assert set(bad) == {"mode_value_error"}
+    assert "mode='fan_avg') must raise ValueError" in bad["mode_value_error"].message
+    assert "nothing was raised" in bad["mode_value_error"].message
+    assert bad["mode_value_error"].misconception is None
+    assert total(results) == 9.5
+    assert ref.kaiming_normal is not quiet
+    assert_full_marks("init.kaiming_uniform")

@@ -216,3 +216,49 @@ def test_vector_rows_shorter_than_the_work_group(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+UNSTRIDED_RMSNORM = """
+__kernel void rmsnorm_forward(__global const float *x, __global const float *gamma, __global float *y,
+                              __global float *rstd, const int D, const float eps, __local float *scratch)
+{
+    const int row = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    const int i = row * D + lid;               /* one element per work-item: no loop over the row */
+    const float v = lid < D ? x[i] : 0.0f;
+    scratch[lid] = v * v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int off = L / 2; off > 0; off /= 2) {
+        if (lid < off) scratch[lid] += scratch[lid + off];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float r = rsqrt(scratch[0] / D + eps);
+    if (lid < D) y[i] = v * r * gamma[lid];
+    if (lid == 0) rstd[row] = r;
+}
+"""
+
+
+def test_row_kernel_hints_fit_the_kernel() -> None:
+    """Row kernels get a row-kernel hint (no 'if (i >= n) return;': there is no n, and no early return before a
+    barrier); a kernel that writes one element per work-item is told to loop over the row."""
+    from grader.checks.kernels import ROW_GUARD, Guard, unstrided_hint
+
+    guards = [c for c in CHECKS["kernels.rmsnorm_forward"].plan(SEEDS[0]).checks if isinstance(c, Guard)]
+    assert [g.hint for g in guards] == [ROW_GUARD] and "i >= n" not in ROW_GUARD and "return" in ROW_GUARD
+    rows, D, L = 3, 150, 64
+    y = np.full(rows * D + L, np.nan, dtype=np.float32)
+    grid = y[: rows * D].reshape(rows, D)
+    grid[:, :L] = 1.0
+    assert "for (int j = lid; j < D; j += L)" in unstrided_hint(y, rows, D, L)
+    grid[:, L:] = 2.0
+    assert unstrided_hint(y, rows, D, L) == ""   # written everywhere: the values say the rest
+    assert unstrided_hint(y, rows, 40, L) == ""  # D < L: one element per work-item is enough
+
+
+@pytest.mark.opencl
+def test_unstrided_row_kernel_gets_the_loop_hint_on_the_device(tmp_path: Path) -> None:
+    ns = student(tmp_path, {"rmsnorm.cl": UNSTRIDED_RMSNORM})
+    results = by_name(grade_in_process("kernels.rmsnorm_forward", ns))
+    assert not results["y"].passed
+    assert "Loop over the row: for (int j = lid; j < D; j += L)" in results["y"].message
+    assert results["D_below_L"].passed and results["index_guard"].passed

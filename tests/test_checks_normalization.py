@@ -352,6 +352,16 @@ def test_batchnorm_square_case_names_gamma_on_the_last_axis() -> None:
     bad = wrong("BatchNorm2d", patched(ref.BatchNorm2d, forward=forward))
     assert bad["forward_square"].misconception == "bn-affine-last-axis-2d"
     assert "(last axis of size C" in bad["forward_square"].message
+    # the crash elsewhere has the operands the other way round: the same broadcast error, so the same name
+    assert bad["forward"].misconception == "bn-affine-last-axis-2d"
+
+    def forward_own_check(self, x):
+        ref.BatchNorm2d.forward(self, x)
+        if self.gamma.shape != (x.shape[-1],):
+            raise ValueError("gamma does not fit the input")  # a crash of the student's own wording
+        return self.cache["x_hat"] * self.gamma + self.beta
+
+    bad = wrong("BatchNorm2d", patched(ref.BatchNorm2d, forward=forward_own_check))
     assert bad["forward"].misconception is None  # a crash with another message names nothing
 
 

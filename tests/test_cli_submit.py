@@ -208,10 +208,45 @@ def test_real_grading_of_the_stubs(tmp_path: Path) -> None:
     db = tmp_path / "p.db"
     result = invoke("submit", "activations.ReLU", "--path", str(folder), "--student", "zoe", "--db", str(db))
     assert result.exit_code == 1
-    assert "TODO" in result.stdout and "activations.ReLU" in result.stdout
+    assert "NOT_IMPLEMENTED" in result.stdout and "activations.ReLU" in result.stdout
     with Store.open(db) as store:
         assert [(r["exercise"], r["status"]) for r in store.submissions("zoe")] == [
             ("activations.ReLU", "not_implemented")]
     assert_one_line_error(invoke("submit", "BatchNorm", "--path", str(folder), "--db", str(db)),
                           "Did you mean 'normalization.BatchNorm1d'?")
     assert_one_line_error(invoke("submit", "--path", str(tmp_path / "nowhere"), "--db", str(db)), "nowhere")
+
+
+def test_run_from_inside_exercises_uses_that_folder_and_its_progress(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`grade submit` / `grade progress` from inside exercises/: that folder, the usual database beside it."""
+    course = tmp_path / "course"
+    shutil.copytree(REPO / "exercises", course / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
+    fake = use_grading(monkeypatch, short_report)
+    monkeypatch.chdir(course / "exercises")
+    result = invoke("submit", "--student", "ann")
+    assert result.exit_code == 1
+    assert fake.calls[0][0] == Path(".")
+    assert "using this folder (exercises/)" in result.stderr
+    assert (course / ".grade" / "progress.db").exists()
+    shown = invoke("progress", "--student", "ann")
+    assert shown.exit_code == 0 and "7/10" in shown.stdout  # the attempt recorded above, not a fresh database
+    monkeypatch.chdir(tmp_path)  # elsewhere, with no exercises/ and not inside one: the path is left alone
+    invoke("submit", "--student", "ann")
+    assert fake.calls[-1][0] == Path("exercises")
+
+
+@pytest.mark.parametrize("module", ["grader", "grader.cli"])
+def test_python_dash_m_runs_the_command(module: str) -> None:
+    """`python -m grader` and `python -m grader.cli` are `grade` (the latter used to print nothing)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=60,
+                          cwd=REPO)
+    assert done.returncode == 0
+    assert "submit" in done.stdout and "progress" in done.stdout
+    assert f"python -m {module}" in done.stdout
+    missing = subprocess.run([sys.executable, "-m", module, "submit", "--path", "nowhere"], capture_output=True,
+                             text=True, timeout=60, cwd=REPO)
+    assert missing.returncode == 2 and "nowhere" in missing.stderr

@@ -208,3 +208,68 @@ def test_status_error_passed_failed() -> None:
     assert _status([_check(5.0), _check(5.0)], cases, clean, 10.0, None) == "passed"
     assert _status([_check(5.0), _check(0.0)], cases, clean, 10.0, None) == "failed"
     assert _status([_check(5.0), _check(5.0)], cases, clean, 10.0, "out of memory") == "error"
+
+
+def test_heavy_printing_is_reported_as_output_limit_reached() -> None:
+    """A timeout whose captured output filled the limit is the prints' doing, not an endless loop."""
+    from grader.checks import CHECKS
+    from grader.grading import _exercise_result
+    from grader.sandbox import JobOutcome
+
+    limits = Limits()
+    definition = CHECKS["activations.ReLU"]
+    printed = ("debug value 42\n" * (limits.output_bytes // 15 + 1))[: limits.output_bytes]
+    outcome = JobOutcome("activations.ReLU", "timeout", {}, "timed out after 10 s (infinite loop?)", printed, 10.0)
+    result = _exercise_result("activations.ReLU", 1, definition, [], outcome, {}, limits)
+    assert result.status == "timeout"
+    assert result.message.startswith("output limit reached: your code printed more than")
+    assert "infinite loop" not in result.message and "timed out after 10 s" in result.message
+    quiet = JobOutcome("activations.ReLU", "timeout", {}, "timed out after 10 s (infinite loop?)", "step 1\n", 10.0)
+    assert _exercise_result("activations.ReLU", 1, definition, [], quiet, {}, limits).message == \
+        "timed out after 10 s (infinite loop?)"
+
+
+def test_knock_on_failures_name_the_exercise_to_fix_first() -> None:
+    from grader.grading import _with_knock_on_note
+    from grader.model import ExerciseResult
+
+    deps = {"blocks.py": {"linear.py", "normalization.py", "activations.py", "dropout.py", "base.py"},
+            "approximation.py": {"linear.py", "optim.py", "activations.py", "base.py"}}
+    graded = [
+        ExerciseResult("dropout.Dropout", "failed", 6.5, 10.0),
+        ExerciseResult("normalization.LayerNorm", "failed", 5.0, 10.0),   # imported file, not used by the block
+        ExerciseResult("linear.Linear", "passed", 10.0, 10.0),
+        ExerciseResult("optim.AdamW", "timeout", 0.0, 10.0),
+        ExerciseResult("blocks.MLPBlock", "failed", 4.0, 10.0, message="case x: it broke"),
+        ExerciseResult("blocks.fold_batchnorm", "failed", 8.0, 10.0),
+        ExerciseResult("approximation.fit_function", "timeout", 0.0, 10.0),
+    ]
+    by_id = {ex.id: _with_knock_on_note(ex, graded, deps) for ex in graded}
+    assert by_id["blocks.MLPBlock"].message == (
+        "blocks.MLPBlock uses your dropout.Dropout, which fails its own checks: fix that first.\ncase x: it broke")
+    assert by_id["blocks.fold_batchnorm"].message == ""  # neither Linear nor BatchNorm1d falls short
+    assert by_id["approximation.fit_function"].message == (
+        "approximation.fit_function imports your optim.py, where optim.AdamW times out: fix that first.")
+    assert by_id["dropout.Dropout"].message == "" and by_id["linear.Linear"] is graded[2]
+
+
+def test_knock_on_note_end_to_end(tmp_path: Path) -> None:
+    """A Dropout that keeps dropping in eval fails its own checks; MLPBlock, built on it, says to fix it first."""
+    folder = write_solution(tmp_path / "exercises")
+    (folder / "dropout.py").write_text((folder / "dropout.py").read_text() + '''
+
+class Dropout(Dropout):
+    def forward(self, x):
+        self.mask = (self.rng.random(x.shape) >= self.p) / (1 - self.p) if self.p < 1 else np.zeros(x.shape)
+        return x * self.mask
+
+    def backward(self, dout):
+        return dout * self.mask
+''')
+    report = grade(folder, ["dropout.Dropout", "blocks.MLPBlock", "linear.Linear"], "kim")
+    by_id = {e.id: e for e in report.exercises}
+    assert by_id["dropout.Dropout"].status == "failed"
+    assert by_id["blocks.MLPBlock"].status == "failed"
+    assert by_id["blocks.MLPBlock"].message.startswith(
+        "blocks.MLPBlock uses your dropout.Dropout, which fails its own checks: fix that first.")
+    assert by_id["linear.Linear"].status == "passed" and by_id["linear.Linear"].message == ""

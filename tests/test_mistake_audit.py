@@ -40,6 +40,8 @@ class Student:
     exercise: str
     source: str
     named: str | None = None
+    failing: tuple[str, ...] | None = None  # round 2: exactly these checks fail (one bug costs once)
+    also: tuple[str, ...] = ()  # round 2: a second bug's mistake, named in its own checks
 
 
 BN1, BN2 = "normalization.BatchNorm1d", "normalization.BatchNorm2d"
@@ -2015,15 +2017,467 @@ class Student(Stub):
 ]
 
 
-BY_KEY = {s.key: s for s in BUGGY + CORRECT}
+# ---------------------------------------------------------------------- round 2 (issue 13)
+# Written from the issue's findings, as students write them: each must lose points in
+# exactly the checks listed (``failing``), and name ``named`` and nothing else (None:
+# no mistake named at all; a diagnosis is never misleading).
+
+DROP = "dropout.Dropout"
+KN = "init.kaiming_normal"
+
+ROUND2: list[Student] = [
+    # -- a false pass: mutation checked after every call on every array handed over
+    Student("r2-relu-backward-writes-x", ACT + "ReLU", """
+class Student(Stub):
+    def forward(self, x):
+        self.x = x
+        out = x.copy()
+        out[out < 0] = 0
+        return out
+
+    def backward(self, dout):
+        mask = self.x
+        mask[mask > 0] = 1
+        mask[mask < 0] = 0
+        return dout * mask
+""", "relu-backward-writes-x", ("no_mutation",)),
+    Student("r2-relu-backward-edits-dout", ACT + "ReLU", """
+class Student(Stub):
+    def forward(self, x):
+        self.pos = x > 0
+        return np.where(self.pos, x, 0.0)
+
+    def backward(self, dout):
+        dout[~self.pos] = 0.0
+        return dout
+""", None, ("no_mutation",)),
+    Student("r2-linear-forward-scales-W-in-place", LIN, """
+class Student(Stub):
+    def forward(self, x):
+        self.x = x
+        y = x @ self.W.T
+        return y if self.b is None else y + self.b
+
+    def backward(self, dout):
+        self.dW = dout.T @ self.x
+        if self.b is not None:
+            self.db = dout.sum(0)
+            self.b -= 0.0 * self.db + 1e-3   # a stray optimiser step left in backward
+        return dout @ self.W
+""", None, ("no_mutation",)),
+    # -- one bug costs once: BatchNorm's eval and 3-D update judged on their own
+    Student("r2-bn1-biased-running-var-only", BN1, """
+class Student(Stub):
+    def forward(self, x):
+        red = tuple(a for a in range(x.ndim) if a != 1)
+        shp = [1] * x.ndim
+        shp[1] = x.shape[1]
+        if self.training:
+            if x.size // x.shape[1] < 2:
+                raise ValueError("need at least two values per channel")
+            mean = x.mean(axis=red)
+            var = ((x - mean.reshape(shp)) ** 2).mean(axis=red)
+            self.running_mean = self.running_mean * (1 - self.momentum) + mean * self.momentum
+            self.running_var = self.running_var * (1 - self.momentum) + var * self.momentum
+        else:
+            mean, var = self.running_mean, self.running_var
+        self.train_mode, self.red, self.shp = self.training, red, shp
+        self.inv = 1 / np.sqrt(var.reshape(shp) + self.eps)
+        self.xn = (x - mean.reshape(shp)) * self.inv
+        return self.xn * self.gamma.reshape(shp) + self.beta.reshape(shp)
+
+    def backward(self, dout):
+        self.dbeta = dout.sum(axis=self.red)
+        self.dgamma = (dout * self.xn).sum(axis=self.red)
+        dxn = dout * self.gamma.reshape(self.shp)
+        if not self.train_mode:
+            return dxn * self.inv
+        m = dout.size / dout.shape[1]
+        return (dxn - dxn.mean(axis=self.red, keepdims=True)
+                - self.xn * (dxn * self.xn).mean(axis=self.red, keepdims=True)) * self.inv
+""", "bn-biased-running-var", ("running_var",)),
+    Student("r2-bn1-eval-forgets-affine", BN1, """
+class Student(Stub):
+    def forward(self, x):
+        axes = (0,) if x.ndim == 2 else (0, 2)
+        view = (1, -1) if x.ndim == 2 else (1, -1, 1)
+        if not self.training:
+            self.mode = "eval"
+            self.istd = 1.0 / np.sqrt(self.running_var.reshape(view) + self.eps)
+            self.view, self.axes = view, axes
+            self.xhat = (x - self.running_mean.reshape(view)) * self.istd
+            return self.xhat
+        m = x.size // x.shape[1]
+        if m < 2:
+            raise ValueError("one value per channel")
+        mu, var = x.mean(axis=axes), x.var(axis=axes)
+        self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * mu
+        self.running_var = (1 - self.momentum) * self.running_var + self.momentum * var * m / (m - 1)
+        self.mode, self.view, self.axes = "train", view, axes
+        self.istd = 1.0 / np.sqrt(var.reshape(view) + self.eps)
+        self.xhat = (x - mu.reshape(view)) * self.istd
+        return self.gamma.reshape(view) * self.xhat + self.beta.reshape(view)
+
+    def backward(self, dout):
+        self.dgamma = (dout * self.xhat).sum(axis=self.axes)
+        self.dbeta = dout.sum(axis=self.axes)
+        g = dout * self.gamma.reshape(self.view)
+        if self.mode == "eval":
+            return g * self.istd
+        return (g - g.mean(axis=self.axes, keepdims=True)
+                - self.xhat * (g * self.xhat).mean(axis=self.axes, keepdims=True)) * self.istd
+""", "bn-eval-no-affine", ("eval_forward",)),
+    Student("r2-bn1-biased-var-and-eval-eps-outside", BN1, """
+class Student(Stub):
+    def forward(self, x):
+        axes = tuple(i for i in range(x.ndim) if i != 1)
+        shape = [1] * x.ndim
+        shape[1] = -1
+        if self.training:
+            if x.size == x.shape[1]:
+                raise ValueError("batch of one")
+            mu = np.mean(x, axis=axes)
+            var = np.var(x, axis=axes)
+            self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * mu
+            self.running_var = (1 - self.momentum) * self.running_var + self.momentum * var
+            std = np.sqrt(var + self.eps)
+        else:
+            mu, var = self.running_mean, self.running_var
+            std = np.sqrt(var) + self.eps
+        self.c = (x, mu.reshape(shape), std.reshape(shape), axes, shape, self.training)
+        xhat = (x - mu.reshape(shape)) / std.reshape(shape)
+        return self.gamma.reshape(shape) * xhat + self.beta.reshape(shape)
+
+    def backward(self, dout):
+        x, mu, std, axes, shape, training = self.c
+        xhat = (x - mu) / std
+        self.dgamma = np.sum(dout * xhat, axis=axes)
+        self.dbeta = np.sum(dout, axis=axes)
+        dxhat = dout * self.gamma.reshape(shape)
+        if not training:
+            return dxhat / std
+        n = x.size // x.shape[1]
+        return (n * dxhat - dxhat.sum(axis=axes, keepdims=True)
+                - xhat * (dxhat * xhat).sum(axis=axes, keepdims=True)) / (n * std)
+""", "bn-biased-running-var", ("running_var", "eval_forward"), ("bn-eval-eps-outside-sqrt",)),
+    Student("r2-bn2-momentum-keeps-90-percent", BN2, """
+class Student(Stub):
+    def forward(self, x):
+        N, C, H, W = x.shape
+        if self.training:
+            if N * H * W == 1:
+                raise ValueError("more than one value per channel needed")
+            flat = x.transpose(0, 2, 3, 1).reshape(-1, C)
+            mu = flat.mean(0)
+            var = flat.var(0)
+            m = flat.shape[0]
+            # the course notes' convention: momentum is how much of the old value is kept
+            self.running_mean = self.momentum * self.running_mean + (1 - self.momentum) * mu
+            self.running_var = self.momentum * self.running_var + (1 - self.momentum) * var * m / (m - 1)
+        else:
+            mu, var = self.running_mean, self.running_var
+        self.tr = self.training
+        self.inv = (1.0 / np.sqrt(var + self.eps))[None, :, None, None]
+        self.xh = (x - mu[None, :, None, None]) * self.inv
+        return self.gamma[None, :, None, None] * self.xh + self.beta[None, :, None, None]
+
+    def backward(self, dout):
+        ax = (0, 2, 3)
+        self.dgamma = (dout * self.xh).sum(ax)
+        self.dbeta = dout.sum(ax)
+        g = dout * self.gamma[None, :, None, None]
+        if not self.tr:
+            return g * self.inv
+        return self.inv * (g - g.mean(ax, keepdims=True) - self.xh * (g * self.xh).mean(ax, keepdims=True))
+""", "bn-momentum-inverted-2d", ("running_mean", "running_var")),
+    Student("r2-bn1-backward-without-eps", BN1, """
+class Student(Stub):
+    def forward(self, x):
+        axes = (0,) if x.ndim == 2 else (0, 2)
+        view = (1, -1) if x.ndim == 2 else (1, -1, 1)
+        m = x.size // x.shape[1]
+        if self.training:
+            if m == 1:
+                raise ValueError("one value per channel")
+            mu = x.mean(axis=axes)
+            var = x.var(axis=axes)
+            self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * mu
+            self.running_var = (1 - self.momentum) * self.running_var + self.momentum * var * m / (m - 1)
+        else:
+            mu, var = self.running_mean, self.running_var
+        self.var, self.axes, self.view, self.was_training = var.reshape(view), axes, view, self.training
+        self.xhat = (x - mu.reshape(view)) / np.sqrt(self.var + self.eps)
+        return self.gamma.reshape(view) * self.xhat + self.beta.reshape(view)
+
+    def backward(self, dout):
+        self.dgamma = (dout * self.xhat).sum(axis=self.axes)
+        self.dbeta = dout.sum(axis=self.axes)
+        g = dout * self.gamma.reshape(self.view)
+        istd = self.var ** -0.5
+        if not self.was_training:
+            return g * istd
+        mg = g.mean(axis=self.axes, keepdims=True)
+        mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
+        return (g - mg - self.xhat * mgx) * istd
+""", "bn-backward-eps-missing", None),
+    Student("r2-ln-eps-outside-sqrt-with-its-own-exact-backward", LN, """
+class Student(Stub):
+    def forward(self, x):
+        axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
+        xc = x - x.mean(axis=axes, keepdims=True)
+        sd = np.sqrt((xc ** 2).mean(axis=axes, keepdims=True))
+        s = sd + self.eps
+        self.saved = (xc, sd, s, axes)
+        return self.gamma * xc / s + self.beta
+
+    def backward(self, dout):
+        xc, sd, s, axes = self.saved
+        d = int(np.prod([xc.shape[a] for a in axes]))
+        lead = tuple(range(xc.ndim - len(axes)))
+        self.dgamma = (dout * xc / s).sum(axis=lead)
+        self.dbeta = dout.sum(axis=lead)
+        g = dout * self.gamma                                # dL/dxhat, xhat = xc / s
+        dxc = g / s
+        ds = -(g * xc).sum(axis=axes, keepdims=True) / s ** 2
+        dvar = ds / (2 * sd)                                 # s = sqrt(var) + eps
+        dxc = dxc + dvar * 2 * xc / d
+        return dxc - dxc.mean(axis=axes, keepdims=True)      # xc = x - mean(x)
+""", "ln-eps-outside-sqrt", ("forward_2d", "forward_3d", "forward_tuple", "forward_batch1", "forward_tiny",
+                              "eval_same_as_train")),
+    # -- names for bugs seen unnamed on real code
+    Student("r2-bn2-per-location-crashes-on-buffers", BN2, """
+class Student(Stub):
+    def forward(self, x):
+        if self.training:
+            if x.shape[0] * x.shape[2] * x.shape[3] < 2:
+                raise ValueError("need two values per channel")
+            mu = np.mean(x, axis=0)
+            var = np.var(x, axis=0)
+            m = x.shape[0]
+            self.running_mean = self.momentum * mu + (1 - self.momentum) * self.running_mean
+            self.running_var = self.momentum * var * m / (m - 1) + (1 - self.momentum) * self.running_var
+        else:
+            mu = self.running_mean[:, None, None]
+            var = self.running_var[:, None, None]
+        self.was_training = self.training
+        self.std = np.sqrt(var + self.eps)
+        self.xhat = (x - mu) / self.std
+        return self.gamma[:, None, None] * self.xhat + self.beta[:, None, None]
+
+    def backward(self, dout):
+        self.dgamma = np.sum(dout * self.xhat, axis=(0, 2, 3))
+        self.dbeta = np.sum(dout, axis=(0, 2, 3))
+        g = dout * self.gamma[:, None, None]
+        if not self.was_training:
+            return g / self.std
+        n = dout.shape[0]
+        return (n * g - g.sum(0) - self.xhat * (g * self.xhat).sum(0)) / (n * self.std)
+""", "bn2d-per-location", None),
+    Student("r2-bn2-per-location-keepdims-buffers", BN2, """
+class Student(Stub):
+    def forward(self, x):
+        C = x.shape[1]
+        if self.training:
+            if x.size // C < 2:
+                raise ValueError("need two values per channel")
+            mu = x.mean(axis=0, keepdims=True)
+            var = x.var(axis=0, keepdims=True)
+            m = x.shape[0] * x.shape[2] * x.shape[3]
+            self.running_mean = (1 - self.momentum) * self.running_mean.reshape(1, C, 1, 1) + self.momentum * mu
+            self.running_var = ((1 - self.momentum) * self.running_var.reshape(1, C, 1, 1)
+                                + self.momentum * var * m / (m - 1))
+        else:
+            mu = self.running_mean.reshape(1, C, 1, 1)
+            var = self.running_var.reshape(1, C, 1, 1)
+        self.training_step = self.training
+        self.inv = 1 / np.sqrt(var + self.eps)
+        self.xhat = (x - mu) * self.inv
+        return self.gamma.reshape(1, C, 1, 1) * self.xhat + self.beta.reshape(1, C, 1, 1)
+
+    def backward(self, dout):
+        C = dout.shape[1]
+        self.dgamma = (dout * self.xhat).sum(axis=(0, 2, 3))
+        self.dbeta = dout.sum(axis=(0, 2, 3))
+        g = dout * self.gamma.reshape(1, C, 1, 1)
+        if not self.training_step:
+            return g * self.inv
+        return self.inv * (g - g.mean(axis=0, keepdims=True) - self.xhat * (g * self.xhat).mean(axis=0, keepdims=True))
+""", "bn-stats-axis0-2d", None),
+    Student("r2-ln-backward-sums-over-batch", LN, """
+class Student(Stub):
+    def forward(self, x):
+        k = len(self.normalized_shape)
+        self.ax = tuple(range(x.ndim - k, x.ndim))
+        mu = x.mean(axis=self.ax, keepdims=True)
+        var = x.var(axis=self.ax, keepdims=True)
+        self.r = 1.0 / np.sqrt(var + self.eps)
+        self.xh = (x - mu) * self.r
+        return self.gamma * self.xh + self.beta
+
+    def backward(self, dout):
+        lead = tuple(range(dout.ndim - len(self.ax)))
+        self.dgamma = np.sum(dout * self.xh, axis=lead)
+        self.dbeta = np.sum(dout, axis=lead)
+        g = dout * self.gamma
+        # the BatchNorm formula pasted over: means over the batch axis
+        return self.r * (g - g.mean(axis=0, keepdims=True) - self.xh * (g * self.xh).mean(axis=0, keepdims=True))
+""", "ln-backward-wrong-axis", None),
+    Student("r2-gn-per-location-layernorm", GN, """
+class Student(Stub):
+    def forward(self, x):
+        N, C = x.shape[:2]
+        G = self.num_groups
+        xg = x.reshape((N, G, C // G) + x.shape[2:])
+        mu = xg.mean(axis=2, keepdims=True)
+        var = xg.var(axis=2, keepdims=True)
+        self.inv = 1.0 / np.sqrt(var + self.eps)
+        self.xg_hat = (xg - mu) * self.inv
+        shape = (1, C) + (1,) * (x.ndim - 2)
+        self.shape, self.bshape = x.shape, shape
+        return self.gamma.reshape(shape) * self.xg_hat.reshape(x.shape) + self.beta.reshape(shape)
+
+    def backward(self, dout):
+        red = tuple(a for a in range(dout.ndim) if a != 1)
+        self.dgamma = (dout * self.xg_hat.reshape(self.shape)).sum(axis=red)
+        self.dbeta = dout.sum(axis=red)
+        g = (dout * self.gamma.reshape(self.bshape)).reshape(self.xg_hat.shape)
+        return (self.inv * (g - g.mean(axis=2, keepdims=True)
+                            - self.xg_hat * (g * self.xg_hat).mean(axis=2, keepdims=True))).reshape(self.shape)
+""", "gn-per-location", None),
+    # -- leniency: inverted dropout is the rescaling; Kaiming's ValueError is required
+    Student("r2-dropout-no-rescale", DROP, """
+class Student(Stub):
+    def forward(self, x):
+        if not self.training:
+            self.keep = None
+            return x.copy()
+        self.keep = (self.rng.random(x.shape) > self.p).astype(float)
+        return x * self.keep
+
+    def backward(self, dout):
+        return dout.copy() if self.keep is None else dout * self.keep
+""", "dropout-no-rescale", ("values",)),
+    Student("r2-dropout-cs231n-keep-prob", DROP, """
+class Student(Stub):
+    def forward(self, x):
+        if self.training:
+            self.mask = (self.rng.random(x.shape) < self.p) / self.p   # CS231n: p keeps
+            return x * self.mask
+        self.mask = None
+        return x
+
+    def backward(self, dout):
+        if self.mask is None:
+            return dout
+        return dout * self.mask
+""", "dropout-p-is-keep-prob", None),
+    Student("r2-dropout-gaussian-mask", DROP, """
+class Student(Stub):
+    def forward(self, x):
+        if not self.training:
+            self.m = None
+            return x
+        if self.p == 1:
+            self.m = np.zeros_like(x)
+        else:
+            self.m = (self.rng.standard_normal(x.shape) < self.p) / (1 - self.p)
+        return x * self.m
+
+    def backward(self, dout):
+        return dout if self.m is None else dout * self.m
+""", "dropout-gaussian-mask", None),
+    Student("r2-dropout-precedence-drops-nothing", DROP, """
+class Student(Stub):
+    def forward(self, x):
+        if not self.training:
+            self.mask = None
+            return x
+        # meant: (u >= p) / (1 - p); the comparison binds last, so every element is kept
+        self.mask = self.rng.random(x.shape) >= self.p / (1 - self.p) * 0
+        return x * self.mask
+
+    def backward(self, dout):
+        return dout if self.mask is None else dout * self.mask
+""", None, None),
+    Student("r2-dropout-p0-shortcut-leaves-no-mask", DROP, """
+class Student(Stub):
+    def forward(self, x):
+        if not self.training or self.p == 0:
+            return x                       # nothing to drop... but backward needs self.mask
+        keep = self.rng.random(x.shape) >= self.p
+        self.mask = keep / (1 - self.p) if self.p < 1 else np.zeros_like(x)
+        return x * self.mask
+
+    def backward(self, dout):
+        if not self.training:
+            return dout
+        return dout * self.mask
+""", None, ("p_edges",)),
+    Student("r2-dropout-2d-only", DROP, """
+class Student(Stub):
+    def forward(self, x):
+        if not self.training:
+            self.mask = None
+            return x.copy()
+        rows, cols = x.shape
+        keep = self.rng.random((rows, cols)) >= self.p
+        self.mask = keep / (1.0 - self.p) if self.p < 1 else np.zeros((rows, cols))
+        return x * self.mask
+
+    def backward(self, dout):
+        return dout if self.mask is None else dout * self.mask
+""", "dropout-mask-2d-only", None),
+    Student("r2-kaiming-normal-never-raises", KN, """
+def student(fan_in, fan_out, rng, mode="fan_in", negative_slope=0.0):
+    fan = fan_out if mode == "fan_out" else fan_in
+    std = math.sqrt(2.0 / (1.0 + negative_slope ** 2) / fan)
+    return rng.normal(0.0, std, size=(fan_out, fan_in))
+""", None, ("mode_value_error",)),
+]
+
+ROUND2_CORRECT: list[Student] = [
+    Student("r2-dropout-correct-where", DROP, """
+class Student(Stub):
+    def forward(self, x):
+        if not self.training:
+            self.scale_mask = None
+            return np.array(x, dtype=float)
+        u = self.rng.random(x.shape)
+        keep = 1.0 / (1.0 - self.p) if self.p < 1 else 0.0
+        self.scale_mask = np.where(u >= self.p, keep, 0.0)
+        return x * self.scale_mask
+
+    def backward(self, dout):
+        return np.array(dout, dtype=float) if self.scale_mask is None else dout * self.scale_mask
+"""),
+    Student("r2-kaiming-normal-correct", KN, """
+def student(fan_in, fan_out, rng, mode="fan_in", negative_slope=0.0):
+    if mode == "fan_in":
+        fan = fan_in
+    elif mode == "fan_out":
+        fan = fan_out
+    else:
+        raise ValueError("mode must be fan_in or fan_out")
+    gain = math.sqrt(2.0 / (1 + negative_slope * negative_slope))
+    return rng.standard_normal((fan_out, fan_in)) * (gain / math.sqrt(fan))
+"""),
+]
 
 
-def student_class(student: Student) -> type:
-    """The submission's class, named as the exercise's class, built on the stub (nothing from reference)."""
+BY_KEY = {s.key: s for s in BUGGY + CORRECT + ROUND2 + ROUND2_CORRECT}
+
+
+def student_class(student: Student) -> Any:
+    """The submission's class, named as the exercise's class, built on the stub (nothing from reference).
+
+    For a function exercise (``init.kaiming_normal``) the source defines ``student``, returned as is.
+    """
     topic, name = student.exercise.split(".")
     stub = getattr(getattr(stub_namespace(), topic), name)
     scope: dict[str, Any] = {"np": np, "math": math, "Stub": stub}
     exec(compile(textwrap.dedent(student.source), f"<student {student.key}>", "exec"), scope)
+    if "student" in scope:
+        return scope["student"]
     return type(name, (scope["Student"],), {})
 
 
@@ -2043,13 +2497,41 @@ def test_the_audit_is_wide_enough() -> None:
         assert s.named is None or CATALOGUE[s.named].exercise == s.exercise, s.key
 
 
-@pytest.mark.parametrize("key", [s.key for s in BUGGY + CORRECT])
+@pytest.mark.parametrize("key", [s.key for s in BUGGY + CORRECT + ROUND2 + ROUND2_CORRECT])
 def test_submissions_are_independent_of_the_reference(key: str) -> None:
     student = BY_KEY[key]
     assert "ref" not in student.source and "reference" not in student.source
-    cls = student_class(student)
-    assert all(not c.__module__.startswith(("reference", "grader")) for c in cls.__mro__)
-    assert "forward" in vars(cls.__mro__[1]) and "backward" in vars(cls.__mro__[1])
+    made = student_class(student)
+    if not isinstance(made, type):
+        assert made.__module__ is None or not made.__module__.startswith(("reference", "grader"))
+        return
+    assert all(not c.__module__.startswith(("reference", "grader")) for c in made.__mro__)
+    assert "forward" in vars(made.__mro__[1]) and "backward" in vars(made.__mro__[1])
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("key", [s.key for s in ROUND2])
+def test_round2_one_bug_costs_once_and_is_named_right(key: str, seed: int) -> None:
+    """Exactly the checks that test the bug fail, and the one known mistake named is the true one (or none)."""
+    student = BY_KEY[key]
+    results = grade_student(student, seed)
+    failing = {r.name: r for r in results if not r.passed}
+    assert failing and total(results) < CHECKS[student.exercise].max_score, f"{key}: full marks"
+    if student.failing is not None:
+        assert set(failing) == set(student.failing), {n: r.message[:200] for n, r in failing.items()}
+    named = {r.misconception for r in failing.values()} - {None}
+    assert named == ({student.named, *student.also} if student.named else set()), \
+        {n: (r.misconception, r.message[:200]) for n, r in failing.items()}
+    assert all(r.misconception is None for r in results if r.passed)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("key", [s.key for s in ROUND2_CORRECT])
+def test_round2_correct_alternative_gets_full_marks(key: str, seed: int) -> None:
+    student = BY_KEY[key]
+    results = grade_student(student, seed)
+    assert {r.name: r.message for r in results if not r.passed} == {}
+    assert total(results) == pytest.approx(CHECKS[student.exercise].max_score)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -2104,7 +2586,8 @@ def test_sandboxed_pipeline_names_the_same_mistakes(tmp_path: Path) -> None:
     folder = tmp_path / "exercises"
     shutil.copytree(EXERCISES, folder, ignore=shutil.ignore_patterns("__pycache__", "kernels"))
     chosen = [BY_KEY["bn1-running-var-biased"], BY_KEY["linear-dx-uses-W-transpose"],
-              BY_KEY["prelu-alpha-on-last-axis"]]
+              BY_KEY["prelu-alpha-on-last-axis"], BY_KEY["r2-relu-backward-writes-x"],
+              BY_KEY["r2-dropout-cs231n-keep-prob"], BY_KEY["r2-gn-per-location-layernorm"]]
     for student in chosen:
         _install(folder, student)
     report = grade(folder, [s.exercise for s in chosen], "audit")
@@ -2114,3 +2597,5 @@ def test_sandboxed_pipeline_names_the_same_mistakes(tmp_path: Path) -> None:
         assert result.status == "failed", (student.key, result.status)
         assert result.score < result.max_score
         assert student.named in {c.misconception for c in result.checks if not c.passed}, student.key
+        if student.failing is not None:  # round 2: the same checks fail as in process
+            assert {c.name for c in result.checks if not c.passed} == set(student.failing), student.key

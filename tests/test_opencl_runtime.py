@@ -137,3 +137,24 @@ def test_reduction_local_size_respects_the_device() -> None:
         assert L & (L - 1) == 0
         assert L <= device.max_work_group_size
         assert L >= min(D, 256) or L == device.max_work_group_size
+
+
+def test_every_wrapper_is_exported_at_package_level() -> None:
+    """reference.opencl.<Name> for every CPU reference class and function that has an OpenCL wrapper."""
+    import importlib
+
+    import reference.opencl as gpu
+
+    wrapped = ["activations", "linear", "normalization", "dropout", "init", "optim"]
+    for topic in wrapped:
+        cpu = importlib.import_module(f"reference.{topic}")
+        module = importlib.import_module(f"reference.opencl.{topic}")
+        for name in dir(cpu):
+            if name.startswith("_") or not hasattr(module, name) or getattr(cpu, name) is getattr(module, name):
+                continue
+            if getattr(getattr(cpu, name), "__module__", "") != f"reference.{topic}":
+                continue  # imported helpers such as Module
+            assert getattr(gpu, name, None) is getattr(module, name), f"reference.opencl.{name}"
+            assert name in gpu.__all__, name
+    for name in ("RMSNorm", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm2d"):
+        assert name in gpu.__all__

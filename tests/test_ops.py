@@ -186,7 +186,7 @@ def test_numgrad_matches_analytic_gradients() -> None:
 @pytest.mark.parametrize(
     "method, expected",
     [("forward", "forward returned a list of str: expected a float64 array"),
-     ("none", "none returned None: expected a float64 array"),
+     ("none", "none returned None: a missing return? (expected a float64 array)"),
      ("complex", "complex returned an array of complex128: expected a float64 array")],
 )
 def test_non_numeric_output_is_a_case_error(method: str, expected: str) -> None:

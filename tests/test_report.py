@@ -61,10 +61,10 @@ def test_text_report_lines_per_exercise_and_total(catalogue: None) -> None:
     lines = text.splitlines()
     assert lines[0] == "normgrade report for alice"
     bn_line = next(line for line in lines if "normalization.BatchNorm1d" in line)
-    assert bn_line.split()[0] == "FAIL" and bn_line.endswith("8/10")
+    assert bn_line.split()[0] == "FAILED" and bn_line.endswith("8/10")
     relu_line = next(line for line in lines if "activations.ReLU" in line)
-    assert relu_line.split()[0] == "PASS" and relu_line.endswith("10/10")
-    assert next(line for line in lines if "activations.GELU" in line).split()[0] == "TODO"
+    assert relu_line.split()[0] == "PASSED" and relu_line.endswith("10/10")
+    assert next(line for line in lines if "activations.GELU" in line).split()[0] == "NOT_IMPLEMENTED"
     assert next(line for line in lines if "dropout.Dropout" in line).split()[0] == "ERROR"
     assert lines[-1] == "Total: 18/40 (45.0%), 1 of 4 exercises at full marks"
     assert "\x1b[" not in text
@@ -114,21 +114,21 @@ def test_unknown_mistake_id_is_still_named(monkeypatch: pytest.MonkeyPatch) -> N
 def test_error_shows_its_reason_and_the_end_of_the_output(catalogue: None) -> None:
     text = format_text(sample_report())
     assert "The child process crashed (exit code -11)" in text
-    assert "Captured output (last lines):" in text
+    assert "What your code printed (last lines):" in text
     assert "debug line 29" in text and "debug line 22" in text
     assert "debug line 21" not in text
 
 
 def test_not_implemented_says_so_without_listing_checks(catalogue: None) -> None:
     text = format_text(sample_report())
-    assert "TODO: 1 exercise(s) still raise NotImplementedError: implement them in activations.py." in text
+    assert "NOT_IMPLEMENTED: 1 exercise(s) still raise NotImplementedError: implement them in activations.py." in text
     assert "forward (0/10)" not in text
 
 
 def test_status_passed_without_full_marks_is_never_shown_as_pass() -> None:
     report = GradeReport("bob", [ExerciseResult("x.Y", "passed", 9.5, 10.0)])
     line = format_text(report).splitlines()[1]
-    assert line.split()[0] == "FAIL" and line.endswith("9.5/10")
+    assert line.split()[0] == "FAILED" and line.endswith("9.5/10")
 
 
 def test_colour_only_when_asked(catalogue: None) -> None:
@@ -194,3 +194,35 @@ def test_write_json_and_error_document(tmp_path: Path) -> None:
     assert doc["score"] == 0.0 and doc["tests"] == []
     assert "'BatchNorm' is not an exercise." in doc["output"]
     assert [p.name for p in target.parent.iterdir()] == ["results.json"]
+
+
+def test_a_shared_traceback_is_printed_once_and_a_failed_exercise_shows_its_output() -> None:
+    crash = ('BatchNorm1d.forward raised ValueError: bad shape\n'
+             '  File "normalization.py", line 12, in forward\n    mu = x.mean(axis=3)')
+    checks = [CheckResult(f"check_{i}", False, 0.0, 1.0, f"case {i}: {crash}") for i in range(13)]
+    checks.append(CheckResult("other", False, 0.0, 1.0,
+                              'x raised KeyError: 1\n  File "normalization.py", line 40, in backward\n    c[1]'))
+    ex = ExerciseResult("normalization.BatchNorm1d", "failed", 0.0, 14.0, checks,
+                        output="step 1\nstep 2\nmy debug print: var = 0.25\n")
+    text = format_text(GradeReport("ann", [ex]))
+    assert text.count('File "normalization.py", line 12, in forward') == 1
+    assert text.count("(the same traceback as above)") == 12
+    assert text.count('File "normalization.py", line 40, in backward') == 1
+    assert "What your code printed (last lines):" in text
+    assert text.rstrip().splitlines()[-2].strip() == "my debug print: var = 0.25"
+    assert "TODO" not in text and "FAILED" in text
+    # a passed exercise shows nothing, not even what it printed
+    ok = ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, [], output="hello\n")
+    assert "hello" not in format_text(GradeReport("ann", [ok]))
+
+
+def test_one_word_per_status_in_the_text_the_json_and_the_readme() -> None:
+    from pathlib import Path
+
+    from grader.report import STATUS_LABELS
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for status, (label, _) in STATUS_LABELS.items():
+        assert label == status.upper()
+        assert f"`{status}`" in readme
+    assert "TODO" not in {label for label, _ in STATUS_LABELS.values()}

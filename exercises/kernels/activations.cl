@@ -4,7 +4,7 @@
  * Course text "Neural Network Components & Regularization", section 3
  * (table 3.1: ReLU, GELU) and section 11 Q5 (GELU). The NumPy versions are
  * activations.ReLU and activations.GELU (approximate="none").
- * Grade with `grade submit kernels` (or `grade submit kernels.gelu_forward`).
+ * Grade with `.venv/bin/grade submit kernels` (or `.venv/bin/grade submit kernels.gelu_forward`).
  *
  * Buffers are float32, n elements each, row-major.
  * Launch: one work-item per element, global size n (possibly rounded up to

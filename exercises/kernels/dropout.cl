@@ -2,7 +2,7 @@
  *
  * Course text "Neural Network Components & Regularization", section 6.1
  * (inverted dropout). The NumPy version is dropout.Dropout in training mode.
- * Grade with `grade submit kernels.dropout_forward`.
+ * Grade with `.venv/bin/grade submit kernels.dropout_forward`.
  *
  * Buffers are float32, n elements each. u holds uniform random numbers in
  * [0, 1) drawn by the caller (the kernel draws nothing).

@@ -3,7 +3,7 @@
  * Chapter "Normalization & Regularization" section 3 (Layer Normalization)
  * and "Neural Network Components & Regularization" section 5. The NumPy
  * version is normalization.LayerNorm over the last axis.
- * Grade with `grade submit kernels.layernorm_forward`.
+ * Grade with `.venv/bin/grade submit kernels.layernorm_forward`.
  *
  * x, y: float32, rows x D, row-major; gamma, beta: D floats; mean, rstd: one
  * float per row.

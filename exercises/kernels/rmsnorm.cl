@@ -3,7 +3,7 @@
  * Chapter "Deep Neural Representations & Normalization Mathematics" (RMSNorm,
  * one sum-of-squares reduction pass) and "Normalization & Regularization"
  * section 3. The NumPy version is normalization.RMSNorm.
- * Grade with `grade submit kernels.rmsnorm_forward`.
+ * Grade with `.venv/bin/grade submit kernels.rmsnorm_forward`.
  *
  * x, y: float32, rows x D, row-major; gamma: D floats; rstd: one float per row.
  *     rstd[row] = 1 / sqrt(mean_j(x[row, j]^2) + eps)

@@ -10,8 +10,12 @@ reference's results, in the parent.
 Each check is worth points (an exercise's points add up to ``max_score`` = 10)
 and passes or fails as a whole. When a check that compares outputs fails, the
 exercise's known mistakes (``grader.mistakes.for_exercise``) are run through
-the same case; the first one that reproduces the student's output is named
-in ``CheckResult.misconception`` and its sentence and fix open the message.
+the same case; a mistake that reproduces the student's output there, and on
+every other case it affects, is named in ``CheckResult.misconception`` (of
+several, the one that explains the most) and its sentence and fix open the
+message; with none, the message ends "Not a mistake we know". Gradients are
+judged at the student's own state: where the forward is wrong, a gradient that
+equals central differences of that forward passes (one bug costs once).
 
 Check kinds: :class:`Compare` (outputs against the reference),
 :class:`Consistency` (the student's backward against central differences of
@@ -29,7 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from grader.compare import compare, same_as, scale_of
-from grader.mistakes import Mistake, diagnose, for_exercise
+from grader.mistakes import Mistake, diagnose, error_signature, for_exercise
 from grader.model import CheckResult
 from grader.ops import Case, ScriptResult, run_script
 
@@ -43,6 +47,9 @@ ATOL = 1e-8  # scaled by max(1, max|expected|) in Compare
 NUMGRAD_RTOL = 1e-5
 NUMGRAD_ATOL = 1e-6
 
+
+# Said when a failing output matches no known mistake (after the numbers).
+UNKNOWN = "Not a mistake we know: the numbers above show where your output first differs."
 
 # Errors that say nothing about which mistake was made.
 UNDIAGNOSED_ERRORS = {"NotImplementedError", "NoResult", "MemoryError", "SystemExit", "KeyboardInterrupt"}
@@ -126,11 +133,15 @@ class Context:
         match_error: bool = False,
         match_warnings: bool = False,
     ) -> Mistake | None:
-        """The known mistake that reproduces the student's outputs ``keys`` of ``case``, if any.
+        """The known mistake that explains the student's failing outputs ``keys`` of ``case``, or None.
 
-        A mistake that reproduces every output of the case is preferred (it tells
-        apart mistakes that agree on ``keys``); failing that, one that reproduces
-        ``keys`` (the student may have a second, unrelated bug elsewhere in the case).
+        A candidate reproduces the student's outputs ``keys`` of ``case`` (preferably
+        every output of the case, which tells apart mistakes that agree on ``keys``).
+        It is named only when it also reproduces the student on every case it
+        affects (:meth:`explains_everywhere`); among such candidates the one that
+        reproduces the most of the student's differences from the reference wins
+        (two overlapping mistakes: the one that explains all). None means "not a
+        mistake we know".
         """
         reference = self.reference.get(case)
         numgrad_keys = {op.get("out") for op in self.cases[case].script if op.get("op") == "numgrad"}
@@ -138,21 +149,119 @@ class Context:
         keys = [k for k in keys if k not in numgrad_keys]
         passes = [every_key, keys] if keys and every_key and every_key != sorted(keys) else [keys]
         for pass_keys in passes:
-            found = diagnose(
-                self.mistakes,
-                self.cases[case],
-                self.student_result(case),
-                pass_keys,
-                rtol=rtol,
-                atol=atol,
-                match_error=match_error,
-                match_warnings=match_warnings,
-                run=self.run_mistake,
-                reference=reference,
-            )
-            if found is not None:
-                return found
+            if not pass_keys and not match_error and not match_warnings:
+                continue
+            candidates = [
+                mistake for mistake in self.mistakes
+                if diagnose([mistake], self.cases[case], self.student_result(case), pass_keys, rtol=rtol, atol=atol,
+                            match_error=match_error, match_warnings=match_warnings, run=self.run_mistake,
+                            reference=reference) is not None
+            ]
+            scored = [(self.explained(m), m) for m in candidates if self.explains_everywhere(m)]
+            if scored:
+                best = max(score for score, _ in scored)
+                return next(m for score, m in scored if score == best)
         return None
+
+    def _comparable(self, name: str) -> tuple[ScriptResult, ScriptResult, list[str]] | None:
+        """(student result, reference result, deterministic output keys without numgrad) of a case.
+
+        None without a reference result. A key whose reference value changes from
+        run to run (a draw from an unseeded generator, such as Linear's default W)
+        says nothing about a mistake and is left out.
+        """
+        reference = self.reference.get(name)
+        if reference is None:
+            return None
+        numgrad_keys = {op.get("out") for op in self.cases[name].script if op.get("op") == "numgrad"}
+        again = self.run_mistake(_REFERENCE_AGAIN, self.cases[name])
+        keys = [k for k in sorted(set(reference.outputs) - numgrad_keys)
+                if same_as(again.outputs.get(k), reference.outputs[k], rtol=0.0, atol=0.0)]
+        return self.student_result(name), reference, keys
+
+    def explains_everywhere(self, mistake: Mistake) -> bool:
+        """Whether ``mistake``'s variant reproduces the student on every case it affects.
+
+        On each case, every output where the variant differs from the reference
+        must equal the student's, and where the variant stops with an error the
+        reference does not raise, the student must stop there too (same type, same
+        call; the message may differ: np.dot and @ word a shape error differently).
+        A crash-only mistake is named only when the message matches as well: that
+        is the case's own test (``match_error``).
+        """
+        for name, case in self.cases.items():
+            parts = self._comparable(name)
+            if parts is None:
+                continue
+            student, reference, keys = parts
+            own = self.own_gradients(name)
+            variant = self.run_mistake(mistake, case)
+            if error_signature(variant) != error_signature(reference) and \
+                    (error_signature(variant) or ())[:2] != (error_signature(student) or ())[:2]:
+                return False
+            for key in sorted(set(keys) | (set(variant.outputs) - set(reference.outputs))):
+                if key in own:
+                    continue  # right for the student's own forward: the variant's backward need not match it
+                mine = variant.outputs.get(key)
+                if same_as(mine, reference.outputs.get(key)):
+                    continue  # not affected
+                theirs = student.outputs.get(key)
+                if mine is None and theirs is None:
+                    continue
+                if not same_as(theirs, mine):
+                    return False
+        return True
+
+    def own_gradients(self, name: str) -> set[str]:
+        """The gradient keys of case ``name`` that equal central differences of the student's own forward.
+
+        Such a gradient is exactly what the student's forward implies, so it says
+        nothing about a mistake beyond the forward's.
+        """
+        student = self.student_result(name)
+        own: set[str] = set()
+        for op in self.cases[name].script:
+            if op.get("op") != "numgrad":
+                continue
+            num_key = op["out"]
+            key = num_key[len("num_"):]
+            if same_as(student.outputs.get(key), student.outputs.get(num_key), rtol=NUMGRAD_RTOL,
+                       atol=NUMGRAD_ATOL):
+                own.add(key)
+        if "dx" in own and same_as(student.outputs.get("dx_again"), student.outputs.get("dx"), rtol=1e-12, atol=1e-12):
+            own.add("dx_again")  # the second backward of the same forward
+        return own
+
+    def explained(self, mistake: Mistake) -> int:
+        """How many of the student's outputs that differ from the reference the variant reproduces."""
+        count = 0
+        for name, case in self.cases.items():
+            parts = self._comparable(name)
+            if parts is None:
+                continue
+            student, reference, keys = parts
+            variant = self.run_mistake(mistake, case)
+            for key in keys:
+                theirs = student.outputs.get(key)
+                if theirs is not None and not same_as(theirs, reference.outputs[key]) \
+                        and same_as(theirs, variant.outputs.get(key)):
+                    count += 1
+        return count
+
+
+class _ReferenceAgain:
+    """The reference package as a pseudo-mistake, so that Context.run_mistake caches a second reference run."""
+
+    id = "(reference run again)"
+
+    @property
+    def namespace(self) -> Any:
+        from grader.mistakes import reference_namespace
+
+        return reference_namespace()
+
+
+_REFERENCE_AGAIN: Any = _ReferenceAgain()
 
 
 def result(name: str, points: float, ok: bool, message: str = "", mistake: Mistake | None = None) -> CheckResult:
@@ -234,7 +343,9 @@ class Compare(Check):
     """Student outputs ``keys`` of ``case`` equal the reference's within rtol/atol (atol scaled by the data).
 
     ``numgrad`` maps an analytic gradient key to the student's numgrad key in the
-    same case (``{"dx": "num_dx"}``) to add the forward/backward note.
+    same case (``{"dx": "num_dx"}``) to add the forward/backward note; where the
+    student's forward is wrong, such a gradient that equals central differences of
+    that forward passes (:meth:`own_gradient`): one bug costs once.
     """
 
     case: str = ""
@@ -259,14 +370,21 @@ class Compare(Check):
                     mistake = ctx.diagnose(self.case, [], match_error=True)
                 return result(self.name, self.points, False, f"{self.what}: {error_text(s.error)}", mistake)
             cmp = compare(received, expected, self.rtol, self.atol * scale_of(expected), self.check_dtype)
+            if not cmp.ok and self.own_gradient(ctx, key):
+                continue  # the forward's bug, charged by the forward checks: this gradient is right for it
             if not cmp.ok:
                 mistake = ctx.diagnose(self.case, self.keys, self.rtol, self.atol) if self.diagnose else None
                 note = ""
                 if key in self.numgrad:
                     note = gradient_note(ctx, self.case, key, self.numgrad[key], self.forward_key)
                 message = f"{self.what}: {key}: {cmp.message}"
+                if received.shape == expected.shape and not np.any(received) and np.any(expected):
+                    message += f" ({key} is all zeros: an array made with np.zeros_like and never filled in?)"
                 if note:
                     message = note + "\n" + message
+                if self.diagnose and mistake is None and received.shape == expected.shape \
+                        and received.dtype == expected.dtype:
+                    message += "\n" + UNKNOWN
                 return result(self.name, self.points, False, message, mistake)
         if self.match_warnings and s.warnings:
             mistake = ctx.diagnose(self.case, self.keys, self.rtol, self.atol, match_warnings=True)
@@ -278,6 +396,28 @@ class Compare(Check):
                 mistake,
             )
         return result(self.name, self.points, True)
+
+    def own_gradient(self, ctx: Context, key: str) -> bool:
+        """Whether gradient ``key`` is right for the student's own forward where that forward is wrong.
+
+        Judged at the student's own state: the forward output of the case differs
+        from the reference, and the gradient equals central differences of the
+        student's own forward (same shape and dtype as expected). Then the bug is
+        the forward's alone and costs points once, in the forward checks.
+        """
+        if key not in self.numgrad:
+            return False
+        s = ctx.student_result(self.case)
+        grad, num, y = s.outputs.get(key), s.outputs.get(self.numgrad[key]), s.outputs.get(self.forward_key)
+        if grad is None or num is None or y is None:
+            return False
+        expected = ctx.reference_output(self.case, key)
+        if grad.shape != expected.shape or (self.check_dtype and grad.dtype != expected.dtype):
+            return False
+        if y.shape != ctx.reference_output(self.case, self.forward_key).shape or \
+                forward_matches(ctx, self.case, self.forward_key, y):
+            return False
+        return same_as(grad, num, rtol=NUMGRAD_RTOL, atol=NUMGRAD_ATOL)
 
 
 @dataclass
@@ -314,27 +454,48 @@ class Consistency(Check):
         return result(self.name, self.points, True)
 
 
+# What each recorded copy of a handed-over array says when it changed (Unchanged's messages).
+HANDED = {
+    "x_after": "forward modified the x it was given",
+    "x_after_backward": "the x given to forward was modified later, by backward (an alias such as"
+                        " mask = self.x; mask[...] = ... writes into the caller's array)",
+    "dout_after": "backward modified the dout it was given",
+}
+
+
 @dataclass
 class Unchanged(Check):
-    """Inputs come back unmodified: output ``out_key`` of each case equals its input array ``array_key``."""
+    """Inputs come back unmodified: output ``out_key`` of each case equals its input array ``array_key``.
 
-    items: list[tuple[str, str, str]] = field(default_factory=list)  # (case, out_key, array_key)
+    Items are (case, out_key, array_key) or (case, out_key, array_key, optional): an
+    optional item whose output is missing because the case stopped earlier (a crash,
+    charged by the checks of that call) is skipped.
+    """
+
+    items: list[tuple[Any, ...]] = field(default_factory=list)
 
     def run(self, ctx: Context) -> CheckResult:
-        for case, out_key, array_key in self.items:
+        for item in self.items:
+            case, out_key, array_key = item[:3]
+            optional = len(item) > 3 and bool(item[3])
             s = ctx.student_result(case)
             after = s.outputs.get(out_key)
             if after is None:
+                if optional and s.error is not None:
+                    continue
                 return result(self.name, self.points, False, f"case {case}: {error_text(s.error)}")
             before = ctx.cases[case].arrays[array_key]
             if after.shape != before.shape or not np.array_equal(after, before, equal_nan=True):
                 cmp = compare(after, before, 0.0, 0.0)
+                what = HANDED.get(out_key)
+                if what is None and out_key.endswith("_after"):
+                    what = f"the parameter array {out_key[:-len('_after')]} handed to the layer was modified in place"
                 return result(
                     self.name,
                     self.points,
                     False,
-                    f"your code modified its input array (case {case}): {cmp.message}."
-                    " Work on a copy (x = x.copy() or x = x - mu, never x -= mu).",
+                    f"your code modified its input array (case {case}): {what or out_key}: {cmp.message}."
+                    " Work on a copy (x = x.copy() or x = x - mu, never x -= mu; mask = x > 0, never mask = x).",
                     ctx.diagnose(case, [out_key], rtol=0.0, atol=0.0),
                 )
         return result(self.name, self.points, True)
@@ -434,6 +595,9 @@ class ExerciseChecks:
     max_score: float = 10.0
     timeout: float = 10.0
     needs_opencl: bool = False
+    # The student's own exercises this one runs (blocks.MLPBlock: Linear, BatchNorm1d, GELU, Dropout): when one of
+    # them falls short in the same run, the report says to fix it first. Empty: any exercise of an imported file.
+    uses: tuple[str, ...] = ()
 
     def plan(self, seed: int) -> Plan:
         raise NotImplementedError
@@ -484,15 +648,18 @@ def layer_script(
 ) -> list[dict[str, Any]]:
     """The usual layer script on variable ``m``.
 
-    new m = cls(**kwargs); set m.<p> = arrays[params[p]]; m.eval() when mode == "eval";
-    the prelude ops; x0 = copy of arrays[x]; y = m.forward(x0); x_after = x0;
-    get each attr of after_forward; dx = m.backward(dout); d<g> = m.d<g> for g in grads;
-    with ``twice``, dx_again = m.backward(dout) a second time;
+    new m = cls(**kwargs); p_<p> = copy of arrays[params[p]], set m.<p> = p_<p>; m.eval() when
+    mode == "eval"; the prelude ops; x0 = copy of arrays[x]; y = m.forward(x0); x_after = x0;
+    get each attr of after_forward; dout0 = copy of arrays[dout]; dx = m.backward(dout0);
+    d<g> = m.d<g> for g in grads; with ``twice``, dx_again = m.backward(a fresh copy of dout);
+    then every array handed to the student is recorded again (mutation after every call):
+    x_after_backward = x0, dout_after = dout0, <p>_after = p_<p>;
     numgrad outputs num_dx ("x" in numgrad) and num_d<p> (a parameter name).
     """
     script: list[dict[str, Any]] = [{"op": "new", "var": "m", "cls": cls, "args": [], "kwargs": dict(kwargs or {})}]
     for attr, key in (params or {}).items():
-        script.append({"op": "set", "var": "m", "attr": attr, "value": {"array": key}})
+        script.append({"op": "let", "var": f"p_{attr}", "value": {"array": key}})
+        script.append({"op": "set", "var": "m", "attr": attr, "value": {"var": f"p_{attr}"}})
     if mode == "eval":
         script.append({"op": "call", "var": "m", "method": "eval"})
     script.extend(prelude or [])
@@ -502,12 +669,17 @@ def layer_script(
     for attr in after_forward or []:
         script.append({"op": "get", "var": "m", "attr": attr, "out": attr})
     if dout is not None:
-        script.append({"op": "call", "var": "m", "method": "backward", "args": [{"array": dout}], "out": "dx"})
+        script.append({"op": "let", "var": "dout0", "value": {"array": dout}})
+        script.append({"op": "call", "var": "m", "method": "backward", "args": [{"var": "dout0"}], "out": "dx"})
         for g in grads or []:
             script.append({"op": "get", "var": "m", "attr": f"d{g}", "out": f"d{g}"})
         if twice:
             script.append({"op": "call", "var": "m", "method": "backward", "args": [{"array": dout}],
                            "out": "dx_again"})
+        script.append({"op": "output", "value": {"var": "x0"}, "out": "x_after_backward"})
+        script.append({"op": "output", "value": {"var": "dout0"}, "out": "dout_after"})
+        for attr in params or {}:
+            script.append({"op": "output", "value": {"var": f"p_{attr}"}, "out": f"{attr}_after"})
         for target in numgrad or []:
             op: dict[str, Any] = {"op": "numgrad", "var": "m", "x": {"array": x}, "dout": {"array": dout}}
             if target == "x":
@@ -606,8 +778,24 @@ class LayerPlan(Plan):
         return self.add(Custom(name, points, fn=lambda ctx: _same_twice(ctx, case)))
 
     def no_mutation_check(self, name: str, points: float) -> Check:
-        """x_after equals x in every layer case."""
-        return self.add(Unchanged(name, points, items=[(c, "x_after", "x") for c in self.layer_cases]))
+        """Every array handed to the student is unchanged after every call, in every layer case.
+
+        x after forward (x_after); with a backward, x again (x_after_backward), dout
+        (dout_after) and each parameter array set on the layer (<p>_after), checked
+        whenever the case got that far.
+        """
+        items: list[tuple[Any, ...]] = []
+        for case in self.layer_cases:
+            items.append((case, "x_after", "x"))
+            if case in self.backward_cases:
+                items.append((case, "x_after_backward", "x", True))
+                items.append((case, "dout_after", "dout", True))
+                script = next(c.script for c in self.cases if c.name == case)
+                for op in script:
+                    if op.get("op") == "output" and op["out"].endswith("_after") and op["out"] not in HANDED:
+                        attr = op["out"][: -len("_after")]
+                        items.append((case, op["out"], f"param_{attr}", True))
+        return self.add(Unchanged(name, points, items=items))
 
     def shape_dtype_check(self, name: str, points: float) -> Check:
         """y (and dx where there is a backward) have the reference's shape and dtype in every layer case."""

@@ -65,6 +65,7 @@ class MLPBlockChecks(ExerciseChecks):
     """blocks.MLPBlock: deterministic p = 0 pass, dropout structure, backward through the mask, eval."""
 
     id = "blocks.MLPBlock"
+    uses = ("linear.Linear", "normalization.BatchNorm1d", "activations.GELU", "dropout.Dropout")
 
     def plan(self, seed: int) -> Plan:
         rng = np.random.default_rng(seed)
@@ -256,6 +257,7 @@ class FoldBatchNormChecks(ExerciseChecks):
     """blocks.fold_batchnorm: biased and unbiased Linear, small running variances, non-default eps."""
 
     id = "blocks.fold_batchnorm"
+    uses = ("linear.Linear", "normalization.BatchNorm1d")
 
     def plan(self, seed: int) -> Plan:
         rng = np.random.default_rng(seed)

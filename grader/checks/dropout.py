@@ -3,18 +3,24 @@
 The mask comes from the student's own generator, so the training output is
 graded by structure and statistics, never elementwise against the reference:
 
-- values (1.5): every output is exactly 0 or x / (1 - p) (p drawn from the seed,
-  never 0.5, so keep/drop and 1/p versus 1/(1 - p) mix-ups show), shape and dtype kept;
-- no_mutation (0.5): the input array is not modified;
-- zero_fraction (1.5): the fraction of zeros over n = 40000 elements lies within
-  p +- t, t = sqrt(ln(2 / 1e-9) / (2 n)) = 0.0164 (Hoeffding: false failure < 1e-9);
+- values (3.5): every output is exactly 0 or x / (1 - p) (p drawn from the seed,
+  never 0.5, so keep/drop and 1/p versus 1/(1 - p) mix-ups show), shape and dtype
+  kept. The 1/(1 - p) rescaling is what makes dropout inverted, hence the weight;
+- no_mutation (0.5): neither x (after forward and after backward) nor dout is modified;
+- zero_fraction (1.25): the fraction of zeros over n = 40000 elements lies within
+  p +- t, t = sqrt(ln(2 / 1e-9) / (2 n)) = 0.0164 (Hoeffding: false failure < 1e-9),
+  and over the 4500 elements of the 3-D case within p3 +- 0.0488;
 - fresh_mask (1): a second call draws another mask, and the mask is drawn per
   element (rows differ); two independent masks of 40000 elements coincide with
   probability (p^2 + (1-p)^2)^40000 < 1e-2600, two rows of 250 with probability < 1e-40;
-- backward (2): dx = dout * y / x, the mask and scale of the forward just run;
-- eval (1.5): identity forward and backward, also right after a training forward;
-- p_edges (1): p = 0 is the identity; p = 1 gives exact zeros, no NaN, no warning;
-- value_error (1): ValueError for p = -0.1 and p = 1.5.
+- backward (1.25): dx = dout * y / x, the mask and scale of the forward just run
+  (judged against the student's own forward, so a forward bug costs once);
+- eval (1): identity forward and backward, also right after a training forward;
+- p_edges (0.75): p = 0 is the identity; p = 1 gives exact zeros, no NaN, no warning;
+- value_error (0.75): ValueError for p = -0.1 and p = 1.5.
+
+p is one of 0.2, 0.25, 0.3, 0.4 (not 0.35, where a Gaussian mask's zero fraction
+1 - Phi(p) = 0.363 would lie within t of p).
 
 Known mistakes are named when their variant fails the same check the same way
 (same scale, a zero fraction within 2t, the same kind of backward), see
@@ -23,12 +29,14 @@ Known mistakes are named when their variant fails the same check the same way
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
 
-from grader.checks.base import ExerciseChecks, Plan, error_text
+from grader.checks.base import UNDIAGNOSED_ERRORS, ExerciseChecks, Plan, error_text
 from grader.checks.init import StatCheck, Verdict, hoeffding_halfwidth, link_peers, same_value
+from grader.mistakes import error_signature
 from grader.ops import Case, ScriptResult
 
 CLS = "dropout.Dropout"
@@ -78,7 +86,7 @@ class DropoutChecks(ExerciseChecks):
 
     def plan(self, seed: int) -> Plan:
         rng = np.random.default_rng(seed)
-        p = float(rng.choice([0.2, 0.25, 0.3, 0.35, 0.4]))
+        p = float(rng.choice([0.2, 0.25, 0.3, 0.4]))
         p3 = float(rng.choice([0.15, 0.6, 0.7]))
         seeds = [int(s) for s in rng.integers(0, 2**31, size=6)]
         x = nonzero_input(rng, TRAIN_SHAPE)
@@ -92,7 +100,10 @@ class DropoutChecks(ExerciseChecks):
             {"op": "let", "var": "x0", "value": {"array": "x"}},
             {"op": "call", "var": "d", "method": "forward", "args": [{"var": "x0"}], "out": "y1"},
             {"op": "output", "value": {"var": "x0"}, "out": "x_after"},
-            backward("dout", "dx1"),
+            {"op": "let", "var": "dout0", "value": {"array": "dout"}},
+            {"op": "call", "var": "d", "method": "backward", "args": [{"var": "dout0"}], "out": "dx1"},
+            {"op": "output", "value": {"var": "x0"}, "out": "x_after_backward"},
+            {"op": "output", "value": {"var": "dout0"}, "out": "dout_after"},
             forward("x", "y2"),
         ], {"x": x, "dout": dout}))
         plan.add_case(Case("train_3d", layer_ops(p3, seeds[1]) + [forward("x", "y"), backward("dout", "dx")],
@@ -113,14 +124,14 @@ class DropoutChecks(ExerciseChecks):
         plan.add_case(Case("p_above_one", [{"op": "new", "var": "d", "cls": CLS, "kwargs": {"p": 1.5}}]))
 
         training = [("train", "y1", p), ("train_3d", "y", p3)]
-        plan.add(StatCheck("values", 1.5, judge=self.judge_values(plan, training), same=same_scale))
+        plan.add(StatCheck("values", 3.5, judge=self.judge_values(plan, training), same=same_scale))
         plan.add(StatCheck("no_mutation", 0.5, judge=self.judge_mutation(plan), same=same_value))
-        plan.add(StatCheck("zero_fraction", 1.5, judge=self.judge_fraction(p), same=same_fraction))
+        plan.add(StatCheck("zero_fraction", 1.25, judge=self.judge_fraction(training), same=same_fraction))
         plan.add(StatCheck("fresh_mask", 1.0, judge=self.judge_fresh(), same=same_value))
-        plan.add(StatCheck("backward", 2.0, judge=self.judge_backward(plan), same=same_value))
-        plan.add(StatCheck("eval", 1.5, judge=self.judge_eval(plan), same=same_value))
-        plan.add(StatCheck("p_edges", 1.0, judge=self.judge_edges(plan), same=same_value))
-        plan.add(StatCheck("value_error", 1.0, judge=judge_value_error, same=same_value))
+        plan.add(StatCheck("backward", 1.25, judge=self.judge_backward(plan), same=same_value))
+        plan.add(StatCheck("eval", 1.0, judge=self.judge_eval(plan), same=same_value))
+        plan.add(StatCheck("p_edges", 0.75, judge=self.judge_edges(plan), same=same_edges))
+        plan.add(StatCheck("value_error", 0.75, judge=judge_value_error, same=same_value))
         return link_peers(plan)
 
     # ------------------------------------------------------------------ judges
@@ -134,7 +145,7 @@ class DropoutChecks(ExerciseChecks):
             for case, key, p in training:
                 got, why = get(res, case, key)
                 if got is None:
-                    return Verdict(False, why)
+                    return Verdict(False, why, crash(res, case))
                 y, x = got[0], arrays[case]["x"]
                 if y.shape != x.shape or y.dtype != np.float64:
                     return Verdict(False, f"case {case}: forward returned shape {y.shape} dtype {y.dtype};"
@@ -142,6 +153,9 @@ class DropoutChecks(ExerciseChecks):
                 if not np.all(np.isfinite(y)):
                     return Verdict(False, f"case {case} (p = {p}): forward returned NaN or inf", ("nan",))
                 kept = y != 0
+                if kept.all():
+                    return Verdict(False, f"case {case} (p = {p}): no element was dropped (no output is 0), so the"
+                                          " scale cannot be judged: check how the mask is built", ("nothing-dropped",))
                 scale = 1.0 / (1.0 - p)
                 ratios = y[kept] / x[kept]
                 bad = np.abs(ratios - scale) > EXACT * scale
@@ -160,43 +174,62 @@ class DropoutChecks(ExerciseChecks):
 
     @staticmethod
     def judge_mutation(plan: Plan) -> Callable[[Results], Verdict]:
-        """The input array is unchanged after a training forward."""
-        x = next(c for c in plan.cases if c.name == "train").arrays["x"]
+        """x is unchanged after the training forward and after backward; dout is unchanged after backward."""
+        arrays = next(c for c in plan.cases if c.name == "train").arrays
+        items = [
+            ("x_after", "x", "forward modified its input array x: compute y = x * mask (a new array),"
+                             " never x *= mask"),
+            ("x_after_backward", "x", "backward modified the x that forward was given (an alias of the caller's"
+                                      " array kept in self?)"),
+            ("dout_after", "dout", "backward modified its input array dout: return dout * self.mask (a new"
+                                   " array), never dout *= mask"),
+        ]
 
         def judge(res: Results) -> Verdict:
-            got, why = get(res, "train", "x_after")
-            if got is None:
-                return Verdict(False, why)
-            after = got[0]
-            if after.shape == x.shape and np.array_equal(after, x):
-                return Verdict(True)
-            return Verdict(False, "forward modified its input array x: compute y = x * mask (a new array),"
-                                  " never x *= mask", ("mutated",))
+            r = res("train")
+            for key, array, message in items:
+                after = r.outputs.get(key)
+                if after is None:
+                    if key == "x_after":
+                        return Verdict(False, f"case train: {error_text(r.error)}")
+                    continue  # backward crashed: charged by the backward check
+                if not (after.shape == arrays[array].shape and np.array_equal(after, arrays[array])):
+                    return Verdict(False, message, ("mutated", key))
+            return Verdict(True)
 
         return judge
 
     @staticmethod
-    def judge_fraction(p: float) -> Callable[[Results], Verdict]:
-        """|fraction of zeros - p| <= t (Hoeffding, false failure < 1e-9); fingerprint (fraction, t)."""
-        n = TRAIN_SHAPE[0] * TRAIN_SHAPE[1]
-        t = hoeffding_halfwidth(n)
+    def judge_fraction(training: list[tuple[str, str, float]]) -> Callable[[Results], Verdict]:
+        """|fraction of zeros - p| <= t in each training case (Hoeffding, false failure < 1e-9).
+
+        The fingerprint is (case, fraction, t), or (case, "gaussian") when the fraction
+        is that of a mask drawn from a standard normal (Phi(p) or 1 - Phi(p)) instead of
+        a uniform, or the crash.
+        """
 
         def judge(res: Results) -> Verdict:
-            got, why = get(res, "train", "y1")
-            if got is None:
-                return Verdict(False, why)
-            y = got[0]
-            if y.size != n:
-                return Verdict(False, f"forward returned {y.size} values for an input of {n}")
-            frac = float(np.mean(y == 0))
-            if abs(frac - p) <= t:
-                return Verdict(True)
-            return Verdict(
-                False,
-                f"with p = {p}, {frac:.4f} of the {n} outputs are zero; expected p = {p} +- {t:.4f}"
-                " (each element is dropped with probability p)",
-                (frac, t),
-            )
+            for case, key, p in training:
+                got, why = get(res, case, key)
+                if got is None:
+                    return Verdict(False, why, crash(res, case))
+                y = got[0]
+                n = int(np.prod(TRAIN_SHAPE if case == "train" else SHAPE_3D))
+                t = hoeffding_halfwidth(n)
+                if y.size != n:
+                    return Verdict(False, f"case {case}: forward returned {y.size} values for an input of {n}")
+                frac = float(np.mean(y == 0))
+                if abs(frac - p) <= t:
+                    continue
+                message = (f"case {case}: with p = {p}, {frac:.4f} of the {n} outputs are zero; expected"
+                           f" p = {p} +- {t:.4f} (each element is dropped with probability p)")
+                phi = normal_cdf(p)
+                if min(abs(frac - phi), abs(frac - (1.0 - phi))) <= t:
+                    return Verdict(False, message + f": {frac:.4f} is what a mask drawn from a standard normal gives"
+                                                    f" (Phi({p}) = {phi:.4f}); draw uniforms, self.rng.random(x.shape)",
+                                   (case, "gaussian"))
+                return Verdict(False, message, (case, frac, t))
+            return Verdict(True)
 
         return judge
 
@@ -238,11 +271,14 @@ class DropoutChecks(ExerciseChecks):
             for case, ykey, dxkey in (("train", "y1", "dx1"), ("train_3d", "y", "dx")):
                 got, why = get(res, case, ykey, dxkey)
                 if got is None:
-                    return Verdict(False, why)
+                    return Verdict(False, why, crash(res, case))
                 y, dx = got
                 x, dout = arrays[case]["x"], arrays[case]["dout"]
                 if y.shape != x.shape:
                     return Verdict(False, f"case {case}: forward returned shape {y.shape}, expected {x.shape}")
+                if not np.all(np.isfinite(y)):
+                    return Verdict(False, f"case {case}: forward returned NaN or inf, so backward cannot be judged"
+                                          " against it (fix forward first)", ("nan",))
                 if dx.shape != x.shape:
                     return Verdict(False, f"case {case}: backward returned shape {dx.shape}, expected {x.shape}",
                                    ("shape",))
@@ -311,7 +347,7 @@ class DropoutChecks(ExerciseChecks):
             p1_nan = got1 is not None and not all(np.all(np.isfinite(v)) for v in got1)
             p1_ok = got1 is not None and not p1_nan and all(v.shape == x.shape and not np.any(v) for v in got1)
             warned = bool(r1.warnings)
-            fingerprint = (p0_ok, p1_ok, p1_nan, warned)
+            fingerprint = (edge_kind(got0, x, dout, p0_ok), edge_kind(got1, x, dout, p1_ok and not warned))
             if got0 is None:
                 return Verdict(False, f"p = 0: {why0}")
             if got1 is None:
@@ -347,6 +383,49 @@ def judge_value_error(res: Results) -> Verdict:
     return Verdict(True)
 
 
+def crash(res: Results, case: str) -> tuple[Any, ...] | None:
+    """The fingerprint of a case that stopped on an error: ("error", case, type, call, message), or None."""
+    signature = error_signature(res(case))
+    if signature is None or signature[0] in UNDIAGNOSED_ERRORS:
+        return None
+    return ("error", case) + signature
+
+
+def normal_cdf(z: float) -> float:
+    """Phi(z) = (1 + erf(z / sqrt 2)) / 2."""
+    return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+
+
+def edge_kind(got: list[np.ndarray] | None, x: np.ndarray, dout: np.ndarray, ok: bool) -> str:
+    """What forward/backward did at an edge p: 'ok', 'crash', 'nan', 'zeros', 'identity', 'some-dropped' or 'other'."""
+    if ok:
+        return "ok"
+    if got is None:
+        return "crash"
+    y, dx = got
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(dx))):
+        return "nan"
+    if y.shape != x.shape:
+        return "other"
+    if not np.any(y):
+        return "zeros"
+    if same_values(y, x) and same_values(dx, dout):
+        return "identity"
+    if np.any(y == 0):
+        return "some-dropped"
+    return "other"
+
+
+def same_edges(a: Any, b: Any) -> bool:
+    """Two p_edges fingerprints (kind at p = 0, kind at p = 1) that fail alike.
+
+    Alike where both fail; an edge one of them gets right is no contradiction
+    (a second bug of the student's own, such as 0/0 at p = 1, may add a failure).
+    """
+    pairs = [(u, v) for u, v in zip(a, b) if u != "ok" and v != "ok"]
+    return bool(pairs) and all(u == v for u, v in pairs)
+
+
 def same_values(a: np.ndarray, b: np.ndarray) -> bool:
     """Same shape and equal to relative 1e-9 (NaN never equal)."""
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=EXACT, atol=0.0))
@@ -373,7 +452,7 @@ def same_scale(a: Any, b: Any) -> bool:
         return a == b
     if len(a) != len(b) or a[:1] != b[:1]:
         return False
-    if a[0] in ("shape", "nan"):
+    if a[0] in ("shape", "nan", "error", "nothing-dropped"):
         return a == b
     ra, rb = a[1], b[1]
     if ra == "many" or rb == "many":
@@ -382,8 +461,11 @@ def same_scale(a: Any, b: Any) -> bool:
 
 
 def same_fraction(a: Any, b: Any) -> bool:
-    """Two zero fractions that agree within the sum of their Hoeffding half-widths."""
-    (fa, ta), (fb, tb) = a, b
+    """Two zero fractions of the same case that agree within the sum of their Hoeffding half-widths
+    (a Gaussian mask or a crash: the same tag)."""
+    if len(a) != 3 or len(b) != 3 or a[0] != b[0] or isinstance(a[1], str) or isinstance(b[1], str):
+        return a == b
+    (_, fa, ta), (_, fb, tb) = a, b
     return abs(fa - fb) <= ta + tb
 
 

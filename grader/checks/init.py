@@ -10,6 +10,7 @@ probability is below 1e-9 (each computation is stated where it is made):
 - mean 0, variance inside chi-square bounds of gain^2 * 2 / (fan_in + fan_out)
   (Xavier) or 2 / ((1 + negative_slope^2) * fan) (Kaiming), on n >= 36000 values;
 - gain (Xavier), mode and negative_slope (Kaiming) honoured with non-default values;
+- Kaiming: ValueError for a mode other than "fan_in" / "fan_out" (the docstring's requirement);
 - the distribution's shape: a uniform stays inside [-a, a] and reaches it, a
   normal has excess kurtosis near 0 (a uniform has -1.2).
 
@@ -26,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
+from grader.checks.base import Check, Context, Custom, ExerciseChecks, Plan, error_text, result
 from grader.mistakes import Mistake
 from grader.model import CheckResult
 from grader.ops import Case, ScriptResult
@@ -92,10 +93,12 @@ class StatCheck(Check):
 
     When the student fails, each known mistake of the exercise is run on the
     same cases. Candidates are the mistakes whose variant also fails this
-    check with a fingerprint ``same`` as the student's; among them the one
-    that agrees with the student on the most of the exercise's statistical
-    checks (``peers``, set by ``link_peers``: both pass, or both fail the same
-    way) is named (ties: catalogue order).
+    check with a fingerprint ``same`` as the student's, and that reproduce the
+    student on every other statistical check of the exercise they fail
+    (``peers``, set by ``link_peers``: the student fails it too, the same way);
+    among them the one that agrees with the student on the most peers (both
+    pass, or both fail the same way) is named, i.e. the one that explains the
+    most (ties: catalogue order).
     """
 
     judge: Judge | None = None
@@ -124,9 +127,10 @@ class StatCheck(Check):
             other = self.judge(variant_result)
             if other.ok or other.fingerprint is None or not self.same(verdict.fingerprint, other.fingerprint):
                 continue
-            agreement = sum(
-                agrees(peer, mine, peer.judge(variant_result)) for peer, mine in zip(peers, student_verdicts)
-            )
+            theirs = [peer.judge(variant_result) for peer in peers]
+            if any(not t.ok and not agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs)):
+                continue  # the variant fails a check that the student passes, or fails it another way
+            agreement = sum(agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs))
             if best is None or agreement > best[0]:
                 best = (agreement, mistake)
         return None if best is None else best[1]
@@ -403,6 +407,37 @@ def kaiming_std(fan_in: int, fan_out: int, mode: str = "fan_in", negative_slope:
     return math.sqrt(2.0 / ((1.0 + negative_slope**2) * fan))
 
 
+BAD_MODE = "fan_avg"  # not a Kaiming mode (it is Xavier's average of the two fans)
+
+
+def judge_bad_mode(fn: str) -> Judge:
+    """``fn(..., mode="fan_avg")`` raises ValueError, as the docstring requires (counted once fn runs at all)."""
+
+    def judge(res: Callable[[str], ScriptResult]) -> Verdict:
+        stub = res("default").error
+        if stub and stub.get("type") == "NotImplementedError":
+            return Verdict(False, f"implement {fn} first: {error_text(stub)}")
+        error = res("bad_mode").error
+        got = error["type"] if error else None
+        if got == "ValueError":
+            return Verdict(True)
+        said = "nothing was raised" if got is None else f"got {error_text(error)}"
+        return Verdict(False, f"{fn}(..., mode={BAD_MODE!r}) must raise ValueError (mode is 'fan_in' or"
+                              f" 'fan_out'): {said}", got)
+
+    return judge
+
+
+def unnamed(judge: Judge) -> Callable[[Context], tuple[bool, str, Mistake | None]]:
+    """A Custom check's function from a judge: its verdict, never a named mistake."""
+
+    def run(ctx: Context) -> tuple[bool, str, Mistake | None]:
+        verdict = judge(ctx.student_result)
+        return verdict.ok, verdict.message, None
+
+    return run
+
+
 class InitChecks(ExerciseChecks):
     """One initialiser: ``family`` is "xavier" or "kaiming", ``kind`` "uniform" or "normal"."""
 
@@ -448,7 +483,8 @@ class InitChecks(ExerciseChecks):
         for i, (name, spec) in enumerate(specs.items()):
             plan.add_case(init_case(name, self.fn, spec, base_seed + 10 * i, repeat=name == "default"))
         fn, d = self.fn, specs["default"]
-        plan.add(StatCheck("shape_dtype", 1.0, judge=judge_shape(fn, list(specs.items())), same=same_value))
+        shape_points = 1.0 if self.family == "xavier" else 0.5
+        plan.add(StatCheck("shape_dtype", shape_points, judge=judge_shape(fn, list(specs.items())), same=same_value))
         plan.add(StatCheck("uses_rng", 1.0, judge=judge_rng(fn, "default", d), same=same_value))
         plan.add(StatCheck("mean", 1.0, judge=judge_mean(fn, "default", d), same=same_mean))
         plan.add(StatCheck("variance", 3.0, judge=judge_variance(fn, "default", d, ""), same=same_variance))
@@ -462,6 +498,10 @@ class InitChecks(ExerciseChecks):
             plan.add(StatCheck("negative_slope", 1.0,
                                judge=judge_variance(fn, "slope", specs["slope"], " (negative_slope honoured?)"),
                                same=same_variance))
+            plan.add_case(Case("bad_mode", [{"op": "func", "fn": fn, "args": [d.fan_in, d.fan_out, {"rng": base_seed}],
+                                             "kwargs": {"mode": BAD_MODE}, "out": "W"}]))
+            # Not a StatCheck peer: whether a variant raises here says nothing about its statistics.
+            plan.add(Custom("mode_value_error", 0.5, fn=unnamed(judge_bad_mode(fn))))
         plan.add(StatCheck("distribution", 2.0, judge=judge_distribution(fn, "default", d), same=same_distribution))
         return link_peers(plan)
 

@@ -78,6 +78,7 @@ class KernelValues(Check):
     tol: tuple[float, float] = ELEMENTWISE_TOL
     masks: dict[str, np.ndarray] = field(default_factory=dict)
     full_errors: bool = False  # the first check of a plan shows a build error's whole log
+    row_shape: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # case -> (rows, D, L) of row kernels
 
     def run(self, ctx: Context) -> CheckResult:
         for region in self.regions:
@@ -89,7 +90,11 @@ class KernelValues(Check):
             cmp = self.compare_region(got, expected, region)
             if not cmp.ok:
                 mistake = self.match(ctx)
-                return result(self.name, self.points, False, f"{region.what}{region.key}: {cmp.message}", mistake)
+                message = f"{region.what}{region.key}: {cmp.message}"
+                if mistake is None and region.key == "y" and region.case in self.row_shape:
+                    hint = unstrided_hint(got, *self.row_shape[region.case])
+                    message = hint + "\n" + message if hint else message
+                return result(self.name, self.points, False, message, mistake)
         return result(self.name, self.points, True)
 
     def compare_region(self, got: np.ndarray, expected: np.ndarray, region: Region, masked: bool = True) -> Any:
@@ -118,12 +123,32 @@ class KernelValues(Check):
         return got is not None and theirs is not None and self.compare_region(got, theirs, region, masked=False).ok
 
 
+def unstrided_hint(y: np.ndarray, rows: int, D: int, L: int) -> str:
+    """A hint when a row kernel wrote y[row * D + j] for j < L only (D > L): one element per work-item, no loop."""
+    if D <= L or y.size < rows * D:
+        return ""
+    grid = y[: rows * D].reshape(rows, D)
+    if np.all(np.isfinite(grid[:, :L])) and np.all(np.isnan(grid[:, L:])):
+        return (f"Only the first L = {L} values of each row of D = {D} were written: each work-item handles one"
+                " element. Loop over the row: for (int j = lid; j < D; j += L) (in the reductions and in the"
+                " writes).")
+    return ""
+
+
+ELEMENTWISE_GUARD = ("guard the index (if (i >= n) return;) since the global size is rounded up to a multiple of"
+                     " the work-group size")
+ROW_GUARD = ("write only inside your own row: y[row * D + j] for j < D (a strided loop j = lid, lid + L, ... < D;"
+             " work-items with lid >= D write nothing) and the statistics at index row; keep every work-item"
+             " running to the last barrier (no early return)")
+
+
 @dataclass
 class Guard(Check):
-    """Past the graded part every output stays NaN: the kernel guards its index."""
+    """Past the graded part every output stays NaN: the kernel guards its index (``hint`` says how, per kernel)."""
 
     regions: list[Region] = field(default_factory=list)
     full_errors: bool = False
+    hint: str = ELEMENTWISE_GUARD
 
     def run(self, ctx: Context) -> CheckResult:
         for region in self.regions:
@@ -136,8 +161,7 @@ class Guard(Check):
             if written:
                 return result(self.name, self.points, False,
                               f"{region.what}{region.key}: {written} values past the end (index >= {region.valid})"
-                              " were written: guard the index (if (i >= n) return;) since the global size is"
-                              " rounded up to a multiple of the work-group size")
+                              f" were written: {self.hint}")
         return result(self.name, self.points, True)
 
 
@@ -327,7 +351,9 @@ class RowKernelChecks(ExerciseChecks):
         stat_row1 = np.zeros(rows, dtype=bool)
         stat_row1[1] = True
         zero_masks = {"main/y": row1, **{f"main/{s}": stat_row1 for s in self.stats}}
-        plan.add(KernelValues("y", 3.0, regions=regions("main", rows, D, ["y"], main_note), tol=ROW_TOL))
+        shapes = {"main": (rows, D, 64), "small_D": (3, D_small, 64), "L128": (2, D_big, 128)}
+        plan.add(KernelValues("y", 3.0, regions=regions("main", rows, D, ["y"], main_note), tol=ROW_TOL,
+                              row_shape=shapes))
         plan.add(KernelValues("row_statistics", 2.0, regions=regions("main", rows, D, self.stats, main_note),
                               tol=ROW_TOL))
         plan.add(KernelValues("zero_row", 1.0, regions=regions("main", rows, D, ["y"] + self.stats,
@@ -342,7 +368,7 @@ class RowKernelChecks(ExerciseChecks):
         guard = (regions("main", rows, D, ["y"] + self.stats, "")
                  + regions("small_D", 3, D_small, ["y"] + self.stats, "")
                  + regions("L128", 2, D_big, ["y"] + self.stats, ""))
-        plan.add(Guard("index_guard", 2.0, regions=guard))
+        plan.add(Guard("index_guard", 2.0, regions=guard, hint=ROW_GUARD))
         return first_shows_log(plan)
 
 

@@ -16,8 +16,10 @@ values. Every layer is checked on:
 - the student's dx / d<param> against central differences of their forward;
 - train versus eval: BatchNorm's running statistics over three training steps
   with momentum 0.3 (initial buffers zeros and ones, the unbiased m/(m-1)
-  variance), eval mode using and not updating them, backward in eval; the
-  other layers identical in both modes;
+  variance); the 3-D/4-D update against the student's own update on the same
+  values laid out as (m, C); eval mode with running statistics set beforehand
+  (so eval is judged on its own, whatever training did), using and not
+  updating them, backward in eval; the other layers identical in both modes;
 - no mutation of the input; float64 outputs of the right shape.
 
 Tolerances: rtol 1e-6 and atol 1e-8 * max(1, max|expected|) (grader.checks.base):
@@ -32,7 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.base import Compare, ExerciseChecks, LayerPlan, Plan, Raises
+from grader.checks.base import RTOL, ATOL, Compare, Context, Custom, ExerciseChecks, LayerPlan, Plan, Raises, error_text
+from grader.compare import compare, scale_of
+from grader.mistakes import Mistake
 from grader.ops import Case
 
 MOMENTUM = 0.3
@@ -109,9 +113,24 @@ class BatchNormChecks(ExerciseChecks):
             return p.layer(name, x, params=affine(rng, (C,)), grads=grads, **kw)
 
         bn("main", spread(rng, self.main, 1), numgrad=["x", "gamma", "beta"], twice=True)
-        bn("second", spread(rng, self.second, 1), kwargs={"num_features": C, "momentum": MOMENTUM},
-           after_forward=["running_mean", "running_var"])
-        bn("batch1", spread(rng, self.batch1, 1))
+        # The 3-D/4-D running update is judged against the student's own update on the same values laid out
+        # as (m, C) (BatchNorm1d) or (m, C, 1, 1) (BatchNorm2d): the axes are tested here, the variance
+        # convention and the momentum only by running_mean / running_var (one bug costs once).
+        x_second = spread(rng, self.second, 1)
+        tail = (1, 1) if len(self.second) == 4 else ()  # BatchNorm2d takes 4-D input only
+        flat = np.moveaxis(x_second, 1, -1).reshape((-1, C) + tail)
+        flat_ops = [
+            {"op": "new", "var": "flat", "cls": self.id, "args": [C], "kwargs": {"momentum": MOMENTUM}},
+            {"op": "call", "var": "flat", "method": "forward", "args": [{"array": "x_flat"}]},
+            {"op": "get", "var": "flat", "attr": "running_mean", "out": "flat_running_mean"},
+            {"op": "get", "var": "flat", "attr": "running_var", "out": "flat_running_var"},
+        ]
+        # Central differences on every backward case: where the forward is wrong, a gradient that is right
+        # for it passes its backward check (one bug costs once).
+        bn("second", x_second, kwargs={"num_features": C, "momentum": MOMENTUM},
+           after_forward=["running_mean", "running_var"], prelude=flat_ops, extra_arrays={"x_flat": flat},
+           numgrad=["x", "gamma", "beta"])
+        bn("batch1", spread(rng, self.batch1, 1), numgrad=["x", "gamma", "beta"])
         tiny = shrink(spread(rng, self.main, 1), 1)
         tiny[:, -1] = 0.0  # one channel of exact zeros: var = 0, only eps keeps 0 / 0 away
         bn("tiny", tiny, backward=False)
@@ -131,12 +150,18 @@ class BatchNormChecks(ExerciseChecks):
             ]
         p.add_case(Case("running", running, arrays))
 
-        # Eval after the same training steps: uses and keeps the running statistics.
-        prelude = [{"op": "call", "var": "m", "method": "forward", "args": [{"array": f"x{s}"}]}
-                   for s in range(1, TRAIN_STEPS + 1)]
-        prelude.append({"op": "call", "var": "m", "method": "eval"})
+        # Eval with running statistics set directly (as after loading a model): eval is judged on its own,
+        # whatever the training updates did. One channel has a running variance of 1e-4, where eps matters.
+        running_mean = rng.uniform(-2.0, 2.0, size=C)
+        running_var = rng.uniform(0.5, 3.0, size=C)
+        running_var[-1] = 1e-4
+        buffers = [
+            {"op": "set", "var": "m", "attr": "running_mean", "value": {"array": "set_running_mean"}},
+            {"op": "set", "var": "m", "attr": "running_var", "value": {"array": "set_running_var"}},
+        ]
         bn("eval", spread(rng, self.running_shape, 1), kwargs={"num_features": C, "momentum": MOMENTUM},
-           prelude=prelude, extra_arrays=arrays, after_forward=["running_mean", "running_var"], numgrad=["x"])
+           mode="eval", prelude=buffers, extra_arrays={"set_running_mean": running_mean, "set_running_var": running_var},
+           after_forward=["running_mean", "running_var"], numgrad=["x", "gamma", "beta"])
 
         raises = [
             {"op": "new", "var": "m", "cls": self.id, "args": [C]},
@@ -172,12 +197,12 @@ class BatchNormChecks(ExerciseChecks):
                       keys=[f"running_var_{s}" for s in range(1, TRAIN_STEPS + 1)],
                       what=f"running_var (unbiased batch variance) after each of {TRAIN_STEPS} training steps,"
                            f" momentum {MOMENTUM}"))
-        p.add(Compare("running_stats_second", 0.25, case="second", keys=["running_mean", "running_var"],
-                      what=f"running statistics after one step on {self.second_what}"))
+        p.add(Custom("running_stats_second", 0.25, fn=lambda ctx: _second_stats(ctx, self.second_what)))
         p.forward_check("eval_forward", 0.75, "eval",
-                        "eval forward after 3 training steps (it normalises with the running statistics)")
+                        "eval forward with running_mean and running_var set beforehand (it normalises with them,"
+                        " one channel has running_var 1e-4)")
         p.add(Compare("eval_no_update", 0.5, case="eval", keys=["running_mean", "running_var"],
-                      what="running statistics after an eval forward (eval updates nothing)"))
+                      what="running_mean and running_var after an eval forward (eval must leave them as they were)"))
         p.backward_check("eval_backward", 0.5, "eval", "backward in eval mode", grads)
         p.add(Raises("batch_of_one_value", 0.25, case="batch_of_one_value", exc_type="ValueError",
                      what=f"training forward on x of shape {self.raise_shape} (one value per channel:"
@@ -185,6 +210,33 @@ class BatchNormChecks(ExerciseChecks):
         p.no_mutation_check("no_mutation", 0.25)
         p.shape_dtype_check("shape_dtype", 0.25)
         return p
+
+
+def _second_stats(ctx: Context, what: str) -> tuple[bool, str, Mistake | None]:
+    """The running statistics after one step on a 3-D/4-D input, judged by their axes alone.
+
+    Right when they equal the reference's, or the student's own running statistics
+    after one step on the same values laid out as (m, C) (or (m, C, 1, 1)): then
+    any difference from the reference is the update rule's, charged by
+    running_mean / running_var, not the axes'.
+    """
+    s = ctx.student_result("second")
+    keys = ["running_mean", "running_var"]
+    got = [s.outputs.get(k) for k in keys]
+    if any(g is None for g in got):
+        return False, f"running statistics after one step on {what}: {error_text(s.error)}", None
+    own = [s.outputs.get(f"flat_{k}") for k in keys]
+    if all(o is not None for o in own) and all(
+        compare(g, o, RTOL, ATOL * scale_of(o)).ok for g, o in zip(got, own)
+    ):
+        return True, "", None
+    for key, value in zip(keys, got):
+        expected = ctx.reference_output("second", key)
+        cmp = compare(value, expected, RTOL, ATOL * scale_of(expected))
+        if not cmp.ok:
+            return (False, f"running statistics after one step on {what} (statistics over every axis but 1):"
+                           f" {key}: {cmp.message}", ctx.diagnose("second", keys))
+    return True, "", None
 
 
 # --------------------------------------------------------------------------- per-sample norms
@@ -232,8 +284,8 @@ class SampleNormChecks(ExerciseChecks):
                            kwargs=ctor, params=params, grads=grads, **kw)
 
         for i, (name, shape, kwargs, what, fwd_pts, bwd_pts) in enumerate(self.shapes):
-            numgrad = ["x"] + grads if i == 0 else None
-            case(name, shape, kwargs, numgrad=numgrad, twice=i == 0)
+            # central differences on every backward case: a gradient right for a wrong forward passes
+            case(name, shape, kwargs, numgrad=["x"] + grads if bwd_pts else None, twice=i == 0)
             p.forward_check(f"forward_{name}", fwd_pts, name, f"forward on {what}")
             if bwd_pts:
                 p.backward_check(f"backward_{name}", bwd_pts, name, f"backward on {what}", grads)
@@ -246,7 +298,7 @@ class SampleNormChecks(ExerciseChecks):
         case("large", shape0, kwargs0, x=1e4 * spread(rng, shape0, self.stat_axis), backward=False)
         p.forward_check("forward_large", pts["forward_large"], "large", "forward on magnitudes around 1e4")
         p.consistency_check("numgrad", pts["numgrad"], first[0], first[3])
-        case("eval", shape0, kwargs0, mode="eval")
+        case("eval", shape0, kwargs0, mode="eval", numgrad=["x"] + grads)
         p.add(Compare("eval_same_as_train", pts["eval_same_as_train"], case="eval",
                       keys=["y", "dx"] + [f"d{g}" for g in grads],
                       what=f"eval mode on {what0} (it behaves exactly as in training)"))

@@ -16,6 +16,7 @@ This package runs in the parent only (it imports ``reference``).
 from __future__ import annotations
 
 import importlib
+import re
 import types
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -114,7 +115,7 @@ def outputs_match(
     same exception type, raised at the same op, with the same message. A key
     missing from both then counts as reproduced.
     """
-    if match_error and _error_signature(student) != _error_signature(candidate):
+    if match_error and error_signature(student) != error_signature(candidate):
         return False
     if match_warnings and bool(student.warnings) != bool(candidate.warnings):
         return False
@@ -128,16 +129,26 @@ def outputs_match(
     return True
 
 
-def _error_signature(result: ScriptResult) -> tuple[str, str, str] | None:
+_BROADCAST = re.compile(r"^operands could not be broadcast together with shapes (.*?)\s*$")
+
+
+def error_signature(result: ScriptResult) -> tuple[str, str, str] | None:
     """(type, op, message) of a result's error, or None.
 
     The op is the last part of ``where`` ("forward" of "Linear.forward"): a
-    variant's class name differs from the student's.
+    variant's class name differs from the student's. NumPy's broadcast error
+    lists the operands' shapes in the order the code wrote them (a + b or
+    b + a), so its shapes are sorted: the same structural mistake reads alike.
     """
     if result.error is None:
         return None
     where = result.error.get("where", "").rsplit(".", 1)[-1]
-    return (result.error.get("type", ""), where, result.error.get("message", ""))
+    message = result.error.get("message", "")
+    broadcast = _BROADCAST.match(message)
+    if broadcast:
+        shapes = sorted(re.findall(r"\([^)]*\)", broadcast.group(1)))
+        message = "operands could not be broadcast together with shapes " + " ".join(shapes)
+    return (result.error.get("type", ""), where, message)
 
 
 def diagnose(

@@ -56,6 +56,20 @@ class ReLUInPlace(ref.ReLU):
         return x
 
 
+class ReLUBackwardWritesX(ref.ReLU):
+    """Keeps the caller's x (no copy) and builds backward's mask in it: mask = self.x; mask[...] = 0 / 1."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        self.x = x
+        return np.maximum(x, 0.0)
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        mask = self.x
+        mask[mask > 0] = 1.0
+        mask[mask < 0] = 0.0
+        return dout * mask
+
+
 class LeakySlopeIgnored(ref.LeakyReLU):
     """Uses the default slope 0.01 whatever negative_slope says."""
 
@@ -373,6 +387,11 @@ MISTAKES: list[Mistake] = [
          "forward clamps the caller's array in place (np.maximum(x, 0, out=x) or x[x < 0] = 0).",
          "Return a new array: np.maximum(x, 0).",
          ReLUInPlace),
+    make("relu-backward-writes-x", A + "ReLU",
+         "backward builds its mask inside the x that forward was given (mask = self.x; mask[...] = ...), so the"
+         " caller's input is overwritten.",
+         "Keep a copy or a boolean mask in forward (self.mask = x > 0) and return dout * self.mask.",
+         ReLUBackwardWritesX),
     make("leaky-slope-ignored", A + "LeakyReLU",
          "negative_slope is ignored: the default 0.01 is used whatever the constructor got.",
          "Use self.negative_slope in forward and backward.",

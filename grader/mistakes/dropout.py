@@ -188,6 +188,32 @@ class DivideByZeroAtP1(Inverted):
         return float(np.float64(1.0) / np.float64(1.0 - self.p))
 
 
+class KeepProbConvention(Inverted):
+    """CS231n's convention: p is the probability of keeping; keeps where u < p and divides by p."""
+
+    def keep_mask(self, shape: tuple[int, ...]) -> np.ndarray:
+        return self.rng.random(shape) < self.p
+
+    def scale(self) -> float:
+        with np.errstate(divide="ignore"):
+            return float(np.float64(1.0) / np.float64(self.p))  # p = 0: inf, and 0 * inf = NaN, as in numpy code
+
+
+class GaussianMask(Inverted):
+    """The mask compares standard normal draws with p (rng.standard_normal for rng.random): P(drop) = Phi(p)."""
+
+    def keep_mask(self, shape: tuple[int, ...]) -> np.ndarray:
+        return self.rng.standard_normal(shape) >= self.p
+
+
+class Mask2dOnly(Inverted):
+    """The mask is built from two unpacked dimensions (rows, cols = x.shape): any other input crashes."""
+
+    def keep_mask(self, shape: tuple[int, ...]) -> np.ndarray:
+        rows, cols = shape
+        return self.rng.random((rows, cols)) >= self.p
+
+
 MISTAKES: list[Mistake] = [
     make("dropout-no-rescale", EXERCISE,
          "The kept activations are not divided by 1 - p, so the expected output shrinks to (1 - p) x in training.",
@@ -237,6 +263,19 @@ MISTAKES: list[Mistake] = [
          "In eval mode backward still multiplies by the mask of an earlier training forward.",
          "Clear the cached mask in an eval forward (or check self.training in backward): eval backward is dout.",
          EvalStaleMask),
+    make("dropout-p-is-keep-prob", EXERCISE,
+         "p is used as the probability of keeping (CS231n's convention: keep where u < p, divide by p); here p is"
+         " the probability of dropping, as in PyTorch.",
+         "Keep where self.rng.random(x.shape) >= p and divide by 1 - p: both changes together (either alone makes"
+         " it worse).", KeepProbConvention),
+    make("dropout-gaussian-mask", EXERCISE,
+         "The mask compares standard normal draws with p, so an element is dropped with probability Phi(p),"
+         " not p.",
+         "Draw uniforms in [0, 1): keep = self.rng.random(x.shape) >= p.", GaussianMask),
+    make("dropout-mask-2d-only", EXERCISE,
+         "The mask is built from two unpacked dimensions (rows, cols = x.shape), so any input that is not 2-D"
+         " crashes.",
+         "Draw the mask with the full shape: self.rng.random(x.shape) >= p, whatever x.ndim is.", Mask2dOnly),
     make("dropout-p1-nan", EXERCISE,
          "With p = 1 the code divides by 1 - p = 0, giving NaN (0/0) instead of zeros.",
          "Special-case p = 1 (return zeros) or compute the scale as 0 when p == 1.", DivideByZeroAtP1),

@@ -16,6 +16,9 @@ from grader.mistakes import Mistake, make
 
 
 def _fan(fan_in: int, fan_out: int, mode: str) -> int:
+    """fan_in or fan_out by mode; ValueError for any other mode (as required), so a variant has one mistake only."""
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"mode must be 'fan_in' or 'fan_out', got {mode!r}")
     return fan_in if mode == "fan_in" else fan_out
 
 

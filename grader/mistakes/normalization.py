@@ -28,7 +28,9 @@ def _bn_forward(bn: Any, x: np.ndarray, **flag: bool) -> np.ndarray:
     stats_axis0_update (axis-0 statistics also feed the running update), no_affine,
     affine_last_axis (gamma, beta of shape (C,) used without reshaping: they broadcast on the last axis),
     train_running (training normalises with the just-updated running statistics),
-    inplace (x -= mean on the caller's array), no_keepdims (statistics of shape (C,) subtracted from x as is).
+    inplace (x -= mean on the caller's array), no_keepdims (statistics of shape (C,) subtracted from x as is),
+    eval_no_affine (eval returns x_hat: gamma and beta dropped), eval_eps_outside (eval divides by
+    sqrt(running_var) + eps).
     """
     x = np.asarray(x, dtype=np.float64)
     axes = tuple(a for a in range(x.ndim) if a != 1)
@@ -71,7 +73,7 @@ def _bn_forward(bn: Any, x: np.ndarray, **flag: bool) -> np.ndarray:
     else:
         mean = _view(bn.running_mean, x.ndim)
         var = _view(bn.running_var, x.ndim)
-    if flag.get("eps_outside"):
+    if flag.get("eps_outside") or (flag.get("eval_eps_outside") and not bn.training):
         inv_std = 1.0 / (np.sqrt(var) + bn.eps)
     elif flag.get("no_eps") or (flag.get("eval_no_eps") and not bn.training):
         inv_std = 1.0 / np.sqrt(var)
@@ -84,7 +86,7 @@ def _bn_forward(bn: Any, x: np.ndarray, **flag: bool) -> np.ndarray:
         x_hat = (x - mean) * inv_std
     training_grad = bn.training or bool(flag.get("eval_batch_stats"))
     bn.cache = {"x_hat": x_hat, "inv_std": inv_std, "axes": axes, "stat_axes": stat_axes, "training": training_grad}
-    if flag.get("no_affine"):
+    if flag.get("no_affine") or (flag.get("eval_no_affine") and not bn.training):
         y = x_hat
     elif flag.get("affine_last_axis"):
         y = bn.gamma * x_hat + bn.beta
@@ -117,7 +119,8 @@ def _bn_backward(bn: Any, dout: np.ndarray, **flag: bool) -> np.ndarray:
     """Reference BatchNorm backward with one mistake switched on by a flag.
 
     Flags: ignore_stats, missing_mean_term, missing_xhat_term, eval_stats_grad, dgamma_axis0, dx_missing_gamma,
-    count_batch (the compact formula with N = dout.shape[0] in place of m values per channel).
+    count_batch (the compact formula with N = dout.shape[0] in place of m values per channel),
+    no_eps (1 / sqrt(var) in place of forward's 1 / sqrt(var + eps); x_hat as forward cached it).
     """
     dout = np.asarray(dout, dtype=np.float64)
     c = bn.cache
@@ -126,6 +129,8 @@ def _bn_backward(bn: Any, dout: np.ndarray, **flag: bool) -> np.ndarray:
     bn.dbeta = dout.sum(axis=sum_axes)
     g = dout if flag.get("dx_missing_gamma") else dout * _view(bn.gamma, dout.ndim)
     x_hat, inv_std, axes = c["x_hat"], c["inv_std"], c.get("stat_axes", c["axes"])
+    if flag.get("no_eps"):
+        inv_std = 1.0 / np.sqrt(1.0 / inv_std**2 - bn.eps)  # 1 / sqrt(var) from 1 / sqrt(var + eps)
     if (not c["training"] and not flag.get("eval_stats_grad")) or flag.get("ignore_stats"):
         return g * inv_std
     if flag.get("missing_mean_term"):
@@ -334,6 +339,54 @@ class GNGroupsStrided(ref.GroupNorm):
         x_hat = c["x_hat"][:, perm].reshape(g.shape)
         dx = _normalized_grad(g, x_hat, c["inv_std"], (2,)).reshape(shape)
         return dx[:, np.argsort(perm)]
+
+
+class LNBackwardWrongAxis(ref.LayerNorm):
+    """backward's means run over axis 0 (the batch) instead of the normalised trailing axes."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dout = np.asarray(dout, dtype=np.float64)
+        x_hat, inv_std, axes = self.cache["x_hat"], self.cache["inv_std"], self.cache["axes"]
+        leading = tuple(range(dout.ndim - len(axes)))
+        self.dgamma = (dout * x_hat).sum(axis=leading)
+        self.dbeta = dout.sum(axis=leading)
+        return _normalized_grad(dout * self.gamma, x_hat, inv_std, (0,))
+
+
+class LNBackwardNoEps(ref.LayerNorm):
+    """backward divides by sqrt(var) where forward divided by sqrt(var + eps)."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dout = np.asarray(dout, dtype=np.float64)
+        x_hat, inv_std, axes = self.cache["x_hat"], self.cache["inv_std"], self.cache["axes"]
+        leading = tuple(range(dout.ndim - len(axes)))
+        self.dgamma = (dout * x_hat).sum(axis=leading)
+        self.dbeta = dout.sum(axis=leading)
+        no_eps = 1.0 / np.sqrt(1.0 / inv_std**2 - self.eps)
+        return _normalized_grad(dout * self.gamma, x_hat, no_eps, axes)
+
+
+class GNPerLocation(ref.GroupNorm):
+    """Statistics over the channels of each group at each location (x viewed (N, G, C/G, *), axis 2 only):
+    a per-location LayerNorm over the group; right only without spatial axes."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        grouped = x.reshape((x.shape[0], self.num_groups, -1) + x.shape[2:])
+        mean = grouped.mean(axis=2, keepdims=True)
+        inv_std = 1.0 / np.sqrt(grouped.var(axis=2, keepdims=True) + self.eps)
+        x_hat = (grouped - mean) * inv_std
+        self.cache = {"x_hat": x_hat, "inv_std": inv_std, "shape": x.shape}
+        return _view(self.gamma, x.ndim) * x_hat.reshape(x.shape) + _view(self.beta, x.ndim)
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dout = np.asarray(dout, dtype=np.float64)
+        x_hat, inv_std, shape = self.cache["x_hat"], self.cache["inv_std"], self.cache["shape"]
+        axes = tuple(a for a in range(dout.ndim) if a != 1)
+        self.dgamma = (dout * x_hat.reshape(shape)).sum(axis=axes)
+        self.dbeta = dout.sum(axis=axes)
+        g = (dout * _view(self.gamma, dout.ndim)).reshape(x_hat.shape)
+        return _normalized_grad(g, x_hat, inv_std, (2,)).reshape(shape)
 
 
 class GNPerChannel(ref.GroupNorm):
@@ -663,6 +716,15 @@ _BN_SENTENCES: list[tuple[str, str | None, str | None, str, str]] = [
      "gamma and beta of shape (C,) are used without reshaping, so NumPy broadcasts them on the last axis"
      " instead of the channel axis 1.",
      "Reshape gamma and beta to (1, C, 1) or (1, C, 1, 1) before multiplying and adding."),
+    ("bn-eval-no-affine", "eval_no_affine", None,
+     "In eval mode gamma and beta are not applied: eval forward returns x_hat.",
+     "In eval return gamma * x_hat + beta too, x_hat = (x - running_mean) / sqrt(running_var + eps)."),
+    ("bn-eval-eps-outside-sqrt", "eval_eps_outside", None,
+     "In eval mode eps is added after the square root: (x - running_mean) / (sqrt(running_var) + eps).",
+     "Put eps inside in eval too: (x - running_mean) / sqrt(running_var + eps)."),
+    ("bn-backward-eps-missing", None, "no_eps",
+     "backward divides by sqrt(var) without eps, while forward divided by sqrt(var + eps).",
+     "Use the same 1 / sqrt(var + eps) in backward as in forward (cache it in forward)."),
     ("bn-backward-count-batch", None, "count_batch",
      "backward's compact formula uses N = dout.shape[0] where m, the number of values per channel, is needed.",
      "Use m = dout.size // C (N*L or N*H*W) in dx = inv_std / m * (m g - sum(g) - x_hat sum(g x_hat))."),
@@ -793,6 +855,11 @@ MISTAKES += [
          " and their update fails (or broadcasts wrongly).",
          "For 3-D input, average over axes (0, 2): x.mean(axis=(0, 2)), shape (C,).",
          _bn_variant(ref.BatchNorm1d, "BN3dRunningStatsAxis0", "stats_axis0_update")),
+    make("bn2d-per-location", BN2,
+         "Statistics are taken over the batch axis only (per channel and pixel, shape (C, H, W)), and the running"
+         " statistics are updated with them, which cannot fit buffers of shape (C,).",
+         "Average over axes (0, 2, 3): x.mean(axis=(0, 2, 3)) has shape (C,), like the running buffers.",
+         _bn_variant(ref.BatchNorm2d, "BN2dPerLocation", "stats_axis0_update")),
     make("bn-3d-no-keepdims", BN1,
          "The (C,) statistics are subtracted from (N, C, L) input without reshaping, so they broadcast against L.",
          "Reshape the statistics, gamma and beta to (1, C, 1) (or use keepdims=True) for 3-D input.",
@@ -801,6 +868,20 @@ MISTAKES += [
          "x (N, C, H, W) was reshaped straight to (-1, C): each row then mixes channels and pixels.",
          "Move the channel axis last first: x.transpose(0, 2, 3, 1).reshape(-1, C), and undo it on the way back.",
          BN2dReshapeWithoutTranspose),
+    make("ln-backward-wrong-axis", N + "LayerNorm",
+         "backward's sums (the mean(g) and mean(g x_hat) terms) run over axis 0, the batch, instead of each"
+         " sample's normalised features.",
+         "Take those means over the same trailing axes as forward's statistics, with keepdims=True.",
+         LNBackwardWrongAxis),
+    make("ln-backward-eps-missing", N + "LayerNorm",
+         "backward divides by sqrt(var) without eps, while forward divided by sqrt(var + eps).",
+         "Use the same 1 / sqrt(var + eps) in backward as in forward (cache it in forward).",
+         LNBackwardNoEps),
+    make("gn-per-location", N + "GroupNorm",
+         "The statistics are taken over the channels of each group at each spatial location (a per-location"
+         " LayerNorm over the group), not over the group's channels and all locations together.",
+         "Reshape x to (N, num_groups, -1) so that one group's channels and every location are averaged together.",
+         GNPerLocation),
     make("ln-no-keepdims", N + "LayerNorm",
          "mean and var are taken without keepdims=True, so x - mu broadcasts (N,) against (N, D).",
          "Use x.mean(axis=axes, keepdims=True) and x.var(axis=axes, keepdims=True).",

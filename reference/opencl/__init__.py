@@ -10,6 +10,7 @@ from .dropout import Dropout, SeedError
 from .exercise import EXERCISE_KERNELS, ExerciseKernelError, KernelSpec, run_exercise_kernel
 from .init import kaiming_normal, kaiming_uniform, philox4x32_10, xavier_normal, xavier_uniform
 from .linear import Linear
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm2d, LayerNorm, RMSNorm
 from .optim import SGD, AdamW, ParameterError
 from .runtime import (
     KernelBuildError,
@@ -46,6 +47,12 @@ __all__ = [
     "GELU",
     "SiLU",
     "Linear",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "LayerNorm",
+    "RMSNorm",
+    "GroupNorm",
+    "InstanceNorm2d",
     "Dropout",
     "SeedError",
     "xavier_uniform",
