@@ -204,24 +204,34 @@ def death_message(returncode: int, exercise: str, memory_bytes: int, cpu_s: floa
 
 
 class OutputBuffer:
-    """What a child printed during one job: the first ``limit`` bytes, and how many more there were."""
+    """What a child printed during one job: the first ``limit`` bytes, the last :data:`TAIL` bytes,
+    and how many were dropped between them (the report shows the tail: where the code stopped)."""
+
+    TAIL = 4 * KIB
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.head = bytearray()
+        self.tail = bytearray()
         self.more = 0
 
     def add(self, data: bytes) -> None:
-        room = self.limit - len(self.head)
-        self.head += data[: max(0, room)]
-        self.more += max(0, len(data) - max(0, room))
+        room = max(0, self.limit - len(self.head))
+        self.head += data[:room]
+        rest = data[room:]
+        if rest:
+            self.tail += rest
+            self.more += len(rest)
+            del self.tail[: max(0, len(self.tail) - self.TAIL)]
 
     def text(self, dropped: int = 0) -> str:
-        """The kept output, cleaned, with '[... N more output cut]' when something was dropped."""
+        """The kept output, cleaned: head, '[... N more output cut]' when something was dropped, tail."""
         text = clean_text(bytes(self.head).decode("utf-8", errors="replace"))
-        more = self.more + max(0, dropped)
-        if more:
-            text += f"\n[... {human_bytes(more)} more output cut]"
+        cut = self.more - len(self.tail) + max(0, dropped)
+        if cut > 0 or dropped > 0:
+            text += f"\n[... {human_bytes(cut)} more output cut]"
+        if self.tail:
+            text += "\n" + clean_text(bytes(self.tail).decode("utf-8", errors="replace"))
         return text
 
 
