@@ -407,4 +407,5 @@ def _record_error(
         store.record_report(report, grader_version)
     except GraderError as exc:
         return StudentOutcome(sub.student, "failed", message=clean_text(exc), duration=duration)
-    return StudentOutcome(sub.student, "error", 0.0, report.max_score, message=reason, duration=duration)
+    return StudentOutcome(sub.student, "error", 0.0, report.max_score, message=clean_text(reason, 2000),
+                          duration=duration)

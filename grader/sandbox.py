@@ -271,6 +271,7 @@ class _Child:
             for fd in (status_w, command_r, output_w):
                 os.close(fd)
         os.set_blocking(output_r, False)
+        self.sandboxed = sandboxed
         self.opencl = opencl
         self.status_fd = status_r
         self.output_fd: int | None = output_r
@@ -363,6 +364,32 @@ class _Child:
         data, self.buffer = self.buffer[:n], self.buffer[n:]
         return data
 
+    def kill_strays(self) -> None:
+        """Kill whatever the student's code left running after a job (daemons, forks), not the worker.
+
+        In the sandbox the worker's bwrap has one child, the PID namespace's
+        init, whose oldest child is the worker; everything else below that init
+        (orphans are re-parented to it, whatever their session) is a stray.
+        Without the sandbox only the worker's own descendants can be found.
+        Cheap: one pass over /proc/*/stat; a job cannot leave a CPU hog that
+        would slow the next student down.
+        """
+        table = _process_table()
+        below = _children(table, self.proc.pid)
+        if not below:
+            return
+        if self.sandboxed:
+            inits = below
+            keep = {pid for init in inits for pid in _children(table, init)[:1]} | set(inits)
+        else:
+            keep = set()
+        strays = [pid for pid in _descendants(table, self.proc.pid) if pid not in keep]
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
     def kill(self) -> None:
         """Kill the child's process group; in the sandbox its PID namespace, and all in it, dies too."""
         try:
@@ -393,6 +420,35 @@ class _Child:
     def log_tail(self) -> str:
         """The end of what the worker printed (why it did not start)."""
         return self.take_output().strip()[-2000:]
+
+
+def _process_table() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, start time in clock ticks) for every process this one can see."""
+    table: dict[int, tuple[int, int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        table[int(entry)] = (int(fields[1]), int(fields[19]))  # ppid, starttime
+    return table
+
+
+def _children(table: dict[int, tuple[int, int]], pid: int) -> list[int]:
+    """The children of ``pid``, oldest first."""
+    return sorted((p for p, (ppid, _) in table.items() if ppid == pid), key=lambda p: table[p][1])
+
+
+def _descendants(table: dict[int, tuple[int, int]], pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        for child in _children(table, todo.pop()):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def exit_status(returncode: int, sandboxed: bool) -> int:
@@ -644,6 +700,7 @@ class _Run:
             self.fail(i, "error", clean_text(document.get("message"), 2000), output, duration)
             return True
         self.outcomes[i] = JobOutcome(job.id, "ok", results, "", output, duration)
+        child.kill_strays()
         return True
 
     def fail_kind(self, opencl: bool, message: str) -> None:
