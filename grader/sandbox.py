@@ -575,6 +575,10 @@ class _Run:
 
         A job of the same kind comes first; otherwise the slot switches to a kind
         no other slot serves, if any (``active`` counts the slots serving each kind).
+        Kernel jobs are only ever served by one slot at a time: one OpenCL child
+        per submission, so no kernel file is compiled twice (its PoCL cache is
+        the child's own) and only one OpenCL runtime's memory is in use; a slot
+        left with nothing but kernel jobs served elsewhere ends.
         """
         with self.lock:
             for i in self.queue:
@@ -583,10 +587,11 @@ class _Run:
                     return i
             if kind is not None:
                 self.active[kind] -= 1
-            if not self.queue:
+            open_jobs = [i for i in self.queue if not (self.jobs[i].needs_opencl and self.active[True] > 0)]
+            if not open_jobs:
                 return None
-            idle = [i for i in self.queue if self.active[self.jobs[i].needs_opencl] == 0]
-            i = idle[0] if idle else self.queue[0]
+            idle = [i for i in open_jobs if self.active[self.jobs[i].needs_opencl] == 0]
+            i = idle[0] if idle else open_jobs[0]
             self.queue.remove(i)
             self.active[self.jobs[i].needs_opencl] += 1
             return i
