@@ -298,25 +298,33 @@ def grade(path: Path | str, selectors: list[str] | None, student: str, limits: L
             Job(exercise_id, cases[exercise_id], float(definition.timeout), bool(definition.needs_opencl))
         )
 
-    outcomes = run_cases(ingested, jobs, limits)
+    # Each exercise is evaluated as soon as its outcome arrives, while the children run
+    # the others (one evaluation at a time: the checks share the reference caches).
+    evaluated: dict[str, ExerciseResult] = {}
+    evaluating = threading.Lock()
 
-    exercises: list[ExerciseResult] = []
-    for exercise_id in ids:
-        max_score = float(CHECKS[exercise_id].max_score)
-        if exercise_id in blocked:
-            exercises.append(ExerciseResult(exercise_id, "error", 0.0, max_score, [], blocked[exercise_id]))
-            continue
-        exercises.append(
-            _exercise_result(
+    def evaluate(outcome: JobOutcome) -> None:
+        exercise_id = outcome.id
+        with evaluating:
+            evaluated[exercise_id] = _exercise_result(
                 exercise_id,
                 seeds[exercise_id],
                 CHECKS[exercise_id],
                 cases[exercise_id],
-                outcomes[exercise_id],
+                outcome,
                 reference_results(exercise_id, seeds[exercise_id], cases[exercise_id]),
                 limits,
             )
-        )
+
+    run_cases(ingested, jobs, limits, on_outcome=evaluate)
+
+    exercises: list[ExerciseResult] = []
+    for exercise_id in ids:
+        if exercise_id in blocked:
+            max_score = float(CHECKS[exercise_id].max_score)
+            exercises.append(ExerciseResult(exercise_id, "error", 0.0, max_score, [], blocked[exercise_id]))
+        else:
+            exercises.append(evaluated[exercise_id])
     exercises = [_with_knock_on_note(ex, exercises, deps) for ex in exercises]
     notices = sorted(set(ingested.refused.values()))
     if not sandboxed:

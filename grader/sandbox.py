@@ -44,7 +44,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import io
 import zipfile
@@ -554,7 +554,11 @@ def decode_results(document_bytes: bytes, array_bytes: bytes, job: Job, limits: 
 class _Run:
     """One ``run_cases`` call: the job queue shared by the slot threads, and the outcomes."""
 
-    def __init__(self, jobs: list[Job], limits: Limits, jobdir: Path, sandboxed: bool) -> None:
+    def __init__(
+        self, jobs: list[Job], limits: Limits, jobdir: Path, sandboxed: bool,
+        on_outcome: Callable[[JobOutcome], None] | None = None,
+    ) -> None:
+        self.on_outcome = on_outcome
         self.jobs = jobs
         self.limits = limits
         self.jobdir = jobdir
@@ -610,7 +614,13 @@ class _Run:
 
     def fail(self, i: int, status: str, message: str, output: str = "", duration: float = 0.0) -> None:
         """Record a job that produced no results."""
-        self.outcomes[i] = JobOutcome(self.jobs[i].id, status, {}, message, output, duration)
+        self.settle(i, JobOutcome(self.jobs[i].id, status, {}, message, output, duration))
+
+    def settle(self, i: int, outcome: JobOutcome) -> None:
+        """Record job ``i``'s outcome and hand it to ``on_outcome`` (in this slot's thread)."""
+        self.outcomes[i] = outcome
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
 
     def slot(self) -> None:
         """One slot thread: feed jobs to a child, replacing it whenever it dies or hangs."""
@@ -704,8 +714,8 @@ class _Run:
         if document["status"] == "error":
             self.fail(i, "error", clean_text(document.get("message"), 2000), output, duration)
             return True
-        self.outcomes[i] = JobOutcome(job.id, "ok", results, "", output, duration)
         child.kill_strays()
+        self.settle(i, JobOutcome(job.id, "ok", results, "", output, duration))
         return True
 
     def fail_kind(self, opencl: bool, message: str) -> None:
@@ -763,14 +773,20 @@ def _write_jobs(jobdir: Path, submission: str, jobs: list[Job], limits: Limits) 
 
 
 def run_cases(
-    submission: Ingested | Path | str, jobs: list[Job], limits: Limits | None = None
+    submission: Ingested | Path | str,
+    jobs: list[Job],
+    limits: Limits | None = None,
+    on_outcome: Callable[[JobOutcome], None] | None = None,
 ) -> dict[str, JobOutcome]:
     """Run every job's cases on a copy of the student's files in sandboxed children.
 
     ``submission`` is what :func:`grader.ingest.read_submission` took from the
     student's folder (or a folder, ingested here). Returns one JobOutcome per
-    job id. Never raises for anything the student's code does; SetupError when
-    the sandbox is required (``limits.sandbox``) and cannot run.
+    job id. ``on_outcome`` is called with each outcome as soon as it is known
+    (from a slot thread: the caller can evaluate one exercise while the children
+    still run the others; an exception in it is re-raised here). Never raises
+    for anything the student's code does; SetupError when the sandbox is
+    required (``limits.sandbox``) and cannot run.
     """
     limits = limits or Limits()
     if not jobs:
@@ -787,7 +803,7 @@ def run_cases(
         submission.write_into(jobdir / "submission")
         inside = f"{bwrap.JOB_MOUNT}/submission" if sandboxed else str(jobdir / "submission")
         _write_jobs(jobdir, inside, jobs, limits)
-        run = _Run(jobs, limits, jobdir, sandboxed)
+        run = _Run(jobs, limits, jobdir, sandboxed, on_outcome)
         n = max(1, min(limits.parallel, len(jobs)))
         threads = [threading.Thread(target=run.slot, name=f"sandbox-slot-{k}", daemon=True) for k in range(n)]
         for t in threads:
@@ -796,12 +812,10 @@ def run_cases(
             t.join()
         if run.bugs:
             raise run.bugs[0]
-        outcomes: dict[str, JobOutcome] = {}
         for i, job in enumerate(jobs):
-            outcomes[job.id] = run.outcomes.get(i) or JobOutcome(
-                job.id, "error", {}, f"{job.id} was not run (a bug in the grader's sandbox)"
-            )
-        return outcomes
+            if i not in run.outcomes:
+                run.fail(i, "error", f"{job.id} was not run (a bug in the grader's sandbox)")
+        return {job.id: run.outcomes[i] for i, job in enumerate(jobs)}
     finally:
         for path in [private, *private.rglob("*")]:
             try:
