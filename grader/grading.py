@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -298,15 +299,15 @@ def grade(path: Path | str, selectors: list[str] | None, student: str, limits: L
             Job(exercise_id, cases[exercise_id], float(definition.timeout), bool(definition.needs_opencl))
         )
 
-    # Each exercise is evaluated as soon as its outcome arrives, while the children run
-    # the others (one evaluation at a time: the checks share the reference caches).
-    evaluated: dict[str, ExerciseResult] = {}
-    evaluating = threading.Lock()
+    # Each exercise is evaluated as soon as its outcome arrives, by one evaluator thread,
+    # while the children run the others (the slots go on feeding their children).
+    evaluated: dict[str, Future[ExerciseResult]] = {}
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluate") as evaluator:
 
-    def evaluate(outcome: JobOutcome) -> None:
-        exercise_id = outcome.id
-        with evaluating:
-            evaluated[exercise_id] = _exercise_result(
+        def evaluate(outcome: JobOutcome) -> None:
+            exercise_id = outcome.id
+            evaluated[exercise_id] = evaluator.submit(
+                _exercise_result,
                 exercise_id,
                 seeds[exercise_id],
                 CHECKS[exercise_id],
@@ -316,7 +317,7 @@ def grade(path: Path | str, selectors: list[str] | None, student: str, limits: L
                 limits,
             )
 
-    run_cases(ingested, jobs, limits, on_outcome=evaluate)
+        run_cases(ingested, jobs, limits, on_outcome=evaluate)
 
     exercises: list[ExerciseResult] = []
     for exercise_id in ids:
@@ -324,7 +325,7 @@ def grade(path: Path | str, selectors: list[str] | None, student: str, limits: L
             max_score = float(CHECKS[exercise_id].max_score)
             exercises.append(ExerciseResult(exercise_id, "error", 0.0, max_score, [], blocked[exercise_id]))
         else:
-            exercises.append(evaluated[exercise_id])
+            exercises.append(evaluated[exercise_id].result())
     exercises = [_with_knock_on_note(ex, exercises, deps) for ex in exercises]
     notices = sorted(set(ingested.refused.values()))
     if not sandboxed:
