@@ -85,6 +85,12 @@ def _reference_namespace() -> Any:
     return reference_namespace()
 
 
+def clear_reference_cache() -> None:
+    """Forget every cached reference result (a batch: each student has seeds of their own, so none would hit)."""
+    with _REFERENCE_LOCK:
+        _REFERENCE_CACHE.clear()
+
+
 def reference_results(exercise_id: str, seed: int, cases: list[Case]) -> ReferenceResults:
     """The reference results of an exercise's cases (lazy), cached per (exercise, seed)."""
     key = (exercise_id, seed)
