@@ -1,21 +1,24 @@
-"""Throughput of `grade batch`: complete correct submissions graded per second.
+"""What a real class costs in `grade batch`: per-student wall and CPU time, memory, and the floor.
 
-Target (issue 5): 100 complete submissions in under 4 minutes on a 2-core machine.
+    python bench/batch.py                      # 24 students, --jobs 2, the OS sandbox on
+    python bench/batch.py --n 60 --jobs 1 --jobs 2 --runs 3
 
-    python bench/batch.py                 # median of 3 runs at N=20, then one run at N=100
-    python bench/batch.py --n 100 --small 10 --repeats 3 --jobs 1 --jobs 2 --parallel 1 --parallel 2
+The class is generated the way real hand-ins differ: every student's kernel
+files are distinct sources (so no compiled kernel is shared), and the work is
+a mix of correct (40 %), partial (20 %: two topics still stubs), mistaken
+(20 %: a classic mistake in one file), crashing (15 %: a forward that aborts)
+and looping (5 %: a forward that never returns) submissions. Each run grades a
+fresh class (new names: new seeds) into a new database with
+``grader.batch.run_batch``, the code path of ``grade batch``, with the OS
+sandbox on where bubblewrap works.
 
-Each run grades freshly written copies of the reference solution
-(``grader.solution.write_solution``) under new student names, so nothing is
-cached between runs, into a new database, with ``grader.batch.run_batch``: the
-same code path as ``grade batch``. It prints one table row per configuration:
-N, jobs (students at once), parallel (sandbox children per student), runs,
-median wall time, submissions per second, the time projected for 100, and
-"short": how many of these correct submissions scored below full marks (over
-all runs of the row; anything but 0 is a grader bug), "cpu/s": CPU seconds
-(this process and its children) per submission, and "load": the 1-minute load
-average after the row (other work on the machine slows every figure down:
-on an idle machine, 100 * cpu/s / cores is the best time possible).
+Printed, per configuration (median over --runs): wall seconds per student
+(batch wall / N), CPU seconds per student (this process and all it started),
+the median of the students' own grading times, peak and final RSS of each
+grading process (sampled every 0.1 s) and of this process, and the floor: the
+same checks' arithmetic for one student in one process, with the reference
+standing in for the student (no processes, no sandbox). Target (issue 14):
+at most 1.2 s wall per student with --jobs 2 on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -26,101 +29,175 @@ import resource
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from collections import Counter
 from pathlib import Path
 
-from grader import batch, catalogue
+from grader import batch, bwrap, catalogue
 from grader.checks import CHECKS
+from grader.mistakes import reference_namespace
+from grader.model import exercise_seed
+from grader.ops import run_script
 from grader.sandbox import Limits
 from grader.solution import write_solution
 from grader.store import Store
 
-TARGET_N = 100
-TARGET_S = 240.0
+REPO = Path(__file__).resolve().parents[1]
+TARGET_S = 1.2
+
+# (kind, share of the class) in the order students are dealt out.
+MIX = [("correct", 8), ("partial", 4), ("mistaken", 4), ("crashing", 3), ("looping", 1)]
+
+# Classic mistakes as edits of the correct solution: (file, the correct line, the mistaken line).
+MISTAKES = [
+    ("dropout.py", "        return x * self.keep / (1.0 - self.p)", "        return x * self.keep"),
+    ("normalization.py",
+     "        bn.running_var = (1.0 - bn.momentum) * bn.running_var + bn.momentum * var * m / (m - 1)",
+     "        bn.running_var = (1.0 - bn.momentum) * bn.running_var + bn.momentum * var"),
+]
+
+CRASH = "\n\nimport os as _os\n_Sigmoid = Sigmoid\n\n\nclass Sigmoid(_Sigmoid):\n    def forward(self, x):\n        _os.abort()\n"
+LOOP = "\n\n_Tanh = Tanh\n\n\nclass Tanh(_Tanh):\n    def forward(self, x):\n        while True:\n            pass\n"
 
 
-def write_class(root: Path, n: int, tag: str) -> None:
-    """n complete correct submissions, students ``<tag>-000`` ... (a new tag: new seeds, nothing cached)."""
-    for k in range(n):
-        write_solution(root / f"{tag}-{k:03d}" / "exercises")
+def kinds(n: int) -> list[str]:
+    """The kinds of n students, interleaved in the proportions of MIX (any prefix of the class is mixed too)."""
+    deck = sorted(((j + 0.5) / share, kind) for kind, share in MIX for j in range(share))
+    return [deck[k % len(deck)][1] for k in range(n)]
+
+
+def write_student(folder: Path, name: str, kind: str, serial: int) -> None:
+    """One student's exercises folder of the given kind, with kernel sources of their own."""
+    exercises = write_solution(folder / "exercises")
+    for cl in (exercises / "kernels").glob("*.cl"):
+        cl.write_text(cl.read_text() + f"\n// {name}: my own work\n")
+    if kind == "partial":
+        for topic in ("normalization", "optim"):
+            (exercises / f"{topic}.py").write_text((REPO / "exercises" / f"{topic}.py").read_text())
+    elif kind == "mistaken":
+        file, right, wrong = MISTAKES[serial % len(MISTAKES)]
+        source = (exercises / file).read_text()
+        if right not in source:
+            raise SystemExit(f"bench/batch.py: the mistake edit no longer applies to {file}: update MISTAKES")
+        (exercises / file).write_text(source.replace(right, wrong, 1))
+    elif kind in ("crashing", "looping"):
+        path = exercises / "activations.py"
+        path.write_text(path.read_text() + (CRASH if kind == "crashing" else LOOP))
 
 
 def cpu_seconds() -> float:
-    """User + system CPU time of this process and of its finished children so far."""
+    """User + system CPU time of this process and of every finished process it started."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def one_run(n: int, jobs: int, parallel: int, selectors: list[str] | None, tag: str) -> tuple[float, float, int]:
-    """Grade n fresh submissions: (wall seconds of run_batch, CPU seconds it used, submissions below full marks).
+class MemorySampler:
+    """Samples VmHWM (peak) and VmRSS of this process's direct children (the grading processes)."""
 
-    A submission that cannot be graded at all stops the bench.
-    """
+    def __init__(self) -> None:
+        self.peak: dict[int, int] = {}
+        self.last: dict[int, int] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        me = os.getpid()
+        while not self.stop.wait(0.1):
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    status = Path(f"/proc/{entry}/status").read_text()
+                except OSError:
+                    continue
+                fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+                if int(fields.get("PPid", "0")) != me or "VmRSS" not in fields:
+                    continue
+                pid = int(entry)
+                self.peak[pid] = max(self.peak.get(pid, 0), int(fields["VmHWM"].split()[0]))
+                self.last[pid] = int(fields["VmRSS"].split()[0])
+
+    def __enter__(self) -> MemorySampler:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def one_run(n: int, jobs: int, tag: str, limits: Limits) -> dict[str, float | list[tuple[int, int]]]:
+    """Grade a fresh class of n students; the figures of the run."""
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         root = Path(tmp) / "class"
-        write_class(root, n, tag)
-        with Store.open(Path(tmp) / "class.db") as store:
+        for k, kind in enumerate(kinds(n)):
+            write_student(root / f"{tag}-{k:03d}", f"{tag}-{k:03d}", kind, k)
+        with Store.open(Path(tmp) / "class.db") as store, MemorySampler() as memory:
             t0, c0 = time.perf_counter(), cpu_seconds()
-            summary = batch.run_batch(
-                root, store, "bench", selectors, jobs=jobs, limits=Limits(parallel=parallel)
-            )
+            summary = batch.run_batch(root, store, "bench", None, jobs=jobs, limits=limits)
             wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
-            failed = [o for o in summary.outcomes if o.status in ("failed", "error")]
-            if failed:
-                raise SystemExit(f"{len(failed)} submissions could not be graded, e.g. {failed[0].message}")
-            short = [
-                f"{row['student']} {row['exercise']}: {row['status']} {row['message'][:120]}"
-                for row in store.submissions()
-                if row["score"] < row["max_score"]
-            ]
-            short_students = sum(1 for a in store.attempts() if a["score"] < a["max_score"])
-    for line in short:
-        print(f"  below full marks: {line}", file=sys.stderr)
-    return wall, cpu, short_students
+        broken = [o for o in summary.outcomes if o.status in ("failed", "error")]
+        if broken:
+            raise SystemExit(f"{len(broken)} students could not be graded, e.g. {broken[0].message}")
+    return {
+        "wall": wall / n,
+        "cpu": cpu / n,
+        "median": statistics.median(o.duration for o in summary.outcomes),
+        "processes": [(memory.peak[p], memory.last.get(p, 0)) for p in sorted(memory.peak)],
+    }
 
 
-def main(argv: list[str] | None = None) -> None:
+def floor_seconds(student: str) -> float:
+    """One student's checks in one process: cases run on the reference (standing in for the student) and evaluated."""
+    namespace = reference_namespace()
+    t0 = time.perf_counter()
+    for exercise in catalogue.EXERCISES:
+        checks = CHECKS[exercise]
+        if checks.needs_opencl:
+            continue
+        seed = exercise_seed(student, exercise)
+        results = {case.name: run_script(namespace, case.script, case.arrays) for case in checks.cases(seed)}
+        checks.evaluate(results, results, seed)
+    return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=TARGET_N, help="submissions in the single large run (0: skip it)")
-    parser.add_argument("--small", type=int, default=20, help="submissions in each of the repeated small runs")
-    parser.add_argument("--repeats", type=int, default=3, help="small runs per configuration (median reported)")
-    parser.add_argument("--jobs", type=int, action="append", help="students at once (repeatable) [grade batch's default]")
-    parser.add_argument("--parallel", type=int, action="append", help="sandbox children per student (repeatable) [2]")
+    parser.add_argument("--n", type=int, default=24, help="students in the class")
+    parser.add_argument("--jobs", type=int, action="append", help="students at once (repeatable) [2]")
+    parser.add_argument("--runs", type=int, default=1, help="runs per configuration (median reported)")
     args = parser.parse_args(argv)
-    jobs_list = args.jobs or [batch.default_jobs()]
-    parallel_list = args.parallel or [Limits().parallel]
-
-    missing = [e for e in catalogue.EXERCISES if e not in CHECKS]
-    selectors = None if not missing else [e for e in catalogue.EXERCISES if e in CHECKS]
-    graded = len(catalogue.EXERCISES) - len(missing)
-    cpus = batch.usable_cpus()
-    print(f"grade batch throughput: {cpus} CPU(s) usable, {os.cpu_count()} in the machine; "
-          f"{graded} of {len(catalogue.EXERCISES)} exercises have checks"
-          + (f" (missing: {', '.join(missing)})" if missing else " (complete submissions)"))
-    header = (f"{'N':>4} {'jobs':>4} {'par':>4} {'runs':>4} {'median s':>9} {'subm/s':>7} {'100 in s':>9}"
-              f"  {'target':<16}  short  cpu/s  load")
+    problem = bwrap.problem()
+    limits = Limits(sandbox=problem is None)
+    mix = Counter(kinds(args.n))
+    print(f"grade batch on a generated class of {args.n}: "
+          + ", ".join(f"{mix[k]} {k}" for k, _ in MIX)
+          + f"; distinct kernel sources; sandbox {'on' if problem is None else 'OFF (' + problem + ')'}; "
+          + f"{batch.usable_cpus()} CPU(s)")
+    floor = statistics.median(floor_seconds(f"floor-{k}") for k in range(3))
+    print(f"floor (one process, the CPU exercises' cases and checks, reference as student): {floor:.2f} s per student")
+    header = (f"{'jobs':>4} {'runs':>4} {'wall s/student':>15} {'cpu s/student':>14} {'median grading s':>17}"
+              f"  {'target':<13} grading processes: peak / final RSS MB")
     print(header)
     print("-" * len(header))
     serial = 0
-    for jobs in jobs_list:
-        for parallel in parallel_list:
-            sizes = [args.small] * (args.repeats if args.small > 0 else 0) + ([args.n] if args.n > 0 else [])
-            runs: dict[int, list[tuple[float, float, int]]] = {}
-            for n in sizes:
-                serial += 1
-                runs.setdefault(n, []).append(one_run(n, jobs, parallel, selectors, f"r{serial}"))
-            for n, results in runs.items():
-                wall = statistics.median(w for w, _, _ in results)
-                cpu = statistics.median(c for _, c, _ in results) / n
-                short = sum(s for _, _, s in results)
-                rate = n / wall
-                projected = TARGET_N / rate
-                verdict = "ok" if projected < TARGET_S else "MISSED"
-                load = os.getloadavg()[0]
-                print(f"{n:>4} {jobs:>4} {parallel:>4} {len(results):>4} {wall:>9.1f} {rate:>7.2f} "
-                      f"{projected:>9.1f}  {verdict + f' (< {TARGET_S:.0f} s)':<16}  {short:>5} {cpu:>6.2f} "
-                      f"{load:>5.1f}", flush=True)
+    for jobs in args.jobs or [2]:
+        results = []
+        for _ in range(max(1, args.runs)):
+            serial += 1
+            results.append(one_run(args.n, jobs, f"r{serial}", limits))
+        wall = statistics.median(float(r["wall"]) for r in results)  # type: ignore[arg-type]
+        cpu = statistics.median(float(r["cpu"]) for r in results)  # type: ignore[arg-type]
+        median = statistics.median(float(r["median"]) for r in results)  # type: ignore[arg-type]
+        memory = ", ".join(f"{peak / 1024:.0f}/{last / 1024:.0f}" for peak, last in results[-1]["processes"])  # type: ignore[union-attr]
+        verdict = f"{'ok' if wall <= TARGET_S else 'MISSED'} (<= {TARGET_S:g} s)" if jobs == 2 else ""
+        print(f"{jobs:>4} {len(results):>4} {wall:>15.2f} {cpu:>14.2f} {median:>17.2f}  {verdict:<13} {memory}",
+              flush=True)
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"this process (the one writer): peak RSS {own:.0f} MB; load average now {os.getloadavg()[0]:.1f}")
+    return 0
 
 
 if __name__ == "__main__":
