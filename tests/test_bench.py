@@ -71,3 +71,21 @@ def test_grade_bench_quick_prints_the_table() -> None:
     assert "Device:" in result.output
     assert "layernorm two-pass kernel" in result.output
     assert "256x1024" in result.output
+
+
+def test_the_batch_benchmark_class_is_what_it_says(tmp_path) -> None:
+    """bench/batch.py's generated class: the stated mix, distinct kernel sources, mistake edits that still apply."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "batch.py"
+    spec = importlib.util.spec_from_file_location("bench_batch", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kinds = module.kinds(20)
+    assert {k: kinds.count(k) for k in set(kinds)} == {"correct": 8, "partial": 4, "mistaken": 4, "crashing": 3, "looping": 1}
+    assert len(set(module.kinds(5))) >= 4  # a small class is mixed too
+    for serial, kind in enumerate(["correct", "mistaken", "mistaken", "partial"]):
+        module.write_student(tmp_path / f"s{serial}", f"s{serial}", kind, serial)
+    sources = {(tmp_path / f"s{k}" / "exercises" / "kernels" / "rmsnorm.cl").read_text() for k in range(4)}
+    assert len(sources) == 4
