@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reference.opencl.bench import DEFAULT_SIZES, QUICK_SIZES, format_table, run_bench
+from reference.opencl.bench import DEFAULT_SIZES, QUICK_SIZES, format_table, launch_latency_s, run_bench
 from reference.opencl.runtime import opencl_unavailable_reason
 
 
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     repeats = args.repeats
     if args.quick:
         sizes, repeats = QUICK_SIZES, 3
-    print(format_table(run_bench(sizes=sizes, repeats=repeats)))
+    print(format_table(run_bench(sizes=sizes, repeats=repeats), launch_latency_s()))
     return 0
 
 

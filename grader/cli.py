@@ -604,7 +604,7 @@ def bench_command(quick: bool, repeats: int) -> None:
     if reason is not None:
         raise CommandError(f"no OpenCL device ({reason}): pip install pocl-binary-distribution")
     sizes, repeats = (bench.QUICK_SIZES, min(repeats, 3)) if quick else (bench.DEFAULT_SIZES, repeats)
-    click.echo(bench.format_table(bench.run_bench(sizes=sizes, repeats=repeats)))
+    click.echo(bench.format_table(bench.run_bench(sizes=sizes, repeats=repeats), bench.launch_latency_s()))
 
 
 remote_cli.register(cli)  # login, logout, serve, worker, roster (grader/remote_cli.py)

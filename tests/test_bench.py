@@ -89,3 +89,27 @@ def test_the_batch_benchmark_class_is_what_it_says(tmp_path) -> None:
         module.write_student(tmp_path / f"s{serial}", f"s{serial}", kind, serial)
     sources = {(tmp_path / f"s{k}" / "exercises" / "kernels" / "rmsnorm.cl").read_text() for k in range(4)}
     assert len(sources) == 4
+
+
+def test_what_limits_a_small_size_is_said_from_the_measurements() -> None:
+    """The size lines follow the measured numbers: launch latency, small transfers, cache, or bandwidth."""
+    def row(shape: tuple[int, int], kernel_ms: float, copy_ms: float) -> bench.Row:
+        return bench.Row("op", shape, 8_000_000, 1.0, kernel_ms / 1e3, copy_ms / 1e3, 1, 2, 8_000_000)
+
+    large = row((4096, 4096), 10.0, 8.0)  # 1.0 GB/s copy
+    cases = {
+        "launch latency": (row((1024, 1024), 0.2, 0.1), 0.1e-3),
+        "transfers too small": (row((1024, 1024), 30.0, 20.0), 1e-6),
+        "fits in cache": (row((1024, 1024), 3.0, 2.0), 1e-6),
+        "DRAM bandwidth": (row((1024, 1024), 10.0, 8.0), 1e-6),
+    }
+    for expected, (small, latency) in cases.items():
+        (line,) = bench.size_limits([small, large], latency)
+        assert line.startswith("1024x1024:") and expected in line, (expected, line)
+    assert bench.size_limits([large], 1e-6) == []
+
+
+def test_grade_bench_says_what_limits_the_small_size() -> None:
+    result = CliRunner().invoke(cli, ["bench", "--quick", "--repeats", "1"])
+    assert result.exit_code == 0, result.output
+    assert "empty-kernel launch" not in result.output  # --quick has one size: nothing smaller to explain

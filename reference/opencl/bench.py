@@ -421,8 +421,63 @@ row-pass MB: every pass over x (and dy) read from memory, plus the writes: the t
 speed-up = numpy ms / opencl ms; % copy = copy ms / opencl ms for the same DRAM bytes."""
 
 
-def format_table(rows: list[Row]) -> str:
-    """A fixed-width text table with the device in the header, the ratios in the last columns and a legend."""
+NOP_KERNEL = "__kernel void nop(__global float *x) { }"
+
+
+def launch_latency_s(repeats: int = 51) -> float:
+    """Median wall time to enqueue an empty kernel on one work-item and wait for it: the floor of any launch."""
+    import pyopencl as cl
+
+    kernel = cl.Kernel(build_program(NOP_KERNEL, filename="bench.py:NOP_KERNEL"), "nop")
+    buffer = cl.Buffer(get_context(), cl.mem_flags.READ_WRITE, 4)  # kept alive while the kernel runs
+    kernel.set_arg(0, buffer)
+    queue = get_queue()
+    (latency,) = _median_times([lambda: cl.enqueue_nd_range_kernel(queue, kernel, (1,), None)], repeats)
+    del buffer
+    return latency
+
+
+def size_limits(rows: list[Row], latency_s: float) -> list[str]:
+    """One line per size below the largest: what limits it on this device, from the measurements.
+
+    Launch latency when an empty kernel takes a quarter or more of the median
+    kernel time; otherwise the copy's GB/s against the largest size tells
+    whether transfers are too small to reach DRAM bandwidth, or fit in cache.
+    """
+    rows = [r for r in rows if len(r.shape) == 2]  # the (R, D) rows; GroupNorm's 4-D shapes aside
+    sizes = sorted({r.shape for r in rows}, key=lambda s: s[0] * s[1])
+    if len(sizes) < 2:
+        return []
+    largest = [r for r in rows if r.shape == sizes[-1]]
+    big_copy = statistics.median(r.copy_gbs for r in largest)
+    lines = []
+    for size in sizes[:-1]:
+        small = [r for r in rows if r.shape == size]
+        kernel = statistics.median(r.opencl_s for r in small)
+        copy = statistics.median(r.copy_gbs for r in small)
+        share = latency_s / kernel
+        if share >= 0.25:
+            cause = "launch latency: an empty kernel already takes a large part of each kernel's time"
+        elif copy < 0.6 * big_copy:
+            cause = "transfers too small to reach DRAM bandwidth: memory latency is not hidden"
+        elif copy > 1.5 * big_copy:
+            cause = "nothing DRAM-bound: the data fits in cache, so copy and kernels run faster than DRAM"
+        else:
+            cause = "DRAM bandwidth, as at the largest size"
+        shape = "x".join(str(d) for d in size)
+        lines.append(
+            f"{shape}: median kernel {kernel * 1e3:.2f} ms, empty-kernel launch {latency_s * 1e3:.3f} ms "
+            f"({100 * share:.0f}%), copy {copy:.1f} GB/s against {big_copy:.1f} GB/s at "
+            f"{'x'.join(str(d) for d in sizes[-1])}: limited by {cause}."
+        )
+    return lines
+
+
+def format_table(rows: list[Row], latency_s: float | None = None) -> str:
+    """A fixed-width text table with the device in the header, the ratios in the last columns and a legend.
+
+    With ``latency_s`` (see :func:`launch_latency_s`), a line per smaller size says what limits it.
+    """
     header = (
         f"Device: {device_description()}\n"
         "Times are medians of wall time to queue.finish(); GB/s = DRAM bytes / time.\n"
@@ -442,5 +497,8 @@ def format_table(rows: list[Row]) -> str:
             f" {r.opencl_s * 1e3:>9.2f} {r.opencl_gbs:>6.1f} {r.copy_s * 1e3:>8.2f} {r.copy_gbs:>6.1f}"
             f" {r.speedup:>7.1f}x {r.pct_of_copy:>6.0f}%"
         )
+    limits = size_limits(rows, latency_s) if latency_s is not None else []
+    if limits:
+        lines += ["", "What limits the smaller sizes on this device:"] + ["  " + line for line in limits]
     lines += ["", LEGEND]
     return "\n".join(lines)
