@@ -102,6 +102,7 @@ def test_what_limits_a_small_size_is_said_from_the_measurements() -> None:
         "transfers too small": (row((1024, 1024), 30.0, 20.0), 1e-6),
         "fits in cache": (row((1024, 1024), 3.0, 2.0), 1e-6),
         "DRAM bandwidth": (row((1024, 1024), 10.0, 8.0), 1e-6),
+        "fixed costs per kernel": (row((1024, 1024), 30.0, 8.0), 1e-6),
     }
     for expected, (small, latency) in cases.items():
         (line,) = bench.size_limits([small, large], latency)

@@ -441,8 +441,10 @@ def size_limits(rows: list[Row], latency_s: float) -> list[str]:
     """One line per size below the largest: what limits it on this device, from the measurements.
 
     Launch latency when an empty kernel takes a quarter or more of the median
-    kernel time; otherwise the copy's GB/s against the largest size tells
-    whether transfers are too small to reach DRAM bandwidth, or fit in cache.
+    kernel time; fixed costs per kernel and work-group when the kernels reach
+    a much smaller share of the copy than at the largest size; otherwise the
+    copy's GB/s against the largest size tells whether transfers are too small
+    to reach DRAM bandwidth, or fit in cache.
     """
     rows = [r for r in rows if len(r.shape) == 2]  # the (R, D) rows; GroupNorm's 4-D shapes aside
     sizes = sorted({r.shape for r in rows}, key=lambda s: s[0] * s[1])
@@ -450,14 +452,19 @@ def size_limits(rows: list[Row], latency_s: float) -> list[str]:
         return []
     largest = [r for r in rows if r.shape == sizes[-1]]
     big_copy = statistics.median(r.copy_gbs for r in largest)
+    big_share = statistics.median(r.pct_of_copy for r in largest)
     lines = []
     for size in sizes[:-1]:
         small = [r for r in rows if r.shape == size]
         kernel = statistics.median(r.opencl_s for r in small)
         copy = statistics.median(r.copy_gbs for r in small)
+        share_of_copy = statistics.median(r.pct_of_copy for r in small)
         share = latency_s / kernel
         if share >= 0.25:
             cause = "launch latency: an empty kernel already takes a large part of each kernel's time"
+        elif share_of_copy < 0.6 * big_share:
+            cause = (f"fixed costs per kernel and per work-group (scheduling, barriers), not bandwidth: the "
+                     f"kernels reach {share_of_copy:.0f}% of the copy here against {big_share:.0f}% at the largest size")
         elif copy < 0.6 * big_copy:
             cause = "transfers too small to reach DRAM bandwidth: memory latency is not hidden"
         elif copy > 1.5 * big_copy:
