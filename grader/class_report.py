@@ -111,6 +111,7 @@ class StudentRow:
     last_activity: str | None = None  # the latest upload or quiz answer
     last_progress: str | None = None  # the latest upload that raised the best score of an exercise
     late_uploads: int = 0          # uploads with at least one exercise after its chapter's due date
+    quiz_points: dict[str, float] = field(default_factory=dict)  # chapter -> points of questions answered right
 
     @property
     def label(self) -> str:
@@ -430,8 +431,14 @@ def build(
     quizzes: list[Quiz] | None = None,
     generated_at: str | None = None,
     course: Course | None = None,
+    with_mistakes: bool = True,
+    with_items: bool = True,
 ) -> ClassReport:
     """Read the class report from ``store`` (a fixed handful of queries, whatever the class size).
+
+    ``with_mistakes=False`` leaves out the diagnosed mistakes and
+    ``with_items=False`` the quiz item analysis (the dashboard's overview
+    shows neither).
 
     ``exercise_ids``: the columns (default: the course's exercises; exercises
     recorded in the store but not listed are appended). ``quizzes``: the quiz
@@ -451,7 +458,7 @@ def build(
     names = sorted(set(store.students()) | set(roster))
 
     mistakes_of: dict[int, list[str]] = {}  # submission id -> distinct diagnosed mistakes, in check order
-    for row in store.diagnosed_mistakes():
+    for row in store.diagnosed_mistakes() if with_mistakes else []:
         found = mistakes_of.setdefault(row["submission_id"], [])
         if row["misconception"] not in found:
             found.append(row["misconception"])
@@ -475,12 +482,11 @@ def build(
     last_attempt: dict[str, str] = {}
     for row in store.attempts():
         last_attempt[row["student"]] = row["started_at"]
-    answers = store.quiz_attempts()
     answers_of: dict[str, list[dict[str, Any]]] = {}
     last_answer: dict[str, str] = {}
-    for row in answers:
+    for row in store.quiz_answer_summary():
         answers_of.setdefault(row["student"], []).append(row)
-        last_answer[row["student"]] = row["answered_at"]
+        last_answer[row["student"]] = max(row["last_at"], last_answer.get(row["student"], ""))
     log = store.score_overrides()
     overridden = overrides_in_force(log)
 
@@ -504,13 +510,13 @@ def build(
                 cell.override_comment = str(override["comment"])
                 cell.best_score = cell.override
             cells[ex] = cell
-        mine = answers_of.get(name, [])
-        standings = {q.chapter: quiz_lib.chapter_progress(q, mine) for q in quizzes}
+        standings, points = quiz_standings(quizzes, answers_of.get(name, []))
         entry = roster.get(name, {})
         activity = max(last_attempt.get(name, ""), last_answer.get(name, "")) or None
         students.append(StudentRow(
             name, cells, standings, last_attempt.get(name), str(entry.get("name") or ""),
             str(entry.get("email") or ""), activity, last_progress.get(name), len(late_attempts.get(name, ())),
+            points,
         ))
 
     exercises: list[ExerciseStats] = []
@@ -536,12 +542,36 @@ def build(
         chapters=[(q.chapter, q.title) for q in quizzes],
         students=students,
         exercises=exercises,
-        items=item_stats(answers, quizzes),
+        items=item_stats(store.quiz_answer_rows(), quizzes) if with_items else [],
         groups=exercise_groups(ids, course),
         overrides=log,
         course=course,
         quizzes=quizzes,
     )
+
+
+def quiz_standings(quizzes: list[Quiz], answers: list[dict[str, Any]]
+                   ) -> tuple[dict[str, quiz_lib.ChapterProgress], dict[str, float]]:
+    """One student's standing per quiz chapter (as ``grader.quiz.chapter_progress``) and the points of
+    the questions they answered right, from their rows of ``Store.quiz_answer_summary``."""
+    counts: dict[tuple[str, str], int] = {}
+    right: set[tuple[str, str]] = set()
+    for row in answers:
+        key = (row["chapter"], row["question"])
+        counts[key] = counts.get(key, 0) + row["answers"]
+        if row["correct"]:
+            right.add(key)
+    standings: dict[str, quiz_lib.ChapterProgress] = {}
+    points: dict[str, float] = {}
+    for quiz in quizzes:
+        keys = [(quiz.chapter, q.id) for q in quiz.questions]
+        checkpoints = {(quiz.chapter, q.id) for q in quiz.questions if q.checkpoint}
+        correct = right.intersection(keys)
+        standings[quiz.chapter] = quiz_lib.ChapterProgress(
+            quiz.chapter, quiz.title, len(keys), len(checkpoints), len(checkpoints & correct), len(correct),
+            sum(counts.get(k, 0) for k in keys))
+        points[quiz.chapter] = sum(q.points for q in quiz.questions if (quiz.chapter, q.id) in correct)
+    return standings, points
 
 
 DISCRIMINATION_GROUP = 0.27  # the upper and lower 27 % of the students who answered an item
@@ -631,23 +661,101 @@ def csv_header(report: ClassReport) -> list[str]:
     return ["student", "total"] + list(report.exercise_ids) + [f"quiz:{c}" for c, _ in report.chapters]
 
 
+def _write_csv(rows: list[list[Any]]) -> str:
+    """CSV text of ``rows`` with every text cell neutralised (``grader.sanitize.csv_cell``)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    for row in rows:
+        writer.writerow([csv_cell(cell) for cell in row])
+    return buffer.getvalue()
+
+
 def format_csv(report: ClassReport) -> str:
     """One row per student: total, best score per exercise (empty: never graded), quiz chapter complete 1/0.
 
-    A student name a spreadsheet would run as a formula (``=HYPERLINK(...)``) is neutralised.
+    Every text cell a spreadsheet would run as a formula (a student id such as
+    ``=HYPERLINK(...)``) is neutralised. An instructor's override counts.
     """
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(csv_header(report))
+    rows: list[list[Any]] = [csv_header(report)]
     for s in report.students:
-        row = [csv_cell(s.name), _number(s.total)]
+        row = [s.name, _number(s.total)]
         for ex in report.exercise_ids:
             cell = s.exercises[ex]
-            row.append(_number(cell.best_score) if cell.attempts else "")
+            row.append(_number(cell.best_score) if cell.scored else "")
         for chapter, _ in report.chapters:
             row.append("1" if s.quizzes[chapter].complete else "0")
-        writer.writerow(row)
-    return buffer.getvalue()
+        rows.append(row)
+    return _write_csv(rows)
+
+
+@dataclass
+class GradebookColumn:
+    """One assignment group of a gradebook export: its title, points possible, and each student's points."""
+
+    title: str
+    points_possible: float
+    points: dict[str, float]  # student -> points earned
+
+
+def gradebook_columns(report: ClassReport) -> list[GradebookColumn]:
+    """One column per assignment group: each exercise group (a course chapter), then each quiz chapter.
+
+    An exercise group's points are the counted scores of its exercises (the
+    instructor's override where there is one); a quiz chapter's are the points
+    of the questions answered right.
+    """
+    columns = [
+        GradebookColumn(f"Exercises: {g.name}", sum(report.exercises[report.exercise_ids.index(e)].max_score
+                                                   for e in g.exercise_ids),
+                        {s.name: g.score(s) for s in report.students})
+        for g in report.groups
+    ]
+    for quiz in report.quizzes:
+        columns.append(GradebookColumn(f"Quiz: {quiz.title or quiz.chapter}", sum(q.points for q in quiz.questions),
+                                       {s.name: s.quiz_points.get(quiz.chapter, 0.0) for s in report.students}))
+    return columns
+
+
+def _override_notes(report: ClassReport, student: str) -> str:
+    """The overrides in force for a student, as one cell: ``exercise = score (comment)``, joined by ``; ``."""
+    cells = report.student(student)
+    if cells is None:
+        return ""
+    return "; ".join(f"{ex} = {_number(c.override)} ({' '.join(c.override_comment.split())})"
+                     for ex, c in cells.exercises.items() if c.override is not None)
+
+
+def format_canvas(report: ClassReport) -> str:
+    """A Canvas gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, one column per
+    assignment group, then Final Score (the percent, a read-only column Canvas ignores on import).
+
+    The second row is Canvas's ``Points Possible`` row. The roster id is the
+    SIS User ID, which Canvas matches students on; ID (Canvas's own number) is
+    left empty. Every text cell is neutralised.
+    """
+    columns = gradebook_columns(report)
+    rows: list[list[Any]] = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+                             + [c.title for c in columns] + ["Final Score"]]
+    rows.append(["Points Possible", "", "", "", ""] + [_number(c.points_possible) for c in columns] + ["(read only)"])
+    for s in report.students:
+        rows.append([s.label, "", s.name, s.email, ""] + [_number(c.points[s.name]) for c in columns]
+                    + [f"{s.percent:.2f}"])
+    return _write_csv(rows)
+
+
+def format_moodle(report: ClassReport) -> str:
+    """A Moodle gradebook import ("CSV file" import; map ID number to the user's ID number): ID number,
+    Email address, Full name, one column per assignment group (its points possible in the header),
+    Percent, and Override notes (the instructor's overrides with their comments). Every text cell is neutralised.
+    """
+    columns = gradebook_columns(report)
+    rows: list[list[Any]] = [["ID number", "Email address", "Full name"]
+                             + [f"{c.title} (out of {_number(c.points_possible)})" for c in columns]
+                             + ["Percent", "Override notes"]]
+    for s in report.students:
+        rows.append([s.name, s.email, s.label] + [_number(c.points[s.name]) for c in columns]
+                    + [f"{s.percent:.2f}", _override_notes(report, s.name)])
+    return _write_csv(rows)
 
 
 def format_json(report: ClassReport) -> str:

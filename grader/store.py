@@ -578,3 +578,19 @@ class Store:
     def roster_entries(self) -> dict[str, dict[str, Any]]:
         """The course server's roster, id -> {student, name, email} (empty without a roster)."""
         return {r["student"]: r for r in self._rows("SELECT student, name, email FROM roster", [])}
+
+    def quiz_answer_summary(self) -> list[dict[str, Any]]:
+        """Per student and quiz question: answers given (``answers``), whether one was right
+        (``correct``, bool) and the time of the latest (``last_at``)."""
+        rows = self._rows("SELECT student, chapter, question, COUNT(*) AS answers, MAX(correct) AS correct, "
+                          "MAX(answered_at) AS last_at FROM quiz_attempts GROUP BY student, chapter, question", [])
+        for row in rows:
+            row["correct"] = bool(row["correct"])
+        return rows
+
+    def quiz_answer_rows(self) -> list[dict[str, Any]]:
+        """Every quiz answer's student, chapter, question, answer and correct (bool), oldest first."""
+        rows = self._rows("SELECT student, chapter, question, answer, correct FROM quiz_attempts ORDER BY id", [])
+        for row in rows:
+            row["correct"] = bool(row["correct"])
+        return rows
