@@ -827,8 +827,29 @@ def pass_rate_chart(stats: list[ExerciseStats], width: float = 560) -> Chart:
     return Chart(width, height, bars, ticks, baseline=label_w + plot_w, label_x=label_w)
 
 
-def _environment() -> jinja2.Environment:
-    """The jinja2 environment over ``grader/templates`` (autoescaped)."""
+def band(fraction: float | None) -> str:
+    """The grid's colour class of a score: none (never scored), zero, low (< 50 %), part, full."""
+    if fraction is None:
+        return "none"
+    if fraction >= 1 - 1e-9:
+        return "full"
+    if fraction <= 0:
+        return "zero"
+    return "low" if fraction < 0.5 else "part"
+
+
+def _when(value: str | None) -> str:
+    """An ISO time as ``YYYY-MM-DD HH:MM`` (UTC as stored); "never" when there is none."""
+    return value[:16].replace("T", " ") if value else "never"
+
+
+def _day(value: str | None) -> str:
+    """An ISO time's date; "never" when there is none."""
+    return value[:10] if value else "never"
+
+
+def environment() -> jinja2.Environment:
+    """The jinja2 environment over ``grader/templates`` (autoescaped), shared by the server's pages."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("grader", "templates"),
         autoescape=True,
@@ -838,6 +859,10 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["score"] = format_score
     env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.0f}%"
+    env.filters["when"] = _when
+    env.filters["day"] = _day
+    env.globals["band"] = band
+    env.globals["status_label"] = status_label
     return env
 
 
@@ -846,16 +871,10 @@ def status_label(status: str | None) -> str:
     return status_style(status)[0]
 
 
-def format_html(report: ClassReport, title: str = "normgrade class report") -> str:
-    """The self-contained HTML report (inline CSS and SVG; no script, no external resource)."""
-    template = _environment().get_template(TEMPLATE)
-    return template.render(
-        title=title,
-        report=report,
-        summary=report.summary(),
-        histogram=histogram_chart(report.histogram()),
-        pass_rates=pass_rate_chart(report.exercises),
-        mistakes=[e for e in report.exercises if e.mistakes],
-        items=report.items,
-        status_label=status_label,
-    )
+def format_html(report: ClassReport, store: Store | None = None, title: str = "normgrade class report") -> str:
+    """The self-contained HTML report: the dashboard's pages in one file (inline CSS, SVG and a little
+    script for sorting and filtering; no external resource). With ``store``, each exercise's and each
+    student's page is included (the students' with the report of their latest upload)."""
+    from grader.server.dashboard import offline_html  # the dashboard's views import this module
+
+    return offline_html(report, store, title)

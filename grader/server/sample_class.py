@@ -36,16 +36,32 @@ CHAPTERS = (("activations", 21, 0.25), ("linear", 14, 0.25), ("normalization", 4
 ODD_NAMES = ('=HYPERLINK("http://x.invalid","click")', "<b>Zoë</b> & \"Ö'Brien\"")
 
 
+COURSE_NAME = "Deep learning from scratch (generated class)"
+
+
 def sample_course(now: datetime) -> Course:
     """The course of the generated class: six chapters, due dates around ``now``, the best score counts."""
     doc = {
-        "name": "Deep learning from scratch (generated class)",
+        "name": COURSE_NAME,
         "chapter": [
-            {"name": topic, "due": now - timedelta(days=days), "late_penalty": penalty}
-            for topic, days, penalty in CHAPTERS
+            {"name": topic, "due": _due(now, days), "late_penalty": penalty} for topic, days, penalty in CHAPTERS
         ],
     }
     return parse_course(doc, Path("sample-course.toml"))
+
+
+def _due(now: datetime, days_before: int) -> datetime:
+    """A due date ``days_before`` days before ``now``, to the second (as a course.toml holds it)."""
+    return (now - timedelta(days=days_before)).replace(microsecond=0)
+
+
+def course_toml(now: datetime) -> str:
+    """The text of the course.toml that :func:`sample_course` parses (for ``grade serve --course``)."""
+    lines = [f'name = "{COURSE_NAME}"', ""]
+    for topic, days, penalty in CHAPTERS:
+        due = _due(now, days).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        lines += ["[[chapter]]", f'name = "{topic}"', f"due = {due}", f"late_penalty = {penalty}", ""]
+    return "\n".join(lines)
 
 
 @dataclass
