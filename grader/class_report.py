@@ -26,6 +26,7 @@ was correct (lower is harder).
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import statistics
@@ -848,8 +849,10 @@ def _day(value: str | None) -> str:
     return value[:10] if value else "never"
 
 
+@functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    """The jinja2 environment over ``grader/templates`` (autoescaped), shared by the server's pages."""
+    """The jinja2 environment over ``grader/templates`` (autoescaped), shared by the server's pages;
+    made once per process, so each template is compiled once."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("grader", "templates"),
         autoescape=True,

@@ -178,7 +178,7 @@ def m4_server(db: sqlite_utils.Database) -> None:
 
 
 def m5_score_overrides(db: sqlite_utils.Database) -> None:
-    """Version 5: the instructor's manual score overrides, an append-only log.
+    """Version 5: the instructor's manual score overrides (an append-only log), and an index for the dashboard.
 
     The latest row of a (student, exercise) is the one in force; a row with a
     NULL score withdraws the override. Every row carries the required comment.
@@ -197,6 +197,8 @@ def m5_score_overrides(db: sqlite_utils.Database) -> None:
         pk="id",
     )
     db["score_overrides"].create_index(["student", "exercise"])
+    # the dashboard's per-student quiz summary groups by these (Store.quiz_answer_summary)
+    db["quiz_attempts"].create_index(["student", "chapter", "question"])
 
 
 Migration = Callable[[sqlite_utils.Database], None]

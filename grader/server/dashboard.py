@@ -16,7 +16,7 @@ these views with the same templates (grader/templates/dash_*.html.j2).
 
 A student is *struggling* when their percent is below the threshold, or when
 no upload has raised any of their exercise scores in the last N days (or
-ever). The percent is that of the chosen chapter; with no chapter chosen, of
+ever) while that percent is below 100. The percent is that of the chosen chapter; with no chapter chosen, of
 the exercises already due (the chapters whose due date has passed), or of all
 exercises while nothing is due yet.
 """
@@ -33,10 +33,13 @@ from urllib.parse import quote, urlencode
 from grader.class_report import (
     Bar, Chart, ClassReport, ExerciseStats, StudentRow, _number, environment, histogram_chart, pass_rate_chart,
 )
+from markupsafe import Markup, escape
+
+from grader.class_report import band
 from grader.course import counted_score, parse_time
 from grader.errors import GraderError
 from grader.model import CheckResult, ExerciseResult, GradeReport
-from grader.report import format_text
+from grader.report import format_score, format_text
 from grader.sanitize import clean_text
 from grader.store import Store, utc_now
 
@@ -127,8 +130,11 @@ def is_struggling(report: ClassReport, student: StudentRow, filters: Filters, no
                   due: list[str] | None = None) -> bool:
     """Below the threshold or no progress in ``filters.days`` days (see the module docstring)."""
     due = due if due is not None else due_exercises(report, now)
-    if struggling_percent(report, student, filters.chapter, due) < filters.threshold:
+    percent = struggling_percent(report, student, filters.chapter, due)
+    if percent < filters.threshold:
         return True
+    if percent >= 100.0 - 1e-9:
+        return False  # everything counted is done: there is no progress left to make
     if student.last_progress is None:
         return True
     return now - parse_time(student.last_progress) > timedelta(days=filters.days)
@@ -492,14 +498,53 @@ def render(template: str, **context: Any) -> str:
 def overview_context(report: ClassReport, filters: Filters, now: datetime) -> dict[str, Any]:
     """What the overview partial needs: the rows, the filters, the charts, which group each quiz column is in."""
     rows = overview_rows(report, filters, now)
-    names = {g.name for g in report.groups}
+    index = {g.name: k for k, g in enumerate(report.groups)}
+    quiz_group = {c: index.get(c, -1) for c, _ in report.chapters}
     return {
         "report": report, "summary": report.summary(), "rows": rows, "filters": filters,
         "visible": sum(r.visible for r in rows), "struggling_count": sum(r.struggling for r in rows),
         "now_iso": now.isoformat(timespec="seconds"),
-        "quiz_group": {c: c if c in names else f"quiz:{c}" for c, _ in report.chapters},
+        "quiz_group": quiz_group, "chapter_index": index.get(filters.chapter, ""),
+        "cells": {r.student.name: grid_cells(report, r.student, quiz_group) for r in rows},
         "histogram": histogram_chart(report.histogram()), "pass_rate_chart": pass_rate_chart(report.exercises),
     }
+
+
+def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, int]) -> Markup:
+    """A student's grid cells: one per exercise (group by group), then one per quiz chapter.
+
+    Written here rather than in the template because a class of 500 has some
+    20,000 of them. Each cell: its colour class (:func:`band`), ``g<k>`` (the
+    group the chapter filter keeps; -1 for a quiz chapter that is no exercise
+    group), the score as text (read by screen readers; "not submitted" for
+    them alone), and a ``title`` naming the exercise for hover.
+    """
+    parts: list[str] = []
+    for k, group in enumerate(report.groups):
+        for ex in group.exercise_ids:
+            c = student.exercises[ex]
+            if not c.scored:
+                parts.append(f'<td class="c b-none g g{k}">'
+                             '<span class="sr-only">not submitted</span></td>')
+                continue
+            text = format_score(c.best_score)
+            title = f"{ex}: {text} / {format_score(c.max_score)}"
+            marks = ""
+            if c.late:
+                title += ", late"
+                marks += '*<span class="sr-only"> late</span>'
+            if c.override is not None:
+                title += ", override"
+                marks += '&#9998;<span class="sr-only"> override</span>'
+            parts.append(f'<td class="c b-{band(c.fraction)} g g{k}" title="{escape(title)}">{text}{marks}</td>')
+    for chapter, _ in report.chapters:
+        q = student.quizzes[chapter]
+        fraction = q.questions_correct / q.questions if q.attempts and q.questions else None
+        done = '&#10003;<span class="sr-only"> complete</span>' if q.complete else ""
+        parts.append(f'<td class="c b-{band(fraction)} g g{quiz_group[chapter]}" title="Quiz {escape(chapter)}: '
+                     f'{q.questions_correct} of {q.questions} right, {q.state}">'
+                     f'{q.questions_correct}/{q.questions}{done}</td>')
+    return Markup("".join(parts))
 
 
 def items_by_chapter(report: ClassReport) -> dict[str, list[Any]]:

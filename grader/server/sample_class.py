@@ -91,20 +91,19 @@ def _exercise_result(rng: random.Random, exercise: str, quality: float) -> Exerc
 
 
 def _record_uploads(store: Store, rng: random.Random, student: str, skill: float, now: datetime) -> None:
-    """A student's uploads: each grades the chapters reached so far, getting better with each try."""
-    uploads = rng.randint(0, 7) if skill > 0.15 else rng.randint(0, 2)
-    when = now - timedelta(days=30) + timedelta(hours=rng.uniform(0, 72))
-    for k in range(uploads):
-        reached = max(1, min(len(CHAPTERS), int((when - (now - timedelta(days=30))).days / 5) + 1))
-        topics = [topic for topic, _, _ in CHAPTERS[:reached]]
-        quality = min(0.97, skill * (0.6 + 0.1 * k))
-        ids = [f"{topic}.{name}" for topic in topics for name in catalogue.TOPIC_EXERCISES[topic]]
+    """A student's uploads over the last 30 days (until a time of their own: some stop early), each grading
+    the chapters reached by then (one more every 5 days), getting better with each try."""
+    start = now - timedelta(days=30)
+    uploads = rng.randint(0, 9) if skill > 0.2 else rng.randint(0, 2)
+    active_days = min(30.0, 30 * rng.uniform(0.4, 1.3))
+    times = sorted(start + timedelta(days=rng.uniform(0, active_days)) for _ in range(uploads))
+    for k, when in enumerate(times):
+        reached = min(len(CHAPTERS), int((when - start).days / 5) + 1)
+        ids = [f"{topic}.{name}" for topic, _, _ in CHAPTERS[:reached] for name in catalogue.TOPIC_EXERCISES[topic]]
+        quality = min(0.98, 0.3 + 0.5 * skill + 0.06 * k)
         exercises = [_exercise_result(rng, exercise, quality) for exercise in ids]
         store.record_report(GradeReport(student, exercises, f"hash-{student}-{k}"), "generated",
                             started_at=when.isoformat(timespec="seconds"))
-        when += timedelta(hours=rng.uniform(6, 24 * 6 * (1.2 - skill)))
-        if when > now:
-            break
 
 
 def _record_quiz(store: Store, rng: random.Random, student: str, skill: float, quizzes: list[Quiz],
