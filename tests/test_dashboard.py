@@ -235,7 +235,7 @@ def test_exercise_page_ranks_named_mistakes_and_unnamed_checks(cls: ClassServer)
     for part in ("Pass rate over time", "Score distribution", "Named mistakes, by students who made them",
                  "Checks failing without a named mistake"):
         assert part in text
-    counts = [int(n) for n in re.findall(r'<td><code>relu-[^<]+</code></td><td class="num">(\d+) of', page)]
+    counts = [int(n) for n in re.findall(r'<code>relu-[^<]+</code></td><td class="num" data-label="Students">(\d+) of', page)]
     assert counts and counts == sorted(counts, reverse=True)
     unnamed = re.findall(r"<tr><td>([a-z ]+)</td><td class=\"num\">(\d+)</td>", page)
     assert unnamed and [int(n) for _, n in unnamed] == sorted((int(n) for _, n in unnamed), reverse=True)

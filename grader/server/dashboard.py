@@ -306,7 +306,7 @@ def student_detail(store: Store, report: ClassReport, student: str, reports_kept
     history: dict[str, list[dict[str, Any]]] = {}
     views: list[AttemptView] = []
     series: list[tuple[datetime, float, str]] = []
-    for attempt in store.attempts(student):
+    for attempt in sorted(store.attempts(student), key=lambda a: (a["started_at"], a["id"])):
         rows = by_attempt.get(attempt["id"], [])
         late = []
         for sub in rows:
@@ -388,17 +388,17 @@ def exercise_detail(store: Store, report: ClassReport, exercise: str) -> Exercis
     if exercise not in report.exercise_ids:
         return None
     stats = report.exercises[report.exercise_ids.index(exercise)]
-    passed_at: dict[str, datetime] = {}
+    passed_at: dict[str, datetime] = {}  # student -> the time of their first full-marks upload
     first: datetime | None = None
-    for sub in store.submissions(exercise=exercise):
+    for sub in store.submissions(exercise=exercise):  # by id, which need not be by time (imported data)
         when = parse_time(sub["started_at"])
-        first = first or when
-        if sub["score"] >= sub["max_score"] - 1e-9 and sub["student"] not in passed_at:
-            passed_at[sub["student"]] = when
+        first = when if first is None else min(first, when)
+        if sub["score"] >= sub["max_score"] - 1e-9:
+            passed_at[sub["student"]] = min(when, passed_at.get(sub["student"], when))
     size = len(report.students) or 1
     series: list[tuple[datetime, float, str]] = []
     if first is not None:
-        series.append((first, 0.0, "first upload"))
+        series.append((first, 0.0, ""))  # the line starts at the first upload, at 0
     for k, when in enumerate(sorted(passed_at.values()), 1):
         series.append((when, k / size, f"{when:%Y-%m-%d %H:%M}: {k} of {size} students at full marks"))
     end = parse_time(report.generated_at)
