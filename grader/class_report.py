@@ -125,11 +125,12 @@ class StudentRow:
         possible = sum(c.max_score for c in cells)
         return 100.0 * sum(c.best_score for c in cells) / possible if possible else 0.0
 
-    @property
+    @functools.cached_property
     def total(self) -> float:
+        """The sum of the exercises' counted scores (read once the row is complete: it is cached)."""
         return sum(c.best_score for c in self.exercises.values())
 
-    @property
+    @functools.cached_property
     def max_total(self) -> float:
         return sum(c.max_score for c in self.exercises.values())
 
@@ -418,11 +419,25 @@ def overrides_in_force(log: list[dict[str, Any]]) -> dict[tuple[str, str], dict[
 
 
 def _late_flags(rows: list[dict[str, Any]], course: Course) -> list[bool]:
-    """Per submission row: was it uploaded after its chapter's due date?"""
+    """Per submission row: was it uploaded after its chapter's due date?
+
+    Times written by the store (``utc_now``: ``...+00:00``) are compared as
+    text with the due date in the same form; any other form is parsed.
+    """
+    due: dict[str, tuple[str, Any]] = {}  # exercise -> (due as stored text, due)
+    for chapter in course.chapters:
+        if chapter.due is not None:
+            text = chapter.due.astimezone(timezone.utc).isoformat(timespec="seconds")
+            due.update({e: (text, chapter.due) for e in chapter.exercises})
     flags = []
     for row in rows:
-        chapter = course.chapter_of(row["exercise"])
-        flags.append(bool(chapter and chapter.due and parse_time(row["started_at"]) > chapter.due))
+        limit = due.get(row["exercise"])
+        if limit is None:
+            flags.append(False)
+        elif row["started_at"].endswith("+00:00") and len(row["started_at"]) == len(limit[0]):
+            flags.append(row["started_at"] > limit[0])
+        else:
+            flags.append(parse_time(row["started_at"]) > limit[1])
     return flags
 
 
@@ -434,12 +449,14 @@ def build(
     course: Course | None = None,
     with_mistakes: bool = True,
     with_items: bool = True,
+    mistakes_of: tuple[str | None, str | None] = (None, None),
 ) -> ClassReport:
     """Read the class report from ``store`` (a fixed handful of queries, whatever the class size).
 
     ``with_mistakes=False`` leaves out the diagnosed mistakes and
     ``with_items=False`` the quiz item analysis (the dashboard's overview
-    shows neither).
+    shows neither); ``mistakes_of=(student, exercise)`` reads the mistakes of
+    one student and/or one exercise only (a student's or an exercise's page).
 
     ``exercise_ids``: the columns (default: the course's exercises; exercises
     recorded in the store but not listed are appended). ``quizzes``: the quiz
@@ -458,9 +475,9 @@ def build(
     roster = store.roster_entries()
     names = sorted(set(store.students()) | set(roster))
 
-    mistakes_of: dict[int, list[str]] = {}  # submission id -> distinct diagnosed mistakes, in check order
-    for row in store.diagnosed_mistakes() if with_mistakes else []:
-        found = mistakes_of.setdefault(row["submission_id"], [])
+    diagnosed: dict[int, list[str]] = {}  # submission id -> distinct diagnosed mistakes, in check order
+    for row in store.diagnosed_mistakes(*mistakes_of) if with_mistakes else []:
+        found = diagnosed.setdefault(row["submission_id"], [])
         if row["misconception"] not in found:
             found.append(row["misconception"])
 
@@ -472,7 +489,7 @@ def build(
     for row, late in zip(submissions, _late_flags(submissions, course)):
         key = (row["student"], row["exercise"])
         rows_of.setdefault(key, []).append(row)
-        for mistake in mistakes_of.get(row["id"], []):
+        for mistake in diagnosed.get(row["id"], []):
             seen[row["exercise"]].setdefault(mistake, set()).add(row["student"])
         if row["score"] > best_so_far.get(key, 0.0):
             best_so_far[key] = row["score"]
@@ -502,7 +519,7 @@ def build(
                 last = rows[-1]
                 cell = ExerciseCell(
                     counted.score, counted.max_score, counted.last_status, counted.attempts,
-                    list(mistakes_of.get(last["id"], [])), str(last.get("message") or ""), counted.late,
+                    list(diagnosed.get(last["id"], [])), str(last.get("message") or ""), counted.late,
                     graded_score=counted.score,
                 )
             override = overridden.get((name, ex))
@@ -551,27 +568,23 @@ def build(
     )
 
 
-def quiz_standings(quizzes: list[Quiz], answers: list[dict[str, Any]]
+def quiz_standings(quizzes: list[Quiz], summary: list[dict[str, Any]]
                    ) -> tuple[dict[str, quiz_lib.ChapterProgress], dict[str, float]]:
-    """One student's standing per quiz chapter (as ``grader.quiz.chapter_progress``) and the points of
-    the questions they answered right, from their rows of ``Store.quiz_answer_summary``."""
-    counts: dict[tuple[str, str], int] = {}
-    right: set[tuple[str, str]] = set()
-    for row in answers:
-        key = (row["chapter"], row["question"])
-        counts[key] = counts.get(key, 0) + row["answers"]
-        if row["correct"]:
-            right.add(key)
+    """One student's standing per quiz chapter (as ``grader.quiz.chapter_progress``; ``attempts``
+    counts every answer recorded for the chapter) and the points of the questions they answered
+    right, from their rows of ``Store.quiz_answer_summary``."""
+    by_chapter = {row["chapter"]: row for row in summary}
     standings: dict[str, quiz_lib.ChapterProgress] = {}
     points: dict[str, float] = {}
     for quiz in quizzes:
-        keys = [(quiz.chapter, q.id) for q in quiz.questions]
-        checkpoints = {(quiz.chapter, q.id) for q in quiz.questions if q.checkpoint}
-        correct = right.intersection(keys)
+        row = by_chapter.get(quiz.chapter, {"answers": 0, "right": set()})
+        ids = {q.id for q in quiz.questions}
+        checkpoints = {q.id for q in quiz.questions if q.checkpoint}
+        correct = row["right"] & ids
         standings[quiz.chapter] = quiz_lib.ChapterProgress(
-            quiz.chapter, quiz.title, len(keys), len(checkpoints), len(checkpoints & correct), len(correct),
-            sum(counts.get(k, 0) for k in keys))
-        points[quiz.chapter] = sum(q.points for q in quiz.questions if (quiz.chapter, q.id) in correct)
+            quiz.chapter, quiz.title, len(ids), len(checkpoints), len(checkpoints & correct), len(correct),
+            int(row["answers"]))
+        points[quiz.chapter] = sum(q.points for q in quiz.questions if q.id in correct)
     return standings, points
 
 
@@ -759,9 +772,10 @@ def format_moodle(report: ClassReport) -> str:
     return _write_csv(rows)
 
 
-def format_json(report: ClassReport) -> str:
-    """The whole report as one JSON document."""
-    return json.dumps(report.to_json(), indent=2, ensure_ascii=False)
+def format_json(report: ClassReport, indent: int | None = 2) -> str:
+    """The whole report as one JSON document (``indent=None``: compact, as the server sends it)."""
+    separators = (",", ": ") if indent else (",", ":")
+    return json.dumps(report.to_json(), indent=indent, separators=separators, ensure_ascii=False)
 
 
 # --- HTML: charts as SVG geometry, then the template --------------------------------------------

@@ -178,7 +178,7 @@ def m4_server(db: sqlite_utils.Database) -> None:
 
 
 def m5_score_overrides(db: sqlite_utils.Database) -> None:
-    """Version 5: the instructor's manual score overrides (an append-only log), and an index for the dashboard.
+    """Version 5: the instructor's manual score overrides, an append-only log.
 
     The latest row of a (student, exercise) is the one in force; a row with a
     NULL score withdraws the override. Every row carries the required comment.
@@ -197,8 +197,6 @@ def m5_score_overrides(db: sqlite_utils.Database) -> None:
         pk="id",
     )
     db["score_overrides"].create_index(["student", "exercise"])
-    # the dashboard's per-student quiz summary groups by these (Store.quiz_answer_summary)
-    db["quiz_attempts"].create_index(["student", "chapter", "question"])
 
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -558,12 +556,18 @@ class Store:
             "SELECT id, attempt_id, student, exercise, score, max_score, status, started_at, message "
             "FROM submissions ORDER BY id", [])
 
-    def diagnosed_mistakes(self) -> list[dict[str, Any]]:
-        """(submission_id, misconception) of every failing check with a named mistake, in check order."""
+    def diagnosed_mistakes(self, student: str | None = None, exercise: str | None = None) -> list[dict[str, Any]]:
+        """(submission_id, misconception) of every failing check with a named mistake, in check order
+        (of one student and/or one exercise when given)."""
+        where, params = "", []
+        if student is not None:
+            where, params = where + " AND s.student = ?", params + [student]
+        if exercise is not None:
+            where, params = where + " AND s.exercise = ?", params + [exercise]
         return self._rows(
             "SELECT c.submission_id, c.misconception FROM check_results c JOIN submissions s "
             "ON s.id = c.submission_id WHERE c.passed = 0 AND c.misconception IS NOT NULL "
-            "AND c.misconception != '' AND s.status != 'passed' ORDER BY c.id", [])
+            f"AND c.misconception != '' AND s.status != 'passed'{where} ORDER BY c.id", params)
 
     def failing_checks(self, exercise: str) -> list[dict[str, Any]]:
         """Every failing check of one exercise: student, submission id, name, misconception, message."""
@@ -582,12 +586,14 @@ class Store:
         return {r["student"]: r for r in self._rows("SELECT student, name, email FROM roster", [])}
 
     def quiz_answer_summary(self) -> list[dict[str, Any]]:
-        """Per student and quiz question: answers given (``answers``), whether one was right
-        (``correct``, bool) and the time of the latest (``last_at``)."""
-        rows = self._rows("SELECT student, chapter, question, COUNT(*) AS answers, MAX(correct) AS correct, "
-                          "MAX(answered_at) AS last_at FROM quiz_attempts GROUP BY student, chapter, question", [])
+        """Per student and quiz chapter: answers given (``answers``), the questions answered right at
+        least once (``right``, a set) and the time of the latest answer (``last_at``)."""
+        rows = self._rows(
+            "SELECT student, chapter, COUNT(*) AS answers, MAX(answered_at) AS last_at, "
+            "GROUP_CONCAT(CASE WHEN correct THEN question END, char(31)) AS right "
+            "FROM quiz_attempts GROUP BY student, chapter", [])
         for row in rows:
-            row["correct"] = bool(row["correct"])
+            row["right"] = set(row["right"].split("\x1f")) if row["right"] else set()
         return rows
 
     def quiz_answer_rows(self) -> list[dict[str, Any]]:

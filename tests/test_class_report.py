@@ -313,3 +313,12 @@ def test_item_discrimination_and_most_chosen_wrong_answer() -> None:
     assert bad.wrong_answer == "Gamma"
     few = class_report.item_stats(rows[:10], [quiz])
     assert {i.question: i.discrimination for i in few}["good"] is None  # two students: too few to say
+
+
+def test_quiz_standings_match_the_progress_rule(store: Store, report: class_report.ClassReport) -> None:
+    """The report's one-query quiz standings equal grader.quiz.chapter_progress over each student's answers."""
+    from grader.quiz import chapter_progress
+
+    for row in report.students:
+        assert row.quizzes["activations"] == chapter_progress(QUIZ, store.quiz_attempts(row.name))
+    assert report.student("bob").quiz_points == {"activations": 1.0}     # type: ignore[union-attr]

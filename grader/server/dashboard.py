@@ -523,12 +523,13 @@ def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, i
     for k, group in enumerate(report.groups):
         for ex in group.exercise_ids:
             c = student.exercises[ex]
+            shown = escape(ex)
             if not c.scored:
                 parts.append(f'<td class="c b-none g g{k}">'
                              '<span class="sr-only">not submitted</span></td>')
                 continue
             text = format_score(c.best_score)
-            title = f"{ex}: {text} / {format_score(c.max_score)}"
+            title = f"{shown}: {text} / {format_score(c.max_score)}"
             marks = ""
             if c.late:
                 title += ", late"
@@ -536,7 +537,7 @@ def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, i
             if c.override is not None:
                 title += ", override"
                 marks += '&#9998;<span class="sr-only"> override</span>'
-            parts.append(f'<td class="c b-{band(c.fraction)} g g{k}" title="{escape(title)}">{text}{marks}</td>')
+            parts.append(f'<td class="c b-{band(c.fraction)} g g{k}" title="{title}">{text}{marks}</td>')
     for chapter, _ in report.chapters:
         q = student.quizzes[chapter]
         fraction = q.questions_correct / q.questions if q.attempts and q.questions else None
@@ -547,10 +548,10 @@ def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, i
     return Markup("".join(parts))
 
 
-def items_by_chapter(report: ClassReport) -> dict[str, list[Any]]:
-    """The quiz items grouped by chapter."""
+def items_by_chapter(items: list[Any]) -> dict[str, list[Any]]:
+    """The quiz items (``class_report.ItemStats``) grouped by chapter."""
     grouped: dict[str, list[Any]] = {}
-    for item in report.items:
+    for item in items:
         grouped.setdefault(item.chapter, []).append(item)
     return grouped
 
@@ -564,7 +565,7 @@ def offline_html(report: ClassReport, store: Store | None, title: str) -> str:
                                          for s in report.students]
     return render(
         "report.html.j2", title=title, course_name=report.course.name, links=links, with_script=True, csrf="",
-        items_by_chapter=items_by_chapter(report), exercise_details=exercises, student_details=students,
+        items_by_chapter=items_by_chapter(report.items), chapters=report.chapters, exercise_details=exercises, student_details=students,
         heading="h2", open_first=False, notice="", notice_error=False,
         **overview_context(report, Filters(), now),
     )

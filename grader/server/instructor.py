@@ -255,7 +255,7 @@ async def overview(request: Request, mode: str) -> Response:
 async def student_page(request: Request, mode: str) -> Response:
     """GET /instructor/students/{student}: history, reports, quiz answers, overrides."""
     name = request.path_params["student"]
-    report = class_now(request, with_items=False)
+    report = class_now(request, with_items=False, mistakes_of=(name, None))
     detail = student_detail(store_of(request), report, name)
     if detail is None:
         return message(request, 404, "No such student", f"There is no student '{name}' in this course.", error=True)
@@ -267,7 +267,7 @@ async def student_page(request: Request, mode: str) -> Response:
 async def exercise_page(request: Request, mode: str) -> Response:
     """GET /instructor/exercises/{exercise}: pass rate over time, distribution, mistakes, unnamed failures."""
     name = request.path_params["exercise"]
-    report = class_now(request, with_items=False)
+    report = class_now(request, with_items=False, mistakes_of=(None, name))
     detail = exercise_detail(store_of(request), report, name)
     if detail is None:
         return message(request, 404, "No such exercise", f"'{name}' is not an exercise of this course.", error=True)
@@ -276,8 +276,10 @@ async def exercise_page(request: Request, mode: str) -> Response:
 
 async def items_page(request: Request, mode: str) -> Response:
     """GET /instructor/quizzes: item analysis (difficulty, discrimination, most chosen wrong answer)."""
-    report = class_now(request, with_mistakes=False)
-    return page(request, "Quiz item analysis", page="items", report=report, items_by_chapter=items_by_chapter(report))
+    st = request.app.state.normgrade
+    items = class_report.item_stats(store_of(request).quiz_answer_rows(), st.quizzes)
+    return page(request, "Quiz item analysis", page="items", chapters=[(q.chapter, q.title) for q in st.quizzes],
+                items_by_chapter=items_by_chapter(items))
 
 
 async def save_override(request: Request, mode: str) -> Response:
@@ -318,7 +320,7 @@ async def export(request: Request, mode: str) -> Response:
         return _download(class_report.format_canvas(report), "text/csv; charset=utf-8", "grades-canvas.csv")
     if kind == "moodle.csv":
         return _download(class_report.format_moodle(report), "text/csv; charset=utf-8", "grades-moodle.csv")
-    return _download(class_report.format_json(report), "application/json", "class.json")
+    return _download(class_report.format_json(report, indent=None), "application/json", "class.json")
 
 
 # the dashboard's routes: (method, path, handler, a page (True) or an export (False))
