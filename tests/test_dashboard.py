@@ -285,3 +285,36 @@ def test_exports_import_shape_and_neutralised_cells(cls: ClassServer) -> None:
     doc = json.loads(get(cls, "/instructor/export/class.json", headers=cls.teacher).text)
     assert doc["summary"]["students"] == STUDENTS and doc["overrides"]
     assert get(cls, "/instructor/export/other.txt", headers=cls.teacher).status_code == 404
+
+
+# --- contrast ------------------------------------------------------------------------------------------
+
+def luminance(colour: str) -> float:
+    """WCAG relative luminance of #rrggbb."""
+    channels = [int(colour[k:k + 2], 16) / 255 for k in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(a: str, b: str) -> float:
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_text_colours_have_sufficient_contrast() -> None:
+    """WCAG AA (4.5:1) for every text colour of the stylesheet on the backgrounds it is used on."""
+    css = (Path(class_report.__file__).parent / "templates" / "dash_style.css.j2").read_text(encoding="utf-8")
+    var = dict(re.findall(r"--([a-z]+): (#[0-9a-f]{6})", css))
+    pairs = [("ink", band) for band in ("none", "zero", "low", "part", "full")]   # the grid's numbers
+    pairs += [("muted", "none"), ("pass", "full")]
+    colours = {**var, "white": "#ffffff", "header": "#1d2f45", "filters": "#f4f6f8", "th": "#e7ebef",
+               "button": "#24507f", "badge-bg": "#f7cdc8", "badge": "#5c130e", "code-bg": "#f6f8fa"}
+    pairs += [("ink", "white"), ("muted", "white"), ("link", "white"), ("pass", "white"), ("fail", "white"),
+              ("white", "header"), ("muted", "filters"), ("ink", "th"), ("link", "th"), ("white", "button"),
+              ("badge", "badge-bg"), ("ink", "code-bg"), ("focus", "white")]
+    for text, background in pairs:
+        ratio = contrast(colours[text], colours[background])
+        assert ratio >= 4.5, f"{text} on {background}: {ratio:.2f}:1"
+    assert {"badge-bg", "badge", "header", "button"} <= set(colours)
+    for literal in ("#1d2f45", "#24507f", "#f7cdc8", "#5c130e", "#f4f6f8", "#e7ebef", "#f6f8fa"):
+        assert literal in css, f"{literal} is no longer in the stylesheet: update this test"

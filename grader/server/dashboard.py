@@ -475,6 +475,10 @@ class Links:
     def quizzes(self) -> str:
         return "#quiz-items" if self.offline else "/instructor/quizzes"
 
+    def quiz(self, chapter: str) -> str:
+        """A quiz chapter's part of the item analysis."""
+        return f"#quiz-{chapter}" if self.offline else f"/instructor/quizzes#quiz-{quote(chapter, safe='')}"
+
     def student(self, name: str) -> str:
         if self.offline:
             return f"#student-{self.anchors.get(name, 0)}"
