@@ -66,7 +66,7 @@ def one_run(n: int, jobs: int, parallel: int, selectors: list[str] | None, tag: 
                 root, store, "bench", selectors, jobs=jobs, limits=Limits(parallel=parallel)
             )
             wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
-            failed = [o for o in summary.outcomes if o.status == "failed"]
+            failed = [o for o in summary.outcomes if o.status in ("failed", "error")]
             if failed:
                 raise SystemExit(f"{len(failed)} submissions could not be graded, e.g. {failed[0].message}")
             short = [

@@ -217,8 +217,15 @@ def _worker_init(parent: int) -> None:
 
 
 def _grade_in_worker(path: Path, selectors: list[str] | None, student: str, limits: Limits) -> GradeReport:
-    """Grade one student in a grading process (grader.grading.grade)."""
-    return grading.grade(path, selectors, student, limits)
+    """Grade one student in a grading process (grader.grading.grade), keeping its memory flat.
+
+    The reference results cached for this student are dropped afterwards: the
+    next student's seeds differ, so they could never be reused.
+    """
+    try:
+        return grading.grade(path, selectors, student, limits)
+    finally:
+        grading.clear_reference_cache()
 
 
 def _process_pool(jobs: int) -> Executor:
@@ -407,4 +414,5 @@ def _record_error(
         store.record_report(report, grader_version)
     except GraderError as exc:
         return StudentOutcome(sub.student, "failed", message=clean_text(exc), duration=duration)
-    return StudentOutcome(sub.student, "error", 0.0, report.max_score, message=reason, duration=duration)
+    return StudentOutcome(sub.student, "error", 0.0, report.max_score, message=clean_text(reason, 2000),
+                          duration=duration)

@@ -168,7 +168,7 @@ def _mount_args() -> list[str]:
         host = f"/etc/{name}"
         if os.path.exists(host):
             args += ["--ro-bind", host, host]
-    made: set[str] = {"/", "/usr", "/etc"}
+    made: set[str] = {"/", "/usr", "/etc", SCRATCH}  # the scratch tmpfs is mounted first (see wrap)
     mounted = python_folders()
     for folder in mounted:
         for parent in _ancestors(folder):
@@ -210,10 +210,12 @@ def wrap(
     root = os.geteuid() == 0
     if not root:
         args += ["--unshare-user", "--disable-userns", "--uid", str(UNPRIVILEGED_UID), "--gid", str(UNPRIVILEGED_UID)]
+    # The scratch tmpfs first: a checkout or virtual environment that lives below /tmp is
+    # then mounted on top of it (read-only), instead of being hidden by it.
+    args += ["--size", str(scratch_bytes), "--perms", "1777", "--tmpfs", SCRATCH]
     args += _mount_args()
     args += ["--ro-bind", str(jobdir), JOB_MOUNT]
     args += ["--dev", "/dev", "--proc", "/proc"]
-    args += ["--size", str(scratch_bytes), "--perms", "1777", "--tmpfs", SCRATCH]
     args += ["--clearenv"]
     for name, value in sorted(env.items()):
         args += ["--setenv", name, value]

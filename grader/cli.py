@@ -323,14 +323,7 @@ def _quiz_list(quiz_dir: Path, db_path: Path, student: str, as_json: bool) -> No
     if as_json:
         click.echo(json.dumps({"student": student, "chapters": [s.to_json() for s in standings]}, indent=2))
         return
-    width = max((len(s.chapter) for s in standings), default=0)
-    click.echo(f"Quizzes of {student}")
-    for s in standings:
-        click.echo(
-            f"  {s.chapter.ljust(width)}  {s.questions:>2} questions  "
-            f"checkpoints {s.checkpoints_correct}/{s.checkpoints}  {s.state}"
-        )
-    click.echo(f"{sum(s.complete for s in standings)} of {len(standings)} complete. Take one: grade quiz CHAPTER")
+    click.echo(quiz_lib.format_listing(student, standings))
 
 
 def _quiz_recorder(store: Store, student: str, chapter: str) -> quiz_lib.AnswerHook:
@@ -415,7 +408,7 @@ def quiz_command(
     if login is not None:
         if as_json and answers is None and chapter is not None:
             raise CommandError("--json needs --answers FILE (the interactive quiz talks to the terminal)")
-        ctx.exit(remote_cli.remote_quiz(login, chapter, answers, as_json))
+        ctx.exit(remote_cli.remote_quiz(login, chapter, answers, as_json, ask_all))
     student = student or default_student()
     db_path = db if db is not None else default_db_path(path)
     if chapter is None:
@@ -457,13 +450,7 @@ def quiz_command(
     else:
         if given is not None:
             _quiz_file_report(result)
-        if standing.complete:
-            click.echo(f"Chapter {quiz.chapter} complete: every checkpoint answered correctly.")
-        else:
-            click.echo(
-                f"Chapter {quiz.chapter} not complete yet: {standing.checkpoints_correct}/"
-                f"{standing.checkpoints} checkpoints answered correctly. Try again: grade quiz {quiz.chapter}"
-            )
+        click.echo(standing.completion_line)
     ctx.exit(0 if all_right else 1)
 
 

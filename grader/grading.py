@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -82,6 +83,12 @@ def _reference_namespace() -> Any:
     from grader.mistakes import reference_namespace
 
     return reference_namespace()
+
+
+def clear_reference_cache() -> None:
+    """Forget every cached reference result (a batch: each student has seeds of their own, so none would hit)."""
+    with _REFERENCE_LOCK:
+        _REFERENCE_CACHE.clear()
 
 
 def reference_results(exercise_id: str, seed: int, cases: list[Case]) -> ReferenceResults:
@@ -298,25 +305,33 @@ def grade(path: Path | str, selectors: list[str] | None, student: str, limits: L
             Job(exercise_id, cases[exercise_id], float(definition.timeout), bool(definition.needs_opencl))
         )
 
-    outcomes = run_cases(ingested, jobs, limits)
+    # Each exercise is evaluated as soon as its outcome arrives, by one evaluator thread,
+    # while the children run the others (the slots go on feeding their children).
+    evaluated: dict[str, Future[ExerciseResult]] = {}
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluate") as evaluator:
 
-    exercises: list[ExerciseResult] = []
-    for exercise_id in ids:
-        max_score = float(CHECKS[exercise_id].max_score)
-        if exercise_id in blocked:
-            exercises.append(ExerciseResult(exercise_id, "error", 0.0, max_score, [], blocked[exercise_id]))
-            continue
-        exercises.append(
-            _exercise_result(
+        def evaluate(outcome: JobOutcome) -> None:
+            exercise_id = outcome.id
+            evaluated[exercise_id] = evaluator.submit(
+                _exercise_result,
                 exercise_id,
                 seeds[exercise_id],
                 CHECKS[exercise_id],
                 cases[exercise_id],
-                outcomes[exercise_id],
+                outcome,
                 reference_results(exercise_id, seeds[exercise_id], cases[exercise_id]),
                 limits,
             )
-        )
+
+        run_cases(ingested, jobs, limits, on_outcome=evaluate)
+
+    exercises: list[ExerciseResult] = []
+    for exercise_id in ids:
+        if exercise_id in blocked:
+            max_score = float(CHECKS[exercise_id].max_score)
+            exercises.append(ExerciseResult(exercise_id, "error", 0.0, max_score, [], blocked[exercise_id]))
+        else:
+            exercises.append(evaluated[exercise_id].result())
     exercises = [_with_knock_on_note(ex, exercises, deps) for ex in exercises]
     notices = sorted(set(ingested.refused.values()))
     if not sandboxed:

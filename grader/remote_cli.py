@@ -128,98 +128,159 @@ def remote_progress(login: Login, as_json: bool) -> None:
     click.echo(progress.format_progress(progress.Progress.from_json(doc), color=color), color=color)
 
 
+def _send(client: Client, chapter: str, question: str, raw: Any, shown: bool) -> tuple[int, dict[str, Any]]:
+    """POST one answer; (status, body), where 422 means unreadable (the reason in ``error``, not recorded)."""
+    return client.call("POST", f"/quizzes/{chapter}/answers",
+                       {"question": question, "answer": raw, "shown": shown}, accept=(422,))
+
+
 def _ask(client: Client, chapter: str, question: dict[str, Any], number: int, total: int) -> dict[str, Any]:
-    """Show one question, send answers until one is readable; the server's verdict."""
-    tag = " [checkpoint]" if question["checkpoint"] else ""
-    click.echo("")
-    click.echo(f"Q{number}/{total}{tag} {question['prompt']}")
-    for index, choice in enumerate(question["choices"], 1):
-        click.echo(f"  {index}. {choice['text']}")
-    while True:
-        raw = click.prompt("Your answer")
-        status, verdict = client.call("POST", f"/quizzes/{chapter}/answers",
-                                      {"question": question["id"], "answer": raw}, accept=(422,))
-        if status != 422:
-            return verdict
-        click.echo(f"Error: {verdict.get('error')}", err=True)
-
-
-def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json: bool) -> int:
-    """``grade quiz [CHAPTER] [--answers FILE]`` against the server; the exit status.
-
-    The server judges every answer and only then returns the explanation; the
-    keys never leave it.
-    """
+    """Show one posed question as the local quiz does and send what is typed (choice numbers as shown);
+    an unreadable answer is asked again, a wrong one while the server says attempts are left.
+    The server's last verdict, whose explanation is printed."""
     from grader import quiz as quiz_lib
 
+    quiz_lib.show_question(number, total, question["prompt"], [c["text"] for c in question["choices"]],
+                           question["checkpoint"])
+    hint = quiz_lib.answer_hint(question["kind"], question["tolerance"], question["params"] or {})
+
+    def send(raw: str) -> dict[str, Any]:
+        status, verdict = _send(client, chapter, question["id"], raw, shown=True)
+        if status == 422:
+            raise click.UsageError(str(verdict.get("error")))  # click prints it and asks again
+        return verdict
+
+    attempt = 1
+    while True:
+        verdict: dict[str, Any] = click.prompt(quiz_lib.attempt_label(attempt, question["attempts"], hint),
+                                               value_proc=send)
+        click.echo(quiz_lib.feedback_line(verdict["correct"], verdict["attempts_left"]))
+        if verdict["correct"] or not verdict["attempts_left"]:
+            break
+        attempt = verdict["attempt"] + 1
+    click.echo(f"Explanation: {verdict['explanation']}")
+    return verdict
+
+
+def _file_report(questions: list[dict[str, Any]], verdicts: dict[str, dict[str, Any]]) -> None:
+    """The report of an answers file graded by the server, as `grade quiz --local` prints it."""
+    total = len(questions)
+    for number, q in enumerate(questions, 1):
+        tag = " [checkpoint]" if q["checkpoint"] else ""
+        v = verdicts.get(q["id"])
+        if v is None:
+            click.echo(f"Q{number}/{total} {q['id']}{tag}: not answered")
+            continue
+        state = "correct" if v["correct"] else ("wrong" + (f" ({v['error']})" if v.get("error") else ""))
+        click.echo(f"Q{number}/{total} {q['id']}{tag}: {state}")
+        if v.get("params"):
+            click.echo("  Your numbers: " + ", ".join(f"{k} = {x}" for k, x in v["params"].items()))
+        if v.get("explanation"):
+            click.echo(f"  Explanation: {v['explanation']}")
+        elif v.get("attempts_left"):
+            click.echo(f"  {v['attempts_left']} attempt(s) left: the server explains after a correct answer "
+                       "or the last attempt")
+
+
+def _pass_summary(chapter: str, questions: list[dict[str, Any]], verdicts: dict[str, dict[str, Any]]) -> str:
+    from grader import quiz as quiz_lib
+
+    right = [q for q in questions if verdicts.get(q["id"], {}).get("correct")]
+    return quiz_lib.summary_text(
+        chapter, len(right), len(questions), sum(q["points"] for q in right), sum(q["points"] for q in questions),
+        sum(1 for q in right if q["checkpoint"]), sum(1 for q in questions if q["checkpoint"]),
+    )
+
+
+def _pass_json(student: str, chapter: str, questions: list[dict[str, Any]],
+               verdicts: dict[str, dict[str, Any]], complete: bool) -> dict[str, Any]:
+    """The ``--json`` document of a graded answers file, shaped as the local one (QuizResult.to_json)."""
+    right = [q for q in questions if verdicts.get(q["id"], {}).get("correct")]
+    rows = []
+    for q in questions:
+        v = verdicts.get(q["id"])
+        rows.append({
+            "id": q["id"], "kind": q["kind"], "checkpoint": q["checkpoint"], "points": q["points"],
+            "answered": v is not None, "answer": v["answer"] if v else None, "correct": bool(v and v["correct"]),
+            "error": v.get("error") if v else None, "params": v.get("params") if v else None,
+            "explanation": v.get("explanation") if v else None,
+        })
+    return {"student": student, "chapter": chapter, "score": sum(q["points"] for q in right),
+            "max_score": sum(q["points"] for q in questions), "correct": len(right), "total": len(questions),
+            "complete": complete, "questions": rows}
+
+
+def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json: bool, ask_all: bool = False) -> int:
+    """``grade quiz [CHAPTER] [--all] [--answers FILE]`` against the server; the exit status (as locally:
+    0 when every question of the chapter has been answered correctly, now or before; 1 otherwise).
+
+    The server poses each question for the student (their numbers, their choice
+    order), judges every answer, records it and only then returns the
+    explanation; the keys never leave it. An interactive session asks only the
+    questions not yet answered correctly, unless ``ask_all``.
+    """
+    import difflib
+
+    from grader import quiz as quiz_lib
+
+    verdicts: dict[str, dict[str, Any]] = {}
     try:
         with _client(login) as client:
             if chapter is None:
                 _, doc = client.call("GET", "/quizzes")
                 if as_json:
                     click.echo(json.dumps(doc, indent=2))
-                    return 0
-                click.echo(f"Quizzes of {doc['student']}")
-                width = max((len(c["chapter"]) for c in doc["chapters"]), default=0)
-                for c in doc["chapters"]:
-                    state = "complete" if c["complete"] else ("in progress" if c["attempts"] else "not started")
-                    click.echo(f"  {c['chapter'].ljust(width)}  {c['questions']:>2} questions  "
-                               f"checkpoints {c['checkpoints_correct']}/{c['checkpoints']}  {state}")
+                else:
+                    standings = [quiz_lib.ChapterProgress.from_json(c) for c in doc["chapters"]]
+                    click.echo(quiz_lib.format_listing(doc["student"], standings))
                 return 0
-            _, quiz = client.call("GET", f"/quizzes/{chapter}")
-            questions = quiz["questions"]
             given = quiz_lib.load_answers(answers) if answers is not None else None
+            _, quiz = client.call("GET", f"/quizzes/{chapter}")
+            chapter = str(quiz["chapter"])
+            questions: list[dict[str, Any]] = quiz["questions"]
             if given is not None:
-                known = {q["id"] for q in questions}
+                known = sorted(q["id"] for q in questions)
                 unknown = [k for k in given if k not in known]
                 if unknown:
-                    raise RemoteError(f"{answers}: '{unknown[0]}' is not a question of chapter '{chapter}'")
-            verdicts: dict[str, dict[str, Any]] = {}
-            for number, q in enumerate(questions, 1):
-                if given is None:
-                    verdicts[q["id"]] = verdict = _ask(client, chapter, q, number, len(questions))
-                    click.echo("Correct." if verdict["correct"] else "Not quite.")
-                    click.echo(f"Explanation: {verdict['explanation']}")
-                elif q["id"] in given:
-                    status, verdict = client.call("POST", f"/quizzes/{chapter}/answers",
-                                                  {"question": q["id"], "answer": given[q["id"]]}, accept=(422,))
-                    if status == 422:
-                        verdict = {"question": q["id"], "correct": False, "error": verdict.get("error"),
-                                   "explanation": None, "answer": str(given[q["id"]])}
+                    guess = difflib.get_close_matches(unknown[0], known, n=1)
+                    hint = f" Did you mean '{guess[0]}'?" if guess else ""
+                    raise RemoteError(f"{answers}: '{unknown[0]}' is not a question of chapter '{chapter}'.{hint}")
+                for q in questions:
+                    if q["id"] not in given:
+                        continue
+                    status, verdict = _send(client, chapter, q["id"], given[q["id"]], shown=False)
+                    if status == 422:  # reported, not recorded (as locally)
+                        verdict = {"question": q["id"], "answer": str(given[q["id"]]), "correct": False,
+                                   "error": verdict.get("error"), "params": None, "explanation": None}
                     verdicts[q["id"]] = verdict
-            _, standings = client.call("GET", "/quizzes")
+            else:
+                todo = [q for q in questions if ask_all or not q["answered_correctly"]]
+                done = len(questions) - len(todo)
+                if not todo:
+                    click.echo(f"Every question of {chapter} is answered correctly already. "
+                               f"Practise them again: grade quiz {chapter} --all")
+                else:
+                    quiz_lib.session_intro(quiz["title"], len(questions),
+                                           sum(1 for q in questions if q["checkpoint"]), done)
+                    for number, q in enumerate(todo, 1):
+                        verdicts[q["id"]] = _ask(client, chapter, q, number, len(todo))
+                    click.echo("")
+                    before = f" ({done} answered correctly before.)" if done else ""
+                    click.echo(_pass_summary(chapter, questions, verdicts) + before)
+            _, after = client.call("GET", f"/quizzes/{chapter}")
     except GraderError as exc:
         raise one_line(exc) from exc
-    standing = next((c for c in standings["chapters"] if c["chapter"] == chapter), None)
-    complete = bool(standing and standing["complete"])
-    correct = sum(1 for v in verdicts.values() if v.get("correct"))
-    all_correct = correct == len(questions)
+    standing = quiz_lib.ChapterProgress.from_json(after["standing"])
+    all_right = all(q["answered_correctly"] for q in after["questions"])
     if as_json:
-        click.echo(json.dumps({
-            "student": login.student, "chapter": chapter, "correct": correct, "total": len(questions),
-            "complete": complete, "questions": [
-                {"id": q["id"], "answered": q["id"] in verdicts, **verdicts.get(q["id"], {})} for q in questions
-            ],
-        }, indent=2, ensure_ascii=False))
-        return 0 if all_correct else 1
+        click.echo(json.dumps(_pass_json(after["student"], chapter, questions, verdicts, standing.complete),
+                              indent=2, ensure_ascii=False))
+        return 0 if all_right else 1
     if given is not None:
-        for number, q in enumerate(questions, 1):
-            v = verdicts.get(q["id"])
-            tag = " [checkpoint]" if q["checkpoint"] else ""
-            if v is None:
-                click.echo(f"Q{number}/{len(questions)} {q['id']}{tag}: not answered")
-                continue
-            state = "correct" if v["correct"] else ("wrong" + (f" ({v['error']})" if v.get("error") else ""))
-            click.echo(f"Q{number}/{len(questions)} {q['id']}{tag}: {state}")
-            if v.get("explanation"):
-                click.echo(f"  Explanation: {v['explanation']}")
-    click.echo(f"{chapter}: {correct}/{len(questions)} correct.")
-    if complete:
-        click.echo(f"Chapter {chapter} complete: every checkpoint answered correctly.")
-    elif standing is not None:
-        click.echo(f"Chapter {chapter} not complete yet: {standing['checkpoints_correct']}/"
-                   f"{standing['checkpoints']} checkpoints answered correctly. Try again: grade quiz {chapter}")
-    return 0 if all_correct else 1
+        _file_report(questions, verdicts)
+        click.echo(_pass_summary(chapter, questions, verdicts))
+    click.echo(standing.completion_line)
+    return 0 if all_right else 1
 
 
 # --- commands ------------------------------------------------------------------------------------

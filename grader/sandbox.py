@@ -44,7 +44,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import io
 import zipfile
@@ -271,6 +271,7 @@ class _Child:
             for fd in (status_w, command_r, output_w):
                 os.close(fd)
         os.set_blocking(output_r, False)
+        self.sandboxed = sandboxed
         self.opencl = opencl
         self.status_fd = status_r
         self.output_fd: int | None = output_r
@@ -363,6 +364,32 @@ class _Child:
         data, self.buffer = self.buffer[:n], self.buffer[n:]
         return data
 
+    def kill_strays(self) -> None:
+        """Kill whatever the student's code left running after a job (daemons, forks), not the worker.
+
+        In the sandbox the worker's bwrap has one child, the PID namespace's
+        init, whose oldest child is the worker; everything else below that init
+        (orphans are re-parented to it, whatever their session) is a stray.
+        Without the sandbox only the worker's own descendants can be found.
+        Cheap: one pass over /proc/*/stat; a job cannot leave a CPU hog that
+        would slow the next student down.
+        """
+        table = _process_table()
+        below = _children(table, self.proc.pid)
+        if not below:
+            return
+        if self.sandboxed:
+            inits = below
+            keep = {pid for init in inits for pid in _children(table, init)[:1]} | set(inits)
+        else:
+            keep = set()
+        strays = [pid for pid in _descendants(table, self.proc.pid) if pid not in keep]
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
     def kill(self) -> None:
         """Kill the child's process group; in the sandbox its PID namespace, and all in it, dies too."""
         try:
@@ -393,6 +420,35 @@ class _Child:
     def log_tail(self) -> str:
         """The end of what the worker printed (why it did not start)."""
         return self.take_output().strip()[-2000:]
+
+
+def _process_table() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, start time in clock ticks) for every process this one can see."""
+    table: dict[int, tuple[int, int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        table[int(entry)] = (int(fields[1]), int(fields[19]))  # ppid, starttime
+    return table
+
+
+def _children(table: dict[int, tuple[int, int]], pid: int) -> list[int]:
+    """The children of ``pid``, oldest first."""
+    return sorted((p for p, (ppid, _) in table.items() if ppid == pid), key=lambda p: table[p][1])
+
+
+def _descendants(table: dict[int, tuple[int, int]], pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        for child in _children(table, todo.pop()):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def exit_status(returncode: int, sandboxed: bool) -> int:
@@ -498,7 +554,11 @@ def decode_results(document_bytes: bytes, array_bytes: bytes, job: Job, limits: 
 class _Run:
     """One ``run_cases`` call: the job queue shared by the slot threads, and the outcomes."""
 
-    def __init__(self, jobs: list[Job], limits: Limits, jobdir: Path, sandboxed: bool) -> None:
+    def __init__(
+        self, jobs: list[Job], limits: Limits, jobdir: Path, sandboxed: bool,
+        on_outcome: Callable[[JobOutcome], None] | None = None,
+    ) -> None:
+        self.on_outcome = on_outcome
         self.jobs = jobs
         self.limits = limits
         self.jobdir = jobdir
@@ -519,6 +579,10 @@ class _Run:
 
         A job of the same kind comes first; otherwise the slot switches to a kind
         no other slot serves, if any (``active`` counts the slots serving each kind).
+        Kernel jobs are only ever served by one slot at a time: one OpenCL child
+        per submission, so no kernel file is compiled twice (its PoCL cache is
+        the child's own) and only one OpenCL runtime's memory is in use; a slot
+        left with nothing but kernel jobs served elsewhere ends.
         """
         with self.lock:
             for i in self.queue:
@@ -527,10 +591,11 @@ class _Run:
                     return i
             if kind is not None:
                 self.active[kind] -= 1
-            if not self.queue:
+            open_jobs = [i for i in self.queue if not (self.jobs[i].needs_opencl and self.active[True] > 0)]
+            if not open_jobs:
                 return None
-            idle = [i for i in self.queue if self.active[self.jobs[i].needs_opencl] == 0]
-            i = idle[0] if idle else self.queue[0]
+            idle = [i for i in open_jobs if self.active[self.jobs[i].needs_opencl] == 0]
+            i = idle[0] if idle else open_jobs[0]
             self.queue.remove(i)
             self.active[self.jobs[i].needs_opencl] += 1
             return i
@@ -549,7 +614,13 @@ class _Run:
 
     def fail(self, i: int, status: str, message: str, output: str = "", duration: float = 0.0) -> None:
         """Record a job that produced no results."""
-        self.outcomes[i] = JobOutcome(self.jobs[i].id, status, {}, message, output, duration)
+        self.settle(i, JobOutcome(self.jobs[i].id, status, {}, message, output, duration))
+
+    def settle(self, i: int, outcome: JobOutcome) -> None:
+        """Record job ``i``'s outcome and hand it to ``on_outcome`` (in this slot's thread)."""
+        self.outcomes[i] = outcome
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
 
     def slot(self) -> None:
         """One slot thread: feed jobs to a child, replacing it whenever it dies or hangs."""
@@ -643,7 +714,8 @@ class _Run:
         if document["status"] == "error":
             self.fail(i, "error", clean_text(document.get("message"), 2000), output, duration)
             return True
-        self.outcomes[i] = JobOutcome(job.id, "ok", results, "", output, duration)
+        child.kill_strays()
+        self.settle(i, JobOutcome(job.id, "ok", results, "", output, duration))
         return True
 
     def fail_kind(self, opencl: bool, message: str) -> None:
@@ -701,14 +773,20 @@ def _write_jobs(jobdir: Path, submission: str, jobs: list[Job], limits: Limits) 
 
 
 def run_cases(
-    submission: Ingested | Path | str, jobs: list[Job], limits: Limits | None = None
+    submission: Ingested | Path | str,
+    jobs: list[Job],
+    limits: Limits | None = None,
+    on_outcome: Callable[[JobOutcome], None] | None = None,
 ) -> dict[str, JobOutcome]:
     """Run every job's cases on a copy of the student's files in sandboxed children.
 
     ``submission`` is what :func:`grader.ingest.read_submission` took from the
     student's folder (or a folder, ingested here). Returns one JobOutcome per
-    job id. Never raises for anything the student's code does; SetupError when
-    the sandbox is required (``limits.sandbox``) and cannot run.
+    job id. ``on_outcome`` is called with each outcome as soon as it is known
+    (from a slot thread: the caller can evaluate one exercise while the children
+    still run the others; an exception in it is re-raised here). Never raises
+    for anything the student's code does; SetupError when the sandbox is
+    required (``limits.sandbox``) and cannot run.
     """
     limits = limits or Limits()
     if not jobs:
@@ -725,7 +803,7 @@ def run_cases(
         submission.write_into(jobdir / "submission")
         inside = f"{bwrap.JOB_MOUNT}/submission" if sandboxed else str(jobdir / "submission")
         _write_jobs(jobdir, inside, jobs, limits)
-        run = _Run(jobs, limits, jobdir, sandboxed)
+        run = _Run(jobs, limits, jobdir, sandboxed, on_outcome)
         n = max(1, min(limits.parallel, len(jobs)))
         threads = [threading.Thread(target=run.slot, name=f"sandbox-slot-{k}", daemon=True) for k in range(n)]
         for t in threads:
@@ -734,12 +812,10 @@ def run_cases(
             t.join()
         if run.bugs:
             raise run.bugs[0]
-        outcomes: dict[str, JobOutcome] = {}
         for i, job in enumerate(jobs):
-            outcomes[job.id] = run.outcomes.get(i) or JobOutcome(
-                job.id, "error", {}, f"{job.id} was not run (a bug in the grader's sandbox)"
-            )
-        return outcomes
+            if i not in run.outcomes:
+                run.fail(i, "error", f"{job.id} was not run (a bug in the grader's sandbox)")
+        return {job.id: run.outcomes[i] for i, job in enumerate(jobs)}
     finally:
         for path in [private, *private.rglob("*")]:
             try:

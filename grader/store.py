@@ -424,28 +424,6 @@ class Store:
             raise StoreError(f"could not record the attempt in {self.path} ({exc})") from exc
         return int(attempt_id)
 
-    def record_quiz_attempt(
-        self, student: str, chapter: str, question: str, answer: str, correct: bool
-    ) -> int:
-        """Record one answered quiz question (one transaction); return its row id."""
-        when = utc_now()
-        try:
-            with self.transaction() as db:
-                self._ensure_student(db, student, when)
-                row_id = db["quiz_attempts"].insert(
-                    {
-                        "student": student,
-                        "chapter": chapter,
-                        "question": str(question),
-                        "answer": str(answer),
-                        "correct": int(bool(correct)),
-                        "answered_at": when,
-                    }
-                ).last_pk
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"could not record the quiz answer in {self.path} ({exc})") from exc
-        return int(row_id)
-
     def record_quiz_answer(
         self, student: str, chapter: str, question: str, answer: str, correct: bool,
         params: dict[str, Any] | None = None,

@@ -266,3 +266,47 @@ def wait_graded(url: str, token: str, job_id: int, timeout: float = 120.0) -> di
         return doc if doc["status"] in ("done", "error") else None
 
     return wait_for(finished, timeout, f"submission {job_id} to be graded", interval=0.1)
+
+
+# --- quizzes: the right answers, posed for a student -------------------------------------------
+
+QUIZ_DIR = Path(__file__).resolve().parent.parent / "quizzes"
+
+
+def quiz_source(chapter: str) -> Any:
+    """The author source ``quizzes/source/<chapter>.toml`` (plaintext keys)."""
+    from grader import quiz as quiz_lib
+
+    return quiz_lib.load_source(QUIZ_DIR / "source" / f"{chapter}.toml")
+
+
+def posed_for(chapter: str, question_id: str, student: str) -> Any:
+    """The question as the server poses it for ``student`` (the same locked file, the same seed)."""
+    from grader import quiz as quiz_lib
+
+    return quiz_lib.pose(quiz_lib.load_quiz(QUIZ_DIR / f"{chapter}.json").question(question_id), student)
+
+
+def reference_value(chapter: str, question_id: str, student: str) -> float:
+    """A parameterised question's answer for ``student``, computed by the reference."""
+    from grader import quiz as quiz_lib
+
+    posed = posed_for(chapter, question_id, student)
+    call = quiz_lib.params_lib.parse_reference(posed.question.reference, set(posed.values))
+    return quiz_lib.params_lib.reference_answer(call, posed.values)
+
+
+def right_answer(chapter: str, sq: Any, student: str, typed: bool) -> Any:
+    """The source's right answer for ``student``: as typed at the prompt (choice numbers in the
+    student's order) or as an answers file holds it (choice ids)."""
+    if sq.kind in ("single", "multiple"):
+        keys = [sq.answer] if sq.kind == "single" else list(sq.answer)
+        if not typed:
+            return sq.answer
+        order = [c.id for c in posed_for(chapter, sq.id, student).choices]
+        return ", ".join(str(order.index(k) + 1) for k in keys)
+    if sq.answer_range is not None:
+        return repr(reference_value(chapter, sq.id, student))
+    if sq.kind == "short":
+        return str(sq.answer[0] if isinstance(sq.answer, list) else sq.answer)
+    return str(sq.answer)

@@ -336,3 +336,14 @@ def test_classgen_lays_out_flat_and_nested_students(tmp_path: Path) -> None:
     assert "NotImplementedError" in (folders["b"] / "activations.py").read_text()
     with pytest.raises(ValueError, match="hold file"):
         make_student(tmp_path / "x", "held")
+
+
+def test_a_grading_process_keeps_no_reference_results_between_students(tmp_path: Path) -> None:
+    """Every student has seeds of their own: cached reference results would never hit and only grow."""
+    from grader import grading
+    from grader.solution import write_solution
+
+    folder = write_solution(tmp_path / "exercises")
+    report = batch._grade_in_worker(folder, ["activations.ReLU"], "amy", Limits())
+    assert report.exercises[0].status == "passed"
+    assert grading._REFERENCE_CACHE == {}

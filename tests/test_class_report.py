@@ -52,12 +52,12 @@ def store(tmp_path: Path):
         s.record_report(GradeReport("cy", [ex("activations.ReLU", 0, mistakes=("relu-inplace", "made-up-id")),
                                            ex("activations.GELU", 0, "not_implemented")], "h4"), "v")
         # quiz answers: amy right first time on q1 and q2; bob wrong then right on q1; dee only quizzes
-        s.record_quiz_attempt("amy", "activations", "q1", "choice:a", True)
-        s.record_quiz_attempt("amy", "activations", "q2", "choice:a", True)
-        s.record_quiz_attempt("bob", "activations", "q1", "choice:b", False)
-        s.record_quiz_attempt("bob", "activations", "q1", "choice:a", True)
-        s.record_quiz_attempt("dee", "activations", "q2", "choice:b", False)
-        s.record_quiz_attempt("dee", "other-chapter", "x", "1", True)
+        s.record_quiz_answer("amy", "activations", "q1", "choice:a", True)
+        s.record_quiz_answer("amy", "activations", "q2", "choice:a", True)
+        s.record_quiz_answer("bob", "activations", "q1", "choice:b", False)
+        s.record_quiz_answer("bob", "activations", "q1", "choice:a", True)
+        s.record_quiz_answer("dee", "activations", "q2", "choice:b", False)
+        s.record_quiz_answer("dee", "other-chapter", "x", "1", True)
         yield s
 
 

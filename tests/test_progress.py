@@ -66,10 +66,10 @@ def test_best_score_last_status_and_next_exercise(store: Store) -> None:
 def test_quiz_completion_needs_every_checkpoint_correct(store: Store) -> None:
     for ex in EXERCISES:
         record(store, "alice", (ex, "passed", 10.0))
-    store.record_quiz_attempt("alice", "normalization", "n1", "a", True)
-    store.record_quiz_attempt("alice", "normalization", "n2", "b", False)
-    store.record_quiz_attempt("alice", "normalization", "n3", "c", True)
-    store.record_quiz_attempt("alice", "initialisation", "i1", "a", True)
+    store.record_quiz_answer("alice", "normalization", "n1", "a", True)
+    store.record_quiz_answer("alice", "normalization", "n2", "b", False)
+    store.record_quiz_answer("alice", "normalization", "n3", "c", True)
+    store.record_quiz_answer("alice", "initialisation", "i1", "a", True)
     summary = progress.summarize(store, "alice", EXERCISES, QUIZZES)
     norm = summary.chapters[1]
     assert norm.name == "normalization" and norm.quiz is not None
@@ -77,14 +77,14 @@ def test_quiz_completion_needs_every_checkpoint_correct(store: Store) -> None:
     assert summary.chapters[2].quiz is not None and summary.chapters[2].quiz.complete
     assert summary.percent == 100.0
     assert summary.next_step == "the normalization quiz (1/2 checkpoints): run `grade quiz normalization`"
-    store.record_quiz_attempt("alice", "normalization", "n2", "a", True)
+    store.record_quiz_answer("alice", "normalization", "n2", "a", True)
     summary = progress.summarize(store, "alice", EXERCISES, QUIZZES)
     assert summary.next_step.startswith("nothing:")
 
 
 def test_format_progress_text(store: Store) -> None:
     record(store, "alice", ("activations.ReLU", "passed", 10.0), ("activations.GELU", "failed", 6.5))
-    store.record_quiz_attempt("alice", "normalization", "n1", "a", True)
+    store.record_quiz_answer("alice", "normalization", "n1", "a", True)
     text = progress.format_progress(progress.summarize(store, "alice", EXERCISES, QUIZZES))
     lines = text.splitlines()
     assert lines[0] == "Progress of alice"

@@ -102,6 +102,31 @@ class ImportsReferenceDynamically:
         return x
 
 
+class LeavesDaemon:
+    def forward(self, x):
+        import _posixsubprocess
+        err_r, err_w = os.pipe()
+        script = b"setsid /bin/sh -c 'while :; do :; done' stray-daemon </dev/null >/dev/null 2>&1 &"
+        pid = _posixsubprocess.fork_exec(
+            [b"/bin/sh", b"-c", script], [b"/bin/sh"], True, (err_w,), None, None,
+            -1, -1, -1, -1, -1, -1, err_r, err_w, True, False, -1, None, None, None, -1, None, False)
+        os.close(err_w)
+        os.waitpid(pid, 0)
+        return x
+
+
+class CountsLiveProcesses:
+    def forward(self, x):
+        alive = 0
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    alive += entry.isdigit() and f.read().rsplit(")", 1)[1].split()[0] != "Z"
+            except OSError:
+                pass
+        return np.array([float(alive)])
+
+
 class Strings:
     def forward(self, x):
         return ["a", "b"]
@@ -215,6 +240,18 @@ def test_output_is_bounded(folder: Path) -> None:
     assert head == "y" * 1000
     assert tail == "z" * 4096  # the end of what was written to fd 1 directly is kept: where the code stopped
     assert cut == "494.9 KB more output cut]"  # 300_001 - 1000 printed + 200_000 - 4096 written to fd 1
+
+
+def test_a_daemon_left_by_one_job_is_gone_before_the_next(folder: Path) -> None:
+    """A CPU hog started in its own session by exercise k must not run on into k+1 (or a classmate's turn)."""
+    from conftest import require_program
+
+    require_program("bwrap", "bubblewrap")
+    limits = Limits(wall_s=10.0, parallel=1, sandbox=True)
+    outcomes = run_cases(folder, [forward_job("LeavesDaemon"), forward_job("CountsLiveProcesses")], limits)
+    assert outcomes["toy.LeavesDaemon"].status == "ok"
+    alive = outcomes["toy.CountsLiveProcesses"].results["case0"].outputs["y"][0]
+    assert alive == 2.0  # the PID namespace's init and the worker: the daemon was killed between the jobs
 
 
 def test_runtime_import_guard(folder: Path) -> None:

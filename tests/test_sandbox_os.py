@@ -645,3 +645,32 @@ def test_batch_refuses_to_start_without_the_sandbox(tmp_path: Path, monkeypatch:
     assert result.exit_code == 0, result.output
     with Store.open(tmp_path / "c.db") as store:
         assert store.attempts("amy")[-1]["grader_version"].endswith("+no-sandbox")
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def test_the_bwrap_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What both ways of running the sandbox ask bubblewrap for (CI runs as root: this covers the other way)."""
+    from grader import bwrap
+
+    env = bwrap.environment(bwrap.BUNDLE_MOUNT)
+    assert set(env) >= {"PATH", "HOME", "PYTHONPATH"} and "NORMGRADE_TEST_SECRET" not in env
+    for euid in (0, 1000):
+        monkeypatch.setattr(os, "geteuid", lambda euid=euid: euid)
+        argv = bwrap.wrap(["python", "-m", "grader.worker"], tmp_path, 1 << 20, env)
+        assert {"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+                "--new-session", "--clearenv"} <= set(argv)
+        assert argv[argv.index("--ro-bind", argv.index(str(tmp_path)) - 1) + 2] == bwrap.JOB_MOUNT
+        mounted = [argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind"]
+        assert not any(m == str(ROOT) or m.startswith(str(ROOT / "reference")) for m in mounted)
+        bundle = [argv[i + 2] for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 2].startswith(bwrap.BUNDLE_MOUNT)]
+        assert sorted(Path(b).name for b in bundle) == sorted(bwrap.WORKER_MODULES)
+        if euid == 0:  # root keeps mount rights, the worker drops to a random uid that owns nothing
+            setpriv = argv.index("--") + 1
+            assert Path(argv[setpriv]).name == "setpriv" and argv[setpriv + 1].startswith("--reuid=")
+            assert int(argv[setpriv + 1].split("=")[1]) >= bwrap.SANDBOX_UID_RANGE[0]
+        else:  # a user: a user namespace of its own, no nested ones
+            assert {"--unshare-user", "--disable-userns"} <= set(argv)
+            assert argv[argv.index("--uid") + 1] == "65534"
+            assert "setpriv" not in " ".join(argv[argv.index("--"):])

@@ -19,9 +19,12 @@ import tomllib
 
 from grader.server import app as app_lib
 from grader.solution import write_solution
-from server_util import Server, api, issue_tokens, solution_files
+from grader import quiz as quiz_lib
+from server_util import (
+    QUIZ_DIR, Server, api, issue_tokens, posed_for, quiz_source, reference_value, right_answer, solution_files,
+)
 
-STUDENTS = ["ann", "bob", "rate", "conc", "idem", "late", "quiz", "up"]
+STUDENTS = ["ann", "bob", "rate", "conc", "idem", "late", "quiz", "up", "keys", "para", "para2", "att", "retry"]
 PAST = (datetime.now(timezone.utc) - timedelta(days=1)).isoformat(timespec="seconds").replace("+00:00", "Z")
 COURSE = f'''
 name = "API test course"
@@ -102,7 +105,7 @@ def test_a_student_reads_only_their_own_data_on_every_endpoint(env: dict[str, An
     url, ann, bob, teacher = env["url"], env["tokens"]["ann"], env["tokens"]["bob"], env["teacher"]
     ann_job = upload(env, "ann").json()["id"]
     bob_job = upload(env, "bob").json()["id"]
-    bob_answer = api(url, bob, "POST", "/quizzes/activations/answers", json={"question": "gelu-why", "answer": "b"})
+    bob_answer = api(url, bob, "POST", "/quizzes/activations/answers", json={"question": "gelu-why", "answer": "c"})
     assert bob_answer.status_code == 200 and bob_answer.json()["correct"] is True
     checked: set[tuple[str, str]] = set()
 
@@ -136,8 +139,12 @@ def test_a_student_reads_only_their_own_data_on_every_endpoint(env: dict[str, An
     assert quizzes["student"] == "ann"
     assert next(c for c in quizzes["chapters"] if c["chapter"] == "activations")["attempts"] == 0
     check("GET", "/quizzes")
-    # GET /quizzes/{chapter}: the same public questions for everyone
-    assert api(url, ann, "GET", "/quizzes/activations").status_code == 200
+    # GET /quizzes/{chapter}: posed for the token's student; bob's correct answer does not show
+    ann_quiz = api(url, ann, "GET", "/quizzes/activations", params={"student": "bob"}).json()
+    assert ann_quiz["student"] == "ann" and ann_quiz["standing"]["attempts"] == 0
+    assert not any(q["answered_correctly"] for q in ann_quiz["questions"])
+    gelu_value = next(q for q in ann_quiz["questions"] if q["id"] == "gelu-value")
+    assert gelu_value["prompt"] == posed_for("activations", "gelu-value", "ann").prompt
     check("GET", "/quizzes/{chapter}")
     # POST answers: recorded for the token's student only
     api(url, ann, "POST", "/quizzes/activations/answers", json={"student": "bob", "question": "gelu-why", "answer": "a"})
@@ -268,30 +275,143 @@ def test_the_course_page(env: dict[str, Any]) -> None:
 # --- quizzes ------------------------------------------------------------------------------------------
 
 
-def test_quiz_questions_come_without_keys_and_answers_are_judged_on_the_server(env: dict[str, Any]) -> None:
-    url, token = env["url"], env["tokens"]["quiz"]
-    repo = Path(__file__).resolve().parent.parent
-    locked = json.loads((repo / "quizzes" / "activations.json").read_text(encoding="utf-8"))
-    source = tomllib.loads((repo / "quizzes" / "source" / "activations.toml").read_text(encoding="utf-8"))
-    response = api(url, token, "GET", "/quizzes/activations")
+def answer(env: dict[str, Any], student: str, question: str, raw: Any, shown: bool | None = None,
+           chapter: str = "activations") -> Any:
+    body: dict[str, Any] = {"question": question, "answer": raw}
+    if shown is not None:
+        body["shown"] = shown
+    return api(env["url"], env["tokens"][student], "POST", f"/quizzes/{chapter}/answers", json=body)
+
+
+def recorded(db: Path, student: str) -> list[tuple[str, str, int, str, int]]:
+    """(question, answer, correct, params, first_try) of the student's recorded quiz answers, oldest first."""
+    conn = sqlite3.connect(db)
+    try:
+        return [tuple(r) for r in conn.execute(
+            "SELECT question, answer, correct, params, first_try FROM quiz_attempts WHERE student = ? ORDER BY id",
+            [student])]
+    finally:
+        conn.close()
+
+
+PUBLIC_FIELDS = {"id", "kind", "prompt", "choices", "params", "tolerance", "symbols", "points", "checkpoint",
+                 "attempts", "answered_correctly"}
+
+
+@pytest.mark.parametrize("chapter", quiz_lib.CHAPTER_ORDER)
+def test_quiz_questions_are_posed_for_the_student_and_come_without_keys(env: dict[str, Any], chapter: str) -> None:
+    locked = json.loads((QUIZ_DIR / f"{chapter}.json").read_text(encoding="utf-8"))
+    source = tomllib.loads((QUIZ_DIR / "source" / f"{chapter}.toml").read_text(encoding="utf-8"))
+    response = api(env["url"], env["tokens"]["keys"], "GET", f"/quizzes/{chapter}")
+    assert response.status_code == 200
     text = response.text
     for q in locked["questions"]:
-        assert q["salt"] not in text and all(d not in text for d in q["digests"])
-        assert q["explanation"] not in text
-    assert "salt" not in text and "digests" not in text and "explanation" not in text
-    first = source["questions"][0]
-    right = api(url, token, "POST", "/quizzes/activations/answers", json={"question": first["id"], "answer": first["answer"]})
-    assert right.status_code == 200 and right.json()["correct"] is True
-    assert right.json()["explanation"] == first["explanation"]
-    wrong = api(url, token, "POST", "/quizzes/activations/answers", json={"question": first["id"], "answer": "a"})
-    assert wrong.json()["correct"] is False
-    unreadable = api(url, token, "POST", "/quizzes/activations/answers", json={"question": first["id"], "answer": "zz"})
-    one_line_error(unreadable, 422, "answer with the number of one choice")
-    standing = next(c for c in api(url, token, "GET", "/quizzes").json()["chapters"] if c["chapter"] == "activations")
-    assert standing["attempts"] == 2  # the unreadable answer was not recorded
-    one_line_error(api(url, token, "GET", "/quizzes/activatons"), 404, "not a quiz chapter")
-    one_line_error(api(url, token, "POST", "/quizzes/activations/answers", json={"question": "nope", "answer": 1}),
-                   400, "not a question of chapter")
+        assert q.get("salt", "salt") not in text and all(d not in text for d in q.get("digests", []))
+        assert q.get("reference", "reference") not in text
+        explanation = posed_for(chapter, q["id"], "keys").explanation(0.0).split("{{")[0]
+        assert q["explanation"] not in text and explanation[:40] not in text
+    for word in ("salt", "digests", "explanation", "reference", "answer_range", '"answer"', "wrong"):
+        assert word not in text, word
+    doc = response.json()
+    assert doc["student"] == "keys" and doc["chapter"] == chapter and doc["standing"]["chapter"] == chapter
+    assert [q["id"] for q in doc["questions"]] == [q["id"] for q in source["questions"]]
+    for q in doc["questions"]:
+        assert set(q) == PUBLIC_FIELDS
+        posed = posed_for(chapter, q["id"], "keys")
+        assert q["prompt"] == posed.prompt and "{{" not in q["prompt"]
+        assert [c["id"] for c in q["choices"]] == [c.id for c in posed.choices], "the student's own order"
+        assert (q["params"] or {}) == posed.values
+        assert q["attempts"] == posed.question.attempts and q["checkpoint"] == posed.question.checkpoint
+        assert q["symbols"] == (sorted(set(posed.question.symbols.values())) or None)
+        assert q["answered_correctly"] is False
+
+
+def test_two_students_get_their_own_numbers(env: dict[str, Any]) -> None:
+    docs = {s: api(env["url"], env["tokens"][s], "GET", "/quizzes/activations").json() for s in ("para", "para2")}
+    for qid in ("gelu-value", "elu-value", "prelu-dalpha"):
+        mine, theirs = ({q["id"]: q for q in docs[s]["questions"]}[qid] for s in ("para", "para2"))
+        assert mine["params"] == posed_for("activations", qid, "para").values
+        assert theirs["params"] == posed_for("activations", qid, "para2").values
+    assert any(
+        {q["id"]: q for q in docs["para"]["questions"]}[qid]["prompt"]
+        != {q["id"]: q for q in docs["para2"]["questions"]}[qid]["prompt"]
+        for qid in ("gelu-value", "elu-value", "prelu-dalpha")
+    ), "two students see different numbers"
+    again = api(env["url"], env["tokens"]["para"], "GET", "/quizzes/activations").json()
+    assert again["questions"] == docs["para"]["questions"], "the same student always sees the same"
+
+
+def test_a_parameterised_question_is_judged_with_the_students_own_numbers(env: dict[str, Any]) -> None:
+    posed = posed_for("activations", "gelu-value", "para")
+    other = posed_for("activations", "gelu-value", "para2")
+    assert posed.values != other.values  # (else the wrong-numbers check below proves nothing)
+    mine = reference_value("activations", "gelu-value", "para")
+    theirs = reference_value("activations", "gelu-value", "para2")
+    assert abs(mine - theirs) > posed.question.tolerance
+    wrong = answer(env, "para2", "gelu-value", repr(mine))
+    assert wrong.status_code == 200 and wrong.json()["correct"] is False, "another student's answer is wrong"
+    right = answer(env, "para", "gelu-value", repr(mine)).json()
+    assert right["correct"] is True and right["params"] == posed.values and right["first_try"] is True
+    assert right["explanation"] == posed.explanation(mine) and f"{mine:.4f}" in right["explanation"]
+    assert "{{" not in right["explanation"]
+    x = posed.values["x"]
+    formula = answer(env, "para", "gelu-value", "x/2*(1 + erf(x/sqrt(2)))").json()  # a formula in the student's x
+    assert formula["correct"] is True and formula["first_try"] is False
+    off = answer(env, "para", "gelu-value", mine + 10 * posed.question.tolerance).json()
+    assert off["correct"] is False and off["attempts_left"] == 0 and off["explanation"] == posed.explanation(mine)
+    rows = recorded(env["db"], "para")
+    assert [(r[0], r[2], r[4]) for r in rows] == [("gelu-value", 1, 1), ("gelu-value", 1, 0), ("gelu-value", 0, 0)]
+    assert all(json.loads(r[3]) == {"x": x} for r in rows), "the drawn numbers are recorded"
+    assert json.loads(recorded(env["db"], "para2")[0][3]) == other.values
+
+
+def test_attempts_rule_unreadable_answers_and_first_try(env: dict[str, Any]) -> None:
+    source = quiz_source("activations")
+    sq = next(q for q in source.questions if q.id == "gelu-min-x")
+    posed = posed_for("activations", "gelu-min-x", "att")
+    assert posed.question.checkpoint and posed.question.attempts == 2
+    first = answer(env, "att", "gelu-min-x", "0.5").json()
+    assert (first["correct"], first["attempt"], first["attempts_left"], first["explanation"]) == (False, 1, 1, None)
+    assert first["first_try"] is True
+    unreadable = answer(env, "att", "gelu-min-x", "minus three quarters")
+    one_line_error(unreadable, 422, "'minus three quarters' is not a number")
+    second = answer(env, "att", "gelu-min-x", "0.5").json()
+    assert (second["correct"], second["attempt"], second["attempts_left"]) == (False, 2, 0), "unreadable cost nothing"
+    assert second["explanation"] == sq.data["explanation"].strip()
+    third = answer(env, "att", "gelu-min-x", "0.5").json()  # asked again later: a new round of attempts
+    assert (third["attempt"], third["attempts_left"], third["explanation"]) == (1, 1, None)
+    right = answer(env, "att", "gelu-min-x", str(sq.answer)).json()
+    assert right["correct"] is True and right["explanation"] == sq.data["explanation"].strip()
+    assert right["first_try"] is False and right["chapter"]["checkpoints_correct"] == 1
+    one_attempt = answer(env, "att", "gelu-min-value", "5").json()
+    assert one_attempt["correct"] is False and one_attempt["attempts_left"] == 0 and one_attempt["explanation"]
+    assert [(r[0], r[2], r[4]) for r in recorded(env["db"], "att")] == [
+        ("gelu-min-x", 0, 1), ("gelu-min-x", 0, 0), ("gelu-min-x", 0, 0), ("gelu-min-x", 1, 0),
+        ("gelu-min-value", 0, 1),
+    ], "the unreadable answer was not recorded"
+    quiz = {q["id"]: q for q in api(env["url"], env["tokens"]["att"], "GET", "/quizzes/activations").json()["questions"]}
+    assert quiz["gelu-min-x"]["answered_correctly"] is True and quiz["gelu-min-value"]["answered_correctly"] is False
+
+
+def test_choices_are_ids_or_the_numbers_shown(env: dict[str, Any]) -> None:
+    order = [c.id for c in posed_for("activations", "dead-relu-cause", "keys").choices]
+    key = quiz_source("activations").questions[[q.id for q in quiz_source("activations").questions]
+                                               .index("dead-relu-cause")].answer
+    shown_number = str(order.index(key) + 1)
+    assert answer(env, "keys", "dead-relu-cause", shown_number, shown=True).json()["correct"] is True
+    assert answer(env, "keys", "dead-relu-cause", key).json()["correct"] is True
+    one_line_error(answer(env, "keys", "dead-relu-cause", key, shown=True), 422,
+                   f"'{key}' is not a choice: answer with 1-{len(order)}")
+    one_line_error(answer(env, "keys", "dead-relu-cause", "zz"), 422, "'zz' is not a choice")
+    one_line_error(answer(env, "keys", "dead-relu-cause", key, shown="yes"), 400, "shown must be true")
+    one_line_error(api(env["url"], env["tokens"]["keys"], "POST", "/quizzes/activations/answers",
+                       json={"question": "dead-relu-cause"}), 400, 'no "answer"')
+    one_line_error(api(env["url"], env["tokens"]["keys"], "GET", "/quizzes/activatons"), 404, "not a quiz chapter")
+    one_line_error(answer(env, "keys", "nope", 1), 400, "not a question of chapter")
+    one_line_error(api(env["url"], env["teacher"], "POST", "/quizzes/activations/answers",
+                       json={"question": "dead-relu-cause", "answer": key}), 403, "cannot answer quizzes")
+    rows = recorded(env["db"], "keys")
+    assert [(r[0], r[1], r[2]) for r in rows] == [("dead-relu-cause", key, 1)] * 2
 
 
 # --- the student's commands: login and one-line errors -----------------------------------------------------
@@ -363,26 +483,58 @@ def test_one_line_errors_of_the_remote_commands(env: dict[str, Any], tmp_path: P
 
 
 def test_interactive_remote_quiz_reasks_unreadable_answers(env: dict[str, Any]) -> None:
-    repo = Path(__file__).resolve().parent.parent
-    source = tomllib.loads((repo / "quizzes" / "source" / "dropout-weight-decay.toml").read_text(encoding="utf-8"))
-
-    def typed(q: dict[str, Any]) -> str:
-        answer = q["answer"]
-        if isinstance(answer, list):
-            return answer[0] if q["kind"] == "short" else ",".join(answer)
-        return str(answer)
-
-    assert source["questions"][0]["kind"] == "single"  # so "this is not an answer" is unreadable
-    lines = ["this is not an answer"] + [typed(q) for q in source["questions"]]
+    chapter = "dropout-weight-decay"
+    source = quiz_source(chapter)
+    first = source.questions[0]
+    assert first.kind == "single"  # so "this is not an answer" is unreadable
+    lines = ["this is not an answer"] + [right_answer(chapter, q, "quiz", typed=True) for q in source.questions]
     logged_in_as(env, "quiz")
-    result = run_cli("quiz", "dropout-weight-decay", input="\n".join(lines) + "\n")
+    result = run_cli("quiz", chapter, input="\n".join(lines) + "\n")
     assert result.exit_code == 0, result.output
-    assert result.stdout.count("Correct.") == len(source["questions"])
-    assert "Explanation:" in result.stdout and "Chapter dropout-weight-decay complete" in result.stdout
-    assert result.stderr.count("Error:") == 1  # the unreadable answer was asked again
+    n = len(source.questions)
+    out = result.stdout
+    assert out.count("Correct.") == n and "Not quite." not in out
+    posed = posed_for(chapter, first.id, "quiz")
+    assert f"Q1/{n} [checkpoint] {posed.prompt}" in out or f"Q1/{n} {posed.prompt}" in out
+    assert f"  1. {posed.choices[0].text}\n" in out, "choices in the student's own order"
+    assert f"Error: 'this' is not a choice: answer with 1-{len(posed.choices)}\n" in out
+    assert out.count("Error:") == 1, "the unreadable answer was asked again"
+    param = next(q for q in source.questions if q.answer_range is not None)
+    assert posed_for(chapter, param.id, "quiz").prompt in out, "the student's own numbers"
+    assert f"Explanation: {posed_for(chapter, param.id, 'quiz').explanation(reference_value(chapter, param.id, 'quiz'))}" in out
+    assert f"{chapter}: {n}/{n} correct" in out and f"Chapter {chapter} complete" in out
     standing = api(env["url"], env["tokens"]["quiz"], "GET", "/quizzes").json()
-    chapter = next(c for c in standing["chapters"] if c["chapter"] == "dropout-weight-decay")
-    assert chapter["attempts"] == len(source["questions"])  # and not recorded
+    chapter_row = next(c for c in standing["chapters"] if c["chapter"] == chapter)
+    assert chapter_row["attempts"] == n  # and not recorded
+    again = run_cli("quiz", chapter)
+    assert again.exit_code == 0 and f"Every question of {chapter} is answered correctly already" in again.stdout
+
+
+def test_remote_retry_asks_only_what_is_not_yet_right_and_gives_attempts(env: dict[str, Any]) -> None:
+    chapter = "activations"
+    source = quiz_source(chapter)
+    last = next(q for q in reversed(source.questions) if q.data.get("checkpoint"))  # two attempts
+    for q in source.questions:
+        if q.id != last.id:
+            assert answer(env, "retry", q.id, right_answer(chapter, q, "retry", typed=False)).json()["correct"]
+    logged_in_as(env, "retry")
+    posed = posed_for(chapter, last.id, "retry")
+    wrong = next(str(i) for i, c in enumerate(posed.choices, 1) if c.id not in last.answer)
+    n = len(source.questions)
+    failed = run_cli("quiz", chapter, input=f"{wrong}\n{wrong}\n")
+    assert failed.exit_code == 1, failed.output
+    out = failed.stdout
+    assert f"{n - 1} already answered correctly; asking the other 1." in out and "Q1/1 [checkpoint]" in out
+    assert out.index("Not quite. Try again (1 attempt(s) left).") < out.index("Attempt 2 of 2")
+    assert out.index("Attempt 2 of 2") < out.index("Not quite.\nExplanation: ")
+    assert f"({n - 1} answered correctly before.)" in out and f"Chapter {chapter} not complete yet" in out
+    right = right_answer(chapter, last, "retry", typed=True)
+    passed = run_cli("quiz", chapter, input=f"{right}\n")
+    assert passed.exit_code == 0 and "Correct." in passed.stdout and f"Chapter {chapter} complete" in passed.stdout
+    practise = run_cli("quiz", chapter, "--all", input=right_answer(chapter, source.questions[0], "retry", True) + "\n")
+    assert f"Q1/{n} " in practise.stdout and "already answered" not in practise.stdout
+    rows = recorded(env["db"], "retry")
+    assert [(r[2], r[4]) for r in rows if r[0] == last.id] == [(0, 1), (0, 0), (1, 0)]
 
 
 def test_the_client_resends_a_lost_upload_with_the_same_key(env: dict[str, Any]) -> None:

@@ -118,23 +118,47 @@ def test_a_long_poll_answers_when_the_job_closes(served: dict[str, Any], tmp_pat
 
 
 def test_remote_quiz_from_an_answers_file(served: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tomllib
+    from server_util import posed_for, quiz_source, reference_value, right_answer
 
     logged_in(served, "s2", monkeypatch)
-    source = tomllib.loads((Path(__file__).resolve().parent.parent / "quizzes" / "source" / "activations.toml")
-                           .read_text(encoding="utf-8"))
-    answers = {q["id"]: q["answer"][0] if q["kind"] == "short" else q["answer"] for q in source["questions"]}
+    source = quiz_source("activations")
+    answers = {q.id: right_answer("activations", q, "s2", typed=False) for q in source.questions}
+    params = {q.id for q in source.questions if q.answer_range is not None}
+    assert params, "the chapter has parameterised questions"
     file = tmp_path / "answers.json"
+    wrong = {**answers, "gelu-min-x": 0.5, "gelu-value": "not a number"}
+    file.write_text(json.dumps(wrong), encoding="utf-8")
+    first = CliRunner().invoke(cli, ["quiz", "activations", "--answers", str(file)])
+    assert first.exit_code == 1, first.output
+    n = len(source.questions)
+    assert f"Q3/{n} gelu-min-x [checkpoint]: wrong\n  1 attempt(s) left:" in first.stdout, "no explanation yet"
+    assert f"Q5/{n} gelu-value: wrong ('not a number' is not a number" in first.stdout
+    elu = posed_for("activations", "elu-value", "s2")
+    assert "  Your numbers: " + ", ".join(f"{k} = {v}" for k, v in elu.values.items()) in first.stdout
+    assert "  Explanation: " + elu.explanation(reference_value("activations", "elu-value", "s2")) in first.stdout
+    assert f"activations: {n - 2}/{n} correct" in first.stdout
     file.write_text(json.dumps(answers), encoding="utf-8")
-    result = CliRunner().invoke(cli, ["quiz", "activations", "--answers", str(file)])
+    result = CliRunner().invoke(cli, ["quiz", "activations", "--answers", str(file), "--json"])
     assert result.exit_code == 0, result.output
-    assert "Chapter activations complete" in result.stdout and "Explanation:" in result.stdout
+    doc = json.loads(result.stdout)
+    assert doc["complete"] is True and doc["correct"] == doc["total"] == n and doc["student"] == "s2"
+    rows = {q["id"]: q for q in doc["questions"]}
+    assert all(rows[qid]["params"] == posed_for("activations", qid, "s2").values for qid in params)
+    assert all(q["explanation"] for q in doc["questions"])
     listing = CliRunner().invoke(cli, ["quiz", "--json"])
     chapter = next(c for c in json.loads(listing.stdout)["chapters"] if c["chapter"] == "activations")
     assert chapter["complete"] is True
-    file.write_text(json.dumps({"no-such-question": "a"}), encoding="utf-8")
+    text = CliRunner().invoke(cli, ["quiz"])
+    assert text.exit_code == 0 and "Quizzes of s2" in text.stdout and "1 of 5 complete" in text.stdout
+    conn = sqlite3.connect(served["db"])
+    recorded = conn.execute("SELECT question, first_try FROM quiz_attempts WHERE student = 's2' ORDER BY id").fetchall()
+    conn.close()
+    assert len(recorded) == 2 * n - 1, "the unreadable answer was not recorded"
+    assert [f for _, f in recorded[: n - 1]] == [1] * (n - 1) and {f for _, f in recorded[n - 1:]} == {0, 1}
+    assert ("gelu-value", 1) in recorded[n - 1:], "its first readable answer is its first try"
+    file.write_text(json.dumps({"gelu-valeu": "a"}), encoding="utf-8")
     bad = CliRunner().invoke(cli, ["quiz", "activations", "--answers", str(file)])
-    assert bad.exit_code == 2 and "is not a question of chapter 'activations'" in bad.stderr
+    assert bad.exit_code == 2 and "is not a question of chapter 'activations'. Did you mean 'gelu-value'?" in bad.stderr
 
 
 # --- kills ----------------------------------------------------------------------------------------------

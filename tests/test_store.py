@@ -89,8 +89,8 @@ def test_best_scores_keeps_best_and_last_status(db_path: Path) -> None:
 
 def test_quiz_attempts(db_path: Path) -> None:
     with Store.open(db_path) as store:
-        store.record_quiz_attempt("bob", "normalization", "q1", "b", True)
-        store.record_quiz_attempt("carol", "normalization", "q1", "a", False)
+        store.record_quiz_answer("bob", "normalization", "q1", "b", True)
+        store.record_quiz_answer("carol", "normalization", "q1", "a", False)
         rows = store.quiz_attempts("bob")
         assert len(rows) == 1
         assert rows[0]["chapter"] == "normalization" and rows[0]["answer"] == "b"
@@ -292,7 +292,7 @@ def test_migration_from_version_1_to_2_keeps_data(db_path: Path) -> None:
         assert store.version == SCHEMA_VERSION
         assert len(store.submissions("alice")) == 2
         assert store.attempts()[0]["grader_version"] == "0.0.9"
-        store.record_quiz_attempt("alice", "normalization", "q1", "c", True)
+        store.record_quiz_answer("alice", "normalization", "q1", "c", True)
         assert store.quiz_attempts("alice")[0]["correct"] is True
 
 

@@ -322,6 +322,21 @@ class ChapterProgress:
             return "complete"
         return "in progress" if self.attempts else "not started"
 
+    @property
+    def completion_line(self) -> str:
+        """What ``grade quiz CHAPTER`` says at the end: complete, or how far and how to go on."""
+        if self.complete:
+            return f"Chapter {self.chapter} complete: every checkpoint answered correctly."
+        return (
+            f"Chapter {self.chapter} not complete yet: {self.checkpoints_correct}/{self.checkpoints} "
+            f"checkpoints answered correctly. Try again: grade quiz {self.chapter}"
+        )
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "ChapterProgress":
+        """The inverse of ``to_json`` (the course server sends standings so)."""
+        return cls(**{name: doc[name] for name in cls.__dataclass_fields__})
+
     def to_json(self) -> dict[str, Any]:
         return {
             "chapter": self.chapter,
@@ -1022,6 +1037,19 @@ def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers
     return result
 
 
+def format_listing(student: str, standings: list[ChapterProgress]) -> str:
+    """``grade quiz`` without a chapter: one line per chapter with the student's completion."""
+    width = max((len(s.chapter) for s in standings), default=0)
+    lines = [f"Quizzes of {student}"]
+    for s in standings:
+        lines.append(
+            f"  {s.chapter.ljust(width)}  {s.questions:>2} questions  "
+            f"checkpoints {s.checkpoints_correct}/{s.checkpoints}  {s.state}"
+        )
+    lines.append(f"{sum(s.complete for s in standings)} of {len(standings)} complete. Take one: grade quiz CHAPTER")
+    return "\n".join(lines)
+
+
 def chapter_progress(quiz: Quiz, attempts: Iterable[Mapping[str, Any]]) -> ChapterProgress:
     """A chapter's standing from store rows (keys chapter, question, correct)."""
     ids = {q.id for q in quiz.questions}
@@ -1062,36 +1090,77 @@ def _read_answer(posed: Posed, prompt_text: str) -> Verdict:
     return click.prompt(prompt_text, value_proc=read)
 
 
+def answer_hint(kind: str, tolerance: float | None, names: Iterable[str] = ()) -> str:
+    """What the answer prompt says to type: the kind's form, the tolerance, the names one may use."""
+    hint = KIND_HINTS[kind]
+    if kind == "numeric":
+        hint += f"; within ±{tolerance or 0:g}"
+    names = list(names)
+    if names:
+        hint += f"; you may use {', '.join(names)}"
+    return hint
+
+
+def show_question(number: int, total: int, prompt: str, choices: Iterable[str], checkpoint: bool) -> None:
+    """Print a posed question: ``Qn/N [checkpoint] prompt`` and its choices numbered as shown."""
+    tag = " [checkpoint]" if checkpoint else ""
+    click.echo("")
+    click.echo(f"Q{number}/{total}{tag} {prompt}")
+    for index, text in enumerate(choices, 1):
+        click.echo(f"  {index}. {text}")
+
+
+def attempt_label(attempt: int, attempts: int, hint: str) -> str:
+    """The prompt of an attempt: the hint on the first, ``Attempt k of n`` after a wrong one."""
+    return f"Your answer ({hint})" if attempt == 1 else f"Attempt {attempt} of {attempts}"
+
+
+def feedback_line(correct: bool, left: int) -> str:
+    """What follows a judged answer: ``Correct.``, or ``Not quite.`` with the attempts left."""
+    if correct:
+        return "Correct."
+    return f"Not quite. Try again ({left} attempt(s) left)." if left else "Not quite."
+
+
+def attempt_number(question: Question, answers: Iterable[Mapping[str, Any]]) -> int:
+    """Which attempt (1 .. ``question.attempts``) the student's next answer to ``question`` is, from
+    their recorded answers (store rows, oldest first): the wrong answers since the last correct one,
+    counted in rounds of ``attempts`` (after a round's last attempt a new round starts, as a new
+    session asks again). The course server, which has no session, judges attempts by this."""
+    wrong = 0
+    for row in answers:
+        if row["chapter"] == question.chapter and row["question"] == question.id:
+            wrong = 0 if row["correct"] else wrong + 1
+    return wrong % question.attempts + 1
+
+
 def ask_question(posed: Posed, number: int, total: int, on_answer: AnswerHook | None = None) -> Verdict:
     """Show one posed question and judge up to ``attempts`` answers; the explanation follows a
     correct answer or the last wrong one. Every judged answer goes to ``on_answer``."""
     question = posed.question
-    tag = " [checkpoint]" if question.checkpoint else ""
-    click.echo("")
-    click.echo(f"Q{number}/{total}{tag} {posed.prompt}")
-    for index, choice in enumerate(posed.choices, 1):
-        click.echo(f"  {index}. {choice.text}")
-    hint = KIND_HINTS[question.kind]
-    if question.kind == "numeric":
-        hint += f"; within ±{question.tolerance or 0:g}"
-    if posed.values:
-        hint += f"; you may use {', '.join(posed.values)}"
+    show_question(number, total, posed.prompt, (c.text for c in posed.choices), question.checkpoint)
+    hint = answer_hint(question.kind, question.tolerance, posed.values)
     verdict = None
     for attempt in range(1, question.attempts + 1):
-        label = f"Your answer ({hint})" if attempt == 1 else f"Attempt {attempt} of {question.attempts}"
-        verdict = _read_answer(posed, label)
+        verdict = _read_answer(posed, attempt_label(attempt, question.attempts, hint))
         if on_answer is not None:
             on_answer(question, verdict)
+        click.echo(feedback_line(verdict.correct, question.attempts - attempt))
         if verdict.correct:
-            click.echo("Correct.")
             break
-        if attempt < question.attempts:
-            click.echo(f"Not quite. Try again ({question.attempts - attempt} attempt(s) left).")
-        else:
-            click.echo("Not quite.")
     assert verdict is not None  # attempts >= 1, validated on load
     click.echo(f"Explanation: {posed.explanation(verdict.expected)}")
     return verdict
+
+
+def session_intro(title: str, questions: int, checkpoints: int, done: int) -> None:
+    """The first lines of a session: the chapter, and how many questions are skipped as already right."""
+    click.echo(
+        f"{title}: {questions} questions, {checkpoints} checkpoint(s). "
+        "Answer every checkpoint correctly to complete the chapter."
+    )
+    if done:
+        click.echo(f"{done} already answered correctly; asking the other {questions - done}.")
 
 
 def run_session(
@@ -1105,12 +1174,7 @@ def run_session(
     skipped = set(skip)
     todo = [q for q in quiz.questions if q.id not in skipped]
     done = len(quiz.questions) - len(todo)
-    click.echo(
-        f"{quiz.title}: {len(quiz.questions)} questions, {len(quiz.checkpoints)} checkpoint(s). "
-        "Answer every checkpoint correctly to complete the chapter."
-    )
-    if done:
-        click.echo(f"{done} already answered correctly; asking the other {len(todo)}.")
+    session_intro(quiz.title, len(quiz.questions), len(quiz.checkpoints), done)
     result = QuizResult(quiz)
     for number, question in enumerate(todo, 1):
         posed = pose(question, student)
@@ -1125,10 +1189,19 @@ def run_session(
 def summary_line(result: QuizResult) -> str:
     """One line: questions right, points, checkpoints right in this pass."""
     cps = result.quiz.checkpoints
-    cp_right = sum(1 for q in cps if result._correct(q.id))
+    return summary_text(
+        result.quiz.chapter, result.correct_count, len(result.quiz.questions), result.score, result.max_score,
+        sum(1 for q in cps if result._correct(q.id)), len(cps),
+    )
+
+
+def summary_text(
+    chapter: str, correct: int, total: int, score: float, max_score: float, checkpoints_right: int, checkpoints: int
+) -> str:
+    """The summary of a pass from its counts (``grade quiz`` locally and against the server)."""
     return (
-        f"{result.quiz.chapter}: {result.correct_count}/{len(result.quiz.questions)} correct "
-        f"({result.score:g}/{result.max_score:g} points), checkpoints {cp_right}/{len(cps)}."
+        f"{chapter}: {correct}/{total} correct ({score:g}/{max_score:g} points), "
+        f"checkpoints {checkpoints_right}/{checkpoints}."
     )
 
 

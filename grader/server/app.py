@@ -345,17 +345,31 @@ def quiz_or_404(st: ServerState, chapter: str) -> quiz_lib.Quiz:
     raise fail(404, f"'{chapter}' is not a quiz chapter: chapters are {chapters}")
 
 
-def public_question(question: quiz_lib.Question) -> dict[str, Any]:
-    """A question as a student may see it before answering: no salt, no digests, no explanation."""
+def public_question(posed: quiz_lib.Posed, answered_correctly: bool) -> dict[str, Any]:
+    """A question as one student sees it before answering: the prompt rendered with their numbers,
+    the choices in their order; never a salt, digest, key, reference call or explanation."""
+    question = posed.question
     return {
         "id": question.id,
         "kind": question.kind,
-        "prompt": question.prompt,
-        "choices": [{"id": c.id, "text": c.text} for c in question.choices],
+        "prompt": posed.prompt,
+        "choices": [{"id": c.id, "text": c.text} for c in posed.choices],
+        "params": dict(posed.values) or None,
         "tolerance": question.tolerance,
+        "symbols": sorted(set(question.symbols.values())) or None,
         "points": question.points,
         "checkpoint": question.checkpoint,
+        "attempts": question.attempts,
+        "answered_correctly": answered_correctly,
     }
+
+
+def reference_or_503(quiz: quiz_lib.Quiz) -> None:
+    """A chapter with parameterised questions needs the reference where the server runs (503 otherwise)."""
+    try:
+        quiz_lib.needs_reference(quiz)
+    except quiz_lib.ReferenceUnavailableError as exc:
+        raise fail(503, f"the course server cannot judge this chapter ({exc}); tell your instructor") from exc
 
 
 async def list_quizzes(request: Request) -> Response:
@@ -369,19 +383,36 @@ async def list_quizzes(request: Request) -> Response:
 
 
 async def get_quiz(request: Request) -> Response:
-    """GET /quizzes/{chapter}: the questions, without their keys or explanations."""
+    """GET /quizzes/{chapter}: the questions posed for the caller (their numbers and choice order), no keys.
+
+    Each question says whether the caller has answered it correctly already
+    (``grade quiz`` asks only the others unless ``--all``); ``standing`` is the chapter's.
+    """
     st = state(request)
-    who(request)
+    store = db_store(request)
+    principal = who(request)
     quiz = quiz_or_404(st, request.path_params["chapter"])
-    return JSONResponse({"chapter": quiz.chapter, "title": quiz.title,
-                         "questions": [public_question(q) for q in quiz.questions]})
+    reference_or_503(quiz)
+    answers = store.quiz_attempts(principal.student)
+    right = quiz_lib.correct_questions(quiz, answers)
+    return JSONResponse({
+        "student": principal.student, "chapter": quiz.chapter, "title": quiz.title,
+        "standing": quiz_lib.chapter_progress(quiz, answers).to_json(),
+        "questions": [public_question(quiz_lib.pose(q, principal.student), q.id in right) for q in quiz.questions],
+    })
 
 
 async def answer_quiz(request: Request) -> Response:
-    """POST /quizzes/{chapter}/answers ``{"question", "answer"}``: judged here, recorded, then explained.
+    """POST /quizzes/{chapter}/answers ``{"question", "answer", "shown"}``: judged here, recorded, then explained.
 
-    An unreadable answer (not a choice, not a number) is a 422 and is not
-    recorded, so the student can re-type it.
+    The answer is judged as posed for the token's student (their numbers). With
+    ``"shown": true`` choice numbers count in the order GET /quizzes/{chapter}
+    lists them (what ``grade quiz`` shows); otherwise choices are named by id (an
+    answers file's numbers count in file order, as locally). An unreadable
+    answer is a 422 with the reason, not recorded, and costs no attempt.
+    Attempts are counted from the record (``quiz.attempt_number``): the
+    explanation comes with a correct answer or with a question's last wrong
+    attempt; otherwise ``attempts_left`` says how many remain.
     """
     st = state(request)
     store = db_store(request)
@@ -391,19 +422,34 @@ async def answer_quiz(request: Request) -> Response:
     quiz = quiz_or_404(st, request.path_params["chapter"])
     doc = await read_json(request, MAX_JSON_BYTES)
     question_id = doc.get("question")
+    if "answer" not in doc:
+        raise fail(400, 'send {"question": ID, "answer": ...}: the body has no "answer"')
     try:
         question = quiz.question(str(question_id))
     except KeyError:
-        raise fail(400, f"'{question_id}' is not a question of chapter '{quiz.chapter}'") from None
+        raise fail(400, f"'{question_id}' is not a question of chapter '{quiz.chapter}': "
+                        f"list them with GET {API_PREFIX}/quizzes/{quiz.chapter}") from None
+    shown = doc.get("shown", False)
+    if not isinstance(shown, bool):
+        raise fail(400, "shown must be true (choice numbers as listed) or false (choice ids)")
+    posed = quiz_lib.pose(question, principal.student)
     try:
-        verdict = quiz_lib.check_answer(question, doc.get("answer"))
+        verdict = quiz_lib.judge(posed, doc.get("answer"), shown=shown)
     except quiz_lib.AnswerFormatError as exc:
-        raise fail(422, f"{exc}: answer with {quiz_lib.KIND_HINTS[question.kind]}") from exc
-    store.record_quiz_attempt(principal.student, quiz.chapter, question.id, verdict.answer, verdict.correct)
+        raise fail(422, str(exc)) from exc
+    except quiz_lib.ReferenceUnavailableError as exc:
+        raise fail(503, f"the course server cannot judge this question ({exc}); tell your instructor") from exc
+    attempt = quiz_lib.attempt_number(question, store.quiz_attempts(principal.student))
+    first_try = store.record_quiz_answer(principal.student, quiz.chapter, question.id, verdict.answer,
+                                         verdict.correct, verdict.values)
+    left = 0 if verdict.correct else question.attempts - attempt
     standing = quiz_lib.chapter_progress(quiz, store.quiz_attempts(principal.student))
     return JSONResponse({
         "question": question.id, "answer": verdict.answer, "correct": verdict.correct,
-        "explanation": question.explanation, "chapter": standing.to_json(),
+        "params": dict(verdict.values) or None, "first_try": first_try,
+        "attempt": attempt, "attempts": question.attempts, "attempts_left": left,
+        "explanation": posed.explanation(verdict.expected) if verdict.correct or left == 0 else None,
+        "chapter": standing.to_json(),
     })
 
 
