@@ -322,3 +322,14 @@ def test_quiz_standings_match_the_progress_rule(store: Store, report: class_repo
     for row in report.students:
         assert row.quizzes["activations"] == chapter_progress(QUIZ, store.quiz_attempts(row.name))
     assert report.student("bob").quiz_points == {"activations": 1.0}     # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("fmt, first", [("canvas", "Student,ID,SIS User ID"), ("moodle", "ID number,Email address")])
+def test_grade_report_writes_the_gradebook_imports(store: Store, fmt: str, first: str) -> None:
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+
+    result = CliRunner().invoke(cli, ["report", "--db", str(store.path), "--format", fmt])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(first) and "\nbob," in result.stdout.replace('"', "")

@@ -251,3 +251,28 @@ def test_offline_report_file_works_in_the_browser(browser: Any, cls: ClassServer
             assert watched.problems == []
         finally:
             context.close()
+
+
+def test_the_overview_reads_without_javascript(browser: Any, cls: ClassServer) -> None:
+    """Sorting and filtering through the address alone (the links and the form), with scripts off."""
+    context = browser.new_context(viewport={"width": 390, "height": 900}, java_script_enabled=False)
+    watched = Watched(context.new_page())
+    page = watched.page
+    try:
+        page.goto(cls.url + "/instructor/login")
+        page.fill("#token", cls.generated.instructor_token)
+        page.click("button[type=submit]")
+        page.wait_for_url(cls.url + "/instructor/")
+        page.click('th[data-sort="total"] a')                                  # a plain link now
+        page.wait_for_url(re.compile(r".*sort=total&order=asc.*"))
+        assert visible_totals(page) == sorted(visible_totals(page))
+        page.check("#f-struggling")
+        page.fill("#f-threshold", "40")
+        page.fill("#f-days", "10")
+        page.click("#filters button[type=submit]")                             # a GET of the form
+        page.wait_for_url(re.compile(r".*struggling=1.*"))
+        shown = page.locator("#grid tbody tr:not([hidden])").count()
+        assert 0 < shown < 40 and page.inner_text("#shown") == f"Showing {shown} of 40 students."
+        assert watched.overflow() <= 0 and watched.problems == []
+    finally:
+        context.close()

@@ -23,6 +23,7 @@ exercises while nothing is due yet.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -250,6 +251,7 @@ class AnswerView:
     answer: str
     correct: bool
     at: str
+    params: str = ""  # the numbers this student was given, for a parameterised question ("x=1.5, n=4")
 
 
 @dataclass
@@ -292,6 +294,19 @@ def _rebuild_report(store: Store, student: str, rows: list[dict[str, Any]]) -> G
     return GradeReport(student, exercises, rows[0]["files_hash"] or "" if rows else "")
 
 
+def _params_text(raw: str | None) -> str:
+    """The recorded parameters of a quiz answer (JSON) as ``name=value, ...``; "" for a fixed question."""
+    if not raw:
+        return ""
+    try:
+        values = json.loads(raw)
+    except json.JSONDecodeError:
+        return clean_text(raw, 120)
+    if not isinstance(values, dict):
+        return clean_text(raw, 120)
+    return clean_text(", ".join(f"{k}={v}" for k, v in values.items()), 120)
+
+
 def student_detail(store: Store, report: ClassReport, student: str, reports_kept: int | None = None
                    ) -> StudentDetail | None:
     """The student's page (None: not in the class). ``reports_kept``: how many of the latest uploads
@@ -330,7 +345,7 @@ def student_detail(store: Store, report: ClassReport, student: str, reports_kept
     answers: dict[tuple[str, str], list[AnswerView]] = {}
     for a in store.quiz_attempts(student):
         answers.setdefault((a["chapter"], a["question"]), []).append(
-            AnswerView(clean_text(a["answer"], 200), bool(a["correct"]), a["answered_at"]))
+            AnswerView(clean_text(a["answer"], 200), bool(a["correct"]), a["answered_at"], _params_text(a["params"])))
     quizzes = []
     for quiz in report.quizzes:
         questions = [QuestionView(q.id, q.prompt, answers.get((quiz.chapter, q.id), [])) for q in quiz.questions]

@@ -12,6 +12,7 @@ belong to. Nothing here is used while grading real students.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -124,8 +125,9 @@ def _record_quiz(store: Store, rng: random.Random, student: str, skill: float, q
                     answer = ids[0] if right else (wrong[0] if rng.random() < 0.7 else rng.choice(wrong))
                 else:
                     answer = "0.25" if right else rng.choice(["0.5", "1", "-1"])
+                params = json.dumps({"x": round(rng.uniform(-2, 2), 2)}) if question.params is not None else ""
                 rows.append({"student": student, "chapter": quiz.chapter, "question": question.id,
-                             "answer": answer, "correct": int(right), "params": "",
+                             "answer": answer, "correct": int(right), "params": params,
                              "first_try": int(attempt == 0),
                              "answered_at": (when + timedelta(minutes=index * 3 + attempt)).isoformat(
                                  timespec="seconds")})
