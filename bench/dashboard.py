@@ -16,7 +16,8 @@ network. It prints one row per page: the median and the slowest of the runs
 in milliseconds, the median CPU time of the process for the request (what
 the request costs when the machine is shared: wall time grows with the load
 average, printed above the table), the response size, and whether the
-median is under 1 s.
+median is under 1 s (the target of the pages; the downloads are timed too).
+Exit status 1 when a page misses the target.
 """
 
 from __future__ import annotations
@@ -41,17 +42,17 @@ from grader.store import Store
 TARGET_S = 1.0
 
 
-def pages(student: str) -> list[tuple[str, str]]:
-    """(what, path) of every page and export timed."""
+def pages(student: str) -> list[tuple[str, str, bool]]:
+    """(what, path, whether the 1 s target applies: pages yes, downloads no) of everything timed."""
     return [
-        ("overview", "/instructor/"),
-        ("overview, struggling, by total", "/instructor/?struggling=1&sort=total&order=asc"),
-        ("student", f"/instructor/students/{student}"),
-        ("exercise", "/instructor/exercises/activations.ReLU"),
-        ("quiz items", "/instructor/quizzes"),
-        ("Canvas CSV", "/instructor/export/canvas.csv"),
-        ("Moodle CSV", "/instructor/export/moodle.csv"),
-        ("JSON", "/instructor/export/class.json"),
+        ("overview", "/instructor/", True),
+        ("overview, struggling, by total", "/instructor/?struggling=1&sort=total&order=asc", True),
+        ("student", f"/instructor/students/{student}", True),
+        ("exercise", "/instructor/exercises/activations.ReLU", True),
+        ("quiz items", "/instructor/quizzes", True),
+        ("export: Canvas CSV", "/instructor/export/canvas.csv", False),
+        ("export: Moodle CSV", "/instructor/export/moodle.csv", False),
+        ("export: JSON", "/instructor/export/class.json", False),
     ]
 
 
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         load = os.getloadavg()[0]
         print(f"\nload average {load:.1f} on {os.cpu_count()} cores; median of {args.runs} runs")
         print(f"{'page':<32} {'median ms':>10} {'max ms':>8} {'cpu ms':>8} {'bytes':>10}  < {TARGET_S:g} s")
-        for what, path in pages(student):
+        for what, path, target in pages(student):
             times, cpu, size = [], [], 0
             for _ in range(args.runs):
                 t0, c0 = time.perf_counter(), time.process_time()
@@ -95,10 +96,11 @@ def main(argv: list[str] | None = None) -> int:
                     return 2
                 size = len(response.content)
             median = statistics.median(times)
-            failed = failed or median >= TARGET_S
+            failed = failed or (target and median >= TARGET_S)
+            verdict = ("yes" if median < TARGET_S else "NO") if target else "(download)"
             print(f"{what:<32} {1000 * median:>10.0f} {1000 * max(times):>8.0f} "
                   f"{1000 * statistics.median(cpu):>8.0f} {size:>10}  "
-                  f"{'yes' if median < TARGET_S else 'NO'}")
+                  f"{verdict}")
     return 1 if failed else 0
 
 
