@@ -15,14 +15,17 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from conftest import require_program
 from grader import class_report
 from grader import quiz as quiz_lib
+from grader.server import dashboard
 from grader.store import Store
 from test_dashboard import ClassServer, class_server
 
@@ -122,6 +125,10 @@ def test_sort_and_filter_in_the_page(browser: Any, cls: ClassServer) -> None:
         assert page.get_attribute('th[data-sort="name"]', "aria-sort") == "none"
         totals = visible_totals(page)
         assert len(totals) == 40 and totals == sorted(totals)
+        # the script's order is the server's order for the same address (ties included)
+        ids = page.eval_on_selector_all("#grid tbody tr", "rows => rows.map(r => r.dataset.id)")
+        served = httpx.get(cls.url + "/instructor/?sort=total&order=asc", headers=cls.teacher, timeout=60).text
+        assert ids == re.findall(r'<tr data-id="([^"]+)"', served)
         total.click()
         assert visible_totals(page) == sorted(totals, reverse=True)
         assert "sort=total" in page.url and "order=desc" in page.url          # kept in the address
@@ -131,8 +138,6 @@ def test_sort_and_filter_in_the_page(browser: Any, cls: ClassServer) -> None:
         page.check("#f-struggling")
         shown = page.eval_on_selector_all("#grid tbody tr:not([hidden])", "rows => rows.map(r => r.dataset.id)")
         report = cls.report()
-        from grader.server import dashboard
-        from datetime import datetime, timezone
         now = datetime.fromisoformat(page.get_attribute("#grid", "data-now"))
         expected = [s.name for s in report.students if dashboard.is_struggling(
             report, s, dashboard.Filters(struggling=True, threshold=40, days=10), now)]

@@ -153,14 +153,17 @@ class OverviewRow:
 
 
 def sort_key(row: OverviewRow, key: str) -> Any:
+    """The overview's order by ``key``, ties by name then id (as the page's script sorts: the
+    template writes ``label | lower`` and the id into each row)."""
     s = row.student
+    tie = (s.label.lower(), s.name)
     if key == "total":
-        return (s.percent, s.label.casefold())
+        return (round(s.percent, 2), *tie)
     if key == "activity":
-        return (s.last_activity or "", s.label.casefold())
+        return (s.last_activity or "", *tie)
     if key == "late":
-        return (s.late_uploads, s.label.casefold())
-    return (s.label.casefold(), s.name)
+        return (s.late_uploads, *tie)
+    return tie
 
 
 def overview_rows(report: ClassReport, filters: Filters, now: datetime) -> list[OverviewRow]:
