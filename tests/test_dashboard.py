@@ -237,7 +237,8 @@ def test_exercise_page_ranks_named_mistakes_and_unnamed_checks(cls: ClassServer)
         assert part in text
     counts = [int(n) for n in re.findall(r'<code>relu-[^<]+</code></td><td class="num" data-label="Students">(\d+) of', page)]
     assert counts and counts == sorted(counts, reverse=True)
-    unnamed = re.findall(r"<tr><td>([a-z ]+)</td><td class=\"num\">(\d+)</td>", page)
+    unnamed = re.findall(r'<tr><td data-label="Check">([a-z ]+)</td><td class="num" data-label="Students">(\d+)</td>',
+                         page)
     assert unnamed and [int(n) for _, n in unnamed] == sorted((int(n) for _, n in unnamed), reverse=True)
     assert get(cls, "/instructor/exercises/nope.Nope", headers=cls.teacher).status_code == 404
 
