@@ -26,6 +26,7 @@ was correct (lower is harder).
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import statistics
@@ -39,14 +40,13 @@ from grader.sanitize import csv_cell
 
 from grader import catalogue
 from grader import quiz as quiz_lib
-from grader.course import Course
+from grader.course import DEFAULT_COURSE, Course, counted_score, parse_time
 from grader.progress import DEFAULT_MAX_SCORE
 from grader.quiz import Quiz
 from grader.report import format_score, mistake_entry, status_style
 from grader.store import Store
 
 HISTOGRAM_BINS = 10
-TOP_MISTAKES = 5
 TEMPLATE = "report.html.j2"
 
 
@@ -63,20 +63,39 @@ class ExerciseCell:
     attempts: int = 0
     mistakes: list[str] = field(default_factory=list)  # diagnosed in the latest graded submission
     message: str = ""  # the latest submission's exercise-level reason (timeout, crash, forbidden import)
+    late: bool = False  # the counted attempt was late (penalised)
+    override: float | None = None  # the instructor's manual score, which counts instead of the graded one
+    override_comment: str = ""
+    graded_score: float = 0.0  # the counted graded score, whatever the override
+
+    @property
+    def scored(self) -> bool:
+        """Graded at least once, or given a score by the instructor."""
+        return self.attempts > 0 or self.override is not None
 
     @property
     def passed(self) -> bool:
-        return self.attempts > 0 and self.best_score >= self.max_score - 1e-9
+        return self.scored and self.best_score >= self.max_score - 1e-9
+
+    @property
+    def fraction(self) -> float | None:
+        """best_score / max_score (None when never scored): what the overview grid colours."""
+        if not self.scored:
+            return None
+        return self.best_score / self.max_score if self.max_score else 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "best_score": round(self.best_score, 6) if self.attempts else None,
+            "best_score": round(self.best_score, 6) if self.scored else None,
             "max_score": self.max_score,
             "last_status": self.last_status,
             "attempts": self.attempts,
             "passed": self.passed,
             "mistakes": list(self.mistakes),
             "message": self.message,
+            "late": self.late,
+            "graded_score": round(self.graded_score, 6) if self.attempts else None,
+            "override": None if self.override is None else {"score": self.override, "comment": self.override_comment},
         }
 
 
@@ -88,12 +107,30 @@ class StudentRow:
     exercises: dict[str, ExerciseCell]
     quizzes: dict[str, quiz_lib.ChapterProgress]
     last_attempt: str | None = None
+    full_name: str = ""            # the roster's name (the course server's), "" without a roster
+    email: str = ""
+    last_activity: str | None = None  # the latest upload or quiz answer
+    last_progress: str | None = None  # the latest upload that raised the best score of an exercise
+    late_uploads: int = 0          # uploads with at least one exercise after its chapter's due date
+    quiz_points: dict[str, float] = field(default_factory=dict)  # chapter -> points of questions answered right
 
     @property
+    def label(self) -> str:
+        """The roster name when there is one, else the id."""
+        return self.full_name or self.name
+
+    def group_percent(self, exercise_ids: list[str]) -> float:
+        """100 * points / points possible over some exercises (a chapter)."""
+        cells = [self.exercises[e] for e in exercise_ids if e in self.exercises]
+        possible = sum(c.max_score for c in cells)
+        return 100.0 * sum(c.best_score for c in cells) / possible if possible else 0.0
+
+    @functools.cached_property
     def total(self) -> float:
+        """The sum of the exercises' counted scores (read once the row is complete: it is cached)."""
         return sum(c.best_score for c in self.exercises.values())
 
-    @property
+    @functools.cached_property
     def max_total(self) -> float:
         return sum(c.max_score for c in self.exercises.values())
 
@@ -125,6 +162,11 @@ class StudentRow:
             "quizzes_complete": self.quizzes_complete,
             "complete": self.complete,
             "last_attempt": self.last_attempt,
+            "name": self.full_name,
+            "email": self.email,
+            "last_activity": self.last_activity,
+            "last_progress": self.last_progress,
+            "late_uploads": self.late_uploads,
             "exercises": {k: c.to_json() for k, c in self.exercises.items()},
             "quizzes": {k: q.to_json() for k, q in self.quizzes.items()},
         }
@@ -184,6 +226,9 @@ class ItemStats:
     answered: int          # students with at least one answer
     first_correct: int     # of those, whose first answer was correct
     answers: int           # answers recorded, all attempts
+    discrimination: float | None = None  # upper minus lower group's first-try rate (None: too few students)
+    wrong_answer: str = ""  # the wrong answer given by the most students ("" when none was wrong)
+    wrong_students: int = 0
 
     @property
     def difficulty(self) -> float | None:
@@ -200,6 +245,9 @@ class ItemStats:
             "first_correct": self.first_correct,
             "answers": self.answers,
             "difficulty": None if self.difficulty is None else round(self.difficulty, 6),
+            "discrimination": None if self.discrimination is None else round(self.discrimination, 6),
+            "wrong_answer": self.wrong_answer,
+            "wrong_students": self.wrong_students,
         }
 
 
@@ -216,6 +264,20 @@ class Bin:
 
 
 @dataclass
+class Group:
+    """An assignment group of exercises: a course chapter, or a catalogue topic without a course file."""
+
+    name: str
+    exercise_ids: list[str]
+
+    def max_score(self, student: StudentRow) -> float:
+        return sum(student.exercises[e].max_score for e in self.exercise_ids)
+
+    def score(self, student: StudentRow) -> float:
+        return sum(student.exercises[e].best_score for e in self.exercise_ids)
+
+
+@dataclass
 class ClassReport:
     """Everything the class reports show."""
 
@@ -225,6 +287,18 @@ class ClassReport:
     students: list[StudentRow]
     exercises: list[ExerciseStats]
     items: list[ItemStats]
+    groups: list[Group] = field(default_factory=list)
+    overrides: list[dict[str, Any]] = field(default_factory=list)  # the override log, oldest first
+    course: Course = DEFAULT_COURSE
+    quizzes: list[Quiz] = field(default_factory=list)
+
+    def student(self, name: str) -> StudentRow | None:
+        """The row of one student (None: not in the class)."""
+        return next((s for s in self.students if s.name == name), None)
+
+    def group_of(self, exercise_id: str) -> str:
+        """The name of the group holding an exercise."""
+        return next((g.name for g in self.groups if exercise_id in g.exercise_ids), "")
 
     @property
     def percents(self) -> list[float]:
@@ -299,6 +373,8 @@ class ClassReport:
             "exercises": [e.to_json() for e in self.exercises],
             "quiz_items": [i.to_json() for i in self.items],
             "students": [s.to_json() for s in self.students],
+            "groups": [{"name": g.name, "exercises": list(g.exercise_ids)} for g in self.groups],
+            "overrides": [dict(row) for row in self.overrides],
         }
 
 
@@ -313,14 +389,56 @@ def _mistake_texts(mistake_id: str) -> tuple[str, str]:
     return str(getattr(entry, "sentence", "")), str(getattr(entry, "fix", ""))
 
 
-def _diagnosed(store: Store, submission_id: int) -> list[str]:
-    """The distinct mistake ids diagnosed in one submission's checks, in check order."""
-    seen: list[str] = []
-    for row in store.check_results(submission_id):
-        mistake = row.get("misconception")
-        if mistake and mistake not in seen:
-            seen.append(mistake)
-    return seen
+def exercise_groups(ids: list[str], course: Course) -> list[Group]:
+    """The assignment groups: the course's chapters in order, then a group per topic for the rest."""
+    groups: list[Group] = []
+    placed: set[str] = set()
+    for chapter in course.chapters:
+        members = [e for e in ids if course.chapter_of(e) is chapter]
+        if members:
+            groups.append(Group(chapter.name, members))
+            placed.update(members)
+    for ex in ids:
+        if ex in placed:
+            continue
+        topic = ex.split(".")[0]
+        group = next((g for g in groups if g.name == topic), None)
+        if group is None:
+            group = Group(topic, [])
+            groups.append(group)
+        group.exercise_ids.append(ex)
+    return groups
+
+
+def overrides_in_force(log: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(student, exercise) -> the latest override row whose score is set (a NULL score withdraws it)."""
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in log:
+        latest[(row["student"], row["exercise"])] = row
+    return {key: row for key, row in latest.items() if row["score"] is not None}
+
+
+def _late_flags(rows: list[dict[str, Any]], course: Course) -> list[bool]:
+    """Per submission row: was it uploaded after its chapter's due date?
+
+    Times written by the store (``utc_now``: ``...+00:00``) are compared as
+    text with the due date in the same form; any other form is parsed.
+    """
+    due: dict[str, tuple[str, Any]] = {}  # exercise -> (due as stored text, due)
+    for chapter in course.chapters:
+        if chapter.due is not None:
+            text = chapter.due.astimezone(timezone.utc).isoformat(timespec="seconds")
+            due.update({e: (text, chapter.due) for e in chapter.exercises})
+    flags = []
+    for row in rows:
+        limit = due.get(row["exercise"])
+        if limit is None:
+            flags.append(False)
+        elif row["started_at"].endswith("+00:00") and len(row["started_at"]) == len(limit[0]):
+            flags.append(row["started_at"] > limit[0])
+        else:
+            flags.append(parse_time(row["started_at"]) > limit[1])
+    return flags
 
 
 def build(
@@ -329,65 +447,101 @@ def build(
     quizzes: list[Quiz] | None = None,
     generated_at: str | None = None,
     course: Course | None = None,
+    with_mistakes: bool = True,
+    with_items: bool = True,
+    mistakes_of: tuple[str | None, str | None] = (None, None),
 ) -> ClassReport:
-    """Read the class report from ``store``.
+    """Read the class report from ``store`` (a fixed handful of queries, whatever the class size).
+
+    ``with_mistakes=False`` leaves out the diagnosed mistakes and
+    ``with_items=False`` the quiz item analysis (the dashboard's overview
+    shows neither); ``mistakes_of=(student, exercise)`` reads the mistakes of
+    one student and/or one exercise only (a student's or an exercise's page).
 
     ``exercise_ids``: the columns (default: the course's exercises; exercises
     recorded in the store but not listed are appended). ``quizzes``: the quiz
     chapters (default: none). ``course``: which score counts (``grader.course``;
-    default: the best ever).
+    default: the best ever) and the assignment groups (its chapters). The
+    instructor's overrides (``score_overrides``) replace the graded score.
+    Students are those with anything recorded, plus the roster's.
     """
+    course = course or DEFAULT_COURSE
     ids = list(exercise_ids) if exercise_ids is not None else list(catalogue.EXERCISES)
     quizzes = list(quizzes or [])
-    names = store.students()
-    submissions = store.submissions()
+    submissions = store.submission_rows()
     for row in submissions:
         if row["exercise"] not in ids:
             ids.append(row["exercise"])
+    roster = store.roster_entries()
+    names = sorted(set(store.students()) | set(roster))
 
-    # diagnosed mistakes: per submission (graded, not passed), then per student and exercise
-    mistakes_of: dict[int, list[str]] = {}
-    for row in submissions:
-        if row["status"] != "passed":
-            found = _diagnosed(store, row["id"])
-            if found:
-                mistakes_of[row["id"]] = found
-    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    diagnosed: dict[int, list[str]] = {}  # submission id -> distinct diagnosed mistakes, in check order
+    for row in store.diagnosed_mistakes(*mistakes_of) if with_mistakes else []:
+        found = diagnosed.setdefault(row["submission_id"], [])
+        if row["misconception"] not in found:
+            found.append(row["misconception"])
+
+    rows_of: dict[tuple[str, str], list[dict[str, Any]]] = {}
     seen: dict[str, dict[str, set[str]]] = {i: {} for i in ids}  # exercise -> mistake -> students
-    for row in submissions:
-        latest[(row["student"], row["exercise"])] = row
-        for mistake in mistakes_of.get(row["id"], []):
+    last_progress: dict[str, str] = {}
+    late_attempts: dict[str, set[int]] = {}
+    best_so_far: dict[tuple[str, str], float] = {}
+    for row, late in zip(submissions, _late_flags(submissions, course)):
+        key = (row["student"], row["exercise"])
+        rows_of.setdefault(key, []).append(row)
+        for mistake in diagnosed.get(row["id"], []):
             seen[row["exercise"]].setdefault(mistake, set()).add(row["student"])
+        if row["score"] > best_so_far.get(key, 0.0):
+            best_so_far[key] = row["score"]
+            last_progress[row["student"]] = max(row["started_at"], last_progress.get(row["student"], ""))
+        if late:
+            late_attempts.setdefault(row["student"], set()).add(row["attempt_id"])
 
     last_attempt: dict[str, str] = {}
     for row in store.attempts():
         last_attempt[row["student"]] = row["started_at"]
+    answers_of: dict[str, list[dict[str, Any]]] = {}
+    last_answer: dict[str, str] = {}
+    for row in store.quiz_answer_summary():
+        answers_of.setdefault(row["student"], []).append(row)
+        last_answer[row["student"]] = max(row["last_at"], last_answer.get(row["student"], ""))
+    log = store.score_overrides()
+    overridden = overrides_in_force(log)
 
-    answers = store.quiz_attempts()
     students: list[StudentRow] = []
     for name in names:
-        best = store.best_scores(name, course)
         cells: dict[str, ExerciseCell] = {}
         for ex in ids:
-            entry = best.get(ex)
-            if entry is None:
-                cells[ex] = ExerciseCell()
-                continue
-            last = latest.get((name, ex), {})
-            cells[ex] = ExerciseCell(
-                float(entry["best_score"]), float(entry["max_score"]), entry["last_status"],
-                int(entry["attempts"]), list(mistakes_of.get(last.get("id", -1), [])),
-                str(last.get("message") or ""),
-            )
-        mine = [a for a in answers if a["student"] == name]
-        standings = {q.chapter: quiz_lib.chapter_progress(q, mine) for q in quizzes}
-        students.append(StudentRow(name, cells, standings, last_attempt.get(name)))
+            rows = rows_of.get((name, ex))
+            cell = ExerciseCell()
+            if rows:
+                counted = counted_score(rows, course.chapter_of(ex), course.rule)
+                last = rows[-1]
+                cell = ExerciseCell(
+                    counted.score, counted.max_score, counted.last_status, counted.attempts,
+                    list(diagnosed.get(last["id"], [])), str(last.get("message") or ""), counted.late,
+                    graded_score=counted.score,
+                )
+            override = overridden.get((name, ex))
+            if override is not None:
+                cell.override = float(override["score"])
+                cell.override_comment = str(override["comment"])
+                cell.best_score = cell.override
+            cells[ex] = cell
+        standings, points = quiz_standings(quizzes, answers_of.get(name, []))
+        entry = roster.get(name, {})
+        activity = max(last_attempt.get(name, ""), last_answer.get(name, "")) or None
+        students.append(StudentRow(
+            name, cells, standings, last_attempt.get(name), str(entry.get("name") or ""),
+            str(entry.get("email") or ""), activity, last_progress.get(name), len(late_attempts.get(name, ())),
+            points,
+        ))
 
     exercises: list[ExerciseStats] = []
     for ex in ids:
         cells_ex = [s.exercises[ex] for s in students]
         max_score = next((c.max_score for c in cells_ex if c.attempts), DEFAULT_MAX_SCORE)
-        ranked = sorted(seen[ex].items(), key=lambda kv: (-len(kv[1]), kv[0]))[:TOP_MISTAKES]
+        ranked = sorted(seen[ex].items(), key=lambda kv: (-len(kv[1]), kv[0]))
         exercises.append(
             ExerciseStats(
                 id=ex,
@@ -406,34 +560,104 @@ def build(
         chapters=[(q.chapter, q.title) for q in quizzes],
         students=students,
         exercises=exercises,
-        items=item_stats(answers, quizzes),
+        items=item_stats(store.quiz_answer_rows(), quizzes) if with_items else [],
+        groups=exercise_groups(ids, course),
+        overrides=log,
+        course=course,
+        quizzes=quizzes,
     )
 
 
-def item_stats(answers: list[dict[str, Any]], quizzes: list[Quiz]) -> list[ItemStats]:
-    """Per quiz question, in course order (then questions only the store knows): first-try correctness.
+def quiz_standings(quizzes: list[Quiz], summary: list[dict[str, Any]]
+                   ) -> tuple[dict[str, quiz_lib.ChapterProgress], dict[str, float]]:
+    """One student's standing per quiz chapter (as ``grader.quiz.chapter_progress``; ``attempts``
+    counts every answer recorded for the chapter) and the points of the questions they answered
+    right, from their rows of ``Store.quiz_answer_summary``."""
+    by_chapter = {row["chapter"]: row for row in summary}
+    standings: dict[str, quiz_lib.ChapterProgress] = {}
+    points: dict[str, float] = {}
+    for quiz in quizzes:
+        row = by_chapter.get(quiz.chapter, {"answers": 0, "right": set()})
+        ids = {q.id for q in quiz.questions}
+        checkpoints = {q.id for q in quiz.questions if q.checkpoint}
+        correct = row["right"] & ids
+        standings[quiz.chapter] = quiz_lib.ChapterProgress(
+            quiz.chapter, quiz.title, len(ids), len(checkpoints), len(checkpoints & correct), len(correct),
+            int(row["answers"]))
+        points[quiz.chapter] = sum(q.points for q in quiz.questions if q.id in correct)
+    return standings, points
 
-    ``answers`` are store rows (student, chapter, question, correct), oldest first.
+
+DISCRIMINATION_GROUP = 0.27  # the upper and lower 27 % of the students who answered an item
+DISCRIMINATION_MIN = 4       # fewer students who answered: no discrimination index
+
+
+def _answer_text(question: Any, answer: str) -> str:
+    """A recorded answer as the instructor reads it: choice texts for choice ids, else the answer."""
+    choices = {c.id: c.text for c in getattr(question, "choices", ())}
+    if choices and all(part in choices for part in answer.split(",")):
+        return "; ".join(choices[part] for part in answer.split(","))
+    return answer
+
+
+def discrimination(scored: list[tuple[float, bool]]) -> float | None:
+    """Upper-lower index: first-try rate of the top 27 % by rest score minus that of the bottom 27 %.
+
+    ``scored``: per student who answered the item, (their first-try score on the
+    chapter's other questions, whether their first answer to this one was right).
+    None with fewer than DISCRIMINATION_MIN students.
+    """
+    if len(scored) < DISCRIMINATION_MIN:
+        return None
+    ranked = sorted(scored, key=lambda pair: pair[0])
+    n = max(1, round(DISCRIMINATION_GROUP * len(ranked)))
+    lower, upper = ranked[:n], ranked[-n:]
+    return sum(c for _, c in upper) / n - sum(c for _, c in lower) / n
+
+
+def item_stats(answers: list[dict[str, Any]], quizzes: list[Quiz]) -> list[ItemStats]:
+    """Per quiz question, in course order (then questions only the store knows): item analysis.
+
+    ``answers`` are store rows (student, chapter, question, answer, correct),
+    oldest first; a student's first answer to a question is their first row
+    for it. Difficulty: the fraction right first time. Discrimination:
+    :func:`discrimination` over the chapter's first-try scores. The most
+    chosen wrong answer: the wrong answer given by the most students (any try).
     """
     first: dict[tuple[str, str], dict[str, bool]] = {}   # (chapter, question) -> student -> first correct
     counts: dict[tuple[str, str], int] = {}
+    wrong: dict[tuple[str, str], dict[str, set[str]]] = {}  # item -> wrong answer -> students
     for row in answers:
         key = (row["chapter"], row["question"])
         first.setdefault(key, {}).setdefault(row["student"], bool(row["correct"]))
         counts[key] = counts.get(key, 0) + 1
+        if not row["correct"]:
+            wrong.setdefault(key, {}).setdefault(str(row.get("answer", "")), set()).add(row["student"])
+    chapter_score: dict[tuple[str, str], float] = {}  # (chapter, student) -> first-try correct answers
+    for (chapter, _), firsts in first.items():
+        for student, correct in firsts.items():
+            chapter_score[(chapter, student)] = chapter_score.get((chapter, student), 0.0) + correct
+
+    def stats(chapter: str, qid: str, question: Any) -> ItemStats:
+        key = (chapter, qid)
+        firsts = first.get(key, {})
+        scored = [(chapter_score[(chapter, s)] - c, c) for s, c in firsts.items()]
+        wrongs = sorted(wrong.get(key, {}).items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        top, who = wrongs[0] if wrongs else ("", set())
+        return ItemStats(
+            chapter, qid, getattr(question, "prompt", ""), bool(getattr(question, "checkpoint", False)),
+            len(firsts), sum(firsts.values()), counts.get(key, 0), discrimination(scored),
+            _answer_text(question, top) if top else "", len(who),
+        )
+
     items: list[ItemStats] = []
     known: set[tuple[str, str]] = set()
     for quiz in quizzes:
         for q in quiz.questions:
-            key = (quiz.chapter, q.id)
-            known.add(key)
-            firsts = first.get(key, {})
-            items.append(ItemStats(
-                quiz.chapter, q.id, q.prompt, q.checkpoint, len(firsts), sum(firsts.values()), counts.get(key, 0)
-            ))
+            known.add((quiz.chapter, q.id))
+            items.append(stats(quiz.chapter, q.id, q))
     for key in sorted(k for k in first if k not in known):
-        firsts = first[key]
-        items.append(ItemStats(key[0], key[1], "", False, len(firsts), sum(firsts.values()), counts[key]))
+        items.append(stats(key[0], key[1], None))
     return items
 
 
@@ -451,28 +675,107 @@ def csv_header(report: ClassReport) -> list[str]:
     return ["student", "total"] + list(report.exercise_ids) + [f"quiz:{c}" for c, _ in report.chapters]
 
 
-def format_csv(report: ClassReport) -> str:
-    """One row per student: total, best score per exercise (empty: never graded), quiz chapter complete 1/0.
-
-    A student name a spreadsheet would run as a formula (``=HYPERLINK(...)``) is neutralised.
-    """
+def _write_csv(rows: list[list[Any]]) -> str:
+    """CSV text of ``rows`` with every text cell neutralised (``grader.sanitize.csv_cell``)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(csv_header(report))
-    for s in report.students:
-        row = [csv_cell(s.name), _number(s.total)]
-        for ex in report.exercise_ids:
-            cell = s.exercises[ex]
-            row.append(_number(cell.best_score) if cell.attempts else "")
-        for chapter, _ in report.chapters:
-            row.append("1" if s.quizzes[chapter].complete else "0")
-        writer.writerow(row)
+    for row in rows:
+        writer.writerow([csv_cell(cell) for cell in row])
     return buffer.getvalue()
 
 
-def format_json(report: ClassReport) -> str:
-    """The whole report as one JSON document."""
-    return json.dumps(report.to_json(), indent=2, ensure_ascii=False)
+def format_csv(report: ClassReport) -> str:
+    """One row per student: total, best score per exercise (empty: never graded), quiz chapter complete 1/0.
+
+    Every text cell a spreadsheet would run as a formula (a student id such as
+    ``=HYPERLINK(...)``) is neutralised. An instructor's override counts.
+    """
+    rows: list[list[Any]] = [csv_header(report)]
+    for s in report.students:
+        row = [s.name, _number(s.total)]
+        for ex in report.exercise_ids:
+            cell = s.exercises[ex]
+            row.append(_number(cell.best_score) if cell.scored else "")
+        for chapter, _ in report.chapters:
+            row.append("1" if s.quizzes[chapter].complete else "0")
+        rows.append(row)
+    return _write_csv(rows)
+
+
+@dataclass
+class GradebookColumn:
+    """One assignment group of a gradebook export: its title, points possible, and each student's points."""
+
+    title: str
+    points_possible: float
+    points: dict[str, float]  # student -> points earned
+
+
+def gradebook_columns(report: ClassReport) -> list[GradebookColumn]:
+    """One column per assignment group: each exercise group (a course chapter), then each quiz chapter.
+
+    An exercise group's points are the counted scores of its exercises (the
+    instructor's override where there is one); a quiz chapter's are the points
+    of the questions answered right.
+    """
+    columns = [
+        GradebookColumn(f"Exercises: {g.name}", sum(report.exercises[report.exercise_ids.index(e)].max_score
+                                                   for e in g.exercise_ids),
+                        {s.name: g.score(s) for s in report.students})
+        for g in report.groups
+    ]
+    for quiz in report.quizzes:
+        columns.append(GradebookColumn(f"Quiz: {quiz.title or quiz.chapter}", sum(q.points for q in quiz.questions),
+                                       {s.name: s.quiz_points.get(quiz.chapter, 0.0) for s in report.students}))
+    return columns
+
+
+def _override_notes(report: ClassReport, student: str) -> str:
+    """The overrides in force for a student, as one cell: ``exercise = score (comment)``, joined by ``; ``."""
+    cells = report.student(student)
+    if cells is None:
+        return ""
+    return "; ".join(f"{ex} = {_number(c.override)} ({' '.join(c.override_comment.split())})"
+                     for ex, c in cells.exercises.items() if c.override is not None)
+
+
+def format_canvas(report: ClassReport) -> str:
+    """A Canvas gradebook import: Student, ID, SIS User ID, SIS Login ID, Section, one column per
+    assignment group, then Final Score (the percent, a read-only column Canvas ignores on import).
+
+    The second row is Canvas's ``Points Possible`` row. The roster id is the
+    SIS User ID, which Canvas matches students on; ID (Canvas's own number) is
+    left empty. Every text cell is neutralised.
+    """
+    columns = gradebook_columns(report)
+    rows: list[list[Any]] = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+                             + [c.title for c in columns] + ["Final Score"]]
+    rows.append(["Points Possible", "", "", "", ""] + [_number(c.points_possible) for c in columns] + ["(read only)"])
+    for s in report.students:
+        rows.append([s.label, "", s.name, s.email, ""] + [_number(c.points[s.name]) for c in columns]
+                    + [f"{s.percent:.2f}"])
+    return _write_csv(rows)
+
+
+def format_moodle(report: ClassReport) -> str:
+    """A Moodle gradebook import ("CSV file" import; map ID number to the user's ID number): ID number,
+    Email address, Full name, one column per assignment group (its points possible in the header),
+    Percent, and Override notes (the instructor's overrides with their comments). Every text cell is neutralised.
+    """
+    columns = gradebook_columns(report)
+    rows: list[list[Any]] = [["ID number", "Email address", "Full name"]
+                             + [f"{c.title} (out of {_number(c.points_possible)})" for c in columns]
+                             + ["Percent", "Override notes"]]
+    for s in report.students:
+        rows.append([s.name, s.email, s.label] + [_number(c.points[s.name]) for c in columns]
+                    + [f"{s.percent:.2f}", _override_notes(report, s.name)])
+    return _write_csv(rows)
+
+
+def format_json(report: ClassReport, indent: int | None = 2) -> str:
+    """The whole report as one JSON document (``indent=None``: compact, as the server sends it)."""
+    separators = (",", ": ") if indent else (",", ":")
+    return json.dumps(report.to_json(), indent=indent, separators=separators, ensure_ascii=False)
 
 
 # --- HTML: charts as SVG geometry, then the template --------------------------------------------
@@ -539,8 +842,31 @@ def pass_rate_chart(stats: list[ExerciseStats], width: float = 560) -> Chart:
     return Chart(width, height, bars, ticks, baseline=label_w + plot_w, label_x=label_w)
 
 
-def _environment() -> jinja2.Environment:
-    """The jinja2 environment over ``grader/templates`` (autoescaped)."""
+def band(fraction: float | None) -> str:
+    """The grid's colour class of a score: none (never scored), zero, low (< 50 %), part, full."""
+    if fraction is None:
+        return "none"
+    if fraction >= 1 - 1e-9:
+        return "full"
+    if fraction <= 0:
+        return "zero"
+    return "low" if fraction < 0.5 else "part"
+
+
+def _when(value: str | None) -> str:
+    """An ISO time as ``YYYY-MM-DD HH:MM`` (UTC as stored); "never" when there is none."""
+    return value[:16].replace("T", " ") if value else "never"
+
+
+def _day(value: str | None) -> str:
+    """An ISO time's date; "never" when there is none."""
+    return value[:10] if value else "never"
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The jinja2 environment over ``grader/templates`` (autoescaped), shared by the server's pages;
+    made once per process, so each template is compiled once."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("grader", "templates"),
         autoescape=True,
@@ -550,6 +876,10 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["score"] = format_score
     env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.0f}%"
+    env.filters["when"] = _when
+    env.filters["day"] = _day
+    env.globals["band"] = band
+    env.globals["status_label"] = status_label
     return env
 
 
@@ -558,16 +888,10 @@ def status_label(status: str | None) -> str:
     return status_style(status)[0]
 
 
-def format_html(report: ClassReport, title: str = "normgrade class report") -> str:
-    """The self-contained HTML report (inline CSS and SVG; no script, no external resource)."""
-    template = _environment().get_template(TEMPLATE)
-    return template.render(
-        title=title,
-        report=report,
-        summary=report.summary(),
-        histogram=histogram_chart(report.histogram()),
-        pass_rates=pass_rate_chart(report.exercises),
-        mistakes=[e for e in report.exercises if e.mistakes],
-        items=report.items,
-        status_label=status_label,
-    )
+def format_html(report: ClassReport, store: Store | None = None, title: str = "normgrade class report") -> str:
+    """The self-contained HTML report: the dashboard's pages in one file (inline CSS, SVG and a little
+    script for sorting and filtering; no external resource). With ``store``, each exercise's and each
+    student's page is included (the students' with the report of their latest upload)."""
+    from grader.server.dashboard import offline_html  # the dashboard's views import this module
+
+    return offline_html(report, store, title)

@@ -543,8 +543,10 @@ def _run_batch(
 @cli.command("report")
 @class_db_option
 @click.option(
-    "--format", "fmt", type=click.Choice(["html", "csv", "json"]), default="html", show_default=True,
-    help="html: one self-contained page; csv: one row per student for a gradebook; json: the same data.",
+    "--format", "fmt", type=click.Choice(["html", "csv", "json", "canvas", "moodle"]), default="html",
+    show_default=True,
+    help="html: the dashboard's pages in one self-contained file; csv: one row per student; json: the same "
+         "data; canvas, moodle: a gradebook import (CSV) of those systems.",
 )
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -568,12 +570,16 @@ def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | Non
         course = load_course(course_file) if course_file is not None else None
         with Store.open(db) as store:
             report = class_report.build(store, quizzes=quizzes, course=course)
-    if fmt == "html":
-        text = class_report.format_html(report)
-    elif fmt == "csv":
-        text = class_report.format_csv(report)
-    else:
-        text = class_report.format_json(report) + "\n"
+            if fmt == "html":
+                text = class_report.format_html(report, store)
+            elif fmt == "csv":
+                text = class_report.format_csv(report)
+            elif fmt == "canvas":
+                text = class_report.format_canvas(report)
+            elif fmt == "moodle":
+                text = class_report.format_moodle(report)
+            else:
+                text = class_report.format_json(report) + "\n"
     if output is None:
         click.echo(text, nl=False)
         return

@@ -177,8 +177,30 @@ def m4_server(db: sqlite_utils.Database) -> None:
     )
 
 
+def m5_score_overrides(db: sqlite_utils.Database) -> None:
+    """Version 5: the instructor's manual score overrides, an append-only log.
+
+    The latest row of a (student, exercise) is the one in force; a row with a
+    NULL score withdraws the override. Every row carries the required comment.
+    Written only by the course server's dashboard (grader/server/dashboard.py).
+    """
+    db["score_overrides"].create(
+        {
+            "id": int,
+            "student": str,
+            "exercise": str,
+            "score": float,      # NULL: the override is withdrawn, the graded score counts again
+            "comment": str,
+            "author": str,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["score_overrides"].create_index(["student", "exercise"])
+
+
 Migration = Callable[[sqlite_utils.Database], None]
-MIGRATIONS: list[Migration] = [m1_core, m2_quiz, m3_quiz_items, m4_server]
+MIGRATIONS: list[Migration] = [m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -500,6 +522,61 @@ class Store:
         """Quiz answer rows, oldest first; ``correct`` as bool."""
         where, params = ("WHERE student = ?", [student]) if student is not None else ("", [])
         rows = self._rows(f"SELECT * FROM quiz_attempts {where} ORDER BY id", params)
+        for row in rows:
+            row["correct"] = bool(row["correct"])
+        return rows
+
+    # -- reading for the instructor's dashboard (grader/server/dashboard.py, grader/class_report.py) --
+
+    def submission_rows(self) -> list[dict[str, Any]]:
+        """Every submission's scoring columns (no output), oldest first: one query for a whole class."""
+        return self._rows(
+            "SELECT id, attempt_id, student, exercise, score, max_score, status, started_at, message "
+            "FROM submissions ORDER BY id", [])
+
+    def diagnosed_mistakes(self, student: str | None = None, exercise: str | None = None) -> list[dict[str, Any]]:
+        """(submission_id, misconception) of every failing check with a named mistake, in check order
+        (of one student and/or one exercise when given)."""
+        where, params = "", []
+        if student is not None:
+            where, params = where + " AND s.student = ?", params + [student]
+        if exercise is not None:
+            where, params = where + " AND s.exercise = ?", params + [exercise]
+        return self._rows(
+            "SELECT c.submission_id, c.misconception FROM check_results c JOIN submissions s "
+            "ON s.id = c.submission_id WHERE c.passed = 0 AND c.misconception IS NOT NULL "
+            f"AND c.misconception != '' AND s.status != 'passed'{where} ORDER BY c.id", params)
+
+    def failing_checks(self, exercise: str) -> list[dict[str, Any]]:
+        """Every failing check of one exercise: student, submission id, name, misconception, message."""
+        return self._rows(
+            "SELECT s.student, c.submission_id, c.name, c.misconception, c.message FROM check_results c "
+            "JOIN submissions s ON s.id = c.submission_id WHERE s.exercise = ? AND c.passed = 0 ORDER BY c.id",
+            [exercise])
+
+    def score_overrides(self, student: str | None = None) -> list[dict[str, Any]]:
+        """The override log (all students, or one), oldest first."""
+        where, params = ("WHERE student = ?", [student]) if student is not None else ("", [])
+        return self._rows(f"SELECT * FROM score_overrides {where} ORDER BY id", params)
+
+    def roster_entries(self) -> dict[str, dict[str, Any]]:
+        """The course server's roster, id -> {student, name, email} (empty without a roster)."""
+        return {r["student"]: r for r in self._rows("SELECT student, name, email FROM roster", [])}
+
+    def quiz_answer_summary(self) -> list[dict[str, Any]]:
+        """Per student and quiz chapter: answers given (``answers``), the questions answered right at
+        least once (``right``, a set) and the time of the latest answer (``last_at``)."""
+        rows = self._rows(
+            "SELECT student, chapter, COUNT(*) AS answers, MAX(answered_at) AS last_at, "
+            "GROUP_CONCAT(CASE WHEN correct THEN question END, char(31)) AS right "
+            "FROM quiz_attempts GROUP BY student, chapter", [])
+        for row in rows:
+            row["right"] = set(row["right"].split("\x1f")) if row["right"] else set()
+        return rows
+
+    def quiz_answer_rows(self) -> list[dict[str, Any]]:
+        """Every quiz answer's student, chapter, question, answer and correct (bool), oldest first."""
+        rows = self._rows("SELECT student, chapter, question, answer, correct FROM quiz_attempts ORDER BY id", [])
         for row in rows:
             row["correct"] = bool(row["correct"])
         return rows

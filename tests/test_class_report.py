@@ -152,44 +152,184 @@ def test_json_holds_the_same_data(report: class_report.ClassReport) -> None:
     assert any(i["question"] == "q1" and i["difficulty"] == 0.5 for i in doc["quiz_items"])
 
 
-def test_html_is_self_contained_and_shows_every_part(report: class_report.ClassReport) -> None:
-    page = class_report.format_html(report)
+def test_html_is_self_contained_and_shows_every_part(report: class_report.ClassReport, store: Store) -> None:
+    page = class_report.format_html(report, store)
     assert page.startswith("<!DOCTYPE html>")
-    assert "http" not in page and "<script" not in page and "<link" not in page and "@import" not in page
-    assert "@media print" in page
+    # self-contained: no URL to fetch, one inline script (sorting and filtering), no stylesheet link
+    assert "http" not in page and "src=" not in page and "@import" not in page and 'rel="stylesheet"' not in page
+    assert page.count("<script>") == 1 and "<script " not in page
+    assert "@media print" in page and "@media (max-width: 600px)" in page
     text = html.unescape(page)
-    for heading in ("Class summary", "Score distribution", "Pass rate per exercise",
-                    "Most frequent diagnosed mistakes", "Quiz item difficulty", "Students"):
+    for heading in ("Class overview", "Class charts", "Score distribution", "Pass rate per exercise",
+                    "Quiz item analysis", "Exercises", "Students"):
         assert heading in text
-    # two SVG charts: ten histogram bars, one pass-rate bar per exercise
+    # the grid: a row per student, a cell per exercise with its score in words for hover and screen readers
+    grid = re.search(r'<table id="grid".*?</table>', page, re.S).group(0)
+    assert grid.count("<tr data-id=") == 4
+    assert 'title="activations.ReLU: 9.5 / 10"' in grid
+    assert '<td class="c b-none g g0"><span class="sr-only">not submitted</span></td>' in grid    # bob's GELU
+    assert re.search(r"<td class=\"c b-part g g0\" title=\"activations.ReLU: 9.5 / 10\">9.5</td>", grid)
+    # the class charts: ten histogram bars, a pass-rate bar per exercise
     svgs = re.findall(r"<svg.*?</svg>", page, re.S)
-    assert len(svgs) == 2
     assert svgs[0].count('class="bar"') == 10 and svgs[1].count('class="bar"') == len(IDS)
-    assert "4 students with 40% to 50%" not in text and "1 student with 40% to 50%" in text
-    assert "1 of 4 students at full marks" in text          # ReLU's pass-rate bar title
-    # mistakes with the catalogue's sentence, item difficulty, a table per student
-    assert CATALOGUE["relu-inplace"].sentence in text and "2 of 4" in text
-    assert "made-up-id" in text and "(not in this grader's catalogue)" in text
-    assert "Prompt of q1?" in text and "1/2 (50%)" in text
-    for name in ("amy", "bob", "cy", "dee"):
-        assert re.search(rf'<div class="student" id="student-\d+">\s*<h3>{name}: ', page)
-    assert "bob: 13.5 / 30 (45.0%)" in text
-    assert "killed by signal 11 (segfault) during linear.Linear" in text   # the reason of an error
-    assert "6.75 / 30" in text and "median score (22.5%)" in text
+    assert "1 student with 40% to 50%" in text and "1 of 4 students at full marks" in text
+    # every exercise's section: mistakes ranked with the catalogue's sentence, unnamed failing checks
+    for ex in IDS:
+        assert f'id="exercise-{ex}"' in page
+    relu = re.search(r'id="exercise-activations.ReLU".*?</section>', page, re.S).group(0)
+    assert CATALOGUE["relu-inplace"].sentence in html.unescape(relu)
+    assert '<code>relu-inplace</code></td><td class="num" data-label="Students">2 of 4</td>' in relu
+    assert "made-up-id" in relu and "(not in this grader&#39;s catalogue)" in relu
+    linear = html.unescape(re.search(r'id="exercise-linear.Linear".*?</section>', page, re.S).group(0))
+    assert '<td data-label="Check">check_1</td><td class="num" data-label="Students">1</td>' in linear  # unnamed
+    # quiz items, every student's section with the report of the latest upload as the student saw it
+    assert "Prompt of q1?" in text and "50% <span" in page
+    for k, name in enumerate(["amy", "bob", "cy", "dee"]):
+        assert re.search(rf'<h2 id="student-{k}-title">{name}</h2>', page)
+    bob = html.unescape(re.search(r'id="student-1".*?</section>', page, re.S).group(0))
+    assert "normgrade report for bob" in bob and "killed by signal 11 (segfault) during linear.Linear" in bob
+    assert "13.5 / 30" in bob and "Not submitted yet (1): activations.GELU." in bob
 
 
 def test_html_escapes_what_students_control(tmp_path: Path) -> None:
     with Store.open(tmp_path / "x.db") as s:
         s.record_report(GradeReport("<img src=x onerror=alert(1)>", [ex("linear.Linear", 10)], "h"), "v")
-        page = class_report.format_html(class_report.build(s, ["linear.Linear"], []))
+        page = class_report.format_html(class_report.build(s, ["linear.Linear"], []), s)
     assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert 'data-name="&lt;img src=x onerror=alert(1)&gt;"' in page      # attributes too
 
 
 def test_empty_database_gives_an_empty_report(tmp_path: Path) -> None:
     with Store.open(tmp_path / "empty.db") as s:
         report = class_report.build(s, IDS, [QUIZ])
+        page = class_report.format_html(report, s)
     assert report.summary()["students"] == 0 and report.summary()["mean_total"] == 0
     assert class_report.format_csv(report) == "student,total," + ",".join(IDS) + ",quiz:activations\n"
-    page = class_report.format_html(report)
-    assert "No student has anything recorded" in page and "No known mistake was diagnosed" in page
+    assert "No student has anything recorded" in page and "No named mistake was diagnosed" in page
     assert json.loads(class_report.format_json(report))["students"] == []
+
+
+# --- gradebook exports, overrides, item analysis ----------------------------------------------------
+
+def add_roster(store: Store, rows: list[tuple[str, str, str]]) -> None:
+    """Roster rows (id, name, email), as `grade roster import` writes them."""
+    with store.transaction() as db:
+        db["roster"].insert_all({"student": i, "name": n, "email": e, "created_at": "2026-01-01T00:00:00+00:00"}
+                                for i, n, e in rows)
+
+
+def course_with_chapters() -> class_report.Course:
+    from grader.course import parse_course
+
+    return parse_course({"chapter": [{"name": "acts", "exercises": ["activations.ReLU", "activations.GELU"]},
+                                     {"name": "linear"}]}, Path("c.toml"))
+
+
+def test_canvas_csv_has_ids_points_possible_and_percent(store: Store) -> None:
+    add_roster(store, [("amy", "Amy Adams", "amy@uni.edu"), ("bob", "=HYPERLINK(\"http://x\",\"y\")", "+bob@uni.edu")])
+    report = class_report.build(store, IDS, [QUIZ], course=course_with_chapters())
+    rows = list(csv.reader(io.StringIO(class_report.format_canvas(report))))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Exercises: acts",
+                       "Exercises: linear", "Quiz: Activation functions", "Final Score"]
+    assert rows[1] == ["Points Possible", "", "", "", "", "20", "10", "2", "(read only)"]
+    by_id = {r[2]: r for r in rows[2:]}
+    assert by_id["amy"] == ["Amy Adams", "", "amy", "amy@uni.edu", "", "20", "10", "2", "100.00"]
+    # bob: ReLU 9.5 (GELU never graded), Linear 4; q1 right at the second try
+    assert by_id["bob"][5:] == ["9.5", "4", "1", "45.00"]
+    # every text cell a spreadsheet would run is neutralised: the name and the email
+    assert by_id["bob"][0] == "'=HYPERLINK(\"http://x\",\"y\")" and by_id["bob"][3] == "'+bob@uni.edu"
+    assert by_id["dee"][0] == "dee"                        # no roster entry: the id stands for the name
+
+
+def test_moodle_csv_and_overrides_with_their_comments(store: Store) -> None:
+    from grader.server import dashboard
+
+    add_roster(store, [("cy", "-Cy", "cy@uni.edu")])
+    course = course_with_chapters()
+    report = class_report.build(store, IDS, [QUIZ], course=course)
+    dashboard.record_override(store, report, "cy", "activations.ReLU", "8", "  oral exam:\n  explained it  ")
+    report = class_report.build(store, IDS, [QUIZ], course=course)
+    cy = report.student("cy")
+    assert cy is not None and cy.exercises["activations.ReLU"].best_score == 8
+    assert cy.exercises["activations.ReLU"].graded_score == 0 and cy.total == 8
+    rows = list(csv.reader(io.StringIO(class_report.format_moodle(report))))
+    assert rows[0] == ["ID number", "Email address", "Full name", "Exercises: acts (out of 20)",
+                       "Exercises: linear (out of 10)", "Quiz: Activation functions (out of 2)", "Percent",
+                       "Override notes"]
+    row = next(r for r in rows if r[0] == "cy")
+    assert row == ["cy", "cy@uni.edu", "'-Cy", "8", "0", "0", "26.67", "activations.ReLU = 8 (oral exam: explained it)"]
+    # the override shows in the JSON with its comment, and a withdrawal restores the graded score
+    doc = json.loads(class_report.format_json(report))
+    assert doc["overrides"][0]["comment"] == "oral exam: explained it"
+    cy_json = next(s for s in doc["students"] if s["student"] == "cy")
+    assert cy_json["exercises"]["activations.ReLU"]["override"] == {"score": 8.0, "comment": "oral exam: explained it"}
+    dashboard.record_override(store, report, "cy", "activations.ReLU", "", "back to the graded score")
+    report = class_report.build(store, IDS, [QUIZ], course=course)
+    assert report.student("cy").exercises["activations.ReLU"].best_score == 0      # type: ignore[union-attr]
+    assert [o["score"] for o in store.score_overrides("cy")] == [8.0, None]          # the log keeps both
+
+
+@pytest.mark.parametrize("score, comment, says", [
+    ("8", "   ", "needs a comment"),
+    ("11", "too much", "from 0 to 10"),
+    ("-1", "negative", "from 0 to 10"),
+    ("eight", "words", "is not a number"),
+    ("nan", "not finite", "from 0 to 10"),
+    ("", "nothing to withdraw", "no override to withdraw"),
+])
+def test_an_override_is_refused_with_one_line(store: Store, score: str, comment: str, says: str) -> None:
+    from grader.server import dashboard
+
+    report = class_report.build(store, IDS, [QUIZ])
+    with pytest.raises(dashboard.DashboardError) as caught:
+        dashboard.record_override(store, report, "amy", "linear.Linear", score, comment)
+    assert says in str(caught.value) and "\n" not in str(caught.value)
+    assert store.score_overrides() == []
+    with pytest.raises(dashboard.DashboardError, match="not a student"):
+        dashboard.record_override(store, report, "zed", "linear.Linear", "1", "who?")
+
+
+def test_item_discrimination_and_most_chosen_wrong_answer() -> None:
+    """8 students; the 'good' item is right first time for the four strongest only, the 'bad' one for the weakest."""
+    quiz = Quiz("ch", "Chapter", [Question(q, "single", q, "", "s", ("d",), choices=(
+        class_report.quiz_lib.Choice("a", "Alpha"), class_report.quiz_lib.Choice("b", "Beta"),
+        class_report.quiz_lib.Choice("c", "Gamma"))) for q in ("good", "bad", "o1", "o2", "o3")], Path("ch.json"))
+    rows = []
+    for k in range(8):
+        student = f"s{k}"
+        strong = k >= 4
+        for other in ("o1", "o2", "o3"):        # the rest score: the strong get the other questions right
+            rows.append({"student": student, "chapter": "ch", "question": other, "answer": "a", "correct": strong})
+        rows.append({"student": student, "chapter": "ch", "question": "good", "answer": "a" if strong else "b",
+                     "correct": strong})
+        rows.append({"student": student, "chapter": "ch", "question": "bad", "answer": "c" if strong else "a",
+                     "correct": not strong})
+    rows.append({"student": "s0", "chapter": "ch", "question": "good", "answer": "c", "correct": False})
+    items = {i.question: i for i in class_report.item_stats(rows, [quiz])}
+    good, bad = items["good"], items["bad"]
+    assert good.difficulty == 0.5 and good.discrimination == 1.0
+    assert bad.difficulty == 0.5 and bad.discrimination == -1.0
+    assert good.wrong_answer == "Beta" and good.wrong_students == 4     # 'b' by four students, 'c' by one
+    assert bad.wrong_answer == "Gamma"
+    few = class_report.item_stats(rows[:10], [quiz])
+    assert {i.question: i.discrimination for i in few}["good"] is None  # two students: too few to say
+
+
+def test_quiz_standings_match_the_progress_rule(store: Store, report: class_report.ClassReport) -> None:
+    """The report's one-query quiz standings equal grader.quiz.chapter_progress over each student's answers."""
+    from grader.quiz import chapter_progress
+
+    for row in report.students:
+        assert row.quizzes["activations"] == chapter_progress(QUIZ, store.quiz_attempts(row.name))
+    assert report.student("bob").quiz_points == {"activations": 1.0}     # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("fmt, first", [("canvas", "Student,ID,SIS User ID"), ("moodle", "ID number,Email address")])
+def test_grade_report_writes_the_gradebook_imports(store: Store, fmt: str, first: str) -> None:
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+
+    result = CliRunner().invoke(cli, ["report", "--db", str(store.path), "--format", fmt])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(first) and "\nbob," in result.stdout.replace('"', "")

@@ -1,10 +1,9 @@
 """The server's HTML pages (Jinja2, the templates of grader/templates/).
 
-Today one public page: the course (its chapters, due dates, score rule and
-how to log in). The instructor's dashboard of issue 12 goes here: add its
-routes to :func:`routes` (under ``/instructor/``) and its templates beside
-``server_index.html.j2``; the store, the course and the score rule are on
-``request.app.state.normgrade`` (grader/server/app.py, ServerState).
+One public page: the course (its chapters, due dates, score rule and how to
+log in); then the instructor's dashboard under ``/instructor/``
+(grader/server/instructor.py: its login, pages and exports; the views in
+grader/server/dashboard.py, the templates ``dash_*.html.j2``).
 """
 
 from __future__ import annotations
@@ -15,6 +14,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
+
+from grader.server import instructor
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
 
@@ -29,5 +30,5 @@ async def course_page(request: Request) -> Response:
 
 
 def routes() -> list[BaseRoute]:
-    """The page routes (issue 12 adds the instructor's here)."""
-    return [Route("/", course_page, methods=["GET"])]
+    """The course page, then the instructor's dashboard."""
+    return [Route("/", course_page, methods=["GET"]), *instructor.routes()]

@@ -1,0 +1,346 @@
+"""The instructor's dashboard on the course server: pages under ``/instructor/``, its login and its exports.
+
+Who may see it. Every page and export needs the instructor: either an
+``Authorization: Bearer <instructor token>`` header (scripts, API clients), or
+the browser session that ``/instructor/login`` sets after checking the
+instructor token typed into its form. A student's token gets 403 on every
+page; no credentials at all get a redirect to the login form (pages) or 401
+(exports).
+
+The session. The cookie ``normgrade_session`` (HttpOnly, SameSite=Strict,
+Path=/instructor, Secure when served over https) holds
+``<expiry>.<HMAC-SHA256(server key, expiry | sha256 of the token)>``: it is
+derived from the instructor token, is valid only while that token is not
+revoked and until the expiry (SESSION_HOURS), and the token itself never
+leaves the form. The key is random per server process, so a restart logs
+everyone out. Forms that change something (an override, logging out) carry
+a CSRF field, the HMAC of the session cookie, checked in constant time;
+SameSite=Strict already keeps the cookie off cross-site requests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+import time
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from grader import class_report
+from grader.server import auth
+from grader.server.dashboard import (
+    DashboardError, Filters, Links, exercise_detail, items_by_chapter, overview_context, record_override, render,
+    student_detail,
+)
+from grader.store import Store
+
+COOKIE = "normgrade_session"
+SESSION_HOURS = 12
+MAX_FORM_BYTES = 16 * 1024
+LOG = logging.getLogger("normgrade.dashboard")
+
+
+# --- sessions -------------------------------------------------------------------------------------
+
+
+def _key(request: Request) -> bytes:
+    """This server process's session key (made at the first use)."""
+    state = request.app.state
+    if not hasattr(state, "dashboard_key"):
+        state.dashboard_key = secrets.token_bytes(32)
+    return state.dashboard_key
+
+
+def _mac(key: bytes, message: str) -> str:
+    return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
+
+
+def _instructor_hashes(store: Store) -> list[str]:
+    """The stored hashes of the instructor tokens not revoked."""
+    return [r["hash"] for r in store.db.query(
+        "SELECT hash FROM tokens WHERE role = ? AND revoked = 0", [auth.INSTRUCTOR])]
+
+
+def new_session(request: Request, token_hash: str, now: float | None = None) -> str:
+    """The cookie value of a session for the instructor token with this stored hash."""
+    expiry = int((now or time.time()) + SESSION_HOURS * 3600)
+    return f"{expiry}.{_mac(_key(request), f'{expiry}|{token_hash}')}"
+
+
+def session_valid(request: Request, store: Store, value: str | None) -> bool:
+    """Whether a cookie value is an unexpired session of a current instructor token."""
+    if not value or len(value) > 200 or "." not in value:
+        return False
+    expiry, _, mac = value.partition(".")
+    if not expiry.isdigit() or int(expiry) < time.time():
+        return False
+    key = _key(request)
+    return any(hmac.compare_digest(mac, _mac(key, f"{expiry}|{h}")) for h in _instructor_hashes(store))
+
+
+def csrf_token(request: Request) -> str:
+    """The CSRF field of the forms: tied to the session cookie ("" without one)."""
+    value = request.cookies.get(COOKIE, "")
+    return _mac(_key(request), f"csrf|{value}") if value else ""
+
+
+class Denied(Exception):
+    """The request may not see the dashboard: ``response`` says why (403, 401 or a redirect to log in)."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+
+
+def store_of(request: Request) -> Store:
+    store = request.app.state.normgrade.store
+    assert store is not None, "the application has not started"
+    return store
+
+
+def require_instructor(request: Request, page: bool = True) -> str:
+    """'bearer' or 'session' when the request is the instructor's; raises Denied otherwise."""
+    store = store_of(request)
+    header = request.headers.get("authorization")
+    if header is not None:
+        principal = auth.lookup(store.db, auth.bearer(header))
+        if principal is None:
+            raise Denied(message(request, 401, "The token is not valid",
+                                 "The token sent is not valid (mistyped, revoked or replaced): use the current "
+                                 "instructor token.", error=True))
+        if not principal.is_instructor:
+            raise Denied(message(request, 403, "For the instructor only",
+                                 "This page is for the instructor only: a student's token cannot open it.",
+                                 error=True))
+        return "bearer"
+    if session_valid(request, store, request.cookies.get(COOKIE)):
+        return "session"
+    if not page:
+        raise Denied(message(request, 401, "Log in first",
+                             "Log in at /instructor/login, or send the instructor token as a Bearer header.",
+                             error=True))
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    raise Denied(RedirectResponse("/instructor/login?next=" + quote(target, safe=""), status_code=303))
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """A small urlencoded form (at most MAX_FORM_BYTES), first value of each field."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise Denied(message(request, 413, "Too large", "The form is too large.", error=True))
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {k: v[0] for k, v in fields.items()}
+
+
+def check_csrf(request: Request, form: dict[str, str], mode: str) -> None:
+    """A cookie session's form must carry its CSRF field (a Bearer request carries no cookie to abuse)."""
+    if mode == "bearer":
+        return
+    expected = csrf_token(request)
+    if not expected or not hmac.compare_digest(form.get("csrf", ""), expected):
+        raise Denied(message(request, 403, "Form expired",
+                             "The form is from another session: reload the page and submit it again.", error=True))
+
+
+# --- responses ------------------------------------------------------------------------------------
+
+
+def message(request: Request, status: int, heading: str, text: str, error: bool = False, login: bool = False,
+            next_url: str = "/instructor/") -> HTMLResponse:
+    """A short page: a heading, one line, and the login form when asked."""
+    st = request.app.state.normgrade
+    page = render("dash_message.html.j2", title=heading, course_name=st.config.course.name, links=None,
+                  with_script=False, heading=heading, message=text, error=error, login=login, next=next_url,
+                  hours=SESSION_HOURS, back="" if login else "/instructor/", back_text="Back to the dashboard")
+    return HTMLResponse(page, status_code=status, headers={"Cache-Control": "no-store"})
+
+
+def class_now(request: Request, **build: Any) -> class_report.ClassReport:
+    """The class report as the server counts it (its course, its quizzes)."""
+    st = request.app.state.normgrade
+    return class_report.build(store_of(request), quizzes=st.quizzes, course=st.config.course, **build)
+
+
+def page(request: Request, title: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """A dashboard page (dash_page.html.j2): the shared context, then the page's own."""
+    st = request.app.state.normgrade
+    values: dict[str, Any] = {
+        "title": f"{title} - {st.config.course.name}", "course_name": st.config.course.name,
+        "links": Links(offline=False), "csrf": csrf_token(request), "heading": "h1", "open_first": True,
+        "notice": "", "notice_error": False, "with_script": context.get("page") == "overview",
+    }
+    values.update(context)
+    return HTMLResponse(render("dash_page.html.j2", **values), status_code=status,
+                        headers={"Cache-Control": "no-store"})
+
+
+def guarded(handler: Any, page_route: bool = True) -> Any:
+    """The handler, run only for the instructor (Denied becomes its response)."""
+
+    async def run(request: Request) -> Response:
+        try:
+            mode = require_instructor(request, page_route)
+            return await handler(request, mode)
+        except Denied as denied:
+            return denied.response
+
+    run.__doc__ = handler.__doc__
+    return run
+
+
+# --- login ----------------------------------------------------------------------------------------
+
+
+def safe_next(value: str) -> str:
+    """Only a path of the dashboard may follow a login (no open redirect)."""
+    return value if value.startswith("/instructor/") and not value.startswith("//") else "/instructor/"
+
+
+async def login_form(request: Request) -> Response:
+    """GET /instructor/login: the form asking for the instructor token."""
+    return message(request, 200, "Instructor login", "", login=True,
+                   next_url=safe_next(request.query_params.get("next", "/instructor/")))
+
+
+async def login(request: Request) -> Response:
+    """POST /instructor/login: check the instructor token, set the session cookie, go on."""
+    try:
+        form = await read_form(request)
+    except Denied as denied:
+        return denied.response
+    store = store_of(request)
+    next_url = safe_next(form.get("next", "/instructor/"))
+    principal = auth.lookup(store.db, form.get("token", "").strip())
+    if principal is None:
+        return message(request, 401, "Instructor login", "That token is not valid (mistyped, revoked or replaced): "
+                       "paste the instructor token from `grade roster`.", error=True, login=True, next_url=next_url)
+    if not principal.is_instructor:
+        return message(request, 403, "Instructor login", "That is a student's token: the dashboard needs the "
+                       "instructor token.", error=True, login=True, next_url=next_url)
+    response = RedirectResponse(next_url, status_code=303)
+    response.set_cookie(COOKIE, new_session(request, auth.hash_token(form["token"].strip())),
+                        max_age=SESSION_HOURS * 3600, path="/instructor", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+    return response
+
+
+async def logout(request: Request, mode: str) -> Response:
+    """POST /instructor/logout: forget the session cookie."""
+    check_csrf(request, await read_form(request), mode)
+    response = RedirectResponse("/instructor/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/instructor")
+    return response
+
+
+# --- pages ----------------------------------------------------------------------------------------
+
+
+async def overview(request: Request, mode: str) -> Response:
+    """GET /instructor/: the class grid (sortable, filterable), quiz completion, class charts."""
+    report = class_now(request, with_mistakes=False, with_items=False)
+    filters = Filters.from_query(request.query_params, [g.name for g in report.groups])
+    now = datetime.now(timezone.utc)
+    return page(request, "Class overview", page="overview", **overview_context(report, filters, now))
+
+
+async def student_page(request: Request, mode: str) -> Response:
+    """GET /instructor/students/{student}: history, reports, quiz answers, overrides."""
+    name = request.path_params["student"]
+    report = class_now(request, with_items=False, mistakes_of=(name, None))
+    detail = student_detail(store_of(request), report, name)
+    if detail is None:
+        return message(request, 404, "No such student", f"There is no student '{name}' in this course.", error=True)
+    notice = request.query_params.get("saved", "")
+    return page(request, detail.row.label, page="student", d=detail, anchor="student", report=report,
+                notice="Override saved." if notice else "")
+
+
+async def exercise_page(request: Request, mode: str) -> Response:
+    """GET /instructor/exercises/{exercise}: pass rate over time, distribution, mistakes, unnamed failures."""
+    name = request.path_params["exercise"]
+    report = class_now(request, with_items=False, mistakes_of=(None, name))
+    detail = exercise_detail(store_of(request), report, name)
+    if detail is None:
+        return message(request, 404, "No such exercise", f"'{name}' is not an exercise of this course.", error=True)
+    return page(request, name, page="exercise", d=detail, anchor="exercise", report=report)
+
+
+async def items_page(request: Request, mode: str) -> Response:
+    """GET /instructor/quizzes: item analysis (difficulty, discrimination, most chosen wrong answer)."""
+    st = request.app.state.normgrade
+    items = class_report.item_stats(store_of(request).quiz_answer_rows(), st.quizzes)
+    return page(request, "Quiz item analysis", page="items", chapters=[(q.chapter, q.title) for q in st.quizzes],
+                items_by_chapter=items_by_chapter(items))
+
+
+async def save_override(request: Request, mode: str) -> Response:
+    """POST /instructor/overrides: an override with its required comment (logged), then back to the student."""
+    form = await read_form(request)
+    check_csrf(request, form, mode)
+    student = form.get("student", "")
+    report = class_now(request, with_items=False, with_mistakes=False)
+    try:
+        entry = record_override(store_of(request), report, student, form.get("exercise", ""),
+                                form.get("score", ""), form.get("comment", ""))
+    except DashboardError as exc:
+        detail = student_detail(store_of(request), report, student)
+        if detail is None:
+            return message(request, 400, "Override not saved", str(exc), error=True)
+        return page(request, detail.row.label, status=400, page="student", d=detail, anchor="student",
+                    report=report, notice=f"Override not saved: {exc}", notice_error=True)
+    LOG.warning("score override: %s %s -> %s (%s)", entry["student"], entry["exercise"],
+                "withdrawn" if entry["score"] is None else entry["score"], entry["comment"])
+    return RedirectResponse("/instructor/students/" + quote(student, safe="") + "?saved=1#override", status_code=303)
+
+
+# --- exports --------------------------------------------------------------------------------------
+
+
+def _download(text: str, media: str, filename: str) -> Response:
+    return Response(text, media_type=media, headers={
+        "Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"})
+
+
+async def export(request: Request, mode: str) -> Response:
+    """GET /instructor/export/{canvas.csv,moodle.csv,class.json}: the gradebook imports and the JSON."""
+    kind = request.path_params["kind"]
+    if kind not in ("canvas.csv", "moodle.csv", "class.json"):
+        return JSONResponse({"error": f"no export '{kind}': use canvas.csv, moodle.csv or class.json"}, 404)
+    report = class_now(request, with_mistakes=kind == "class.json", with_items=kind == "class.json")
+    if kind == "canvas.csv":
+        return _download(class_report.format_canvas(report), "text/csv; charset=utf-8", "grades-canvas.csv")
+    if kind == "moodle.csv":
+        return _download(class_report.format_moodle(report), "text/csv; charset=utf-8", "grades-moodle.csv")
+    return _download(class_report.format_json(report, indent=None), "application/json", "class.json")
+
+
+# the dashboard's routes: (method, path, handler, a page (True) or an export (False))
+PAGES: list[tuple[str, str, Any, bool]] = [
+    ("GET", "/instructor/", overview, True),
+    ("GET", "/instructor/students/{student:path}", student_page, True),
+    ("GET", "/instructor/exercises/{exercise}", exercise_page, True),
+    ("GET", "/instructor/quizzes", items_page, True),
+    ("POST", "/instructor/overrides", save_override, True),
+    ("POST", "/instructor/logout", logout, True),
+    ("GET", "/instructor/export/{kind}", export, False),
+]
+
+
+def routes() -> list[BaseRoute]:
+    """The login routes, then every dashboard route behind :func:`require_instructor`."""
+    out: list[BaseRoute] = [
+        Route("/instructor/login", login_form, methods=["GET"]),
+        Route("/instructor/login", login, methods=["POST"]),
+        Route("/instructor", lambda request: RedirectResponse("/instructor/", status_code=307), methods=["GET"]),
+    ]
+    out += [Route(path, guarded(handler, is_page), methods=[method]) for method, path, handler, is_page in PAGES]
+    return out
