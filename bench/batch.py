@@ -29,11 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader import batch, catalogue
+from grader import batch
+from grader.student import catalogue
 from grader.checks import CHECKS
-from grader.sandbox import Limits
+from grader.student.sandbox import Limits
 from grader.solution import write_solution
-from grader.store import Store
+from grader.student.store import Store
 
 TARGET_N = 100
 TARGET_S = 240.0

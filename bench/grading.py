@@ -25,9 +25,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from grader import bwrap
+from grader.student import bwrap
 from grader.grading import grade
-from grader.sandbox import Limits
+from grader.student.sandbox import Limits
 from grader.solution import write_solution
 
 REPO = Path(__file__).resolve().parents[1]

@@ -41,12 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader import catalogue, grading
-from grader.errors import GraderError, SetupError
-from grader.model import GradeReport
-from grader.sandbox import Limits
-from grader.sanitize import clean_text
-from grader.store import Store
+from grader import grading
+from grader.student import catalogue
+from grader.student.errors import GraderError, SetupError
+from grader.student.model import GradeReport
+from grader.student.sandbox import Limits
+from grader.student.sanitize import clean_text
+from grader.student.store import Store
 
 EXERCISES_DIR = "exercises"
 NO_SANDBOX_SUFFIX = "+no-sandbox"  # appended to the recorded grader version of a batch run with --no-sandbox

@@ -35,15 +35,15 @@ from typing import Any
 
 import jinja2
 
-from grader.sanitize import csv_cell
+from grader.student.sanitize import csv_cell
 
-from grader import catalogue
+from grader.student import catalogue
 from grader import quiz as quiz_lib
-from grader.course import Course
+from grader.student.course import Course
 from grader.progress import DEFAULT_MAX_SCORE
 from grader.quiz import Quiz
-from grader.report import format_score, mistake_entry, status_style
-from grader.store import Store
+from grader.student.report import format_score, mistake_entry, status_style
+from grader.student.store import Store
 
 HISTOGRAM_BINS = 10
 TOP_MISTAKES = 5
@@ -334,7 +334,7 @@ def build(
 
     ``exercise_ids``: the columns (default: the course's exercises; exercises
     recorded in the store but not listed are appended). ``quizzes``: the quiz
-    chapters (default: none). ``course``: which score counts (``grader.course``;
+    chapters (default: none). ``course``: which score counts (``grader.student.course``;
     default: the best ever).
     """
     ids = list(exercise_ids) if exercise_ids is not None else list(catalogue.EXERCISES)

@@ -19,12 +19,13 @@ from typing import Any, TypeVar
 import click
 
 from grader import batch as batch_lib
-from grader import catalogue, class_report, grading, progress, remote_cli
+from grader import class_report, grading, progress, remote_cli
+from grader.student import catalogue
 from grader import quiz as quiz_lib
-from grader.course import load_course
-from grader.errors import GraderError, StoreError
-from grader.model import GradeReport
-from grader.report import (
+from grader.student.course import load_course
+from grader.student.errors import GraderError, StoreError
+from grader.student.model import GradeReport
+from grader.student.report import (
     format_json,
     format_text,
     gradescope_error,
@@ -33,8 +34,8 @@ from grader.report import (
     write_json,
     write_text,
 )
-from grader.sandbox import Limits
-from grader.store import Store, default_db_path
+from grader.student.sandbox import Limits
+from grader.student.store import Store, default_db_path
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -24,14 +24,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from grader import catalogue, loader
-from grader.errors import SetupError
-from grader.ingest import Ingested, read_submission
-from grader.model import CheckResult, ExerciseResult, GradeReport, exercise_seed
-from grader.ops import Case, ScriptResult, run_script
-from grader.sanitize import clean_text
-from grader.sandbox import Job, JobOutcome, Limits, human_bytes, run_cases
-from grader.worker import FORBIDDEN_SUFFIX
+from grader.student import catalogue, loader
+from grader.student.errors import SetupError
+from grader.student.ingest import Ingested, read_submission
+from grader.student.model import CheckResult, ExerciseResult, GradeReport, exercise_seed
+from grader.student.ops import Case, ScriptResult, run_script
+from grader.student.sanitize import clean_text
+from grader.student.sandbox import Job, JobOutcome, Limits, human_bytes, run_cases
+from grader.student.worker import FORBIDDEN_SUFFIX
 
 # Case errors that make an exercise an ``error`` rather than a plain failure.
 _ERROR_KINDS = {
@@ -97,7 +97,7 @@ def reference_results(exercise_id: str, seed: int, cases: list[Case]) -> Referen
 
 
 def files_hash(path: Path) -> str:
-    """sha256 over the exercise files a hand-in would be graded with (see :class:`grader.ingest.Ingested`)."""
+    """sha256 over the exercise files a hand-in would be graded with (see :class:`grader.student.ingest.Ingested`)."""
     return read_submission(path).files_hash()
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader import catalogue
-from grader.errors import UsageError
+from grader.student import catalogue
+from grader.student.errors import UsageError
 
 
 def test_exercise_list_is_the_spec_list() -> None:

@@ -18,7 +18,7 @@ import pytest
 from checks_util import SEEDS, assert_named, by_name, grade_in_process
 from grader.checks import CHECKS
 from grader.mistakes import CATALOGUE
-from grader.ops import run_script
+from grader.student.ops import run_script
 
 os.environ.setdefault("POCL_CACHE_DIR", "/tmp/pocl-cache")
 
@@ -171,7 +171,7 @@ def test_parent_never_needs_a_device() -> None:
 
 
 def test_a_submission_calling_itself_reference_is_not_emulated(tmp_path: Path) -> None:
-    from grader.ops_opencl import REFERENCE_KERNELS, emulation_table
+    from grader.student.ops_opencl import REFERENCE_KERNELS, emulation_table
     from grader.mistakes import reference_namespace
 
     fake = types.ModuleType("reference")

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from grader.catalogue import EXERCISES
-from grader.errors import SetupError, UsageError
+from grader.student.catalogue import EXERCISES
+from grader.student.errors import SetupError, UsageError
 from grader.grading import _status, files_hash, grade
-from grader.model import CheckResult
-from grader.ops import Case, ScriptResult
-from grader.sandbox import Limits
+from grader.student.model import CheckResult
+from grader.student.ops import Case, ScriptResult
+from grader.student.sandbox import Limits
 from grader.solution import EXERCISE_KERNELS, write_solution
 
 REPO = Path(__file__).resolve().parents[1]
@@ -214,7 +214,7 @@ def test_heavy_printing_is_reported_as_output_limit_reached() -> None:
     """A timeout whose captured output filled the limit is the prints' doing, not an endless loop."""
     from grader.checks import CHECKS
     from grader.grading import _exercise_result
-    from grader.sandbox import JobOutcome
+    from grader.student.sandbox import JobOutcome
 
     limits = Limits()
     definition = CHECKS["activations.ReLU"]
@@ -231,7 +231,7 @@ def test_heavy_printing_is_reported_as_output_limit_reached() -> None:
 
 def test_knock_on_failures_name_the_exercise_to_fix_first() -> None:
     from grader.grading import _with_knock_on_note
-    from grader.model import ExerciseResult
+    from grader.student.model import ExerciseResult
 
     deps = {"blocks.py": {"linear.py", "normalization.py", "activations.py", "dropout.py", "base.py"},
             "approximation.py": {"linear.py", "optim.py", "activations.py", "base.py"}}

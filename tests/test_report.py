@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.model import CheckResult, ExerciseResult, GradeReport
-from grader.report import (
+from grader.student.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.report import (
     format_json,
     format_score,
     format_text,
@@ -219,7 +219,7 @@ def test_a_shared_traceback_is_printed_once_and_a_failed_exercise_shows_its_outp
 def test_one_word_per_status_in_the_text_the_json_and_the_readme() -> None:
     from pathlib import Path
 
-    from grader.report import STATUS_LABELS
+    from grader.student.report import STATUS_LABELS
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     for status, (label, _) in STATUS_LABELS.items():

@@ -37,11 +37,11 @@ from conftest import require_program
 from grader import batch
 from grader.cli import cli
 from grader.grading import grade
-from grader.model import GradeReport
-from grader.report import format_text
-from grader.sandbox import Limits
+from grader.student.model import GradeReport
+from grader.student.report import format_text
+from grader.student.sandbox import Limits
 from grader.solution import write_solution
-from grader.store import Store
+from grader.student.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SANDBOX = Limits(wall_s=60.0, sandbox=True)
@@ -518,7 +518,7 @@ def test_a_huge_sparse_file_is_refused_before_reading(tmp_path: Path) -> None:
     folder = write_solution(tmp_path / "exercises")
     with open(folder / "normalization.py", "r+b") as f:
         f.truncate(1 << 40)  # a terabyte of holes: reading it would take hours
-    from grader.errors import GraderError
+    from grader.student.errors import GraderError
 
     with pytest.raises(GraderError, match="normalization.py is 1099511627776 bytes"):
         grade(folder, SELECTION, "eve", SANDBOX)
@@ -544,7 +544,7 @@ def test_ten_thousand_junk_files_are_refused_unread(tmp_path: Path) -> None:
     junk.mkdir()
     for i in range(10_000):
         (junk / f"f{i}.py").write_bytes(b"")
-    from grader.errors import GraderError
+    from grader.student.errors import GraderError
 
     with pytest.raises(GraderError, match="hand in only your exercises folder"):
         grade(folder, SELECTION, "eve", SANDBOX)
@@ -634,7 +634,7 @@ def test_a_killed_gradescope_run_leaves_a_valid_results_json(tmp_path: Path) -> 
 
 
 def test_batch_refuses_to_start_without_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from grader import bwrap
+    from grader.student import bwrap
 
     write_solution(tmp_path / "class" / "amy" / "exercises")
     monkeypatch.setattr(bwrap, "problem", lambda: "bubblewrap is not installed (apt-get install bubblewrap)")

@@ -7,7 +7,7 @@ only: it imports ``grader.mistakes``, which imports ``reference``.
 
 from __future__ import annotations
 
-from grader.catalogue import EXERCISES
+from grader.student.catalogue import EXERCISES
 from grader.checks import (
     activations,
     approximation,

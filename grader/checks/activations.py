@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from grader.checks.base import Compare, ExerciseChecks, LayerPlan, Plan, away_from_zero
-from grader.ops import Case
+from grader.student.ops import Case
 
 # Points per check; the activations with a constructor check (PReLU) take them
 # from forward_1d and forward_batch1.

@@ -2,7 +2,7 @@
 
 An exercise's checks are an :class:`ExerciseChecks` subclass registered in
 ``grader.checks.CHECKS``. It builds, deterministically from a seed, a
-:class:`Plan`: the cases (scripts for ``grader.ops``) and the checks that read
+:class:`Plan`: the cases (scripts for ``grader.student.ops``) and the checks that read
 their outputs. ``cases(seed)`` hands the cases to the sandbox; ``evaluate``
 rebuilds the same plan and runs every check on the student's and the
 reference's results, in the parent.
@@ -32,10 +32,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.compare import compare, same_as, scale_of
+from grader.student.compare import compare, same_as, scale_of
 from grader.mistakes import Mistake, diagnose, error_signature, for_exercise
-from grader.model import CheckResult
-from grader.ops import Case, ScriptResult, run_script
+from grader.student.model import CheckResult
+from grader.student.ops import Case, ScriptResult, run_script
 
 # A correct float64 implementation agrees with the reference to ~1e-12 relative;
 # every classic mistake is off by more than 1e-5 on the inputs chosen to expose it.

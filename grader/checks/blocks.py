@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from grader.checks.base import ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, Plan, error_text
-from grader.compare import compare, scale_of
+from grader.student.compare import compare, scale_of
 from grader.mistakes import Mistake, reference_namespace
-from grader.ops import Case
+from grader.student.ops import Case
 
 FLAGS = ("training", "linear.training", "bn.training", "act.training", "drop.training")
 

@@ -29,8 +29,8 @@ import numpy as np
 
 from grader.checks.base import Check, Context, Custom, ExerciseChecks, Plan, error_text, result
 from grader.mistakes import Mistake
-from grader.model import CheckResult
-from grader.ops import Case, ScriptResult
+from grader.student.model import CheckResult
+from grader.student.ops import Case, ScriptResult
 
 # Two-sided normal quantile for the statistical bounds: P(|Z| > 6.5) = 8.0e-11,
 # below 1e-9 with room for the normal approximations used with it.

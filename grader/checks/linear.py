@@ -15,7 +15,7 @@ import numpy as np
 
 from grader.checks.base import Context, Custom, ExerciseChecks, LayerPlan, Plan, error_text
 from grader.mistakes import Mistake
-from grader.ops import Case
+from grader.student.ops import Case
 
 IN, OUT = 5, 3
 SQUARE = 4  # in_features = out_features of the square case

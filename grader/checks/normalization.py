@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 
 from grader.checks.base import RTOL, ATOL, Compare, Context, Custom, ExerciseChecks, LayerPlan, Plan, Raises, error_text
-from grader.compare import compare, scale_of
+from grader.student.compare import compare, scale_of
 from grader.mistakes import Mistake
-from grader.ops import Case
+from grader.student.ops import Case
 
 MOMENTUM = 0.3
 TRAIN_STEPS = 3

@@ -21,9 +21,9 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from grader.catalogue import CPU_TOPICS, TOPICS, name_of, topic_of
-from grader.compare import DEFAULT_ATOL, DEFAULT_RTOL, same_as
-from grader.ops import Case, ScriptResult, run_script
+from grader.student.catalogue import CPU_TOPICS, TOPICS, name_of, topic_of
+from grader.student.compare import DEFAULT_ATOL, DEFAULT_RTOL, same_as
+from grader.student.ops import Case, ScriptResult, run_script
 
 
 

@@ -1,6 +1,6 @@
 """Known mistakes in the OpenCL exercises, each a NumPy emulation of a wrong kernel.
 
-A mistake's namespace is a ``grader.ops_opencl.EmulatedKernels`` with one
+A mistake's namespace is a ``grader.student.ops_opencl.EmulatedKernels`` with one
 kernel replaced, so the ``cl_kernel`` op runs it in the grader's own process
 without an OpenCL context, on the same float32 inputs as the student's kernel.
 """
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from grader.mistakes import Mistake
-from grader.ops_opencl import EmulatedKernels, Emulation, launched_rows, phi_cdf, sentinel
+from grader.student.ops_opencl import EmulatedKernels, Emulation, launched_rows, phi_cdf, sentinel
 
 
 def kernel_mistake(mistake_id: str, kernel: str, sentence: str, fix: str, emulation: Emulation) -> Mistake:

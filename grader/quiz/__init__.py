@@ -56,8 +56,8 @@ from typing import Any
 
 import click
 
-from grader.errors import UsageError
-from grader.model import exercise_seed
+from grader.student.errors import UsageError
+from grader.student.model import exercise_seed
 from grader.quiz import expr
 from grader.quiz import params as params_lib
 from grader.quiz.errors import (

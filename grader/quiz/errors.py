@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.errors import GraderError, UsageError
+from grader.student.errors import GraderError, UsageError
 
 
 class QuizError(GraderError):

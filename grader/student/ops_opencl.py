@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.ops import ScriptError
+from grader.student.opserrors import ScriptError
 
 
 class KernelBuildError(RuntimeError):
@@ -252,7 +252,7 @@ def is_reference_package(ns: Any) -> bool:
     """
     if not isinstance(ns, types.ModuleType) or ns.__name__ != "reference":
         return False
-    expected = Path(__file__).resolve().parent.parent / "reference" / "__init__.py"
+    expected = Path(__file__).resolve().parents[2] / "reference" / "__init__.py"
     module_file = getattr(ns, "__file__", None)
     return sys.modules.get("reference") is ns and module_file is not None and Path(module_file).resolve() == expected
 
@@ -271,7 +271,7 @@ def kernels_folder(ns: Any) -> str:
 def run_cl_kernel(ns: Any, op: Mapping[str, Any], env: Any) -> dict[str, np.ndarray]:
     """Run one ``cl_kernel`` op, record its outputs in ``env`` and return them by name.
 
-    ``env`` is ``grader.ops.Env`` (its ``arrays`` are the case arrays and its
+    ``env`` is ``grader.student.ops.Env`` (its ``arrays`` are the case arrays and its
     ``record(out, value, source)`` stores an output); a plain mapping of arrays
     also works (then nothing is recorded). Raises ``KernelBuildError`` (with the
     compiler log), ``KernelLaunchError``, or ``NotImplementedError`` when every

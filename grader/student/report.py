@@ -19,8 +19,8 @@ from typing import IO, Any
 
 import click
 
-from grader.sanitize import clean_text
-from grader.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.sanitize import clean_text
+from grader.student.model import CheckResult, ExerciseResult, GradeReport
 
 # status -> (label, colour): the label is the status word of the JSON and the README, in capitals,
 # one word per status; it is never "PASSED" unless the marks are full
