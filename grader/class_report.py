@@ -307,6 +307,8 @@ class ClassReport:
 
 def _mistake_texts(mistake_id: str) -> tuple[str, str]:
     """(sentence, fix) of a known mistake from ``grader.mistakes.CATALOGUE``; ('', '') when unknown."""
+    import grader.mistakes  # noqa: F401  (registers the catalogue's sentences with grader.student.diagnosis)
+
     entry = mistake_entry(mistake_id)
     if entry is None:
         return "", ""

@@ -32,6 +32,7 @@ from grader.student.ops import Case, ScriptResult, run_script
 from grader.student.sanitize import clean_text
 from grader.student.sandbox import Job, JobOutcome, Limits, human_bytes, run_cases
 from grader.student.worker import FORBIDDEN_SUFFIX
+from grader.student.diagnosis import REFERENCE_AGAIN, KnownMistake, without_numgrad
 
 # Case errors that make an exercise an ``error`` rather than a plain failure.
 _ERROR_KINDS = {
@@ -94,6 +95,39 @@ def reference_results(exercise_id: str, seed: int, cases: list[Case]) -> Referen
             while len(_REFERENCE_CACHE) > _REFERENCE_CACHE_SIZE:
                 del _REFERENCE_CACHE[next(iter(_REFERENCE_CACHE))]
         return results
+
+
+class LiveExpected:
+    """The expected results of one exercise, computed here: the reference (lazy, cached) and the mistake variants.
+
+    The live :class:`grader.student.diagnosis.Expected`: hidden checks with
+    per-student seeds (``grade submit`` in this repository, ``grade batch``, the
+    course server, the Gradescope bundle) and the source of every case pack.
+    """
+
+    live = True
+
+    def __init__(self, exercise_id: str, reference: Mapping[str, ScriptResult]) -> None:
+        from grader.mistakes import for_exercise
+
+        self.exercise_id = exercise_id
+        self._reference = reference
+        self._mistakes = {m.id: m for m in for_exercise(exercise_id)}
+        self.mistakes: list[KnownMistake] = list(self._mistakes.values())
+
+    @property
+    def reference(self) -> Mapping[str, ScriptResult]:
+        return self._reference
+
+    def namespace(self, mistake_id: str | None) -> Any:
+        """The reference package (None or REFERENCE_AGAIN) or the namespace of mistake ``mistake_id``."""
+        if mistake_id is None or mistake_id == REFERENCE_AGAIN:
+            return _reference_namespace()
+        return self._mistakes[mistake_id].namespace
+
+    def variant(self, mistake_id: str, case: Case) -> ScriptResult:
+        """Run ``mistake_id``'s namespace (or the reference again) on ``case`` without its numgrad ops."""
+        return run_script(self.namespace(mistake_id), without_numgrad(case), case.arrays)
 
 
 def files_hash(path: Path) -> str:
@@ -202,7 +236,7 @@ def _exercise_result(
     checks_def: Any,
     cases: list[Case],
     outcome: JobOutcome,
-    reference: Mapping[str, ScriptResult],
+    expected: Any,
     limits: Limits,
 ) -> ExerciseResult:
     """Turn a sandbox outcome into an ExerciseResult (evaluation happens here, in the parent)."""
@@ -217,7 +251,7 @@ def _exercise_result(
                        f" {message.replace(' (infinite loop?)', '')}. Remove or reduce the prints.")
         return ExerciseResult(exercise_id, status, 0.0, max_score, [], message, outcome.duration, outcome.output)
     try:
-        checks = checks_def.evaluate(outcome.results, reference, seed)
+        checks = checks_def.evaluate(outcome.results, expected, seed)
     except Exception as exc:  # a grader bug must not take the other exercises down
         message = f"the grader could not evaluate {exercise_id}: {type(exc).__name__}: {exc} (a grader bug: please report it)"
         return ExerciseResult(exercise_id, "error", 0.0, max_score, [], message, outcome.duration, outcome.output)
@@ -313,7 +347,7 @@ def grade(path: Path | str, selectors: list[str] | None, student: str, limits: L
                 CHECKS[exercise_id],
                 cases[exercise_id],
                 outcomes[exercise_id],
-                reference_results(exercise_id, seeds[exercise_id], cases[exercise_id]),
+                LiveExpected(exercise_id, reference_results(exercise_id, seeds[exercise_id], cases[exercise_id])),
                 limits,
             )
         )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.checks import CHECKS
+from grader.grading import LiveExpected
 from grader.mistakes import patched_namespace, reference_namespace
 from grader.student.model import CheckResult
 from grader.student.ops import run_script
@@ -44,7 +45,7 @@ def grade_in_process(exercise_id: str, ns: Any, seed: int = SEEDS[0], fresh: boo
     """
     student = run_cases(exercise_id, ns, seed)
     reference = run_cases(exercise_id, reference_namespace(), seed) if fresh else reference_runs(exercise_id, seed)
-    return CHECKS[exercise_id].evaluate(student, reference, seed)
+    return CHECKS[exercise_id].evaluate(student, LiveExpected(exercise_id, reference), seed)
 
 
 def variant_ns(reference_module_attr: str, **overrides: Any) -> Any:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import io
 import json
 import sys
-import types
+import types  # noqa: F401
 from pathlib import Path
 
 import pytest
 
+from grader.student import diagnosis
 from grader.student.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.report import (
     format_json,
@@ -28,10 +29,9 @@ DIFF = "running_var differs at [2]: received 0.81, expected 0.9"
 
 @pytest.fixture
 def catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A stand-in grader.mistakes with one known mistake."""
-    fake = types.ModuleType("grader.mistakes")
-    fake.CATALOGUE = {"bn-biased-running-var": types.SimpleNamespace(sentence=SENTENCE, fix=FIX)}
-    monkeypatch.setitem(sys.modules, "grader.mistakes", fake)
+    """One known mistake registered for reports (as the mistake catalogue or a case pack registers them)."""
+    monkeypatch.setitem(diagnosis.KNOWN, "bn-biased-running-var",
+                        diagnosis.KnownMistake("bn-biased-running-var", "normalization.BatchNorm1d", SENTENCE, FIX))
 
 
 def sample_report() -> GradeReport:

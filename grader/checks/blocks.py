@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.base import ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, Plan, error_text
+from grader.checks.base import ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, Mistake, Plan, error_text
 from grader.student.compare import compare, scale_of
-from grader.mistakes import Mistake, reference_namespace
 from grader.student.ops import Case
 
 FLAGS = ("training", "linear.training", "bn.training", "act.training", "drop.training")
@@ -100,9 +99,10 @@ class MLPBlockChecks(ExerciseChecks):
                          what=f"{shape} with p=0 in training (batch statistics)"))
         plan.add(Compare("backward_train", 2.0, case="train_p0", keys=["dx", "dW", "dgamma", "dbeta"],
                          what=f"{shape} with p=0: backward through Dropout, GELU, BatchNorm1d and Linear"))
-        plan.add(Custom("dropout_train", 1.5, fn=lambda ctx: masked_check(
+        # The two masked checks run the reference block with the student's own dropout mask: hidden grading only.
+        plan.add(Custom("dropout_train", 1.5, live_only=True, fn=lambda ctx: masked_check(
             ctx, (in_f, out_f), p, ["y"], "each output must be 0 or GELU(BN(x W^T)) / (1 - p)")))
-        plan.add(Custom("backward_dropout", 1.0, fn=lambda ctx: masked_check(
+        plan.add(Custom("backward_dropout", 1.0, live_only=True, fn=lambda ctx: masked_check(
             ctx, (in_f, out_f), p, ["dx", "dW"], "the backward of dout * mask / (1 - p), with the mask of"
                                                    " your forward")))
         plan.add(Compare("running_stats", 1.0, case="eval", keys=["running_mean", "running_var"],
@@ -174,7 +174,7 @@ def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str]
     keep = (y != 0).astype(np.float64)
     if keep.all() or not keep.any():
         return False, f"p={p} in training: {'no' if keep.all() else 'every'} output was dropped", None
-    expected = with_mask(reference_namespace(), ctx, shape, p, keep)
+    expected = with_mask(ctx.expected.namespace(None), ctx, shape, p, keep)
     assert expected is not None
     for key in keys:
         cmp = compare(got[key], expected[key], RTOL, ATOL * scale_of(expected[key]))
@@ -182,7 +182,7 @@ def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str]
             continue
         mistake = None
         for candidate in ctx.mistakes:
-            theirs = with_mask(candidate.namespace, ctx, shape, p, keep)
+            theirs = with_mask(ctx.expected.namespace(candidate.id), ctx, shape, p, keep)
             if theirs is not None and all(
                 compare(got[k], theirs[k], RTOL, ATOL * scale_of(theirs[k])).ok for k in keys
             ):

@@ -36,7 +36,7 @@ import numpy as np
 
 from grader.checks.base import UNDIAGNOSED_ERRORS, ExerciseChecks, Plan, error_text
 from grader.checks.init import StatCheck, Verdict, hoeffding_halfwidth, link_peers, same_value
-from grader.mistakes import error_signature
+from grader.student.diagnosis import error_signature
 from grader.student.ops import Case, ScriptResult
 
 CLS = "dropout.Dropout"

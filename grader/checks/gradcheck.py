@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from grader.checks.base import Compare, Custom, Context, ExerciseChecks, Plan, ShapeDtype, error_text
-from grader.mistakes import Mistake
+from grader.student.diagnosis import KnownMistake as Mistake
 from grader.student.ops import Case
 
 NG_RTOL = 1e-7

@@ -33,7 +33,7 @@ import numpy as np
 
 from grader.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
 from grader.student.compare import compare, scale_of
-from grader.mistakes import Mistake
+from grader.student.diagnosis import KnownMistake as Mistake
 from grader.student.model import CheckResult
 from grader.student.ops import Case
 

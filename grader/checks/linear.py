@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.checks.base import Context, Custom, ExerciseChecks, LayerPlan, Plan, error_text
-from grader.mistakes import Mistake
+from grader.student.diagnosis import KnownMistake as Mistake
 from grader.student.ops import Case
 
 IN, OUT = 5, 3

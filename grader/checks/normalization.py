@@ -36,7 +36,7 @@ import numpy as np
 
 from grader.checks.base import RTOL, ATOL, Compare, Context, Custom, ExerciseChecks, LayerPlan, Plan, Raises, error_text
 from grader.student.compare import compare, scale_of
-from grader.mistakes import Mistake
+from grader.student.diagnosis import KnownMistake as Mistake
 from grader.student.ops import Case
 
 MOMENTUM = 0.3
