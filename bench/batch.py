@@ -31,7 +31,7 @@ from pathlib import Path
 
 from grader import batch
 from grader.student import catalogue
-from grader.checks import CHECKS
+from grader.student.checks import CHECKS
 from grader.student.sandbox import Limits
 from grader.solution import write_solution
 from grader.student.store import Store

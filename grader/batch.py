@@ -214,7 +214,7 @@ def _worker_init(parent: int) -> None:
     """Start-up of a grading process: leave Ctrl-C to the batch process, die with it, load the checks once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with, args=(parent,), name="parent-watch", daemon=True).start()
-    importlib.import_module("grader.checks")
+    importlib.import_module("grader.student.checks")
 
 
 def _grade_in_worker(path: Path, selectors: list[str] | None, student: str, limits: Limits) -> GradeReport:

@@ -276,7 +276,7 @@ def _with_knock_on_note(ex: ExerciseResult, graded: list[ExerciseResult], deps: 
     declaration, every exercise of the imported files) and that fall short are
     named, so that the student fixes those first.
     """
-    from grader.checks import CHECKS
+    from grader.student.checks import CHECKS
 
     if ex.score >= ex.max_score or catalogue.topic_of(ex.id) == "kernels":
         return ex
@@ -306,7 +306,7 @@ def grade(path: Path | str, selectors: list[str] | None, student: str, limits: L
     Raises UsageError for an unknown selector and SetupError for a missing or
     empty folder; everything the student's code does ends up in the report.
     """
-    from grader.checks import CHECKS
+    from grader.student.checks import CHECKS
 
     limits = limits or Limits()
     ids = catalogue.resolve(list(selectors or []))
@@ -365,7 +365,7 @@ def error_report(student: str, selectors: list[str] | None, reason: str) -> Grad
 
     Its files hash is empty, so ``grade batch`` tries the student again on its next run.
     """
-    from grader.checks import CHECKS
+    from grader.student.checks import CHECKS
 
     reason = clean_text(reason, 2000)
     exercises = [

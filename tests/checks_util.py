@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grader.checks import CHECKS
+from grader.student.checks import CHECKS
 from grader.grading import LiveExpected
 from grader.mistakes import patched_namespace, reference_namespace
 from grader.student.model import CheckResult

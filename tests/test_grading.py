@@ -212,7 +212,7 @@ def test_status_error_passed_failed() -> None:
 
 def test_heavy_printing_is_reported_as_output_limit_reached() -> None:
     """A timeout whose captured output filled the limit is the prints' doing, not an endless loop."""
-    from grader.checks import CHECKS
+    from grader.student.checks import CHECKS
     from grader.grading import _exercise_result
     from grader.student.sandbox import JobOutcome
 

@@ -41,7 +41,7 @@ numgrad    var, x, dout, out, h?, wrt?                 central differences of
                                                        or w.r.t. the array attribute ``wrt``
 target     var, name                                   binds the named function ``TARGETS[name]``
 eval_fn    var, x, out                                 records ``var(x)`` (a callable made earlier)
-cl_kernel  see grader/checks/kernels.py                ``grader.student.ops_opencl.run_cl_kernel(ns, op, env)``
+cl_kernel  see grader/student/checks/kernels.py                ``grader.student.ops_opencl.run_cl_kernel(ns, op, env)``
 =========  ==========================================  ==============================================
 
 Every recorded output goes through ``np.asarray`` (then is copied) and must be

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.base import Check, Compare, Context, ExerciseChecks, Plan, error_text, result
+from grader.student.checks.base import Check, Compare, Context, ExerciseChecks, Plan, error_text, result
 from grader.student.model import CheckResult
 from grader.student.ops import Case
 

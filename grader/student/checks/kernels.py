@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
+from grader.student.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
 from grader.student.compare import compare, scale_of
 from grader.student.diagnosis import KnownMistake as Mistake
 from grader.student.model import CheckResult

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.base import ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, Mistake, Plan, error_text
+from grader.student.checks.base import ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, Mistake, Plan, error_text
 from grader.student.compare import compare, scale_of
 from grader.student.ops import Case
 

@@ -1,7 +1,7 @@
 """The check framework: an exercise's cases, its checks, and how a failure is explained.
 
 An exercise's checks are an :class:`ExerciseChecks` subclass registered in
-``grader.checks.CHECKS``. It builds, deterministically from a seed, a
+``grader.student.checks.CHECKS``. It builds, deterministically from a seed, a
 :class:`Plan`: the cases (scripts for ``grader.student.ops``) and the checks that read
 their outputs. ``cases(seed)`` hands the cases to the sandbox; ``evaluate``
 rebuilds the same plan and runs every check on the student's and the

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.checks.base import Check, Context, Custom, ExerciseChecks, Plan, error_text, result
+from grader.student.checks.base import Check, Context, Custom, ExerciseChecks, Plan, error_text, result
 from grader.student.diagnosis import KnownMistake as Mistake
 from grader.student.model import CheckResult
 from grader.student.ops import Case, ScriptResult

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.base import Compare, Custom, Context, ExerciseChecks, Plan, ShapeDtype, error_text
+from grader.student.checks.base import Compare, Custom, Context, ExerciseChecks, Plan, ShapeDtype, error_text
 from grader.student.diagnosis import KnownMistake as Mistake
 from grader.student.ops import Case
 

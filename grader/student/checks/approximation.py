@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
+from grader.student.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
 from grader.student.model import CheckResult
 from grader.student.ops import TARGETS, Case
 
