@@ -13,7 +13,7 @@ turns live results at the public seeds into case packs).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,10 @@ class LiveExpected:
     def variant(self, mistake_id: str, case: Case) -> ScriptResult:
         """Run ``mistake_id``'s namespace (or the reference again) on ``case`` without its numgrad ops."""
         return run_script(self.namespace(mistake_id), without_numgrad(case), case.arrays)
+
+    def verdict(self, check: str, mistake_id: str, compute: Callable[[], tuple[bool, Any]]) -> tuple[bool, Any]:
+        """A statistical check's verdict on a variant: computed from the variant's live results."""
+        return compute()
 
 
 class LiveSource:

@@ -79,6 +79,11 @@ class Expected(Protocol):
         """The result of mistake ``mistake_id``'s variant (or :data:`REFERENCE_AGAIN`) on ``case`` without numgrad ops."""
         ...
 
+    def verdict(self, check: str, mistake_id: str, compute: Callable[[], tuple[bool, Any]]) -> tuple[bool, Any]:
+        """(ok, fingerprint) of statistical check ``check`` on mistake ``mistake_id``'s variant: ``compute()``
+        where the variant's results are at hand (live), the stored pair in a case pack."""
+        ...
+
     def namespace(self, mistake_id: str | None) -> Any:
         """Live only: the reference package (None) or a mistake's namespace, for checks that run code on
         values read off the student's output. A pack raises :class:`NeedsReference`."""

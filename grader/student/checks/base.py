@@ -605,6 +605,9 @@ class ExerciseChecks:
     max_score: float = 10.0
     timeout: float = 10.0
     needs_opencl: bool = False
+    # False when judging reads the reference's and the variants' results only through StatCheck verdicts
+    # (dropout, init): a case pack then stores those verdicts instead of the (large) sampled outputs.
+    pack_outputs: bool = True
     # The student's own exercises this one runs (blocks.MLPBlock: Linear, BatchNorm1d, GELU, Dropout): when one of
     # them falls short in the same run, the report says to fix it first. Empty: any exercise of an imported file.
     uses: tuple[str, ...] = ()

@@ -80,6 +80,8 @@ def get(res: Results, case: str, *keys: str) -> tuple[list[np.ndarray] | None, s
 
 
 class DropoutChecks(ExerciseChecks):
+    # Every check is a StatCheck: a case pack stores their verdicts on the variants, not the variants' samples.
+    pack_outputs = False
     """dropout.Dropout: structure and statistics of the training output, backward, eval, edges."""
 
     id = CLS
