@@ -15,7 +15,7 @@ with a random 16-byte salt per question. Canonical answers:
 - short answer: ``short:<normalised text>``, one digest per accepted form
   (normalised for case, spaces and simple notation, see ``normalise_text``);
   a question that declares ``symbols`` also stores, per form that is a
-  formula, the digest of its fingerprint (``grader.quiz.expr``: its values at
+  formula, the digest of its fingerprint (``grader.student.expr``: its values at
   sample points drawn from the salt), so ``2/fan_in``, ``Var(W) = 2/n`` and
   ``4/(2 n_in)`` all match ``2/n_in``;
 - numeric, tolerance t: ``num:<k>`` with k = round(value * QUANT_STEPS / t).
@@ -58,7 +58,7 @@ import click
 
 from grader.student.errors import UsageError
 from grader.student.model import exercise_seed
-from grader.quiz import expr
+from grader.student import expr
 from grader.quiz import params as params_lib
 from grader.quiz.errors import (
     AnswerFormatError,
