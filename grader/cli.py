@@ -35,7 +35,6 @@ from grader.student.cli import (  # noqa: F401  (shared with the handout's grade
     no_sandbox_option,
     one_line_errors,
     path_option,
-    record_attempt,
     sandbox_setting,
     student_option,
 )
@@ -484,6 +483,28 @@ def bench_command(quick: bool, repeats: int) -> None:
         raise CommandError(f"no OpenCL device ({reason}): pip install pocl-binary-distribution")
     sizes, repeats = (bench.QUICK_SIZES, min(repeats, 3)) if quick else (bench.DEFAULT_SIZES, repeats)
     click.echo(bench.format_table(bench.run_bench(sizes=sizes, repeats=repeats)))
+
+
+@cli.command("release")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder to write: student/ (the handout), autograder/autograder.zip (Gradescope), manifest.json.")
+@click.option("--force", is_flag=True, help="Replace the contents of a non-empty --out folder.")
+@click.option("--no-practice", is_flag=True,
+              help="Quizzes with questions and choices only (no sealed explanations for offline practice).")
+def release_command(out: Path, force: bool, no_practice: bool) -> None:
+    """Write the student handout (no answers; public checks as case packs) and the Gradescope autograder."""
+    from grader.release import build_release
+
+    with one_line_errors():
+        release = build_release(out, force=force, practice=not no_practice)
+    student_files = len(release.files["student"])
+    click.echo(f"Wrote release {release.version} to {release.out}")
+    click.echo(f"  student/                    the handout: {student_files} files; install with"
+               f" `pip install {release.out / 'student'}`")
+    click.echo(f"  case packs                  {release.packs_bytes / 1e6:.2f} MB for {len(release.pack_sizes)}"
+               " exercises (public checks, fixed seeds)")
+    click.echo("  autograder/autograder.zip   Gradescope: setup.sh, run_autograder, the full grader and reference")
+    click.echo(f"  manifest.json               reference sha256 {release.reference_sha256[:16]}...")
 
 
 remote_cli.register(cli)  # login, logout, serve, worker, roster (grader/remote_cli.py)
