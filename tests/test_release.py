@@ -345,3 +345,23 @@ def test_gradescope_survives_a_crashing_upload(release: Path, tmp_path: Path) ->
     empty = autograde(release, tmp_path / "empty", {"notes.txt": "nothing here"})
     assert empty["score"] == 0 and empty["tests"] == [] and "no exercise files" in empty["output"]
     shutil.rmtree(tmp_path / "empty")
+
+
+def test_the_handout_quiz_practice_session(release: Path) -> None:
+    from grader.student.cli import cli as student_cli
+
+    quiz_dir = release / "student" / "quizzes"
+    listing = CliRunner().invoke(student_cli, ["quiz", "--quiz-dir", str(quiz_dir)])
+    assert listing.exit_code == 0 and "activations: " in listing.output
+    quiz = load_practice(quiz_dir / "activations.json")
+    first = quiz.questions[0]
+    assert first.id == "gelu-why"
+    answers = ["c", "2", "zzz", ""] + [""] * (len(quiz.questions) - 2)  # right; wrong, unreadable, skipped; skips
+    session = CliRunner().invoke(student_cli, ["quiz", "activations", "--quiz-dir", str(quiz_dir)],
+                                 input="\n".join(answers) + "\n")
+    assert session.exit_code == 0, session.output
+    assert "practice: nothing is recorded" in session.output and "Right. GELU(x)" in session.output
+    assert "Not this one. Try again." in session.output and "Skipped." in session.output
+    assert f"1/{len(quiz.questions)} right." in session.output
+    unknown = CliRunner().invoke(student_cli, ["quiz", "nope", "--quiz-dir", str(quiz_dir)])
+    assert unknown.exit_code == 2 and "is not a chapter" in unknown.output

@@ -163,13 +163,16 @@ def chapters(folder: Path) -> list[str]:
 
 def ask(question: PracticeQuestion, number: int, total: int, read: Callable[[str], str],
         say: Callable[[str], None]) -> bool:
-    """Pose one question (``TRIES`` tries; an unreadable answer costs none); True when answered right."""
+    """Pose one question (``TRIES`` tries; an unreadable answer costs none, an empty one skips); True when right."""
     say(f"\nQuestion {number}/{total} [{question.kind}]: {question.prompt}")
     for index, choice in enumerate(question.choices, start=1):
         say(f"  {index}. {choice.text}")
     tries = 0
     while tries < TRIES:
-        raw = read("Your answer: ")
+        raw = read("Your answer (empty to skip): ")
+        if not raw.strip():
+            say("  Skipped.")
+            return False
         try:
             explanation = open_seal(question, raw)
         except AnswerFormatError as exc:
