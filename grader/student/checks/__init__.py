@@ -1,8 +1,10 @@
-"""The hidden checks of every exercise: ``CHECKS[exercise_id] -> ExerciseChecks``.
+"""The checks of every exercise: ``CHECKS[exercise_id] -> ExerciseChecks``.
 
 Each topic module ``grader/student/checks/<topic>.py`` defines ``CHECKS: list[ExerciseChecks]``
 (instances); this package assembles them by id, in catalogue order. Parent side
-only: it imports ``grader.mistakes``, which imports ``reference``.
+only (the sandboxed worker never imports it). The checks hold no expected value:
+they build cases from a seed and judge against an ``Expected`` (live reference
+runs for the hidden checks, a case pack for the handout's public checks).
 """
 
 from __future__ import annotations
