@@ -303,17 +303,21 @@ def write_student(out: Path, version: str, practice: bool) -> dict[str, int]:
 # --- the Gradescope bundle -----------------------------------------------------------------------
 
 SETUP_SH = """#!/usr/bin/env bash
-# Gradescope runs this once when it builds the autograder image.
+# Gradescope runs this once when it builds the autograder image (choose the Ubuntu 24.04 base image:
+# the grader needs Python 3.11 or newer). Everything goes into a virtual environment (PEP 668).
 set -euo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
-apt-get update -qq && apt-get install -y -qq bubblewrap python3-venv >/dev/null || true  # the OS sandbox, when allowed
-python3 -m pip install --quiet "$ROOT/source[pocl]"
+apt-get update -qq
+apt-get install -y -qq python3 python3-venv >/dev/null
+apt-get install -y -qq bubblewrap >/dev/null || true  # the OS sandbox, used where the container allows it
+python3 -m venv "$ROOT/venv"
+"$ROOT/venv/bin/python" -m pip install --quiet "$ROOT/source[pocl]"
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for every submission: grade the upload, write results/results.json.
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
-cd "$ROOT/source" && exec "${PYTHON:-python3}" -m grader.gradescope --root "$ROOT"
+cd "$ROOT/source" && exec "${PYTHON:-$ROOT/venv/bin/python}" -m grader.gradescope --root "$ROOT"
 """
 
 
