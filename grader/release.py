@@ -47,6 +47,8 @@ PRACTICE_STUDENT = "(practice)"
 AUTOGRADER_TREES = ("grader", "reference", "exercises")
 AUTOGRADER_FILES = ("pyproject.toml", "README.md")
 SKIPPED_PARTS = {"__pycache__", ".grade", ".pytest_cache"}
+# Folders of the repository that --out (possibly with --force) must never be, or be inside.
+PROTECTED = {"grader", "reference", "exercises", "quizzes", "tests", "docs", "bench", "scripts", ".git", ".venv"}
 
 
 class ReleaseError(GraderError):
@@ -99,6 +101,9 @@ def prepare_out(out: Path, force: bool) -> None:
     out = out.resolve()
     if out == ROOT or out in ROOT.parents:
         raise ReleaseError(f"--out {out} holds this repository: choose a folder outside it, e.g. --out ../release")
+    if out.is_relative_to(ROOT) and out.relative_to(ROOT).parts[0] in PROTECTED:
+        raise ReleaseError(f"--out {out} is inside the repository's {out.relative_to(ROOT).parts[0]}/: choose a"
+                           " folder outside it, e.g. --out ../release")
     if out.exists() and not out.is_dir():
         raise ReleaseError(f"--out {out} is a file: choose a folder")
     if out.exists() and any(out.iterdir()):

@@ -85,6 +85,13 @@ def test_release_refuses_a_non_empty_folder_without_force(tmp_path: Path) -> Non
     assert (tmp_path / "keep.txt").read_text() == "mine"
 
 
+def test_release_never_writes_over_the_repository() -> None:
+    for out in (ROOT, ROOT.parent, ROOT / "grader", ROOT / "reference" / "opencl"):
+        result = CliRunner().invoke(cli, ["release", "--out", str(out), "--force"])
+        assert result.exit_code == 2 and "choose a folder outside it" in result.output
+    assert (ROOT / "grader" / "release.py").is_file()
+
+
 def test_release_stops_with_one_line_when_the_reference_fails_its_checks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
