@@ -235,9 +235,13 @@ def handout_grade(release: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     purelib = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                   check=True, capture_output=True, text=True).stdout.strip())
     (purelib / "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    install = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-deps",
-         str(release / "student")], capture_output=True, text=True, cwd=venv)
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-deps"]
+    # Offline first (the build backend from this environment: needs a setuptools that builds wheels), else
+    # pip's isolated build, which fetches setuptools from the package index or pip's cache.
+    install = subprocess.run(pip + ["--no-index", "--no-build-isolation", str(release / "student")],
+                             capture_output=True, text=True, cwd=venv)
+    if install.returncode != 0:
+        install = subprocess.run(pip + [str(release / "student")], capture_output=True, text=True, cwd=venv)
     assert install.returncode == 0, install.stderr[-2000:]
     probe = subprocess.run(
         [str(venv / "bin" / "python"), "-c",
