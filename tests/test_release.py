@@ -4,7 +4,8 @@ One release is built for the module (``build_release``). The leak checks:
 
 - no function or method in the handout whose normalised AST (docstring,
   name and annotations dropped) equals one of ``reference/``, the mistake
-  variants (``grader/mistakes/``) or the solution writer, except those the
+  variants (``grader/mistakes/``), the reference kernels' emulation
+  (``grader/kernel_emulation.py``) or the solution writer, except those the
   stubs in ``exercises/`` ship by contract (``base.py``, constructors);
 - no file whose content equals a file of ``reference/``, ``quizzes/source/``
   or ``grader/mistakes/`` (or the solution writer);
@@ -136,8 +137,10 @@ def python_files(folder: Path) -> list[Path]:
 
 
 def secret_sources() -> list[Path]:
-    """The instructor-only code that writes answers: the reference, the mistake variants, the solution writer."""
-    return python_files(ROOT / "reference") + python_files(ROOT / "grader" / "mistakes") + [ROOT / "grader" / "solution.py"]
+    """The instructor-only code that writes answers: the reference, the mistake variants, the reference kernels'
+    NumPy emulation and the solution writer."""
+    return python_files(ROOT / "reference") + python_files(ROOT / "grader" / "mistakes") + [
+        ROOT / "grader" / "kernel_emulation.py", ROOT / "grader" / "solution.py"]
 
 
 def test_no_function_of_the_reference_the_variants_or_the_solution_writer_ships(release: Path) -> None:

@@ -20,6 +20,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+import grader.kernel_emulation  # noqa: F401  (registers the reference kernels' emulation for live runs)
 from grader.student.catalogue import CPU_TOPICS, TOPICS, name_of, topic_of
 from grader.student.diagnosis import KnownMistake, diagnose, error_signature, outputs_match, register_known  # noqa: F401
 
