@@ -109,6 +109,12 @@ class LiveExpected:
         """Run ``mistake_id``'s namespace (or the reference again) on ``case`` without its numgrad ops."""
         return run_script(self.namespace(mistake_id), without_numgrad(case), case.arrays)
 
+    def live_check(self, name: str) -> Callable[..., Any]:
+        """The instructor-side check function ``name`` (grader/live_checks.py)."""
+        from grader.live_checks import LIVE_CHECKS
+
+        return LIVE_CHECKS[name]
+
     def verdict(self, check: str, mistake_id: str, compute: Callable[[], tuple[bool, Any]]) -> tuple[bool, Any]:
         """A statistical check's verdict on a variant: computed from the variant's live results."""
         return compute()

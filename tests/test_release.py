@@ -138,9 +138,9 @@ def python_files(folder: Path) -> list[Path]:
 
 def secret_sources() -> list[Path]:
     """The instructor-only code that writes answers: the reference, the mistake variants, the reference kernels'
-    NumPy emulation and the solution writer."""
+    NumPy emulation, the live-only checks (a dropout with a fixed mask) and the solution writer."""
     return python_files(ROOT / "reference") + python_files(ROOT / "grader" / "mistakes") + [
-        ROOT / "grader" / "kernel_emulation.py", ROOT / "grader" / "solution.py"]
+        ROOT / "grader" / "kernel_emulation.py", ROOT / "grader" / "live_checks.py", ROOT / "grader" / "solution.py"]
 
 
 def test_no_function_of_the_reference_the_variants_or_the_solution_writer_ships(release: Path) -> None:

@@ -84,9 +84,9 @@ class Expected(Protocol):
         where the variant's results are at hand (live), the stored pair in a case pack."""
         ...
 
-    def namespace(self, mistake_id: str | None) -> Any:
-        """Live only: the reference package (None) or a mistake's namespace, for checks that run code on
-        values read off the student's output. A pack raises :class:`NeedsReference`."""
+    def live_check(self, name: str) -> Callable[..., Any]:
+        """Live only: the instructor-side check function ``name`` (``grader.live_checks``), for checks that run
+        the reference's code on values read off the student's output. A pack raises :class:`NeedsReference`."""
         ...
 
 

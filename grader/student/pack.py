@@ -155,9 +155,9 @@ class PackExpected:
                                  f" {mistake_id!r}: rebuild it with grade release")
         return stored[mistake_id]
 
-    def namespace(self, mistake_id: str | None) -> Any:
+    def live_check(self, name: str) -> Callable[..., Any]:
         """Packs hold data, never code: checks that need the reference's code are live_only."""
-        raise NeedsReference(f"{self.pack.exercise_id}: this check needs the reference's code (hidden grading only)")
+        raise NeedsReference(f"{self.pack.exercise_id}: check {name!r} needs the reference's code (hidden grading only)")
 
 
 class PackSource:

@@ -569,6 +569,18 @@ class Custom(Check):
         return result(self.name, self.points, ok, message, mistake)
 
 
+def live_check(name: str, *args: Any) -> Callable[[Context], tuple[bool, str, Mistake | None]]:
+    """A Custom check function implemented where the reference is (``grader.live_checks``), named here.
+
+    Give its check ``live_only=True``: only a live ``Expected`` can provide it.
+    """
+
+    def run(ctx: Context) -> tuple[bool, str, Mistake | None]:
+        return ctx.expected.live_check(name)(ctx, *args)
+
+    return run
+
+
 # --------------------------------------------------------------------------- plans
 
 
