@@ -244,9 +244,8 @@ in an OS sandbox where bubblewrap is installed (Linux), else in plain child
 processes.
 
 The **hidden checks** run when you hand in ({where}): the same checks on
-inputs drawn for you alone, plus two checks of `blocks.MLPBlock` that need the
-reference's code (the dropout mask of your own forward). Passing the public
-checks is a very good sign, not a guarantee.
+inputs drawn for you alone, plus the checks that need the reference's code
+({live_only}). Passing the public checks is a very good sign, not a guarantee.
 
 OpenCL exercises (`exercises/kernels/*.cl`) need an OpenCL device:
 `.venv/bin/pip install '.[opencl]'` installs pyopencl and a CPU device (PoCL).
@@ -279,6 +278,19 @@ gelu-min-x = "-0.75"
 """
 
 
+def live_only_checks() -> str:
+    """The checks a handout cannot run, for its README: 'blocks.MLPBlock: dropout_train, backward_dropout'."""
+    from grader.packs import public_seed
+    from grader.student.checks import CHECKS
+
+    parts = []
+    for exercise_id, definition in CHECKS.items():
+        names = [c.name for c in definition.checked_plan(public_seed(exercise_id)).checks if c.live_only]
+        if names:
+            parts.append(f"`{exercise_id}`: {', '.join(names)}")
+    return "; ".join(parts) or "none"
+
+
 def write_student(out: Path, version: str, practice: bool) -> dict[str, int]:
     """The handout folder; returns the packs' sizes."""
     student = out / "student"
@@ -300,7 +312,7 @@ def write_student(out: Path, version: str, practice: bool) -> dict[str, int]:
     (student / "pyproject.toml").write_text(STUDENT_PYPROJECT.format(version=version), encoding="utf-8")
     where = "on the course's Gradescope autograder or course server"
     (student / "README.md").write_text(STUDENT_README.format(
-        title="normgrade", where=where, quiz_where="on Gradescope or the course server (questions and choices only)",
+        title="normgrade", where=where, live_only=live_only_checks(), quiz_where="on Gradescope or the course server (questions and choices only)",
         hand_in=HAND_IN_GRADESCOPE), encoding="utf-8")
     return sizes
 

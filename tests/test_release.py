@@ -72,6 +72,7 @@ def test_the_release_holds_the_handout_the_bundle_and_a_manifest(release: Path) 
         assert (release / "student" / name).is_file(), name
     readme = (release / "student" / "README.md").read_text()
     assert "Quick start" in readme and "grade submit" in readme and "practice" in readme
+    assert "`blocks.MLPBlock`: dropout_train, backward_dropout" in readme
     members = zipfile.ZipFile(release / "autograder" / "autograder.zip").namelist()
     assert {"setup.sh", "run_autograder", "source/grader/gradescope.py", "source/reference/linear.py"} <= set(members)
     assert manifest["files"]["autograder"][0]["members"] == members
