@@ -34,14 +34,16 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from grader import batch, bwrap, catalogue
-from grader.checks import CHECKS
+from grader import batch
+from grader.grading import LiveExpected, reference_results
 from grader.mistakes import reference_namespace
-from grader.model import exercise_seed
-from grader.ops import run_script
-from grader.sandbox import Limits
+from grader.student import bwrap, catalogue
+from grader.student.checks import CHECKS
+from grader.student.model import exercise_seed
+from grader.student.ops import run_script
+from grader.student.sandbox import Limits
 from grader.solution import write_solution
-from grader.store import Store
+from grader.student.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_S = 1.2
@@ -158,8 +160,9 @@ def floor_seconds(student: str) -> float:
         if checks.needs_opencl:
             continue
         seed = exercise_seed(student, exercise)
-        results = {case.name: run_script(namespace, case.script, case.arrays) for case in checks.cases(seed)}
-        checks.evaluate(results, results, seed)
+        cases = checks.cases(seed)
+        results = {case.name: run_script(namespace, case.script, case.arrays) for case in cases}
+        checks.evaluate(results, LiveExpected(exercise, reference_results(exercise, seed, cases)), seed)
     return time.perf_counter() - t0
 
 

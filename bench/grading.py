@@ -9,6 +9,13 @@ fresh process every time, what a student waits for); each with the OS
 sandbox (bubblewrap) and without it (``--no-sandbox``), with the sandbox's
 cost per run as the ratio of the two. Targets on a 2-core machine, with the
 sandbox: all exercises under 3 s, one exercise under 1 s.
+
+``--handout DIR`` measures a release's handout instead (``grade release --out
+R``; DIR is ``R/student``): grade() is the student-side pipeline on DIR's case
+packs (public checks, no reference code), the stubs are DIR's, and
+``--grade-command PATH`` times the handout's own installed ``grade``
+(``pip install DIR`` in a virtual environment outside /tmp, which the
+sandbox's private /tmp would hide).
 """
 
 from __future__ import annotations
@@ -24,10 +31,13 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from grader import bwrap
+from grader.student import bwrap
 from grader.grading import grade
-from grader.sandbox import Limits
+from grader.student.grading import grade as grade_with
+from grader.student.pack import PackSource
+from grader.student.sandbox import Limits
 from grader.solution import write_solution
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,13 +82,20 @@ def main() -> int:
     """Measure every scenario and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (median reported)")
+    parser.add_argument("--handout", type=Path, default=None, help="a release's student/ folder to measure instead")
+    parser.add_argument("--grade-command", type=Path, default=None, help="with --handout: the handout's installed grade")
     args = parser.parse_args()
     runs = max(5, args.runs)
+    grade_fn: Callable[..., object] = grade
+    if args.handout is not None:
+        source = PackSource(args.handout / "grader" / "student" / "packs")
+        grade_fn = lambda folder, ids, student, limits: grade_with(folder, ids, student, limits, source)  # noqa: E731
+        print(f"the handout at {args.handout}: public checks from its case packs")
 
     work = Path(tempfile.mkdtemp(prefix="normgrade-bench-"))
     try:
         solution = write_solution(work / "exercises")
-        stubs = REPO / "exercises"
+        stubs = (args.handout or REPO) / "exercises"
         scenarios: list[tuple[str, Path, list[str]]] = [
             ("all exercises", solution, []),
             ("one exercise", solution, [ONE_EXERCISE]),
@@ -94,13 +111,14 @@ def main() -> int:
         for name, folder, selectors in scenarios:
             for mode, sandbox in modes:
                 limits = Limits(sandbox=sandbox)
-                report = grade(folder, selectors or None, "bench", limits)  # warm-up: imports, caches
+                report: Any = grade_fn(folder, selectors or None, "bench", limits)  # warm-up: imports, caches
                 if sandbox or len(modes) == 1:
                     statuses = Counter(e.status for e in report.exercises)
                     verdicts.append(f"{name}: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
-                timing = median_time(lambda: grade(folder, selectors or None, "bench", limits), runs)
+                timing = median_time(lambda: grade_fn(folder, selectors or None, "bench", limits), runs)
                 rows.append((name, "grade()", mode, timing))
-        cmd = grade_command()
+        cmd = grade_command() if args.handout is None else (
+            [str(args.grade_command)] if args.grade_command is not None else None)
         if cmd is not None:
             for name, folder, selectors in scenarios:
                 for mode, sandbox in modes:

@@ -41,12 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader import catalogue, grading
-from grader.errors import GraderError, SetupError
-from grader.model import GradeReport
-from grader.sandbox import Limits
-from grader.sanitize import clean_text
-from grader.store import Store
+from grader import grading
+from grader.student import catalogue
+from grader.student.errors import GraderError, SetupError
+from grader.student.model import GradeReport
+from grader.student.sandbox import Limits
+from grader.student.sanitize import clean_text
+from grader.student.store import Store
 
 EXERCISES_DIR = "exercises"
 NO_SANDBOX_SUFFIX = "+no-sandbox"  # appended to the recorded grader version of a batch run with --no-sandbox
@@ -213,7 +214,7 @@ def _worker_init(parent: int) -> None:
     """Start-up of a grading process: leave Ctrl-C to the batch process, die with it, load the checks once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with, args=(parent,), name="parent-watch", daemon=True).start()
-    importlib.import_module("grader.checks")
+    importlib.import_module("grader.student.checks")
 
 
 def _grade_in_worker(path: Path, selectors: list[str] | None, student: str, limits: Limits) -> GradeReport:

@@ -36,15 +36,15 @@ from typing import Any
 
 import jinja2
 
-from grader.sanitize import csv_cell
+from grader.student.sanitize import csv_cell
 
-from grader import catalogue
+from grader.student import catalogue
 from grader import quiz as quiz_lib
-from grader.course import DEFAULT_COURSE, Course, counted_score, parse_time
+from grader.student.course import DEFAULT_COURSE, Course, counted_score, parse_time
 from grader.progress import DEFAULT_MAX_SCORE
 from grader.quiz import Quiz
-from grader.report import format_score, mistake_entry, status_style
-from grader.store import Store
+from grader.student.report import format_score, mistake_entry, status_style
+from grader.student.store import Store
 
 HISTOGRAM_BINS = 10
 TEMPLATE = "report.html.j2"
@@ -383,6 +383,8 @@ class ClassReport:
 
 def _mistake_texts(mistake_id: str) -> tuple[str, str]:
     """(sentence, fix) of a known mistake from ``grader.mistakes.CATALOGUE``; ('', '') when unknown."""
+    import grader.mistakes  # noqa: F401  (registers the catalogue's sentences with grader.student.diagnosis)
+
     entry = mistake_entry(mistake_id)
     if entry is None:
         return "", ""
@@ -460,7 +462,7 @@ def build(
 
     ``exercise_ids``: the columns (default: the course's exercises; exercises
     recorded in the store but not listed are appended). ``quizzes``: the quiz
-    chapters (default: none). ``course``: which score counts (``grader.course``;
+    chapters (default: none). ``course``: which score counts (``grader.student.course``;
     default: the best ever) and the assignment groups (its chapters). The
     instructor's overrides (``score_overrides``) replace the graded score.
     Students are those with anything recorded, plus the roster's.

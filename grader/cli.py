@@ -7,34 +7,39 @@ errors, as the exercise contract says).
 
 from __future__ import annotations
 
-import getpass
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from importlib import metadata
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from grader import batch as batch_lib
-from grader import catalogue, class_report, grading, progress, remote_cli
+from grader import class_report, grading, progress, remote_cli
+from grader.student import catalogue
 from grader import quiz as quiz_lib
-from grader.course import load_course
-from grader.errors import GraderError, StoreError
-from grader.model import GradeReport
-from grader.report import (
-    format_json,
-    format_text,
-    gradescope_error,
-    gradescope_results,
-    use_color,
-    write_json,
-    write_text,
+from grader.student.course import load_course
+from grader.student.errors import StoreError
+from grader.student.report import use_color, write_text
+from grader.student.cli import (  # noqa: F401  (shared with the handout's grade; some re-exported)
+    DEFAULT_EXERCISES_DIR,
+    F,
+    CommandError,
+    db_option,
+    default_student,
+    exercises_dir,
+    grader_version,
+    json_option,
+    local_submit,
+    no_sandbox_option,
+    one_line_errors,
+    path_option,
+    sandbox_setting,
+    student_option,
 )
-from grader.sandbox import Limits
-from grader.store import Store, default_db_path
+from grader.student.sandbox import Limits
+from grader.student.store import Store, default_db_path
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -43,71 +48,7 @@ def cli() -> None:
     """Grade your implementations of deep-network building blocks and track your progress."""
 
 
-# --- shared options and helpers, submit, progress ---------------------------
-
-F = TypeVar("F", bound=Callable[..., Any])
-DEFAULT_EXERCISES_DIR = Path("exercises")
-
-
-class CommandError(click.ClickException):
-    """A one-line ``Error: ...`` on stderr with exit status 2 (usage, setup or store problem)."""
-
-    exit_code = 2
-
-
-@contextmanager
-def one_line_errors() -> Iterator[None]:
-    """Turn the library's GraderError (UsageError, SetupError, StoreError, ...) into CommandError."""
-    try:
-        yield
-    except GraderError as exc:
-        raise CommandError(str(exc)) from exc
-
-
-def path_option(func: F) -> F:
-    """``--path DIR``: the student's exercises folder (default ./exercises)."""
-    return click.option(
-        "--path", type=click.Path(path_type=Path), default=DEFAULT_EXERCISES_DIR, show_default=True,
-        help="The exercises folder to grade.",
-    )(func)
-
-
-def exercises_dir(path: Path) -> Path:
-    """The exercises folder to use: ``path``, or the current folder when run from inside exercises/.
-
-    Only the default ``exercises`` is redirected, and only when it does not
-    exist here while the current folder holds exercise files (base.py and a
-    topic file): then the progress database beside it is the usual one too,
-    instead of a fresh one showing no progress. A note on stderr says so.
-    """
-    if path != DEFAULT_EXERCISES_DIR or path.exists():
-        return path
-    here = Path.cwd()
-    if (here / "base.py").is_file() and any((here / f"{t}.py").is_file() for t in catalogue.CPU_TOPICS):
-        click.echo(f"Note: no exercises/ here; using this folder ({here.name}/), as --path . would.", err=True)
-        return Path(".")
-    return path
-
-
-def student_option(func: F) -> F:
-    """``--student NAME`` (or $GRADE_STUDENT); None means the OS user name, see default_student()."""
-    return click.option(
-        "--student", envvar="GRADE_STUDENT", default=None,
-        help="Student name [default: $GRADE_STUDENT, else your user name].",
-    )(func)
-
-
-def db_option(func: F) -> F:
-    """``--db FILE`` (or $GRADE_DB); None means .grade/progress.db beside the exercises folder."""
-    return click.option(
-        "--db", type=click.Path(dir_okay=False, path_type=Path), envvar="GRADE_DB", default=None,
-        help="Progress database [default: $GRADE_DB, else .grade/progress.db beside the exercises folder].",
-    )(func)
-
-
-def json_option(func: F) -> F:
-    """``--json``: print one JSON document instead of the human report."""
-    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead.")(func)
+# --- shared options and helpers (grader/student/cli.py, shared with the handout's grade), submit, progress
 
 
 def server_options(func: F) -> F:
@@ -117,52 +58,6 @@ def server_options(func: F) -> F:
         "--server", default=None, metavar="URL",
         help="The course server [default: the one of `grade login`, unless --local or --db].",
     )(func)
-
-
-def default_student() -> str:
-    """The OS user name, or 'student' where the system cannot say."""
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return "student"
-
-
-def grader_version() -> str:
-    """The installed normgrade version, recorded with every attempt."""
-    try:
-        return metadata.version("normgrade")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def record_attempt(report: GradeReport, store: Store | None, exercises_dir: Path) -> None:
-    """Record the graded report; a store problem is one warning line on stderr, never fatal.
-
-    ``store`` is the already-opened ``--db`` store, or None for the default path.
-    """
-    try:
-        if store is None:
-            store = Store.open(default_db_path(exercises_dir))
-        store.record_report(report, grader_version())
-    except StoreError as exc:
-        click.echo(f"Warning: progress not recorded: {exc}", err=True)
-    finally:
-        if store is not None:
-            store.close()
-
-
-def no_sandbox_option(func: F) -> F:
-    return click.option(
-        "--no-sandbox", is_flag=True,
-        help="Grade without the OS sandbox (bubblewrap); recorded in the report. Only for code you trust.",
-    )(func)
-
-
-def sandbox_setting(no_sandbox: bool, others_code: bool) -> bool | None:
-    """Limits.sandbox for a command: False with --no-sandbox, required for other people's code, else where it works."""
-    if no_sandbox:
-        return False
-    return True if others_code else None
 
 
 @cli.command("submit")
@@ -210,38 +105,8 @@ def submit_command(
         click.get_current_context().exit(code)
     if no_wait:
         raise CommandError("--no-wait goes with a course server: run `grade login URL` or pass --server URL")
-    student = student or default_student()
-    path = exercises_dir(path)
-    if fmt == "gradescope":
-        # A valid results.json exists from now on, whatever happens to the grading (a kill, a crash);
-        # it is replaced by the real one at the end.
-        write_json(gradescope_error("grading did not finish (the autograder was stopped or crashed)"), output)
-    limits = Limits(sandbox=sandbox_setting(no_sandbox, others_code=fmt == "gradescope"))
-    store = None
-    try:
-        with one_line_errors():
-            if db is not None:
-                store = Store.open(db)  # an explicit --db that is unusable stops here (exit 2)
-            if limits.sandbox is None and not limits.sandboxed():
-                click.echo(f"Note: the OS sandbox is off ({limits.sandbox_off_reason()}); your code runs with "
-                           "process isolation only, which is fine for your own code.", err=True)
-            report = grading.grade(path, list(selectors) or None, student, limits)
-    except CommandError as exc:
-        if store is not None:
-            store.close()
-        if fmt == "gradescope":
-            write_json(gradescope_error(exc.message), output)
-        raise
-    record_attempt(report, store, path)
-    if fmt == "json":
-        click.echo(format_json(report))
-    elif fmt == "gradescope":
-        write_json(gradescope_results(report), output)
-        click.echo(format_text(report, color=False))
-    else:
-        color = use_color()
-        click.echo(format_text(report, color=color), color=color)
-    click.get_current_context().exit(0 if report.full_marks else 1)
+    local_submit(list(selectors), path, student, db, fmt, output, no_sandbox,
+                 lambda folder, ids, name, limits: grading.grade(folder, ids, name, limits))
 
 
 @cli.command("progress")
@@ -611,6 +476,30 @@ def bench_command(quick: bool, repeats: int) -> None:
         raise CommandError(f"no OpenCL device ({reason}): pip install pocl-binary-distribution")
     sizes, repeats = (bench.QUICK_SIZES, min(repeats, 3)) if quick else (bench.DEFAULT_SIZES, repeats)
     click.echo(bench.format_table(bench.run_bench(sizes=sizes, repeats=repeats), bench.launch_latency_s()))
+
+
+@cli.command("release")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder to write: student/ (the handout), autograder/autograder.zip (Gradescope), manifest.json.")
+@click.option("--force", is_flag=True, help="Replace the contents of a non-empty --out folder.")
+@click.option("--no-practice", is_flag=True,
+              help="Quizzes with questions and choices only (no sealed explanations for offline practice).")
+@click.option("--gradescope-no-sandbox", is_flag=True,
+              help="The Gradescope bundle grades without the OS sandbox (for an image where bubblewrap cannot run).")
+def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_sandbox: bool) -> None:
+    """Write the student handout (no answers; public checks as case packs) and the Gradescope autograder."""
+    from grader.release import build_release
+
+    with one_line_errors():
+        release = build_release(out, force=force, practice=not no_practice, sandbox=not gradescope_no_sandbox)
+    student_files = len(release.files["student"])
+    click.echo(f"Wrote release {release.version} to {release.out}")
+    click.echo(f"  student/                    the handout: {student_files} files; install with"
+               f" `pip install {release.out / 'student'}`")
+    click.echo(f"  case packs                  {release.packs_bytes / 1e6:.2f} MB for {len(release.pack_sizes)}"
+               " exercises (public checks, fixed seeds)")
+    click.echo("  autograder/autograder.zip   Gradescope: setup.sh, run_autograder, the full grader and reference")
+    click.echo(f"  manifest.json               reference sha256 {release.reference_sha256[:16]}...")
 
 
 remote_cli.register(cli)  # login, logout, serve, worker, roster (grader/remote_cli.py)

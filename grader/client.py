@@ -24,8 +24,8 @@ from typing import Any
 
 import httpx
 
-from grader.errors import GraderError
-from grader.model import GradeReport
+from grader.student.errors import GraderError
+from grader.student.model import GradeReport
 from grader.uploads import collect_files
 from grader.wire import report_from_dict
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import click
 
-from grader import catalogue
-from grader.course import DEFAULT_COURSE, Course
+from grader.student import catalogue
+from grader.student.course import DEFAULT_COURSE, Course
 from grader import quiz as quiz_lib
 from grader.quiz import ChapterProgress as QuizStanding
 from grader.quiz import Quiz
-from grader.report import format_score, status_style
-from grader.store import Store
+from grader.student.report import format_score, status_style
+from grader.student.store import Store
 
 
 DEFAULT_MAX_SCORE = 10.0  # every exercise is graded out of 10 (docs/design.md, check definitions)
@@ -98,7 +98,7 @@ class Progress:
     student: str
     chapters: list[ChapterProgress]
     next_step: str
-    rule: str = "best"  # which score counts (grader.course): "best" or "latest"
+    rule: str = "best"  # which score counts (grader.student.course): "best" or "latest"
 
     @property
     def score(self) -> float:
@@ -134,7 +134,7 @@ class Progress:
 
 
 def course_exercises() -> list[str]:
-    """The course's exercise ids in order (grader.catalogue.EXERCISES)."""
+    """The course's exercise ids in order (grader.student.catalogue.EXERCISES)."""
     return list(catalogue.EXERCISES)
 
 
@@ -157,7 +157,7 @@ def summarize(
     """Build the progress summary of ``student`` from the store (None: nothing recorded yet).
 
     The score of each exercise is the one that counts under ``course``'s rule
-    (``grader.course.counted_score``; default: the best ever). Quiz completion
+    (``grader.student.course.counted_score``; default: the best ever). Quiz completion
     is ``grader.quiz.chapter_progress`` over the student's recorded answers:
     complete when every checkpoint question has a correct one.
     """

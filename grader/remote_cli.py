@@ -26,8 +26,8 @@ import click
 from grader import client as client_lib
 from grader import progress
 from grader.client import Client, ClientError, Login
-from grader.errors import GraderError
-from grader.report import format_json, format_text, use_color
+from grader.student.errors import GraderError
+from grader.student.report import format_json, format_text, use_color
 
 DEFAULT_PORT = 8000
 
@@ -321,7 +321,7 @@ def logout_command() -> None:
 
 
 def _load_course(course: Path | None) -> Any:
-    from grader.course import DEFAULT_COURSE, load_course
+    from grader.student.course import DEFAULT_COURSE, load_course
 
     return DEFAULT_COURSE if course is None else load_course(course)
 
@@ -361,7 +361,7 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int, queu
         raise RemoteError(f"cannot use the queue {queue_url} ({exc}): start it, or pass another --queue") from exc
     check_port(host, port)
     if workers and not no_sandbox:
-        from grader.sandbox import Limits
+        from grader.student.sandbox import Limits
 
         try:
             Limits(sandbox=True).sandboxed()  # the workers would refuse to start: say so here, once
@@ -447,7 +447,7 @@ def roster_group() -> None:
 def roster_import_command(roster_csv: Path, db: Path, output: Path, reissue: bool) -> None:
     """Add the students of ROSTER.csv (columns id,name,email) and issue their tokens."""
     from grader.server import roster
-    from grader.store import Store
+    from grader.student.store import Store
 
     try:
         entries = roster.read_roster(roster_csv)
@@ -469,7 +469,7 @@ def roster_import_command(roster_csv: Path, db: Path, output: Path, reissue: boo
 def roster_instructor_command(db: Path) -> None:
     """Issue an instructor token and print it (keep it secret; it reads every student's data)."""
     from grader.server import roster
-    from grader.store import Store
+    from grader.student.store import Store
 
     try:
         with Store.open(db) as store:

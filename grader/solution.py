@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import reference
-from grader.catalogue import CPU_TOPICS
+from grader.student.catalogue import CPU_TOPICS
 
 EXERCISE_KERNELS = ("activations.cl", "dropout.cl", "rmsnorm.cl", "layernorm.cl")
 """The ``.cl`` files of the OpenCL exercises (spec section 5), as named in ``exercises/kernels/``."""

@@ -4,7 +4,7 @@ Shared by the client (``grade submit`` collects exactly these files) and the
 server (which refuses anything else, before storing a byte). Allowed names:
 
 - ``__init__.py``, ``base.py`` (the package the grader loads) and one
-  ``<topic>.py`` per CPU topic of ``grader.catalogue``;
+  ``<topic>.py`` per CPU topic of ``grader.student.catalogue``;
 - ``kernels/<name>.cl`` with ``name`` made of lowercase letters, digits and ``_``.
 
 Nothing else: no folders but ``kernels/``, no ``..``, no absolute paths, no
@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from grader import catalogue
-from grader.errors import UsageError
+from grader.student import catalogue
+from grader.student.errors import UsageError
 
 MAX_FILE_BYTES = 256 * 1024        # one file
 MAX_UPLOAD_BYTES = 1024 * 1024     # a whole request body (files plus JSON overhead)

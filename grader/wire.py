@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from grader.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.model import CheckResult, ExerciseResult, GradeReport
 
 
 def report_to_dict(report: GradeReport) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Test helpers shared by the checks tests: grade one exercise in-process, make wrong submissions.
 
 ``grade_in_process(exercise_id, ns, seed)`` runs the exercise's cases on ``ns``
-and on the reference with ``grader.ops.run_script`` (no sandbox) and returns
+and on the reference with ``grader.student.ops.run_script`` (no sandbox) and returns
 ``evaluate``'s CheckResults. ``variant_ns("normalization", BatchNorm1d=Wrong)``
 is the reference namespace with names of one topic replaced.
 """
@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grader.checks import CHECKS
+from grader.student.checks import CHECKS
+from grader.grading import LiveExpected
 from grader.mistakes import patched_namespace, reference_namespace
-from grader.model import CheckResult
-from grader.ops import run_script
+from grader.student.model import CheckResult
+from grader.student.ops import run_script
 
 SEEDS = (12345, 2026)
 
@@ -44,7 +45,7 @@ def grade_in_process(exercise_id: str, ns: Any, seed: int = SEEDS[0], fresh: boo
     """
     student = run_cases(exercise_id, ns, seed)
     reference = run_cases(exercise_id, reference_namespace(), seed) if fresh else reference_runs(exercise_id, seed)
-    return CHECKS[exercise_id].evaluate(student, reference, seed)
+    return CHECKS[exercise_id].evaluate(student, LiveExpected(exercise_id, reference), seed)
 
 
 def variant_ns(reference_module_attr: str, **overrides: Any) -> Any:

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from grader.server import roster
-from grader.store import Store
+from grader.student.store import Store
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 60.0

@@ -15,11 +15,11 @@ import pytest
 
 from classgen import MIXED_CLASS, exercises_folder, make_class, make_student
 from grader import batch
-from grader.errors import SetupError, UsageError
+from grader.student.errors import SetupError, UsageError
 from grader.grading import files_hash
-from grader.model import CheckResult, ExerciseResult, GradeReport
-from grader.sandbox import Limits
-from grader.store import Store
+from grader.student.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.sandbox import Limits
+from grader.student.store import Store
 
 SELECTED = ["activations", "linear"]
 VERSION = "test"

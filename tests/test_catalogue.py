@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader import catalogue
-from grader.errors import UsageError
+from grader.student import catalogue
+from grader.student.errors import UsageError
 
 
 def test_exercise_list_is_the_spec_list() -> None:
@@ -98,7 +98,7 @@ def test_a_variant_namespace_differs_in_one_name_only() -> None:
 
 
 def test_plans_must_add_up_to_max_score() -> None:
-    from grader.checks.base import Compare, ExerciseChecks, Plan, PlanError
+    from grader.student.checks.base import Compare, ExerciseChecks, Plan, PlanError
 
     class Broken(ExerciseChecks):
         id = "linear.Linear"
@@ -121,7 +121,7 @@ def test_own_cases_are_json_scripts_with_float64_arrays() -> None:
 
     import numpy as np
 
-    from grader.checks import CHECKS
+    from grader.student.checks import CHECKS
 
     for exercise_id, checks in CHECKS.items():
         if catalogue.topic_of(exercise_id) not in ("activations", "linear", "normalization"):
@@ -135,7 +135,7 @@ def test_own_cases_are_json_scripts_with_float64_arrays() -> None:
 
 
 def test_every_exercise_has_checks_in_catalogue_order() -> None:
-    from grader.checks import CHECKS
+    from grader.student.checks import CHECKS
 
     assert list(CHECKS) == catalogue.EXERCISES
     assert all(CHECKS[e].id == e for e in CHECKS)

@@ -21,7 +21,7 @@ from checks_util import (
     variant_ns,
 )
 
-from grader.checks import CHECKS
+from grader.student.checks import CHECKS
 from grader.mistakes import for_exercise
 from reference import activations as ref
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from checks_util import SEEDS, assert_full_marks, by_name, grade_in_process, variant_ns
-from grader.checks import CHECKS
-from grader.checks.approximation import partial_score
+from grader.student.checks import CHECKS
+from grader.student.checks.approximation import partial_score
 from reference.approximation import fit_function
 
 EXERCISE = "approximation.fit_function"

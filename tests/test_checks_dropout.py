@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from checks_util import SEEDS, assert_full_marks, assert_named, by_name, failed, grade_in_process, variant_ns
-from grader.checks import CHECKS
-from grader.checks.init import hoeffding_halfwidth
+from grader.student.checks import CHECKS
+from grader.student.checks.init import hoeffding_halfwidth
 from grader.mistakes import CATALOGUE
 from grader.mistakes.dropout import Inverted
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from checks_util import SEEDS, assert_full_marks, assert_named, by_name, failed, grade_in_process, total, variant_ns
-from grader.checks import CHECKS
-from grader.checks.init import chi2_ratio_bounds, excess_kurtosis
+from grader.student.checks import CHECKS
+from grader.student.checks.init import chi2_ratio_bounds, excess_kurtosis
 from grader.mistakes import CATALOGUE
 
 EXERCISES = ["init.xavier_uniform", "init.xavier_normal", "init.kaiming_uniform", "init.kaiming_normal"]

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from checks_util import SEEDS, assert_named, by_name, grade_in_process
-from grader.checks import CHECKS
+from grader.student.checks import CHECKS
 from grader.mistakes import CATALOGUE
-from grader.ops import run_script
+from grader.student.ops import run_script
 
 os.environ.setdefault("POCL_CACHE_DIR", "/tmp/pocl-cache")
 
@@ -171,7 +171,7 @@ def test_parent_never_needs_a_device() -> None:
 
 
 def test_a_submission_calling_itself_reference_is_not_emulated(tmp_path: Path) -> None:
-    from grader.ops_opencl import REFERENCE_KERNELS, emulation_table
+    from grader.student.ops_opencl import REFERENCE_KERNELS, emulation_table
     from grader.mistakes import reference_namespace
 
     fake = types.ModuleType("reference")
@@ -241,7 +241,7 @@ __kernel void rmsnorm_forward(__global const float *x, __global const float *gam
 def test_row_kernel_hints_fit_the_kernel() -> None:
     """Row kernels get a row-kernel hint (no 'if (i >= n) return;': there is no n, and no early return before a
     barrier); a kernel that writes one element per work-item is told to loop over the row."""
-    from grader.checks.kernels import ROW_GUARD, Guard, unstrided_hint
+    from grader.student.checks.kernels import ROW_GUARD, Guard, unstrided_hint
 
     guards = [c for c in CHECKS["kernels.rmsnorm_forward"].plan(SEEDS[0]).checks if isinstance(c, Guard)]
     assert [g.hint for g in guards] == [ROW_GUARD] and "i >= n" not in ROW_GUARD and "return" in ROW_GUARD

@@ -20,7 +20,7 @@ from checks_util import (
     variant_ns,
 )
 
-from grader.checks import CHECKS
+from grader.student.checks import CHECKS
 from grader.mistakes import CATALOGUE, for_exercise
 from reference import normalization as ref
 

@@ -13,9 +13,9 @@ import pytest
 
 from grader import class_report
 from grader.mistakes import CATALOGUE
-from grader.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.model import CheckResult, ExerciseResult, GradeReport
 from grader.quiz import Question, Quiz
-from grader.store import Store
+from grader.student.store import Store
 
 IDS = ["activations.ReLU", "activations.GELU", "linear.Linear"]
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from classgen import make_class
 from grader.cli import cli
-from grader.store import Store
+from grader.student.store import Store
 
 KINDS = {"ada": "correct", "cy": "mistaken", "dee": "syntax", "gus": "hostile-import"}
 

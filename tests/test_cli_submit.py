@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli import cli
-from grader.errors import SetupError, UsageError
-from grader.model import CheckResult, ExerciseResult, GradeReport
-from grader.store import Store
+from grader.student.errors import SetupError, UsageError
+from grader.student.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.store import Store
 
 
 def short_report(student: str) -> GradeReport:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.compare import compare, format_pair, same_as, scale_of
+from grader.student.compare import compare, format_pair, same_as, scale_of
 
 
 def test_equal_arrays_pass_with_empty_message() -> None:

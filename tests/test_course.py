@@ -10,9 +10,9 @@ from click.testing import CliRunner
 
 from grader import class_report, progress
 from grader.cli import cli
-from grader.course import Chapter, CourseError, counted_score, load_course
-from grader.model import ExerciseResult, GradeReport
-from grader.store import Store
+from grader.student.course import Chapter, CourseError, counted_score, load_course
+from grader.student.model import ExerciseResult, GradeReport
+from grader.student.store import Store
 
 DUE = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 COURSE = '''

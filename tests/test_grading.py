@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from grader.catalogue import EXERCISES
-from grader.errors import SetupError, UsageError
-from grader.grading import _status, files_hash, grade
-from grader.model import CheckResult
-from grader.ops import Case, ScriptResult
-from grader.sandbox import Limits
+from grader.student.catalogue import EXERCISES
+from grader.student.errors import SetupError, UsageError
+from grader.grading import files_hash, grade
+from grader.student.grading import _status
+from grader.student.model import CheckResult
+from grader.student.ops import Case, ScriptResult
+from grader.student.sandbox import Limits
 from grader.solution import EXERCISE_KERNELS, write_solution
 
 REPO = Path(__file__).resolve().parents[1]
@@ -212,26 +213,27 @@ def test_status_error_passed_failed() -> None:
 
 def test_heavy_printing_is_reported_as_output_limit_reached() -> None:
     """A timeout whose captured output filled the limit is the prints' doing, not an endless loop."""
-    from grader.checks import CHECKS
-    from grader.grading import _exercise_result
-    from grader.sandbox import JobOutcome
+    from grader.student.checks import CHECKS
+    from grader.grading import LiveExpected
+    from grader.student.grading import _exercise_result
+    from grader.student.sandbox import JobOutcome
 
     limits = Limits()
     definition = CHECKS["activations.ReLU"]
     printed = ("debug value 42\n" * (limits.output_bytes // 15 + 1))[: limits.output_bytes]
     outcome = JobOutcome("activations.ReLU", "timeout", {}, "timed out after 10 s (infinite loop?)", printed, 10.0)
-    result = _exercise_result("activations.ReLU", 1, definition, [], outcome, {}, limits)
+    result = _exercise_result("activations.ReLU", 1, definition, [], outcome, LiveExpected("activations.ReLU", {}), limits)
     assert result.status == "timeout"
     assert result.message.startswith("output limit reached: your code printed more than")
     assert "infinite loop" not in result.message and "timed out after 10 s" in result.message
     quiet = JobOutcome("activations.ReLU", "timeout", {}, "timed out after 10 s (infinite loop?)", "step 1\n", 10.0)
-    assert _exercise_result("activations.ReLU", 1, definition, [], quiet, {}, limits).message == \
+    assert _exercise_result("activations.ReLU", 1, definition, [], quiet, LiveExpected("activations.ReLU", {}), limits).message == \
         "timed out after 10 s (infinite loop?)"
 
 
 def test_knock_on_failures_name_the_exercise_to_fix_first() -> None:
-    from grader.grading import _with_knock_on_note
-    from grader.model import ExerciseResult
+    from grader.student.grading import _with_knock_on_note
+    from grader.student.model import ExerciseResult
 
     deps = {"blocks.py": {"linear.py", "normalization.py", "activations.py", "dropout.py", "base.py"},
             "approximation.py": {"linear.py", "optim.py", "activations.py", "base.py"}}

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from grader.loader import unload
+from grader.student.loader import unload
 import reference
 from reference.base import Module as ReferenceModule
 

@@ -1,4 +1,4 @@
-"""grader.loader: a student folder loaded as the package ``exercises``, and the static import scan."""
+"""grader.student.loader: a student folder loaded as the package ``exercises``, and the static import scan."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.loader import (
+from grader.student.loader import (
     TopicNotFound,
     load_exercises,
     local_dependencies,
@@ -112,11 +112,11 @@ def test_scan_of_a_clean_folder_is_empty(folder: Path) -> None:
     "source, package",
     [
         ("import reference\n", "reference"),
-        ("import numpy as np, grader.compare\n", "grader"),
+        ("import numpy as np, grader.student.compare\n", "grader"),
         ("from reference.normalization import *\n", "reference"),
         ("from grader import ops\n", "grader"),
         ("mod = __import__('reference')\n", "reference"),
-        ("import importlib\nm = importlib.import_module('grader.compare')\n", "grader"),
+        ("import importlib\nm = importlib.import_module('grader.student.compare')\n", "grader"),
         ("from importlib import import_module\n\ndef f():\n    return import_module('reference.linear')\n", "reference"),
     ],
 )

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from checks_util import SEEDS, grade_in_process, stub_namespace, total, variant_ns
 
-from grader.checks import CHECKS
+from grader.student.checks import CHECKS
 from grader.mistakes import CATALOGUE
 
 EXERCISES = Path(__file__).resolve().parents[1] / "exercises"

@@ -10,8 +10,8 @@ import types
 import numpy as np
 import pytest
 
-from grader import ops
-from grader.ops import BadOutputError, Case, ScriptError, ScriptResult, run_script
+from grader.student import ops
+from grader.student.ops import BadOutputError, Case, ScriptError, ScriptResult, run_script
 
 
 class Square:
@@ -295,9 +295,9 @@ def test_cl_kernel_is_dispatched_lazily(monkeypatch) -> None:
         seen["op"] = op
         env.record(op["out"], np.array([1.0, 2.0], dtype=np.float32), "kernel")
 
-    fake = types.ModuleType("grader.ops_opencl")
+    fake = types.ModuleType("grader.student.ops_opencl")
     fake.run_cl_kernel = run_cl_kernel
-    monkeypatch.setitem(sys.modules, "grader.ops_opencl", fake)
+    monkeypatch.setitem(sys.modules, "grader.student.ops_opencl", fake)
     res = run([{"op": "cl_kernel", "kernel": "relu_forward", "out": "y"}])
     assert res.error is None and seen["op"]["kernel"] == "relu_forward"
     assert res.outputs["y"].dtype == np.float32

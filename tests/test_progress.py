@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 import grader.progress as progress
 from grader.cli import cli
-from grader.model import ExerciseResult, GradeReport
+from grader.student.model import ExerciseResult, GradeReport
 from grader.quiz import Question, Quiz
-from grader.store import Store
+from grader.student.store import Store
 
 EXERCISES = ["activations.ReLU", "activations.GELU", "normalization.LayerNorm"]
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from grader import quiz
-from grader.errors import UsageError
+from grader.student.errors import UsageError
 from grader.quiz import (
     AnswerFormatError,
     QuizFileError,

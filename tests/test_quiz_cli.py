@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 
 from grader import quiz as quiz_lib
 from grader.cli import cli
-from grader.store import Store
+from grader.student.store import Store
 
 QUIZ_DIR = Path(__file__).resolve().parent.parent / "quizzes"
 SOURCES = {p.stem: quiz_lib.load_source(p) for p in sorted((QUIZ_DIR / "source").glob("*.toml"))}

@@ -1,4 +1,4 @@
-"""Formula and number answers read by SymPy (grader.quiz.expr) and judged by meaning."""
+"""Formula and number answers read by SymPy (grader.student.expr) and judged by meaning."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from grader import quiz
 from grader.quiz import AnswerFormatError, check_answer
-from grader.quiz import expr
+from grader.student import expr
 
 QUIZ_DIR = Path(__file__).resolve().parent.parent / "quizzes"
 

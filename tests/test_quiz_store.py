@@ -8,7 +8,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from grader.store import MIGRATIONS, Store, m3_quiz_items
+from grader.student.store import MIGRATIONS, Store, m3_quiz_items
 
 
 def test_first_answers_are_marked_and_parameters_kept(tmp_path: Path) -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import io
 import json
 import sys
-import types
+import types  # noqa: F401
 from pathlib import Path
 
 import pytest
 
-from grader.model import CheckResult, ExerciseResult, GradeReport
-from grader.report import (
+from grader.student import diagnosis
+from grader.student.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.report import (
     format_json,
     format_score,
     format_text,
@@ -28,10 +29,9 @@ DIFF = "running_var differs at [2]: received 0.81, expected 0.9"
 
 @pytest.fixture
 def catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A stand-in grader.mistakes with one known mistake."""
-    fake = types.ModuleType("grader.mistakes")
-    fake.CATALOGUE = {"bn-biased-running-var": types.SimpleNamespace(sentence=SENTENCE, fix=FIX)}
-    monkeypatch.setitem(sys.modules, "grader.mistakes", fake)
+    """One known mistake registered for reports (as the mistake catalogue or a case pack registers them)."""
+    monkeypatch.setitem(diagnosis.KNOWN, "bn-biased-running-var",
+                        diagnosis.KnownMistake("bn-biased-running-var", "normalization.BatchNorm1d", SENTENCE, FIX))
 
 
 def sample_report() -> GradeReport:
@@ -219,7 +219,7 @@ def test_a_shared_traceback_is_printed_once_and_a_failed_exercise_shows_its_outp
 def test_one_word_per_status_in_the_text_the_json_and_the_readme() -> None:
     from pathlib import Path
 
-    from grader.report import STATUS_LABELS
+    from grader.student.report import STATUS_LABELS
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     for status, (label, _) in STATUS_LABELS.items():

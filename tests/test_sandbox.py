@@ -1,4 +1,4 @@
-"""grader.sandbox + grader.worker on tiny scripts of our own: limits, restarts, capture, results."""
+"""grader.student.sandbox + grader.student.worker on tiny scripts of our own: limits, restarts, capture, results."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.ops import Case
-from grader.sandbox import (
+from grader.student.ops import Case
+from grader.student.sandbox import (
     Job,
     _write_jobs,
     Limits,
@@ -22,7 +22,7 @@ from grader.sandbox import (
     human_bytes,
     run_cases,
 )
-from grader.worker import encode_results
+from grader.student.worker import encode_results
 
 TOY = '''
 import os
@@ -91,7 +91,7 @@ class Chatty:
 
 class ImportsGrader:
     def forward(self, x):
-        import grader.compare
+        import grader.student.compare
         return x
 
 

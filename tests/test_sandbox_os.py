@@ -37,11 +37,11 @@ from conftest import require_program
 from grader import batch
 from grader.cli import cli
 from grader.grading import grade
-from grader.model import GradeReport
-from grader.report import format_text
-from grader.sandbox import Limits
+from grader.student.model import GradeReport
+from grader.student.report import format_text
+from grader.student.sandbox import Limits
 from grader.solution import write_solution
-from grader.store import Store
+from grader.student.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SANDBOX = Limits(wall_s=60.0, sandbox=True)
@@ -518,7 +518,7 @@ def test_a_huge_sparse_file_is_refused_before_reading(tmp_path: Path) -> None:
     folder = write_solution(tmp_path / "exercises")
     with open(folder / "normalization.py", "r+b") as f:
         f.truncate(1 << 40)  # a terabyte of holes: reading it would take hours
-    from grader.errors import GraderError
+    from grader.student.errors import GraderError
 
     with pytest.raises(GraderError, match="normalization.py is 1099511627776 bytes"):
         grade(folder, SELECTION, "eve", SANDBOX)
@@ -544,7 +544,7 @@ def test_ten_thousand_junk_files_are_refused_unread(tmp_path: Path) -> None:
     junk.mkdir()
     for i in range(10_000):
         (junk / f"f{i}.py").write_bytes(b"")
-    from grader.errors import GraderError
+    from grader.student.errors import GraderError
 
     with pytest.raises(GraderError, match="hand in only your exercises folder"):
         grade(folder, SELECTION, "eve", SANDBOX)
@@ -634,7 +634,7 @@ def test_a_killed_gradescope_run_leaves_a_valid_results_json(tmp_path: Path) -> 
 
 
 def test_batch_refuses_to_start_without_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from grader import bwrap
+    from grader.student import bwrap
 
     write_solution(tmp_path / "class" / "amy" / "exercises")
     monkeypatch.setattr(bwrap, "problem", lambda: "bubblewrap is not installed (apt-get install bubblewrap)")
@@ -674,3 +674,18 @@ def test_the_bwrap_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
             assert {"--unshare-user", "--disable-userns"} <= set(argv)
             assert argv[argv.index("--uid") + 1] == "65534"
             assert "setpriv" not in " ".join(argv[argv.index("--"):])
+
+
+def test_an_environment_the_sandbox_cannot_read_is_named(tmp_path: Path) -> None:
+    """Run as root, the worker's uid owns nothing: a private virtual environment is said, not half-used."""
+    if os.geteuid() != 0:
+        pytest.skip("only root runs the worker under a uid of its own")
+    venv = tmp_path / "private-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    venv.chmod(0o700)
+    purelib = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    Path(purelib, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", "from grader.student import bwrap; print(bwrap.problem())"],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert "cannot read the Python environment" in done.stdout and "chmod" in done.stdout, done.stdout + done.stderr

@@ -571,7 +571,7 @@ def test_the_client_resends_a_lost_upload_with_the_same_key(env: dict[str, Any])
 def test_unexpected_failures_are_one_line_json() -> None:
     import asyncio
 
-    from grader.errors import StoreError
+    from grader.student.errors import StoreError
 
     busy = asyncio.run(app_lib.server_error(None, StoreError("could not record (database is locked)")))  # type: ignore[arg-type]
     assert busy.status_code == 503 and json.loads(busy.body)["error"].startswith("the course database is busy")

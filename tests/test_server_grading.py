@@ -23,11 +23,11 @@ from click.testing import CliRunner
 from classgen import make_student
 from grader.cli import cli
 from grader.client import Login, save_login
-from grader.course import DEFAULT_COURSE
-from grader.model import ExerciseResult, GradeReport
+from grader.student.course import DEFAULT_COURSE
+from grader.student.model import ExerciseResult, GradeReport
 from grader.server import records
 from grader.solution import write_solution
-from grader.store import Store
+from grader.student.store import Store
 from server_util import Server, api, issue_tokens, kill_tree, solution_files, wait_for, wait_graded
 
 RELU = ["activations.ReLU"]

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-import grader.store as store_mod
-from grader.errors import StoreError
-from grader.model import CheckResult, ExerciseResult, GradeReport
-from grader.store import APPLICATION_ID, SCHEMA_VERSION, Store, default_db_path
+import grader.student.store as store_mod
+from grader.student.errors import StoreError
+from grader.student.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.store import APPLICATION_ID, SCHEMA_VERSION, Store, default_db_path
 
 
 def make_report(student: str = "alice", n_exercises: int = 2, files_hash: str = "h1") -> GradeReport:
@@ -131,8 +131,8 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from grader.model import CheckResult, ExerciseResult, GradeReport
-    from grader.store import Store
+    from grader.student.model import CheckResult, ExerciseResult, GradeReport
+    from grader.student.store import Store
 
     path, student, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     store = Store.open(path)

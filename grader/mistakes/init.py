@@ -2,7 +2,7 @@
 
 They draw from the generator they are given, like a student's code, and are
 recognised statistically (variance, bound, kurtosis, shape): see
-``grader.checks.init``.
+``grader.student.checks.init``.
 """
 
 from __future__ import annotations

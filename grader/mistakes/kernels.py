@@ -1,7 +1,7 @@
 """Known mistakes in the OpenCL exercises, each a NumPy emulation of a wrong kernel.
 
-A mistake's namespace is a ``grader.ops_opencl.EmulatedKernels`` with one
-kernel replaced, so the ``cl_kernel`` op runs it in the grader's own process
+A mistake's namespace is a ``grader.student.ops_opencl.EmulatedKernels``: the reference's
+(``grader.kernel_emulation``) with one kernel replaced, so the ``cl_kernel`` op runs it in the grader's own process
 without an OpenCL context, on the same float32 inputs as the student's kernel.
 """
 
@@ -13,12 +13,13 @@ from typing import Any
 import numpy as np
 
 from grader.mistakes import Mistake
-from grader.ops_opencl import EmulatedKernels, Emulation, launched_rows, phi_cdf, sentinel
+from grader.kernel_emulation import EMULATIONS, phi_cdf
+from grader.student.ops_opencl import EmulatedKernels, Emulation, launched_rows, sentinel
 
 
 def kernel_mistake(mistake_id: str, kernel: str, sentence: str, fix: str, emulation: Emulation) -> Mistake:
     """A Mistake of exercise ``kernels.<kernel>`` whose namespace runs ``emulation`` for that kernel."""
-    return Mistake(mistake_id, f"kernels.{kernel}", sentence, fix, EmulatedKernels({kernel: emulation}))
+    return Mistake(mistake_id, f"kernels.{kernel}", sentence, fix, EmulatedKernels({**EMULATIONS, kernel: emulation}))
 
 
 def relu_grad_at_zero(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.errors import GraderError, UsageError
-
-
-class QuizError(GraderError):
-    """A quiz problem the user can fix (one line)."""
+from grader.student.answers import AnswerFormatError, QuizError  # noqa: F401  (defined beside the answer forms)
+from grader.student.errors import UsageError
 
 
 class QuizFileError(QuizError):
@@ -20,10 +17,6 @@ class QuizFileError(QuizError):
         self.problem = problem
         where = f"question '{question_id}'" if question_id is not None else "quiz"
         super().__init__(f"{self.file}: {where}: {problem}")
-
-
-class AnswerFormatError(QuizError):
-    """An answer that cannot be read for its question's kind (the interactive quiz re-asks)."""
 
 
 class UnknownChapterError(UsageError):

@@ -30,7 +30,7 @@ from typing import Any
 from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
-from grader.model import exercise_seed
+from grader.student.model import exercise_seed
 from grader.quiz.errors import ReferenceUnavailableError
 from grader.quiz.probes import PROBES
 

@@ -34,14 +34,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from grader import catalogue, progress
+from grader import progress
+from grader.student import catalogue
 from grader import quiz as quiz_lib
-from grader.course import DEFAULT_COURSE, Course
-from grader.errors import GraderError, StoreError
+from grader.student.course import DEFAULT_COURSE, Course
+from grader.student.errors import GraderError, StoreError
 from grader.server import auth, pages, records
 from grader.server.auth import Principal
 from grader.server.collector import Collector
-from grader.store import Store
+from grader.student.store import Store
 from grader.uploads import MAX_UPLOAD_BYTES, check_files
 from grader.wire import report_to_dict
 

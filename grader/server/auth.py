@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
-from grader.store import utc_now
+from grader.student.store import utc_now
 
 ROLES = ("student", "instructor")
 INSTRUCTOR = "instructor"

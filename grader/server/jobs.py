@@ -40,8 +40,8 @@ from huey import RedisHuey, SqliteHuey
 from huey.api import Huey, TaskWrapper
 
 from grader import grading
-from grader.errors import GraderError, SetupError
-from grader.sandbox import Limits
+from grader.student.errors import GraderError, SetupError
+from grader.student.sandbox import Limits
 from grader.uploads import check_files
 from grader.wire import report_to_dict
 
@@ -81,7 +81,7 @@ def grade_upload(job_id: int, attempt: int, student: str, exercise_ids: list[str
     """The task body: grade the uploaded files with ``grader.grading.grade`` and return the result.
 
     Runs on a worker. Grading happens through the library entry point, which
-    runs the student's code in the OS sandbox (grader/sandbox.py). The result
+    runs the student's code in the OS sandbox (grader/student/sandbox.py). The result
     is always a dict: a grader error (or bug) becomes ``{"ok": false, "error"}``
     with a one-line reason, so only a dead worker leaves no result.
     """

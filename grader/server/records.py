@@ -21,9 +21,9 @@ from typing import Any
 
 import sqlite_utils
 
-from grader.course import Course, parse_time
-from grader.model import CheckResult, ExerciseResult, GradeReport
-from grader.store import Store, utc_now
+from grader.student.course import Course, parse_time
+from grader.student.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.store import Store, utc_now
 
 OPEN_STATES = ("received", "queued", "running")
 

@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.errors import UsageError
+from grader.student.errors import UsageError
 from grader.server import auth
-from grader.store import Store, utc_now
+from grader.student.store import Store, utc_now
 
 ID_RE = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
 MAX_ROSTER_BYTES = 10 * 1024 * 1024

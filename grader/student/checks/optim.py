@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.base import Check, Compare, Context, ExerciseChecks, Plan, error_text, result
-from grader.model import CheckResult
-from grader.ops import Case
+from grader.student.checks.base import Check, Compare, Context, ExerciseChecks, Plan, error_text, result
+from grader.student.model import CheckResult
+from grader.student.ops import Case
 
 RTOL = 1e-9
 ATOL = 1e-12

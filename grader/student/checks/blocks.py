@@ -6,9 +6,9 @@ depend on how the rng was used.
 
 - with p = 0 the block is deterministic: forward, dx, dW, dgamma, dbeta against the reference;
 - with p > 0 the mask is read off the student's own output (y != 0) and the
-  reference block is run here, in the parent, with its Dropout replaced by that
-  fixed mask: y, dx and dW must match it (a known mistake is named when its
-  block, run with the same mask, reproduces them);
+  reference block is run in the parent with its Dropout replaced by that fixed
+  mask: y, dx and dW must match it (a known mistake is named when its block,
+  run with the same mask, reproduces them); live only (grader/live_checks.py);
 - running statistics after two training steps (dropout does not affect them);
 - eval(): output and dx against the reference (running statistics, dropout off)
   and the training flag of all four sub-layers; train() restores them.
@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.base import ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, Plan, error_text
-from grader.compare import compare, scale_of
-from grader.mistakes import Mistake, reference_namespace
-from grader.ops import Case
+from grader.student.checks.base import (
+    ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, Mistake, Plan, error_text, live_check,
+)
+from grader.student.compare import compare, scale_of
+from grader.student.ops import Case
 
 FLAGS = ("training", "linear.training", "bn.training", "act.training", "drop.training")
 
@@ -100,11 +101,13 @@ class MLPBlockChecks(ExerciseChecks):
                          what=f"{shape} with p=0 in training (batch statistics)"))
         plan.add(Compare("backward_train", 2.0, case="train_p0", keys=["dx", "dW", "dgamma", "dbeta"],
                          what=f"{shape} with p=0: backward through Dropout, GELU, BatchNorm1d and Linear"))
-        plan.add(Custom("dropout_train", 1.5, fn=lambda ctx: masked_check(
-            ctx, (in_f, out_f), p, ["y"], "each output must be 0 or GELU(BN(x W^T)) / (1 - p)")))
-        plan.add(Custom("backward_dropout", 1.0, fn=lambda ctx: masked_check(
-            ctx, (in_f, out_f), p, ["dx", "dW"], "the backward of dout * mask / (1 - p), with the mask of"
-                                                   " your forward")))
+        # The two masked checks run the reference block with the student's own dropout mask: they are
+        # implemented where the reference is (grader/live_checks.py) and run in hidden grading only.
+        plan.add(Custom("dropout_train", 1.5, live_only=True, fn=live_check(
+            "blocks.masked", (in_f, out_f), p, ["y"], "each output must be 0 or GELU(BN(x W^T)) / (1 - p)")))
+        plan.add(Custom("backward_dropout", 1.0, live_only=True, fn=live_check(
+            "blocks.masked", (in_f, out_f), p, ["dx", "dW"], "the backward of dout * mask / (1 - p), with the mask"
+                                                             " of your forward")))
         plan.add(Compare("running_stats", 1.0, case="eval", keys=["running_mean", "running_var"],
                          what="bn running statistics after two training forwards"))
         plan.add(Custom("eval", 1.5, fn=eval_outputs))
@@ -112,84 +115,6 @@ class MLPBlockChecks(ExerciseChecks):
                          what="the training flag of the block and its four layers after eval() and train()",
                          check_dtype=False))
         return plan
-
-
-class FixedMask:
-    """A stand-in for the block's Dropout that applies a given 0/1 mask: y = x * mask / (1 - p)."""
-
-    def __init__(self, keep: np.ndarray, p: float) -> None:
-        self.scale = keep / (1.0 - p)
-        self.training = True
-
-    def train(self) -> "FixedMask":
-        self.training = True
-        return self
-
-    def eval(self) -> "FixedMask":
-        self.training = False
-        return self
-
-    def forward(self, x: np.ndarray) -> np.ndarray:
-        return x * self.scale if self.training else np.array(x, dtype=np.float64)
-
-    def backward(self, dout: np.ndarray) -> np.ndarray:
-        return dout * self.scale if self.training else np.array(dout, dtype=np.float64)
-
-    __call__ = forward
-
-
-def with_mask(
-    ns: Any, ctx: Context, shape: tuple[int, int], p: float, keep: np.ndarray
-) -> dict[str, np.ndarray] | None:
-    """y, dx, dW of ``ns.blocks.MLPBlock`` on the train_dropout case with its Dropout's mask fixed to ``keep``.
-
-    None when the namespace's block cannot be run that way (no ``drop`` attribute, an exception).
-    """
-    arrays = ctx.cases["train_dropout"].arrays
-    try:
-        block = ns.blocks.MLPBlock(shape[0], shape[1], p=p, rng=np.random.default_rng(0))
-        block.linear.W = np.array(arrays["W"])
-        block.drop = FixedMask(keep, p)
-        y = np.asarray(block.forward(np.array(arrays["x1"])), dtype=np.float64)
-        dx = np.asarray(block.backward(np.array(arrays["dout"])), dtype=np.float64)
-        return {"y": y, "dx": dx, "dW": np.asarray(block.linear.dW, dtype=np.float64)}
-    except Exception:  # a wrong variant that cannot take the fixed mask: not a candidate
-        return None
-
-
-def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str],
-                 what: str) -> tuple[bool, str, Mistake | None]:
-    """Outputs ``keys`` of train_dropout equal the reference block run with the student's own mask.
-
-    The mask is read off the student's output (y != 0), so any way of drawing it is accepted;
-    a known mistake is named when its block, run with that same mask, gives the student's outputs.
-    """
-    s = ctx.student_result("train_dropout")
-    got = {k: s.outputs.get(k) for k in ["y"] + keys}
-    if any(v is None for v in got.values()):
-        return False, f"p={p} in training: {error_text(s.error)}", None
-    y = got["y"]
-    if y.shape != ctx.cases["train_dropout"].arrays["dout"].shape:
-        return False, f"p={p} in training: forward returned shape {y.shape}", None
-    keep = (y != 0).astype(np.float64)
-    if keep.all() or not keep.any():
-        return False, f"p={p} in training: {'no' if keep.all() else 'every'} output was dropped", None
-    expected = with_mask(reference_namespace(), ctx, shape, p, keep)
-    assert expected is not None
-    for key in keys:
-        cmp = compare(got[key], expected[key], RTOL, ATOL * scale_of(expected[key]))
-        if cmp.ok:
-            continue
-        mistake = None
-        for candidate in ctx.mistakes:
-            theirs = with_mask(candidate.namespace, ctx, shape, p, keep)
-            if theirs is not None and all(
-                compare(got[k], theirs[k], RTOL, ATOL * scale_of(theirs[k])).ok for k in keys
-            ):
-                mistake = candidate
-                break
-        return False, f"p={p} in training: {what}: {key}: {cmp.message}", mistake
-    return True, "", None
 
 
 def eval_outputs(ctx: Context) -> tuple[bool, str, Mistake | None]:

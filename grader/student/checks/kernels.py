@@ -1,6 +1,6 @@
 """Hidden checks of the OpenCL exercises (spec section 5): ``kernels.<name>``.
 
-Each case is one ``cl_kernel`` op (format in ``grader.ops_opencl``): the spawned
+Each case is one ``cl_kernel`` op (format in ``grader.student.ops_opencl``): the spawned
 worker builds the student's ``kernels/<file>.cl`` on the available OpenCL
 device, fills every output buffer with NaN, launches the kernel once and
 returns the buffers. Expected values are the NumPy float64 emulation of the
@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
-from grader.compare import compare, scale_of
-from grader.mistakes import Mistake
-from grader.model import CheckResult
-from grader.ops import Case
+from grader.student.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
+from grader.student.compare import compare, scale_of
+from grader.student.diagnosis import KnownMistake as Mistake
+from grader.student.model import CheckResult
+from grader.student.ops import Case
 
 ELEMENTWISE_TOL = (1e-5, 1e-6)
 ROW_TOL = (1e-4, 1e-5)

@@ -6,16 +6,16 @@ case (the constructor's own draw is checked separately: shapes, the bound
 in_features != out_features, so transposing W raises a shape error there; a
 square case (in = out = 4) gives such a transposition wrong values instead, so
 that the known mistake can be named whatever expression raised elsewhere.
-Tolerances: rtol 1e-6, atol 1e-8 * max(1, max|expected|) (grader.checks.base).
+Tolerances: rtol 1e-6, atol 1e-8 * max(1, max|expected|) (grader.student.checks.base).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from grader.checks.base import Context, Custom, ExerciseChecks, LayerPlan, Plan, error_text
-from grader.mistakes import Mistake
-from grader.ops import Case
+from grader.student.checks.base import Context, Custom, ExerciseChecks, LayerPlan, Plan, error_text
+from grader.student.diagnosis import KnownMistake as Mistake
+from grader.student.ops import Case
 
 IN, OUT = 5, 3
 SQUARE = 4  # in_features = out_features of the square case

@@ -22,7 +22,7 @@ values. Every layer is checked on:
   updating them, backward in eval; the other layers identical in both modes;
 - no mutation of the input; float64 outputs of the right shape.
 
-Tolerances: rtol 1e-6 and atol 1e-8 * max(1, max|expected|) (grader.checks.base):
+Tolerances: rtol 1e-6 and atol 1e-8 * max(1, max|expected|) (grader.student.checks.base):
 a float64 implementation is ~1e-12 off; eps outside the square root on the tiny
 inputs, a biased/unbiased variance mix-up (factor m/(m-1) >= 1.05 here) or a
 wrong axis are off by 1e-3 or more.
@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.base import RTOL, ATOL, Compare, Context, Custom, ExerciseChecks, LayerPlan, Plan, Raises, error_text
-from grader.compare import compare, scale_of
-from grader.mistakes import Mistake
-from grader.ops import Case
+from grader.student.checks.base import RTOL, ATOL, Compare, Context, Custom, ExerciseChecks, LayerPlan, Plan, Raises, error_text
+from grader.student.compare import compare, scale_of
+from grader.student.diagnosis import KnownMistake as Mistake
+from grader.student.ops import Case
 
 MOMENTUM = 0.3
 TRAIN_STEPS = 3

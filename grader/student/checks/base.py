@@ -1,16 +1,19 @@
 """The check framework: an exercise's cases, its checks, and how a failure is explained.
 
 An exercise's checks are an :class:`ExerciseChecks` subclass registered in
-``grader.checks.CHECKS``. It builds, deterministically from a seed, a
-:class:`Plan`: the cases (scripts for ``grader.ops``) and the checks that read
+``grader.student.checks.CHECKS``. It builds, deterministically from a seed, a
+:class:`Plan`: the cases (scripts for ``grader.student.ops``) and the checks that read
 their outputs. ``cases(seed)`` hands the cases to the sandbox; ``evaluate``
 rebuilds the same plan and runs every check on the student's and the
 reference's results, in the parent.
 
 Each check is worth points (an exercise's points add up to ``max_score`` = 10)
-and passes or fails as a whole. When a check that compares outputs fails, the
-exercise's known mistakes (``grader.mistakes.for_exercise``) are run through
-the same case; a mistake that reproduces the student's output there, and on
+and passes or fails as a whole. Every expected result comes from one
+:class:`grader.student.diagnosis.Expected`: live runs of the reference and the
+mistake variants (the instructor's hidden checks) or a case pack (the
+handout's public checks), through this same code. When a check that compares
+outputs fails, the exercise's known mistakes' results on the same case are
+compared; a mistake that reproduces the student's output there, and on
 every other case it affects, is named in ``CheckResult.misconception`` (of
 several, the one that explains the most) and its sentence and fix open the
 message; with none, the message ends "Not a mistake we know". Gradients are
@@ -32,10 +35,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.compare import compare, same_as, scale_of
-from grader.mistakes import Mistake, diagnose, error_signature, for_exercise
-from grader.model import CheckResult
-from grader.ops import Case, ScriptResult, run_script
+from grader.student.compare import compare, same_as, scale_of
+from grader.student.diagnosis import REFERENCE_AGAIN, Expected, KnownMistake, diagnose, error_signature
+from grader.student.model import CheckResult
+from grader.student.ops import Case, ScriptResult
+
+Mistake = KnownMistake  # what checks name; the variant's code stays with the instructor
 
 # A correct float64 implementation agrees with the reference to ~1e-12 relative;
 # every classic mistake is off by more than 1e-5 on the inputs chosen to expose it.
@@ -84,15 +89,29 @@ def error_text(error: dict[str, str] | None) -> str:
 
 @dataclass
 class Context:
-    """What a check can read: the plan's cases, both sides' results, and the exercise's mistakes."""
+    """What a check can read: the plan's cases, the student's results, and the expected results.
+
+    ``expected`` (live runs or a case pack) provides the reference's results
+    (``reference``), the exercise's known mistakes (``mistakes``) and each
+    mistake's results (:meth:`run_mistake`).
+    """
 
     exercise_id: str
     seed: int
     cases: dict[str, Case]
     student: dict[str, ScriptResult]
-    reference: dict[str, ScriptResult]
-    mistakes: list[Mistake]
+    expected: Expected
     _runs: dict[tuple[str, str], ScriptResult] = field(default_factory=dict)
+
+    @property
+    def reference(self) -> Any:
+        """The reference's result of each case (a mapping by case name)."""
+        return self.expected.reference
+
+    @property
+    def mistakes(self) -> list[Mistake]:
+        """The exercise's known mistakes, in catalogue order."""
+        return self.expected.mistakes
 
     def student_result(self, case: str) -> ScriptResult:
         """The student's result for a case (an error result when the sandbox returned none)."""
@@ -113,15 +132,14 @@ class Context:
         return result.outputs[key]
 
     def run_mistake(self, mistake: Mistake, case: Case) -> ScriptResult:
-        """``run_script`` of a mistake's namespace on a case without its numgrad ops, cached per (mistake, case).
+        """A mistake's result on a case without its numgrad ops, from ``expected``, cached per (mistake, case).
 
         Central differences are the slow part of a case and say nothing a
         forward output does not, so diagnosis never compares them.
         """
         key = (mistake.id, case.name)
         if key not in self._runs:
-            script = [op for op in case.script if op.get("op") != "numgrad"]
-            self._runs[key] = run_script(mistake.namespace, script, case.arrays)
+            self._runs[key] = self.expected.variant(mistake.id, case)
         return self._runs[key]
 
     def diagnose(
@@ -249,19 +267,8 @@ class Context:
         return count
 
 
-class _ReferenceAgain:
-    """The reference package as a pseudo-mistake, so that Context.run_mistake caches a second reference run."""
-
-    id = "(reference run again)"
-
-    @property
-    def namespace(self) -> Any:
-        from grader.mistakes import reference_namespace
-
-        return reference_namespace()
-
-
-_REFERENCE_AGAIN: Any = _ReferenceAgain()
+# A second reference run as a pseudo-mistake, so that Context.run_mistake caches it.
+_REFERENCE_AGAIN = KnownMistake(REFERENCE_AGAIN, "", "", "")
 
 
 def result(name: str, points: float, ok: bool, message: str = "", mistake: Mistake | None = None) -> CheckResult:
@@ -293,6 +300,9 @@ class Check:
     name: str
     points: float
     requires: str | None = None
+    # True for a check that runs the reference's code on values read off the student's output (no case pack can
+    # hold those): it runs only where the reference is (hidden grading), and a handout's report says so.
+    live_only: bool = False
 
     def run(self, ctx: Context) -> CheckResult:
         raise NotImplementedError
@@ -559,6 +569,18 @@ class Custom(Check):
         return result(self.name, self.points, ok, message, mistake)
 
 
+def live_check(name: str, *args: Any) -> Callable[[Context], tuple[bool, str, Mistake | None]]:
+    """A Custom check function implemented where the reference is (``grader.live_checks``), named here.
+
+    Give its check ``live_only=True``: only a live ``Expected`` can provide it.
+    """
+
+    def run(ctx: Context) -> tuple[bool, str, Mistake | None]:
+        return ctx.expected.live_check(name)(ctx, *args)
+
+    return run
+
+
 # --------------------------------------------------------------------------- plans
 
 
@@ -595,6 +617,9 @@ class ExerciseChecks:
     max_score: float = 10.0
     timeout: float = 10.0
     needs_opencl: bool = False
+    # False when judging reads the reference's and the variants' results only through StatCheck verdicts
+    # (dropout, init): a case pack then stores those verdicts instead of the (large) sampled outputs.
+    pack_outputs: bool = True
     # The student's own exercises this one runs (blocks.MLPBlock: Linear, BatchNorm1d, GELU, Dropout): when one of
     # them falls short in the same run, the report says to fix it first. Empty: any exercise of an imported file.
     uses: tuple[str, ...] = ()
@@ -613,20 +638,25 @@ class ExerciseChecks:
         """The cases to run on the student and on the reference."""
         return self.checked_plan(seed).cases
 
-    def evaluate(
-        self, student: dict[str, ScriptResult], reference: dict[str, ScriptResult], seed: int
-    ) -> list[CheckResult]:
-        """Run every check of ``plan(seed)`` on the results (in the parent)."""
+    def runs_here(self, seed: int, live: bool) -> list[Check]:
+        """The checks of ``plan(seed)`` that run with live reference code (``live``) or with a case pack."""
+        return [c for c in self.checked_plan(seed).checks if live or not c.live_only]
+
+    def points_here(self, seed: int, live: bool) -> float:
+        """The points of the checks that run here: ``max_score`` live, less the live-only checks with a pack."""
+        return sum(c.points for c in self.runs_here(seed, live))
+
+    def evaluate(self, student: dict[str, ScriptResult], expected: Expected, seed: int) -> list[CheckResult]:
+        """Run the checks of ``plan(seed)`` that can run with ``expected`` on the student's results (in the parent)."""
         plan = self.checked_plan(seed)
         ctx = Context(
             exercise_id=self.id,
             seed=seed,
             cases={c.name: c for c in plan.cases},
             student=student,
-            reference=reference,
-            mistakes=for_exercise(self.id),
+            expected=expected,
         )
-        return [check.grade(ctx) for check in plan.checks]
+        return [check.grade(ctx) for check in plan.checks if expected.live or not check.live_only]
 
 
 # --------------------------------------------------------------------------- layer helpers

@@ -26,7 +26,8 @@ Where the kernel runs:
   process): a NumPy float64 emulation of the reference kernel computes the
   outputs, with the same NaN sentinel where the kernel writes nothing. So the
   parent never needs an OpenCL context, and the known wrong kernels
-  (``grader.mistakes.kernels``) are emulations too.
+  (``grader.mistakes.kernels``) are emulations too. The emulations themselves
+  are instructor-only (``grader.kernel_emulation``: they state the answers).
 
 Outputs that are NaN everywhere after the launch mean the kernel wrote nothing
 (the stub's empty body): the op raises ``NotImplementedError`` so the exercise
@@ -35,7 +36,6 @@ is reported as not implemented.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import sys
@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.ops import ScriptError
+from grader.student.opserrors import ScriptError
 
 
 class KernelBuildError(RuntimeError):
@@ -73,7 +73,8 @@ class OutSpec:
 
 
 # --------------------------------------------------------------------------
-# NumPy float64 emulations of the reference kernels (spec section 5)
+# Kernels emulated in NumPy (the reference's and the known mistakes' emulations live with the
+# instructor: grader/kernel_emulation.py, grader/mistakes/kernels.py)
 # --------------------------------------------------------------------------
 
 Emulation = Callable[[list[Any], int, int | None], dict[str, np.ndarray]]
@@ -84,61 +85,6 @@ def sentinel(size: int) -> np.ndarray:
     return np.full(size, np.nan, dtype=np.float64)
 
 
-def phi_cdf(x: np.ndarray) -> np.ndarray:
-    """Phi(x) = (1 + erf(x / sqrt 2)) / 2, elementwise, float64."""
-    erf = np.vectorize(math.erf, otypes=[np.float64])
-    return 0.5 * (1.0 + erf(np.asarray(x, dtype=np.float64) / math.sqrt(2.0)))
-
-
-def phi_pdf(x: np.ndarray) -> np.ndarray:
-    """phi(x) = exp(-x^2 / 2) / sqrt(2 pi)."""
-    return np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
-
-
-def emulate_relu_forward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
-    """y[i] = max(0, x[i]) for i < n."""
-    x, y, n = args
-    out = sentinel(y.size)
-    out[:n] = np.maximum(x[:n], 0.0)
-    return {y.name: out}
-
-
-def emulate_relu_backward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
-    """dx[i] = dy[i] if x[i] > 0 else 0 (derivative 0 at 0), for i < n."""
-    x, dy, dx, n = args
-    out = sentinel(dx.size)
-    out[:n] = np.where(x[:n] > 0.0, dy[:n], 0.0)
-    return {dx.name: out}
-
-
-def emulate_gelu_forward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
-    """y[i] = x[i] * Phi(x[i]) (exact, erf), for i < n."""
-    x, y, n = args
-    out = sentinel(y.size)
-    out[:n] = x[:n] * phi_cdf(x[:n])
-    return {y.name: out}
-
-
-def emulate_gelu_backward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
-    """dx[i] = dy[i] * (Phi(x[i]) + x[i] * phi(x[i])), for i < n."""
-    x, dy, dx, n = args
-    out = sentinel(dx.size)
-    v = x[:n]
-    out[:n] = dy[:n] * (phi_cdf(v) + v * phi_pdf(v))
-    return {dx.name: out}
-
-
-def emulate_dropout_forward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
-    """y[i] = x[i] / (1 - p) where u[i] >= p, else 0; p = 1 gives zeros; for i < n."""
-    x, u, y, p, n = args
-    out = sentinel(y.size)
-    if p >= 1.0:
-        out[:n] = 0.0
-    else:
-        out[:n] = np.where(u[:n] >= p, x[:n] / (1.0 - p), 0.0)
-    return {y.name: out}
-
-
 def launched_rows(global_size: int, local_size: int | None) -> int:
     """Rows of a one-work-group-per-row launch: global / local."""
     if not local_size:
@@ -146,54 +92,15 @@ def launched_rows(global_size: int, local_size: int | None) -> int:
     return global_size // local_size
 
 
-def emulate_rmsnorm_forward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
-    """Per row: rstd = 1 / sqrt(mean(x^2) + eps); y = x * rstd * gamma."""
-    x, gamma, y, rstd, D, eps, _scratch = args
-    rows = launched_rows(global_size, local_size)
-    xr = x[: rows * D].reshape(rows, D)
-    r = 1.0 / np.sqrt(np.mean(xr * xr, axis=1) + eps)
-    y_out, r_out = sentinel(y.size), sentinel(rstd.size)
-    y_out[: rows * D] = (xr * r[:, None] * gamma[:D]).ravel()
-    r_out[:rows] = r
-    return {y.name: y_out, rstd.name: r_out}
-
-
-def emulate_layernorm_forward(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
-    """Per row: mean, rstd = 1 / sqrt(var + eps) (biased var); y = (x - mean) * rstd * gamma + beta."""
-    x, gamma, beta, y, mean, rstd, D, eps, _scratch = args
-    rows = launched_rows(global_size, local_size)
-    xr = x[: rows * D].reshape(rows, D)
-    mu = xr.mean(axis=1)
-    var = np.mean((xr - mu[:, None]) ** 2, axis=1)
-    r = 1.0 / np.sqrt(var + eps)
-    y_out, m_out, r_out = sentinel(y.size), sentinel(mean.size), sentinel(rstd.size)
-    y_out[: rows * D] = ((xr - mu[:, None]) * r[:, None] * gamma[:D] + beta[:D]).ravel()
-    m_out[:rows] = mu
-    r_out[:rows] = r
-    return {y.name: y_out, mean.name: m_out, rstd.name: r_out}
-
-
-EMULATIONS: dict[str, Emulation] = {
-    "relu_forward": emulate_relu_forward,
-    "relu_backward": emulate_relu_backward,
-    "gelu_forward": emulate_gelu_forward,
-    "gelu_backward": emulate_gelu_backward,
-    "dropout_forward": emulate_dropout_forward,
-    "rmsnorm_forward": emulate_rmsnorm_forward,
-    "layernorm_forward": emulate_layernorm_forward,
-}
-
-
 class EmulatedKernels:
-    """A kernel namespace computed by NumPy: the reference emulations with some replaced.
+    """A kernel namespace computed by NumPy: one emulation per kernel name.
 
-    ``grader.mistakes.kernels`` builds its wrong variants as
-    ``EmulatedKernels({"rmsnorm_forward": wrong_emulation})``.
+    The instructor side builds them: ``grader.kernel_emulation`` (the reference's
+    kernels) and ``grader.mistakes.kernels`` (the reference's with one replaced).
     """
 
-    def __init__(self, overrides: Mapping[str, Emulation] | None = None) -> None:
-        self.table: dict[str, Emulation] = dict(EMULATIONS)
-        self.table.update(overrides or {})
+    def __init__(self, table: Mapping[str, Emulation]) -> None:
+        self.table: dict[str, Emulation] = dict(table)
 
     def run(self, kernel: str, args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
         """Run the emulation of ``kernel`` on resolved arguments."""
@@ -202,7 +109,14 @@ class EmulatedKernels:
         return self.table[kernel](args, global_size, local_size)
 
 
-REFERENCE_KERNELS = EmulatedKernels()
+# The emulation used for the ``reference`` package: set by grader.kernel_emulation (instructor side only).
+REFERENCE_KERNELS: EmulatedKernels | None = None
+
+
+def use_reference_kernels(kernels: EmulatedKernels) -> None:
+    """Make ``kernels`` the emulation of the ``reference`` package's kernels in this process."""
+    global REFERENCE_KERNELS
+    REFERENCE_KERNELS = kernels
 
 
 # --------------------------------------------------------------------------
@@ -241,6 +155,8 @@ def emulation_table(ns: Any) -> EmulatedKernels | None:
     if isinstance(ns, EmulatedKernels):
         return ns
     if is_reference_package(ns):
+        if REFERENCE_KERNELS is None:
+            raise KernelOpError("the reference kernels' emulation is not loaded: import grader.kernel_emulation")
         return REFERENCE_KERNELS
     return None
 
@@ -252,7 +168,7 @@ def is_reference_package(ns: Any) -> bool:
     """
     if not isinstance(ns, types.ModuleType) or ns.__name__ != "reference":
         return False
-    expected = Path(__file__).resolve().parent.parent / "reference" / "__init__.py"
+    expected = Path(__file__).resolve().parents[2] / "reference" / "__init__.py"
     module_file = getattr(ns, "__file__", None)
     return sys.modules.get("reference") is ns and module_file is not None and Path(module_file).resolve() == expected
 
@@ -271,7 +187,7 @@ def kernels_folder(ns: Any) -> str:
 def run_cl_kernel(ns: Any, op: Mapping[str, Any], env: Any) -> dict[str, np.ndarray]:
     """Run one ``cl_kernel`` op, record its outputs in ``env`` and return them by name.
 
-    ``env`` is ``grader.ops.Env`` (its ``arrays`` are the case arrays and its
+    ``env`` is ``grader.student.ops.Env`` (its ``arrays`` are the case arrays and its
     ``record(out, value, source)`` stores an output); a plain mapping of arrays
     also works (then nothing is recorded). Raises ``KernelBuildError`` (with the
     compiler log), ``KernelLaunchError``, or ``NotImplementedError`` when every

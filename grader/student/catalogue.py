@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 
-from grader.errors import UsageError
+from grader.student.errors import UsageError
 
 TOPIC_EXERCISES: dict[str, list[str]] = {
     "activations": ["Sigmoid", "Tanh", "ReLU", "LeakyReLU", "PReLU", "ELU", "GELU", "SiLU"],

@@ -1,7 +1,7 @@
 """The OS sandbox of a grading worker: the bubblewrap (``bwrap``) command line that wraps it.
 
 Every worker that runs student code is started as
-``bwrap <namespaces> <mounts> <environment> -- [setpriv ...] python -m grader.worker ...``.
+``bwrap <namespaces> <mounts> <environment> -- [setpriv ...] python -m grader.student.worker ...``.
 What the worker then sees and may do (see :func:`wrap`):
 
 - **namespaces**: new PID, network (only a loopback with nothing on it), IPC,
@@ -40,7 +40,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-GRADER_DIR = Path(__file__).resolve().parent
+STUDENT_DIR = Path(__file__).resolve().parent  # grader/student
+GRADER_DIR = STUDENT_DIR.parent  # grader
 PROJECT_ROOT = GRADER_DIR.parent
 JOB_MOUNT = "/job"
 BUNDLE_MOUNT = "/opt/normgrade"
@@ -49,7 +50,16 @@ SCRATCH = "/tmp"
 # The grader modules the worker imports, and nothing else: no checks, no
 # mistake variants, no solution writer, no quiz code (tests/test_sandbox_os.py
 # checks that the worker's imports stay inside this list).
-WORKER_MODULES = ("__init__.py", "loader.py", "ops.py", "ops_opencl.py", "worker.py")
+# Paths relative to the ``grader`` package folder.
+WORKER_MODULES = (
+    "__init__.py",
+    "student/__init__.py",
+    "student/loader.py",
+    "student/ops.py",
+    "student/opserrors.py",
+    "student/ops_opencl.py",
+    "student/worker.py",
+)
 
 # Files of /etc that the dynamic linker, OpenCL ICD loaders and compilers read; nothing secret.
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "OpenCL", "alternatives", "localtime")
@@ -180,6 +190,7 @@ def _mount_args() -> list[str]:
         args += ["--tmpfs", folder]
     bundle = f"{BUNDLE_MOUNT}/grader"
     args += ["--perms", "0755", "--dir", BUNDLE_MOUNT, "--perms", "0755", "--dir", bundle]
+    args += ["--perms", "0755", "--dir", f"{bundle}/student"]
     for module in WORKER_MODULES:
         args += ["--ro-bind", str(GRADER_DIR / module), f"{bundle}/{module}"]
     return args
@@ -246,7 +257,8 @@ def problem() -> str | None:
     try:
         probe.mkdir(mode=0o755)
         env = environment(BUNDLE_MOUNT)
-        argv = wrap([sys.executable, "-c", "import numpy, grader.worker"], probe, 1 << 20, env)
+        code = "import sys, numpy, grader.student.worker; print(sys.prefix)"
+        argv = wrap([sys.executable, "-c", code], probe, 1 << 20, env)
         try:
             done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -254,6 +266,10 @@ def problem() -> str | None:
         if done.returncode != 0:
             lines = done.stderr.decode(errors="replace").strip().splitlines() or [f"exit status {done.returncode}"]
             return f"bubblewrap cannot create a sandbox here: {lines[-1][:200]}"
+        if done.stdout.decode(errors="replace").strip() != sys.prefix:
+            # The sandbox's user (as root: a uid that owns nothing) cannot read the environment.
+            return (f"the sandbox cannot read the Python environment {sys.prefix} (a folder only its owner "
+                    "may read?): make it readable to others (chmod -R o+rX) or run the grader as its owner")
         return None
     finally:
         shutil.rmtree(probe, ignore_errors=True)

@@ -1,14 +1,16 @@
-"""The hidden checks of every exercise: ``CHECKS[exercise_id] -> ExerciseChecks``.
+"""The checks of every exercise: ``CHECKS[exercise_id] -> ExerciseChecks``.
 
-Each topic module ``grader/checks/<topic>.py`` defines ``CHECKS: list[ExerciseChecks]``
+Each topic module ``grader/student/checks/<topic>.py`` defines ``CHECKS: list[ExerciseChecks]``
 (instances); this package assembles them by id, in catalogue order. Parent side
-only: it imports ``grader.mistakes``, which imports ``reference``.
+only (the sandboxed worker never imports it). The checks hold no expected value:
+they build cases from a seed and judge against an ``Expected`` (live reference
+runs for the hidden checks, a case pack for the handout's public checks).
 """
 
 from __future__ import annotations
 
-from grader.catalogue import EXERCISES
-from grader.checks import (
+from grader.student.catalogue import EXERCISES
+from grader.student.checks import (
     activations,
     approximation,
     blocks,
@@ -20,7 +22,7 @@ from grader.checks import (
     normalization,
     optim,
 )
-from grader.checks.base import ExerciseChecks
+from grader.student.checks.base import ExerciseChecks
 
 _TOPIC_MODULES = [activations, linear, normalization, dropout, init, optim, gradcheck, blocks, approximation, kernels]
 

@@ -1,26 +1,26 @@
-"""The sandboxed child: ``python -m grader.worker JOBDIR --status-fd N [--command-fd M] [--opencl]``.
+"""The sandboxed child: ``python -m grader.student.worker JOBDIR --status-fd N [--command-fd M] [--opencl]``.
 
-It only computes, inside the OS sandbox of :mod:`grader.bwrap` (or, where
-bubblewrap cannot run, a plain child process). The parent (:mod:`grader.sandbox`)
+It only computes, inside the OS sandbox of :mod:`grader.student.bwrap` (or, where
+bubblewrap cannot run, a plain child process). The parent (:mod:`grader.student.sandbox`)
 writes ``JOBDIR/manifest.json`` (the student's folder, the limits, and for each
 job the exercise id and its cases: JSON scripts whose input arrays are in
 ``JOBDIR/inputs/<job>.npz``); JOBDIR is read-only in here. The child:
 
 1. sets its own resource limits first (RLIMIT_AS, RLIMIT_CPU, RLIMIT_FSIZE,
    RLIMIT_NPROC, RLIMIT_CORE = 0), before NumPy or any student code is loaded;
-2. imports NumPy and :mod:`grader.ops`, then installs the import guard (a
+2. imports NumPy and :mod:`grader.student.ops`, then installs the import guard (a
    ``builtins.__import__`` wrapper and a meta path finder) that refuses
    ``reference``/``grader`` to modules of the student's folder, and an audit
    hook (:class:`FileGuard`, permanent once added) that refuses opening or
    linking the grader's own files and starting other programs: a second wall
    behind the sandbox, which is what really keeps those files out of reach;
 3. loads the student's folder as the package ``exercises``
-   (:func:`grader.loader.load_exercises`, nothing runs yet) and writes ``ready``;
+   (:func:`grader.student.loader.load_exercises`, nothing runs yet) and writes ``ready``;
 4. for each job it is told to run (``run <index>`` lines on the command fd, or
    every job when there is none): writes ``start <index>`` on the status fd,
    bounds what the student prints (stdout and stderr are a pipe the parent
    drains), imports the exercise's topic file, runs every case with
-   :func:`grader.ops.run_script`, and sends the results back on the status fd
+   :func:`grader.student.ops.run_script`, and sends the results back on the status fd
    as one frame: ``done <index> <json bytes> <npz bytes>`` and then the JSON
    document and an uncompressed ``.npz`` (numeric arrays only, no pickle).
 
@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.loader import FORBIDDEN_PACKAGES, PACKAGE_NAME, TopicNotFound, load_exercises, load_topic
+from grader.student.loader import FORBIDDEN_PACKAGES, PACKAGE_NAME, TopicNotFound, load_exercises, load_topic
 
 NO_OPENCL = "no OpenCL device: pip install pocl-binary-distribution"
 
@@ -258,7 +258,7 @@ def capture_output(limit: int) -> BoundedWriter:
 
 
 def _error(kind: str, message: str, traceback: str = "", where: str = "") -> dict[str, str]:
-    """A case error record shaped like ``grader.ops``'s."""
+    """A case error record shaped like ``grader.student.ops``'s."""
     return {"type": kind, "message": message, "traceback": traceback, "where": where}
 
 
@@ -382,7 +382,7 @@ class Channel:
                 yield int(parts[1])
 
 
-USAGE = "usage: python -m grader.worker JOBDIR --status-fd N [--command-fd M] [--opencl]"
+USAGE = "usage: python -m grader.student.worker JOBDIR --status-fd N [--command-fd M] [--opencl]"
 
 
 def _parse_args(argv: list[str]) -> tuple[Path, int, int | None, bool]:
@@ -419,11 +419,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import numpy  # noqa: F401  (loaded before the student's code, under the limits)
 
-    from grader.ops import run_script
+    from grader.student.ops import run_script
 
     folder = Path(manifest["path"])
     if opencl:
-        import grader.ops_opencl  # noqa: F401  (imported lazily by ops; needed before the file guard)
+        import grader.student.ops_opencl  # noqa: F401  (imported lazily by ops; needed before the file guard)
     guard = ImportGuard(folder, PACKAGE_NAME)
     guard.install()
     FileGuard(grader_folders()).install()

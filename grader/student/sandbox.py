@@ -1,9 +1,9 @@
 """The parent side of the sandbox: run exercises' cases in sandboxed child processes, with limits.
 
 ``run_cases(submission, jobs, limits)`` copies the submission into a fresh job
-folder (:mod:`grader.ingest`; never the student's folder itself), writes the
-cases there, and starts ``python -m grader.worker`` children, each wrapped in
-bubblewrap (:mod:`grader.bwrap`: new PID, network, IPC and UTS namespaces, a
+folder (:mod:`grader.student.ingest`; never the student's folder itself), writes the
+cases there, and starts ``python -m grader.student.worker`` children, each wrapped in
+bubblewrap (:mod:`grader.student.bwrap`: new PID, network, IPC and UTS namespaces, a
 uid that owns nothing, a read-only view of Python, the job folder and the
 worker's few grader modules, a capped tmpfs as the only writable place, a
 cleared environment). Where bubblewrap cannot run and ``limits.sandbox`` is
@@ -25,7 +25,7 @@ Results are checked before they are decoded: size caps on the frame, an
 ``.npz`` whose members are stored (not compressed) and named as the worker
 names them, numeric arrays of bounded rank, outputs the case's script
 declares, JSON parsed with its depth and size bounded. Every string from the
-child is cleaned (:func:`grader.sanitize.clean_text`). Anything malformed
+child is cleaned (:func:`grader.student.sanitize.clean_text`). Anything malformed
 becomes an ``error`` for that exercise, never an exception here.
 """
 
@@ -51,17 +51,17 @@ import zipfile
 
 import numpy as np
 
-from grader import bwrap
-from grader.errors import SetupError
-from grader.ingest import Ingested, read_submission
-from grader.ops import Case, ScriptResult
-from grader.sanitize import clean_record, clean_text
+from grader.student import bwrap
+from grader.student.errors import SetupError
+from grader.student.ingest import Ingested, read_submission
+from grader.student.ops import Case, ScriptResult
+from grader.student.sanitize import clean_record, clean_text
 
 GIB = 1 << 30
 MIB = 1 << 20
 KIB = 1 << 10
 
-GRADER_ROOT = str(Path(__file__).resolve().parent.parent)  # the folder holding the grader package
+GRADER_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding the grader package
 
 
 @dataclass(frozen=True)
@@ -242,7 +242,7 @@ class _Child:
         status_r, status_w = os.pipe()
         command_r, command_w = os.pipe()
         output_r, output_w = os.pipe()
-        worker = ["-m", "grader.worker"]
+        worker = ["-m", "grader.student.worker"]
         fds = ["--status-fd", str(status_w), "--command-fd", str(command_r)] + (["--opencl"] if opencl else [])
         if sandboxed:
             env = bwrap.environment(bwrap.BUNDLE_MOUNT)
@@ -780,7 +780,7 @@ def run_cases(
 ) -> dict[str, JobOutcome]:
     """Run every job's cases on a copy of the student's files in sandboxed children.
 
-    ``submission`` is what :func:`grader.ingest.read_submission` took from the
+    ``submission`` is what :func:`grader.student.ingest.read_submission` took from the
     student's folder (or a folder, ingested here). Returns one JobOutcome per
     job id. ``on_outcome`` is called with each outcome as soon as it is known
     (from a slot thread: the caller can evaluate one exercise while the children

@@ -40,8 +40,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from grader import catalogue
-from grader.errors import GraderError
+from grader.student import catalogue
+from grader.student.errors import GraderError
 
 RULES = ("best", "latest")
 DEFAULT_RATE = (30, 60)  # uploads per student, per minutes

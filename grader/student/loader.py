@@ -8,7 +8,7 @@ in one file does not break the others. Relative imports between the student's
 files (``from .base import Module``) work as in the shipped package.
 
 :func:`scan_forbidden_imports` is the static half of the import guard (the
-runtime half lives in :mod:`grader.worker`): it reads every ``.py`` file with
+runtime half lives in :mod:`grader.student.worker`): it reads every ``.py`` file with
 :mod:`ast` and reports imports of ``reference`` or ``grader`` and syntax errors,
 without running anything. :func:`local_dependencies` tells which sibling files
 each file imports (``from .base import Module``), so that a problem in a shared
@@ -153,7 +153,7 @@ Sources = Mapping[str, bytes]
 def _python_sources(submission: Path | str | Sources) -> dict[str, bytes]:
     """Relative path -> source of each ``.py`` file: of an ingested hand-in, or read from a folder by ingest."""
     if not isinstance(submission, Mapping):
-        from grader.ingest import read_submission  # parent side only: the worker never scans
+        from grader.student.ingest import read_submission  # parent side only: the worker never scans
 
         submission = read_submission(submission).files
     return {name: data for name, data in submission.items() if name.endswith(".py")}

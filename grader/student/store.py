@@ -28,9 +28,9 @@ from typing import Any
 
 import sqlite_utils
 
-from grader.course import DEFAULT_COURSE, Course, counted_score
-from grader.errors import StoreError
-from grader.model import GradeReport, exercise_seed
+from grader.student.course import DEFAULT_COURSE, Course, counted_score
+from grader.student.errors import StoreError
+from grader.student.model import GradeReport, exercise_seed
 
 APPLICATION_ID = 0x4E4F524D  # "NORM": marks a file as a normgrade progress database
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -492,7 +492,7 @@ class Store:
         return rows
 
     def best_scores(self, student: str, course: Course | None = None) -> dict[str, dict[str, Any]]:
-        """Per exercise, the score that counts under the course's rule (``grader.course.counted_score``).
+        """Per exercise, the score that counts under the course's rule (``grader.student.course.counted_score``).
 
         Keys: ``best_score`` (the counted score: the best ever without a course
         file), ``max_score``, ``last_status`` (of the latest submission),

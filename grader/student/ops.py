@@ -9,7 +9,7 @@ very same script on the reference and on every known mistake.
 
 This module runs inside the untrusted child next to the student's code: it
 imports nothing from ``reference`` and nothing from the grader beyond itself
-(``grader.ops_opencl`` is imported lazily, only by the ``cl_kernel`` op).
+(``grader.student.ops_opencl`` is imported lazily, only by the ``cl_kernel`` op).
 
 Values inside ops (resolved by :meth:`Env.resolve`):
 
@@ -41,7 +41,7 @@ numgrad    var, x, dout, out, h?, wrt?                 central differences of
                                                        or w.r.t. the array attribute ``wrt``
 target     var, name                                   binds the named function ``TARGETS[name]``
 eval_fn    var, x, out                                 records ``var(x)`` (a callable made earlier)
-cl_kernel  see grader/checks/kernels.py                ``grader.ops_opencl.run_cl_kernel(ns, op, env)``
+cl_kernel  see grader/student/checks/kernels.py                ``grader.student.ops_opencl.run_cl_kernel(ns, op, env)``
 =========  ==========================================  ==============================================
 
 Every recorded output goes through ``np.asarray`` (then is copied) and must be
@@ -73,14 +73,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from grader.student.opserrors import ScriptError
+
 MAX_TRACEBACK_FRAMES = 8
 MAX_WARNINGS = 10
 # warnings.catch_warnings swaps process-wide state: one script at a time per process.
 _WARNINGS_LOCK = threading.RLock()
-
-
-class ScriptError(Exception):
-    """A malformed script (unknown op, missing field, duplicate output key): a grader bug."""
 
 
 class BadOutputError(Exception):
@@ -373,7 +371,7 @@ def _run_op(env: Env, op: dict[str, Any]) -> None:
         fn = env.vars[_field(op, "var")]
         env.record(_field(op, "out"), fn(env.resolve(_field(op, "x"))), "your returned function")
     elif kind == "cl_kernel":
-        ops_opencl = importlib.import_module("grader.ops_opencl")  # lazily: only kernel cases need OpenCL
+        ops_opencl = importlib.import_module("grader.student.ops_opencl")  # lazily: only kernel cases need OpenCL
         ops_opencl.run_cl_kernel(ns, op, env)
     else:
         raise ScriptError(f"unknown op {kind!r}")

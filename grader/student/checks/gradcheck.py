@@ -1,6 +1,6 @@
 """Hidden checks of ``gradcheck.numerical_gradient`` and ``gradcheck.rel_error``.
 
-numerical_gradient is called on named curved functions (``grader.ops.TARGETS``:
+numerical_gradient is called on named curved functions (``grader.student.ops.TARGETS``:
 x tanh x, x^3 - 2x, e^sin x, and the row softmax whose every output depends on
 every input of its row) with a random dout, and compared with the reference's
 central differences at rtol 1e-7, atol 1e-8 * max(1, max|expected|). Two
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks.base import Compare, Custom, Context, ExerciseChecks, Plan, ShapeDtype, error_text
-from grader.mistakes import Mistake
-from grader.ops import Case
+from grader.student.checks.base import Compare, Custom, Context, ExerciseChecks, Plan, ShapeDtype, error_text
+from grader.student.diagnosis import KnownMistake as Mistake
+from grader.student.ops import Case
 
 NG_RTOL = 1e-7
 NG_ATOL = 1e-8

@@ -10,7 +10,6 @@ live in ``grader/class_report.py`` and reuse :func:`format_score` and
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -19,8 +18,9 @@ from typing import IO, Any
 
 import click
 
-from grader.sanitize import clean_text
-from grader.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.diagnosis import known_mistake
+from grader.student.sanitize import clean_text
+from grader.student.model import CheckResult, ExerciseResult, GradeReport
 
 # status -> (label, colour): the label is the status word of the JSON and the README, in capitals,
 # one word per status; it is never "PASSED" unless the marks are full
@@ -94,12 +94,8 @@ def diagnosis_lines(check: CheckResult) -> list[str]:
 
 
 def mistake_entry(misconception: str) -> Any:
-    """The catalogue entry for a mistake id, or None (no catalogue yet, or unknown id)."""
-    try:
-        mistakes = importlib.import_module("grader.mistakes")
-    except ImportError:
-        return None
-    return getattr(mistakes, "CATALOGUE", {}).get(misconception)
+    """The known mistake with this id (registered by the mistake catalogue or a case pack), or None."""
+    return known_mistake(misconception)
 
 
 def output_excerpt(output: str) -> list[str]:

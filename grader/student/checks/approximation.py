@@ -1,7 +1,7 @@
 """Hidden checks of ``approximation.fit_function`` (Cybenko's theorem made concrete).
 
 The student's fit_function runs in the child on two named targets of
-``grader.ops.TARGETS`` (sin(2 pi x), and a narrow Gaussian bump
+``grader.student.ops.TARGETS`` (sin(2 pi x), and a narrow Gaussian bump
 e^(-(x - 0.5)^2 / 0.02)) with 32 hidden units, the default 2000 steps and a
 generator seeded from the exercise seed; the returned g is evaluated on a
 dense grid of 1001 points of [0, 1] (``eval_fn``). Graded here, in the parent,
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
-from grader.model import CheckResult
-from grader.ops import TARGETS, Case
+from grader.student.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
+from grader.student.model import CheckResult
+from grader.student.ops import TARGETS, Case
 
 FULL_MARKS_ERROR = 0.05
 ZERO_MARKS_ERROR = 0.30

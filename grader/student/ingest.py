@@ -33,8 +33,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.errors import GraderError
-from grader.sanitize import clean_text
+from grader.student.errors import GraderError
+from grader.student.sanitize import clean_text
 
 MAX_ENTRIES = 2000
 MAX_FILES = 64

@@ -27,10 +27,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.checks.base import Check, Context, Custom, ExerciseChecks, Plan, error_text, result
-from grader.mistakes import Mistake
-from grader.model import CheckResult
-from grader.ops import Case, ScriptResult
+from grader.student.checks.base import Check, Context, Custom, ExerciseChecks, Plan, error_text, result
+from grader.student.diagnosis import KnownMistake as Mistake
+from grader.student.model import CheckResult
+from grader.student.ops import Case, ScriptResult
 
 # Two-sided normal quantile for the statistical bounds: P(|Z| > 6.5) = 8.0e-11,
 # below 1e-9 with room for the normal approximations used with it.
@@ -120,20 +120,34 @@ class StatCheck(Check):
         student_verdicts = [p.judge(ctx.student_result) for p in peers]
         best: tuple[int, Mistake] | None = None
         for mistake in ctx.mistakes:
-
-            def variant_result(case: str, mistake: Mistake = mistake) -> ScriptResult:
-                return ctx.run_mistake(mistake, ctx.cases[case])
-
-            other = self.judge(variant_result)
+            other = variant_verdict(ctx, self, mistake)
             if other.ok or other.fingerprint is None or not self.same(verdict.fingerprint, other.fingerprint):
                 continue
-            theirs = [peer.judge(variant_result) for peer in peers]
+            theirs = [variant_verdict(ctx, peer, mistake) for peer in peers]
             if any(not t.ok and not agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs)):
                 continue  # the variant fails a check that the student passes, or fails it another way
             agreement = sum(agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs))
             if best is None or agreement > best[0]:
                 best = (agreement, mistake)
         return None if best is None else best[1]
+
+
+def variant_verdict(ctx: Context, check: StatCheck, mistake: Mistake) -> Verdict:
+    """``check``'s verdict (ok and fingerprint) on ``mistake``'s variant results, from ``ctx.expected``.
+
+    Computed from the variant's results where they are live; a case pack stores
+    the verdicts themselves (the variants' samples are large, what the check
+    measured of them is small).
+    """
+    assert check.judge is not None
+    judge = check.judge
+
+    def compute() -> tuple[bool, Any]:
+        verdict = judge(lambda case: ctx.run_mistake(mistake, ctx.cases[case]))
+        return verdict.ok, verdict.fingerprint
+
+    ok, fingerprint = ctx.expected.verdict(check.name, mistake.id, compute)
+    return Verdict(ok, "", fingerprint)
 
 
 def agrees(check: StatCheck, mine: Verdict, theirs: Verdict) -> bool:
@@ -439,6 +453,8 @@ def unnamed(judge: Judge) -> Callable[[Context], tuple[bool, str, Mistake | None
 
 
 class InitChecks(ExerciseChecks):
+    # Every check is a StatCheck (or names no mistake): a case pack stores verdicts, not the variants' samples.
+    pack_outputs = False
     """One initialiser: ``family`` is "xavier" or "kaiming", ``kind`` "uniform" or "normal"."""
 
     def __init__(self, family: str, kind: str) -> None:

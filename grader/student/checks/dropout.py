@@ -24,7 +24,7 @@ p is one of 0.2, 0.25, 0.3, 0.4 (not 0.35, where a Gaussian mask's zero fraction
 
 Known mistakes are named when their variant fails the same check the same way
 (same scale, a zero fraction within 2t, the same kind of backward), see
-``grader.checks.init.StatCheck``.
+``grader.student.checks.init.StatCheck``.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.checks.base import UNDIAGNOSED_ERRORS, ExerciseChecks, Plan, error_text
-from grader.checks.init import StatCheck, Verdict, hoeffding_halfwidth, link_peers, same_value
-from grader.mistakes import error_signature
-from grader.ops import Case, ScriptResult
+from grader.student.checks.base import UNDIAGNOSED_ERRORS, ExerciseChecks, Plan, error_text
+from grader.student.checks.init import StatCheck, Verdict, hoeffding_halfwidth, link_peers, same_value
+from grader.student.diagnosis import error_signature
+from grader.student.ops import Case, ScriptResult
 
 CLS = "dropout.Dropout"
 TRAIN_SHAPE = (160, 250)      # n = 40000 for the zero fraction
@@ -80,6 +80,8 @@ def get(res: Results, case: str, *keys: str) -> tuple[list[np.ndarray] | None, s
 
 
 class DropoutChecks(ExerciseChecks):
+    # Every check is a StatCheck: a case pack stores their verdicts on the variants, not the variants' samples.
+    pack_outputs = False
     """dropout.Dropout: structure and statistics of the training output, backward, eval, edges."""
 
     id = CLS

@@ -1,0 +1,409 @@
+"""``grade release --out DIR``: the student handout and the Gradescope autograder, built from this repository.
+
+- ``DIR/student/``: what students get. The exercise stubs (``exercises/``), a
+  README with its own Quick start, the handout quizzes (``quizzes/``:
+  questions and choices, and in practice mode explanations sealed under keys
+  derived from the right answers, :mod:`grader.student.practice`), and an
+  installable package: ``grader/__init__.py`` and the whole student-side
+  subpackage ``grader/student/`` (copied as a folder, not filtered by name:
+  the layout is the trust boundary, tests/test_boundary.py) with the case packs
+  in ``grader/student/packs/``, and a ``pyproject.toml`` whose ``grade`` is
+  :mod:`grader.student.cli`.
+- ``DIR/autograder/autograder.zip``: Gradescope's bundle. ``setup.sh``
+  installs ``source/`` (the full grader, the reference and the locked
+  quizzes); ``run_autograder`` runs :mod:`grader.gradescope`, which grades the
+  upload with the hidden checks and writes ``results.json``.
+- ``DIR/manifest.json``: what went where (every file with its sha256), the
+  version, the sha256 of the reference it was built from, the packs' sizes.
+
+Refuses a non-empty DIR without ``force``; stops with a one-line reason
+(:class:`ReleaseError`) when the reference fails its own public checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader import quiz as quiz_lib
+from grader.packs import PackError, write_packs
+from grader.quiz import params as params_lib
+from grader.student.errors import GraderError
+from grader.student.practice import PracticeQuestion, PracticeQuiz, new_salt, seal
+from grader.student.practice import Choice as PracticeChoice
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_DIR = Path(__file__).resolve().parent  # grader/
+STUDENT_DIR = PACKAGE_DIR / "student"
+PACK_BUDGET = 5 * 1024 * 1024
+# The pseudo-student whose drawn values the handout's parameterised quiz questions show (and Gradescope judges).
+PRACTICE_STUDENT = "(practice)"
+# Files of the repository that the Gradescope bundle's source/ holds (the full grader and the reference).
+AUTOGRADER_TREES = ("grader", "reference", "exercises")
+AUTOGRADER_FILES = ("pyproject.toml", "README.md")
+SKIPPED_PARTS = {"__pycache__", ".grade", ".pytest_cache"}
+# Folders of the repository that --out (possibly with --force) must never be, or be inside.
+PROTECTED = {"grader", "reference", "exercises", "quizzes", "tests", "docs", "bench", "scripts", ".git", ".venv"}
+
+
+class ReleaseError(GraderError):
+    """A release cannot be written (one line: what is wrong and what to do)."""
+
+
+@dataclass
+class Release:
+    """What ``build_release`` wrote."""
+
+    out: Path
+    version: str
+    reference_sha256: str
+    pack_sizes: dict[str, int] = field(default_factory=dict)
+    files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    @property
+    def packs_bytes(self) -> int:
+        return sum(self.pack_sizes.values())
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def tree_files(folder: Path) -> list[Path]:
+    """Every regular file under ``folder``, sorted, without caches (``__pycache__``, ``.grade``...)."""
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not SKIPPED_PARTS & set(p.relative_to(folder).parts))
+
+
+def reference_sha256() -> str:
+    """sha256 over the reference package's files (relative path and content of each, in order)."""
+    digest = hashlib.sha256()
+    folder = ROOT / "reference"
+    for path in tree_files(folder):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def project_version() -> str:
+    """The version in pyproject.toml (the release's version)."""
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        return str(tomllib.load(fh)["project"]["version"])
+
+
+def prepare_out(out: Path, force: bool) -> None:
+    """Create ``out``; ReleaseError when it is not empty and not ``force``, or when it holds this repository."""
+    out = out.resolve()
+    if out == ROOT or out in ROOT.parents:
+        raise ReleaseError(f"--out {out} holds this repository: choose a folder outside it, e.g. --out ../release")
+    if out.is_relative_to(ROOT) and out.relative_to(ROOT).parts[0] in PROTECTED:
+        raise ReleaseError(f"--out {out} is inside the repository's {out.relative_to(ROOT).parts[0]}/: choose a"
+                           " folder outside it, e.g. --out ../release")
+    if out.exists() and not out.is_dir():
+        raise ReleaseError(f"--out {out} is a file: choose a folder")
+    if out.exists() and any(out.iterdir()):
+        if not force:
+            raise ReleaseError(f"'{out}' is not empty: pass --force to replace its contents, or choose another --out")
+        for child in out.iterdir():
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """Copy the files of ``source`` into ``target`` (caches left out)."""
+    for path in tree_files(source):
+        dest = target / path.relative_to(source)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest)
+
+
+# --- quizzes -------------------------------------------------------------------------------------
+
+
+def _accepted_forms(question: quiz_lib.SourceQuestion, salt: str) -> list[str]:
+    """The canonical forms that open a question's seal (as ``source_digests`` digests them, without digests)."""
+    messages: list[str] = []
+    for form in quiz_lib._answer_forms(question):
+        candidates = quiz_lib.canonical_answers(question, form)
+        found = [candidates[len(candidates) // 2]]  # numeric: the answer's own bin
+        if question.symbols and quiz_lib._formula_form(question, form):
+            found.append(quiz_lib.formula_message(question, form, salt))
+        messages += [m for m in found if m not in messages]
+    return messages
+
+
+def handout_question(question: quiz_lib.SourceQuestion, chapter: str, practice: bool) -> PracticeQuestion:
+    """One source question as the handout holds it: prompt and choices; with ``practice``, the sealed explanation.
+
+    A parameterised question is shown with the values drawn for ``PRACTICE_STUDENT``
+    (the values Gradescope judges a handout answer with); its answer is computed
+    with the reference here, and its explanation rendered with it.
+    """
+    data = question.data
+    prompt, explanation = str(data["prompt"]), str(data.get("explanation", ""))
+    salt = new_salt()
+    out = PracticeQuestion(
+        id=question.id, kind=question.kind, prompt=prompt,
+        choices=tuple(PracticeChoice(c.id, c.text) for c in question.choices),
+        tolerance=question.tolerance, points=float(data.get("points", 1.0)), symbols=question.symbols,
+        subject=question.subject, salt=salt,
+    )
+    if "params" in data:
+        values = params_lib.draw(params_lib.parse_specs(data["params"]), PRACTICE_STUDENT, chapter, question.id)
+        call = params_lib.parse_reference(data["reference"], set(values))
+        answer = params_lib.reference_answer(call, values)
+        out.prompt = params_lib.render(prompt, values)
+        explanation = params_lib.render(explanation, {**values, "answer": answer})
+        bins = quiz_lib.canonical_answers(out, answer)
+        messages = [bins[len(bins) // 2]]
+    else:
+        messages = _accepted_forms(question, salt)
+    if practice:
+        out.sealed = seal(explanation, messages, salt)
+    else:
+        out.salt = ""
+    return out
+
+
+def write_quizzes(target: Path, practice: bool) -> list[str]:
+    """The handout quiz of every chapter with a source in quizzes/source/; the chapters written."""
+    sources = sorted((ROOT / "quizzes" / "source").glob("*.toml"))
+    if not sources:
+        raise ReleaseError(f"no quiz sources in {ROOT / 'quizzes' / 'source'}: the release needs the author sources")
+    target.mkdir(parents=True, exist_ok=True)
+    chapters = []
+    for path in sources:
+        source = quiz_lib.load_source(path)
+        quiz = PracticeQuiz(source.chapter, source.title,
+                            [handout_question(q, source.chapter, practice) for q in source.questions])
+        (target / f"{source.chapter}.json").write_text(json.dumps(quiz.to_json(), indent=1, ensure_ascii=False) + "\n",
+                                                       encoding="utf-8")
+        chapters.append(source.chapter)
+    return chapters
+
+
+# --- the handout ---------------------------------------------------------------------------------
+
+STUDENT_PYPROJECT = """[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "normgrade-student"
+version = "{version}"
+description = "The student side of normgrade: grade your exercises on the public checks, practise the quizzes."
+requires-python = ">=3.11"
+dependencies = [
+    "numpy>=1.26",
+    "click>=8.1",
+    "sqlite-utils>=3.36",
+    "sympy>=1.12",
+    "cryptography>=42",
+]
+
+[project.optional-dependencies]
+# the OpenCL exercises (kernels/*.cl): pyopencl, and PoCL as a CPU device where no GPU driver is installed
+opencl = ["pyopencl>=2024.1", "pocl-binary-distribution>=3.0"]
+
+[project.scripts]
+grade = "grader.student.cli:main"
+
+[tool.setuptools.packages.find]
+include = ["grader*"]
+
+[tool.setuptools.package-data]
+"grader.student" = ["packs/*.npz"]
+"""
+
+STUDENT_README = """# {title}: the exercises
+
+Quick start (Python 3.11 or newer; from this folder):
+
+```
+python3 -m venv .venv && .venv/bin/pip install .
+.venv/bin/grade submit
+```
+
+`grade submit` grades every exercise in `exercises/` (fill in the stubs: each
+raises `NotImplementedError` until you do); `grade submit normalization` or
+`grade submit linear.Linear` grades one topic or exercise; `--json` prints one
+JSON document. Exit status 0 means full marks on the public checks.
+
+## What is checked here, and what is checked when you hand in
+
+`grade submit` runs the **public checks**: the same checks the course grades
+with, on fixed inputs, compared with expected results shipped in this folder
+(no reference code is in it). When a check fails it names the known mistake
+your output matches, when there is one, and says how to fix it. Your code runs
+in an OS sandbox where bubblewrap is installed (Linux), else in plain child
+processes.
+
+The **hidden checks** run when you hand in ({where}): the same checks on
+inputs drawn for you alone, plus the checks that need the reference's code
+({live_only}). Passing the public checks is a very good sign, not a guarantee.
+
+OpenCL exercises (`exercises/kernels/*.cl`) need an OpenCL device:
+`.venv/bin/pip install '.[opencl]'` installs pyopencl and a CPU device (PoCL).
+
+## Quizzes
+
+`grade quiz` lists the chapters; `grade quiz activations` asks a chapter's
+questions. **Offline quizzes are practice only**: nothing is recorded, and the
+file in `quizzes/` holds no answers and no explanations in plain text (each
+explanation is encrypted under a key derived from the right answer; a right
+answer opens it). A short answer space can always be searched by trying
+answers, so these files cannot be graded fairly offline: your course scores
+quizzes {quiz_where}.
+
+## Handing in
+
+{hand_in}
+"""
+
+HAND_IN_GRADESCOPE = """Upload your `exercises/` folder (or its `.py` files and `kernels/*.cl` files) to
+the course's Gradescope assignment. To have quizzes scored there, add one file
+`quiz-answers.toml` to the upload, one table per chapter:
+
+```toml
+[activations]
+gelu-why = "c"          # a choice id (or its number as listed)
+negative-outputs = ["tanh", "gelu"]
+gelu-min-x = "-0.75"
+```
+"""
+
+
+def live_only_checks() -> str:
+    """The checks a handout cannot run, for its README: 'blocks.MLPBlock: dropout_train, backward_dropout'."""
+    from grader.packs import public_seed
+    from grader.student.checks import CHECKS
+
+    parts = []
+    for exercise_id, definition in CHECKS.items():
+        names = [c.name for c in definition.checked_plan(public_seed(exercise_id)).checks if c.live_only]
+        if names:
+            parts.append(f"`{exercise_id}`: {', '.join(names)}")
+    return "; ".join(parts) or "none"
+
+
+def write_student(out: Path, version: str, practice: bool) -> dict[str, int]:
+    """The handout folder; returns the packs' sizes."""
+    student = out / "student"
+    copy_tree(ROOT / "exercises", student / "exercises")
+    (student / "grader").mkdir(parents=True)
+    shutil.copyfile(PACKAGE_DIR / "__init__.py", student / "grader" / "__init__.py")
+    copy_tree(STUDENT_DIR, student / "grader" / "student")
+    stale = student / "grader" / "student" / "packs"
+    if stale.exists():
+        shutil.rmtree(stale)  # never ship packs left in the source tree: the release writes fresh ones
+    try:
+        sizes = write_packs(student / "grader" / "student" / "packs")
+    except PackError as exc:
+        raise ReleaseError(str(exc)) from exc
+    if sum(sizes.values()) > PACK_BUDGET:
+        raise ReleaseError(f"the case packs take {sum(sizes.values())} bytes, over the {PACK_BUDGET}-byte budget:"
+                           " make the public cases smaller")
+    write_quizzes(student / "quizzes", practice)
+    (student / "pyproject.toml").write_text(STUDENT_PYPROJECT.format(version=version), encoding="utf-8")
+    where = "on the course's Gradescope autograder or course server"
+    (student / "README.md").write_text(STUDENT_README.format(
+        title="normgrade", where=where, live_only=live_only_checks(), quiz_where="on Gradescope or the course server (questions and choices only)",
+        hand_in=HAND_IN_GRADESCOPE), encoding="utf-8")
+    return sizes
+
+
+# --- the Gradescope bundle -----------------------------------------------------------------------
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once when it builds the autograder image (choose the Ubuntu 24.04 base image:
+# the grader needs Python 3.11 or newer). Everything goes into a virtual environment (PEP 668).
+set -euo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+apt-get update -qq
+apt-get install -y -qq python3 python3-venv >/dev/null
+apt-get install -y -qq bubblewrap >/dev/null  # the OS sandbox: every upload is graded inside it
+python3 -m venv "$ROOT/venv"
+"$ROOT/venv/bin/python" -m pip install --quiet "$ROOT/source[pocl]"
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for every submission: grade the upload, write results/results.json.
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+cd "$ROOT/source" && exec "${PYTHON:-$ROOT/venv/bin/python}" -m grader.gradescope --root "$ROOT"{flags}
+"""
+
+
+def write_autograder(out: Path, sandbox: bool = True) -> list[str]:
+    """``out/autograder/autograder.zip``; returns its member names.
+
+    ``sandbox`` False: ``run_autograder`` grades with ``--no-sandbox`` (for an
+    image where bubblewrap cannot create namespaces; the results say so).
+    """
+    target = out / "autograder"
+    target.mkdir(parents=True)
+    zip_path = target / "autograder.zip"
+    members: list[str] = []
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        run_autograder = RUN_AUTOGRADER.replace("{flags}", "" if sandbox else " --no-sandbox")
+        for name, text in (("setup.sh", SETUP_SH), ("run_autograder", run_autograder)):
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o755 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, text)
+            members.append(name)
+        for tree in AUTOGRADER_TREES:
+            for path in tree_files(ROOT / tree):
+                if path.is_relative_to(STUDENT_DIR / "packs"):
+                    continue
+                name = "source/" + path.relative_to(ROOT).as_posix()
+                zf.write(path, name)
+                members.append(name)
+        for path in sorted((ROOT / "quizzes").glob("*.json")):  # locked quizzes: the answers file is scored with them
+            name = "source/" + path.relative_to(ROOT).as_posix()
+            zf.write(path, name)
+            members.append(name)
+        for file in AUTOGRADER_FILES:
+            zf.write(ROOT / file, f"source/{file}")
+            members.append(f"source/{file}")
+    return members
+
+
+# --- the whole release -----------------------------------------------------------------------------
+
+
+def build_release(out: Path | str, force: bool = False, practice: bool = True, sandbox: bool = True) -> Release:
+    """Write the handout, the Gradescope bundle and the manifest into ``out`` (see the module docstring)."""
+    out = Path(out).resolve()
+    prepare_out(out, force)
+    version = project_version()
+    release = Release(out, version, reference_sha256())
+    release.pack_sizes = write_student(out, version, practice)
+    members = write_autograder(out, sandbox)
+    release.files = {
+        "student": [{"path": p.relative_to(out).as_posix(), "sha256": sha256_file(p), "bytes": p.stat().st_size}
+                    for p in tree_files(out / "student")],
+        "autograder": [{"path": "autograder/autograder.zip", "sha256": sha256_file(out / "autograder" / "autograder.zip"),
+                        "members": members}],
+    }
+    manifest = {
+        "format": "normgrade-release-1",
+        "version": version,
+        "reference_sha256": release.reference_sha256,
+        "practice_quizzes": practice,
+        "packs": {"bytes": release.packs_bytes, "by_exercise": release.pack_sizes},
+        "where": {
+            "student/": "the handout: stubs, README, quizzes (no answers), the student-side grader and its case packs",
+            "autograder/autograder.zip": "Gradescope: setup.sh, run_autograder, source/ (full grader and reference)",
+        },
+        "files": release.files,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return release
+
+
+__all__ = ["PRACTICE_STUDENT", "Release", "ReleaseError", "build_release", "reference_sha256"]
