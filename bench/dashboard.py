@@ -34,10 +34,10 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from grader import quiz as quiz_lib
-from grader.course import load_course
+from grader.student.course import load_course
 from grader.server import sample_class
 from grader.server.app import ServerConfig, create_app
-from grader.store import Store
+from grader.student.store import Store
 
 TARGET_S = 1.0
 

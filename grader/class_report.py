@@ -678,7 +678,7 @@ def csv_header(report: ClassReport) -> list[str]:
 
 
 def _write_csv(rows: list[list[Any]]) -> str:
-    """CSV text of ``rows`` with every text cell neutralised (``grader.sanitize.csv_cell``)."""
+    """CSV text of ``rows`` with every text cell neutralised (``grader.student.sanitize.csv_cell``)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     for row in rows:

@@ -219,7 +219,7 @@ def add_roster(store: Store, rows: list[tuple[str, str, str]]) -> None:
 
 
 def course_with_chapters() -> class_report.Course:
-    from grader.course import parse_course
+    from grader.student.course import parse_course
 
     return parse_course({"chapter": [{"name": "acts", "exercises": ["activations.ReLU", "activations.GELU"]},
                                      {"name": "linear"}]}, Path("c.toml"))

@@ -25,7 +25,7 @@ import pytest
 from grader import class_report
 from grader import quiz as quiz_lib
 from grader.server import dashboard, sample_class
-from grader.store import Store
+from grader.student.store import Store
 from server_util import Server
 
 STUDENTS = 40

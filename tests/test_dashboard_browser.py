@@ -26,7 +26,7 @@ from conftest import require_program
 from grader import class_report
 from grader import quiz as quiz_lib
 from grader.server import dashboard
-from grader.store import Store
+from grader.student.store import Store
 from test_dashboard import ClassServer, class_server
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"

@@ -54,10 +54,12 @@ def _needs_bubblewrap() -> None:
 
 
 def answer_files() -> list[Path]:
-    """Every file that reveals an expected value: the reference, checks, mistake variants, solution writer, quiz sources."""
+    """Every file that reveals an expected value: the reference, mistake variants, the instructor-only checks
+    and kernel emulations, the solution writer, the locked quizzes and their sources."""
     files = [p for p in (ROOT / "reference").rglob("*") if p.suffix in (".py", ".cl")]
-    files += list((ROOT / "grader" / "mistakes").glob("*.py")) + list((ROOT / "grader" / "checks").glob("*.py"))
-    files += [ROOT / "grader" / "solution.py"] + list((ROOT / "quizzes" / "source").glob("*"))
+    files += list((ROOT / "grader" / "mistakes").glob("*.py"))
+    files += [ROOT / "grader" / name for name in ("solution.py", "live_checks.py", "kernel_emulation.py", "packs.py")]
+    files += list((ROOT / "quizzes" / "source").glob("*")) + list((ROOT / "quizzes").glob("*.json"))
     return [p for p in files if p.is_file() and p.stat().st_size > 200]
 
 
@@ -652,20 +654,21 @@ def test_batch_refuses_to_start_without_the_sandbox(tmp_path: Path, monkeypatch:
 
 def test_the_bwrap_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """What both ways of running the sandbox ask bubblewrap for (CI runs as root: this covers the other way)."""
-    from grader import bwrap
+    from grader.student import bwrap
 
     env = bwrap.environment(bwrap.BUNDLE_MOUNT)
     assert set(env) >= {"PATH", "HOME", "PYTHONPATH"} and "NORMGRADE_TEST_SECRET" not in env
     for euid in (0, 1000):
         monkeypatch.setattr(os, "geteuid", lambda euid=euid: euid)
-        argv = bwrap.wrap(["python", "-m", "grader.worker"], tmp_path, 1 << 20, env)
+        argv = bwrap.wrap(["python", "-m", "grader.student.worker"], tmp_path, 1 << 20, env)
         assert {"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
                 "--new-session", "--clearenv"} <= set(argv)
         assert argv[argv.index("--ro-bind", argv.index(str(tmp_path)) - 1) + 2] == bwrap.JOB_MOUNT
         mounted = [argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind"]
         assert not any(m == str(ROOT) or m.startswith(str(ROOT / "reference")) for m in mounted)
         bundle = [argv[i + 2] for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 2].startswith(bwrap.BUNDLE_MOUNT)]
-        assert sorted(Path(b).name for b in bundle) == sorted(bwrap.WORKER_MODULES)
+        bundled = sorted(str(Path(b).relative_to(f"{bwrap.BUNDLE_MOUNT}/grader")) for b in bundle)
+        assert bundled == sorted(bwrap.WORKER_MODULES)
         if euid == 0:  # root keeps mount rights, the worker drops to a random uid that owns nothing
             setpriv = argv.index("--") + 1
             assert Path(argv[setpriv]).name == "setpriv" and argv[setpriv + 1].startswith("--reuid=")

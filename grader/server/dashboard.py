@@ -37,12 +37,12 @@ from grader.class_report import (
 from markupsafe import Markup, escape
 
 from grader.class_report import band
-from grader.course import counted_score, parse_time
-from grader.errors import GraderError
-from grader.model import CheckResult, ExerciseResult, GradeReport
-from grader.report import format_score, format_text
-from grader.sanitize import clean_text
-from grader.store import Store, utc_now
+from grader.student.course import counted_score, parse_time
+from grader.student.errors import GraderError
+from grader.student.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.report import format_score, format_text
+from grader.student.sanitize import clean_text
+from grader.student.store import Store, utc_now
 
 STRUGGLING_PERCENT = 50.0
 INACTIVE_DAYS = 7
@@ -244,7 +244,7 @@ class AttemptView:
     max_score: float
     total_after: float          # the student's counted exercise total right after this upload
     late_exercises: list[str]   # exercises graded after their chapter's due date
-    report_text: str            # what the student saw (grader.report.format_text); "" when left out
+    report_text: str            # what the student saw (grader.student.report.format_text); "" when left out
 
 
 @dataclass

@@ -39,7 +39,7 @@ from grader.server.dashboard import (
     DashboardError, Filters, Links, exercise_detail, items_by_chapter, overview_context, record_override, render,
     student_detail,
 )
-from grader.store import Store
+from grader.student.store import Store
 
 COOKIE = "normgrade_session"
 SESSION_HOURS = 12

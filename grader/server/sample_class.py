@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from grader import catalogue
-from grader.course import Course, parse_course
+from grader.student import catalogue
+from grader.student.course import Course, parse_course
 from grader.mistakes import CATALOGUE
-from grader.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.model import CheckResult, ExerciseResult, GradeReport
 from grader.quiz import Quiz
 from grader.server import roster
-from grader.store import Store
+from grader.student.store import Store
 
 CHECKS = ("forward values", "backward gradient", "shapes and dtype", "hidden cases")
 UNNAMED_MESSAGES = {
