@@ -13,8 +13,15 @@ done
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "installing Debian packages: ${missing[*]}" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-    exit $?
+    for attempt in 1 2 3; do  # a mirror that hiccups once does not fail the suite
+        if apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+            exit 0
+        fi
+        echo "apt-get failed (attempt $attempt of 3)" >&2
+        sleep $((attempt * 5))
+    done
+    exit 1
 fi
 echo "not installed: ${missing[*]} (apt-get install ${missing[*]}); the tests that need them will skip" >&2
 exit 0
