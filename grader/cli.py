@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from grader import batch as batch_lib
-from grader import class_report, grading, progress, remote_cli
+from grader import grading, progress, remote_cli
 from grader.student import catalogue
 from grader import quiz as quiz_lib
 from grader.student.course import load_course
@@ -427,6 +427,8 @@ def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | Non
     The score of each exercise is the one that counts under --course's rule
     (the same rule as the course server's).
     """
+    from grader import class_report  # Jinja2 and the templates: only this command needs them
+
     if not db.exists():
         raise CommandError(f"'{db}' does not exist: pass the --db FILE that `grade batch` wrote")
     quiz_dir = quiz_dir if quiz_dir is not None else quiz_lib.default_quiz_dir()
