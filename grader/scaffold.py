@@ -33,14 +33,15 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-LEVELS = ("contract", "derive", "guided")  # from least to most given away
-DEFAULT_LEVEL = "guided"
+from grader.student.errors import GraderError
+from grader.student.scaffolding import DEFAULT_LEVEL, LEVELS  # from least to most given away
+
 MARKED = ("derive", "guided")  # the block kinds
 _MARKER = re.compile(r"^\s*(?:\*\s*)?\[(/?)(derive|guided)\]\s*$")
 _CLOSING_QUOTES = re.compile(r'^\s*("""|\'\'\')\s*$')
 
 
-class ScaffoldError(ValueError):
+class ScaffoldError(GraderError):
     """A stub's markers are malformed, or a level is unknown (one line: the file, the line, what to do)."""
 
 
