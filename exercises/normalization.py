@@ -182,7 +182,7 @@ class RMSNorm(Module):
         """y = x / RMS(x) * gamma, RMS(x) = sqrt(mean(x^2 over the last axis) + eps).
 
         No mean subtraction and no beta. x (..., dim): any leading dims.
-        Never modify x.
+        Same in train and eval. Never modify x.
         [derive]
         Cache x and RMS (keepdims=True).
         [/derive]
