@@ -244,3 +244,56 @@ def test_render_tree_writes_every_file(tmp_path: Path) -> None:
 def test_levels_json_is_not_in_the_instructor_repository() -> None:
     assert not (ROOT / "grader" / "student" / "scaffolding.json").exists()
     assert json.loads('{"exercises": {}}') == {"exercises": {}}
+
+
+# --- the report's hint respects the level -------------------------------------------------------------------
+
+
+def test_below_guided_a_named_mistake_gets_its_hint_and_no_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    import grader.mistakes  # noqa: F401  (registers the catalogue with its hints)
+    from grader.student import diagnosis
+    from grader.student.model import CheckResult
+    from grader.student.report import diagnosis_lines
+
+    mistake = diagnosis.known_mistake("bn-biased-running-var")
+    assert mistake is not None and mistake.hint
+    check = CheckResult(name="running_var", passed=False, score=0.0, max_score=2.0, message="running_var differs",
+                        misconception="bn-biased-running-var")
+    levels = {"normalization.BatchNorm1d": "guided"}
+    monkeypatch.setattr(diagnosis, "level_of", lambda exercise: levels.get(exercise, "guided"))
+    guided = diagnosis_lines(check)
+    assert any("m / (m - 1)" in line for line in guided) and guided[-1].startswith("Fix: ")
+    for level in ("derive", "contract"):
+        levels["normalization.BatchNorm1d"] = level
+        lines = diagnosis_lines(check)
+        assert lines == [f"Likely mistake (bn-biased-running-var): {mistake.hint}"]
+        assert mistake.explain() == f"Known mistake bn-biased-running-var: {mistake.hint}"
+    no_hint = diagnosis.KnownMistake("x-mistake", "normalization.BatchNorm1d", "What is wrong.", "Paste y = 2x.")
+    assert no_hint.said("derive") == ("What is wrong.", "") and no_hint.said("guided") == ("What is wrong.", "Paste y = 2x.")
+
+
+def test_no_hint_repeats_a_formula_the_stubs_mark_guided() -> None:
+    from grader.mistakes import CATALOGUE
+    from grader.mistakes.hints import HINTS
+
+    assert set(HINTS) <= set(CATALOGUE)
+    for mistake_id, hint in HINTS.items():
+        exercise = CATALOGUE[mistake_id].exercise
+        relative = exercise.split(".")[0] + ".py" if not exercise.startswith("kernels.") else None
+        files = [relative] if relative else [r for r in STUB_IDS if r.startswith("kernels/")]
+        for rel in files:
+            for kind, lines in blocks((EXERCISES_DIR / rel).read_text(), rel):
+                for line in lines:
+                    piece = normal(line)
+                    assert kind != "guided" or len(piece) < 12 or piece not in normal(hint), (mistake_id, line)
+        assert "fix:" not in hint.lower() and not re.search(r"\b(dx|std|b|a) = ", hint), mistake_id
+
+
+def test_the_pack_carries_each_mistakes_hint(tmp_path: Path) -> None:
+    from grader.packs import write_pack
+    from grader.student.pack import load_pack
+
+    path, _ = write_pack(tmp_path, "normalization.BatchNorm1d")
+    pack = load_pack(path)
+    hints = {m.id: m.hint for m in pack.mistakes}
+    assert hints["bn-biased-running-var"].startswith("running_var follows the biased batch variance")
