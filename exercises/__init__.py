@@ -11,6 +11,15 @@ is the same command. Grade everything with ``.venv/bin/grade submit``, one topic
 
 Do not edit ``base.py``; do not import ``reference`` or ``grader`` here (a file
 that does scores zero).
+
+The contract every layer follows (checked for every exercise):
+- inputs are float64 arrays; every output is a float64 array of the shape stated;
+- never modify an array you are given (x in forward, dout in backward);
+- backward(dout) returns dx = dL/dx for the most recent forward, and must not
+  change the parameters, the running statistics or what forward cached (a
+  second backward after the same forward gives the same dx);
+- each learnable parameter ``name`` gets its gradient in ``d<name>``, with the
+  parameter's shape (``gamma`` -> ``dgamma``).
 """
 
 from . import activations, approximation, blocks, dropout, gradcheck, init, linear, normalization, optim

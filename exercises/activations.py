@@ -31,15 +31,25 @@ class Sigmoid(Module):
         """y = 1 / (1 + e^-x), range (0, 1).
 
         Must not overflow (and must not warn) for abs(x) up to 1e4: e^-x
-        overflows for x = -1e4. Hint: with z = e^-|x| (always <= 1),
+        overflows for x = -1e4.
+        [guided]
+        Hint: with z = e^-|x| (always <= 1),
         sigmoid(x) = 1 / (1 + z) for x >= 0 and z / (1 + z) for x < 0.
+        [/guided]
+        [derive]
         Cache y for backward.
+        [/derive]
         """
         # TODO: implement
         raise NotImplementedError("activations.Sigmoid.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """dx = dout * y * (1 - y), with y = sigmoid(x) from forward."""
+        """dx = dout * f'(x) for the x of the last forward; never modify dout.
+
+        [guided]
+        dx = dout * y * (1 - y), with y = sigmoid(x) from forward.
+        [/guided]
+        """
         # TODO: implement
         raise NotImplementedError("activations.Sigmoid.backward")
 
@@ -51,12 +61,22 @@ class Tanh(Module):
         pass
 
     def forward(self, x: np.ndarray) -> np.ndarray:
-        """y = tanh(x), range (-1, 1) (np.tanh is stable). Cache y."""
+        """y = tanh(x), range (-1, 1) (np.tanh is stable).
+
+        [derive]
+        Cache y.
+        [/derive]
+        """
         # TODO: implement
         raise NotImplementedError("activations.Tanh.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """dx = dout * (1 - y^2), with y = tanh(x) from forward."""
+        """dx = dout * f'(x) for the x of the last forward; never modify dout.
+
+        [guided]
+        dx = dout * (1 - y^2), with y = tanh(x) from forward.
+        [/guided]
+        """
         # TODO: implement
         raise NotImplementedError("activations.Tanh.backward")
 
@@ -68,12 +88,22 @@ class ReLU(Module):
         pass
 
     def forward(self, x: np.ndarray) -> np.ndarray:
-        """y = max(0, x). Cache what backward needs (x, or the mask x > 0)."""
+        """y = max(0, x).
+
+        [derive]
+        Cache what backward needs (x, or the mask x > 0).
+        [/derive]
+        """
         # TODO: implement
         raise NotImplementedError("activations.ReLU.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """dx = dout where x > 0, else 0. The derivative at x = 0 is 0."""
+        """dx = dout * f'(x) for the x of the last forward. The derivative at x = 0 is 0.
+
+        [guided]
+        dx = dout where x > 0, else 0.
+        [/guided]
+        """
         # TODO: implement
         raise NotImplementedError("activations.ReLU.backward")
 
@@ -85,12 +115,22 @@ class LeakyReLU(Module):
         self.negative_slope = negative_slope
 
     def forward(self, x: np.ndarray) -> np.ndarray:
-        """y = x where x > 0, else negative_slope * x. Cache x."""
+        """y = x where x > 0, else negative_slope * x.
+
+        [derive]
+        Cache x.
+        [/derive]
+        """
         # TODO: implement
         raise NotImplementedError("activations.LeakyReLU.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """dx = dout where x > 0, else negative_slope * dout."""
+        """dx = dout * f'(x) for the x of the last forward; never modify dout.
+
+        [guided]
+        dx = dout where x > 0, else negative_slope * dout.
+        [/guided]
+        """
         # TODO: implement
         raise NotImplementedError("activations.LeakyReLU.backward")
 
@@ -107,18 +147,27 @@ class PReLU(Module):
 
         With num_parameters = 1 the single alpha is shared by every element.
         With num_parameters = C, x has shape (N, C, ...) and alpha[c] applies
-        to channel c (axis 1): reshape alpha to (1, C, 1, ..., 1) to broadcast.
-        Cache x.
+        to channel c (axis 1).
+        [derive]
+        Reshape alpha to (1, C, 1, ..., 1) to broadcast. Cache x.
+        [/derive]
         """
         # TODO: implement
         raise NotImplementedError("activations.PReLU.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """dx = dout where x > 0, else alpha * dout.
+        """dx = dout * dy/dx for the x of the last forward.
 
-        Also set self.dalpha, shape (num_parameters,): the sum of dout * x over
-        the elements where x <= 0 (over everything when num_parameters = 1,
-        over every axis but axis 1 when num_parameters = C).
+        [guided]
+        dx = dout where x > 0, else alpha * dout.
+        [/guided]
+
+        Also set self.dalpha = dL/dalpha, shape (num_parameters,) (summed over
+        everything when num_parameters = 1, over every axis but axis 1 when
+        num_parameters = C).
+        [guided]
+        dalpha is the sum of dout * x over the elements where x <= 0.
+        [/guided]
         """
         # TODO: implement
         raise NotImplementedError("activations.PReLU.backward")
@@ -133,14 +182,22 @@ class ELU(Module):
     def forward(self, x: np.ndarray) -> np.ndarray:
         """y = x where x > 0, else alpha * (e^x - 1), range (-alpha, inf).
 
-        No overflow warning for x up to 1e4: evaluate e^x only where x <= 0,
-        e.g. np.expm1(np.minimum(x, 0)) (expm1 is also exact near 0). Cache x.
+        No overflow warning for x up to 1e4.
+        [derive]
+        Evaluate e^x only where x <= 0, e.g. np.expm1(np.minimum(x, 0))
+        (expm1 is also exact near 0). Cache x.
+        [/derive]
         """
         # TODO: implement
         raise NotImplementedError("activations.ELU.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """dx = dout where x > 0, else dout * alpha * e^x (= dout * (y + alpha))."""
+        """dx = dout * f'(x) for the x of the last forward; never modify dout.
+
+        [guided]
+        dx = dout where x > 0, else dout * alpha * e^x (= dout * (y + alpha)).
+        [/guided]
+        """
         # TODO: implement
         raise NotImplementedError("activations.ELU.backward")
 
@@ -158,18 +215,24 @@ class GELU(Module):
 
         "tanh": y = 0.5 * x * (1 + tanh(u)), u = sqrt(2/pi) * (x + 0.044715 x^3).
 
+        [derive]
         numpy has no erf: math.erf works elementwise (np.vectorize(math.erf),
         or np.frompyfunc(math.erf, 1, 1) then .astype(np.float64)); write
         Phi with it. Cache x (and Phi or tanh(u)).
+        [/derive]
         """
         # TODO: implement
         raise NotImplementedError("activations.GELU.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """Exact: dx = dout * (Phi(x) + x * phi(x)), phi(x) = e^(-x^2/2) / sqrt(2 pi).
+        """dx = dout * f'(x) for the x of the last forward, f the exact or the tanh form.
+
+        [guided]
+        Exact: dx = dout * (Phi(x) + x * phi(x)), phi(x) = e^(-x^2/2) / sqrt(2 pi).
 
         "tanh": with t = tanh(u),
         dx = dout * (0.5 * (1 + t) + 0.5 * x * (1 - t^2) * sqrt(2/pi) * (1 + 3 * 0.044715 x^2)).
+        [/guided]
         """
         # TODO: implement
         raise NotImplementedError("activations.GELU.backward")
@@ -185,12 +248,20 @@ class SiLU(Module):
         """y = x * s, s = sigmoid(beta * x).
 
         Compute the sigmoid without overflow for abs(x) up to 1e4 (see
-        Sigmoid.forward). Cache x and s.
+        Sigmoid.forward).
+        [derive]
+        Cache x and s.
+        [/derive]
         """
         # TODO: implement
         raise NotImplementedError("activations.SiLU.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """dx = dout * (s + beta * x * s * (1 - s)), s = sigmoid(beta * x)."""
+        """dx = dout * f'(x) for the x of the last forward; never modify dout.
+
+        [guided]
+        dx = dout * (s + beta * x * s * (1 - s)), s = sigmoid(beta * x).
+        [/guided]
+        """
         # TODO: implement
         raise NotImplementedError("activations.SiLU.backward")

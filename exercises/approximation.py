@@ -27,11 +27,14 @@ def fit_function(
 ) -> Callable[[np.ndarray], np.ndarray]:
     """Train F(x) = Linear(n_hidden, 1)(act(Linear(1, n_hidden)(x))) to match f on [0, 1].
 
-    f maps an (N, 1) array to an (N, 1) array. Suggested recipe: inputs x on a
+    f maps an (N, 1) array to an (N, 1) array. Draw every random number from ``rng``.
+    [guided]
+    Suggested recipe: inputs x on a
     grid of [0, 1] (shape (N, 1)), targets t = f(x); for ``steps`` steps:
     forward, loss = mean((F(x) - t)^2), dout = 2 * (F(x) - t) / N, backward,
     optimiser step on {W1, b1, W2, b2} (Adam-style steps with lr around 1e-2
-    converge quickly; weight_decay 0). Draw every random number from ``rng``.
+    converge quickly; weight_decay 0).
+    [/guided]
 
     Returns a callable g: x (N, 1) -> (N, 1) that evaluates the trained
     network. Graded by the largest abs(g(x) - f(x)) on a dense grid of [0, 1].

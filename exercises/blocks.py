@@ -66,11 +66,17 @@ class MLPBlock(Module):
 def fold_batchnorm(linear: Linear, bn: BatchNorm1d) -> Linear:
     """A new Linear (with bias) equal, on any input, to ``bn`` in eval mode after ``linear``.
 
-    Eval BatchNorm is affine: bn(z) = s * (z - running_mean) + beta with
+    Eval BatchNorm is affine (section 4.3), so the composition is one affine
+    map (b = 0 when ``linear`` has no bias).
+    [guided]
+    bn(z) = s * (z - running_mean) + beta with
     s = gamma / sqrt(running_var + eps). Substituting z = x W^T + b:
         W' = s[:, None] * W,    b' = s * (b - running_mean) + beta
-    (b = 0 when ``linear`` has no bias). Build the result with
-    Linear(in_features, out_features, bias=True) and overwrite its W and b.
+    [/guided]
+    [derive]
+    Build the result with Linear(in_features, out_features, bias=True) and
+    overwrite its W and b.
+    [/derive]
     Do not modify ``linear`` or ``bn``.
     """
     # TODO: implement

@@ -30,20 +30,31 @@ class Dropout(Module):
         self.rng = rng if rng is not None else np.random.default_rng()
 
     def forward(self, x: np.ndarray) -> np.ndarray:
-        """Training: y = x * r / (1 - p), r ~ Bernoulli(1 - p) elementwise.
+        """Training: inverted dropout, each element kept with probability 1 - p.
+
+        [guided]
+        y = x * r / (1 - p), r ~ Bernoulli(1 - p) elementwise.
+        [/guided]
 
         Draw a fresh mask from self.rng on every call, uniforms of the full
-        shape of x (keep where self.rng.random(x.shape) >= p; any x.ndim). The
-        1/(1 - p) rescaling is what makes it inverted dropout: E[y] = x.
+        shape of x (keep where self.rng.random(x.shape) >= p; any x.ndim).
+        Kept elements are rescaled so that E[y] = x (inverted dropout).
         p = 1 drops everything: return zeros with no NaN and no warning (do
-        not divide by 1 - p = 0); p = 0 returns x. Cache the scaled mask
-        r / (1 - p) for backward. Never modify x in place.
+        not divide by 1 - p = 0); p = 0 returns x. Never modify x in place.
+        [derive]
+        Cache the scaled mask r / (1 - p) for backward.
+        [/derive]
         Eval (self.training False): y = x, and backward is the identity.
         """
         # TODO: implement
         raise NotImplementedError("dropout.Dropout.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """dx = dout * r / (1 - p) with the mask of the last forward (dx = dout in eval); dout is not modified."""
+        """dx = dL/dx through the mask of the last forward (dx = dout in eval); dout is not modified.
+
+        [guided]
+        dx = dout * r / (1 - p).
+        [/guided]
+        """
         # TODO: implement
         raise NotImplementedError("dropout.Dropout.backward")

@@ -23,13 +23,17 @@ def numerical_gradient(
     dout: np.ndarray,
     h: float = 1e-5,
 ) -> np.ndarray:
-    """Central differences of L(x) = sum(f(x) * dout) with respect to every element of x.
+    """Central differences of L(x) = sum(f(x) * dout) with respect to every element of x, step h.
 
+    [guided]
         grad[i] = (L(x + h e_i) - L(x - h e_i)) / (2 h)
+    [/guided]
 
-    Returns an array shaped like x. Perturb x in place one element at a time
-    (np.ndindex(x.shape) visits every index) and put the original value back
-    after each element, so x is unchanged when the function returns.
+    Returns an array shaped like x; x is unchanged when the function returns.
+    [derive]
+    Perturb x in place one element at a time (np.ndindex(x.shape) visits
+    every index) and put the original value back after each element.
+    [/derive]
     """
     # TODO: implement
     raise NotImplementedError("gradcheck.numerical_gradient")

@@ -16,17 +16,33 @@ import numpy as np
 
 
 def xavier_uniform(fan_in: int, fan_out: int, rng: np.random.Generator, gain: float = 1.0) -> np.ndarray:
-    """W ~ U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)); shape (fan_out, fan_in).
+    """W ~ U(-a, a), shape (fan_out, fan_in): PyTorch's torch.nn.init.xavier_uniform_.
 
-    Its variance a^2 / 3 = gain^2 * 2 / (fan_in + fan_out) (Glorot's harmonic
-    mean of the forward 1/fan_in and backward 1/fan_out conditions).
+    [derive]
+    a is chosen so that Var(W) is Glorot's variance (section 7.1: the
+    compromise between the forward 1/fan_in and backward 1/fan_out
+    conditions), times gain^2: gain multiplies the standard deviation.
+    [/derive]
+    [guided]
+    a = gain * sqrt(6 / (fan_in + fan_out)). Its variance a^2 / 3 =
+    gain^2 * 2 / (fan_in + fan_out) (Glorot's harmonic mean of the forward
+    1/fan_in and backward 1/fan_out conditions).
+    [/guided]
     """
     # TODO: implement
     raise NotImplementedError("init.xavier_uniform")
 
 
 def xavier_normal(fan_in: int, fan_out: int, rng: np.random.Generator, gain: float = 1.0) -> np.ndarray:
-    """W ~ N(0, std^2), std = gain * sqrt(2 / (fan_in + fan_out)); shape (fan_out, fan_in)."""
+    """W ~ N(0, std^2), shape (fan_out, fan_in): PyTorch's torch.nn.init.xavier_normal_.
+
+    [derive]
+    std gives Glorot's variance (section 7.1), times gain^2: gain multiplies std.
+    [/derive]
+    [guided]
+    std = gain * sqrt(2 / (fan_in + fan_out)).
+    [/guided]
+    """
     # TODO: implement
     raise NotImplementedError("init.xavier_normal")
 
@@ -38,12 +54,20 @@ def kaiming_uniform(
     mode: str = "fan_in",
     negative_slope: float = 0.0,
 ) -> np.ndarray:
-    """W ~ U(-b, b), b = sqrt(3) * std; shape (fan_out, fan_in).
+    """W ~ U(-b, b), shape (fan_out, fan_in): PyTorch's torch.nn.init.kaiming_uniform_.
 
-    std = sqrt(2 / ((1 + negative_slope^2) * fan)), fan = fan_in when
-    mode == "fan_in" (preserves the forward variance), fan_out when
-    mode == "fan_out" (preserves the backward variance); any other mode is a
-    ValueError. negative_slope is the slope of a LeakyReLU (0 for ReLU).
+    fan = fan_in when mode == "fan_in" (preserves the forward variance),
+    fan_out when mode == "fan_out" (preserves the backward variance); any
+    other mode is a ValueError. negative_slope is the slope of a LeakyReLU
+    (0 for ReLU).
+    [derive]
+    b is chosen so that Var(W) is He's variance for a LeakyReLU with that
+    slope (section 7.2: the variance that keeps the signal's variance from
+    layer to layer through the activation), computed with fan.
+    [/derive]
+    [guided]
+    b = sqrt(3) * std, std = sqrt(2 / ((1 + negative_slope^2) * fan)).
+    [/guided]
     """
     # TODO: implement
     raise NotImplementedError("init.kaiming_uniform")
@@ -56,11 +80,19 @@ def kaiming_normal(
     mode: str = "fan_in",
     negative_slope: float = 0.0,
 ) -> np.ndarray:
-    """W ~ N(0, std^2), std = sqrt(2 / ((1 + negative_slope^2) * fan)); shape (fan_out, fan_in).
+    """W ~ N(0, std^2), shape (fan_out, fan_in): PyTorch's torch.nn.init.kaiming_normal_.
 
-    fan = fan_in or fan_out by mode (ValueError for any other mode). With
-    ReLU (negative_slope = 0) and mode "fan_in": Var(W) = 2 / fan_in, which
-    makes up for ReLU halving the signal variance.
+    fan = fan_in or fan_out by mode (ValueError for any other mode).
+    negative_slope is the slope of a LeakyReLU (0 for ReLU).
+    [derive]
+    std gives He's variance for a LeakyReLU with that slope (section 7.2),
+    computed with fan.
+    [/derive]
+    [guided]
+    std = sqrt(2 / ((1 + negative_slope^2) * fan)). With ReLU
+    (negative_slope = 0) and mode "fan_in": Var(W) = 2 / fan_in, which makes
+    up for ReLU halving the signal variance.
+    [/guided]
     """
     # TODO: implement
     raise NotImplementedError("init.kaiming_normal")

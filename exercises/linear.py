@@ -39,17 +39,23 @@ class Linear(Module):
     def forward(self, x: np.ndarray) -> np.ndarray:
         """y = x @ W.T + b (no b when bias=False).
 
-        x (N, in_features) -> y (N, out_features). Cache x for backward.
+        x (N, in_features) -> y (N, out_features). Never modify x.
+        [derive]
+        Cache x for backward.
+        [/derive]
         """
         # TODO: implement
         raise NotImplementedError("linear.Linear.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """dout (N, out_features) -> dx = dout @ W, shape (N, in_features).
+        """dout (N, out_features) -> dx = dL/dx, shape (N, in_features).
 
-        Set self.dW = dout.T @ x, shape (out_features, in_features), and, when
-        the layer has a bias, self.db = sum of dout over the batch axis,
-        shape (out_features,).
+        Set self.dW = dL/dW, shape (out_features, in_features), and, when the
+        layer has a bias, self.db = dL/db, shape (out_features,) (no db when
+        bias=False). Never modify dout.
+        [guided]
+        dx = dout @ W, self.dW = dout.T @ x, self.db = sum of dout over the batch axis.
+        [/guided]
         """
         # TODO: implement
         raise NotImplementedError("linear.Linear.backward")

@@ -43,12 +43,15 @@ class BatchNorm1d(Module):
         statistics have shape (C,): reshape them to (1, C) or (1, C, 1).
 
         Training (self.training True): mu, var = batch mean and biased batch
-        variance; then update
+        variance; then update running_mean and running_var as exponential
+        moving averages of mu and var (the running variance takes the UNBIASED
+        batch variance; course text section 4.3):
+        [guided]
             running_mean = (1 - momentum) * running_mean + momentum * mu
             running_var  = (1 - momentum) * running_var  + momentum * var * m / (m - 1)
-        (the running variance takes the UNBIASED batch variance). momentum is
-        the weight of the NEW batch statistic (PyTorch's convention; 0.1 moves
-        the running value 10% of the way). CS231n's notes use the opposite
+        [/guided]
+        momentum is the weight of the NEW batch statistic (PyTorch's
+        convention; 0.1 moves the running value 10% of the way). CS231n's notes use the opposite
         (momentum = 0.9 keeps 90% of the old value): not here. With m = 1
         the unbiased variance is undefined: raise ValueError like PyTorch.
         Eval: mu, var = running_mean, running_var; update nothing. Eval is
@@ -56,17 +59,29 @@ class BatchNorm1d(Module):
         model), so read self.running_mean / self.running_var there.
         The input x is never modified (x - mu, never x -= mu), and backward
         leaves dout and the parameters alone.
+        [derive]
         Cache x_hat and 1 / sqrt(var + eps) (and the mode) for backward.
+        [/derive]
         """
         # TODO: implement
         raise NotImplementedError("normalization.BatchNorm1d.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """Training mode (sums over the statistics axes, m values per channel):
+        """dx = dL/dx for the last forward, shape of x; works in both modes.
+
+        In training mu and var depend on x (derive dx through them: course text
+        section 4.4); in eval the running statistics are constants.
+        [guided]
+        Training mode (sums over the statistics axes, m values per channel):
             dx = gamma / (m * sqrt(var + eps)) * (m * dout - sum(dout) - x_hat * sum(dout * x_hat))
         Eval mode (the statistics are constants): dx = dout * gamma / sqrt(running_var + eps).
+        [/guided]
 
-        Set self.dgamma = sum(dout * x_hat) and self.dbeta = sum(dout), shape (C,).
+        Set self.dgamma = dL/dgamma and self.dbeta = dL/dbeta, shape (C,)
+        (summed over the statistics axes).
+        [guided]
+        self.dgamma = sum(dout * x_hat), self.dbeta = sum(dout).
+        [/guided]
         Must not change gamma, beta or the running statistics.
         """
         # TODO: implement
@@ -91,18 +106,22 @@ class BatchNorm2d(Module):
         gamma, beta and the statistics broadcast as shape (1, C, 1, 1).
         Training: batch statistics and the running-statistics update (unbiased
         running variance, momentum = weight of the new statistic, as in
-        BatchNorm1d); eval: running statistics, no update. Cache for backward.
+        BatchNorm1d; with m = 1 raise ValueError); eval: running statistics,
+        no update. Never modify x. Cache for backward.
         running_mean and running_var keep shape (C,).
         """
         # TODO: implement
         raise NotImplementedError("normalization.BatchNorm2d.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """As BatchNorm1d.backward with sums over axes 0, 2, 3.
+        """As BatchNorm1d.backward with sums over axes 0, 2, 3 (dx = dL/dx, both modes).
 
+        [guided]
         Training: dx = gamma / (m * sqrt(var + eps)) * (m * dout - sum(dout) - x_hat * sum(dout * x_hat));
         eval: dx = dout * gamma / sqrt(running_var + eps).
-        Set self.dgamma, self.dbeta, shape (C,).
+        [/guided]
+        Set self.dgamma, self.dbeta, shape (C,). Must not change gamma, beta or
+        the running statistics.
         """
         # TODO: implement
         raise NotImplementedError("normalization.BatchNorm2d.backward")
@@ -125,17 +144,27 @@ class LayerNorm(Module):
         mu and the biased var are taken over the trailing dims equal to
         normalized_shape (D = their product values), separately for every
         index of the leading dims (any number of them). Same in train and
-        eval. Cache x_hat and rstd = 1 / sqrt(var + eps).
+        eval. Never modify x.
+        [derive]
+        Cache x_hat and rstd = 1 / sqrt(var + eps).
+        [/derive]
         """
         # TODO: implement
         raise NotImplementedError("normalization.LayerNorm.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """With g = dout * gamma and sums over the normalised (trailing) dims:
-            dx = rstd / D * (D * g - sum(g) - x_hat * sum(g * x_hat))
+        """dx = dL/dx for the last forward, shape of x (mu and var depend on x).
 
-        Set self.dgamma = sum(dout * x_hat) and self.dbeta = sum(dout), summed
-        over ALL leading dims, shape normalized_shape.
+        [guided]
+        With g = dout * gamma and sums over the normalised (trailing) dims:
+            dx = rstd / D * (D * g - sum(g) - x_hat * sum(g * x_hat))
+        [/guided]
+
+        Set self.dgamma = dL/dgamma and self.dbeta = dL/dbeta, summed over ALL
+        leading dims, shape normalized_shape.
+        [guided]
+        self.dgamma = sum(dout * x_hat), self.dbeta = sum(dout).
+        [/guided]
         """
         # TODO: implement
         raise NotImplementedError("normalization.LayerNorm.backward")
@@ -153,17 +182,26 @@ class RMSNorm(Module):
         """y = x / RMS(x) * gamma, RMS(x) = sqrt(mean(x^2 over the last axis) + eps).
 
         No mean subtraction and no beta. x (..., dim): any leading dims.
+        Same in train and eval. Never modify x.
+        [derive]
         Cache x and RMS (keepdims=True).
+        [/derive]
         """
         # TODO: implement
         raise NotImplementedError("normalization.RMSNorm.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """dx_i = gamma_i * dout_i / RMS - x_i / (D * RMS^3) * sum_j(dout_j * gamma_j * x_j).
+        """dx = dL/dx for the last forward, shape of x (RMS depends on x).
 
-        (Sum over the last axis, D = dim.) Set self.dgamma = sum(dout * x / RMS)
-        over ALL leading axes, shape (dim,): the course's RMSNormScratch sums
-        over axis 0 only, which is wrong for 3-D input.
+        [guided]
+        dx_i = gamma_i * dout_i / RMS - x_i / (D * RMS^3) * sum_j(dout_j * gamma_j * x_j).
+        (Sum over the last axis, D = dim.)
+        [/guided]
+        Set self.dgamma = dL/dgamma over ALL leading axes, shape (dim,): the
+        course's RMSNormScratch sums over axis 0 only, which is wrong for 3-D input.
+        [guided]
+        self.dgamma = sum(dout * x / RMS).
+        [/guided]
         """
         # TODO: implement
         raise NotImplementedError("normalization.RMSNorm.backward")
@@ -188,19 +226,29 @@ class GroupNorm(Module):
 
         Split the C channels into num_groups groups of C / num_groups
         consecutive channels; mu and the biased var are taken per sample and
-        per group, over the group's channels and all trailing axes. Hint:
-        reshape x to (N, G, -1), normalise along the last axis, reshape back.
-        Same in train and eval. Cache x_hat and rstd.
+        per group, over the group's channels and all trailing axes.
+        [derive]
+        Hint: reshape x to (N, G, -1), normalise along the last axis, reshape back.
+        Cache x_hat and rstd.
+        [/derive]
+        Same in train and eval. Never modify x.
         """
         # TODO: implement
         raise NotImplementedError("normalization.GroupNorm.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """With g = dout * gamma (per channel), in the (N, G, m) view of each group:
-            dx = rstd / m * (m * g - sum(g) - x_hat * sum(g * x_hat))
+        """dx = dL/dx for the last forward, shape of x (each group's mu and var depend on x).
 
-        Set self.dgamma = sum(dout * x_hat), self.dbeta = sum(dout) over every
+        [guided]
+        With g = dout * gamma (per channel), in the (N, G, m) view of each group:
+            dx = rstd / m * (m * g - sum(g) - x_hat * sum(g * x_hat))
+        [/guided]
+
+        Set self.dgamma = dL/dgamma, self.dbeta = dL/dbeta, summed over every
         axis but axis 1, shape (C,).
+        [guided]
+        self.dgamma = sum(dout * x_hat), self.dbeta = sum(dout).
+        [/guided]
         """
         # TODO: implement
         raise NotImplementedError("normalization.GroupNorm.backward")
@@ -219,17 +267,27 @@ class InstanceNorm2d(Module):
         """y = gamma * (x - mu) / sqrt(var + eps) + beta, statistics over axes 2, 3.
 
         One mu and biased var per (sample, channel); gamma, beta broadcast as
-        (1, C, 1, 1). Same in train and eval. Cache x_hat and rstd.
+        (1, C, 1, 1). Same in train and eval. Never modify x.
+        [derive]
+        Cache x_hat and rstd.
+        [/derive]
         """
         # TODO: implement
         raise NotImplementedError("normalization.InstanceNorm2d.forward")
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        """With g = dout * gamma, sums over axes 2, 3 and m = H * W:
-            dx = rstd / m * (m * g - sum(g) - x_hat * sum(g * x_hat))
+        """dx = dL/dx for the last forward, shape of x (mu and var depend on x).
 
-        Set self.dgamma = sum(dout * x_hat), self.dbeta = sum(dout) over axes
+        [guided]
+        With g = dout * gamma, sums over axes 2, 3 and m = H * W:
+            dx = rstd / m * (m * g - sum(g) - x_hat * sum(g * x_hat))
+        [/guided]
+
+        Set self.dgamma = dL/dgamma, self.dbeta = dL/dbeta, summed over axes
         0, 2, 3, shape (C,).
+        [guided]
+        self.dgamma = sum(dout * x_hat), self.dbeta = sum(dout).
+        [/guided]
         """
         # TODO: implement
         raise NotImplementedError("normalization.InstanceNorm2d.backward")

@@ -32,13 +32,19 @@ class SGD:
         self.buffers: dict[str, np.ndarray] = {}
 
     def step(self, params: dict[str, np.ndarray], grads: dict[str, np.ndarray]) -> None:
-        """For every key k, with p = params[k]:
+        """One step of PyTorch's torch.optim.SGD on every key k, p = params[k] updated in place.
 
+        Weight decay is coupled (L2: added to the gradient, before the
+        momentum buffer); the buffer holds gradients and is g itself on the
+        first step for k.
+        [guided]
             g = grads[k] + weight_decay * p          (coupled L2)
             b = g on the first step for k, else b = momentum * b + g
             p -= lr * b                              (in place)
 
-        With momentum = 0 this is plain p -= lr * g. Keep b per key in self.buffers.
+        With momentum = 0 this is plain p -= lr * g.
+        [/guided]
+        Keep b per key in self.buffers.
         """
         # TODO: implement
         raise NotImplementedError("optim.SGD.step")
@@ -63,13 +69,18 @@ class AdamW:
         self.t: dict[str, int] = {}
 
     def step(self, params: dict[str, np.ndarray], grads: dict[str, np.ndarray]) -> None:
-        """For every key k, with p = params[k], g = grads[k], t = this key's step count (1, 2, ...):
+        """One step of PyTorch's torch.optim.AdamW on every key k, p = params[k] updated in place.
 
+        Decoupled weight decay (applied to p before the Adam update, not added
+        to the gradient); bias-corrected moments, t = this key's step count
+        (1, 2, ...); m, v start at zeros.
+        [guided]
             p *= 1 - lr * weight_decay               (decoupled decay, before the Adam update)
             m = beta1 * m + (1 - beta1) * g          (m, v start at zeros)
             v = beta2 * v + (1 - beta2) * g^2
             m_hat = m / (1 - beta1^t),  v_hat = v / (1 - beta2^t)
             p -= lr * m_hat / (sqrt(v_hat) + eps)    (in place)
+        [/guided]
 
         Keep m, v and t per key in self.m, self.v and self.t.
         """

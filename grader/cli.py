@@ -488,12 +488,20 @@ def bench_command(quick: bool, repeats: int) -> None:
               help="Quizzes with questions and choices only (no sealed explanations for offline practice).")
 @click.option("--gradescope-no-sandbox", is_flag=True,
               help="The Gradescope bundle grades without the OS sandbox (for an image where bubblewrap cannot run).")
-def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_sandbox: bool) -> None:
+@click.option("--level", type=click.Choice(["contract", "derive", "guided"]), default=None,
+              help="What the stubs give away: guided (the derived formulas), derive (definitions and contract),"
+                   " contract (signatures, shapes, conventions) [default: the course's level, else guided].")
+@click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="course.toml whose [scaffolding] sets the level and per-exercise overrides.")
+def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_sandbox: bool, level: str | None,
+                    course_file: Path | None) -> None:
     """Write the student handout (no answers; public checks as case packs) and the Gradescope autograder."""
     from grader.release import build_release
 
     with one_line_errors():
-        release = build_release(out, force=force, practice=not no_practice, sandbox=not gradescope_no_sandbox)
+        course = load_course(course_file) if course_file is not None else None
+        release = build_release(out, force=force, practice=not no_practice, sandbox=not gradescope_no_sandbox,
+                                level=level, course=course)
     student_files = len(release.files["student"])
     click.echo(f"Wrote release {release.version} to {release.out}")
     click.echo(f"  student/                    the handout: {student_files} files; install with"
@@ -502,6 +510,8 @@ def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_san
                " exercises (public checks, fixed seeds)")
     click.echo("  autograder/autograder.zip   Gradescope: setup.sh, run_autograder, the full grader and reference")
     click.echo(f"  manifest.json               reference sha256 {release.reference_sha256[:16]}...")
+    counts = {lv: sum(v == lv for v in release.levels.values()) for lv in ("guided", "derive", "contract")}
+    click.echo("  stubs                       " + ", ".join(f"{n} at {lv}" for lv, n in counts.items() if n))
 
 
 remote_cli.register(cli)  # login, logout, serve, worker, roster (grader/remote_cli.py)

@@ -114,7 +114,7 @@ def build_pack(exercise_id: str) -> tuple[dict[str, Any], dict[str, np.ndarray],
         "variants": {m.id: {c.name: store.result(expected.variant(m.id, c)) for c in cases}
                      for m in expected.mistakes} if outputs else {},
         "verdicts": _verdicts(exercise_id, seed, expected),
-        "mistakes": [{"id": m.id, "sentence": m.sentence, "fix": m.fix} for m in expected.mistakes],
+        "mistakes": [{"id": m.id, "sentence": m.sentence, "fix": m.fix, "hint": m.hint} for m in expected.mistakes],
     }
     return meta, store.arrays, reference
 

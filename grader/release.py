@@ -14,7 +14,13 @@
   quizzes); ``run_autograder`` runs :mod:`grader.gradescope`, which grades the
   upload with the hidden checks and writes ``results.json``.
 - ``DIR/manifest.json``: what went where (every file with its sha256), the
-  version, the sha256 of the reference it was built from, the packs' sizes.
+  version, the sha256 of the reference it was built from, the packs' sizes,
+  and the scaffolding level of every exercise.
+
+The stubs (in the handout and the bundle) are rendered from ``exercises/`` at
+each exercise's scaffolding level (:mod:`grader.scaffold`: ``--level`` and the
+course file's ``[scaffolding]``), and the levels are written to
+``grader/student/scaffolding.json`` for the reports (hints below ``guided``).
 
 Refuses a non-empty DIR without ``force``; stops with a one-line reason
 (:class:`ReleaseError`) when the reference fails its own public checks.
@@ -32,8 +38,11 @@ from typing import Any
 
 from grader import quiz as quiz_lib
 from grader.packs import PackError, write_packs
+from grader.scaffold import render_stub, render_tree
 from grader.quiz import params as params_lib
+from grader.student.course import Course
 from grader.student.errors import GraderError
+from grader.student.scaffolding import DEFAULT_LEVEL, LEVELS
 from grader.student.practice import PracticeQuestion, PracticeQuiz, new_salt, seal
 from grader.student.practice import Choice as PracticeChoice
 
@@ -63,6 +72,7 @@ class Release:
     version: str
     reference_sha256: str
     pack_sizes: dict[str, int] = field(default_factory=dict)
+    levels: dict[str, str] = field(default_factory=dict)  # exercise id -> scaffolding level of its stub
     files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
@@ -291,13 +301,19 @@ def live_only_checks() -> str:
     return "; ".join(parts) or "none"
 
 
-def write_student(out: Path, version: str, practice: bool) -> dict[str, int]:
-    """The handout folder; returns the packs' sizes."""
+def levels_json(levels: dict[str, str]) -> str:
+    """``grader/student/scaffolding.json``: the level of every exercise's stub (read by the reports)."""
+    return json.dumps({"exercises": levels}, indent=1) + "\n"
+
+
+def write_student(out: Path, version: str, practice: bool, levels: dict[str, str]) -> dict[str, int]:
+    """The handout folder, its stubs rendered at ``levels``; returns the packs' sizes."""
     student = out / "student"
-    copy_tree(ROOT / "exercises", student / "exercises")
+    render_tree(ROOT / "exercises", student / "exercises", levels)
     (student / "grader").mkdir(parents=True)
     shutil.copyfile(PACKAGE_DIR / "__init__.py", student / "grader" / "__init__.py")
     copy_tree(STUDENT_DIR, student / "grader" / "student")
+    (student / "grader" / "student" / "scaffolding.json").write_text(levels_json(levels), encoding="utf-8")
     stale = student / "grader" / "student" / "packs"
     if stale.exists():
         shutil.rmtree(stale)  # never ship packs left in the source tree: the release writes fresh ones
@@ -338,7 +354,7 @@ cd "$ROOT/source" && exec "${PYTHON:-$ROOT/venv/bin/python}" -m grader.gradescop
 """
 
 
-def write_autograder(out: Path, sandbox: bool = True) -> list[str]:
+def write_autograder(out: Path, sandbox: bool = True, levels: dict[str, str] | None = None) -> list[str]:
     """``out/autograder/autograder.zip``; returns its member names.
 
     ``sandbox`` False: ``run_autograder`` grades with ``--no-sandbox`` (for an
@@ -356,13 +372,21 @@ def write_autograder(out: Path, sandbox: bool = True) -> list[str]:
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, text)
             members.append(name)
+        levels = levels or {}
         for tree in AUTOGRADER_TREES:
             for path in tree_files(ROOT / tree):
-                if path.is_relative_to(STUDENT_DIR / "packs"):
+                if path.is_relative_to(STUDENT_DIR / "packs") or path == STUDENT_DIR / "scaffolding.json":
                     continue
                 name = "source/" + path.relative_to(ROOT).as_posix()
-                zf.write(path, name)
+                if tree == "exercises" and path.suffix in (".py", ".cl"):  # the stubs, as the handout has them
+                    relative = path.relative_to(ROOT / "exercises").as_posix()
+                    zf.writestr(name, render_stub(relative, path.read_text(encoding="utf-8"), levels))
+                else:
+                    zf.write(path, name)
                 members.append(name)
+        name = "source/grader/student/scaffolding.json"
+        zf.writestr(name, levels_json(levels))
+        members.append(name)
         for path in sorted((ROOT / "quizzes").glob("*.json")):  # locked quizzes: the answers file is scored with them
             name = "source/" + path.relative_to(ROOT).as_posix()
             zf.write(path, name)
@@ -376,14 +400,27 @@ def write_autograder(out: Path, sandbox: bool = True) -> list[str]:
 # --- the whole release -----------------------------------------------------------------------------
 
 
-def build_release(out: Path | str, force: bool = False, practice: bool = True, sandbox: bool = True) -> Release:
-    """Write the handout, the Gradescope bundle and the manifest into ``out`` (see the module docstring)."""
+def release_levels(level: str | None, course: Course | None) -> dict[str, str]:
+    """Every exercise's scaffolding level: the course's override, else ``level``, else the course's level (guided)."""
+    if level is not None and level not in LEVELS:
+        raise ReleaseError(f"--level {level!r} is not a scaffolding level: use one of {', '.join(LEVELS)}")
+    return (course or Course()).scaffolding_levels(level)
+
+
+def build_release(out: Path | str, force: bool = False, practice: bool = True, sandbox: bool = True,
+                  level: str | None = None, course: Course | None = None) -> Release:
+    """Write the handout, the Gradescope bundle and the manifest into ``out`` (see the module docstring).
+
+    ``level`` (``grade release --level``) is the stubs' scaffolding level, ``course``'s
+    ``[scaffolding]`` the default level (when ``level`` is None) and the per-exercise overrides.
+    """
     out = Path(out).resolve()
+    levels = release_levels(level, course)
     prepare_out(out, force)
     version = project_version()
-    release = Release(out, version, reference_sha256())
-    release.pack_sizes = write_student(out, version, practice)
-    members = write_autograder(out, sandbox)
+    release = Release(out, version, reference_sha256(), levels=levels)
+    release.pack_sizes = write_student(out, version, practice, levels)
+    members = write_autograder(out, sandbox, levels)
     release.files = {
         "student": [{"path": p.relative_to(out).as_posix(), "sha256": sha256_file(p), "bytes": p.stat().st_size}
                     for p in tree_files(out / "student")],
@@ -396,6 +433,8 @@ def build_release(out: Path | str, force: bool = False, practice: bool = True, s
         "reference_sha256": release.reference_sha256,
         "practice_quizzes": practice,
         "packs": {"bytes": release.packs_bytes, "by_exercise": release.pack_sizes},
+        "scaffolding": {"level": level or (course.scaffolding_level if course else DEFAULT_LEVEL),
+                        "by_exercise": release.levels},
         "where": {
             "student/": "the handout: stubs, README, quizzes (no answers), the student-side grader and its case packs",
             "autograder/autograder.zip": "Gradescope: setup.sh, run_autograder, source/ (full grader and reference)",

@@ -10,7 +10,9 @@
 - the kernel stubs declare exactly the spec's kernels and build on the device.
 
 ``exercises`` is not an installed package: it is loaded from its path, as the
-grader loads a student's folder.
+grader loads a student's folder. The tests on the loaded stubs run on
+``exercises/`` itself and on its rendering at each scaffolding level
+(``contract``, ``derive``, ``guided``: grader/scaffold.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from grader.scaffold import LEVELS, render_tree
 from grader.student.loader import unload
 import reference
 from reference.base import Module as ReferenceModule
@@ -119,11 +122,16 @@ def load_exercises(path: Path, name: str) -> ModuleType:
     return package
 
 
-@pytest.fixture(scope="module")
-def stubs() -> Iterator[ModuleType]:
-    package = load_exercises(EXERCISES_DIR, PACKAGE_NAME)
+@pytest.fixture(scope="module", params=["source", *LEVELS])
+def stubs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    """``exercises/`` as it is, then rendered at each scaffolding level (grader/scaffold.py)."""
+    folder, name = EXERCISES_DIR, PACKAGE_NAME
+    if request.param != "source":
+        folder, name = tmp_path_factory.mktemp(request.param) / "exercises", f"{PACKAGE_NAME}_{request.param}"
+        render_tree(EXERCISES_DIR, folder, {}, request.param)
+    package = load_exercises(folder, name)
     yield package
-    unload(PACKAGE_NAME)
+    unload(name)
 
 
 def resolve(ns: ModuleType, exercise_id: str) -> Any:
@@ -163,7 +171,7 @@ def test_the_package_imports_every_topic_by_name(stubs: ModuleType) -> None:
     for topic in TOPICS:
         module = getattr(stubs, topic, None)
         assert isinstance(module, ModuleType), f"exercises/__init__.py does not import {topic}"
-        assert module.__name__ == f"{PACKAGE_NAME}.{topic}"
+        assert module.__name__ == f"{stubs.__name__}.{topic}"
 
 
 @pytest.mark.parametrize("topic", TOPICS)

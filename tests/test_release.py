@@ -381,3 +381,57 @@ def test_the_handout_quiz_practice_session(release: Path) -> None:
     assert f"1/{len(quiz.questions)} right." in session.output
     unknown = CliRunner().invoke(student_cli, ["quiz", "nope", "--quiz-dir", str(quiz_dir)])
     assert unknown.exit_code == 2 and "is not a chapter" in unknown.output
+
+
+# --- a release at --level derive -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def derive_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("release-derive")
+    result = CliRunner().invoke(cli, ["release", "--out", str(out), "--level", "derive"])
+    assert result.exit_code == 0, result.output
+    assert "34 at derive" in result.output
+    return out
+
+
+def run_handout_in_place(student: Path, folder: Path, tmp_path: Path, *selectors: str) -> dict[str, Any]:
+    """The handout's own grader (its ``grader/`` first on the path, not this repository's) grading ``folder``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GRADE_DB", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(student)
+    done = subprocess.run([sys.executable, "-m", "grader.student.cli", "submit", *selectors, "--path", str(folder),
+                           "--json", "--db", str(tmp_path / "p.db")], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, timeout=300)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_derive_release_records_its_levels_and_ships_derive_stubs(derive_release: Path) -> None:
+    manifest = json.loads((derive_release / "manifest.json").read_text())
+    assert manifest["scaffolding"]["level"] == "derive"
+    assert set(manifest["scaffolding"]["by_exercise"].values()) == {"derive"}
+    levels = json.loads((derive_release / "student" / "grader" / "student" / "scaffolding.json").read_text())
+    assert levels["exercises"] == manifest["scaffolding"]["by_exercise"]
+    stub = (derive_release / "student" / "exercises" / "normalization.py").read_text()
+    assert "m / (m - 1)" not in stub and "[guided]" not in stub and "UNBIASED" in stub
+    with zipfile.ZipFile(derive_release / "autograder" / "autograder.zip") as zf:
+        assert json.loads(zf.read("source/grader/student/scaffolding.json")) == levels
+        assert zf.read("source/exercises/normalization.py").decode() == stub
+
+
+def test_a_derive_handout_grades_its_stubs_as_not_implemented(derive_release: Path, tmp_path: Path) -> None:
+    report = run_handout_in_place(derive_release / "student", derive_release / "student" / "exercises", tmp_path)
+    assert report["score"] == 0 and len(report["exercises"]) == 34
+    assert {e["status"] for e in report["exercises"]} == {"not_implemented"}
+
+
+def test_a_derive_handout_names_a_mistake_by_its_hint_not_its_formula(derive_release: Path, tmp_path: Path) -> None:
+    folder = write_solution(tmp_path / "solution")
+    source = (folder / "normalization.py").read_text()
+    (folder / "normalization.py").write_text(source.replace("bn.momentum * var * m / (m - 1)", "bn.momentum * var"))
+    report = run_handout_in_place(derive_release / "student", folder, tmp_path, "normalization.BatchNorm1d")
+    checks = [c for e in report["exercises"] for c in e["checks"] if c["misconception"] == "bn-biased-running-var"]
+    assert checks, report
+    for check in checks:
+        assert "the contract asks for the unbiased one" in check["message"]
+        assert "m / (m - 1)" not in check["message"] and "Fix:" not in check["message"]

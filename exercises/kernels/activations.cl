@@ -14,13 +14,20 @@
  */
 
 /* relu_forward: y[i] = max(0, x[i]).
- * Hint: fmax(x[i], 0.0f), or a comparison. */
+ * [guided]
+ * Hint: fmax(x[i], 0.0f), or a comparison.
+ * [/guided]
+ */
 __kernel void relu_forward(__global const float *x, __global float *y, const int n)
 {
     /* TODO: implement */
 }
 
-/* relu_backward: dx[i] = dy[i] if x[i] > 0, else 0 (the derivative at 0 is 0). */
+/* relu_backward: dx[i] = dy[i] * relu'(x[i]) (the derivative at 0 is 0).
+ * [guided]
+ * dx[i] = dy[i] if x[i] > 0, else 0.
+ * [/guided]
+ */
 __kernel void relu_backward(__global const float *x, __global const float *dy, __global float *dx, const int n)
 {
     /* TODO: implement */
@@ -33,9 +40,13 @@ __kernel void gelu_forward(__global const float *x, __global float *y, const int
     /* TODO: implement */
 }
 
-/* gelu_backward (exact): dx[i] = dy[i] * (Phi(x) + x * phi(x)),
+/* gelu_backward (exact): dx[i] = dy[i] * gelu'(x[i]), gelu(x) = x * Phi(x).
+ * [guided]
+ * dx[i] = dy[i] * (Phi(x) + x * phi(x)),
  * phi(x) = exp(-x^2 / 2) / sqrt(2 pi) (the standard normal density).
- * Hint: 1/sqrt(2 pi) = M_2_SQRTPI_F * M_SQRT1_2_F * 0.5f. */
+ * Hint: 1/sqrt(2 pi) = M_2_SQRTPI_F * M_SQRT1_2_F * 0.5f.
+ * [/guided]
+ */
 __kernel void gelu_backward(__global const float *x, __global const float *dy, __global float *dx, const int n)
 {
     /* TODO: implement */

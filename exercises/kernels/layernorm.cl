@@ -17,6 +17,7 @@
  * chosen by the grader; D need NOT be a multiple of L (D may be smaller or
  * larger than L).
  *     row = get_group_id(0), lid = get_local_id(0)
+ * [guided]
  * Hints:
  * 1. Two reductions over the row, each: strided partial sums over
  *    j = lid, lid + L, ... < D into scratch[lid], then a tree reduction in
@@ -28,6 +29,8 @@
  *    reduction; every work-item must reach every barrier (no early return).
  * 3. Work-item 0 writes mean[row] and rstd[row]; every work-item writes its y
  *    elements in the strided loop.
+ * [/guided]
+ * Every work-item must reach every barrier (no early return before the last one).
  */
 __kernel void layernorm_forward(__global const float *x, __global const float *gamma, __global const float *beta, __global float *y, __global float *mean, __global float *rstd, const int D, const float eps, __local float *scratch)
 {

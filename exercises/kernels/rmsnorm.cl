@@ -14,6 +14,7 @@
  * chosen by the grader; D need NOT be a multiple of L (D may be smaller or
  * larger than L).
  *     row = get_group_id(0), lid = get_local_id(0)
+ * [guided]
  * Hints:
  * 1. Each work-item sums x^2 over j = lid, lid + L, lid + 2L, ... < D
  *    (strided loop: this handles any D), then stores its partial sum in
@@ -24,6 +25,8 @@
  *    no return before the last one). scratch[0] is the row's sum.
  * 3. Every work-item reads scratch[0], computes rstd (rsqrt), writes its y
  *    elements in the same strided loop; work-item 0 writes rstd[row].
+ * [/guided]
+ * Every work-item must reach every barrier (no return before the last one).
  * Accumulate in float; an all-zero row gives rstd = 1/sqrt(eps), y = 0.
  */
 __kernel void rmsnorm_forward(__global const float *x, __global const float *gamma, __global float *y, __global float *rstd, const int D, const float eps, __local float *scratch)

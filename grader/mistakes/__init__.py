@@ -34,7 +34,7 @@ class Mistake(KnownMistake):
 
     def info(self) -> KnownMistake:
         """The mistake without its variant: what a case pack carries."""
-        return KnownMistake(self.id, self.exercise, self.sentence, self.fix)
+        return KnownMistake(self.id, self.exercise, self.sentence, self.fix, self.hint)
 
 
 def reference_namespace() -> Any:
@@ -67,7 +67,7 @@ def variant(exercise_id: str, replacement: Any) -> Any:
 
 def make(mistake_id: str, exercise_id: str, sentence: str, fix: str, replacement: Any) -> Mistake:
     """A Mistake whose namespace is ``variant(exercise_id, replacement)``."""
-    return Mistake(mistake_id, exercise_id, sentence, fix, variant(exercise_id, replacement))
+    return Mistake(mistake_id, exercise_id, sentence, fix, namespace=variant(exercise_id, replacement))
 
 
 def _load_catalogue() -> dict[str, Mistake]:
@@ -84,6 +84,12 @@ def _load_catalogue() -> dict[str, Mistake]:
             if mistake.id in catalogue:
                 raise ValueError(f"duplicate mistake id {mistake.id!r}")
             catalogue[mistake.id] = mistake
+    from grader.mistakes.hints import HINTS
+
+    for mistake_id, hint in HINTS.items():
+        if mistake_id not in catalogue:
+            raise ValueError(f"grader/mistakes/hints.py: no mistake {mistake_id!r} in the catalogue")
+        catalogue[mistake_id].hint = hint
     return catalogue
 
 

@@ -19,7 +19,7 @@ from grader.student.ops_opencl import EmulatedKernels, Emulation, launched_rows,
 
 def kernel_mistake(mistake_id: str, kernel: str, sentence: str, fix: str, emulation: Emulation) -> Mistake:
     """A Mistake of exercise ``kernels.<kernel>`` whose namespace runs ``emulation`` for that kernel."""
-    return Mistake(mistake_id, f"kernels.{kernel}", sentence, fix, EmulatedKernels({**EMULATIONS, kernel: emulation}))
+    return Mistake(mistake_id, f"kernels.{kernel}", sentence, fix, namespace=EmulatedKernels({**EMULATIONS, kernel: emulation}))
 
 
 def relu_grad_at_zero(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:

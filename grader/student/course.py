@@ -17,6 +17,11 @@ and ``grade progress``::
     late_penalty = 0.2                 # fraction of a late score lost (default 1: late counts nothing)
     late_until = 2026-12-08T23:59:00Z  # uploads refused after this (default: due, when late counts nothing)
 
+    [scaffolding]                      # what `grade release` gives away in the stubs (grader/scaffold.py)
+    level = "derive"                   # "guided" (default), "derive" or "contract"
+    [scaffolding.exercises]            # per-exercise (or per-topic) overrides
+    "normalization.BatchNorm1d" = "contract"
+
 Which score counts, per student and exercise (:func:`counted_score`, used by the
 server, ``grade report`` and ``grade progress`` alike):
 
@@ -42,6 +47,7 @@ from typing import Any
 
 from grader.student import catalogue
 from grader.student.errors import GraderError
+from grader.student.scaffolding import DEFAULT_LEVEL, LEVELS
 
 RULES = ("best", "latest")
 DEFAULT_RATE = (30, 60)  # uploads per student, per minutes
@@ -93,6 +99,13 @@ class Course:
     rate_submissions: int = DEFAULT_RATE[0]
     rate_minutes: float = DEFAULT_RATE[1]
     by_exercise: Mapping[str, Chapter] = field(default_factory=dict)
+    scaffolding_level: str = DEFAULT_LEVEL
+    scaffolding_exercises: Mapping[str, str] = field(default_factory=dict)  # exercise id -> level
+
+    def scaffolding_levels(self, default: str | None = None) -> dict[str, str]:
+        """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the course's."""
+        base = default if default is not None else self.scaffolding_level
+        return {e: self.scaffolding_exercises.get(e, base) for e in catalogue.EXERCISES}
 
     def chapter_of(self, exercise_id: str) -> Chapter | None:
         """The chapter whose policy covers an exercise (None: no deadline)."""
@@ -230,11 +243,38 @@ def _chapter(raw: Any, index: int, path: Path) -> Chapter:
     return Chapter(name, ids, due, float(penalty), late_until)
 
 
+def _scaffolding(raw: Any, path: Path) -> tuple[str, dict[str, str]]:
+    """(default level, exercise id -> level) of a [scaffolding] table."""
+    if not isinstance(raw, dict) or set(raw) - {"level", "exercises"}:
+        raise CourseError(f"{path}: [scaffolding] takes level = \"derive\" and a table [scaffolding.exercises]")
+    level = raw.get("level", DEFAULT_LEVEL)
+    if level not in LEVELS:
+        raise CourseError(f"{path}: scaffolding.level = {level!r} is not a level: use {', '.join(LEVELS)}")
+    overrides = raw.get("exercises", {})
+    if not isinstance(overrides, dict):
+        raise CourseError(f"{path}: [scaffolding.exercises] maps exercise ids to levels, like"
+                          " \"normalization.BatchNorm1d\" = \"contract\"")
+    resolved: list[tuple[list[str], str]] = []
+    for selector, value in overrides.items():
+        if value not in LEVELS:
+            raise CourseError(f"{path}: scaffolding.exercises.\"{selector}\" = {value!r} is not a level:"
+                              f" use {', '.join(LEVELS)}")
+        try:
+            resolved.append((catalogue.resolve([selector]), value))
+        except GraderError as exc:
+            raise CourseError(f"{path}: scaffolding.exercises: {exc}") from exc
+    by_exercise: dict[str, str] = {}
+    for ids, value in sorted(resolved, key=lambda pair: -len(pair[0])):  # a topic first, its exercises override it
+        by_exercise.update({e: value for e in ids})
+    return level, by_exercise
+
+
 def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
     """Validate a parsed TOML document into a Course (CourseError on the first problem)."""
-    unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter"})
+    unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter", "scaffolding"})
     if unknown:
-        raise CourseError(f"{path}: unknown field '{unknown[0]}': use name, score, rate_limit, [[chapter]]")
+        raise CourseError(f"{path}: unknown field '{unknown[0]}': use name, score, rate_limit, [[chapter]],"
+                          " [scaffolding]")
     name = doc.get("name", DEFAULT_COURSE.name)
     if not isinstance(name, str):
         raise CourseError(f"{path}: name must be a string")
@@ -263,7 +303,8 @@ def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
                     f"'{chapter.name}': put each exercise in one chapter"
                 )
             by_exercise[exercise_id] = chapter
-    return Course(name, rule, chapters, submissions, float(minutes), by_exercise)
+    level, levels = _scaffolding(doc.get("scaffolding", {}), path)
+    return Course(name, rule, chapters, submissions, float(minutes), by_exercise, level, levels)
 
 
 def load_course(path: Path | str) -> Course:

@@ -1,8 +1,11 @@
 """Known mistakes as the student side sees them, and where expected results come from.
 
 A :class:`KnownMistake` is what a report may say about a mistake: its id, the
-exercise, one sentence saying what is wrong and one saying how to fix it. The
-wrong code itself (the variant) stays with the instructor (``grader.mistakes``).
+exercise, one sentence saying what is wrong and one saying how to fix it, and
+an optional level-neutral hint (the misconception and the property that
+fails, no formula) that replaces both where the exercise's stub was released
+below the ``guided`` scaffolding level (:mod:`grader.student.scaffolding`).
+The wrong code itself (the variant) stays with the instructor (``grader.mistakes``).
 
 An :class:`Expected` is the single source of everything a check compares a
 student against, for one exercise and one seed: the reference's result of each
@@ -26,6 +29,7 @@ from typing import Any, Callable, Protocol
 
 from grader.student.compare import DEFAULT_ATOL, DEFAULT_RTOL, same_as
 from grader.student.ops import Case, ScriptResult
+from grader.student.scaffolding import level_of
 
 # The id under which an Expected serves a second, independent reference run of a case (a key whose
 # value changes between two runs comes from an unseeded generator and says nothing about a mistake).
@@ -34,16 +38,25 @@ REFERENCE_AGAIN = "(reference run again)"
 
 @dataclass
 class KnownMistake:
-    """A known mistake: id, exercise id, what is wrong (one sentence), and the fix."""
+    """A known mistake: id, exercise id, what is wrong (one sentence), the fix, and a level-neutral hint."""
 
     id: str
     exercise: str
     sentence: str
     fix: str
+    hint: str = ""
 
-    def explain(self) -> str:
-        """'Known mistake <id>: <sentence> Fix: <fix>' (printed before any numbers)."""
-        return f"Known mistake {self.id}: {self.sentence} Fix: {self.fix}"
+    def said(self, level: str | None = None) -> tuple[str, str]:
+        """(what is wrong, the fix) as a report says them at ``level`` (default: the level the exercise was
+        released at). Below ``guided``: the hint, else the sentence, and no fix (the fix pastes the formula)."""
+        if (level or level_of(self.exercise)) == "guided":
+            return self.sentence, self.fix
+        return self.hint or self.sentence, ""
+
+    def explain(self, level: str | None = None) -> str:
+        """'Known mistake <id>: <sentence> Fix: <fix>' (printed before any numbers); below guided, see :meth:`said`."""
+        what, fix = self.said(level)
+        return f"Known mistake {self.id}: {what}" + (f" Fix: {fix}" if fix else "")
 
 
 # Every known mistake this process has heard of, by id: what a report says about a misconception id.

@@ -122,7 +122,8 @@ def load_pack(path: Path) -> Pack:
             check: {mid: (bool(pair[0]), decode_fingerprint(pair[1])) for mid, pair in by_mistake.items()}
             for check, by_mistake in meta.get("verdicts", {}).items()
         },
-        mistakes=[KnownMistake(m["id"], meta["exercise"], m["sentence"], m["fix"]) for m in meta["mistakes"]],
+        mistakes=[KnownMistake(m["id"], meta["exercise"], m["sentence"], m["fix"], m.get("hint", ""))
+                  for m in meta["mistakes"]],
     )
 
 

@@ -72,6 +72,9 @@ DIAGNOSIS_PREFIXES = ("Known mistake ", "Likely mistake", "Fix: ")
 def diagnosis_lines(check: CheckResult) -> list[str]:
     """The known mistake behind a failing check, in words: '<sentence> (id)' and 'Fix: ...'.
 
+    Below the ``guided`` scaffolding level the exercise's stub was released at,
+    the mistake's hint (else its sentence) and no fix (:meth:`KnownMistake.said`).
+
     Looked up in ``grader.mistakes.CATALOGUE`` when it exists; nothing is
     added when the check's own message already carries the sentence.
     """
@@ -82,8 +85,7 @@ def diagnosis_lines(check: CheckResult) -> list[str]:
         if check.misconception in check.message:
             return []
         return [f"Likely mistake: {check.misconception}."]
-    sentence = str(getattr(entry, "sentence", "")).strip()
-    fix = str(getattr(entry, "fix", "")).strip()
+    sentence, fix = (part.strip() for part in entry.said())  # below guided: the hint, no fix
     if sentence and sentence in check.message:
         return []
     lines = [f"Likely mistake ({check.misconception}): {sentence}" if sentence
