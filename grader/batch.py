@@ -417,3 +417,101 @@ def _record_error(
         return StudentOutcome(sub.student, "failed", message=clean_text(exc), duration=duration)
     return StudentOutcome(sub.student, "error", 0.0, report.max_score, message=clean_text(reason, 2000),
                           duration=duration)
+
+
+# --- past one machine: the course server's queue --------------------------------------------------
+
+
+def run_batch_on_queue(
+    root: Path | str,
+    store: Store,
+    grader_version: str,
+    queue_url: str,
+    selectors: list[str] | None = None,
+    force: bool = False,
+    job_timeout: float = 600.0,
+    on_outcome: Callable[[StudentOutcome], None] | None = None,
+) -> BatchSummary:
+    """Grade every student under ``root`` on the workers of the course server's queue; record them here.
+
+    The same queue, jobs and collector as ``grade serve`` (grader/server/):
+    each hand-in is ingested (caps, links refused), stored as a job in this
+    database (files and row in one transaction), put on the queue at
+    ``queue_url`` (``sqlite:///PATH`` on one machine, ``redis://HOST:PORT/DB``
+    for ``grade worker`` processes on any number of machines, each grading in
+    its OS sandbox), and recorded by this process alone, exactly once, as each
+    result comes back. A worker that dies mid-job is retried once, then the
+    student gets a recorded ``error``. Unchanged students are skipped as in
+    :func:`run_batch`.
+    """
+    import secrets
+    import threading as _threading
+    from datetime import datetime, timezone
+
+    from grader.server import records
+    from grader.server.collector import Collector
+    from grader.student.course import DEFAULT_COURSE
+    from grader.student.grading import check_folder
+    from grader.student.ingest import read_submission
+
+    started = time.monotonic()
+    exercise_ids = catalogue.resolve(list(selectors or []))
+    summary = BatchSummary()
+    unlimited = dataclasses.replace(DEFAULT_COURSE, rate_submissions=10**9)  # the instructor's own run
+
+    def finish(outcome: StudentOutcome) -> None:
+        summary.outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    waiting: dict[int, Submission] = {}
+    for sub in find_submissions(root):
+        try:
+            check_folder(sub.path)  # the same one-line reason as grading here
+            ingested = read_submission(sub.path)
+            files = {name: data.decode("utf-8") for name, data in ingested.files.items()}
+        except (GraderError, OSError, UnicodeDecodeError) as exc:
+            reason = str(exc) if isinstance(exc, GraderError) else f"cannot read the hand-in ({exc})"
+            finish(_record_error(store, sub, exercise_ids, reason, grader_version, 0.0))
+            continue
+        if not force and is_unchanged(store, sub.student, ingested.files_hash(), exercise_ids):
+            latest = store.attempts(sub.student)[-1]
+            finish(StudentOutcome(sub.student, "skipped", latest["score"], latest["max_score"]))
+            continue
+        key = f"batch:{ingested.files_hash()}:{secrets.token_hex(8)}"
+        job = records.create_job(store, sub.student, key, files, exercise_ids, unlimited,
+                                 datetime.now(timezone.utc)).job
+        waiting[int(job["id"])] = sub
+    if waiting:
+        closed = _threading.Condition()
+        done: set[int] = set()
+
+        def on_closed(job_id: int) -> None:
+            with closed:
+                done.add(job_id)
+                closed.notify_all()
+
+        collector = Collector(store.path, queue_url, grader_version, job_timeout=job_timeout, on_closed=on_closed)
+        collector.start()
+        try:
+            with closed:
+                while not set(waiting) <= done and collector.is_alive():
+                    closed.wait(0.5)
+        finally:
+            collector.stop()
+            collector.join()
+        for job_id, sub in sorted(waiting.items(), key=lambda item: item[1].student):
+            finish(_queued_outcome(store, records.job(store, job_id), sub, exercise_ids, grader_version))
+    summary.wall_s = time.monotonic() - started
+    return summary
+
+
+def _queued_outcome(
+    store: Store, job: dict[str, Any] | None, sub: Submission, exercise_ids: list[str], grader_version: str
+) -> StudentOutcome:
+    """How a queued student ended: graded (the attempt the collector recorded) or an error verdict."""
+    if job is not None and job["status"] == "done" and job["attempt_id"] is not None:
+        attempt = next(a for a in store.attempts(sub.student) if a["id"] == job["attempt_id"])
+        return StudentOutcome(sub.student, "graded", attempt["score"], attempt["max_score"])
+    reason = (job or {}).get("error") or "the queue did not grade this hand-in (no worker running?)"
+    return _record_error(store, sub, exercise_ids, reason, grader_version, 0.0)

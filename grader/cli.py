@@ -348,11 +348,17 @@ def class_db_option(func: F) -> F:
     "--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
     help="Cap on each exercise's wall-clock time [default: each exercise's own limit].",
 )
+@click.option(
+    "--queue", "queue_url", default=None, metavar="URL",
+    help="Grade on the course server's queue (redis://HOST:PORT/DB: `grade worker --queue URL` on any machines).",
+)
+@click.option("--job-timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+              help="With --queue: seconds a grading try may run before it is tried again (then an error).")
 @json_option
 @no_sandbox_option
 def batch_command(
     submissions_dir: Path, selectors: tuple[str, ...], db: Path, jobs: int | None,
-    force: bool, timeout: float | None, as_json: bool, no_sandbox: bool,
+    force: bool, timeout: float | None, queue_url: str | None, job_timeout: float, as_json: bool, no_sandbox: bool,
 ) -> None:
     """Grade every student in SUBMISSIONS_DIR into one database, as `grade submit` would.
 
@@ -365,15 +371,28 @@ def batch_command(
     could not be graded, 2 for a usage or setup error. Every student runs in
     the OS sandbox; without bubblewrap the batch refuses to start unless
     --no-sandbox (then the recorded grader version says +no-sandbox).
+
+    With --queue URL the students are graded by `grade worker --queue URL`
+    processes (on this machine or many; each in its own sandbox) and recorded
+    here, by this process alone.
     """
     limits = Limits(wall_s=timeout, sandbox=sandbox_setting(no_sandbox, others_code=True))
     with one_line_errors():
         catalogue.resolve(list(selectors))  # an unknown selector stops here, before any grading
-        limits.sandboxed()  # no sandbox and no --no-sandbox: stops here, before any grading
+        if queue_url is None:
+            limits.sandboxed()  # no sandbox and no --no-sandbox: stops here, before any grading
         total = len(batch_lib.find_submissions(submissions_dir))
         store = Store.open(db)
     with store:
-        if _show_progress():
+        if queue_url is not None:
+            click.echo(f"Grading on the queue {queue_url}: `grade worker --queue {queue_url}` processes grade it.",
+                       err=True)
+            with one_line_errors():
+                summary = batch_lib.run_batch_on_queue(
+                    submissions_dir, store, grader_version(), queue_url, list(selectors) or None, force=force,
+                    job_timeout=job_timeout,
+                )
+        elif _show_progress():
             with click.progressbar(
                 length=total, label="Grading", file=sys.stderr, show_pos=True,
                 item_show_func=lambda name: name,

@@ -76,7 +76,7 @@ def files_hash(path: Path) -> str:
     return read_submission(path).files_hash()
 
 
-def _check_folder(path: Path) -> None:
+def check_folder(path: Path) -> None:
     """SetupError unless ``path`` is a folder holding at least one exercise file."""
     if not path.exists():
         raise SetupError(f"'{path}' does not exist: pass --path to the folder with your exercise files")
@@ -256,7 +256,7 @@ def grade(
     limits = limits or Limits()
     ids = catalogue.resolve(list(selectors or []))
     folder = Path(path).resolve()
-    _check_folder(folder)
+    check_folder(folder)
     sandboxed = limits.sandboxed()
     ingested = read_submission(folder)
     problems = loader.scan_forbidden_imports(ingested.files)
