@@ -24,14 +24,18 @@ at most 1.2 s wall per student with --jobs 2 on a 2-core machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from grader import batch
@@ -130,15 +134,18 @@ class MemorySampler:
         self.thread.join()
 
 
-def one_run(n: int, jobs: int, tag: str, limits: Limits) -> dict[str, float | list[tuple[int, int]]]:
-    """Grade a fresh class of n students; the figures of the run."""
+def one_run(n: int, jobs: int, tag: str, limits: Limits, queue: str | None = None) -> dict[str, float | list[tuple[int, int]]]:
+    """Grade a fresh class of n students (locally, or on the workers of ``queue``); the figures of the run."""
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         root = Path(tmp) / "class"
         for k, kind in enumerate(kinds(n)):
             write_student(root / f"{tag}-{k:03d}", f"{tag}-{k:03d}", kind, k)
         with Store.open(Path(tmp) / "class.db") as store, MemorySampler() as memory:
             t0, c0 = time.perf_counter(), cpu_seconds()
-            summary = batch.run_batch(root, store, "bench", None, jobs=jobs, limits=limits)
+            if queue is None:
+                summary = batch.run_batch(root, store, "bench", None, jobs=jobs, limits=limits)
+            else:
+                summary = batch.run_batch_on_queue(root, store, "bench", queue)
             wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
         broken = [o for o in summary.outcomes if o.status in ("failed", "error")]
         if broken:
@@ -166,11 +173,42 @@ def floor_seconds(student: str) -> float:
     return time.perf_counter() - t0
 
 
+@contextlib.contextmanager
+def redis_workers(workers: int) -> Iterator[str]:
+    """A redis-server on a free loopback port and ``workers`` `grade worker` processes on it; yields the URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"redis://127.0.0.1:{port}/0"
+    with tempfile.TemporaryDirectory(prefix="bench-redis-") as folder:
+        server = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                                   "--appendonly", "no", "--dir", folder], stdout=subprocess.DEVNULL)
+        procs = []
+        try:
+            for _ in range(100):  # bounded wait for redis-server to listen
+                with socket.socket() as s:
+                    if s.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                time.sleep(0.05)
+            procs = [subprocess.Popen([sys.executable, "-m", "grader.cli", "worker", "--queue", url, "--workers", "1"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(workers)]
+            yield url
+        finally:
+            for proc in procs + [server]:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=24, help="students in the class")
     parser.add_argument("--jobs", type=int, action="append", help="students at once (repeatable) [2]")
     parser.add_argument("--runs", type=int, default=1, help="runs per configuration (median reported)")
+    parser.add_argument("--redis", type=int, default=0, metavar="WORKERS",
+                        help="also grade on a local redis-server queue with this many `grade worker` processes")
     args = parser.parse_args(argv)
     problem = bwrap.problem()
     limits = Limits(sandbox=problem is None)
@@ -198,6 +236,12 @@ def main(argv: list[str] | None = None) -> int:
         verdict = f"{'ok' if wall <= TARGET_S else 'MISSED'} (<= {TARGET_S:g} s)" if jobs == 2 else ""
         print(f"{jobs:>4} {len(results):>4} {wall:>15.2f} {cpu:>14.2f} {median:>17.2f}  {verdict:<13} {memory}",
               flush=True)
+    if args.redis:
+        with redis_workers(args.redis) as queue:
+            results = [one_run(args.n, 0, f"q{k}", limits, queue) for k in range(max(1, args.runs))]
+        wall = statistics.median(float(r["wall"]) for r in results)  # type: ignore[arg-type]
+        print(f"queue: redis-server and {args.redis} `grade worker` processes (one grading process each): "
+              f"{wall:.2f} s wall per student (their CPU time is the workers', not counted here)")
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"this process (the one writer): peak RSS {own:.0f} MB; load average now {os.getloadavg()[0]:.1f}")
     return 0
