@@ -371,24 +371,28 @@ class _Child:
         init, whose oldest child is the worker; everything else below that init
         (orphans are re-parented to it, whatever their session) is a stray.
         Without the sandbox only the worker's own descendants can be found.
-        Cheap: one pass over /proc/*/stat; a job cannot leave a CPU hog that
-        would slow the next student down.
+        Passes repeat until one finds nothing alive (a stray may fork between
+        a look and its kill; with nothing left alive, nothing can fork, as the
+        worker itself waits for its next command). Cheap: a pass over
+        /proc/*/stat; a job cannot leave a CPU hog that would slow the next
+        exercise or student down.
         """
-        table = _process_table()
-        below = _children(table, self.proc.pid)
-        if not below:
-            return
-        if self.sandboxed:
-            inits = below
-            keep = {pid for init in inits for pid in _children(table, init)[:1]} | set(inits)
-        else:
+        for _ in range(STRAY_PASSES):
+            table = _process_table()
+            below = _children(table, self.proc.pid)
+            if not below:
+                return
             keep = set()
-        strays = [pid for pid in _descendants(table, self.proc.pid) if pid not in keep]
-        for pid in strays:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            if self.sandboxed:
+                keep = {pid for init in below for pid in _children(table, init)[:1]} | set(below)
+            strays = [pid for pid in _descendants(table, self.proc.pid) if pid not in keep and table[pid][2] != "Z"]
+            if not strays:
+                return
+            for pid in strays:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
     def kill(self) -> None:
         """Kill the child's process group; in the sandbox its PID namespace, and all in it, dies too."""
@@ -422,9 +426,12 @@ class _Child:
         return self.take_output().strip()[-2000:]
 
 
-def _process_table() -> dict[int, tuple[int, int]]:
-    """pid -> (parent pid, start time in clock ticks) for every process this one can see."""
-    table: dict[int, tuple[int, int]] = {}
+STRAY_PASSES = 20
+
+
+def _process_table() -> dict[int, tuple[int, int, str]]:
+    """pid -> (parent pid, start time in clock ticks, state letter) for every process this one can see."""
+    table: dict[int, tuple[int, int, str]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -433,16 +440,16 @@ def _process_table() -> dict[int, tuple[int, int]]:
                 fields = f.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        table[int(entry)] = (int(fields[1]), int(fields[19]))  # ppid, starttime
+        table[int(entry)] = (int(fields[1]), int(fields[19]), fields[0].decode())  # ppid, starttime, state
     return table
 
 
-def _children(table: dict[int, tuple[int, int]], pid: int) -> list[int]:
+def _children(table: dict[int, tuple[int, int, str]], pid: int) -> list[int]:
     """The children of ``pid``, oldest first."""
-    return sorted((p for p, (ppid, _) in table.items() if ppid == pid), key=lambda p: table[p][1])
+    return sorted((p for p, (ppid, _, _) in table.items() if ppid == pid), key=lambda p: table[p][1])
 
 
-def _descendants(table: dict[int, tuple[int, int]], pid: int) -> list[int]:
+def _descendants(table: dict[int, tuple[int, int, str]], pid: int) -> list[int]:
     found, todo = [], [pid]
     while todo:
         for child in _children(table, todo.pop()):
