@@ -29,7 +29,7 @@ from typing import Any
 from grader import quiz as quiz_lib
 from grader.grading import grade
 from grader.student.errors import GraderError
-from grader.student.ingest import MAX_FILE_BYTES, read_submission
+from grader.student.ingest import read_submission
 from grader.student.report import format_score, gradescope_error, gradescope_results, write_json
 from grader.student.sandbox import Limits
 
@@ -53,12 +53,12 @@ def lay_out(submission: Path, folder: Path) -> None:
     """The upload as a complete exercises folder in ``folder``: the stubs, overwritten by the uploaded files.
 
     The upload is read by :func:`grader.student.ingest.read_submission` (links
-    refused, file count and sizes capped before reading); ``.cl`` files at its
-    top go to ``kernels/``.
+    refused, file count and sizes capped before reading; ``.cl`` files at its
+    top taken as ``kernels/``).
     """
     shutil.copytree(STUBS, folder, ignore=shutil.ignore_patterns("__pycache__"))
     uploaded = submission / "exercises" if (submission / "exercises").is_dir() else submission
-    ingested = read_submission(uploaded)
+    ingested = read_submission(uploaded, kernels_at_top=True)
     found = 0
     for name, data in ingested.files.items():
         if "/" in name and not name.startswith("kernels/"):
@@ -66,21 +66,8 @@ def lay_out(submission: Path, folder: Path) -> None:
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(data)
         found += 1
-    for name in ingested.refused:
-        if name.endswith(".cl") and "/" not in name and (uploaded / name).is_file() and not (uploaded / name).is_symlink():
-            top_level = read_submission_file(uploaded / name)
-            (folder / "kernels" / name).write_bytes(top_level)
-            found += 1
     if not found:
         raise GraderError("the upload holds no exercise files: upload your exercises/ folder or its .py and .cl files")
-
-
-def read_submission_file(path: Path) -> bytes:
-    """One top-level ``.cl`` file of an upload, within ingest's size cap (GraderError when larger)."""
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise GraderError(f"{path.name} is {size} bytes: exercise files are limited to {MAX_FILE_BYTES >> 20} MiB each")
-    return path.read_bytes()
 
 
 def quiz_tests(submission: Path) -> list[dict[str, Any]]:

@@ -692,3 +692,16 @@ def test_an_environment_the_sandbox_cannot_read_is_named(tmp_path: Path) -> None
     done = subprocess.run([str(venv / "bin" / "python"), "-c", "from grader.student import bwrap; print(bwrap.problem())"],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert "cannot read the Python environment" in done.stdout and "chmod" in done.stdout, done.stdout + done.stderr
+
+
+def test_loose_kernel_files_of_an_upload_are_ingested_as_kernels(tmp_path: Path) -> None:
+    """A Gradescope upload of loose files: top-level .cl files count as kernels/, through the same checks."""
+    from grader.student.ingest import read_submission
+
+    (tmp_path / "rmsnorm.cl").write_text("__kernel void k() {}\n")
+    (tmp_path / "linear.py").write_text("x = 1\n")
+    os.symlink(tmp_path / "rmsnorm.cl", tmp_path / "layernorm.cl")
+    loose = read_submission(tmp_path, kernels_at_top=True)
+    assert sorted(loose.files) == ["kernels/rmsnorm.cl", "linear.py"]
+    assert "layernorm.cl is a symbolic link" in loose.refused["layernorm.cl"]
+    assert sorted(read_submission(tmp_path).files) == ["linear.py"]  # an exercises folder keeps kernels/ only

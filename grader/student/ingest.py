@@ -78,8 +78,8 @@ class Ingested:
             target.chmod(0o444)
 
 
-def _wanted(rel: tuple[str, ...], is_dir: bool) -> bool:
-    """Whether an entry at relative path ``rel`` is part of an exercises folder."""
+def _wanted(rel: tuple[str, ...], is_dir: bool, kernels_at_top: bool = False) -> bool:
+    """Whether an entry at relative path ``rel`` is part of an exercises folder (``.cl`` at the top too, if asked)."""
     name = rel[-1]
     if is_dir:
         return name.isidentifier() and len(rel) <= MAX_DEPTH
@@ -88,7 +88,7 @@ def _wanted(rel: tuple[str, ...], is_dir: bool) -> bool:
         return False
     if suffix == "py":
         return True
-    return suffix == "cl" and rel[:-1] == (KERNELS_DIR,)
+    return suffix == "cl" and (rel[:-1] == (KERNELS_DIR,) or (kernels_at_top and len(rel) == 1))
 
 
 def _kind(mode: int) -> str:
@@ -112,69 +112,86 @@ def _refusal(shown: str, st: os.stat_result) -> str | None:
     return None
 
 
-def read_submission(folder: Path | str) -> Ingested:
-    """The exercise files of ``folder`` and the refusals; IngestError when a cap is exceeded."""
+def read_submission(folder: Path | str, kernels_at_top: bool = False) -> Ingested:
+    """The exercise files of ``folder`` and the refusals; IngestError when a cap is exceeded.
+
+    ``kernels_at_top``: ``.cl`` files at the top of the folder are taken as
+    ``kernels/<name>`` (a Gradescope upload of loose files).
+    """
     root = Path(folder)
     try:
         top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as exc:
         raise IngestError(f"'{clean_text(root)}' cannot be opened as a folder ({exc.strerror})") from None
     result = Ingested()
-    seen = 0
-    total = 0
+    seen = total = 0  # entries looked at, bytes taken
     pending: list[tuple[int, tuple[str, ...]]] = [(top, ())]
     try:
         while pending:
             dir_fd, prefix = pending.pop()
-            entries = sorted(os.scandir(dir_fd), key=lambda e: e.name)
-            for entry in entries:
-                seen += 1
-                if seen > MAX_ENTRIES:
-                    raise IngestError(
-                        f"the hand-in holds more than {MAX_ENTRIES} files and folders: hand in only your exercises folder"
-                    )
-                name = entry.name
-                rel = prefix + (name,)
-                shown = clean_text("/".join(rel))
-                if name.startswith(".") or name == "__pycache__":
-                    continue
-                st = entry.stat(follow_symlinks=False)
-                if stat.S_ISDIR(st.st_mode):
-                    if _wanted(rel, is_dir=True):
-                        sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
-                        pending.append((sub, rel))
-                    else:
-                        result.refused["/".join(rel) + "/"] = f"{shown}/ is not part of an exercises folder: ignored"
-                    continue
-                if not _wanted(rel, is_dir=False):
-                    if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
-                        result.refused["/".join(rel)] = f"{shown} is {_kind(st.st_mode)}: ignored"
-                    else:
-                        result.refused["/".join(rel)] = f"{shown} is not an exercise file (.py, or kernels/*.cl): ignored"
-                    continue
-                reason = _refusal(shown, st)
-                if reason:
-                    result.refused["/".join(rel)] = reason
-                    continue
-                if len(result.files) >= MAX_FILES:
-                    raise IngestError(f"the hand-in has more than {MAX_FILES} exercise files: hand in only your exercises folder")
-                if st.st_size > MAX_FILE_BYTES or total + st.st_size > MAX_TOTAL_BYTES:
-                    raise IngestError(
-                        f"{shown} is {st.st_size} bytes: exercise files are limited to {MAX_FILE_BYTES >> 20} MiB "
-                        f"each and {MAX_TOTAL_BYTES >> 20} MiB in all"
-                    )
-                data = _read_file(dir_fd, name, shown, result.refused, "/".join(rel))
-                if data is not None:
-                    total += len(data)
-                    result.files["/".join(rel)] = data
-            if dir_fd != top:
-                os.close(dir_fd)
+            try:
+                seen, total = _read_folder(dir_fd, prefix, result, pending, seen, total, kernels_at_top)
+            finally:
+                if dir_fd != top:
+                    os.close(dir_fd)
     finally:
         for dir_fd, _ in pending:
             if dir_fd != top:
                 os.close(dir_fd)
         os.close(top)
     return result
+
+
+def _read_folder(
+    dir_fd: int, prefix: tuple[str, ...], result: Ingested, pending: list[tuple[int, tuple[str, ...]]],
+    seen: int, total: int, kernels_at_top: bool,
+) -> tuple[int, int]:
+    """Take the wanted files of one folder into ``result`` and queue its wanted sub-folders.
+
+    ``seen`` and ``total`` are the entries looked at and the bytes taken so far; returns them updated.
+    """
+    for entry in sorted(os.scandir(dir_fd), key=lambda e: e.name):
+        seen += 1
+        if seen > MAX_ENTRIES:
+            raise IngestError(
+                f"the hand-in holds more than {MAX_ENTRIES} files and folders: hand in only your exercises folder"
+            )
+        name = entry.name
+        rel = prefix + (name,)
+        key = "/".join(rel)
+        shown = clean_text(key)
+        if name.startswith(".") or name == "__pycache__":
+            continue
+        st = entry.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            if _wanted(rel, is_dir=True):
+                pending.append((os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd), rel))
+            else:
+                result.refused[key + "/"] = f"{shown}/ is not part of an exercises folder: ignored"
+            continue
+        if not _wanted(rel, is_dir=False, kernels_at_top=kernels_at_top):
+            if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+                result.refused[key] = f"{shown} is {_kind(st.st_mode)}: ignored"
+            else:
+                result.refused[key] = f"{shown} is not an exercise file (.py, or kernels/*.cl): ignored"
+            continue
+        reason = _refusal(shown, st)
+        if reason:
+            result.refused[key] = reason
+            continue
+        if len(result.files) >= MAX_FILES:
+            raise IngestError(f"the hand-in has more than {MAX_FILES} exercise files: hand in only your exercises folder")
+        if st.st_size > MAX_FILE_BYTES or total + st.st_size > MAX_TOTAL_BYTES:
+            raise IngestError(
+                f"{shown} is {st.st_size} bytes: exercise files are limited to {MAX_FILE_BYTES >> 20} MiB "
+                f"each and {MAX_TOTAL_BYTES >> 20} MiB in all"
+            )
+        data = _read_file(dir_fd, name, shown, result.refused, key)
+        if data is not None:
+            total += len(data)
+            stored = f"{KERNELS_DIR}/{name}" if name.endswith(".cl") and len(rel) == 1 else key
+            result.files[stored] = data
+    return seen, total
 
 
 def _read_file(dir_fd: int, name: str, shown: str, refused: dict[str, str], rel: str) -> bytes | None:
