@@ -30,7 +30,13 @@ from grader import quiz as quiz_lib
 from grader.grading import grade
 from grader.student.errors import GraderError
 from grader.student.ingest import read_submission
-from grader.student.report import format_score, gradescope_error, gradescope_results, write_json
+from grader.student.report import (
+    format_score,
+    gradescope_error,
+    gradescope_results,
+    write_gradescope_placeholder,
+    write_json,
+)
 from grader.student.sandbox import Limits
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="Grade without the OS sandbox (bubblewrap) where the image cannot run it; noted in the results.")
     args = parser.parse_args(argv)
     output = args.root / "results" / "results.json"
-    write_json(gradescope_error("grading did not finish (the autograder was stopped or crashed)"), output)
+    write_gradescope_placeholder(output)
     try:
         results = run(args.root, sandbox=not args.no_sandbox)
     except GraderError as exc:

@@ -29,6 +29,7 @@ from grader.student.report import (
     gradescope_error,
     gradescope_results,
     use_color,
+    write_gradescope_placeholder,
     write_json,
 )
 from grader.student.sandbox import Limits
@@ -166,9 +167,7 @@ def local_submit(
     student = student or default_student()
     path = exercises_dir(path)
     if fmt == "gradescope":
-        # A valid results.json exists from now on, whatever happens to the grading (a kill, a crash);
-        # it is replaced by the real one at the end.
-        write_json(gradescope_error("grading did not finish (the autograder was stopped or crashed)"), output)
+        write_gradescope_placeholder(output)
     limits = Limits(sandbox=sandbox_setting(no_sandbox, others_code=fmt == "gradescope"))
     store = None
     try:

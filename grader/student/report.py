@@ -258,6 +258,15 @@ def gradescope_error(reason: str) -> dict[str, Any]:
     }
 
 
+def write_gradescope_placeholder(path: Path) -> None:
+    """A valid results.json saying grading did not finish, written before grading starts.
+
+    Whatever happens to the grading (a kill, a crash), Gradescope then finds a
+    results file; the real one replaces it at the end.
+    """
+    write_json(gradescope_error("grading did not finish (the autograder was stopped or crashed)"), path)
+
+
 def write_text(text: str, path: Path) -> None:
     """Write UTF-8 text (parent folders created), atomically via a temporary file."""
     path.parent.mkdir(parents=True, exist_ok=True)
