@@ -31,11 +31,16 @@ class ReferenceResults(Mapping[str, ScriptResult]):
     Lazy because some checks never read the reference (fit_function is graded by
     its error on a grid, and its reference run is the costliest of all), so
     computing every case up front would only compete with the sandboxed children
-    for the CPU.
+    for the CPU. The reference runs each case without its ``numgrad`` ops: those
+    central differences of the *student's* forward are compared with the
+    student's own backward, never with the reference's (they were most of the
+    reference's cost). ``numgrad=True`` keeps them: the reference graded as a
+    student (``grade release`` checks that it passes its own public checks).
     """
 
-    def __init__(self, cases: list[Case]) -> None:
+    def __init__(self, cases: list[Case], numgrad: bool = False) -> None:
         self._cases = {case.name: case for case in cases}
+        self._numgrad = numgrad
         self._results: dict[str, ScriptResult] = {}
         self._lock = threading.Lock()
 
@@ -43,7 +48,8 @@ class ReferenceResults(Mapping[str, ScriptResult]):
         with self._lock:
             if name not in self._results:
                 case = self._cases[name]  # KeyError for an unknown case, as a dict would
-                self._results[name] = run_script(_reference_namespace(), case.script, case.arrays)
+                script = case.script if self._numgrad else without_numgrad(case)
+                self._results[name] = run_script(_reference_namespace(), script, case.arrays)
             return self._results[name]
 
     def __iter__(self) -> Iterator[str]:

@@ -97,7 +97,7 @@ def build_pack(exercise_id: str) -> tuple[dict[str, Any], dict[str, np.ndarray],
     definition = CHECKS[exercise_id]
     seed = public_seed(exercise_id)
     cases: list[Case] = definition.cases(seed)
-    expected = LiveExpected(exercise_id, ReferenceResults(cases))
+    expected = LiveExpected(exercise_id, ReferenceResults(cases, numgrad=True))
     reference = {c.name: expected.reference[c.name] for c in cases}
     store = _ArrayStore()
     outputs = definition.pack_outputs
