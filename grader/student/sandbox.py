@@ -21,6 +21,14 @@ k, it is killed (its PID namespace and everything in it with it), k is marked
 (timeout / crashed) and a fresh child continues with the remaining exercises.
 Kernel exercises (``needs_opencl``) run in children of their own.
 
+One loop costs once: before a timed-out child is killed, it is asked where it
+is (a :mod:`faulthandler` dump, :mod:`grader.student.stacks`), and the timeout
+names the student's function and line. A later exercise of the same submission
+found (by a look every second) in a function where an earlier one ran out of
+time is stopped at once. Exercises run the shortest-allowed first, and one whose
+file imports another waits while an exercise of that file runs (fit_function
+after the activations), so a loop is found by the cheap exercise.
+
 Results are checked before they are decoded: size caps on the frame, an
 ``.npz`` whose members are stored (not compressed) and named as the worker
 names them, numeric arrays of bounded rank, outputs the case's script
@@ -54,8 +62,10 @@ import numpy as np
 from grader.student import bwrap
 from grader.student.errors import SetupError
 from grader.student.ingest import Ingested, read_submission
+from grader.student.loader import local_dependencies
 from grader.student.ops import Case, ScriptResult
 from grader.student.sanitize import clean_record, clean_text
+from grader.student.stacks import Place, locate
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -181,15 +191,15 @@ _SIGNAL_HINTS = {
 }
 
 
-def death_message(returncode: int, exercise: str, memory_bytes: int, cpu_s: float) -> tuple[str, str]:
-    """(status, message) for a child that ended while running ``exercise``."""
+def death_message(returncode: int, exercise: str, memory_bytes: int, cpu_s: float, where: str = "") -> tuple[str, str]:
+    """(status, message) for a child that ended while running ``exercise`` (``where``: ' in f (file, line n)')."""
     if returncode >= 0:
         return "crashed", (
             f"the process exited with status {returncode} during {exercise} (sys.exit/os._exit in your code?)"
         )
     number = -returncode
     if number == signal.SIGXCPU:
-        return "timeout", f"used more than {cpu_s:g} s of CPU time (infinite loop? threads?)"
+        return "timeout", f"used more than {cpu_s:g} s of CPU time{where} (infinite loop? threads?)"
     if number == signal.SIGKILL:
         return "crashed", f"the process was killed: out of memory? (limit {human_bytes(memory_bytes)})"
     try:
@@ -242,8 +252,10 @@ class _Child:
         status_r, status_w = os.pipe()
         command_r, command_w = os.pipe()
         output_r, output_w = os.pipe()
+        stack_r, stack_w = os.pipe()
         worker = ["-m", "grader.student.worker"]
-        fds = ["--status-fd", str(status_w), "--command-fd", str(command_r)] + (["--opencl"] if opencl else [])
+        fds = ["--status-fd", str(status_w), "--command-fd", str(command_r), "--stack-fd", str(stack_w)]
+        fds += ["--opencl"] if opencl else []
         if sandboxed:
             env = bwrap.environment(bwrap.BUNDLE_MOUNT)
             argv = bwrap.wrap([sys.executable, *worker, bwrap.JOB_MOUNT, *fds], jobdir, limits.scratch_bytes, env)
@@ -263,14 +275,17 @@ class _Child:
                 stderr=output_w,
                 cwd=cwd,
                 env=popen_env,
-                pass_fds=(status_w, command_r),
+                pass_fds=(status_w, command_r, stack_w),
                 start_new_session=True,
                 close_fds=True,
             )
         finally:
-            for fd in (status_w, command_r, output_w):
+            for fd in (status_w, command_r, output_w, stack_w):
                 os.close(fd)
         os.set_blocking(output_r, False)
+        os.set_blocking(stack_r, False)
+        self.stack_fd: int | None = stack_r
+        self.stacks = b""  # the end of what the worker's faulthandler wrote (see where())
         self.sandboxed = sandboxed
         self.opencl = opencl
         self.status_fd = status_r
@@ -394,6 +409,55 @@ class _Child:
                 except (ProcessLookupError, PermissionError):
                     pass
 
+    def worker_pid(self) -> int | None:
+        """The worker's pid as seen here: in the sandbox the oldest child of the PID namespace's init."""
+        if not self.sandboxed:
+            return self.proc.pid
+        table = _process_table()
+        inits = _children(table, self.proc.pid)
+        workers = _children(table, inits[0]) if inits else []
+        return workers[0] if workers else None
+
+    def drain_stacks(self) -> None:
+        """Read what the worker's faulthandler wrote, keeping the last :data:`STACK_BYTES`."""
+        while self.stack_fd is not None:
+            try:
+                chunk = os.read(self.stack_fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                os.close(self.stack_fd)
+                self.stack_fd = None
+                return
+            self.stacks = (self.stacks + chunk)[-STACK_BYTES:]
+
+    def stack_dump(self, ask: bool) -> str:
+        """The worker's latest stack dump; ``ask``: signal it for a fresh one first (None-safe, bounded wait).
+
+        Without ``ask``, whatever it wrote when it died (SIGXCPU). With it, the
+        dump must start arriving within :data:`STACK_WAIT_S` and is complete once
+        the pipe stays quiet for a moment (faulthandler writes it in one go).
+        """
+        self.drain_stacks()
+        if ask:
+            pid = self.worker_pid()
+            self.stacks = b""
+            try:
+                if pid is None:
+                    return ""
+                os.kill(pid, signal.SIGUSR1)
+            except (ProcessLookupError, PermissionError):
+                return ""
+            deadline = time.monotonic() + STACK_WAIT_S
+            while self.stack_fd is not None:
+                wait = deadline - time.monotonic() if not self.stacks else STACK_QUIET_S
+                if wait <= 0 or not select.select([self.stack_fd], [], [], wait)[0]:
+                    break
+                self.drain_stacks()
+        return self.stacks.decode("utf-8", errors="replace")
+
     def kill(self) -> None:
         """Kill the child's process group; in the sandbox its PID namespace, and all in it, dies too."""
         try:
@@ -417,9 +481,11 @@ class _Child:
         self.wait(timeout=5.0)
         self.kill()
         os.close(self.status_fd)
-        if self.output_fd is not None:
-            os.close(self.output_fd)
-            self.output_fd = None
+        for name in ("output_fd", "stack_fd"):
+            fd = getattr(self, name)
+            if fd is not None:
+                os.close(fd)
+                setattr(self, name, None)
 
     def log_tail(self) -> str:
         """The end of what the worker printed (why it did not start)."""
@@ -427,6 +493,10 @@ class _Child:
 
 
 STRAY_PASSES = 20
+STACK_BYTES = 64 * KIB  # of a stack dump kept
+STACK_WAIT_S = 1.0  # for a dump to start arriving after SIGUSR1
+STACK_QUIET_S = 0.05  # of silence that ends a dump
+LOOP_PROBE_S = 1.0  # between looks at a job, once another job of the submission ran out of time
 
 
 def _process_table() -> dict[int, tuple[int, int, str]]:
@@ -456,6 +526,11 @@ def _descendants(table: dict[int, tuple[int, int, str]], pid: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
+
+
+def _in(place: Place | None) -> str:
+    """' in Tanh.forward (activations.py, line 13)' for messages; '' when the place is unknown."""
+    return f" in {place.describe()}" if place is not None else ""
 
 
 def exit_status(returncode: int, sandboxed: bool) -> int:
@@ -564,16 +639,33 @@ class _Run:
     def __init__(
         self, jobs: list[Job], limits: Limits, jobdir: Path, sandboxed: bool,
         on_outcome: Callable[[JobOutcome], None] | None = None,
+        folder: str = "", files: dict[str, bytes] | None = None,
+        deps: dict[str, set[str]] | None = None,
     ) -> None:
         self.on_outcome = on_outcome
+        self.folder = folder  # the submission as the worker sees it (stack dumps name files there)
+        self.files = files or {}
+        # Where a job ran out of time: (file, function) -> that job's exercise id. One loop costs
+        # once: a later job found stuck in the same function is stopped (see wait_done).
+        self.loops: dict[tuple[str, str], str] = {}
         self.jobs = jobs
         self.limits = limits
         self.jobdir = jobdir
         self.sandboxed = sandboxed
-        self.lock = threading.Lock()
-        # Kernel jobs first (their children start slowest), then the longest-allowed
-        # jobs (fit_function), so that no long job starts last on an otherwise idle machine.
-        order = sorted(range(len(jobs)), key=lambda i: (not jobs[i].needs_opencl, -jobs[i].timeout))
+        self.lock = threading.Condition()  # also notified when a job settles or is requeued
+        # A job waits while a job of a file its file imports is running (fit_function while an
+        # activations job is): a loop found there then stops it at once instead of costing twice.
+        topic_deps = deps or {}
+        self.after = {
+            i: {j for j, other in enumerate(jobs) if f"{other.topic}.py" in topic_deps.get(f"{job.topic}.py", set())}
+            for i, job in enumerate(jobs)
+        }
+        self.running: set[int] = set()
+        # Kernel jobs first (their child starts slowest and compiles), then the others,
+        # those allowed the least time first: a loop in the student's code is then found by
+        # a short job (and a long one stuck in the same place stopped at once, see wait_done)
+        # rather than by fit_function, whose 60 s would all be spent on it.
+        order = sorted(range(len(jobs)), key=lambda i: (not jobs[i].needs_opencl, jobs[i].timeout))
         self.queue: list[int] = order
         self.active = {True: 0, False: 0}
         self.outcomes: dict[int, JobOutcome] = {}
@@ -589,28 +681,45 @@ class _Run:
         Kernel jobs are only ever served by one slot at a time: one OpenCL child
         per submission, so no kernel file is compiled twice (its PoCL cache is
         the child's own) and only one OpenCL runtime's memory is in use; a slot
-        left with nothing but kernel jobs served elsewhere ends.
+        left with nothing but kernel jobs served elsewhere ends. A job is not
+        taken while a job it comes ``after`` is running; when only such jobs are
+        left, the slot waits for one to settle.
         """
         with self.lock:
-            for i in self.queue:
-                if self.jobs[i].needs_opencl == kind:
-                    self.queue.remove(i)
-                    return i
-            if kind is not None:
-                self.active[kind] -= 1
-            open_jobs = [i for i in self.queue if not (self.jobs[i].needs_opencl and self.active[True] > 0)]
-            if not open_jobs:
-                return None
-            idle = [i for i in open_jobs if self.active[self.jobs[i].needs_opencl] == 0]
-            i = idle[0] if idle else open_jobs[0]
-            self.queue.remove(i)
-            self.active[self.jobs[i].needs_opencl] += 1
-            return i
+            while True:
+                ready = [i for i in self.queue if not self.after[i] & self.running]
+                same = [i for i in ready if self.jobs[i].needs_opencl == kind]
+                if same:
+                    return self._start(same[0])
+                if kind is not None and not any(self.jobs[i].needs_opencl == kind for i in self.queue):
+                    self.active[kind] -= 1
+                    kind = None
+                if kind is None:
+                    open_jobs = [i for i in ready if not (self.jobs[i].needs_opencl and self.active[True] > 0)]
+                    if open_jobs:
+                        idle = [i for i in open_jobs if self.active[self.jobs[i].needs_opencl] == 0]
+                        i = idle[0] if idle else open_jobs[0]
+                        self.active[self.jobs[i].needs_opencl] += 1
+                        return self._start(i)
+                waiting = [i for i in self.queue if self.after[i] & self.running
+                           and (self.jobs[i].needs_opencl == kind if kind is not None
+                                else not (self.jobs[i].needs_opencl and self.active[True] > 0))]
+                if not waiting:
+                    return None
+                self.lock.wait()
+
+    def _start(self, i: int) -> int:
+        """Take job ``i`` off the queue as running (the caller holds the lock)."""
+        self.queue.remove(i)
+        self.running.add(i)
+        return i
 
     def requeue(self, i: int) -> None:
         """Put job ``i`` back at the front of the queue (its child died before it started)."""
         with self.lock:
+            self.running.discard(i)
             self.queue.insert(0, i)
+            self.lock.notify_all()
 
     def spawn(self, opencl: bool) -> _Child:
         """Start a fresh child (numbered, for its own cwd and log)."""
@@ -625,7 +734,10 @@ class _Run:
 
     def settle(self, i: int, outcome: JobOutcome) -> None:
         """Record job ``i``'s outcome and hand it to ``on_outcome`` (in this slot's thread)."""
-        self.outcomes[i] = outcome
+        with self.lock:
+            self.outcomes[i] = outcome
+            self.running.discard(i)
+            self.lock.notify_all()
         if self.on_outcome is not None:
             self.on_outcome(outcome)
 
@@ -678,19 +790,62 @@ class _Run:
         child.started_jobs += 1
         t0 = time.monotonic()
         wall = limits.wall_for(job)
-        done, words = child.expect(f"done {i}", t0 + wall)
+        done, words, stuck = self.wait_done(child, i, t0 + wall)
         duration = time.monotonic() - t0
-        if done == "timeout":
+        if stuck is not None:
+            exercise, place = stuck
             child.kill()
             child.wait(timeout=5.0)
-            self.fail(i, "timeout", f"timed out after {wall:g} s (infinite loop?)", child.take_output(), duration)
+            message = (f"stopped after {duration:.1f} s: still in {place.describe()}, where {exercise} "
+                       f"ran out of time (fix that first)")
+            self.fail(i, "timeout", message, child.take_output(), duration)
+            return False
+        if done == "timeout":
+            place = self.where(child, ask=True)
+            child.kill()
+            child.wait(timeout=5.0)
+            self.fail(i, "timeout", f"timed out after {wall:g} s{_in(place)} (infinite loop?)",
+                      child.take_output(), duration)
+            self.remember_loop(job.id, place)
             return False
         if done == "eof":
             code = exit_status(child.wait(timeout=5.0), self.sandboxed)
-            status, message = death_message(code, job.id, memory, limits.cpu_for(job))
+            place = self.where(child, ask=False) if code == -signal.SIGXCPU else None
+            status, message = death_message(code, job.id, memory, limits.cpu_for(job), _in(place))
             self.fail(i, status, message, child.take_output(), duration)
+            self.remember_loop(job.id, place)
             return False
         return self.collect(child, i, words, t0 + wall, duration)
+
+    def wait_done(self, child: _Child, i: int, deadline: float) -> tuple[str, list[str], tuple[str, Place] | None]:
+        """Wait for job ``i``'s ``done`` line until ``deadline``: (state, words, None) as :meth:`_Child.expect`.
+
+        Once another job of this submission ran out of time in some function,
+        look every :data:`LOOP_PROBE_S` at where this one is; when it is in that
+        same function, stop waiting: ('stuck', [], (that job's exercise, the place)).
+        """
+        while True:
+            state, words = child.expect(f"done {i}", min(deadline, time.monotonic() + LOOP_PROBE_S))
+            if state != "timeout" or time.monotonic() >= deadline:
+                return state, words, None
+            with self.lock:
+                if not self.loops:
+                    continue
+            place = self.where(child, ask=True)
+            with self.lock:
+                known = self.loops.get(place.key) if place is not None else None
+            if known is not None and place is not None:
+                return "stuck", [], (known, place)
+
+    def where(self, child: _Child, ask: bool) -> Place | None:
+        """Where in the student's code ``child`` is (``ask``: signal it now) or was when it died."""
+        return locate(child.stack_dump(ask), self.folder, self.files)
+
+    def remember_loop(self, exercise_id: str, place: Place | None) -> None:
+        """Note that ``exercise_id`` ran out of time at ``place`` (the first exercise to do so there is named)."""
+        if place is not None:
+            with self.lock:
+                self.loops.setdefault(place.key, exercise_id)
 
     def collect(self, child: _Child, i: int, words: list[str], deadline: float, duration: float) -> bool:
         """Read job ``i``'s results frame into its outcome (malformed: status error); False: replace the child."""
@@ -810,7 +965,8 @@ def run_cases(
         submission.write_into(jobdir / "submission")
         inside = f"{bwrap.JOB_MOUNT}/submission" if sandboxed else str(jobdir / "submission")
         _write_jobs(jobdir, inside, jobs, limits)
-        run = _Run(jobs, limits, jobdir, sandboxed, on_outcome)
+        deps = local_dependencies(submission.files)
+        run = _Run(jobs, limits, jobdir, sandboxed, on_outcome, inside, submission.files, deps)
         n = max(1, min(limits.parallel, len(jobs)))
         threads = [threading.Thread(target=run.slot, name=f"sandbox-slot-{k}", daemon=True) for k in range(n)]
         for t in threads:

@@ -24,6 +24,10 @@ job the exercise id and its cases: JSON scripts whose input arrays are in
    as one frame: ``done <index> <json bytes> <npz bytes>`` and then the JSON
    document and an uncompressed ``.npz`` (numeric arrays only, no pickle).
 
+``--stack-fd K``: where :mod:`faulthandler` writes every thread's stack on SIGUSR1
+(the parent asks where a slow job is) and on SIGXCPU (before the CPU limit
+kills it); :mod:`grader.student.stacks` reads it in the parent.
+
 ``--opencl`` marks a child for kernel exercises (a larger address-space limit;
 OpenCL is only touched in such a spawned child, never in a forked one).
 The parent reads results with size caps and ``np.load(..., allow_pickle=False)``
@@ -32,6 +36,7 @@ and makes every verdict itself.
 
 from __future__ import annotations
 
+import faulthandler
 import io
 import json
 import math
@@ -382,40 +387,56 @@ class Channel:
                 yield int(parts[1])
 
 
-USAGE = "usage: python -m grader.student.worker JOBDIR --status-fd N [--command-fd M] [--opencl]"
+USAGE = "usage: python -m grader.student.worker JOBDIR --status-fd N [--command-fd M] [--stack-fd K] [--opencl]"
 
 
-def _parse_args(argv: list[str]) -> tuple[Path, int, int | None, bool]:
-    """JOBDIR, the status and command fds (command None: run every job), the OpenCL flag."""
+def _parse_args(argv: list[str]) -> tuple[Path, int, int | None, int | None, bool]:
+    """JOBDIR, the status, command and stack fds (command None: run every job), the OpenCL flag."""
     if not argv:
         raise SystemExit(USAGE)
     jobdir = Path(argv[0])
-    status_fd = command_fd = None
+    status_fd = command_fd = stack_fd = None
     opencl = False
     rest = argv[1:]
     while rest:
         flag, rest = rest[0], rest[1:]
         if flag == "--opencl":
             opencl = True
-        elif flag in ("--status-fd", "--command-fd") and rest:
+        elif flag in ("--status-fd", "--command-fd", "--stack-fd") and rest:
             value, rest = int(rest[0]), rest[1:]
             if flag == "--status-fd":
                 status_fd = value
-            else:
+            elif flag == "--command-fd":
                 command_fd = value
+            else:
+                stack_fd = value
         else:
             raise SystemExit(f"unknown option {flag}; {USAGE}")
     if status_fd is None:
         raise SystemExit(USAGE)
-    return jobdir, status_fd, command_fd, opencl
+    return jobdir, status_fd, command_fd, stack_fd, opencl
+
+
+_STACK_FILE: list[Any] = []  # keeps the stack pipe's file object alive for faulthandler
+
+
+def report_stacks_on_signals(stack_fd: int) -> None:
+    """Dump every thread's stack to ``stack_fd`` on SIGUSR1 (the parent asks where a slow job is)
+    and on SIGXCPU (the CPU budget ran out; the default action, death, follows)."""
+    stack_file = os.fdopen(stack_fd, "w", closefd=False)
+    _STACK_FILE.append(stack_file)
+    faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=True, chain=False)
+    faulthandler.register(signal.SIGXCPU, file=stack_file, all_threads=True, chain=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the jobs of JOBDIR as told; returns the exit status (0)."""
-    jobdir, status_fd, command_fd, opencl = _parse_args(sys.argv[1:] if argv is None else argv)
+    jobdir, status_fd, command_fd, stack_fd, opencl = _parse_args(sys.argv[1:] if argv is None else argv)
     manifest = json.loads((jobdir / "manifest.json").read_text())
     limits = manifest["limits"]
     apply_limits(limits, opencl)
+    if stack_fd is not None:
+        report_stacks_on_signals(stack_fd)
 
     import numpy  # noqa: F401  (loaded before the student's code, under the limits)
 
