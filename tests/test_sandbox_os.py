@@ -705,3 +705,116 @@ def test_loose_kernel_files_of_an_upload_are_ingested_as_kernels(tmp_path: Path)
     assert sorted(loose.files) == ["kernels/rmsnorm.cl", "linear.py"]
     assert "layernorm.cl is a symbolic link" in loose.refused["layernorm.cl"]
     assert sorted(read_submission(tmp_path).files) == ["linear.py"]  # an exercises folder keeps kernels/ only
+
+
+# --- the folder the grader is started from -------------------------------------------------------
+
+
+PEEK_ATTACK = r'''
+_PEEKED = []
+
+
+def _peek():
+    """Read each of PEEK by its absolute path and list each of PEEK_DIRS; print what was seen."""
+    if _PEEKED:
+        return
+    _PEEKED.append(1)
+    import json, os
+    for path in PEEK:
+        try:
+            with open(path, "rb") as f:
+                seen = f.read(4000).decode(errors="replace")
+        except BaseException as exc:
+            seen = "refused " + type(exc).__name__
+        print("PEEK " + json.dumps([path, seen]), flush=True)
+    for folder in PEEK_DIRS:
+        try:
+            seen = sorted(os.listdir(folder))
+        except BaseException as exc:
+            seen = "refused " + type(exc).__name__
+        print("PEEK " + json.dumps([folder, seen]), flush=True)
+
+
+_Relu = ReLU
+
+
+class ReLU(_Relu):
+    def forward(self, x):
+        _peek()
+        return super().forward(x)
+'''
+
+
+def peeking_student(folder: Path, files: list[Path], dirs: list[Path]) -> Path:
+    """A correct solution at ``folder`` whose ReLU first reads ``files`` and lists ``dirs`` (absolute paths)."""
+    write_solution(folder)
+    constants = f"\nPEEK = {[str(f) for f in files]!r}\nPEEK_DIRS = {[str(d) for d in dirs]!r}\n"
+    (folder / "activations.py").write_text((folder / "activations.py").read_text() + constants + PEEK_ATTACK)
+    return folder
+
+
+def submit_from(cwd: Path, folder: Path, db: Path, exercises: list[str]) -> tuple[str, list[dict[str, Any]]]:
+    """`python -m grader submit` started in ``cwd`` (so sys.path[0] is ``cwd``): its printed text and the stored rows."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+    done = subprocess.run(
+        [sys.executable, "-m", "grader", "submit", *exercises, "--path", str(folder), "--student", "eve", "--db", str(db)],
+        cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    with Store.open(db) as store:
+        rows = store.submissions(student="eve")
+    return done.stdout + done.stderr, rows
+
+
+def peeked(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """What the peeking student saw: its PEEK lines, path -> what it read (or "refused <exception>")."""
+    relu = next(r for r in rows if r["exercise"] == "activations.ReLU")
+    lines = [json.loads(line[len("PEEK "):]) for line in (relu["output"] or "").splitlines() if line.startswith("PEEK ")]
+    assert lines, relu  # the attack ran
+    return {path: str(seen) for path, seen in lines}
+
+
+def test_the_course_folder_the_grader_is_started_from_is_not_visible_inside(tmp_path: Path) -> None:
+    """`python -m grader submit` run in a course folder: its class database, marks and classmates stay unseen."""
+    course = tmp_path / "course"
+    token = "marks-" + secrets.token_hex(8)
+    classmate_token = "amy-" + secrets.token_hex(8)
+    course.mkdir()
+    (course / "marks.csv").write_text(f"student,score\namy,{token}\n")
+    amy = write_solution(course / "submissions" / "amy" / "exercises")
+    (amy / "linear.py").write_text((amy / "linear.py").read_text() + f"\n# {classmate_token}\n")
+    db = course / "class.db"
+    eve = peeking_student(course / "submissions" / "eve" / "exercises",
+                          [course / "marks.csv", amy / "linear.py", db], [course, course / "submissions"])
+    shown, rows = submit_from(course, eve, db, ["activations.ReLU"])
+    seen = peeked(rows)
+    assert sorted(seen) == sorted(map(str, [course / "marks.csv", amy / "linear.py", db, course, course / "submissions"]))
+    assert all(what.startswith("refused ") for what in seen.values()), seen
+    for text in (json.dumps(rows), shown):
+        assert token not in text and classmate_token not in text
+    assert token.encode() not in db.read_bytes() and classmate_token.encode() not in db.read_bytes()
+    assert {r["status"] for r in rows} == {"passed"}
+
+
+@pytest.mark.opencl
+def test_started_in_tmp_the_sandbox_keeps_a_writable_tmp_of_its_own_and_opencl(tmp_path: Path) -> None:
+    """Started in /tmp itself (a script there, or `python -m` with /tmp as current directory), /tmp is the
+    grader's sys.path[0]: the sandbox's own /tmp stays writable, so PoCL keeps its cache there and an OpenCL
+    exercise is graded, and another user's world-readable files in /tmp stay unseen."""
+    import tempfile
+
+    from grader.student import bwrap
+
+    token = "tmp-" + secrets.token_hex(8)
+    with tempfile.TemporaryDirectory(dir=bwrap.SCRATCH, prefix="normgrade-other-user-") as other:
+        os.chmod(other, 0o755)
+        secret = Path(other) / "notes.txt"
+        secret.write_text(token + "\n")
+        secret.chmod(0o644)
+        eve = peeking_student(tmp_path / "exercises", [secret], [Path(other)])
+        shown, rows = submit_from(Path(bwrap.SCRATCH), eve, tmp_path / "progress.db", ["activations.ReLU", "kernels.relu_forward"])
+    statuses = {r["exercise"]: (r["status"], r["message"]) for r in rows}
+    assert statuses["kernels.relu_forward"][0] == "passed", statuses
+    assert statuses["activations.ReLU"][0] == "passed", statuses
+    assert peeked(rows) == {str(secret): "refused FileNotFoundError", other: "refused FileNotFoundError"}
+    assert token not in json.dumps(rows) and token not in shown

@@ -16,8 +16,10 @@ What the worker then sees and may do (see :func:`wrap`):
   so RLIMIT_NPROC counts this worker's processes alone;
 - **files**: a new empty root with, read-only: ``/usr`` (and the ``/lib``,
   ``/bin`` links), a few ``/etc`` files the dynamic linker and OpenCL need,
-  the Python installation and the virtual environment (every ``sys.path``
-  folder), the job folder (manifest, inputs, the ingested copy of the
+  the Python installation, its standard library and site-packages, and the
+  folders of the packages the worker imports (:func:`python_folders`: never an
+  arbitrary ``sys.path`` folder such as the grader's script folder or current
+  directory), the job folder (manifest, inputs, the ingested copy of the
   submission) at ``/job``, and the few grader modules the worker runs
   (:data:`WORKER_MODULES`) at ``/opt/normgrade/grader``. Where an installed
   ``grader``/``reference`` package or the project's ``quizzes/`` lies inside a
@@ -32,12 +34,16 @@ What the worker then sees and may do (see :func:`wrap`):
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import importlib.util
 import os
+import re
 import secrets
 import shutil
+import site
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 STUDENT_DIR = Path(__file__).resolve().parent  # grader/student
@@ -60,6 +66,10 @@ WORKER_MODULES = (
     "student/ops_opencl.py",
     "student/worker.py",
 )
+
+# The packages the worker imports besides the standard library: their sys.path folders are mounted
+# (pyopencl's own dependencies are found through its installed metadata, see package_folders).
+WORKER_PACKAGES = ("numpy", "pyopencl", "pocl_binary_distribution")
 
 # Files of /etc that the dynamic linker, OpenCL ICD loaders and compilers read; nothing secret.
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "OpenCL", "alternatives", "localtime")
@@ -128,19 +138,81 @@ def _exposes_project(folder: str) -> bool:
     return (_inside(folder, project) and not _inside(folder, venv)) or _inside(project, folder)
 
 
-def python_folders() -> list[str]:
-    """The folders Python and its packages live in, outermost first, never the project's checkout.
+def _path_entries() -> set[str]:
+    return {os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}
 
-    sys.prefix/base_prefix/exec_prefix (the interpreter, the standard library,
-    the virtual environment) and every existing folder on sys.path that is not
-    below one of them, minus folders that would show the project's checkout.
+
+def _distributions(name: str, seen: dict[str, importlib.metadata.Distribution]) -> None:
+    """The installed distribution ``name`` and, recursively, those it requires (extras left out), into ``seen``."""
+    try:
+        dist = importlib.metadata.distribution(name)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return
+    key = re.sub(r"[-_.]+", "-", (dist.metadata["Name"] or name)).lower()
+    if key in seen:
+        return
+    seen[key] = dist
+    for requirement in dist.requires or []:
+        if ";" in requirement and "extra" in requirement.split(";", 1)[1]:
+            continue
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+        if match:
+            _distributions(match.group(1), seen)
+
+
+def package_folders() -> list[str]:
+    """The ``sys.path`` folders that hold the packages the worker imports (:data:`WORKER_PACKAGES`, and pyopencl's
+    dependencies as its installed metadata names them); a package found anywhere else adds nothing."""
+    entries = _path_entries()
+    found: list[str] = []
+    for name in WORKER_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            continue
+        locations = list(spec.submodule_search_locations or []) or ([spec.origin] if spec.origin else [])
+        found += [os.path.realpath(os.path.dirname(location)) for location in locations]
+    dependencies: dict[str, importlib.metadata.Distribution] = {}
+    _distributions("pyopencl", dependencies)
+    found += [os.path.realpath(str(dist.locate_file(""))) for dist in dependencies.values()]
+    return sorted({f for f in found if f in entries})
+
+
+def python_folders() -> list[str]:
+    """The folders the worker's Python needs, outermost first: nothing else of the grader's ``sys.path``.
+
+    These are the interpreter's installation (sys.base_prefix, base_exec_prefix,
+    prefix, exec_prefix and the real folder of sys.executable), the standard
+    library and the environment's site-packages (sysconfig's stdlib, platstdlib,
+    purelib and platlib, site.getsitepackages(), the user site only when it is on
+    sys.path), and the sys.path folders holding the packages the worker imports
+    (:func:`package_folders`).
+
+    Why not every sys.path folder: sys.path[0] is the folder of the grader's
+    script, or its current directory under ``python -m``, and PYTHONPATH may
+    name anything. Started from a course folder, that would show the class
+    database and every classmate's submission to student code; started from
+    /tmp, every user's files there, and /tmp mounted read-only over the
+    sandbox's scratch tmpfs (no PoCL cache, so no OpenCL device).
+
+    Never mounted: "/", /usr and what is in it (mounted whole, see
+    :func:`_mount_args`), the scratch folder itself or a folder around it, and
+    folders that would show the project's checkout (:func:`_exposes_project`).
     """
     candidates = [sys.base_prefix, sys.base_exec_prefix, sys.prefix, sys.exec_prefix]
     candidates.append(os.path.dirname(os.path.realpath(sys.executable)))
-    candidates += [p for p in sys.path if p and os.path.isdir(p)]
+    paths = sysconfig.get_paths()
+    candidates += [paths[name] for name in ("stdlib", "platstdlib", "purelib", "platlib") if name in paths]
+    candidates += site.getsitepackages() if hasattr(site, "getsitepackages") else []
+    user_site = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
+    if user_site and os.path.realpath(user_site) in _path_entries():
+        candidates.append(user_site)
+    candidates += package_folders()
     chosen: list[str] = []
-    for path in sorted({os.path.realpath(p) for p in candidates}, key=len):
-        if path == "/" or _inside(path, "/usr") or _exposes_project(path):
+    for path in sorted({os.path.realpath(p) for p in candidates if p and os.path.isdir(p)}, key=len):
+        if path == "/" or _inside(path, "/usr") or _inside(SCRATCH, path) or _exposes_project(path):
             continue
         if any(_inside(path, c) for c in chosen):
             continue
