@@ -4,7 +4,8 @@
     python bench/batch.py --n 60 --jobs 1 --jobs 2 --runs 3
 
 The class is generated the way real hand-ins differ: every student's kernel
-files are distinct sources (so no compiled kernel is shared), and the work is
+files are distinct sources (so no compiled kernel is shared) holding the
+kernels the handout's stubs declare (the reference's files hold more), and the work is
 a mix of correct (40 %), partial (20 %: two topics still stubs), mistaken
 (20 %: a classic mistake in one file), crashing (15 %: a forward that aborts)
 and looping (5 %: a forward that never returns) submissions. Each run grades a
@@ -73,11 +74,37 @@ def kinds(n: int) -> list[str]:
     return [deck[k % len(deck)][1] for k in range(n)]
 
 
+def stub_kernels(cl_file: str) -> set[str]:
+    """The kernel names the handout's stub of ``cl_file`` declares (what a student's file holds)."""
+    stub = (REPO / "exercises" / "kernels" / cl_file).read_text()
+    return {line.split("(")[0].split()[-1] for line in stub.splitlines() if line.startswith("__kernel void ")}
+
+
+def student_kernel_source(reference_source: str, wanted: set[str]) -> str:
+    """The reference's kernel file cut to the kernels in ``wanted`` (helpers and #defines kept).
+
+    The reference files also hold the course's other kernels (sigmoid, Philox
+    dropout, backward passes: 19 kernels in activations.cl); a student's file
+    holds the ones the stub asks for, and build time grows with the kernels
+    in a file. Top-level functions end with a '}' line, as in reference/opencl.
+    """
+    kept, skipping = [], False
+    for line in reference_source.splitlines():
+        if line.startswith("__kernel void ") and line.split("(")[0].split()[-1] not in wanted:
+            skipping = True
+        if not skipping:
+            kept.append(line)
+        elif line == "}":
+            skipping = False
+    return "\n".join(kept) + "\n"
+
+
 def write_student(folder: Path, name: str, kind: str, serial: int) -> None:
     """One student's exercises folder of the given kind, with kernel sources of their own."""
     exercises = write_solution(folder / "exercises")
     for cl in (exercises / "kernels").glob("*.cl"):
-        cl.write_text(cl.read_text() + f"\n// {name}: my own work\n")
+        source = student_kernel_source(cl.read_text(), stub_kernels(cl.name))
+        cl.write_text(source + f"\n// {name}: my own work\n")
     if kind == "partial":
         for topic in ("normalization", "optim"):
             (exercises / f"{topic}.py").write_text((REPO / "exercises" / f"{topic}.py").read_text())
