@@ -33,7 +33,7 @@ from grader.student.ingest import Ingested, read_submission
 from grader.student.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.ops import Case, ScriptResult
 from grader.student.sanitize import clean_text
-from grader.student.sandbox import Job, JobOutcome, Limits, human_bytes, run_cases
+from grader.student.sandbox import Job, JobOutcome, Limits, Workspace, human_bytes, run_cases
 from grader.student.worker import FORBIDDEN_SUFFIX
 from grader.student.diagnosis import Expected
 
@@ -241,6 +241,21 @@ def _with_knock_on_note(ex: ExerciseResult, graded: list[ExerciseResult], deps: 
     return dataclasses.replace(ex, message=message)
 
 
+def prestarted(limits: Limits, sandboxed: bool, kinds: set[bool]) -> Workspace:
+    """A workspace with a worker started for each kind of job to come (True: OpenCL), as many as run at once.
+
+    Kernel jobs run first, so with one slot only their worker is started early.
+    """
+    workspace = Workspace(limits, sandboxed)
+    try:
+        for opencl in sorted(kinds, reverse=True)[: max(1, limits.parallel)]:
+            workspace.prestart(opencl)
+    except BaseException:
+        workspace.close()
+        raise
+    return workspace
+
+
 def grade(
     path: Path | str, selectors: list[str] | None, student: str, limits: Limits | None, source: Source
 ) -> GradeReport:
@@ -259,10 +274,15 @@ def grade(
     check_folder(folder)
     sandboxed = limits.sandboxed()
     ingested = read_submission(folder)
-    problems = loader.scan_forbidden_imports(ingested.files)
-    deps = loader.local_dependencies(ingested.files)
-
-    prepared = {i: source.prepare(i, student) for i in ids}
+    # The workers start now, importing NumPy while the cases are prepared here.
+    workspace = prestarted(limits, sandboxed, {bool(CHECKS[i].needs_opencl) for i in ids})
+    try:
+        problems = loader.scan_forbidden_imports(ingested.files)
+        deps = loader.local_dependencies(ingested.files)
+        prepared = {i: source.prepare(i, student) for i in ids}
+    except BaseException:
+        workspace.close()
+        raise
     blocked: dict[str, str] = {}
     jobs: list[Job] = []
     for exercise_id in ids:
@@ -286,7 +306,7 @@ def grade(
                 _exercise_result, outcome.id, here.seed, CHECKS[outcome.id], here.cases, outcome, here.expected, limits
             )
 
-        run_cases(ingested, jobs, limits, on_outcome=evaluate)
+        run_cases(ingested, jobs, limits, on_outcome=evaluate, workspace=workspace, deps=deps)
 
     exercises: list[ExerciseResult] = []
     for exercise_id in ids:

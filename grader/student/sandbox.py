@@ -637,7 +637,7 @@ class _Run:
     """One ``run_cases`` call: the job queue shared by the slot threads, and the outcomes."""
 
     def __init__(
-        self, jobs: list[Job], limits: Limits, jobdir: Path, sandboxed: bool,
+        self, jobs: list[Job], limits: Limits, workspace: Workspace,
         on_outcome: Callable[[JobOutcome], None] | None = None,
         folder: str = "", files: dict[str, bytes] | None = None,
         deps: dict[str, set[str]] | None = None,
@@ -650,8 +650,8 @@ class _Run:
         self.loops: dict[tuple[str, str], str] = {}
         self.jobs = jobs
         self.limits = limits
-        self.jobdir = jobdir
-        self.sandboxed = sandboxed
+        self.workspace = workspace
+        self.sandboxed = workspace.sandboxed
         self.lock = threading.Condition()  # also notified when a job settles or is requeued
         # A job waits while a job of a file its file imports is running (fit_function while an
         # activations job is): a loop found there then stops it at once instead of costing twice.
@@ -670,7 +670,6 @@ class _Run:
         self.active = {True: 0, False: 0}
         self.outcomes: dict[int, JobOutcome] = {}
         self.retried: set[int] = set()
-        self.serial = 0
         self.bugs: list[BaseException] = []
 
     def take(self, kind: bool | None) -> int | None:
@@ -722,11 +721,8 @@ class _Run:
             self.lock.notify_all()
 
     def spawn(self, opencl: bool) -> _Child:
-        """Start a fresh child (numbered, for its own cwd and log)."""
-        with self.lock:
-            self.serial += 1
-            serial = self.serial
-        return _Child(self.jobdir, opencl, serial, self.limits, self.sandboxed)
+        """A worker of this kind: prestarted in the workspace, or fresh."""
+        return self.workspace.take(opencl)
 
     def fail(self, i: int, status: str, message: str, output: str = "", duration: float = 0.0) -> None:
         """Record a job that produced no results."""
@@ -915,18 +911,9 @@ def _write_jobs(jobdir: Path, submission: str, jobs: list[Job], limits: Limits) 
                 "cases": cases,
             }
         )
-    cpu_total = sum(limits.cpu_for(job) for job in jobs) + limits.startup_s
     manifest = {
         "path": submission,
-        "limits": {
-            "memory_bytes": limits.memory_bytes,
-            "opencl_memory_bytes": limits.opencl_memory_bytes,
-            "file_bytes": limits.file_bytes,
-            "output_bytes": limits.output_bytes,
-            "processes": limits.processes,
-            "opencl_processes": limits.opencl_processes,
-            "cpu_total_s": cpu_total,
-        },
+        "cpu_total_s": sum(limits.cpu_for(job) for job in jobs) + limits.startup_s,
         "jobs": entries,
     }
     (jobdir / "manifest.json").write_text(json.dumps(manifest))
@@ -934,11 +921,87 @@ def _write_jobs(jobdir: Path, submission: str, jobs: list[Job], limits: Limits) 
         path.chmod(0o555 if path.is_dir() else 0o444)
 
 
+def _write_limits(jobdir: Path, limits: Limits) -> None:
+    """``limits.json``: what a worker applies to itself first thing, before its jobs are known."""
+    document = {
+        "memory_bytes": limits.memory_bytes,
+        "opencl_memory_bytes": limits.opencl_memory_bytes,
+        "file_bytes": limits.file_bytes,
+        "output_bytes": limits.output_bytes,
+        "processes": limits.processes,
+        "opencl_processes": limits.opencl_processes,
+        "startup_s": limits.startup_s,
+    }
+    path = jobdir / "limits.json"
+    path.write_text(json.dumps(document))
+    path.chmod(0o444)
+
+
+class Workspace:
+    """The folders one submission's jobs run in, and workers started there before the jobs are known.
+
+    A private folder (0700) holds a job folder readable by anyone: bwrap mounts
+    it at /job (read-only), where the sandbox's uid can read it; other users of
+    the machine cannot reach it. :meth:`prestart` starts a worker at once: it
+    applies ``limits.json`` and imports NumPy (an OpenCL worker also loads the
+    driver) while the caller is still preparing the cases; it reads the jobs
+    when it is sent the first one. :func:`run_cases` writes the submission and
+    the jobs here, takes the prestarted workers first, and closes the workspace.
+    """
+
+    def __init__(self, limits: Limits, sandboxed: bool) -> None:
+        self.limits = limits
+        self.sandboxed = sandboxed
+        self.private = Path(tempfile.mkdtemp(prefix="normgrade-"))
+        self.jobdir = self.private / secrets.token_hex(16)
+        self.jobdir.mkdir(mode=0o755)
+        _write_limits(self.jobdir, limits)
+        self._lock = threading.Lock()
+        self._serial = 0
+        self._started: dict[bool, list[_Child]] = {True: [], False: []}
+
+    def prestart(self, opencl: bool) -> None:
+        """Start a worker of this kind now (kept for the first slot that needs one)."""
+        child = self.spawn(opencl)
+        with self._lock:
+            self._started[opencl].append(child)
+
+    def take(self, opencl: bool) -> _Child:
+        """A prestarted worker of this kind, or a fresh one."""
+        with self._lock:
+            if self._started[opencl]:
+                return self._started[opencl].pop(0)
+        return self.spawn(opencl)
+
+    def spawn(self, opencl: bool) -> _Child:
+        """Start a fresh worker (numbered, for its own cwd without the sandbox)."""
+        with self._lock:
+            self._serial += 1
+            serial = self._serial
+        return _Child(self.jobdir, opencl, serial, self.limits, self.sandboxed)
+
+    def close(self) -> None:
+        """Stop the workers nobody took, and remove the folders."""
+        with self._lock:
+            unused = self._started[True] + self._started[False]
+            self._started = {True: [], False: []}
+        for child in unused:
+            child.close()
+        for path in [self.private, *self.private.rglob("*")]:
+            try:
+                path.chmod(0o700)
+            except OSError:
+                pass
+        shutil.rmtree(self.private, ignore_errors=True)
+
+
 def run_cases(
     submission: Ingested | Path | str,
     jobs: list[Job],
     limits: Limits | None = None,
     on_outcome: Callable[[JobOutcome], None] | None = None,
+    workspace: Workspace | None = None,
+    deps: dict[str, set[str]] | None = None,
 ) -> dict[str, JobOutcome]:
     """Run every job's cases on a copy of the student's files in sandboxed children.
 
@@ -948,25 +1011,25 @@ def run_cases(
     (from a slot thread: the caller can evaluate one exercise while the children
     still run the others; an exception in it is re-raised here). Never raises
     for anything the student's code does; SetupError when the sandbox is
-    required (``limits.sandbox``) and cannot run.
+    required (``limits.sandbox``) and cannot run. ``workspace``: one made (and
+    prestarted) by the caller with the same limits; it is closed here. ``deps``:
+    ``loader.local_dependencies`` of the submission, when the caller has it.
     """
     limits = limits or Limits()
-    if not jobs:
-        return {}
-    sandboxed = limits.sandboxed()
-    if not isinstance(submission, Ingested):
-        submission = read_submission(submission)
-    # A private folder (0700) holding a job folder readable by anyone: bwrap mounts it at /job,
-    # where the sandbox's uid can read it; other users of the machine cannot reach it.
-    private = Path(tempfile.mkdtemp(prefix="normgrade-"))
-    jobdir = private / secrets.token_hex(16)
     try:
-        jobdir.mkdir()
+        if not jobs:
+            return {}
+        if workspace is None:
+            workspace = Workspace(limits, limits.sandboxed())
+        sandboxed, jobdir = workspace.sandboxed, workspace.jobdir
+        if not isinstance(submission, Ingested):
+            submission = read_submission(submission)
         submission.write_into(jobdir / "submission")
         inside = f"{bwrap.JOB_MOUNT}/submission" if sandboxed else str(jobdir / "submission")
         _write_jobs(jobdir, inside, jobs, limits)
-        deps = local_dependencies(submission.files)
-        run = _Run(jobs, limits, jobdir, sandboxed, on_outcome, inside, submission.files, deps)
+        if deps is None:
+            deps = local_dependencies(submission.files)
+        run = _Run(jobs, limits, workspace, on_outcome, inside, submission.files, deps)
         n = max(1, min(limits.parallel, len(jobs)))
         threads = [threading.Thread(target=run.slot, name=f"sandbox-slot-{k}", daemon=True) for k in range(n)]
         for t in threads:
@@ -980,9 +1043,5 @@ def run_cases(
                 run.fail(i, "error", f"{job.id} was not run (a bug in the grader's sandbox)")
         return {job.id: run.outcomes[i] for i, job in enumerate(jobs)}
     finally:
-        for path in [private, *private.rglob("*")]:
-            try:
-                path.chmod(0o700)
-            except OSError:
-                pass
-        shutil.rmtree(private, ignore_errors=True)
+        if workspace is not None:
+            workspace.close()

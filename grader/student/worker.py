@@ -44,7 +44,7 @@ import os
 import resource
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,15 +65,21 @@ def _set_limit(which: int, value: int) -> None:
 
 
 def apply_limits(limits: dict[str, Any], opencl: bool) -> None:
-    """Address space, written-file size, processes, no core dumps, and the CPU ceiling of this process."""
+    """Address space, written-file size, processes, no core dumps, and the CPU ceiling of the start-up."""
     _set_limit(resource.RLIMIT_CORE, 0)
     _set_limit(resource.RLIMIT_AS, int(limits["opencl_memory_bytes" if opencl else "memory_bytes"]))
     _set_limit(resource.RLIMIT_FSIZE, int(limits["file_bytes"]))
     _set_limit(resource.RLIMIT_NPROC, int(limits["opencl_processes" if opencl else "processes"]))
     # A write beyond RLIMIT_FSIZE fails with EFBIG instead of killing the worker.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    set_cpu_budget(float(limits["startup_s"]))  # the start-up's; the hard ceiling comes with the jobs
+
+
+def set_cpu_ceiling(seconds: float) -> None:
+    """Hard RLIMIT_CPU: this process may use ``seconds`` more CPU time in all (never raised)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    total = int(math.ceil(usage.ru_utime + usage.ru_stime + seconds))
     soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    total = int(math.ceil(limits["cpu_total_s"]))
     if hard == resource.RLIM_INFINITY or total < hard:
         resource.setrlimit(resource.RLIMIT_CPU, (total, total))
 
@@ -376,10 +382,10 @@ class Channel:
         """The ``done`` frame: a header line with both lengths, then the two payloads."""
         _write_all(self.status_fd, f"done {index} {len(document)} {len(arrays)}\n".encode() + document + arrays)
 
-    def commands(self, n_jobs: int) -> Iterator[int]:
-        """Job indices to run: from the command fd until EOF, or all of them."""
+    def commands(self, n_jobs: Callable[[], int]) -> Iterator[int]:
+        """Job indices to run: from the command fd until EOF, or all ``n_jobs()`` of them."""
         if self.command is None:
-            yield from range(n_jobs)
+            yield from range(n_jobs())
             return
         for line in self.command:
             parts = line.split()
@@ -429,11 +435,36 @@ def report_stacks_on_signals(stack_fd: int) -> None:
     faulthandler.register(signal.SIGXCPU, file=stack_file, all_threads=True, chain=True)
 
 
+class Submission:
+    """The jobs, the student's folder and package: read on the first command, not at start.
+
+    A worker may be started before its jobs are written (the parent prepares the
+    cases meanwhile): JOBDIR then holds only ``limits.json``. On the first
+    command this reads ``manifest.json``, sets the CPU ceiling of all the jobs,
+    installs the import guard and the file guard, and loads the student's
+    folder as the package ``exercises`` (nothing runs yet).
+    """
+
+    def __init__(self, jobdir: Path) -> None:
+        self.jobdir = jobdir
+        self._loaded: tuple[list[dict[str, Any]], Path, Any] | None = None
+
+    def load(self) -> tuple[list[dict[str, Any]], Path, Any]:
+        """(jobs, the student's folder, the loaded package)."""
+        if self._loaded is None:
+            manifest = json.loads((self.jobdir / "manifest.json").read_text())
+            set_cpu_ceiling(float(manifest["cpu_total_s"]))
+            folder = Path(manifest["path"])
+            ImportGuard(folder, PACKAGE_NAME).install()
+            FileGuard(grader_folders()).install()
+            self._loaded = (manifest["jobs"], folder, load_exercises(folder))
+        return self._loaded
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the jobs of JOBDIR as told; returns the exit status (0)."""
     jobdir, status_fd, command_fd, stack_fd, opencl = _parse_args(sys.argv[1:] if argv is None else argv)
-    manifest = json.loads((jobdir / "manifest.json").read_text())
-    limits = manifest["limits"]
+    limits = json.loads((jobdir / "limits.json").read_text())
     apply_limits(limits, opencl)
     if stack_fd is not None:
         report_stacks_on_signals(stack_fd)
@@ -442,17 +473,15 @@ def main(argv: list[str] | None = None) -> int:
 
     from grader.student.ops import run_script
 
-    folder = Path(manifest["path"])
     if opencl:
         import grader.student.ops_opencl  # noqa: F401  (imported lazily by ops; needed before the file guard)
-    guard = ImportGuard(folder, PACKAGE_NAME)
-    guard.install()
-    FileGuard(grader_folders()).install()
-    pkg = load_exercises(folder)
+
+        opencl_problem()  # loads the OpenCL driver now, while the parent still prepares the cases
+    submission = Submission(jobdir)
     channel = Channel(status_fd, command_fd)
-    jobs = manifest["jobs"]
     channel.tell("ready")
-    for index in channel.commands(len(jobs)):
+    for index in channel.commands(lambda: len(submission.load()[0])):
+        jobs, folder, pkg = submission.load()
         job = jobs[index]
         channel.tell(f"start {index}")
         set_cpu_budget(float(job["cpu_s"]))
