@@ -10,6 +10,13 @@ sandbox (bubblewrap) and without it (``--no-sandbox``), with the sandbox's
 cost per run as the ratio of the two. Targets on a 2-core machine, with the
 sandbox: all exercises under 3 s, one exercise under 1 s.
 
+Beside them, the floor measured in the same run: one process doing the same
+checks' arithmetic (each case run on the reference, standing in for the
+student, then evaluated) with no processes and no sandbox, median of N runs
+with fresh seeds (``floor_seconds`` of bench/batch.py). The OpenCL kernel
+exercises have no floor: "all exercises" is the CPU exercises' floor.
+The load average is printed before the benchmark and after it.
+
 ``--handout DIR`` measures a release's handout instead (``grade release --out
 R``; DIR is ``R/student``): grade() is the student-side pipeline on DIR's case
 packs (public checks, no reference code), the stubs are DIR's, and
@@ -39,6 +46,8 @@ from grader.student.grading import grade as grade_with
 from grader.student.pack import PackSource
 from grader.student.sandbox import Limits
 from grader.solution import write_solution
+
+from batch import floor_seconds, load_average  # bench/batch.py: this script's folder comes first on sys.path
 
 REPO = Path(__file__).resolve().parents[1]
 ONE_EXERCISE = "normalization.BatchNorm1d"
@@ -86,6 +95,7 @@ def main() -> int:
     parser.add_argument("--grade-command", type=Path, default=None, help="with --handout: the handout's installed grade")
     args = parser.parse_args()
     runs = max(5, args.runs)
+    print(f"load average before the benchmark (1, 5, 15 min): {load_average()}")
     grade_fn: Callable[..., object] = grade
     if args.handout is not None:
         source = PackSource(args.handout / "grader" / "student" / "packs")
@@ -117,6 +127,11 @@ def main() -> int:
                     verdicts.append(f"{name}: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
                 timing = median_time(lambda: grade_fn(folder, selectors or None, "bench", limits), runs)
                 rows.append((name, "grade()", mode, timing))
+        floors: dict[str, float] = {}
+        if args.handout is None:  # a handout grades on case packs: the live checks' floor is not its work
+            for name, exercises in (("all exercises", None), ("one exercise", [ONE_EXERCISE])):
+                floor_seconds("floor-warm-up", exercises)
+                floors[name] = statistics.median(floor_seconds(f"floor-{k}", exercises) for k in range(runs))
         cmd = grade_command() if args.handout is None else (
             [str(args.grade_command)] if args.grade_command is not None else None)
         if cmd is not None:
@@ -127,16 +142,22 @@ def main() -> int:
                     rows.append((name, "grade submit", mode, median_time(run, runs)))
 
         print(f"grading time, median of {runs} runs ({os.cpu_count()} CPUs)")
-        print(f"{'scenario':<18} {'how':<13} {'mode':<11} {'median s':>9} {'min s':>7} {'max s':>7} {'x no sandbox':>13}  target")
+        print(f"{'scenario':<18} {'how':<13} {'mode':<11} {'median s':>9} {'min s':>7} {'max s':>7} {'x no sandbox':>13}"
+              f" {'floor s':>8}  target")
         plain = {(n, h): t[0] for n, h, m, t in rows if m == "no sandbox"}
         for name, how, mode, (med, lo, hi) in rows:
             target = TARGETS.get(name) if mode == "sandbox" else None
             verdict = "" if target is None else f"< {target:g} s {'ok' if med < target else 'MISSED'}"
             ratio = f"{med / plain[(name, how)]:.2f}" if (name, how) in plain else "-"
-            print(f"{name:<18} {how:<13} {mode:<11} {med:9.3f} {lo:7.3f} {hi:7.3f} {ratio:>13}  {verdict}")
+            floor = f"{floors[name]:.3f}" if name in floors else "-"
+            print(f"{name:<18} {how:<13} {mode:<11} {med:9.3f} {lo:7.3f} {hi:7.3f} {ratio:>13} {floor:>8}  {verdict}")
         if cmd is None:
             print("`grade submit` is not available yet: only grade() was timed.")
         print("what was graded: " + "; ".join(verdicts))
+        if floors:
+            print(f"floor s: one process, no processes or sandbox: the cases run on the reference as the student and"
+                  f" the checks evaluated, median of {runs} runs with fresh seeds; all exercises = the CPU ones")
+        print(f"load average now (1, 5, 15 min): {load_average()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

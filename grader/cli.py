@@ -11,14 +11,15 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from grader import batch as batch_lib
-from grader import grading, progress, remote_cli
+# Only what every command needs is imported here (grader.student.cli loads the grading pipeline, NumPy
+# included). Each command imports its own modules inside its function, so that `grade submit` does not
+# load the batch's process pool, the quizzes (Jinja2), the class report or the server.
+from grader import remote_cli
 from grader.student import catalogue
-from grader import quiz as quiz_lib
 from grader.student.course import load_course
 from grader.student.errors import StoreError
 from grader.student.report import use_color, write_text
@@ -40,6 +41,12 @@ from grader.student.cli import (  # noqa: F401  (shared with the handout's grade
 )
 from grader.student.sandbox import Limits
 from grader.student.store import Store, default_db_path
+
+if TYPE_CHECKING:
+    from grader import batch as batch_lib
+    from grader import quiz as quiz_lib
+
+QUIZ_DIR_ENV = "GRADE_QUIZ_DIR"  # grader.quiz.QUIZ_DIR_ENV, named here without importing grader.quiz
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -105,6 +112,8 @@ def submit_command(
         click.get_current_context().exit(code)
     if no_wait:
         raise CommandError("--no-wait goes with a course server: run `grade login URL` or pass --server URL")
+    from grader import grading  # the live source (hidden checks): only a local submit needs it
+
     local_submit(list(selectors), path, student, db, fmt, output, no_sandbox,
                  lambda folder, ids, name, limits: grading.grade(folder, ids, name, limits))
 
@@ -129,6 +138,8 @@ def progress_command(
     if login is not None:
         remote_cli.remote_progress(login, as_json)
         return
+    from grader import progress  # loads grader.quiz (Jinja2): only this command needs it
+
     student = student or default_student()
     path = exercises_dir(path)
     db_path = db if db is not None else default_db_path(path)
@@ -156,13 +167,15 @@ def progress_command(
 def quiz_dir_option(func: F) -> F:
     """``--quiz-dir DIR`` (or $GRADE_QUIZ_DIR); None means the checkout's quizzes/ folder."""
     return click.option(
-        "--quiz-dir", type=click.Path(file_okay=False, path_type=Path), envvar=quiz_lib.QUIZ_DIR_ENV,
+        "--quiz-dir", type=click.Path(file_okay=False, path_type=Path), envvar=QUIZ_DIR_ENV,
         default=None, help="Folder of locked quizzes [default: $GRADE_QUIZ_DIR, else quizzes/].",
     )(func)
 
 
 def _quiz_lock(quiz_dir: Path, check: bool, as_json: bool) -> int:
     """``grade quiz lock [--check]``: print one line per locked file; 1 when --check finds a stale one."""
+    from grader import quiz as quiz_lib
+
     outcomes = quiz_lib.lock_all(quiz_dir, check=check)
     bad = [o for o in outcomes if o.status in ("stale", "orphan")]
     if as_json:
@@ -179,6 +192,8 @@ def _quiz_lock(quiz_dir: Path, check: bool, as_json: bool) -> int:
 
 def _quiz_list(quiz_dir: Path, db_path: Path, student: str, as_json: bool) -> None:
     """``grade quiz``: each chapter, its questions and the student's completion."""
+    from grader import quiz as quiz_lib
+
     quizzes = quiz_lib.load_all(quiz_dir)
     attempts: list[dict[str, Any]] = []
     if db_path.exists():
@@ -205,6 +220,8 @@ def _quiz_recorder(store: Store, student: str, chapter: str) -> quiz_lib.AnswerH
 
 def _quiz_file_report(result: quiz_lib.QuizResult) -> None:
     """The human report of a graded answers file: one block per question, then the summary."""
+    from grader import quiz as quiz_lib
+
     total = len(result.quiz.questions)
     for number, q in enumerate(result.quiz.questions, 1):
         tag = " [checkpoint]" if q.checkpoint else ""
@@ -258,6 +275,8 @@ def quiz_command(
     every question has been answered correctly (now or before), 1 otherwise,
     2 for a usage error.
     """
+    from grader import quiz as quiz_lib  # Jinja2 (the questions' numbers): only the quiz commands need it
+
     ctx = click.get_current_context()
     quiz_dir = quiz_dir if quiz_dir is not None else quiz_lib.default_quiz_dir()
     if chapter == "lock":
@@ -376,6 +395,8 @@ def batch_command(
     processes (on this machine or many; each in its own sandbox) and recorded
     here, by this process alone.
     """
+    from grader import batch as batch_lib  # the process pool: only this command needs it
+
     limits = Limits(wall_s=timeout, sandbox=sandbox_setting(no_sandbox, others_code=True))
     with one_line_errors():
         catalogue.resolve(list(selectors))  # an unknown selector stops here, before any grading
@@ -417,6 +438,8 @@ def _run_batch(
     limits: Limits, on_outcome: Callable[[batch_lib.StudentOutcome], None] | None,
 ) -> batch_lib.BatchSummary:
     """run_batch with the command's options (library errors become one-line errors)."""
+    from grader import batch as batch_lib
+
     with one_line_errors():
         return batch_lib.run_batch(
             root, store, grader_version(), list(selectors) or None, jobs=jobs, force=force,
@@ -447,6 +470,7 @@ def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | Non
     (the same rule as the course server's).
     """
     from grader import class_report  # Jinja2 and the templates: only this command needs them
+    from grader import quiz as quiz_lib
 
     if not db.exists():
         raise CommandError(f"'{db}' does not exist: pass the --db FILE that `grade batch` wrote")

@@ -24,7 +24,6 @@ from typing import Any
 import click
 
 from grader import client as client_lib
-from grader import progress
 from grader.client import Client, ClientError, Login
 from grader.student.errors import GraderError
 from grader.student.report import format_json, format_text, use_color
@@ -116,6 +115,8 @@ def remote_submit(login: Login, path: Path, selectors: list[str], fmt: str, wait
 
 def remote_progress(login: Login, as_json: bool) -> None:
     """``grade progress`` from the server's record."""
+    from grader import progress  # loads grader.quiz (Jinja2): not for the other commands
+
     try:
         with _client(login) as client:
             _, doc = client.call("GET", "/progress", tries=client_lib.SEND_TRIES)

@@ -1,0 +1,68 @@
+"""`grade submit` imports what grading needs, not the modules of the other commands (batch, quiz, server, report).
+
+Each command imports its own modules inside its function (grader/cli.py), so a
+local `grade submit` of one exercise does not pay for SymPy, Jinja2, httpx,
+the batch's process pool or the server. The command runs in a subprocess (a
+fresh interpreter) that writes its ``sys.modules`` at exit.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from grader.solution import write_solution
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Modules (and their submodules) that only other commands need.
+NOT_FOR_A_LOCAL_SUBMIT = (
+    "grader.batch", "grader.quiz", "grader.progress", "grader.server", "grader.class_report", "grader.release",
+    "sympy", "jinja2", "httpx", "huey", "redis", "uvicorn", "starlette", "pyopencl",
+)
+
+# `python -m grader ARGS...` that writes the sorted names of sys.modules to the file given before ARGS.
+WRAPPER = """
+import atexit, runpy, sys
+out = sys.argv.pop(1)
+atexit.register(lambda: open(out, "w").write("\\n".join(sorted(sys.modules)) + "\\n"))
+runpy.run_module("grader", run_name="__main__", alter_sys=True)
+"""
+
+
+def imported_by(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``python -m grader ARGS`` from this checkout; its result and the modules it had imported at exit."""
+    listing = tmp_path / "modules.txt"
+    done = subprocess.run([sys.executable, "-c", WRAPPER, str(listing), *args], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    return done, set(listing.read_text().split())
+
+
+def unwanted(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_FOR_A_LOCAL_SUBMIT))
+
+
+def test_local_submit_of_one_exercise_imports_only_what_grading_needs(tmp_path: Path) -> None:
+    solution = tmp_path / "solution"
+    write_solution(solution)
+    done, modules = imported_by(tmp_path, "submit", "activations.ReLU", "--path", str(solution),
+                                "--student", "x", "--db", str(tmp_path / "x.db"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASSED" in done.stdout and "activations.ReLU" in done.stdout and "10/10" in done.stdout
+    assert "grader.grading" in modules and "numpy" in modules  # it did grade here
+    assert unwanted(modules) == []
+
+
+def test_help_imports_none_of_the_commands_modules(tmp_path: Path) -> None:
+    done, modules = imported_by(tmp_path, "--help")
+    assert done.returncode == 0 and "submit" in done.stdout and "quiz" in done.stdout
+    assert unwanted(modules) == []
+
+
+def test_quiz_dir_environment_variable_is_the_quiz_librarys() -> None:
+    """grader/cli.py names $GRADE_QUIZ_DIR without importing grader.quiz (Jinja2)."""
+    import grader.cli
+    import grader.quiz
+
+    assert grader.cli.QUIZ_DIR_ENV == grader.quiz.QUIZ_DIR_ENV
