@@ -476,7 +476,11 @@ def main(argv: list[str] | None = None) -> int:
     if opencl:
         import grader.student.ops_opencl  # noqa: F401  (imported lazily by ops; needed before the file guard)
 
-        opencl_problem()  # loads the OpenCL driver now, while the parent still prepares the cases
+        if opencl_problem() is None:  # the driver and the compiler start now, while the parent prepares the cases
+            try:
+                grader.student.ops_opencl.warm_up()
+            except Exception:  # a broken device is reported by the first kernel job, as before
+                pass
     submission = Submission(jobdir)
     channel = Channel(status_fd, command_fd)
     channel.tell("ready")
