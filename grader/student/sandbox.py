@@ -317,18 +317,9 @@ class _Child:
 
     def drain_output(self) -> None:
         """Read whatever output is waiting, without blocking."""
-        while self.output_fd is not None:
-            try:
-                chunk = os.read(self.output_fd, 1 << 16)
-            except BlockingIOError:
-                return
-            except OSError:
-                chunk = b""
-            if not chunk:
-                os.close(self.output_fd)
-                self.output_fd = None
-                return
-            self.output.add(chunk)
+        if self.output_fd is not None and not _drain(self.output_fd, self.output.add):
+            os.close(self.output_fd)
+            self.output_fd = None
 
     def _fill(self, deadline: float) -> str:
         """Read more from the status pipe (draining output meanwhile): 'ok', 'timeout' or 'eof'."""
@@ -420,18 +411,13 @@ class _Child:
 
     def drain_stacks(self) -> None:
         """Read what the worker's faulthandler wrote, keeping the last :data:`STACK_BYTES`."""
-        while self.stack_fd is not None:
-            try:
-                chunk = os.read(self.stack_fd, 1 << 16)
-            except BlockingIOError:
-                return
-            except OSError:
-                chunk = b""
-            if not chunk:
-                os.close(self.stack_fd)
-                self.stack_fd = None
-                return
+
+        def keep(chunk: bytes) -> None:
             self.stacks = (self.stacks + chunk)[-STACK_BYTES:]
+
+        if self.stack_fd is not None and not _drain(self.stack_fd, keep):
+            os.close(self.stack_fd)
+            self.stack_fd = None
 
     def stack_dump(self, ask: bool) -> str:
         """The worker's latest stack dump; ``ask``: signal it for a fresh one first (None-safe, bounded wait).
@@ -490,6 +476,20 @@ class _Child:
     def log_tail(self) -> str:
         """The end of what the worker printed (why it did not start)."""
         return self.take_output().strip()[-2000:]
+
+
+def _drain(fd: int, consume: Callable[[bytes], None]) -> bool:
+    """Hand each chunk waiting on the non-blocking pipe ``fd`` to ``consume``; False once it is closed."""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        consume(chunk)
 
 
 STRAY_PASSES = 20
