@@ -2,6 +2,7 @@
 
     python bench/batch.py                      # 24 students, --jobs 2, the OS sandbox on
     python bench/batch.py --n 60 --jobs 1 --jobs 2 --runs 3
+    python bench/batch.py --n 20 --redis 1 --redis 2   # also through a local Redis queue, 1 then 2 workers
 
 The class is generated the way real hand-ins differ: every student's kernel
 files are distinct sources (so no compiled kernel is shared) holding the
@@ -254,8 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=24, help="students in the class")
     parser.add_argument("--jobs", type=int, action="append", help="students at once (repeatable) [2]")
     parser.add_argument("--runs", type=int, default=1, help="runs per configuration (median reported)")
-    parser.add_argument("--redis", type=int, default=0, metavar="WORKERS",
-                        help="also grade on a local redis-server queue with this many `grade worker` processes")
+    parser.add_argument("--redis", type=int, action="append", metavar="WORKERS",
+                        help="also grade on a local redis-server queue with this many `grade worker` processes"
+                             " (repeatable: the scaling from one count to the next)")
     args = parser.parse_args(argv)
     print(f"load average before the benchmark (1, 5, 15 min): {load_average()}")
     problem = bwrap.problem()
@@ -284,13 +286,16 @@ def main(argv: list[str] | None = None) -> int:
         verdict = f"{'ok' if wall <= TARGET_S else 'MISSED'} (<= {TARGET_S:g} s)" if jobs == 2 else ""
         print(f"{jobs:>4} {len(results):>4} {wall:>15.2f} {cpu:>22.2f} {median:>17.2f}  {verdict:<13} {memory}",
               flush=True)
-    if args.redis:
-        with redis_workers(args.redis) as queue:
-            results = [one_run(args.n, 0, f"q{k}", limits, queue) for k in range(max(1, args.runs))]
+    first_wall = None
+    for workers in args.redis or []:
+        with redis_workers(workers) as queue:
+            results = [one_run(args.n, 0, f"q{workers}-{k}", limits, queue) for k in range(max(1, args.runs))]
         wall = statistics.median(float(r["wall"]) for r in results)  # type: ignore[arg-type]
         cpu = statistics.median(float(r["cpu"]) for r in results)  # type: ignore[arg-type]
-        print(f"queue: redis-server and {args.redis} `grade worker` processes (one grading process each): "
-              f"{wall:.2f} s wall, {cpu:.2f} machine CPU s per student")
+        first_wall = first_wall or (wall, workers)
+        scaling = f"; x{first_wall[0] / wall:.2f} the speed of {first_wall[1]}" if first_wall[1] != workers else ""
+        print(f"queue: redis-server and {workers} `grade worker` processes (one grading process each): "
+              f"{wall:.2f} s wall, {cpu:.2f} machine CPU s per student{scaling}", flush=True)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("machine CPU: the machine's busy CPU time during the run (/proc/stat), per student; it includes anything"
           " else running")

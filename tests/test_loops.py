@@ -52,6 +52,11 @@ from .loops import spin_forever
 class D:
     def forward(self, x):
         return spin_forever()
+
+
+class E:
+    def forward(self, x):
+        return 3 * x
 '''
 
 
@@ -73,8 +78,9 @@ def job(cls: str, timeout: float = 60.0) -> Job:
     return Job(cls, [Case("case0", script, {"x": np.arange(3.0)})], timeout)
 
 
-def test_a_timeout_says_where_the_code_was(folder: Path) -> None:
-    outcome = run_cases(folder, [job("loops.A")], Limits(wall_s=3.0))["loops.A"]
+@pytest.mark.parametrize("sandbox", [None, False], ids=["sandbox-where-it-works", "no-sandbox"])
+def test_a_timeout_says_where_the_code_was(folder: Path, sandbox: bool | None) -> None:
+    outcome = run_cases(folder, [job("loops.A")], Limits(wall_s=3.0, sandbox=sandbox))["loops.A"]
     assert outcome.status == "timeout"
     assert outcome.message.startswith("timed out after 3 s in spin_forever (loops.py, line ")
     assert outcome.message.endswith("(infinite loop?)")
@@ -86,9 +92,10 @@ def test_running_out_of_cpu_time_says_where_the_code_was(folder: Path) -> None:
     assert "1 s of CPU time in spin_elsewhere (loops.py, line " in outcome.message
 
 
-def test_a_later_job_stuck_in_the_same_function_is_stopped_at_once(folder: Path) -> None:
+@pytest.mark.parametrize("sandbox", [None, False], ids=["sandbox-where-it-works", "no-sandbox"])
+def test_a_later_job_stuck_in_the_same_function_is_stopped_at_once(folder: Path, sandbox: bool | None) -> None:
     jobs = [job("loops.A"), job("loops.B"), job("loops.Fine")]
-    outcomes = run_cases(folder, jobs, Limits(wall_s=5.0, parallel=1))
+    outcomes = run_cases(folder, jobs, Limits(wall_s=5.0, parallel=1, sandbox=sandbox))
     assert outcomes["loops.A"].message.startswith("timed out after 5 s in spin_forever")
     b = outcomes["loops.B"]
     assert b.status == "timeout"
@@ -157,3 +164,33 @@ def test_locate_needs_a_file_of_the_submission() -> None:
     assert place is not None and place.describe() == "Tanh.forward (activations.py, line 13)"
     assert place.key == ("activations.py", "Tanh.forward")
     assert locate(DUMP, "/job/submission", {}) is None
+
+
+def test_a_bug_in_one_slot_stops_the_slot_waiting_for_its_job(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # uses.E waits while loops.Fine runs; a grader bug while collecting loops.Fine must end the run
+    # with that bug, not leave the other slot waiting for a job nobody will finish.
+    import threading
+
+    from grader.student import sandbox
+
+    collect = sandbox._Run.collect
+
+    def broken(self, child, i, *args):  # type: ignore[no-untyped-def]
+        if self.jobs[i].id == "loops.Fine":
+            raise RuntimeError("a bug in the grader")
+        return collect(self, child, i, *args)
+
+    monkeypatch.setattr(sandbox._Run, "collect", broken)
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_cases(folder, [job("loops.Fine"), job("uses.E")], Limits(wall_s=20.0, parallel=2))
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(120)  # a bound for a hang, not a timing assertion: the run takes about a second
+    assert not thread.is_alive(), "run_cases hung"
+    assert [str(e) for e in raised] == ["a bug in the grader"]

@@ -756,7 +756,11 @@ class _Run:
                     child.close()
                     child = None
         except BaseException as exc:  # a bug in the sandbox itself: re-raised by run_cases
-            self.bugs.append(exc)
+            with self.lock:  # the other slots stop too (none may wait for a job this one left running)
+                self.bugs.append(exc)
+                self.queue.clear()
+                self.running.clear()
+                self.lock.notify_all()
         finally:
             if child is not None:
                 child.close()
