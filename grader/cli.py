@@ -39,10 +39,11 @@ from grader.student.cli import (  # noqa: F401  (shared with the handout's grade
     sandbox_setting,
     student_option,
 )
-from grader.student.sandbox import Limits
+from grader.student.sandbox import Limits, Workspace
 from grader.student.store import Store, default_db_path
 
 if TYPE_CHECKING:
+    from grader.student.model import GradeReport
     from grader import batch as batch_lib
     from grader import quiz as quiz_lib
 
@@ -112,10 +113,13 @@ def submit_command(
         click.get_current_context().exit(code)
     if no_wait:
         raise CommandError("--no-wait goes with a course server: run `grade login URL` or pass --server URL")
-    from grader import grading  # the live source (hidden checks): only a local submit needs it
 
-    local_submit(list(selectors), path, student, db, fmt, output, no_sandbox,
-                 lambda folder, ids, name, limits: grading.grade(folder, ids, name, limits))
+    def grade_live(folder: Path, ids: list[str] | None, name: str, limits: Limits, workspace: Workspace) -> GradeReport:
+        from grader import grading  # the live source (hidden checks), loaded once the workers are starting
+
+        return grading.grade(folder, ids, name, limits, workspace)
+
+    local_submit(list(selectors), path, student, db, fmt, output, no_sandbox, grade_live)
 
 
 @cli.command("progress")

@@ -22,7 +22,7 @@ from grader.student.grading import Prepared, error_report, files_hash, output_li
 from grader.student.grading import grade as grade_with
 from grader.student.model import GradeReport, exercise_seed
 from grader.student.ops import Case, ScriptResult, run_script
-from grader.student.sandbox import Limits
+from grader.student.sandbox import Limits, Workspace
 
 
 class ReferenceResults(Mapping[str, ScriptResult]):
@@ -150,13 +150,17 @@ class LiveSource:
         return []
 
 
-def grade(path: Path | str, selectors: list[str] | None, student: str, limits: Limits | None = None) -> GradeReport:
+def grade(
+    path: Path | str, selectors: list[str] | None, student: str, limits: Limits | None = None,
+    workspace: Workspace | None = None,
+) -> GradeReport:
     """Grade the exercises ``selectors`` (ids or topics; None or [] for all) of ``path`` with the hidden checks.
 
     Raises UsageError for an unknown selector and SetupError for a missing or
     empty folder; everything the student's code does ends up in the report.
+    ``workspace``: workers the caller started early (see grader.student.grading.grade).
     """
-    return grade_with(path, selectors, student, limits, LiveSource())
+    return grade_with(path, selectors, student, limits, LiveSource(), workspace)
 
 
 __all__ = [

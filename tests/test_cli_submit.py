@@ -37,7 +37,9 @@ class FakeGrading:
         self.outcome = outcome
         self.calls: list[tuple[Path, list[str] | None, str]] = []
 
-    def grade(self, path: Path, selectors: list[str] | None, student: str, limits: Any = None) -> GradeReport:
+    def grade(
+        self, path: Path, selectors: list[str] | None, student: str, limits: Any = None, workspace: Any = None
+    ) -> GradeReport:
         self.calls.append((path, selectors, student))
         if isinstance(self.outcome, Exception):
             raise self.outcome
@@ -156,7 +158,7 @@ def assert_one_line_error(result: Any, fragment: str) -> None:
 ])
 def test_usage_and_setup_errors_are_one_line_exit_2(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
     use_grading(monkeypatch, error)
-    assert_one_line_error(invoke("submit", "BatchNorm"), str(error))
+    assert_one_line_error(invoke("submit", "normalization"), str(error))
 
 
 def test_gradescope_error_still_writes_results(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ import getpass
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,7 +20,6 @@ import click
 
 from grader.student import catalogue
 from grader.student.errors import GraderError, StoreError
-from grader.student.grading import grade as grade_with
 from grader.student.model import GradeReport
 from grader.student.report import (
     format_json,
@@ -32,7 +30,7 @@ from grader.student.report import (
     write_gradescope_placeholder,
     write_json,
 )
-from grader.student.sandbox import Limits
+from grader.student.sandbox import Limits, Workspace, prestart_workspace
 from grader.student.store import Store, default_db_path
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -120,6 +118,8 @@ def default_student() -> str:
 
 def grader_version() -> str:
     """The installed grader's version (repository or handout), recorded with every attempt."""
+    from importlib import metadata  # here: importing it costs as much as a small grading run's start
+
     for name in DISTRIBUTIONS:
         try:
             return metadata.version(name)
@@ -151,8 +151,9 @@ def sandbox_setting(no_sandbox: bool, others_code: bool) -> bool | None:
     return True if others_code else None
 
 
-# grade(path, selectors, student, limits) -> GradeReport: the live pipeline, or the pipeline on case packs.
-GradeFunction = Callable[[Path, "list[str] | None", str, Limits], GradeReport]
+# grade(path, selectors, student, limits, workspace) -> GradeReport: the live pipeline, or the pipeline on
+# case packs. It imports the pipeline (NumPy, the checks) itself: local_submit starts the workers first.
+GradeFunction = Callable[[Path, "list[str] | None", str, Limits, Workspace], GradeReport]
 
 
 def local_submit(
@@ -170,20 +171,28 @@ def local_submit(
         write_gradescope_placeholder(output)
     limits = Limits(sandbox=sandbox_setting(no_sandbox, others_code=fmt == "gradescope"))
     store = None
+    workspace = None
     try:
         with one_line_errors():
-            if db is not None:
-                store = Store.open(db)  # an explicit --db that is unusable stops here (exit 2)
-            if limits.sandbox is None and not limits.sandboxed():
+            sandboxed = limits.sandboxed()
+            if limits.sandbox is None and not sandboxed:
                 click.echo(f"Note: the OS sandbox is off ({limits.sandbox_off_reason()}); your code runs with "
                            "process isolation only, which is fine for your own code.", err=True)
-            report = grade(path, selectors or None, student, limits)
+            # The workers start first: they load NumPy while the store and the grading pipeline load here.
+            kinds = {catalogue.topic_of(i) == "kernels" for i in catalogue.resolve(selectors or None)}
+            workspace = prestart_workspace(limits, sandboxed, kinds)
+            if db is not None:
+                store = Store.open(db)  # an explicit --db that is unusable stops here (exit 2)
+            report = grade(path, selectors or None, student, limits, workspace)
     except CommandError as exc:
         if store is not None:
             store.close()
         if fmt == "gradescope":
             write_json(gradescope_error(exc.message), output)
         raise
+    finally:
+        if workspace is not None:
+            workspace.close()  # (grading closes it; this is for a grade that failed before using it)
     record_attempt(report, store, path)
     if fmt == "json":
         click.echo(format_json(report))
@@ -223,11 +232,15 @@ def submit_command(
     Exit status: 0 when every graded exercise has full marks on the public
     checks, 1 when any falls short, 2 for a usage or setup error.
     """
-    from grader.student.pack import PackSource
 
-    source = PackSource()
+    def grade_on_packs(folder: Path, ids: list[str] | None, name: str, limits: Limits, workspace: Workspace) -> GradeReport:
+        from grader.student.grading import grade as grade_with
+        from grader.student.pack import PackSource
+
+        return grade_with(folder, ids, name, limits, PackSource(), workspace)
+
     local_submit(list(selectors), path, student, db, "json" if as_json else "text", Path("results.json"),
-                 no_sandbox, lambda folder, ids, name, limits: grade_with(folder, ids, name, limits, source))
+                 no_sandbox, grade_on_packs)
 
 
 @cli.command("quiz")

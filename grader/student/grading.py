@@ -33,7 +33,7 @@ from grader.student.ingest import Ingested, read_submission
 from grader.student.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.ops import Case, ScriptResult
 from grader.student.sanitize import clean_text
-from grader.student.sandbox import Job, JobOutcome, Limits, Workspace, human_bytes, run_cases
+from grader.student.sandbox import Job, JobOutcome, Limits, Workspace, human_bytes, prestart_workspace, run_cases
 from grader.student.worker import FORBIDDEN_SUFFIX
 from grader.student.diagnosis import Expected
 
@@ -241,48 +241,46 @@ def _with_knock_on_note(ex: ExerciseResult, graded: list[ExerciseResult], deps: 
     return dataclasses.replace(ex, message=message)
 
 
-def prestarted(limits: Limits, sandboxed: bool, kinds: set[bool]) -> Workspace:
-    """A workspace with a worker started for each kind of job to come (True: OpenCL), as many as run at once.
-
-    Kernel jobs run first, so with one slot only their worker is started early.
-    """
-    workspace = Workspace(limits, sandboxed)
-    try:
-        for opencl in sorted(kinds, reverse=True)[: max(1, limits.parallel)]:
-            workspace.prestart(opencl)
-    except BaseException:
-        workspace.close()
-        raise
-    return workspace
-
-
 def grade(
-    path: Path | str, selectors: list[str] | None, student: str, limits: Limits | None, source: Source
+    path: Path | str, selectors: list[str] | None, student: str, limits: Limits | None, source: Source,
+    workspace: Workspace | None = None,
 ) -> GradeReport:
     """Grade the exercises ``selectors`` (ids or topics; None or [] for all) of the folder ``path``.
 
     ``source`` gives each exercise's cases and expected results (live or a case
     pack). Raises UsageError for an unknown selector and SetupError for a
     missing or empty folder (or a missing case pack); everything the student's
-    code does ends up in the report.
+    code does ends up in the report. ``workspace``: one the caller started
+    (:func:`grader.student.sandbox.prestart_workspace`), closed here or by the sandbox.
     """
     from grader.student.checks import CHECKS
 
     limits = limits or Limits()
-    ids = catalogue.resolve(list(selectors or []))
-    folder = Path(path).resolve()
-    check_folder(folder)
-    sandboxed = limits.sandboxed()
-    ingested = read_submission(folder)
-    # The workers start now, importing NumPy while the cases are prepared here.
-    workspace = prestarted(limits, sandboxed, {bool(CHECKS[i].needs_opencl) for i in ids})
     try:
-        problems = loader.scan_forbidden_imports(ingested.files)
-        deps = loader.local_dependencies(ingested.files)
-        prepared = {i: source.prepare(i, student) for i in ids}
-    except BaseException:
-        workspace.close()
-        raise
+        ids = catalogue.resolve(list(selectors or []))
+        folder = Path(path).resolve()
+        check_folder(folder)
+        sandboxed = limits.sandboxed()
+        ingested = read_submission(folder)
+        if workspace is None:  # the workers start now, importing NumPy while the cases are prepared
+            workspace = prestart_workspace(limits, sandboxed, {bool(CHECKS[i].needs_opencl) for i in ids})
+        return _graded(ids, folder, ingested, student, limits, source, workspace)
+    finally:
+        if workspace is not None:
+            workspace.close()  # (the sandbox closes it after the jobs; a second close does nothing)
+
+
+def _graded(
+    ids: list[str], folder: Path, ingested: Ingested, student: str, limits: Limits, source: Source,
+    workspace: Workspace,
+) -> GradeReport:
+    """The report of :func:`grade` once the hand-in is ingested and the workers are starting."""
+    from grader.student.checks import CHECKS
+
+    sandboxed = workspace.sandboxed
+    problems = loader.scan_forbidden_imports(ingested.files)
+    deps = loader.local_dependencies(ingested.files)
+    prepared = {i: source.prepare(i, student) for i in ids}
     blocked: dict[str, str] = {}
     jobs: list[Job] = []
     for exercise_id in ids:

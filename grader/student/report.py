@@ -18,7 +18,6 @@ from typing import IO, Any
 
 import click
 
-from grader.student.diagnosis import known_mistake
 from grader.student.sanitize import clean_text
 from grader.student.model import CheckResult, ExerciseResult, GradeReport
 
@@ -97,6 +96,8 @@ def diagnosis_lines(check: CheckResult) -> list[str]:
 
 def mistake_entry(misconception: str) -> Any:
     """The known mistake with this id (registered by the mistake catalogue or a case pack), or None."""
+    from grader.student.diagnosis import known_mistake  # (NumPy): only when a mistake is shown
+
     return known_mistake(misconception)
 
 

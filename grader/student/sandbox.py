@@ -52,20 +52,21 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import io
 import zipfile
 
-import numpy as np
 
 from grader.student import bwrap
 from grader.student.errors import SetupError
 from grader.student.ingest import Ingested, read_submission
 from grader.student.loader import local_dependencies
-from grader.student.ops import Case, ScriptResult
 from grader.student.sanitize import clean_record, clean_text
 from grader.student.stacks import Place, locate
+
+if TYPE_CHECKING:
+    from grader.student.ops import Case, ScriptResult
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -601,6 +602,10 @@ def decode_results(document_bytes: bytes, array_bytes: bytes, job: Job, limits: 
     if not isinstance(cases, list) or [c.get("name") if isinstance(c, dict) else None for c in cases] != expected:
         raise MalformedResults("the cases in the results are not the ones sent")
     archive = _open_arrays(array_bytes, limits.results_bytes)
+    import numpy as np  # here, not at import: the CLI starts workers before it loads NumPy
+
+    from grader.student.ops import ScriptResult
+
     out: dict[str, ScriptResult] = {}
     try:
         with np.load(io.BytesIO(array_bytes), allow_pickle=False) as npz:
@@ -892,6 +897,8 @@ class _Run:
 
 def _write_jobs(jobdir: Path, submission: str, jobs: list[Job], limits: Limits) -> None:
     """The manifest and one inputs ``.npz`` per job (``submission``: the folder as the worker sees it)."""
+    import numpy as np
+
     (jobdir / "inputs").mkdir()
     entries = []
     for i, job in enumerate(jobs):
@@ -997,6 +1004,21 @@ class Workspace:
             except OSError:
                 pass
         shutil.rmtree(self.private, ignore_errors=True)
+
+
+def prestart_workspace(limits: Limits, sandboxed: bool, kinds: set[bool]) -> Workspace:
+    """A workspace with a worker started for each kind of job to come (True: OpenCL), as many as run at once.
+
+    Kernel jobs run first, so with one slot only their worker is started early.
+    """
+    workspace = Workspace(limits, sandboxed)
+    try:
+        for opencl in sorted(kinds, reverse=True)[: max(1, limits.parallel)]:
+            workspace.prestart(opencl)
+    except BaseException:
+        workspace.close()
+        raise
+    return workspace
 
 
 def run_cases(

@@ -24,13 +24,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from grader.student.course import DEFAULT_COURSE, Course, counted_score
 from grader.student.errors import StoreError
 from grader.student.model import GradeReport, exercise_seed
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 APPLICATION_ID = 0x4E4F524D  # "NORM": marks a file as a normgrade progress database
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -199,7 +200,7 @@ def m5_score_overrides(db: sqlite_utils.Database) -> None:
     db["score_overrides"].create_index(["student", "exercise"])
 
 
-Migration = Callable[[sqlite_utils.Database], None]
+Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[Migration] = [m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -298,6 +299,8 @@ class Store:
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {path} ({exc}): pass another --db") from exc
+        import sqlite_utils  # here: it imports NumPy, which `grade submit` loads after starting its workers
+
         try:
             db = sqlite_utils.Database(conn, execute_plugins=False)
             db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
