@@ -428,3 +428,30 @@ def test_human_bytes() -> None:
     assert human_bytes(512 << 20) == "512 MiB"
     assert human_bytes(3_200_000) == "3.2 MB"
     assert human_bytes(12) == "12 bytes"
+
+
+def test_a_prestarted_worker_runs_the_first_job(folder: Path) -> None:
+    from grader.student.sandbox import Workspace
+
+    limits = Limits(wall_s=5.0, parallel=1)
+    workspace = Workspace(limits, limits.sandboxed())
+    workspace.prestart(False)
+    started = workspace._started[False][0]
+    outcomes = run_cases(folder, [forward_job("Double")], limits, workspace=workspace)
+    assert outcomes["toy.Double"].status == "ok"
+    assert workspace._started[False] == []  # taken by the slot, not left idle
+    assert started.proc.poll() is not None and not workspace.private.exists()  # closed with the run
+
+
+def test_a_workspace_nobody_used_leaves_no_process_and_no_folder() -> None:
+    from grader.student.sandbox import Workspace
+
+    limits = Limits()
+    workspace = Workspace(limits, limits.sandboxed())
+    workspace.prestart(False)
+    workspace.prestart(True)
+    children = workspace._started[False] + workspace._started[True]
+    workspace.close()
+    workspace.close()  # a second close does nothing
+    assert all(child.proc.poll() is not None for child in children)
+    assert not workspace.private.exists()
