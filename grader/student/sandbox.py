@@ -801,8 +801,7 @@ class _Run:
             exercise, place = stuck
             child.kill()
             child.wait(timeout=5.0)
-            message = (f"stopped after {duration:.1f} s: still in {place.describe()}, where {exercise} "
-                       f"ran out of time (fix that first)")
+            message = f"stopped after {duration:.1f} s: still in {place.describe()}, where {exercise} ran out of time"
             self.fail(i, "timeout", message, child.take_output(), duration)
             return False
         if done == "timeout":
