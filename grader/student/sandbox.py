@@ -461,12 +461,13 @@ class _Child:
             return self.proc.wait()
 
     def close(self) -> None:
-        """Ask the child to finish (EOF on its commands), then make sure nothing of it is left."""
+        """End the child now and leave nothing of it: its results are all read, so it is killed
+        rather than left to tear its interpreter (and OpenCL runtime) down while the parent waits."""
         if self.command_fd is not None:
             os.close(self.command_fd)
             self.command_fd = None
-        self.wait(timeout=5.0)
         self.kill()
+        self.wait(timeout=5.0)
         os.close(self.status_fd)
         for name in ("output_fd", "stack_fd"):
             fd = getattr(self, name)
