@@ -66,7 +66,7 @@ _REFERENCE_LOCK = threading.Lock()
 
 def _reference_namespace() -> Any:
     """The ``reference`` package with its topic modules loaded (kernels are emulated by ops_opencl)."""
-    from grader.mistakes import reference_namespace
+    from grader.kernel_emulation import reference_namespace  # not grader.mistakes: the catalogue waits for a diagnosis
 
     return reference_namespace()
 
@@ -100,12 +100,21 @@ class LiveExpected:
     live = True
 
     def __init__(self, exercise_id: str, reference: Mapping[str, ScriptResult]) -> None:
-        from grader.mistakes import for_exercise
-
         self.exercise_id = exercise_id
         self._reference = reference
-        self._mistakes = {m.id: m for m in for_exercise(exercise_id)}
-        self.mistakes: list[KnownMistake] = list(self._mistakes.values())
+        self._mistakes: dict[str, Any] | None = None
+
+    @property
+    def mistakes(self) -> list[KnownMistake]:
+        """The exercise's known mistakes; the catalogue (grader.mistakes) is imported when a check first asks."""
+        return list(self._by_id().values())
+
+    def _by_id(self) -> dict[str, Any]:
+        if self._mistakes is None:
+            from grader.mistakes import for_exercise
+
+            self._mistakes = {m.id: m for m in for_exercise(self.exercise_id)}
+        return self._mistakes
 
     @property
     def reference(self) -> Mapping[str, ScriptResult]:
@@ -115,7 +124,7 @@ class LiveExpected:
         """The reference package (None or REFERENCE_AGAIN) or the namespace of mistake ``mistake_id``."""
         if mistake_id is None or mistake_id == REFERENCE_AGAIN:
             return _reference_namespace()
-        return self._mistakes[mistake_id].namespace
+        return self._by_id()[mistake_id].namespace
 
     def variant(self, mistake_id: str, case: Case) -> ScriptResult:
         """Run ``mistake_id``'s namespace (or the reference again) on ``case`` without its numgrad ops."""

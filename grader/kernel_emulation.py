@@ -113,3 +113,15 @@ EMULATIONS: dict[str, Emulation] = {
 
 
 use_reference_kernels(EmulatedKernels(EMULATIONS))
+
+
+def reference_namespace() -> Any:
+    """The ``reference`` package with every CPU topic module imported as an attribute (this module's emulation registered)."""
+    import importlib
+
+    from grader.student.catalogue import CPU_TOPICS
+
+    package = importlib.import_module("reference")
+    for topic in CPU_TOPICS:
+        importlib.import_module(f"reference.{topic}")
+    return package

@@ -20,7 +20,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-import grader.kernel_emulation  # noqa: F401  (registers the reference kernels' emulation for live runs)
+from grader.kernel_emulation import reference_namespace  # noqa: F401  (registers the reference kernels' emulation for live runs; re-exported)
 from grader.student.catalogue import CPU_TOPICS, TOPICS, name_of, topic_of
 from grader.student.diagnosis import KnownMistake, diagnose, error_signature, outputs_match, register_known  # noqa: F401
 
@@ -35,14 +35,6 @@ class Mistake(KnownMistake):
     def info(self) -> KnownMistake:
         """The mistake without its variant: what a case pack carries."""
         return KnownMistake(self.id, self.exercise, self.sentence, self.fix, self.hint)
-
-
-def reference_namespace() -> Any:
-    """The ``reference`` package with every CPU topic module imported as an attribute."""
-    package = importlib.import_module("reference")
-    for topic in CPU_TOPICS:
-        importlib.import_module(f"reference.{topic}")
-    return package
 
 
 def patched_namespace(topic: str, overrides: dict[str, Any]) -> Any:
