@@ -70,9 +70,11 @@ def test_quiz_dir_environment_variable_is_the_quiz_librarys() -> None:
 
 def test_the_command_line_loads_without_numpy_so_workers_start_first() -> None:
     """`grade submit` starts its sandboxed workers before the grading pipeline loads NumPy (they load theirs
-    meanwhile): the CLI module, the store and the sandbox import without NumPy (sqlite-utils would pull it in)."""
+    meanwhile): the CLI module, the store and the sandbox import without NumPy (sqlite-utils would pull it in)
+    and without importlib.metadata (the version is looked up when recorded or asked for)."""
     code = ("import sys, grader.cli, grader.student.store, grader.student.sandbox\n"
-            "print(sorted(m for m in sys.modules if m == 'numpy' or m.startswith(('numpy.', 'sqlite_utils'))))")
+            "print(sorted(m for m in sys.modules if m == 'numpy'\n"
+            "             or m.startswith(('numpy.', 'sqlite_utils', 'importlib.metadata'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

@@ -34,10 +34,8 @@ What the worker then sees and may do (see :func:`wrap`):
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
 import os
-import re
 import secrets
 import shutil
 import site
@@ -67,9 +65,11 @@ WORKER_MODULES = (
     "student/worker.py",
 )
 
-# The packages the worker imports besides the standard library: their sys.path folders are mounted
-# (pyopencl's own dependencies are found through its installed metadata, see package_folders).
-WORKER_PACKAGES = ("numpy", "pyopencl", "pocl_binary_distribution")
+# The packages the worker imports besides the standard library (pyopencl and what it imports, and the PoCL
+# driver): their sys.path folders are mounted, see package_folders.
+WORKER_PACKAGES = (
+    "numpy", "pyopencl", "pytools", "platformdirs", "typing_extensions", "siphash24", "pocl_binary_distribution",
+)
 
 # Files of /etc that the dynamic linker, OpenCL ICD loaders and compilers read; nothing secret.
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "OpenCL", "alternatives", "localtime")
@@ -142,27 +142,9 @@ def _path_entries() -> set[str]:
     return {os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}
 
 
-def _distributions(name: str, seen: dict[str, importlib.metadata.Distribution]) -> None:
-    """The installed distribution ``name`` and, recursively, those it requires (extras left out), into ``seen``."""
-    try:
-        dist = importlib.metadata.distribution(name)
-    except (importlib.metadata.PackageNotFoundError, ValueError):
-        return
-    key = re.sub(r"[-_.]+", "-", (dist.metadata["Name"] or name)).lower()
-    if key in seen:
-        return
-    seen[key] = dist
-    for requirement in dist.requires or []:
-        if ";" in requirement and "extra" in requirement.split(";", 1)[1]:
-            continue
-        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
-        if match:
-            _distributions(match.group(1), seen)
-
-
 def package_folders() -> list[str]:
-    """The ``sys.path`` folders that hold the packages the worker imports (:data:`WORKER_PACKAGES`, and pyopencl's
-    dependencies as its installed metadata names them); a package found anywhere else adds nothing."""
+    """The ``sys.path`` folders that hold the packages the worker imports (:data:`WORKER_PACKAGES`); a package
+    found anywhere else adds nothing."""
     entries = _path_entries()
     found: list[str] = []
     for name in WORKER_PACKAGES:
@@ -174,9 +156,6 @@ def package_folders() -> list[str]:
             continue
         locations = list(spec.submodule_search_locations or []) or ([spec.origin] if spec.origin else [])
         found += [os.path.realpath(os.path.dirname(location)) for location in locations]
-    dependencies: dict[str, importlib.metadata.Distribution] = {}
-    _distributions("pyopencl", dependencies)
-    found += [os.path.realpath(str(dist.locate_file(""))) for dist in dependencies.values()]
     return sorted({f for f in found if f in entries})
 
 

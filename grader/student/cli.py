@@ -179,8 +179,7 @@ def local_submit(
                 click.echo(f"Note: the OS sandbox is off ({limits.sandbox_off_reason()}); your code runs with "
                            "process isolation only, which is fine for your own code.", err=True)
             # The workers start first: they load NumPy while the store and the grading pipeline load here.
-            kinds = {catalogue.topic_of(i) == "kernels" for i in catalogue.resolve(selectors or None)}
-            workspace = prestart_workspace(limits, sandboxed, kinds)
+            workspace = prestart_workspace(limits, sandboxed, catalogue.resolve(selectors or None))
             if db is not None:
                 store = Store.open(db)  # an explicit --db that is unusable stops here (exit 2)
             report = grade(path, selectors or None, student, limits, workspace)
@@ -208,8 +207,16 @@ def local_submit(
 # --- the handout's own command ---------------------------------------------------------------------
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """``--version``: the version is looked up only when asked (importlib.metadata costs start-up time)."""
+    if value and not ctx.resilient_parsing:
+        click.echo(f"grade, version {grader_version()}")
+        ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(version=grader_version(), prog_name="grade")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")
 def cli() -> None:
     """Grade your implementations of deep-network building blocks (public checks) and practise the quizzes."""
 

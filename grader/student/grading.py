@@ -253,8 +253,6 @@ def grade(
     code does ends up in the report. ``workspace``: one the caller started
     (:func:`grader.student.sandbox.prestart_workspace`), closed here or by the sandbox.
     """
-    from grader.student.checks import CHECKS
-
     limits = limits or Limits()
     try:
         ids = catalogue.resolve(list(selectors or []))
@@ -263,7 +261,7 @@ def grade(
         sandboxed = limits.sandboxed()
         ingested = read_submission(folder)
         if workspace is None:  # the workers start now, importing NumPy while the cases are prepared
-            workspace = prestart_workspace(limits, sandboxed, {bool(CHECKS[i].needs_opencl) for i in ids})
+            workspace = prestart_workspace(limits, sandboxed, ids)
         return _graded(ids, folder, ingested, student, limits, source, workspace)
     finally:
         if workspace is not None:

@@ -58,7 +58,7 @@ import io
 import zipfile
 
 
-from grader.student import bwrap
+from grader.student import bwrap, catalogue
 from grader.student.errors import SetupError
 from grader.student.ingest import Ingested, read_submission
 from grader.student.loader import local_dependencies
@@ -391,7 +391,7 @@ class _Child:
                 return
             keep = set()
             if self.sandboxed:
-                keep = {pid for init in below for pid in _children(table, init)[:1]} | set(below)
+                keep = set(below) | {self._sandboxed_worker(table)} - {None}
             strays = [pid for pid in _descendants(table, self.proc.pid) if pid not in keep and table[pid][2] != "Z"]
             if not strays:
                 return
@@ -402,10 +402,11 @@ class _Child:
                     pass
 
     def worker_pid(self) -> int | None:
-        """The worker's pid as seen here: in the sandbox the oldest child of the PID namespace's init."""
-        if not self.sandboxed:
-            return self.proc.pid
-        table = _process_table()
+        """The worker's pid as seen here (None when it is gone)."""
+        return self._sandboxed_worker(_process_table()) if self.sandboxed else self.proc.pid
+
+    def _sandboxed_worker(self, table: dict[int, tuple[int, int, str]]) -> int | None:
+        """In the sandbox: bwrap's one child is the PID namespace's init, whose oldest child is the worker."""
         inits = _children(table, self.proc.pid)
         workers = _children(table, inits[0]) if inits else []
         return workers[0] if workers else None
@@ -1006,11 +1007,11 @@ class Workspace:
         shutil.rmtree(self.private, ignore_errors=True)
 
 
-def prestart_workspace(limits: Limits, sandboxed: bool, kinds: set[bool]) -> Workspace:
-    """A workspace with a worker started for each kind of job to come (True: OpenCL), as many as run at once.
-
-    Kernel jobs run first, so with one slot only their worker is started early.
+def prestart_workspace(limits: Limits, sandboxed: bool, ids: list[str]) -> Workspace:
+    """A workspace with a worker started for each kind of job the exercises ``ids`` need (CPU, OpenCL: the
+    kernel exercises), as many as run at once. Kernel jobs run first, so with one slot only their worker starts.
     """
+    kinds = {catalogue.topic_of(i) not in catalogue.CPU_TOPICS for i in ids}
     workspace = Workspace(limits, sandboxed)
     try:
         for opencl in sorted(kinds, reverse=True)[: max(1, limits.parallel)]:
