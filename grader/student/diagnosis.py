@@ -112,6 +112,11 @@ def without_numgrad(case: Case) -> list[dict[str, Any]]:
     return [op for op in case.script if op.get("op") != "numgrad"]
 
 
+def numgrad_outputs(case: Case) -> set[str]:
+    """The output keys of ``case``'s numgrad ops (the student's own central differences)."""
+    return {op.get("out") for op in case.script if op.get("op") == "numgrad"}
+
+
 def outputs_match(
     student: ScriptResult,
     candidate: ScriptResult,

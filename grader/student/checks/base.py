@@ -36,7 +36,9 @@ from typing import Any, Callable
 import numpy as np
 
 from grader.student.compare import compare, same_as, scale_of
-from grader.student.diagnosis import REFERENCE_AGAIN, Expected, KnownMistake, diagnose, error_signature
+from grader.student.diagnosis import (
+    REFERENCE_AGAIN, Expected, KnownMistake, diagnose, error_signature, numgrad_outputs,
+)
 from grader.student.model import CheckResult
 from grader.student.ops import Case, ScriptResult
 
@@ -162,7 +164,7 @@ class Context:
         mistake we know".
         """
         reference = self.reference.get(case)
-        numgrad_keys = {op.get("out") for op in self.cases[case].script if op.get("op") == "numgrad"}
+        numgrad_keys = numgrad_outputs(self.cases[case])
         every_key = sorted(set(reference.outputs) - numgrad_keys) if reference is not None else []
         keys = [k for k in keys if k not in numgrad_keys]
         passes = [every_key, keys] if keys and every_key and every_key != sorted(keys) else [keys]
@@ -191,7 +193,7 @@ class Context:
         reference = self.reference.get(name)
         if reference is None:
             return None
-        numgrad_keys = {op.get("out") for op in self.cases[name].script if op.get("op") == "numgrad"}
+        numgrad_keys = numgrad_outputs(self.cases[name])
         again = self.run_mistake(_REFERENCE_AGAIN, self.cases[name])
         keys = [k for k in sorted(set(reference.outputs) - numgrad_keys)
                 if same_as(again.outputs.get(k), reference.outputs[k], rtol=0.0, atol=0.0)]
