@@ -249,6 +249,29 @@ def test_a_result_is_recorded_once_however_often_it_is_collected(tmp_path: Path)
         assert records.job(store, job["id"])["status"] == "done"
 
 
+def test_a_job_begun_and_finished_between_two_collector_passes_still_names_its_worker(tmp_path: Path) -> None:
+    """A fast job's start note and result can both arrive before the collector looks: the worker is still
+    recorded (from the start note), not left empty (the collector used to note it only while running)."""
+    from grader.server.collector import Collector
+    from grader.server.jobs import open_queue, started_key, task_id
+    from grader.wire import report_to_dict
+
+    db, url = tmp_path / "course.db", f"sqlite:///{tmp_path / 'queue.db'}"
+    collector, queue = Collector(db, url, "v"), open_queue(url)
+    with Store.open(db) as store:
+        job_id = int(records.create_job(store, "ann", "k", {"activations.py": "x = 1\n"}, RELU, DEFAULT_COURSE,
+                                        datetime.now(timezone.utc)).job["id"])
+        collector.tick(store, queue)  # enqueued: queued
+        tid = task_id(job_id, 1)
+        queue.huey.put(started_key(tid), {"host": "machine-b", "pid": 4242, "at": 0.0})  # a worker elsewhere
+        report = GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)])
+        queue.huey.put(tid, {"ok": True, "report": report_to_dict(report)})
+        collector.tick(store, queue)
+        job = records.job(store, job_id)
+        assert job["status"] == "done" and job["worker"] == "machine-b:4242"
+        assert len(store.attempts("ann")) == 1
+
+
 # --- start-up ---------------------------------------------------------------------------------------------
 
 

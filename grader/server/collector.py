@@ -107,6 +107,8 @@ class Collector(threading.Thread):
             result = queue.result(tid)
             if result is None:
                 continue
+            if job["status"] == "queued":  # begun and finished between two passes: still say which worker
+                self._mark_running(store, queue, job, tid)
             if result.get("ok"):
                 try:
                     report = report_from_dict(result["report"])
@@ -132,7 +134,7 @@ class Collector(threading.Thread):
             return
         pid, host = int(started.get("pid", 0)), str(started.get("host", ""))
         if job["status"] == "queued":
-            records.mark_running(store, job["id"], f"{host}:{pid}")
+            self._mark_running(store, queue, job, job["task_id"])
         reason = None
         if host == self.host and not process_alive(pid):
             reason = f"the grading worker (process {pid}) stopped in the middle of the job"
@@ -150,6 +152,13 @@ class Collector(threading.Thread):
                 f"{reason}, on each of {attempt} tries: submit again, and tell your instructor if it happens again",
             )
             self._closed(job["id"])
+
+    @staticmethod
+    def _mark_running(store: Store, queue: Queue, job: dict[str, Any], tid: str) -> None:
+        """Record that the worker of try ``tid`` (``host:pid`` from its start note) began the job."""
+        started = queue.started(tid)
+        if started is not None:
+            records.mark_running(store, job["id"], f"{started.get('host', '')}:{int(started.get('pid', 0))}")
 
     def _closed(self, job_id: int) -> None:
         if self.on_closed is not None:
