@@ -8,6 +8,7 @@ fresh interpreter) that writes its ``sys.modules`` at exit.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,27 @@ def test_the_command_line_loads_without_numpy_so_workers_start_first() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+ENV_WRAPPER = """
+import atexit, os, runpy, sys
+out = sys.argv.pop(1)
+names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+atexit.register(lambda: open(out, "w").write(" ".join(os.environ.get(n, "-") for n in names)))
+runpy.run_module("grader", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_the_command_pins_the_maths_libraries_to_one_thread_unless_told_otherwise(tmp_path: Path) -> None:
+    """OpenBLAS's idle pool threads spun on the core a worker needed and cost ~30 ms at every exit:
+    `grade` pins its own process to one BLAS/OpenMP thread, and an explicit count is left alone."""
+    out = tmp_path / "threads.txt"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    done = subprocess.run([sys.executable, "-c", ENV_WRAPPER, str(out), "--help"], capture_output=True, text=True,
+                          timeout=120, cwd=REPO, env=env)
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == "1 1 1"
+    done = subprocess.run([sys.executable, "-c", ENV_WRAPPER, str(out), "--help"], capture_output=True, text=True,
+                          timeout=120, cwd=REPO, env=dict(env, OPENBLAS_NUM_THREADS="4"))
+    assert out.read_text() == "4 1 1"
