@@ -1,7 +1,7 @@
 """The grading pipeline: ``grade(path, selectors, student, limits, source) -> GradeReport``.
 
 1. resolve the selectors (``catalogue.resolve``) and check the folder;
-2. scan the student's files statically (``loader.scan_forbidden_imports``): a file
+2. scan the student's files statically (``loader.scan``): a file
    that imports ``reference``/``grader`` (itself or through a sibling file it
    imports) scores zero for its exercises, a file with a syntax error is an error
    with its line; the other files are graded;
@@ -276,8 +276,8 @@ def _graded(
     from grader.student.checks import CHECKS
 
     sandboxed = workspace.sandboxed
-    problems = loader.scan_forbidden_imports(ingested.files)
-    deps = loader.local_dependencies(ingested.files)
+    scanned = loader.scan(ingested.files)
+    problems, deps = scanned.problems, scanned.deps
     prepared = {i: source.prepare(i, student) for i in ids}
     blocked: dict[str, str] = {}
     jobs: list[Job] = []

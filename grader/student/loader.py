@@ -7,12 +7,13 @@ file (``normalization.py``) is imported on first attribute access
 in one file does not break the others. Relative imports between the student's
 files (``from .base import Module``) work as in the shipped package.
 
-:func:`scan_forbidden_imports` is the static half of the import guard (the
-runtime half lives in :mod:`grader.student.worker`): it reads every ``.py`` file with
-:mod:`ast` and reports imports of ``reference`` or ``grader`` and syntax errors,
-without running anything. :func:`local_dependencies` tells which sibling files
-each file imports (``from .base import Module``), so that a problem in a shared
-file is charged to every exercise file that imports it.
+:func:`scan` is the static half of the import guard (the runtime half lives
+in :mod:`grader.student.worker`): it parses every ``.py`` file once with
+:mod:`ast`, without running anything, and reports imports of ``reference`` or
+``grader`` and syntax errors (:func:`scan_forbidden_imports`), and which
+sibling files each file imports (``from .base import Module``,
+:func:`local_dependencies`), so that a problem in a shared file is charged to
+every exercise file that imports it.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import importlib.machinery
 import importlib.util
 import sys
 import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from collections.abc import Callable, Mapping
 
 _AST_LOCK = threading.Lock()
 
@@ -113,9 +115,11 @@ def _literal_import_target(node: ast.Call) -> str | None:
     return None
 
 
-def forbidden_imports_in(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, package) for each import of ``reference``/``grader`` in a parsed file."""
+def imports_in(tree: ast.AST) -> tuple[list[tuple[int, str]], set[str]]:
+    """One walk over a parsed file: ((line, package) for each import of ``reference``/``grader``, sorted;
+    the sibling files it imports relatively: ``from .base import X`` -> {'base.py'})."""
     found: list[tuple[int, str]] = []
+    relative: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -126,11 +130,16 @@ def forbidden_imports_in(tree: ast.AST) -> list[tuple[int, str]]:
             root = _forbidden_root(node.module) if node.level == 0 else None
             if root:
                 found.append((node.lineno, root))
+            if node.level == 1:
+                if node.module:
+                    relative.add(node.module.split(".")[0] + ".py")
+                else:  # from . import linear, base
+                    relative.update(alias.name + ".py" for alias in node.names)
         elif isinstance(node, ast.Call):
             root = _forbidden_root(_literal_import_target(node))
             if root:
                 found.append((node.lineno, root))
-    return sorted(found)
+    return sorted(found), relative
 
 
 def _parse(source: bytes, filename: str) -> ast.AST:
@@ -171,22 +180,32 @@ def _parse_or_reason(source: bytes, rel: str) -> tuple[ast.AST | None, str | Non
         return None, f"{rel} is nested too deeply to be read as Python source"
 
 
-def scan_forbidden_imports(submission: Path | str | Sources) -> dict[str, str]:
-    """Map each offending file (relative path, e.g. ``normalization.py``) to a one-line reason.
+@dataclass(frozen=True)
+class Scan:
+    """What reading a hand-in's sources (without running them) found.
 
-    ``submission`` is a folder or an ingested hand-in's files. Reported: an
-    import of ``reference`` or ``grader`` (``import``, ``from ... import``,
-    ``__import__("...")`` or ``importlib.import_module("...")`` with a literal
-    name), and source that does not parse ("normalization.py line 12: invalid syntax").
+    problems: each offending file -> a one-line reason (see :func:`scan_forbidden_imports`);
+    deps: each top-level file -> the sibling files it imports, transitively (see :func:`local_dependencies`).
     """
+
+    problems: dict[str, str]
+    deps: dict[str, set[str]]
+
+
+def scan(submission: Path | str | Sources) -> Scan:
+    """Parse each ``.py`` file of ``submission`` (a folder or an ingested hand-in's files) once, walk it once."""
     problems: dict[str, str] = {}
+    direct: dict[str, set[str]] = {}
     for rel, source in sorted(_python_sources(submission).items()):
+        top_level = "/" not in rel
+        if top_level:
+            direct[rel] = set()  # a file that does not parse has no dependencies
         tree, reason = _parse_or_reason(source, rel)
         if tree is None:
             problems[rel] = str(reason)
             continue
         try:
-            found = forbidden_imports_in(tree)
+            found, relative = imports_in(tree)
         except (RecursionError, MemoryError):
             problems[rel] = f"{rel} is nested too deeply to be read as Python source"
             continue
@@ -196,36 +215,13 @@ def scan_forbidden_imports(submission: Path | str | Sources) -> dict[str, str]:
                 f"{rel} line {line} imports {root!r}: a submission may not import the "
                 f"reference solutions or the grader, so this file scores zero"
             )
-    return problems
+        if top_level:
+            direct[rel] = relative
+    return Scan(problems, _transitive(direct))
 
 
-def _relative_imports(tree: ast.AST) -> set[str]:
-    """The sibling files a parsed file imports relatively: ``from .base import X`` -> {'base.py'}."""
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            if node.module:
-                found.add(node.module.split(".")[0] + ".py")
-            else:  # from . import linear, base
-                found.update(alias.name + ".py" for alias in node.names)
-    return found
-
-
-def local_dependencies(submission: Path | str | Sources) -> dict[str, set[str]]:
-    """Each top-level ``.py`` file of the hand-in -> every sibling file it imports, transitively.
-
-    Files that do not parse have no dependencies here (``scan_forbidden_imports``
-    reports them).
-    """
-    direct: dict[str, set[str]] = {}
-    for name, source in sorted(_python_sources(submission).items()):
-        if "/" in name:
-            continue
-        tree, _ = _parse_or_reason(source, name)
-        try:
-            direct[name] = _relative_imports(tree) if tree is not None else set()
-        except (RecursionError, MemoryError):
-            direct[name] = set()
+def _transitive(direct: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Each file -> every file it reaches through ``direct`` imports (itself excluded)."""
     closure: dict[str, set[str]] = {}
     for name in direct:
         seen: set[str] = set()
@@ -238,3 +234,23 @@ def local_dependencies(submission: Path | str | Sources) -> dict[str, set[str]]:
             todo.extend(direct.get(dep, ()))
         closure[name] = seen
     return closure
+
+
+def scan_forbidden_imports(submission: Path | str | Sources) -> dict[str, str]:
+    """Map each offending file (relative path, e.g. ``normalization.py``) to a one-line reason.
+
+    ``submission`` is a folder or an ingested hand-in's files. Reported: an
+    import of ``reference`` or ``grader`` (``import``, ``from ... import``,
+    ``__import__("...")`` or ``importlib.import_module("...")`` with a literal
+    name), and source that does not parse ("normalization.py line 12: invalid syntax").
+    """
+    return scan(submission).problems
+
+
+def local_dependencies(submission: Path | str | Sources) -> dict[str, set[str]]:
+    """Each top-level ``.py`` file of the hand-in -> every sibling file it imports, transitively.
+
+    Files that do not parse have no dependencies here (``scan_forbidden_imports``
+    reports them).
+    """
+    return scan(submission).deps
