@@ -35,8 +35,8 @@ from grader.student.cli import (  # noqa: F401  (shared with the handout's grade
     local_submit,
     no_sandbox_option,
     one_line_errors,
-    one_maths_thread,
     path_option,
+    run_console_script,
     sandbox_setting,
     student_option,
 )
@@ -567,8 +567,7 @@ remote_cli.register(cli)  # login, logout, serve, worker, roster (grader/remote_
 
 def main(prog_name: str | None = None) -> None:
     """Console-script entry point (``grade``); also ``python -m grader`` and ``python -m grader.cli``."""
-    one_maths_thread()
-    cli(prog_name=prog_name)
+    run_console_script(cli, prog_name)
 
 
 if __name__ == "__main__":  # also how `grade serve` starts its workers: `python -m grader.cli worker ...`

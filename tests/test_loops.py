@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from grader.student.ops import Case
-from grader.student.sandbox import Job, Limits, run_cases
+from grader.student.sandbox import Job, Limits, job_order, run_cases
 from grader.student.stacks import enclosing_function, locate, student_frame
 
 LOOPS = '''
@@ -194,3 +194,17 @@ def test_a_bug_in_one_slot_stops_the_slot_waiting_for_its_job(folder: Path, monk
     thread.join(120)  # a bound for a hang, not a timing assertion: the run takes about a second
     assert not thread.is_alive(), "run_cases hung"
     assert [str(e) for e in raised] == ["a bug in the grader"]
+
+
+def test_with_two_slots_the_longest_job_starts_early_behind_what_it_waits_for() -> None:
+    """fit_function (60 s allowed, ~0.5 s of work) used to run last and end the run alone; it now starts as
+    soon as the activations it imports are done (a loop there is found first and stops it at once), the
+    files it waits for ranked by the longest job they hold up. Kernel jobs still come first."""
+    jobs = [job("other.F", 10.0), job("uses.D", 60.0), job("loops.A", 10.0), job("kernels.k", 30.0),
+            job("other.G", 10.0), job("loops.B", 10.0)]
+    jobs[3] = Job("kernels.k", jobs[3].cases, 30.0, True)
+    after = {0: set(), 1: {2, 5}, 2: set(), 3: set(), 4: set(), 5: set()}
+    ids = lambda order: [jobs[i].id for i in order]  # noqa: E731
+    assert ids(job_order(jobs, after, 2)) == ["kernels.k", "loops.A", "loops.B", "uses.D", "other.F", "other.G"]
+    # One slot: the least time allowed first, so a loop costs a short job's time, not fit_function's.
+    assert ids(job_order(jobs, after, 1)) == ["kernels.k", "other.F", "loops.A", "other.G", "loops.B", "uses.D"]

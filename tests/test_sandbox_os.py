@@ -649,6 +649,25 @@ def test_batch_refuses_to_start_without_the_sandbox(tmp_path: Path, monkeypatch:
         assert store.attempts("amy")[-1]["grader_version"].endswith("+no-sandbox")
 
 
+def test_workers_started_before_the_probe_failed_are_replaced_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`grade submit` starts its workers in the sandbox while the sandbox probe runs (a guess: bubblewrap is
+    installed). When the probe then says the sandbox cannot run here, those workers are closed and the
+    exercises run on fresh ones without it, with the usual note; here every sandbox fails to start."""
+    from grader.student import bwrap
+
+    write_solution(tmp_path / "exercises")
+    monkeypatch.setattr(bwrap, "start_probe", lambda: True)
+    monkeypatch.setattr(bwrap, "problem", lambda: "bubblewrap cannot create a sandbox here: no user namespaces")
+    monkeypatch.setattr(bwrap, "wrap", lambda command, *args, **kwargs: ["/bin/false"])
+    result = CliRunner().invoke(cli, ["submit", "activations.ReLU", "--path", str(tmp_path / "exercises"),
+                                      "--db", str(tmp_path / "p.db")])
+    assert result.exit_code == 0, result.output
+    assert "Note: the OS sandbox is off (bubblewrap cannot create a sandbox here: no user namespaces)" in result.stderr
+    assert "PASSED" in result.stdout and "activations.ReLU" in result.stdout
+
+
 # --- the command line -------------------------------------------------------------------------
 
 

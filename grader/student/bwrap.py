@@ -25,7 +25,8 @@ What the worker then sees and may do (see :func:`wrap`):
   ``grader``/``reference`` package or the project's ``quizzes/`` lies inside a
   mounted folder, an empty tmpfs hides it. The only writable place is a
   size-capped tmpfs at ``/tmp`` (the working directory, ``HOME`` and the PoCL
-  cache), gone with the job;
+  cache), gone with the job; and, for ``grade submit`` of one's own kernels
+  only, that student's kernel cache at ``/cache`` (``Limits.kernel_cache``);
 - **environment**: cleared, then :func:`environment` (a short whitelist).
 
 :func:`problem` says once per process whether bwrap works here (and why not).
@@ -33,6 +34,7 @@ What the worker then sees and may do (see :func:`wrap`):
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib.util
 import os
@@ -50,6 +52,8 @@ PROJECT_ROOT = GRADER_DIR.parent
 JOB_MOUNT = "/job"
 BUNDLE_MOUNT = "/opt/normgrade"
 SCRATCH = "/tmp"
+# Where an OpenCL worker finds the student's kernel cache, when it has one (Limits.kernel_cache).
+KERNEL_CACHE_MOUNT = "/cache"
 
 # The grader modules the worker imports, and nothing else: no checks, no
 # mistake variants, no solution writer, no quiz code (tests/test_sandbox_os.py
@@ -251,15 +255,25 @@ def _mount_args() -> tuple[str, ...]:
     return tuple(args)
 
 
+def fresh_uid() -> int:
+    """A uid for one root-run sandbox, drawn from :data:`SANDBOX_UID_RANGE`: it owns no file and no process."""
+    return secrets.randbelow(SANDBOX_UID_RANGE[1] - SANDBOX_UID_RANGE[0]) + SANDBOX_UID_RANGE[0]
+
+
 def wrap(
     command: list[str],
     jobdir: Path,
     scratch_bytes: int,
     env: dict[str, str],
+    kernel_cache: str | None = None,
+    uid: int | None = None,
 ) -> list[str]:
     """``command`` (a worker's argv) wrapped in bubblewrap; ``jobdir`` appears read-only at /job.
 
     The command's paths must be the sandbox's (``/job``, ``/opt/normgrade``).
+    ``kernel_cache``: a folder bound writable at :data:`KERNEL_CACHE_MOUNT`
+    (the one student's own kernel cache, see ``Limits.kernel_cache``).
+    ``uid``: as root, the uid the worker drops to (default: :func:`fresh_uid`).
     """
     args = [
         shutil.which("bwrap") or "bwrap",
@@ -281,13 +295,15 @@ def wrap(
     args += ["--size", str(scratch_bytes), "--perms", "1777", "--tmpfs", SCRATCH]
     args += list(_mount_args())
     args += ["--ro-bind", str(jobdir), JOB_MOUNT]
+    if kernel_cache is not None:
+        args += ["--bind", kernel_cache, KERNEL_CACHE_MOUNT]
     args += ["--dev", "/dev", "--proc", "/proc"]
     args += ["--clearenv"]
     for name, value in sorted(env.items()):
         args += ["--setenv", name, value]
     args += ["--chdir", SCRATCH]
     if root:
-        uid = str(secrets.randbelow(SANDBOX_UID_RANGE[1] - SANDBOX_UID_RANGE[0]) + SANDBOX_UID_RANGE[0])
+        uid = fresh_uid() if uid is None else uid
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--"]
         args += [shutil.which("setpriv") or "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
         args += ["--inh-caps=-all", "--no-new-privs"]
@@ -296,38 +312,91 @@ def wrap(
     return args + command
 
 
-@functools.lru_cache(maxsize=1)
-def problem() -> str | None:
-    """None when the sandbox works here; otherwise one line saying why not and what to do.
-
-    Checked once per process by starting this Python in a real sandbox.
-    """
+def _missing() -> str | None:
+    """What rules the sandbox out without starting one (the platform, a missing program), or None."""
     if sys.platform != "linux":
         return f"the OS sandbox needs Linux (bubblewrap); this is {sys.platform}"
     if shutil.which("bwrap") is None:
         return f"bubblewrap is not installed ({INSTALL_HINT})"
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         return "setpriv is not installed (apt-get install util-linux)"
-    probe = Path(f"/tmp/normgrade-probe-{os.getpid()}-{secrets.token_hex(4)}")
-    try:
-        probe.mkdir(mode=0o755)
+    return None
+
+
+class _Probe:
+    """This Python started in a real sandbox, checking that it can read NumPy and the worker.
+
+    It runs in the background from :func:`start_probe`; :meth:`verdict` waits for it
+    (at exit at the latest, which removes its folder).
+    """
+
+    def __init__(self) -> None:
+        self._verdict: tuple[str | None] | None = None
+        self.folder = Path(f"/tmp/normgrade-probe-{os.getpid()}-{secrets.token_hex(4)}")
+        self.folder.mkdir(mode=0o755)
         env = environment(BUNDLE_MOUNT)
         # Python starts (without site: a fraction of the time) and can read NumPy and the worker.
         numpy = importlib.util.find_spec("numpy")
         files = [f"{BUNDLE_MOUNT}/grader/student/worker.py"] + ([numpy.origin] if numpy and numpy.origin else [])
         code = f"try:\n    [open(f, 'rb').close() for f in {files!r}]\n    print('readable')\nexcept OSError:\n    pass"
-        argv = wrap([sys.executable, "-S", "-c", code], probe, 1 << 20, env)
+        argv = wrap([sys.executable, "-S", "-c", code], self.folder, 1 << 20, env)
         try:
-            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"bubblewrap could not start a sandbox ({exc})"
-        if done.returncode != 0:
-            lines = done.stderr.decode(errors="replace").strip().splitlines() or [f"exit status {done.returncode}"]
-            return f"bubblewrap cannot create a sandbox here: {lines[-1][:200]}"
-        if done.stdout.decode(errors="replace").strip() != "readable":
-            # The sandbox's user (as root: a uid that owns nothing) cannot read the environment.
-            return (f"the sandbox cannot read the Python environment {sys.prefix} (a folder only its owner "
-                    "may read?): make it readable to others (chmod -R o+rX) or run the grader as its owner")
-        return None
-    finally:
-        shutil.rmtree(probe, ignore_errors=True)
+            self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self.failed: str | None = None
+        except OSError as exc:
+            self.proc, self.failed = None, f"bubblewrap could not start a sandbox ({exc})"
+        atexit.register(self.verdict)
+
+    def verdict(self) -> str | None:
+        """None when the sandbox worked; otherwise one line saying why not and what to do."""
+        if self._verdict is None:
+            self._verdict = (self._wait(),)
+        return self._verdict[0]
+
+    def _wait(self) -> str | None:
+        try:
+            if self.proc is None:
+                return self.failed
+            try:
+                out, err = self.proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired as exc:
+                self.proc.kill()
+                self.proc.communicate()
+                return f"bubblewrap could not start a sandbox ({exc})"
+            if self.proc.returncode != 0:
+                lines = err.decode(errors="replace").strip().splitlines() or [f"exit status {self.proc.returncode}"]
+                return f"bubblewrap cannot create a sandbox here: {lines[-1][:200]}"
+            if out.decode(errors="replace").strip() != "readable":
+                # The sandbox's user (as root: a uid that owns nothing) cannot read the environment.
+                return (f"the sandbox cannot read the Python environment {sys.prefix} (a folder only its owner "
+                        "may read?): make it readable to others (chmod -R o+rX) or run the grader as its owner")
+            return None
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@functools.lru_cache(maxsize=1)
+def _probe() -> _Probe | str:
+    """The one probe of this process, started; or what rules the sandbox out without one."""
+    return _missing() or _Probe()
+
+
+def start_probe() -> bool:
+    """Start checking whether the sandbox works, in the background; False when it surely cannot.
+
+    ``grade submit`` calls this first and starts its workers in the sandbox on
+    a True, while the probe runs on another core; :func:`problem` has the answer.
+    """
+    return not isinstance(_probe(), str)
+
+
+@functools.lru_cache(maxsize=1)
+def problem() -> str | None:
+    """None when the sandbox works here; otherwise one line saying why not and what to do.
+
+    Checked once per process by starting this Python in a real sandbox
+    (started by :func:`start_probe`, or now).
+    """
+    probe = _probe()
+    return probe if isinstance(probe, str) else probe.verdict()

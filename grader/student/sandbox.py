@@ -39,12 +39,14 @@ becomes an ``error`` for that exercise, never an exception here.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -90,7 +92,11 @@ class Limits:
     the sandbox's own uid; PoCL runs threads and a linker); startup_s: time a
     fresh child has to import NumPy (and OpenCL) before its first exercise;
     parallel: children at once; sandbox: True requires bubblewrap, False runs
-    plain child processes, None uses bubblewrap where it works.
+    plain child processes, None uses bubblewrap where it works; kernel_cache: a
+    folder where the OpenCL driver keeps the kernels it built, for the next run
+    (bound writable in the sandbox, see :func:`kernel_cache_folder`): only ever
+    one student's own, for ``grade submit`` at the keyboard; None (batch, the
+    server, Gradescope): a fresh cache in the sandbox's tmpfs, gone with the job.
     """
 
     def sandboxed(self) -> bool:
@@ -103,6 +109,15 @@ class Limits:
         if self.sandbox:
             raise SetupError(f"{problem}; grading other people's code needs the sandbox (--no-sandbox to grade without it)")
         return False
+
+    def sandbox_expected(self) -> bool:
+        """What :meth:`sandboxed` will most likely say, without waiting: True unless --no-sandbox or the
+        sandbox surely cannot run here; starts the probe that :meth:`sandboxed` then waits for.
+
+        Workers started on this guess run meanwhile; the caller replaces them when
+        :meth:`sandboxed` disagrees (a probe that failed).
+        """
+        return self.sandbox is not False and bwrap.start_probe()
 
     def sandbox_off_reason(self) -> str:
         """Why children run without bubblewrap: '--no-sandbox', or what is missing."""
@@ -121,6 +136,7 @@ class Limits:
     startup_s: float = 60.0
     parallel: int = 2
     sandbox: bool | None = None
+    kernel_cache: str | None = None
 
     def wall_for(self, job: "Job") -> float:
         """The wall-clock limit of one exercise: its own timeout, capped by ``wall_s``."""
@@ -257,9 +273,17 @@ class _Child:
         worker = ["-m", "grader.student.worker"]
         fds = ["--status-fd", str(status_w), "--command-fd", str(command_r), "--stack-fd", str(stack_w)]
         fds += ["--opencl"] if opencl else []
+        kernel_cache = limits.kernel_cache if opencl else None
         if sandboxed:
             env = bwrap.environment(bwrap.BUNDLE_MOUNT)
-            argv = bwrap.wrap([sys.executable, *worker, bwrap.JOB_MOUNT, *fds], jobdir, limits.scratch_bytes, env)
+            uid = None
+            if kernel_cache is not None:
+                env["POCL_CACHE_DIR"] = bwrap.KERNEL_CACHE_MOUNT
+                if os.geteuid() == 0:  # this sandbox's fresh uid takes the cache over from the last one's
+                    uid = bwrap.fresh_uid()
+                    hand_over(kernel_cache, uid)
+            argv = bwrap.wrap([sys.executable, *worker, bwrap.JOB_MOUNT, *fds], jobdir, limits.scratch_bytes, env,
+                              kernel_cache, uid)
             popen_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
             cwd = None
         else:  # plain process isolation: same worker and environment, a scratch folder of its own
@@ -267,6 +291,8 @@ class _Child:
             cwd.mkdir()
             popen_env = bwrap.environment(GRADER_ROOT)
             popen_env.update(HOME=str(cwd), TMPDIR=str(cwd))
+            if kernel_cache is not None:
+                popen_env["POCL_CACHE_DIR"] = kernel_cache
             argv = [sys.executable, *worker, str(jobdir), *fds]
         try:
             self.proc = subprocess.Popen(
@@ -384,6 +410,8 @@ class _Child:
         /proc/*/stat; a job cannot leave a CPU hog that would slow the next
         exercise or student down.
         """
+        if self._nothing_left():
+            return
         for _ in range(STRAY_PASSES):
             table = _process_table()
             below = _children(table, self.proc.pid)
@@ -400,6 +428,18 @@ class _Child:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
+
+    def _nothing_left(self) -> bool:
+        """The usual case, told from a few /proc files instead of the whole process table: the worker has
+        no child, and in the sandbox it is the only child of the PID namespace's init (where orphans go).
+        False when anything else is found or cannot be read (kill_strays then looks everywhere)."""
+        top = _task_children(self.proc.pid)
+        if not self.sandboxed:
+            return top == []
+        if top is None or len(top) != 1:
+            return False
+        below_init = _task_children(top[0])
+        return below_init is not None and len(below_init) == 1 and _task_children(below_init[0]) == []
 
     def worker_pid(self) -> int | None:
         """The worker's pid as seen here (None when it is gone)."""
@@ -515,6 +555,18 @@ def _process_table() -> dict[int, tuple[int, int, str]]:
             continue
         table[int(entry)] = (int(fields[1]), int(fields[19]), fields[0].decode())  # ppid, starttime, state
     return table
+
+
+def _task_children(pid: int) -> list[int] | None:
+    """The children of process ``pid`` from /proc/PID/task/*/children (every thread's), or None when unreadable."""
+    found: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as f:
+                found += [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return None
+    return found
 
 
 def _children(table: dict[int, tuple[int, int, str]], pid: int) -> list[int]:
@@ -640,6 +692,26 @@ def decode_results(document_bytes: bytes, array_bytes: bytes, job: Job, limits: 
 # --- the scheduler ------------------------------------------------------------------------
 
 
+def job_order(jobs: list[Job], after: dict[int, set[int]], parallel: int) -> list[int]:
+    """The order in which slots are offered the jobs (indices into ``jobs``).
+
+    Kernel jobs first: their child starts slowest and compiles. Then, with one
+    slot, those allowed the least time first: a loop in the student's code is
+    found by a short job (and a long one stuck in the same place is stopped at
+    once, see ``_Run.wait_done``) rather than by fit_function, whose 60 s would
+    all be spent on it. With two slots or more, the longest first, so that
+    fit_function overlaps the short jobs instead of ending the run alone; each
+    job behind the jobs it waits for (``after``: fit_function behind the
+    activations), which are ranked by the longest job they hold up. A loop in
+    the activations is then found before fit_function starts, which is stopped
+    at once if stuck in it.
+    """
+    if parallel < 2:
+        return sorted(range(len(jobs)), key=lambda i: (not jobs[i].needs_opencl, jobs[i].timeout))
+    holds_up = {i: max([jobs[i].timeout] + [jobs[k].timeout for k in after if i in after[k]]) for i in range(len(jobs))}
+    return sorted(range(len(jobs)), key=lambda i: (not jobs[i].needs_opencl, -holds_up[i], bool(after[i]), jobs[i].timeout))
+
+
 class _Run:
     """One ``run_cases`` call: the job queue shared by the slot threads, and the outcomes."""
 
@@ -668,12 +740,7 @@ class _Run:
             for i, job in enumerate(jobs)
         }
         self.running: set[int] = set()
-        # Kernel jobs first (their child starts slowest and compiles), then the others,
-        # those allowed the least time first: a loop in the student's code is then found by
-        # a short job (and a long one stuck in the same place stopped at once, see wait_done)
-        # rather than by fit_function, whose 60 s would all be spent on it.
-        order = sorted(range(len(jobs)), key=lambda i: (not jobs[i].needs_opencl, jobs[i].timeout))
-        self.queue: list[int] = order
+        self.queue: list[int] = job_order(jobs, self.after, limits.parallel)
         self.active = {True: 0, False: 0}
         self.outcomes: dict[int, JobOutcome] = {}
         self.retried: set[int] = set()
@@ -1005,6 +1072,70 @@ class Workspace:
             except OSError:
                 pass
         shutil.rmtree(self.private, ignore_errors=True)
+
+
+KERNEL_CACHE_BYTES = 64 * MIB  # a student's kernel cache is emptied when it grows past this
+
+
+def kernel_cache_folder(exercises: Path | str, student: str) -> str | None:
+    """The folder keeping ``student``'s built kernels between runs of ``grade submit`` on ``exercises``.
+
+    ``<exercises>/../.grade/kernels/<hash of the student>``: beside the
+    folder's progress database, one per student and folder, so a kernel cache
+    is only ever filled and read by the same student's own kernels (a student
+    can spoil only their own). With it, resubmitting unchanged kernel files
+    skips PoCL's compiler: 0.3 s for its start plus 0.1 s per file. Made when
+    missing; emptied when it holds more than :data:`KERNEL_CACHE_BYTES`.
+    Run as root, each sandbox has a fresh uid of its own: the folder is then
+    handed over to it (:func:`hand_over`) before the worker starts. None, and
+    grading goes on without a kept cache, where it cannot be made or is not a
+    plain folder of ours (a link, say).
+    """
+    if not Path(exercises).is_dir():
+        return None  # (grading reports the missing folder)
+    project = Path(exercises).resolve().parent
+    folder = project / ".grade" / "kernels" / hashlib.sha256(student.encode()).hexdigest()[:16]
+    root = os.geteuid() == 0
+    try:
+        for step in (folder.parent.parent, folder.parent, folder):  # made one by one, none may be a link
+            try:
+                step.mkdir(mode=0o700)
+            except FileExistsError:
+                pass
+            info = os.lstat(step)
+            if not stat.S_ISDIR(info.st_mode):
+                return None
+        if not (root or info.st_uid == os.geteuid()):
+            return None
+        if _tree_bytes(folder) > KERNEL_CACHE_BYTES:
+            shutil.rmtree(folder)  # never follows links the sandbox may have left in it
+            folder.mkdir(mode=0o700)
+    except OSError:
+        return None
+    return str(folder)
+
+
+def hand_over(folder: str, uid: int) -> None:
+    """Make ``uid`` (and its group) the owner of ``folder`` and everything in it, links not followed (as root)."""
+    os.lchown(folder, uid, uid)
+    for parent, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            try:
+                os.lchown(os.path.join(parent, name), uid, uid)
+            except OSError:
+                pass
+
+
+def _tree_bytes(folder: Path) -> int:
+    """Bytes of the files under ``folder`` (links not followed)."""
+    total = 0
+    for parent, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(parent, name)).st_size
+            except OSError:
+                pass
+    return total
 
 
 def prestart_workspace(limits: Limits, sandboxed: bool, ids: list[str]) -> Workspace:

@@ -476,6 +476,10 @@ def main(argv: list[str] | None = None) -> int:
     if opencl:
         import grader.student.ops_opencl  # noqa: F401  (imported lazily by ops; needed before the file guard)
 
+        kept = os.environ.get("POCL_CACHE_DIR")  # the student's kept kernel cache (Limits.kernel_cache)
+        if kept and not os.access(kept, os.W_OK | os.X_OK):  # PoCL would fail every build: a fresh cache instead
+            del os.environ["POCL_CACHE_DIR"]
+
         if opencl_problem() is None:  # the driver and the compiler start now, while the parent prepares the cases
             try:
                 grader.student.ops_opencl.warm_up()
