@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import socket
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from huey.api import Huey, TaskWrapper
 
 from grader import grading
 from grader.student.errors import GraderError, SetupError
+from grader.student.private_tmp import PrivateFolder
 from grader.student.sandbox import Limits
 from grader.uploads import check_files
 from grader.wire import report_to_dict
@@ -87,8 +87,8 @@ def grade_upload(job_id: int, attempt: int, student: str, exercise_ids: list[str
     """
     queue.put(started_key(task_id(job_id, attempt)),
               {"host": socket.gethostname(), "pid": os.getpid(), "at": time.time()})
-    with tempfile.TemporaryDirectory(prefix=f"normgrade-job{job_id}-") as tmp:
-        folder = Path(tmp) / "exercises"
+    with PrivateFolder(f"normgrade-job{job_id}-") as tmp:  # (a killed worker's is removed by the next one)
+        folder = tmp / "exercises"
         folder.mkdir()
         try:
             write_files(folder, files)

@@ -49,7 +49,6 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -64,6 +63,7 @@ from grader.student import bwrap, catalogue
 from grader.student.errors import SetupError
 from grader.student.ingest import Ingested, read_submission
 from grader.student.loader import local_dependencies
+from grader.student.private_tmp import PrivateFolder
 from grader.student.sanitize import clean_record, clean_text
 from grader.student.stacks import Place, locate
 
@@ -1031,7 +1031,8 @@ class Workspace:
     def __init__(self, limits: Limits, sandboxed: bool) -> None:
         self.limits = limits
         self.sandboxed = sandboxed
-        self.private = Path(tempfile.mkdtemp(prefix="normgrade-"))
+        self._folder = PrivateFolder("normgrade-")  # (a killed grader's is removed by the next one)
+        self.private = self._folder.path
         self.jobdir = self.private / secrets.token_hex(16)
         self.jobdir.mkdir(mode=0o755)
         _write_limits(self.jobdir, limits)
@@ -1066,12 +1067,7 @@ class Workspace:
             self._started = {True: [], False: []}
         for child in unused:
             child.close()
-        for path in [self.private, *self.private.rglob("*")]:
-            try:
-                path.chmod(0o700)
-            except OSError:
-                pass
-        shutil.rmtree(self.private, ignore_errors=True)
+        self._folder.remove()
 
 
 KERNEL_CACHE_BYTES = 64 * MIB  # a student's kernel cache is emptied when it grows past this
