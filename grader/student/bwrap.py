@@ -46,6 +46,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from grader.student.private_tmp import PrivateFolder
+
 STUDENT_DIR = Path(__file__).resolve().parent  # grader/student
 GRADER_DIR = STUDENT_DIR.parent  # grader
 PROJECT_ROOT = GRADER_DIR.parent
@@ -332,14 +334,15 @@ class _Probe:
 
     def __init__(self) -> None:
         self._verdict: tuple[str | None] | None = None
-        self.folder = Path(f"/tmp/normgrade-probe-{os.getpid()}-{secrets.token_hex(4)}")
-        self.folder.mkdir(mode=0o755)
+        self.folder = PrivateFolder("normgrade-probe-")  # (a killed grader's is removed by the next one)
+        job = self.folder.path / "job"
+        job.mkdir(mode=0o755)
         env = environment(BUNDLE_MOUNT)
         # Python starts (without site: a fraction of the time) and can read NumPy and the worker.
         numpy = importlib.util.find_spec("numpy")
         files = [f"{BUNDLE_MOUNT}/grader/student/worker.py"] + ([numpy.origin] if numpy and numpy.origin else [])
         code = f"try:\n    [open(f, 'rb').close() for f in {files!r}]\n    print('readable')\nexcept OSError:\n    pass"
-        argv = wrap([sys.executable, "-S", "-c", code], self.folder, 1 << 20, env)
+        argv = wrap([sys.executable, "-S", "-c", code], job, 1 << 20, env)
         try:
             self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -373,7 +376,7 @@ class _Probe:
                         "may read?): make it readable to others (chmod -R o+rX) or run the grader as its owner")
             return None
         finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder.remove()
 
 
 @functools.lru_cache(maxsize=1)
