@@ -124,3 +124,22 @@ def test_other_peoples_code_never_keeps_a_kernel_cache(tmp_path: Path) -> None:
                                           "-o", str(tmp_path / "results.json"), "--no-sandbox"])
     assert gradescope.exit_code == 0, gradescope.output
     assert not (tmp_path / "class" / "amy" / ".grade" / "kernels").exists()
+
+
+@pytest.mark.opencl
+def test_an_edited_kernel_file_is_built_again_not_served_from_the_kept_cache(tmp_path: Path) -> None:
+    """The cache is keyed by the source: a wrong edit fails, and putting the right code back passes again."""
+    require_program("bwrap", "bubblewrap")
+    write_solution(tmp_path / "exercises")
+    kernels = tmp_path / "exercises" / "kernels" / "activations.cl"
+    right = kernels.read_text()
+    assert "y[i] = fmax(x[i], 0.0f);" in right
+    args = ["submit", "kernels.relu_forward", "--path", str(tmp_path / "exercises"), "--student", "amy",
+            "--db", str(tmp_path / "p.db")]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    kernels.write_text(right.replace("y[i] = fmax(x[i], 0.0f);", "y[i] = fmax(x[i], 0.5f);", 1))
+    wrong = CliRunner().invoke(cli, args)
+    assert wrong.exit_code == 1 and "PASSED" not in wrong.output, wrong.output
+    kernels.write_text(right)
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 0 and "PASSED" in again.output, again.output
