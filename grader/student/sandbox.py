@@ -25,9 +25,9 @@ One loop costs once: before a timed-out child is killed, it is asked where it
 is (a :mod:`faulthandler` dump, :mod:`grader.student.stacks`), and the timeout
 names the student's function and line. A later exercise of the same submission
 found (by a look every second) in a function where an earlier one ran out of
-time is stopped at once. Exercises run the shortest-allowed first, and one whose
-file imports another waits while an exercise of that file runs (fit_function
-after the activations), so a loop is found by the cheap exercise.
+time is stopped at once. An exercise whose file imports another waits while an
+exercise of that file runs (fit_function after the activations), so a loop is
+found by the cheap exercise; see :func:`job_order` for the order they start in.
 
 Results are checked before they are decoded: size caps on the frame, an
 ``.npz`` whose members are stored (not compressed) and named as the worker
@@ -44,7 +44,6 @@ import json
 import os
 import secrets
 import select
-import shutil
 import signal
 import stat
 import subprocess
@@ -63,7 +62,7 @@ from grader.student import bwrap, catalogue
 from grader.student.errors import SetupError
 from grader.student.ingest import Ingested, read_submission
 from grader.student.loader import local_dependencies
-from grader.student.private_tmp import PrivateFolder
+from grader.student.private_tmp import PrivateFolder, remove_tree
 from grader.student.sanitize import clean_record, clean_text
 from grader.student.stacks import Place, locate
 
@@ -1104,7 +1103,7 @@ def kernel_cache_folder(exercises: Path | str, student: str) -> str | None:
         if not (root or info.st_uid == os.geteuid()):
             return None
         if _tree_bytes(folder) > KERNEL_CACHE_BYTES:
-            shutil.rmtree(folder)  # never follows links the sandbox may have left in it
+            remove_tree(folder)  # also what the sandbox made read-only; never follows its links
             folder.mkdir(mode=0o700)
     except OSError:
         return None
