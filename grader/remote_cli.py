@@ -23,8 +23,8 @@ from typing import Any
 
 import click
 
-from grader import client as client_lib
-from grader.client import Client, ClientError, Login
+from grader.student import client as client_lib
+from grader.student.client import Client, ClientError, Login
 from grader.student.errors import GraderError
 from grader.student.report import format_json, format_text, use_color
 

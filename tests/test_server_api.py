@@ -428,7 +428,7 @@ def run_cli(*args: str, input: str | None = None) -> Any:
 def test_login_checks_the_token_and_keeps_it_private(env: dict[str, Any], tmp_path: Path) -> None:
     import os
 
-    from grader.client import config_path, load_login
+    from grader.student.client import config_path, load_login
 
     bad = run_cli("login", env["url"], input="wrong-token\n")
     assert bad.exit_code == 2 and "the token is not valid" in bad.stderr and not config_path().exists()
@@ -442,7 +442,7 @@ def test_login_checks_the_token_and_keeps_it_private(env: dict[str, Any], tmp_pa
 
 
 def logged_in_as(env: dict[str, Any], student: str, url: str | None = None, token: str | None = None) -> None:
-    from grader.client import Login, save_login
+    from grader.student.client import Login, save_login
 
     save_login(Login(url or env["url"], token or env["tokens"][student], student))
 
@@ -541,7 +541,7 @@ def test_the_client_resends_a_lost_upload_with_the_same_key(env: dict[str, Any])
     """The first request reaches the server but its answer is lost: the retry is the same submission."""
     import httpx
 
-    from grader import client as client_lib
+    from grader.student import client as client_lib
 
     real = httpx.HTTPTransport()
     posts: list[str] = []

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from classgen import make_student
 from grader.cli import cli
-from grader.client import Login, save_login
+from grader.student.client import Login, save_login
 from grader.student.course import DEFAULT_COURSE
 from grader.student.model import ExerciseResult, GradeReport
 from grader.server import records
@@ -254,7 +254,7 @@ def test_a_job_begun_and_finished_between_two_collector_passes_still_names_its_w
     recorded (from the start note), not left empty (the collector used to note it only while running)."""
     from grader.server.collector import Collector
     from grader.server.jobs import open_queue, started_key, task_id
-    from grader.wire import report_to_dict
+    from grader.student.wire import report_to_dict
 
     db, url = tmp_path / "course.db", f"sqlite:///{tmp_path / 'queue.db'}"
     collector, queue = Collector(db, url, "v"), open_queue(url)

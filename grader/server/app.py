@@ -43,8 +43,8 @@ from grader.server import auth, pages, records
 from grader.server.auth import Principal
 from grader.server.collector import Collector
 from grader.student.store import Store
-from grader.uploads import MAX_UPLOAD_BYTES, check_files
-from grader.wire import report_to_dict
+from grader.student.uploads import MAX_UPLOAD_BYTES, check_files
+from grader.student.wire import report_to_dict
 
 API_PREFIX = "/api/v1"
 MAX_JSON_BYTES = 64 * 1024  # any request body but an upload (quiz answers)
@@ -179,7 +179,7 @@ def now_utc() -> datetime:
 
 
 def job_json(store: Store, job: dict[str, Any]) -> dict[str, Any]:
-    """A job as the API shows it; with the full report (grader.wire) and the ``--json`` document once done."""
+    """A job as the API shows it; with the full report (grader.student.wire) and the ``--json`` document once done."""
     doc: dict[str, Any] = {
         "id": job["id"],
         "student": job["student"],

@@ -30,7 +30,7 @@ from typing import Any
 from grader.server import records
 from grader.server.jobs import MAX_TRIES, Queue, open_queue, task_id
 from grader.student.store import Store
-from grader.wire import report_from_dict
+from grader.student.wire import report_from_dict
 
 log = logging.getLogger("normgrade.collector")
 

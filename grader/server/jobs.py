@@ -16,7 +16,7 @@ database: it writes two things into the queue's own key/value store,
 - ``started:<task id>`` = ``{"host", "pid", "at"}`` when it begins (the server
   uses it to notice a worker killed mid-job), and
 - the task's result (Huey's result store, keyed by the task id):
-  ``{"ok": true, "report": <grader.wire dict>}`` or ``{"ok": false, "error": "..."}``,
+  ``{"ok": true, "report": <grader.student.wire dict>}`` or ``{"ok": false, "error": "..."}``,
 
 and the server's collector thread (grader/server/collector.py) records results
 in the course database, exactly once. Task ids are ``job-<id>-try-<n>``: a job
@@ -42,8 +42,8 @@ from grader import grading
 from grader.student.errors import GraderError, SetupError
 from grader.student.private_tmp import PrivateFolder
 from grader.student.sandbox import Limits
-from grader.uploads import check_files
-from grader.wire import report_to_dict
+from grader.student.uploads import check_files
+from grader.student.wire import report_to_dict
 
 QUEUE_NAME = "normgrade"
 TASK_NAME = "grade_upload"

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from grader.student.errors import GraderError
 from grader.student.model import GradeReport
-from grader.uploads import collect_files
-from grader.wire import report_from_dict
+from grader.student.uploads import collect_files
+from grader.student.wire import report_from_dict
 
 if TYPE_CHECKING:  # httpx is imported where a server is used
     import httpx
