@@ -99,6 +99,7 @@ class Progress:
     chapters: list[ChapterProgress]
     next_step: str
     rule: str = "best"  # which score counts (grader.student.course): "best" or "latest"
+    dates: list[dict[str, Any]] = field(default_factory=list)  # the student's own chapter dates (Course.student_dates)
 
     @property
     def score(self) -> float:
@@ -122,6 +123,7 @@ class Progress:
             "chapters": [c.to_json() for c in self.chapters],
             "next": self.next_step,
             "score_rule": self.rule,
+            "dates": self.dates,
         }
 
     @classmethod
@@ -129,7 +131,7 @@ class Progress:
         """The inverse of to_json."""
         return cls(
             str(doc["student"]), [ChapterProgress.from_json(c) for c in doc["chapters"]],
-            str(doc["next"]), str(doc.get("score_rule", "best")),
+            str(doc["next"]), str(doc.get("score_rule", "best")), list(doc.get("dates") or []),
         )
 
 
@@ -162,6 +164,8 @@ def summarize(
     complete when every checkpoint question has a correct one.
     """
     course = course or DEFAULT_COURSE
+    if store is not None:
+        course = store.effective_course(course)  # the dashboard's extensions too
     best = store.best_scores(student, course) if store is not None else {}
     answers = store.quiz_attempts(student) if store is not None else []
     chapters: dict[str, ChapterProgress] = {}
@@ -183,7 +187,8 @@ def summarize(
         standing = quiz_lib.chapter_progress(quiz, answers)
         standings.append(standing)
         chapters.setdefault(quiz.chapter, ChapterProgress(quiz.chapter)).quiz = standing
-    return Progress(student, list(chapters.values()), next_step(exercises, standings, submit_hint), course.rule)
+    return Progress(student, list(chapters.values()), next_step(exercises, standings, submit_hint), course.rule,
+                    course.student_dates(student))
 
 
 def next_step(exercises: list[ExerciseProgress], quizzes: list[QuizStanding], submit_hint: str) -> str:
@@ -240,5 +245,20 @@ def format_progress(progress: Progress, color: bool = False) -> str:
     quizzes = [c.quiz for c in progress.chapters if c.quiz is not None]
     if quizzes:
         lines.append(f"Quizzes: {sum(q.complete for q in quizzes)} of {len(quizzes)} complete")
+    lines.extend(format_dates(progress.dates))
     lines.append(f"Next: {progress.next_step}")
     return "\n".join(lines)
+
+
+def format_dates(dates: list[dict[str, Any]]) -> list[str]:
+    """The student's own deadlines, one line per chapter with a due date (an extension says so, with its reason)."""
+    lines = []
+    for date in dates:
+        if not date.get("due"):
+            continue
+        penalty = float(date.get("late_penalty", 1.0))
+        late = "late work counts nothing" if penalty >= 1 else f"late work loses {penalty:.0%}"
+        closes = f", uploads close {date['closes']}" if date.get("closes") else ""
+        own = f"  (your extension: {date['extension']})" if date.get("extension") else ""
+        lines.append(f"  {date['name']}: due {date['due']}, {late}{closes}{own}")
+    return ["Deadlines:", *lines] if lines else []

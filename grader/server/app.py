@@ -200,17 +200,18 @@ def job_json(store: Store, job: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def selected_exercises(course: Course, selectors: list[str], when: datetime) -> list[str]:
+def selected_exercises(course: Course, selectors: list[str], when: datetime, student: str | None = None) -> list[str]:
     """The exercise ids an upload grades: those named (all when none), refusing closed chapters.
 
     With no selectors, closed chapters are left out; naming an exercise of a
-    closed chapter, or having nothing open, is a 403 with the date.
+    closed chapter, or having nothing open, is a 403 with the date. The dates
+    are the student's own (their extensions: pass ``store.effective_course``).
     """
     try:
         ids = catalogue.resolve(selectors)
     except GraderError as exc:
         raise fail(400, str(exc)) from exc
-    closed = course.closed_exercises(ids, when)
+    closed = course.closed_exercises(ids, when, student)
     if selectors and closed:
         first, chapter = next(iter(closed.items()))
         closes = chapter.closes_at()
@@ -242,7 +243,7 @@ async def create_submission(request: Request) -> Response:
     if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
         raise fail(400, "exercises must be a list of exercise ids or topics")
     when = now_utc()
-    ids = selected_exercises(st.config.course, selectors, when)
+    ids = selected_exercises(store.effective_course(st.config.course), selectors, when, principal.student)
     try:
         new = records.create_job(store, principal.student, key, files, ids, st.config.course, when)
     except records.KeyReused as exc:

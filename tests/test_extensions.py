@@ -1,0 +1,164 @@
+"""Extensions: a student's (or a group's) own dates, from course.toml and the dashboard's log, applied by the one
+counted-score rule in the store, `grade progress`, `grade report --course` (and its exports) and the server."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader import class_report, progress
+from grader.cli import cli
+from grader.student.course import CourseError, load_course
+from grader.student.model import ExerciseResult, GradeReport
+from grader.student.store import Store
+
+COURSE = '''
+name = "Term"
+[[chapter]]
+name = "activations"
+due = 2026-12-01T12:00:00Z
+late_penalty = 0.5
+late_until = 2026-12-03T12:00:00Z
+[groups]
+team-3 = ["bob", "cat"]
+'''
+ANN_EXT = '''
+[[extension]]
+student = "ann"
+chapter = "activations"
+due = 2026-12-05T12:00:00Z
+reason = "medical note"
+'''
+GROUP_EXT = '''
+[[extension]]
+group = "team-3"
+chapter = "activations"
+due = 2026-12-02T12:00:00Z
+late_penalty = 0.0
+reason = "the group's laptop was stolen"
+'''
+LATE = "2026-12-04T00:00:00+00:00"        # after the chapter's late_until, before ann's extension
+SLIGHTLY_LATE = "2026-12-02T06:00:00+00:00"  # after the due date, before the group's
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "course.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def record(store: Store, student: str, score: float, when: str) -> None:
+    status = "passed" if score == 10.0 else "failed"
+    store.record_report(GradeReport(student, [ExerciseResult("activations.ReLU", status, score, 10.0)]),
+                        "v", started_at=when)
+
+
+def counted(store: Store, course_path: Path, student: str) -> float:
+    course = load_course(course_path)
+    return store.best_scores(student, course)["activations.ReLU"]["best_score"]
+
+
+def test_a_students_extension_counts_their_late_upload(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    with Store.open(db) as store:
+        for who in ("ann", "dan"):
+            record(store, who, 10.0, LATE)
+        without = write(tmp_path, COURSE)
+        assert counted(store, without, "ann") == 0.0  # after late_until: nothing
+        path = write(tmp_path, COURSE + ANN_EXT)
+        assert counted(store, path, "ann") == 10.0   # on time by her own date
+        assert counted(store, path, "dan") == 0.0    # nobody else's dates move
+        course = load_course(path)
+        report = class_report.build(store, ["activations.ReLU"], course=course)
+        cells = {s.name: s.exercises["activations.ReLU"] for s in report.students}
+        assert cells["ann"].best_score == 10.0 and not cells["ann"].late
+        assert cells["dan"].best_score == 0.0 and cells["dan"].late
+
+
+def test_a_groups_extension_and_its_late_rule(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "c.db") as store:
+        for who in ("bob", "dan"):
+            record(store, who, 10.0, SLIGHTLY_LATE)
+            record(store, who, 8.0, "2026-12-02T18:00:00+00:00")  # after the group's due: penalty 0 for them
+        path = write(tmp_path, COURSE + GROUP_EXT)
+        assert counted(store, path, "bob") == 10.0
+        assert counted(store, path, "dan") == 5.0  # the chapter's 50 % penalty on the late 10
+        course = load_course(path)
+        assert course.chapter_of("activations.ReLU", "cat").late_penalty == 0.0
+        # the group's late_until: the chapter's, still after the group's due date
+        assert course.chapter_of("activations.ReLU", "bob").late_until == datetime(2026, 12, 3, 12, tzinfo=timezone.utc)
+
+
+def test_own_extension_wins_over_the_groups(tmp_path: Path) -> None:
+    own = GROUP_EXT + '''
+[[extension]]
+student = "bob"
+chapter = "activations"
+due = 2026-12-01T13:00:00Z
+reason = "asked for one hour"
+'''
+    course = load_course(write(tmp_path, COURSE + own))
+    assert course.chapter_of("activations.ReLU", "bob").due == datetime(2026, 12, 1, 13, tzinfo=timezone.utc)
+    assert course.chapter_of("activations.ReLU", "cat").due == datetime(2026, 12, 2, 12, tzinfo=timezone.utc)
+    assert course.chapter_of("activations.ReLU").due == datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ('[[extension]]\nstudent = "ann"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z',
+     "an extension needs a reason"),
+    ('[[extension]]\nstudent = "ann"\nchapter = "linear"\ndue = 2026-12-05T12:00:00Z\nreason = "x"',
+     "chapter 'linear' is not a chapter of the course"),
+    ('[[extension]]\ngroup = "team-9"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z\nreason = "x"',
+     "group 'team-9' is not in [groups]"),
+    ('[[extension]]\nstudent = "ann"\ngroup = "team-3"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z\n'
+     'reason = "x"', "give either student"),
+    ('[[extension]]\nstudent = "ann"\nchapter = "activations"\ndue = 2026-12-05\nreason = "x"',
+     "due must be a date-time with its time zone"),
+    ('[[extension]]\nstudent = "ann"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z\nreason = "x"\n'
+     'late_until = 2026-12-04T12:00:00Z', "late_until must not be before the extension's due date"),
+    ('[[extension]]\nstudent = "ann"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z\nreason = "x"\n'
+     'days = 3', "unknown field 'days'"),
+    ('[groups]\nteam-4 = []', "groups.team-4 must be a non-empty list"),
+])
+def test_bad_extensions_are_one_line_errors(tmp_path: Path, text: str, fragment: str) -> None:
+    base = COURSE.replace('[groups]\nteam-3 = ["bob", "cat"]\n', "") if "[groups]" in text else COURSE
+    with pytest.raises(CourseError) as info:
+        load_course(write(tmp_path, base + text))
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_dashboards_log_counts_everywhere_and_can_be_withdrawn(tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    path = write(tmp_path, COURSE)
+    with Store.open(db) as store:
+        record(store, "ann", 10.0, LATE)
+        assert counted(store, path, "ann") == 0.0
+        store.add_extension("ann", None, "activations", datetime(2026, 12, 5, tzinfo=timezone.utc),
+                            "flu, note seen", "instructor")
+        assert counted(store, path, "ann") == 10.0
+        assert store.extension_log("ann")[0]["reason"] == "flu, note seen"
+    runner = CliRunner()
+    text = runner.invoke(cli, ["progress", "--student", "ann", "--db", str(db), "--course", str(path)]).output
+    assert "best   10/10" in text
+    assert "activations: due 2026-12-05T00:00:00+00:00, late work loses 50%" in text
+    assert "(your extension: flu, note seen)" in text
+    result = runner.invoke(cli, ["report", "--db", str(db), "--format", "csv", "--course", str(path)])
+    header, line = result.output.splitlines()[:2]
+    assert line.split(",")[header.split(",").index("activations.ReLU")] == "10"
+    with Store.open(db) as store:
+        store.add_extension("ann", None, "activations", None, "granted by mistake", "instructor")
+        assert counted(store, path, "ann") == 0.0
+        summary = progress.summarize(store, "ann", ["activations.ReLU"], [], course=load_course(path))
+        assert summary.dates[0]["extension"] is None and summary.dates[0]["due"] == "2026-12-01T12:00:00+00:00"
+
+
+def test_progress_shows_only_the_students_own_dates(tmp_path: Path) -> None:
+    path = write(tmp_path, COURSE + ANN_EXT)
+    with Store.open(tmp_path / "c.db") as store:
+        record(store, "dan", 1.0, LATE)
+        text = progress.format_progress(progress.summarize(store, "dan", ["activations.ReLU"], [],
+                                                           course=load_course(path)))
+    assert "due 2026-12-01T12:00:00+00:00" in text and "extension" not in text and "medical" not in text
