@@ -18,6 +18,7 @@ import click
 from grader.student import catalogue
 from grader.student.course import DEFAULT_COURSE, Course
 from grader import quiz as quiz_lib
+from grader import regrade
 from grader.quiz import ChapterProgress as QuizStanding
 from grader.quiz import Quiz
 from grader.student.report import format_score, status_style
@@ -100,6 +101,7 @@ class Progress:
     next_step: str
     rule: str = "best"  # which score counts (grader.student.course): "best" or "latest"
     dates: list[dict[str, Any]] = field(default_factory=list)  # the student's own chapter dates (Course.student_dates)
+    regrades: list[dict[str, Any]] = field(default_factory=list)  # their regrade requests (grader.regrade.public)
 
     @property
     def score(self) -> float:
@@ -124,6 +126,7 @@ class Progress:
             "next": self.next_step,
             "score_rule": self.rule,
             "dates": self.dates,
+            "regrades": self.regrades,
         }
 
     @classmethod
@@ -132,6 +135,7 @@ class Progress:
         return cls(
             str(doc["student"]), [ChapterProgress.from_json(c) for c in doc["chapters"]],
             str(doc["next"]), str(doc.get("score_rule", "best")), list(doc.get("dates") or []),
+            list(doc.get("regrades") or []),
         )
 
 
@@ -187,8 +191,9 @@ def summarize(
         standing = quiz_lib.chapter_progress(quiz, answers)
         standings.append(standing)
         chapters.setdefault(quiz.chapter, ChapterProgress(quiz.chapter)).quiz = standing
+    regrades = [regrade.public(r) for r in regrade.requests(store, student)] if store is not None else []
     return Progress(student, list(chapters.values()), next_step(exercises, standings, submit_hint), course.rule,
-                    course.student_dates(student))
+                    course.student_dates(student), regrades)
 
 
 def next_step(exercises: list[ExerciseProgress], quizzes: list[QuizStanding], submit_hint: str) -> str:
@@ -246,8 +251,22 @@ def format_progress(progress: Progress, color: bool = False) -> str:
     if quizzes:
         lines.append(f"Quizzes: {sum(q.complete for q in quizzes)} of {len(quizzes)} complete")
     lines.extend(format_dates(progress.dates))
+    lines.extend(format_regrades(progress.regrades))
     lines.append(f"Next: {progress.next_step}")
     return "\n".join(lines)
+
+
+def format_regrades(rows: list[dict[str, Any]]) -> list[str]:
+    """The student's regrade requests: open ones, and the instructor's answers (reply, and the score set)."""
+    lines = []
+    for row in rows:
+        asked = f"  #{row['id']} {row['exercise']} (submission {row['job_id']}): "
+        if row["status"] == "open":
+            lines.append(asked + "open, waiting for the instructor")
+        else:
+            score = "" if row.get("override") is None else f" Score set to {format_score(float(row['override']))}."
+            lines.append(asked + f"answered: {row['reply']}{score}")
+    return ["Regrade requests:", *lines] if lines else []
 
 
 def format_dates(dates: list[dict[str, Any]]) -> list[str]:

@@ -162,3 +162,46 @@ def test_progress_shows_only_the_students_own_dates(tmp_path: Path) -> None:
         text = progress.format_progress(progress.summarize(store, "dan", ["activations.ReLU"], [],
                                                            course=load_course(path)))
     assert "due 2026-12-01T12:00:00+00:00" in text and "extension" not in text and "medical" not in text
+
+
+# --- on the server: POST /api/v1/extensions, and the upload deadline follows the student's own date ---------
+
+
+def test_the_server_grants_extensions_and_lets_only_that_student_upload_late(tmp_path: Path) -> None:
+    import warnings
+    from datetime import timedelta
+
+    from grader.server.app import ServerConfig, create_app
+    from grader.solution import write_solution
+    from server_util import issue_tokens, solution_files
+
+    with warnings.catch_warnings():  # starlette asks for httpx2 in its test client; httpx is what we have
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    past = (datetime.now(timezone.utc) - timedelta(days=1)).isoformat(timespec="seconds")
+    future = (datetime.now(timezone.utc) + timedelta(days=2)).isoformat(timespec="seconds")
+    path = write(tmp_path, f'[[chapter]]\nname = "activations"\ndue = {past.replace("+00:00", "Z")}\n')
+    db = tmp_path / "course.db"
+    tokens, teacher = issue_tokens(db, ["ann", "bob"])
+    files = solution_files(write_solution(tmp_path / "solution"), ["activations.py", "base.py", "__init__.py"])
+    app = create_app(ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}", load_course(path)), run_collector=False)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        def call(token: str, method: str, route: str, body: dict[str, object]) -> object:
+            return client.request(method, "/api/v1" + route, json=body, headers={"Authorization": f"Bearer {token}"})
+
+        upload = {"files": files, "exercises": ["activations.ReLU"]}
+        assert call(tokens["ann"], "POST", "/submissions", upload).status_code == 403  # closed for everyone
+        grant = {"student": "ann", "chapter": "activations", "due": future, "reason": "hospital, note seen"}
+        assert call(tokens["ann"], "POST", "/extensions", grant).status_code == 403   # the instructor's
+        no_reason = call(teacher, "POST", "/extensions", {**grant, "reason": " "})
+        assert no_reason.status_code == 400 and "needs a reason" in no_reason.json()["error"]
+        unknown = call(teacher, "POST", "/extensions", {**grant, "student": "zed"})
+        assert unknown.status_code == 400 and "'zed' is not a student" in unknown.json()["error"]
+        assert call(teacher, "POST", "/extensions", grant).status_code == 201
+        assert call(tokens["ann"], "POST", "/submissions", upload).status_code == 202  # her own date
+        assert call(tokens["bob"], "POST", "/submissions", upload).status_code == 403  # not his
+        listed = client.get("/api/v1/extensions", headers={"Authorization": f"Bearer {teacher}"}).json()
+        assert listed["extensions"][0]["reason"] == "hospital, note seen"
+        dates = client.get("/api/v1/progress", headers={"Authorization": f"Bearer {tokens['ann']}"}).json()["dates"]
+        assert dates[0]["extension"] == "hospital, note seen"

@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from grader import progress
+from grader import extensions, progress, regrade
 from grader.student import catalogue
 from grader import quiz as quiz_lib
 from grader.student.course import DEFAULT_COURSE, Course
@@ -455,6 +455,82 @@ async def answer_quiz(request: Request) -> Response:
     })
 
 
+# --- the instructor's term: regrade requests, extensions (grader/regrade.py, grader/extensions.py) ----------
+
+
+def _text(doc: dict[str, Any], key: str) -> str:
+    """A string field of a JSON body ("" when absent; 400 when it is not text or a number)."""
+    value = doc.get(key, "")
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise fail(400, f"{key} must be text")
+    return str(value)
+
+
+async def create_regrade(request: Request) -> Response:
+    """POST /regrades: file a regrade request {exercise, reason, submission?} about one of your uploads."""
+    principal = who(request)
+    if principal.is_instructor:
+        raise fail(403, "the instructor answers regrade requests: log in with a student token to file one")
+    doc = await read_json(request, MAX_JSON_BYTES)
+    job_id = doc.get("submission")
+    if job_id is not None and (isinstance(job_id, bool) or not isinstance(job_id, int)):
+        raise fail(400, "submission must be the id of one of your submissions (a number)")
+    try:
+        row = regrade.file_request(db_store(request), principal.student, _text(doc, "exercise"),
+                                   _text(doc, "reason"), job_id)
+    except regrade.RegradeError as exc:
+        raise fail(exc.status, str(exc)) from exc
+    return JSONResponse(regrade.public(row), status_code=201)
+
+
+async def list_regrades(request: Request) -> Response:
+    """GET /regrades: your regrade requests and their answers (the instructor: everyone's, ?status=open)."""
+    principal = who(request)
+    status = request.query_params.get("status") or None
+    if status not in (None, "open", "answered"):
+        raise fail(400, "status is open or answered")
+    if principal.is_instructor:
+        return JSONResponse({"requests": regrade.requests(db_store(request), None, status)})
+    rows = regrade.requests(db_store(request), principal.student, status)
+    return JSONResponse({"requests": [regrade.public(r) for r in rows]})
+
+
+async def answer_regrade(request: Request) -> Response:
+    """POST /regrades/{id}/answer (instructor): {reply, score?}; a score is written as an override."""
+    principal = instructor(request)
+    doc = await read_json(request, MAX_JSON_BYTES)
+    try:
+        row = regrade.answer(db_store(request), int(request.path_params["id"]), _text(doc, "reply"),
+                             _text(doc, "score"), principal.student or "instructor")
+    except regrade.RegradeError as exc:
+        raise fail(exc.status, str(exc)) from exc
+    return JSONResponse(row)
+
+
+async def list_extensions(request: Request) -> Response:
+    """GET /extensions (instructor): every extension, the course file's then those granted here."""
+    instructor(request)
+    st = state(request)
+    return JSONResponse({"extensions": extensions.listing(db_store(request), st.config.course)})
+
+
+async def create_extension(request: Request) -> Response:
+    """POST /extensions (instructor): {student or group, chapter, due, reason, late_penalty?, late_until?}."""
+    principal = instructor(request)
+    doc = await read_json(request, MAX_JSON_BYTES)
+    st = state(request)
+    try:
+        row = extensions.grant(db_store(request), st.config.course, _text(doc, "student"), _text(doc, "group"),
+                               _text(doc, "chapter"), _text(doc, "due"), _text(doc, "reason"),
+                               principal.student or "instructor", _text(doc, "late_penalty"),
+                               _text(doc, "late_until"))
+    except GraderError as exc:
+        raise fail(400, str(exc)) from exc
+    return JSONResponse(row, status_code=201)
+
+
 # --- the API index, errors, the application -----------------------------------------------------------
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -471,6 +547,11 @@ API: list[tuple[str, str, Handler, str]] = [  # (method, path, handler, who may 
     ("GET", "/students/{student}/submissions", list_submissions, "instructor"),
     ("GET", "/students/{student}/progress", get_progress, "instructor"),
     ("GET", "/students/{student}/quizzes", list_quizzes, "instructor"),
+    ("POST", "/regrades", create_regrade, "student"),
+    ("GET", "/regrades", list_regrades, "any token"),
+    ("POST", "/regrades/{id:int}/answer", answer_regrade, "instructor"),
+    ("GET", "/extensions", list_extensions, "instructor"),
+    ("POST", "/extensions", create_extension, "instructor"),
 ]
 
 
