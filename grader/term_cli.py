@@ -102,6 +102,41 @@ def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | No
         click.echo(f"Changes written to {csv_path}.")
 
 
+@click.command("similarity")
+@click.argument("topics", nargs=-1)
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
+              help="The course database [or $GRADE_DB].")
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="Share of a file matched in the other from which a pair is listed [default: 0.6].")
+@click.option("--stubs", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The released stubs, removed as boilerplate [default: the checkout's exercises/].")
+@click.option("--json", "as_json", is_flag=True, help="Print the pairs as JSON.")
+def similarity_command(topics: tuple[str, ...], db: Path, threshold: float | None, stubs: Path | None,
+                       as_json: bool) -> None:
+    """Compare the latest upload of every student per topic (copydetect); list pairs above the threshold.
+
+    A listed pair is a reason to read the two files side by side, not a finding.
+    """
+    import json
+
+    from grader import similarity
+    from grader.student.store import Store
+
+    if not db.exists():
+        raise RemoteError(f"{db} does not exist: pass the course server's --db")
+    threshold = similarity.THRESHOLD if threshold is None else threshold
+    try:
+        with Store.open(db) as store:
+            pairs = similarity.find_pairs(store, list(topics) or None, threshold, stubs or similarity.STUBS)
+    except GraderError as exc:
+        raise remote_cli.one_line(exc) from exc
+    if as_json:
+        click.echo(json.dumps({"threshold": threshold, "meaning": similarity.MEANING,
+                               "pairs": [p.to_json() for p in pairs]}, indent=2))
+    else:
+        click.echo(similarity.format_text(pairs, threshold))
+
+
 def _stop(consumer: subprocess.Popen[bytes]) -> None:
     """SIGTERM the worker process this command started (it stops its grading processes); SIGKILL after 30 s."""
     consumer.send_signal(signal.SIGTERM)
@@ -114,7 +149,7 @@ def _stop(consumer: subprocess.Popen[bytes]) -> None:
 
 def register(cli: click.Group) -> None:
     """Add the term's commands to the `grade` group."""
-    for command in (regrade_command, rescore_command):
+    for command in (regrade_command, rescore_command, similarity_command):
         cli.add_command(command)
 
 
