@@ -74,9 +74,13 @@ class Pair:
 
 
 def _detector() -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # copydetect's optional imports (tqdm, chardet) may warn
-        import copydetect
+    """The copydetect module (SimilarityError, one line, when the extra is not installed)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # copydetect's optional imports may warn
+            import copydetect
+    except ImportError as exc:
+        raise SimilarityError("similarity needs copydetect: pip install 'normgrade[similarity]'") from exc
     return copydetect
 
 
