@@ -205,3 +205,36 @@ def test_the_server_grants_extensions_and_lets_only_that_student_upload_late(tmp
         assert listed["extensions"][0]["reason"] == "hospital, note seen"
         dates = client.get("/api/v1/progress", headers={"Authorization": f"Bearer {tokens['ann']}"}).json()["dates"]
         assert dates[0]["extension"] == "hospital, note seen"
+
+
+def test_the_dashboard_form_grants_an_extension_with_its_reason(tmp_path: Path) -> None:
+    import warnings
+
+    from grader.server.app import ServerConfig, create_app
+    from server_util import issue_tokens
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    path = write(tmp_path, COURSE)
+    db = tmp_path / "course.db"
+    _, teacher = issue_tokens(db, ["ann", "bob"])
+    with Store.open(db) as store:
+        record(store, "ann", 10.0, LATE)
+    app = create_app(ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}", load_course(path)), run_collector=False)
+    headers = {"Authorization": f"Bearer {teacher}"}
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        form = {"student": "ann", "chapter": "activations", "due": "2026-12-05T00:00", "reason": ""}
+        refused = client.post("/instructor/term/extensions", headers=headers, data=form)
+        assert refused.status_code == 400 and "needs a reason" in refused.text
+        saved = client.post("/instructor/term/extensions", headers=headers, follow_redirects=False,
+                            data={**form, "reason": "bereavement"})
+        assert saved.status_code == 303
+        page = client.get("/instructor/term", headers=headers).text
+        assert "bereavement" in page and "2026-12-05T00:00:00+00:00" in page
+        grid = client.get("/instructor/export/canvas.csv", headers=headers).text  # the exports count it
+        header, line = grid.splitlines()[:2]
+        assert "10" in line.split(",")
+    with Store.open(db) as store:
+        assert counted(store, path, "ann") == 10.0

@@ -151,3 +151,22 @@ def test_the_cli_files_a_request_and_progress_shows_the_reply(env: dict[str, Any
         regrade.answer(store, 1, "The check stands: see the hint on the sign.", "", "instructor")
     shown = runner.invoke(cli, ["progress"])
     assert "#1 activations.ReLU (submission 1): answered: The check stands: see the hint on the sign." in shown.output
+
+
+def test_the_dashboard_lists_open_requests_with_the_report_and_answers_them(env: dict[str, Any]) -> None:
+    graded_upload(env["db"], "ann", 4.0)
+    call(env, "ann", "POST", "/regrades", json={"exercise": "activations.ReLU", "reason": "<b>sign</b> of eq. 3"})
+    headers = {"Authorization": f"Bearer {env['teacher']}"}
+    page = env["client"].get("/instructor/term", headers=headers)
+    assert page.status_code == 200
+    assert "&lt;b&gt;sign&lt;/b&gt; of eq. 3" in page.text  # the student's text, escaped
+    assert "wrong sign" in page.text and "activations.ReLU" in page.text  # the upload's report
+    assert env["client"].get("/instructor/term", headers={"Authorization": f"Bearer {env['tokens']['ann']}"}
+                             ).status_code == 403
+    bad = env["client"].post("/instructor/term/regrades/1", headers=headers, data={"reply": "", "score": "7"})
+    assert bad.status_code == 400 and "needs a reply" in bad.text
+    done = env["client"].post("/instructor/term/regrades/1", headers=headers, data={"reply": "Agreed.", "score": "7"},
+                              follow_redirects=False)
+    assert done.status_code == 303
+    after = env["client"].get("/instructor/term", headers=headers).text
+    assert "Open regrade requests (0)" in after and "Agreed." in after

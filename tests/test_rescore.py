@@ -153,3 +153,26 @@ def test_rescore_on_redis_with_two_worker_processes(tmp_path: Path, uploads: dic
 
     left = redis.Redis.from_url(redis_server.url).keys("*rescore*")
     assert left == [], left  # every result was read and removed from the queue
+
+
+def test_the_dashboard_shows_the_last_rescoring(tmp_path: Path, uploads: dict[str, object]) -> None:
+    import warnings
+
+    from grader.server.app import ServerConfig, create_app
+    from server_util import issue_tokens
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    db = course_db(tmp_path, uploads)
+    _, teacher = issue_tokens(db, ["ann", "bob"])
+    app = create_app(ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}"), run_collector=False)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        headers = {"Authorization": f"Bearer {teacher}"}
+        assert "No rescoring yet" in client.get("/instructor/term", headers=headers).text
+        result = CliRunner().invoke(cli, ["rescore", "--db", str(db), "--workers", "1"])
+        assert result.exit_code == 0, result.output
+        page = client.get("/instructor/term", headers=headers).text
+        assert "Rescoring 1: 2 uploads graded again" in page and "1 counted score changed" in page
+        assert f"{uploads['check']} failed -&gt; passed" in page

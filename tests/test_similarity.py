@@ -96,3 +96,28 @@ def test_a_threshold_outside_zero_to_one_is_refused(tmp_path: Path, threshold: s
     db = class_db(tmp_path, {"a": solution(1)})
     result = CliRunner().invoke(cli, ["similarity", "--db", str(db), "--threshold", threshold])
     assert result.exit_code == 2 and "--threshold" in result.output
+
+
+def test_the_dashboard_page_and_the_side_by_side_view(tmp_path: Path) -> None:
+    import warnings
+
+    from grader.server.app import ServerConfig, create_app
+    from server_util import issue_tokens
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    db = class_db(tmp_path, {"a": solution(3) + "\n# <script>alert(1)</script>\n", "b": solution(3),
+                             "c": solution(6)})
+    _, teacher = issue_tokens(db, ["a", "b", "c"])
+    app = create_app(ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}"), run_collector=False)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        headers = {"Authorization": f"Bearer {teacher}"}
+        page = client.get("/instructor/similarity", headers=headers)
+        assert page.status_code == 200 and "not a finding of misconduct" in page.text
+        assert "/instructor/similarity/dropout/a/b" in page.text and "/dropout/a/c" not in page.text
+        pair = client.get("/instructor/similarity/dropout/a/b", headers=headers)
+        assert pair.status_code == 200 and pair.text.count("<mark>") >= 2
+        assert "<script>alert" not in pair.text and "&lt;script&gt;" in pair.text
+        assert client.get("/instructor/similarity/dropout/a/c", headers=headers).status_code == 404
