@@ -270,14 +270,23 @@ def format_regrades(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def format_dates(dates: list[dict[str, Any]]) -> list[str]:
-    """The student's own deadlines, one line per chapter with a due date (an extension says so, with its reason)."""
+    """The student's own deadlines, one line per chapter with a due date or exam times (an extension says so,
+    with its reason)."""
     lines = []
     for date in dates:
+        exam = []
+        if date.get("opens"):
+            exam.append(f"uploads open {date['opens']}")
+        if date.get("release_feedback"):
+            exam.append(f"feedback shown from {date['release_feedback']} (exam mode)")
         if not date.get("due"):
+            if exam:
+                lines.append(f"  {date['name']}: {', '.join(exam)}")
             continue
         penalty = float(date.get("late_penalty", 1.0))
         late = "late work counts nothing" if penalty >= 1 else f"late work loses {penalty:.0%}"
         closes = f", uploads close {date['closes']}" if date.get("closes") else ""
         own = f"  (your extension: {date['extension']})" if date.get("extension") else ""
-        lines.append(f"  {date['name']}: due {date['due']}, {late}{closes}{own}")
+        extra = "".join(f", {e}" for e in exam)
+        lines.append(f"  {date['name']}: due {date['due']}, {late}{closes}{extra}{own}")
     return ["Deadlines:", *lines] if lines else []

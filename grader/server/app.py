@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from grader import extensions, progress, regrade
+from grader import exam, extensions, progress, regrade
 from grader.student import catalogue
 from grader import quiz as quiz_lib
 from grader.student.course import DEFAULT_COURSE, Course
@@ -44,7 +44,7 @@ from grader.server.auth import Principal
 from grader.server.collector import Collector
 from grader.student.store import Store
 from grader.student.uploads import MAX_UPLOAD_BYTES, check_files
-from grader.student.wire import report_to_dict
+from grader.student.wire import report_from_dict, report_to_dict
 
 API_PREFIX = "/api/v1"
 MAX_JSON_BYTES = 64 * 1024  # any request body but an upload (quiz answers)
@@ -214,6 +214,9 @@ def selected_exercises(course: Course, selectors: list[str], when: datetime, stu
     closed = course.closed_exercises(ids, when, student)
     if selectors and closed:
         first, chapter = next(iter(closed.items()))
+        if chapter.opens is not None and when < chapter.opens:
+            raise fail(403, f"chapter '{chapter.name}' ({first}) opens for uploads at "
+                            f"{chapter.opens.isoformat(timespec='minutes')}: submit it then")
         closes = chapter.closes_at()
         shown = closes.isoformat(timespec="minutes") if closes else "?"
         raise fail(403, f"the deadline of chapter '{chapter.name}' ({first}) passed at {shown}: "
@@ -287,15 +290,27 @@ async def get_submission(request: Request) -> Response:
             events.remove(closed)
         if not events:
             st.waiters.pop(job_id, None)
-    return JSONResponse(job_json(store, job))
+    return JSONResponse(for_student(request, principal, job_json(store, job)))
+
+
+def for_student(request: Request, principal: Principal, doc: dict[str, Any]) -> dict[str, Any]:
+    """A job document as its student may see it: exam-mode chapters hidden until their release (grader/exam.py)."""
+    if principal.is_instructor or "report" not in doc:
+        return doc
+    course = db_store(request).effective_course(state(request).config.course)
+    if not any(c.release_feedback for c in course.chapters):
+        return doc
+    hidden = exam.student_report(report_from_dict(doc["report"]), course, now_utc())
+    return {**doc, "report": report_to_dict(hidden), "json": hidden.to_json()}
 
 
 async def list_submissions(request: Request) -> Response:
     """GET /submissions (own) and GET /students/{student}/submissions (instructor): newest first."""
     store = db_store(request)
-    student = student_of(who(request), request)
-    return JSONResponse({"student": student,
-                         "submissions": [job_json(store, j) for j in records.jobs_of(store, student)]})
+    principal = who(request)
+    student = student_of(principal, request)
+    return JSONResponse({"student": student, "submissions": [for_student(request, principal, job_json(store, j))
+                                                             for j in records.jobs_of(store, student)]})
 
 
 # --- progress, roster -----------------------------------------------------------------------------
@@ -313,7 +328,11 @@ async def get_progress(request: Request) -> Response:
     """GET /progress (own) and GET /students/{student}/progress (instructor)."""
     st = state(request)
     store = db_store(request)
-    return JSONResponse(progress_json(st, store, student_of(who(request), request)))
+    principal = who(request)
+    doc = progress_json(st, store, student_of(principal, request))
+    if not principal.is_instructor:  # exam mode: hidden until the release (grader/exam.py)
+        doc = exam.student_progress(doc, store.effective_course(st.config.course), now_utc())
+    return JSONResponse(doc)
 
 
 async def list_students(request: Request) -> Response:

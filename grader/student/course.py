@@ -16,6 +16,9 @@ and ``grade progress``::
     due = 2026-12-01T23:59:00Z         # a TOML date-time with its time zone
     late_penalty = 0.2                 # fraction of a late score lost (default 1: late counts nothing)
     late_until = 2026-12-08T23:59:00Z  # uploads refused after this (default: due, when late counts nothing)
+    opens = 2026-12-01T09:00:00Z       # exam mode: uploads refused before this (default: always open)
+    release_feedback = 2026-12-01T13:00:00Z  # exam mode: until then a student sees "received, graded" only
+    show_score = true                  # exam mode: ... and their score (default false: not even that)
 
     [groups]                           # named groups of students (for group extensions)
     team-3 = ["alice", "bob"]
@@ -45,6 +48,12 @@ server, ``grade report`` and ``grade progress`` alike):
   by blank stubs then counts 0).
 
 Without a course file the rule is ``best`` with no due dates: the best score ever.
+
+Exam mode (per chapter): ``opens`` and the closing time make the upload
+window; with ``release_feedback`` a student sees of an upload, until that
+time, only that it was received and graded (and their score when
+``show_score``); the checks' messages and named mistakes appear at the
+release (grader/exam.py applies it on the server; the instructor sees all).
 
 Extensions change the dates, never the rule: ``Course.chapter_of(exercise,
 student)`` is the chapter as it applies to that student (their extension's
@@ -88,6 +97,13 @@ class Chapter:
     due: datetime | None = None
     late_penalty: float = 1.0
     late_until: datetime | None = None
+    opens: datetime | None = None              # exam mode: no upload before this
+    release_feedback: datetime | None = None   # exam mode: checks' messages and named mistakes hidden until then
+    show_score: bool = False                   # exam mode: the score is shown before the release
+
+    def feedback_hidden(self, now: datetime) -> bool:
+        """Whether a student may not yet see the checks' messages and named mistakes (exam mode)."""
+        return self.release_feedback is not None and now < self.release_feedback
 
     def closes_at(self) -> datetime | None:
         """When uploads for this chapter stop being accepted (None: never)."""
@@ -98,7 +114,9 @@ class Chapter:
         return None
 
     def is_open(self, when: datetime) -> bool:
-        """Whether an upload made at ``when`` is accepted."""
+        """Whether an upload made at ``when`` is accepted (after ``opens``, until :meth:`closes_at`)."""
+        if self.opens is not None and when < self.opens:
+            return False
         closes = self.closes_at()
         return closes is None or when <= closes
 
@@ -219,6 +237,7 @@ class Course:
             dates.append({
                 "name": chapter.name, "due": _iso(own.due), "late_penalty": own.late_penalty,
                 "closes": _iso(own.closes_at()), "extension": None if extension is None else extension.reason,
+                "opens": _iso(own.opens), "release_feedback": _iso(own.release_feedback),
             })
         return dates
 
@@ -248,6 +267,8 @@ class Course:
                     "due": _iso(c.due),
                     "late_penalty": c.late_penalty,
                     "closes": _iso(c.closes_at()),
+                    "opens": _iso(c.opens),
+                    "release_feedback": _iso(c.release_feedback),
                 }
                 for c in self.chapters
             ],
@@ -330,11 +351,10 @@ def _chapter(raw: Any, index: int, path: Path) -> Chapter:
         raise CourseError(f"{path}: {where} needs a name = \"...\" (a topic such as 'normalization')")
     name = raw["name"]
     where = f"chapter '{name}'"
-    unknown = sorted(set(raw) - {"name", "exercises", "due", "late_penalty", "late_until"})
+    fields = ("name", "exercises", "due", "late_penalty", "late_until", "opens", "release_feedback", "show_score")
+    unknown = sorted(set(raw) - set(fields))
     if unknown:
-        raise CourseError(
-            f"{path}: {where} has an unknown field '{unknown[0]}': use name, exercises, due, late_penalty, late_until"
-        )
+        raise CourseError(f"{path}: {where} has an unknown field '{unknown[0]}': use {', '.join(fields)}")
     selectors = raw.get("exercises", [name])
     if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
         raise CourseError(f"{path}: {where}: exercises must be a list of topics or exercise ids")
@@ -351,7 +371,17 @@ def _chapter(raw: Any, index: int, path: Path) -> Chapter:
     late_until = _time(raw["late_until"], f"{where} late_until", path) if "late_until" in raw else None
     if late_until is not None and (due is None or late_until < due):
         raise CourseError(f"{path}: {where}: late_until needs a due date before it")
-    return Chapter(name, ids, due, float(penalty), late_until)
+    opens = _time(raw["opens"], f"{where} opens", path) if "opens" in raw else None
+    closes = late_until if late_until is not None else (due if float(penalty) >= 1.0 else None)
+    if opens is not None and closes is not None and opens >= closes:
+        raise CourseError(f"{path}: {where}: opens must be before the chapter closes for uploads")
+    release = _time(raw["release_feedback"], f"{where} release_feedback", path) if "release_feedback" in raw else None
+    show_score = raw.get("show_score", False)
+    if not isinstance(show_score, bool):
+        raise CourseError(f"{path}: {where}: show_score is true or false")
+    if "show_score" in raw and release is None:
+        raise CourseError(f"{path}: {where}: show_score needs release_feedback = DATE-TIME (exam mode)")
+    return Chapter(name, ids, due, float(penalty), late_until, opens, release, show_score)
 
 
 def _scaffolding(raw: Any, path: Path) -> tuple[str, dict[str, str]]:
