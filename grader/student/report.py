@@ -29,8 +29,6 @@ STATUS_LABELS: dict[str, tuple[str, str]] = {
     "not_implemented": ("NOT_IMPLEMENTED", "yellow"),
     "error": ("ERROR", "red"),
     "timeout": ("TIMEOUT", "red"),
-    "graded": ("GRADED", "blue"),      # exam mode, before the feedback release: the score only (grader/exam.py)
-    "received": ("RECEIVED", "blue"),  # exam mode, before the release: not even the score
 }
 OUTPUT_EXCERPT_LINES = 8
 OUTPUT_EXCERPT_CHARS = 600
