@@ -171,6 +171,9 @@ def summarize(
     if store is not None:
         course = store.effective_course(course)  # the dashboard's extensions too
     best = store.best_scores(student, course) if store is not None else {}
+    overrides: dict[str, Any] = {}  # the instructor's overrides in force replace the graded score (as in grade report)
+    for entry in store.score_overrides(student) if store is not None else []:
+        overrides[entry["exercise"]] = entry["score"]
     answers = store.quiz_attempts(student) if store is not None else []
     chapters: dict[str, ChapterProgress] = {}
     exercises: list[ExerciseProgress] = []
@@ -179,8 +182,9 @@ def summarize(
         if row is None:
             item = ExerciseProgress(ex_id)
         else:
+            counted = row["best_score"] if overrides.get(ex_id) is None else float(overrides[ex_id])
             item = ExerciseProgress(
-                ex_id, row["best_score"], row["max_score"], row["last_status"], row["attempts"],
+                ex_id, counted, row["max_score"], row["last_status"], row["attempts"],
                 row["latest_score"], row["late"],
             )
         exercises.append(item)

@@ -78,6 +78,7 @@ def test_a_request_is_filed_answered_with_an_override_and_seen_by_the_student(en
                 ).status_code == 409
     progress = call(env, "ann", "GET", "/progress").json()
     assert progress["regrades"][0]["reply"] == "You are right: the check's tolerance was too tight."
+    assert progress["score"] == 9.0  # the override counts in the student's progress as in the class report
     with Store.open(env["db"]) as store:  # the override counts where overrides count: the class report
         report = class_report.build(store, ["activations.ReLU"])
         cell = report.student("ann").exercises["activations.ReLU"]

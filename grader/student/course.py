@@ -177,6 +177,7 @@ class Course:
     scaffolding_exercises: Mapping[str, str] = field(default_factory=dict)  # exercise id -> level
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)      # group -> its students
     extensions: tuple[Extension, ...] = ()                                    # in the order written
+    log_applied: bool = False   # the dashboard's extension log is in ``extensions`` (Store.effective_course)
 
     def scaffolding_levels(self, default: str | None = None) -> dict[str, str]:
         """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the course's."""

@@ -22,6 +22,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -653,6 +654,8 @@ class Store:
         everywhere at once.
         """
         course = course or DEFAULT_COURSE
+        if course.log_applied:
+            return course
         log = self.extension_log()
         if not log:
             return course
@@ -667,7 +670,7 @@ class Store:
                 late_until=None if row["late_until"] is None else parse_time(row["late_until"]),
                 source=f"dashboard, {row['author']} at {row['created_at']}",
             ))
-        return course.with_extensions(items)
+        return replace(course.with_extensions(items), log_applied=True)
 
     def add_extension(self, student: str | None, group: str | None, chapter: str, due: datetime | None,
                       reason: str, author: str, late_penalty: float | None = None,
