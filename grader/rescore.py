@@ -177,24 +177,27 @@ def changes(store: Store, course: Course, new_results: dict[int, ExerciseResult]
     return out
 
 
-def _record(store: Store, rescoring_id: int, old_row: dict[str, Any], new: ExerciseResult, version: str) -> None:
-    """Insert the new row beside the old (same attempt, same upload time) and point the old one at it."""
+def _record(store: Store, rescoring_id: int, rows: list[tuple[dict[str, Any], ExerciseResult]],
+            version: str) -> None:
+    """One upload's new rows beside the old (same attempt, same upload time), each old row pointed at its new
+    one, in one transaction."""
     with store.transaction() as db:
-        new_id = db["submissions"].insert({
-            "attempt_id": old_row["attempt_id"], "student": old_row["student"], "exercise": new.id,
-            "score": new.score, "max_score": new.max_score, "status": new.status,
-            "started_at": old_row["started_at"], "duration": new.duration, "grader_version": version,
-            "files_hash": old_row["files_hash"], "seed": str(exercise_seed(old_row["student"], new.id)),
-            "message": new.message, "output": new.output, "superseded_by": None, "rescoring_id": rescoring_id,
-        }).last_pk
-        db["check_results"].insert_all(
-            {"submission_id": new_id, "name": c.name, "passed": int(c.passed), "score": c.score,
-             "max_score": c.max_score, "message": c.message, "misconception": c.misconception}
-            for c in new.checks)
-        cursor = db.execute("UPDATE submissions SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
-                            [new_id, old_row["id"]])
-        if cursor.rowcount != 1:  # rescored by another run meanwhile: keep theirs, drop ours
-            raise _Lost()
+        for old_row, new in rows:
+            new_id = db["submissions"].insert({
+                "attempt_id": old_row["attempt_id"], "student": old_row["student"], "exercise": new.id,
+                "score": new.score, "max_score": new.max_score, "status": new.status,
+                "started_at": old_row["started_at"], "duration": new.duration, "grader_version": version,
+                "files_hash": old_row["files_hash"], "seed": str(exercise_seed(old_row["student"], new.id)),
+                "message": new.message, "output": new.output, "superseded_by": None, "rescoring_id": rescoring_id,
+            }).last_pk
+            db["check_results"].insert_all(
+                {"submission_id": new_id, "name": c.name, "passed": int(c.passed), "score": c.score,
+                 "max_score": c.max_score, "message": c.message, "misconception": c.misconception}
+                for c in new.checks)
+            cursor = db.execute("UPDATE submissions SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
+                                [new_id, old_row["id"]])
+            if cursor.rowcount != 1:  # rescored by another run meanwhile: keep theirs, drop ours
+                raise _Lost()
 
 
 class _Lost(Exception):
@@ -237,12 +240,15 @@ def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], gr
                 "started_at": utc_now(), "finished_at": None, "grader_version": grader_version,
                 "exercises": json.dumps(exercises), "uploads": len(results), "changes": "[]",
                 "errors": json.dumps(errors)}).last_pk)
+        by_upload: dict[int, list[tuple[dict[str, Any], ExerciseResult]]] = {}
         for sub_id, new in new_results.items():
+            by_upload.setdefault(int(old_of[sub_id]["attempt_id"]), []).append((old_of[sub_id], new))
+        for rows in by_upload.values():
             try:
-                _record(store, rescoring_id, old_of[sub_id], new, grader_version)
+                _record(store, rescoring_id, rows, grader_version)
             except _Lost:
-                errors.append({"job": None, "student": old_of[sub_id]["student"],
-                               "error": f"submission {sub_id} was rescored by another run meanwhile"})
+                errors.append({"job": None, "student": rows[0][0]["student"],
+                               "error": "this upload was rescored by another run meanwhile (its result kept)"})
         with store.transaction() as db:
             db.execute("UPDATE rescorings SET finished_at = ?, changes = ?, errors = ? WHERE id = ?",
                        [utc_now(), json.dumps([asdict(c) for c in found]), json.dumps(errors), rescoring_id])

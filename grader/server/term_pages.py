@@ -13,6 +13,7 @@ regions marked. The same login and CSRF rules as every dashboard page
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 from urllib.parse import quote
@@ -28,6 +29,7 @@ from grader.server.instructor import check_csrf, csrf_token, guarded, message, r
 from grader.student.errors import GraderError
 from grader.student.report import format_text
 from grader.student.sanitize import clean_text
+from grader.student.store import Store
 
 LOG = logging.getLogger("normgrade.dashboard")
 
@@ -105,18 +107,25 @@ async def grant_extension(request: Request, mode: str) -> Response:
     return RedirectResponse("/instructor/term?saved=extension#extensions", status_code=303)
 
 
-def _pairs(request: Request) -> list[similarity.Pair]:
-    """The similarity pairs, computed once per server process and kept until ?refresh=1."""
+async def _pairs(request: Request) -> list[similarity.Pair]:
+    """The similarity pairs, computed once per server process (in a thread, on a connection of its own: a
+    large class takes a while) and kept until ?refresh=1."""
     state = request.app.state
     if request.query_params.get("refresh") or not hasattr(state, "similarity_pairs"):
-        state.similarity_pairs = similarity.find_pairs(store_of(request))
+        path = state.normgrade.config.db_path
+
+        def compute() -> list[similarity.Pair]:
+            with Store.open(path, inspect=False) as store:
+                return similarity.find_pairs(store)
+
+        state.similarity_pairs = await asyncio.to_thread(compute)
     return state.similarity_pairs
 
 
 async def similarity_page(request: Request, mode: str) -> Response:
     """GET /instructor/similarity: pairs above the threshold, and what a match means."""
     try:
-        pairs = _pairs(request)  # (the store is the event loop thread's connection)
+        pairs = await _pairs(request)
     except GraderError as exc:
         return message(request, 503, "Similarity", str(exc), error=True)
     return term_page(request, "Similarity", page="similarity", pairs=pairs, threshold=similarity.THRESHOLD,
@@ -126,7 +135,7 @@ async def similarity_page(request: Request, mode: str) -> Response:
 async def pair_page(request: Request, mode: str) -> Response:
     """GET /instructor/similarity/{topic}/{a}/{b}: the two files side by side, matching regions marked."""
     topic, a, b = (request.path_params[k] for k in ("topic", "a", "b"))
-    pair = next((p for p in _pairs(request) if (p.topic, p.a, p.b) == (topic, a, b)), None)
+    pair = next((p for p in await _pairs(request) if (p.topic, p.a, p.b) == (topic, a, b)), None)
     if pair is None:
         return message(request, 404, "No such pair", "That pair is not above the threshold (or no longer): "
                        "go back to the similarity page.", error=True, next_url="/instructor/similarity")
