@@ -15,6 +15,7 @@ MAX_OPEN open requests per student, a reason of at most REASON_MAX characters.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -37,12 +38,13 @@ class RegradeError(GraderError):
 
 def _upload(store: Store, student: str, exercise: str, job_id: int | None) -> dict[str, Any]:
     """The student's graded upload (job row) holding ``exercise``: the one named, else the latest."""
-    params: list[Any] = [student, f'%"{exercise}"%']
-    where = "student = ? AND status = 'done' AND selectors LIKE ?"
+    params: list[Any] = [student]
+    where = "student = ? AND status = 'done'"
     if job_id is not None:
         where += " AND id = ?"
         params.append(job_id)
-    rows = list(store.db.query(f"SELECT * FROM jobs WHERE {where} ORDER BY id DESC LIMIT 1", params))
+    rows = [r for r in store.db.query(f"SELECT * FROM jobs WHERE {where} ORDER BY id DESC", params)
+            if exercise in json.loads(r["selectors"])][:1]
     if not rows:
         if job_id is not None:
             raise RegradeError(f"there is no graded submission {job_id} of yours holding {exercise}: "
