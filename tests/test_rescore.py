@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import require_program
-from grader import grading, rescore
+from grader import class_report, grading, rescore
 from grader.cli import cli
 from grader.server import records
 from grader.solution import write_solution
@@ -77,6 +77,8 @@ def check_rescored(db: Path, uploads: dict[str, object], output: str) -> None:
     assert "bob" not in output  # graded again, unchanged
     assert counted(db, "ann") == 10.0
     with Store.open(db) as store:
+        report = class_report.build(store, RELU)  # the dashboard and the gradebook exports count the new result
+        assert report.student("ann").exercises["activations.ReLU"].best_score == 10.0
         rows = store.submissions(student="ann", superseded=True)
         old, new = rows
         assert old["score"] == old_score and old["grader_version"] == "old-grader"  # still readable
