@@ -205,6 +205,11 @@ def test_the_server_grants_extensions_and_lets_only_that_student_upload_late(tmp
         assert listed["extensions"][0]["reason"] == "hospital, note seen"
         dates = client.get("/api/v1/progress", headers={"Authorization": f"Bearer {tokens['ann']}"}).json()["dates"]
         assert dates[0]["extension"] == "hospital, note seen"
+        # withdrawn (logged with its reason): ann is closed out again; nothing to withdraw for bob
+        nothing = call(teacher, "POST", "/extensions", {**grant, "student": "bob", "due": "", "reason": "x"})
+        assert nothing.status_code == 400 and "no extension of chapter 'activations' to withdraw" in nothing.json()["error"]
+        assert call(teacher, "POST", "/extensions", {**grant, "due": "", "reason": "granted in error"}).status_code == 201
+        assert call(tokens["ann"], "POST", "/submissions", upload).status_code == 403
 
 
 def test_the_dashboard_form_grants_an_extension_with_its_reason(tmp_path: Path) -> None:
@@ -238,3 +243,21 @@ def test_the_dashboard_form_grants_an_extension_with_its_reason(tmp_path: Path) 
         assert "10" in line.split(",")
     with Store.open(db) as store:
         assert counted(store, path, "ann") == 10.0
+
+
+def test_a_group_extension_granted_during_the_term(tmp_path: Path) -> None:
+    from grader.extensions import ExtensionError, grant
+
+    path = write(tmp_path, COURSE)
+    with Store.open(tmp_path / "c.db") as store:
+        record(store, "bob", 10.0, LATE)
+        record(store, "cat", 10.0, LATE)
+        record(store, "dan", 10.0, LATE)
+        with pytest.raises(ExtensionError, match="group 'team-9' is not in \\[groups\\]"):
+            grant(store, load_course(path), "", "team-9", "activations", "2026-12-06T00:00", "x", "instructor")
+        with pytest.raises(ExtensionError, match="name either a student or a group"):
+            grant(store, load_course(path), "bob", "team-3", "activations", "2026-12-06T00:00", "x", "instructor")
+        with pytest.raises(ExtensionError, match="is not a date-time"):
+            grant(store, load_course(path), "", "team-3", "activations", "next friday", "x", "instructor")
+        grant(store, load_course(path), "", "team-3", "activations", "2026-12-06T00:00", "field trip", "instructor")
+        assert [counted(store, path, s) for s in ("bob", "cat", "dan")] == [10.0, 10.0, 0.0]
