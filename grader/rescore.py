@@ -107,22 +107,24 @@ def grade_again(store: Store, queue: Queue, uploads: list[tuple[dict[str, Any], 
         waiting[tid] = int(job["id"])
     results: dict[int, dict[str, Any]] = {}
     deadline = time.monotonic() + timeout
-    while waiting and time.monotonic() < deadline:
-        for tid in list(waiting):
-            result = queue.result(tid)
-            if result is None:
-                continue
-            job_id = waiting.pop(tid)
-            results[job_id] = result
-            queue.forget(tid)
-            queue.huey.delete(started_key(task_id(job_id, RESCORE_ATTEMPT)))
-            deadline = time.monotonic() + timeout
-            if on_result is not None:
-                on_result(len(results), len(uploads))
-        if waiting:
-            time.sleep(poll)
-    for tid in waiting:  # not graded in time: not left to be graded later and recorded by nobody
-        queue.huey.revoke_by_id(tid, revoke_once=True)
+    try:
+        while waiting and time.monotonic() < deadline:
+            for tid in list(waiting):
+                result = queue.result(tid)
+                if result is None:
+                    continue
+                job_id = waiting.pop(tid)
+                results[job_id] = result
+                queue.forget(tid)
+                queue.huey.delete(started_key(task_id(job_id, RESCORE_ATTEMPT)))
+                deadline = time.monotonic() + timeout
+                if on_result is not None:
+                    on_result(len(results), len(uploads))
+            if waiting:
+                time.sleep(poll)
+    finally:  # not graded in time, or the command was stopped: not left to be graded later for nobody
+        for tid in waiting:
+            queue.huey.revoke_by_id(tid, revoke_once=True)
     return results
 
 
