@@ -431,9 +431,15 @@ def _late_flags(rows: list[dict[str, Any]], course: Course) -> list[bool]:
         if chapter.due is not None:
             text = chapter.due.astimezone(timezone.utc).isoformat(timespec="seconds")
             due.update({e: (text, chapter.due) for e in chapter.exercises})
+    extended = {e.student for e in course.extensions} | {s for e in course.extensions if e.group
+                                                         for s in course.groups.get(e.group, ())}
     flags = []
     for row in rows:
         limit = due.get(row["exercise"])
+        if limit is not None and row["student"] in extended:  # their own dates (an extension)
+            own = course.chapter_of(row["exercise"], row["student"])
+            assert own is not None and own.due is not None
+            limit = (own.due.astimezone(timezone.utc).isoformat(timespec="seconds"), own.due)
         if limit is None:
             flags.append(False)
         elif row["started_at"].endswith("+00:00") and len(row["started_at"]) == len(limit[0]):
@@ -467,7 +473,7 @@ def build(
     instructor's overrides (``score_overrides``) replace the graded score.
     Students are those with anything recorded, plus the roster's.
     """
-    course = course or DEFAULT_COURSE
+    course = store.effective_course(course or DEFAULT_COURSE)  # with the dashboard's extensions
     ids = list(exercise_ids) if exercise_ids is not None else list(catalogue.EXERCISES)
     quizzes = list(quizzes or [])
     submissions = store.submission_rows()
@@ -517,7 +523,7 @@ def build(
             rows = rows_of.get((name, ex))
             cell = ExerciseCell()
             if rows:
-                counted = counted_score(rows, course.chapter_of(ex), course.rule)
+                counted = counted_score(rows, course.chapter_of(ex, name), course.rule)
                 last = rows[-1]
                 cell = ExerciseCell(
                     counted.score, counted.max_score, counted.last_status, counted.attempts,

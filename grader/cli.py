@@ -18,7 +18,7 @@ import click
 # Only what every command needs is imported here (grader.student.cli loads the grading pipeline, NumPy
 # included). Each command imports its own modules inside its function, so that `grade submit` does not
 # load the batch's process pool, the quizzes (Jinja2), the class report or the server.
-from grader import remote_cli
+from grader import remote_cli, term_cli
 from grader.student import catalogue
 from grader.student.course import load_course
 from grader.student.errors import StoreError
@@ -563,6 +563,7 @@ def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_san
 
 
 remote_cli.register(cli)  # login, logout, serve, worker, roster (grader/remote_cli.py)
+term_cli.register(cli)  # regrade, rescore, similarity (grader/term_cli.py)
 
 
 def main(prog_name: str | None = None) -> None:

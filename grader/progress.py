@@ -18,6 +18,7 @@ import click
 from grader.student import catalogue
 from grader.student.course import DEFAULT_COURSE, Course
 from grader import quiz as quiz_lib
+from grader import regrade
 from grader.quiz import ChapterProgress as QuizStanding
 from grader.quiz import Quiz
 from grader.student.report import format_score, status_style
@@ -99,6 +100,8 @@ class Progress:
     chapters: list[ChapterProgress]
     next_step: str
     rule: str = "best"  # which score counts (grader.student.course): "best" or "latest"
+    dates: list[dict[str, Any]] = field(default_factory=list)  # the student's own chapter dates (Course.student_dates)
+    regrades: list[dict[str, Any]] = field(default_factory=list)  # their regrade requests (grader.regrade.public)
 
     @property
     def score(self) -> float:
@@ -122,6 +125,8 @@ class Progress:
             "chapters": [c.to_json() for c in self.chapters],
             "next": self.next_step,
             "score_rule": self.rule,
+            "dates": self.dates,
+            "regrades": self.regrades,
         }
 
     @classmethod
@@ -129,7 +134,8 @@ class Progress:
         """The inverse of to_json."""
         return cls(
             str(doc["student"]), [ChapterProgress.from_json(c) for c in doc["chapters"]],
-            str(doc["next"]), str(doc.get("score_rule", "best")),
+            str(doc["next"]), str(doc.get("score_rule", "best")), list(doc.get("dates") or []),
+            list(doc.get("regrades") or []),
         )
 
 
@@ -162,7 +168,12 @@ def summarize(
     complete when every checkpoint question has a correct one.
     """
     course = course or DEFAULT_COURSE
+    if store is not None:
+        course = store.effective_course(course)  # the dashboard's extensions too
     best = store.best_scores(student, course) if store is not None else {}
+    overrides: dict[str, Any] = {}  # the instructor's overrides in force replace the graded score (as in grade report)
+    for entry in store.score_overrides(student) if store is not None else []:
+        overrides[entry["exercise"]] = entry["score"]
     answers = store.quiz_attempts(student) if store is not None else []
     chapters: dict[str, ChapterProgress] = {}
     exercises: list[ExerciseProgress] = []
@@ -171,8 +182,9 @@ def summarize(
         if row is None:
             item = ExerciseProgress(ex_id)
         else:
+            counted = row["best_score"] if overrides.get(ex_id) is None else float(overrides[ex_id])
             item = ExerciseProgress(
-                ex_id, row["best_score"], row["max_score"], row["last_status"], row["attempts"],
+                ex_id, counted, row["max_score"], row["last_status"], row["attempts"],
                 row["latest_score"], row["late"],
             )
         exercises.append(item)
@@ -183,7 +195,9 @@ def summarize(
         standing = quiz_lib.chapter_progress(quiz, answers)
         standings.append(standing)
         chapters.setdefault(quiz.chapter, ChapterProgress(quiz.chapter)).quiz = standing
-    return Progress(student, list(chapters.values()), next_step(exercises, standings, submit_hint), course.rule)
+    regrades = [regrade.public(r) for r in regrade.requests(store, student)] if store is not None else []
+    return Progress(student, list(chapters.values()), next_step(exercises, standings, submit_hint), course.rule,
+                    course.student_dates(student), regrades)
 
 
 def next_step(exercises: list[ExerciseProgress], quizzes: list[QuizStanding], submit_hint: str) -> str:
@@ -240,5 +254,43 @@ def format_progress(progress: Progress, color: bool = False) -> str:
     quizzes = [c.quiz for c in progress.chapters if c.quiz is not None]
     if quizzes:
         lines.append(f"Quizzes: {sum(q.complete for q in quizzes)} of {len(quizzes)} complete")
+    lines.extend(format_dates(progress.dates))
+    lines.extend(format_regrades(progress.regrades))
     lines.append(f"Next: {progress.next_step}")
     return "\n".join(lines)
+
+
+def format_regrades(rows: list[dict[str, Any]]) -> list[str]:
+    """The student's regrade requests: open ones, and the instructor's answers (reply, and the score set)."""
+    lines = []
+    for row in rows:
+        asked = f"  #{row['id']} {row['exercise']} (submission {row['job_id']}): "
+        if row["status"] == "open":
+            lines.append(asked + "open, waiting for the instructor")
+        else:
+            score = "" if row.get("override") is None else f" Score set to {format_score(float(row['override']))}."
+            lines.append(asked + f"answered: {row['reply']}{score}")
+    return ["Regrade requests:", *lines] if lines else []
+
+
+def format_dates(dates: list[dict[str, Any]]) -> list[str]:
+    """The student's own deadlines, one line per chapter with a due date or exam times (an extension says so,
+    with its reason)."""
+    lines = []
+    for date in dates:
+        exam = []
+        if date.get("opens"):
+            exam.append(f"uploads open {date['opens']}")
+        if date.get("release_feedback"):
+            exam.append(f"feedback shown from {date['release_feedback']} (exam mode)")
+        if not date.get("due"):
+            if exam:
+                lines.append(f"  {date['name']}: {', '.join(exam)}")
+            continue
+        penalty = float(date.get("late_penalty", 1.0))
+        late = "late work counts nothing" if penalty >= 1 else f"late work loses {penalty:.0%}"
+        closes = f", uploads close {date['closes']}" if date.get("closes") else ""
+        own = f"  (your extension: {date['extension']})" if date.get("extension") else ""
+        extra = "".join(f", {e}" for e in exam)
+        lines.append(f"  {date['name']}: due {date['due']}, {late}{closes}{extra}{own}")
+    return ["Deadlines:", *lines] if lines else []

@@ -161,6 +161,21 @@ def test_a_student_reads_only_their_own_data_on_every_endpoint(env: dict[str, An
     for path in ("/students", "/students/{student}/submissions", "/students/{student}/progress",
                  "/students/{student}/quizzes"):
         check("GET", path)
+    # regrade requests (grader/regrade.py): only about one's own uploads, only one's own listed, answered by the
+    # instructor; extensions (grader/extensions.py): the instructor's
+    one_line_error(api(url, ann, "POST", "/regrades", json={"exercise": "activations.ReLU", "reason": "x",
+                                                            "submission": bob_job}), 404, f"submission {bob_job}")
+    check("POST", "/regrades")
+    assert api(url, ann, "GET", "/regrades", params={"student": "bob"}).json()["requests"] == []
+    check("GET", "/regrades")
+    one_line_error(api(url, ann, "POST", "/regrades/1/answer", json={"reply": "x"}), 403, "instructor only")
+    check("POST", "/regrades/{id:int}/answer")
+    one_line_error(api(url, ann, "GET", "/extensions"), 403, "instructor only")
+    check("GET", "/extensions")
+    one_line_error(api(url, ann, "POST", "/extensions", json={"student": "ann", "chapter": "linear",
+                                                              "due": "2030-01-01T00:00Z", "reason": "x"}),
+                   403, "instructor only")
+    check("POST", "/extensions")
     assert checked == {(m, p) for m, p, _, _ in app_lib.API}, "a new endpoint needs its ownership check here"
 
 

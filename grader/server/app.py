@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from grader import progress
+from grader import exam, extensions, progress, regrade
 from grader.student import catalogue
 from grader import quiz as quiz_lib
 from grader.student.course import DEFAULT_COURSE, Course
@@ -44,7 +44,7 @@ from grader.server.auth import Principal
 from grader.server.collector import Collector
 from grader.student.store import Store
 from grader.student.uploads import MAX_UPLOAD_BYTES, check_files
-from grader.student.wire import report_to_dict
+from grader.student.wire import report_from_dict, report_to_dict
 
 API_PREFIX = "/api/v1"
 MAX_JSON_BYTES = 64 * 1024  # any request body but an upload (quiz answers)
@@ -200,19 +200,23 @@ def job_json(store: Store, job: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def selected_exercises(course: Course, selectors: list[str], when: datetime) -> list[str]:
+def selected_exercises(course: Course, selectors: list[str], when: datetime, student: str | None = None) -> list[str]:
     """The exercise ids an upload grades: those named (all when none), refusing closed chapters.
 
     With no selectors, closed chapters are left out; naming an exercise of a
-    closed chapter, or having nothing open, is a 403 with the date.
+    closed chapter, or having nothing open, is a 403 with the date. The dates
+    are the student's own (their extensions: pass ``store.effective_course``).
     """
     try:
         ids = catalogue.resolve(selectors)
     except GraderError as exc:
         raise fail(400, str(exc)) from exc
-    closed = course.closed_exercises(ids, when)
+    closed = course.closed_exercises(ids, when, student)
     if selectors and closed:
         first, chapter = next(iter(closed.items()))
+        if chapter.opens is not None and when < chapter.opens:
+            raise fail(403, f"chapter '{chapter.name}' ({first}) opens for uploads at "
+                            f"{chapter.opens.isoformat(timespec='minutes')}: submit it then")
         closes = chapter.closes_at()
         shown = closes.isoformat(timespec="minutes") if closes else "?"
         raise fail(403, f"the deadline of chapter '{chapter.name}' ({first}) passed at {shown}: "
@@ -242,7 +246,7 @@ async def create_submission(request: Request) -> Response:
     if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
         raise fail(400, "exercises must be a list of exercise ids or topics")
     when = now_utc()
-    ids = selected_exercises(st.config.course, selectors, when)
+    ids = selected_exercises(store.effective_course(st.config.course), selectors, when, principal.student)
     try:
         new = records.create_job(store, principal.student, key, files, ids, st.config.course, when)
     except records.KeyReused as exc:
@@ -286,15 +290,27 @@ async def get_submission(request: Request) -> Response:
             events.remove(closed)
         if not events:
             st.waiters.pop(job_id, None)
-    return JSONResponse(job_json(store, job))
+    return JSONResponse(for_student(request, principal, job_json(store, job)))
+
+
+def for_student(request: Request, principal: Principal, doc: dict[str, Any]) -> dict[str, Any]:
+    """A job document as its student may see it: exam-mode chapters hidden until their release (grader/exam.py)."""
+    if principal.is_instructor or "report" not in doc:
+        return doc
+    course = db_store(request).effective_course(state(request).config.course)
+    if not any(c.release_feedback for c in course.chapters):
+        return doc
+    hidden = exam.student_report(report_from_dict(doc["report"]), course, now_utc())
+    return {**doc, "report": report_to_dict(hidden), "json": hidden.to_json()}
 
 
 async def list_submissions(request: Request) -> Response:
     """GET /submissions (own) and GET /students/{student}/submissions (instructor): newest first."""
     store = db_store(request)
-    student = student_of(who(request), request)
-    return JSONResponse({"student": student,
-                         "submissions": [job_json(store, j) for j in records.jobs_of(store, student)]})
+    principal = who(request)
+    student = student_of(principal, request)
+    return JSONResponse({"student": student, "submissions": [for_student(request, principal, job_json(store, j))
+                                                             for j in records.jobs_of(store, student)]})
 
 
 # --- progress, roster -----------------------------------------------------------------------------
@@ -312,7 +328,11 @@ async def get_progress(request: Request) -> Response:
     """GET /progress (own) and GET /students/{student}/progress (instructor)."""
     st = state(request)
     store = db_store(request)
-    return JSONResponse(progress_json(st, store, student_of(who(request), request)))
+    principal = who(request)
+    doc = progress_json(st, store, student_of(principal, request))
+    if not principal.is_instructor:  # exam mode: hidden until the release (grader/exam.py)
+        doc = exam.student_progress(doc, store.effective_course(st.config.course), now_utc())
+    return JSONResponse(doc)
 
 
 async def list_students(request: Request) -> Response:
@@ -454,6 +474,82 @@ async def answer_quiz(request: Request) -> Response:
     })
 
 
+# --- the instructor's term: regrade requests, extensions (grader/regrade.py, grader/extensions.py) ----------
+
+
+def _text(doc: dict[str, Any], key: str) -> str:
+    """A string field of a JSON body ("" when absent; 400 when it is not text or a number)."""
+    value = doc.get(key, "")
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise fail(400, f"{key} must be text")
+    return str(value)
+
+
+async def create_regrade(request: Request) -> Response:
+    """POST /regrades: file a regrade request {exercise, reason, submission?} about one of your uploads."""
+    principal = who(request)
+    if principal.is_instructor:
+        raise fail(403, "the instructor answers regrade requests: log in with a student token to file one")
+    doc = await read_json(request, MAX_JSON_BYTES)
+    job_id = doc.get("submission")
+    if job_id is not None and (isinstance(job_id, bool) or not isinstance(job_id, int)):
+        raise fail(400, "submission must be the id of one of your submissions (a number)")
+    try:
+        row = regrade.file_request(db_store(request), principal.student, _text(doc, "exercise"),
+                                   _text(doc, "reason"), job_id)
+    except regrade.RegradeError as exc:
+        raise fail(exc.status, str(exc)) from exc
+    return JSONResponse(regrade.public(row), status_code=201)
+
+
+async def list_regrades(request: Request) -> Response:
+    """GET /regrades: your regrade requests and their answers (the instructor: everyone's, ?status=open)."""
+    principal = who(request)
+    status = request.query_params.get("status") or None
+    if status not in (None, "open", "answered"):
+        raise fail(400, "status is open or answered")
+    if principal.is_instructor:
+        return JSONResponse({"requests": regrade.requests(db_store(request), None, status)})
+    rows = regrade.requests(db_store(request), principal.student, status)
+    return JSONResponse({"requests": [regrade.public(r) for r in rows]})
+
+
+async def answer_regrade(request: Request) -> Response:
+    """POST /regrades/{id}/answer (instructor): {reply, score?}; a score is written as an override."""
+    principal = instructor(request)
+    doc = await read_json(request, MAX_JSON_BYTES)
+    try:
+        row = regrade.answer(db_store(request), int(request.path_params["id"]), _text(doc, "reply"),
+                             _text(doc, "score"), principal.student or "instructor")
+    except regrade.RegradeError as exc:
+        raise fail(exc.status, str(exc)) from exc
+    return JSONResponse(row)
+
+
+async def list_extensions(request: Request) -> Response:
+    """GET /extensions (instructor): every extension, the course file's then those granted here."""
+    instructor(request)
+    st = state(request)
+    return JSONResponse({"extensions": extensions.listing(db_store(request), st.config.course)})
+
+
+async def create_extension(request: Request) -> Response:
+    """POST /extensions (instructor): {student or group, chapter, due, reason, late_penalty?, late_until?}."""
+    principal = instructor(request)
+    doc = await read_json(request, MAX_JSON_BYTES)
+    st = state(request)
+    try:
+        row = extensions.grant(db_store(request), st.config.course, _text(doc, "student"), _text(doc, "group"),
+                               _text(doc, "chapter"), _text(doc, "due"), _text(doc, "reason"),
+                               principal.student or "instructor", _text(doc, "late_penalty"),
+                               _text(doc, "late_until"))
+    except GraderError as exc:
+        raise fail(400, str(exc)) from exc
+    return JSONResponse(row, status_code=201)
+
+
 # --- the API index, errors, the application -----------------------------------------------------------
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -470,6 +566,11 @@ API: list[tuple[str, str, Handler, str]] = [  # (method, path, handler, who may 
     ("GET", "/students/{student}/submissions", list_submissions, "instructor"),
     ("GET", "/students/{student}/progress", get_progress, "instructor"),
     ("GET", "/students/{student}/quizzes", list_quizzes, "instructor"),
+    ("POST", "/regrades", create_regrade, "student"),
+    ("GET", "/regrades", list_regrades, "any token"),
+    ("POST", "/regrades/{id:int}/answer", answer_regrade, "instructor"),
+    ("GET", "/extensions", list_extensions, "instructor"),
+    ("POST", "/extensions", create_extension, "instructor"),
 ]
 
 

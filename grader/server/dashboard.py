@@ -329,10 +329,10 @@ def student_detail(store: Store, report: ClassReport, student: str, reports_kept
         late = []
         for sub in rows:
             history.setdefault(sub["exercise"], []).append(sub)
-            chapter = course.chapter_of(sub["exercise"])
+            chapter = course.chapter_of(sub["exercise"], student)
             if chapter is not None and chapter.due is not None and parse_time(sub["started_at"]) > chapter.due:
                 late.append(sub["exercise"])
-        total = sum(counted_score(h, course.chapter_of(ex), course.rule).score for ex, h in history.items())
+        total = sum(counted_score(h, course.chapter_of(ex, student), course.rule).score for ex, h in history.items())
         views.append(AttemptView(attempt["id"], attempt["started_at"], attempt["score"], attempt["max_score"],
                                  total, late, ""))
         series.append((parse_time(attempt["started_at"]), total,

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
 
-from grader.server import instructor
+from grader.server import instructor, term_pages
 
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
 
@@ -31,4 +31,4 @@ async def course_page(request: Request) -> Response:
 
 def routes() -> list[BaseRoute]:
     """The course page, then the instructor's dashboard."""
-    return [Route("/", course_page, methods=["GET"]), *instructor.routes()]
+    return [Route("/", course_page, methods=["GET"]), *instructor.routes(), *term_pages.routes()]

@@ -190,11 +190,15 @@ def position_in_queue(store: Store, job_row: dict[str, Any]) -> int:
 
 
 def report_of(store: Store, job_row: dict[str, Any]) -> GradeReport | None:
-    """The recorded report of a done job, rebuilt from its attempt's rows (None: not done)."""
+    """The recorded report of a done job, rebuilt from its attempt's rows in force (None: not done).
+
+    After ``grade rescore`` that is the latest grading of the upload; the
+    earlier rows stay in the store (``superseded_by``)."""
     if job_row["status"] != "done" or job_row["attempt_id"] is None:
         return None
     exercises = []
-    for row in store.db.query("SELECT * FROM submissions WHERE attempt_id = ? ORDER BY id", [job_row["attempt_id"]]):
+    for row in store.db.query("SELECT * FROM submissions WHERE attempt_id = ? AND superseded_by IS NULL ORDER BY "
+                              "id", [job_row["attempt_id"]]):  # the rows in force (grade rescore: grader/rescore.py)
         checks = [
             CheckResult(c["name"], bool(c["passed"]), c["score"], c["max_score"], c["message"] or "",
                         c["misconception"])

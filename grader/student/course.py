@@ -16,6 +16,20 @@ and ``grade progress``::
     due = 2026-12-01T23:59:00Z         # a TOML date-time with its time zone
     late_penalty = 0.2                 # fraction of a late score lost (default 1: late counts nothing)
     late_until = 2026-12-08T23:59:00Z  # uploads refused after this (default: due, when late counts nothing)
+    opens = 2026-12-01T09:00:00Z       # exam mode: uploads refused before this (default: always open)
+    release_feedback = 2026-12-01T13:00:00Z  # exam mode: until then a student sees "received, graded" only
+    show_score = true                  # exam mode: ... and their score (default false: not even that)
+
+    [groups]                           # named groups of students (for group extensions)
+    team-3 = ["alice", "bob"]
+
+    [[extension]]                      # a student's (or a group's) own dates for one chapter
+    student = "alice"                  # or group = "team-3"
+    chapter = "normalization"
+    due = 2026-12-04T23:59:00Z         # replaces the chapter's due date for them
+    late_penalty = 0.1                 # optional: else the chapter's
+    late_until = 2026-12-10T23:59:00Z  # optional: else the chapter's (when still after the new due)
+    reason = "medical note, 2026-11-28"
 
     [scaffolding]                      # what `grade release` gives away in the stubs (grader/scaffold.py)
     level = "derive"                   # "guided" (default), "derive" or "contract"
@@ -34,13 +48,30 @@ server, ``grade report`` and ``grade progress`` alike):
   by blank stubs then counts 0).
 
 Without a course file the rule is ``best`` with no due dates: the best score ever.
+
+Exam mode (per chapter): ``opens`` and the closing time make the upload
+window; with ``release_feedback`` a student sees of an upload, until that
+time, only that it was received and graded (and their score when
+``show_score``); the checks' messages and named mistakes appear at the
+release (grader/exam.py applies it on the server; the instructor sees all).
+
+Extensions change the dates, never the rule: ``Course.chapter_of(exercise,
+student)`` is the chapter as it applies to that student (their extension's
+due date, late penalty and late_until in place of the chapter's), and every
+caller of :func:`counted_score` (the store, progress, the class report and its
+exports, the server's upload deadlines, the dashboard) asks for it with the
+student. An extension of the student's own wins over one of their group; of
+several for the same student and chapter, the last one written wins (the
+course file's first, then the dashboard's log in order: ``Store.effective_course``
+adds those, see grader/student/store.py). A dashboard extension with no due
+date withdraws the student's earlier dashboard extensions of that chapter.
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -66,6 +97,13 @@ class Chapter:
     due: datetime | None = None
     late_penalty: float = 1.0
     late_until: datetime | None = None
+    opens: datetime | None = None              # exam mode: no upload before this
+    release_feedback: datetime | None = None   # exam mode: checks' messages and named mistakes hidden until then
+    show_score: bool = False                   # exam mode: the score is shown before the release
+
+    def feedback_hidden(self, now: datetime) -> bool:
+        """Whether a student may not yet see the checks' messages and named mistakes (exam mode)."""
+        return self.release_feedback is not None and now < self.release_feedback
 
     def closes_at(self) -> datetime | None:
         """When uploads for this chapter stop being accepted (None: never)."""
@@ -76,7 +114,9 @@ class Chapter:
         return None
 
     def is_open(self, when: datetime) -> bool:
-        """Whether an upload made at ``when`` is accepted."""
+        """Whether an upload made at ``when`` is accepted (after ``opens``, until :meth:`closes_at`)."""
+        if self.opens is not None and when < self.opens:
+            return False
         closes = self.closes_at()
         return closes is None or when <= closes
 
@@ -87,6 +127,40 @@ class Chapter:
         if self.late_until is not None and when > self.late_until:
             return 0.0, True
         return score * (1.0 - self.late_penalty), True
+
+    def extended(self, extension: "Extension") -> "Chapter":
+        """This chapter with an extension's dates in place of its own.
+
+        The extension's due date replaces the chapter's; its late penalty and
+        late_until, when it gives them, replace the chapter's; the chapter's
+        late_until is kept only while it is still after the new due date.
+        """
+        penalty = self.late_penalty if extension.late_penalty is None else extension.late_penalty
+        until = extension.late_until
+        if until is None and self.late_until is not None and self.late_until > extension.due:
+            until = self.late_until
+        return replace(self, due=extension.due, late_penalty=penalty, late_until=until)
+
+
+@dataclass(frozen=True)
+class Extension:
+    """Own dates for one chapter, for one student or a group (from course.toml or the dashboard's log)."""
+
+    chapter: str
+    due: datetime
+    reason: str
+    student: str | None = None      # exactly one of student and group
+    group: str | None = None
+    late_penalty: float | None = None
+    late_until: datetime | None = None
+    source: str = "course.toml"     # or "dashboard, <author> at <time>"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "chapter": self.chapter, "student": self.student, "group": self.group, "due": _iso(self.due),
+            "late_penalty": self.late_penalty, "late_until": _iso(self.late_until), "reason": self.reason,
+            "source": self.source,
+        }
 
 
 @dataclass(frozen=True)
@@ -101,21 +175,78 @@ class Course:
     by_exercise: Mapping[str, Chapter] = field(default_factory=dict)
     scaffolding_level: str = DEFAULT_LEVEL
     scaffolding_exercises: Mapping[str, str] = field(default_factory=dict)  # exercise id -> level
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)      # group -> its students
+    extensions: tuple[Extension, ...] = ()                                    # in the order written
+    log_applied: bool = False   # the dashboard's extension log is in ``extensions`` (Store.effective_course)
 
     def scaffolding_levels(self, default: str | None = None) -> dict[str, str]:
         """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the course's."""
         base = default if default is not None else self.scaffolding_level
         return {e: self.scaffolding_exercises.get(e, base) for e in catalogue.EXERCISES}
 
-    def chapter_of(self, exercise_id: str) -> Chapter | None:
-        """The chapter whose policy covers an exercise (None: no deadline)."""
-        return self.by_exercise.get(exercise_id)
+    def chapter_of(self, exercise_id: str, student: str | None = None) -> Chapter | None:
+        """The chapter whose policy covers an exercise (None: no deadline), as it applies to ``student``.
 
-    def closed_exercises(self, ids: Iterable[str], when: datetime) -> dict[str, Chapter]:
-        """The exercises among ``ids`` whose chapter no longer accepts uploads at ``when``."""
+        Without a student: the chapter's own dates. With one: their extension's
+        dates when they have one (:meth:`extension_for`).
+        """
+        chapter = self.by_exercise.get(exercise_id)
+        if chapter is None or student is None or not self.extensions:
+            return chapter
+        extension = self.extension_for(chapter.name, student)
+        return chapter if extension is None else chapter.extended(extension)
+
+    def extension_for(self, chapter: str, student: str) -> Extension | None:
+        """The extension in force for a student and chapter: their own (the last written), else their group's."""
+        own = group = None
+        for extension in self.extensions:
+            if extension.chapter != chapter:
+                continue
+            if extension.student == student:
+                own = extension
+            elif extension.group is not None and student in self.groups.get(extension.group, ()):
+                group = extension
+        return own or group
+
+    def with_extensions(self, extra: Iterable[Extension | tuple[str | None, str | None, str]]) -> "Course":
+        """This course with more extensions after its own (the dashboard's log, oldest first).
+
+        An item ``(student, group, chapter)`` instead of an Extension withdraws
+        the extensions of that student (or group) and chapter written before it
+        (the course file's included).
+        """
+        extensions = list(self.extensions)
+        for item in extra:
+            if isinstance(item, Extension):
+                extensions.append(item)
+            else:
+                student, group, chapter = item
+                extensions = [e for e in extensions
+                              if not (e.student == student and e.group == group and e.chapter == chapter)]
+        return replace(self, extensions=tuple(extensions))
+
+    def student_dates(self, student: str) -> list[dict[str, Any]]:
+        """The chapters' dates as they apply to ``student`` (what ``grade progress`` shows them).
+
+        One dict per chapter: name, due, late_penalty, closes (ISO text or
+        None), and ``extension`` (the reason, or None for the course's dates).
+        """
+        dates = []
+        for chapter in self.chapters:
+            extension = self.extension_for(chapter.name, student) if self.extensions else None
+            own = chapter if extension is None else chapter.extended(extension)
+            dates.append({
+                "name": chapter.name, "due": _iso(own.due), "late_penalty": own.late_penalty,
+                "closes": _iso(own.closes_at()), "extension": None if extension is None else extension.reason,
+                "opens": _iso(own.opens), "release_feedback": _iso(own.release_feedback),
+            })
+        return dates
+
+    def closed_exercises(self, ids: Iterable[str], when: datetime, student: str | None = None) -> dict[str, Chapter]:
+        """The exercises among ``ids`` whose chapter no longer accepts uploads at ``when`` (from ``student``)."""
         closed = {}
         for exercise_id in ids:
-            chapter = self.chapter_of(exercise_id)
+            chapter = self.chapter_of(exercise_id, student)
             if chapter is not None and not chapter.is_open(when):
                 closed[exercise_id] = chapter
         return closed
@@ -137,6 +268,8 @@ class Course:
                     "due": _iso(c.due),
                     "late_penalty": c.late_penalty,
                     "closes": _iso(c.closes_at()),
+                    "opens": _iso(c.opens),
+                    "release_feedback": _iso(c.release_feedback),
                 }
                 for c in self.chapters
             ],
@@ -219,11 +352,10 @@ def _chapter(raw: Any, index: int, path: Path) -> Chapter:
         raise CourseError(f"{path}: {where} needs a name = \"...\" (a topic such as 'normalization')")
     name = raw["name"]
     where = f"chapter '{name}'"
-    unknown = sorted(set(raw) - {"name", "exercises", "due", "late_penalty", "late_until"})
+    fields = ("name", "exercises", "due", "late_penalty", "late_until", "opens", "release_feedback", "show_score")
+    unknown = sorted(set(raw) - set(fields))
     if unknown:
-        raise CourseError(
-            f"{path}: {where} has an unknown field '{unknown[0]}': use name, exercises, due, late_penalty, late_until"
-        )
+        raise CourseError(f"{path}: {where} has an unknown field '{unknown[0]}': use {', '.join(fields)}")
     selectors = raw.get("exercises", [name])
     if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
         raise CourseError(f"{path}: {where}: exercises must be a list of topics or exercise ids")
@@ -240,7 +372,17 @@ def _chapter(raw: Any, index: int, path: Path) -> Chapter:
     late_until = _time(raw["late_until"], f"{where} late_until", path) if "late_until" in raw else None
     if late_until is not None and (due is None or late_until < due):
         raise CourseError(f"{path}: {where}: late_until needs a due date before it")
-    return Chapter(name, ids, due, float(penalty), late_until)
+    opens = _time(raw["opens"], f"{where} opens", path) if "opens" in raw else None
+    closes = late_until if late_until is not None else (due if float(penalty) >= 1.0 else None)
+    if opens is not None and closes is not None and opens >= closes:
+        raise CourseError(f"{path}: {where}: opens must be before the chapter closes for uploads")
+    release = _time(raw["release_feedback"], f"{where} release_feedback", path) if "release_feedback" in raw else None
+    show_score = raw.get("show_score", False)
+    if not isinstance(show_score, bool):
+        raise CourseError(f"{path}: {where}: show_score is true or false")
+    if "show_score" in raw and release is None:
+        raise CourseError(f"{path}: {where}: show_score needs release_feedback = DATE-TIME (exam mode)")
+    return Chapter(name, ids, due, float(penalty), late_until, opens, release, show_score)
 
 
 def _scaffolding(raw: Any, path: Path) -> tuple[str, dict[str, str]]:
@@ -269,12 +411,75 @@ def _scaffolding(raw: Any, path: Path) -> tuple[str, dict[str, str]]:
     return level, by_exercise
 
 
+def _groups(raw: Any, path: Path) -> dict[str, tuple[str, ...]]:
+    """A [groups] table: group name -> list of student ids."""
+    if not isinstance(raw, dict):
+        raise CourseError(f"{path}: [groups] maps a group name to its students, like team-3 = [\"alice\", \"bob\"]")
+    groups = {}
+    for name, members in raw.items():
+        if not isinstance(members, list) or not members or not all(isinstance(m, str) and m for m in members):
+            raise CourseError(f"{path}: groups.{name} must be a non-empty list of student ids")
+        groups[str(name)] = tuple(members)
+    return groups
+
+
+EXTENSION_FIELDS = ("student", "group", "chapter", "due", "late_penalty", "late_until", "reason")
+
+
+def check_extension(extension: Extension, chapters: Mapping[str, Chapter], groups: Mapping[str, Any],
+                    where: str) -> Extension:
+    """Validate an extension against the course (CourseError naming ``where``); also used for the dashboard's."""
+    chapter = chapters.get(extension.chapter)
+    if chapter is None:
+        known = ", ".join(chapters) or "none: the course file has no [[chapter]]"
+        raise CourseError(f"{where}: chapter '{extension.chapter}' is not a chapter of the course (chapters: {known})")
+    if chapter.due is None:
+        raise CourseError(f"{where}: chapter '{extension.chapter}' has no due date to extend")
+    if (extension.student is None) == (extension.group is None):
+        raise CourseError(f"{where}: give either student = \"ID\" or group = \"NAME\"")
+    if extension.group is not None and extension.group not in groups:
+        raise CourseError(f"{where}: group '{extension.group}' is not in [groups]")
+    if not extension.reason.strip():
+        raise CourseError(f"{where}: an extension needs a reason = \"...\" (it is logged)")
+    penalty = extension.late_penalty
+    if penalty is not None and (isinstance(penalty, bool) or not 0 <= penalty <= 1):
+        raise CourseError(f"{where}: late_penalty must be a number from 0 to 1 (the fraction lost)")
+    if extension.late_until is not None and extension.late_until < extension.due:
+        raise CourseError(f"{where}: late_until must not be before the extension's due date")
+    return extension
+
+
+def _extension(raw: Any, index: int, path: Path, chapters: Mapping[str, Chapter],
+               groups: Mapping[str, Any]) -> Extension:
+    where = f"{path}: extension {index}"
+    if not isinstance(raw, dict):
+        raise CourseError(f"{where}: write extensions as [[extension]] tables")
+    unknown = sorted(set(raw) - set(EXTENSION_FIELDS))
+    if unknown:
+        raise CourseError(f"{where} has an unknown field '{unknown[0]}': use {', '.join(EXTENSION_FIELDS)}")
+    for key in ("student", "group", "chapter", "reason"):
+        if key in raw and not isinstance(raw[key], str):
+            raise CourseError(f"{where}: {key} must be a string")
+    if "chapter" not in raw or "due" not in raw:
+        raise CourseError(f"{where} needs chapter = \"NAME\" and due = DATE-TIME")
+    penalty = raw.get("late_penalty")
+    if penalty is not None and (isinstance(penalty, bool) or not isinstance(penalty, (int, float))):
+        raise CourseError(f"{where}: late_penalty must be a number from 0 to 1 (the fraction lost)")
+    extension = Extension(
+        chapter=raw["chapter"], due=_time(raw["due"], f"extension {index} due", path), reason=raw.get("reason", ""),
+        student=raw.get("student"), group=raw.get("group"),
+        late_penalty=None if penalty is None else float(penalty),
+        late_until=_time(raw["late_until"], f"extension {index} late_until", path) if "late_until" in raw else None,
+    )
+    return check_extension(extension, chapters, groups, where)
+
+
 def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
     """Validate a parsed TOML document into a Course (CourseError on the first problem)."""
-    unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter", "scaffolding"})
+    unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter", "scaffolding", "groups", "extension"})
     if unknown:
         raise CourseError(f"{path}: unknown field '{unknown[0]}': use name, score, rate_limit, [[chapter]],"
-                          " [scaffolding]")
+                          " [scaffolding], [groups], [[extension]]")
     name = doc.get("name", DEFAULT_COURSE.name)
     if not isinstance(name, str):
         raise CourseError(f"{path}: name must be a string")
@@ -304,7 +509,13 @@ def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
                 )
             by_exercise[exercise_id] = chapter
     level, levels = _scaffolding(doc.get("scaffolding", {}), path)
-    return Course(name, rule, chapters, submissions, float(minutes), by_exercise, level, levels)
+    groups = _groups(doc.get("groups", {}), path)
+    raw_extensions = doc.get("extension", [])
+    if not isinstance(raw_extensions, list):
+        raise CourseError(f"{path}: extensions are written [[extension]] (an array of tables)")
+    named = {c.name: c for c in chapters}
+    extensions = tuple(_extension(raw, i, path, named, groups) for i, raw in enumerate(raw_extensions, 1))
+    return Course(name, rule, chapters, submissions, float(minutes), by_exercise, level, levels, groups, extensions)
 
 
 def load_course(path: Path | str) -> Course:

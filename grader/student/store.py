@@ -22,11 +22,12 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.student.course import DEFAULT_COURSE, Course, counted_score
+from grader.student.course import DEFAULT_COURSE, Course, Extension, counted_score, parse_time
 from grader.student.errors import StoreError
 from grader.student.model import GradeReport, exercise_seed
 
@@ -200,8 +201,74 @@ def m5_score_overrides(db: sqlite_utils.Database) -> None:
     db["score_overrides"].create_index(["student", "exercise"])
 
 
+def m6_term(db: sqlite_utils.Database) -> None:
+    """Version 6: the instructor's term (docs/term.md): extensions, rescorings, regrade requests.
+
+    - ``extensions``: the dashboard's log of extensions (append-only; a row with
+      a NULL due withdraws the student's earlier ones of that chapter), read by
+      :meth:`Store.effective_course` after the course file's own.
+    - ``submissions.superseded_by``: the id of the submission row that grades
+      the same upload again (``grade rescore``); NULL for the row in force. The
+      old row and its checks stay as they were. ``submissions.rescoring_id``:
+      the rescoring that wrote a row (NULL: graded at upload).
+    - ``rescorings``: one row per ``grade rescore`` (its time, grader version,
+      exercises, and the changed counted scores as JSON).
+    - ``regrade_requests``: a student's request about one upload's result and
+      the instructor's answer (a reply, and optionally an override).
+    """
+    db["submissions"].add_column("superseded_by", int)
+    db["submissions"].add_column("rescoring_id", int)
+    db["extensions"].create(
+        {
+            "id": int,
+            "student": str,      # a student id, or NULL for a group's
+            "grp": str,          # a group of course.toml's [groups], or NULL for a student's
+            "chapter": str,
+            "due": str,          # NULL: withdraws the student's earlier dashboard extensions of the chapter
+            "late_penalty": float,
+            "late_until": str,
+            "reason": str,
+            "author": str,
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["rescorings"].create(
+        {
+            "id": int,
+            "started_at": str,
+            "finished_at": str,
+            "grader_version": str,
+            "exercises": str,    # JSON list of the exercise ids rescored ([] : all)
+            "uploads": int,      # uploads graded again
+            "changes": str,      # JSON list of the changed counted scores (grader.rescore.Change)
+            "errors": str,       # JSON list of uploads that could not be graded again, with the reason
+        },
+        pk="id",
+    )
+    db["regrade_requests"].create(
+        {
+            "id": int,
+            "student": str,
+            "exercise": str,
+            "job_id": int,           # the upload (server job) the request is about; NULL when graded locally
+            "submission_id": int,    # the result asked about
+            "reason": str,
+            "created_at": str,
+            "status": str,           # open, answered
+            "reply": str,
+            "override": float,       # the score set by the answer (NULL: the graded score stands)
+            "answered_by": str,
+            "answered_at": str,
+        },
+        pk="id",
+    )
+    db["regrade_requests"].create_index(["student"])
+    db["regrade_requests"].create_index(["status"])
+
+
 Migration = Callable[["sqlite_utils.Database"], None]
-MIGRATIONS: list[Migration] = [m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides]
+MIGRATIONS: list[Migration] = [m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -472,10 +539,15 @@ class Store:
         return self._rows(f"SELECT * FROM attempts {where} ORDER BY id", params)
 
     def submissions(
-        self, student: str | None = None, exercise: str | None = None
+        self, student: str | None = None, exercise: str | None = None, superseded: bool = False
     ) -> list[dict[str, Any]]:
-        """Submission rows, oldest first, optionally for one student and/or exercise."""
-        clauses, params = [], []
+        """Submission rows, oldest first, optionally for one student and/or exercise.
+
+        Rows graded again by ``grade rescore`` are left out (their successor is
+        in force) unless ``superseded``.
+        """
+        clauses: list[str] = [] if superseded else ["superseded_by IS NULL"]
+        params: list[Any] = []
         if student is not None:
             clauses.append("student = ?")
             params.append(student)
@@ -508,8 +580,9 @@ class Store:
         for row in self.submissions(student=student):
             rows_by_exercise.setdefault(row["exercise"], []).append(row)
         best: dict[str, dict[str, Any]] = {}
+        course = self.effective_course(course)
         for exercise, rows in rows_by_exercise.items():
-            counted = counted_score(rows, course.chapter_of(exercise), course.rule)
+            counted = counted_score(rows, course.chapter_of(exercise, student), course.rule)
             best[exercise] = {
                 "best_score": counted.score,
                 "max_score": counted.max_score,
@@ -535,7 +608,7 @@ class Store:
         """Every submission's scoring columns (no output), oldest first: one query for a whole class."""
         return self._rows(
             "SELECT id, attempt_id, student, exercise, score, max_score, status, started_at, message "
-            "FROM submissions ORDER BY id", [])
+            "FROM submissions WHERE superseded_by IS NULL ORDER BY id", [])
 
     def diagnosed_mistakes(self, student: str | None = None, exercise: str | None = None) -> list[dict[str, Any]]:
         """(submission_id, misconception) of every failing check with a named mistake, in check order
@@ -548,19 +621,74 @@ class Store:
         return self._rows(
             "SELECT c.submission_id, c.misconception FROM check_results c JOIN submissions s "
             "ON s.id = c.submission_id WHERE c.passed = 0 AND c.misconception IS NOT NULL "
-            f"AND c.misconception != '' AND s.status != 'passed'{where} ORDER BY c.id", params)
+            f"AND c.misconception != '' AND s.status != 'passed' AND s.superseded_by IS NULL{where} ORDER BY c.id",
+            params)
 
     def failing_checks(self, exercise: str) -> list[dict[str, Any]]:
         """Every failing check of one exercise: student, submission id, name, misconception, message."""
         return self._rows(
             "SELECT s.student, c.submission_id, c.name, c.misconception, c.message FROM check_results c "
-            "JOIN submissions s ON s.id = c.submission_id WHERE s.exercise = ? AND c.passed = 0 ORDER BY c.id",
+            "JOIN submissions s ON s.id = c.submission_id WHERE s.exercise = ? AND c.passed = 0 "
+            "AND s.superseded_by IS NULL ORDER BY c.id",
             [exercise])
 
     def score_overrides(self, student: str | None = None) -> list[dict[str, Any]]:
         """The override log (all students, or one), oldest first."""
         where, params = ("WHERE student = ?", [student]) if student is not None else ("", [])
         return self._rows(f"SELECT * FROM score_overrides {where} ORDER BY id", params)
+
+    # -- extensions (docs/term.md) --
+
+    def extension_log(self, student: str | None = None) -> list[dict[str, Any]]:
+        """The dashboard's extension log (all students, or one), oldest first."""
+        if not self.db["extensions"].exists():
+            return []
+        where, params = ("WHERE student = ?", [student]) if student is not None else ("", [])
+        return self._rows(f"SELECT * FROM extensions {where} ORDER BY id", params)
+
+    def effective_course(self, course: Course | None = None) -> Course:
+        """The course with the dashboard's extensions after the course file's (``Course.with_extensions``).
+
+        Every caller of the counted-score rule that has a store asks for its
+        chapters here, so an extension granted from the dashboard counts
+        everywhere at once.
+        """
+        course = course or DEFAULT_COURSE
+        if course.log_applied:
+            return course
+        log = self.extension_log()
+        if not log:
+            return course
+        items: list[Extension | tuple[str | None, str | None, str]] = []
+        for row in log:
+            if row["due"] is None:
+                items.append((row["student"], row["grp"], row["chapter"]))
+                continue
+            items.append(Extension(
+                chapter=row["chapter"], due=parse_time(row["due"]), reason=row["reason"] or "",
+                student=row["student"], group=row["grp"], late_penalty=row["late_penalty"],
+                late_until=None if row["late_until"] is None else parse_time(row["late_until"]),
+                source=f"dashboard, {row['author']} at {row['created_at']}",
+            ))
+        return replace(course.with_extensions(items), log_applied=True)
+
+    def add_extension(self, student: str | None, group: str | None, chapter: str, due: datetime | None,
+                      reason: str, author: str, late_penalty: float | None = None,
+                      late_until: datetime | None = None) -> int:
+        """Append one extension of a student or a group to the log (``due`` None: withdraw theirs for that
+        chapter); its id. Validate it first (``course.check_extension``)."""
+        row = {
+            "student": student, "grp": group, "chapter": chapter,
+            "due": None if due is None else due.isoformat(timespec="seconds"),
+            "late_penalty": late_penalty,
+            "late_until": None if late_until is None else late_until.isoformat(timespec="seconds"),
+            "reason": reason, "author": author, "created_at": utc_now(),
+        }
+        try:
+            with self.transaction() as db:
+                return int(db["extensions"].insert(row).last_pk)
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"could not record the extension in {self.path} ({exc})") from exc
 
     def roster_entries(self) -> dict[str, dict[str, Any]]:
         """The course server's roster, id -> {student, name, email} (empty without a roster)."""
