@@ -101,6 +101,7 @@ class Course:
     by_exercise: Mapping[str, Chapter] = field(default_factory=dict)
     scaffolding_level: str = DEFAULT_LEVEL
     scaffolding_exercises: Mapping[str, str] = field(default_factory=dict)  # exercise id -> level
+    lti: Mapping[str, Any] = field(default_factory=dict)  # the raw [lti] table, read by grader/server/lti.py
 
     def scaffolding_levels(self, default: str | None = None) -> dict[str, str]:
         """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the course's."""
@@ -271,10 +272,10 @@ def _scaffolding(raw: Any, path: Path) -> tuple[str, dict[str, str]]:
 
 def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
     """Validate a parsed TOML document into a Course (CourseError on the first problem)."""
-    unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter", "scaffolding"})
+    unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter", "scaffolding", "lti"})
     if unknown:
         raise CourseError(f"{path}: unknown field '{unknown[0]}': use name, score, rate_limit, [[chapter]],"
-                          " [scaffolding]")
+                          " [scaffolding], [lti]")
     name = doc.get("name", DEFAULT_COURSE.name)
     if not isinstance(name, str):
         raise CourseError(f"{path}: name must be a string")
@@ -304,7 +305,10 @@ def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
                 )
             by_exercise[exercise_id] = chapter
     level, levels = _scaffolding(doc.get("scaffolding", {}), path)
-    return Course(name, rule, chapters, submissions, float(minutes), by_exercise, level, levels)
+    lti = doc.get("lti", {})
+    if not isinstance(lti, dict):
+        raise CourseError(f"{path}: [lti] must be a table (see docs/lti.md)")
+    return Course(name, rule, chapters, submissions, float(minutes), by_exercise, level, levels, lti)
 
 
 def load_course(path: Path | str) -> Course:
