@@ -457,3 +457,32 @@ def test_a_pending_score_is_superseded_by_a_newer_one(poster: dict[str, Any], lm
     run_tasks(queue)
     tick()
     assert [s["scoreGiven"] for s in lms.scores] == [8.0]
+
+
+# --- grade roster sync ---------------------------------------------------------------------------------------
+
+
+def test_grade_roster_sync_writes_the_new_tokens(tool: dict[str, Any], lms: LmsPlatform, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+
+    course = tmp_path / "course.toml"
+    course.write_text('name = "LTI course"\n' + lms.course_toml())
+    tokens = tmp_path / "tokens.csv"
+    args = ["roster", "sync", "--db", str(tool["db"]), "--course", str(course), "-o", str(tokens)]
+    before = CliRunner().invoke(cli, args)
+    assert before.exit_code == 2 and "launch the tool once from the LMS course" in before.output
+    launch(tool["client"], lms, "prof")
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 0, done.output
+    assert "2 members in 1 course(s): 1 new student(s), 0 dropped; new tokens written to" in done.output
+    assert (tokens.stat().st_mode & 0o777) == 0o600
+    rows = tokens.read_text().splitlines()
+    assert rows[0] == "id,name,email,token" and rows[1].startswith("newton@example.org,Newton Isaac,")
+    token = rows[1].rsplit(",", 1)[1]
+    me = tool["client"].get("/api/v1/me", headers={"Authorization": f"Bearer {token}"}).json()
+    assert me["student"] == "newton@example.org"
+    lms.down = True
+    failed = CliRunner().invoke(cli, args)
+    assert failed.exit_code == 2 and "answered 503" in failed.output
