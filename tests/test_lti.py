@@ -436,12 +436,26 @@ def test_a_task_the_queue_lost_is_sent_again(poster: dict[str, Any], lms: LmsPla
     queue.huey.flush()  # the queue restarted empty (a Redis without persistence)
     tick()
     assert lti_services.score_counts(store) == {"queued": 1}  # not yet given up on
-    tick(advance=61)  # past lost_after: back to pending, sent again at the next tick
+    tick(advance=61)  # past lost_after and not in the queue: missing (a worker may be posting it right now)
+    assert lti_services.score_counts(store) == {"queued": 1}
+    tick(advance=61)  # still missing a lost_after later: lost, back to pending, sent again at the next tick
     tick()
     assert run_tasks(queue) == 1
     tick()
     assert lms.latest_score("lms-ada", 1)["scoreGiven"] == 6.0
     assert lti_services.score_counts(store) == {"posted": 1}
+
+
+def test_a_task_still_waiting_for_a_worker_is_not_sent_twice(poster: dict[str, Any], lms: LmsPlatform) -> None:
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    override(store, "s2", "activations.ReLU", 6.0)
+    tick()
+    tick(advance=600)  # long past lost_after, but the task still waits in the queue (no worker yet)
+    tick(advance=600)
+    assert lti_services.score_counts(store) == {"queued": 1}
+    assert run_tasks(queue) == 1
+    tick()
+    assert len(lms.scores) == 1 and lti_services.score_counts(store) == {"posted": 1}
 
 
 def test_a_pending_score_is_superseded_by_a_newer_one(poster: dict[str, Any], lms: LmsPlatform) -> None:

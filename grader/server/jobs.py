@@ -102,6 +102,18 @@ def grade_upload(job_id: int, attempt: int, student: str, exercise_ids: list[str
     return {"ok": True, "report": report_to_dict(report)}
 
 
+_HTTP: Any = None  # the worker process's HTTP client for score posts (kept: one connection pool, made once)
+
+
+def _http_client() -> Any:
+    global _HTTP
+    if _HTTP is None:
+        import httpx
+
+        _HTTP = httpx.Client(timeout=15)
+    return _HTTP
+
+
 def post_score(url: str, token: str, score: dict[str, Any]) -> dict[str, Any]:
     """The LTI task body: POST one AGS score to ``url`` (a line item's ``/scores``) with the service token.
 
@@ -109,12 +121,10 @@ def post_score(url: str, token: str, score: dict[str, Any]) -> dict[str, Any]:
     ``{"ok": false, "error"}``; the server keeps the score until a result says
     it was taken, and sends it again otherwise (grader/server/lti_services.py).
     """
-    import httpx
-
     try:
-        answer = httpx.post(url, json=score, timeout=15, headers={
+        answer = _http_client().post(url, json=score, headers={
             "Authorization": f"Bearer {token}", "Content-Type": "application/vnd.ims.lis.v1.score+json"})
-    except httpx.HTTPError as exc:
+    except Exception as exc:  # httpx.HTTPError and the like: the server sends it again
         return {"ok": False, "error": f"the LMS cannot be reached at {url} ({type(exc).__name__})"}
     if answer.status_code >= 300:
         return {"ok": False, "error": f"the LMS answered {answer.status_code} at {url}: "
@@ -167,6 +177,10 @@ class Queue:
         """
         if self.started(tid) is None and self.result(tid) is None:
             self.huey.revoke_by_id(tid, revoke_once=True)
+
+    def waiting_ids(self) -> set[str]:
+        """The ids of the tasks still waiting in the queue (reads the whole queue: call it rarely)."""
+        return {str(task.id) for task in self.huey.pending()}
 
     def pending(self) -> int:
         """Tasks waiting in the queue."""

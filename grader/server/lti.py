@@ -246,7 +246,7 @@ CREATE TABLE IF NOT EXISTS lti_scores (id INTEGER PRIMARY KEY AUTOINCREMENT, con
     student TEXT NOT NULL, sub TEXT NOT NULL, resource_id TEXT NOT NULL, label TEXT NOT NULL,
     score_given REAL NOT NULL, score_maximum REAL NOT NULL, timestamp TEXT NOT NULL, status TEXT NOT NULL,
     tries INTEGER NOT NULL DEFAULT 0, task_id TEXT, queued_at REAL, next_try REAL NOT NULL DEFAULT 0,
-    error TEXT NOT NULL DEFAULT '', posted_at TEXT);
+    error TEXT NOT NULL DEFAULT '', posted_at TEXT, missing_since REAL);
 CREATE INDEX IF NOT EXISTS lti_scores_open ON lti_scores (status);
 CREATE INDEX IF NOT EXISTS lti_scores_item ON lti_scores (context_key, sub, resource_id);
 CREATE TABLE IF NOT EXISTS lti_refusals (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL,

@@ -37,7 +37,9 @@ the Canvas/Moodle CSV exports), found by its ``resourceId``
    a back-off (2^tries s, at most 5 minutes).
 3. *collect*: a task's result marks its row ``posted`` (or pending again with
    the error); a row queued longer than ``lost_after`` seconds with no
-   result (a Redis restarted without persistence lost it) is sent again.
+   result and not waiting in the queue at two looks ``lost_after`` apart (a
+   Redis restarted without persistence lost it, or a worker died with it)
+   is sent again.
    The score is in the course database until the LMS has taken it: none is
    lost while the LMS or the queue is down. Sending a score twice is
    harmless: AGS keeps the one with the latest timestamp.
@@ -508,11 +510,13 @@ class ScorePoster(threading.Thread):
                            "WHERE id = ? AND status = 'pending'", [attempt, tid, now, row["id"]])
 
     def collect(self, store: Store, queue: Queue, now: float) -> None:
+        waiting: set[str] | None = None  # the queue's waiting tasks, read once a tick and only when needed
         for row in list(store.db.query("SELECT * FROM lti_scores WHERE status = 'queued' ORDER BY id")):
             result = queue.result(row["task_id"])
             if result is None:
                 if now - float(row["queued_at"] or 0) > self.lost_after:
-                    self._retry_later(store, row, "the queue lost the task (no result): sent again", now, backoff=False)
+                    waiting = queue.waiting_ids() if waiting is None else waiting
+                    self._look_for_lost(store, row, row["task_id"] in waiting, now)
                 continue
             if result.get("ok"):
                 with store.transaction() as db:
@@ -522,11 +526,26 @@ class ScorePoster(threading.Thread):
                 self._retry_later(store, row, str(result.get("error") or "the LMS refused the score"), now)
             queue.forget(row["task_id"])
 
+    def _look_for_lost(self, store: Store, row: dict[str, Any], waiting: bool, now: float) -> None:
+        """A task queued long ago with no result: still waiting (look later), or gone (lost: send again).
+
+        Gone means neither waiting nor done at two looks ``lost_after`` apart
+        (a task a worker is posting right now is neither for a moment).
+        """
+        if waiting:
+            with store.transaction() as db:
+                db.execute("UPDATE lti_scores SET queued_at = ?, missing_since = NULL WHERE id = ?", [now, row["id"]])
+        elif row["missing_since"] is None:
+            with store.transaction() as db:
+                db.execute("UPDATE lti_scores SET missing_since = ? WHERE id = ?", [now, row["id"]])
+        elif now - float(row["missing_since"]) > self.lost_after:
+            self._retry_later(store, row, "the queue lost the task (no result): sent again", now, backoff=False)
+
     def _retry_later(self, store: Store, row: dict[str, Any], error: str, now: float, backoff: bool = True) -> None:
         delay = min(MAX_BACKOFF_S, 2.0 ** max(int(row["tries"]), 0)) if backoff else 0.0
         LOG.warning("LTI score %s for %s not posted (%s); retrying in %.0f s", row["id"], row["student"], error, delay)
         with store.transaction() as db:
-            db.execute("UPDATE lti_scores SET status = 'pending', error = ?, next_try = ?, "
+            db.execute("UPDATE lti_scores SET status = 'pending', error = ?, next_try = ?, missing_since = NULL, "
                        "tries = max(tries, 1) WHERE id = ? AND status IN ('pending', 'queued')",
                        [error[:500], now + delay, row["id"]])
 
