@@ -500,3 +500,33 @@ def test_grade_roster_sync_writes_the_new_tokens(tool: dict[str, Any], lms: LmsP
     lms.down = True
     failed = CliRunner().invoke(cli, args)
     assert failed.exit_code == 2 and "answered 503" in failed.output
+
+
+def test_a_graded_upload_is_posted_with_its_late_penalty(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    from datetime import datetime, timezone
+
+    from grader.student.course import parse_course
+    from grader.student.model import ExerciseResult, GradeReport
+
+    launch(tool["client"], lms, "ada")
+    course = parse_course({"name": "late", "lti": lms.lti_table(), "chapter": [
+        {"name": "activations", "due": datetime(2020, 1, 1, tzinfo=timezone.utc), "late_penalty": 0.5}]},
+        Path("course.toml"))
+    config = tool["config"]
+    thread = lti_services.ScorePoster(config.db_path, config.queue_url, course, [])
+    queue = open_queue(config.queue_url)
+    connector = lti_services.ServiceConnector(tool["store"])
+    store = tool["store"]
+    store.record_report(GradeReport("s2", [ExerciseResult("activations.ReLU", "failed", 8.0, 10.0)]), "test")
+    thread.tick(store, queue, connector, now=1.0)
+    assert run_tasks(queue) == 1
+    thread.tick(store, queue, connector, now=2.0)
+    connector.close()
+    assert [c["resourceId"] for c in lms.created] == ["exercises:activations"]
+    assert lms.latest_score("lms-ada", 1)["scoreGiven"] == 4.0  # 8 points, late: half counts
+
+
+def test_a_bad_lti_table_stops_the_server_with_one_line(tmp_path: Path) -> None:
+    course = DEFAULT_COURSE.__class__(name="bad", lti={"platform": [{"issuer": "x"}]})
+    with pytest.raises(lti.LtiConfigError, match="needs client_id"):
+        create_app(ServerConfig(tmp_path / "c.db", f"sqlite:///{tmp_path / 'q.db'}", course), run_collector=False)
