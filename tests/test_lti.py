@@ -530,3 +530,54 @@ def test_a_bad_lti_table_stops_the_server_with_one_line(tmp_path: Path) -> None:
     course = DEFAULT_COURSE.__class__(name="bad", lti={"platform": [{"issuer": "x"}]})
     with pytest.raises(lti.LtiConfigError, match="needs client_id"):
         create_app(ServerConfig(tmp_path / "c.db", f"sqlite:///{tmp_path / 'q.db'}", course), run_collector=False)
+
+
+def test_logins_in_progress_are_capped(tool: dict[str, Any], lms: LmsPlatform,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lti, "MAX_STATES", 2)
+    assert login_redirect(tool["client"], lms).status_code == 302
+    assert login_redirect(tool["client"], lms).status_code == 302
+    third = login_redirect(tool["client"], lms)  # a flood of unauthenticated initiations stops here
+    assert third.status_code == 429 and "logins are in progress" in third.text
+    with tool["store"].transaction() as db:  # expired ones make room again
+        db.execute("UPDATE lti_states SET created = created - ?", [lti.STATE_TTL_S + 1])
+    assert login_redirect(tool["client"], lms).status_code == 302
+
+
+def test_refusal_rows_are_capped(tool: dict[str, Any], lms: LmsPlatform, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lti, "MAX_REFUSALS", 3)
+    for _ in range(5):
+        login_redirect(tool["client"], lms, iss="https://evil.example.org")
+    assert len(refusals(tool["store"])) == 3
+
+
+def test_an_unknown_kid_refetches_the_platform_keys_at_most_once_in_a_while(tool: dict[str, Any],
+                                                                         lms: LmsPlatform) -> None:
+    client = tool["client"]
+    params = start_login(client, lms)
+    assert "Signed in" in post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"])),
+                                      params["state"]).text
+    fetched: list[int] = []
+    original = httpx.AsyncClient.get
+
+    async def counting(self: Any, url: Any, **kwargs: Any) -> Any:
+        fetched.append(1)
+        return await original(self, url, **kwargs)
+
+    rotated = RSAKey.generate_key(2048, parameters={"kid": "lms-key-2"})  # a kid the cached JWKS lacks
+    import unittest.mock
+
+    with unittest.mock.patch.object(httpx.AsyncClient, "get", counting):
+        for _ in range(3):
+            params = start_login(client, lms)
+            answer = post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"]), rotated),
+                                 params["state"])
+            assert answer.status_code == 403
+    assert fetched == []  # the key set was fetched moments ago: forged kids cost the platform nothing
+    tool["app"].state.lti_jwks.sets = {u: (t - lti.JWKS_REFETCH_S - 1, k)
+                                       for u, (t, k) in tool["app"].state.lti_jwks.sets.items()}
+    lms.key = rotated  # the platform really rotated: the next launch fetches the new set and passes
+    params = start_login(client, lms)
+    with unittest.mock.patch.object(httpx.AsyncClient, "get", counting):
+        answer = post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"])), params["state"])
+    assert answer.status_code == 200 and fetched == [1]

@@ -91,6 +91,9 @@ LEEWAY_S = 60            # clock difference allowed on exp/iat
 MAX_TOKEN_AGE_S = 600    # an id_token issued longer ago than this is refused (with exp in the future or not)
 STATE_TTL_S = 600        # a login must be completed within this time
 JWKS_TTL_S = 600         # a platform's JWKS is fetched again after this long (or when a kid is unknown)
+JWKS_REFETCH_S = 30      # ... but for an unknown kid at most once per this many seconds (forged kids cost nothing)
+MAX_STATES = 10_000      # logins in progress at once (each unauthenticated login initiation stores one)
+MAX_REFUSALS = 1_000     # refusal rows kept for the dashboard (the log keeps every one)
 MAX_FORM_BYTES = 64 * 1024
 STATE_COOKIE = "normgrade_lti_state"
 ALGORITHMS = ["RS256"]
@@ -315,9 +318,11 @@ class JwksCache:
 
     async def key_set(self, url: str, kid: str | None) -> KeySet:
         cached = self.sets.get(url)
-        if cached is not None and time.time() - cached[0] < JWKS_TTL_S and (
-                kid is None or any(k.kid == kid for k in cached[1].keys)):
-            return cached[1]
+        if cached is not None:
+            age = time.time() - cached[0]
+            known = kid is None or any(k.kid == kid for k in cached[1].keys)
+            if age < JWKS_TTL_S and (known or age < JWKS_REFETCH_S):
+                return cached[1]  # an unknown kid shortly after a fetch: the signature check refuses it
         try:
             async with httpx.AsyncClient(timeout=10) as client:
                 answer = await client.get(url, headers={"Accept": "application/json"})
@@ -526,7 +531,8 @@ def refuse(request: Request, refused: LaunchRefused) -> HTMLResponse:
     LOG.warning("LTI launch refused (%s): %s", refused.issuer or "unknown issuer", refused.reason)
     try:
         with store_of(request).transaction() as db:
-            db["lti_refusals"].insert({"at": utc_now(), "issuer": refused.issuer[:200], "reason": refused.reason})
+            db["lti_refusals"].insert({"at": utc_now(), "issuer": refused.issuer[:200], "reason": refused.reason[:500]})
+            db.execute("DELETE FROM lti_refusals WHERE id <= (SELECT max(id) FROM lti_refusals) - ?", [MAX_REFUSALS])
     except Exception:  # the page is still shown; the log has the line
         LOG.exception("could not record the refusal")
     return page(request, refused.status, "Launch refused", refused=refused.reason)
@@ -570,8 +576,14 @@ async def login_initiation(request: Request) -> Response:
         return refuse(request, refused)
     state, nonce = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     with store_of(request).transaction() as db:
-        db["lti_states"].insert({"state": state, "nonce": nonce, "issuer": issuer, "client_id": platform.client_id,
-                                 "created": time.time()})
+        db.execute("DELETE FROM lti_states WHERE created < ?", [time.time() - STATE_TTL_S])
+        busy = next(iter(db.query("SELECT count(*) AS n FROM lti_states")))["n"] >= MAX_STATES
+        if not busy:
+            db["lti_states"].insert({"state": state, "nonce": nonce, "issuer": issuer,
+                                     "client_id": platform.client_id, "created": time.time()})
+    if busy:
+        return refuse(request, LaunchRefused(f"more than {MAX_STATES} logins are in progress: try again in a "
+                                             "few minutes", 429, issuer))
     query = {
         "scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
         "client_id": platform.client_id, "redirect_uri": tool_url(request) + "/lti/launch",
