@@ -581,3 +581,60 @@ def test_an_unknown_kid_refetches_the_platform_keys_at_most_once_in_a_while(tool
     with unittest.mock.patch.object(httpx.AsyncClient, "get", counting):
         answer = post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"])), params["state"])
     assert answer.status_code == 200 and fetched == [1]
+
+
+# --- over Redis: a restart while scores wait loses none ---------------------------------------------------
+
+
+def restart_redis(server: Any) -> None:
+    """Kill redis-server and start it again, empty (persistence off), on the same port."""
+    import subprocess
+
+    import redis as redis_lib
+
+    server.proc.kill()
+    server.proc.wait(timeout=30)
+    server.proc = subprocess.Popen(
+        ["redis-server", "--bind", HOST, "--port", str(server.port), "--save", "", "--appendonly", "no",
+         "--dir", str(server.folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    client = redis_lib.Redis(host=HOST, port=server.port)
+
+    def pong() -> bool:
+        try:
+            return bool(client.ping())
+        except redis_lib.exceptions.ConnectionError:
+            return False
+
+    wait_for(pong, 30, "redis-server to answer again")
+    client.close()
+
+
+def test_a_redis_restart_while_scores_wait_loses_none(tool: dict[str, Any], lms: LmsPlatform,
+                                                      tmp_path: Path) -> None:
+    from conftest import require_program
+    from server_util import Redis
+
+    require_program("redis-server", "redis-server")
+    redis_server = Redis(tmp_path).start()
+    try:
+        launch(tool["client"], lms, "ada")
+        launch(tool["client"], lms, "new")
+        store, config = tool["store"], tool["config"]
+        thread = lti_services.ScorePoster(config.db_path, redis_server.url, config.course, [], lost_after=60)
+        queue = open_queue(redis_server.url)
+        connector = lti_services.ServiceConnector(store)
+        override(store, "s2", "activations.ReLU", 5.0)
+        override(store, "newton@example.org", "activations.ReLU", 6.0)
+        thread.tick(store, queue, connector, now=1.0)
+        assert queue.pending() == 2
+        restart_redis(redis_server)  # both posts were waiting in Redis: gone
+        assert queue.pending() == 0
+        for now in (100.0, 200.0, 201.0):  # missing, then lost and sent again
+            thread.tick(store, queue, connector, now=now)
+        assert run_tasks(queue) == 2
+        thread.tick(store, queue, connector, now=202.0)
+        connector.close()
+        assert lti_services.score_counts(store) == {"posted": 2}
+        assert {(s["userId"], s["scoreGiven"]) for s in lms.scores} == {("lms-ada", 5.0), ("lms-new", 6.0)}
+    finally:
+        redis_server.stop()
