@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
 
 import uvicorn
 from joserfc import jwt
@@ -277,4 +276,4 @@ def form_fields(page: str) -> dict[str, str]:
             for m in re.finditer(r'<input type="hidden" name="([^"]*)" value="([^"]*)">', page)}
 
 
-__all__ = ["LmsPlatform", "User", "LEARNER", "INSTRUCTOR", "CLAIM", "form_fields", "auth_url_params", "urlencode"]
+__all__ = ["LmsPlatform", "User", "LEARNER", "INSTRUCTOR", "CLAIM", "form_fields", "auth_url_params"]

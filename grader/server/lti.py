@@ -22,8 +22,8 @@ A launch is three requests (IMS LTI Core 1.3 and IMS Security Framework 1.0):
    configured; message type ``LtiResourceLinkRequest``, version ``1.3.0``, a
    resource link id and a ``sub``.
 3. **Launch = login** (:func:`launch`): a learner is matched to the roster by
-   ``(iss, sub)``, else by e-mail (grader/server/lti_services.py
-   ``match_member``, the same code as ``grade roster sync``) and shown a page
+   ``(iss, sub)``, else by e-mail (:func:`match_member`, the same code as
+   ``grade roster sync``) and shown a page
    with a fresh token and the ``grade login`` command (the token replaces the
    one the previous launch showed); an instructor (role claims) gets a
    dashboard session (an instructor token made for that LMS user, the
@@ -59,6 +59,7 @@ JWTs are made and checked with joserfc, never by hand.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
@@ -66,8 +67,9 @@ import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlparse
+from urllib.parse import parse_qs, urlencode, urlparse
 
 import httpx
 import sqlite_utils
@@ -79,13 +81,14 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
 
-from grader.server import auth
+from grader.server import auth, instructor
+from grader.server.roster import ID_RE, RosterEntry, import_roster
 from grader.student.course import Course
 from grader.student.errors import GraderError
 from grader.student.store import Store, utc_now
 
 LOG = logging.getLogger("normgrade.lti")
-TEMPLATES = Jinja2Templates(directory=str(__import__("pathlib").Path(__file__).resolve().parent.parent / "templates"))
+TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
 
 LEEWAY_S = 60            # clock difference allowed on exp/iat
 MAX_TOKEN_AGE_S = 600    # an id_token issued longer ago than this is refused (with exp in the future or not)
@@ -381,8 +384,6 @@ def context_key(issuer: str, deployment_id: str, context_id: str) -> str:
 
 def unverified_header_and_claims(id_token: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The header and claims of a compact JWS, read without checking anything (only to find the platform)."""
-    import base64
-
     parts = id_token.split(".")
     if len(parts) != 3 or len(id_token) > 32 * 1024:
         raise LaunchRefused("the id_token is not a JWT (three dot-separated parts): launch again from the LMS")
@@ -547,8 +548,6 @@ async def read_params(request: Request) -> dict[str, str]:
             body += chunk
             if len(body) > MAX_FORM_BYTES:
                 raise LaunchRefused("the request is too large for a launch", 413)
-        from urllib.parse import parse_qs
-
         for key, values in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items():
             params[key] = values[0]
     return params
@@ -602,8 +601,6 @@ async def login_initiation(request: Request) -> Response:
 
 async def launch_endpoint(request: Request) -> Response:
     """POST /lti/launch: validate the id_token (the chain), then log the user in (student page or dashboard)."""
-    from grader.server import lti_services
-
     try:
         params = await read_params(request)
         if "error" in params:
@@ -619,7 +616,7 @@ async def launch_endpoint(request: Request) -> Response:
     key = save_context(store, launch)
     if launch.is_instructor:
         return instructor_session(request, launch)
-    member = lti_services.match_member(store, launch.platform.issuer, key, launch.sub,
+    member = match_member(store, launch.platform.issuer, key, launch.sub,
                                        str(launch.claims.get("email", "")), str(launch.claims.get("name", "")),
                                        "learner", issue_token=False)
     token = launch_token(store, member, launch)
@@ -627,6 +624,47 @@ async def launch_endpoint(request: Request) -> Response:
     return page(request, 200, "Signed in", student=member, name=str(launch.claims.get("name", "")),
                 token=token, login_command=f"grade login {tool_url(request)} --token {token}",
                 server=tool_url(request), context=str(launch.context.get("title", "")))
+
+
+def new_student_id(store: Store, issuer: str, sub: str, email: str) -> str:
+    """A roster id for a new LMS member: the e-mail when it is a valid id and free, else ``lti-<hash>``."""
+    if email and ID_RE.match(email) and not list(store.db.query("SELECT 1 FROM roster WHERE student = ?", [email])):
+        return email
+    return "lti-" + context_key(issuer, "", sub)[:16]
+
+
+def match_member(store: Store, issuer: str, context_key: str, sub: str, email: str, name: str, role: str,
+                 issue_token: bool = True) -> str:
+    """The roster id of an LMS user, adding them to the roster when new; records the membership (active).
+
+    Matched by ``(iss, sub)`` first, then by e-mail (case-insensitive) among
+    roster rows no LMS user has claimed yet. A new student gets a roster row
+    and (``issue_token``) a token, as ``grade roster import`` gives one.
+    """
+    student = next((r["student"] for r in store.db.query(
+        "SELECT student FROM lti_users WHERE issuer = ? AND sub = ?", [issuer, sub])), None)
+    if student is None and email:
+        student = next((r["student"] for r in store.db.query(
+            "SELECT student FROM roster WHERE lower(email) = lower(?) AND student NOT IN "
+            "(SELECT student FROM lti_users) ORDER BY student LIMIT 1", [email])), None)
+    if student is None and role == "learner":
+        student = new_student_id(store, issuer, sub, email)
+        if issue_token:
+            import_roster(store, [RosterEntry(student, name, email)])
+        else:
+            with store.transaction() as db:
+                db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, utc_now()])
+                db.execute("INSERT OR IGNORE INTO roster (student, name, email, created_at) VALUES (?, ?, ?, ?)",
+                           [student, name, email, utc_now()])
+        LOG.info("LTI: new student %s (%s) from %s", student, sub, issuer)
+    if student is None:
+        student = "instructor"
+    with store.transaction() as db:
+        db.execute("INSERT OR IGNORE INTO lti_users (issuer, sub, student) VALUES (?, ?, ?)", [issuer, sub, student])
+        if context_key:
+            db["lti_members"].upsert({"context_key": context_key, "sub": sub, "student": student, "role": role,
+                                      "status": "active", "updated_at": utc_now()}, pk=("context_key", "sub"))
+    return student
 
 
 def launch_token(store: Store, student: str, launch: Launch) -> str:
@@ -652,8 +690,6 @@ def instructor_session(request: Request, launch: Launch) -> Response:
     with a same-site navigation, so the dashboard's SameSite=Strict cookie
     comes with it after the platform's cross-site POST.
     """
-    from grader.server import instructor
-
     store = store_of(request)
     token = launch_token(store, "instructor", launch)
     LOG.info("LTI instructor launch: %s from %s", launch.sub, launch.platform.issuer)

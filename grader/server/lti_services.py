@@ -9,7 +9,7 @@ per platform and scopes until a minute before it expires.
 **Names and Role Provisioning** (:func:`sync_roster`, ``grade roster sync``
 and the dashboard's button): for each course context a launch told us about,
 the membership container is read (every page, ``Link: rel="next"``); each
-member is matched to the roster by :func:`match_member`: by ``(iss, sub)``,
+member is matched to the roster by ``lti.match_member``: by ``(iss, sub)``,
 else by e-mail (case-insensitive), else a new roster row (the id is the
 e-mail when it is a valid id, else ``lti-<hash>``) with a token; members no
 longer listed, or listed ``Inactive``/``Deleted``, are marked ``dropped`` in
@@ -47,6 +47,8 @@ the Canvas/Moodle CSV exports), found by its ``resourceId``
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import secrets
@@ -64,7 +66,8 @@ from joserfc import jwt
 from grader import class_report
 from grader.server import auth, lti
 from grader.server.jobs import Queue, open_queue
-from grader.server.roster import ID_RE, RosterEntry, import_roster
+from grader.server import instructor
+from grader.server.roster import RosterEntry
 from grader.student.course import Course
 from grader.student.errors import GraderError
 from grader.student.store import Store, utc_now
@@ -163,47 +166,6 @@ def contexts(store: Store) -> list[dict[str, Any]]:
 # --- the roster (NRPS) ------------------------------------------------------------------------------
 
 
-def new_student_id(store: Store, issuer: str, sub: str, email: str) -> str:
-    """A roster id for a new LMS member: the e-mail when it is a valid id and free, else ``lti-<hash>``."""
-    if email and ID_RE.match(email) and not list(store.db.query("SELECT 1 FROM roster WHERE student = ?", [email])):
-        return email
-    return "lti-" + lti.context_key(issuer, "", sub)[:16]
-
-
-def match_member(store: Store, issuer: str, context_key: str, sub: str, email: str, name: str, role: str,
-                 issue_token: bool = True) -> str:
-    """The roster id of an LMS user, adding them to the roster when new; records the membership (active).
-
-    Matched by ``(iss, sub)`` first, then by e-mail (case-insensitive) among
-    roster rows no LMS user has claimed yet. A new student gets a roster row
-    and (``issue_token``) a token, as ``grade roster import`` gives one.
-    """
-    student = next((r["student"] for r in store.db.query(
-        "SELECT student FROM lti_users WHERE issuer = ? AND sub = ?", [issuer, sub])), None)
-    if student is None and email:
-        student = next((r["student"] for r in store.db.query(
-            "SELECT student FROM roster WHERE lower(email) = lower(?) AND student NOT IN "
-            "(SELECT student FROM lti_users) ORDER BY student LIMIT 1", [email])), None)
-    if student is None and role == "learner":
-        student = new_student_id(store, issuer, sub, email)
-        if issue_token:
-            import_roster(store, [RosterEntry(student, name, email)])
-        else:
-            with store.transaction() as db:
-                db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, utc_now()])
-                db.execute("INSERT OR IGNORE INTO roster (student, name, email, created_at) VALUES (?, ?, ?, ?)",
-                           [student, name, email, utc_now()])
-        LOG.info("LTI: new student %s (%s) from %s", student, sub, issuer)
-    if student is None:
-        student = "instructor"
-    with store.transaction() as db:
-        db.execute("INSERT OR IGNORE INTO lti_users (issuer, sub, student) VALUES (?, ?, ?)", [issuer, sub, student])
-        if context_key:
-            db["lti_members"].upsert({"context_key": context_key, "sub": sub, "student": student, "role": role,
-                                      "status": "active", "updated_at": utc_now()}, pk=("context_key", "sub"))
-    return student
-
-
 @dataclass
 class SyncResult:
     """What a roster sync did."""
@@ -274,7 +236,7 @@ def sync_roster(store: Store, config: lti.LtiConfig, connector: ServiceConnector
                 status = str(member.get("status", "Active"))
                 before = {r["student"] for r in store.db.query("SELECT student FROM roster")}
                 email = str(member.get("email", "") or "")
-                student = match_member(store, platform.issuer, context["key"], sub, email,
+                student = lti.match_member(store, platform.issuer, context["key"], sub, email,
                                        str(member.get("name", "") or ""), "learner", issue_token=False)
                 if student not in before:
                     result.new_students.append(student)
@@ -563,8 +525,6 @@ def install(app: Any) -> None:
         lti.signing_key(store)
     inner = app.router.lifespan_context
 
-    import contextlib
-
     @contextlib.asynccontextmanager
     async def lifespan(application: Any) -> Any:
         poster = None
@@ -601,8 +561,6 @@ def dashboard_context(store: Store, config: lti.LtiConfig) -> dict[str, Any]:
 
 async def dashboard_page(request: Any, mode: str, notice: str = "", error: bool = False) -> Any:
     """GET /instructor/lti: the LMS connection: roster sync, scores waiting for the LMS, refused launches."""
-    from grader.server import instructor
-
     store = instructor.store_of(request)
     return instructor.page(request, "LMS (LTI 1.3)", page="lti", notice=notice, notice_error=error,
                            lti_view=dashboard_context(store, request.app.state.lti_config))
@@ -610,10 +568,6 @@ async def dashboard_page(request: Any, mode: str, notice: str = "", error: bool 
 
 async def dashboard_sync(request: Any, mode: str) -> Any:
     """POST /instructor/lti/sync: pull the LMS's membership into the roster now (the roster sync)."""
-    import asyncio
-
-    from grader.server import instructor
-
     instructor.check_csrf(request, await instructor.read_form(request), mode)
     st = request.app.state.normgrade
 
@@ -630,8 +584,6 @@ async def dashboard_sync(request: Any, mode: str) -> Any:
 
 async def dashboard_rotate(request: Any, mode: str) -> Any:
     """POST /instructor/lti/rotate-key: a new signing key (the previous one stays published)."""
-    from grader.server import instructor
-
     instructor.check_csrf(request, await instructor.read_form(request), mode)
     kid = lti.rotate_key(instructor.store_of(request))
     LOG.warning("LTI signing key rotated: %s", kid)
@@ -641,8 +593,6 @@ async def dashboard_rotate(request: Any, mode: str) -> Any:
 def routes() -> list[Any]:
     """The dashboard's LMS page and its two buttons (behind the dashboard's login)."""
     from starlette.routing import Route
-
-    from grader.server import instructor
 
     return [
         Route("/instructor/lti", instructor.guarded(dashboard_page), methods=["GET"]),
