@@ -638,3 +638,16 @@ def test_a_redis_restart_while_scores_wait_loses_none(tool: dict[str, Any], lms:
         assert {(s["userId"], s["scoreGiven"]) for s in lms.scores} == {("lms-ada", 5.0), ("lms-new", 6.0)}
     finally:
         redis_server.stop()
+
+
+@pytest.mark.parametrize("roles, instructor", [
+    (["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"], False),
+    (["http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"], True),
+    (["http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"], True),
+    (["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator"], True),
+    (["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Student"], False),
+    ([], False),
+])
+def test_role_claims_decide_who_opens_the_dashboard(roles: list[str], instructor: bool) -> None:
+    platform = lti.Platform("p", "https://lms", "c", "https://lms/a", "https://lms/t", "https://lms/j", ("d",))
+    assert lti.Launch(platform, {lti.CLAIM + "roles": roles}).is_instructor is instructor
