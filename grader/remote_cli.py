@@ -480,6 +480,37 @@ def roster_instructor_command(db: Path) -> None:
     click.echo(token)
 
 
+@roster_group.command("sync")
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
+              help="The course database [or $GRADE_DB].")
+@click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The course.toml with the [lti] platforms.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("tokens.csv"),
+              show_default=True, help="Where the new students' tokens go (mode 0600).")
+def roster_sync_command(db: Path, course_file: Path, output: Path) -> None:
+    """Pull the LMS's membership (LTI NRPS) into the roster: new students get tokens, dropped ones are marked."""
+    from grader.server import lti, lti_services, roster
+    from grader.student.store import Store
+
+    try:
+        config = lti.platforms_of(_load_course(course_file))
+        with Store.open(db) as store:
+            result = lti_services.sync_roster(store, config)
+        if result.tokens:
+            roster.write_tokens(output, result.tokens)
+    except GraderError as exc:
+        raise one_line(exc) from exc
+    except OSError as exc:
+        raise RemoteError(f"cannot write {output} ({exc.strerror}): pass another -o FILE") from exc
+    click.echo(result.summary() + (f"; new tokens written to {output}" if result.tokens else "") + ".")
+    if result.errors:
+        raise RemoteError("the roster sync did not reach every course: launch the tool once from each LMS course, "
+                          "check [lti] in course.toml, and run it again")
+    if not result.contexts:
+        raise RemoteError("no LMS course to sync yet: launch the tool once from the LMS course (as instructor), "
+                          "then run it again")
+
+
 def register(cli: click.Group) -> None:
     """Add the server's commands to the `grade` group."""
     for command in (login_command, logout_command, serve_command, worker_command, roster_group):

@@ -39,7 +39,7 @@ from grader.student import catalogue
 from grader import quiz as quiz_lib
 from grader.student.course import DEFAULT_COURSE, Course
 from grader.student.errors import GraderError, StoreError
-from grader.server import auth, pages, records
+from grader.server import auth, lti, lti_services, pages, records
 from grader.server.auth import Principal
 from grader.server.collector import Collector
 from grader.student.store import Store
@@ -601,7 +601,7 @@ def routes() -> list[BaseRoute]:
     """The API routes, then the pages (grader/server/pages.py)."""
     api: list[BaseRoute] = [Route(API_PREFIX + "/", api_index, methods=["GET"])]
     api += [Route(API_PREFIX + path, handler, methods=[method]) for method, path, handler, _ in API]
-    return api + pages.routes()
+    return api + pages.routes() + lti.routes() + lti_services.routes()
 
 
 def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
@@ -630,4 +630,5 @@ def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
 
     app = Starlette(routes=routes(), lifespan=lifespan, exception_handlers={HTTPException: api_error, Exception: server_error})
     app.state.normgrade = st
+    lti_services.install(app)  # LTI 1.3: its tables and key, the score poster beside the collector
     return app

@@ -47,6 +47,7 @@ from grader.student.wire import report_to_dict
 
 QUEUE_NAME = "normgrade"
 TASK_NAME = "grade_upload"
+SCORE_TASK_NAME = "post_score"  # an LTI score sent to the LMS (grader/server/lti_services.py)
 MAX_TRIES = 2  # a job whose worker dies is tried once more, then recorded as an error
 
 # Other people's code: the OS sandbox is required (``grade worker --no-sandbox`` turns it off,
@@ -101,19 +102,56 @@ def grade_upload(job_id: int, attempt: int, student: str, exercise_ids: list[str
     return {"ok": True, "report": report_to_dict(report)}
 
 
+_HTTP: Any = None  # the worker process's HTTP client for score posts (kept: one connection pool, made once)
+
+
+def _http_client() -> Any:
+    global _HTTP
+    if _HTTP is None:
+        import httpx
+
+        _HTTP = httpx.Client(timeout=15)
+    return _HTTP
+
+
+def post_score(url: str, token: str, score: dict[str, Any]) -> dict[str, Any]:
+    """The LTI task body: POST one AGS score to ``url`` (a line item's ``/scores``) with the service token.
+
+    Runs on a worker. The result is ``{"ok": true}`` on a 2xx, else
+    ``{"ok": false, "error"}``; the server keeps the score until a result says
+    it was taken, and sends it again otherwise (grader/server/lti_services.py).
+    """
+    try:
+        answer = _http_client().post(url, json=score, headers={
+            "Authorization": f"Bearer {token}", "Content-Type": "application/vnd.ims.lis.v1.score+json"})
+    except Exception as exc:  # httpx.HTTPError and the like: the server sends it again
+        return {"ok": False, "error": f"the LMS cannot be reached at {url} ({type(exc).__name__})"}
+    if answer.status_code >= 300:
+        return {"ok": False, "error": f"the LMS answered {answer.status_code} at {url}: "
+                                      f"{' '.join(answer.text[:200].split())}"}
+    return {"ok": True, "status": answer.status_code}
+
+
 @dataclass
 class Queue:
-    """A Huey instance and the grading task registered on it."""
+    """A Huey instance and the tasks registered on it (grading; LTI score posting)."""
 
     url: str
     huey: Huey
     task: TaskWrapper
+    score_task: TaskWrapper | None = None
 
     def enqueue(self, job_id: int, attempt: int, student: str, exercise_ids: list[str],
                 files: dict[str, str]) -> str:
         """Put one grading try on the queue; return its task id."""
         tid = task_id(job_id, attempt)
         self.huey.enqueue(self.task.s(job_id, attempt, student, exercise_ids, files, id=tid))
+        return tid
+
+    def enqueue_score(self, tid: str, url: str, token: str, score: dict[str, Any]) -> str:
+        """Put one LTI score post on the queue under task id ``tid``."""
+        assert self.score_task is not None
+        self.huey.enqueue(self.score_task.s(url, token, score, id=tid))
         return tid
 
     def result(self, tid: str) -> dict[str, Any] | None:
@@ -139,6 +177,10 @@ class Queue:
         """
         if self.started(tid) is None and self.result(tid) is None:
             self.huey.revoke_by_id(tid, revoke_once=True)
+
+    def waiting_ids(self) -> set[str]:
+        """The ids of the tasks still waiting in the queue (reads the whole queue: call it rarely)."""
+        return {str(task.id) for task in self.huey.pending()}
 
     def pending(self) -> int:
         """Tasks waiting in the queue."""
@@ -169,7 +211,8 @@ def open_queue(url: str) -> Queue:
         return grade_upload(job_id, attempt, student, exercise_ids, files, huey)
 
     task = huey.task(name=TASK_NAME)(run)
-    return Queue(url, huey, task)
+    score_task = huey.task(name=SCORE_TASK_NAME)(post_score)
+    return Queue(url, huey, task, score_task)
 
 
 def default_queue_url(db_path: Path) -> str:

@@ -178,6 +178,7 @@ class Course:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)      # group -> its students
     extensions: tuple[Extension, ...] = ()                                    # in the order written
     log_applied: bool = False   # the dashboard's extension log is in ``extensions`` (Store.effective_course)
+    lti: Mapping[str, Any] = field(default_factory=dict)  # the raw [lti] table, read by grader/server/lti.py
 
     def scaffolding_levels(self, default: str | None = None) -> dict[str, str]:
         """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the course's."""
@@ -476,10 +477,10 @@ def _extension(raw: Any, index: int, path: Path, chapters: Mapping[str, Chapter]
 
 def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
     """Validate a parsed TOML document into a Course (CourseError on the first problem)."""
-    unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter", "scaffolding", "groups", "extension"})
+    unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter", "scaffolding", "groups", "extension", "lti"})
     if unknown:
         raise CourseError(f"{path}: unknown field '{unknown[0]}': use name, score, rate_limit, [[chapter]],"
-                          " [scaffolding], [groups], [[extension]]")
+                          " [scaffolding], [groups], [[extension]], [lti]")
     name = doc.get("name", DEFAULT_COURSE.name)
     if not isinstance(name, str):
         raise CourseError(f"{path}: name must be a string")
@@ -515,7 +516,11 @@ def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
         raise CourseError(f"{path}: extensions are written [[extension]] (an array of tables)")
     named = {c.name: c for c in chapters}
     extensions = tuple(_extension(raw, i, path, named, groups) for i, raw in enumerate(raw_extensions, 1))
-    return Course(name, rule, chapters, submissions, float(minutes), by_exercise, level, levels, groups, extensions)
+    lti = doc.get("lti", {})
+    if not isinstance(lti, dict):
+        raise CourseError(f"{path}: [lti] must be a table (see docs/lti.md)")
+    return Course(name, rule, chapters, submissions, float(minutes), by_exercise, level, levels, groups, extensions,
+                  lti=lti)
 
 
 def load_course(path: Path | str) -> Course:

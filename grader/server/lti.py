@@ -1,0 +1,733 @@
+"""The course server as an LTI 1.3 tool: platforms, the tool's keys, the OIDC login and the launch.
+
+An LMS (Canvas, Moodle, ...) is a *platform*; the course server is the *tool*.
+A launch is three requests (IMS LTI Core 1.3 and IMS Security Framework 1.0):
+
+1. **Third-party login initiation** (``GET|POST /lti/login``): the platform
+   sends ``iss``, ``login_hint``, ``target_link_uri`` (and ``client_id``,
+   ``lti_message_hint``, ``lti_deployment_id``). We find the registration,
+   store a fresh ``state`` and ``nonce`` (table ``lti_states``), set the state
+   in a cookie, and redirect the browser to the platform's auth URL with
+   ``scope=openid, response_type=id_token, response_mode=form_post,
+   prompt=none``.
+2. **The platform's answer** (``POST /lti/launch``, form ``id_token``,
+   ``state``): :func:`validate_launch` is one chain of named checks, each
+   refusing with one sentence (:class:`LaunchRefused`): the state cookie
+   matches the form; the token is a JWT signed by a key of the platform's
+   JWKS (chosen by ``kid``, RS256 only); ``iss`` is a configured platform and
+   ``aud`` holds its client id (``azp`` must be it when present, and must be
+   present when ``aud`` lists several); ``exp``/``iat`` within
+   :data:`LEEWAY_S`; the ``nonce`` is the one stored with this state and was
+   never used before (table ``lti_nonces``); the deployment id is one
+   configured; message type ``LtiResourceLinkRequest``, version ``1.3.0``, a
+   resource link id and a ``sub``.
+3. **Launch = login** (:func:`launch`): a learner is matched to the roster by
+   ``(iss, sub)``, else by e-mail (:func:`match_member`, the same code as
+   ``grade roster sync``) and shown a page
+   with a fresh token and the ``grade login`` command (the token replaces the
+   one the previous launch showed); an instructor (role claims) gets a
+   dashboard session (an instructor token made for that LMS user, the
+   dashboard's session cookie derived from it) and is sent to ``/instructor/``.
+   The launch's service endpoints (NRPS memberships, AGS line items) are kept
+   per context (``lti_contexts``) for the roster sync and the score posting.
+
+A refusal is a page with the reason (status 400/403) and a warning in the log
+``normgrade.lti`` (and a row in ``lti_refusals``, shown on the dashboard's LTI page).
+
+**The tool's keys** (``lti_keys``): an RSA 2048 key pair made by the server
+at its first start and kept in the course database; ``GET /lti/jwks``
+publishes the public keys not retired. :func:`rotate_key` makes a new key
+that signs from then on; the previous one stays published (platforms cache
+our JWKS) and the one before it is retired.
+
+**Platforms** come from ``course.toml`` (:func:`platforms_of`)::
+
+    [lti]
+    tool_url = "https://grader.example.edu"     # optional: the public URL (default: as requested)
+
+    [[lti.platform]]
+    name = "Canvas"
+    issuer = "https://canvas.instructure.com"
+    client_id = "10000000000042"
+    auth_url = "https://sso.canvaslms.com/api/lti/authorize_redirect"
+    token_url = "https://sso.canvaslms.com/login/oauth2/token"
+    jwks_url = "https://sso.canvaslms.com/api/lti/security/jwks"
+    deployments = ["12:8865aa05b4b79b64a91a86042e43af5ea8ae79eb"]
+
+JWTs are made and checked with joserfc, never by hand.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlparse
+
+import httpx
+import sqlite_utils
+from joserfc import errors as jose_errors
+from joserfc import jwt
+from joserfc.jwk import KeySet, RSAKey
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.templating import Jinja2Templates
+
+from grader.server import auth, instructor
+from grader.server.roster import ID_RE, RosterEntry, import_roster
+from grader.student.course import Course
+from grader.student.errors import GraderError
+from grader.student.store import Store, utc_now
+
+LOG = logging.getLogger("normgrade.lti")
+TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
+
+LEEWAY_S = 60            # clock difference allowed on exp/iat
+MAX_TOKEN_AGE_S = 600    # an id_token issued longer ago than this is refused (with exp in the future or not)
+STATE_TTL_S = 600        # a login must be completed within this time
+JWKS_TTL_S = 600         # a platform's JWKS is fetched again after this long (or when a kid is unknown)
+JWKS_REFETCH_S = 30      # ... but for an unknown kid at most once per this many seconds (forged kids cost nothing)
+MAX_STATES = 10_000      # logins in progress at once (each unauthenticated login initiation stores one)
+MAX_REFUSALS = 1_000     # refusal rows kept for the dashboard (the log keeps every one)
+MAX_FORM_BYTES = 64 * 1024
+STATE_COOKIE = "normgrade_lti_state"
+ALGORITHMS = ["RS256"]
+
+CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
+NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
+AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+RESOURCE_LINK = "LtiResourceLinkRequest"
+INSTRUCTOR_ROLES = (
+    "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor",
+    "http://purl.imsglobal.org/vocab/lis/v2/membership#Administrator",
+    "http://purl.imsglobal.org/vocab/lis/v2/membership#ContentDeveloper",
+    "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator",
+    "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator",
+    "Instructor", "Administrator", "ContentDeveloper",
+)
+
+
+class LtiConfigError(GraderError):
+    """The [lti] table of course.toml is invalid (one line naming the field)."""
+
+
+class LaunchRefused(GraderError):
+    """A login or launch we refuse: ``reason`` is the sentence shown and logged."""
+
+    def __init__(self, reason: str, status: int = 400, issuer: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        self.issuer = issuer
+
+
+# --- platforms (course.toml) -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One registration of the tool in a platform: its issuer, our client id there, its endpoints."""
+
+    name: str
+    issuer: str
+    client_id: str
+    auth_url: str
+    token_url: str
+    jwks_url: str
+    deployments: tuple[str, ...]
+    token_audience: str = ""  # the `aud` of our client assertion (default: token_url)
+
+    @property
+    def assertion_audience(self) -> str:
+        return self.token_audience or self.token_url
+
+
+@dataclass(frozen=True)
+class LtiConfig:
+    """The tool's LTI settings: its public URL (optional) and the platforms."""
+
+    platforms: tuple[Platform, ...] = ()
+    tool_url: str = ""
+
+    def find(self, issuer: str, client_id: str | None) -> Platform:
+        """The registration of ``issuer`` (and ``client_id`` when given); LaunchRefused when none or ambiguous."""
+        matches = [p for p in self.platforms if p.issuer == issuer and (not client_id or p.client_id == client_id)]
+        if not matches:
+            known = [p for p in self.platforms if p.issuer == issuer]
+            if known:
+                raise LaunchRefused(f"the platform {issuer!r} has no registration with client id {client_id!r} in "
+                                    "this course: add it to [[lti.platform]] in course.toml", 403, issuer)
+            raise LaunchRefused(f"the platform {issuer!r} is not registered with this course: the instructor adds "
+                                "it to [[lti.platform]] in course.toml (docs/lti.md)", 403, issuer)
+        if len(matches) > 1:
+            raise LaunchRefused(f"the platform {issuer!r} has several registrations and the login named no "
+                                "client_id: configure the platform to send client_id", 400, issuer)
+        return matches[0]
+
+
+PLATFORM_FIELDS = ("name", "issuer", "client_id", "auth_url", "token_url", "jwks_url", "deployments",
+                   "token_audience")
+
+
+def _url(value: Any, where: str) -> str:
+    if not isinstance(value, str) or urlparse(value).scheme not in ("http", "https") or not urlparse(value).netloc:
+        raise LtiConfigError(f"course.toml: {where} must be an http(s) URL, not {value!r}")
+    return value
+
+
+def parse_lti(raw: Mapping[str, Any]) -> LtiConfig:
+    """Validate the [lti] table (Course.lti) into an LtiConfig; LtiConfigError on the first problem."""
+    unknown = sorted(set(raw) - {"tool_url", "platform"})
+    if unknown:
+        raise LtiConfigError(f"course.toml: unknown field lti.{unknown[0]}: use tool_url and [[lti.platform]]")
+    tool_url = raw.get("tool_url", "")
+    if tool_url:
+        tool_url = _url(tool_url, "lti.tool_url").rstrip("/")
+    items = raw.get("platform", [])
+    if not isinstance(items, list):
+        raise LtiConfigError("course.toml: platforms are written [[lti.platform]] (an array of tables)")
+    platforms: list[Platform] = []
+    for number, item in enumerate(items, 1):
+        where = f"lti.platform #{number}"
+        if not isinstance(item, dict):
+            raise LtiConfigError(f"course.toml: {where} must be a table")
+        extra = sorted(set(item) - set(PLATFORM_FIELDS))
+        if extra:
+            raise LtiConfigError(f"course.toml: {where} has an unknown field '{extra[0]}': use "
+                                 + ", ".join(PLATFORM_FIELDS))
+        for key in ("issuer", "client_id", "auth_url", "token_url", "jwks_url"):
+            if not isinstance(item.get(key), str) or not item[key]:
+                raise LtiConfigError(f"course.toml: {where} needs {key} (a string; docs/lti.md lists the values)")
+        deployments = item.get("deployments")
+        if (not isinstance(deployments, list) or not deployments
+                or not all(isinstance(d, str) and d for d in deployments)):
+            raise LtiConfigError(f"course.toml: {where} needs deployments = [\"<deployment id>\", ...] "
+                                 "(the LMS shows it when the tool is deployed)")
+        platform = Platform(
+            str(item.get("name") or item["issuer"]), item["issuer"], item["client_id"],
+            _url(item["auth_url"], f"{where}.auth_url"), _url(item["token_url"], f"{where}.token_url"),
+            _url(item["jwks_url"], f"{where}.jwks_url"), tuple(deployments), str(item.get("token_audience", "")),
+        )
+        if any(p.issuer == platform.issuer and p.client_id == platform.client_id for p in platforms):
+            raise LtiConfigError(f"course.toml: {where} repeats issuer {platform.issuer!r} with client id "
+                                 f"{platform.client_id!r}: list its deployments in one table")
+        platforms.append(platform)
+    return LtiConfig(tuple(platforms), tool_url)
+
+
+def platforms_of(course: Course) -> LtiConfig:
+    """The course's LTI configuration (no platforms when course.toml has no [lti])."""
+    return parse_lti(course.lti)
+
+
+# --- the tables -------------------------------------------------------------------------------------
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS lti_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT NULL, created_at TEXT NOT NULL,
+    retired INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS lti_states (state TEXT PRIMARY KEY, nonce TEXT NOT NULL, issuer TEXT NOT NULL,
+    client_id TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS lti_nonces (nonce TEXT PRIMARY KEY, issuer TEXT NOT NULL, used REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS lti_contexts (key TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_id TEXT NOT NULL,
+    deployment_id TEXT NOT NULL, context_id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '',
+    memberships_url TEXT NOT NULL DEFAULT '', lineitems_url TEXT NOT NULL DEFAULT '',
+    scopes TEXT NOT NULL DEFAULT '[]', updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS lti_users (issuer TEXT NOT NULL, sub TEXT NOT NULL, student TEXT NOT NULL,
+    PRIMARY KEY (issuer, sub));
+CREATE TABLE IF NOT EXISTS lti_members (context_key TEXT NOT NULL, sub TEXT NOT NULL, student TEXT NOT NULL,
+    role TEXT NOT NULL, status TEXT NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY (context_key, sub));
+CREATE TABLE IF NOT EXISTS lti_tokens (hash TEXT PRIMARY KEY, student TEXT NOT NULL, issuer TEXT NOT NULL,
+    sub TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS lti_line_items (context_key TEXT NOT NULL, resource_id TEXT NOT NULL, url TEXT NOT NULL,
+    label TEXT NOT NULL, score_maximum REAL NOT NULL, PRIMARY KEY (context_key, resource_id));
+CREATE TABLE IF NOT EXISTS lti_scores (id INTEGER PRIMARY KEY AUTOINCREMENT, context_key TEXT NOT NULL,
+    student TEXT NOT NULL, sub TEXT NOT NULL, resource_id TEXT NOT NULL, label TEXT NOT NULL,
+    score_given REAL NOT NULL, score_maximum REAL NOT NULL, timestamp TEXT NOT NULL, status TEXT NOT NULL,
+    tries INTEGER NOT NULL DEFAULT 0, task_id TEXT, queued_at REAL, next_try REAL NOT NULL DEFAULT 0,
+    error TEXT NOT NULL DEFAULT '', posted_at TEXT, missing_since REAL);
+CREATE INDEX IF NOT EXISTS lti_scores_open ON lti_scores (status);
+CREATE INDEX IF NOT EXISTS lti_scores_item ON lti_scores (context_key, sub, resource_id);
+CREATE TABLE IF NOT EXISTS lti_refusals (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL,
+    issuer TEXT NOT NULL, reason TEXT NOT NULL);
+"""
+
+
+def ensure_tables(store: Store) -> None:
+    """Create the LTI tables in the course database when missing (they sit beside the store's own)."""
+    with store.transaction() as db:
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                db.execute(statement)
+
+
+# --- the tool's keys --------------------------------------------------------------------------------
+
+
+def _new_key(db: sqlite_utils.Database) -> None:
+    kid = secrets.token_hex(8)
+    key = RSAKey.generate_key(2048, parameters={"kid": kid, "use": "sig", "alg": "RS256"})
+    db["lti_keys"].insert({"kid": kid, "private_pem": key.as_pem(private=True).decode(),
+                           "created_at": utc_now(), "retired": 0})
+
+
+def signing_key(store: Store) -> RSAKey:
+    """The tool's current private key (made at the first call)."""
+    rows = list(store.db.query("SELECT kid, private_pem FROM lti_keys WHERE retired = 0 ORDER BY rowid DESC LIMIT 1"))
+    if not rows:
+        with store.transaction() as db:
+            if not list(db.query("SELECT 1 FROM lti_keys WHERE retired = 0")):
+                _new_key(db)
+        return signing_key(store)
+    return RSAKey.import_key(rows[0]["private_pem"], {"kid": rows[0]["kid"], "use": "sig", "alg": "RS256"})
+
+
+def rotate_key(store: Store) -> str:
+    """Make a new signing key; keep the previous one published, retire older ones. Returns the new kid."""
+    signing_key(store)
+    with store.transaction() as db:
+        _new_key(db)
+        live = [r["kid"] for r in db.query("SELECT kid FROM lti_keys WHERE retired = 0 ORDER BY rowid DESC")]
+        for kid in live[2:]:
+            db.execute("UPDATE lti_keys SET retired = 1 WHERE kid = ?", [kid])
+    return live[0]
+
+
+def public_jwks(store: Store) -> dict[str, Any]:
+    """The tool's JWKS: the public halves of the keys not retired (newest first)."""
+    signing_key(store)
+    keys = []
+    for row in store.db.query("SELECT kid, private_pem FROM lti_keys WHERE retired = 0 ORDER BY rowid DESC"):
+        key = RSAKey.import_key(row["private_pem"], {"kid": row["kid"], "use": "sig", "alg": "RS256"})
+        keys.append(key.as_dict(private=False))
+    return {"keys": keys}
+
+
+# --- platform JWKS ----------------------------------------------------------------------------------
+
+
+class JwksCache:
+    """Each platform's key set, fetched at first use, again after JWKS_TTL_S or when a ``kid`` is unknown."""
+
+    def __init__(self) -> None:
+        self.sets: dict[str, tuple[float, KeySet]] = {}
+
+    async def key_set(self, url: str, kid: str | None) -> KeySet:
+        cached = self.sets.get(url)
+        if cached is not None:
+            age = time.time() - cached[0]
+            known = kid is None or any(k.kid == kid for k in cached[1].keys)
+            if age < JWKS_TTL_S and (known or age < JWKS_REFETCH_S):
+                return cached[1]  # an unknown kid shortly after a fetch: the signature check refuses it
+        try:
+            async with httpx.AsyncClient(timeout=10) as client:
+                answer = await client.get(url, headers={"Accept": "application/json"})
+            answer.raise_for_status()
+            key_set = KeySet.import_key_set(answer.json())
+        except (httpx.HTTPError, ValueError, jose_errors.JoseError) as exc:
+            raise LaunchRefused(f"the platform's key set at {url} could not be read ({type(exc).__name__}): "
+                                "try the launch again later", 502) from exc
+        self.sets[url] = (time.time(), key_set)
+        return key_set
+
+
+# --- the launch chain -------------------------------------------------------------------------------
+
+
+@dataclass
+class Launch:
+    """A validated resource-link launch."""
+
+    platform: Platform
+    claims: dict[str, Any]
+
+    @property
+    def sub(self) -> str:
+        return str(self.claims["sub"])
+
+    @property
+    def deployment_id(self) -> str:
+        return str(self.claims[CLAIM + "deployment_id"])
+
+    @property
+    def roles(self) -> list[str]:
+        roles = self.claims.get(CLAIM + "roles", [])
+        return [str(r) for r in roles] if isinstance(roles, list) else []
+
+    @property
+    def is_instructor(self) -> bool:
+        return any(r in INSTRUCTOR_ROLES or r.startswith(INSTRUCTOR_ROLES[0] + "#") or
+                   r.startswith("http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#")
+                   for r in self.roles)
+
+    @property
+    def context(self) -> dict[str, Any]:
+        value = self.claims.get(CLAIM + "context")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def context_key(self) -> str:
+        return context_key(self.platform.issuer, self.deployment_id, str(self.context.get("id", "")))
+
+
+def context_key(issuer: str, deployment_id: str, context_id: str) -> str:
+    """The key of one course context of one deployment: sha256 of its three parts (short, URL-safe)."""
+    return hashlib.sha256(json.dumps([issuer, deployment_id, context_id]).encode()).hexdigest()[:24]
+
+
+def unverified_header_and_claims(id_token: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The header and claims of a compact JWS, read without checking anything (only to find the platform)."""
+    parts = id_token.split(".")
+    if len(parts) != 3 or len(id_token) > 32 * 1024:
+        raise LaunchRefused("the id_token is not a JWT (three dot-separated parts): launch again from the LMS")
+    try:
+        decoded = [json.loads(base64.urlsafe_b64decode(p + "=" * (-len(p) % 4))) for p in parts[:2]]
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise LaunchRefused("the id_token is not a readable JWT: launch again from the LMS") from exc
+    if not all(isinstance(d, dict) for d in decoded):
+        raise LaunchRefused("the id_token is not a readable JWT: launch again from the LMS")
+    return decoded[0], decoded[1]
+
+
+async def validate_launch(store: Store, config: LtiConfig, jwks: JwksCache, id_token: str, state: str,
+                          cookie_state: str | None, now: float | None = None) -> Launch:
+    """The launch chain (module docstring, step 2); LaunchRefused with the first check that fails."""
+    now = time.time() if now is None else now
+    if not state or not cookie_state or not secrets.compare_digest(state, cookie_state):
+        raise LaunchRefused("the launch's state does not match this browser's login (the cookie is missing or "
+                            "another login replaced it): launch again from the LMS; if the tool opens inside "
+                            "a frame, let it open in a new window")
+    header, unverified = unverified_header_and_claims(id_token)
+    issuer = unverified.get("iss")
+    if not isinstance(issuer, str):
+        raise LaunchRefused("the id_token has no issuer (iss): launch again from the LMS")
+    aud = unverified.get("aud")
+    auds = [aud] if isinstance(aud, str) else [a for a in aud if isinstance(a, str)] if isinstance(aud, list) else []
+    candidates = [p for p in config.platforms if p.issuer == issuer]
+    if not candidates:
+        config.find(issuer, None)  # raises: not registered
+    platform = next((p for p in candidates if p.client_id in auds), None)
+    if platform is None:
+        raise LaunchRefused(f"the id_token is for audience {auds!r}, not this tool's client id "
+                            f"({', '.join(p.client_id for p in candidates)}): check the client id in "
+                            "course.toml", 403, issuer)
+    if header.get("alg") not in ALGORITHMS:
+        raise LaunchRefused(f"the id_token is signed with {header.get('alg')!r}; LTI requires RS256", 400, issuer)
+    key_set = await jwks.key_set(platform.jwks_url, header.get("kid"))
+    try:
+        token = jwt.decode(id_token, key_set, algorithms=ALGORITHMS)
+    except (jose_errors.JoseError, ValueError) as exc:
+        raise LaunchRefused(f"the id_token's signature does not verify with the platform's keys "
+                            f"({type(exc).__name__}): it was not made by {issuer}", 403, issuer) from exc
+    claims = dict(token.claims)
+    azp = claims.get("azp")
+    if (len(auds) > 1 or azp is not None) and azp != platform.client_id:
+        raise LaunchRefused(f"the id_token's authorized party (azp) is {azp!r}, not this tool's client id "
+                            f"{platform.client_id!r}", 403, issuer)
+    registry = jwt.JWTClaimsRegistry(now=int(now), leeway=LEEWAY_S, exp={"essential": True},
+                                     iat={"essential": True}, sub={"essential": True},
+                                     nonce={"essential": True})
+    try:
+        registry.validate(claims)
+    except jose_errors.ExpiredTokenError as exc:
+        raise LaunchRefused("the id_token has expired: launch again from the LMS (if this repeats, check the "
+                            "server's clock)", 403, issuer) from exc
+    except jose_errors.JoseError as exc:
+        raise LaunchRefused(f"the id_token's claims are not valid ({exc.description or type(exc).__name__}): "
+                            "launch again from the LMS", 403, issuer) from exc
+    iat = claims["iat"]
+    if not isinstance(iat, (int, float)) or iat > now + LEEWAY_S or iat < now - MAX_TOKEN_AGE_S:
+        raise LaunchRefused("the id_token was issued at a time too far from now (iat): launch again from the "
+                            "LMS (if this repeats, check the server's clock)", 403, issuer)
+    nonce = str(claims["nonce"])
+    with store.transaction() as db:
+        db.execute("DELETE FROM lti_nonces WHERE used < ?", [now - 2 * MAX_TOKEN_AGE_S])
+        if list(db.query("SELECT 1 FROM lti_nonces WHERE nonce = ?", [nonce])):
+            raise LaunchRefused("this launch was already used (its nonce was seen before): a replayed launch "
+                                "is refused; launch again from the LMS", 403, issuer)
+        rows = list(db.query("SELECT nonce, issuer, created FROM lti_states WHERE state = ?", [state]))
+        if not rows or rows[0]["created"] < now - STATE_TTL_S:
+            raise LaunchRefused("this login is unknown or too old (state): launch again from the LMS", 400, issuer)
+        if not secrets.compare_digest(rows[0]["nonce"], nonce) or rows[0]["issuer"] != issuer:
+            raise LaunchRefused("the id_token's nonce is not the one this login sent: launch again from the LMS",
+                                403, issuer)
+        db.execute("INSERT INTO lti_nonces (nonce, issuer, used) VALUES (?, ?, ?)", [nonce, issuer, now])
+        db.execute("DELETE FROM lti_states WHERE state = ? OR created < ?", [state, now - STATE_TTL_S])
+    deployment = claims.get(CLAIM + "deployment_id")
+    if deployment not in platform.deployments:
+        raise LaunchRefused(f"the deployment {deployment!r} of {platform.name} is not one of this course's "
+                            f"({', '.join(platform.deployments)}): add it to deployments in course.toml",
+                            403, issuer)
+    if claims.get(CLAIM + "message_type") != RESOURCE_LINK:
+        raise LaunchRefused(f"the message type {claims.get(CLAIM + 'message_type')!r} is not supported: this tool "
+                            f"takes {RESOURCE_LINK}", 400, issuer)
+    if claims.get(CLAIM + "version") != "1.3.0":
+        raise LaunchRefused(f"the LTI version {claims.get(CLAIM + 'version')!r} is not supported: 1.3.0 is",
+                            400, issuer)
+    link = claims.get(CLAIM + "resource_link")
+    if not isinstance(link, dict) or not link.get("id"):
+        raise LaunchRefused("the launch has no resource link id: launch from a link in the course", 400, issuer)
+    if not isinstance(claims.get(CLAIM + "roles"), list):
+        raise LaunchRefused("the launch has no roles claim: launch again from the LMS", 400, issuer)
+    if not str(claims["sub"]).strip():
+        raise LaunchRefused("the launch has an empty user id (sub): anonymous launches are not accepted",
+                            400, issuer)
+    return Launch(platform, claims)
+
+
+def save_context(store: Store, launch: Launch) -> str:
+    """Keep the launch's context and its service endpoints (NRPS, AGS); return the context key."""
+    nrps = launch.claims.get(NRPS_CLAIM) if isinstance(launch.claims.get(NRPS_CLAIM), dict) else {}
+    ags = launch.claims.get(AGS_CLAIM) if isinstance(launch.claims.get(AGS_CLAIM), dict) else {}
+    key = launch.context_key
+    with store.transaction() as db:
+        old = next(iter(db.query("SELECT memberships_url, lineitems_url, scopes FROM lti_contexts WHERE key = ?",
+                                 [key])), None)
+        db["lti_contexts"].upsert({
+            "key": key, "issuer": launch.platform.issuer, "client_id": launch.platform.client_id,
+            "deployment_id": launch.deployment_id, "context_id": str(launch.context.get("id", "")),
+            "title": str(launch.context.get("title", "")),
+            "memberships_url": str(nrps.get("context_memberships_url") or (old or {}).get("memberships_url", "")),
+            "lineitems_url": str(ags.get("lineitems") or (old or {}).get("lineitems_url", "")),
+            "scopes": json.dumps(ags.get("scope") or json.loads((old or {}).get("scopes", "[]"))),
+            "updated_at": utc_now(),
+        }, pk="key")
+    return key
+
+
+# --- the Starlette side -----------------------------------------------------------------------------
+
+
+def config_of(request: Request) -> LtiConfig:
+    return request.app.state.lti_config
+
+
+def store_of(request: Request) -> Store:
+    store = request.app.state.normgrade.store
+    assert store is not None, "the application has not started"
+    return store
+
+
+def tool_url(request: Request) -> str:
+    """The tool's public base URL: [lti] tool_url, else the URL the request came to."""
+    return config_of(request).tool_url or str(request.base_url).rstrip("/")
+
+
+def page(request: Request, status: int, title: str, **context: Any) -> HTMLResponse:
+    st = request.app.state.normgrade
+    return TEMPLATES.TemplateResponse(request, "lti_page.html.j2",
+                                      {"title": title, "course_name": st.config.course.name, **context},
+                                      status_code=status, headers={"Cache-Control": "no-store"})
+
+
+def refuse(request: Request, refused: LaunchRefused) -> HTMLResponse:
+    """The refusal page, the log line and the row on the dashboard."""
+    LOG.warning("LTI launch refused (%s): %s", refused.issuer or "unknown issuer", refused.reason)
+    try:
+        with store_of(request).transaction() as db:
+            db["lti_refusals"].insert({"at": utc_now(), "issuer": refused.issuer[:200], "reason": refused.reason[:500]})
+            db.execute("DELETE FROM lti_refusals WHERE id <= (SELECT max(id) FROM lti_refusals) - ?", [MAX_REFUSALS])
+    except Exception:  # the page is still shown; the log has the line
+        LOG.exception("could not record the refusal")
+    return page(request, refused.status, "Launch refused", refused=refused.reason)
+
+
+async def read_params(request: Request) -> dict[str, str]:
+    """The query string, plus a small urlencoded form body on POST (first value of each field)."""
+    params = {k: v for k, v in request.query_params.items()}
+    if request.method == "POST":
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                raise LaunchRefused("the request is too large for a launch", 413)
+        for key, values in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items():
+            params[key] = values[0]
+    return params
+
+
+async def login_initiation(request: Request) -> Response:
+    """GET|POST /lti/login: the platform's third-party login initiation -> redirect to its auth URL."""
+    try:
+        params = await read_params(request)
+        issuer = params.get("iss", "")
+        if not issuer or not params.get("login_hint") or not params.get("target_link_uri"):
+            raise LaunchRefused("a login initiation needs iss, login_hint and target_link_uri: start the launch "
+                                "from the LMS", 400, issuer)
+        platform = config_of(request).find(issuer, params.get("client_id"))
+        deployment = params.get("lti_deployment_id")
+        if deployment and deployment not in platform.deployments:
+            raise LaunchRefused(f"the deployment {deployment!r} of {platform.name} is not one of this course's "
+                                f"({', '.join(platform.deployments)}): add it to deployments in course.toml",
+                                403, issuer)
+        target = params["target_link_uri"]
+        if urlparse(target).netloc != urlparse(tool_url(request)).netloc:
+            raise LaunchRefused(f"the target link {target!r} is not on this server ({tool_url(request)}): set the "
+                                "tool's launch URL in the LMS to this server", 400, issuer)
+    except LaunchRefused as refused:
+        return refuse(request, refused)
+    state, nonce = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    with store_of(request).transaction() as db:
+        db.execute("DELETE FROM lti_states WHERE created < ?", [time.time() - STATE_TTL_S])
+        busy = next(iter(db.query("SELECT count(*) AS n FROM lti_states")))["n"] >= MAX_STATES
+        if not busy:
+            db["lti_states"].insert({"state": state, "nonce": nonce, "issuer": issuer,
+                                     "client_id": platform.client_id, "created": time.time()})
+    if busy:
+        return refuse(request, LaunchRefused(f"more than {MAX_STATES} logins are in progress: try again in a "
+                                             "few minutes", 429, issuer))
+    query = {
+        "scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
+        "client_id": platform.client_id, "redirect_uri": tool_url(request) + "/lti/launch",
+        "login_hint": params["login_hint"], "state": state, "nonce": nonce,
+    }
+    if params.get("lti_message_hint"):
+        query["lti_message_hint"] = params["lti_message_hint"]
+    separator = "&" if urlparse(platform.auth_url).query else "?"
+    response = RedirectResponse(platform.auth_url + separator + urlencode(query), status_code=302)
+    secure = tool_url(request).startswith("https://")
+    # the platform posts the launch back cross-site: over https the cookie must be SameSite=None to come with it
+    response.set_cookie(STATE_COOKIE, state, max_age=STATE_TTL_S, path="/lti", httponly=True, secure=secure,
+                        samesite="none" if secure else "lax")
+    return response
+
+
+async def launch_endpoint(request: Request) -> Response:
+    """POST /lti/launch: validate the id_token (the chain), then log the user in (student page or dashboard)."""
+    try:
+        params = await read_params(request)
+        if "error" in params:
+            raise LaunchRefused(f"the platform answered the login with an error: {params['error']} "
+                                f"{params.get('error_description', '')}".strip(), 400)
+        if request.method != "POST" or "id_token" not in params:
+            raise LaunchRefused("a launch is a form POST with id_token and state: start it from the LMS", 400)
+        launch = await validate_launch(store_of(request), config_of(request), request.app.state.lti_jwks,
+                                       params["id_token"], params.get("state", ""), request.cookies.get(STATE_COOKIE))
+    except LaunchRefused as refused:
+        return refuse(request, refused)
+    store = store_of(request)
+    key = save_context(store, launch)
+    if launch.is_instructor:
+        return instructor_session(request, launch)
+    member = match_member(store, launch.platform.issuer, key, launch.sub,
+                                       str(launch.claims.get("email", "")), str(launch.claims.get("name", "")),
+                                       "learner", issue_token=False)
+    token = launch_token(store, member, launch)
+    LOG.info("LTI launch: %s (%s) from %s", member, launch.sub, launch.platform.issuer)
+    return page(request, 200, "Signed in", student=member, name=str(launch.claims.get("name", "")),
+                token=token, login_command=f"grade login {tool_url(request)} --token {token}",
+                server=tool_url(request), context=str(launch.context.get("title", "")))
+
+
+def new_student_id(store: Store, issuer: str, sub: str, email: str) -> str:
+    """A roster id for a new LMS member: the e-mail when it is a valid id and free, else ``lti-<hash>``."""
+    if email and ID_RE.match(email) and not list(store.db.query("SELECT 1 FROM roster WHERE student = ?", [email])):
+        return email
+    return "lti-" + context_key(issuer, "", sub)[:16]
+
+
+def match_member(store: Store, issuer: str, context_key: str, sub: str, email: str, name: str, role: str,
+                 issue_token: bool = True) -> str:
+    """The roster id of an LMS user, adding them to the roster when new; records the membership (active).
+
+    Matched by ``(iss, sub)`` first, then by e-mail (case-insensitive) among
+    roster rows no LMS user has claimed yet. A new student gets a roster row
+    and (``issue_token``) a token, as ``grade roster import`` gives one.
+    """
+    student = next((r["student"] for r in store.db.query(
+        "SELECT student FROM lti_users WHERE issuer = ? AND sub = ?", [issuer, sub])), None)
+    if student is None and email:
+        student = next((r["student"] for r in store.db.query(
+            "SELECT student FROM roster WHERE lower(email) = lower(?) AND student NOT IN "
+            "(SELECT student FROM lti_users) ORDER BY student LIMIT 1", [email])), None)
+    if student is None and role == "learner":
+        student = new_student_id(store, issuer, sub, email)
+        if issue_token:
+            import_roster(store, [RosterEntry(student, name, email)])
+        else:
+            with store.transaction() as db:
+                db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, utc_now()])
+                db.execute("INSERT OR IGNORE INTO roster (student, name, email, created_at) VALUES (?, ?, ?, ?)",
+                           [student, name, email, utc_now()])
+        LOG.info("LTI: new student %s (%s) from %s", student, sub, issuer)
+    if student is None:
+        student = "instructor"
+    with store.transaction() as db:
+        db.execute("INSERT OR IGNORE INTO lti_users (issuer, sub, student) VALUES (?, ?, ?)", [issuer, sub, student])
+        if context_key:
+            db["lti_members"].upsert({"context_key": context_key, "sub": sub, "student": student, "role": role,
+                                      "status": "active", "updated_at": utc_now()}, pk=("context_key", "sub"))
+    return student
+
+
+def launch_token(store: Store, student: str, launch: Launch) -> str:
+    """A fresh token for ``student``, replacing the one an earlier launch of this LMS user showed."""
+    with store.transaction() as db:
+        for row in list(db.query("SELECT hash FROM lti_tokens WHERE issuer = ? AND sub = ?",
+                                 [launch.platform.issuer, launch.sub])):
+            db.execute("UPDATE tokens SET revoked = 1 WHERE hash = ?", [row["hash"]])
+        db.execute("DELETE FROM lti_tokens WHERE issuer = ? AND sub = ?", [launch.platform.issuer, launch.sub])
+        role = auth.INSTRUCTOR if launch.is_instructor else "student"
+        token = auth.issue(db, student, role)
+        db["lti_tokens"].insert({"hash": auth.hash_token(token), "student": student, "issuer": launch.platform.issuer,
+                                 "sub": launch.sub, "created_at": utc_now()})
+    return token
+
+
+def instructor_session(request: Request, launch: Launch) -> Response:
+    """An instructor launch: a session of the dashboard, then on to it.
+
+    The dashboard's session is derived from an instructor token
+    (grader/server/instructor.py); the launch makes one for this LMS user
+    (replacing the previous launch's) and never shows it. The page forwards
+    with a same-site navigation, so the dashboard's SameSite=Strict cookie
+    comes with it after the platform's cross-site POST.
+    """
+    store = store_of(request)
+    token = launch_token(store, "instructor", launch)
+    LOG.info("LTI instructor launch: %s from %s", launch.sub, launch.platform.issuer)
+    response = page(request, 200, "Opening the dashboard", forward="/instructor/")
+    response.set_cookie(instructor.COOKIE, instructor.new_session(request, auth.hash_token(token)),
+                        max_age=instructor.SESSION_HOURS * 3600, path="/instructor", httponly=True,
+                        samesite="strict", secure=tool_url(request).startswith("https://"))
+    return response
+
+
+async def jwks_endpoint(request: Request) -> Response:
+    """GET /lti/jwks: the tool's public keys (the platform checks our service-token requests with them)."""
+    return JSONResponse(public_jwks(store_of(request)), headers={"Cache-Control": "max-age=300"})
+
+
+async def tool_configuration(request: Request) -> Response:
+    """GET /lti/config: the URLs and claims to enter in the LMS (JSON; docs/lti.md explains each)."""
+    base = tool_url(request)
+    return JSONResponse({
+        "title": request.app.state.normgrade.config.course.name,
+        "oidc_initiation_url": base + "/lti/login", "target_link_uri": base + "/lti/launch",
+        "redirect_uris": [base + "/lti/launch"], "public_jwk_url": base + "/lti/jwks",
+        "scopes": [
+            "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+            "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+            "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly",
+        ],
+        "claims": ["iss", "sub", "name", "email"],
+        "platforms": [{"name": p.name, "issuer": p.issuer, "client_id": p.client_id,
+                       "deployments": list(p.deployments)} for p in config_of(request).platforms],
+    })
+
+
+def routes() -> list[BaseRoute]:
+    """The LTI routes (mounted by grader/server/app.py)."""
+    return [
+        Route("/lti/login", login_initiation, methods=["GET", "POST"]),
+        Route("/lti/launch", launch_endpoint, methods=["GET", "POST"]),
+        Route("/lti/jwks", jwks_endpoint, methods=["GET"]),
+        Route("/lti/config", tool_configuration, methods=["GET"]),
+    ]
