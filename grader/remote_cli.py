@@ -114,13 +114,13 @@ def remote_submit(login: Login, path: Path, selectors: list[str], fmt: str, wait
     if done.status == "error" or done.report is None:
         raise RemoteError(f"submission {done.id} could not be graded: {done.error}")
     save_last_report(done.report, path)
-    if html is not None:
-        write_html_report(done.report, html)
     if fmt == "json":
         click.echo(format_json(done.report, arrays))
     else:
         color = use_color()
         click.echo(format_text(done.report, color=color), color=color)
+    if html is not None:
+        write_html_report(done.report, html)
     return 0 if done.report.full_marks else 1
 
 

@@ -285,8 +285,6 @@ def local_submit(
     record_attempt(report, store, path)
     if fmt != "gradescope":
         save_last_report(report, path)
-    if html is not None:
-        write_html_report(report, html)
     if fmt == "json":
         click.echo(format_json(report, arrays))
     elif fmt == "gradescope":
@@ -295,6 +293,8 @@ def local_submit(
     else:
         color = use_color()
         click.echo(format_text(report, color=color), color=color)
+    if html is not None:
+        write_html_report(report, html)  # after the report is printed: a bad path costs the page only
     click.get_current_context().exit(0 if report.full_marks else 1)
 
 

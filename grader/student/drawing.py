@@ -15,8 +15,8 @@ from the JSON form of a report.
 
 from __future__ import annotations
 
+import hashlib
 import html
-import itertools
 import math
 from typing import Any
 
@@ -27,7 +27,11 @@ EXPECTED = "#444444"   # dark grey
 DIFFERS = "#D55E00"    # vermillion
 BOUND = "#009E73"      # bluish green
 SERIES = ("#0072B2", "#CC79A7", "#E69F00", "#56B4E9")
-_ids = itertools.count(1)
+
+
+def content_id(*parts: str) -> str:
+    """An id for SVG elements derived from what they show: the same page is the same bytes every time."""
+    return hashlib.sha1("\0".join(parts).encode("utf-8")).hexdigest()[:12]
 
 CSS = """
 .ng-figure{margin:0.8em 0;max-width:680px}
@@ -107,7 +111,7 @@ class Frame:
 
 def svg(body: str, title: str, desc: str, height: int = HEIGHT) -> str:
     """An accessible SVG: role img, labelled by its title and described by ``desc``."""
-    n = next(_ids)
+    n = content_id(body, title, desc)
     return (f'<div class="ng-scroll"><svg viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="ng-t{n} ng-d{n}"'
             f' xmlns="http://www.w3.org/2000/svg"><title id="ng-t{n}">{esc(title)}</title>'
             f'<desc id="ng-d{n}">{esc(desc)}</desc>{body}</svg></div>')
@@ -361,7 +365,7 @@ def draw_statistic(s: dict[str, Any], title: str) -> str:
     span = (hi - lo) or 1.0
     frame = Frame(lo - 0.1 * span, hi + 0.1 * span, 0, 1, height=96)
     y = 44
-    hatch = f"ng-hatch{next(_ids)}"
+    hatch = "ng-hatch" + content_id(repr(sorted(s.items())), title)
     body = [f'<defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse"'
             f' patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="{BOUND}" stroke-width="2"/>'
             '</pattern></defs>',
