@@ -64,6 +64,7 @@ def graded(exercise_id: str, mistake: str | None, pack_dir: Path | None = None) 
         return exercise_result(exercise_id, grade_in_process(exercise_id, ns))
     path = pack_path(pack_dir, exercise_id)
     if not path.exists():
+        pack_dir.mkdir(parents=True, exist_ok=True)
         write_pack(pack_dir, exercise_id)
     seed = public_seed(exercise_id)
     student = run_cases(exercise_id, ns, seed)

@@ -178,8 +178,9 @@ def draw_elements(fig: dict[str, Any]) -> str:
             continue
         body.append(marker("cross" if bad else "circle", frame.x(i), frame.y(v), DIFFERS if bad else RECEIVED,
                            4.5 if bad else 2.6))
-    # the flat index under a few positions, so the sample can be found in the array
-    for i in sorted({0, len(received) - 1, *(j for j, d in enumerate(differs) if d)})[:8]:
+    # the flat index under a few evenly spaced positions, so the sample can be found in the array
+    last = len(received) - 1
+    for i in sorted({round(last * k / 6) for k in range(7)}):
         body.append(f'<text x="{frame.x(i):.1f}" y="{HEIGHT - BOTTOM + 17}" font-size="11"'
                     f' text-anchor="middle">{fig["index"][i]}</text>')
     items = [(marker("circle", 14, 7, RECEIVED, 4.5), "yours, within tolerance"),

@@ -77,7 +77,7 @@ def known_mistakes(report: GradeReport) -> list[tuple[ExerciseResult, CheckResul
             if check.passed or not check.misconception or check.misconception in seen:
                 continue
             seen.add(check.misconception)
-            lines = diagnosis_lines(check) or [line for line in check.message.splitlines()[:2]]
+            lines = diagnosis_lines(check) or check.message.splitlines()[:1]  # the mistake's sentence and fix
             found.append((ex, check, lines))
     return found
 
