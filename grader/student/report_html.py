@@ -31,7 +31,7 @@ LABEL_COLOURS = {"green": ("#0b5d1e", "#e3f4e8"), "red": ("#8a1c0c", "#fbe6e2"),
 
 CSS = """
 .ng-report{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;line-height:1.45;color:#1a1a1a;
-  max-width:980px;margin:0 auto;padding:0 0.8em;overflow-wrap:anywhere}
+  max-width:980px;margin:0 auto;padding:0 0.8em;overflow-wrap:break-word}
 .ng-report h1{font-size:1.4em;margin:0.6em 0 0.2em}
 .ng-report h2{font-size:1.15em;margin:1.4em 0 0.4em;border-bottom:1px solid #ddd;padding-bottom:0.2em}
 .ng-report h3{font-size:1em;margin:1em 0 0.3em}
@@ -39,7 +39,10 @@ CSS = """
 .ng-report table{border-collapse:collapse;width:100%;max-width:640px}
 .ng-report td,.ng-report th{text-align:left;padding:0.25em 0.6em;border-bottom:1px solid #eee}
 .ng-report td.ng-num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.ng-report .ng-label{display:inline-block;font-weight:700;font-size:0.85em;padding:0.05em 0.45em;border-radius:3px}
+.ng-report .ng-label{display:inline-block;font-weight:700;font-size:0.85em;padding:0.05em 0.45em;border-radius:3px;
+  white-space:nowrap}
+.ng-report th{white-space:nowrap}
+.ng-report td a{overflow-wrap:anywhere}
 .ng-report pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:0.5em 0.7em;border-radius:4px;
   font-size:0.88em;margin:0.3em 0}
 .ng-report .ng-mistakes{border-left:4px solid #D55E00;background:#fff6f0;padding:0.4em 0.9em;margin:0.8em 0}
