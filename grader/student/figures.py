@@ -79,14 +79,17 @@ def sample_indices(mask: np.ndarray) -> np.ndarray:
 
 
 def block_reduce(values: np.ndarray, reduce: str) -> tuple[np.ndarray, tuple[int, int]]:
-    """A 2-D array cut into at most MAX_CELLS x MAX_CELLS blocks, each reduced by max or mean; (blocks, block size)."""
+    """A 2-D array cut into at most MAX_CELLS x MAX_CELLS blocks, each reduced by max or mean; (blocks, block size).
+
+    The array is padded with NaN to whole blocks, so edge blocks reduce over their real values only.
+    """
     rows, cols = values.shape
     br, bc = max(1, math.ceil(rows / MAX_CELLS)), max(1, math.ceil(cols / MAX_CELLS))
-    out = np.zeros((math.ceil(rows / br), math.ceil(cols / bc)))
-    for i in range(out.shape[0]):
-        for j in range(out.shape[1]):
-            block = values[i * br:(i + 1) * br, j * bc:(j + 1) * bc]
-            out[i, j] = block.max() if reduce == "max" else block.mean()
+    n_r, n_c = math.ceil(rows / br), math.ceil(cols / bc)
+    padded = np.full((n_r * br, n_c * bc), np.nan)
+    padded[:rows, :cols] = values
+    blocks = padded.reshape(n_r, br, n_c, bc)
+    out = np.nanmax(blocks, axis=(1, 3)) if reduce == "max" else np.nanmean(blocks, axis=(1, 3))
     return out, (br, bc)
 
 
