@@ -312,3 +312,29 @@ def test_every_kind_has_a_drawing_and_an_unknown_kind_shows_its_words() -> None:
 def test_a_correct_submission_graded_alone_has_no_figures() -> None:
     ex = graded("normalization.BatchNorm1d", None)
     assert ex.status == "passed" and all(c.figure is None for c in ex.checks)
+
+
+# --------------------------------------------------------------------------- the store, the server's report, the dashboard
+
+
+def test_figures_are_stored_with_the_attempt_and_rebuilt_for_the_server_and_the_dashboard(
+    tmp_path: Path, hidden: GradeReport
+) -> None:
+    from grader.server import dashboard
+    from grader.server.records import report_of
+    from grader.student.store import Store
+
+    with Store.open(tmp_path / "c.db") as store:
+        attempt = store.record_report(hidden, "test")
+        rows = store.submissions(student=hidden.student)
+        rebuilt = dashboard._rebuild_report(store, hidden.student, rows)
+        assert all_figures(rebuilt) == all_figures(hidden)
+        served = report_of(store, {"status": "done", "attempt_id": attempt, "student": hidden.student})
+        assert served is not None and all_figures(served) == all_figures(hidden)
+        html = dashboard.pictures_html(rebuilt)
+        assert html.count('<figure class="ng-figure">') == len(all_figures(hidden))
+        # a damaged figure cell is no picture, never an error
+        store.db.execute("UPDATE check_results SET figure = '{broken' WHERE figure IS NOT NULL")
+        store.db.conn.commit()
+        assert all_figures(dashboard._rebuild_report(store, hidden.student, rows)) == []
+        assert dashboard.pictures_html(dashboard._rebuild_report(store, hidden.student, rows)) == ""

@@ -114,3 +114,41 @@ def test_the_links_of_known_mistakes_lead_to_their_checks(browser: Any, pages: d
         assert watched.problems == []
     finally:
         context.close()
+
+
+def test_the_dashboards_student_page_shows_the_same_pictures(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory  # noqa: F811
+) -> None:
+    """An upload recorded with its figures (hidden checks, as the server grades) is drawn on the instructor's
+    page of that student, as the student's own page draws it."""
+    from grader.student.store import Store
+    from test_dashboard import class_server
+    from test_dashboard_browser import log_in
+
+    running = class_server(tmp_path_factory.mktemp("dashboard-pictures"), students=3)
+    try:
+        student = "s0001"
+        report = known_report(student=student)
+        with Store.open(running.db) as store:
+            store.record_report(report, "test")
+        pictures = sum(1 for ex in report.exercises for c in ex.checks if c.figure and not c.passed)
+        for width in WIDTHS:
+            context = browser.new_context(viewport={"width": width, "height": 900})
+            watched = Watched(context.new_page())
+            try:
+                log_in(running, watched)
+                watched.page.goto(running.url + f"/instructor/students/{student}")
+                latest = watched.page.locator("details.attempt").first
+                if latest.get_attribute("open") is None:
+                    latest.locator("summary").click()
+                figures = latest.locator(".pictures .ng-figure")
+                assert figures.count() == pictures
+                assert latest.locator(".pictures svg[role=img]").count() >= pictures
+                figures.first.scroll_into_view_if_needed()
+                latest.screenshot(path=str(ARTIFACTS / f"dashboard-student-pictures-{width}.png"))
+                assert watched.overflow() <= 0
+                assert watched.problems == []
+            finally:
+                context.close()
+    finally:
+        running.server.stop()

@@ -197,7 +197,7 @@ def report_of(store: Store, job_row: dict[str, Any]) -> GradeReport | None:
     for row in store.db.query("SELECT * FROM submissions WHERE attempt_id = ? ORDER BY id", [job_row["attempt_id"]]):
         checks = [
             CheckResult(c["name"], bool(c["passed"]), c["score"], c["max_score"], c["message"] or "",
-                        c["misconception"])
+                        c["misconception"], c.get("figure"))
             for c in store.check_results(row["id"])
         ]
         exercises.append(ExerciseResult(
