@@ -144,8 +144,8 @@ def test_the_dashboards_student_page_shows_the_same_pictures(
                 figures = latest.locator(".pictures .ng-figure")
                 assert figures.count() == pictures
                 assert latest.locator(".pictures svg[role=img]").count() >= pictures
-                figures.first.scroll_into_view_if_needed()
-                latest.screenshot(path=str(ARTIFACTS / f"dashboard-student-pictures-{width}.png"))
+                latest.locator(".pictures h4").first.scroll_into_view_if_needed()
+                watched.page.screenshot(path=str(ARTIFACTS / f"dashboard-student-pictures-{width}.png"))
                 assert watched.overflow() <= 0
                 assert watched.problems == []
             finally:
