@@ -440,7 +440,8 @@ class Store:
                             "max_score": c.max_score,
                             "message": c.message,
                             "misconception": c.misconception,
-                            "figure": figure_text(c.figure),
+                            # the column exists from version 6 on; a report without pictures never names it
+                            **({"figure": figure_text(c.figure)} if c.figure is not None else {}),
                         }
                         for c in ex.checks
                     )
