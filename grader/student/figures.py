@@ -276,7 +276,7 @@ def trajectory_figure(
         "series": series,
         "hidden": hidden,
         "first": {"step": first_step + 1, "label": series[0]["label"], "received": series[0]["received"][first_step],
-                  "expected": number(es_first(expected, series_keys, first_step, component))},
+                  "expected": number(component_at(expected[series_keys[first_step]], component))},
     }
     figure["summary"] = (
         f"{series[0]['label']} after each of {len(series_keys)} steps: yours first leaves the expected trajectory"
@@ -287,8 +287,9 @@ def trajectory_figure(
     return figure
 
 
-def es_first(expected: dict[str, Any], keys: list[str], step: int, component: int) -> float:
-    return float(np.asarray(expected[keys[step]], dtype=np.float64).ravel()[component])
+def component_at(value: Any, component: int) -> float:
+    """Element ``component`` of an array in flat order."""
+    return float(np.asarray(value, dtype=np.float64).ravel()[component])
 
 
 def histogram_figure(
