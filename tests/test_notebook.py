@@ -196,3 +196,27 @@ def test_the_chapter_notebook_runs_in_a_kernel_and_its_report_reads_in_the_brows
             assert watched.problems == []
         finally:
             context.close()
+
+
+def test_quiz_is_posed_judged_and_recorded_by_the_server_when_logged_in(tmp_path: Path) -> None:
+    pytest.importorskip("ipywidgets")
+    from grader.student.client import Login, save_login
+    from server_util import Server, issue_tokens
+
+    db = tmp_path / "course.db"
+    tokens, _ = issue_tokens(db, ["ann"])
+    server = Server(db, f"sqlite:///{tmp_path / 'queue.db'}", workers=0).start()
+    try:
+        save_login(Login(server.url, tokens["ann"], "ann"))  # $GRADE_CONFIG: a test's own file (conftest)
+        form = notebook.quiz("activations", tmp_path / "no-quizzes-needed")
+        assert isinstance(form, notebook.QuizForm) and form.judge.recorded
+        single = next(q for q in form.judge.questions() if q.kind == "single")
+        form.controls[single.id].value = "1"
+        verdict = form.check(single.id)
+        assert verdict.correct in (True, False) and "(recorded)" in verdict.text
+        with Store.open(db) as store:
+            rows = store.quiz_attempts("ann")
+        assert [(r["chapter"], r["question"]) for r in rows] == [("activations", single.id)]
+        assert bool(rows[0]["correct"]) is verdict.correct
+    finally:
+        server.stop()
