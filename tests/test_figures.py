@@ -223,6 +223,17 @@ def test_differing_elements_are_crosses_not_only_another_colour() -> None:
     assert picture.count("<circle") == 8                      # eight round markers
 
 
+def test_damaged_figure_data_shows_its_words_and_never_breaks_the_page(hidden: GradeReport) -> None:
+    figure = dict(next(f for f in all_figures(hidden) if f["kind"] == "elements"))
+    for damage in ({"received": None}, {"received": ["x", "y"]}, {"first": {}}, {"heat": {"values": [[]]}},
+                   {"differs": 3}, {"edges": []}):
+        broken = {**figure, **damage}
+        fragment = drawing.figure_html(broken)
+        assert figure["summary"].split(":")[0] in fragment
+    histogram = next(f for f in all_figures(hidden) if f["kind"] == "histogram")
+    assert "could not be drawn" in drawing.figure_html({**histogram, "edges": [], "counts": [1]})
+
+
 def test_text_from_student_code_is_escaped_in_the_page() -> None:
     check = CheckResult("forward", False, 0.0, 1.0, 'ValueError: <script>alert("x")</script>',
                         figure={"kind": "unknown", "summary": "<img src=x onerror=alert(1)>", "title": "t"})

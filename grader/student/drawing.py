@@ -424,9 +424,16 @@ DRAW = {"elements": draw_elements, "trajectory": draw_trajectory, "histogram": d
 
 
 def figure_html(figure: dict[str, Any]) -> str:
-    """One ``<figure>``: the picture(s), a legend in words, the summary as caption. Unknown kinds: the summary alone."""
+    """One ``<figure>``: the picture(s), a legend in words, the summary as caption.
+
+    An unknown kind (a newer grader's), or figure data that cannot be drawn (a
+    report file edited by hand), shows the summary alone: a page never fails
+    for one picture.
+    """
     draw = DRAW.get(str(figure.get("kind")))
     summary = esc(figure.get("summary", ""))
-    if draw is None:
-        return f'<figure class="ng-figure"><figcaption>{summary}</figcaption></figure>'
-    return f'<figure class="ng-figure">{draw(figure)}<figcaption>{summary}</figcaption></figure>'
+    try:
+        picture = draw(figure) if draw is not None else ""
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError):
+        picture = '<p class="ng-note">(This picture could not be drawn from the report file.)</p>'
+    return f'<figure class="ng-figure">{picture}<figcaption>{summary}</figcaption></figure>'
