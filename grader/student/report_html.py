@@ -42,7 +42,7 @@ CSS = """
 .ng-report .ng-label{display:inline-block;font-weight:700;font-size:0.85em;padding:0.05em 0.45em;border-radius:3px;
   white-space:nowrap}
 .ng-report th{white-space:nowrap}
-.ng-report td a{overflow-wrap:anywhere}
+.ng-report td{overflow-wrap:anywhere}
 .ng-report pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:0.5em 0.7em;border-radius:4px;
   font-size:0.88em;margin:0.3em 0}
 .ng-report .ng-mistakes{border-left:4px solid #D55E00;background:#fff6f0;padding:0.4em 0.9em;margin:0.8em 0}
