@@ -103,6 +103,13 @@ def test_the_axis_the_error_follows_in_3d_and_an_even_error() -> None:
     assert figure["axes"][1]["fraction"] == [0.0, 0.0, 1.0]
     everywhere = figures.elements_figure(expected + 1.0, expected, 1e-6, 1e-8, title="t", key="y", hidden=True)
     assert everywhere["follows"] is None and "spread over every axis" in everywhere["summary"]
+    # every value wrong, but channel 2 ten times more: the public picture shows it with the mean error per index
+    received[:, :2, :] = 0.1
+    public = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y", hidden=False)
+    assert public["axes"][1]["error"] == [0.1, 0.1, 1.0] and public["axes"][1]["fraction"] == [1.0, 1.0, 1.0]
+    assert "mean absolute error" in drawing.figure_html(public)
+    assert "error" not in figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y",
+                                                  hidden=True)["axes"][1]
 
 
 def test_equal_arrays_and_other_shapes_give_no_picture() -> None:
@@ -140,6 +147,7 @@ def test_a_hidden_figure_holds_no_expected_values_beyond_the_messages_first_pair
             kinds.add(figure["kind"])
             if figure["kind"] == "elements":
                 assert figure["hidden"] is True and figure["expected"] is None
+                assert all("error" not in axis for axis in figure.get("axes", []))
                 if "heat" in figure:
                     assert figure["heat"]["measure"] == "fraction differing"
                     assert all(0.0 <= v <= 1.0 for row in figure["heat"]["values"] for v in row)

@@ -253,8 +253,12 @@ def follows_text(fig: dict[str, Any]) -> str:
 
 
 def draw_axes(fig: dict[str, Any]) -> str:
-    """One bar chart per axis: the fraction of differing values at each index of that axis."""
+    """One bar chart per axis: at each index, the mean |error| (public checks) or the fraction of differing values.
+
+    A bar is outlined, in the differing colour, where over half of the values at that index differ.
+    """
     axes = fig["axes"]
+    magnitude = all("error" in ax for ax in axes)
     band = 64
     height = 20 + band * len(axes) + 10
     body = []
@@ -262,26 +266,32 @@ def draw_axes(fig: dict[str, Any]) -> str:
     for k, ax in enumerate(axes):
         top = 20 + k * band
         fr = ax["fraction"]
+        values = ax["error"] if magnitude else fr
+        peak = max(values) or 1.0
         width = (WIDTH - LEFT - RIGHT) / max(1, len(fr))
         label = f"axis {ax['axis']} ({ax['size']})" + (" ← error follows" if ax["axis"] == follows else "")
         body.append(f'<text x="4" y="{top + 12}" font-size="12">{esc(label)}</text>')
+        if magnitude:
+            body.append(f'<text x="{WIDTH - RIGHT}" y="{top + 12}" font-size="11" text-anchor="end">'
+                        f'largest mean |error| {num(peak)}</text>')
         base = top + band - 14
         body.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{base}" y2="{base}" stroke="#888"/>')
-        for i, f in enumerate(fr):
-            h = f * (band - 30)
+        for i, (v, f) in enumerate(zip(values, fr)):
+            h = v / peak * (band - 30)
             colour = DIFFERS if f > 0.5 else RECEIVED
-            pattern = ' stroke="#000" stroke-width="1"' if f > 0.5 else ""
+            outline = ' stroke="#000" stroke-width="1"' if f > 0.5 else ""
             body.append(f'<rect x="{LEFT + i * width + 1:.1f}" y="{base - h:.1f}" width="{max(1.0, width - 2):.1f}"'
-                        f' height="{h:.1f}" fill="{colour}"{pattern}/>')
+                        f' height="{h:.1f}" fill="{colour}"{outline}/>')
         body.append(f'<text x="{LEFT - 4}" y="{base + 11}" font-size="10" text-anchor="end">0</text>'
                     f'<text x="{WIDTH - RIGHT}" y="{base + 11}" font-size="10" text-anchor="end">'
                     f'{ax["size"] - 1}</text>')
-    desc = ("Per axis, the fraction of differing values at each index (full height: every value at that index"
-            f" differs). {follows_text(fig)}")
+    measure = "the mean absolute error" if magnitude else "the fraction of differing values"
+    desc = (f"Per axis, {measure} at each index (full height: the most of that axis). {follows_text(fig)}")
     return (svg("".join(body), f"{fig['title']}: which axis the error follows", desc, height)
             + legend([(f'<rect x="7" y="1" width="12" height="12" fill="{DIFFERS}" stroke="#000"/>',
                        "over half of the values at that index differ (outlined)"),
-                      (f'<rect x="7" y="1" width="12" height="12" fill="{RECEIVED}"/>', "fewer than half differ")]))
+                      (f'<rect x="7" y="1" width="12" height="12" fill="{RECEIVED}"/>', "fewer than half differ"),
+                      ("", f"bar height: {measure} at that index")]))
 
 
 def draw_trajectory(fig: dict[str, Any]) -> str:

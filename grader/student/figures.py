@@ -93,12 +93,14 @@ def block_reduce(values: np.ndarray, reduce: str) -> tuple[np.ndarray, tuple[int
     return out, (br, bc)
 
 
-def axis_summary(mask: np.ndarray) -> list[dict[str, Any]]:
-    """For each axis, the fraction of differing values at each index.
+def axis_summary(mask: np.ndarray, error: np.ndarray | None = None) -> list[dict[str, Any]]:
+    """For each axis, the fraction of differing values at each index (and, given ``error``, the mean |error| there).
 
     Beyond MAX_AXIS indices, consecutive indices form blocks of ``step`` and a
-    block shows its most affected index (the largest fraction), so one wrong
-    channel among hundreds still stands out.
+    block shows its most affected index (the largest value), so one wrong
+    channel among hundreds still stands out. ``error`` (public checks only:
+    it is computed from the expected values) shows which indices carry the
+    error when every value differs.
     """
     axes = []
     for axis in range(mask.ndim):
@@ -107,7 +109,12 @@ def axis_summary(mask: np.ndarray) -> list[dict[str, Any]]:
         size = per_index.size
         step = max(1, math.ceil(size / MAX_AXIS))
         fractions = [float(per_index[i:i + step].max()) for i in range(0, size, step)]
-        axes.append({"axis": axis, "size": int(size), "step": step, "fraction": [round(f, 4) for f in fractions]})
+        summary: dict[str, Any] = {"axis": axis, "size": int(size), "step": step,
+                                   "fraction": [round(f, 4) for f in fractions]}
+        if error is not None:
+            mean_error = error.mean(axis=other) if other else error
+            summary["error"] = [float(f"{float(mean_error[i:i + step].max()):.3g}") for i in range(0, size, step)]
+        axes.append(summary)
     return axes
 
 
@@ -126,6 +133,19 @@ def error_follows(axes: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     wrong = [i * best["step"] for i, f in enumerate(best["fraction"]) if f > 0.5]
     return {"axis": best["axis"], "indices": wrong[:12], "more": max(0, len(wrong) - 12), "step": best["step"]}
+
+
+def finite_error(received: np.ndarray, expected: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """|received - expected|, finite: a differing NaN or inf counts as the largest finite error (or 1), a matching
+    one (NaN where NaN was expected) as 0."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(received - expected)
+    bad = ~np.isfinite(err)
+    if not bad.any():
+        return err
+    finite = err[~bad]
+    worst = float(finite.max()) if finite.size else 1.0
+    return np.where(bad, np.where(mask, worst, 0.0), err)
 
 
 def index_text(flat: int, shape: tuple[int, ...]) -> list[int]:
@@ -167,19 +187,14 @@ def elements_figure(
                   "expected": number(e.ravel()[first])},
     }
     if r.ndim >= 2:
-        figure["axes"] = axis_summary(mask)
+        figure["axes"] = axis_summary(mask, None if hidden else finite_error(r, e, mask))
         figure["follows"] = error_follows(figure["axes"])
     if r.ndim == 2:
         if hidden:
             cells, block = block_reduce(mask.astype(np.float64), "mean")
             measure = "fraction differing"
         else:
-            with np.errstate(invalid="ignore", over="ignore"):
-                err = np.abs(r - e)
-            err = np.where(np.isfinite(err), err, np.nan)
-            err = np.where(np.isnan(err) & mask, np.nanmax(err) if np.isfinite(err).any() else 1.0, err)
-            err = np.nan_to_num(err, nan=0.0)
-            cells, block = block_reduce(err, "max")
+            cells, block = block_reduce(finite_error(r, e, mask), "max")
             measure = "largest absolute error"
         marked, _ = block_reduce(mask.astype(np.float64), "max")
         figure["heat"] = {"measure": measure, "block": list(block),
