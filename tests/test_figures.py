@@ -357,3 +357,38 @@ def test_figures_are_stored_with_the_attempt_and_rebuilt_for_the_server_and_the_
         store.db.conn.commit()
         assert all_figures(dashboard._rebuild_report(store, hidden.student, rows)) == []
         assert dashboard.pictures_html(dashboard._rebuild_report(store, hidden.student, rows)) == ""
+
+
+@pytest.mark.slow
+def test_a_course_server_hands_back_the_same_hidden_pictures_as_the_instructors_own_grading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Graded on the server (worker, store, report_of, wire, client): `--json --arrays` carries the very figures
+    of local live grading for the same student, and `--html` draws them."""
+    from grader.solution import write_solution
+    from grader.student.client import Login, save_login
+    from server_util import Server, issue_tokens
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    folder = write_solution(tmp_path / "leaky")
+    code = folder / "activations.py"
+    code.write_text(code.read_text().replace("return np.maximum(self.x, 0.0)", "return np.maximum(self.x, 0.1 * self.x)"))
+    runner = CliRunner()
+    args = ["submit", "activations.ReLU", "--path", str(folder), "--json", "--arrays"]
+    local = runner.invoke(cli, [*args, "--local", "--student", "s1", "--db", str(tmp_path / "own.db")])
+    db = tmp_path / "course.db"
+    tokens, _ = issue_tokens(db, ["s1"])
+    server = Server(db, f"sqlite:///{tmp_path / 'queue.db'}", workers=1).start()
+    try:
+        save_login(Login(server.url, tokens["s1"], "s1"))
+        remote = runner.invoke(cli, [*args, "--html", str(tmp_path / "page.html")])
+    finally:
+        server.stop()
+    assert local.exit_code == remote.exit_code == 1, remote.output
+    figures_of = lambda doc: [c["figure"] for ex in doc["exercises"] for c in ex["checks"]]  # noqa: E731
+    remote_figures = figures_of(json.loads(remote.stdout))
+    assert remote_figures == figures_of(json.loads(local.stdout))
+    shown = [f for f in remote_figures if f]
+    assert shown and all(f["kind"] == "elements" and f["hidden"] and f["expected"] is None for f in shown)
+    page = (tmp_path / "page.html").read_text()
+    assert page.count('<figure class="ng-figure">') == len(shown)
