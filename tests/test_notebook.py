@@ -220,3 +220,7 @@ def test_quiz_is_posed_judged_and_recorded_by_the_server_when_logged_in(tmp_path
         assert bool(rows[0]["correct"]) is verdict.correct
     finally:
         server.stop()
+    other = next(q for q in form.judge.questions() if q.id != single.id and q.kind == "single")
+    form.controls[other.id].value = "1"
+    down = form.check(other.id)  # the server is gone: one line in the form, nothing raised
+    assert down.correct is None and "cannot reach the course server" in form.outputs[other.id].value

@@ -228,21 +228,26 @@ class ServerJudge:
     recorded = True
 
     def __init__(self, login: Any, chapter: str) -> None:
-        from grader.student.client import Client
-
-        self.client = Client(login.server, login.token)
+        self.login = login
         self.chapter = chapter
-        _, doc = self.client.call("GET", f"/quizzes/{chapter}")
+        _, doc = self.call("GET", f"/quizzes/{chapter}")
         self.doc = doc
         self.title = str(doc.get("title", chapter))
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+        """One request on a connection of its own (a form may wait for hours between two answers)."""
+        from grader.student.client import Client
+
+        with Client(self.login.server, self.login.token) as client:
+            return client.call(method, path, body, accept=(422,))
 
     def questions(self) -> list[Asked]:
         return [Asked(str(q["id"]), str(q["kind"]), str(q["prompt"]), [str(c["text"]) for c in q.get("choices", [])])
                 for q in self.doc["questions"]]
 
     def judge(self, question_id: str, raw: str) -> Judged:
-        status, verdict = self.client.call("POST", f"/quizzes/{self.chapter}/answers",
-                                           {"question": question_id, "answer": raw, "shown": True}, accept=(422,))
+        status, verdict = self.call("POST", f"/quizzes/{self.chapter}/answers",
+                                    {"question": question_id, "answer": raw, "shown": True})
         if status == 422:
             return Judged(None, str(verdict.get("error", "that answer cannot be read")), True)
         left = verdict.get("attempts_left")
@@ -324,7 +329,10 @@ class QuizForm:
         if not raw.strip():
             self.outputs[question_id].value = "<p>Give an answer first.</p>"
             return Judged(None, "Give an answer first.", True)
-        verdict = self.judge.judge(question_id, raw)
+        try:
+            verdict = self.judge.judge(question_id, raw)
+        except GraderError as exc:  # the server cannot be reached: said in one line, the answer can be sent again
+            verdict = Judged(None, str(exc), True)
         mark = {True: "✔ ", False: "✘ ", None: ""}[verdict.correct]
         colour = {True: "#0b5d1e", False: "#8a1c0c", None: "#6b5200"}[verdict.correct]
         self.outputs[question_id].value = f'<p style="color:{colour}">{mark}{_esc(verdict.text)}</p>'
