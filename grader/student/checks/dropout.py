@@ -230,8 +230,8 @@ class DropoutChecks(ExerciseChecks):
                 if min(abs(frac - phi), abs(frac - (1.0 - phi))) <= t:
                     return Verdict(False, message + f": {frac:.4f} is what a mask drawn from a standard normal gives"
                                                     f" (Phi({p}) = {phi:.4f}); draw uniforms, self.rng.random(x.shape)",
-                                   (case, "gaussian"), fraction_figure(case, y, p, t, frac))
-                return Verdict(False, message, (case, frac, t), fraction_figure(case, y, p, t, frac))
+                                   (case, "gaussian"), lambda: fraction_figure(case, y, p, t, frac))
+                return Verdict(False, message, (case, frac, t), lambda: fraction_figure(case, y, p, t, frac))
             return Verdict(True)
 
         return judge

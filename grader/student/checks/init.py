@@ -83,7 +83,9 @@ class Verdict:
     ok: bool
     message: str = ""
     fingerprint: Any = None
-    figure: dict[str, Any] | None = None  # the picture of a failure (grader.student.figures), student data only
+    # Makes the picture of a failure (grader.student.figures; student data only). A function, called only for the
+    # student's own failing verdict: the variants' verdicts (mistake matching) never pay for a histogram.
+    figure: Callable[[], dict[str, Any]] | None = None
 
 
 Judge = Callable[[Callable[[str], ScriptResult]], Verdict]
@@ -113,7 +115,8 @@ class StatCheck(Check):
         if verdict.ok:
             return result(self.name, self.points, True)
         mistake = self.match(ctx, verdict) if verdict.fingerprint is not None else None
-        return result(self.name, self.points, False, verdict.message, mistake, verdict.figure)
+        figure = verdict.figure() if verdict.figure is not None else None
+        return result(self.name, self.points, False, verdict.message, mistake, figure)
 
     def match(self, ctx: Context, verdict: Verdict) -> Mistake | None:
         """The known mistake that fails this check the way the student does (see the class docstring)."""
@@ -300,8 +303,8 @@ def judge_mean(fn: str, case: str, spec: InitSpec) -> Judge:
             f"{call_text(fn, spec)}: the mean of W is {mean:.4g}, but a zero-mean distribution gives"
             f" |mean| <= {limit:.2g} over {w.size} values: centre the distribution on 0",
             (mean, sd, w.size),
-            init_figure(fn, spec, w, {"name": "mean of W", "value": mean, "expected": 0.0, "low": -limit,
-                                      "high": limit}),
+            lambda: init_figure(fn, spec, w, {"name": "mean of W", "value": mean, "expected": 0.0, "low": -limit,
+                                              "high": limit}),
         )
 
     return judge
@@ -330,8 +333,8 @@ def judge_variance(fn: str, case: str, spec: InitSpec, what: str) -> Judge:
             f" expected {expected:.5g} (std {spec.std:.4g} = {spec.formula}); {var / expected:.3g} times"
             f" too {'large' if var > expected else 'small'} (allowed ratio [{lo:.3f}, {hi:.3f}])",
             (var, w.size),
-            init_figure(fn, spec, w, {"name": "variance of W", "value": var, "expected": expected,
-                                      "low": lo * expected, "high": hi * expected}),
+            lambda: init_figure(fn, spec, w, {"name": "variance of W", "value": var, "expected": expected,
+                                              "low": lo * expected, "high": hi * expected}),
         )
 
     return judge
@@ -363,7 +366,9 @@ def judge_distribution(fn: str, case: str, spec: InitSpec) -> Judge:
         shape = "uniform" if kurt < -0.6 else "normal"
         biggest = float(np.max(np.abs(w)))
         fingerprint = (shape, biggest, float(np.var(w, ddof=1)), w.size)
-        picture = init_figure(fn, spec, w, None)
+        def picture() -> dict[str, Any]:
+            return init_figure(fn, spec, w, None)
+
         if spec.kind == "uniform":
             a = spec.bound
             outside = int(np.sum(np.abs(w) > a * (1.0 + 1e-9)))
