@@ -1,0 +1,13 @@
+"""normgrade: teach and grade the building blocks of deep networks.
+
+This file ships with the student handout and imports nothing when ``grader``
+is imported; its one function, the IPython extension hook behind
+``%load_ext grader``, loads the notebook front end only when called.
+"""
+
+
+def load_ipython_extension(ipython):  # type: ignore[no-untyped-def]
+    """``%load_ext grader``: register ``%grade`` and ``%quiz`` (grader/student/notebook.py)."""
+    from grader.student.notebook import load_ipython_extension as load
+
+    load(ipython)

@@ -27,10 +27,12 @@ from grader.student.cli import (  # noqa: F401  (shared with the handout's grade
     DEFAULT_EXERCISES_DIR,
     F,
     CommandError,
+    arrays_option,
     db_option,
     default_student,
     exercises_dir,
     grader_version,
+    html_option,
     json_option,
     local_submit,
     no_sandbox_option,
@@ -39,6 +41,7 @@ from grader.student.cli import (  # noqa: F401  (shared with the handout's grade
     run_console_script,
     sandbox_setting,
     student_option,
+    view_command,
 )
 from grader.student.sandbox import Limits, Workspace
 from grader.student.store import Store, default_db_path
@@ -85,11 +88,13 @@ def server_options(func: F) -> F:
 )
 @server_options
 @click.option("--no-wait", is_flag=True, help="With a course server: print the submission id, do not wait.")
+@arrays_option
+@html_option
 @no_sandbox_option
 def submit_command(
     selectors: tuple[str, ...], path: Path, student: str | None, db: Path | None,
     as_json: bool, fmt: str | None, output: Path, server: str | None, local: bool, no_wait: bool,
-    no_sandbox: bool,
+    arrays: bool, html: Path | None, no_sandbox: bool,
 ) -> None:
     """Grade the named exercises or topics (all when none), record the attempt, print a report.
 
@@ -110,7 +115,7 @@ def submit_command(
         raise CommandError("--format gradescope grades here: drop --server")
     login = remote_cli.remote_login(server, local or fmt == "gradescope", db)
     if login is not None:
-        code = remote_cli.remote_submit(login, path, list(selectors), fmt, wait=not no_wait)
+        code = remote_cli.remote_submit(login, path, list(selectors), fmt, wait=not no_wait, html=html, arrays=arrays)
         click.get_current_context().exit(code)
     if no_wait:
         raise CommandError("--no-wait goes with a course server: run `grade login URL` or pass --server URL")
@@ -120,7 +125,7 @@ def submit_command(
 
         return grading.grade(folder, ids, name, limits, workspace)
 
-    local_submit(list(selectors), path, student, db, fmt, output, no_sandbox, grade_live)
+    local_submit(list(selectors), path, student, db, fmt, output, no_sandbox, grade_live, html=html, arrays=arrays)
 
 
 @cli.command("progress")
@@ -564,6 +569,7 @@ def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_san
 
 remote_cli.register(cli)  # login, logout, serve, worker, roster (grader/remote_cli.py)
 term_cli.register(cli)  # regrade, rescore, similarity (grader/term_cli.py)
+cli.add_command(view_command)  # `grade view`: the last report as a web page (grader/student/cli.py)
 
 
 def main(prog_name: str | None = None) -> None:

@@ -219,6 +219,8 @@ dependencies = [
 [project.optional-dependencies]
 # the OpenCL exercises (kernels/*.cl): pyopencl, and PoCL as a CPU device where no GPU driver is installed
 opencl = ["pyopencl>=2024.1", "pocl-binary-distribution>=3.0"]
+# the notebooks: %load_ext grader, %grade, %quiz (ipywidgets: the quiz forms)
+notebook = ["ipython>=8", "ipykernel>=6", "ipywidgets>=8"]
 
 [project.scripts]
 grade = "grader.student.cli:main"
@@ -325,6 +327,8 @@ def write_student(out: Path, version: str, practice: bool, levels: dict[str, str
         raise ReleaseError(f"the case packs take {sum(sizes.values())} bytes, over the {PACK_BUDGET}-byte budget:"
                            " make the public cases smaller")
     write_quizzes(student / "quizzes", practice)
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):  # one per chapter, beside exercises/ (%grade, %quiz)
+        shutil.copyfile(notebook, student / notebook.name)
     (student / "pyproject.toml").write_text(STUDENT_PYPROJECT.format(version=version), encoding="utf-8")
     where = "on the course's Gradescope autograder or course server"
     (student / "README.md").write_text(STUDENT_README.format(

@@ -26,6 +26,7 @@ import click
 from grader.student import client as client_lib
 from grader.student.client import Client, ClientError, Login
 from grader.student.errors import GraderError
+from grader.student.cli import save_last_report, write_html_report
 from grader.student.report import format_json, format_text, use_color
 
 DEFAULT_PORT = 8000
@@ -74,8 +75,15 @@ def _client(login: Login) -> Client:
 # --- student: submit, progress, quiz -------------------------------------------------------------
 
 
-def remote_submit(login: Login, path: Path, selectors: list[str], fmt: str, wait: bool) -> int:
-    """``grade submit`` against the server: upload, wait, print the same report; the exit status."""
+def remote_submit(login: Login, path: Path, selectors: list[str], fmt: str, wait: bool,
+                  html: Path | None = None, arrays: bool = False) -> int:
+    """``grade submit`` against the server: upload, wait, print the same report; the exit status.
+
+    ``html``: also write the web page; ``arrays``: the JSON carries each check's figure (hidden checks'
+    figures hold no expected values: the server grades live). The report is kept for ``grade view``.
+    """
+    if arrays and fmt != "json":
+        raise RemoteError("--arrays goes with --json: pass --json --arrays")
     show = sys.stderr.isatty()
     last: list[str] = []
 
@@ -105,11 +113,14 @@ def remote_submit(login: Login, path: Path, selectors: list[str], fmt: str, wait
         return 0
     if done.status == "error" or done.report is None:
         raise RemoteError(f"submission {done.id} could not be graded: {done.error}")
+    save_last_report(done.report, path)
     if fmt == "json":
-        click.echo(format_json(done.report))
+        click.echo(format_json(done.report, arrays))
     else:
         color = use_color()
         click.echo(format_text(done.report, color=color), color=color)
+    if html is not None:
+        write_html_report(done.report, html)
     return 0 if done.report.full_marks else 1
 
 

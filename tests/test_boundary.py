@@ -79,5 +79,11 @@ def test_ops_and_ops_opencl_form_no_cycle() -> None:
 
 
 def test_the_package_root_imports_nothing() -> None:
-    """``grader/__init__.py`` ships with the handout (the student package lives under it): it must stay empty of imports."""
-    assert imported_names(ROOT / "grader" / "__init__.py") == []
+    """``grader/__init__.py`` ships with the handout (the student package lives under it): importing it imports
+    nothing. Its one function, the IPython extension hook (``%load_ext grader``), loads the notebook front end
+    of the student side when it is called, and nothing else."""
+    tree = ast.parse((ROOT / "grader" / "__init__.py").read_text(encoding="utf-8"))
+    top_level = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    assert top_level == []
+    names = [name for _, name in imported_names(ROOT / "grader" / "__init__.py")]
+    assert names in ([], ["grader.student.notebook", "grader.student.notebook.load_ipython_extension"])

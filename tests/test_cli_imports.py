@@ -21,6 +21,8 @@ REPO = Path(__file__).resolve().parent.parent
 NOT_FOR_A_LOCAL_SUBMIT = (
     "grader.batch", "grader.quiz", "grader.progress", "grader.server", "grader.class_report", "grader.release",
     "sympy", "jinja2", "httpx", "huey", "redis", "uvicorn", "starlette", "pyopencl",
+    # the pictures' page and the notebook front end: only --html, grade view and %grade draw
+    "grader.student.report_html", "grader.student.drawing", "grader.student.notebook", "IPython", "ipywidgets",
 )
 
 # `python -m grader ARGS...` that writes the sorted names of sys.modules to the file given before ARGS.

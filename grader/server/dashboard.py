@@ -23,6 +23,7 @@ exercises while nothing is due yet.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from collections.abc import Mapping
@@ -245,6 +246,7 @@ class AttemptView:
     total_after: float          # the student's counted exercise total right after this upload
     late_exercises: list[str]   # exercises graded after their chapter's due date
     report_text: str            # what the student saw (grader.student.report.format_text); "" when left out
+    pictures_html: str = ""     # the failing checks' pictures the student saw (grader.student.drawing); "" when none
 
 
 @dataclass
@@ -291,10 +293,19 @@ def _rebuild_report(store: Store, student: str, rows: list[dict[str, Any]]) -> G
     exercises = []
     for row in rows:
         checks = [CheckResult(c["name"], bool(c["passed"]), c["score"], c["max_score"], c["message"] or "",
-                              c["misconception"]) for c in store.check_results(row["id"])]
+                              c["misconception"], c.get("figure")) for c in store.check_results(row["id"])]
         exercises.append(ExerciseResult(row["exercise"], row["status"], row["score"], row["max_score"], checks,
                                         row["message"] or "", row["duration"] or 0.0, row["output"] or ""))
     return GradeReport(student, exercises, rows[0]["files_hash"] or "" if rows else "")
+
+
+def pictures_html(report: GradeReport) -> str:
+    """Each failing check's picture, as in the student's own page (``grade view``), under its name; "" when none."""
+    from grader.student import drawing
+
+    parts = [f"<h4>{html.escape(ex.id)}, {html.escape(c.name)}</h4>{drawing.figure_html(c.figure)}"
+             for ex in report.exercises for c in ex.checks if not c.passed and c.figure]
+    return f"<style>{drawing.CSS}</style>{''.join(parts)}" if parts else ""
 
 
 def _params_text(raw: str | None) -> str:
@@ -341,7 +352,9 @@ def student_detail(store: Store, report: ClassReport, student: str, reports_kept
     keep = len(views) if reports_kept is None else reports_kept
     for view in views[:keep]:
         rows = by_attempt.get(view.id, [])
-        view.report_text = clean_text(format_text(_rebuild_report(store, student, rows))) if rows else ""
+        rebuilt = _rebuild_report(store, student, rows) if rows else None
+        view.report_text = clean_text(format_text(rebuilt)) if rebuilt is not None else ""
+        view.pictures_html = pictures_html(rebuilt) if rebuilt is not None else ""
     end = parse_time(report.generated_at)
     chart = line_chart(series, row.max_total, "{:.0f}", f"{row.label}'s exercise total after each upload", end)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import getpass
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ from grader.student.report import (
     use_color,
     write_gradescope_placeholder,
     write_json,
+    write_text,
 )
 from grader.student.sandbox import Limits, Workspace, kernel_cache_folder, prestart_workspace
 from grader.student.store import Store, default_db_path
@@ -132,6 +134,50 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead.")(func)
 
 
+def html_option(func: F) -> F:
+    """``--html FILE``: also write the report as a self-contained web page with a picture per failing check."""
+    return click.option(
+        "--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+        help="Also write the report as a web page with a picture of each failing check (open it with `grade view`).",
+    )(func)
+
+
+def arrays_option(func: F) -> F:
+    """``--arrays`` (with ``--json``): each check also carries its ``figure``, the data of its picture."""
+    return click.option(
+        "--arrays", is_flag=True,
+        help="With --json: add each failing check's figure (a bounded sample of received and expected values).",
+    )(func)
+
+
+LAST_REPORT = "last-report.json"
+
+
+def last_report_path(exercises_dir: Path) -> Path:
+    """Where ``grade submit`` keeps its last report for ``grade view``: ``.grade/last-report.json`` beside exercises/."""
+    return Path(exercises_dir).resolve().parent / ".grade" / LAST_REPORT
+
+
+def save_last_report(report: GradeReport, exercises_dir: Path) -> None:
+    """Keep the report (wire form, figures included) for ``grade view``; a write problem is a warning line."""
+    from grader.student.wire import report_to_dict
+
+    try:
+        write_json(report_to_dict(report), last_report_path(exercises_dir))
+    except OSError as exc:
+        click.echo(f"Warning: the report was not kept for `grade view`: {exc}", err=True)
+
+
+def write_html_report(report: GradeReport, path: Path) -> None:
+    """Write the report's web page (``grader.student.report_html``, loaded only here) to ``path``."""
+    from grader.student.report_html import format_html
+
+    try:
+        write_text(format_html(report), path)
+    except OSError as exc:
+        raise CommandError(f"cannot write the web page to '{path}': {exc.strerror or exc}: choose another --html FILE")
+
+
 def no_sandbox_option(func: F) -> F:
     return click.option(
         "--no-sandbox", is_flag=True,
@@ -189,13 +235,17 @@ GradeFunction = Callable[[Path, "list[str] | None", str, Limits, Workspace], Gra
 
 def local_submit(
     selectors: list[str], path: Path, student: str | None, db: Path | None, fmt: str, output: Path,
-    no_sandbox: bool, grade: GradeFunction,
+    no_sandbox: bool, grade: GradeFunction, html: Path | None = None, arrays: bool = False,
 ) -> None:
     """Grade here with ``grade`` (live or on packs), record the attempt, print the report, exit 0/1 (2 on errors).
 
     ``fmt`` is ``text``, ``json`` or ``gradescope`` (results.json at ``output``,
-    valid from the start even if grading is killed).
+    valid from the start even if grading is killed). ``html``: also write the
+    web page there; ``arrays``: the JSON carries each check's figure. The
+    report is kept for ``grade view`` (``.grade/last-report.json``).
     """
+    if arrays and fmt != "json":
+        raise CommandError("--arrays goes with --json: pass --json --arrays")
     student = student or default_student()
     path = exercises_dir(path)
     if fmt == "gradescope":
@@ -233,14 +283,18 @@ def local_submit(
         if workspace is not None:
             workspace.close()  # (grading closes it; this is for a grade that failed before using it)
     record_attempt(report, store, path)
+    if fmt != "gradescope":
+        save_last_report(report, path)
     if fmt == "json":
-        click.echo(format_json(report))
+        click.echo(format_json(report, arrays))
     elif fmt == "gradescope":
         write_json(gradescope_results(report), output)
         click.echo(format_text(report, color=False))
     else:
         color = use_color()
         click.echo(format_text(report, color=color), color=color)
+    if html is not None:
+        write_html_report(report, html)  # after the report is printed: a bad path costs the page only
     click.get_current_context().exit(0 if report.full_marks else 1)
 
 
@@ -267,9 +321,12 @@ def cli() -> None:
 @student_option
 @db_option
 @json_option
+@arrays_option
+@html_option
 @no_sandbox_option
 def submit_command(
-    selectors: tuple[str, ...], path: Path, student: str | None, db: Path | None, as_json: bool, no_sandbox: bool,
+    selectors: tuple[str, ...], path: Path, student: str | None, db: Path | None, as_json: bool, arrays: bool,
+    html: Path | None, no_sandbox: bool,
 ) -> None:
     """Grade the named exercises or topics (all when none) on the public checks, record the attempt, print a report.
 
@@ -287,7 +344,37 @@ def submit_command(
         return grade_with(folder, ids, name, limits, PackSource(), workspace)
 
     local_submit(list(selectors), path, student, db, "json" if as_json else "text", Path("results.json"),
-                 no_sandbox, grade_on_packs)
+                 no_sandbox, grade_on_packs, html=html, arrays=arrays)
+
+
+@click.command("view")
+@path_option
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to write the page [default: .grade/last-report.html beside the exercises folder].")
+@click.option("--no-open", is_flag=True, help="Write the page and print its path; do not start a browser.")
+def view_command(path: Path, output: Path | None, no_open: bool) -> None:
+    """Open the last `grade submit` report in your web browser, with a picture of each failing check."""
+    from grader.student.wire import report_from_dict
+
+    path = exercises_dir(path)
+    source = last_report_path(path)
+    try:
+        report = report_from_dict(json.loads(source.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise CommandError(f"no report yet beside '{path}': run `grade submit` first (or pass --path)") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CommandError(f"the last report '{source}' cannot be read ({exc}): run `grade submit` again") from None
+    page = output or source.with_suffix(".html")
+    write_html_report(report, page)
+    click.echo(f"Report written to {page}")
+    if not no_open:
+        import webbrowser
+
+        if not webbrowser.open(page.resolve().as_uri()):
+            click.echo("No browser could be started here: open that file in one.", err=True)
+
+
+cli.add_command(view_command)
 
 
 @cli.command("quiz")

@@ -21,9 +21,12 @@ class CheckResult:
     max_score: float
     message: str = ""
     misconception: str | None = None
+    # What a picture of the failure needs (grader.student.figures): a bounded, JSON-safe dict, or None.
+    # Left out of to_json() unless asked for (``grade submit --json --arrays``).
+    figure: dict[str, Any] | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, arrays: bool = False) -> dict[str, Any]:
+        doc = {
             "name": self.name,
             "passed": self.passed,
             "score": round(self.score, 6),
@@ -31,6 +34,9 @@ class CheckResult:
             "message": self.message,
             "misconception": self.misconception,
         }
+        if arrays:
+            doc["figure"] = self.figure
+        return doc
 
 
 @dataclass
@@ -46,13 +52,13 @@ class ExerciseResult:
     duration: float = 0.0      # seconds spent grading it
     output: str = ""           # bounded captured stdout/stderr of the student's code
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, arrays: bool = False) -> dict[str, Any]:
         return {
             "id": self.id,
             "status": self.status,
             "score": round(self.score, 6),
             "max_score": self.max_score,
-            "checks": [c.to_json() for c in self.checks],
+            "checks": [c.to_json(arrays) for c in self.checks],
         }
 
 
@@ -78,12 +84,13 @@ class GradeReport:
     def full_marks(self) -> bool:
         return all(e.score >= e.max_score for e in self.exercises)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, arrays: bool = False) -> dict[str, Any]:
+        """The ``--json`` document; with ``arrays`` each check also carries its ``figure`` (null when none)."""
         return {
             "student": self.student,
             "score": round(self.score, 6),
             "max_score": self.max_score,
-            "exercises": [e.to_json() for e in self.exercises],
+            "exercises": [e.to_json(arrays) for e in self.exercises],
         }
 
 

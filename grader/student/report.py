@@ -211,9 +211,9 @@ def format_text(report: GradeReport, color: bool = False) -> str:
     return "\n".join(lines)
 
 
-def format_json(report: GradeReport) -> str:
-    """The ``--json`` document of the exercise contract (section 6), and nothing else."""
-    return json.dumps(report.to_json(), indent=2)
+def format_json(report: GradeReport, arrays: bool = False) -> str:
+    """The ``--json`` document of the exercise contract (section 6); ``arrays`` adds each check's ``figure``."""
+    return json.dumps(report.to_json(arrays), indent=2)
 
 
 def gradescope_results(report: GradeReport) -> dict[str, Any]:

@@ -267,9 +267,35 @@ def m6_term(db: sqlite_utils.Database) -> None:
     db["regrade_requests"].create_index(["status"])
 
 
+
+def m7_check_figures(db: sqlite_utils.Database) -> None:
+    """Version 7: a failing check's picture data (``CheckResult.figure``, grader/student/figures.py) as compact
+    JSON, NULL when none: the server's report of an upload and the dashboard draw from it."""
+    db["check_results"].add_column("figure", str)
+
+
+
 Migration = Callable[["sqlite_utils.Database"], None]
-MIGRATIONS: list[Migration] = [m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term]
+MIGRATIONS: list[Migration] = [
+    m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures,
+]
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def figure_text(figure: dict[str, Any] | None) -> str | None:
+    """A figure as the compact JSON stored in ``check_results.figure`` (None stays NULL)."""
+    return None if figure is None else json.dumps(figure, separators=(",", ":"), allow_nan=False)
+
+
+def figure_of_text(text: str | None) -> dict[str, Any] | None:
+    """The stored figure back; None for NULL or anything that is not a JSON object (never an exception)."""
+    if not text:
+        return None
+    try:
+        figure = json.loads(text)
+    except ValueError:
+        return None
+    return figure if isinstance(figure, dict) else None
 
 
 # --- opening safely -----------------------------------------------------------
@@ -485,6 +511,8 @@ class Store:
                             "max_score": c.max_score,
                             "message": c.message,
                             "misconception": c.misconception,
+                            # the column exists from version 7 on; a report without pictures never names it
+                            **({"figure": figure_text(c.figure)} if c.figure is not None else {}),
                         }
                         for c in ex.checks
                     )
@@ -558,6 +586,10 @@ class Store:
         return self._rows(f"SELECT * FROM submissions {where} ORDER BY id", params)
 
     def check_results(self, submission_id: int) -> list[dict[str, Any]]:
+        """The check rows of a submission in order; ``figure`` is the parsed dict (None when none or unreadable)."""
+        return [dict(row, figure=figure_of_text(row.get("figure"))) for row in self._check_rows(submission_id)]
+
+    def _check_rows(self, submission_id: int) -> list[dict[str, Any]]:
         """The check rows of one submission, in grading order; ``passed`` as bool."""
         rows = self._rows(
             "SELECT * FROM check_results WHERE submission_id = ? ORDER BY id", [submission_id]

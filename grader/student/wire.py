@@ -27,7 +27,7 @@ def report_from_dict(doc: dict[str, Any]) -> GradeReport:
         checks = [
             CheckResult(
                 str(c["name"]), bool(c["passed"]), float(c["score"]), float(c["max_score"]),
-                str(c.get("message") or ""), c.get("misconception"),
+                str(c.get("message") or ""), c.get("misconception"), figure_of(c),
             )
             for c in ex.get("checks", [])
         ]
@@ -38,3 +38,9 @@ def report_from_dict(doc: dict[str, Any]) -> GradeReport:
             )
         )
     return GradeReport(str(doc["student"]), exercises, str(doc.get("files_hash") or ""))
+
+
+def figure_of(check: dict[str, Any]) -> dict[str, Any] | None:
+    """A check's figure (a dict, or None when absent: documents from before figures have none)."""
+    figure = check.get("figure")
+    return figure if isinstance(figure, dict) else None

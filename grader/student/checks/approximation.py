@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.student import figures
 from grader.student.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
 from grader.student.model import CheckResult
 from grader.student.ops import TARGETS, Case
@@ -85,7 +86,8 @@ class MaxError(Check):
                        f" full marks below {FULL_MARKS_ERROR}, partial credit up to {ZERO_MARKS_ERROR}."
                        " More steps, a learning-rate schedule or spreading the hidden units' biases over"
                        " [0, 1] helps")
-        return CheckResult(self.name, False, score, self.points, message)
+        figure = figures.fit_figure(GRID, y, expected, title=what, full_marks_error=FULL_MARKS_ERROR)
+        return CheckResult(self.name, False, score, self.points, message, figure=figure)
 
 
 class OutputShape(Check):

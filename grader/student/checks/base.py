@@ -35,6 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from grader.student import figures
 from grader.student.compare import compare, same_as, scale_of
 from grader.student.diagnosis import (
     REFERENCE_AGAIN, Expected, KnownMistake, diagnose, error_signature, numgrad_outputs,
@@ -273,8 +274,12 @@ class Context:
 _REFERENCE_AGAIN = KnownMistake(REFERENCE_AGAIN, "", "", "")
 
 
-def result(name: str, points: float, ok: bool, message: str = "", mistake: Mistake | None = None) -> CheckResult:
-    """A CheckResult worth ``points`` when ok, 0 otherwise; a named mistake's explanation comes first."""
+def result(name: str, points: float, ok: bool, message: str = "", mistake: Mistake | None = None,
+           figure: dict[str, Any] | None = None) -> CheckResult:
+    """A CheckResult worth ``points`` when ok, 0 otherwise; a named mistake's explanation comes first.
+
+    ``figure`` (grader.student.figures) is kept only on a failure.
+    """
     if mistake is not None:
         message = mistake.explain() + ("\n" + message if message else "")
     return CheckResult(
@@ -284,6 +289,7 @@ def result(name: str, points: float, ok: bool, message: str = "", mistake: Mista
         max_score=points,
         message="" if ok else message,
         misconception=None if ok or mistake is None else mistake.id,
+        figure=None if ok else figure,
     )
 
 
@@ -397,7 +403,7 @@ class Compare(Check):
                 if self.diagnose and mistake is None and received.shape == expected.shape \
                         and received.dtype == expected.dtype:
                     message += "\n" + UNKNOWN
-                return result(self.name, self.points, False, message, mistake)
+                return result(self.name, self.points, False, message, mistake, self.figure(ctx, key))
         if self.match_warnings and s.warnings:
             mistake = ctx.diagnose(self.case, self.keys, self.rtol, self.atol, match_warnings=True)
             return result(
@@ -408,6 +414,22 @@ class Compare(Check):
                 mistake,
             )
         return result(self.name, self.points, True)
+
+    def figure(self, ctx: Context, key: str) -> dict[str, Any] | None:
+        """The picture of the failing ``key``: the steps' trajectory when the keys are <name>_<step>, else the elements.
+
+        Hidden (live expected values): none of the expected array beyond the message's first pair.
+        """
+        s, title, hidden = ctx.student_result(self.case), f"{self.what}: {key}", bool(ctx.expected.live)
+        if figures.step_series(self.keys) is not None:
+            expected = {k: ctx.reference_output(self.case, k) for k in self.keys}
+            figure = figures.trajectory_figure(s.outputs, expected, self.keys, self.rtol, self.atol, title=self.what,
+                                               hidden=hidden)
+            if figure is not None:
+                return figure
+        expected_value = ctx.reference_output(self.case, key)
+        return figures.elements_figure(s.outputs[key], expected_value, self.rtol, self.atol * scale_of(expected_value),
+                                       title=title, key=key, hidden=hidden)
 
     def own_gradient(self, ctx: Context, key: str) -> bool:
         """Whether gradient ``key`` is right for the student's own forward where that forward is wrong.

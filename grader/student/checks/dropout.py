@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from grader.student import figures
 from grader.student.checks.base import UNDIAGNOSED_ERRORS, ExerciseChecks, Plan, error_text
 from grader.student.checks.init import StatCheck, Verdict, hoeffding_halfwidth, link_peers, same_value
 from grader.student.diagnosis import error_signature
@@ -229,8 +230,8 @@ class DropoutChecks(ExerciseChecks):
                 if min(abs(frac - phi), abs(frac - (1.0 - phi))) <= t:
                     return Verdict(False, message + f": {frac:.4f} is what a mask drawn from a standard normal gives"
                                                     f" (Phi({p}) = {phi:.4f}); draw uniforms, self.rng.random(x.shape)",
-                                   (case, "gaussian"))
-                return Verdict(False, message, (case, frac, t))
+                                   (case, "gaussian"), lambda: fraction_figure(case, y, p, t, frac))
+                return Verdict(False, message, (case, frac, t), lambda: fraction_figure(case, y, p, t, frac))
             return Verdict(True)
 
         return judge
@@ -368,6 +369,20 @@ class DropoutChecks(ExerciseChecks):
             return Verdict(True)
 
         return judge
+
+
+def fraction_figure(case: str, y: np.ndarray, p: float, t: float, frac: float) -> dict[str, Any]:
+    """Each row's fraction of zeros over the Binomial(cols, p) / cols density (normal approximation), and the whole
+    output's fraction against p +- t."""
+    rows = y.reshape(y.shape[0], -1) if y.ndim > 1 else y.reshape(1, -1)
+    cols = rows.shape[1]
+    per_row = np.mean(rows == 0, axis=1)
+    return figures.histogram_figure(
+        per_row, title=f"case {case}: dropped fraction per row, p = {p}", value_label="fraction of zeros in a row",
+        density={"kind": "normal", "mean": p, "std": math.sqrt(p * (1 - p) / cols)},
+        statistic={"name": f"fraction of zeros over all {y.size} outputs", "value": frac, "expected": p,
+                   "low": p - t, "high": p + t},
+    )
 
 
 def judge_value_error(res: Results) -> Verdict:

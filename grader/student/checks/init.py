@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from grader.student import figures
 from grader.student.checks.base import Check, Context, Custom, ExerciseChecks, Plan, error_text, result
 from grader.student.diagnosis import KnownMistake as Mistake
 from grader.student.model import CheckResult
@@ -82,6 +83,9 @@ class Verdict:
     ok: bool
     message: str = ""
     fingerprint: Any = None
+    # Makes the picture of a failure (grader.student.figures; student data only). A function, called only for the
+    # student's own failing verdict: the variants' verdicts (mistake matching) never pay for a histogram.
+    figure: Callable[[], dict[str, Any]] | None = None
 
 
 Judge = Callable[[Callable[[str], ScriptResult]], Verdict]
@@ -111,7 +115,8 @@ class StatCheck(Check):
         if verdict.ok:
             return result(self.name, self.points, True)
         mistake = self.match(ctx, verdict) if verdict.fingerprint is not None else None
-        return result(self.name, self.points, False, verdict.message, mistake)
+        figure = verdict.figure() if verdict.figure is not None else None
+        return result(self.name, self.points, False, verdict.message, mistake, figure)
 
     def match(self, ctx: Context, verdict: Verdict) -> Mistake | None:
         """The known mistake that fails this check the way the student does (see the class docstring)."""
@@ -298,6 +303,8 @@ def judge_mean(fn: str, case: str, spec: InitSpec) -> Judge:
             f"{call_text(fn, spec)}: the mean of W is {mean:.4g}, but a zero-mean distribution gives"
             f" |mean| <= {limit:.2g} over {w.size} values: centre the distribution on 0",
             (mean, sd, w.size),
+            lambda: init_figure(fn, spec, w, {"name": "mean of W", "value": mean, "expected": 0.0, "low": -limit,
+                                              "high": limit}),
         )
 
     return judge
@@ -326,6 +333,8 @@ def judge_variance(fn: str, case: str, spec: InitSpec, what: str) -> Judge:
             f" expected {expected:.5g} (std {spec.std:.4g} = {spec.formula}); {var / expected:.3g} times"
             f" too {'large' if var > expected else 'small'} (allowed ratio [{lo:.3f}, {hi:.3f}])",
             (var, w.size),
+            lambda: init_figure(fn, spec, w, {"name": "variance of W", "value": var, "expected": expected,
+                                              "low": lo * expected, "high": hi * expected}),
         )
 
     return judge
@@ -357,6 +366,9 @@ def judge_distribution(fn: str, case: str, spec: InitSpec) -> Judge:
         shape = "uniform" if kurt < -0.6 else "normal"
         biggest = float(np.max(np.abs(w)))
         fingerprint = (shape, biggest, float(np.var(w, ddof=1)), w.size)
+        def picture() -> dict[str, Any]:
+            return init_figure(fn, spec, w, None)
+
         if spec.kind == "uniform":
             a = spec.bound
             outside = int(np.sum(np.abs(w) > a * (1.0 + 1e-9)))
@@ -368,9 +380,10 @@ def judge_distribution(fn: str, case: str, spec: InitSpec) -> Judge:
                     f"{call_text(fn, spec)}: {outside} of {w.size} values lie outside [-a, a], a = {a:.5g}"
                     f" = sqrt(3) * std{looks}; U(-a, a) never leaves its bound",
                     fingerprint,
+                    picture,
                 )
             if biggest == 0.0:
-                return Verdict(False, f"{call_text(fn, spec)}: every value is 0", fingerprint)
+                return Verdict(False, f"{call_text(fn, spec)}: every value is 0", fingerprint, picture)
             if biggest < a * (1.0 - 25.0 / w.size):
                 return Verdict(
                     False,
@@ -378,6 +391,7 @@ def judge_distribution(fn: str, case: str, spec: InitSpec) -> Judge:
                     f" U(-a, a) with a = {a:.5g} come within {25.0 / w.size:.1e} * a of the bound:"
                     f" your bound is {a / biggest:.3g} times too small",
                     fingerprint,
+                    picture,
                 )
             return Verdict(True)
         if shape == "uniform" or not -0.6 <= kurt <= 0.6:
@@ -386,10 +400,19 @@ def judge_distribution(fn: str, case: str, spec: InitSpec) -> Judge:
                 f"{call_text(fn, spec)}: the excess kurtosis of W is {kurt:.2f}; a normal distribution"
                 " has 0 (a uniform has -1.2): draw with rng.normal",
                 fingerprint,
+                picture,
             )
         return Verdict(True)
 
     return judge
+
+
+def init_figure(fn: str, spec: InitSpec, w: np.ndarray, statistic: dict[str, Any] | None) -> dict[str, Any]:
+    """The student's W as a histogram over the expected density (std as the message states), with the uniform's bound."""
+    bounds = [-spec.bound, spec.bound] if spec.kind == "uniform" else None
+    return figures.histogram_figure(w, title=call_text(fn, spec), value_label="value of W",
+                                    density={"kind": spec.kind, "mean": 0.0, "std": spec.std}, bounds=bounds,
+                                    statistic=statistic)
 
 
 def same_distribution(a: Any, b: Any) -> bool:

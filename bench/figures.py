@@ -1,0 +1,115 @@
+"""What the pictures cost: keeping the figures' data while grading, and drawing the page.
+
+    python bench/figures.py              # 7 runs each
+    python bench/figures.py --runs 11
+
+Three rows, each the median of --runs, with its baseline measured in the same run:
+
+1. ``grade submit normalization.BatchNorm1d`` (a complete solution with the
+   biased running variance, a known mistake: 1 failing check), the whole
+   command in a fresh interpreter, text report: as shipped, against the same
+   command with the figure builders replaced by ``lambda *a, **k: None``
+   (the grading without pictures).
+2. Grading the known submissions of tests/figures_util.py in-process (live:
+   9 exercises, 25 failing checks with figures): with figures, against
+   without.
+3. ``format_html`` of that report (what ``--html`` and ``grade view`` add),
+   against ``format_text`` of the same report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+NO_FIGURES = """
+import runpy, sys
+import grader.student.figures as f
+for name in ("elements_figure", "trajectory_figure", "histogram_figure", "fit_figure"):
+    setattr(f, name, lambda *a, **k: None)
+sys.argv = ["grade"] + sys.argv[1:]
+runpy.run_module("grader", run_name="__main__", alter_sys=True)
+"""
+AS_SHIPPED = """
+import runpy, sys
+sys.argv = ["grade"] + sys.argv[1:]
+runpy.run_module("grader", run_name="__main__", alter_sys=True)
+"""
+
+
+def median_time(fn: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def submit_row(runs: int) -> tuple[float, float]:
+    from grader.solution import write_solution
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-figures-"))
+    write_solution(folder / "exercises")
+    code = folder / "exercises" / "normalization.py"
+    code.write_text(code.read_text().replace("bn.momentum * var * m / (m - 1)", "bn.momentum * var"))
+    args = ["submit", "normalization.BatchNorm1d", "--path", str(folder / "exercises"), "--student", "bench",
+            "--db", str(folder / "p.db")]
+
+    def run(wrapper: str) -> Callable[[], object]:
+        return lambda: subprocess.run([sys.executable, "-c", wrapper, *args], cwd=ROOT, capture_output=True, check=False)
+
+    run(AS_SHIPPED)()  # warm the kernel and file caches once
+    shipped, baseline = [], []
+    for _ in range(runs):  # interleaved, so a busy moment costs both
+        shipped.append(median_time(run(AS_SHIPPED), 1))
+        baseline.append(median_time(run(NO_FIGURES), 1))
+    return statistics.median(shipped), statistics.median(baseline)
+
+
+def grading_rows(runs: int) -> list[tuple[str, float, float]]:
+    import grader.student.figures as f
+    from figures_util import known_report
+    from grader.student.report import format_text
+    from grader.student.report_html import format_html
+
+    report = known_report()  # warms the reference runs' cache
+    with_figures = median_time(known_report, runs)
+    saved = {name: getattr(f, name) for name in ("elements_figure", "trajectory_figure", "histogram_figure",
+                                                  "fit_figure")}
+    for name in saved:
+        setattr(f, name, lambda *a, **k: None)
+    try:
+        without = median_time(known_report, runs)
+    finally:
+        for name, fn in saved.items():
+            setattr(f, name, fn)
+    html = median_time(lambda: format_html(report), runs)
+    text = median_time(lambda: format_text(report), runs)
+    return [("grading 9 known submissions in-process", with_figures, without),
+            ("format_html vs format_text of that report", html, text)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    runs = parser.parse_args().runs
+    shipped, baseline = submit_row(runs)
+    rows = [("grade submit normalization.BatchNorm1d (text)", shipped, baseline)] + grading_rows(runs)
+    print(f"median of {runs} runs; baseline: the same work without figures (or the text report)")
+    print(f"{'what':<48} {'with (s)':>10} {'baseline (s)':>13} {'ratio':>7}")
+    for name, value, base in rows:
+        print(f"{name:<48} {value:>10.4f} {base:>13.4f} {value / base:>7.3f}")
+
+
+if __name__ == "__main__":
+    main()
