@@ -20,6 +20,7 @@ import click
 # load the batch's process pool, the quizzes (Jinja2), the class report or the server.
 from grader import remote_cli
 from grader.student import catalogue
+from grader.student import remote
 from grader.student.course import load_course
 from grader.student.errors import StoreError
 from grader.student.report import use_color, write_text
@@ -34,10 +35,12 @@ from grader.student.cli import (  # noqa: F401  (shared with the handout's grade
     json_option,
     local_submit,
     no_sandbox_option,
+    no_wait_option,
     one_line_errors,
     path_option,
     run_console_script,
     sandbox_setting,
+    server_options,
     student_option,
 )
 from grader.student.sandbox import Limits, Workspace
@@ -60,15 +63,6 @@ def cli() -> None:
 # --- shared options and helpers (grader/student/cli.py, shared with the handout's grade), submit, progress
 
 
-def server_options(func: F) -> F:
-    """``--server URL`` and ``--local``: use the course server (default after `grade login`) or not."""
-    func = click.option("--local", is_flag=True, help="Work locally even when logged in to a course server.")(func)
-    return click.option(
-        "--server", default=None, metavar="URL",
-        help="The course server [default: the one of `grade login`, unless --local or --db].",
-    )(func)
-
-
 @cli.command("submit")
 @click.argument("selectors", nargs=-1, metavar="[EXERCISE|TOPIC]...")
 @path_option
@@ -84,7 +78,7 @@ def server_options(func: F) -> F:
     show_default=True, help="Where --format gradescope writes its results.",
 )
 @server_options
-@click.option("--no-wait", is_flag=True, help="With a course server: print the submission id, do not wait.")
+@no_wait_option
 @no_sandbox_option
 def submit_command(
     selectors: tuple[str, ...], path: Path, student: str | None, db: Path | None,
@@ -108,9 +102,9 @@ def submit_command(
     fmt = "json" if as_json else (fmt or "text")
     if fmt == "gradescope" and server:
         raise CommandError("--format gradescope grades here: drop --server")
-    login = remote_cli.remote_login(server, local or fmt == "gradescope", db)
+    login = remote.remote_login(server, local or fmt == "gradescope", db)
     if login is not None:
-        code = remote_cli.remote_submit(login, path, list(selectors), fmt, wait=not no_wait)
+        code = remote.remote_submit(login, path, list(selectors), fmt, wait=not no_wait)
         click.get_current_context().exit(code)
     if no_wait:
         raise CommandError("--no-wait goes with a course server: run `grade login URL` or pass --server URL")
@@ -139,9 +133,9 @@ def progress_command(
 
     After `grade login URL` (or with --server URL) this is the server's record.
     """
-    login = remote_cli.remote_login(server, local, db)
+    login = remote.remote_login(server, local, db)
     if login is not None:
-        remote_cli.remote_progress(login, as_json)
+        remote.remote_progress(login, as_json)
         return
     from grader import progress  # loads grader.quiz (Jinja2): only this command needs it
 
@@ -293,11 +287,11 @@ def quiz_command(
         raise CommandError("--check goes with `grade quiz lock --check`")
     if ask_all and (chapter is None or answers is not None):
         raise CommandError("--all goes with an interactive quiz: grade quiz CHAPTER --all")
-    login = remote_cli.remote_login(server, local, db)
+    login = remote.remote_login(server, local, db)
     if login is not None:
         if as_json and answers is None and chapter is not None:
             raise CommandError("--json needs --answers FILE (the interactive quiz talks to the terminal)")
-        ctx.exit(remote_cli.remote_quiz(login, chapter, answers, as_json, ask_all))
+        ctx.exit(remote.remote_quiz(login, chapter, answers, as_json, ask_all))
     student = student or default_student()
     db_path = db if db is not None else default_db_path(path)
     if chapter is None:
@@ -523,7 +517,8 @@ def bench_command(quick: bool, repeats: int) -> None:
 
     reason = runtime.opencl_unavailable_reason()
     if reason is not None:
-        raise CommandError(f"no OpenCL device ({reason}): pip install pocl-binary-distribution")
+        raise CommandError(f"no OpenCL device ({reason}): .venv/bin/pip install -e '.[pocl]' installs pyopencl and a"
+                           " CPU device (PoCL)")
     sizes, repeats = (bench.QUICK_SIZES, min(repeats, 3)) if quick else (bench.DEFAULT_SIZES, repeats)
     click.echo(bench.format_table(bench.run_bench(sizes=sizes, repeats=repeats), bench.launch_latency_s()))
 
@@ -562,7 +557,7 @@ def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_san
     click.echo("  stubs                       " + ", ".join(f"{n} at {lv}" for lv, n in counts.items() if n))
 
 
-remote_cli.register(cli)  # login, logout, serve, worker, roster (grader/remote_cli.py)
+remote_cli.register(cli)  # login, logout, result (grader/student/remote.py); serve, worker, roster (grader/remote_cli.py)
 
 
 def main(prog_name: str | None = None) -> None:

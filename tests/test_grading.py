@@ -11,6 +11,7 @@ import pytest
 
 from grader.student.catalogue import EXERCISES
 from grader.student.errors import SetupError, UsageError
+from grader.student.worker import NO_OPENCL
 from grader.grading import files_hash, grade
 from grader.student.grading import _status
 from grader.student.model import CheckResult
@@ -141,7 +142,7 @@ def test_no_opencl_device(solution: Path, monkeypatch: pytest.MonkeyPatch) -> No
     report = grade(solution, ["kernels.relu_forward", "activations.ReLU"], "alice", Limits(wall_s=10.0))
     results = {e.id: e for e in report.exercises}
     assert results["kernels.relu_forward"].status == "error"
-    assert results["kernels.relu_forward"].message == "no OpenCL device: pip install pocl-binary-distribution"
+    assert results["kernels.relu_forward"].message == NO_OPENCL
     assert results["activations.ReLU"].status == "passed"
 
 

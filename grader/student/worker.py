@@ -50,7 +50,8 @@ from typing import Any
 
 from grader.student.loader import FORBIDDEN_PACKAGES, PACKAGE_NAME, TopicNotFound, load_exercises, load_topic
 
-NO_OPENCL = "no OpenCL device: pip install pocl-binary-distribution"
+NO_OPENCL = ("no OpenCL device: from your handout's folder run `.venv/bin/pip install '.[opencl]'` (pyopencl and"
+             " PoCL, a CPU device); in the course repository `.venv/bin/pip install -e '.[pocl]'`")
 
 
 # --- limits --------------------------------------------------------------------
