@@ -380,7 +380,7 @@ def test_the_handout_quiz_practice_session(release: Path) -> None:
     assert "Not this one. Try again." in session.output and "Skipped." in session.output
     assert f"1/{len(quiz.questions)} right." in session.output
     unknown = CliRunner().invoke(student_cli, ["quiz", "nope", "--quiz-dir", str(quiz_dir)])
-    assert unknown.exit_code == 2 and "is not a chapter" in unknown.output
+    assert unknown.exit_code == 2 and "is not a quiz chapter" in unknown.output
 
 
 # --- a release at --level derive -----------------------------------------------------------------------------
