@@ -140,10 +140,12 @@ class Client:
                 last = exc
         else:
             if isinstance(last, httpx.TimeoutException):
-                raise ClientError(f"the course server at {self.server} did not answer in time: try again later")
+                raise ClientError(f"the course server at {self.server} did not answer in time: try again later, "
+                                  "or work on this machine with --local (submit, quiz, progress)")
             raise ClientError(
                 f"cannot reach the course server at {self.server} ({last}): the server may be down, "
-                "or check the address and your network; then try again"
+                "or check the address and your network; then try again, or work on this machine with --local "
+                "(submit, quiz, progress)"
             )
         try:
             doc = response.json()
