@@ -133,18 +133,20 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     assert MISTAKE[0] in source
     (work / "exercises" / "normalization.py").write_text(source.replace(*MISTAKE))
     try:
-        yield {"root": root, "grade": grade, "url": server.url, "token": tokens[STUDENT], "teacher": teacher,
+        yield {"root": root, "grade": grade, "url": server.url, "token": tokens[STUDENT], "tokens": tokens,
+               "teacher": teacher,
                "work": work, "release": root / "release", "server": server}
     finally:
         server.stop()
 
 
-def student_runs(course: dict[str, Any], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def student_runs(course: dict[str, Any], *args: str, stdin: str = "", who: str = STUDENT,
+                 cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The handout's own ``grade ARGS`` in the student's folder (no terminal: a new session, no colour)."""
     env = {k: v for k, v in os.environ.items() if k not in ("GRADE_DB", "PYTHONPATH", "GRADE_TOKEN")}
-    env.update({"GRADE_CONFIG": str(course["root"] / "ada-login.json"), "NO_COLOR": "1"})
+    env.update({"GRADE_CONFIG": str(course["root"] / f"{who}-login.json"), "NO_COLOR": "1"})
     return subprocess.run([str(course["grade"]), *args], input=stdin, capture_output=True, text=True,
-                          cwd=course["work"], env=env, timeout=600, start_new_session=True)
+                          cwd=cwd or course["work"], env=env, timeout=600, start_new_session=True)
 
 
 def test_a_student_takes_part_in_the_course_with_the_handout_alone(course: dict[str, Any]) -> None:
@@ -231,3 +233,22 @@ def test_the_same_handout_makes_a_gradescope_upload_that_the_bundle_grades(cours
     relu = next(t for name, t in tests.items() if "activations.ReLU" in name)
     assert relu["score"] == 10 and batchnorm["score"] < batchnorm["max_score"]
     assert tests["quiz activations"]["score"] == 1
+
+
+def test_an_import_beyond_numpy_and_the_standard_library_is_refused_here_and_on_the_server(
+    course: dict[str, Any], tmp_path: Path
+) -> None:
+    """The same one-line reason from the handout's public checks and from the server's hidden checks."""
+    work = tmp_path / "bob-handout"
+    shutil.copytree(course["release"] / "student", work, ignore=shutil.ignore_patterns(".grade"))
+    write_solution(work / "exercises")
+    source = (work / "exercises" / "activations.py").read_text()
+    (work / "exercises" / "activations.py").write_text("from scipy.special import erf\n" + source)
+    reason = ("activations.py line 1 imports 'scipy': a submission may import only numpy and the Python standard "
+              "library (math, functools, ...), so this file scores zero; remove the import")
+    local = student_runs(course, "submit", "activations.ReLU", who="bob", cwd=work)
+    assert local.returncode == 1 and reason in local.stdout and "ERROR" in local.stdout, local.stdout + local.stderr
+    login = student_runs(course, "login", stdin=course["tokens"]["bob"] + "\n", who="bob", cwd=work)
+    assert login.returncode == 0, login.stderr
+    remote = student_runs(course, "submit", "activations.ReLU", who="bob", cwd=work)
+    assert remote.returncode == 1 and reason in remote.stdout and "received by" in remote.stderr, remote.stderr
