@@ -156,3 +156,16 @@ def test_submit_without_a_login_in_a_server_course_says_nothing_is_handed_in(
     assert "public checks only, nothing is handed in. To hand in: run `grade login`" in done.output
     refused = CliRunner().invoke(cli, ["submit", "--no-wait"])
     assert refused.exit_code == 2 and "--no-wait goes with the course server: run `grade login`" in refused.output
+
+
+def test_progress_points_past_closed_chapters_and_late_full_marks() -> None:
+    from grader.student.progress import ExerciseProgress, next_step
+
+    late_full = ExerciseProgress("activations.ReLU", 7.0, 10.0, "passed", 1, 10.0, late=True)
+    closed = ExerciseProgress("init.kaiming_normal")
+    todo = ExerciseProgress("linear.Linear", 4.0, 10.0, "failed", 1, 4.0)
+    assert next_step([late_full, closed, todo], [], "grade submit", {"init.kaiming_normal"}).startswith(
+        "linear.Linear (failed, best 4/10): run `grade submit linear.Linear`")
+    assert next_step([late_full, closed], [], "grade submit", {"init.kaiming_normal"}).startswith(
+        "nothing more to gain")
+    assert next_step([closed], [], "grade submit").startswith("init.kaiming_normal (not graded yet)")

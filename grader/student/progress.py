@@ -12,7 +12,9 @@ percentage is the exercise points counted over the points available.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import click
@@ -168,14 +170,21 @@ def summarize(
         chapters.setdefault(topic, ChapterProgress(topic)).exercises.append(item)
     for standing in standings:
         chapters.setdefault(standing.chapter, ChapterProgress(standing.chapter)).quiz = standing
-    return Progress(student, list(chapters.values()), next_step(exercises, standings, submit_hint), course.rule,
-                    source)
+    closed = course.closed_exercises(exercise_ids, datetime.now(timezone.utc))
+    return Progress(student, list(chapters.values()), next_step(exercises, standings, submit_hint, closed),
+                    course.rule, source)
 
 
-def next_step(exercises: list[ExerciseProgress], quizzes: list[QuizStanding], submit_hint: str) -> str:
-    """The first exercise not at full marks (with its command), else the first incomplete quiz."""
+def next_step(exercises: list[ExerciseProgress], quizzes: list[QuizStanding], submit_hint: str,
+              closed: Collection[str] = ()) -> str:
+    """The first exercise that can still gain points (with its command), else the first incomplete quiz.
+
+    Left out: exercises at full marks, those of ``closed`` chapters (no upload is taken), and those whose
+    latest attempt had full marks after the due date (a new attempt would be as late).
+    """
     for ex in exercises:
-        if not ex.done:
+        late_full = ex.late and ex.latest_score is not None and ex.latest_score >= ex.max_score
+        if not ex.done and ex.id not in closed and not late_full:
             if ex.last_status is None:
                 why = "not graded yet"
             else:
@@ -185,6 +194,8 @@ def next_step(exercises: list[ExerciseProgress], quizzes: list[QuizStanding], su
         if not quiz.complete:
             done = f"{quiz.checkpoints_correct}/{quiz.checkpoints} checkpoints"
             return f"the {quiz.chapter} quiz ({done}): run `grade quiz {quiz.chapter}`"
+    if any(not ex.done for ex in exercises):
+        return "nothing more to gain: what is left is closed or counted as late; every quiz is complete"
     return "nothing: every exercise has full marks and every quiz is complete"
 
 
