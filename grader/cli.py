@@ -535,7 +535,8 @@ def bench_command(quick: bool, repeats: int) -> None:
               help="What the stubs give away: guided (the derived formulas), derive (definitions and contract),"
                    " contract (signatures, shapes, conventions) [default: the course's level, else guided].")
 @click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="course.toml whose [scaffolding] sets the level and per-exercise overrides.")
+              help="course.toml: its [server] url, hand_in and chapters' dates go into the handout (README and"
+                   " `grade login`), its [scaffolding] sets the stubs' levels.")
 def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_sandbox: bool, level: str | None,
                     course_file: Path | None) -> None:
     """Write the student handout (no answers; public checks as case packs) and the Gradescope autograder."""
@@ -555,6 +556,8 @@ def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_san
     click.echo(f"  manifest.json               reference sha256 {release.reference_sha256[:16]}...")
     counts = {lv: sum(v == lv for v in release.levels.values()) for lv in ("guided", "derive", "contract")}
     click.echo("  stubs                       " + ", ".join(f"{n} at {lv}" for lv, n in counts.items() if n))
+    server = f"; `grade login` in the handout goes to {course.server_url}" if course and course.server_url else ""
+    click.echo(f"  hand in                     {course.hand_in if course else 'gradescope'}{server}")
 
 
 remote_cli.register(cli)  # login, logout, result (grader/student/remote.py); serve, worker, roster (grader/remote_cli.py)
