@@ -276,3 +276,21 @@ class Dropout(Dropout):
     assert by_id["blocks.MLPBlock"].message.startswith(
         "blocks.MLPBlock uses your dropout.Dropout, which fails its own checks: fix that first.")
     assert by_id["linear.Linear"].status == "passed" and by_id["linear.Linear"].message == ""
+
+
+def test_a_package_beyond_numpy_and_the_standard_library_is_refused_also_when_imported_by_a_computed_name(
+    tmp_path: Path,
+) -> None:
+    """The static scan cannot see ``import_module("sci" + "py")``: the worker's import guard refuses it, one line."""
+    folder = write_solution(tmp_path / "sol")
+    source = (folder / "activations.py").read_text()
+    line = '        self.x = np.array(x, dtype=np.float64)\n        return np.maximum(self.x, 0.0)\n'
+    assert line in source
+    (folder / "activations.py").write_text(source.replace(
+        line, '        __import__("importlib").import_module("sci" + "py")\n' + line, 1))
+    ex = grade(folder, ["activations.ReLU"], "s").exercises[0]
+    assert ex.status == "error" and ex.score == 0
+    assert ex.message == ("importing 'scipy' from a submission is not allowed: only numpy and the Python standard "
+                          "library may be imported: this exercise scores zero")
+    (folder / "activations.py").write_text(source.replace(line, '        __import__("functools")\n' + line, 1))
+    assert grade(folder, ["activations.ReLU"], "s").exercises[0].status == "passed"  # the standard library is fine
