@@ -177,6 +177,8 @@ def test_a_student_takes_part_in_the_course_with_the_handout_alone(course: dict[
     assert re.sub(r"  \(late: counts 70%\)$", "", text, flags=re.M) == seen
     named = {c["misconception"] for e in doc["json"]["exercises"] for c in e["checks"] if c["misconception"]}
     assert "bn-biased-running-var" in named
+    again = student_runs(course, "result", str(submission))  # the stored submission's report, shown later
+    assert again.returncode == 1 and again.stdout == submit.stdout
     dashboard = httpx.get(f"{course['url']}/instructor/students/{STUDENT}",
                           headers={"Authorization": f"Bearer {course['teacher']}"}, timeout=30)
     assert dashboard.status_code == 200 and seen in html.unescape(dashboard.text)
