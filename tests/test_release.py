@@ -447,6 +447,10 @@ def test_the_handout_readme_runs_as_written_and_states_the_course(release: Path)
     commands = [line.split("#")[0].strip() for line in readme.splitlines() if "grade " in line and
                 line.lstrip().startswith((".venv/bin/grade", "grade "))]
     assert commands and all(c.startswith(".venv/bin/grade ") for c in commands), commands  # never a bare `grade`
+    from grader.student.cli import cli as student_cli
+
+    named = {c.split()[1] for c in commands}
+    assert named - {"--help"} <= set(student_cli.commands), named  # each is a command of the handout's grade
     assert "## Handing in: Gradescope" in readme and "quiz-answers.toml" in readme  # no course: Gradescope
     assert "## Allowed imports" in readme and "not SciPy" in readme
     assert "| activations | 16 |" in readme  # the quiz chapters with their questions and attempts
