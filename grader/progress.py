@@ -1,11 +1,11 @@
-"""A student's progress: per chapter, each exercise's best score and last status, quiz completion, what next.
+"""The instructor's ``grade progress`` (and the server's record): the summary over the locked quizzes.
 
-Chapters are the exercise topics (in the catalogue's order) followed by the
-quiz chapters that are not topics; a quiz chapter with a topic's name is shown
-in that topic. A quiz chapter is complete when every checkpoint question has
-at least one correct answer in the store (``grader.quiz.chapter_progress``). The overall percentage is the
-exercise points earned (best score of each exercise) over the points
-available in the course.
+The summary itself (exercises per chapter, the counted score of each, quiz
+completion, what next) and its text are :mod:`grader.student.progress`, which
+the handout shares; this module adds what only this side has: the locked
+quizzes, whose completion (``grader.quiz.chapter_progress``: complete when
+every checkpoint question has a correct recorded answer) it computes from the
+store.
 """
 
 from __future__ import annotations
