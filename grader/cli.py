@@ -20,6 +20,7 @@ import click
 # load the batch's process pool, the quizzes (Jinja2), the class report or the server.
 from grader import remote_cli, term_cli
 from grader.student import catalogue
+from grader.student import remote
 from grader.student.course import load_course
 from grader.student.errors import StoreError
 from grader.student.report import use_color, write_text
@@ -36,10 +37,12 @@ from grader.student.cli import (  # noqa: F401  (shared with the handout's grade
     json_option,
     local_submit,
     no_sandbox_option,
+    no_wait_option,
     one_line_errors,
     path_option,
     run_console_script,
     sandbox_setting,
+    server_options,
     student_option,
     view_command,
 )
@@ -63,15 +66,6 @@ def cli() -> None:
 # --- shared options and helpers (grader/student/cli.py, shared with the handout's grade), submit, progress
 
 
-def server_options(func: F) -> F:
-    """``--server URL`` and ``--local``: use the course server (default after `grade login`) or not."""
-    func = click.option("--local", is_flag=True, help="Work locally even when logged in to a course server.")(func)
-    return click.option(
-        "--server", default=None, metavar="URL",
-        help="The course server [default: the one of `grade login`, unless --local or --db].",
-    )(func)
-
-
 @cli.command("submit")
 @click.argument("selectors", nargs=-1, metavar="[EXERCISE|TOPIC]...")
 @path_option
@@ -87,7 +81,7 @@ def server_options(func: F) -> F:
     show_default=True, help="Where --format gradescope writes its results.",
 )
 @server_options
-@click.option("--no-wait", is_flag=True, help="With a course server: print the submission id, do not wait.")
+@no_wait_option
 @arrays_option
 @html_option
 @no_sandbox_option
@@ -113,9 +107,9 @@ def submit_command(
     fmt = "json" if as_json else (fmt or "text")
     if fmt == "gradescope" and server:
         raise CommandError("--format gradescope grades here: drop --server")
-    login = remote_cli.remote_login(server, local or fmt == "gradescope", db)
+    login = remote.remote_login(server, local or fmt == "gradescope", db)
     if login is not None:
-        code = remote_cli.remote_submit(login, path, list(selectors), fmt, wait=not no_wait, html=html, arrays=arrays)
+        code = remote.remote_submit(login, path, list(selectors), fmt, wait=not no_wait, html=html, arrays=arrays)
         click.get_current_context().exit(code)
     if no_wait:
         raise CommandError("--no-wait goes with a course server: run `grade login URL` or pass --server URL")
@@ -144,9 +138,9 @@ def progress_command(
 
     After `grade login URL` (or with --server URL) this is the server's record.
     """
-    login = remote_cli.remote_login(server, local, db)
+    login = remote.remote_login(server, local, db)
     if login is not None:
-        remote_cli.remote_progress(login, as_json)
+        remote.remote_progress(login, as_json)
         return
     from grader import progress  # loads grader.quiz (Jinja2): only this command needs it
 
@@ -298,11 +292,11 @@ def quiz_command(
         raise CommandError("--check goes with `grade quiz lock --check`")
     if ask_all and (chapter is None or answers is not None):
         raise CommandError("--all goes with an interactive quiz: grade quiz CHAPTER --all")
-    login = remote_cli.remote_login(server, local, db)
+    login = remote.remote_login(server, local, db)
     if login is not None:
         if as_json and answers is None and chapter is not None:
             raise CommandError("--json needs --answers FILE (the interactive quiz talks to the terminal)")
-        ctx.exit(remote_cli.remote_quiz(login, chapter, answers, as_json, ask_all))
+        ctx.exit(remote.remote_quiz(login, chapter, answers, as_json, ask_all))
     student = student or default_student()
     db_path = db if db is not None else default_db_path(path)
     if chapter is None:
@@ -528,7 +522,8 @@ def bench_command(quick: bool, repeats: int) -> None:
 
     reason = runtime.opencl_unavailable_reason()
     if reason is not None:
-        raise CommandError(f"no OpenCL device ({reason}): pip install pocl-binary-distribution")
+        raise CommandError(f"no OpenCL device ({reason}): .venv/bin/pip install -e '.[pocl]' installs pyopencl and a"
+                           " CPU device (PoCL)")
     sizes, repeats = (bench.QUICK_SIZES, min(repeats, 3)) if quick else (bench.DEFAULT_SIZES, repeats)
     click.echo(bench.format_table(bench.run_bench(sizes=sizes, repeats=repeats), bench.launch_latency_s()))
 
@@ -545,7 +540,8 @@ def bench_command(quick: bool, repeats: int) -> None:
               help="What the stubs give away: guided (the derived formulas), derive (definitions and contract),"
                    " contract (signatures, shapes, conventions) [default: the course's level, else guided].")
 @click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="course.toml whose [scaffolding] sets the level and per-exercise overrides.")
+              help="course.toml: its [server] url, hand_in and chapters' dates go into the handout (README and"
+                   " `grade login`), its [scaffolding] sets the stubs' levels.")
 def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_sandbox: bool, level: str | None,
                     course_file: Path | None) -> None:
     """Write the student handout (no answers; public checks as case packs) and the Gradescope autograder."""
@@ -565,9 +561,11 @@ def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_san
     click.echo(f"  manifest.json               reference sha256 {release.reference_sha256[:16]}...")
     counts = {lv: sum(v == lv for v in release.levels.values()) for lv in ("guided", "derive", "contract")}
     click.echo("  stubs                       " + ", ".join(f"{n} at {lv}" for lv, n in counts.items() if n))
+    server = f"; `grade login` in the handout goes to {course.server_url}" if course and course.server_url else ""
+    click.echo(f"  hand in                     {course.hand_in if course else 'gradescope'}{server}")
 
 
-remote_cli.register(cli)  # login, logout, serve, worker, roster (grader/remote_cli.py)
+remote_cli.register(cli)  # login, logout, result (grader/student/remote.py); serve, worker, roster (grader/remote_cli.py)
 term_cli.register(cli)  # regrade, rescore, similarity (grader/term_cli.py)
 cli.add_command(view_command)  # `grade view`: the last report as a web page (grader/student/cli.py)
 

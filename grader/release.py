@@ -40,7 +40,8 @@ from grader import quiz as quiz_lib
 from grader.packs import PackError, write_packs
 from grader.scaffold import render_stub, render_tree
 from grader.quiz import params as params_lib
-from grader.student.course import Course
+from grader.student import catalogue
+from grader.student.course import HANDOUT_SETTINGS, Course
 from grader.student.errors import GraderError
 from grader.student.scaffolding import DEFAULT_LEVEL, LEVELS
 from grader.student.practice import PracticeQuestion, PracticeQuiz, new_salt, seal
@@ -206,7 +207,7 @@ build-backend = "setuptools.build_meta"
 [project]
 name = "normgrade-student"
 version = "{version}"
-description = "The student side of normgrade: grade your exercises on the public checks, practise the quizzes."
+description = "The student side of normgrade: grade your exercises, hand them in to the course server, take the quizzes."
 requires-python = ">=3.11"
 dependencies = [
     "numpy>=1.26",
@@ -214,6 +215,7 @@ dependencies = [
     "sqlite-utils>=3.36",
     "sympy>=1.12",
     "cryptography>=42",
+    "httpx>=0.27",
 ]
 
 [project.optional-dependencies]
@@ -229,52 +231,87 @@ grade = "grader.student.cli:main"
 include = ["grader*"]
 
 [tool.setuptools.package-data]
-"grader.student" = ["packs/*.npz"]
+"grader.student" = ["packs/*.npz", "scaffolding.json", "course.json"]
 """
 
 STUDENT_README = """# {title}: the exercises
 
-Quick start (Python 3.11 or newer; from this folder):
+## Quick start
+
+Python 3.11 or newer; from this folder:
 
 ```
-python3 -m venv .venv && .venv/bin/pip install .
+python3 -m venv .venv && .venv/bin/pip install '.[opencl]'
 .venv/bin/grade submit
 ```
 
-`grade submit` grades every exercise in `exercises/` (fill in the stubs: each
-raises `NotImplementedError` until you do); `grade submit normalization` or
-`grade submit linear.Linear` grades one topic or exercise; `--json` prints one
-JSON document. Exit status 0 means full marks on the public checks.
+The first line installs the grader into `.venv/`, OpenCL included (pyopencl,
+and PoCL, a CPU device, for the kernel exercises); the second grades every
+exercise in `exercises/` on the public checks. Fill in the stubs: each raises
+`NotImplementedError` until you do. Every command below is written as it runs
+from this folder (`.venv/bin/grade ...`); after `source .venv/bin/activate`,
+once per terminal, plain `grade ...` is the same command.
+
+```
+.venv/bin/grade submit normalization            # one topic
+.venv/bin/grade submit linear.Linear            # one exercise
+.venv/bin/grade submit --json                   # one JSON document
+.venv/bin/grade --help                          # every command; grade COMMAND --help for its options
+```
+
+Exit status: 0 means full marks, 1 short of them, 2 a usage or setup error
+(the message names the command that fixes it).
+
+## Handing in: {hand_in_title}
+
+{hand_in}
+## Deadlines and late work
+
+{deadlines}
+
+## Quizzes
+
+{quizzes}
+
+## Allowed imports
+
+Your exercise files may import {allowed}, and each other (`from .base import
+Module`). Nothing else: not SciPy (`scipy.special.erf` is what the exercises
+ask you to build: `math.erfc` through `np.frompyfunc` gives erf on arrays),
+and no other package. A file that imports one scores zero, with a one-line
+reason naming the file, the line and the package; the same rule holds here,
+{graders_rule}. Code that reaches outside (files, programs, the network) is
+stopped by the sandbox.
 
 ## What is checked here, and what is checked when you hand in
 
-`grade submit` runs the **public checks**: the same checks the course grades
-with, on fixed inputs, compared with expected results shipped in this folder
-(no reference code is in it). When a check fails it names the known mistake
-your output matches, when there is one, and says how to fix it. Your code runs
-in an OS sandbox where bubblewrap is installed (Linux), else in plain child
-processes.
+`.venv/bin/grade submit` without a login (or with `--local`) runs the **public
+checks**: the same checks the course grades with, on fixed inputs, compared
+with expected results shipped in this folder (no reference code is in it).
+When a check fails it names the known mistake your output matches, when there
+is one, and says how to fix it. Your code runs in an OS sandbox where
+bubblewrap is installed (Linux), else in plain child processes.
 
 The **hidden checks** run when you hand in ({where}): the same checks on
 inputs drawn for you alone, plus the checks that need the reference's code
 ({live_only}). Passing the public checks is a very good sign, not a guarantee.
+"""
 
-OpenCL exercises (`exercises/kernels/*.cl`) need an OpenCL device:
-`.venv/bin/pip install '.[opencl]'` installs pyopencl and a CPU device (PoCL).
+HAND_IN_SERVER = """The course server{server_at} grades your work with the hidden checks and keeps
+the record that counts.
 
-## Quizzes
+```
+.venv/bin/grade login                 # asks for the token your instructor gave you{login_note}
+.venv/bin/grade submit                # hand in: the hidden checks, the same report as here
+.venv/bin/grade quiz                  # the quiz chapters; .venv/bin/grade quiz CHAPTER answers one
+.venv/bin/grade progress              # the server's record: your counted scores and quizzes
+.venv/bin/grade result ID             # the report of submission ID (graded later if you stopped waiting)
+.venv/bin/grade submit --local        # the public checks here, nothing handed in
+.venv/bin/grade logout                # forget the login (kept in ~/.config/normgrade/, readable only by you)
+```
 
-`grade quiz` lists the chapters; `grade quiz activations` asks a chapter's
-questions. **Offline quizzes are practice only**: nothing is recorded, and the
-file in `quizzes/` holds no answers and no explanations in plain text (each
-explanation is encrypted under a key derived from the right answer; a right
-answer opens it). A short answer space can always be searched by trying
-answers, so these files cannot be graded fairly offline: your course scores
-quizzes {quiz_where}.
-
-## Handing in
-
-{hand_in}
+Logged in, `submit`, `quiz` and `progress` use the server; `--local` works on
+this machine instead (offline quizzes are practice and nothing is recorded).
 """
 
 HAND_IN_GRADESCOPE = """Upload your `exercises/` folder (or its `.py` files and `kernels/*.cl` files) to
@@ -288,6 +325,86 @@ negative-outputs = ["tanh", "gelu"]
 gelu-min-x = "-0.75"
 ```
 """
+
+
+def hand_in_text(course: Course) -> tuple[str, str, str, str]:
+    """(title, text, where the hidden checks run, where the rule holds) of the handout's hand-in section."""
+    server_at = f" at {course.server_url}" if course.server_url else ""
+    login_note = "" if course.server_url else "; first time: .venv/bin/grade login URL"
+    server = HAND_IN_SERVER.format(server_at=server_at, login_note=login_note)
+    if course.hand_in == "server":
+        return ("the course server", server, "on the course server", "on the course server")
+    if course.hand_in == "both":
+        return ("the course server and Gradescope", server + "\nGradescope too:\n\n" + HAND_IN_GRADESCOPE,
+                "on the course server and on Gradescope", "on the course server and on Gradescope")
+    return ("Gradescope", HAND_IN_GRADESCOPE, "on the course's Gradescope autograder", "on Gradescope")
+
+
+def _date(value: Any) -> str:
+    return "none" if value is None else f"{value:%Y-%m-%d %H:%M} UTC"
+
+
+def deadlines_text(course: Course) -> str:
+    """The handout's table of chapters: exercises, due date, what late work counts, when uploads close."""
+    rule = ("the best score counts (late ones as the rules below say)" if course.rule == "best"
+            else "the latest attempt counts (late ones as the rules below say)")
+    if not course.chapters:
+        return f"No due dates: {rule}."
+    lines = [f"Which score counts: {rule}. Times are UTC.", "",
+             "| chapter | exercises | due | late work | closes |", "|---|---|---|---|---|"]
+    for chapter in course.chapters:
+        topics = sorted({catalogue.topic_of(e) for e in chapter.exercises}, key=catalogue.TOPICS.index)
+        shown = ", ".join(t if set(catalogue.resolve([t])) <= set(chapter.exercises) else
+                          ", ".join(e for e in chapter.exercises if catalogue.topic_of(e) == t) for t in topics)
+        if chapter.due is None:
+            late = "-"
+        elif chapter.late_penalty >= 1.0:
+            late = "counts nothing"
+        else:
+            late = f"counts {100 * (1 - chapter.late_penalty):g}%"
+        lines.append(f"| {chapter.name} | {shown} | {_date(chapter.due)} | {late} | {_date(chapter.closes_at())} |")
+    lines += ["", "After a chapter closes, the server no longer takes its exercises: `grade submit` lists them as"
+              " closed. Exercises in no chapter have no due date."]
+    return "\n".join(lines)
+
+
+def quizzes_text(course: Course) -> str:
+    """The handout's quiz section: how attempts count, per chapter."""
+    quizzes = quiz_lib.load_all(ROOT / "quizzes")
+    lines = ["| chapter | questions | checkpoints | attempts per question |", "|---|---|---|---|"]
+    for quiz in quizzes:
+        checkpoint = {q.attempts for q in quiz.questions if q.checkpoint}
+        other = {q.attempts for q in quiz.questions if not q.checkpoint}
+        attempts = ", ".join(part for part in (
+            f"checkpoints {'/'.join(map(str, sorted(checkpoint)))}" if checkpoint else "",
+            f"others {'/'.join(map(str, sorted(other)))}" if other else "") if part)
+        lines.append(f"| {quiz.chapter} | {len(quiz.questions)} | {len(quiz.checkpoints)} | {attempts} |")
+    table = "\n".join(lines)
+    if course.graded_on_server:
+        scored = ("Logged in, `.venv/bin/grade quiz CHAPTER` is judged and recorded by the course server: every"
+                  " answer is recorded; a question's points count once you have answered it correctly, in any"
+                  " attempt; a chapter is complete when every checkpoint question has been answered correctly."
+                  " A question allows the attempts below before its explanation is shown; after that, a new"
+                  " round starts (`.venv/bin/grade quiz CHAPTER` asks only what is not yet right).")
+    else:
+        scored = ("Your course scores quizzes on Gradescope: the `quiz-answers.toml` of your upload (see"
+                  " Handing in); each question counts its points when its answer is right.")
+    return (f"{scored}\n\n{table}\n\nOffline (not logged in, or `--local`), `.venv/bin/grade quiz` lists the"
+            " chapters and `.venv/bin/grade quiz activations` is **practice**: nothing is recorded, and the"
+            " files in `quizzes/` hold no answers and no explanations in plain text (each explanation is"
+            " encrypted under a key derived from the right answer; a right answer opens it).")
+
+
+def student_readme(course: Course) -> str:
+    """The handout's README: Quick start, how to hand in, deadlines, quizzes, allowed imports, what is checked."""
+    from grader.student.loader import ALLOWED_IMPORTS_TEXT
+
+    title, hand_in, where, rule_where = hand_in_text(course)
+    return STUDENT_README.format(
+        title=course.name, hand_in_title=title, hand_in=hand_in, deadlines=deadlines_text(course),
+        quizzes=quizzes_text(course), allowed=ALLOWED_IMPORTS_TEXT, graders_rule=rule_where, where=where,
+        live_only=live_only_checks(),
+    )
 
 
 def live_only_checks() -> str:
@@ -308,14 +425,18 @@ def levels_json(levels: dict[str, str]) -> str:
     return json.dumps({"exercises": levels}, indent=1) + "\n"
 
 
-def write_student(out: Path, version: str, practice: bool, levels: dict[str, str]) -> dict[str, int]:
-    """The handout folder, its stubs rendered at ``levels``; returns the packs' sizes."""
+def write_student(out: Path, version: str, practice: bool, levels: dict[str, str],
+                  course: Course | None = None) -> dict[str, int]:
+    """The handout folder, its stubs rendered at ``levels``, its README and settings from ``course``; the packs' sizes."""
+    course = course or Course()
     student = out / "student"
     render_tree(ROOT / "exercises", student / "exercises", levels)
     (student / "grader").mkdir(parents=True)
     shutil.copyfile(PACKAGE_DIR / "__init__.py", student / "grader" / "__init__.py")
     copy_tree(STUDENT_DIR, student / "grader" / "student")
     (student / "grader" / "student" / "scaffolding.json").write_text(levels_json(levels), encoding="utf-8")
+    (student / "grader" / "student" / HANDOUT_SETTINGS.name).write_text(
+        json.dumps(course.handout_json(), indent=1) + "\n", encoding="utf-8")
     stale = student / "grader" / "student" / "packs"
     if stale.exists():
         shutil.rmtree(stale)  # never ship packs left in the source tree: the release writes fresh ones
@@ -330,10 +451,7 @@ def write_student(out: Path, version: str, practice: bool, levels: dict[str, str
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):  # one per chapter, beside exercises/ (%grade, %quiz)
         shutil.copyfile(notebook, student / notebook.name)
     (student / "pyproject.toml").write_text(STUDENT_PYPROJECT.format(version=version), encoding="utf-8")
-    where = "on the course's Gradescope autograder or course server"
-    (student / "README.md").write_text(STUDENT_README.format(
-        title="normgrade", where=where, live_only=live_only_checks(), quiz_where="on Gradescope or the course server (questions and choices only)",
-        hand_in=HAND_IN_GRADESCOPE), encoding="utf-8")
+    (student / "README.md").write_text(student_readme(course), encoding="utf-8")
     return sizes
 
 
@@ -379,7 +497,8 @@ def write_autograder(out: Path, sandbox: bool = True, levels: dict[str, str] | N
         levels = levels or {}
         for tree in AUTOGRADER_TREES:
             for path in tree_files(ROOT / tree):
-                if path.is_relative_to(STUDENT_DIR / "packs") or path == STUDENT_DIR / "scaffolding.json":
+                if path.is_relative_to(STUDENT_DIR / "packs") or path.parent == STUDENT_DIR and path.name in (
+                        "scaffolding.json", HANDOUT_SETTINGS.name):
                     continue
                 name = "source/" + path.relative_to(ROOT).as_posix()
                 if tree == "exercises" and path.suffix in (".py", ".cl"):  # the stubs, as the handout has them
@@ -423,7 +542,7 @@ def build_release(out: Path | str, force: bool = False, practice: bool = True, s
     prepare_out(out, force)
     version = project_version()
     release = Release(out, version, reference_sha256(), levels=levels)
-    release.pack_sizes = write_student(out, version, practice, levels)
+    release.pack_sizes = write_student(out, version, practice, levels, course)
     members = write_autograder(out, sandbox, levels)
     release.files = {
         "student": [{"path": p.relative_to(out).as_posix(), "sha256": sha256_file(p), "bytes": p.stat().st_size}

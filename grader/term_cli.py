@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from grader import remote_cli
+from grader.student import remote
 from grader.remote_cli import RemoteError
 from grader.student import client as client_lib
 from grader.student.errors import GraderError
@@ -31,7 +32,7 @@ def regrade_command(exercise: str, reason: str, submission: int | None, server: 
 
     The request is tied to your upload; the answer shows in `grade progress`.
     """
-    login = remote_cli.remote_login(server, False, None)
+    login = remote.remote_login(server, False, None)
     if login is None:
         raise RemoteError("regrade requests go to your course server: run `grade login URL` first")
     body: dict[str, object] = {"exercise": exercise, "reason": reason}

@@ -73,8 +73,8 @@ class Server:
         return f"http://{HOST}:{self.port}"
 
     def start(self) -> "Server":
-        """Start and wait until the API answers."""
-        self.port = free_port()
+        """Start (on ``port`` when set, else a free one) and wait until the API answers."""
+        self.port = self.port or free_port()
         command = [sys.executable, "-m", "grader.cli", "serve", "--db", str(self.db), "--queue", self.queue,
                    "--host", HOST, "--port", str(self.port), "--workers", str(self.workers), *self.extra]
         if self.course is not None:

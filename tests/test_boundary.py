@@ -87,3 +87,15 @@ def test_the_package_root_imports_nothing() -> None:
     assert top_level == []
     names = [name for _, name in imported_names(ROOT / "grader" / "__init__.py")]
     assert names in ([], ["grader.student.notebook", "grader.student.notebook.load_ipython_extension"])
+
+
+def test_the_handout_reads_no_locked_quiz_and_no_key() -> None:
+    """The handout's `grade progress` and `grade quiz` read the server's answers or the practice files alone:
+    no module of the student side knows the locked quizzes' format, their digests or where they live."""
+    from grader.quiz import FORMAT as LOCKED_FORMAT
+
+    for path in student_modules():
+        text = path.read_text(encoding="utf-8")
+        for marker in (LOCKED_FORMAT, '"digests"', "'digests'", "default_quiz_dir", "QUIZ_DIR_ENV"):
+            assert marker not in text, f"{path.relative_to(ROOT)} names {marker}"
+    assert {"remote.py", "progress.py", "quiz_text.py", "cli.py"} <= {p.name for p in student_modules()}

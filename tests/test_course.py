@@ -129,3 +129,27 @@ def test_the_example_course_file_parses() -> None:
     course = load_course(Path(__file__).resolve().parent.parent / "docs" / "course.example.toml")
     assert [c.name for c in course.chapters] == ["activations", "normalization", "kernels"]
     assert course.chapter_of("blocks.MLPBlock") is course.chapters[1]
+
+
+# --- [server] and hand_in: where the course is graded (the handout reads them) -------------------------
+
+
+def test_a_course_names_its_server_and_the_hand_in_path(tmp_path: Path) -> None:
+    course = load_course(write(tmp_path, '[server]\nurl = "https://grader.example.org/"\n'))
+    assert course.server_url == "https://grader.example.org" and course.hand_in == "server"
+    assert course.handout_json()["server"] == "https://grader.example.org"
+    both = load_course(write(tmp_path, 'hand_in = "both"\n[server]\nurl = "http://127.0.0.1:8000"\n'))
+    assert both.graded_on_server and both.graded_on_gradescope
+    assert load_course(write(tmp_path, 'name = "x"\n')).hand_in == "gradescope"  # no server: Gradescope
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[server]\nurl = "grader.example.org"\n', "server.url = 'grader.example.org' is not a URL"),
+    ('[server]\nhost = "x"\n', "[server] takes url = "),
+    ('hand_in = "email"\n', "hand_in = 'email' is not a path: use \"server\", \"gradescope\" or \"both\""),
+    ('hand_in = "server"\n', "hand_in = 'server' needs the server's address: add [server] url"),
+])
+def test_a_bad_server_or_hand_in_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(CourseError) as caught:
+        load_course(write(tmp_path, text))
+    assert message in str(caught.value) and "\n" not in str(caught.value)

@@ -11,6 +11,7 @@ import pytest
 
 from grader.student.catalogue import EXERCISES
 from grader.student.errors import SetupError, UsageError
+from grader.student.worker import NO_OPENCL
 from grader.grading import files_hash, grade
 from grader.student.grading import _status
 from grader.student.model import CheckResult
@@ -141,7 +142,7 @@ def test_no_opencl_device(solution: Path, monkeypatch: pytest.MonkeyPatch) -> No
     report = grade(solution, ["kernels.relu_forward", "activations.ReLU"], "alice", Limits(wall_s=10.0))
     results = {e.id: e for e in report.exercises}
     assert results["kernels.relu_forward"].status == "error"
-    assert results["kernels.relu_forward"].message == "no OpenCL device: pip install pocl-binary-distribution"
+    assert results["kernels.relu_forward"].message == NO_OPENCL
     assert results["activations.ReLU"].status == "passed"
 
 
@@ -275,3 +276,21 @@ class Dropout(Dropout):
     assert by_id["blocks.MLPBlock"].message.startswith(
         "blocks.MLPBlock uses your dropout.Dropout, which fails its own checks: fix that first.")
     assert by_id["linear.Linear"].status == "passed" and by_id["linear.Linear"].message == ""
+
+
+def test_a_package_beyond_numpy_and_the_standard_library_is_refused_also_when_imported_by_a_computed_name(
+    tmp_path: Path,
+) -> None:
+    """The static scan cannot see ``import_module("sci" + "py")``: the worker's import guard refuses it, one line."""
+    folder = write_solution(tmp_path / "sol")
+    source = (folder / "activations.py").read_text()
+    line = '        self.x = np.array(x, dtype=np.float64)\n        return np.maximum(self.x, 0.0)\n'
+    assert line in source
+    (folder / "activations.py").write_text(source.replace(
+        line, '        __import__("importlib").import_module("sci" + "py")\n' + line, 1))
+    ex = grade(folder, ["activations.ReLU"], "s").exercises[0]
+    assert ex.status == "error" and ex.score == 0
+    assert ex.message == ("importing 'scipy' from a submission is not allowed: only numpy and the Python standard "
+                          "library may be imported: this exercise scores zero")
+    (folder / "activations.py").write_text(source.replace(line, '        __import__("functools")\n' + line, 1))
+    assert grade(folder, ["activations.ReLU"], "s").exercises[0].status == "passed"  # the standard library is fine

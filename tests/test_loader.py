@@ -138,13 +138,25 @@ def test_scan_reports_the_line(folder: Path) -> None:
     [
         "from . import reference_notes\n",  # relative: the student's own file
         "from .grader_utils import helper\n",
-        "import references\n",  # another name that only starts alike
+        "import numpy.linalg as references\n",  # a name that only starts alike
         "name = 'reference'\n",
     ],
 )
 def test_scan_accepts_lookalikes(folder: Path, source: str) -> None:
     write(folder, "normalization.py", source)
     assert scan_forbidden_imports(folder) == {}
+
+
+def test_scan_refuses_packages_beyond_numpy_and_the_standard_library(folder: Path) -> None:
+    write(folder, "activations.py", "import math\nimport functools\nimport numpy as np\nfrom scipy.special import erf\n")
+    write(folder, "linear.py", "import references\n")  # starts like 'reference', is neither it nor allowed
+    write(folder, "init.py", "import math, statistics\nfrom collections import abc\n")
+    problems = scan_forbidden_imports(folder)
+    assert problems["activations.py"] == (
+        "activations.py line 4 imports 'scipy': a submission may import only numpy and the Python standard "
+        "library (math, functools, ...), so this file scores zero; remove the import")
+    assert "imports 'references': a submission may import only numpy" in problems["linear.py"]
+    assert "init.py" not in problems
 
 
 def test_scan_reports_syntax_errors_with_file_and_line(folder: Path) -> None:

@@ -138,10 +138,10 @@ def test_the_cli_files_a_request_and_progress_shows_the_reply(env: dict[str, Any
                 raise ClientError(response.json()["error"])
             return response.status_code, response.json()
 
-    from grader import remote_cli
     from grader.student import client as client_lib
+    from grader.student import remote
     monkeypatch.setattr(client_lib, "Client", Through)
-    monkeypatch.setattr(remote_cli, "_client", lambda login: Through(login.server, login.token))
+    monkeypatch.setattr(remote, "_client", lambda login: Through(login.server, login.token))
     client_lib.save_login(client_lib.Login("http://127.0.0.1", env["tokens"]["ann"], "ann"))
     runner = CliRunner()
     filed = runner.invoke(cli, ["regrade", "activations.ReLU", "the sign convention of the paper"])

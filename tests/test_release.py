@@ -380,7 +380,7 @@ def test_the_handout_quiz_practice_session(release: Path) -> None:
     assert "Not this one. Try again." in session.output and "Skipped." in session.output
     assert f"1/{len(quiz.questions)} right." in session.output
     unknown = CliRunner().invoke(student_cli, ["quiz", "nope", "--quiz-dir", str(quiz_dir)])
-    assert unknown.exit_code == 2 and "is not a chapter" in unknown.output
+    assert unknown.exit_code == 2 and "is not a quiz chapter" in unknown.output
 
 
 # --- a release at --level derive -----------------------------------------------------------------------------
@@ -435,3 +435,39 @@ def test_a_derive_handout_names_a_mistake_by_its_hint_not_its_formula(derive_rel
     for check in checks:
         assert "the contract asks for the unbiased one" in check["message"]
         assert "m / (m - 1)" not in check["message"] and "Fix:" not in check["message"]
+
+
+# --- the handout's README: how to start, where to hand in, what counts -----------------------------------
+
+
+def test_the_handout_readme_runs_as_written_and_states_the_course(release: Path) -> None:
+    readme = (release / "student" / "README.md").read_text()
+    quick = readme.split("## Quick start", 1)[1].split("```", 2)[1].strip().splitlines()
+    assert quick == ["python3 -m venv .venv && .venv/bin/pip install '.[opencl]'", ".venv/bin/grade submit"]
+    commands = [line.split("#")[0].strip() for line in readme.splitlines() if "grade " in line and
+                line.lstrip().startswith((".venv/bin/grade", "grade "))]
+    assert commands and all(c.startswith(".venv/bin/grade ") for c in commands), commands  # never a bare `grade`
+    from grader.student.cli import cli as student_cli
+
+    named = {c.split()[1] for c in commands}
+    assert named - {"--help"} <= set(student_cli.commands), named  # each is a command of the handout's grade
+    assert "## Handing in: Gradescope" in readme and "quiz-answers.toml" in readme  # no course: Gradescope
+    assert "## Allowed imports" in readme and "not SciPy" in readme
+    assert "| activations | 16 |" in readme  # the quiz chapters with their questions and attempts
+    settings = json.loads((release / "student" / "grader" / "student" / "course.json").read_text())
+    assert settings["hand_in"] == "gradescope" and settings["server"] is None
+
+
+def test_the_hand_in_section_follows_the_course(tmp_path: Path) -> None:
+    from grader.release import deadlines_text, hand_in_text
+    from grader.student.course import load_course
+
+    path = tmp_path / "course.toml"
+    path.write_text('hand_in = "both"\n[server]\nurl = "https://grader.example.org"\n[[chapter]]\nname = "init"\n'
+                    'due = 2026-12-01T23:59:00Z\nlate_penalty = 0.25\nlate_until = 2026-12-08T23:59:00Z\n')
+    course = load_course(path)
+    title, text, where, _ = hand_in_text(course)
+    assert title == "the course server and Gradescope" and "https://grader.example.org" in text
+    assert ".venv/bin/grade login" in text and "quiz-answers.toml" in text and "Gradescope" in where
+    assert ("| init | init | 2026-12-01 23:59 UTC | counts 75% | 2026-12-08 23:59 UTC |"
+            in deadlines_text(course))

@@ -221,7 +221,7 @@ def test_one_word_per_status_in_the_text_the_json_and_the_readme() -> None:
 
     from grader.student.report import STATUS_LABELS
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "student.md").read_text(encoding="utf-8")
     for status, (label, _) in STATUS_LABELS.items():
         assert label == status.upper()
         assert f"`{status}`" in readme

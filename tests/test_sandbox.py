@@ -22,7 +22,7 @@ from grader.student.sandbox import (
     human_bytes,
     run_cases,
 )
-from grader.student.worker import encode_results
+from grader.student.worker import NO_OPENCL, encode_results
 
 TOY = '''
 import os
@@ -300,7 +300,7 @@ def test_no_opencl_device(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("OCL_ICD_FILENAMES", "")
     outcome = run_cases(folder, [forward_job("Double", needs_opencl=True)], FAST)["toy.Double"]
     assert outcome.status == "error"
-    assert outcome.message == "no OpenCL device: pip install pocl-binary-distribution"
+    assert outcome.message == NO_OPENCL
 
 
 @pytest.mark.opencl

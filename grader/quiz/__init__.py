@@ -66,6 +66,18 @@ from grader.student.answers import (  # noqa: F401  (re-exported: the quiz's pub
     symbol_table,
 )
 from grader.student.errors import UsageError
+from grader.student.quiz_text import (  # noqa: F401  (re-exported: what a session shows, shared with the handout)
+    KIND_HINTS,
+    ChapterProgress,
+    answer_hint,
+    attempt_label,
+    feedback_line,
+    format_listing,
+    load_answers,
+    session_intro,
+    show_question,
+    summary_text,
+)
 from grader.student.model import exercise_seed
 from grader.student import expr
 from grader.quiz import params as params_lib
@@ -97,12 +109,7 @@ _COMMON_FIELDS = {
 }
 LOCKED_FIELDS = _COMMON_FIELDS | {"salt", "digests"}
 SOURCE_FIELDS = _COMMON_FIELDS | {"answer", "wrong", "answer_range"}
-KIND_HINTS = {
-    "single": "the number of one choice",
-    "multiple": "the numbers of every correct choice, separated by commas",
-    "numeric": "a number; fractions, e-notation, ^ and sqrt() are fine",
-    "short": "a short answer or formula",
-}
+
 
 
 # --- data ---------------------------------------------------------------------
@@ -303,57 +310,6 @@ class QuizResult:
             "total": len(self.quiz.questions),
             "complete": complete,
             "questions": questions,
-        }
-
-
-@dataclass
-class ChapterProgress:
-    """A student's standing on one chapter, from the recorded attempts."""
-
-    chapter: str
-    title: str
-    questions: int
-    checkpoints: int
-    checkpoints_correct: int
-    questions_correct: int
-    attempts: int
-
-    @property
-    def complete(self) -> bool:
-        return self.checkpoints_correct == self.checkpoints
-
-    @property
-    def state(self) -> str:
-        """'complete', else 'in progress' or 'not started' (no recorded answer)."""
-        if self.complete:
-            return "complete"
-        return "in progress" if self.attempts else "not started"
-
-    @property
-    def completion_line(self) -> str:
-        """What ``grade quiz CHAPTER`` says at the end: complete, or how far and how to go on."""
-        if self.complete:
-            return f"Chapter {self.chapter} complete: every checkpoint answered correctly."
-        return (
-            f"Chapter {self.chapter} not complete yet: {self.checkpoints_correct}/{self.checkpoints} "
-            f"checkpoints answered correctly. Try again: grade quiz {self.chapter}"
-        )
-
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> "ChapterProgress":
-        """The inverse of ``to_json`` (the course server sends standings so)."""
-        return cls(**{name: doc[name] for name in cls.__dataclass_fields__})
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "chapter": self.chapter,
-            "title": self.title,
-            "questions": self.questions,
-            "questions_correct": self.questions_correct,
-            "checkpoints": self.checkpoints,
-            "checkpoints_correct": self.checkpoints_correct,
-            "attempts": self.attempts,
-            "complete": self.complete,
         }
 
 
@@ -834,27 +790,6 @@ def resolve_chapter(name: str, quiz_dir: str | Path) -> Quiz:
 # --- grading ---------------------------------------------------------------------
 
 
-def load_answers(path: str | Path) -> dict[str, Any]:
-    """Read an answers file: TOML (``.toml``) or JSON (anything else), a mapping question id -> answer.
-
-    Answers are strings, numbers, or lists of choice ids for multiple-select questions.
-    """
-    path = Path(path)
-    try:
-        if path.suffix == ".toml":
-            with open(path, "rb") as fh:
-                doc = tomllib.load(fh)
-        else:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise QuizError(f"cannot read the answers file {path} ({exc.strerror})") from exc
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise QuizError(f"{path} is not a valid answers file ({exc}): expected TOML or JSON") from exc
-    if not isinstance(doc, dict):
-        raise QuizError(f"{path} must map question ids to answers")
-    return doc
-
-
 def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers", student: str = "") -> QuizResult:
     """Grade a mapping question id -> answer for ``student`` (whose numbers parameterised questions use);
     unknown ids raise UsageError, missing ones stay unanswered."""
@@ -870,19 +805,6 @@ def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers
             result.posed[q.id] = pose(q, student)
             result.verdicts[q.id] = grade_answer(q, answers[q.id], student)
     return result
-
-
-def format_listing(student: str, standings: list[ChapterProgress]) -> str:
-    """``grade quiz`` without a chapter: one line per chapter with the student's completion."""
-    width = max((len(s.chapter) for s in standings), default=0)
-    lines = [f"Quizzes of {student}"]
-    for s in standings:
-        lines.append(
-            f"  {s.chapter.ljust(width)}  {s.questions:>2} questions  "
-            f"checkpoints {s.checkpoints_correct}/{s.checkpoints}  {s.state}"
-        )
-    lines.append(f"{sum(s.complete for s in standings)} of {len(standings)} complete. Take one: grade quiz CHAPTER")
-    return "\n".join(lines)
 
 
 def chapter_progress(quiz: Quiz, attempts: Iterable[Mapping[str, Any]]) -> ChapterProgress:
@@ -925,38 +847,6 @@ def _read_answer(posed: Posed, prompt_text: str) -> Verdict:
     return click.prompt(prompt_text, value_proc=read)
 
 
-def answer_hint(kind: str, tolerance: float | None, names: Iterable[str] = ()) -> str:
-    """What the answer prompt says to type: the kind's form, the tolerance, the names one may use."""
-    hint = KIND_HINTS[kind]
-    if kind == "numeric":
-        hint += f"; within ±{tolerance or 0:g}"
-    names = list(names)
-    if names:
-        hint += f"; you may use {', '.join(names)}"
-    return hint
-
-
-def show_question(number: int, total: int, prompt: str, choices: Iterable[str], checkpoint: bool) -> None:
-    """Print a posed question: ``Qn/N [checkpoint] prompt`` and its choices numbered as shown."""
-    tag = " [checkpoint]" if checkpoint else ""
-    click.echo("")
-    click.echo(f"Q{number}/{total}{tag} {prompt}")
-    for index, text in enumerate(choices, 1):
-        click.echo(f"  {index}. {text}")
-
-
-def attempt_label(attempt: int, attempts: int, hint: str) -> str:
-    """The prompt of an attempt: the hint on the first, ``Attempt k of n`` after a wrong one."""
-    return f"Your answer ({hint})" if attempt == 1 else f"Attempt {attempt} of {attempts}"
-
-
-def feedback_line(correct: bool, left: int) -> str:
-    """What follows a judged answer: ``Correct.``, or ``Not quite.`` with the attempts left."""
-    if correct:
-        return "Correct."
-    return f"Not quite. Try again ({left} attempt(s) left)." if left else "Not quite."
-
-
 def attempt_number(question: Question, answers: Iterable[Mapping[str, Any]]) -> int:
     """Which attempt (1 .. ``question.attempts``) the student's next answer to ``question`` is, from
     their recorded answers (store rows, oldest first): the wrong answers since the last correct one,
@@ -988,16 +878,6 @@ def ask_question(posed: Posed, number: int, total: int, on_answer: AnswerHook | 
     return verdict
 
 
-def session_intro(title: str, questions: int, checkpoints: int, done: int) -> None:
-    """The first lines of a session: the chapter, and how many questions are skipped as already right."""
-    click.echo(
-        f"{title}: {questions} questions, {checkpoints} checkpoint(s). "
-        "Answer every checkpoint correctly to complete the chapter."
-    )
-    if done:
-        click.echo(f"{done} already answered correctly; asking the other {questions - done}.")
-
-
 def run_session(
     quiz: Quiz,
     student: str = "",
@@ -1027,16 +907,6 @@ def summary_line(result: QuizResult) -> str:
     return summary_text(
         result.quiz.chapter, result.correct_count, len(result.quiz.questions), result.score, result.max_score,
         sum(1 for q in cps if result._correct(q.id)), len(cps),
-    )
-
-
-def summary_text(
-    chapter: str, correct: int, total: int, score: float, max_score: float, checkpoints_right: int, checkpoints: int
-) -> str:
-    """The summary of a pass from its counts (``grade quiz`` locally and against the server)."""
-    return (
-        f"{chapter}: {correct}/{total} correct ({score:g}/{max_score:g} points), "
-        f"checkpoints {checkpoints_right}/{checkpoints}."
     )
 
 

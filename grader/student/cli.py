@@ -1,10 +1,16 @@
-"""The handout's `grade` command (``grade submit``, ``grade quiz``), and the helpers both command lines share.
+"""The handout's `grade` command, and the helpers both command lines share.
 
-In a handout (``pip install DIR/student``) this is the console script: it
-grades the public checks from the case packs installed beside it
-(:class:`grader.student.pack.PackSource`) and runs the practice quizzes. The
-instructor's `grade` (``grader/cli.py``) builds on the same helpers and the
-same :func:`local_submit`, with the live source (hidden checks).
+In a handout (``pip install DIR/student``) this is the console script, a
+complete student client: ``grade submit`` grades the public checks from the
+case packs installed beside it (:class:`grader.student.pack.PackSource`) or,
+after ``grade login``, hands in to the course server, which runs the hidden
+checks (:mod:`grader.student.remote`); ``grade quiz`` is practice offline and
+judged by the server when logged in; ``grade progress`` shows the server's
+record when logged in, this machine's record of public-check attempts
+otherwise; ``grade result ID`` shows a stored submission. The instructor's
+`grade` (``grader/cli.py``) builds on the same helpers, the same
+:func:`local_submit` (with the live source: hidden checks) and the same remote
+commands.
 """
 
 from __future__ import annotations
@@ -178,6 +184,20 @@ def write_html_report(report: GradeReport, path: Path) -> None:
         raise CommandError(f"cannot write the web page to '{path}': {exc.strerror or exc}: choose another --html FILE")
 
 
+def server_options(func: F) -> F:
+    """``--server URL`` and ``--local``: use the course server (default after `grade login`) or not."""
+    func = click.option("--local", is_flag=True, help="Work locally even when logged in to a course server.")(func)
+    return click.option(
+        "--server", default=None, metavar="URL",
+        help="The course server [default: the one of `grade login`, unless --local or --db].",
+    )(func)
+
+
+def no_wait_option(func: F) -> F:
+    return click.option("--no-wait", is_flag=True,
+                        help="With a course server: print the submission id, do not wait.")(func)
+
+
 def no_sandbox_option(func: F) -> F:
     return click.option(
         "--no-sandbox", is_flag=True,
@@ -312,7 +332,15 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and exit.")
 def cli() -> None:
-    """Grade your implementations of deep-network building blocks (public checks) and practise the quizzes."""
+    """Grade your implementations of deep-network building blocks, take the quizzes, follow your progress.
+
+    Logged in to the course server (`grade login`), your work is graded there with the hidden checks and
+    recorded; otherwise the public checks run here and the quizzes are practice.
+    """
+
+
+# How a handout command is written in its README and messages: the course's commands run as `grade ...`.
+LOGIN_HINT = "run `grade login` (it asks for the token your instructor gave you)"
 
 
 @cli.command("submit")
@@ -323,19 +351,36 @@ def cli() -> None:
 @json_option
 @arrays_option
 @html_option
+@server_options
+@no_wait_option
 @no_sandbox_option
 def submit_command(
     selectors: tuple[str, ...], path: Path, student: str | None, db: Path | None, as_json: bool, arrays: bool,
-    html: Path | None, no_sandbox: bool,
+    html: Path | None, server: str | None, local: bool, no_wait: bool, no_sandbox: bool,
 ) -> None:
-    """Grade the named exercises or topics (all when none) on the public checks, record the attempt, print a report.
+    """Grade the named exercises or topics (all when none), record the attempt, print a report.
 
-    The public checks use fixed inputs and the expected results shipped with
-    this handout; the hidden checks (your own inputs) run when you hand in.
+    After `grade login`, your files go to the course server: it runs the hidden
+    checks (inputs drawn for you), records the attempt that counts, and prints
+    the same report. Otherwise (or with --local) the public checks run here,
+    with the expected results shipped in this handout.
 
-    Exit status: 0 when every graded exercise has full marks on the public
-    checks, 1 when any falls short, 2 for a usage or setup error.
+    Exit status: 0 when every graded exercise has full marks, 1 when any falls
+    short, 2 for a usage or setup error.
     """
+    from grader.student import remote
+    from grader.student.course import handout_settings
+
+    fmt = "json" if as_json else "text"
+    login = remote.remote_login(server, local, db)
+    if login is not None:
+        click.get_current_context().exit(
+            remote.remote_submit(login, path, list(selectors), fmt, wait=not no_wait, html=html, arrays=arrays))
+    if no_wait:
+        raise CommandError(f"--no-wait goes with the course server: {LOGIN_HINT}, then `grade submit --no-wait`")
+    if not local and handout_settings().get("hand_in") in ("server", "both"):
+        click.echo(f"Note: public checks only, nothing is handed in. To hand in: {LOGIN_HINT}, then `grade submit`.",
+                   err=True)
 
     def grade_on_packs(folder: Path, ids: list[str] | None, name: str, limits: Limits, workspace: Workspace) -> GradeReport:
         from grader.student.grading import grade as grade_with
@@ -343,8 +388,8 @@ def submit_command(
 
         return grade_with(folder, ids, name, limits, PackSource(), workspace)
 
-    local_submit(list(selectors), path, student, db, "json" if as_json else "text", Path("results.json"),
-                 no_sandbox, grade_on_packs, html=html, arrays=arrays)
+    local_submit(list(selectors), path, student, db, fmt, Path("results.json"), no_sandbox, grade_on_packs,
+                 html=html, arrays=arrays)
 
 
 @click.command("view")
@@ -379,22 +424,48 @@ cli.add_command(view_command)
 
 @cli.command("quiz")
 @click.argument("chapter", required=False, metavar="[CHAPTER]")
+@click.option("--answers", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With the course server: send a file of answers (TOML or JSON: question id -> answer).")
+@click.option("--all", "ask_all", is_flag=True, help="With the course server: ask every question again.")
+@json_option
+@server_options
 @click.option("--quiz-dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_QUIZ_DIR,
-              show_default=True, help="The handout's quizzes folder.")
-def quiz_command(chapter: str | None, quiz_dir: Path) -> None:
-    """Practise a chapter's quiz (list the chapters without CHAPTER). Practice only: nothing is recorded."""
+              show_default=True, help="The handout's quizzes folder (practice).")
+def quiz_command(chapter: str | None, answers: Path | None, ask_all: bool, as_json: bool, server: str | None,
+                 local: bool, quiz_dir: Path) -> None:
+    """Take a chapter's quiz (list the chapters without CHAPTER).
+
+    After `grade login` the course server poses the questions, judges and
+    records every answer (this is what counts). Otherwise (or with --local) it
+    is practice from the handout's quizzes/ folder: nothing is recorded.
+    """
+    import difflib
+
+    from grader.student import remote
     from grader.student.practice import chapters, load_practice, run_practice
 
+    login = remote.remote_login(server, local, None)
+    if login is not None:
+        if as_json and answers is None and chapter is not None:
+            raise CommandError("--json needs --answers FILE (the interactive quiz talks to the terminal)")
+        click.get_current_context().exit(remote.remote_quiz(login, chapter, answers, as_json, ask_all))
+    if answers is not None or ask_all or as_json:
+        raise CommandError(f"--answers, --all and --json go with the course server: {LOGIN_HINT} "
+                           "(offline quizzes are practice)")
     with one_line_errors():
         names = chapters(quiz_dir)
         if not names:
-            raise CommandError(f"no quizzes in '{quiz_dir}': pass --quiz-dir to your handout's quizzes/ folder")
+            raise CommandError(f"no quizzes in '{quiz_dir}': run this from your handout's folder, or pass "
+                               "--quiz-dir to its quizzes/ folder")
         if chapter is None:
             for name in names:
                 click.echo(f"{name}: {load_practice(quiz_dir / f'{name}.json').title}")
+            click.echo("Practise one: grade quiz CHAPTER")
             return
         if chapter not in names:
-            raise CommandError(f"'{chapter}' is not a chapter: choose one of {', '.join(names)}")
+            guess = difflib.get_close_matches(chapter, names, n=1, cutoff=0.5)
+            hint = f"Did you mean '{guess[0]}'?" if guess else f"Chapters: {', '.join(names)}."
+            raise CommandError(f"'{chapter}' is not a quiz chapter. {hint}")
         quiz = load_practice(quiz_dir / f"{chapter}.json")
         try:
             run_practice(quiz, lambda prompt: click.prompt(prompt, prompt_suffix="", default="",
@@ -402,6 +473,56 @@ def quiz_command(chapter: str | None, quiz_dir: Path) -> None:
         except click.Abort:
             click.echo("\nStopped.", err=True)
             sys.exit(1)
+
+
+@cli.command("progress")
+@student_option
+@db_option
+@path_option
+@json_option
+@server_options
+def progress_command(student: str | None, db: Path | None, path: Path, as_json: bool, server: str | None,
+                     local: bool) -> None:
+    """Show, per chapter, each exercise's score and last status, quiz completion and what to do next.
+
+    After `grade login` this is the course server's record (what counts);
+    otherwise (or with --local) this machine's record of your public-check
+    attempts, labelled as such. Offline quizzes are practice and not recorded.
+    """
+    from grader.student import progress, remote
+
+    login = remote.remote_login(server, local, db)
+    if login is not None:
+        remote.remote_progress(login, as_json)
+        return
+    student = student or default_student()
+    path = exercises_dir(path)
+    db_path = db if db is not None else default_db_path(path)
+    hint = "grade submit" if path == DEFAULT_EXERCISES_DIR else f"grade submit --path {path}"
+    with one_line_errors():
+        store = Store.open(db_path) if db_path.exists() else None
+        try:
+            summary = progress.summarize(store, student, list(catalogue.EXERCISES), [], hint, None,
+                                         "public checks on this machine; what counts is the course's record")
+        finally:
+            if store is not None:
+                store.close()
+    if as_json:
+        click.echo(json.dumps(summary.to_json(), indent=2))
+    else:
+        color = use_color()
+        click.echo(progress.format_progress(summary, color=color), color=color)
+
+
+def _add_remote_commands() -> None:
+    """``grade login``, ``logout`` and ``result`` (grader/student/remote.py; the instructor's grade has them too)."""
+    from grader.student import remote
+
+    for command in (remote.login_command, remote.logout_command, remote.result_command):
+        cli.add_command(command)
+
+
+_add_remote_commands()
 
 
 def main(prog_name: str | None = None) -> None:

@@ -140,10 +140,12 @@ class Client:
                 last = exc
         else:
             if isinstance(last, httpx.TimeoutException):
-                raise ClientError(f"the course server at {self.server} did not answer in time: try again later")
+                raise ClientError(f"the course server at {self.server} did not answer in time: try again later, "
+                                  "or work on this machine with --local (submit, quiz, progress)")
             raise ClientError(
                 f"cannot reach the course server at {self.server} ({last}): the server may be down, "
-                "or check the address and your network; then try again"
+                "or check the address and your network; then try again, or work on this machine with --local "
+                "(submit, quiz, progress)"
             )
         try:
             doc = response.json()
@@ -196,14 +198,37 @@ def submit(client: Client, folder: Path, selectors: list[str], wait: bool = True
     key = key or uuid.uuid4().hex
     _, doc = client.call("POST", "/submissions", {"files": files, "exercises": selectors},
                          headers={"Idempotency-Key": key}, tries=SEND_TRIES)
+    if not wait:
+        return _submitted(doc)
+    return wait_for(client, int(doc["id"]), on_state, max_wait_s, doc)
+
+
+def wait_for(client: Client, submission: int, on_state: Callable[[dict[str, Any]], None] | None = None,
+             max_wait_s: float = 3600.0, doc: dict[str, Any] | None = None) -> Submitted:
+    """Poll submission ``submission`` (long polls) until it is graded or closed as an error.
+
+    Once an upload is stored it is graded whatever happens to this client: a
+    server lost while waiting is a ClientError that names the submission and
+    `grade result ID`, the command that shows its report later.
+    """
     deadline = time.monotonic() + max_wait_s
-    while wait and doc["status"] not in ("done", "error"):
-        if on_state is not None:
+    later = f"submission {submission} is stored on the server and will be graded: see its result later with " \
+            f"`grade result {submission}`"
+    while doc is None or doc["status"] not in ("done", "error"):
+        if doc is not None and on_state is not None:
             on_state(doc)
         if time.monotonic() > deadline:
-            raise ClientError(f"submission {doc['id']} is not graded after {max_wait_s:g} s: "
-                              "see it later with `grade progress`")
-        _, doc = client.call("GET", f"/submissions/{doc['id']}?wait={WAIT_S:g}", tries=SEND_TRIES)
+            raise ClientError(f"not graded after {max_wait_s:g} s; {later}")
+        try:
+            _, doc = client.call("GET", f"/submissions/{submission}?wait={WAIT_S:g}", tries=SEND_TRIES)
+        except ClientError as exc:
+            if doc is None:  # asked for a stored submission that the server does not give: its own reason
+                raise
+            raise ClientError(f"lost the course server while waiting ({exc}); {later}") from exc
+    return _submitted(doc)
+
+
+def _submitted(doc: dict[str, Any]) -> Submitted:
     report = report_from_dict(doc["report"]) if doc.get("report") else None
     return Submitted(int(doc["id"]), str(doc["status"]), report, doc.get("error"), doc)
 

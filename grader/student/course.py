@@ -31,6 +31,11 @@ and ``grade progress``::
     late_until = 2026-12-10T23:59:00Z  # optional: else the chapter's (when still after the new due)
     reason = "medical note, 2026-11-28"
 
+    hand_in = "server"                 # where work is graded: "server", "gradescope" or "both"
+                                       # (default: "server" when [server] names one, else "gradescope")
+    [server]
+    url = "https://grader.example.org" # the course server: `grade login` in the handout asks only for a token
+
     [scaffolding]                      # what `grade release` gives away in the stubs (grader/scaffold.py)
     level = "derive"                   # "guided" (default), "derive" or "contract"
     [scaffolding.exercises]            # per-exercise (or per-topic) overrides
@@ -69,6 +74,7 @@ date withdraws the student's earlier dashboard extensions of that chapter.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -81,6 +87,10 @@ from grader.student.errors import GraderError
 from grader.student.scaffolding import DEFAULT_LEVEL, LEVELS
 
 RULES = ("best", "latest")
+HAND_IN = ("server", "gradescope", "both")
+# What `grade release --course` writes into the handout's grader/student/ (never in the repository): the
+# course's server, where work is graded and the chapters' dates, read by the handout's `grade login`.
+HANDOUT_SETTINGS = Path(__file__).with_name("course.json")
 DEFAULT_RATE = (30, 60)  # uploads per student, per minutes
 
 
@@ -179,6 +189,20 @@ class Course:
     extensions: tuple[Extension, ...] = ()                                    # in the order written
     log_applied: bool = False   # the dashboard's extension log is in ``extensions`` (Store.effective_course)
     lti: Mapping[str, Any] = field(default_factory=dict)  # the raw [lti] table, read by grader/server/lti.py
+    server_url: str | None = None  # [server] url: the course server students log in to
+    hand_in: str = "gradescope"    # where work is graded: "server", "gradescope" or "both"
+
+    @property
+    def graded_on_server(self) -> bool:
+        return self.hand_in in ("server", "both")
+
+    @property
+    def graded_on_gradescope(self) -> bool:
+        return self.hand_in in ("gradescope", "both")
+
+    def handout_json(self) -> dict[str, Any]:
+        """What the handout keeps of the course (:data:`HANDOUT_SETTINGS`): the public part, server, hand-in."""
+        return {**self.to_json(), "server": self.server_url, "hand_in": self.hand_in}
 
     def scaffolding_levels(self, default: str | None = None) -> dict[str, str]:
         """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the course's."""
@@ -475,12 +499,29 @@ def _extension(raw: Any, index: int, path: Path, chapters: Mapping[str, Chapter]
     return check_extension(extension, chapters, groups, where)
 
 
+def _server(doc: Mapping[str, Any], path: Path) -> tuple[str | None, str]:
+    """([server] url or None, hand_in) of a course file."""
+    raw = doc.get("server", {})
+    if not isinstance(raw, dict) or set(raw) - {"url"}:
+        raise CourseError(f"{path}: [server] takes url = \"https://...\" (the course server's address)")
+    url = raw.get("url")
+    if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
+        raise CourseError(f"{path}: server.url = {url!r} is not a URL: write it like \"https://grader.example.org\"")
+    hand_in = doc.get("hand_in", "server" if url else "gradescope")
+    if hand_in not in HAND_IN:
+        raise CourseError(f"{path}: hand_in = {hand_in!r} is not a path: use \"server\", \"gradescope\" or \"both\"")
+    if hand_in != "gradescope" and not url:
+        raise CourseError(f"{path}: hand_in = {hand_in!r} needs the server's address: add [server] url = \"https://...\"")
+    return (url.rstrip("/") if url else None), hand_in
+
+
 def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
     """Validate a parsed TOML document into a Course (CourseError on the first problem)."""
-    unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter", "scaffolding", "groups", "extension", "lti"})
+    unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter", "scaffolding", "groups", "extension", "lti",
+                                 "server", "hand_in"})
     if unknown:
-        raise CourseError(f"{path}: unknown field '{unknown[0]}': use name, score, rate_limit, [[chapter]],"
-                          " [scaffolding], [groups], [[extension]], [lti]")
+        raise CourseError(f"{path}: unknown field '{unknown[0]}': use name, score, rate_limit, hand_in, [server],"
+                          " [[chapter]], [scaffolding], [groups], [[extension]], [lti]")
     name = doc.get("name", DEFAULT_COURSE.name)
     if not isinstance(name, str):
         raise CourseError(f"{path}: name must be a string")
@@ -519,8 +560,9 @@ def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
     lti = doc.get("lti", {})
     if not isinstance(lti, dict):
         raise CourseError(f"{path}: [lti] must be a table (see docs/lti.md)")
+    url, hand_in = _server(doc, path)
     return Course(name, rule, chapters, submissions, float(minutes), by_exercise, level, levels, groups, extensions,
-                  lti=lti)
+                  lti=lti, server_url=url, hand_in=hand_in)
 
 
 def load_course(path: Path | str) -> Course:
@@ -536,3 +578,12 @@ def load_course(path: Path | str) -> Course:
     except tomllib.TOMLDecodeError as exc:
         raise CourseError(f"{path} is not valid TOML ({exc}): fix that line") from exc
     return parse_course(doc, path)
+
+
+def handout_settings() -> dict[str, Any]:
+    """The course settings written into a handout by `grade release --course` ({} elsewhere, or when unreadable)."""
+    try:
+        doc = json.loads(HANDOUT_SETTINGS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}

@@ -33,6 +33,12 @@ _AST_LOCK = threading.Lock()
 
 PACKAGE_NAME = "exercises"
 FORBIDDEN_PACKAGES = ("reference", "grader")
+# What a submission may import: NumPy and the Python standard library (``sys.stdlib_module_names``; the
+# sandbox stops what its system modules would reach), and its own package. Every other package is
+# refused by the static scan, the same in the handout, on the server and on Gradescope. SciPy is one of
+# them: the exercises are what scipy.special would do for you (math.erfc through np.frompyfunc gives erf).
+ALLOWED_PACKAGES = frozenset({"numpy", PACKAGE_NAME}) | frozenset(sys.stdlib_module_names)
+ALLOWED_IMPORTS_TEXT = "numpy and the Python standard library (math, functools, ...)"
 
 
 class TopicNotFound(AttributeError):
@@ -91,11 +97,20 @@ def package_folder(pkg: ModuleType) -> Path:
 
 
 def _forbidden_root(module: str | None) -> str | None:
-    """'reference' for 'reference.normalization', None for 'numpy'."""
+    """'reference' for 'reference.normalization', 'scipy' for 'scipy.special' (not allowed), None for 'numpy'."""
     if not module:
         return None
     root = module.split(".")[0]
-    return root if root in FORBIDDEN_PACKAGES else None
+    return root if root in FORBIDDEN_PACKAGES or root not in ALLOWED_PACKAGES else None
+
+
+def refusal(rel: str, line: int, root: str) -> str:
+    """The one-line reason a file that imports ``root`` scores zero."""
+    if root in FORBIDDEN_PACKAGES:
+        return (f"{rel} line {line} imports {root!r}: a submission may not import the "
+                f"reference solutions or the grader, so this file scores zero")
+    return (f"{rel} line {line} imports {root!r}: a submission may import only {ALLOWED_IMPORTS_TEXT}, "
+            f"so this file scores zero; remove the import")
 
 
 def _literal_import_target(node: ast.Call) -> str | None:
@@ -116,7 +131,8 @@ def _literal_import_target(node: ast.Call) -> str | None:
 
 
 def imports_in(tree: ast.AST) -> tuple[list[tuple[int, str]], set[str]]:
-    """One walk over a parsed file: ((line, package) for each import of ``reference``/``grader``, sorted;
+    """One walk over a parsed file: ((line, package) for each import of ``reference``/``grader`` or of a
+    package not allowed (:data:`ALLOWED_PACKAGES`), sorted;
     the sibling files it imports relatively: ``from .base import X`` -> {'base.py'})."""
     found: list[tuple[int, str]] = []
     relative: set[str] = set()
@@ -210,11 +226,7 @@ def scan(submission: Path | str | Sources) -> Scan:
             problems[rel] = f"{rel} is nested too deeply to be read as Python source"
             continue
         if found:
-            line, root = found[0]
-            problems[rel] = (
-                f"{rel} line {line} imports {root!r}: a submission may not import the "
-                f"reference solutions or the grader, so this file scores zero"
-            )
+            problems[rel] = refusal(rel, *found[0])
         if top_level:
             direct[rel] = relative
     return Scan(problems, _transitive(direct))
@@ -240,7 +252,7 @@ def scan_forbidden_imports(submission: Path | str | Sources) -> dict[str, str]:
     """Map each offending file (relative path, e.g. ``normalization.py``) to a one-line reason.
 
     ``submission`` is a folder or an ingested hand-in's files. Reported: an
-    import of ``reference`` or ``grader`` (``import``, ``from ... import``,
+    import of ``reference``, ``grader`` or a package not allowed (``import``, ``from ... import``,
     ``__import__("...")`` or ``importlib.import_module("...")`` with a literal
     name), and source that does not parse ("normalization.py line 12: invalid syntax").
     """

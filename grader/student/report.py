@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -178,8 +179,11 @@ def exercise_details(ex: ExerciseResult) -> list[str]:
     return lines
 
 
-def format_text(report: GradeReport, color: bool = False) -> str:
-    """The human report: a line per exercise, details of what fails below it, a total line."""
+def format_text(report: GradeReport, color: bool = False, notes: Mapping[str, str] | None = None) -> str:
+    """The human report: a line per exercise, details of what fails below it, a total line.
+
+    ``notes``: exercise id -> a note printed beside its score (the course server's "late: counts 70%").
+    """
 
     def style(text: str, **kwargs: Any) -> str:
         return click.style(text, **kwargs) if color else text
@@ -192,7 +196,8 @@ def format_text(report: GradeReport, color: bool = False) -> str:
     for ex in report.exercises:
         label, colour = exercise_label(ex)
         score = f"{format_score(ex.score)}/{format_score(ex.max_score)}"
-        lines.append(f"  {style(label.ljust(LABEL_WIDTH), fg=colour, bold=True)}{ex.id.ljust(width)}  {score:>7}")
+        note = f"  ({notes[ex.id]})" if notes and ex.id in notes else ""
+        lines.append(f"  {style(label.ljust(LABEL_WIDTH), fg=colour, bold=True)}{ex.id.ljust(width)}  {score:>7}{note}")
         if label != STATUS_LABELS["passed"][0]:
             lines.extend("        " + line if line else "" for line in exercise_details(ex))
     full = sum(1 for ex in report.exercises if ex.score >= ex.max_score)

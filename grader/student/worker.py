@@ -48,9 +48,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from grader.student.loader import FORBIDDEN_PACKAGES, PACKAGE_NAME, TopicNotFound, load_exercises, load_topic
+from grader.student.loader import (
+    ALLOWED_PACKAGES,
+    FORBIDDEN_PACKAGES,
+    PACKAGE_NAME,
+    TopicNotFound,
+    load_exercises,
+    load_topic,
+)
 
-NO_OPENCL = "no OpenCL device: pip install pocl-binary-distribution"
+NO_OPENCL = ("no OpenCL device: from your handout's folder run `.venv/bin/pip install '.[opencl]'` (pyopencl and"
+             " PoCL, a CPU device); in the course repository `.venv/bin/pip install -e '.[pocl]'`")
 
 
 # --- limits --------------------------------------------------------------------
@@ -102,12 +110,23 @@ FORBIDDEN_SUFFIX = "from a submission is not allowed"
 
 
 def forbidden_message(name: str) -> str:
-    """The ImportError message of the runtime guard: "importing 'reference' from a submission is not allowed"."""
-    return f"importing {name.split('.')[0]!r} {FORBIDDEN_SUFFIX}"
+    """The ImportError message of the runtime guard: "importing 'reference' from a submission is not allowed"
+    (for a package beyond numpy and the standard library, with what may be imported)."""
+    root = name.split(".")[0]
+    if root in FORBIDDEN_PACKAGES:
+        return f"importing {root!r} {FORBIDDEN_SUFFIX}"
+    return f"importing {root!r} {FORBIDDEN_SUFFIX}: only numpy and the Python standard library may be imported"
+
+
+def refused(name: str) -> bool:
+    """Whether student code may not import ``name``: the grader, the reference, or a package not allowed."""
+    root = name.split(".")[0]
+    return root in FORBIDDEN_PACKAGES or root not in ALLOWED_PACKAGES
 
 
 class ImportGuard:
-    """Refuses ``reference``/``grader`` imports made by modules of the student's folder.
+    """Refuses imports of ``reference``/``grader``, and of packages beyond numpy and the standard library
+    (:data:`grader.student.loader.ALLOWED_PACKAGES`), made by modules of the student's folder.
 
     Two hooks: ``builtins.__import__`` (``import x`` statements, even of modules
     already loaded) and a meta path finder (``importlib.import_module`` of
@@ -143,7 +162,7 @@ class ImportGuard:
     # meta path finder protocol
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
         """Meta path finder hook: refuse, or let the next finder decide (None)."""
-        if fullname.split(".")[0] in FORBIDDEN_PACKAGES and self.importer_is_student():
+        if refused(fullname) and self.importer_is_student():
             raise ImportError(forbidden_message(fullname), name=fullname)
         return None
 
@@ -151,7 +170,7 @@ class ImportGuard:
         self, name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
     ) -> Any:
         """``builtins.__import__`` with the guard in front."""
-        if level == 0 and isinstance(name, str) and name.split(".")[0] in FORBIDDEN_PACKAGES:
+        if level == 0 and isinstance(name, str) and refused(name):
             if self.from_student(globals):
                 raise ImportError(forbidden_message(name), name=name)
         return self._original_import(name, globals, locals, fromlist, level)
