@@ -253,7 +253,7 @@ def test_a_job_begun_and_finished_between_two_collector_passes_still_names_its_w
     """A fast job's start note and result can both arrive before the collector looks: the worker is still
     recorded (from the start note), not left empty (the collector used to note it only while running)."""
     from grader.server.collector import Collector
-    from grader.server.jobs import open_queue, started_key, task_id
+    from grader.server.jobs import lease_key, open_queue, task_id
     from grader.student.wire import report_to_dict
 
     db, url = tmp_path / "course.db", f"sqlite:///{tmp_path / 'queue.db'}"
@@ -263,7 +263,7 @@ def test_a_job_begun_and_finished_between_two_collector_passes_still_names_its_w
                                         datetime.now(timezone.utc)).job["id"])
         collector.tick(store, queue)  # enqueued: queued
         tid = task_id(job_id, 1)
-        queue.huey.put(started_key(tid), {"host": "machine-b", "pid": 4242, "at": 0.0})  # a worker elsewhere
+        queue.huey.put(lease_key(tid), {"host": "machine-b", "pid": 4242, "at": 0.0, "beat": 0})  # a worker elsewhere
         report = GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)])
         queue.huey.put(tid, {"ok": True, "report": report_to_dict(report)})
         collector.tick(store, queue)

@@ -12,6 +12,14 @@ not allowed or deadline passed, 404 not found or not yours, 409 key reused,
 their own rows: the student id comes from the token, never from the request,
 and a submission id of someone else is "not found". ``GET /api/v1/`` lists the
 endpoints (``API`` below).
+
+Hostile requests: a body is read up to its limit (413 past it) and its JSON
+nesting depth is measured on the raw bytes before it is parsed (400 past
+MAX_JSON_DEPTH); ids in paths are bounded integers (400 otherwise, 404 when
+there is no such row); an instructor's ``/students/{id}/...`` of a student the
+course does not know is 404. Every response carries the security headers of
+:class:`SecurityHeaders` (CSP with ``frame-ancestors 'none'``, nosniff,
+no-referrer).
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
+import re
 import secrets
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -30,18 +40,21 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from grader import progress
 from grader.student import catalogue
 from grader import quiz as quiz_lib
-from grader.student.course import DEFAULT_COURSE, Course
+from grader.student.course import DEFAULT_COURSE, Course, parse_time
 from grader.student.errors import GraderError, StoreError
 from grader.server import auth, pages, records
 from grader.server.auth import Principal
 from grader.server.collector import Collector
+from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES
 from grader.student.store import Store
 from grader.student.uploads import MAX_UPLOAD_BYTES, check_files
 from grader.student.wire import report_to_dict
@@ -50,6 +63,9 @@ API_PREFIX = "/api/v1"
 MAX_JSON_BYTES = 64 * 1024  # any request body but an upload (quiz answers)
 IDEMPOTENCY_KEY_MAX = 100
 MAX_WAIT_S = 30.0  # the longest a GET /submissions/{id}?wait=S is held
+MAX_JSON_DEPTH = 32  # nesting of arrays and objects in a request body (an upload needs 2)
+MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger id is refused before any query
+MAX_MESSAGE = 400  # characters of an error's one line
 
 
 @dataclass
@@ -62,6 +78,7 @@ class ServerConfig:
     quiz_dir: Path | None = None
     job_timeout: float = 600.0
     collect_interval: float = 0.2
+    lease_timeout: float = DEFAULT_LEASE_TIMEOUT_S
 
 
 @dataclass
@@ -93,8 +110,11 @@ def grader_version() -> str:
 
 
 def fail(status: int, message: str, headers: dict[str, str] | None = None) -> HTTPException:
-    """An API error: ``{"error": message}`` with ``status``."""
-    return HTTPException(status, " ".join(message.split()), headers=headers)
+    """An API error: ``{"error": message}`` with ``status`` (one line, at most MAX_MESSAGE characters)."""
+    line = " ".join(message.split())
+    if len(line) > MAX_MESSAGE:
+        line = line[: MAX_MESSAGE - 3] + "..."
+    return HTTPException(status, line, headers=headers)
 
 
 def state(request: Request) -> ServerState:
@@ -140,8 +160,32 @@ def student_of(principal: Principal, request: Request) -> str:
         student = request.path_params.get("student")
         if not student:
             raise fail(400, "the instructor reads a student's data under /api/v1/students/{id}/...")
+        if not known_student(db_store(request), str(student)):
+            raise fail(404, f"there is no student {str(student)[:64]!r} in this course: "
+                            f"list them with GET {API_PREFIX}/students")
         return str(student)
     return principal.student
+
+
+def known_student(store: Store, student: str) -> bool:
+    """Whether the course knows ``student`` (in the roster, or with anything recorded)."""
+    if len(student) > 200:
+        return False
+    return bool(list(store.db.query(
+        "SELECT 1 FROM roster WHERE student = ? UNION SELECT 1 FROM students WHERE name = ? LIMIT 1",
+        [student, student])))
+
+
+ID_RE = re.compile(r"[0-9]{1,19}")
+
+
+def path_id(request: Request, name: str = "id") -> int:
+    """A numeric id of the path, refused with 400 unless it is an integer from 1 to MAX_ID."""
+    raw = str(request.path_params.get(name, ""))
+    if not ID_RE.fullmatch(raw) or not 1 <= int(raw) <= MAX_ID:
+        raise fail(400, f"{raw[:40]!r} is not a submission id: use the number `grade submit` printed "
+                        f"(1 to {MAX_ID})")
+    return int(raw)
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -159,13 +203,43 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+JSON_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def json_depth(body: bytes) -> int:
+    """The deepest nesting of arrays and objects in a JSON text, measured without parsing it.
+
+    Strings are blanked first (their brackets do not count); the brackets left
+    are counted in order. Linear in the body, no recursion: a body nested
+    100,000 deep is measured, then refused, before ``json.loads`` could
+    overflow the stack on it.
+    """
+    depth = deepest = 0
+    for match in JSON_BRACKET.finditer(JSON_STRING.sub(b'""', body)):
+        if match.group() in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 async def read_json(request: Request, limit: int) -> dict[str, Any]:
-    """The JSON object in the body (400 when it is not one)."""
+    """The JSON object in the body: at most ``limit`` bytes (413) and MAX_JSON_DEPTH deep (400), else 400."""
     body = await read_body(request, limit)
+    if json_depth(body) > MAX_JSON_DEPTH:
+        raise fail(400, f"the body is nested more than {MAX_JSON_DEPTH} levels deep: send a flat JSON object")
     try:
-        doc = json.loads(body)
+        doc = json.loads(body, parse_constant=_no_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise fail(400, f"the body is not JSON ({exc}): send a JSON object") from exc
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit number, NaN
+        raise fail(400, f"the body is not usable JSON ({str(exc)[:80]}): send a JSON object") from exc
     if not isinstance(doc, dict):
         raise fail(400, "the body must be a JSON object")
     return doc
@@ -178,8 +252,18 @@ def now_utc() -> datetime:
 # --- submissions ------------------------------------------------------------------------------
 
 
-def job_json(store: Store, job: dict[str, Any]) -> dict[str, Any]:
-    """A job as the API shows it; with the full report (grader.student.wire) and the ``--json`` document once done."""
+def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = None) -> dict[str, Any]:
+    """A job as the API shows it; with the full report (grader.student.wire) and the ``--json`` document once done.
+
+    While the job is open, ``where`` says in one line where it is (queued with
+    how many ahead, running on which worker, which try after what failure);
+    ``max_tries``, ``job_timeout_s`` and ``lease_timeout_s`` bound how long
+    the server can take before it closes the job as done or error. Once done,
+    ``late`` lists each exercise uploaded after its chapter's due date with
+    the share of its score that counts, and ``closed_chapters`` the chapters
+    whose exercises the upload could no longer grade.
+    """
+    config = config or ServerConfig(Path(), "")
     doc: dict[str, Any] = {
         "id": job["id"],
         "student": job["student"],
@@ -192,12 +276,65 @@ def job_json(store: Store, job: dict[str, Any]) -> dict[str, Any]:
         "error": job["error"] if job["status"] == "error" else None,
         "queue_position": records.position_in_queue(store, job) if job["status"] in ("received", "queued") else 0,
         "url": f"{API_PREFIX}/submissions/{job['id']}",
+        "max_tries": MAX_TRIES,
+        "job_timeout_s": config.job_timeout,
+        "lease_timeout_s": config.lease_timeout,
+        "retry_reason": job["error"] if job["status"] in records.OPEN_STATES else None,
     }
+    doc["where"] = where(doc)
+    received = parse_time(job["received_at"])
+    doc["closed_chapters"] = closed_chapters(config.course, received)
     report = records.report_of(store, job)
     if report is not None:
         doc["report"] = report_to_dict(report)
         doc["json"] = report.to_json()
+        doc["late"] = late_exercises(config.course, report, received)
     return doc
+
+
+def where(doc: dict[str, Any]) -> str:
+    """One line: where an open job is (what the waiting client prints), or how it ended."""
+    status, tries = doc["status"], int(doc["tries"] or 0)
+    retry = ""
+    if tries > 1:
+        retry = f", try {tries} of {doc['max_tries']}"
+        if doc.get("retry_reason"):
+            retry += f" (after {doc['retry_reason']})"
+    if status in ("received", "queued"):
+        ahead = int(doc.get("queue_position") or 0)
+        return f"queued{f' ({ahead} ahead)' if ahead else ''}{retry}"
+    if status == "running":
+        return f"running on worker {doc['worker'] or '?'}{retry}"
+    if status == "error":
+        return f"not graded: {doc['error']}"
+    return "graded"
+
+
+def closed_chapters(course: Course, when: datetime) -> list[dict[str, Any]]:
+    """The chapters closed to uploads at ``when``: name, closing time and their exercises."""
+    out = []
+    for chapter in course.chapters:
+        if not chapter.is_open(when):
+            closes = chapter.closes_at()
+            out.append({"chapter": chapter.name, "closed_at": closes.isoformat(timespec="minutes") if closes else None,
+                        "exercises": list(chapter.exercises)})
+    return out
+
+
+def late_exercises(course: Course, report: Any, when: datetime) -> list[dict[str, Any]]:
+    """The exercises of a report uploaded late: score, the share that counts, the counted score."""
+    out = []
+    for result in report.exercises:
+        chapter = course.chapter_of(result.id)
+        if chapter is None:
+            continue
+        counted, late = chapter.effective(float(result.score), when)
+        if late:
+            share = 0.0 if chapter.late_until is not None and when > chapter.late_until else 1.0 - chapter.late_penalty
+            out.append({"exercise": result.id, "chapter": chapter.name, "score": result.score,
+                        "max_score": result.max_score, "counts": round(share, 4), "counted_score": round(counted, 2),
+                        "due": chapter.due.isoformat(timespec="minutes") if chapter.due else None})
+    return out
 
 
 def selected_exercises(course: Course, selectors: list[str], when: datetime) -> list[str]:
@@ -250,7 +387,7 @@ async def create_submission(request: Request) -> Response:
     except records.RateLimited as exc:
         raise fail(429, f"rate limit reached: {exc.limit} submissions per {exc.minutes:g} minutes; "
                         f"try again in {exc.retry_after} s", {"Retry-After": str(exc.retry_after)}) from exc
-    body = job_json(store, new.job)
+    body = job_json(store, new.job, st.config)
     body["replayed"] = not new.created
     return JSONResponse(body, status_code=202, headers={"Location": body["url"]})
 
@@ -265,11 +402,14 @@ async def get_submission(request: Request) -> Response:
     st = state(request)
     store = db_store(request)
     principal = who(request)
-    job_id = int(request.path_params["id"])
+    job_id = path_id(request)
     try:
-        wait = min(max(float(request.query_params.get("wait", 0)), 0.0), MAX_WAIT_S)
+        wait = float(request.query_params.get("wait", 0))
     except ValueError:
-        raise fail(400, "wait must be a number of seconds") from None
+        raise fail(400, f"wait must be a number of seconds (0 to {MAX_WAIT_S:g})") from None
+    if not math.isfinite(wait):
+        raise fail(400, f"wait must be a number of seconds (0 to {MAX_WAIT_S:g})")
+    wait = min(max(wait, 0.0), MAX_WAIT_S)
     closed = asyncio.Event()
     st.waiters.setdefault(job_id, []).append(closed)  # before reading: a close in between still wakes us
     try:
@@ -286,15 +426,16 @@ async def get_submission(request: Request) -> Response:
             events.remove(closed)
         if not events:
             st.waiters.pop(job_id, None)
-    return JSONResponse(job_json(store, job))
+    return JSONResponse(job_json(store, job, st.config))
 
 
 async def list_submissions(request: Request) -> Response:
     """GET /submissions (own) and GET /students/{student}/submissions (instructor): newest first."""
     store = db_store(request)
     student = student_of(who(request), request)
+    config = state(request).config
     return JSONResponse({"student": student,
-                         "submissions": [job_json(store, j) for j in records.jobs_of(store, student)]})
+                         "submissions": [job_json(store, j, config) for j in records.jobs_of(store, student)]})
 
 
 # --- progress, roster -----------------------------------------------------------------------------
@@ -461,7 +602,7 @@ API: list[tuple[str, str, Handler, str]] = [  # (method, path, handler, who may 
     ("GET", "/me", get_me, "any token"),
     ("POST", "/submissions", create_submission, "student"),
     ("GET", "/submissions", list_submissions, "student"),
-    ("GET", "/submissions/{id:int}", get_submission, "owner or instructor"),
+    ("GET", "/submissions/{id}", get_submission, "owner or instructor"),
     ("GET", "/progress", get_progress, "student"),
     ("GET", "/quizzes", list_quizzes, "student"),
     ("GET", "/quizzes/{chapter}", get_quiz, "any token"),
@@ -489,11 +630,51 @@ async def api_error(request: Request, exc: Exception) -> Response:
 
 async def server_error(request: Request, exc: Exception) -> Response:
     """Anything unexpected: a JSON 500 (503 when the database is busy) with one line, never a traceback."""
+    headers = {name.decode(): value.decode() for name, value in SECURITY_HEADERS}  # (outside the middleware)
     if isinstance(exc, (StoreError, sqlite3.OperationalError)):
-        return JSONResponse({"error": f"the course database is busy ({' '.join(str(exc).split())}): try again"},
-                            status_code=503, headers={"Retry-After": "5"})
+        return JSONResponse({"error": f"the course database is busy ({' '.join(str(exc).split())[:200]}): try again"},
+                            status_code=503, headers={"Retry-After": "5", **headers})
     return JSONResponse({"error": f"the server failed ({type(exc).__name__}): try again later, "
-                                  "and tell your instructor if it goes on"}, status_code=500)
+                                  "and tell your instructor if it goes on"}, status_code=500, headers=headers)
+
+
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; script-src 'self' 'unsafe-inline'; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+]
+
+
+class SecurityHeaders:
+    """ASGI middleware: the security headers on every response (pages, API, errors).
+
+    ``frame-ancestors 'none'`` and X-Frame-Options DENY: no other site can
+    frame a page (clickjacking); nosniff: a JSON or CSV answer is never run as
+    a script; no-referrer: a page's address (a student id) never leaks to
+    another site. The pages use no resource from elsewhere, so the policy
+    allows nothing but the page's own inline style and script.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name.lower() for name, _ in message.get("headers", [])}
+                message["headers"] = list(message.get("headers", [])) + [
+                    (name, value) for name, value in SECURITY_HEADERS if name not in names]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 def routes() -> list[BaseRoute]:
@@ -517,7 +698,8 @@ def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
         if run_collector:
             st.collector = Collector(config.db_path, config.queue_url, st.grader_version,
                                      config.job_timeout, config.collect_interval,
-                                     on_closed=lambda job_id: loop.call_soon_threadsafe(st.wake, job_id))
+                                     on_closed=lambda job_id: loop.call_soon_threadsafe(st.wake, job_id),
+                                     lease_timeout=config.lease_timeout)
             st.collector.start()
         try:
             yield
@@ -527,6 +709,7 @@ def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
                 st.collector.join(timeout=10)
             store.close()
 
-    app = Starlette(routes=routes(), lifespan=lifespan, exception_handlers={HTTPException: api_error, Exception: server_error})
+    app = Starlette(routes=routes(), lifespan=lifespan, middleware=[Middleware(SecurityHeaders)],
+                    exception_handlers={HTTPException: api_error, Exception: server_error})
     app.state.normgrade = st
     return app
