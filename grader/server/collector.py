@@ -81,7 +81,8 @@ class Collector(threading.Thread):
         self.on_closed = on_closed  # told the id of each job closed (done or error): wakes long polls
         self.seen: dict[str, tuple[Any, float]] = {}  # task id -> (lease beat, this clock when it last changed)
         self.first_seen: dict[str, float] = {}  # task id -> this clock when its lease was first seen
-        self.last_sweep = time.monotonic()
+        self.clock = time.monotonic  # leases are timed on this clock only (tests give it a fake one)
+        self.last_sweep = self.clock()
         self.outage = Outage("the server's collector", log)
 
     def stop(self) -> None:
@@ -116,12 +117,12 @@ class Collector(threading.Thread):
             if self._collect(store, queue, job):
                 continue
             self._watch(store, queue, job)
-        if time.monotonic() - self.last_sweep >= SWEEP_S:
+        if self.clock() - self.last_sweep >= SWEEP_S:
             self.sweep(store, queue)
 
     def sweep(self, store: Store, queue: Queue) -> int:
         """Delete the queue-store keys of closed jobs (a late result, a stale lease or mark); how many."""
-        self.last_sweep = time.monotonic()
+        self.last_sweep = self.clock()
         keys = [(k, job_of_key(k)) for k in queue.stored_keys()]
         ids = sorted({j for _, j in keys if j is not None})
         if not ids:
@@ -163,7 +164,7 @@ class Collector(threading.Thread):
     def _watch(self, store: Store, queue: Queue, job: dict[str, Any]) -> None:
         """Put back a try lost from the queue; mark a leased try running; retry or fail one whose lease expired."""
         tid = job["task_id"]
-        now = time.monotonic()
+        now = self.clock()
         if job["status"] == "queued":
             if queue.waiting(tid):  # read before the lease: a worker writes its lease, then deletes the mark
                 return

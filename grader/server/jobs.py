@@ -262,10 +262,12 @@ class _Backoff:
 
     def read_schedule(self, timestamp: Any) -> Any:
         try:
-            return super().read_schedule(timestamp)  # type: ignore[misc]
+            tasks = super().read_schedule(timestamp)  # type: ignore[misc]
         except Exception as exc:
             self._outage().failed(exc)
             return []
+        self._outage().recovered()
+        return tasks
 
     def _outage(self) -> Outage:
         if getattr(self, "_outage_pid", None) != os.getpid():  # one per process (the consumer forks)
