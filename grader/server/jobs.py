@@ -42,8 +42,10 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import socket
+import tempfile
 import threading
 import time
 import traceback
@@ -201,9 +203,18 @@ def write_files(folder: Path, files: dict[str, str]) -> None:
 
 
 def without_folder(message: str, folder: Path) -> str:
-    """A message with the job's temporary folder taken out (the student never sees a server path)."""
-    for form in (str(folder / "exercises") + os.sep, str(folder / "exercises"), str(folder) + os.sep, str(folder)):
-        message = message.replace(form, "exercises/" if form.endswith(os.sep) else "exercises")
+    """A message with the worker's temporary folders taken out (the student never sees a server path).
+
+    ``<tmp>/normgrade-.../exercises/activations.py`` (the job's folder) and
+    ``<tmp>/normgrade-.../<hash>/submission/activations.py`` (a sandbox's copy)
+    both become ``activations.py``, the folders themselves "your exercises folder"; any other path under a ``normgrade-``
+    temporary folder becomes ``<grading folder>``.
+    """
+    for root in {str(folder.parent), tempfile.gettempdir()}:
+        base = re.escape(root.rstrip("/")) + r"/normgrade-[^\s'\"/]*"
+        message = re.sub(base + r"(?:/[^\s'\"/]+)*?/(?:exercises|submission)/", "", message)
+        message = re.sub(base + r"(?:/[^\s'\"/]+)*?/(?:exercises|submission)\b", "your exercises folder", message)
+        message = re.sub(base + r"[^\s'\"]*", "<grading folder>", message)
     return message
 
 
@@ -238,7 +249,7 @@ def grade_upload(job_id: int, attempt: int, student: str, exercise_ids: list[str
 def scrub(value: Any, folder: Path) -> Any:
     """Every string of a report document with the worker's temporary folder taken out."""
     if isinstance(value, str):
-        return without_folder(value, folder) if str(folder) in value else value
+        return without_folder(value, folder) if "normgrade-" in value else value
     if isinstance(value, list):
         return [scrub(v, folder) for v in value]
     if isinstance(value, dict):
