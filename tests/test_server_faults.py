@@ -344,3 +344,20 @@ def test_a_standalone_workers_main_process_killed_takes_its_children_and_the_job
         if second is not None:
             stop_process(second)
         server.stop()
+
+
+def test_a_lease_is_renewed_while_grading_and_released_on_sigterm(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from grader.server import jobs
+
+    monkeypatch.setattr(jobs, "RENEW_S", 0.01)
+    queue = open_queue(f"sqlite:///{tmp_path / 'queue.db'}")
+    tid = task_id(7, 1)
+    queue.huey.put(queued_key(tid), {"at": 0})
+    with pytest.raises(KeyboardInterrupt):
+        with jobs.Lease(queue.huey, tid):
+            assert not queue.waiting(tid)                       # taken: the mark is gone, the lease is there
+            wait_for(lambda: (queue.lease(tid) or {}).get("beat", 0) >= 3, 60, "three renewals")
+            raise KeyboardInterrupt                             # what the SIGTERM handler raises
+    lease = queue.lease(tid)
+    assert lease is not None and "SIGTERM" in lease["released"]

@@ -41,6 +41,8 @@ BAD_BODIES: list[bytes] = [
     b'{"files": {"activations.py": "x"}, "exercises": ["no.such"]}',
     b'{"question": {"a": 1}, "answer": [[[]]]}', b'{"question": "x", "answer": null, "shown": "yes"}',
     b'{"files": {"' + b"a" * 100_000 + b'.py": "x"}}', b'{"\\ud800": "\\udc00"}',
+    b'{"files": {"activations.py": "x"}, "exercises": ["' + b"x" * 60_000 + b'"]}',
+    b'{"files": {"activations.py": "x"}, "exercises": [' + b'"activations",' * 5000 + b'"linear"]}',
 ]
 BAD_QUERIES = ["wait=nan", "wait=inf", "wait=-inf", "wait=1e999", "wait=abc", "wait=-5", "wait=" + "9" * 5000]
 
@@ -220,3 +222,12 @@ def test_the_command_line_refuses_the_reserved_id(tmp_path: Path) -> None:
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "reserved for the instructor" in lines[0]
+
+
+def test_an_upload_names_a_bounded_list_of_exercises(env: dict[str, Any]) -> None:
+    """A 60,000-character exercise name used to cost seconds of did-you-mean on the server's event loop."""
+    headers = {"Authorization": f"Bearer {env['tokens']['bob']}"}
+    for selectors in (["x" * 60_000], ["activations"] * 5000):
+        answer = httpx.post(env["url"] + "/api/v1/submissions", headers=headers, timeout=60,
+                            json={"files": {"activations.py": "x = 1\n"}, "exercises": selectors})
+        assert answer.status_code == 400 and "at most 200 exercise ids or topics" in answer.json()["error"]

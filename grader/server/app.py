@@ -66,6 +66,7 @@ MAX_WAIT_S = 30.0  # the longest a GET /submissions/{id}?wait=S is held
 MAX_JSON_DEPTH = 32  # nesting of arrays and objects in a request body (an upload needs 2)
 MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger id is refused before any query
 MAX_MESSAGE = 400  # characters of an error's one line
+MAX_SELECTORS, MAX_SELECTOR_CHARS = 200, 100  # an upload's exercise list (did-you-mean on a 60 KB name took 7 s)
 
 
 @dataclass
@@ -378,6 +379,9 @@ async def create_submission(request: Request) -> Response:
     selectors = doc.get("exercises", [])
     if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
         raise fail(400, "exercises must be a list of exercise ids or topics")
+    if len(selectors) > MAX_SELECTORS or any(len(s) > MAX_SELECTOR_CHARS for s in selectors):
+        raise fail(400, f"exercises must be at most {MAX_SELECTORS} exercise ids or topics of at most "
+                        f"{MAX_SELECTOR_CHARS} characters each")
     when = now_utc()
     ids = selected_exercises(st.config.course, selectors, when)
     try:
