@@ -361,3 +361,15 @@ def test_a_lease_is_renewed_while_grading_and_released_on_sigterm(tmp_path: Path
             raise KeyboardInterrupt                             # what the SIGTERM handler raises
     lease = queue.lease(tid)
     assert lease is not None and "SIGTERM" in lease["released"]
+
+
+def test_a_try_taken_by_a_worker_that_died_before_its_lease_is_put_back(rig: dict[str, Any]) -> None:
+    tick(rig)
+    rig["queue"].huey.dequeue()                       # taken, then the worker died: no lease, the mark stays
+    assert rig["collector"].recover_taken(rig["store"], rig["queue"]) == []   # once could be a worker mid-take
+    assert tick(rig)["status"] == "queued" and rig["queue"].pending() == 0
+    assert rig["collector"].recover_taken(rig["store"], rig["queue"]) == [rig["job"]]
+    assert rig["queue"].pending() == 1 and tick(rig)["tries"] == 1
+    take(rig, 1)                                       # a live worker takes it: never put back again
+    assert rig["collector"].recover_taken(rig["store"], rig["queue"]) == []
+    assert rig["collector"].recover_taken(rig["store"], rig["queue"]) == []

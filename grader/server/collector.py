@@ -20,7 +20,9 @@ Every ``interval`` seconds it looks at each open job:
   with the reason.
 
 Every ``SWEEP_S`` seconds the keys of closed jobs still in the queue's store
-(the late result of an overrun try, its lease) are deleted.
+(the late result of an overrun try, its lease) are deleted, and a try taken
+from the queue by a worker that died before writing its lease (marked, no
+longer pending, no lease, at two sweeps in a row) is enqueued again.
 
 A failure of one tick (the database busy, Redis unreachable) is logged in a
 bounded way (jobs.Outage) and the next tick tries again, after a back-off;
@@ -82,6 +84,7 @@ class Collector(threading.Thread):
         self.seen: dict[str, tuple[Any, float]] = {}  # task id -> (lease beat, this clock when it last changed)
         self.first_seen: dict[str, float] = {}  # task id -> this clock when its lease was first seen
         self.clock = time.monotonic  # leases are timed on this clock only (tests give it a fake one)
+        self.suspects: set[str] = set()  # marked tries missing from the queue at the last sweep
         self.last_sweep = self.clock()
         self.outage = Outage("the server's collector", log)
 
@@ -119,6 +122,7 @@ class Collector(threading.Thread):
             self._watch(store, queue, job)
         if self.clock() - self.last_sweep >= SWEEP_S:
             self.sweep(store, queue)
+            self.recover_taken(store, queue)
 
     def sweep(self, store: Store, queue: Queue) -> int:
         """Delete the queue-store keys of closed jobs (a late result, a stale lease or mark); how many."""
@@ -132,6 +136,32 @@ class Collector(threading.Thread):
         for key in gone:
             queue.huey.delete(key)
         return len(gone)
+
+    def recover_taken(self, store: Store, queue: Queue) -> list[int]:
+        """Put back tries taken from the queue by a worker that died before writing its lease; their job ids.
+
+        Such a try keeps its ``queued:`` mark but is no longer in the queue.
+        Between taking a task and writing its lease a worker needs
+        microseconds, so a try is put back only when two sweeps (SWEEP_S
+        apart) both find it marked, not pending, with no lease and no result.
+        """
+        marked = [j for j in records.open_jobs(store) if j["status"] == "queued" and j["task_id"]
+                  and queue.waiting(j["task_id"])]
+        if not marked:
+            self.suspects.clear()
+            return []
+        pending = queue.pending_ids()
+        missing = {j["task_id"]: j for j in marked if j["task_id"] not in pending
+                   and queue.lease(j["task_id"]) is None and queue.result(j["task_id"]) is None}
+        put_back = []
+        for tid, job in missing.items():
+            if tid in self.suspects:
+                log.warning("job %s try %s was taken from the queue by a worker that stopped before it began; "
+                            "enqueued again", job["id"], job["tries"])
+                self._enqueue(store, queue, job, int(job["tries"]), None)
+                put_back.append(int(job["id"]))
+        self.suspects = {tid for tid, job in missing.items() if int(job["id"]) not in put_back}
+        return put_back
 
     def _enqueue(self, store: Store, queue: Queue, job: dict[str, Any], attempt: int, note: str | None) -> None:
         files = records.job_files(store, job["id"])

@@ -354,6 +354,10 @@ class Queue:
         """Tasks waiting in the queue."""
         return int(self.huey.pending_count())
 
+    def pending_ids(self) -> set[str]:
+        """The ids of the tasks waiting in the queue (reads every waiting task: call it seldom)."""
+        return {str(task.id) for task in self.huey.pending()}
+
 
 def open_queue(url: str) -> Queue:
     """The queue for ``url`` (``sqlite:///PATH``, a bare path, or ``redis://...``); SetupError when unusable."""
