@@ -231,3 +231,17 @@ def test_an_upload_names_a_bounded_list_of_exercises(env: dict[str, Any]) -> Non
         answer = httpx.post(env["url"] + "/api/v1/submissions", headers=headers, timeout=60,
                             json={"files": {"activations.py": "x = 1\n"}, "exercises": selectors})
         assert answer.status_code == 400 and "at most 200 exercise ids or topics" in answer.json()["error"]
+
+
+def test_the_dashboards_script_is_allowed_by_its_hash_alone(env: dict[str, Any]) -> None:
+    import base64
+    import hashlib
+
+    page = httpx.get(env["url"] + "/instructor/", headers={"Authorization": f"Bearer {env['teacher']}"}, timeout=60)
+    csp = page.headers["content-security-policy"]
+    script = re.search(r"<script>(.*?)</script>", page.text, re.DOTALL)
+    assert script is not None and "frame-ancestors 'none'" in csp
+    digest = base64.b64encode(hashlib.sha256(script.group(1).encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in csp and "'unsafe-inline'" not in csp.split("script-src")[1]
+    api_csp = httpx.get(env["url"] + "/api/v1/", timeout=30).headers["content-security-policy"]
+    assert "script-src" not in api_csp and "default-src 'none'" in api_csp     # no script anywhere else

@@ -18,7 +18,7 @@ nesting depth is measured on the raw bytes before it is parsed (400 past
 MAX_JSON_DEPTH); ids in paths are bounded integers (400 otherwise, 404 when
 there is no such row); an instructor's ``/students/{id}/...`` of a student the
 course does not know is 404. Every response carries the security headers of
-:class:`SecurityHeaders` (CSP with ``frame-ancestors 'none'``, nosniff,
+grader/server/headers.py (CSP with ``frame-ancestors 'none'``, nosniff,
 no-referrer).
 """
 
@@ -44,7 +44,6 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from grader import progress
 from grader.student import catalogue
@@ -52,6 +51,8 @@ from grader import quiz as quiz_lib
 from grader.student.course import DEFAULT_COURSE, Course, parse_time
 from grader.student.errors import GraderError, StoreError
 from grader.server import auth, pages, records
+from grader.server.headers import SecurityHeaders
+from grader.server.headers import as_dict as security_headers
 from grader.server.auth import Principal
 from grader.server.collector import Collector
 from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES
@@ -634,51 +635,12 @@ async def api_error(request: Request, exc: Exception) -> Response:
 
 async def server_error(request: Request, exc: Exception) -> Response:
     """Anything unexpected: a JSON 500 (503 when the database is busy) with one line, never a traceback."""
-    headers = {name.decode(): value.decode() for name, value in SECURITY_HEADERS}  # (outside the middleware)
+    headers = security_headers()  # (this handler answers outside the middleware)
     if isinstance(exc, (StoreError, sqlite3.OperationalError)):
         return JSONResponse({"error": f"the course database is busy ({' '.join(str(exc).split())[:200]}): try again"},
                             status_code=503, headers={"Retry-After": "5", **headers})
     return JSONResponse({"error": f"the server failed ({type(exc).__name__}): try again later, "
                                   "and tell your instructor if it goes on"}, status_code=500, headers=headers)
-
-
-CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; script-src 'self' 'unsafe-inline'; "
-       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
-SECURITY_HEADERS = [
-    (b"content-security-policy", CSP.encode()),
-    (b"x-frame-options", b"DENY"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"cross-origin-opener-policy", b"same-origin"),
-]
-
-
-class SecurityHeaders:
-    """ASGI middleware: the security headers on every response (pages, API, errors).
-
-    ``frame-ancestors 'none'`` and X-Frame-Options DENY: no other site can
-    frame a page (clickjacking); nosniff: a JSON or CSV answer is never run as
-    a script; no-referrer: a page's address (a student id) never leaks to
-    another site. The pages use no resource from elsewhere, so the policy
-    allows nothing but the page's own inline style and script.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                names = {name.lower() for name, _ in message.get("headers", [])}
-                message["headers"] = list(message.get("headers", [])) + [
-                    (name, value) for name, value in SECURITY_HEADERS if name not in names]
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
 
 
 def routes() -> list[BaseRoute]:

@@ -37,6 +37,7 @@ from starlette.routing import BaseRoute, Route
 
 from grader import class_report
 from grader.server import auth
+from grader.server.headers import as_dict as security_headers
 from grader.server.dashboard import (
     DashboardError, Filters, Links, exercise_detail, items_by_chapter, overview_context, record_override, render,
     student_detail,
@@ -202,7 +203,7 @@ def message(request: Request, status: int, heading: str, text: str, error: bool 
     page = render("dash_message.html.j2", title=heading, course_name=st.config.course.name, links=None,
                   with_script=False, heading=heading, message=text, error=error, login=login, next=next_url,
                   hours=SESSION_HOURS, back="" if login else "/instructor/", back_text="Back to the dashboard")
-    return HTMLResponse(page, status_code=status, headers={"Cache-Control": "no-store"})
+    return HTMLResponse(page, status_code=status, headers={"Cache-Control": "no-store", **security_headers(page)})
 
 
 def class_now(request: Request, **build: Any) -> class_report.ClassReport:
@@ -220,8 +221,8 @@ def page(request: Request, title: str, status: int = 200, **context: Any) -> HTM
         "notice": "", "notice_error": False, "with_script": context.get("page") == "overview",
     }
     values.update(context)
-    return HTMLResponse(render("dash_page.html.j2", **values), status_code=status,
-                        headers={"Cache-Control": "no-store"})
+    html = render("dash_page.html.j2", **values)
+    return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store", **security_headers(html)})
 
 
 def guarded(handler: Any, page_route: bool = True) -> Any:
