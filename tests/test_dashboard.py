@@ -413,3 +413,18 @@ def test_a_quiz_never_started_is_the_dash_alone(cls: ClassServer) -> None:
                 assert cell is not None and cell.group(1) == '<span class="sr-only">not started</span>'  # no "-0/16"
                 return
     pytest.skip("every generated student started every quiz")
+
+
+def test_an_override_counts_in_the_students_progress_as_on_the_dashboard(cls: ClassServer) -> None:
+    """One counted score: the server's /progress (what `grade progress` prints) applies the overrides."""
+    report = cls.report()
+    with_override = [(s, ex) for s in report.students for ex, c in s.exercises.items() if c.override is not None]
+    assert with_override, "the generated class has overrides"
+    student, exercise = with_override[0]
+    answer = httpx.get(f"{cls.url}/api/v1/students/{student.name}/progress", headers=cls.teacher, timeout=60)
+    doc = answer.json()
+    scores = {e["id"]: e["best_score"] for c in doc["chapters"] for e in c["exercises"]}
+    assert scores[exercise] == student.exercises[exercise].best_score
+    assert doc["overrides"][exercise]["score"] == student.exercises[exercise].override
+    exercises_total = sum(c.best_score for c in student.exercises.values())
+    assert abs(doc["score"] - exercises_total) < 1e-6

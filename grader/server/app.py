@@ -46,6 +46,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from grader import progress
+from grader.class_report import overrides_in_force
 from grader.student import catalogue
 from grader import quiz as quiz_lib
 from grader.student.course import DEFAULT_COURSE, Course, parse_time
@@ -447,11 +448,27 @@ async def list_submissions(request: Request) -> Response:
 
 
 def progress_json(st: ServerState, store: Store, student: str) -> dict[str, Any]:
-    """The student's progress under the course's score rule (the same summary as `grade progress`)."""
+    """The student's progress under the course's score rule (the same summary as `grade progress`).
+
+    The instructor's overrides in force replace the graded score, as on the
+    dashboard and in the exports (one counted score in every view); they are
+    listed under ``overrides`` (exercise -> score, graded score, comment).
+    """
     summary = progress.summarize(
         store, student, progress.course_exercises(), st.quizzes, "grade submit", st.config.course
     )
-    return summary.to_json()
+    in_force = overrides_in_force(store.score_overrides(student))
+    applied: dict[str, Any] = {}
+    for chapter in summary.chapters:
+        for exercise in chapter.exercises:
+            override = in_force.get((student, exercise.id))
+            if override is not None:
+                applied[exercise.id] = {"score": float(override["score"]), "graded": exercise.best_score,
+                                        "comment": str(override["comment"])}
+                exercise.best_score = float(override["score"])
+    doc = summary.to_json()
+    doc["overrides"] = applied
+    return doc
 
 
 async def get_progress(request: Request) -> Response:
