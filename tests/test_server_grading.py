@@ -250,8 +250,8 @@ def test_a_result_is_recorded_once_however_often_it_is_collected(tmp_path: Path)
 
 
 def test_a_job_begun_and_finished_between_two_collector_passes_still_names_its_worker(tmp_path: Path) -> None:
-    """A fast job's start note and result can both arrive before the collector looks: the worker is still
-    recorded (from the start note), not left empty (the collector used to note it only while running)."""
+    """A fast job's lease and result can both arrive before the collector looks: the worker is still
+    recorded (from the lease), not left empty (the collector used to note it only while running)."""
     from grader.server.collector import Collector
     from grader.server.jobs import lease_key, open_queue, task_id
     from grader.student.wire import report_to_dict

@@ -321,7 +321,6 @@ class Queue:
         value = self.huey.get(lease_key(tid), peek=True)
         return value if isinstance(value, dict) else None
 
-    started = lease  # the lease doubles as the start note (who began the try)
 
     def waiting(self, tid: str) -> bool:
         """Whether ``tid`` is on the queue, not yet taken by a worker (its ``queued:`` mark)."""
