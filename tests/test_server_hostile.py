@@ -126,8 +126,11 @@ def test_a_body_nested_100000_deep_is_refused_before_parsing(env: dict[str, Any]
     headers = {"Authorization": f"Bearer {env['tokens']['bob']}", "Content-Type": "application/json"}
     answer = httpx.post(env["url"] + "/api/v1/submissions", content=DEEP, headers=headers, timeout=60)
     assert answer.status_code == 400 and "nested more than" in answer.json()["error"]
-    assert app_lib.json_depth(b'{"a": [1, {"b": "[[[[[[[[{{{{"}]}') == 3  # brackets in strings do not count
-    assert app_lib.json_depth(b'{"a": "\\"[[[[", "b": [[]]}') == 3
+    assert not app_lib.too_deep(b'{"a": [1, {"b": "[[[[[[[[{{{{"}]}', 3)  # brackets in strings do not count
+    assert app_lib.too_deep(b'{"a": [1, {"b": [1]}]}', 3)
+    assert not app_lib.too_deep(b'{"a": "\\"[[[[", "b": [[]]}', 3)
+    assert app_lib.too_deep(b'[' * 33 + b']' * 33, 32) and not app_lib.too_deep(b'[' * 32 + b']' * 32, 32)
+    assert app_lib.too_deep(b'{"a": [}', 32)                                 # brackets that do not match
 
 
 def test_an_unknown_student_is_404_for_the_instructor(env: dict[str, Any]) -> None:
