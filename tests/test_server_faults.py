@@ -253,6 +253,7 @@ def test_redis_killed_and_restarted_empty_mid_job(redis_server: Redis, tmp_path:
         redis_server.restart_empty()
         doc = api(server.url, tokens["r1"], "GET", f"/submissions/{job}").json()
         assert doc["where"] and doc["max_tries"] == 2 and doc["lease_timeout_s"] == float(LEASE)
+        assert doc["phase"] in ("running", "retried", "queued")
         finals = settled(db, redis_server.url, server.url, tokens, {"r1": job, "r2": stored})
         assert finals["r2"]["status"] == "done" and finals["r2"]["json"]["score"] == 10.0
         log_lines = worker_log.read_text(errors="replace").splitlines()

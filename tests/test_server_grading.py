@@ -372,7 +372,7 @@ def test_a_late_upload_says_what_share_counts_and_closed_chapters_are_listed(tmp
     with Store.open(tmp_path / "course.db") as store:
         job = records.create_job(store, "ann", "k", {"activations.py": "x = 1\n"}, RELU, course, now).job
         doc = job_json(store, job, config)
-        assert doc["where"] == "queued" and doc["max_tries"] == 2 and "late" not in doc
+        assert doc["where"] == "queued" and doc["phase"] == "queued" and doc["max_tries"] == 2 and "late" not in doc
         assert [c["chapter"] for c in doc["closed_chapters"]] == ["linear"]
         assert "linear.Linear" in doc["closed_chapters"][0]["exercises"]
         report = GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)])
@@ -401,3 +401,20 @@ def test_a_report_from_the_worker_names_no_server_folder(tmp_path: Path) -> None
     message = jobs.without_folder("folder /tmp/normgrade-job10-x1/exercises has no base.py",
                                   Path("/tmp/normgrade-job10-x1"))
     assert message == "folder your exercises folder has no base.py"
+
+
+def test_where_a_job_is_in_one_word_and_one_line() -> None:
+    from grader.server.app import phase, where
+
+    base = {"id": 7, "status": "queued", "tries": 1, "max_tries": 2, "queue_position": 3, "worker": None,
+            "retry_reason": None, "error": None}
+    assert (phase(base), where(base)) == ("queued", "queued (3 ahead)")
+    running = {**base, "status": "running", "worker": "vm:42", "queue_position": 0}
+    assert (phase(running), where(running)) == ("running", "running on worker vm:42")
+    retried = {**running, "tries": 2, "retry_reason": "try 1: the grading worker (process 41) stopped in the middle of the job"}
+    assert phase(retried) == "retried"
+    assert where(retried) == ("running on worker vm:42, try 2 of 2 (after try 1: the grading worker (process 41) "
+                              "stopped in the middle of the job)")
+    failed = {**base, "status": "error", "error": "grading took longer than 600 s, on each of 2 tries: submit again"}
+    assert (phase(failed), where(failed)) == ("error", "not graded: grading took longer than 600 s, on each of 2 "
+                                                        "tries: submit again")

@@ -264,8 +264,9 @@ def now_utc() -> datetime:
 def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = None) -> dict[str, Any]:
     """A job as the API shows it; with the full report (grader.student.wire) and the ``--json`` document once done.
 
-    While the job is open, ``where`` says in one line where it is (queued with
-    how many ahead, running on which worker, which try after what failure);
+    While the job is open, ``phase`` says where it is in one word (queued,
+    running, retried) and ``where`` in one line (queued with how many ahead,
+    running on which worker, which try after what failure);
     ``max_tries``, ``job_timeout_s`` and ``lease_timeout_s`` bound how long
     the server can take before it closes the job as done or error. Once done,
     ``late`` lists each exercise uploaded after its chapter's due date with
@@ -290,6 +291,7 @@ def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = No
         "lease_timeout_s": config.lease_timeout,
         "retry_reason": job["error"] if job["status"] in records.OPEN_STATES else None,
     }
+    doc["phase"] = phase(doc)
     doc["where"] = where(doc)
     received = parse_time(job["received_at"])
     doc["closed_chapters"] = closed_chapters(config.course, received)
@@ -299,6 +301,15 @@ def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = No
         doc["json"] = report.to_json()
         doc["late"] = late_exercises(config.course, report, received)
     return doc
+
+
+def phase(doc: dict[str, Any]) -> str:
+    """Where a job is, as one word: queued, running, retried (an earlier try failed; open again), done, error."""
+    if doc["status"] in records.OPEN_STATES:
+        if int(doc["tries"] or 0) > 1:
+            return "retried"
+        return "running" if doc["status"] == "running" else "queued"
+    return str(doc["status"])
 
 
 def where(doc: dict[str, Any]) -> str:
