@@ -4,11 +4,9 @@
 quiz answers and diagnosed mistakes into a :class:`ClassReport`, which is then
 written as
 
-- HTML (:func:`format_html`): one self-contained file (inline CSS and SVG, no
-  script, no external URL) with the class summary, the score distribution and
-  the per-exercise pass rates as SVG charts, the most frequent diagnosed
-  mistakes per exercise, quiz item difficulty and a table per student;
-  printable (``@media print``);
+- HTML: not here. ``grader.class_html.format_html`` renders the dashboard's
+  views (grader/server/dashboard.py, which reads this module's data) into one
+  self-contained file; this module imports neither;
 - CSV (:func:`format_csv`): one row per student: student, total, one column per
   exercise (best score, empty when never graded) and one per quiz chapter
   (``quiz:<chapter>``: 1 when complete, else 0), ready for a gradebook;
@@ -43,7 +41,7 @@ from grader import quiz as quiz_lib
 from grader.student.course import DEFAULT_COURSE, Course, counted_score, parse_time
 from grader.progress import DEFAULT_MAX_SCORE
 from grader.quiz import Quiz
-from grader.student.report import format_score, mistake_entry, status_style
+from grader.student.report import format_score, mistake_entry, round_score, status_style
 from grader.student.store import Store
 
 HISTOGRAM_BINS = 10
@@ -673,9 +671,9 @@ def item_stats(answers: list[dict[str, Any]], quizzes: list[Quiz]) -> list[ItemS
 
 
 def _number(value: float) -> str:
-    """A score for a spreadsheet: at most 4 decimals, no trailing zeros (9.5, 10, 4.3333)."""
-    text = f"{round(value, 4):.4f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
+    """A score for a spreadsheet: at most 4 decimals, no trailing zeros (9.5, 10, 4.3333), rounded as
+    every view rounds (``report.round_score``: half up, float noise ignored)."""
+    return round_score(value, 4)
 
 
 def csv_header(report: ClassReport) -> list[str]:
@@ -894,12 +892,3 @@ def environment() -> jinja2.Environment:
 def status_label(status: str | None) -> str:
     """The report label of a status (PASS, FAIL, TODO, ERROR, TIMEOUT); '-' when never graded."""
     return status_style(status)[0]
-
-
-def format_html(report: ClassReport, store: Store | None = None, title: str = "normgrade class report") -> str:
-    """The self-contained HTML report: the dashboard's pages in one file (inline CSS, SVG and a little
-    script for sorting and filtering; no external resource). With ``store``, each exercise's and each
-    student's page is included (the students' with the report of their latest upload)."""
-    from grader.server.dashboard import offline_html  # the dashboard's views import this module
-
-    return offline_html(report, store, title)

@@ -485,7 +485,9 @@ def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | Non
         with Store.open(db) as store:
             report = class_report.build(store, quizzes=quizzes, course=course)
             if fmt == "html":
-                text = class_report.format_html(report, store)
+                from grader.class_html import format_html  # the dashboard's views, in one file
+
+                text = format_html(report, store)
             elif fmt == "csv":
                 text = class_report.format_csv(report)
             elif fmt == "canvas":

@@ -14,8 +14,6 @@ inside the commands that need them, so the student's commands work with the
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,20 +57,32 @@ def _load_course(course: Path | None) -> Any:
               help="Locked quizzes [default: the checkout's quizzes/].")
 @click.option("--job-timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
               help="Seconds a grading try may run before it is tried again (then failed).")
+@click.option("--lease-timeout", type=click.FloatRange(min=5), default=20.0, show_default=True,
+              help="Seconds without word from a grading worker (its lease not renewed) before its try is "
+                   "put back on the queue.")
 @click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
 def serve_command(course_file: Path | None, db: Path, host: str, port: int, queue_url: str | None,
-                  workers: int, quiz_dir: Path | None, job_timeout: float, no_sandbox: bool) -> None:
-    """Run the course server: the API under /api/v1/, the grading queue and its workers."""
+                  workers: int, quiz_dir: Path | None, job_timeout: float, lease_timeout: float,
+                  no_sandbox: bool) -> None:
+    """Run the course server: the API under /api/v1/, the grading queue and its workers.
+
+    SIGTERM (or Ctrl-C) stops it and every worker process it started.
+    """
+    import logging
+
     import uvicorn
 
     from grader.server.app import ServerConfig, create_app
     from grader.server.jobs import default_queue_url, open_queue
+    from grader.server.supervisor import WorkerPool
+
+    logging.basicConfig(level=logging.WARNING, format="grade serve: %(name)s: %(message)s")
 
     try:
         course = _load_course(course_file)
         queue_url = queue_url or default_queue_url(db)
         open_queue(queue_url).pending()  # an unusable queue stops here, with its reason
-        app = create_app(ServerConfig(db, queue_url, course, quiz_dir, job_timeout))
+        app = create_app(ServerConfig(db, queue_url, course, quiz_dir, job_timeout, lease_timeout=lease_timeout))
     except GraderError as exc:
         raise one_line(exc) from exc
     except Exception as exc:  # redis.ConnectionError and the like: one line
@@ -85,18 +95,14 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int, queu
             Limits(sandbox=True).sandboxed()  # the workers would refuse to start: say so here, once
         except GraderError as exc:
             raise one_line(exc) from exc
-    consumer = start_worker_process(queue_url, workers, no_sandbox) if workers else None
+    pool = WorkerPool(queue_url, workers, no_sandbox).start() if workers else None
     click.echo(f"Serving {course.name} at http://{host}:{port} (database {db}, queue {queue_url}, "
                f"{workers} worker process{'es' if workers != 1 else ''})", err=True)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
     finally:
-        if consumer is not None:
-            consumer.send_signal(signal.SIGTERM)
-            try:
-                consumer.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                consumer.kill()
+        if pool is not None:
+            pool.stop()
 
 
 def check_port(host: str, port: int) -> None:
@@ -108,25 +114,6 @@ def check_port(host: str, port: int) -> None:
             pass
     except OSError as exc:
         raise RemoteError(f"cannot listen on {host}:{port} ({exc.strerror or exc}): pass another --port or --host") from exc
-
-
-def _die_with_parent() -> None:
-    """In the worker child (Linux): get SIGTERM when the server dies, even by SIGKILL."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
-def start_worker_process(queue_url: str, workers: int, no_sandbox: bool = False) -> subprocess.Popen[bytes]:
-    """``grade worker`` as a child of the server (the embedded default)."""
-    command = [sys.executable, "-m", "grader.cli", "worker", "--queue", queue_url, "--workers", str(workers)]
-    command += ["--no-sandbox"] if no_sandbox else []
-    preexec = _die_with_parent if sys.platform.startswith("linux") else None
-    return subprocess.Popen(command, preexec_fn=preexec)  # noqa: PLW1509 (no threads yet at this point)
 
 
 @click.command("worker")

@@ -216,10 +216,11 @@ class Redis:
     def url(self) -> str:
         return f"redis://{HOST}:{self.port}/0"
 
-    def start(self) -> "Redis":
+    def start(self, port: int | None = None) -> "Redis":
+        """Start redis-server (on ``port``, or a free one) and wait until it answers PING."""
         import redis
 
-        self.port = free_port()
+        self.port = port or free_port()
         self.proc = subprocess.Popen(
             ["redis-server", "--bind", HOST, "--port", str(self.port), "--save", "", "--appendonly", "no",
              "--dir", str(self.folder), "--protected-mode", "yes"],
@@ -240,6 +241,16 @@ class Redis:
     def stop(self) -> None:
         if self.proc is not None:
             stop_process(self.proc)
+
+    def kill(self) -> None:
+        """SIGKILL redis-server (its data is gone: persistence is off)."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+
+    def restart_empty(self) -> None:
+        """Start a fresh, empty redis-server on the same port (as after a crash without persistence)."""
+        self.start(self.port)
 
 
 # --- the API ------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import class_report
+from grader import class_html, class_report
 from grader.mistakes import CATALOGUE
 from grader.student.model import CheckResult, ExerciseResult, GradeReport
 from grader.quiz import Question, Quiz
@@ -153,7 +153,7 @@ def test_json_holds_the_same_data(report: class_report.ClassReport) -> None:
 
 
 def test_html_is_self_contained_and_shows_every_part(report: class_report.ClassReport, store: Store) -> None:
-    page = class_report.format_html(report, store)
+    page = class_html.format_html(report, store)
     assert page.startswith("<!DOCTYPE html>")
     # self-contained: no URL to fetch, one inline script (sorting and filtering), no stylesheet link
     assert "http" not in page and "src=" not in page and "@import" not in page and 'rel="stylesheet"' not in page
@@ -194,7 +194,7 @@ def test_html_is_self_contained_and_shows_every_part(report: class_report.ClassR
 def test_html_escapes_what_students_control(tmp_path: Path) -> None:
     with Store.open(tmp_path / "x.db") as s:
         s.record_report(GradeReport("<img src=x onerror=alert(1)>", [ex("linear.Linear", 10)], "h"), "v")
-        page = class_report.format_html(class_report.build(s, ["linear.Linear"], []), s)
+        page = class_html.format_html(class_report.build(s, ["linear.Linear"], []), s)
     assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert 'data-name="&lt;img src=x onerror=alert(1)&gt;"' in page      # attributes too
 
@@ -202,7 +202,7 @@ def test_html_escapes_what_students_control(tmp_path: Path) -> None:
 def test_empty_database_gives_an_empty_report(tmp_path: Path) -> None:
     with Store.open(tmp_path / "empty.db") as s:
         report = class_report.build(s, IDS, [QUIZ])
-        page = class_report.format_html(report, s)
+        page = class_html.format_html(report, s)
     assert report.summary()["students"] == 0 and report.summary()["mean_total"] == 0
     assert class_report.format_csv(report) == "student,total," + ",".join(IDS) + ",quiz:activations\n"
     assert "No student has anything recorded" in page and "No named mistake was diagnosed" in page

@@ -319,3 +319,112 @@ def test_text_colours_have_sufficient_contrast() -> None:
     assert {"badge-bg", "badge", "header", "button"} <= set(colours)
     for literal in ("#1d2f45", "#24507f", "#f7cdc8", "#5c130e", "#f4f6f8", "#e7ebef", "#f6f8fa"):
         assert literal in css, f"{literal} is no longer in the stylesheet: update this test"
+
+
+# --- one rule, one rounding, one numbering in every view --------------------------------------------------
+
+
+def test_class_report_and_dashboard_do_not_import_each_other() -> None:
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "grader"
+
+    def imports(path: Path) -> set[str]:
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+                found.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+        return found
+
+    assert not any("dashboard" in m or m.startswith("grader.server") for m in imports(root / "class_report.py"))
+    assert "grader.class_report" in imports(root / "server" / "dashboard.py")  # one direction only
+
+
+def test_one_rounding_for_the_report_progress_dashboard_and_exports() -> None:
+    from grader.student.report import format_score
+
+    assert format_score(5.75 * 0.7) == format_score(5.75 - 5.75 * 0.3) == "4.03"  # the same 4.025 either way
+    assert class_report._number(5.75 * 0.7) == "4.025" and class_report._number(2 / 3) == "0.6667"
+    assert format_score(10.0) == "10" and format_score(-0.0) == "0" and format_score(6.5) == "6.5"
+
+
+@pytest.fixture
+def late_class(tmp_path: Path) -> Iterator[tuple[Store, class_report.ClassReport]]:
+    """Two students at full marks on ReLU: ann on time, bob a day late (30% penalty: 7 counts)."""
+    from datetime import timedelta
+
+    from grader.student.course import parse_course
+    from grader.student.model import ExerciseResult, GradeReport
+
+    now = datetime.now(timezone.utc)
+    due = now - timedelta(days=2)
+    course = parse_course({"chapter": [{"name": "activations", "due": due, "late_penalty": 0.3}]},
+                          tmp_path / "course.toml")
+    with Store.open(tmp_path / "course.db") as store:
+        for student, when in (("ann", due - timedelta(hours=1)), ("bob", due + timedelta(days=1))):
+            report = GradeReport(student, [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)])
+            store.record_report(report, "v", started_at=when.isoformat(timespec="seconds"))
+        yield store, class_report.build(store, ["activations.ReLU"], [], course=course)
+
+
+def test_the_pass_rate_chart_ends_where_the_pages_figure_stands(
+        late_class: tuple[Store, class_report.ClassReport]) -> None:
+    store, report = late_class
+    stats = report.exercises[0]
+    assert stats.passed == 1 and stats.students == 2                     # bob's late 10 counts 7
+    series = dashboard.pass_rate_series(store, report, "activations.ReLU")
+    assert series[-1][1] == stats.passed / stats.students and "1 of 2" in series[-1][2]
+    detail = dashboard.exercise_detail(store, report, "activations.ReLU")
+    assert detail is not None and detail.pass_chart.points
+
+
+def test_an_upload_is_named_as_the_student_knows_it(tmp_path: Path) -> None:
+    from grader.server import records
+    from grader.student.course import DEFAULT_COURSE
+    from grader.student.model import ExerciseResult, GradeReport
+
+    with Store.open(tmp_path / "course.db") as store:
+        for _ in range(3):  # earlier jobs take the first numbers: job ids and attempt ids differ
+            records.create_job(store, "eve", f"k{_}", {"activations.py": "x = 1\n"}, ["activations.ReLU"],
+                               DEFAULT_COURSE, datetime.now(timezone.utc))
+        job = records.create_job(store, "ann", "k", {"activations.py": "x = 1\n"}, ["activations.ReLU"],
+                                 DEFAULT_COURSE, datetime.now(timezone.utc)).job
+        report = GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)])
+        records.record_done(store, job, report, "v")
+        store.record_report(GradeReport("ann", [ExerciseResult("activations.ReLU", "failed", 2.0, 10.0)]), "v")
+        built = class_report.build(store, ["activations.ReLU"], [])
+        detail = dashboard.student_detail(store, built, "ann")
+    assert detail is not None
+    assert [a.label for a in detail.attempts] == ["Upload 2", f"Submission {job['id']}"]
+
+
+def test_a_quiz_never_started_is_the_dash_alone(cls: ClassServer) -> None:
+    report = cls.report()
+    quiz_group = {c: -1 for c, _ in report.chapters}
+    for student in report.students:
+        for chapter, _ in report.chapters:
+            if not student.quizzes[chapter].attempts:
+                cells = str(dashboard.grid_cells(report, student, quiz_group))
+                cell = re.search(rf'<td class="c b-none[^"]*" title="Quiz {re.escape(chapter)}: not started[^"]*">(.*?)</td>',
+                                 cells)
+                assert cell is not None and cell.group(1) == '<span class="sr-only">not started</span>'  # no "-0/16"
+                return
+    pytest.skip("every generated student started every quiz")
+
+
+def test_an_override_counts_in_the_students_progress_as_on_the_dashboard(cls: ClassServer) -> None:
+    """One counted score: the server's /progress (what `grade progress` prints) applies the overrides."""
+    report = cls.report()
+    with_override = [(s, ex) for s in report.students for ex, c in s.exercises.items() if c.override is not None]
+    assert with_override, "the generated class has overrides"
+    student, exercise = with_override[0]
+    answer = httpx.get(f"{cls.url}/api/v1/students/{student.name}/progress", headers=cls.teacher, timeout=60)
+    doc = answer.json()
+    scores = {e["id"]: e["best_score"] for c in doc["chapters"] for e in c["exercises"]}
+    assert scores[exercise] == student.exercises[exercise].best_score
+    assert doc["overrides"][exercise]["score"] == student.exercises[exercise].override
+    exercises_total = sum(c.best_score for c in student.exercises.values())
+    assert abs(doc["score"] - exercises_total) < 1e-6

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from conftest import require_program
-from grader import class_report
+from grader import class_html, class_report
 from grader import quiz as quiz_lib
 from grader.server import dashboard
 from grader.student.store import Store
@@ -237,7 +237,7 @@ def test_offline_report_file_works_in_the_browser(browser: Any, cls: ClassServer
     quizzes = quiz_lib.load_all(quiz_lib.default_quiz_dir())
     with Store.open(cls.db) as store:
         report = class_report.build(store, quizzes=quizzes, course=cls.generated.course)
-        text = class_report.format_html(report, store)
+        text = class_html.format_html(report, store)
     target = ARTIFACTS / "report.html"
     target.write_text(text, encoding="utf-8")
     for width in WIDTHS:
@@ -281,3 +281,82 @@ def test_the_overview_reads_without_javascript(browser: Any, cls: ClassServer) -
         assert watched.overflow() <= 0 and watched.problems == []
     finally:
         context.close()
+
+
+def test_the_grids_overflow_is_visible_at_1280_px(browser: Any, cls: ClassServer) -> None:
+    """The quiz columns sit past the right edge: the note above the grid says so, and the grid's box (with its
+    scrollbar, which headless chromium does not draw) fits in the window, so the scrollbar is on screen."""
+    context, watched = open_page(browser, 1280)
+    page = watched.page
+    try:
+        log_in(cls, watched)
+        wrap = page.locator(".grid-wrap")
+        sizes = page.evaluate("(() => { const w = document.querySelector('.grid-wrap'); w.scrollIntoView();"
+                              " const r = w.getBoundingClientRect();"
+                              " return {scroll: w.scrollWidth, client: w.clientWidth,"
+                              " bottom: r.bottom, top: r.top, inner: window.innerHeight}; })()")
+        assert sizes["scroll"] > sizes["client"], "at 1280 px the grid is wider than its box"
+        assert sizes["bottom"] <= sizes["inner"], "the grid's box, scrollbar included, fits in the window"
+        assert page.locator("#grid-more").is_visible() and "quiz columns" in page.inner_text("#grid-more")
+        quiz = page.locator("#grid thead th.ex a", has_text="Quiz:").last
+        before = quiz.bounding_box()
+        assert before is not None and before["x"] > sizes["client"], "the last quiz column starts out of view"
+        wrap.evaluate("w => { w.scrollLeft = w.scrollWidth; }")
+        box = quiz.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 1280, "scrolled, the quiz columns come into view"
+        assert watched.problems == []
+    finally:
+        context.close()
+
+
+def test_the_student_page_is_cards_at_390_px(browser: Any, cls: ClassServer) -> None:
+    context, watched = open_page(browser, 390)
+    page = watched.page
+    try:
+        log_in(cls, watched)
+        page.goto(cls.url + "/instructor/students/s0003")
+        page.screenshot(path=str(ARTIFACTS / "dashboard-student-cards-390.png"), full_page=True)
+        table = page.locator("table.data.stack").first
+        assert table.evaluate("t => getComputedStyle(t.tBodies[0].rows[0]).display") == "block"
+        assert table.evaluate("t => t.scrollWidth <= t.parentElement.clientWidth"), "no sideways scrolling"
+        label = table.evaluate("t => getComputedStyle(t.tBodies[0].rows[0].cells[1], '::before').content")
+        assert "Counts" in label
+        assert watched.overflow() <= 0 and watched.problems == []
+    finally:
+        context.close()
+
+
+def test_the_offline_report_shows_one_page_at_a_time(browser: Any, cls: ClassServer) -> None:
+    quizzes = quiz_lib.load_all(quiz_lib.default_quiz_dir())
+    with Store.open(cls.db) as store:
+        report = class_report.build(store, quizzes=quizzes, course=cls.generated.course)
+        text = class_html.format_html(report, store)
+    target = ARTIFACTS / "report-pages.html"
+    ARTIFACTS.mkdir(exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    shown = "(() => Array.from(document.querySelectorAll('.page')).filter(p => p.offsetParent !== null)" \
+            ".map(p => p.querySelector('[id]').id))()"
+    for width in WIDTHS:
+        context, watched = open_page(browser, width)
+        page = watched.page
+        try:
+            page.goto(target.as_uri())
+            assert page.evaluate(shown) == ["overview"]
+            home = page.evaluate("document.documentElement.scrollHeight")
+            for anchor, first in (("#students", "students"), ("#student-3", "student-3"), ("#exercises", "exercises"),
+                                  ("#exercise-activations.ReLU", "exercise-activations.ReLU"),
+                                  (f"#quiz-{report.chapters[0][0]}", "quiz-items"), ("#overview", "overview")):
+                page.goto(target.as_uri() + anchor)
+                assert page.evaluate(shown) == [first], anchor
+            page.goto(target.as_uri() + "#student-3")
+            page.screenshot(path=str(ARTIFACTS / f"report-student-{width}.png"), full_page=True)
+            student = page.evaluate("document.documentElement.scrollHeight")
+            page.goto(target.as_uri() + "#students")
+            page.locator("#students .index a").nth(5).click()                         # its own navigation
+            assert re.search(r"#student-5$", page.url) and page.evaluate(shown) == ["student-5"]
+            total = page.evaluate("Array.from(document.querySelectorAll('.page')).length")
+            assert total == 1 + 1 + 1 + len(report.exercise_ids) + 1 + len(report.students)
+            assert home < 20000 and student < 20000, (home, student)
+            assert watched.problems == []
+        finally:
+            context.close()

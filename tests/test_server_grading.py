@@ -250,10 +250,10 @@ def test_a_result_is_recorded_once_however_often_it_is_collected(tmp_path: Path)
 
 
 def test_a_job_begun_and_finished_between_two_collector_passes_still_names_its_worker(tmp_path: Path) -> None:
-    """A fast job's start note and result can both arrive before the collector looks: the worker is still
-    recorded (from the start note), not left empty (the collector used to note it only while running)."""
+    """A fast job's lease and result can both arrive before the collector looks: the worker is still
+    recorded (from the lease), not left empty (the collector used to note it only while running)."""
     from grader.server.collector import Collector
-    from grader.server.jobs import open_queue, started_key, task_id
+    from grader.server.jobs import lease_key, open_queue, task_id
     from grader.student.wire import report_to_dict
 
     db, url = tmp_path / "course.db", f"sqlite:///{tmp_path / 'queue.db'}"
@@ -263,7 +263,7 @@ def test_a_job_begun_and_finished_between_two_collector_passes_still_names_its_w
                                         datetime.now(timezone.utc)).job["id"])
         collector.tick(store, queue)  # enqueued: queued
         tid = task_id(job_id, 1)
-        queue.huey.put(started_key(tid), {"host": "machine-b", "pid": 4242, "at": 0.0})  # a worker elsewhere
+        queue.huey.put(lease_key(tid), {"host": "machine-b", "pid": 4242, "at": 0.0, "beat": 0})  # a worker elsewhere
         report = GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)])
         queue.huey.put(tid, {"ok": True, "report": report_to_dict(report)})
         collector.tick(store, queue)
@@ -352,3 +352,69 @@ def test_a_try_past_the_job_timeout_is_retried_and_the_first_result_counts_once(
     good = submit(server.url, token, write_solution(fresh["root"] / "good"))  # the revoked try 2 is skipped
     assert wait_graded(server.url, token, good)["status"] == "done"
     assert attempts_of(fresh["db"], "k1") == 2
+
+
+# --- what the client needs to say: late shares, closed chapters, no server path ----------------------------
+
+
+def test_a_late_upload_says_what_share_counts_and_closed_chapters_are_listed(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from grader.server.app import ServerConfig, job_json
+    from grader.student.course import parse_course
+
+    now = datetime.now(timezone.utc)
+    course = parse_course({"chapter": [
+        {"name": "activations", "due": now - timedelta(days=1), "late_penalty": 0.3, "late_until": now + timedelta(days=1)},
+        {"name": "linear", "due": now - timedelta(days=2)},
+    ]}, tmp_path / "course.toml")
+    config = ServerConfig(tmp_path / "course.db", "", course)
+    with Store.open(tmp_path / "course.db") as store:
+        job = records.create_job(store, "ann", "k", {"activations.py": "x = 1\n"}, RELU, course, now).job
+        doc = job_json(store, job, config)
+        assert doc["where"] == "queued" and doc["phase"] == "queued" and doc["max_tries"] == 2 and "late" not in doc
+        assert [c["chapter"] for c in doc["closed_chapters"]] == ["linear"]
+        assert "linear.Linear" in doc["closed_chapters"][0]["exercises"]
+        report = GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)])
+        records.record_done(store, job, report, "v")
+        doc = job_json(store, records.job(store, job["id"]), config)
+        assert doc["late"] == [{"exercise": "activations.ReLU", "chapter": "activations", "score": 10.0,
+                                "max_score": 10.0, "counts": 0.7, "counted_score": 7.0,
+                                "due": (now - timedelta(days=1)).isoformat(timespec="minutes")}]
+        on_time = job_json(store, records.job(store, job["id"]), ServerConfig(tmp_path / "c.db", ""))
+        assert on_time["late"] == [] and on_time["closed_chapters"] == []
+
+
+def test_a_report_from_the_worker_names_no_server_folder(tmp_path: Path) -> None:
+    from grader.server import jobs
+
+    queue = jobs.open_queue(f"sqlite:///{tmp_path / 'queue.db'}")
+    leaky = "class ReLU:\n    def __init__(self):\n        raise RuntimeError(__file__)\n"
+    saved, jobs.SANDBOX = jobs.SANDBOX, False
+    try:
+        result = queue.task.call_local(10, 1, "ann", RELU, {"activations.py": leaky, "__init__.py": "", "base.py": ""})
+    finally:
+        jobs.SANDBOX = saved
+    text = json.dumps(result)
+    assert result["ok"] and "RuntimeError: activations.py" in text
+    assert "normgrade-" not in text and "/tmp" not in text
+    message = jobs.without_folder("folder /tmp/normgrade-job10-x1/exercises has no base.py",
+                                  Path("/tmp/normgrade-job10-x1"))
+    assert message == "folder your exercises folder has no base.py"
+
+
+def test_where_a_job_is_in_one_word_and_one_line() -> None:
+    from grader.server.app import phase, where
+
+    base = {"id": 7, "status": "queued", "tries": 1, "max_tries": 2, "queue_position": 3, "worker": None,
+            "retry_reason": None, "error": None}
+    assert (phase(base), where(base)) == ("queued", "queued (3 ahead)")
+    running = {**base, "status": "running", "worker": "vm:42", "queue_position": 0}
+    assert (phase(running), where(running)) == ("running", "running on worker vm:42")
+    retried = {**running, "tries": 2, "retry_reason": "try 1: the grading worker (process 41) stopped in the middle of the job"}
+    assert phase(retried) == "retried"
+    assert where(retried) == ("running on worker vm:42, try 2 of 2 (after try 1: the grading worker (process 41) "
+                              "stopped in the middle of the job)")
+    failed = {**base, "status": "error", "error": "grading took longer than 600 s, on each of 2 tries: submit again"}
+    assert (phase(failed), where(failed)) == ("error", "not graded: grading took longer than 600 s, on each of 2 "
+                                                        "tries: submit again")

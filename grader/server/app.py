@@ -12,6 +12,14 @@ not allowed or deadline passed, 404 not found or not yours, 409 key reused,
 their own rows: the student id comes from the token, never from the request,
 and a submission id of someone else is "not found". ``GET /api/v1/`` lists the
 endpoints (``API`` below).
+
+Hostile requests: a body is read up to its limit (413 past it) and its JSON
+nesting depth is measured on the raw bytes before it is parsed (400 past
+MAX_JSON_DEPTH); ids in paths are bounded integers (400 otherwise, 404 when
+there is no such row); an instructor's ``/students/{id}/...`` of a student the
+course does not know is 404. Every response carries the security headers of
+grader/server/headers.py (CSP with ``frame-ancestors 'none'``, nosniff,
+no-referrer).
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
+import re
 import secrets
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -30,18 +40,23 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from grader import exam, extensions, progress, regrade
+from grader.class_report import overrides_in_force
 from grader.student import catalogue
 from grader import quiz as quiz_lib
-from grader.student.course import DEFAULT_COURSE, Course
+from grader.student.course import DEFAULT_COURSE, Course, parse_time
 from grader.student.errors import GraderError, StoreError
 from grader.server import auth, lti, lti_services, pages, records
+from grader.server.headers import SecurityHeaders
+from grader.server.headers import as_dict as security_headers
 from grader.server.auth import Principal
 from grader.server.collector import Collector
+from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES
 from grader.student.store import Store
 from grader.student.uploads import MAX_UPLOAD_BYTES, check_files
 from grader.student.wire import report_from_dict, report_to_dict
@@ -50,6 +65,10 @@ API_PREFIX = "/api/v1"
 MAX_JSON_BYTES = 64 * 1024  # any request body but an upload (quiz answers)
 IDEMPOTENCY_KEY_MAX = 100
 MAX_WAIT_S = 30.0  # the longest a GET /submissions/{id}?wait=S is held
+MAX_JSON_DEPTH = 32  # nesting of arrays and objects in a request body (an upload needs 2)
+MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger id is refused before any query
+MAX_MESSAGE = 400  # characters of an error's one line
+MAX_SELECTORS, MAX_SELECTOR_CHARS = 200, 100  # an upload's exercise list (did-you-mean on a 60 KB name took 7 s)
 
 
 @dataclass
@@ -62,6 +81,7 @@ class ServerConfig:
     quiz_dir: Path | None = None
     job_timeout: float = 600.0
     collect_interval: float = 0.2
+    lease_timeout: float = DEFAULT_LEASE_TIMEOUT_S
 
 
 @dataclass
@@ -93,8 +113,11 @@ def grader_version() -> str:
 
 
 def fail(status: int, message: str, headers: dict[str, str] | None = None) -> HTTPException:
-    """An API error: ``{"error": message}`` with ``status``."""
-    return HTTPException(status, " ".join(message.split()), headers=headers)
+    """An API error: ``{"error": message}`` with ``status`` (one line, at most MAX_MESSAGE characters)."""
+    line = " ".join(message.split())
+    if len(line) > MAX_MESSAGE:
+        line = line[: MAX_MESSAGE - 3] + "..."
+    return HTTPException(status, line, headers=headers)
 
 
 def state(request: Request) -> ServerState:
@@ -140,8 +163,32 @@ def student_of(principal: Principal, request: Request) -> str:
         student = request.path_params.get("student")
         if not student:
             raise fail(400, "the instructor reads a student's data under /api/v1/students/{id}/...")
+        if not known_student(db_store(request), str(student)):
+            raise fail(404, f"there is no student {str(student)[:64]!r} in this course: "
+                            f"list them with GET {API_PREFIX}/students")
         return str(student)
     return principal.student
+
+
+def known_student(store: Store, student: str) -> bool:
+    """Whether the course knows ``student`` (in the roster, or with anything recorded)."""
+    if len(student) > 200:
+        return False
+    return bool(list(store.db.query(
+        "SELECT 1 FROM roster WHERE student = ? UNION SELECT 1 FROM students WHERE name = ? LIMIT 1",
+        [student, student])))
+
+
+ID_RE = re.compile(r"[0-9]{1,19}")
+
+
+def path_id(request: Request, name: str = "id") -> int:
+    """A numeric id of the path, refused with 400 unless it is an integer from 1 to MAX_ID."""
+    raw = str(request.path_params.get(name, ""))
+    if not ID_RE.fullmatch(raw) or not 1 <= int(raw) <= MAX_ID:
+        raise fail(400, f"{raw[:40]!r} is not a submission id: use the number `grade submit` printed "
+                        f"(1 to {MAX_ID})")
+    return int(raw)
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -159,13 +206,49 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # a string (its escapes included), unrolled: linear
+NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+TO_SQUARE = bytes.maketrans(b"{}", b"[]")
+
+
+def too_deep(body: bytes, limit: int) -> bool:
+    """Whether a JSON text nests arrays and objects more than ``limit`` deep, decided without parsing it.
+
+    Strings are blanked (their brackets do not count), everything but the
+    brackets dropped, ``{}`` made ``[]``; then the innermost pairs ``[]`` are
+    removed ``limit`` times. Brackets left over mean deeper than ``limit`` (or
+    brackets that do not match, which no parser would accept either). Each
+    step is one pass of C code over the body: a body nested 100,000 deep, or a
+    megabyte of ``[]``, is refused in milliseconds, before ``json.loads`` could
+    overflow the stack on it.
+    """
+    brackets = JSON_STRING.sub(b'""', body).translate(TO_SQUARE, NOT_BRACKETS)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        shorter = brackets.replace(b"[]", b"")
+        if len(shorter) == len(brackets):
+            return True  # brackets that do not match
+        brackets = shorter
+    return bool(brackets)
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 async def read_json(request: Request, limit: int) -> dict[str, Any]:
-    """The JSON object in the body (400 when it is not one)."""
+    """The JSON object in the body: at most ``limit`` bytes (413) and MAX_JSON_DEPTH deep (400), else 400."""
     body = await read_body(request, limit)
+    if too_deep(body, MAX_JSON_DEPTH):
+        raise fail(400, f"the body is nested more than {MAX_JSON_DEPTH} levels deep (or its brackets do not "
+                        "match): send a flat JSON object")
     try:
-        doc = json.loads(body)
+        doc = json.loads(body, parse_constant=_no_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise fail(400, f"the body is not JSON ({exc}): send a JSON object") from exc
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit number, NaN
+        raise fail(400, f"the body is not usable JSON ({str(exc)[:80]}): send a JSON object") from exc
     if not isinstance(doc, dict):
         raise fail(400, "the body must be a JSON object")
     return doc
@@ -178,8 +261,19 @@ def now_utc() -> datetime:
 # --- submissions ------------------------------------------------------------------------------
 
 
-def job_json(store: Store, job: dict[str, Any]) -> dict[str, Any]:
-    """A job as the API shows it; with the full report (grader.student.wire) and the ``--json`` document once done."""
+def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = None) -> dict[str, Any]:
+    """A job as the API shows it; with the full report (grader.student.wire) and the ``--json`` document once done.
+
+    While the job is open, ``phase`` says where it is in one word (queued,
+    running, retried) and ``where`` in one line (queued with how many ahead,
+    running on which worker, which try after what failure);
+    ``max_tries``, ``job_timeout_s`` and ``lease_timeout_s`` bound how long
+    the server can take before it closes the job as done or error. Once done,
+    ``late`` lists each exercise uploaded after its chapter's due date with
+    the share of its score that counts, and ``closed_chapters`` the chapters
+    whose exercises the upload could no longer grade.
+    """
+    config = config or ServerConfig(Path(), "")
     doc: dict[str, Any] = {
         "id": job["id"],
         "student": job["student"],
@@ -192,12 +286,81 @@ def job_json(store: Store, job: dict[str, Any]) -> dict[str, Any]:
         "error": job["error"] if job["status"] == "error" else None,
         "queue_position": records.position_in_queue(store, job) if job["status"] in ("received", "queued") else 0,
         "url": f"{API_PREFIX}/submissions/{job['id']}",
+        "max_tries": MAX_TRIES,
+        "job_timeout_s": config.job_timeout,
+        "lease_timeout_s": config.lease_timeout,
+        "retry_reason": job["error"] if job["status"] in records.OPEN_STATES else None,
     }
+    doc["phase"] = phase(doc)
+    doc["where"] = where(doc)
+    received = parse_time(job["received_at"])
+    course = store.effective_course(config.course)  # the dashboard's extensions too
+    doc["closed_chapters"] = closed_chapters(course, received, job["student"])
     report = records.report_of(store, job)
     if report is not None:
         doc["report"] = report_to_dict(report)
         doc["json"] = report.to_json()
+        doc["late"] = late_exercises(course, report, received, job["student"])
     return doc
+
+
+def phase(doc: dict[str, Any]) -> str:
+    """Where a job is, as one word: queued, running, retried (an earlier try failed; open again), done, error."""
+    if doc["status"] in records.OPEN_STATES:
+        if int(doc["tries"] or 0) > 1:
+            return "retried"
+        return "running" if doc["status"] == "running" else "queued"
+    return str(doc["status"])
+
+
+def where(doc: dict[str, Any]) -> str:
+    """One line: where an open job is (what the waiting client prints), or how it ended."""
+    status, tries = doc["status"], int(doc["tries"] or 0)
+    retry = ""
+    if tries > 1:
+        retry = f", try {tries} of {doc['max_tries']}"
+        if doc.get("retry_reason"):
+            retry += f" (after {doc['retry_reason']})"
+    if status in ("received", "queued"):
+        ahead = int(doc.get("queue_position") or 0)
+        return f"queued{f' ({ahead} ahead)' if ahead else ''}{retry}"
+    if status == "running":
+        return f"running on worker {doc['worker'] or '?'}{retry}"
+    if status == "error":
+        return f"not graded: {doc['error']}"
+    return "graded"
+
+
+def closed_chapters(course: Course, when: datetime, student: str | None = None) -> list[dict[str, Any]]:
+    """The chapters closed to uploads at ``when`` (for ``student``, with their extensions): name, closing time
+    and their exercises."""
+    out = []
+    for chapter in course.chapters:
+        extension = course.extension_for(chapter.name, student) if student else None
+        if extension is not None:
+            chapter = chapter.extended(extension)
+        if not chapter.is_open(when):
+            closes = chapter.closes_at()
+            out.append({"chapter": chapter.name, "closed_at": closes.isoformat(timespec="minutes") if closes else None,
+                        "exercises": list(chapter.exercises)})
+    return out
+
+
+def late_exercises(course: Course, report: Any, when: datetime, student: str | None = None) -> list[dict[str, Any]]:
+    """The exercises of a report uploaded late (for ``student``, with their extensions): score, the share that
+    counts, the counted score."""
+    out = []
+    for result in report.exercises:
+        chapter = course.chapter_of(result.id, student)
+        if chapter is None:
+            continue
+        counted, late = chapter.effective(float(result.score), when)
+        if late:
+            share = 0.0 if chapter.late_until is not None and when > chapter.late_until else 1.0 - chapter.late_penalty
+            out.append({"exercise": result.id, "chapter": chapter.name, "score": result.score,
+                        "max_score": result.max_score, "counts": round(share, 4), "counted_score": round(counted, 2),
+                        "due": chapter.due.isoformat(timespec="minutes") if chapter.due else None})
+    return out
 
 
 def selected_exercises(course: Course, selectors: list[str], when: datetime, student: str | None = None) -> list[str]:
@@ -245,6 +408,9 @@ async def create_submission(request: Request) -> Response:
     selectors = doc.get("exercises", [])
     if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
         raise fail(400, "exercises must be a list of exercise ids or topics")
+    if len(selectors) > MAX_SELECTORS or any(len(s) > MAX_SELECTOR_CHARS for s in selectors):
+        raise fail(400, f"exercises must be at most {MAX_SELECTORS} exercise ids or topics of at most "
+                        f"{MAX_SELECTOR_CHARS} characters each")
     when = now_utc()
     ids = selected_exercises(store.effective_course(st.config.course), selectors, when, principal.student)
     try:
@@ -254,7 +420,7 @@ async def create_submission(request: Request) -> Response:
     except records.RateLimited as exc:
         raise fail(429, f"rate limit reached: {exc.limit} submissions per {exc.minutes:g} minutes; "
                         f"try again in {exc.retry_after} s", {"Retry-After": str(exc.retry_after)}) from exc
-    body = job_json(store, new.job)
+    body = job_json(store, new.job, st.config)
     body["replayed"] = not new.created
     return JSONResponse(body, status_code=202, headers={"Location": body["url"]})
 
@@ -269,11 +435,14 @@ async def get_submission(request: Request) -> Response:
     st = state(request)
     store = db_store(request)
     principal = who(request)
-    job_id = int(request.path_params["id"])
+    job_id = path_id(request)
     try:
-        wait = min(max(float(request.query_params.get("wait", 0)), 0.0), MAX_WAIT_S)
+        wait = float(request.query_params.get("wait", 0))
     except ValueError:
-        raise fail(400, "wait must be a number of seconds") from None
+        raise fail(400, f"wait must be a number of seconds (0 to {MAX_WAIT_S:g})") from None
+    if not math.isfinite(wait):
+        raise fail(400, f"wait must be a number of seconds (0 to {MAX_WAIT_S:g})")
+    wait = min(max(wait, 0.0), MAX_WAIT_S)
     closed = asyncio.Event()
     st.waiters.setdefault(job_id, []).append(closed)  # before reading: a close in between still wakes us
     try:
@@ -290,7 +459,7 @@ async def get_submission(request: Request) -> Response:
             events.remove(closed)
         if not events:
             st.waiters.pop(job_id, None)
-    return JSONResponse(for_student(request, principal, job_json(store, job)))
+    return JSONResponse(for_student(request, principal, job_json(store, job, st.config)))
 
 
 def for_student(request: Request, principal: Principal, doc: dict[str, Any]) -> dict[str, Any]:
@@ -309,7 +478,8 @@ async def list_submissions(request: Request) -> Response:
     store = db_store(request)
     principal = who(request)
     student = student_of(principal, request)
-    return JSONResponse({"student": student, "submissions": [for_student(request, principal, job_json(store, j))
+    config = state(request).config
+    return JSONResponse({"student": student, "submissions": [for_student(request, principal, job_json(store, j, config))
                                                              for j in records.jobs_of(store, student)]})
 
 
@@ -317,11 +487,27 @@ async def list_submissions(request: Request) -> Response:
 
 
 def progress_json(st: ServerState, store: Store, student: str) -> dict[str, Any]:
-    """The student's progress under the course's score rule (the same summary as `grade progress`)."""
+    """The student's progress under the course's score rule (the same summary as `grade progress`).
+
+    The instructor's overrides in force replace the graded score, as on the
+    dashboard and in the exports (one counted score in every view); they are
+    listed under ``overrides`` (exercise -> score, graded score, comment).
+    """
     summary = progress.summarize(
         store, student, progress.course_exercises(), st.quizzes, "grade submit", st.config.course
     )
-    return summary.to_json()
+    in_force = overrides_in_force(store.score_overrides(student))
+    applied: dict[str, Any] = {}
+    for chapter in summary.chapters:
+        for exercise in chapter.exercises:
+            override = in_force.get((student, exercise.id))
+            if override is not None:
+                applied[exercise.id] = {"score": float(override["score"]), "graded": exercise.best_score,
+                                        "comment": str(override["comment"])}
+                exercise.best_score = float(override["score"])
+    doc = summary.to_json()
+    doc["overrides"] = applied
+    return doc
 
 
 async def get_progress(request: Request) -> Response:
@@ -557,7 +743,7 @@ API: list[tuple[str, str, Handler, str]] = [  # (method, path, handler, who may 
     ("GET", "/me", get_me, "any token"),
     ("POST", "/submissions", create_submission, "student"),
     ("GET", "/submissions", list_submissions, "student"),
-    ("GET", "/submissions/{id:int}", get_submission, "owner or instructor"),
+    ("GET", "/submissions/{id}", get_submission, "owner or instructor"),
     ("GET", "/progress", get_progress, "student"),
     ("GET", "/quizzes", list_quizzes, "student"),
     ("GET", "/quizzes/{chapter}", get_quiz, "any token"),
@@ -590,11 +776,12 @@ async def api_error(request: Request, exc: Exception) -> Response:
 
 async def server_error(request: Request, exc: Exception) -> Response:
     """Anything unexpected: a JSON 500 (503 when the database is busy) with one line, never a traceback."""
+    headers = security_headers()  # (this handler answers outside the middleware)
     if isinstance(exc, (StoreError, sqlite3.OperationalError)):
-        return JSONResponse({"error": f"the course database is busy ({' '.join(str(exc).split())}): try again"},
-                            status_code=503, headers={"Retry-After": "5"})
+        return JSONResponse({"error": f"the course database is busy ({' '.join(str(exc).split())[:200]}): try again"},
+                            status_code=503, headers={"Retry-After": "5", **headers})
     return JSONResponse({"error": f"the server failed ({type(exc).__name__}): try again later, "
-                                  "and tell your instructor if it goes on"}, status_code=500)
+                                  "and tell your instructor if it goes on"}, status_code=500, headers=headers)
 
 
 def routes() -> list[BaseRoute]:
@@ -618,7 +805,8 @@ def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
         if run_collector:
             st.collector = Collector(config.db_path, config.queue_url, st.grader_version,
                                      config.job_timeout, config.collect_interval,
-                                     on_closed=lambda job_id: loop.call_soon_threadsafe(st.wake, job_id))
+                                     on_closed=lambda job_id: loop.call_soon_threadsafe(st.wake, job_id),
+                                     lease_timeout=config.lease_timeout)
             st.collector.start()
         try:
             yield
@@ -628,7 +816,8 @@ def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
                 st.collector.join(timeout=10)
             store.close()
 
-    app = Starlette(routes=routes(), lifespan=lifespan, exception_handlers={HTTPException: api_error, Exception: server_error})
+    app = Starlette(routes=routes(), lifespan=lifespan, middleware=[Middleware(SecurityHeaders)],
+                    exception_handlers={HTTPException: api_error, Exception: server_error})
     app.state.normgrade = st
     lti_services.install(app)  # LTI 1.3: its tables and key, the score poster beside the collector
     return app

@@ -19,7 +19,7 @@ import sqlite_utils
 from grader.student.store import utc_now
 
 ROLES = ("student", "instructor")
-INSTRUCTOR = "instructor"
+INSTRUCTOR = "instructor"  # the role, and the name instructor tokens carry (never a roster id: roster.py)
 
 
 @dataclass(frozen=True)
@@ -54,9 +54,13 @@ def issue(db: sqlite_utils.Database, student: str, role: str) -> str:
     return token
 
 
-def revoke_all(db: sqlite_utils.Database, student: str) -> None:
-    """Revoke every token of ``student`` (call inside a transaction)."""
-    db.execute("UPDATE tokens SET revoked = 1 WHERE student = ?", [student])
+def revoke_all(db: sqlite_utils.Database, student: str, role: str = "student") -> None:
+    """Revoke every token of ``student`` with ``role`` (call inside a transaction).
+
+    The role is part of the identity: revoking a student's tokens never
+    touches an instructor token, whatever the names.
+    """
+    db.execute("UPDATE tokens SET revoked = 1 WHERE student = ? AND role = ?", [student, role])
 
 
 def lookup(db: sqlite_utils.Database, token: str | None) -> Principal | None:

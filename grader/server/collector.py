@@ -7,13 +7,26 @@ Every ``interval`` seconds it looks at each open job:
 - ``received``: enqueue try 1 (also after a server restart: nothing stored is lost);
 - ``queued``/``running``: if a result of any of its tries is in the queue's
   result store, record it (attempt + job done, one transaction) and delete it
-  from the queue; else, if the worker's start note says it began, mark the job
-  running, and when that worker is gone (same host, process dead) or the try
-  has run past ``job_timeout`` seconds, retry once (try 2), then record the
-  job as an error with the reason.
+  and every other key of the job from the queue's store;
+- ``queued`` with no ``queued:`` mark, no lease and no result: the try was lost
+  from the queue (Redis restarted empty) before a worker took it; it is
+  enqueued again (the same try: it never ran);
+- with a lease: the job is ``running`` on that worker. The lease expires when
+  it stays unchanged (or missing) for ``lease_timeout`` seconds of this
+  thread's clock, at once when its worker released it (SIGTERM) or is a dead
+  process on this host; a try running past ``job_timeout`` (the worker's own
+  count of seconds) has also failed. A failed try is put back as the next
+  try, at most MAX_TRIES in all; then the job is recorded as an ``error``
+  with the reason.
 
-A failure of one tick (the database busy, Redis unreachable) is logged and the
-next tick tries again; nothing is marked done unless it was recorded.
+Every ``SWEEP_S`` seconds the keys of closed jobs still in the queue's store
+(the late result of an overrun try, its lease) are deleted, and a try taken
+from the queue by a worker that died before writing its lease (marked, no
+longer pending, no lease, at two sweeps in a row) is enqueued again.
+
+A failure of one tick (the database busy, Redis unreachable) is logged in a
+bounded way (jobs.Outage) and the next tick tries again, after a back-off;
+nothing is marked done unless it was recorded.
 """
 
 from __future__ import annotations
@@ -28,11 +41,12 @@ from pathlib import Path
 from typing import Any
 
 from grader.server import records
-from grader.server.jobs import MAX_TRIES, Queue, open_queue, task_id
+from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, Outage, Queue, job_of_key, open_queue, task_id
 from grader.student.store import Store
 from grader.student.wire import report_from_dict
 
 log = logging.getLogger("normgrade.collector")
+SWEEP_S = 30.0
 
 
 def process_alive(pid: int) -> bool:
@@ -55,16 +69,24 @@ class Collector(threading.Thread):
 
     def __init__(self, db_path: Path, queue_url: str, grader_version: str,
                  job_timeout: float = 600.0, interval: float = 0.2,
-                 on_closed: Callable[[int], None] | None = None) -> None:
+                 on_closed: Callable[[int], None] | None = None,
+                 lease_timeout: float = DEFAULT_LEASE_TIMEOUT_S) -> None:
         super().__init__(name="normgrade-collector", daemon=True)
         self.db_path = db_path
         self.queue_url = queue_url
         self.grader_version = grader_version
         self.job_timeout = job_timeout
+        self.lease_timeout = lease_timeout
         self.interval = interval
         self.stopping = threading.Event()
         self.host = socket.gethostname()
         self.on_closed = on_closed  # told the id of each job closed (done or error): wakes long polls
+        self.seen: dict[str, tuple[Any, float]] = {}  # task id -> (lease beat, this clock when it last changed)
+        self.first_seen: dict[str, float] = {}  # task id -> this clock when its lease was first seen
+        self.clock = time.monotonic  # leases are timed on this clock only (tests give it a fake one)
+        self.suspects: set[str] = set()  # marked tries missing from the queue at the last sweep
+        self.last_sweep = self.clock()
+        self.outage = Outage("the server's collector", log)
 
     def stop(self) -> None:
         """Ask the thread to finish after the current tick."""
@@ -75,18 +97,22 @@ class Collector(threading.Thread):
         queue = open_queue(self.queue_url)
         try:
             while not self.stopping.is_set():
+                wait = self.interval
                 try:
                     self.tick(store, queue)
-                except Exception:  # the next tick retries; a job is only ever closed after its record
-                    log.exception("collector tick failed; retrying")
-                self.stopping.wait(self.interval)
+                    self.outage.recovered()
+                except Exception as exc:  # the next tick retries; a job is only ever closed after its record
+                    wait = max(wait, self.outage.failed(exc))
+                    if self.outage.failures == 1:
+                        log.debug("collector tick failed", exc_info=True)
+                self.stopping.wait(wait)
         finally:
             store.close()
 
     # -- one pass --------------------------------------------------------------
 
     def tick(self, store: Store, queue: Queue) -> None:
-        """One pass over the open jobs."""
+        """One pass over the open jobs (and now and then a sweep of closed jobs' keys)."""
         for job in records.open_jobs(store):
             if job["status"] == "received":
                 self._enqueue(store, queue, job, 1, None)
@@ -94,6 +120,48 @@ class Collector(threading.Thread):
             if self._collect(store, queue, job):
                 continue
             self._watch(store, queue, job)
+        if self.clock() - self.last_sweep >= SWEEP_S:
+            self.sweep(store, queue)
+            self.recover_taken(store, queue)
+
+    def sweep(self, store: Store, queue: Queue) -> int:
+        """Delete the queue-store keys of closed jobs (a late result, a stale lease or mark); how many."""
+        self.last_sweep = self.clock()
+        keys = [(k, job_of_key(k)) for k in queue.stored_keys()]
+        ids = sorted({j for _, j in keys if j is not None})
+        if not ids:
+            return 0
+        open_ids = {int(j["id"]) for j in records.open_jobs(store)}
+        gone = [k for k, j in keys if j is not None and j not in open_ids and records.job(store, j) is not None]
+        for key in gone:
+            queue.huey.delete(key)
+        return len(gone)
+
+    def recover_taken(self, store: Store, queue: Queue) -> list[int]:
+        """Put back tries taken from the queue by a worker that died before writing its lease; their job ids.
+
+        Such a try keeps its ``queued:`` mark but is no longer in the queue.
+        Between taking a task and writing its lease a worker needs
+        microseconds, so a try is put back only when two sweeps (SWEEP_S
+        apart) both find it marked, not pending, with no lease and no result.
+        """
+        marked = [j for j in records.open_jobs(store) if j["status"] == "queued" and j["task_id"]
+                  and queue.waiting(j["task_id"])]
+        if not marked:
+            self.suspects.clear()
+            return []
+        pending = queue.pending_ids()
+        missing = {j["task_id"]: j for j in marked if j["task_id"] not in pending
+                   and queue.lease(j["task_id"]) is None and queue.result(j["task_id"]) is None}
+        put_back = []
+        for tid, job in missing.items():
+            if tid in self.suspects:
+                log.warning("job %s try %s was taken from the queue by a worker that stopped before it began; "
+                            "enqueued again", job["id"], job["tries"])
+                self._enqueue(store, queue, job, int(job["tries"]), None)
+                put_back.append(int(job["id"]))
+        self.suspects = {tid for tid, job in missing.items() if int(job["id"]) not in put_back}
+        return put_back
 
     def _enqueue(self, store: Store, queue: Queue, job: dict[str, Any], attempt: int, note: str | None) -> None:
         files = records.job_files(store, job["id"])
@@ -119,29 +187,29 @@ class Collector(threading.Thread):
                     records.record_done(store, job, report, self.grader_version)
             else:
                 records.record_error(store, job["id"], str(result.get("error") or "grading failed"))
-            for other in range(1, int(job["tries"]) + 1):
-                if other != attempt:
-                    queue.cancel_if_waiting(task_id(job["id"], other))
-                queue.forget(task_id(job["id"], other))
-            self._closed(job["id"])
+            self._close(queue, job)
             return True
         return False
 
     def _watch(self, store: Store, queue: Queue, job: dict[str, Any]) -> None:
-        """Mark a started try running; retry or fail a try whose worker died or overran."""
-        started = queue.started(job["task_id"])
-        if started is None:
-            return
-        pid, host = int(started.get("pid", 0)), str(started.get("host", ""))
+        """Put back a try lost from the queue; mark a leased try running; retry or fail one whose lease expired."""
+        tid = job["task_id"]
+        now = self.clock()
         if job["status"] == "queued":
-            self._mark_running(store, queue, job, job["task_id"])
-        reason = None
-        if host == self.host and not process_alive(pid):
-            reason = f"the grading worker (process {pid}) stopped in the middle of the job"
-        elif time.time() - float(started.get("at", 0)) > self.job_timeout:
-            reason = f"grading took longer than {self.job_timeout:g} s (worker {pid} on {host})"
+            if queue.waiting(tid):  # read before the lease: a worker writes its lease, then deletes the mark
+                return
+            if queue.lease(tid) is None:
+                if queue.result(tid) is not None:
+                    return  # finished since _collect looked: recorded at the next tick
+                log.warning("job %s try %s was lost from the queue before a worker took it; enqueued again",
+                            job["id"], job["tries"])
+                self._enqueue(store, queue, job, int(job["tries"]), None)
+                return
+            self._mark_running(store, queue, job, tid)
+        reason = self._failed(tid, queue.lease(tid), now)
         if reason is None:
             return
+        self._forget_watch(tid)
         attempt = int(job["tries"])
         if attempt < MAX_TRIES:
             log.warning("job %s try %s failed (%s); retrying", job["id"], attempt, reason)
@@ -151,15 +219,50 @@ class Collector(threading.Thread):
                 store, job["id"],
                 f"{reason}, on each of {attempt} tries: submit again, and tell your instructor if it happens again",
             )
-            self._closed(job["id"])
+            self._close(queue, job)
+
+    def _failed(self, tid: str, lease: dict[str, Any] | None, now: float) -> str | None:
+        """Why a running try has failed (its lease expired or released, or it overran), or None while it holds."""
+        beat = None if lease is None else (lease.get("beat"), lease.get("pid"))
+        last = self.seen.get(tid)
+        if last is None or last[0] != beat:
+            self.seen[tid] = (beat, now)
+            last = self.seen[tid]
+        if lease is None:
+            if now - last[1] > self.lease_timeout:
+                return (f"the grading worker's lease was lost (no word from it for {self.lease_timeout:g} s: "
+                        "the queue restarted or the worker died)")
+            return None
+        self.first_seen.setdefault(tid, now)
+        pid, host = int(lease.get("pid", 0) or 0), str(lease.get("host", ""))
+        if lease.get("released"):
+            return str(lease["released"])
+        if host == self.host and not process_alive(pid):
+            return f"the grading worker (process {pid}) stopped in the middle of the job"
+        if now - last[1] > self.lease_timeout:
+            return f"the grading worker (process {pid} on {host}) stopped renewing its lease for {self.lease_timeout:g} s"
+        elapsed = max(float(lease.get("elapsed", 0) or 0), now - self.first_seen[tid])
+        if elapsed > self.job_timeout:
+            return f"grading took longer than {self.job_timeout:g} s (worker {pid} on {host})"
+        return None
+
+    def _forget_watch(self, tid: str) -> None:
+        self.seen.pop(tid, None)
+        self.first_seen.pop(tid, None)
+
+    def _close(self, queue: Queue, job: dict[str, Any]) -> None:
+        """After a job is recorded (done or error): revoke its waiting tries, delete its keys, wake the waiters."""
+        for other in range(1, int(job["tries"]) + 1):
+            tid = task_id(job["id"], other)
+            queue.cancel_if_waiting(tid)
+            queue.forget(tid)
+            self._forget_watch(tid)
+        if self.on_closed is not None:
+            self.on_closed(job["id"])
 
     @staticmethod
     def _mark_running(store: Store, queue: Queue, job: dict[str, Any], tid: str) -> None:
-        """Record that the worker of try ``tid`` (``host:pid`` from its start note) began the job."""
-        started = queue.started(tid)
-        if started is not None:
-            records.mark_running(store, job["id"], f"{started.get('host', '')}:{int(started.get('pid', 0))}")
-
-    def _closed(self, job_id: int) -> None:
-        if self.on_closed is not None:
-            self.on_closed(job_id)
+        """Record that the worker of try ``tid`` (``host:pid`` from its lease) began the job."""
+        lease = queue.lease(tid)
+        if lease is not None:
+            records.mark_running(store, job["id"], f"{lease.get('host', '')}:{int(lease.get('pid', 0) or 0)}")

@@ -1,7 +1,7 @@
 """What the instructor's dashboard shows: the views of its pages, built from the class report and the store.
 
 No web framework here: the course server's pages (grader/server/instructor.py)
-and the offline ``grade report --format html`` (grader/class_report.py) render
+and the offline ``grade report --format html`` (grader/class_html.py) render
 these views with the same templates (grader/templates/dash_*.html.j2).
 
 - the **overview**: :class:`Filters` (chapter, "struggling", sort) applied to
@@ -247,6 +247,7 @@ class AttemptView:
     late_exercises: list[str]   # exercises graded after their chapter's due date
     report_text: str            # what the student saw (grader.student.report.format_text); "" when left out
     pictures_html: str = ""     # the failing checks' pictures the student saw (grader.student.drawing); "" when none
+    label: str = ""             # "Submission 38" (the number the student was given) or "Upload 12" (no server)
 
 
 @dataclass
@@ -321,6 +322,19 @@ def _params_text(raw: str | None) -> str:
     return clean_text(", ".join(f"{k}={v}" for k, v in values.items()), 120)
 
 
+def submission_numbers(store: Store, student: str) -> dict[int, int]:
+    """attempt id -> the number of the server submission it recorded (what `grade submit` printed)."""
+    return {int(r["attempt_id"]): int(r["id"]) for r in store.db.query(
+        "SELECT id, attempt_id FROM jobs WHERE student = ? AND attempt_id IS NOT NULL", [student])}
+
+
+def attempt_label(attempt_id: int, submission_of: Mapping[int, int]) -> str:
+    """The one name of an upload in every view: the student's "Submission N" when it came through the
+    server (N is the job id the student was given), else "Upload N" (the attempt's id)."""
+    job = submission_of.get(attempt_id)
+    return f"Submission {job}" if job is not None else f"Upload {attempt_id}"
+
+
 def student_detail(store: Store, report: ClassReport, student: str, reports_kept: int | None = None
                    ) -> StudentDetail | None:
     """The student's page (None: not in the class). ``reports_kept``: how many of the latest uploads
@@ -334,6 +348,7 @@ def student_detail(store: Store, report: ClassReport, student: str, reports_kept
         by_attempt.setdefault(sub["attempt_id"], []).append(sub)
     history: dict[str, list[dict[str, Any]]] = {}
     views: list[AttemptView] = []
+    submission_of = submission_numbers(store, student)
     series: list[tuple[datetime, float, str]] = []
     for attempt in sorted(store.attempts(student), key=lambda a: (a["started_at"], a["id"])):
         rows = by_attempt.get(attempt["id"], [])
@@ -345,7 +360,7 @@ def student_detail(store: Store, report: ClassReport, student: str, reports_kept
                 late.append(sub["exercise"])
         total = sum(counted_score(h, course.chapter_of(ex, student), course.rule).score for ex, h in history.items())
         views.append(AttemptView(attempt["id"], attempt["started_at"], attempt["score"], attempt["max_score"],
-                                 total, late, ""))
+                                 total, late, "", attempt_label(attempt["id"], submission_of)))
         series.append((parse_time(attempt["started_at"]), total,
                        f"{attempt['started_at']}: total {_number(total)} of {_number(row.max_total)}"))
     views.reverse()
@@ -414,24 +429,47 @@ def distribution_chart(fractions: list[float], width: float = 560, height: float
     return Chart(width, height, bars, ticks, baseline=top + plot_h, label_x=left)
 
 
+def pass_rate_series(store: Store, report: ClassReport, exercise: str) -> list[tuple[datetime, float, str]]:
+    """The share of the class at full marks on ``exercise`` over time, counted as the grid counts it.
+
+    After each upload the student's score is the one that counts
+    (``course.counted_score``: late penalties, the course's rule), so the
+    line ends where the page's "at full marks" figure stands; the
+    instructor's overrides in force are applied at the report's time.
+    """
+    chapter = report.course.chapter_of(exercise)
+    history: dict[str, list[dict[str, Any]]] = {}
+    full: set[str] = set()
+    size = len(report.students) or 1
+    rows = sorted(store.submissions(exercise=exercise), key=lambda r: (parse_time(r["started_at"]), r["id"]))
+    series: list[tuple[datetime, float, str]] = []
+    for row in rows:  # by time (ids need not be in time order: imported data)
+        when = parse_time(row["started_at"])
+        if not series:
+            series.append((when, 0.0, ""))  # the line starts at the first upload, at 0
+        history.setdefault(row["student"], []).append(row)
+        counted = counted_score(history[row["student"]], chapter, report.course.rule)
+        before = len(full)
+        if counted.score >= counted.max_score - 1e-9:
+            full.add(row["student"])
+        else:
+            full.discard(row["student"])
+        if len(full) != before:
+            series.append((when, len(full) / size, f"{when:%Y-%m-%d %H:%M}: {len(full)} of {size} students at full marks"))
+    final = sum(1 for s in report.students if s.exercises[exercise].passed)
+    if series and final != len(full):  # overrides in force
+        end = parse_time(report.generated_at)
+        series.append((end, final / size, f"with the instructor's overrides: {final} of {size} students at "
+                                          "full marks"))
+    return series
+
+
 def exercise_detail(store: Store, report: ClassReport, exercise: str) -> ExerciseDetail | None:
     """The exercise's page (None: not an exercise of the report)."""
     if exercise not in report.exercise_ids:
         return None
     stats = report.exercises[report.exercise_ids.index(exercise)]
-    passed_at: dict[str, datetime] = {}  # student -> the time of their first full-marks upload
-    first: datetime | None = None
-    for sub in store.submissions(exercise=exercise):  # by id, which need not be by time (imported data)
-        when = parse_time(sub["started_at"])
-        first = when if first is None else min(first, when)
-        if sub["score"] >= sub["max_score"] - 1e-9:
-            passed_at[sub["student"]] = min(when, passed_at.get(sub["student"], when))
-    size = len(report.students) or 1
-    series: list[tuple[datetime, float, str]] = []
-    if first is not None:
-        series.append((first, 0.0, ""))  # the line starts at the first upload, at 0
-    for k, when in enumerate(sorted(passed_at.values()), 1):
-        series.append((when, k / size, f"{when:%Y-%m-%d %H:%M}: {k} of {size} students at full marks"))
+    series = pass_rate_series(store, report, exercise)
     end = parse_time(report.generated_at)
     pass_chart = line_chart(series, 1.0, "{:.0%}", f"Share of the class at full marks on {exercise}", end)
     cells = [s.exercises[exercise] for s in report.students]
@@ -577,6 +615,10 @@ def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, i
         q = student.quizzes[chapter]
         fraction = q.questions_correct / q.questions if q.attempts and q.questions else None
         done = '&#10003;<span class="sr-only"> complete</span>' if q.complete else ""
+        if not q.attempts:  # the dash alone (from the stylesheet), as an exercise never submitted
+            parts.append(f'<td class="c b-none g g{quiz_group[chapter]}" title="Quiz {escape(chapter)}: not started, '
+                         f'0 of {q.questions} right"><span class="sr-only">not started</span></td>')
+            continue
         parts.append(f'<td class="c b-{band(fraction)} g g{quiz_group[chapter]}" title="Quiz {escape(chapter)}: '
                      f'{q.questions_correct} of {q.questions} right, {q.state}">'
                      f'{q.questions_correct}/{q.questions}{done}</td>')

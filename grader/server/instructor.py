@@ -7,15 +7,17 @@ instructor token typed into its form. A student's token gets 403 on every
 page; no credentials at all get a redirect to the login form (pages) or 401
 (exports).
 
-The session. The cookie ``normgrade_session`` (HttpOnly, SameSite=Strict,
-Path=/instructor, Secure when served over https) holds
-``<expiry>.<HMAC-SHA256(server key, expiry | sha256 of the token)>``: it is
-derived from the instructor token, is valid only while that token is not
-revoked and until the expiry (SESSION_HOURS), and the token itself never
-leaves the form. The key is random per server process, so a restart logs
-everyone out. Forms that change something (an override, logging out) carry
-a CSRF field, the HMAC of the session cookie, checked in constant time;
-SameSite=Strict already keeps the cookie off cross-site requests.
+The session lives on the server. The cookie ``normgrade_session`` (HttpOnly,
+SameSite=Strict, Path=/instructor, Secure when served over https) holds a
+random session id (256 bits); the server keeps, in this process's memory,
+``sha256(id) -> (sha256 of the instructor token, expiry)`` (:class:`Sessions`).
+A session is valid while it is in that table, unexpired (SESSION_HOURS) and
+its instructor token not revoked. Logging out deletes it from the table, so a
+copy of the cookie is dead from then on; a restart logs everyone out. At most
+MAX_SESSIONS are kept (the oldest goes first). Forms that change something
+(an override, logging out) carry a CSRF field, the HMAC of the session
+cookie under a per-process key, checked in constant time; SameSite=Strict
+already keeps the cookie off cross-site requests.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from starlette.routing import BaseRoute, Route
 
 from grader import class_report
 from grader.server import auth
+from grader.server.headers import as_dict as security_headers
 from grader.server.dashboard import (
     DashboardError, Filters, Links, exercise_detail, items_by_chapter, overview_context, record_override, render,
     student_detail,
@@ -43,6 +46,7 @@ from grader.student.store import Store
 
 COOKIE = "normgrade_session"
 SESSION_HOURS = 12
+MAX_SESSIONS = 1000
 MAX_FORM_BYTES = 16 * 1024
 LOG = logging.getLogger("normgrade.dashboard")
 
@@ -68,21 +72,59 @@ def _instructor_hashes(store: Store) -> list[str]:
         "SELECT hash FROM tokens WHERE role = ? AND revoked = 0", [auth.INSTRUCTOR])]
 
 
+class Sessions:
+    """The server's table of dashboard sessions: sha256(session id) -> (instructor token hash, expiry)."""
+
+    def __init__(self) -> None:
+        self.table: dict[str, tuple[str, float]] = {}
+
+    @staticmethod
+    def _digest(value: str) -> str:
+        return hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()
+
+    def open(self, token_hash: str, now: float | None = None) -> str:
+        """A new session for the instructor token with this stored hash; its cookie value (the session id)."""
+        now = time.time() if now is None else now
+        for digest in [d for d, (_, expiry) in self.table.items() if expiry < now]:
+            del self.table[digest]
+        while len(self.table) >= MAX_SESSIONS:
+            del self.table[next(iter(self.table))]  # the oldest
+        value = secrets.token_urlsafe(32)
+        self.table[self._digest(value)] = (token_hash, now + SESSION_HOURS * 3600)
+        return value
+
+    def token_hash(self, value: str | None, now: float | None = None) -> str | None:
+        """The instructor token hash of a live session, or None (unknown, ended, expired)."""
+        if not value or len(value) > 200:
+            return None
+        entry = self.table.get(self._digest(value))
+        if entry is None or entry[1] < (time.time() if now is None else now):
+            return None
+        return entry[0]
+
+    def close(self, value: str | None) -> None:
+        """End a session (logout): its cookie stops working everywhere."""
+        if value:
+            self.table.pop(self._digest(value), None)
+
+
+def sessions(request: Request) -> Sessions:
+    """This server process's session table (made at the first use)."""
+    state = request.app.state
+    if not hasattr(state, "dashboard_sessions"):
+        state.dashboard_sessions = Sessions()
+    return state.dashboard_sessions
+
+
 def new_session(request: Request, token_hash: str, now: float | None = None) -> str:
-    """The cookie value of a session for the instructor token with this stored hash."""
-    expiry = int((now or time.time()) + SESSION_HOURS * 3600)
-    return f"{expiry}.{_mac(_key(request), f'{expiry}|{token_hash}')}"
+    """The cookie value of a new server-side session for the instructor token with this stored hash."""
+    return sessions(request).open(token_hash, now)
 
 
 def session_valid(request: Request, store: Store, value: str | None) -> bool:
-    """Whether a cookie value is an unexpired session of a current instructor token."""
-    if not value or len(value) > 200 or "." not in value:
-        return False
-    expiry, _, mac = value.partition(".")
-    if not expiry.isdigit() or int(expiry) < time.time():
-        return False
-    key = _key(request)
-    return any(hmac.compare_digest(mac, _mac(key, f"{expiry}|{h}")) for h in _instructor_hashes(store))
+    """Whether a cookie value is a live session of a current (not revoked) instructor token."""
+    token_hash = sessions(request).token_hash(value)
+    return token_hash is not None and any(hmac.compare_digest(token_hash, h) for h in _instructor_hashes(store))
 
 
 def csrf_token(request: Request) -> str:
@@ -161,7 +203,7 @@ def message(request: Request, status: int, heading: str, text: str, error: bool 
     page = render("dash_message.html.j2", title=heading, course_name=st.config.course.name, links=None,
                   with_script=False, heading=heading, message=text, error=error, login=login, next=next_url,
                   hours=SESSION_HOURS, back="" if login else "/instructor/", back_text="Back to the dashboard")
-    return HTMLResponse(page, status_code=status, headers={"Cache-Control": "no-store"})
+    return HTMLResponse(page, status_code=status, headers={"Cache-Control": "no-store", **security_headers(page)})
 
 
 def class_now(request: Request, **build: Any) -> class_report.ClassReport:
@@ -179,8 +221,8 @@ def page(request: Request, title: str, status: int = 200, **context: Any) -> HTM
         "notice": "", "notice_error": False, "with_script": context.get("page") == "overview",
     }
     values.update(context)
-    return HTMLResponse(render("dash_page.html.j2", **values), status_code=status,
-                        headers={"Cache-Control": "no-store"})
+    html = render("dash_page.html.j2", **values)
+    return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store", **security_headers(html)})
 
 
 def guarded(handler: Any, page_route: bool = True) -> Any:
@@ -236,6 +278,7 @@ async def login(request: Request) -> Response:
 async def logout(request: Request, mode: str) -> Response:
     """POST /instructor/logout: forget the session cookie."""
     check_csrf(request, await read_form(request), mode)
+    sessions(request).close(request.cookies.get(COOKIE))
     response = RedirectResponse("/instructor/login", status_code=303)
     response.delete_cookie(COOKIE, path="/instructor")
     return response

@@ -11,23 +11,42 @@ for a queue URL:
 A task carries everything a worker needs (the student id, the exercise ids and
 the uploaded files' contents), so a worker on another machine needs neither
 the server's disk nor its database. The worker never writes the course
-database: it writes two things into the queue's own key/value store,
+database. Three kinds of keys in the queue's own key/value store tell the
+server's collector (grader/server/collector.py) where a try is:
 
-- ``started:<task id>`` = ``{"host", "pid", "at"}`` when it begins (the server
-  uses it to notice a worker killed mid-job), and
+- ``queued:<task id>``: written by the server when it enqueues the try, and
+  deleted by the worker that takes it (after writing its lease). A try that
+  is ``queued`` in the database but has neither this mark, nor a lease, nor a
+  result was lost from the queue (Redis restarted empty): it is enqueued again.
+- ``lease:<task id>`` = ``{"host", "pid", "at", "elapsed", "beat"}``: the
+  worker's lease on a running try, renewed every ``RENEW_S`` seconds by a
+  thread of the grading process (``beat`` counts renewals, ``elapsed`` is the
+  worker's own seconds since it began, so no clock is compared across
+  machines). A lease the collector sees unchanged for ``--lease-timeout``
+  seconds has expired: the worker died, or the queue lost it. A worker
+  interrupted by SIGTERM writes ``"released"`` into its lease, so the try is
+  put back at once.
 - the task's result (Huey's result store, keyed by the task id):
-  ``{"ok": true, "report": <grader.student.wire dict>}`` or ``{"ok": false, "error": "..."}``,
+  ``{"ok": true, "report": <grader.student.wire dict>}`` or ``{"ok": false, "error": "..."}``.
 
-and the server's collector thread (grader/server/collector.py) records results
-in the course database, exactly once. Task ids are ``job-<id>-try-<n>``: a job
-enqueued twice for the same try (a server killed between enqueueing and
-noting it) is recorded once all the same.
+The collector records results in the course database, exactly once. Task ids
+are ``job-<id>-try-<n>``: a job enqueued twice for the same try (a server
+killed between enqueueing and noting it) is recorded once all the same.
+
+When the queue cannot be reached, a worker backs off (0.5 s doubling to 30 s)
+and logs one line when it loses the queue, at most one a minute while it stays
+away, and one when it is back (:class:`Outage`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
+import signal
 import socket
+import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -50,6 +69,13 @@ TASK_NAME = "grade_upload"
 SCORE_TASK_NAME = "post_score"  # an LTI score sent to the LMS (grader/server/lti_services.py)
 MAX_TRIES = 2  # a job whose worker dies is tried once more, then recorded as an error
 
+MAX_TRIES = 2  # a try whose lease expires is put back once more, then the job is recorded as an error
+RENEW_S = 1.0  # how often a grading process renews its lease
+DEFAULT_LEASE_TIMEOUT_S = 20.0  # a lease unchanged this long has expired (the server's --lease-timeout)
+BACKOFF_FIRST_S, BACKOFF_MAX_S, OUTAGE_LOG_EVERY_S = 0.5, 30.0, 60.0
+
+log = logging.getLogger("normgrade.queue")
+
 # Other people's code: the OS sandbox is required (``grade worker --no-sandbox`` turns it off,
 # set before the consumer forks its worker processes, which inherit it).
 SANDBOX: bool = True
@@ -60,9 +86,111 @@ def task_id(job_id: int, attempt: int) -> str:
     return f"job-{job_id}-try-{attempt}"
 
 
-def started_key(task: str) -> str:
-    """The key under which a worker notes that it began a task."""
-    return f"started:{task}"
+def lease_key(task: str) -> str:
+    """The key of the lease a worker holds (and renews) on a running try."""
+    return f"lease:{task}"
+
+
+def queued_key(task: str) -> str:
+    """The key the server writes when it enqueues a try; the worker that takes the try deletes it."""
+    return f"queued:{task}"
+
+
+def job_of_key(key: str) -> int | None:
+    """The job id a key of the queue's store belongs to (``job-7-try-1``, ``lease:...``, ``queued:...``), or None."""
+    name = key.split(":", 1)[-1]
+    parts = name.split("-")
+    if len(parts) == 4 and parts[0] == "job" and parts[2] == "try" and parts[1].isdigit():
+        return int(parts[1])
+    return None
+
+
+class Outage:
+    """A bounded log and a back-off for a queue that cannot be reached.
+
+    :meth:`failed` logs the first failure in one line, then at most one line
+    every OUTAGE_LOG_EVERY_S while the queue stays away, and returns how long
+    to wait (BACKOFF_FIRST_S doubling up to BACKOFF_MAX_S); :meth:`recovered`
+    logs one line when it is back. An outage of any length writes a handful of
+    lines, not one per try.
+    """
+
+    def __init__(self, what: str, logger: logging.Logger = log) -> None:
+        self.what = what
+        self.logger = logger
+        self.since: float | None = None
+        self.last_log = 0.0
+        self.failures = 0
+        self.delay = BACKOFF_FIRST_S
+
+    def failed(self, exc: BaseException) -> float:
+        """Note one failure; the seconds to wait before trying again."""
+        now = time.monotonic()
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+        self.failures += 1
+        if self.since is None:
+            self.since, self.last_log = now, now
+            self.logger.warning("%s cannot reach the queue (%s); retrying with back-off", self.what, reason)
+        elif now - self.last_log >= OUTAGE_LOG_EVERY_S:
+            self.last_log = now
+            self.logger.warning("%s still cannot reach the queue after %.0f s (%d tries; %s)",
+                                self.what, now - self.since, self.failures, reason)
+        delay = self.delay
+        self.delay = min(self.delay * 2, BACKOFF_MAX_S)
+        return delay
+
+    def recovered(self) -> None:
+        """Note a success (one line if the queue was away)."""
+        if self.since is not None:
+            self.logger.warning("%s reached the queue again after %.1f s", self.what, time.monotonic() - self.since)
+        self.since, self.failures, self.delay = None, 0, BACKOFF_FIRST_S
+
+
+class Lease:
+    """A worker's lease on a running try: written at the start, renewed by a thread, released on SIGTERM.
+
+    Writing the lease comes before deleting the ``queued:`` mark, so the
+    collector (which reads the mark, then the lease) never sees a taken try
+    with neither. A renewal that fails (the queue away) is retried at the next
+    beat; a queue restarted empty gets the lease back at the next renewal.
+    """
+
+    def __init__(self, huey: Huey, task: str) -> None:
+        self.huey = huey
+        self.task = task
+        self.started = time.monotonic()
+        self.note = {"host": socket.gethostname(), "pid": os.getpid(), "at": time.time(), "elapsed": 0.0, "beat": 0}
+        self.stop = threading.Event()
+        self.outage = Outage(f"worker {os.getpid()} (lease of {task})")
+        self.thread = threading.Thread(target=self._renew, name="normgrade-lease", daemon=True)
+
+    def _put(self, **changes: Any) -> None:
+        self.note.update(changes, elapsed=round(time.monotonic() - self.started, 3))
+        try:
+            self.huey.put(lease_key(self.task), dict(self.note))
+        except Exception as exc:  # the queue away: the next beat tries again
+            self.outage.failed(exc)
+        else:
+            self.outage.recovered()
+
+    def _renew(self) -> None:
+        while not self.stop.wait(RENEW_S):
+            self._put(beat=int(self.note["beat"]) + 1)
+
+    def __enter__(self) -> "Lease":
+        self._put()
+        try:
+            self.huey.delete(queued_key(self.task))
+        except Exception as exc:
+            self.outage.failed(exc)
+        self.thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+        if kind is not None and issubclass(kind, KeyboardInterrupt):  # SIGTERM: give the try back at once
+            self._put(released="the grading worker was stopped (SIGTERM)")
 
 
 def write_files(folder: Path, files: dict[str, str]) -> None:
@@ -77,29 +205,97 @@ def write_files(folder: Path, files: dict[str, str]) -> None:
         target.write_text(text, encoding="utf-8")
 
 
+def without_folder(message: str, folder: Path) -> str:
+    """A message with the worker's temporary folders taken out (the student never sees a server path).
+
+    ``<tmp>/normgrade-.../exercises/activations.py`` (the job's folder) and
+    ``<tmp>/normgrade-.../<hash>/submission/activations.py`` (a sandbox's copy)
+    both become ``activations.py``, the folders themselves "your exercises folder"; any other path under a ``normgrade-``
+    temporary folder becomes ``<grading folder>``.
+    """
+    for root in {str(folder.parent), tempfile.gettempdir()}:
+        base = re.escape(root.rstrip("/")) + r"/normgrade-[^\s'\"/]*"
+        message = re.sub(base + r"(?:/[^\s'\"/]+)*?/(?:exercises|submission)/", "", message)
+        message = re.sub(base + r"(?:/[^\s'\"/]+)*?/(?:exercises|submission)\b", "your exercises folder", message)
+        message = re.sub(base + r"[^\s'\"]*", "<grading folder>", message)
+    return message
+
+
 def grade_upload(job_id: int, attempt: int, student: str, exercise_ids: list[str], files: dict[str, str],
                  queue: Huey) -> dict[str, Any]:
     """The task body: grade the uploaded files with ``grader.grading.grade`` and return the result.
 
-    Runs on a worker. Grading happens through the library entry point, which
-    runs the student's code in the OS sandbox (grader/student/sandbox.py). The result
-    is always a dict: a grader error (or bug) becomes ``{"ok": false, "error"}``
-    with a one-line reason, so only a dead worker leaves no result.
+    Runs on a worker, holding the try's lease (:class:`Lease`). Grading happens
+    through the library entry point, which runs the student's code in the OS
+    sandbox (grader/student/sandbox.py). The result is always a dict: a grader
+    error (or bug) becomes ``{"ok": false, "error"}`` with a one-line reason,
+    so only a dead worker leaves no result. No message names the worker's
+    temporary folder.
     """
-    queue.put(started_key(task_id(job_id, attempt)),
-              {"host": socket.gethostname(), "pid": os.getpid(), "at": time.time()})
-    with PrivateFolder(f"normgrade-job{job_id}-") as tmp:  # (a killed worker's is removed by the next one)
-        folder = tmp / "exercises"
-        folder.mkdir()
+    with Lease(queue, task_id(job_id, attempt)):
+        with PrivateFolder(f"normgrade-job{job_id}-") as tmp:  # (a killed worker's is removed by the next one)
+            folder = tmp / "exercises"
+            folder.mkdir()
+            try:
+                write_files(folder, files)
+                report = grading.grade(folder, exercise_ids, student, Limits(sandbox=SANDBOX))
+            except GraderError as exc:
+                return {"ok": False, "error": without_folder(str(exc), tmp)}
+            except Exception as exc:  # a grader bug: the job is an error with the reason, the worker lives on
+                last = traceback.format_exc().strip().splitlines()[-1]
+                return {"ok": False, "error": without_folder(
+                    f"the grader failed ({type(exc).__name__}: {exc}; {last}): please report it", tmp)}
+            doc = report_to_dict(report)
+            return {"ok": True, "report": scrub(doc, tmp)}
+
+
+def scrub(value: Any, folder: Path) -> Any:
+    """Every string of a report document with the worker's temporary folder taken out."""
+    if isinstance(value, str):
+        return without_folder(value, folder) if "normgrade-" in value else value
+    if isinstance(value, list):
+        return [scrub(v, folder) for v in value]
+    if isinstance(value, dict):
+        return {k: scrub(v, folder) for k, v in value.items()}
+    return value
+
+
+class _Backoff:
+    """Huey's dequeue and schedule reads with :class:`Outage`: a worker without its queue waits and logs little."""
+
+    outage: Outage
+
+    def dequeue(self) -> Any:
         try:
-            write_files(folder, files)
-            report = grading.grade(folder, exercise_ids, student, Limits(sandbox=SANDBOX))
-        except GraderError as exc:
-            return {"ok": False, "error": str(exc)}
-        except Exception as exc:  # a grader bug: the job is an error with the reason, the worker lives on
-            last = traceback.format_exc().strip().splitlines()[-1]
-            return {"ok": False, "error": f"the grader failed ({type(exc).__name__}: {exc}; {last}): please report it"}
-    return {"ok": True, "report": report_to_dict(report)}
+            task = super().dequeue()  # type: ignore[misc]
+        except Exception as exc:
+            time.sleep(self._outage().failed(exc))
+            return None
+        self._outage().recovered()
+        return task
+
+    def read_schedule(self, timestamp: Any) -> Any:
+        try:
+            tasks = super().read_schedule(timestamp)  # type: ignore[misc]
+        except Exception as exc:
+            self._outage().failed(exc)
+            return []
+        self._outage().recovered()
+        return tasks
+
+    def _outage(self) -> Outage:
+        if getattr(self, "_outage_pid", None) != os.getpid():  # one per process (the consumer forks)
+            self._outage_pid = os.getpid()
+            self.outage = Outage(f"worker {os.getpid()}")
+        return self.outage
+
+
+class BackoffRedisHuey(_Backoff, RedisHuey):
+    """RedisHuey whose worker backs off (bounded log) while Redis is away."""
+
+
+class BackoffSqliteHuey(_Backoff, SqliteHuey):
+    """SqliteHuey whose worker backs off (bounded log) while the file cannot be read."""
 
 
 _HTTP: Any = None  # the worker process's HTTP client for score posts (kept: one connection pool, made once)
@@ -143,8 +339,9 @@ class Queue:
 
     def enqueue(self, job_id: int, attempt: int, student: str, exercise_ids: list[str],
                 files: dict[str, str]) -> str:
-        """Put one grading try on the queue; return its task id."""
+        """Put one grading try on the queue (its ``queued:`` mark first); return its task id."""
         tid = task_id(job_id, attempt)
+        self.huey.put(queued_key(tid), {"at": time.time()})
         self.huey.enqueue(self.task.s(job_id, attempt, student, exercise_ids, files, id=tid))
         return tid
 
@@ -159,15 +356,20 @@ class Queue:
         value = self.huey.get(tid, peek=True)
         return value if isinstance(value, dict) else None
 
-    def started(self, tid: str) -> dict[str, Any] | None:
-        """The worker's note that it began ``tid`` (host, pid, at), or None."""
-        value = self.huey.get(started_key(tid), peek=True)
+    def lease(self, tid: str) -> dict[str, Any] | None:
+        """The worker's lease on ``tid`` (host, pid, at, elapsed, beat[, released]), or None."""
+        value = self.huey.get(lease_key(tid), peek=True)
         return value if isinstance(value, dict) else None
 
+
+    def waiting(self, tid: str) -> bool:
+        """Whether ``tid`` is on the queue, not yet taken by a worker (its ``queued:`` mark)."""
+        return self.huey.get(queued_key(tid), peek=True) is not None
+
     def forget(self, tid: str) -> None:
-        """Delete a recorded task's result and start note."""
-        self.huey.delete(tid)
-        self.huey.delete(started_key(tid))
+        """Delete a try's result, lease and queue mark (a closed job leaves nothing in the queue's store)."""
+        for key in (tid, lease_key(tid), queued_key(tid)):
+            self.huey.delete(key)
 
     def cancel_if_waiting(self, tid: str) -> None:
         """Revoke a task that has neither started nor finished (a worker that takes it skips it).
@@ -175,16 +377,29 @@ class Queue:
         A try enqueued because its predecessor overran may still wait in the
         queue when the predecessor's result closes the job.
         """
-        if self.started(tid) is None and self.result(tid) is None:
+        if self.waiting(tid) and self.lease(tid) is None and self.result(tid) is None:
             self.huey.revoke_by_id(tid, revoke_once=True)
 
     def waiting_ids(self) -> set[str]:
         """The ids of the tasks still waiting in the queue (reads the whole queue: call it rarely)."""
         return {str(task.id) for task in self.huey.pending()}
 
+    def stored_keys(self) -> list[str]:
+        """The keys of the queue's key/value store (results, leases, marks), revocations left out.
+
+        A revocation (``r:<task id>``) is Huey's: it is deleted when a worker
+        takes the revoked task, which may still wait in the queue.
+        """
+        keys = [k.decode() if isinstance(k, bytes) else str(k) for k in self.huey.all_results()]
+        return [k for k in keys if not k.startswith("r:")]
+
     def pending(self) -> int:
         """Tasks waiting in the queue."""
         return int(self.huey.pending_count())
+
+    def pending_ids(self) -> set[str]:
+        """The ids of the tasks waiting in the queue (reads every waiting task: call it seldom)."""
+        return {str(task.id) for task in self.huey.pending()}
 
 
 def open_queue(url: str) -> Queue:
@@ -192,7 +407,12 @@ def open_queue(url: str) -> Queue:
     parsed = urlparse(url)
     if parsed.scheme in ("redis", "rediss", "unix"):
         try:
-            huey: Huey = RedisHuey(QUEUE_NAME, url=url, results=True, utc=True)
+            import redis
+
+            # bounded waits: a Redis that stops answering is an error after seconds, not a hang
+            pool = redis.ConnectionPool.from_url(url, socket_timeout=10, socket_connect_timeout=5,
+                                                 health_check_interval=5)
+            huey: Huey = BackoffRedisHuey(QUEUE_NAME, connection_pool=pool, results=True, utc=True)
         except Exception as exc:  # redis.exceptions / ConfigurationError: one line, what to do
             raise SetupError(f"cannot use the Redis queue {url} ({exc}): check --queue") from exc
     elif parsed.scheme in ("sqlite", ""):
@@ -203,7 +423,7 @@ def open_queue(url: str) -> Queue:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise SetupError(f"cannot create the queue folder {path.parent} ({exc.strerror}): check --queue") from exc
-        huey = SqliteHuey(QUEUE_NAME, filename=str(path), results=True, utc=True, fsync=True)
+        huey = BackoffSqliteHuey(QUEUE_NAME, filename=str(path), results=True, utc=True, fsync=True)
     else:
         raise SetupError(f"'{url}' is not a queue URL: use sqlite:///PATH or redis://HOST:PORT/DB")
 
@@ -221,14 +441,56 @@ def default_queue_url(db_path: Path) -> str:
     return f"sqlite://{path.with_name(path.stem + '-queue.db')}"
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def set_parent_death_signal(signum: int) -> None:
+    """Linux: this process gets ``signum`` when its parent dies (even by SIGKILL); elsewhere nothing."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signum))
+    except (OSError, AttributeError):
+        pass
+
+
+def _stop_on_sigterm() -> None:
+    """In a grading process: SIGTERM ends it, idle or busy (Huey's own handler ignores it while idle).
+
+    The KeyboardInterrupt it raises stops a running task (its lease is released,
+    so the try is put back at once) or Huey's loop, and the process exits.
+    """
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def run_consumer(url: str, workers: int) -> None:
     """``grade worker``: consume grading tasks with ``workers`` processes until SIGINT/SIGTERM.
 
-    Huey's consumer restarts a worker process that died (health check every
-    second); the server notices the job it was grading and retries it once.
+    Every process the consumer forks (its grading processes and Huey's
+    scheduler) gets SIGKILL from the kernel when the consumer dies, however it
+    dies, so no orphan grades beside a later consumer; a grading process ends
+    on SIGTERM. Huey's consumer restarts a grading process that died (health
+    check every second); the server notices the lease of the try it held
+    expire and puts the try back.
     """
+    logging.basicConfig(level=logging.WARNING, format="grade worker: %(name)s: %(message)s")
     queue = open_queue(url)
     Limits(sandbox=SANDBOX).sandboxed()  # no sandbox and no --no-sandbox: a one-line error before consuming
+    consumer_pid = os.getpid()
+
+    def in_child() -> None:
+        if os.getppid() == consumer_pid:
+            set_parent_death_signal(signal.SIGKILL)
+            if os.getppid() != consumer_pid:  # the consumer died before the line above
+                os._exit(1)
+
+    os.register_at_fork(after_in_child=in_child)
+    queue.huey.on_startup()(_stop_on_sigterm)
     consumer = queue.huey.create_consumer(
         workers=workers, worker_type="process", check_worker_health=True, health_check_interval=1,
         periodic=False, initial_delay=0.05, max_delay=0.5, backoff=1.15,

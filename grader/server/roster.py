@@ -3,7 +3,9 @@
 The roster CSV has a header with the columns ``id,name,email`` (more columns
 are ignored). ``id`` is what the student is known by everywhere (the seed of
 their hidden checks, the gradebook row): letters, digits and ``._@-``, at
-most 64 characters. Importing again adds new students and updates names and
+most 64 characters, and never ``instructor`` (in any case): instructor tokens
+are a separate kind of identity (their role), and a roster id that looked like
+one is refused in one line rather than shared. Importing again adds new students and updates names and
 e-mails; existing students keep their token unless ``--reissue``.
 
 The new tokens are written to a CSV (``id,name,email,token``) readable only
@@ -26,6 +28,7 @@ from grader.student.store import Store, utc_now
 
 ID_RE = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
 MAX_ROSTER_BYTES = 10 * 1024 * 1024
+RESERVED_IDS = frozenset({auth.INSTRUCTOR})  # compared in lower case: the instructor is another kind of identity
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,9 @@ def read_roster(path: Path) -> list[RosterEntry]:
             raise UsageError(
                 f"{path} line {number}: id {student!r} is not valid: use 1 to 64 letters, digits or ._@-"
             )
+        if student.lower() in RESERVED_IDS:
+            raise UsageError(f"{path} line {number}: id {student!r} is reserved for the instructor's token: "
+                             "give that student another id")
         if student in seen:
             raise UsageError(f"{path} line {number}: id {student!r} appears twice: give each student one row")
         seen.add(student)
@@ -79,6 +85,10 @@ def import_roster(store: Store, entries: list[RosterEntry], reissue: bool = Fals
     """
     issued: list[tuple[RosterEntry, str]] = []
     now = utc_now()
+    for entry in entries:  # read_roster refuses them; a caller building entries itself is refused here
+        if entry.id.lower() in RESERVED_IDS:
+            raise UsageError(f"roster id {entry.id!r} is reserved for the instructor's token: give that student "
+                             "another id")
     with store.transaction() as db:
         for entry in entries:
             known = bool(list(db.query("SELECT 1 FROM roster WHERE student = ?", [entry.id])))

@@ -14,6 +14,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,10 +46,23 @@ def use_color(stream: IO[str] | None = None) -> bool:
     return bool(isatty and isatty())
 
 
+def round_score(value: float, places: int = 2) -> str:
+    """THE rounding of a score for display: half up on its decimal value, float noise ignored.
+
+    ``5.75 * 0.7`` is 4.0249999999999995 and ``5.75 - 5.75 * 0.3`` is
+    4.025000000000000355: both are 4.025, shown 4.03, in every view (the
+    student's report and progress, the dashboard, the exports). Trailing
+    zeros are dropped: 6.0 -> '6', 6.50 -> '6.5'.
+    """
+    exact = Decimal(repr(round(float(value), 9)))
+    text = f"{exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP):f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text in ("-0", "") else text
+
+
 def format_score(value: float) -> str:
-    """6.0 -> '6', 6.5 -> '6.5', 6.25 -> '6.25' (at most two decimals)."""
-    text = f"{value:.2f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
+    """6.0 -> '6', 6.5 -> '6.5', 6.25 -> '6.25', 4.025 -> '4.03' (at most two decimals, :func:`round_score`)."""
+    return round_score(value, 2)
 
 
 def status_style(status: str | None) -> tuple[str, str]:
