@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from grader.server import records
-from grader.server.jobs import Queue, started_key, task_id
+from grader.server.jobs import Queue, task_id
 from grader.student.course import Course, counted_score
 from grader.student.errors import GraderError
 from grader.student.model import ExerciseResult, exercise_seed
@@ -116,7 +116,7 @@ def grade_again(store: Store, queue: Queue, uploads: list[tuple[dict[str, Any], 
                 job_id = waiting.pop(tid)
                 results[job_id] = result
                 queue.forget(tid)
-                queue.huey.delete(started_key(task_id(job_id, RESCORE_ATTEMPT)))
+                queue.forget(task_id(job_id, RESCORE_ATTEMPT))  # the lease its grading held
                 deadline = time.monotonic() + timeout
                 if on_result is not None:
                     on_result(len(results), len(uploads))
