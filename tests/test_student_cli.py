@@ -169,3 +169,53 @@ def test_progress_points_past_closed_chapters_and_late_full_marks() -> None:
     assert next_step([late_full, closed], [], "grade submit", {"init.kaiming_normal"}).startswith(
         "nothing more to gain")
     assert next_step([closed], [], "grade submit").startswith("init.kaiming_normal (not graded yet)")
+
+
+# --- the server's own word on a job: late shares, closed chapters, where the job is ----------------
+
+
+def test_the_servers_late_list_is_used_over_the_course_dates() -> None:
+    """The server applies the student's own dates (an extension, uploads closed): its ``late`` list decides the
+    notes; without one (an older server) the course's dates do."""
+    from grader.student.remote import server_late_notes
+
+    doc = {"late": [{"exercise": "activations.ReLU", "counts": 0.7}, {"exercise": "init.kaiming_normal", "counts": 0.0}]}
+    assert server_late_notes(doc) == {"activations.ReLU": "late: counts 70%", "init.kaiming_normal": "late: counts 0%"}
+    assert server_late_notes({"late": []}) == {}  # an extension: nothing late, whatever the chapter's date says
+    assert server_late_notes({}) is None
+
+
+def test_the_servers_closed_chapters_name_what_was_left_out() -> None:
+    from grader.student.remote import closed_course
+
+    doc = {"closed_chapters": [{"chapter": "init", "closed_at": "2026-01-07T23:59+00:00",
+                                "exercises": ["init.kaiming_normal", "init.xavier_uniform"]}]}
+    lines = closed_lines(closed_course(doc, COURSE), ["init.kaiming_normal", "init.xavier_uniform"], [])
+    assert lines == ["Closed: chapter 'init' stopped taking submissions at 2026-01-07 23:59 UTC; "
+                     "not graded: init.kaiming_normal, init.xavier_uniform"]
+    assert closed_course({}, COURSE) is COURSE
+
+
+def test_a_wait_off_a_terminal_prints_each_change_of_phase(capsys: pytest.CaptureFixture[str]) -> None:
+    """In a log or a pipe the waiting client prints a line when the upload is in and one at each change of
+    phase (queued, running on a worker, retried): never silent while the server retries a job."""
+    from grader.student.remote import _StatusLine
+
+    status = _StatusLine("http://127.0.0.1:1")
+    status.show = False
+    docs = [
+        {"id": 5, "status": "queued", "phase": "queued", "where": "queued (2 ahead)"},
+        {"id": 5, "status": "queued", "phase": "queued", "where": "queued (1 ahead)"},
+        {"id": 5, "status": "running", "phase": "running", "where": "running on worker h:12"},
+        {"id": 5, "status": "queued", "phase": "retried", "where": "queued, try 2 of 2 (after the lease expired)"},
+        {"id": 5, "status": "running", "phase": "retried", "where": "running on worker h:13, try 2 of 2"},
+    ]
+    for doc in docs:
+        status(doc)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "Submission 5 received by http://127.0.0.1:1; waiting for grading...",
+        "Submission 5: running on worker h:12",
+        "Submission 5: queued, try 2 of 2 (after the lease expired)",
+    ]
+    assert client_lib.describe_state({"id": 5, "status": "running"}) == "Submission 5: grading"  # an older server

@@ -67,7 +67,6 @@ from grader.student.wire import report_to_dict
 QUEUE_NAME = "normgrade"
 TASK_NAME = "grade_upload"
 SCORE_TASK_NAME = "post_score"  # an LTI score sent to the LMS (grader/server/lti_services.py)
-MAX_TRIES = 2  # a job whose worker dies is tried once more, then recorded as an error
 
 MAX_TRIES = 2  # a try whose lease expires is put back once more, then the job is recorded as an error
 RENEW_S = 1.0  # how often a grading process renews its lease

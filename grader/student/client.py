@@ -234,7 +234,10 @@ def _submitted(doc: dict[str, Any]) -> Submitted:
 
 
 def describe_state(doc: dict[str, Any]) -> str:
-    """One progress line for a submission's state."""
+    """One progress line for a submission's state: the server's ``where`` (queued with how many ahead, running
+    on which worker, which try after what failure), or a line made from the status for an older server."""
+    if doc.get("where") and doc["status"] not in ("done", "error"):
+        return f"Submission {doc['id']}: {doc['where']}"
     if doc["status"] in ("received", "queued"):
         ahead = int(doc.get("queue_position") or 0)
         return f"Submission {doc['id']}: queued" + (f" ({ahead} ahead)" if ahead else "")

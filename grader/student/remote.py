@@ -99,6 +99,25 @@ def late_notes(course: dict[str, Any], exercises: list[str], received_at: str | 
     return notes
 
 
+def server_late_notes(document: dict[str, Any]) -> dict[str, str] | None:
+    """Exercise id -> "late: counts 70%" from the server's ``late`` list of a graded job (it applies the
+    student's own dates: extensions, uploads closed); None when the server sends no such list."""
+    late = document.get("late")
+    if not isinstance(late, list):
+        return None
+    return {str(item["exercise"]): f"late: counts {100.0 * float(item['counts']):g}%" for item in late}
+
+
+def closed_course(document: dict[str, Any], course: dict[str, Any]) -> dict[str, Any]:
+    """The chapters to name as closed: the server's ``closed_chapters`` of the job (the student's own dates),
+    else the course's."""
+    closed = document.get("closed_chapters")
+    if not isinstance(closed, list):
+        return course
+    return {"chapters": [{"name": c["chapter"], "exercises": c["exercises"], "closes": c.get("closed_at")}
+                         for c in closed]}
+
+
 def closed_lines(course: dict[str, Any], selectors: list[str], graded: list[str]) -> list[str]:
     """One line per chapter whose exercises an upload of ``selectors`` left out because the chapter is closed."""
     try:
@@ -137,7 +156,9 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
     if fmt == "json":
         click.echo(format_json(done.report, arrays))
     else:
-        notes = late_notes(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
+        notes = server_late_notes(done.document)
+        if notes is None:  # a server that does not say: worked out from the course's dates
+            notes = late_notes(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
         color = use_color()
         click.echo(format_text(done.report, color=color, notes=notes), color=color)
     if html is not None:
@@ -146,20 +167,25 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
 
 
 class _StatusLine:
-    """A live status line on a terminal; elsewhere (a log, a pipe) one line when the upload is in."""
+    """A live status line on a terminal; elsewhere (a log, a pipe) one line each time the job changes phase
+    (received, queued, running on a worker, retried), so a wait is never silent."""
 
     def __init__(self, server: str) -> None:
         self.server = server
         self.show = sys.stderr.isatty()
         self.last = ""
+        self.phase = ""
 
     def __call__(self, doc: dict[str, Any]) -> None:
         line = client_lib.describe_state(doc)
+        phase = str(doc.get("phase") or doc["status"])
         if self.show and line != self.last:
             click.echo("\r" + line.ljust(60), nl=False, err=True)
         elif not self.show and not self.last:
             click.echo(f"Submission {doc['id']} received by {self.server}; waiting for grading...", err=True)
-        self.last = line
+        elif not self.show and phase != self.phase:
+            click.echo(line, err=True)
+        self.last, self.phase = line, phase
 
     def end(self) -> None:
         if self.show and self.last:
@@ -186,7 +212,7 @@ def remote_submit(login: Login, path: Path, selectors: list[str], fmt: str, wait
         raise one_line(exc) from exc
     finally:
         status.end()
-    for line in closed_lines(course, selectors, list(done.document.get("exercises") or [])):
+    for line in closed_lines(closed_course(done.document, course), selectors, list(done.document.get("exercises") or [])):
         click.echo(line, err=True)
     if not wait:
         if fmt == "json":
