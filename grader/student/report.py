@@ -31,6 +31,9 @@ STATUS_LABELS: dict[str, tuple[str, str]] = {
     "not_implemented": ("NOT_IMPLEMENTED", "yellow"),
     "error": ("ERROR", "red"),
     "timeout": ("TIMEOUT", "red"),
+    # exam mode only (grader/exam.py): the course hides feedback until its release time
+    "graded": ("GRADED", "cyan"),
+    "received": ("RECEIVED", "cyan"),
 }
 OUTPUT_EXCERPT_LINES = 8
 OUTPUT_EXCERPT_CHARS = 600
