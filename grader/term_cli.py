@@ -8,8 +8,6 @@ explains the workflow.
 from __future__ import annotations
 
 
-import signal
-import subprocess
 from pathlib import Path
 
 import click
@@ -74,6 +72,7 @@ def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | No
     from grader import rescore
     from grader.server.app import grader_version
     from grader.server.jobs import default_queue_url, open_queue
+    from grader.server.supervisor import WorkerPool
     from grader.student import catalogue
     from grader.student.store import Store
 
@@ -86,7 +85,7 @@ def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | No
         queue_url = queue_url or default_queue_url(db)
         queue = open_queue(queue_url)
         if workers:
-            consumer = remote_cli.start_worker_process(queue_url, workers, no_sandbox)
+            consumer = WorkerPool(queue_url, workers, no_sandbox).start()  # dies with this command
         with Store.open(db) as store:
             outcome = rescore.rescore(
                 store, queue, course, exercises, grader_version(), dry_run, timeout,
@@ -96,7 +95,7 @@ def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | No
         raise remote_cli.one_line(exc) from exc
     finally:
         if consumer is not None:
-            _stop(consumer)
+            consumer.stop()
     click.echo(rescore.format_text(outcome))
     if csv_path is not None:
         csv_path.write_text(rescore.format_csv(outcome), encoding="utf-8")
@@ -136,16 +135,6 @@ def similarity_command(topics: tuple[str, ...], db: Path, threshold: float | Non
                                "pairs": [p.to_json() for p in pairs]}, indent=2))
     else:
         click.echo(similarity.format_text(pairs, threshold))
-
-
-def _stop(consumer: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the worker process this command started (it stops its grading processes); SIGKILL after 30 s."""
-    consumer.send_signal(signal.SIGTERM)
-    try:
-        consumer.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        consumer.kill()
-        consumer.wait()
 
 
 def register(cli: click.Group) -> None:

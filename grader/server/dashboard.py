@@ -360,7 +360,7 @@ def student_detail(store: Store, report: ClassReport, student: str, reports_kept
                 late.append(sub["exercise"])
         total = sum(counted_score(h, course.chapter_of(ex, student), course.rule).score for ex, h in history.items())
         views.append(AttemptView(attempt["id"], attempt["started_at"], attempt["score"], attempt["max_score"],
-                                 total, late, "", attempt_label(attempt["id"], submission_of)))
+                                 total, late, "", label=attempt_label(attempt["id"], submission_of)))
         series.append((parse_time(attempt["started_at"]), total,
                        f"{attempt['started_at']}: total {_number(total)} of {_number(row.max_total)}"))
     views.reverse()
