@@ -218,7 +218,8 @@ def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json
     The server poses each question for the student (their numbers, their choice
     order), judges every answer, records it and only then returns the
     explanation; the keys never leave it. An interactive session asks only the
-    questions not yet answered correctly, unless ``ask_all``.
+    questions still open: not answered correctly, with attempts left (graded
+    attempts never reset, so ``ask_all`` cannot reopen a question).
     """
     import difflib
 
@@ -255,11 +256,19 @@ def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json
                                    "error": verdict.get("error"), "params": None, "explanation": None}
                     verdicts[q["id"]] = verdict
             else:
-                todo = [q for q in questions if ask_all or not q["answered_correctly"]]
-                done = len(questions) - len(todo)
-                if not todo:
+                # graded on the server: a question answered correctly or out of attempts is closed for good
+                spent = [q for q in questions if not q["answered_correctly"] and q.get("attempts_left", 1) == 0]
+                todo = [q for q in questions if not q["answered_correctly"] and q.get("attempts_left", 1) > 0]
+                done = len(questions) - len(todo) - len(spent)
+                if spent:
+                    click.echo(f"{len(spent)} question(s) of {chapter} have no attempts left (attempts never "
+                               f"reset): {', '.join(q['id'] for q in spent)}")
+                if not todo and not spent:
                     click.echo(f"Every question of {chapter} is answered correctly already. "
-                               f"Practise them again: grade quiz {chapter} --all")
+                               f"Practise offline: grade quiz {chapter} --local")
+                elif not todo:
+                    click.echo(f"Every question of {chapter} is answered or out of attempts: nothing left to answer "
+                               f"on the server. Practise offline: grade quiz {chapter} --local")
                 else:
                     quiz_lib.session_intro(quiz["title"], len(questions),
                                            sum(1 for q in questions if q["checkpoint"]), done)

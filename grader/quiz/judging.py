@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import difflib
 import hmac
+import multiprocessing
 import random
 from collections.abc import Mapping
+from multiprocessing.connection import Connection
 from typing import Any
 
 from grader.quiz import params as params_lib
-from grader.quiz.errors import AnswerFormatError
+from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.model import Choice, Posed, Question, Quiz, QuizResult, Verdict
 from grader.student.answers import _choice_ids, canonical_answers, digest, formula_message, parse_number
 from grader.student.errors import UsageError
@@ -99,3 +101,69 @@ def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers
             result.verdicts[q.id] = grade_answer(q, answers[q.id], student)
     return result
 
+
+
+# --- bounded judging ----------------------------------------------------------------
+
+JUDGE_SECONDS = 5.0  # the time budget of one judged answer (SymPy and the reference), away from the server's loop
+# fork: the child starts with SymPy and the reference already imported (a fresh interpreter would take
+# seconds); the parent warms them up first (``warm_up``), so the child imports nothing under a lock.
+_CONTEXT = multiprocessing.get_context("fork")
+
+
+class TooComplexError(AnswerFormatError):
+    """An answer that could not be judged within the time budget (refused, costs no attempt)."""
+
+
+def _judge_child(conn: Connection, posed: Posed, raw: Any, shown: bool) -> None:
+    """Run in the judging process: send ("ok", verdict) or (error kind, one-line message)."""
+    try:
+        conn.send(("ok", judge(posed, raw, shown)))
+    except AnswerFormatError as exc:
+        conn.send(("format", str(exc)))
+    except ReferenceUnavailableError as exc:
+        conn.send(("reference", str(exc)))
+    except Exception as exc:  # reported in the parent as an unreadable answer, never a traceback
+        conn.send(("format", f"this answer cannot be judged ({type(exc).__name__}): write it more simply"))
+    finally:
+        conn.close()
+
+
+def warm_up() -> None:
+    """Import and exercise SymPy's reader once in this process, so judging children fork ready."""
+    from grader.student import expr
+
+    expr.fingerprint("x*normcdf(x) + sqrt(2)/2", {"x": "x"}, "00" * 16)
+    try:
+        params_lib.import_reference()
+    except ReferenceUnavailableError:
+        pass  # chapters with drawn numbers answer 503 where the reference is missing
+
+
+def judge_bounded(posed: Posed, raw: Any, shown: bool = False, seconds: float | None = None) -> Verdict:
+    """``judge`` in a separate process that is killed after ``seconds``: TooComplexError (one line,
+    no attempt spent) when it runs out of time. Blocking: the server calls it through a worker thread,
+    so its event loop keeps answering other students meanwhile."""
+    seconds = JUDGE_SECONDS if seconds is None else seconds
+    parent, child = _CONTEXT.Pipe(duplex=False)
+    process = _CONTEXT.Process(target=_judge_child, args=(child, posed, raw, shown), daemon=True)
+    process.start()
+    child.close()
+    try:
+        if not parent.poll(seconds):
+            raise TooComplexError("this answer is too complex to judge in time: write it more simply "
+                                  "(no attempt was used)")
+        kind, payload = parent.recv()
+    except EOFError:
+        raise TooComplexError("this answer could not be judged (the judge stopped): write it more simply "
+                              "(no attempt was used)") from None
+    finally:
+        parent.close()
+        if process.is_alive():
+            process.kill()
+        process.join()
+    if kind == "ok":
+        return payload
+    if kind == "reference":
+        raise ReferenceUnavailableError(payload)
+    raise AnswerFormatError(payload)

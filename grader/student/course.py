@@ -17,6 +17,9 @@ and ``grade progress``::
     late_penalty = 0.2                 # fraction of a late score lost (default 1: late counts nothing)
     late_until = 2026-12-08T23:59:00Z  # uploads refused after this (default: due, when late counts nothing)
 
+    [quiz]
+    attempts = 2                       # tries per graded quiz question, never reset (default: each question's own)
+
     [scaffolding]                      # what `grade release` gives away in the stubs (grader/scaffold.py)
     level = "derive"                   # "guided" (default), "derive" or "contract"
     [scaffolding.exercises]            # per-exercise (or per-topic) overrides
@@ -101,6 +104,14 @@ class Course:
     by_exercise: Mapping[str, Chapter] = field(default_factory=dict)
     scaffolding_level: str = DEFAULT_LEVEL
     scaffolding_exercises: Mapping[str, str] = field(default_factory=dict)  # exercise id -> level
+    quiz_attempts: int | None = None  # [quiz] attempts: tries per graded question (None: each question's own)
+
+    def quiz_due(self, chapter: str) -> datetime | None:
+        """The due date of a quiz chapter: the course chapter of that name (or covering that topic), if any."""
+        for c in self.chapters:
+            if c.name == chapter or chapter in c.exercises:
+                return c.due
+        return None
 
     def scaffolding_levels(self, default: str | None = None) -> dict[str, str]:
         """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the course's."""
@@ -271,7 +282,7 @@ def _scaffolding(raw: Any, path: Path) -> tuple[str, dict[str, str]]:
 
 def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
     """Validate a parsed TOML document into a Course (CourseError on the first problem)."""
-    unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter", "scaffolding"})
+    unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter", "scaffolding", "quiz"})
     if unknown:
         raise CourseError(f"{path}: unknown field '{unknown[0]}': use name, score, rate_limit, [[chapter]],"
                           " [scaffolding]")
@@ -304,7 +315,12 @@ def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
                 )
             by_exercise[exercise_id] = chapter
     level, levels = _scaffolding(doc.get("scaffolding", {}), path)
-    return Course(name, rule, chapters, submissions, float(minutes), by_exercise, level, levels)
+    quiz = doc.get("quiz", {})
+    attempts = quiz.get("attempts") if isinstance(quiz, dict) else None
+    if not isinstance(quiz, dict) or set(quiz) - {"attempts"} or (
+            "attempts" in quiz and (isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1)):
+        raise CourseError(f"{path}: [quiz] takes attempts = N, a whole number of at least 1")
+    return Course(name, rule, chapters, submissions, float(minutes), by_exercise, level, levels, attempts)
 
 
 def load_course(path: Path | str) -> Course:
