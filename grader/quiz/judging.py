@@ -6,7 +6,6 @@ from __future__ import annotations
 import difflib
 import hmac
 import multiprocessing
-import random
 from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from typing import Any
@@ -16,7 +15,7 @@ from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.model import Choice, Posed, Question, Quiz, QuizResult, Verdict
 from grader.student.answers import _choice_ids, canonical_answers, digest, formula_message, parse_number
 from grader.student.errors import UsageError
-from grader.student.model import exercise_seed
+from grader.student import posing
 
 def recorded_form(question: Question, raw: Any, shown: tuple[Choice, ...] | None = None) -> str:
     """The answer as stored in the progress database: choice ids, or the text given."""
@@ -42,8 +41,7 @@ def pose(question: Question, student: str) -> Posed:
         specs = params_lib.parse_specs(question.params)
         values = params_lib.draw(specs, student, question.chapter, question.id)
         prompt = params_lib.render(question.prompt, values)
-    choices = list(question.choices)
-    random.Random(exercise_seed(student, f"quiz.{question.chapter}.{question.id}.choices")).shuffle(choices)
+    choices = posing.choice_order(question.choices, student, question.chapter, question.id)
     return Posed(question, values, prompt, tuple(choices))
 
 
