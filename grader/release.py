@@ -39,12 +39,10 @@ from typing import Any
 from grader import quiz as quiz_lib
 from grader.packs import PackError, write_packs
 from grader.scaffold import render_stub, render_tree
-from grader.quiz import params as params_lib
 from grader.student.course import Course
 from grader.student.errors import GraderError
 from grader.student.scaffolding import DEFAULT_LEVEL, LEVELS
-from grader.student.practice import PracticeQuestion, PracticeQuiz, new_salt, seal
-from grader.student.practice import Choice as PracticeChoice
+from grader.quiz.handout import handout_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = Path(__file__).resolve().parent  # grader/
@@ -135,51 +133,6 @@ def copy_tree(source: Path, target: Path) -> None:
 # --- quizzes -------------------------------------------------------------------------------------
 
 
-def _accepted_forms(question: quiz_lib.SourceQuestion, salt: str) -> list[str]:
-    """The canonical forms that open a question's seal (as ``source_digests`` digests them, without digests)."""
-    messages: list[str] = []
-    for form in quiz_lib._answer_forms(question):
-        candidates = quiz_lib.canonical_answers(question, form)
-        found = [candidates[len(candidates) // 2]]  # numeric: the answer's own bin
-        if question.symbols and quiz_lib._formula_form(question, form):
-            found.append(quiz_lib.formula_message(question, form, salt))
-        messages += [m for m in found if m not in messages]
-    return messages
-
-
-def handout_question(question: quiz_lib.SourceQuestion, chapter: str, practice: bool) -> PracticeQuestion:
-    """One source question as the handout holds it: prompt and choices; with ``practice``, the sealed explanation.
-
-    A parameterised question is shown with the values drawn for ``PRACTICE_STUDENT``
-    (the values Gradescope judges a handout answer with); its answer is computed
-    with the reference here, and its explanation rendered with it.
-    """
-    data = question.data
-    prompt, explanation = str(data["prompt"]), str(data.get("explanation", ""))
-    salt = new_salt()
-    out = PracticeQuestion(
-        id=question.id, kind=question.kind, prompt=prompt,
-        choices=tuple(PracticeChoice(c.id, c.text) for c in question.choices),
-        tolerance=question.tolerance, points=float(data.get("points", 1.0)), symbols=question.symbols,
-        subject=question.subject, salt=salt,
-    )
-    if "params" in data:
-        values = params_lib.draw(params_lib.parse_specs(data["params"]), PRACTICE_STUDENT, chapter, question.id)
-        call = params_lib.parse_reference(data["reference"], set(values))
-        answer = params_lib.reference_answer(call, values)
-        out.prompt = params_lib.render(prompt, values)
-        explanation = params_lib.render(explanation, {**values, "answer": answer})
-        bins = quiz_lib.canonical_answers(out, answer)
-        messages = [bins[len(bins) // 2]]
-    else:
-        messages = _accepted_forms(question, salt)
-    if practice:
-        out.sealed = seal(explanation, messages, salt)
-    else:
-        out.salt = ""
-    return out
-
-
 def write_quizzes(target: Path, practice: bool) -> list[str]:
     """The handout quiz of every chapter with a source in quizzes/source/; the chapters written."""
     sources = sorted((ROOT / "quizzes" / "source").glob("*.toml"))
@@ -189,8 +142,7 @@ def write_quizzes(target: Path, practice: bool) -> list[str]:
     chapters = []
     for path in sources:
         source = quiz_lib.load_source(path)
-        quiz = PracticeQuiz(source.chapter, source.title,
-                            [handout_question(q, source.chapter, practice) for q in source.questions])
+        quiz = handout_quiz(source, practice)  # what may ship, and what may not: grader/quiz/handout.py
         (target / f"{source.chapter}.json").write_text(json.dumps(quiz.to_json(), indent=1, ensure_ascii=False) + "\n",
                                                        encoding="utf-8")
         chapters.append(source.chapter)
@@ -263,11 +215,11 @@ OpenCL exercises (`exercises/kernels/*.cl`) need an OpenCL device:
 ## Quizzes
 
 `grade quiz` lists the chapters; `grade quiz activations` asks a chapter's
-questions. **Offline quizzes are practice only**: nothing is recorded, and the
-file in `quizzes/` holds no answers and no explanations in plain text (each
-explanation is encrypted under a key derived from the right answer; a right
-answer opens it). A short answer space can always be searched by trying
-answers, so these files cannot be graded fairly offline: your course scores
+questions, each shown with its id (e.g. `gelu-why`). **Offline quizzes are
+practice only**: nothing is recorded. Questions with numbers can be checked
+offline on practice numbers (their explanation is encrypted under the right
+answer); questions with one answer for everyone are graded only by the course,
+so they are asked here but not checked. The course scores
 quizzes {quiz_where}.
 
 ## Handing in
@@ -276,15 +228,16 @@ quizzes {quiz_where}.
 """
 
 HAND_IN_GRADESCOPE = """Upload your `exercises/` folder (or its `.py` files and `kernels/*.cl` files) to
-the course's Gradescope assignment. To have quizzes scored there, add one file
-`quiz-answers.toml` to the upload, one table per chapter:
+the course's Gradescope assignment. To have quizzes scored there, answer them as
+yourself and save the answers, then add that file to the upload:
 
-```toml
-[activations]
-gelu-why = "c"          # a choice id (or its number as listed)
-negative-outputs = ["tanh", "gelu"]
-gelu-min-x = "-0.75"
 ```
+.venv/bin/grade quiz activations --student you@example.org --save-answers quiz-answers.toml
+```
+
+Your numbers and choice order are your own, so the file is yours alone. Each
+question counts a fixed number of attempts over all your uploads (changing an
+answer uses one); before the due date a wrong answer says only "Not this one.".
 """
 
 

@@ -294,9 +294,18 @@ def submit_command(
 @click.argument("chapter", required=False, metavar="[CHAPTER]")
 @click.option("--quiz-dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_QUIZ_DIR,
               show_default=True, help="The handout's quizzes folder.")
-def quiz_command(chapter: str | None, quiz_dir: Path) -> None:
-    """Practise a chapter's quiz (list the chapters without CHAPTER). Practice only: nothing is recorded."""
+@click.option("--student", default=None, metavar="ID",
+              help="Pose your own questions (your numbers, your choice order): your Gradescope email.")
+@click.option("--save-answers", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Add your answers to FILE (quiz-answers.toml) for your Gradescope upload; needs --student.")
+def quiz_command(chapter: str | None, quiz_dir: Path, student: str | None, save_answers: Path | None) -> None:
+    """Practise a chapter's quiz (list the chapters without CHAPTER). Nothing is recorded here.
+
+    Each question shows its id (e.g. gelu-why). With --student and --save-answers
+    your answers go into the file your Gradescope upload carries.
+    """
     from grader.student.practice import chapters, load_practice, run_practice
+    from grader.student.practice import save_answers as save
 
     with one_line_errors():
         names = chapters(quiz_dir)
@@ -308,13 +317,20 @@ def quiz_command(chapter: str | None, quiz_dir: Path) -> None:
             return
         if chapter not in names:
             raise CommandError(f"'{chapter}' is not a chapter: choose one of {', '.join(names)}")
+        if save_answers is not None and not (student or "").strip():
+            raise CommandError("--save-answers needs --student YOUR_GRADESCOPE_EMAIL: the numbers and the choice "
+                               "order you answer are your own")
         quiz = load_practice(quiz_dir / f"{chapter}.json")
         try:
-            run_practice(quiz, lambda prompt: click.prompt(prompt, prompt_suffix="", default="",
-                                                           show_default=False), click.echo)
+            _, _, answers = run_practice(quiz, lambda prompt: click.prompt(prompt, prompt_suffix="", default="",
+                                                                           show_default=False), click.echo,
+                                         student=(student or "").strip() or None)
         except click.Abort:
             click.echo("\nStopped.", err=True)
             sys.exit(1)
+        if save_answers is not None and student:
+            save(save_answers, student.strip(), chapter, answers)
+            click.echo(f"{len(answers)} answer(s) of {chapter} saved in {save_answers}: upload it with your exercises.")
 
 
 def main(prog_name: str | None = None) -> None:
