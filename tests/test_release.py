@@ -223,7 +223,7 @@ def test_a_practice_seal_opens_for_the_right_answer_only(release: Path) -> None:
     with pytest.raises(QuizError, match="is graded, not practised"):
         open_seal(graded, "c")
     numeric = next(q for q in quiz.questions if q.id == "gelu-value")
-    x = posing.draw_values(numeric.params, posing.PRACTICE_STUDENT, "activations", "gelu-value")["x"]
+    x = posing.draw_values(numeric.params, posing.PRACTICE_STUDENT, "activations", "gelu-value", numeric.practice)["x"]
     assert f"x = {x}." in numeric.prompt, "the practice prompt shows the practice numbers"
     value = 0.5 * x * (1 + math.erf(x / math.sqrt(2)))
     explanation = open_seal(numeric, repr(value))

@@ -119,12 +119,16 @@ def _validate_symbols(raw: Mapping[str, Any], file: Path, qid: str, kind: str) -
 def _validate_params(raw: Mapping[str, Any], file: Path, qid: str, kind: str) -> None:
     """``params`` and ``reference`` go together, on numeric questions, and must parse."""
     if "params" not in raw and "reference" not in raw:
+        if "practice" in raw:
+            raise QuizFileError(file, qid, "'practice' belongs to parameterised questions")
         return
     if kind != "numeric" or "params" not in raw or "reference" not in raw:
         raise QuizFileError(file, qid, "a parameterised question is numeric and has both 'params' and 'reference'")
     try:
         specs = params_lib.parse_specs(raw["params"])
         params_lib.parse_reference(raw["reference"], set(specs))
+        if "practice" in raw:
+            params_lib.check_practice(specs, raw["practice"])
         sample = {name: spec.values[0] for name, spec in specs.items()}
         params_lib.render(raw["prompt"], sample)
         params_lib.render(raw["explanation"], {**sample, "answer": 0.0})
@@ -202,6 +206,7 @@ def load_quiz(path: str | Path) -> Quiz:
                 symbols=symbol_table(raw),
                 subject=raw.get("subject"),
                 params=raw.get("params"),
+                practice=raw.get("practice"),
                 reference=raw.get("reference"),
             )
         )

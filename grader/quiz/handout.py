@@ -37,10 +37,11 @@ def handout_question(question: SourceQuestion, chapter: str, practice: bool = Tr
     if "params" not in data:
         return out
     specs = params_lib.parse_specs(data["params"])
-    values = params_lib.draw(specs, PRACTICE_STUDENT, chapter, question.id)
+    values = params_lib.draw(specs, PRACTICE_STUDENT, chapter, question.id, data.get("practice"))
     answer = params_lib.reference_answer(params_lib.parse_reference(data["reference"], set(values)), values)
     out.template = out.prompt
     out.params = {name: list(spec.values) for name, spec in specs.items()}
+    out.practice = values
     out.prompt = params_lib.render(out.template, values)
     if practice:
         out.salt = new_salt()

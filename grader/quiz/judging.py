@@ -39,7 +39,7 @@ def pose(question: Question, student: str) -> Posed:
     prompt = question.prompt
     if question.params is not None:
         specs = params_lib.parse_specs(question.params)
-        values = params_lib.draw(specs, student, question.chapter, question.id)
+        values = params_lib.draw(specs, student, question.chapter, question.id, question.practice)
         prompt = params_lib.render(question.prompt, values)
     choices = posing.choice_order(question.choices, student, question.chapter, question.id)
     return Posed(question, values, prompt, tuple(choices))

@@ -126,7 +126,7 @@ def lock_quiz(source: SourceQuiz, previous: Quiz | None = None) -> dict[str, Any
             locked["tolerance"] = q.data["tolerance"]
         locked["points"] = q.data.get("points", 1)
         locked["checkpoint"] = bool(q.data.get("checkpoint", False))
-        for key in ("ladder", "attempts", "symbols", "aliases", "subject", "params", "reference"):
+        for key in ("ladder", "attempts", "symbols", "aliases", "subject", "params", "reference", "practice"):
             if key in q.data:
                 locked[key] = q.data[key]
         locked["explanation"] = q.data["explanation"].strip()

@@ -28,7 +28,7 @@ CHECKPOINT_ATTEMPTS = 2
 _ID_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 _COMMON_FIELDS = {
     "id", "kind", "prompt", "explanation", "choices", "tolerance", "points", "checkpoint", "ladder",
-    "attempts", "symbols", "aliases", "subject", "params", "reference",
+    "attempts", "symbols", "aliases", "subject", "params", "reference", "practice",
 }
 LOCKED_FIELDS = _COMMON_FIELDS | {"salt", "digests"}
 SOURCE_FIELDS = _COMMON_FIELDS | {"answer", "wrong", "answer_range"}
@@ -68,6 +68,7 @@ class Question:
     symbols: dict[str, str] = field(default_factory=dict)
     subject: str | None = None
     params: dict[str, Any] | None = None
+    practice: dict[str, Any] | None = None  # the practice instance (the handout's offline numbers)
     reference: str | None = None
 
     @property

@@ -100,10 +100,20 @@ def parse_specs(raw: Any) -> dict[str, ParamSpec]:
     return {name: ParamSpec.from_dict(name, spec) for name, spec in sorted(raw.items())}
 
 
-def draw(specs: Mapping[str, ParamSpec], student: str, chapter: str, question_id: str) -> dict[str, Number]:
+def draw(specs: Mapping[str, ParamSpec], student: str, chapter: str, question_id: str,
+         practice: Mapping[str, Number] | None = None) -> dict[str, Number]:
     """The student's values, in name order, from the student's seed for this question (never the practice
     instance's, unless the student is the practice one: ``grader.student.posing.draw_values``)."""
-    return posing.draw_values({name: spec.values for name, spec in specs.items()}, student, chapter, question_id)
+    return posing.draw_values({name: spec.values for name, spec in specs.items()}, student, chapter, question_id,
+                              practice)
+
+
+def check_practice(specs: Mapping[str, ParamSpec], practice: Any) -> dict[str, Number]:
+    """A question's ``practice`` instance: a number for every parameter (it may lie outside the graded values,
+    so that its answer is nobody's graded answer); ValueError otherwise."""
+    if not isinstance(practice, dict) or set(practice) != set(specs) or not all(map(_is_number, practice.values())):
+        raise ValueError(f"'practice' must give every parameter a number ({', '.join(sorted(specs))})")
+    return dict(practice)
 
 
 # --- the reference call -------------------------------------------------------------

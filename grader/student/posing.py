@@ -33,13 +33,18 @@ def _pick(grid: Mapping[str, Sequence[Any]], rng: random.Random) -> dict[str, An
     return {name: rng.choice(list(grid[name])) for name in sorted(grid)}
 
 
-def draw_values(grid: Mapping[str, Sequence[Any]], student: str, chapter: str, question_id: str) -> dict[str, Any]:
-    """The student's values (name -> value) from each parameter's list of possible values."""
+def draw_values(grid: Mapping[str, Sequence[Any]], student: str, chapter: str, question_id: str,
+                practice: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The student's values (name -> value) from each parameter's list of possible values. ``practice``: the
+    practice instance the author chose (one whose answer no other instance shares), else the practice
+    student's own draw."""
+    if student == PRACTICE_STUDENT and practice:
+        return dict(practice)
     rng = random.Random(exercise_seed(student, f"quiz.{chapter}.{question_id}"))
     values = _pick(grid, rng)
     if student == PRACTICE_STUDENT:
         return values
-    practice = draw_values(grid, PRACTICE_STUDENT, chapter, question_id)
+    practice = dict(practice) if practice else draw_values(grid, PRACTICE_STUDENT, chapter, question_id)
     for _ in range(MAX_REDRAWS):
         if values != practice:
             break

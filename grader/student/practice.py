@@ -70,6 +70,7 @@ class PracticeQuestion:
     sealed: tuple[str, ...] = ()
     template: str = ""  # a parameterised question's prompt template ({{ name }})
     params: dict[str, list[Any]] = field(default_factory=dict)  # its parameters' possible values
+    practice: dict[str, Any] = field(default_factory=dict)  # the practice instance's values (never a graded one)
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"id": self.id, "kind": self.kind, "prompt": self.prompt, "points": self.points}
@@ -82,7 +83,7 @@ class PracticeQuestion:
         if self.subject:
             doc["subject"] = self.subject
         if self.params:
-            doc["template"], doc["params"] = self.template, self.params
+            doc["template"], doc["params"], doc["practice"] = self.template, self.params, self.practice
         if self.sealed:
             doc["salt"], doc["sealed"] = self.salt, list(self.sealed)
         return doc
@@ -171,7 +172,7 @@ def load_practice(path: str | Path) -> PracticeQuiz:
             choices=tuple(Choice(c["id"], c["text"]) for c in q.get("choices", [])),
             tolerance=q.get("tolerance"), points=float(q.get("points", 1.0)), symbols=dict(q.get("symbols", {})),
             subject=q.get("subject"), salt=q.get("salt", ""), sealed=tuple(q.get("sealed", [])),
-            template=q.get("template", ""), params=dict(q.get("params", {})),
+            template=q.get("template", ""), params=dict(q.get("params", {})), practice=dict(q.get("practice", {})),
         )
         for q in doc["questions"]
     ]
@@ -199,7 +200,7 @@ def pose(question: PracticeQuestion, chapter: str, student: str | None) -> Posin
     who = student or posing.PRACTICE_STUDENT
     choices = tuple(posing.choice_order(question.choices, who, chapter, question.id))
     if question.params and student:
-        values = posing.draw_values(question.params, student, chapter, question.id)
+        values = posing.draw_values(question.params, student, chapter, question.id, question.practice)
         return Posing(question, posing.render_prompt(question.template, values), choices, False)
     return Posing(question, question.prompt, choices, bool(question.sealed))
 
