@@ -44,14 +44,10 @@ def crack(question: PracticeQuestion, practice_answer: float | None) -> Any:
     """What a student recovers from one handout question, or None. Choice questions: every choice and every
     subset; short ones: a list of formulas and phrases; numeric ones: a scan that ends at the practice
     instance's answer (the only key a seal can hold; scanning the whole range costs the same per try)."""
-    try:
-        open_seal(question, "0" if question.kind == "numeric" else "1")
-    except QuizError as exc:
-        if "is graded, not practised" in str(exc):
-            return None  # no seal to open: nothing to search
-        raise
-    except AnswerFormatError:
-        pass
+    if not question.sealed:
+        with pytest.raises(QuizError, match="is graded, not practised"):
+            open_seal(question, "1")
+        return None  # no seal to open: nothing to search
     if question.kind == "single":
         return next((c.id for c in question.choices if _opens(question, c.id)), None)
     if question.kind == "multiple":
@@ -62,7 +58,7 @@ def crack(question: PracticeQuestion, practice_answer: float | None) -> Any:
         return next((f for f in FORMULAS if _opens(question, f)), None)
     assert practice_answer is not None and question.tolerance
     step = question.tolerance
-    scan = [practice_answer + k * step for k in range(-3, 4)]  # the neighbourhood of the practice answer
+    scan = [practice_answer + 5 * step, practice_answer]  # (each try costs the same Scrypt work anywhere)
     return next((repr(v) for v in scan if _opens(question, repr(v))), None)
 
 
