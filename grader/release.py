@@ -278,6 +278,7 @@ def write_student(out: Path, version: str, practice: bool, levels: dict[str, str
         raise ReleaseError(f"the case packs take {sum(sizes.values())} bytes, over the {PACK_BUDGET}-byte budget:"
                            " make the public cases smaller")
     write_quizzes(student / "quizzes", practice)
+    shutil.copyfile(ROOT / "quizzes" / "errata.md", student / "ERRATA.md")  # where the course text is wrong
     (student / "pyproject.toml").write_text(STUDENT_PYPROJECT.format(version=version), encoding="utf-8")
     where = "on the course's Gradescope autograder or course server"
     (student / "README.md").write_text(STUDENT_README.format(

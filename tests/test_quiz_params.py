@@ -38,7 +38,7 @@ def _phi(z: float) -> float:
 def _running_var(v: dict) -> float:
     running = 1.0
     for p, q in ((v["p1"], v["q1"]), (v["p2"], v["q2"]), (v["p3"], v["q3"])):
-        running = (1 - v["m"]) * running + v["m"] * (q - p) ** 2 / 2
+        running = (1 - v["mom"]) * running + v["mom"] * (q - p) ** 2 / 2
     return running
 
 

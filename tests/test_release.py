@@ -71,7 +71,7 @@ def test_the_release_holds_the_handout_the_bundle_and_a_manifest(release: Path) 
     assert listed == on_disk
     for name in ("README.md", "pyproject.toml", "exercises/linear.py", "exercises/kernels/rmsnorm.cl",
                  "grader/__init__.py", "grader/student/cli.py", "grader/student/packs/linear.Linear.npz",
-                 "quizzes/activations.json"):
+                 "quizzes/activations.json", "ERRATA.md"):
         assert (release / "student" / name).is_file(), name
     readme = (release / "student" / "README.md").read_text()
     assert "Quick start" in readme and "grade submit" in readme and "practice" in readme
