@@ -159,6 +159,14 @@ def _check_unique_and_checkpoint(ids: list[str], checkpoints: int, file: Path) -
         raise QuizFileError(file, None, "no checkpoint question: mark at least one with checkpoint = true")
 
 
+def _steps(raw: Mapping[str, Any], path: Path, qid: str) -> int:
+    """A fixed numeric question's ``steps`` (10 when absent: files locked before it existed)."""
+    steps = raw.get("steps", 10)
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= 100_000:
+        raise QuizFileError(path, qid, "steps must be a whole number from 1 to 100000 (run `grade quiz lock`)")
+    return steps
+
+
 def load_quiz(path: str | Path) -> Quiz:
     """Load and validate a locked quiz file (JSON). Raises QuizFileError."""
     path = Path(path)
@@ -207,6 +215,7 @@ def load_quiz(path: str | Path) -> Quiz:
                 subject=raw.get("subject"),
                 params=raw.get("params"),
                 practice=raw.get("practice"),
+                steps=_steps(raw, path, qid),
                 reference=raw.get("reference"),
             )
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import hmac
+import math
 import multiprocessing
 from collections.abc import Mapping
 from multiprocessing.connection import Connection
@@ -60,10 +61,20 @@ def judge(posed: Posed, raw: Any, shown: bool = False) -> Verdict:
         expected = params_lib.reference_answer(call, posed.values)
         correct = abs(value - expected) <= float(question.tolerance or 0) * (1 + 1e-9)
         return Verdict(question.id, answer, correct, values=dict(posed.values), expected=expected)
-    candidates = canonical_answers(question, raw, order)
+    candidates = numeric_candidates(question, raw) if question.kind == "numeric" else canonical_answers(question, raw, order)
     if not _matches(question, candidates) and question.kind == "short" and question.symbols:
         candidates = [formula_message(question, raw, question.salt)]
     return Verdict(question.id, answer, _matches(question, candidates))
+
+
+def numeric_candidates(question: Question, raw: Any) -> list[str]:
+    """The keys a fixed numeric answer x may match: ``num:k`` for every k with |x - k·t/Q| <= t (t the
+    tolerance, Q its ``steps``). The key is the answer's own k (answer = k·t/Q exactly), so a match means
+    |x - answer| <= t: the tolerance exactly as stated."""
+    x, t, steps = parse_number(raw), float(question.tolerance or 0), question.steps
+    low, high = (x - t) * steps / t, (x + t) * steps / t
+    slack = 1e-9 * max(1.0, abs(low), abs(high))
+    return [f"num:{k}" for k in range(math.ceil(low - slack), math.floor(high + slack) + 1)]
 
 
 def _matches(question: Question, candidates: list[str]) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 from grader.quiz.bank import _check_unique_and_checkpoint, _require, _validate_common, _validate_header, load_quiz
 from grader.quiz.errors import AnswerFormatError, QuizError, QuizFileError
 from grader.quiz.model import FORMAT, SALT_BYTES, SOURCE_FIELDS, Quiz, SourceQuestion, SourceQuiz
-from grader.student.answers import canonical_answers, digest, formula_message
+from grader.student.answers import canonical_answers, digest, formula_message, parse_number
 
 def _answer_forms(question: SourceQuestion) -> list[Any]:
     """The accepted answers of a source question as a list (short answers may list several; none when parameterised)."""
@@ -93,12 +93,28 @@ def load_source(path: str | Path) -> SourceQuiz:
 # --- locking ---------------------------------------------------------------------
 
 
+def exact_steps(answer: float, tolerance: float) -> int:
+    """The bins per tolerance of a fixed numeric question: the smallest power of ten Q (10 to 1000) for which
+    answer·Q/tolerance is a whole number, so the key ``num:<answer·Q/tolerance>`` lets the judge accept
+    exactly |x - answer| <= tolerance (``grader.quiz.judging.numeric_candidates``); for an answer such as
+    √(2/384), no power is exact and Q = 1000 keeps the accepted interval within t/2000 of the stated one
+    (the judge tries 2Q + 1 keys per answer)."""
+    for steps in (10, 100):
+        k = answer * steps / tolerance
+        if abs(k - round(k)) <= 1e-6:
+            return steps
+    return 1000
+
+
 def source_digests(question: SourceQuestion, salt: str) -> list[str]:
-    """The digests of a source question's accepted answers (numeric: the centre bin only)."""
+    """The digests of a source question's accepted answers (numeric: the key ``num:<answer·Q/tolerance>``)."""
     out: list[str] = []
     for form in _answer_forms(question):
-        candidates = canonical_answers(question, form)
-        messages = [candidates[len(candidates) // 2]]  # numeric: the answer's own bin
+        if question.kind == "numeric":
+            answer, tolerance = parse_number(form), float(question.tolerance or 0)
+            messages = [f"num:{round(answer * exact_steps(answer, tolerance) / tolerance)}"]
+        else:
+            messages = canonical_answers(question, form)
         if question.symbols and _formula_form(question, form):
             messages.append(formula_message(question, form, salt))
         for message in messages:
@@ -133,6 +149,8 @@ def lock_quiz(source: SourceQuiz, previous: Quiz | None = None) -> dict[str, Any
         if "params" not in q.data:
             locked["salt"] = salt
             locked["digests"] = source_digests(q, salt)
+            if q.kind == "numeric":
+                locked["steps"] = exact_steps(parse_number(q.answer), float(q.tolerance or 0))
         questions.append(locked)
     return {
         "format": FORMAT,

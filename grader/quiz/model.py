@@ -30,7 +30,7 @@ _COMMON_FIELDS = {
     "id", "kind", "prompt", "explanation", "choices", "tolerance", "points", "checkpoint", "ladder",
     "attempts", "symbols", "aliases", "subject", "params", "reference", "practice",
 }
-LOCKED_FIELDS = _COMMON_FIELDS | {"salt", "digests"}
+LOCKED_FIELDS = _COMMON_FIELDS | {"salt", "digests", "steps"}
 SOURCE_FIELDS = _COMMON_FIELDS | {"answer", "wrong", "answer_range"}
 KIND_HINTS = {
     "single": "the number of one choice",
@@ -69,6 +69,7 @@ class Question:
     subject: str | None = None
     params: dict[str, Any] | None = None
     practice: dict[str, Any] | None = None  # the practice instance (the handout's offline numbers)
+    steps: int = 10  # a fixed numeric key's bins per tolerance (grader.quiz.locking.exact_steps)
     reference: str | None = None
 
     @property
