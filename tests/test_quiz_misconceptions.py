@@ -55,6 +55,19 @@ MISCONCEPTIONS: dict[tuple[str, str], dict[str, Misconception]] = {
         "tanh approximation": lambda v: _gelu_tanh(v["x"]),
         "sigmoid approximation": lambda v: v["x"] / (1 + math.exp(-1.702 * v["x"])),
     },
+    ("normalization", "bn-running-mean-momentum"): {
+        "Keras momentum convention": lambda v: (1 - v["mom"]) * v["mom"] * 0 + v["mom"] * (1 - v["mom"])
+        * (v["p1"] + v["q1"]) / 2 + (1 - v["mom"]) * (v["p2"] + v["q2"]) / 2,
+        "a plain average of the batch means": lambda v: (v["p1"] + v["q1"] + v["p2"] + v["q2"]) / 4,
+    },
+    ("dropout-weight-decay", "dropout-variance"): {
+        "dropout preserves the variance": lambda v: 0.0,
+        "no 1/(1 - p) scaling": lambda v: v["a"] ** 2 * v["p"] * (1 - v["p"]),
+    },
+    ("initialisation", "kaiming-fan-out-std"): {
+        "uses fan_in": lambda v: math.sqrt(2 / ((1 + v["slope"] ** 2) * v["fan_in"])),
+        "ignores negative_slope": lambda v: math.sqrt(2 / v["fan_out"]),
+    },
     ("universal-approximation", "relu-ramp-output"): {
         "zero (a guess)": lambda v: 0.0,
     },
