@@ -32,6 +32,7 @@ _COMMON_FIELDS = {
 }
 LOCKED_FIELDS = _COMMON_FIELDS | {"salt", "digests", "steps"}
 SOURCE_FIELDS = _COMMON_FIELDS | {"answer", "wrong", "answer_range"}
+_TEMPLATE_FIELD = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*(\|\s*signed\s*)?\}\}")
 KIND_HINTS = {
     "single": "the number of one choice",
     "multiple": "the numbers of every correct choice, separated by commas",
@@ -76,6 +77,22 @@ class Question:
     def parameterised(self) -> bool:
         """True when the answer is computed by the reference from the student's numbers."""
         return self.params is not None
+
+    @property
+    def display_prompt(self) -> str:
+        """The prompt for the instructor's pages: each drawn number shown as its range, ``[x: -3.3 … 3.3]``
+        (a short list as ``{0.1, 0.2}``), never a raw ``{{ x }}`` template; a fixed question's prompt as is."""
+        if self.params is None:
+            return self.prompt
+        specs = params_lib.parse_specs(self.params)
+
+        def shown(match: re.Match[str]) -> str:
+            values = sorted(specs[match.group(1)].values)
+            span = "{" + ", ".join(f"{v:g}" for v in values) + "}" if len(values) <= 4 else \
+                f"{values[0]:g} … {values[-1]:g}"
+            return f"{'± ' if match.group(2) else ''}[{match.group(1)}: {span}]"
+
+        return _TEMPLATE_FIELD.sub(shown, self.prompt)
 
 
 @dataclass
