@@ -33,3 +33,10 @@ def test_the_items_page_renders_every_prompt_without_a_template(tmp_path: Path) 
     parameterised = [i for i in items if i.question in {q.id for z in quizzes for q in z.questions if q.parameterised}]
     assert parameterised and all("{{" not in i.prompt for i in items)
     assert "{{" not in html and "[beta: {0.5, 1, 1.5, 2}]" in html
+
+
+def test_the_quiz_package_is_split_by_concern() -> None:
+    package = Path(quiz_lib.__file__).parent
+    sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in package.glob("*.py")}
+    assert {"bank.py", "locking.py", "params.py", "judging.py", "graded.py", "sessions.py"} <= set(sizes)
+    assert max(sizes.values()) <= 400, sizes

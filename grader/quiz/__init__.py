@@ -62,7 +62,7 @@ from grader.quiz.model import (  # noqa: F401
     SOURCE_FIELDS, ChapterProgress, Choice, Posed, Question, Quiz, QuizResult, SourceQuestion, SourceQuiz, Verdict,
 )
 from grader.quiz.sessions import (  # noqa: F401
-    AnswerHook, answer_hint, ask_question, attempt_label, attempt_number, chapter_progress, correct_questions,
+    AnswerHook, answer_hint, ask_question, attempt_label, chapter_progress, correct_questions,
     feedback_line, format_listing, needs_reference, run_session, session_intro, show_question, summary_line,
     summary_text,
 )

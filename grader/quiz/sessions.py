@@ -99,18 +99,6 @@ def feedback_line(correct: bool, left: int) -> str:
     return f"Not quite. Try again ({left} attempt(s) left)." if left else "Not quite."
 
 
-def attempt_number(question: Question, answers: Iterable[Mapping[str, Any]]) -> int:
-    """Which attempt (1 .. ``question.attempts``) the student's next answer to ``question`` is, from
-    their recorded answers (store rows, oldest first): the wrong answers since the last correct one,
-    counted in rounds of ``attempts`` (after a round's last attempt a new round starts, as a new
-    session asks again). The course server, which has no session, judges attempts by this."""
-    wrong = 0
-    for row in answers:
-        if row["chapter"] == question.chapter and row["question"] == question.id:
-            wrong = 0 if row["correct"] else wrong + 1
-    return wrong % question.attempts + 1
-
-
 def ask_question(posed: Posed, number: int, total: int, on_answer: AnswerHook | None = None) -> Verdict:
     """Show one posed question and judge up to ``attempts`` answers; the explanation follows a
     correct answer or the last wrong one. Every judged answer goes to ``on_answer``."""
