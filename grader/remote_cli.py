@@ -240,7 +240,8 @@ def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json
             _, quiz = client.call("GET", f"/quizzes/{chapter}")
             chapter = str(quiz["chapter"])
             questions: list[dict[str, Any]] = quiz["questions"]
-            if given is not None:
+            if given is not None:  # a flat file, or the Gradescope file's [chapter] table
+                given, shown = quiz_lib.answers_for(given, chapter, str(quiz["student"]), str(answers))
                 known = sorted(q["id"] for q in questions)
                 unknown = [k for k in given if k not in known]
                 if unknown:
@@ -250,7 +251,7 @@ def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json
                 for q in questions:
                     if q["id"] not in given:
                         continue
-                    status, verdict = _send(client, chapter, q["id"], given[q["id"]], shown=False)
+                    status, verdict = _send(client, chapter, q["id"], given[q["id"]], shown=shown)
                     if status == 422:  # reported, not recorded (as locally)
                         verdict = {"question": q["id"], "answer": str(given[q["id"]]), "correct": False,
                                    "error": verdict.get("error"), "params": None, "explanation": None}

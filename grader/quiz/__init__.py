@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from grader.quiz import params as params_lib  # noqa: F401
 from grader.quiz.bank import (  # noqa: F401
-    chapter_ids, default_quiz_dir, load_all, load_answers, load_quiz, resolve_chapter,
+    answers_for, chapter_ids, default_quiz_dir, load_all, load_answers, load_quiz, resolve_chapter,
 )
 from grader.quiz.errors import (  # noqa: F401
     AnswerFormatError, QuizError, QuizFileError, ReferenceUnavailableError, UnknownChapterError,

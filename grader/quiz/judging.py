@@ -81,20 +81,22 @@ def _matches(question: Question, candidates: list[str]) -> bool:
     return any(hmac.compare_digest(digest(question.salt, c), d) for c in candidates for d in question.digests)
 
 
-def check_answer(question: Question, raw: Any, student: str = "") -> Verdict:
-    """Judge one answer as written in an answers file (choice ids or file-order numbers)."""
-    return judge(pose(question, student), raw)
+def check_answer(question: Question, raw: Any, student: str = "", shown: bool = False) -> Verdict:
+    """Judge one answer as written in an answers file (choice ids or file-order numbers; with ``shown``,
+    choice numbers as ``student`` saw them)."""
+    return judge(pose(question, student), raw, shown)
 
 
-def grade_answer(question: Question, raw: Any, student: str = "") -> Verdict:
+def grade_answer(question: Question, raw: Any, student: str = "", shown: bool = False) -> Verdict:
     """Like check_answer, but an unreadable answer is a wrong one carrying the reason."""
     try:
-        return check_answer(question, raw, student)
+        return check_answer(question, raw, student, shown)
     except AnswerFormatError as exc:
         return Verdict(question.id, recorded_form(question, raw), False, str(exc))
 
 
-def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers", student: str = "") -> QuizResult:
+def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers", student: str = "",
+                  shown: bool = False) -> QuizResult:
     """Grade a mapping question id -> answer for ``student`` (whose numbers parameterised questions use);
     unknown ids raise UsageError, missing ones stay unanswered."""
     known = {q.id for q in quiz.questions}
@@ -107,7 +109,7 @@ def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers
     for q in quiz.questions:
         if q.id in answers:
             result.posed[q.id] = pose(q, student)
-            result.verdicts[q.id] = grade_answer(q, answers[q.id], student)
+            result.verdicts[q.id] = grade_answer(q, answers[q.id], student, shown)
     return result
 
 
