@@ -240,3 +240,17 @@ def test_the_event_loop_answers_others_while_an_answer_is_judged(tmp_path: Path,
         thread.join()
     assert order[0] == "fast 200", "another student was answered while the first answer was judged"
     assert order[1].startswith("slow 422") and "could not be judged" in order[1]
+
+
+def test_judging_processes_are_bounded_in_number() -> None:
+    """A flood of answers never forks more than JUDGES judging processes: the rest wait, then are refused."""
+    posed = posed_for("activations", "gelu-why", "someone")
+    taken = [judging._SLOTS.acquire(timeout=5) for _ in range(judging.JUDGES)]
+    try:
+        assert all(taken)
+        with pytest.raises(judging.TooComplexError, match="every judge is busy"):
+            judging.judge_bounded(posed, "a", seconds=0.2)
+    finally:
+        for _ in taken:
+            judging._SLOTS.release()
+    assert judging.judge_bounded(posed, "a").question_id == "gelu-why"

@@ -195,7 +195,7 @@ def test_the_handout_quizzes_hold_no_answer_digest_or_explanation(release: Path)
     for path in sorted(quiz_dir.glob("*.json")):
         for q in json.loads(path.read_text())["questions"]:
             assert set(q) <= {"id", "kind", "prompt", "choices", "points", "tolerance", "symbols", "subject", "salt",
-                              "sealed", "template", "params"}, q["id"]
+                              "sealed", "template", "params", "practice"}, q["id"]
             assert "sealed" not in q or "params" in q, f"{q['id']}: a question with one key for all carries no seal"
             rest[q["id"]] = json.dumps([q.get("symbols"), q.get("subject")])  # the only free text besides the prompt
     checked = 0
@@ -224,7 +224,7 @@ def test_a_practice_seal_opens_for_the_right_answer_only(release: Path) -> None:
         open_seal(graded, "c")
     numeric = next(q for q in quiz.questions if q.id == "gelu-value")
     x = posing.draw_values(numeric.params, posing.PRACTICE_STUDENT, "activations", "gelu-value", numeric.practice)["x"]
-    assert f"x = {x}." in numeric.prompt, "the practice prompt shows the practice numbers"
+    assert f"x = {x}," in numeric.prompt, "the practice prompt shows the practice numbers"
     value = 0.5 * x * (1 + math.erf(x / math.sqrt(2)))
     explanation = open_seal(numeric, repr(value))
     assert explanation is not None and "GELU(" in explanation

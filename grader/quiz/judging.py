@@ -7,6 +7,7 @@ import difflib
 import hmac
 import math
 import multiprocessing
+import threading
 from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from typing import Any
@@ -117,6 +118,8 @@ def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers
 # --- bounded judging ----------------------------------------------------------------
 
 JUDGE_SECONDS = 5.0  # the time budget of one judged answer (SymPy and the reference), away from the server's loop
+JUDGES = 4  # judging processes at once; a request beyond waits for a slot (at most the time budget)
+_SLOTS = threading.BoundedSemaphore(JUDGES)
 # fork: the child starts with SymPy and the reference already imported (a fresh interpreter would take
 # seconds); the parent warms them up first (``warm_up``), so the child imports nothing under a lock.
 _CONTEXT = multiprocessing.get_context("fork")
@@ -156,6 +159,16 @@ def judge_bounded(posed: Posed, raw: Any, shown: bool = False, seconds: float | 
     no attempt spent) when it runs out of time. Blocking: the server calls it through a worker thread,
     so its event loop keeps answering other students meanwhile."""
     seconds = JUDGE_SECONDS if seconds is None else seconds
+    if not _SLOTS.acquire(timeout=seconds):
+        raise TooComplexError("every judge is busy: send the answer again in a moment (no attempt was used)")
+    try:
+        return _judge_in_child(posed, raw, shown, seconds)
+    finally:
+        _SLOTS.release()
+
+
+def _judge_in_child(posed: Posed, raw: Any, shown: bool, seconds: float) -> Verdict:
+    """One judging process, killed after ``seconds``."""
     parent, child = _CONTEXT.Pipe(duplex=False)
     process = _CONTEXT.Process(target=_judge_child, args=(child, posed, raw, shown), daemon=True)
     process.start()
