@@ -130,9 +130,10 @@ def remote_progress(login: Login, as_json: bool) -> None:
 
 
 def _send(client: Client, chapter: str, question: str, raw: Any, shown: bool) -> tuple[int, dict[str, Any]]:
-    """POST one answer; (status, body), where 422 means unreadable (the reason in ``error``, not recorded)."""
+    """POST one answer; (status, body), where 422 means unreadable (the reason in ``error``, not recorded) and
+    409 a closed question (answered correctly already or out of attempts: not judged, not recorded)."""
     return client.call("POST", f"/quizzes/{chapter}/answers",
-                       {"question": question, "answer": raw, "shown": shown}, accept=(422,))
+                       {"question": question, "answer": raw, "shown": shown}, accept=(422, 409))
 
 
 def _ask(client: Client, chapter: str, question: dict[str, Any], number: int, total: int) -> dict[str, Any]:
@@ -255,6 +256,10 @@ def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json
                     if status == 422:  # reported, not recorded (as locally)
                         verdict = {"question": q["id"], "answer": str(given[q["id"]]), "correct": False,
                                    "error": verdict.get("error"), "params": None, "explanation": None}
+                    elif status == 409:  # closed: counts as before, not judged again
+                        verdict = {"question": q["id"], "answer": str(given[q["id"]]), "correct": verdict["correct"],
+                                   "error": None if verdict["correct"] else verdict.get("error"),
+                                   "params": verdict.get("params"), "explanation": verdict.get("explanation")}
                     verdicts[q["id"]] = verdict
             else:
                 # graded on the server: a question answered correctly or out of attempts is closed for good

@@ -162,6 +162,7 @@ def test_a_right_answer_is_explained_and_closes_the_question(env: dict[str, Any]
     assert right["correct"] is True and right["feedback"] == "Correct." and right["explanation"]
     again = answer(env, "choice", "activations", sq.id, shown, shown=True)
     assert again.status_code == 409 and "answered correctly already" in again.json()["error"]
+    assert again.json()["correct"] is True and again.json()["explanation"] == right["explanation"], "it still counts"
 
 
 def test_choices_are_shuffled_per_student() -> None:

@@ -406,6 +406,19 @@ async def get_quiz(request: Request) -> Response:
     })
 
 
+def closed_answer(question: quiz_lib.Question, posed: quiz_lib.Posed, st: graded.GradedStanding) -> Response:
+    """409 for an answer to a closed question (right already, or out of attempts): not judged, not recorded;
+    the one-line reason, whether it counts as right, and its explanation (a closed question may be explained)."""
+    expected = None
+    if question.parameterised:
+        call = quiz_lib.params_lib.parse_reference(question.reference, set(posed.values))
+        expected = quiz_lib.params_lib.reference_answer(call, posed.values)
+    return JSONResponse({"error": " ".join(graded.closed_message(question, st).split()), "question": question.id,
+                         "correct": st.correct, "params": dict(posed.values) or None, "attempts_left": 0,
+                         "explanation": posed.explanation(expected)},
+                        status_code=409)
+
+
 async def answer_quiz(request: Request) -> Response:
     """POST /quizzes/{chapter}/answers ``{"question", "answer", "shown"}``: judged once here, recorded, then told.
 
@@ -442,9 +455,9 @@ async def answer_quiz(request: Request) -> Response:
         raise fail(400, "shown must be true (choice numbers as listed) or false (choice ids)")
     attempts = st.config.course.quiz_attempts
     before = graded.standing(question, store.quiz_attempts(principal.student), attempts)
-    if before.closed:
-        raise fail(409, graded.closed_message(question, before))
     posed = quiz_lib.pose(question, principal.student)
+    if before.closed:
+        return closed_answer(question, posed, before)
     try:
         verdict = await asyncio.to_thread(judging.judge_bounded, posed, doc.get("answer"), shown)
     except quiz_lib.AnswerFormatError as exc:
@@ -454,7 +467,7 @@ async def answer_quiz(request: Request) -> Response:
     # nothing was awaited from here on: the check and the record are one step for this event loop
     before = graded.standing(question, store.quiz_attempts(principal.student), attempts)
     if before.closed:  # a concurrent answer used the last attempt while this one was judged
-        raise fail(409, graded.closed_message(question, before))
+        return closed_answer(question, posed, before)
     first_try = store.record_quiz_answer(principal.student, quiz.chapter, question.id, verdict.answer,
                                          verdict.correct, verdict.values)
     after = before.after(verdict.correct)
