@@ -651,7 +651,7 @@ def item_stats(answers: list[dict[str, Any]], quizzes: list[Quiz]) -> list[ItemS
         wrongs = sorted(wrong.get(key, {}).items(), key=lambda kv: (-len(kv[1]), kv[0]))
         top, who = wrongs[0] if wrongs else ("", set())
         return ItemStats(
-            chapter, qid, getattr(question, "prompt", ""), bool(getattr(question, "checkpoint", False)),
+            chapter, qid, getattr(question, "display_prompt", getattr(question, "prompt", "")), bool(getattr(question, "checkpoint", False)),
             len(firsts), sum(firsts.values()), counts.get(key, 0), discrimination(scored),
             _answer_text(question, top) if top else "", len(who),
         )

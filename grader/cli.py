@@ -324,8 +324,9 @@ def quiz_command(
             else:
                 result = quiz_lib.run_session(quiz, student, on_answer=record, skip=done)
         else:
-            with one_line_errors():
-                result = quiz_lib.grade_answers(quiz, given, source=str(answers), student=student)
+            with one_line_errors():  # a flat file, or the Gradescope file's [chapter] table
+                table, shown = quiz_lib.answers_for(given, quiz.chapter, student, str(answers))
+                result = quiz_lib.grade_answers(quiz, table, source=str(answers), student=student, shown=shown)
             for q in quiz.questions:
                 if q.id in result.verdicts and result.verdicts[q.id].error is None:
                     record(q, result.verdicts[q.id])

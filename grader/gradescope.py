@@ -11,9 +11,10 @@ The upload (``ROOT/submission``) is either an ``exercises/`` folder or the
 exercise files at its top (``activations.py``..., ``*.cl`` files go to
 ``kernels/``); files it lacks (``base.py``, ``__init__.py``, untouched topics)
 come from the stubs, so they score as not implemented. ``quiz-answers.toml``
-(or ``.json``), one table per chapter mapping question ids to answers, is
-judged against the locked quizzes, with the values of the handout's
-parameterised questions (``release.PRACTICE_STUDENT``).
+(or ``.json``, written by the handout's ``grade quiz --student ID --save-answers``),
+one table per chapter mapping question ids to answers, is judged against the
+locked quizzes as posed for the submitter, with attempts counted across
+submissions (:func:`quiz_tests`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ import json
 import shutil
 import sys
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from grader import quiz as quiz_lib
+from grader.quiz import graded, judging
+from grader.student.course import load_course
 from grader.grading import grade
 from grader.student.errors import GraderError
 from grader.student.ingest import read_submission
@@ -42,7 +46,7 @@ from grader.student.sandbox import Limits
 ROOT = Path(__file__).resolve().parents[1]
 STUBS = ROOT / "exercises"
 ANSWER_FILES = ("quiz-answers.toml", "quiz-answers.json")
-PRACTICE_STUDENT = "(practice)"  # as grader.release.PRACTICE_STUDENT (not imported: release needs the quiz sources)
+QUIZ_RECORDS = "normgrade_quiz_attempts"  # the key of the attempt records in results.json's extra_data
 
 
 def student_name(root: Path) -> str:
@@ -76,29 +80,132 @@ def lay_out(submission: Path, folder: Path) -> None:
         raise GraderError("the upload holds no exercise files: upload your exercises/ folder or its .py and .cl files")
 
 
-def quiz_tests(submission: Path) -> list[dict[str, Any]]:
-    """One Gradescope test per chapter answered in the upload's answers file (none without one)."""
+def quiz_tests(submission: Path, root: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The quiz tests of this submission and the attempt records to keep (results.json ``extra_data``).
+
+    Graded as on the course server (:mod:`grader.quiz.graded`): every question is
+    posed for the submitter (their numbers, their choice order, so choice answers
+    are the numbers ``grade quiz --student`` showed them), and has a fixed number
+    of judged attempts counted across the student's submissions (the records
+    earlier results kept, read from submission_metadata.json); an answer left
+    unchanged since the last submission is not judged again. Before the
+    assignment's due date a wrong answer says "Not this one."; explanations come
+    with a right answer, the last attempt, or after the due date. Chapters
+    answered before stay in the score even when this upload has no answers file.
+    """
+    root = root if root is not None else submission.parent
+    meta = metadata(root)
+    student = student_name(root)
+    prior = prior_records(meta)
     files = [submission / name for name in ANSWER_FILES if (submission / name).is_file()]
-    if not files:
-        return []
-    answers = quiz_lib.load_answers(files[0])
-    tests = []
-    for chapter, table in answers.items():
+    doc = quiz_lib.load_answers(files[0]) if files else {}
+    named = doc.pop("student", None)
+    if named is not None and str(named).strip().casefold() != student.casefold():
+        raise GraderError(f"{files[0].name} was written for '{named}', not for you ({student}): run "
+                          f"`grade quiz CHAPTER --student {student} --save-answers {files[0].name}` and upload it again")
+    for chapter, table in doc.items():
         if not isinstance(table, dict):
-            raise GraderError(f"{files[0].name}: '{chapter}' must be a table of question ids and answers")
+            raise GraderError(f"{files[0].name}: '{chapter}' must be a table of question ids and answers "
+                              f"([{chapter}] then one line per question)")
+    chapters = list(doc) + sorted({key.split("/")[0] for key in prior} - set(doc))
+    if doc:
+        judging.warm_up()  # each answer is judged in a forked, time-bounded process: fork it ready
+    due_passed = graded.past_due(_time(meta.get("assignment", {}).get("due_date")),
+                                 _time(meta.get("created_at")) or datetime.now(timezone.utc))
+    attempts = course_attempts()
+    tests, records = [], dict(prior)
+    for chapter in chapters:
         quiz = quiz_lib.resolve_chapter(chapter, quiz_lib.default_quiz_dir())
-        result = quiz_lib.grade_answers(quiz, table, files[0].name, student=PRACTICE_STUDENT)
-        lines = [f"{q.id}: {'right' if result.verdicts[q.id].correct else 'wrong'}"
-                 for q in quiz.questions if q.id in result.verdicts]
+        table = doc.get(chapter, {})
+        unknown = [k for k in table if k not in {q.id for q in quiz.questions}]
+        if unknown:
+            raise GraderError(f"{files[0].name}: '{unknown[0]}' is not a question of chapter '{quiz.chapter}'")
+        score, lines = 0.0, []
+        for q in quiz.questions:
+            key = f"{quiz.chapter}/{q.id}"
+            record = prior.get(key)
+            line, record = judge_file_answer(q, table.get(q.id), student, record, attempts, due_passed)
+            if record is not None:
+                records[key] = record
+                score += q.points if record["correct"] else 0.0
+            if line:
+                lines.append(line)
+        max_score = sum(q.points for q in quiz.questions)
         tests.append({
-            "name": f"quiz {chapter}",
-            "score": round(result.score, 6),
-            "max_score": result.max_score,
-            "status": "passed" if result.score >= result.max_score else "failed",
-            "output": f"{format_score(result.score)}/{format_score(result.max_score)}\n" + "\n".join(lines),
+            "name": f"quiz {quiz.chapter}",
+            "score": round(score, 6),
+            "max_score": max_score,
+            "status": "passed" if score >= max_score else "failed",
+            "output": f"{format_score(score)}/{format_score(max_score)}\n" + "\n".join(lines),
             "visibility": "visible",
         })
-    return tests
+    return tests, records
+
+
+def judge_file_answer(question: quiz_lib.Question, raw: Any, student: str, record: dict[str, Any] | None,
+                      course_attempts: int | None, due_passed: bool) -> tuple[str, dict[str, Any] | None]:
+    """One question of an answers file: (the line the student reads, the attempt record to keep)."""
+    used = int(record["used"]) if record else 0
+    before = graded.GradedStanding(used, bool(record and record["correct"]),
+                                   graded.allowed_attempts(question, course_attempts))
+    posed = quiz_lib.pose(question, student)
+    if raw is None:
+        return (f"{question.id}: {'right (earlier submission)' if before.correct else 'not answered'}"
+                if record else ""), record
+    if before.closed:
+        state = "right (earlier submission)" if before.correct else "no attempts left (attempts never reset)"
+        return f"{question.id}: {state}: not judged again", record
+    try:
+        verdict = judging.judge_bounded(posed, raw, shown=True)
+    except quiz_lib.AnswerFormatError as exc:
+        return f"{question.id}: unreadable ({exc}); no attempt used", record
+    if record and record.get("answer") == verdict.answer:
+        return f"{question.id}: unchanged since your last submission: not judged again", record
+    after = before.after(verdict.correct)
+    line = f"{question.id}: {graded.feedback(after)}"
+    if graded.reveals_explanation(after, due_passed):
+        line += f"\n  Explanation: {posed.explanation(verdict.expected)}"
+    return line, {"used": after.used, "correct": after.correct, "answer": verdict.answer}
+
+
+def metadata(root: Path) -> dict[str, Any]:
+    """Gradescope's submission_metadata.json ({} when absent or unreadable)."""
+    try:
+        doc = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def prior_records(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The quiz attempt records of the student's earlier submissions, merged (attempts used: the
+    most any kept; right when any was; the answer of the latest)."""
+    merged: dict[str, dict[str, Any]] = {}
+    previous = meta.get("previous_submissions") or []
+    for sub in sorted((p for p in previous if isinstance(p, dict)), key=lambda p: str(p.get("submission_time", ""))):
+        results = sub.get("results") if isinstance(sub.get("results"), dict) else {}
+        kept = (results.get("extra_data") or {}).get(QUIZ_RECORDS) if isinstance(results.get("extra_data"), dict) else None
+        for key, rec in (kept or {}).items():
+            if not isinstance(rec, dict) or not isinstance(rec.get("used"), int):
+                continue
+            old = merged.get(key, {"used": 0, "correct": False})
+            merged[key] = {"used": max(old["used"], rec["used"]), "correct": bool(old["correct"] or rec.get("correct")),
+                           "answer": str(rec.get("answer", ""))}
+    return merged
+
+
+def course_attempts() -> int | None:
+    """``[quiz] attempts`` of the bundle's course.toml (None: each question's own)."""
+    path = ROOT / "course.toml"
+    return load_course(path).quiz_attempts if path.is_file() else None
+
+
+def _time(text: Any) -> datetime | None:
+    try:
+        value = datetime.fromisoformat(str(text)) if text else None
+    except ValueError:
+        return None
+    return value if value is None or value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 def run(root: Path, sandbox: bool = True) -> dict[str, Any]:
@@ -115,9 +222,14 @@ def run(root: Path, sandbox: bool = True) -> dict[str, Any]:
         lay_out(submission, folder)
         report = grade(folder, None, student, Limits(sandbox=sandbox))
     results = gradescope_results(report)
-    extra = quiz_tests(submission)
+    try:
+        extra, records = quiz_tests(submission, root)
+    except GraderError as exc:  # the exercises still count; the quiz part says what to fix
+        extra, records = [{"name": "quiz answers", "score": 0.0, "max_score": 0.0, "status": "failed",
+                           "output": str(exc), "visibility": "visible"}], prior_records(metadata(root))
     results["tests"] += extra
     results["score"] = round(results["score"] + sum(t["score"] for t in extra), 6)
+    results["extra_data"] = {QUIZ_RECORDS: records}
     return results
 
 

@@ -44,8 +44,7 @@ from grader.student import catalogue
 from grader.student.course import HANDOUT_SETTINGS, Course
 from grader.student.errors import GraderError
 from grader.student.scaffolding import DEFAULT_LEVEL, LEVELS
-from grader.student.practice import PracticeQuestion, PracticeQuiz, new_salt, seal
-from grader.student.practice import Choice as PracticeChoice
+from grader.quiz.handout import handout_quiz
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = Path(__file__).resolve().parent  # grader/
@@ -136,51 +135,6 @@ def copy_tree(source: Path, target: Path) -> None:
 # --- quizzes -------------------------------------------------------------------------------------
 
 
-def _accepted_forms(question: quiz_lib.SourceQuestion, salt: str) -> list[str]:
-    """The canonical forms that open a question's seal (as ``source_digests`` digests them, without digests)."""
-    messages: list[str] = []
-    for form in quiz_lib._answer_forms(question):
-        candidates = quiz_lib.canonical_answers(question, form)
-        found = [candidates[len(candidates) // 2]]  # numeric: the answer's own bin
-        if question.symbols and quiz_lib._formula_form(question, form):
-            found.append(quiz_lib.formula_message(question, form, salt))
-        messages += [m for m in found if m not in messages]
-    return messages
-
-
-def handout_question(question: quiz_lib.SourceQuestion, chapter: str, practice: bool) -> PracticeQuestion:
-    """One source question as the handout holds it: prompt and choices; with ``practice``, the sealed explanation.
-
-    A parameterised question is shown with the values drawn for ``PRACTICE_STUDENT``
-    (the values Gradescope judges a handout answer with); its answer is computed
-    with the reference here, and its explanation rendered with it.
-    """
-    data = question.data
-    prompt, explanation = str(data["prompt"]), str(data.get("explanation", ""))
-    salt = new_salt()
-    out = PracticeQuestion(
-        id=question.id, kind=question.kind, prompt=prompt,
-        choices=tuple(PracticeChoice(c.id, c.text) for c in question.choices),
-        tolerance=question.tolerance, points=float(data.get("points", 1.0)), symbols=question.symbols,
-        subject=question.subject, salt=salt,
-    )
-    if "params" in data:
-        values = params_lib.draw(params_lib.parse_specs(data["params"]), PRACTICE_STUDENT, chapter, question.id)
-        call = params_lib.parse_reference(data["reference"], set(values))
-        answer = params_lib.reference_answer(call, values)
-        out.prompt = params_lib.render(prompt, values)
-        explanation = params_lib.render(explanation, {**values, "answer": answer})
-        bins = quiz_lib.canonical_answers(out, answer)
-        messages = [bins[len(bins) // 2]]
-    else:
-        messages = _accepted_forms(question, salt)
-    if practice:
-        out.sealed = seal(explanation, messages, salt)
-    else:
-        out.salt = ""
-    return out
-
-
 def write_quizzes(target: Path, practice: bool) -> list[str]:
     """The handout quiz of every chapter with a source in quizzes/source/; the chapters written."""
     sources = sorted((ROOT / "quizzes" / "source").glob("*.toml"))
@@ -190,8 +144,7 @@ def write_quizzes(target: Path, practice: bool) -> list[str]:
     chapters = []
     for path in sources:
         source = quiz_lib.load_source(path)
-        quiz = PracticeQuiz(source.chapter, source.title,
-                            [handout_question(q, source.chapter, practice) for q in source.questions])
+        quiz = handout_quiz(source, practice)  # what may ship, and what may not: grader/quiz/handout.py
         (target / f"{source.chapter}.json").write_text(json.dumps(quiz.to_json(), indent=1, ensure_ascii=False) + "\n",
                                                        encoding="utf-8")
         chapters.append(source.chapter)
@@ -315,15 +268,16 @@ this machine instead (offline quizzes are practice and nothing is recorded).
 """
 
 HAND_IN_GRADESCOPE = """Upload your `exercises/` folder (or its `.py` files and `kernels/*.cl` files) to
-the course's Gradescope assignment. To have quizzes scored there, add one file
-`quiz-answers.toml` to the upload, one table per chapter:
+the course's Gradescope assignment. To have quizzes scored there, answer them as
+yourself and save the answers, then add that file to the upload:
 
-```toml
-[activations]
-gelu-why = "c"          # a choice id (or its number as listed)
-negative-outputs = ["tanh", "gelu"]
-gelu-min-x = "-0.75"
 ```
+.venv/bin/grade quiz activations --student you@example.org --save-answers quiz-answers.toml
+```
+
+Your numbers and choice order are your own, so the file is yours alone. Each
+question counts a fixed number of attempts over all your uploads (changing an
+answer uses one); before the due date a wrong answer says only "Not this one.".
 """
 
 
@@ -369,30 +323,38 @@ def deadlines_text(course: Course) -> str:
 
 
 def quizzes_text(course: Course) -> str:
-    """The handout's quiz section: how attempts count, per chapter."""
+    """The handout's quiz section: how graded attempts count, per chapter, and what offline practice is."""
     quizzes = quiz_lib.load_all(ROOT / "quizzes")
     lines = ["| chapter | questions | checkpoints | attempts per question |", "|---|---|---|---|"]
     for quiz in quizzes:
-        checkpoint = {q.attempts for q in quiz.questions if q.checkpoint}
-        other = {q.attempts for q in quiz.questions if not q.checkpoint}
-        attempts = ", ".join(part for part in (
-            f"checkpoints {'/'.join(map(str, sorted(checkpoint)))}" if checkpoint else "",
-            f"others {'/'.join(map(str, sorted(other)))}" if other else "") if part)
+        if course.quiz_attempts is not None:  # the course's number, for every graded question
+            attempts = str(course.quiz_attempts)
+        else:
+            checkpoint = {q.attempts for q in quiz.questions if q.checkpoint}
+            other = {q.attempts for q in quiz.questions if not q.checkpoint}
+            attempts = ", ".join(part for part in (
+                f"checkpoints {'/'.join(map(str, sorted(checkpoint)))}" if checkpoint else "",
+                f"others {'/'.join(map(str, sorted(other)))}" if other else "") if part)
         lines.append(f"| {quiz.chapter} | {len(quiz.questions)} | {len(quiz.checkpoints)} | {attempts} |")
     table = "\n".join(lines)
+    rules = ("Each question has the attempts below, and they never reset. Before the chapter's due date a"
+             " wrong answer says only \"Not this one.\"; the explanation is shown after a right answer, the"
+             " last attempt, or the due date. A question's points count once it is answered correctly; a"
+             " chapter is complete when every checkpoint question is.")
     if course.graded_on_server:
-        scored = ("Logged in, `.venv/bin/grade quiz CHAPTER` is judged and recorded by the course server: every"
-                  " answer is recorded; a question's points count once you have answered it correctly, in any"
-                  " attempt; a chapter is complete when every checkpoint question has been answered correctly."
-                  " A question allows the attempts below before its explanation is shown; after that, a new"
-                  " round starts (`.venv/bin/grade quiz CHAPTER` asks only what is not yet right).")
+        scored = ("Logged in, `.venv/bin/grade quiz CHAPTER` is posed, judged and recorded by the course server"
+                  " (your own numbers and choice order; the answers never leave it). " + rules)
     else:
         scored = ("Your course scores quizzes on Gradescope: the `quiz-answers.toml` of your upload (see"
-                  " Handing in); each question counts its points when its answer is right.")
+                  " Handing in), judged for you (your numbers and choice order), attempts counted over all"
+                  " your uploads. " + rules)
     return (f"{scored}\n\n{table}\n\nOffline (not logged in, or `--local`), `.venv/bin/grade quiz` lists the"
-            " chapters and `.venv/bin/grade quiz activations` is **practice**: nothing is recorded, and the"
-            " files in `quizzes/` hold no answers and no explanations in plain text (each explanation is"
-            " encrypted under a key derived from the right answer; a right answer opens it).")
+            " chapters and `.venv/bin/grade quiz activations` is **practice**: nothing is recorded, and each"
+            " question is shown with its id (e.g. `gelu-why`). Questions with numbers are checked on practice"
+            " numbers that no graded student gets (their explanation is encrypted under the practice answer);"
+            " questions with one answer for everyone are graded only by the course, so they are asked here"
+            " but not checked. Where the course text is wrong, `ERRATA.md` gives the correct statement and"
+            " its source.\n")
 
 
 def student_readme(course: Course) -> str:
@@ -450,6 +412,7 @@ def write_student(out: Path, version: str, practice: bool, levels: dict[str, str
     write_quizzes(student / "quizzes", practice)
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):  # one per chapter, beside exercises/ (%grade, %quiz)
         shutil.copyfile(notebook, student / notebook.name)
+    shutil.copyfile(ROOT / "quizzes" / "errata.md", student / "ERRATA.md")  # where the course text is wrong
     (student / "pyproject.toml").write_text(STUDENT_PYPROJECT.format(version=version), encoding="utf-8")
     (student / "README.md").write_text(student_readme(course), encoding="utf-8")
     return sizes

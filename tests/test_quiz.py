@@ -157,8 +157,8 @@ def test_numeric_questions_accept_the_whole_tolerance_and_reject_beyond() -> Non
         locked = _locked(chapter, sq.id)
         value, tol = parse_number(sq.answer), float(sq.data["tolerance"])
         for offset in np.linspace(-tol, tol, 41):
-            assert check_answer(locked, value + offset * 0.999999).correct, (sq.id, offset)
-        bound = (1 + 2 / quiz.QUANT_STEPS) * tol
+            assert check_answer(locked, value + offset * 0.999).correct, (sq.id, offset)
+        bound = tol  # exactly as stated (within t/2000 for an irrational key such as sqrt(2/384))
         for offset in (bound * 1.001, bound * 1.5, 3 * tol):
             assert not check_answer(locked, value + offset).correct, (sq.id, offset)
             assert not check_answer(locked, value - offset).correct, (sq.id, -offset)

@@ -142,3 +142,47 @@ def test_decimals_are_exact_so_equivalent_forms_agree_to_every_digit() -> None:
     assert expr.fingerprint("0.5*x*(1+erf(x/sqrt(2)))", symbols, "ef" * 16) == expr.fingerprint(
         "x/2*(1+erf(x/sqrt(2)))", symbols, "ef" * 16
     )
+
+
+@pytest.mark.parametrize(
+    "chapter,qid,answer",
+    [
+        ("activations", "tanh-derivative", "sech²(z)"),
+        ("activations", "tanh-derivative", "1/cosh(z)^2"),
+        ("activations", "sigmoid-derivative", "σ-σ²"),
+        ("activations", "sigmoid-derivative", "σ(1-σ)"),
+        ("dropout-weight-decay", "sgd-l2-update", "w-η(g+λw)"),
+        ("dropout-weight-decay", "sgd-l2-update", "w − lr (g + wd w)"),
+        ("initialisation", "kaiming-variance", "Var[W] = 2/n_in"),
+        ("universal-approximation", "uat-norm", "L-inf"),
+        ("universal-approximation", "uat-norm", "maximum norm"),
+        ("universal-approximation", "uat-norm", "Chebyshev norm"),
+        ("activations", "gelu-definition", "x·Φ(x)"),
+        ("activations", "gelu-definition", "x*Phi(x)"),
+    ],
+)
+def test_equivalent_forms_the_audit_found_refused_are_accepted(chapter: str, qid: str, answer: str) -> None:
+    assert check_answer(_question(chapter, qid), answer).correct, answer
+
+
+@pytest.mark.parametrize("answer", ["x·φ(x)", "x*phi(x)", "x ϕ(x)"])
+def test_phi_is_the_density_and_not_the_cdf(answer: str) -> None:
+    """The course writes GELU' = Φ + xφ with φ the density: x·φ(x) is not GELU."""
+    assert not check_answer(_question("activations", "gelu-definition"), answer).correct
+
+
+@pytest.mark.parametrize("text", ["-0.7.5", "1.2.3", "2 3"])
+def test_a_malformed_number_is_unreadable_and_costs_no_attempt(text: str) -> None:
+    with pytest.raises(AnswerFormatError, match="is not a number"):
+        check_answer(_question("activations", "gelu-min-x"), text)
+
+
+@pytest.mark.parametrize("text,words", [
+    ("phi(" * 8 + "x" + ")" * 8, "too complex to judge"),
+    ("(" * 7 + "x" + ")" * 7, "too complex to judge"),
+    ("+".join(["x"] * 41), "too complex to judge"),
+])
+def test_the_reader_bounds_depth_and_size_before_sympy(text: str, words: str) -> None:
+    with pytest.raises(expr.ExpressionError, match=words):
+        expr.parse(text, {"x": "x"})
+    expr.parse("phi(phi(phi(x)))", {"x": "x"})  # three nested calls are still read

@@ -38,7 +38,7 @@ def _phi(z: float) -> float:
 def _running_var(v: dict) -> float:
     running = 1.0
     for p, q in ((v["p1"], v["q1"]), (v["p2"], v["q2"]), (v["p3"], v["q3"])):
-        running = (1 - v["m"]) * running + v["m"] * (q - p) ** 2 / 2
+        running = (1 - v["mom"]) * running + v["mom"] * (q - p) ** 2 / 2
     return running
 
 
@@ -71,6 +71,10 @@ FORMULAS: dict[str, Callable[[dict], float]] = {
     "sigmoid-network-output": lambda v: v["a1"] * _sigmoid(v["w1"] * v["x"] + v["b1"])
     - v["a2"] * _sigmoid(v["w2"] * v["x"] + v["b2"]),
     "relu-ramp-output": lambda v: v["h"] * (max(0.0, v["x"] - v["s"]) - max(0.0, v["x"] - v["t"])),
+    "bn-running-mean-momentum": lambda v: (1 - v["mom"]) * v["mom"] * (v["p1"] + v["q1"]) / 2
+    + v["mom"] * (v["p2"] + v["q2"]) / 2,
+    "dropout-variance": lambda v: v["a"] ** 2 * v["p"] / (1 - v["p"]),
+    "kaiming-fan-out-std": lambda v: math.sqrt(2 / ((1 + v["slope"] ** 2) * v["fan_out"])),
 }
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -43,6 +44,8 @@ from grader.cli import cli
 from grader.packs import PackError
 from grader.release import PACK_BUDGET, build_release
 from grader.solution import write_solution
+from grader.student import posing
+from grader.student.answers import QuizError
 from grader.student.practice import load_practice, open_seal
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,7 +71,7 @@ def test_the_release_holds_the_handout_the_bundle_and_a_manifest(release: Path) 
     assert listed == on_disk
     for name in ("README.md", "pyproject.toml", "exercises/linear.py", "exercises/kernels/rmsnorm.cl",
                  "grader/__init__.py", "grader/student/cli.py", "grader/student/packs/linear.Linear.npz",
-                 "quizzes/activations.json", "normalization.ipynb"):
+                 "quizzes/activations.json", "normalization.ipynb", "ERRATA.md"):
         assert (release / "student" / name).is_file(), name
     readme = (release / "student" / "README.md").read_text()
     assert "Quick start" in readme and "grade submit" in readme and "practice" in readme
@@ -192,7 +195,8 @@ def test_the_handout_quizzes_hold_no_answer_digest_or_explanation(release: Path)
     for path in sorted(quiz_dir.glob("*.json")):
         for q in json.loads(path.read_text())["questions"]:
             assert set(q) <= {"id", "kind", "prompt", "choices", "points", "tolerance", "symbols", "subject", "salt",
-                              "sealed"}, q["id"]
+                              "sealed", "template", "params", "practice"}, q["id"]
+            assert "sealed" not in q or "params" in q, f"{q['id']}: a question with one key for all carries no seal"
             rest[q["id"]] = json.dumps([q.get("symbols"), q.get("subject")])  # the only free text besides the prompt
     checked = 0
     for path in sorted((ROOT / "quizzes" / "source").glob("*.toml")):
@@ -209,17 +213,22 @@ def test_the_handout_quizzes_hold_no_answer_digest_or_explanation(release: Path)
     for path in sorted(quiz_dir.glob("*.json")):
         doc = json.loads(path.read_text())
         for q in doc["questions"]:
-            assert not {"answer", "digests", "explanation", "wrong", "reference", "params"} & set(q)
+            assert not {"answer", "digests", "explanation", "wrong", "reference", "answer_range"} & set(q)
 
 
 def test_a_practice_seal_opens_for_the_right_answer_only(release: Path) -> None:
     quiz = load_practice(release / "student" / "quizzes" / "activations.json")
-    question = next(q for q in quiz.questions if q.id == "gelu-why")
-    explanation = open_seal(question, "c")
-    assert explanation is not None and "GELU" in explanation
-    assert open_seal(question, "a") is None and open_seal(question, "3") == explanation  # 3 = c in file order
-    numeric = next(q for q in quiz.questions if q.id == "gelu-min-x")
-    assert open_seal(numeric, "-0.755") is not None and open_seal(numeric, "-0.70") is None
+    graded = next(q for q in quiz.questions if q.id == "gelu-why")
+    assert not graded.sealed
+    with pytest.raises(QuizError, match="is graded, not practised"):
+        open_seal(graded, "c")
+    numeric = next(q for q in quiz.questions if q.id == "gelu-value")
+    x = posing.draw_values(numeric.params, posing.PRACTICE_STUDENT, "activations", "gelu-value", numeric.practice)["x"]
+    assert f"x = {x}," in numeric.prompt, "the practice prompt shows the practice numbers"
+    value = 0.5 * x * (1 + math.erf(x / math.sqrt(2)))
+    explanation = open_seal(numeric, repr(value))
+    assert explanation is not None and "GELU(" in explanation
+    assert open_seal(numeric, repr(value + 0.1)) is None
 
 
 # --- the handout on its own -------------------------------------------------------------------------------
@@ -333,13 +342,16 @@ def solution_files(tmp_path: Path, prefix: str) -> dict[str, str]:
 
 def test_gradescope_grades_a_correct_upload_and_its_quiz_answers(release: Path, tmp_path: Path) -> None:
     files = solution_files(tmp_path, "exercises/")
-    files["quiz-answers.toml"] = '[activations]\ngelu-why = "c"\ngelu-min-x = "-0.75"\nsigmoid-max-derivative = "0.3"\n'
+    shown = [c.id for c in quiz_lib.pose(quiz_lib.load_quiz(ROOT / "quizzes" / "activations.json")
+                                         .question("gelu-why"), "student").choices]  # no metadata: "student"
+    files["quiz-answers.toml"] = (f'[activations]\ngelu-why = "{shown.index("c") + 1}"\ngelu-min-x = "-0.75"\n'
+                                  'sigmoid-max-derivative = "0.3"\n')
     results = autograde(release, tmp_path, files)
     exercises = [t for t in results["tests"] if not t["name"].startswith("quiz ")]
     assert results["returncode"] == 0 and len(exercises) == 34
     assert all(t["score"] == t["max_score"] == 10 for t in exercises)
     quiz = next(t for t in results["tests"] if t["name"] == "quiz activations")
-    assert quiz["score"] == 2 and "sigmoid-max-derivative: wrong" in quiz["output"]
+    assert quiz["score"] == 2 and "sigmoid-max-derivative: Not this one." in quiz["output"]
 
 
 def test_gradescope_grades_a_partial_upload_of_top_level_files(release: Path, tmp_path: Path) -> None:
@@ -372,13 +384,12 @@ def test_the_handout_quiz_practice_session(release: Path) -> None:
     quiz = load_practice(quiz_dir / "activations.json")
     first = quiz.questions[0]
     assert first.id == "gelu-why"
-    answers = ["c", "2", "zzz", ""] + [""] * (len(quiz.questions) - 2)  # right; wrong, unreadable, skipped; skips
+    answers = ["2", "zzz", ""] + [""] * (len(quiz.questions) - 1)  # kept; unreadable then skipped; skips
     session = CliRunner().invoke(student_cli, ["quiz", "activations", "--quiz-dir", str(quiz_dir)],
                                  input="\n".join(answers) + "\n")
     assert session.exit_code == 0, session.output
-    assert "practice: nothing is recorded" in session.output and "Right. GELU(x)" in session.output
-    assert "Not this one. Try again." in session.output and "Skipped." in session.output
-    assert f"1/{len(quiz.questions)} right." in session.output
+    assert "nothing is recorded" in session.output and "Question 1/" in session.output and " gelu-why [" in session.output
+    assert "not checked here" in session.output and "Kept." in session.output and "Skipped." in session.output
     unknown = CliRunner().invoke(student_cli, ["quiz", "nope", "--quiz-dir", str(quiz_dir)])
     assert unknown.exit_code == 2 and "is not a quiz chapter" in unknown.output
 

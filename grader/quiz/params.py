@@ -20,7 +20,6 @@ from __future__ import annotations
 import ast
 import importlib
 import math
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -30,7 +29,7 @@ from typing import Any
 from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
-from grader.student.model import exercise_seed
+from grader.student import posing
 from grader.quiz.errors import ReferenceUnavailableError
 from grader.quiz.probes import PROBES
 
@@ -101,10 +100,20 @@ def parse_specs(raw: Any) -> dict[str, ParamSpec]:
     return {name: ParamSpec.from_dict(name, spec) for name, spec in sorted(raw.items())}
 
 
-def draw(specs: Mapping[str, ParamSpec], student: str, chapter: str, question_id: str) -> dict[str, Number]:
-    """The student's values, in name order, from the student's seed for this question."""
-    rng = random.Random(exercise_seed(student, f"quiz.{chapter}.{question_id}"))
-    return {name: rng.choice(specs[name].values) for name in sorted(specs)}
+def draw(specs: Mapping[str, ParamSpec], student: str, chapter: str, question_id: str,
+         practice: Mapping[str, Number] | None = None) -> dict[str, Number]:
+    """The student's values, in name order, from the student's seed for this question (never the practice
+    instance's, unless the student is the practice one: ``grader.student.posing.draw_values``)."""
+    return posing.draw_values({name: spec.values for name, spec in specs.items()}, student, chapter, question_id,
+                              practice)
+
+
+def check_practice(specs: Mapping[str, ParamSpec], practice: Any) -> dict[str, Number]:
+    """A question's ``practice`` instance: a number for every parameter (it may lie outside the graded values,
+    so that its answer is nobody's graded answer); ValueError otherwise."""
+    if not isinstance(practice, dict) or set(practice) != set(specs) or not all(map(_is_number, practice.values())):
+        raise ValueError(f"'practice' must give every parameter a number ({', '.join(sorted(specs))})")
+    return dict(practice)
 
 
 # --- the reference call -------------------------------------------------------------
@@ -188,10 +197,7 @@ def reference_answer(call: ReferenceCall, values: Mapping[str, Number]) -> float
 
 # --- rendering -----------------------------------------------------------------------
 
-def signed(value: Number) -> str:
-    """The Jinja filter ``signed``: ``+ 2`` or ``- 3``, to write ``w·x {{ b | signed }}``."""
-    return f"- {-value}" if value < 0 else f"+ {abs(value)}"
-
+signed = posing.signed  # the Jinja filter ``signed``: ``+ 2`` or ``- 3``
 
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
 _ENV.filters["signed"] = signed

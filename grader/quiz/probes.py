@@ -89,6 +89,15 @@ def batchnorm_running_var(ref: ModuleType, batches: list[list[float]], momentum:
     return float(bn.running_var[0])
 
 
+def batchnorm_running_mean(ref: ModuleType, batches: list[list[float]], momentum: float) -> float:
+    """running_mean of a one-channel BatchNorm1d (starting at 0) after training forwards on ``batches``."""
+    bn = ref.normalization.BatchNorm1d(1, momentum=momentum)
+    bn.train()
+    for batch in batches:
+        bn.forward(np.array(batch, dtype=np.float64).reshape(-1, 1))
+    return float(bn.running_mean[0])
+
+
 def batchnorm_eval_output(ref: ModuleType, x: float, mean: float, var: float, gamma: float, beta: float) -> float:
     """A one-channel BatchNorm1d in eval mode with these running statistics and parameters, at x."""
     bn = ref.normalization.BatchNorm1d(1)
@@ -108,6 +117,13 @@ def dropout_kept_value(ref: ModuleType, a: float, p: float) -> float:
     drop = ref.dropout.Dropout(p=p, rng=_ScaleRecorder())
     drop.train()
     return float(drop.forward(_row([a]))[0, 0])
+
+
+def dropout_output_variance(ref: ModuleType, a: float, p: float) -> float:
+    """Var of inverted dropout's output for a constant input a: kept (probability 1 - p) it is the
+    reference's kept value v, dropped it is 0, so Var = (1 - p)·v² - ((1 - p)·v)²."""
+    kept = dropout_kept_value(ref, a, p)
+    return float((1 - p) * kept**2 - ((1 - p) * kept) ** 2)
 
 
 def sgd_step(ref: ModuleType, w: float, grad: float, lr: float, weight_decay: float) -> float:
@@ -135,6 +151,12 @@ def rel_error(ref: ModuleType, a: float, b: float) -> float:
 def kaiming_normal_std(ref: ModuleType, fan_in: int, fan_out: int, negative_slope: float) -> float:
     """The standard deviation kaiming_normal draws with (mode fan_in)."""
     w = ref.init.kaiming_normal(fan_in, fan_out, _ScaleRecorder(), mode="fan_in", negative_slope=negative_slope)
+    return float(w[0, 0])
+
+
+def kaiming_normal_std_fan_out(ref: ModuleType, fan_in: int, fan_out: int, negative_slope: float) -> float:
+    """The standard deviation kaiming_normal draws with in mode fan_out (the backward pass's fan)."""
+    w = ref.init.kaiming_normal(fan_in, fan_out, _ScaleRecorder(), mode="fan_out", negative_slope=negative_slope)
     return float(w[0, 0])
 
 
@@ -184,9 +206,9 @@ PROBES: dict[str, Probe] = {
     f.__name__: f
     for f in (
         gelu, elu, silu_derivative, prelu_dalpha,
-        layernorm_output, rmsnorm_output, batchnorm_running_var, batchnorm_eval_output,
-        dropout_kept_value, sgd_step, adamw_first_step, rel_error,
-        kaiming_normal_std, xavier_uniform_bound, kaiming_uniform_bound,
+        layernorm_output, rmsnorm_output, batchnorm_running_var, batchnorm_running_mean, batchnorm_eval_output,
+        dropout_kept_value, dropout_output_variance, sgd_step, adamw_first_step, rel_error,
+        kaiming_normal_std, kaiming_normal_std_fan_out, xavier_uniform_bound, kaiming_uniform_bound,
         mlp_parameter_count, sigmoid_network_output, relu_network_output,
     )
 }

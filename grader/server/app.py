@@ -49,6 +49,7 @@ from grader import exam, extensions, progress, regrade
 from grader.class_report import overrides_in_force
 from grader.student import catalogue
 from grader import quiz as quiz_lib
+from grader.quiz import graded, judging
 from grader.student.course import DEFAULT_COURSE, Course, parse_time
 from grader.student.errors import GraderError, StoreError
 from grader.server import auth, lti, lti_services, pages, records
@@ -552,9 +553,9 @@ def quiz_or_404(st: ServerState, chapter: str) -> quiz_lib.Quiz:
     raise fail(404, f"'{chapter}' is not a quiz chapter: chapters are {chapters}")
 
 
-def public_question(posed: quiz_lib.Posed, answered_correctly: bool) -> dict[str, Any]:
+def public_question(posed: quiz_lib.Posed, st: graded.GradedStanding) -> dict[str, Any]:
     """A question as one student sees it before answering: the prompt rendered with their numbers,
-    the choices in their order; never a salt, digest, key, reference call or explanation."""
+    the choices in their order, their attempts; never a salt, digest, key, reference call or explanation."""
     question = posed.question
     return {
         "id": question.id,
@@ -566,8 +567,9 @@ def public_question(posed: quiz_lib.Posed, answered_correctly: bool) -> dict[str
         "symbols": sorted(set(question.symbols.values())) or None,
         "points": question.points,
         "checkpoint": question.checkpoint,
-        "attempts": question.attempts,
-        "answered_correctly": answered_correctly,
+        "attempts": st.allowed,
+        "attempts_left": st.left,
+        "answered_correctly": st.correct,
     }
 
 
@@ -601,25 +603,43 @@ async def get_quiz(request: Request) -> Response:
     quiz = quiz_or_404(st, request.path_params["chapter"])
     reference_or_503(quiz)
     answers = store.quiz_attempts(principal.student)
-    right = quiz_lib.correct_questions(quiz, answers)
+    attempts = st.config.course.quiz_attempts
     return JSONResponse({
         "student": principal.student, "chapter": quiz.chapter, "title": quiz.title,
         "standing": quiz_lib.chapter_progress(quiz, answers).to_json(),
-        "questions": [public_question(quiz_lib.pose(q, principal.student), q.id in right) for q in quiz.questions],
+        "questions": [public_question(quiz_lib.pose(q, principal.student), graded.standing(q, answers, attempts))
+                      for q in quiz.questions],
     })
 
 
+def closed_answer(question: quiz_lib.Question, posed: quiz_lib.Posed, st: graded.GradedStanding) -> Response:
+    """409 for an answer to a closed question (right already, or out of attempts): not judged, not recorded;
+    the one-line reason, whether it counts as right, and its explanation (a closed question may be explained)."""
+    expected = None
+    if question.parameterised:
+        call = quiz_lib.params_lib.parse_reference(question.reference, set(posed.values))
+        expected = quiz_lib.params_lib.reference_answer(call, posed.values)
+    return JSONResponse({"error": " ".join(graded.closed_message(question, st).split()), "question": question.id,
+                         "correct": st.correct, "params": dict(posed.values) or None, "attempts_left": 0,
+                         "explanation": posed.explanation(expected)},
+                        status_code=409)
+
+
 async def answer_quiz(request: Request) -> Response:
-    """POST /quizzes/{chapter}/answers ``{"question", "answer", "shown"}``: judged here, recorded, then explained.
+    """POST /quizzes/{chapter}/answers ``{"question", "answer", "shown"}``: judged once here, recorded, then told.
 
     The answer is judged as posed for the token's student (their numbers). With
     ``"shown": true`` choice numbers count in the order GET /quizzes/{chapter}
     lists them (what ``grade quiz`` shows); otherwise choices are named by id (an
-    answers file's numbers count in file order, as locally). An unreadable
-    answer is a 422 with the reason, not recorded, and costs no attempt.
-    Attempts are counted from the record (``quiz.attempt_number``): the
-    explanation comes with a correct answer or with a question's last wrong
-    attempt; otherwise ``attempts_left`` says how many remain.
+    answers file's numbers count in file order, as locally). An unreadable or
+    too complex answer is a 422 with the reason, not recorded, and costs no
+    attempt. Each question allows a fixed number of judged attempts that never
+    resets (``grader.quiz.graded``); an answer to a question answered correctly
+    or out of attempts is a 409. Before the chapter's due date a wrong answer
+    says only "Not this one."; the explanation comes with a correct answer, the
+    last attempt, or any answer after the due date. Judging runs in a separate
+    process with a time budget, awaited from a worker thread, so one hostile
+    answer never holds up other requests.
     """
     st = state(request)
     store = db_store(request)
@@ -639,23 +659,33 @@ async def answer_quiz(request: Request) -> Response:
     shown = doc.get("shown", False)
     if not isinstance(shown, bool):
         raise fail(400, "shown must be true (choice numbers as listed) or false (choice ids)")
+    attempts = st.config.course.quiz_attempts
+    before = graded.standing(question, store.quiz_attempts(principal.student), attempts)
     posed = quiz_lib.pose(question, principal.student)
+    if before.closed:
+        return closed_answer(question, posed, before)
     try:
-        verdict = quiz_lib.judge(posed, doc.get("answer"), shown=shown)
+        verdict = await asyncio.to_thread(judging.judge_bounded, posed, doc.get("answer"), shown)
     except quiz_lib.AnswerFormatError as exc:
         raise fail(422, str(exc)) from exc
     except quiz_lib.ReferenceUnavailableError as exc:
         raise fail(503, f"the course server cannot judge this question ({exc}); tell your instructor") from exc
-    attempt = quiz_lib.attempt_number(question, store.quiz_attempts(principal.student))
+    # nothing was awaited from here on: the check and the record are one step for this event loop
+    before = graded.standing(question, store.quiz_attempts(principal.student), attempts)
+    if before.closed:  # a concurrent answer used the last attempt while this one was judged
+        return closed_answer(question, posed, before)
     first_try = store.record_quiz_answer(principal.student, quiz.chapter, question.id, verdict.answer,
                                          verdict.correct, verdict.values)
-    left = 0 if verdict.correct else question.attempts - attempt
+    after = before.after(verdict.correct)
+    due_passed = graded.past_due(st.config.course.quiz_due(quiz.chapter), datetime.now(timezone.utc))
+    reveal = graded.reveals_explanation(after, due_passed)
     standing = quiz_lib.chapter_progress(quiz, store.quiz_attempts(principal.student))
     return JSONResponse({
         "question": question.id, "answer": verdict.answer, "correct": verdict.correct,
         "params": dict(verdict.values) or None, "first_try": first_try,
-        "attempt": attempt, "attempts": question.attempts, "attempts_left": left,
-        "explanation": posed.explanation(verdict.expected) if verdict.correct or left == 0 else None,
+        "attempt": after.used, "attempts": after.allowed, "attempts_left": after.left,
+        "feedback": graded.feedback(after),
+        "explanation": posed.explanation(verdict.expected) if reveal else None,
         "chapter": standing.to_json(),
     })
 
@@ -801,6 +831,8 @@ def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         st.store = store = Store.open(config.db_path)  # this thread's connection: the handlers run here
+        if quizzes:
+            await asyncio.to_thread(judging.warm_up)  # quiz judges fork from a process with SymPy loaded
         loop = asyncio.get_running_loop()
         if run_collector:
             st.collector = Collector(config.db_path, config.queue_url, st.grader_version,

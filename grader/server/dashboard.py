@@ -379,7 +379,7 @@ def student_detail(store: Store, report: ClassReport, student: str, reports_kept
             AnswerView(clean_text(a["answer"], 200), bool(a["correct"]), a["answered_at"], _params_text(a["params"])))
     quizzes = []
     for quiz in report.quizzes:
-        questions = [QuestionView(q.id, q.prompt, answers.get((quiz.chapter, q.id), [])) for q in quiz.questions]
+        questions = [QuestionView(q.id, q.display_prompt, answers.get((quiz.chapter, q.id), [])) for q in quiz.questions]
         quizzes.append((quiz.title or quiz.chapter, questions))
     overrides = [o for o in report.overrides if o["student"] == student][::-1]
     return StudentDetail(row, views, chart, quizzes, overrides)

@@ -59,13 +59,14 @@ def _unify_symbols(text: str) -> str:
 def normalise_text(text: str) -> str:
     """The canonical form of a short answer.
 
-    Case-folded; Greek letters spelled out (σ -> sigma, Φ -> phi); √ -> sqrt;
+    Case-folded; Greek letters spelled out (σ -> sigma, φ -> phi), but Φ and ``Phi`` (the normal
+    CDF) -> normcdf, kept apart from φ (the density); √ -> sqrt;
     unicode minus -> '-'; ``**`` -> ``^``; multiplication signs (* · × ⋅) and all
     whitespace, underscores and hyphens between words removed; parentheses
     around a single atom dropped (``sqrt(2)`` = ``√2``, ``x*Phi(x)`` = ``x·Φ(x)``);
     a trailing full stop dropped.
     """
-    s = _unify_symbols(text).casefold()
+    s = re.sub(r"Φ|\bPhi\b|\bPHI\b", "normcdf", _unify_symbols(text)).casefold()  # Φ the CDF, φ the density
     s = "".join(_GREEK.get(ch, ch) for ch in s)
     s = s.replace("√", "sqrt")
     for times in _TIMES:

@@ -431,18 +431,25 @@ cli.add_command(view_command)
 @server_options
 @click.option("--quiz-dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_QUIZ_DIR,
               show_default=True, help="The handout's quizzes folder (practice).")
+@click.option("--student", default=None, metavar="ID",
+              help="Practice: pose your own questions (your numbers, your choice order): your Gradescope email.")
+@click.option("--save-answers", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Practice: add your answers to FILE (quiz-answers.toml) for your Gradescope upload; needs --student.")
 def quiz_command(chapter: str | None, answers: Path | None, ask_all: bool, as_json: bool, server: str | None,
-                 local: bool, quiz_dir: Path) -> None:
-    """Take a chapter's quiz (list the chapters without CHAPTER).
+                 local: bool, quiz_dir: Path, student: str | None, save_answers: Path | None) -> None:
+    """Take a chapter's quiz (list the chapters without CHAPTER). Each question shows its id (e.g. gelu-why).
 
     After `grade login` the course server poses the questions, judges and
     records every answer (this is what counts). Otherwise (or with --local) it
-    is practice from the handout's quizzes/ folder: nothing is recorded.
+    is practice from the handout's quizzes/ folder: nothing is recorded; with
+    --student and --save-answers your answers go into the file your Gradescope
+    upload carries.
     """
     import difflib
 
     from grader.student import remote
     from grader.student.practice import chapters, load_practice, run_practice
+    from grader.student.practice import save_answers as save
 
     login = remote.remote_login(server, local, None)
     if login is not None:
@@ -466,13 +473,20 @@ def quiz_command(chapter: str | None, answers: Path | None, ask_all: bool, as_js
             guess = difflib.get_close_matches(chapter, names, n=1, cutoff=0.5)
             hint = f"Did you mean '{guess[0]}'?" if guess else f"Chapters: {', '.join(names)}."
             raise CommandError(f"'{chapter}' is not a quiz chapter. {hint}")
+        if save_answers is not None and not (student or "").strip():
+            raise CommandError("--save-answers needs --student YOUR_GRADESCOPE_EMAIL: the numbers and the choice "
+                               "order you answer are your own")
         quiz = load_practice(quiz_dir / f"{chapter}.json")
         try:
-            run_practice(quiz, lambda prompt: click.prompt(prompt, prompt_suffix="", default="",
-                                                           show_default=False), click.echo)
+            _, _, answers = run_practice(quiz, lambda prompt: click.prompt(prompt, prompt_suffix="", default="",
+                                                                           show_default=False), click.echo,
+                                         student=(student or "").strip() or None)
         except click.Abort:
             click.echo("\nStopped.", err=True)
             sys.exit(1)
+        if save_answers is not None and student:
+            save(save_answers, student.strip(), chapter, answers)
+            click.echo(f"{len(answers)} answer(s) of {chapter} saved in {save_answers}: upload it with your exercises.")
 
 
 @cli.command("progress")

@@ -36,6 +36,9 @@ and ``grade progress``::
     [server]
     url = "https://grader.example.org" # the course server: `grade login` in the handout asks only for a token
 
+    [quiz]
+    attempts = 2                       # tries per graded quiz question, never reset (default: each question's own)
+
     [scaffolding]                      # what `grade release` gives away in the stubs (grader/scaffold.py)
     level = "derive"                   # "guided" (default), "derive" or "contract"
     [scaffolding.exercises]            # per-exercise (or per-topic) overrides
@@ -203,6 +206,14 @@ class Course:
     def handout_json(self) -> dict[str, Any]:
         """What the handout keeps of the course (:data:`HANDOUT_SETTINGS`): the public part, server, hand-in."""
         return {**self.to_json(), "server": self.server_url, "hand_in": self.hand_in}
+    quiz_attempts: int | None = None  # [quiz] attempts: tries per graded question (None: each question's own)
+
+    def quiz_due(self, chapter: str) -> datetime | None:
+        """The due date of a quiz chapter: the course chapter of that name (or covering that topic), if any."""
+        for c in self.chapters:
+            if c.name == chapter or chapter in c.exercises:
+                return c.due
+        return None
 
     def scaffolding_levels(self, default: str | None = None) -> dict[str, str]:
         """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the course's."""
@@ -518,7 +529,7 @@ def _server(doc: Mapping[str, Any], path: Path) -> tuple[str | None, str]:
 def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
     """Validate a parsed TOML document into a Course (CourseError on the first problem)."""
     unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter", "scaffolding", "groups", "extension", "lti",
-                                 "server", "hand_in"})
+                                 "server", "hand_in", "quiz"})
     if unknown:
         raise CourseError(f"{path}: unknown field '{unknown[0]}': use name, score, rate_limit, hand_in, [server],"
                           " [[chapter]], [scaffolding], [groups], [[extension]], [lti]")
@@ -561,8 +572,13 @@ def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
     if not isinstance(lti, dict):
         raise CourseError(f"{path}: [lti] must be a table (see docs/lti.md)")
     url, hand_in = _server(doc, path)
+    quiz = doc.get("quiz", {})
+    attempts = quiz.get("attempts") if isinstance(quiz, dict) else None
+    if not isinstance(quiz, dict) or set(quiz) - {"attempts"} or (
+            "attempts" in quiz and (isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1)):
+        raise CourseError(f"{path}: [quiz] takes attempts = N, a whole number of at least 1")
     return Course(name, rule, chapters, submissions, float(minutes), by_exercise, level, levels, groups, extensions,
-                  lti=lti, server_url=url, hand_in=hand_in)
+                  lti=lti, server_url=url, hand_in=hand_in, quiz_attempts=attempts)
 
 
 def load_course(path: Path | str) -> Course:

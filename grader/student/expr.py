@@ -1,13 +1,20 @@
 """Typed answers read by SymPy: numbers (``1.1^50``, ``sqrt(2/n)``, ``4.63e-1``) and
 expressions (``2/n_in``, ``Var(W) = 2/n``, ``σ(z)(1 − σ(z))``).
 
-Input is never evaluated as Python: it is capped in length, split into tokens
+Input is never evaluated as Python: it is capped in length (``MAX_CHARS``), in
+tokens (``MAX_TOKENS``), in parenthesis depth (``MAX_DEPTH``) and in nested
+function calls (``MAX_CALL_DEPTH``: ``phi(phi(phi(phi(x))))`` is refused, as
+each level multiplies SymPy's work), split into tokens
 (numbers, names, ``+ - * / ^ ( ) , =``), and every name must be a declared
 symbol, one of its aliases, a known function or a constant (``pi``, ``e``); only
 then does ``sympy.parsing.sympy_parser.parse_expr`` build the expression, with
 a local dictionary holding exactly those names, implicit multiplication and
 ``^`` as power, and ``evaluate=False`` so that nothing is computed before the
 exponents are checked (``9^9^9`` is refused instead of hanging).
+
+φ (and ``phi``) is the standard normal density, Φ (and ``Phi``, ``normcdf``) its
+CDF, as in the course text (GELU'(x) = Φ(x) + x·φ(x)); ``sech``, ``cosh`` and
+``sinh`` are read too (``sech²(z)`` = ``1/cosh(z)^2`` = ``1 - tanh(z)^2``).
 
 Every problem is an ``ExpressionError`` whose message is one line saying what
 to write instead; the quiz turns it into an unreadable answer, which costs no
@@ -32,6 +39,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 MAX_CHARS = 200
+MAX_TOKENS = 80
+MAX_DEPTH = 6
+MAX_CALL_DEPTH = 3
 MAX_EXPONENT = 1000.0
 MAX_DECIMAL_EXPONENT = 300
 FINGERPRINT_POINTS = 3
@@ -42,15 +52,17 @@ _GREEK = {
     "η": "eta", "θ": "theta", "λ": "lam", "μ": "mu", "ξ": "xi", "π": "pi", "ρ": "rho",
     "σ": "sigma", "ς": "sigma", "τ": "tau", "φ": "phi", "ϕ": "phi", "ψ": "psi", "ω": "omega",
 }
+_CDF = re.compile(r"Φ|\bPhi\b|\bPHI\b")
 _MINUSES = "\u2212\u2012\u2013\u2014\ufe63\uff0d"
 _TIMES = "\u00b7\u22c5\u00d7\u2219\u2022"
 _SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 _TOKEN = re.compile(
     r"\s+|(?P<num>(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)|(?P<name>[a-z_][a-z0-9_]*)|(?P<op>\*\*|[-+*/^(),=])"
 )
-_FUNCTION_POWER = re.compile(r"\b([a-z]+)\^(\d+)\(")
+_FUNCTION_POWER = re.compile(r"\b([a-z]+)\s*\^\s*\(?(\d+)\)?\s*\(")
 
-FUNCTIONS = ("sqrt", "exp", "log", "ln", "erf", "tanh", "sigmoid", "sigma", "phi")
+FUNCTIONS = ("sqrt", "exp", "log", "ln", "erf", "tanh", "sech", "cosh", "sinh", "sigmoid", "sigma", "phi", "normcdf",
+             "normpdf")
 CONSTANTS = ("pi", "e")
 
 
@@ -67,7 +79,8 @@ def _plain(text: str) -> str:
         s = s.replace(minus, "-")
     for times in _TIMES:
         s = s.replace(times, "*")
-    s = "".join(_GREEK.get(ch, ch) for ch in s.casefold())
+    s = _CDF.sub(" normcdf ", s)  # before case-folding: Φ / Phi is the CDF, φ / phi the density
+    s = "".join(f" {_GREEK[ch]} " if ch in _GREEK else ch for ch in s.casefold())
     s = re.sub(r"sqrt\s*(\d+(?:\.\d+)?|pi\b|e\b|[a-z_][a-z0-9_]*)", r"sqrt(\1)", s)
     return s.replace("**", "^")
 
@@ -86,13 +99,33 @@ def _move_function_powers(s: str) -> str:
 
 
 def _check_tokens(s: str, names: Sequence[str]) -> None:
-    """Refuse any character or name outside the whitelist, with the name said."""
-    pos = 0
+    """Refuse any character or name outside the whitelist, with the name said, and anything too
+    complex to judge quickly (too many tokens, parentheses or function calls nested too deep)."""
+    pos, tokens, previous = 0, 0, ""
+    stack: list[bool] = []  # per open parenthesis: whether it opens a function call
     while pos < len(s):
         m = _TOKEN.match(s, pos)
         if m is None:
             raise ExpressionError(f"unexpected character '{s[pos]}'")
+        if m.group(0).isspace():
+            pos = m.end()
+            continue
+        tokens += 1
+        if tokens > MAX_TOKENS:
+            raise ExpressionError(f"the answer is too complex to judge (over {MAX_TOKENS} symbols): write it more simply")
         number = m.group("num")
+        if number is not None and (previous == "num" or s[m.end():m.end() + 1] == "."):
+            raise ExpressionError(f"'{s[m.start():m.end() + 2].strip()}...' is not a number: write one decimal point "
+                                  "per number and an operator between numbers")
+        op = m.group("op")
+        if op == "(":
+            stack.append(previous in FUNCTIONS)
+            if len(stack) > MAX_DEPTH or sum(stack) > MAX_CALL_DEPTH:
+                raise ExpressionError("the answer is too complex to judge (parentheses or function calls nested too "
+                                      "deep): write it more simply")
+        elif op == ")" and stack:
+            stack.pop()
+        previous = "num" if number is not None else (m.group("name") or op or "")
         if number is not None and "e" in number and abs(int(number.split("e")[1])) > MAX_DECIMAL_EXPONENT:
             raise ExpressionError(f"'{number}' is beyond 1e±{MAX_DECIMAL_EXPONENT}, not a plausible answer")
         name = m.group("name")
@@ -112,9 +145,12 @@ def _namespace(symbols: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, An
     t = sp.Symbol("t")
     local = {
         "sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log, "ln": sp.log, "erf": sp.erf, "tanh": sp.tanh,
+        "sech": sp.sech, "cosh": sp.cosh, "sinh": sp.sinh,
         "sigmoid": sp.Lambda(t, 1 / (1 + sp.exp(-t))),
         "sigma": sp.Lambda(t, 1 / (1 + sp.exp(-t))),
-        "phi": sp.Lambda(t, (1 + sp.erf(t / sp.sqrt(2))) / 2),
+        "normcdf": sp.Lambda(t, (1 + sp.erf(t / sp.sqrt(2))) / 2),
+        "phi": sp.Lambda(t, sp.exp(-t**2 / 2) / sp.sqrt(2 * sp.pi)),
+        "normpdf": sp.Lambda(t, sp.exp(-t**2 / 2) / sp.sqrt(2 * sp.pi)),
         "pi": sp.pi, "e": sp.E,
     }
     local.update(symbols)
@@ -132,6 +168,7 @@ def strip_subject(text: str, subject: str | None) -> str:
         return text
     sides = text.split("=")
     key = re.sub(r"\s+", "", _plain(subject)) if subject else None
+    sides = [side.replace("[", "(").replace("]", ")") for side in sides]
     if len(sides) == 2 and key is not None:
         left, right = (re.sub(r"\s+", "", _plain(side)) for side in sides)
         if left == key:
@@ -168,6 +205,9 @@ def parse(text: str, symbols: Mapping[str, str] | None = None) -> Any:
         raise ExpressionError(f"the answer has {len(raw)} characters; keep it under {MAX_CHARS}")
     names = {k.casefold(): v for k, v in (symbols or {}).items()}
     s = _move_function_powers(_plain(raw))
+    canonical = sorted(set(names.values()))
+    if len(canonical) == 1:  # "σ - σ²" for σ(z) - σ(z)²: the usual shorthand when there is one variable
+        s = re.sub(r"\b(sigma|sigmoid|tanh|sech)\b(?!\s*\()", rf"\1({canonical[0]})", s)
     if "=" in s:
         raise ExpressionError("write only the value or expression, without '='")
     _check_tokens(s, sorted(names))

@@ -100,6 +100,26 @@ def load_answers(path: str | Path) -> dict[str, Any]:
     return doc
 
 
+def answers_for(doc: Mapping[str, Any], chapter: str, student: str, source: str) -> tuple[dict[str, Any], bool]:
+    """One chapter's answers from an answers file, and whether choice numbers count as shown to the student.
+
+    Two forms: flat (question id -> answer; choice ids, or numbers in file order), or Gradescope's, which
+    ``grade quiz --student ID --save-answers`` writes: ``student = "ID"`` and one ``[chapter]`` table each,
+    choice numbers as that student saw them. QuizError (one line) when the file is someone else's or has
+    no table for the chapter."""
+    tables = {k: v for k, v in doc.items() if isinstance(v, dict)}
+    if "student" not in doc and not tables:
+        return dict(doc), False
+    named = doc.get("student")
+    if named is not None and str(named).strip().casefold() != student.strip().casefold():
+        raise QuizError(f"{source} holds the answers of '{named}', not of '{student}': "
+                        "answer as yourself (grade quiz CHAPTER --student YOU --save-answers FILE)")
+    if chapter not in tables:
+        found = ", ".join(sorted(tables)) or "none"
+        raise QuizError(f"{source} has no [{chapter}] table (its chapters: {found})")
+    return dict(tables[chapter]), named is not None
+
+
 def format_listing(student: str, standings: list[ChapterProgress]) -> str:
     """``grade quiz`` without a chapter: one line per chapter with the student's completion."""
     width = max((len(s.chapter) for s in standings), default=0)

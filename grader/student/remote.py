@@ -261,9 +261,10 @@ def remote_progress(login: Login, as_json: bool) -> None:
 
 
 def _send(client: Client, chapter: str, question: str, raw: Any, shown: bool) -> tuple[int, dict[str, Any]]:
-    """POST one answer; (status, body), where 422 means unreadable (the reason in ``error``, not recorded)."""
+    """POST one answer; (status, body), where 422 means unreadable (the reason in ``error``, not recorded) and
+    409 a closed question (answered correctly already or out of attempts: not judged, not recorded)."""
     return client.call("POST", f"/quizzes/{chapter}/answers",
-                       {"question": question, "answer": raw, "shown": shown}, accept=(422,))
+                       {"question": question, "answer": raw, "shown": shown}, accept=(422, 409))
 
 
 def _ask(client: Client, chapter: str, question: dict[str, Any], number: int, total: int) -> dict[str, Any]:
@@ -288,7 +289,8 @@ def _ask(client: Client, chapter: str, question: dict[str, Any], number: int, to
         if verdict["correct"] or not verdict["attempts_left"]:
             break
         attempt = verdict["attempt"] + 1
-    click.echo(f"Explanation: {verdict['explanation']}")
+    if verdict.get("explanation"):  # before the due date, a wrong graded answer is told no more
+        click.echo(f"Explanation: {verdict['explanation']}")
     return verdict
 
 
@@ -345,7 +347,8 @@ def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json
     The server poses each question for the student (their numbers, their choice
     order), judges every answer, records it and only then returns the
     explanation; the keys never leave it. An interactive session asks only the
-    questions not yet answered correctly, unless ``ask_all``.
+    questions still open: not answered correctly, with attempts left (graded
+    attempts never reset, so ``ask_all`` cannot reopen a question).
     """
     verdicts: dict[str, dict[str, Any]] = {}
     try:
@@ -362,7 +365,8 @@ def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json
             _, quiz = client.call("GET", f"/quizzes/{chapter}")
             chapter = str(quiz["chapter"])
             questions: list[dict[str, Any]] = quiz["questions"]
-            if given is not None:
+            if given is not None:  # a flat file, or the Gradescope file's [chapter] table
+                given, shown = quiz_text.answers_for(given, chapter, str(quiz["student"]), str(answers))
                 known = sorted(q["id"] for q in questions)
                 unknown = [k for k in given if k not in known]
                 if unknown:
@@ -372,17 +376,29 @@ def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json
                 for q in questions:
                     if q["id"] not in given:
                         continue
-                    status, verdict = _send(client, chapter, q["id"], given[q["id"]], shown=False)
+                    status, verdict = _send(client, chapter, q["id"], given[q["id"]], shown=shown)
                     if status == 422:  # reported, not recorded (as locally)
                         verdict = {"question": q["id"], "answer": str(given[q["id"]]), "correct": False,
                                    "error": verdict.get("error"), "params": None, "explanation": None}
+                    elif status == 409:  # closed: counts as before, not judged again
+                        verdict = {"question": q["id"], "answer": str(given[q["id"]]), "correct": verdict["correct"],
+                                   "error": None if verdict["correct"] else verdict.get("error"),
+                                   "params": verdict.get("params"), "explanation": verdict.get("explanation")}
                     verdicts[q["id"]] = verdict
             else:
-                todo = [q for q in questions if ask_all or not q["answered_correctly"]]
-                done = len(questions) - len(todo)
-                if not todo:
+                # graded on the server: a question answered correctly or out of attempts is closed for good
+                spent = [q for q in questions if not q["answered_correctly"] and q.get("attempts_left", 1) == 0]
+                todo = [q for q in questions if not q["answered_correctly"] and q.get("attempts_left", 1) > 0]
+                done = len(questions) - len(todo) - len(spent)
+                if spent:
+                    click.echo(f"{len(spent)} question(s) of {chapter} have no attempts left (attempts never "
+                               f"reset): {', '.join(q['id'] for q in spent)}")
+                if not todo and not spent:
                     click.echo(f"Every question of {chapter} is answered correctly already. "
-                               f"Practise them again: grade quiz {chapter} --all")
+                               f"Practise offline: grade quiz {chapter} --local")
+                elif not todo:
+                    click.echo(f"Every question of {chapter} is answered or out of attempts: nothing left to answer "
+                               f"on the server. Practise offline: grade quiz {chapter} --local")
                 else:
                     quiz_text.session_intro(quiz["title"], len(questions),
                                             sum(1 for q in questions if q["checkpoint"]), done)

@@ -1,0 +1,193 @@
+"""Judging: a question posed for a student (their numbers, their choice order) and an answer
+judged against the locked key or the reference (``pose``, ``judge``, ``grade_answers``)."""
+
+from __future__ import annotations
+
+import difflib
+import hmac
+import math
+import multiprocessing
+import threading
+from collections.abc import Mapping
+from multiprocessing.connection import Connection
+from typing import Any
+
+from grader.quiz import params as params_lib
+from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
+from grader.quiz.model import Choice, Posed, Question, Quiz, QuizResult, Verdict
+from grader.student.answers import _choice_ids, canonical_answers, digest, formula_message, parse_number
+from grader.student.errors import UsageError
+from grader.student import posing
+
+def recorded_form(question: Question, raw: Any, shown: tuple[Choice, ...] | None = None) -> str:
+    """The answer as stored in the progress database: choice ids, or the text given."""
+    if question.kind in ("single", "multiple"):
+        try:
+            return ",".join(_choice_ids(question, raw, shown))
+        except AnswerFormatError:
+            pass
+    if isinstance(raw, (list, tuple)):
+        return ",".join(str(r) for r in raw)
+    return str(raw).strip()
+
+
+def pose(question: Question, student: str) -> Posed:
+    """The question as ``student`` sees it: drawn values, rendered prompt, shuffled choices.
+
+    The same student always gets the same values and order (seeded by
+    ``exercise_seed``); the prompt of a fixed question is shown as written.
+    """
+    values: dict[str, Any] = {}
+    prompt = question.prompt
+    if question.params is not None:
+        specs = params_lib.parse_specs(question.params)
+        values = params_lib.draw(specs, student, question.chapter, question.id, question.practice)
+        prompt = params_lib.render(question.prompt, values)
+    choices = posing.choice_order(question.choices, student, question.chapter, question.id)
+    return Posed(question, values, prompt, tuple(choices))
+
+
+def judge(posed: Posed, raw: Any, shown: bool = False) -> Verdict:
+    """Judge one answer to a posed question; AnswerFormatError when unreadable (costs no attempt).
+
+    ``shown``: choice numbers refer to the order the student saw. A parameterised
+    question runs the reference (ReferenceUnavailableError when it is not installed).
+    """
+    question = posed.question
+    order = posed.choices if shown else None
+    answer = recorded_form(question, raw, order)
+    if question.parameterised:
+        value = parse_number(raw, posed.values)
+        call = params_lib.parse_reference(question.reference, set(posed.values))
+        expected = params_lib.reference_answer(call, posed.values)
+        correct = abs(value - expected) <= float(question.tolerance or 0) * (1 + 1e-9)
+        return Verdict(question.id, answer, correct, values=dict(posed.values), expected=expected)
+    candidates = numeric_candidates(question, raw) if question.kind == "numeric" else canonical_answers(question, raw, order)
+    if not _matches(question, candidates) and question.kind == "short" and question.symbols:
+        candidates = [formula_message(question, raw, question.salt)]
+    return Verdict(question.id, answer, _matches(question, candidates))
+
+
+def numeric_candidates(question: Question, raw: Any) -> list[str]:
+    """The keys a fixed numeric answer x may match: ``num:k`` for every k with |x - k·t/Q| <= t (t the
+    tolerance, Q its ``steps``). The key is the answer's own k (answer = k·t/Q exactly), so a match means
+    |x - answer| <= t: the tolerance exactly as stated."""
+    x, t, steps = parse_number(raw), float(question.tolerance or 0), question.steps
+    low, high = (x - t) * steps / t, (x + t) * steps / t
+    slack = 1e-9 * max(1.0, abs(low), abs(high))
+    return [f"num:{k}" for k in range(math.ceil(low - slack), math.floor(high + slack) + 1)]
+
+
+def _matches(question: Question, candidates: list[str]) -> bool:
+    return any(hmac.compare_digest(digest(question.salt, c), d) for c in candidates for d in question.digests)
+
+
+def check_answer(question: Question, raw: Any, student: str = "", shown: bool = False) -> Verdict:
+    """Judge one answer as written in an answers file (choice ids or file-order numbers; with ``shown``,
+    choice numbers as ``student`` saw them)."""
+    return judge(pose(question, student), raw, shown)
+
+
+def grade_answer(question: Question, raw: Any, student: str = "", shown: bool = False) -> Verdict:
+    """Like check_answer, but an unreadable answer is a wrong one carrying the reason."""
+    try:
+        return check_answer(question, raw, student, shown)
+    except AnswerFormatError as exc:
+        return Verdict(question.id, recorded_form(question, raw), False, str(exc))
+
+
+def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers", student: str = "",
+                  shown: bool = False) -> QuizResult:
+    """Grade a mapping question id -> answer for ``student`` (whose numbers parameterised questions use);
+    unknown ids raise UsageError, missing ones stay unanswered."""
+    known = {q.id for q in quiz.questions}
+    unknown = [k for k in answers if k not in known]
+    if unknown:
+        guess = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        hint = f" Did you mean '{guess[0]}'?" if guess else ""
+        raise UsageError(f"{source}: '{unknown[0]}' is not a question of chapter '{quiz.chapter}'.{hint}")
+    result = QuizResult(quiz)
+    for q in quiz.questions:
+        if q.id in answers:
+            result.posed[q.id] = pose(q, student)
+            result.verdicts[q.id] = grade_answer(q, answers[q.id], student, shown)
+    return result
+
+
+
+# --- bounded judging ----------------------------------------------------------------
+
+JUDGE_SECONDS = 5.0  # the time budget of one judged answer (SymPy and the reference), away from the server's loop
+JUDGES = 4  # judging processes at once; a request beyond waits for a slot (at most the time budget)
+_SLOTS = threading.BoundedSemaphore(JUDGES)
+# fork: the child starts with SymPy and the reference already imported (a fresh interpreter would take
+# seconds); the parent warms them up first (``warm_up``), so the child imports nothing under a lock.
+_CONTEXT = multiprocessing.get_context("fork")
+
+
+class TooComplexError(AnswerFormatError):
+    """An answer that could not be judged within the time budget (refused, costs no attempt)."""
+
+
+def _judge_child(conn: Connection, posed: Posed, raw: Any, shown: bool) -> None:
+    """Run in the judging process: send ("ok", verdict) or (error kind, one-line message)."""
+    try:
+        conn.send(("ok", judge(posed, raw, shown)))
+    except AnswerFormatError as exc:
+        conn.send(("format", str(exc)))
+    except ReferenceUnavailableError as exc:
+        conn.send(("reference", str(exc)))
+    except Exception as exc:  # reported in the parent as an unreadable answer, never a traceback
+        conn.send(("format", f"this answer cannot be judged ({type(exc).__name__}): write it more simply"))
+    finally:
+        conn.close()
+
+
+def warm_up() -> None:
+    """Import and exercise SymPy's reader once in this process, so judging children fork ready."""
+    from grader.student import expr
+
+    expr.fingerprint("x*normcdf(x) + sqrt(2)/2", {"x": "x"}, "00" * 16)
+    try:
+        params_lib.import_reference()
+    except ReferenceUnavailableError:
+        pass  # chapters with drawn numbers answer 503 where the reference is missing
+
+
+def judge_bounded(posed: Posed, raw: Any, shown: bool = False, seconds: float | None = None) -> Verdict:
+    """``judge`` in a separate process that is killed after ``seconds``: TooComplexError (one line,
+    no attempt spent) when it runs out of time. Blocking: the server calls it through a worker thread,
+    so its event loop keeps answering other students meanwhile."""
+    seconds = JUDGE_SECONDS if seconds is None else seconds
+    if not _SLOTS.acquire(timeout=seconds):
+        raise TooComplexError("every judge is busy: send the answer again in a moment (no attempt was used)")
+    try:
+        return _judge_in_child(posed, raw, shown, seconds)
+    finally:
+        _SLOTS.release()
+
+
+def _judge_in_child(posed: Posed, raw: Any, shown: bool, seconds: float) -> Verdict:
+    """One judging process, killed after ``seconds``."""
+    parent, child = _CONTEXT.Pipe(duplex=False)
+    process = _CONTEXT.Process(target=_judge_child, args=(child, posed, raw, shown), daemon=True)
+    process.start()
+    child.close()
+    try:
+        if not parent.poll(seconds):
+            raise TooComplexError("this answer is too complex to judge in time: write it more simply "
+                                  "(no attempt was used)")
+        kind, payload = parent.recv()
+    except EOFError:
+        raise TooComplexError("this answer could not be judged (the judge stopped): write it more simply "
+                              "(no attempt was used)") from None
+    finally:
+        parent.close()
+        if process.is_alive():
+            process.kill()
+        process.join()
+    if kind == "ok":
+        return payload
+    if kind == "reference":
+        raise ReferenceUnavailableError(payload)
+    raise AnswerFormatError(payload)
