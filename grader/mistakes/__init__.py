@@ -31,6 +31,8 @@ class Mistake(KnownMistake):
     """A known mistake with its wrong namespace (the variant); what a report may say is :class:`KnownMistake`."""
 
     namespace: Any = None
+    # The wrong class or function the namespace holds (what :func:`compose` combines); None when unknown.
+    replacement: Any = None
 
     def info(self) -> KnownMistake:
         """The mistake without its variant: what a case pack carries."""
@@ -59,7 +61,68 @@ def variant(exercise_id: str, replacement: Any) -> Any:
 
 def make(mistake_id: str, exercise_id: str, sentence: str, fix: str, replacement: Any) -> Mistake:
     """A Mistake whose namespace is ``variant(exercise_id, replacement)``."""
-    return Mistake(mistake_id, exercise_id, sentence, fix, namespace=variant(exercise_id, replacement))
+    return Mistake(mistake_id, exercise_id, sentence, fix, namespace=variant(exercise_id, replacement),
+                   replacement=replacement)
+
+
+# Methods a variant class may override; two variants combine when they override none in common.
+_COMPOSABLE_METHODS = ("__init__", "forward", "backward", "train", "eval", "parameters", "_perm")
+
+
+def _overrides(cls: type) -> set[str] | None:
+    """The methods a one-level variant class overrides (None when it is no direct subclass of one class)."""
+    if not isinstance(cls, type) or len(cls.__bases__) != 1:
+        return None
+    return {name for name in vars(cls) if callable(vars(cls)[name]) or isinstance(vars(cls)[name], property)}
+
+
+def compose_replacement(mistakes: list[Mistake]) -> Any:
+    """One wrong class with every mistake of ``mistakes`` at once, or None when they cannot be combined.
+
+    Two ways, both exact (the combination is what a student with both mistakes writes):
+
+    - variants built from one flag-driven forward/backward (BatchNorm, :func:`flagged`) combine their flags;
+    - variant classes of the same reference class that override disjoint methods combine by inheritance
+      (``class AB(A, B)``: A's forward, B's backward).
+    """
+    if len(mistakes) < 2 or len({m.exercise for m in mistakes}) != 1:
+        return None
+    classes = [m.replacement for m in mistakes]
+    if any(not isinstance(c, type) for c in classes):
+        return None
+    flags = [getattr(c, "mistake_flags", None) for c in classes]
+    if all(f is not None for f in flags):
+        combine = getattr(classes[0], "combine_flags")
+        bases = {c.__bases__ for c in classes}
+        if len(bases) != 1:
+            return None
+        merged: dict[str, set[str]] = {}
+        for f in flags:
+            for method, names in f.items():
+                if names & merged.get(method, set()):
+                    return None  # the same flag twice
+                merged.setdefault(method, set()).update(names)
+        return combine(classes[0].__bases__[0], merged)
+    if any(f is not None for f in flags):
+        return None
+    seen: set[str] = set()
+    base = classes[0].__bases__
+    for cls in classes:
+        own = _overrides(cls)
+        if own is None or cls.__bases__ != base or own & seen:
+            return None
+        seen |= own
+    return type("+".join(c.__name__ for c in classes), tuple(classes), {})
+
+
+def compose(mistakes: list[Mistake]) -> Mistake | None:
+    """A Mistake with every mistake of ``mistakes`` at once (id ``a+b``), or None when they do not combine."""
+    replacement = compose_replacement(mistakes)
+    if replacement is None:
+        return None
+    first = mistakes[0]
+    return Mistake("+".join(m.id for m in mistakes), first.exercise, "", "",
+                   namespace=variant(first.exercise, replacement), replacement=replacement)
 
 
 def _load_catalogue() -> dict[str, Mistake]:

@@ -144,16 +144,30 @@ def _bn_backward(bn: Any, dout: np.ndarray, **flag: bool) -> np.ndarray:
     return _normalized_grad(g, x_hat, inv_std, axes)
 
 
-def _bn_variant(base: type, name: str, forward_flag: str | None = None, backward_flag: str | None = None) -> type:
-    """A subclass of a reference BatchNorm with one forward or backward flag on."""
+def _bn_flagged(base: type, flags: dict[str, set[str]], name: str | None = None) -> type:
+    """A subclass of a reference BatchNorm with the forward flags ``flags["forward"]`` and backward flags
+    ``flags["backward"]`` on (several at once: a student with two mistakes, see grader.mistakes.compose)."""
+    forward_flags = {f: True for f in sorted(flags.get("forward", set()))}
+    backward_flags = {f: True for f in sorted(flags.get("backward", set()))}
 
     def forward(self: Any, x: np.ndarray) -> np.ndarray:
-        return _bn_forward(self, x, **({forward_flag: True} if forward_flag else {}))
+        return _bn_forward(self, x, **forward_flags)
 
     def backward(self: Any, dout: np.ndarray) -> np.ndarray:
-        return _bn_backward(self, dout, **({backward_flag: True} if backward_flag else {}))
+        return _bn_backward(self, dout, **backward_flags)
 
-    return type(name, (base,), {"forward": forward, "backward": backward})
+    label = name or "+".join(sorted(forward_flags) + sorted(backward_flags))
+    return type(label, (base,), {
+        "forward": forward, "backward": backward,
+        "mistake_flags": {k: set(v) for k, v in flags.items() if v},
+        "combine_flags": staticmethod(_bn_flagged),
+    })
+
+
+def _bn_variant(base: type, name: str, forward_flag: str | None = None, backward_flag: str | None = None) -> type:
+    """A subclass of a reference BatchNorm with one forward or backward flag on."""
+    flags = {"forward": {forward_flag} if forward_flag else set(), "backward": {backward_flag} if backward_flag else set()}
+    return _bn_flagged(base, flags, name)
 
 
 # --------------------------------------------------------------------------- LayerNorm

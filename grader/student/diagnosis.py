@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from grader.student.compare import DEFAULT_ATOL, DEFAULT_RTOL, same_as
@@ -59,6 +59,27 @@ class KnownMistake:
         return f"Known mistake {self.id}: {what}" + (f" Fix: {fix}" if fix else "")
 
 
+@dataclass
+class Combination(KnownMistake):
+    """Two or three known mistakes at once (id ``a+b``): the variant that has them all reproduces the student.
+
+    A report names the first (``CheckResult.misconception``) and the others "and also"
+    (``CheckResult.also``); each part's sentence and fix are said in turn.
+    """
+
+    parts: list[KnownMistake] = field(default_factory=list)
+
+    def explain(self, level: str | None = None) -> str:
+        """Each part's :meth:`KnownMistake.explain`, the second and third introduced by 'And also'."""
+        texts = [part.explain(level) for part in self.parts]
+        return "\n".join([texts[0]] + [f"And also: {text}" for text in texts[1:]])
+
+
+def combined_id(ids: list[str]) -> str:
+    """The id under which an Expected serves the variant with every mistake of ``ids`` at once."""
+    return "+".join(ids)
+
+
 # Every known mistake this process has heard of, by id: what a report says about a misconception id.
 # Filled by grader.mistakes (instructor: the whole catalogue) and by each case pack loaded (handout).
 KNOWN: dict[str, KnownMistake] = {}
@@ -90,6 +111,11 @@ class Expected(Protocol):
 
     def variant(self, mistake_id: str, case: Case) -> ScriptResult:
         """The result of mistake ``mistake_id``'s variant (or :data:`REFERENCE_AGAIN`) on ``case`` without numgrad ops."""
+        ...
+
+    def combination(self, ids: list[str]) -> str | None:
+        """The id under which :meth:`variant` serves mistakes ``ids`` all at once (their variants composed),
+        or None when they cannot be combined here (or a case pack does not hold that combination)."""
         ...
 
     def verdict(self, check: str, mistake_id: str, compute: Callable[[], tuple[bool, Any]]) -> tuple[bool, Any]:

@@ -21,9 +21,12 @@ class CheckResult:
     max_score: float
     message: str = ""
     misconception: str | None = None
+    # Further known mistakes behind this check when two or three explain it together ("and also ..."):
+    # ``misconception`` stays the first (main) one.
+    also: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        doc = {
             "name": self.name,
             "passed": self.passed,
             "score": round(self.score, 6),
@@ -31,6 +34,9 @@ class CheckResult:
             "message": self.message,
             "misconception": self.misconception,
         }
+        if self.also:
+            doc["also"] = list(self.also)
+        return doc
 
 
 @dataclass

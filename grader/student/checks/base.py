@@ -31,13 +31,14 @@ the :class:`Context`). :class:`LayerPlan` builds the usual layer cases
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any, Callable
 
 import numpy as np
 
 from grader.student.compare import compare, same_as, scale_of
 from grader.student.diagnosis import (
-    REFERENCE_AGAIN, Expected, KnownMistake, diagnose, error_signature, numgrad_outputs,
+    REFERENCE_AGAIN, Combination, Expected, KnownMistake, diagnose, error_signature, numgrad_outputs,
 )
 from grader.student.model import CheckResult
 from grader.student.ops import Case, ScriptResult
@@ -54,6 +55,11 @@ ATOL = 1e-8  # scaled by max(1, max|expected|) in Compare
 NUMGRAD_RTOL = 1e-5
 NUMGRAD_ATOL = 1e-6
 
+
+# Part-by-part naming (Context.part_by_part): at most this many known mistakes are named together, chosen
+# among at most POOL_LIMIT candidates (those that contradict no check, most explaining first).
+COMBINE_AT_MOST = 3
+POOL_LIMIT = 8
 
 # Said when a failing output matches no known mistake (after the numbers).
 UNKNOWN = "Not a mistake we know: the numbers above show where your output first differs."
@@ -104,6 +110,7 @@ class Context:
     student: dict[str, ScriptResult]
     expected: Expected
     _runs: dict[tuple[str, str], ScriptResult] = field(default_factory=dict)
+    _pool_cache: list[Mistake] | None = None
 
     @property
     def reference(self) -> Any:
@@ -153,35 +160,135 @@ class Context:
         match_error: bool = False,
         match_warnings: bool = False,
     ) -> Mistake | None:
-        """The known mistake that explains the student's failing outputs ``keys`` of ``case``, or None.
+        """The known mistake (or :class:`Combination` of two or three) that explains the failing ``keys`` of ``case``.
 
-        A candidate reproduces the student's outputs ``keys`` of ``case`` (preferably
-        every output of the case, which tells apart mistakes that agree on ``keys``).
-        It is named only when it also reproduces the student on every case it
-        affects (:meth:`explains_everywhere`); among such candidates the one that
-        reproduces the most of the student's differences from the reference wins
-        (two overlapping mistakes: the one that explains all). None means "not a
-        mistake we know".
+        Round 2's rule first: a single mistake whose variant reproduces the student's
+        outputs ``keys`` of ``case`` (preferably every output of the case) and the
+        student on every case it affects (:meth:`explains_everywhere`); of several, the
+        one that reproduces the most of the student's differences from the reference.
+
+        Else part by part (:meth:`part_by_part`): the smallest set of known mistakes,
+        their variants composed (``Expected.combination``), that reproduces the student
+        on this case and contradicts no other check. None means "not a mistake we know".
         """
-        reference = self.reference.get(case)
-        numgrad_keys = numgrad_outputs(self.cases[case])
-        every_key = sorted(set(reference.outputs) - numgrad_keys) if reference is not None else []
-        keys = [k for k in keys if k not in numgrad_keys]
-        passes = [every_key, keys] if keys and every_key and every_key != sorted(keys) else [keys]
+        passes = self._passes(case, keys)
         for pass_keys in passes:
             if not pass_keys and not match_error and not match_warnings:
                 continue
-            candidates = [
-                mistake for mistake in self.mistakes
-                if diagnose([mistake], self.cases[case], self.student_result(case), pass_keys, rtol=rtol, atol=atol,
-                            match_error=match_error, match_warnings=match_warnings, run=self.run_mistake,
-                            reference=reference) is not None
-            ]
+            candidates = [m for m in self.mistakes if self.reproduces(m, case, pass_keys, rtol, atol, match_error,
+                                                                      match_warnings)]
             scored = [(self.explained(m), m) for m in candidates if self.explains_everywhere(m)]
             if scored:
                 best = max(score for score, _ in scored)
                 return next(m for score, m in scored if score == best)
+        return self.part_by_part(case, keys, passes, rtol, atol, match_error, match_warnings)
+
+    def _passes(self, case: str, keys: list[str]) -> list[list[str]]:
+        """The output keys to match, in order: every (non-numgrad) output of ``case``, then ``keys`` alone."""
+        reference = self.reference.get(case)
+        numgrad_keys = numgrad_outputs(self.cases[case])
+        every_key = sorted(set(reference.outputs) - numgrad_keys) if reference is not None else []
+        keys = [k for k in keys if k not in numgrad_keys]
+        return [every_key, keys] if keys and every_key and every_key != sorted(keys) else [keys]
+
+    def reproduces(self, mistake: Mistake, case: str, keys: list[str], rtol: float = RTOL, atol: float = ATOL,
+                   match_error: bool = False, match_warnings: bool = False) -> bool:
+        """``mistake``'s variant differs from the reference on ``case`` and equals the student on ``keys``."""
+        return diagnose([mistake], self.cases[case], self.student_result(case), keys, rtol=rtol, atol=atol,
+                        match_error=match_error, match_warnings=match_warnings, run=self.run_mistake,
+                        reference=self.reference.get(case)) is not None
+
+    def part_by_part(self, case: str, keys: list[str], passes: list[list[str]], rtol: float = RTOL,
+                     atol: float = ATOL, match_error: bool = False, match_warnings: bool = False) -> Mistake | None:
+        """The smallest set of known mistakes that reproduces the student on ``case`` and contradicts no check.
+
+        Real code often has two mistakes at once (CS231n BatchNorms: the biased running
+        variance and eps outside the square root): neither variant alone reproduces the
+        student everywhere, but each reproduces the cases behind some checks exactly. The
+        candidates are the mistakes that contradict no other check (:meth:`contradicts`:
+        wherever the variant differs from the reference, so does the student); sets of one,
+        two and three of them, composed into one variant, are tried in that order on
+        ``case``. The set named keeps only the mistakes this check's ``keys`` need.
+        """
+        pool = self._pool()
+        for pass_keys in passes:
+            if not pass_keys and not match_error and not match_warnings:
+                continue
+            for size in range(1, COMBINE_AT_MOST + 1):
+                found: list[tuple[int, Mistake]] = []
+                for members in combinations(pool, size):
+                    candidate = self._combined(list(members))
+                    if candidate is None or not self.reproduces(candidate, case, pass_keys, rtol, atol, match_error,
+                                                                match_warnings):
+                        continue
+                    if size > 1 and self.contradicts(candidate):
+                        continue
+                    found.append((self.explained(candidate), candidate))
+                if found:
+                    best = max(score for score, _ in found)
+                    chosen = next(m for score, m in found if score == best)
+                    return self._needed(chosen, case, keys or pass_keys, rtol, atol, match_error, match_warnings)
         return None
+
+    def _pool(self) -> list[Mistake]:
+        """The exercise's mistakes that change something and contradict no check, most explaining first."""
+        if self._pool_cache is None:
+            pool = [m for m in self.mistakes if self._changes_something(m) and not self.contradicts(m)]
+            pool.sort(key=self.explained, reverse=True)
+            self._pool_cache = pool[:POOL_LIMIT]
+        return self._pool_cache
+
+    def _changes_something(self, mistake: Mistake) -> bool:
+        """Whether ``mistake``'s variant differs from the reference on some compared output of some case."""
+        for name, case in self.cases.items():
+            parts = self._comparable(name)
+            if parts is None:
+                continue
+            _, reference, keys = parts
+            variant = self.run_mistake(mistake, case)
+            if any(not same_as(variant.outputs.get(k), reference.outputs[k]) for k in keys):
+                return True
+        return False
+
+    def contradicts(self, mistake: Mistake) -> bool:
+        """Whether ``mistake``'s variant differs from the reference on an output where the student does not.
+
+        Such a mistake predicts a failure the student does not have: it cannot be one
+        of the student's mistakes (however well it reproduces some other case).
+        """
+        for name, case in self.cases.items():
+            parts = self._comparable(name)
+            if parts is None:
+                continue
+            student, reference, keys = parts
+            variant = self.run_mistake(mistake, case)
+            for key in keys:
+                expected = reference.outputs[key]
+                if not same_as(variant.outputs.get(key), expected) and same_as(student.outputs.get(key), expected):
+                    return True
+        return False
+
+    def _combined(self, members: list[Mistake]) -> Mistake | None:
+        """One mistake, or a :class:`Combination` whose results the Expected composes; None when it cannot."""
+        if len(members) == 1:
+            return members[0]
+        combined = self.expected.combination([m.id for m in members])
+        if combined is None:
+            return None
+        return Combination(combined, self.exercise_id, "", "", parts=list(members))
+
+    def _needed(self, chosen: Mistake, case: str, keys: list[str], rtol: float, atol: float, match_error: bool,
+                match_warnings: bool) -> Mistake:
+        """``chosen`` less the parts this check's ``keys`` do not need (the rest reproduces them without)."""
+        parts = list(getattr(chosen, "parts", [])) or [chosen]
+        for part in list(parts):
+            rest = [p for p in parts if p is not part]
+            if not rest:
+                break
+            smaller = self._combined(rest)
+            if smaller is not None and self.reproduces(smaller, case, keys, rtol, atol, match_error, match_warnings):
+                parts = rest
+        return parts[0] if len(parts) == 1 else self._combined(parts) or chosen
 
     def _comparable(self, name: str) -> tuple[ScriptResult, ScriptResult, list[str]] | None:
         """(student result, reference result, deterministic output keys without numgrad) of a case.
@@ -277,13 +384,15 @@ def result(name: str, points: float, ok: bool, message: str = "", mistake: Mista
     """A CheckResult worth ``points`` when ok, 0 otherwise; a named mistake's explanation comes first."""
     if mistake is not None:
         message = mistake.explain() + ("\n" + message if message else "")
+    parts = list(getattr(mistake, "parts", []) or ([mistake] if mistake is not None else []))
     return CheckResult(
         name=name,
         passed=ok,
         score=points if ok else 0.0,
         max_score=points,
         message="" if ok else message,
-        misconception=None if ok or mistake is None else mistake.id,
+        misconception=None if ok or not parts else parts[0].id,
+        also=[] if ok else [p.id for p in parts[1:]],
     )
 
 
