@@ -65,15 +65,24 @@ def make(mistake_id: str, exercise_id: str, sentence: str, fix: str, replacement
                    replacement=replacement)
 
 
-# Methods a variant class may override; two variants combine when they override none in common.
-_COMPOSABLE_METHODS = ("__init__", "forward", "backward", "train", "eval", "parameters", "_perm")
+def flagged(base: type, impl: dict[str, Any], flags: dict[str, set[str]], name: str | None = None) -> type:
+    """A subclass of ``base`` whose method ``m`` is ``impl[m](self, *args, **{flag: True for flag in flags[m]})``.
 
+    Mistakes written as flags of one parameterised method (BatchNorm's forward and backward,
+    LayerNorm's and RMSNorm's backward) combine by switching several flags on (:func:`compose`).
+    """
+    attrs: dict[str, Any] = {}
+    for method, fn in impl.items():
+        on = {flag: True for flag in sorted(flags.get(method, set()))}
 
-def _overrides(cls: type) -> set[str] | None:
-    """The methods a one-level variant class overrides (None when it is no direct subclass of one class)."""
-    if not isinstance(cls, type) or len(cls.__bases__) != 1:
-        return None
-    return {name for name in vars(cls) if callable(vars(cls)[name]) or isinstance(vars(cls)[name], property)}
+        def call(self: Any, *args: Any, _fn: Any = fn, _on: dict[str, bool] = on) -> Any:
+            return _fn(self, *args, **_on)
+
+        attrs[method] = call
+    attrs["mistake_flags"] = {method: set(names) for method, names in flags.items() if names}
+    attrs["flag_impl"] = impl
+    label = name or "+".join(sorted(f for names in flags.values() for f in names))
+    return type(label, (base,), attrs)
 
 
 def compose_replacement(mistakes: list[Mistake]) -> Any:
@@ -81,38 +90,40 @@ def compose_replacement(mistakes: list[Mistake]) -> Any:
 
     Two ways, both exact (the combination is what a student with both mistakes writes):
 
-    - variants built from one flag-driven forward/backward (BatchNorm, :func:`flagged`) combine their flags;
+    - variants built with :func:`flagged` on the same methods combine their flags (never the same flag twice);
     - variant classes of the same reference class that override disjoint methods combine by inheritance
-      (``class AB(A, B)``: A's forward, B's backward).
+      (``class AB(A, B)``: A's forward, B's backward); a flagged class counts as overriding its methods.
     """
     if len(mistakes) < 2 or len({m.exercise for m in mistakes}) != 1:
         return None
     classes = [m.replacement for m in mistakes]
-    if any(not isinstance(c, type) for c in classes):
+    if any(not isinstance(c, type) or len(c.__bases__) != 1 for c in classes):
         return None
-    flags = [getattr(c, "mistake_flags", None) for c in classes]
-    if all(f is not None for f in flags):
-        combine = getattr(classes[0], "combine_flags")
-        bases = {c.__bases__ for c in classes}
-        if len(bases) != 1:
+    if len({c.__bases__ for c in classes}) != 1:
+        return None
+    base = classes[0].__bases__[0]
+    with_flags = [c for c in classes if "mistake_flags" in vars(c)]
+    parts = [c for c in classes if "mistake_flags" not in vars(c)]
+    if with_flags:
+        if len({id(c.flag_impl) for c in with_flags}) != 1:
             return None
         merged: dict[str, set[str]] = {}
-        for f in flags:
-            for method, names in f.items():
+        for cls in with_flags:
+            for method, names in cls.mistake_flags.items():
                 if names & merged.get(method, set()):
                     return None  # the same flag twice
                 merged.setdefault(method, set()).update(names)
-        return combine(classes[0].__bases__[0], merged)
-    if any(f is not None for f in flags):
-        return None
+        parts.append(flagged(base, with_flags[0].flag_impl, merged))
+    if len(parts) == 1:
+        return parts[0]
     seen: set[str] = set()
-    base = classes[0].__bases__
-    for cls in classes:
-        own = _overrides(cls)
-        if own is None or cls.__bases__ != base or own & seen:
+    for cls in parts:
+        own = {name for name, value in vars(cls).items() if callable(value) and not name.startswith("__")
+               or name == "__init__"}
+        if own & seen:
             return None
         seen |= own
-    return type("+".join(c.__name__ for c in classes), tuple(classes), {})
+    return type("+".join(c.__name__ for c in parts), tuple(parts), {})
 
 
 def compose(mistakes: list[Mistake]) -> Mistake | None:

@@ -54,6 +54,12 @@ ATOL = 1e-8  # scaled by max(1, max|expected|) in Compare
 # a wrong backward is off by O(0.1).
 NUMGRAD_RTOL = 1e-5
 NUMGRAD_ATOL = 1e-6
+# Backward checks compare with the reference far tighter than the forward's 1e-6: two correct float64
+# gradients agree to ~1e-13 relative to the largest value, while a backward with its constants rounded to six
+# digits (0.398942 for 1/sqrt(2 pi)) is off by ~1e-6, which neither rtol 1e-6 nor central differences
+# (1e-5) can see.
+BACKWARD_RTOL = 1e-9
+BACKWARD_ATOL = 1e-11  # scaled by max(1, max|expected|)
 
 
 # Part-by-part naming (Context.part_by_part): at most this many known mistakes are named together, chosen
@@ -899,10 +905,13 @@ class LayerPlan(Plan):
 
     def backward_check(self, name: str, points: float, case: str, what: str, grads: list[str] | None = None,
                        **kw: Any) -> Check:
-        """Compare dx and each d<g> of ``case`` with the reference (with the numgrad note when present)."""
+        """Compare dx and each d<g> of ``case`` with the reference (with the numgrad note when present), at
+        BACKWARD_RTOL / BACKWARD_ATOL unless given."""
         keys = ["dx"] + [f"d{g}" for g in grads or []]
         pairs = self._numgrad_pairs(case)
         numgrad = {k: pairs[k] for k in keys if k in pairs}
+        kw.setdefault("rtol", BACKWARD_RTOL)
+        kw.setdefault("atol", BACKWARD_ATOL)
         return self.add(Compare(name, points, case=case, keys=keys, what=what, numgrad=numgrad, **kw))
 
     def _numgrad_pairs(self, case: str) -> dict[str, str]:
