@@ -278,6 +278,7 @@ def _ln_backward(ln: Any, dout: np.ndarray, **flag: bool) -> np.ndarray:
     """Reference LayerNorm backward with mistakes switched on by flags (several combine).
 
     Flags: dgamma_feature_axis (dgamma, dbeta summed over the normalised feature axes: one per sample),
+    dgamma_axes01 (summed over axes (0, 1): right for 3-D input only),
     mean_over_batch (the - mean(g) term averaged over axis 0, the batch), gamma_outside (gamma multiplies the
     whole bracket: dx = gamma inv_std (dout - mean(dout) - x_hat mean(dout x_hat))), diagonal_only (only the
     Jacobian's diagonal: dx = g inv_std (1 - 1/D - x_hat^2 / D)).
@@ -285,6 +286,8 @@ def _ln_backward(ln: Any, dout: np.ndarray, **flag: bool) -> np.ndarray:
     dout = np.asarray(dout, dtype=np.float64)
     x_hat, inv_std, axes = ln.cache["x_hat"], ln.cache["inv_std"], ln.cache["axes"]
     sum_axes = axes if flag.get("dgamma_feature_axis") else tuple(range(dout.ndim - len(axes)))
+    if flag.get("dgamma_axes01"):
+        sum_axes = (0, 1)
     ln.dgamma = (dout * x_hat).sum(axis=sum_axes)
     ln.dbeta = dout.sum(axis=sum_axes)
     g = dout if flag.get("gamma_outside") else dout * ln.gamma
@@ -1008,6 +1011,11 @@ MISTAKES += [
          "Sum over every leading axis: dgamma = (dout * x_hat).sum(axis=tuple(range(dout.ndim - k))), shape"
          " normalized_shape.",
          _ln_flagged("LNDgammaFeatureAxis", "dgamma_feature_axis")),
+    make("ln-dgamma-axes01", N + "LayerNorm",
+         "dgamma and dbeta are summed over axes (0, 1): right for 3-D input only (a scalar for 2-D input, the wrong"
+         " shape for 4-D).",
+         "Sum over every leading axis, however many: axis=tuple(range(dout.ndim - len(normalized_shape))).",
+         _ln_flagged("LNDgammaAxes01", "dgamma_axes01")),
     make("ln-dx-mean-over-batch", N + "LayerNorm",
          "In dx the - mean(g) term is averaged over the batch axis 0 instead of each sample's features.",
          "Average both terms over the normalised feature axes: dx = inv_std (g - mean(g) - x_hat mean(g x_hat)).",
