@@ -126,6 +126,14 @@ class ELUExpOverflow(ref.ELU):
         return np.where(self.x > 0, self.x, self.alpha * (np.exp(self.x) - 1.0))
 
 
+class ELUBackwardExpOverflow(ref.ELU):
+    """backward evaluates alpha e^x on every element: e^x overflows (with a warning) for x = 1e4 although
+    np.where then picks dout there (the forward is right)."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        return np.where(self.x > 0, dout, dout * self.alpha * np.exp(self.x))
+
+
 class GELUTanhApprox(ref.GELU):
     """The tanh approximation where the exact x Phi(x) is asked."""
 
@@ -300,6 +308,18 @@ class GELUGradRoundedConstants(ref.GELU):
             t = np.tanh(c * (x + 0.044715 * x**3))
             return dout * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t**2) * c * (1.0 + 3.0 * 0.044715 * x**2))
         return dout * (ref._phi_cdf(x) + x * np.exp(-0.5 * x**2) * 0.398942)
+
+
+class GELUTanhBackwardNoCubic(ref.GELU):
+    """The tanh form's derivative without the cubic term's 3 * 0.044715 x^2 (the forward keeps it)."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        if self.approximate != "tanh":
+            return super().backward(dout)
+        x = self.x
+        c = math.sqrt(2.0 / math.pi)
+        t = np.tanh(c * (x + 0.044715 * x**3))
+        return dout * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t**2) * c)
 
 
 class SiLUGradMissingBeta(ref.SiLU):
@@ -496,5 +516,15 @@ MISTAKES: list[Mistake] = [
          " relative, far more than float64 allows.",
          "Compute the constants in full precision: 1 / math.sqrt(2 * math.pi), math.sqrt(2 / math.pi).",
          GELUGradRoundedConstants),
+    make("elu-backward-exp-overflow", A + "ELU",
+         "backward evaluates alpha * e^x on every element, so e^x overflows (with a warning) for large x, even"
+         " though np.where then keeps dout there.",
+         "Clip before the exponential in backward too: alpha * np.exp(np.minimum(x, 0)).",
+         ELUBackwardExpOverflow),
+    make("gelu-tanh-backward-no-cubic", A + "GELU",
+         "The tanh form's derivative drops the cubic term: d/dx of sqrt(2/pi) (x + 0.044715 x^3) is"
+         " sqrt(2/pi) (1 + 3 * 0.044715 x^2), not sqrt(2/pi).",
+         "Use dx = dout * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 0.134145 x^2)), t = tanh(u).",
+         GELUTanhBackwardNoCubic),
 ]
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from grader.student.compare import DEFAULT_ATOL, DEFAULT_RTOL, same_as
-from grader.student.ops import Case, ScriptResult
+from grader.student.ops import Case, ScriptResult, warnings_in
 from grader.student.scaffolding import level_of
 
 # The id under which an Expected serves a second, independent reference run of a case (a key whose
@@ -150,7 +150,7 @@ def outputs_match(
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
     match_error: bool = False,
-    match_warnings: bool = False,
+    match_warnings: bool | tuple[str, ...] = False,
 ) -> bool:
     """True when ``candidate`` reproduces ``student`` on every key (and the error / warnings if asked).
 
@@ -160,7 +160,7 @@ def outputs_match(
     """
     if match_error and error_signature(student) != error_signature(candidate):
         return False
-    if match_warnings and bool(student.warnings) != bool(candidate.warnings):
+    if match_warnings and bool(warnings_in(student, match_warnings)) != bool(warnings_in(candidate, match_warnings)):
         return False
     for key in keys:
         a = student.outputs.get(key)
@@ -202,7 +202,7 @@ def diagnose(
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
     match_error: bool = False,
-    match_warnings: bool = False,
+    match_warnings: bool | tuple[str, ...] = False,
     run: Callable[[KnownMistake, Case], ScriptResult] | None = None,
     reference: ScriptResult | None = None,
 ) -> KnownMistake | None:

@@ -41,7 +41,7 @@ from grader.student.diagnosis import (
     REFERENCE_AGAIN, Combination, Expected, KnownMistake, diagnose, error_signature, numgrad_outputs,
 )
 from grader.student.model import CheckResult
-from grader.student.ops import Case, ScriptResult
+from grader.student.ops import Case, ScriptResult, warnings_in
 
 Mistake = KnownMistake  # what checks name; the variant's code stays with the instructor
 
@@ -164,7 +164,7 @@ class Context:
         rtol: float = RTOL,
         atol: float = ATOL,
         match_error: bool = False,
-        match_warnings: bool = False,
+        match_warnings: bool | tuple[str, ...] = False,
     ) -> Mistake | None:
         """The known mistake (or :class:`Combination` of two or three) that explains the failing ``keys`` of ``case``.
 
@@ -198,14 +198,14 @@ class Context:
         return [every_key, keys] if keys and every_key and every_key != sorted(keys) else [keys]
 
     def reproduces(self, mistake: Mistake, case: str, keys: list[str], rtol: float = RTOL, atol: float = ATOL,
-                   match_error: bool = False, match_warnings: bool = False) -> bool:
+                   match_error: bool = False, match_warnings: bool | tuple[str, ...] = False) -> bool:
         """``mistake``'s variant differs from the reference on ``case`` and equals the student on ``keys``."""
         return diagnose([mistake], self.cases[case], self.student_result(case), keys, rtol=rtol, atol=atol,
                         match_error=match_error, match_warnings=match_warnings, run=self.run_mistake,
                         reference=self.reference.get(case)) is not None
 
     def part_by_part(self, case: str, keys: list[str], passes: list[list[str]], rtol: float = RTOL,
-                     atol: float = ATOL, match_error: bool = False, match_warnings: bool = False) -> Mistake | None:
+                     atol: float = ATOL, match_error: bool = False, match_warnings: bool | tuple[str, ...] = False) -> Mistake | None:
         """The smallest set of known mistakes that reproduces the student on ``case`` and contradicts no check.
 
         Real code often has two mistakes at once (CS231n BatchNorms: the biased running
@@ -420,6 +420,10 @@ class Check:
     # True for a check that runs the reference's code on values read off the student's output (no case pack can
     # hold those): it runs only where the reference is (hidden grading), and a handout's report says so.
     live_only: bool = False
+    # True for a check that only supports others (gradient consistency, repeatability, shape and dtype, inputs
+    # unchanged): it earns nothing while every other check of the exercise fails (a layer that returns NaN
+    # everywhere is consistent with itself, repeatable and of the right shape, and has earned nothing).
+    supporting: bool = False
 
     def run(self, ctx: Context) -> CheckResult:
         raise NotImplementedError
@@ -484,7 +488,9 @@ class Compare(Check):
     numgrad: dict[str, str] = field(default_factory=dict)
     forward_key: str = "y"
     check_dtype: bool = True
-    match_warnings: bool = False
+    # Fail values that are right when the case warned: True (any warning) or the methods whose warnings count
+    # (("forward",): a warning backward raised is not the forward check's fault).
+    match_warnings: bool | tuple[str, ...] = False
 
     def run(self, ctx: Context) -> CheckResult:
         s = ctx.student_result(self.case)
@@ -513,13 +519,14 @@ class Compare(Check):
                         and received.dtype == expected.dtype:
                     message += "\n" + UNKNOWN
                 return result(self.name, self.points, False, message, mistake)
-        if self.match_warnings and s.warnings:
-            mistake = ctx.diagnose(self.case, self.keys, self.rtol, self.atol, match_warnings=True)
+        warned = warnings_in(s, self.match_warnings)
+        if warned:
+            mistake = ctx.diagnose(self.case, self.keys, self.rtol, self.atol, match_warnings=self.match_warnings)
             return result(
                 self.name,
                 self.points,
                 False,
-                f"{self.what}: the values are right but your code warned: {s.warnings[0]}",
+                f"{self.what}: the values are right but your code warned: {warned[0]}",
                 mistake,
             )
         return result(self.name, self.points, True)
@@ -544,6 +551,8 @@ class Compare(Check):
         if y.shape != ctx.reference_output(self.case, self.forward_key).shape or \
                 forward_matches(ctx, self.case, self.forward_key, y):
             return False
+        if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(num))):
+            return False  # NaN equals NaN here, but a NaN gradient is right for nothing
         return same_as(grad, num, rtol=NUMGRAD_RTOL, atol=NUMGRAD_ATOL)
 
 
@@ -569,6 +578,10 @@ class Consistency(Check):
             grad, num = s.outputs.get(key), s.outputs.get(num_key)
             if grad is None or num is None:
                 return result(self.name, self.points, False, f"{self.what}: {error_text(s.error)}")
+            if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(num))):
+                return result(self.name, self.points, False,
+                              f"{self.what}: {key} or the central differences of your forward are NaN or inf:"
+                              " a gradient can be checked only where forward gives finite values")
             cmp = compare(grad, num, self.rtol, self.atol * scale_of(num), check_dtype=False)
             if not cmp.ok:
                 if forward_ok:
@@ -645,6 +658,10 @@ class ShapeDtype(Check):
                 return result(
                     self.name, self.points, False, f"{key} (case {case}) has shape {got.shape}, expected {expected.shape}"
                 )
+            if got.dtype.kind == "f" and np.any(~np.isfinite(got) & np.isfinite(expected)):
+                return result(self.name, self.points, False,
+                              f"{key} (case {case}) has NaN or inf where the reference is finite: shape and dtype"
+                              " count only for finite values")
             if got.dtype != expected.dtype:
                 return result(
                     self.name, self.points, False, f"{key} (case {case}) has dtype {got.dtype}, expected {expected.dtype}"
@@ -773,7 +790,21 @@ class ExerciseChecks:
             student=student,
             expected=expected,
         )
-        return [check.grade(ctx) for check in plan.checks if expected.live or not check.live_only]
+        checks = [check for check in plan.checks if expected.live or not check.live_only]
+        results = [check.grade(ctx) for check in checks]
+        return no_credit_for_support_alone(checks, results)
+
+
+NOTHING_ELSE = ("earns nothing yet: every other check of this exercise fails, and consistency, repeatability,"
+                " shape and unchanged inputs count only beside right values")
+
+
+def no_credit_for_support_alone(checks: list[Check], results: list[CheckResult]) -> list[CheckResult]:
+    """``results`` with every passing supporting check failed when no other check passed."""
+    if any(r.passed and not c.supporting and r.max_score > 0 for c, r in zip(checks, results)):
+        return results
+    return [result(r.name, r.max_score, False, NOTHING_ELSE) if r.passed and c.supporting else r
+            for c, r in zip(checks, results)]
 
 
 # --------------------------------------------------------------------------- layer helpers
@@ -921,11 +952,12 @@ class LayerPlan(Plan):
 
     def consistency_check(self, name: str, points: float, case: str, what: str) -> Check:
         """The student's dx (and d<p>) against central differences of their own forward on ``case``."""
-        return self.add(Consistency(name, points, case=case, pairs=self._numgrad_pairs(case), what=what))
+        return self.add(Consistency(name, points, case=case, pairs=self._numgrad_pairs(case), what=what,
+                                    supporting=True))
 
     def backward_twice_check(self, name: str, points: float, case: str) -> Check:
         """A second backward(dout) after the same forward returns the same dx (``case`` built with twice=True)."""
-        return self.add(Custom(name, points, fn=lambda ctx: _same_twice(ctx, case)))
+        return self.add(Custom(name, points, fn=lambda ctx: _same_twice(ctx, case), supporting=True))
 
     def no_mutation_check(self, name: str, points: float) -> Check:
         """Every array handed to the student is unchanged after every call, in every layer case.
@@ -945,12 +977,12 @@ class LayerPlan(Plan):
                     if op.get("op") == "output" and op["out"].endswith("_after") and op["out"] not in HANDED:
                         attr = op["out"][: -len("_after")]
                         items.append((case, op["out"], f"param_{attr}", True))
-        return self.add(Unchanged(name, points, items=items))
+        return self.add(Unchanged(name, points, items=items, supporting=True))
 
     def shape_dtype_check(self, name: str, points: float) -> Check:
         """y (and dx where there is a backward) have the reference's shape and dtype in every layer case."""
         items = [(c, "y") for c in self.layer_cases] + [(c, "dx") for c in self.backward_cases]
-        return self.add(ShapeDtype(name, points, items=items))
+        return self.add(ShapeDtype(name, points, items=items, supporting=True))
 
 
 def _same_twice(ctx: Context, case: str) -> tuple[bool, str, Mistake | None]:
@@ -959,6 +991,8 @@ def _same_twice(ctx: Context, case: str) -> tuple[bool, str, Mistake | None]:
     dx, again = s.outputs.get("dx"), s.outputs.get("dx_again")
     if dx is None or again is None:
         return False, f"backward called twice: {error_text(s.error)}", None
+    if not (np.all(np.isfinite(dx)) and np.all(np.isfinite(again))):
+        return False, "backward returned NaN or inf: repeating it proves nothing until its values are finite", None
     cmp = compare(again, dx, 1e-12, 1e-12 * scale_of(dx), check_dtype=False)
     if cmp.ok:
         return True, "", None
