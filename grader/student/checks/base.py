@@ -648,6 +648,10 @@ class ShapeDtype(Check):
     items: list[tuple[str, str]] = field(default_factory=list)
 
     def run(self, ctx: Context) -> CheckResult:
+        values = [ctx.student_output(case, key) for case, key in self.items]
+        if values and all(v is not None and v.dtype.kind == "f" and not np.any(np.isfinite(v)) for v in values):
+            return result(self.name, self.points, False, "every output is NaN or inf: shape and dtype count only"
+                                                         " for finite values")
         for case, key in self.items:
             s = ctx.student_result(case)
             got = s.outputs.get(key)
@@ -658,10 +662,6 @@ class ShapeDtype(Check):
                 return result(
                     self.name, self.points, False, f"{key} (case {case}) has shape {got.shape}, expected {expected.shape}"
                 )
-            if got.dtype.kind == "f" and np.any(~np.isfinite(got) & np.isfinite(expected)):
-                return result(self.name, self.points, False,
-                              f"{key} (case {case}) has NaN or inf where the reference is finite: shape and dtype"
-                              " count only for finite values")
             if got.dtype != expected.dtype:
                 return result(
                     self.name, self.points, False, f"{key} (case {case}) has dtype {got.dtype}, expected {expected.dtype}"
