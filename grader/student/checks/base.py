@@ -62,8 +62,9 @@ BACKWARD_RTOL = 1e-9
 BACKWARD_ATOL = 1e-11  # scaled by max(1, max|expected|)
 
 
-# Part-by-part naming (Context.part_by_part): at most this many known mistakes are named together, chosen
-# among at most POOL_LIMIT candidates (those that contradict no check, most explaining first).
+# Part-by-part naming (Context.part_by_part): at most this many known mistakes are named together; pairs are
+# sought among every candidate (the mistakes that change the case and contradict no check), triples among the
+# POOL_LIMIT candidates that explain the most of the student's outputs.
 COMBINE_AT_MOST = 3
 POOL_LIMIT = 8
 
@@ -168,26 +169,14 @@ class Context:
     ) -> Mistake | None:
         """The known mistake (or :class:`Combination` of two or three) that explains the failing ``keys`` of ``case``.
 
-        Round 2's rule first: a single mistake whose variant reproduces the student's
-        outputs ``keys`` of ``case`` (preferably every output of the case) and the
-        student on every case it affects (:meth:`explains_everywhere`); of several, the
-        one that reproduces the most of the student's differences from the reference.
-
-        Else part by part (:meth:`part_by_part`): the smallest set of known mistakes,
-        their variants composed (``Expected.combination``), that reproduces the student
-        on this case and contradicts no other check. None means "not a mistake we know".
+        Part by part (:meth:`part_by_part`): the smallest set of known mistakes, their
+        variants composed (``Expected.combination``), that reproduces the student's
+        outputs ``keys`` of ``case`` (preferably every output of the case), contradicts
+        no other check and is part of an explanation of every case it changes. For a
+        student with one known mistake that is round 2's rule: its variant reproduces
+        the student everywhere. None means "not a mistake we know".
         """
-        passes = self._passes(case, keys)
-        for pass_keys in passes:
-            if not pass_keys and not match_error and not match_warnings:
-                continue
-            candidates = [m for m in self.mistakes if self.reproduces(m, case, pass_keys, rtol, atol, match_error,
-                                                                      match_warnings)]
-            scored = [(self.explained(m), m) for m in candidates if self.explains_everywhere(m)]
-            if scored:
-                best = max(score for score, _ in scored)
-                return next(m for score, m in scored if score == best)
-        return self.part_by_part(case, keys, passes, rtol, atol, match_error, match_warnings)
+        return self.part_by_part(case, keys, self._passes(case, keys), rtol, atol, match_error, match_warnings)
 
     def _passes(self, case: str, keys: list[str]) -> list[list[str]]:
         """The output keys to match, in order: every (non-numgrad) output of ``case``, then ``keys`` alone."""
@@ -216,20 +205,20 @@ class Context:
         two and three of them, composed into one variant, are tried in that order on
         ``case``. The set named keeps only the mistakes this check's ``keys`` need.
         """
-        pool = self._pool()
+        pool = [m for m in self._pool() if self._touches(m, case)]
         for pass_keys in passes:
             if not pass_keys and not match_error and not match_warnings:
                 continue
             for size in range(1, COMBINE_AT_MOST + 1):
-                found: list[tuple[int, Mistake]] = []
-                for members in combinations(pool, size):
-                    candidate = self._combined(list(members))
+                found: list[tuple[tuple[int, int], Mistake]] = []
+                for members in combinations(pool if size <= 2 else pool[:POOL_LIMIT], size):
+                    candidate = self._combined(self._ordered(list(members)))
                     if candidate is None or not self.reproduces(candidate, case, pass_keys, rtol, atol, match_error,
                                                                 match_warnings):
                         continue
-                    if size > 1 and self.contradicts(candidate):
-                        continue
-                    found.append((self.explained(candidate), candidate))
+                    if size > 1 and self.contradicts(candidate) or not self.consistent(self._ordered(list(members))):
+                        continue  # (a pool member alone contradicts nothing)
+                    found.append(((self.explained(candidate), self._reach(candidate)), candidate))
                 if found:
                     best = max(score for score, _ in found)
                     chosen = next(m for score, m in found if score == best)
@@ -241,8 +230,34 @@ class Context:
         if self._pool_cache is None:
             pool = [m for m in self.mistakes if self._changes_something(m) and not self.contradicts(m)]
             pool.sort(key=self.explained, reverse=True)
-            self._pool_cache = pool[:POOL_LIMIT]
+            self._pool_cache = pool
         return self._pool_cache
+
+    def _reach(self, mistake: Mistake) -> int:
+        """How many outputs of all cases ``mistake``'s variant changes (the student changed them too: no
+        contradiction). Of two explanations of a check that reproduce as much, the one that also accounts for
+        more of the student's other differences is the simpler (eps outside the root in training and eval,
+        rather than in eval only, when training differs too)."""
+        count = 0
+        for name, case in self.cases.items():
+            parts = self._comparable(name)
+            if parts is None:
+                continue
+            _, reference, keys = parts
+            variant = self.run_mistake(mistake, case)
+            count += sum(not _same_tight(variant.outputs.get(k), reference.outputs[k]) for k in keys)
+        return count
+
+    def _touches(self, mistake: Mistake, case: str) -> bool:
+        """Whether ``mistake``'s variant differs from the reference on ``case`` (an output or the error)."""
+        parts = self._comparable(case)
+        if parts is None:
+            return False
+        _, reference, keys = parts
+        variant = self.run_mistake(mistake, self.cases[case])
+        return error_signature(variant) != error_signature(reference) or \
+            bool(variant.warnings) != bool(reference.warnings) or \
+            any(not _same_tight(variant.outputs.get(k), reference.outputs[k]) for k in keys)
 
     def _changes_something(self, mistake: Mistake) -> bool:
         """Whether ``mistake``'s variant differs from the reference on some compared output of some case."""
@@ -252,8 +267,11 @@ class Context:
                 continue
             _, reference, keys = parts
             variant = self.run_mistake(mistake, case)
-            if any(not same_as(variant.outputs.get(k), reference.outputs[k]) for k in keys):
+            if any(not _same_tight(variant.outputs.get(k), reference.outputs[k]) for k in keys):
                 return True
+            if error_signature(variant) != error_signature(reference) or \
+                    bool(variant.warnings) != bool(reference.warnings):
+                return True  # a crash, or a warning with the right values
         return False
 
     def contradicts(self, mistake: Mistake) -> bool:
@@ -270,7 +288,7 @@ class Context:
             variant = self.run_mistake(mistake, case)
             for key in keys:
                 expected = reference.outputs[key]
-                if not same_as(variant.outputs.get(key), expected) and same_as(student.outputs.get(key), expected):
+                if not _same_tight(variant.outputs.get(key), expected) and _same_tight(student.outputs.get(key), expected):
                     return True
         return False
 
@@ -322,28 +340,61 @@ class Context:
         A crash-only mistake is named only when the message matches as well: that
         is the case's own test (``match_error``).
         """
-        for name, case in self.cases.items():
-            parts = self._comparable(name)
-            if parts is None:
+        return all(self.explains_case(mistake, name) for name in self.cases)
+
+    def explains_case(self, mistake: Mistake, name: str) -> bool:
+        """:meth:`explains_everywhere` on case ``name`` alone."""
+        parts = self._comparable(name)
+        if parts is None:
+            return True
+        student, reference, keys = parts
+        own = self.own_gradients(name)
+        variant = self.run_mistake(mistake, self.cases[name])
+        if error_signature(variant) != error_signature(reference) and \
+                (error_signature(variant) or ())[:2] != (error_signature(student) or ())[:2]:
+            return False
+        for key in sorted(set(keys) | (set(variant.outputs) - set(reference.outputs))):
+            if key in own:
+                continue  # right for the student's own forward: the variant's backward need not match it
+            mine = variant.outputs.get(key)
+            if same_as(mine, reference.outputs.get(key)):
+                continue  # not affected
+            theirs = student.outputs.get(key)
+            if mine is None and theirs is None:
                 continue
-            student, reference, keys = parts
-            own = self.own_gradients(name)
-            variant = self.run_mistake(mistake, case)
-            if error_signature(variant) != error_signature(reference) and \
-                    (error_signature(variant) or ())[:2] != (error_signature(student) or ())[:2]:
+            if not same_as(theirs, mine):
                 return False
-            for key in sorted(set(keys) | (set(variant.outputs) - set(reference.outputs))):
-                if key in own:
-                    continue  # right for the student's own forward: the variant's backward need not match it
-                mine = variant.outputs.get(key)
-                if same_as(mine, reference.outputs.get(key)):
-                    continue  # not affected
-                theirs = student.outputs.get(key)
-                if mine is None and theirs is None:
-                    continue
-                if not same_as(theirs, mine):
-                    return False
         return True
+
+    def consistent(self, members: list[Mistake]) -> bool:
+        """Whether mistakes ``members`` are part of an explanation of every case they affect.
+
+        On each case their composed variant changes, it reproduces the student there
+        (:meth:`explains_case`), or does so with one or two more candidate mistakes
+        composed in (the student's other mistakes). A mistake that matches one case by
+        coincidence (a degenerate batch of one) explains no other case it changes.
+        """
+        combined = self._combined(members)
+        if combined is None:
+            return False
+        pool = self._pool()
+        for name in self.cases:
+            if not self._touches(combined, name) or self.explains_case(combined, name):
+                continue
+            others = [m for m in pool if m not in members and self._touches(m, name)]
+            if not any(
+                (more := self._combined(self._ordered(members + list(extra)))) is not None
+                and self.explains_case(more, name)
+                for size in range(1, COMBINE_AT_MOST - len(members) + 1)
+                for extra in combinations(others if size == 1 else others[:POOL_LIMIT], size)
+            ):
+                return False
+        return True
+
+    def _ordered(self, members: list[Mistake]) -> list[Mistake]:
+        """``members`` in catalogue order (one id, one cached run, per combination)."""
+        order = {m.id: i for i, m in enumerate(self.mistakes)}
+        return sorted(members, key=lambda m: order.get(m.id, len(order)))
 
     def own_gradients(self, name: str) -> set[str]:
         """The gradient keys of case ``name`` that equal central differences of the student's own forward.
@@ -380,6 +431,12 @@ class Context:
                         and same_as(theirs, variant.outputs.get(key)):
                     count += 1
         return count
+
+
+def _same_tight(a: Any, b: Any) -> bool:
+    """Equal at the backward checks' tolerance: whether a variant changes an output at all (a backward off by
+    1e-6 relative changes it, as far as the backward checks can tell)."""
+    return same_as(a, b, rtol=BACKWARD_RTOL, atol=BACKWARD_ATOL)
 
 
 # A second reference run as a pseudo-mistake, so that Context.run_mistake caches it.
