@@ -13,10 +13,12 @@ and passes or fails as a whole. Every expected result comes from one
 mistake variants (the instructor's hidden checks) or a case pack (the
 handout's public checks), through this same code. When a check that compares
 outputs fails, the exercise's known mistakes' results on the same case are
-compared; a mistake that reproduces the student's output there, and on
-every other case it affects, is named in ``CheckResult.misconception`` (of
-several, the one that explains the most) and its sentence and fix open the
-message; with none, the message ends "Not a mistake we know". Gradients are
+compared, part by part (:meth:`Context.diagnose`): the smallest set of known
+mistakes (one, two or three, their variants composed) that reproduces the
+student there, contradicts no other check and explains every case it changes
+is named in ``CheckResult.misconception`` (the first) and ``CheckResult.also``
+(the others), and their sentences and fixes open the message ("And also: ..."
+for the others); with none, the message ends "Not a mistake we know". Gradients are
 judged at the student's own state: where the forward is wrong, a gradient that
 equals central differences of that forward passes (one bug costs once).
 
@@ -330,20 +332,16 @@ class Context:
                 if same_as(again.outputs.get(k), reference.outputs[k], rtol=0.0, atol=0.0)]
         return self.student_result(name), reference, keys
 
-    def explains_everywhere(self, mistake: Mistake) -> bool:
-        """Whether ``mistake``'s variant reproduces the student on every case it affects.
-
-        On each case, every output where the variant differs from the reference
-        must equal the student's, and where the variant stops with an error the
-        reference does not raise, the student must stop there too (same type, same
-        call; the message may differ: np.dot and @ word a shape error differently).
-        A crash-only mistake is named only when the message matches as well: that
-        is the case's own test (``match_error``).
-        """
-        return all(self.explains_case(mistake, name) for name in self.cases)
-
     def explains_case(self, mistake: Mistake, name: str) -> bool:
-        """:meth:`explains_everywhere` on case ``name`` alone."""
+        """Whether ``mistake``'s variant reproduces the student on case ``name`` wherever it changes something.
+
+        Every output where the variant differs from the reference must equal the
+        student's, and where the variant stops with an error the reference does not
+        raise, the student must stop there too (same type, same call; the message may
+        differ: np.dot and @ word a shape error differently). A crash-only mistake is
+        named only when the message matches as well: that is the case's own test
+        (``match_error``).
+        """
         parts = self._comparable(name)
         if parts is None:
             return True
