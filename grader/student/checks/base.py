@@ -120,6 +120,7 @@ class Context:
     expected: Expected
     _runs: dict[tuple[str, str], ScriptResult] = field(default_factory=dict)
     _pool_cache: list[Mistake] | None = None
+    _memo: dict[tuple[str, str, str], Any] = field(default_factory=dict)  # (question, mistake id, case) -> answer
 
     @property
     def reference(self) -> Any:
@@ -236,6 +237,13 @@ class Context:
         return self._pool_cache
 
     def _reach(self, mistake: Mistake) -> int:
+        """Memoised per (mistake, case): :meth:`_compute_reach`."""
+        key = ("_reach", mistake.id, '')
+        if key not in self._memo:
+            self._memo[key] = self._compute_reach(mistake)
+        return self._memo[key]
+
+    def _compute_reach(self, mistake: Mistake) -> int:
         """How many outputs of all cases ``mistake``'s variant changes (the student changed them too: no
         contradiction). Of two explanations of a check that reproduce as much, the one that also accounts for
         more of the student's other differences is the simpler (eps outside the root in training and eval,
@@ -251,6 +259,13 @@ class Context:
         return count
 
     def _touches(self, mistake: Mistake, case: str) -> bool:
+        """Memoised per (mistake, case): :meth:`_compute_touches`."""
+        key = ("_touches", mistake.id, case)
+        if key not in self._memo:
+            self._memo[key] = self._compute_touches(mistake, case)
+        return self._memo[key]
+
+    def _compute_touches(self, mistake: Mistake, case: str) -> bool:
         """Whether ``mistake``'s variant differs from the reference on ``case`` (an output or the error)."""
         parts = self._comparable(case)
         if parts is None:
@@ -323,6 +338,8 @@ class Context:
         run to run (a draw from an unseeded generator, such as Linear's default W)
         says nothing about a mistake and is left out.
         """
+        if ("comparable", "", name) in self._memo:
+            return self._memo[("comparable", "", name)]
         reference = self.reference.get(name)
         if reference is None:
             return None
@@ -330,9 +347,17 @@ class Context:
         again = self.run_mistake(_REFERENCE_AGAIN, self.cases[name])
         keys = [k for k in sorted(set(reference.outputs) - numgrad_keys)
                 if same_as(again.outputs.get(k), reference.outputs[k], rtol=0.0, atol=0.0)]
-        return self.student_result(name), reference, keys
+        self._memo[("comparable", "", name)] = self.student_result(name), reference, keys
+        return self._memo[("comparable", "", name)]
 
     def explains_case(self, mistake: Mistake, name: str) -> bool:
+        """Memoised per (mistake, case): :meth:`_compute_explains_case`."""
+        key = ("explains_case", mistake.id, name)
+        if key not in self._memo:
+            self._memo[key] = self._compute_explains_case(mistake, name)
+        return self._memo[key]
+
+    def _compute_explains_case(self, mistake: Mistake, name: str) -> bool:
         """Whether ``mistake``'s variant reproduces the student on case ``name`` wherever it changes something.
 
         Every output where the variant differs from the reference must equal the
@@ -415,6 +440,13 @@ class Context:
         return own
 
     def explained(self, mistake: Mistake) -> int:
+        """Memoised per (mistake, case): :meth:`_compute_explained`."""
+        key = ("explained", mistake.id, '')
+        if key not in self._memo:
+            self._memo[key] = self._compute_explained(mistake)
+        return self._memo[key]
+
+    def _compute_explained(self, mistake: Mistake) -> int:
         """How many of the student's outputs that differ from the reference the variant reproduces."""
         count = 0
         for name, case in self.cases.items():
