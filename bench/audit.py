@@ -16,9 +16,13 @@ exercise runs:
 Each row is measured twice in the same run: with this grader's diagnosis
 (part by part: combinations of known mistakes) and, as the baseline, with
 round 2's rule only (a single mistake whose variant reproduces the student on
-every case it affects), which is the same code with ``Context.part_by_part``
-answering nothing. The correct alternatives of the audit are graded too:
-"false fail" counts the correct ones that lose points.
+every case it changes), put in place of ``Context.part_by_part`` for that run
+(:func:`round2_diagnosis`). The correct alternatives of the audit are graded too:
+"false fail" counts the correct ones that lose points. With ``--pairs N``,
+up to N composable pairs of catalogued mistakes per exercise (their variants
+composed: not independent code) are handed in too: "one named" is mostly a
+mistake the other masks (backward ignoring the statistics hides a missing
+mean term), "named wrong" would be a misleading name.
 """
 
 from __future__ import annotations
@@ -65,13 +69,29 @@ def judge(student: Any, seed: int) -> tuple[str, str]:
     return topic, "partly" if names else "unnamed"
 
 
+def round2_diagnosis(self: Any, case: str, keys: list[str], passes: list[list[str]], rtol: float, atol: float,
+                     match_error: bool = False, match_warnings: Any = False) -> Any:
+    """Round 2's rule: the single mistake that reproduces the case and the student on every case it changes
+    (of several, the one reproducing the most of the student's differences); no combinations."""
+    for pass_keys in passes:
+        if not pass_keys and not match_error and not match_warnings:
+            continue
+        found = [m for m in self.mistakes
+                 if self.reproduces(m, case, pass_keys, rtol, atol, match_error, match_warnings)
+                 and all(self.explains_case(m, name) for name in self.cases)]
+        if found:
+            best = max(self.explained(m) for m in found)
+            return next(m for m in found if self.explained(m) == best)
+    return None
+
+
 @contextmanager
 def round2_rule() -> Iterator[None]:
-    """Diagnosis without part-by-part naming (round 2's rule), for the baseline."""
+    """Diagnosis by round 2's rule (:func:`round2_diagnosis` in place of part by part), for the baseline."""
     from grader.student.checks.base import Context
 
     original = Context.part_by_part
-    Context.part_by_part = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
+    Context.part_by_part = round2_diagnosis  # type: ignore[method-assign]
     try:
         yield
     finally:
@@ -134,9 +154,54 @@ def format_table(counts: dict[str, dict[str, dict[str, int]]]) -> str:
     return "\n".join(lines)
 
 
+def pairs_table(per_exercise: int, seed: int) -> str:
+    """Every exercise's composable pairs of known mistakes (up to ``per_exercise``, a fixed sample) handed in as
+    students: how often both are named, one (the other masked or equivalent), a wrong one, none."""
+    import itertools
+    import random
+
+    from checks_util import grade_in_process
+
+    from grader.mistakes import compose, for_exercise
+    from grader.student.checks import CHECKS
+
+    chooser = random.Random(1)
+    lines = [f"  {'exercise':<32}" + "".join(f"{c:>13}" for c in ("pairs", "both named", "one named",
+                                                                 "named wrong", "unnamed", "missed"))]
+    totals = [0] * 6
+    for exercise in CHECKS:
+        mistakes = for_exercise(exercise)
+        pairs = [p for p in itertools.combinations(mistakes, 2) if compose(list(p)) is not None]
+        chooser.shuffle(pairs)
+        row = [0] * 6
+        for a, b in pairs[:per_exercise]:
+            both = compose([a, b])
+            results = grade_in_process(exercise, both.namespace, seed)
+            row[0] += 1
+            if sum(r.score for r in results) >= CHECKS[exercise].max_score - 1e-9:
+                row[5] += 1
+                continue
+            names = {r.misconception for r in results if r.misconception} | {m for r in results for m in r.also}
+            if names - {a.id, b.id}:
+                row[3] += 1
+            elif names == {a.id, b.id}:
+                row[1] += 1
+            elif names:
+                row[2] += 1
+            else:
+                row[4] += 1
+        if row[0]:
+            lines.append(f"  {exercise:<32}" + "".join(f"{n:>13}" for n in row))
+            totals = [t + n for t, n in zip(totals, row)]
+    lines.append(f"  {'all':<32}" + "".join(f"{n:>13}" for n in totals))
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=2, help="seeds per submission (the audit's first N)")
+    parser.add_argument("--pairs", type=int, default=0,
+                        help="also hand in up to N composable pairs of catalogued mistakes per exercise")
     args = parser.parse_args()
     import checks_util
 
@@ -145,6 +210,9 @@ def main() -> None:
     print(format_table(table(seeds)))
     lost, runs = false_fails(seeds)
     print(f"correct alternatives: {lost} false fails in {runs} runs")
+    if args.pairs:
+        print(f"pairs of catalogued mistakes composed (variants, not independent code), seed {seeds[0]}:")
+        print(pairs_table(args.pairs, seeds[0]))
 
 
 if __name__ == "__main__":
