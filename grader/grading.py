@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from grader.student.diagnosis import REFERENCE_AGAIN, KnownMistake, without_numgrad
+from grader.student.diagnosis import REFERENCE_AGAIN, KnownMistake, combined_id, without_numgrad
 from grader.student.grading import Prepared, error_report, files_hash, output_limit_reached
 from grader.student.grading import grade as grade_with
 from grader.student.model import GradeReport, exercise_seed
@@ -103,6 +103,7 @@ class LiveExpected:
         self.exercise_id = exercise_id
         self._reference = reference
         self._mistakes: dict[str, Any] | None = None
+        self._combined: dict[str, Any] = {}
 
     @property
     def mistakes(self) -> list[KnownMistake]:
@@ -124,7 +125,19 @@ class LiveExpected:
         """The reference package (None or REFERENCE_AGAIN) or the namespace of mistake ``mistake_id``."""
         if mistake_id is None or mistake_id == REFERENCE_AGAIN:
             return _reference_namespace()
+        if mistake_id in self._combined:
+            return self._combined[mistake_id].namespace
         return self._by_id()[mistake_id].namespace
+
+    def combination(self, ids: list[str]) -> str | None:
+        """Mistakes ``ids`` at once (grader.mistakes.compose): flags merged, or disjoint methods inherited."""
+        key = combined_id(ids)
+        if key not in self._combined:
+            from grader.mistakes import compose
+
+            by_id = self._by_id()
+            self._combined[key] = compose([by_id[i] for i in ids])
+        return key if self._combined[key] is not None else None
 
     def variant(self, mistake_id: str, case: Case) -> ScriptResult:
         """Run ``mistake_id``'s namespace (or the reference again) on ``case`` without its numgrad ops."""

@@ -33,6 +33,11 @@ from grader.student.pack import PACK_FORMAT, PackExpected, decode_fingerprint, e
 # The pseudo-student whose per-exercise seeds are the public ones.
 PUBLIC_STUDENT = "(public checks)"
 
+# Mistakes so common beside a second one (most CS231n BatchNorms accumulate the biased variance and make one
+# more mistake) that a pack also stores each of their combinations with the exercise's other mistakes, so that
+# the handout names both offline ("and also"); any other combination is named only live.
+PAIRED = ("bn-biased-running-var", "bn-biased-running-var-2d")
+
 
 class PackError(GraderError):
     """A pack cannot be built, or the reference fails its own public checks (the release stops)."""
@@ -87,6 +92,21 @@ def _verdicts(exercise_id: str, seed: int, expected: LiveExpected) -> dict[str, 
     return table
 
 
+def common_pairs(expected: LiveExpected) -> list[str]:
+    """The ids of the combinations a pack stores: each PAIRED mistake with every other mistake it composes with."""
+    ids = [m.id for m in expected.mistakes]
+    pairs = []
+    for first in (i for i in ids if i in PAIRED):
+        for other in ids:
+            if other == first:
+                continue
+            ordered = sorted([first, other], key=ids.index)
+            combined = expected.combination(ordered)
+            if combined is not None and combined not in pairs:
+                pairs.append(combined)
+    return pairs
+
+
 def build_pack(exercise_id: str) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, ScriptResult]]:
     """(meta document, arrays, the reference's results) of ``exercise_id``'s pack at its public seed.
 
@@ -111,8 +131,8 @@ def build_pack(exercise_id: str) -> tuple[dict[str, Any], dict[str, np.ndarray],
         ],
         "reference": {name: store.result(r) for name, r in reference.items()} if outputs else {},
         "again": {c.name: store.result(expected.variant(REFERENCE_AGAIN, c)) for c in cases} if outputs else {},
-        "variants": {m.id: {c.name: store.result(expected.variant(m.id, c)) for c in cases}
-                     for m in expected.mistakes} if outputs else {},
+        "variants": {mid: {c.name: store.result(expected.variant(mid, c)) for c in cases}
+                     for mid in [m.id for m in expected.mistakes] + common_pairs(expected)} if outputs else {},
         "verdicts": _verdicts(exercise_id, seed, expected),
         "mistakes": [{"id": m.id, "sentence": m.sentence, "fix": m.fix, "hint": m.hint} for m in expected.mistakes],
     }

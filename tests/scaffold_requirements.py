@@ -110,6 +110,7 @@ REQUIREMENTS: dict[str, dict[str, list[str]]] = {
                    "keep where self.rng.random(x.shape) >= p"],
         "zero_fraction": ["each element kept with probability 1 - p"],
         "fresh_mask": ["draw a fresh mask from self.rng on every call"],
+        "seeded": ["draw a fresh mask from self.rng on every call"],
         "backward": ["dx = dl/dx through the mask of the last forward"],
         "eval": ["eval (self.training false): y = x, and backward is the identity"],
         "p_edges": ["p = 1 drops everything: return zeros with no nan and no warning", "p = 0 returns x"],
@@ -201,13 +202,15 @@ REQUIREMENTS.update({
     },
     "kernels.rmsnorm_forward": {
         "y": ["y[row, j] = x[row, j] * rstd[row] * gamma[j]"], "row_statistics": ["rstd[row] = 1 / sqrt(mean_j(x[row, j]^2) + eps)"],
-        "zero_row": ["an all-zero row gives rstd = 1/sqrt(eps), y = 0"], "D_below_L": ["d need not be a multiple of l (d may be smaller or larger than l)"],
+        "zero_row": ["an all-zero row gives rstd = 1/sqrt(eps), y = 0"],
+        "large_mean": ["rstd[row] = 1 / sqrt(mean_j(x[row, j]^2) + eps)"], "D_below_L": ["d need not be a multiple of l (d may be smaller or larger than l)"],
         "L128": ["l is a power of two chosen by the grader"], "index_guard": ["every work-item must reach every barrier"],
     },
     "kernels.layernorm_forward": {
         "y": ["y[row, j] = (x[row, j] - mean[row]) * rstd[row] * gamma[j] + beta[j]"],
         "row_statistics": ["mean[row] = (1/d) sum_j x[row, j]", "rstd[row] = 1 / sqrt(var + eps)", "(biased)"],
-        "zero_row": ["rstd[row] = 1 / sqrt(var + eps)"], "D_below_L": ["d need not be a multiple of l (d may be smaller or larger than l)"],
+        "zero_row": ["rstd[row] = 1 / sqrt(var + eps)"],
+        "large_mean": ["var = (1/d) sum_j (x[row, j] - mean[row])^2"], "D_below_L": ["d need not be a multiple of l (d may be smaller or larger than l)"],
         "L128": ["l is a power of two chosen by the grader"], "index_guard": ["every work-item must reach every barrier"],
     },
 })

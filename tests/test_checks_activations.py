@@ -262,3 +262,65 @@ def test_prelu_square_case_names_alpha_on_the_last_axis_whatever_the_operand_ord
 def test_leaky_branches_swapped_is_named_on_the_forward() -> None:
     named = assert_named("activations.LeakyReLU", "leaky-branches-swapped")
     assert named.name.startswith("forward")
+
+
+def test_a_warning_in_backward_is_not_the_forward_checks_fault() -> None:
+    """Round 3: an ELU whose exp overflows in backward only: forward_large passes, backward_large fails and names
+    the backward mistake (not elu-exp-overflow, whose fix the forward already applies)."""
+
+    class ELU(ref.ELU):
+        def backward(self, dout):  # type: ignore[no-untyped-def]
+            return np.where(self.x > 0, dout, dout * self.alpha * np.exp(self.x))
+
+    results = by_name(grade_in_process("activations.ELU", variant_ns("activations", ELU=ELU)))
+    assert results["forward_large"].passed
+    assert not results["backward_large"].passed
+    assert results["backward_large"].misconception == "elu-backward-exp-overflow"
+    assert "(in ELU.backward" in results["backward_large"].message
+    assert {n for n, r in results.items() if not r.passed} == {"backward_large"}
+
+
+def test_nan_everywhere_earns_nothing() -> None:
+    """Round 3: a ReLU whose every output is NaN used to score 4.25/10 (NaN equals NaN in consistency checks)."""
+
+    class ReLU(ref.ReLU):
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            self.x = np.array(x, dtype=float)
+            return np.full(np.shape(x), np.nan)
+
+        def backward(self, dout):  # type: ignore[no-untyped-def]
+            return np.full(np.shape(dout), np.nan)
+
+    results = grade_in_process("activations.ReLU", variant_ns("activations", ReLU=ReLU))
+    assert total(results) == 0.0
+    assert "NaN or inf" in by_name(results)["numgrad"].message
+    assert by_name(results)["no_mutation"].message.startswith("earns nothing yet")
+
+
+def test_supporting_checks_still_count_beside_right_values() -> None:
+    """A right forward with a wrong backward keeps its shape and mutation points (support needs something else)."""
+
+    class ReLU(ref.ReLU):
+        def backward(self, dout):  # type: ignore[no-untyped-def]
+            return 2.0 * np.asarray(dout) * (self.x > 0)
+
+    results = by_name(grade_in_process("activations.ReLU", variant_ns("activations", ReLU=ReLU)))
+    assert results["forward_2d"].passed and results["shape_dtype"].passed and results["no_mutation"].passed
+
+
+def test_gelu_tanh_backward_without_its_cubic_term_costs_a_point() -> None:
+    from grader.mistakes import CATALOGUE
+
+    mistake = CATALOGUE["gelu-tanh-backward-no-cubic"]
+    results = grade_in_process("activations.GELU", mistake.namespace)
+    assert total(results) == pytest.approx(9.0)
+    assert by_name(results)["backward_hyper"].misconception == "gelu-tanh-backward-no-cubic"
+
+
+def test_backward_constants_rounded_to_six_digits_are_seen() -> None:
+    """Round 3: an error of 1e-6 relative in backward passes central differences (1e-5) but not the reference."""
+    from grader.mistakes import CATALOGUE
+
+    results = by_name(grade_in_process("activations.GELU", CATALOGUE["gelu-grad-rounded-constants"].namespace))
+    assert results["numgrad"].passed and not results["backward_2d"].passed
+    assert results["backward_2d"].misconception == "gelu-grad-rounded-constants"

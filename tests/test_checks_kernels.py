@@ -262,3 +262,49 @@ def test_unstrided_row_kernel_gets_the_loop_hint_on_the_device(tmp_path: Path) -
     assert not results["y"].passed
     assert "Loop over the row: for (int j = lid; j < D; j += L)" in results["y"].message
     assert results["D_below_L"].passed and results["index_guard"].passed
+
+
+ONE_PASS_LAYERNORM = """
+__kernel void layernorm_forward(__global const float *x, __global const float *gamma, __global const float *beta,
+                                __global float *y, __global float *mean, __global float *rstd,
+                                const int D, const float eps, __local float *scratch)
+{
+    const int row = get_group_id(0), lid = get_local_id(0), L = get_local_size(0);
+    __global const float *xr = x + row * D;
+    float s1 = 0.0f, s2 = 0.0f;
+    for (int i = lid; i < D; i += L) { s1 += xr[i]; s2 += xr[i] * xr[i]; }
+    scratch[lid] = s1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = L / 2; s > 0; s >>= 1) { if (lid < s) scratch[lid] += scratch[lid + s]; barrier(CLK_LOCAL_MEM_FENCE); }
+    const float mu = scratch[0] / D;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    scratch[lid] = s2;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = L / 2; s > 0; s >>= 1) { if (lid < s) scratch[lid] += scratch[lid + s]; barrier(CLK_LOCAL_MEM_FENCE); }
+    const float var = scratch[0] / D - mu * mu;          /* one pass: E[x^2] - mean^2 */
+    const float r = 1.0f / sqrt(fmax(var, 0.0f) + eps);
+    for (int i = lid; i < D; i += L) y[row * D + i] = (xr[i] - mu) * r * gamma[i] + beta[i];
+    if (lid == 0) { mean[row] = mu; rstd[row] = r; }
+}
+"""
+
+
+@pytest.mark.opencl
+def test_one_pass_variance_on_the_device_fails_large_mean_rows_and_is_named(tmp_path: Path) -> None:
+    """Round 3: E[x^2] - mean^2 in float32 used to get full marks (no row had a large mean)."""
+    ns = student(tmp_path, {"layernorm.cl": ONE_PASS_LAYERNORM})
+    for seed in SEEDS:
+        results = by_name(grade_in_process("kernels.layernorm_forward", ns, seed))
+        assert {n for n, r in results.items() if not r.passed} == {"large_mean"}
+        assert results["large_mean"].misconception == "kernel-layernorm-one-pass-var"
+
+
+def test_a_crashed_kernel_lists_the_usual_causes() -> None:
+    from grader.student.sandbox import death_message
+
+    status, message = death_message(-11, "kernels.layernorm_forward", 2 << 30, 10)
+    assert status == "crashed" and message.startswith("killed by signal 11 (segfault) during kernels.layernorm_forward")
+    assert "barrier" in message and "scratch" in message and "past the end" in message
+    assert "barrier" not in death_message(-11, "kernels.relu_forward", 2 << 30, 10)[1]
+    assert death_message(-11, "activations.ReLU", 2 << 30, 10)[1] == \
+        "killed by signal 11 (segfault) during activations.ReLU"

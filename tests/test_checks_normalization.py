@@ -379,3 +379,29 @@ def test_layernorm_inplace_and_no_keepdims_are_named() -> None:
     assert assert_named("normalization.LayerNorm", "ln-inplace-centering").name == "no_mutation"
     named = assert_named("normalization.LayerNorm", "ln-no-keepdims")
     assert "could not be broadcast" in named.message
+
+
+def test_layernorm_and_rmsnorm_are_checked_on_4d_input() -> None:
+    """Round 3: dgamma right on 2-D and 3-D input but summed over axes (0, 1) whatever the rank loses points on 4-D
+    input (no case of rank 4 used to exist: a false pass)."""
+    from reference import normalization as nref
+
+    class LN(nref.LayerNorm):
+        def backward(self, dout):  # type: ignore[no-untyped-def]
+            dx = super().backward(dout)
+            axes = (0,) if dout.ndim == 2 else (0, 1)
+            self.dgamma = (dout * self.cache["x_hat"]).sum(axis=axes)
+            self.dbeta = dout.sum(axis=axes)
+            return dx
+
+    class RMS(nref.RMSNorm):
+        def backward(self, dout):  # type: ignore[no-untyped-def]
+            dx = super().backward(dout)
+            self.dgamma = (dout * self.cache["x_norm"]).sum(axis=(0,) if dout.ndim == 2 else (0, 1))
+            return dx
+
+    for exercise, name, cls in (("normalization.LayerNorm", "LayerNorm", LN), ("normalization.RMSNorm", "RMSNorm", RMS)):
+        results = grade_in_process(exercise, variant_ns("normalization", **{name: cls}))
+        failing = {r.name for r in results if not r.passed}
+        assert "backward_4d" in failing, (exercise, failing)
+        assert failing <= {"backward_4d", "backward_tuple", "numgrad", "eval_same_as_train", "shape_dtype"}, failing

@@ -2050,7 +2050,7 @@ class Student(Stub):
     def backward(self, dout):
         dout[~self.pos] = 0.0
         return dout
-""", None, ("no_mutation",)),
+""", "relu-backward-writes-dout", ("no_mutation",)),
     Student("r2-linear-forward-scales-W-in-place", LIN, """
 class Student(Stub):
     def forward(self, x):
@@ -2242,8 +2242,8 @@ class Student(Stub):
         dvar = ds / (2 * sd)                                 # s = sqrt(var) + eps
         dxc = dxc + dvar * 2 * xc / d
         return dxc - dxc.mean(axis=axes, keepdims=True)      # xc = x - mean(x)
-""", "ln-eps-outside-sqrt", ("forward_2d", "forward_3d", "forward_tuple", "forward_batch1", "forward_tiny",
-                              "eval_same_as_train")),
+""", "ln-eps-outside-sqrt", ("forward_2d", "forward_3d", "forward_4d", "forward_tuple", "forward_batch1",
+                              "forward_tiny", "eval_same_as_train")),
     # -- names for bugs seen unnamed on real code
     Student("r2-bn2-per-location-crashes-on-buffers", BN2, """
 class Student(Stub):
@@ -2599,3 +2599,463 @@ def test_sandboxed_pipeline_names_the_same_mistakes(tmp_path: Path) -> None:
         assert student.named in {c.misconception for c in result.checks if not c.passed}, student.key
         if student.failing is not None:  # round 2: the same checks fail as in process
             assert {c.name for c in result.checks if not c.passed} == set(student.failing), student.key
+
+
+# ---------------------------------------------------------------------- round 3: two and three mistakes at once
+# Written from scratch as students write them (CS231n-style staged code, compact formulas), never from the
+# catalogue's variants. ``named`` is the main mistake, ``also`` the others: every one of them must be named on
+# some failing check, nothing else may be, and ``together`` says that some check names two at once ("and also").
+
+
+@dataclass(frozen=True)
+class Several:
+    key: str
+    exercise: str
+    source: str
+    mistakes: tuple[str, ...]
+    together: bool = False
+
+
+_BN_TRAIN_HEAD = """
+class Student(Stub):
+    def forward(self, x):
+        N, C = x.shape[0], x.shape[1]
+        axes = (0,) if x.ndim == 2 else (0, 2)
+        view = (1, C) if x.ndim == 2 else (1, C, 1)
+        m = x.size // C
+"""
+
+ROUND3: list[Several] = [
+    Several("r3-bn1-cs231n-biased-and-eps-on-std", BN1, """
+class Student(Stub):
+    def forward(self, x):
+        C = x.shape[1]
+        axes = (0,) if x.ndim == 2 else (0, 2)
+        view = (1, C) if x.ndim == 2 else (1, C, 1)
+        if self.training:
+            if x.size // C < 2:
+                raise ValueError("need two values per channel")
+            sample_mean = x.mean(axis=axes)
+            sample_var = x.var(axis=axes)
+            self.running_mean = self.momentum * sample_mean + (1 - self.momentum) * self.running_mean
+            self.running_var = self.momentum * sample_var + (1 - self.momentum) * self.running_var
+            mu, var = sample_mean, sample_var
+        else:
+            mu, var = self.running_mean, self.running_var
+        std = np.sqrt(var) + self.eps          # eps on the standard deviation
+        self.xhat = (x - mu.reshape(view)) / std.reshape(view)
+        self.std, self.axes, self.view, self.was_training = std.reshape(view), axes, view, self.training
+        return self.gamma.reshape(view) * self.xhat + self.beta.reshape(view)
+
+    def backward(self, dout):
+        self.dgamma = np.sum(dout * self.xhat, axis=self.axes)
+        self.dbeta = np.sum(dout, axis=self.axes)
+        dxhat = dout * self.gamma.reshape(self.view)
+        if not self.was_training:
+            return dxhat / self.std
+        m = dout.size // dout.shape[1]
+        return (m * dxhat - dxhat.sum(axis=self.axes, keepdims=True)
+                - self.xhat * (dxhat * self.xhat).sum(axis=self.axes, keepdims=True)) / (m * self.std)
+""", ("bn-biased-running-var", "bn-eps-outside-sqrt")),
+    Several("r3-bn1-biased-and-eval-drops-eps", BN1, """
+class Student(Stub):
+    def forward(self, x):
+        ax = tuple(i for i in range(x.ndim) if i != 1)
+        shape = [1] * x.ndim
+        shape[1] = -1
+        if self.training:
+            if x.size // x.shape[1] <= 1:
+                raise ValueError("batch too small")
+            mean = x.mean(axis=ax, keepdims=True)
+            var = ((x - mean) ** 2).mean(axis=ax, keepdims=True)
+            self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * mean.ravel()
+            self.running_var = (1 - self.momentum) * self.running_var + self.momentum * var.ravel()
+            inv = 1.0 / np.sqrt(var + self.eps)
+        else:
+            mean = self.running_mean.reshape(shape)
+            inv = 1.0 / np.sqrt(self.running_var.reshape(shape))   # eps forgotten in eval
+        self.cache = ((x - mean) * inv, inv, ax, shape, self.training)
+        return self.gamma.reshape(shape) * self.cache[0] + self.beta.reshape(shape)
+
+    def backward(self, dout):
+        xh, inv, ax, shape, training = self.cache
+        self.dgamma = (dout * xh).sum(axis=ax)
+        self.dbeta = dout.sum(axis=ax)
+        g = dout * self.gamma.reshape(shape)
+        if not training:
+            return g * inv
+        return inv * (g - g.mean(axis=ax, keepdims=True) - xh * (g * xh).mean(axis=ax, keepdims=True))
+""", ("bn-biased-running-var", "bn-eval-eps-missing")),
+    Several("r3-bn1-three-running-and-eval", BN1, """
+class Student(Stub):
+    def forward(self, x):
+        if x.ndim == 3:
+            flat = x.transpose(0, 2, 1).reshape(-1, x.shape[1])
+        else:
+            flat = x
+        if self.training:
+            if flat.shape[0] < 2:
+                raise ValueError("one value per channel")
+            mu = flat.mean(axis=0)
+            var = flat.var(axis=0)
+            # momentum weighs the old value, and the biased variance is accumulated
+            self.running_mean = self.momentum * self.running_mean + (1 - self.momentum) * mu
+            self.running_var = self.momentum * self.running_var + (1 - self.momentum) * var
+            std = np.sqrt(var + self.eps)
+        else:
+            mu = self.running_mean
+            std = np.sqrt(self.running_var) + self.eps      # eval: eps outside the root
+        xh = (flat - mu) / std
+        self.saved = (xh, std, x.shape, self.training)
+        out = xh * self.gamma + self.beta
+        if x.ndim == 3:
+            out = out.reshape(x.shape[0], x.shape[2], x.shape[1]).transpose(0, 2, 1)
+        return out
+
+    def backward(self, dout):
+        xh, std, shape, training = self.saved
+        g = dout.transpose(0, 2, 1).reshape(-1, shape[1]) if len(shape) == 3 else dout
+        self.dgamma = (g * xh).sum(axis=0)
+        self.dbeta = g.sum(axis=0)
+        gg = g * self.gamma
+        if training:
+            m = gg.shape[0]
+            dx = (m * gg - gg.sum(axis=0) - xh * (gg * xh).sum(axis=0)) / (m * std)
+        else:
+            dx = gg / std
+        if len(shape) == 3:
+            dx = dx.reshape(shape[0], shape[2], shape[1]).transpose(0, 2, 1)
+        return dx
+""", ("bn-momentum-inverted", "bn-biased-running-var", "bn-eval-eps-outside-sqrt"), together=True),
+    Several("r3-bn1-biased-and-eval-centres-twice", BN1, _BN_TRAIN_HEAD + """
+        if self.training:
+            if m < 2:
+                raise ValueError("too few values")
+            mu = x.mean(axis=axes).reshape(view)
+            var = x.var(axis=axes).reshape(view)
+            self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * mu.ravel()
+            self.running_var = (1 - self.momentum) * self.running_var + self.momentum * var.ravel()
+            xc = x - mu
+        else:
+            xc = x - self.running_mean.reshape(view)
+            var = self.running_var.reshape(view)
+            xc = xc - self.running_mean.reshape(view)           # centred a second time
+        self.ivar = 1.0 / np.sqrt(var + self.eps)
+        self.xh = xc * self.ivar
+        self.axes, self.view, self.tr = axes, view, self.training
+        return self.xh * self.gamma.reshape(view) + self.beta.reshape(view)
+
+    def backward(self, dout):
+        self.dgamma = (dout * self.xh).sum(axis=self.axes)
+        self.dbeta = dout.sum(axis=self.axes)
+        g = dout * self.gamma.reshape(self.view)
+        if not self.tr:
+            return g * self.ivar
+        return self.ivar * (g - g.mean(axis=self.axes, keepdims=True)
+                            - self.xh * (g * self.xh).mean(axis=self.axes, keepdims=True))
+""", ("bn-biased-running-var", "bn-eval-double-mean")),
+    Several("r3-bn1-biased-and-backward-drops-eps", BN1, _BN_TRAIN_HEAD + """
+        if self.training:
+            if m < 2:
+                raise ValueError("too few values")
+            mu = x.mean(axis=axes, keepdims=True)
+            var = x.var(axis=axes, keepdims=True)
+            self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * mu.ravel()
+            self.running_var = (1 - self.momentum) * self.running_var + self.momentum * var.ravel()
+        else:
+            mu = self.running_mean.reshape(view)
+            var = self.running_var.reshape(view)
+        self.var, self.xh = var, (x - mu) / np.sqrt(var + self.eps)
+        self.axes, self.view, self.tr = axes, view, self.training
+        return self.gamma.reshape(view) * self.xh + self.beta.reshape(view)
+
+    def backward(self, dout):
+        self.dgamma = (dout * self.xh).sum(axis=self.axes)
+        self.dbeta = dout.sum(axis=self.axes)
+        g = dout * self.gamma.reshape(self.view)
+        std = np.sqrt(self.var)                                 # eps forgotten here
+        if not self.tr:
+            return g / std
+        m = dout.size // dout.shape[1]
+        return (g - g.sum(axis=self.axes, keepdims=True) / m
+                - self.xh * (g * self.xh).sum(axis=self.axes, keepdims=True) / m) / std
+""", ("bn-biased-running-var", "bn-backward-eps-missing")),
+    Several("r3-bn1-var-plus-eps-accumulated", BN1, _BN_TRAIN_HEAD + """
+        if self.training:
+            if m < 2:
+                raise ValueError("too few values")
+            mu = x.mean(axis=axes, keepdims=True)
+            var = x.var(axis=axes, keepdims=True) + self.eps      # CS231n: var + eps kept as "the variance"
+            self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * mu.ravel()
+            self.running_var = (1 - self.momentum) * self.running_var + self.momentum * var.ravel()
+            std = np.sqrt(var)
+        else:
+            mu = self.running_mean.reshape(view)
+            std = np.sqrt(self.running_var.reshape(view) + self.eps)
+        self.std, self.xh = std, (x - mu) / std
+        self.axes, self.view, self.tr = axes, view, self.training
+        return self.gamma.reshape(view) * self.xh + self.beta.reshape(view)
+
+    def backward(self, dout):
+        self.dgamma = (dout * self.xh).sum(axis=self.axes)
+        self.dbeta = dout.sum(axis=self.axes)
+        g = dout * self.gamma.reshape(self.view)
+        if not self.tr:
+            return g / self.std
+        return (g - g.mean(axis=self.axes, keepdims=True)
+                - self.xh * (g * self.xh).mean(axis=self.axes, keepdims=True)) / self.std
+""", ("bn-biased-running-var", "bn-running-var-plus-eps"), together=True),
+    Several("r3-bn1-no-axis-and-var-minus-eps", BN1, _BN_TRAIN_HEAD + """
+        if self.training:
+            if m < 2:
+                raise ValueError("too few values")
+            mu = np.mean(x)                                     # no axis: one number for the whole batch
+            var = np.var(x)
+            self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * mu
+            self.running_var = (1 - self.momentum) * self.running_var + self.momentum * var * m / (m - 1)
+            self.tr_axes = tuple(range(x.ndim))
+        else:
+            mu = self.running_mean.reshape(view)
+            var = self.running_var.reshape(view)
+        self.inv = 1.0 / np.sqrt(var - self.eps)                # eps subtracted
+        self.xh = (x - mu) * self.inv
+        self.axes, self.view, self.tr = axes, view, self.training
+        return self.gamma.reshape(view) * self.xh + self.beta.reshape(view)
+
+    def backward(self, dout):
+        self.dgamma = (dout * self.xh).sum(axis=self.axes)
+        self.dbeta = dout.sum(axis=self.axes)
+        g = dout * self.gamma.reshape(self.view)
+        if not self.tr:
+            return g * self.inv
+        ax = self.tr_axes
+        return self.inv * (g - g.mean(axis=ax, keepdims=True) - self.xh * (g * self.xh).mean(axis=ax, keepdims=True))
+""", ("bn-stats-no-axis", "bn-eps-subtracted")),
+    Several("r3-bn2d-biased-and-eval-forgets-affine", BN2, """
+class Student(Stub):
+    def forward(self, x):
+        N, C, H, W = x.shape
+        if self.training:
+            if N * H * W < 2:
+                raise ValueError("too few values")
+            mean = x.mean(axis=(0, 2, 3))
+            var = x.var(axis=(0, 2, 3))
+            self.running_mean = 0.9 * self.running_mean + 0.1 * mean if self.momentum == 0.1 else \\
+                (1 - self.momentum) * self.running_mean + self.momentum * mean
+            self.running_var = (1 - self.momentum) * self.running_var + self.momentum * var
+        else:
+            mean, var = self.running_mean, self.running_var
+        self.inv = (1.0 / np.sqrt(var + self.eps)).reshape(1, C, 1, 1)
+        self.xhat = (x - mean.reshape(1, C, 1, 1)) * self.inv
+        self.mode = self.training
+        if not self.training:
+            return self.xhat                                   # gamma and beta forgotten in eval
+        return self.gamma.reshape(1, C, 1, 1) * self.xhat + self.beta.reshape(1, C, 1, 1)
+
+    def backward(self, dout):
+        self.dgamma = (dout * self.xhat).sum(axis=(0, 2, 3))
+        self.dbeta = dout.sum(axis=(0, 2, 3))
+        g = dout * self.gamma.reshape(1, -1, 1, 1)
+        if not self.mode:
+            return g * self.inv
+        mg = g.mean(axis=(0, 2, 3), keepdims=True)
+        mgx = (g * self.xhat).mean(axis=(0, 2, 3), keepdims=True)
+        return self.inv * (g - mg - self.xhat * mgx)
+""", ("bn-biased-running-var-2d", "bn-eval-no-affine-2d")),
+    Several("r3-ln-eps-outside-and-dgamma-axis0", LN, """
+class Student(Stub):
+    def forward(self, x):
+        k = len(self.normalized_shape)
+        self.axes = tuple(range(x.ndim - k, x.ndim))
+        mu = np.mean(x, axis=self.axes, keepdims=True)
+        sd = np.sqrt(np.mean((x - mu) ** 2, axis=self.axes, keepdims=True)) + self.eps
+        self.xn = (x - mu) / sd
+        self.sd = sd
+        return self.xn * self.gamma + self.beta
+
+    def backward(self, dout):
+        self.dgamma = np.sum(dout * self.xn, axis=0)        # right for 2-D input only
+        self.dbeta = np.sum(dout, axis=0)
+        g = dout * self.gamma
+        mg = g.mean(axis=self.axes, keepdims=True)
+        mgx = (g * self.xn).mean(axis=self.axes, keepdims=True)
+        return (g - mg - self.xn * mgx) / self.sd
+""", ("ln-eps-outside-sqrt", "ln-dgamma-axis0"), together=True),
+    Several("r3-ln-backward-batch-mean-and-gamma-outside", LN, """
+class Student(Stub):
+    def forward(self, x):
+        k = len(self.normalized_shape)
+        self.ax = tuple(range(x.ndim - k, x.ndim))
+        self.lead = tuple(range(x.ndim - k))
+        mu = x.mean(axis=self.ax, keepdims=True)
+        self.rstd = 1.0 / np.sqrt(x.var(axis=self.ax, keepdims=True) + self.eps)
+        self.xh = (x - mu) * self.rstd
+        return self.gamma * self.xh + self.beta
+
+    def backward(self, dout):
+        self.dgamma = (dout * self.xh).sum(axis=self.lead)
+        self.dbeta = dout.sum(axis=self.lead)
+        term1 = dout
+        term2 = dout.mean(axis=0, keepdims=True)                       # over the batch
+        term3 = self.xh * (dout * self.xh).mean(axis=self.ax, keepdims=True)
+        return self.gamma * self.rstd * (term1 - term2 - term3)        # gamma outside the sums
+""", ("ln-dx-mean-over-batch", "ln-dx-gamma-outside"), together=True),
+    Several("r3-gn-c-over-g-groups-per-pixel", GN, """
+class Student(Stub):
+    def forward(self, x):
+        N, C = x.shape[:2]
+        G = C // self.num_groups                 # C/G groups ...
+        xg = x.reshape((N, G, C // G) + x.shape[2:])
+        mu = xg.mean(axis=2, keepdims=True)      # ... and statistics per pixel
+        var = xg.var(axis=2, keepdims=True)
+        self.inv = 1.0 / np.sqrt(var + self.eps)
+        self.xh = (xg - mu) * self.inv
+        self.shape = x.shape
+        bshape = (1, C) + (1,) * (x.ndim - 2)
+        self.bshape = bshape
+        return self.gamma.reshape(bshape) * self.xh.reshape(x.shape) + self.beta.reshape(bshape)
+
+    def backward(self, dout):
+        axes = tuple(a for a in range(dout.ndim) if a != 1)
+        self.dgamma = (dout * self.xh.reshape(self.shape)).sum(axis=axes)
+        self.dbeta = dout.sum(axis=axes)
+        g = (dout * self.gamma.reshape(self.bshape)).reshape(self.xh.shape)
+        dx = self.inv * (g - g.mean(axis=2, keepdims=True) - self.xh * (g * self.xh).mean(axis=2, keepdims=True))
+        return dx.reshape(self.shape)
+""", ("gn-groups-count-swapped", "gn-per-location"), together=True),
+    Several("r3-rms-eps-outside-and-term-doubled", RMS, """
+class Student(Stub):
+    def forward(self, x):
+        self.x = x
+        self.r = np.sqrt(np.mean(x * x, axis=-1, keepdims=True)) + self.eps
+        return x / self.r * self.gamma
+
+    def backward(self, dout):
+        lead = tuple(range(dout.ndim - 1))
+        self.dgamma = np.sum(dout * self.x / self.r, axis=lead)
+        g = dout * self.gamma
+        D = self.x.shape[-1]
+        s = np.sum(g * self.x, axis=-1, keepdims=True)
+        return g / self.r - 2 * self.x * s / (D * self.r ** 3)    # the 1/2 of d sqrt lost
+""", ("rms-eps-outside-sqrt", "rms-grad-term-doubled"), together=True),
+    # one new mistake each (round 3's catalogue additions), written independently
+    Several("r3-ln-dgamma-over-features", LN, """
+class Student(Stub):
+    def forward(self, x):
+        k = len(self.normalized_shape)
+        self.ax = tuple(range(x.ndim - k, x.ndim))
+        mu = x.mean(axis=self.ax, keepdims=True)
+        self.rstd = 1.0 / np.sqrt(x.var(axis=self.ax, keepdims=True) + self.eps)
+        self.xh = (x - mu) * self.rstd
+        return self.gamma * self.xh + self.beta
+
+    def backward(self, dout):
+        self.dgamma = (dout * self.xh).sum(axis=self.ax)      # over the features
+        self.dbeta = dout.sum(axis=self.ax)
+        g = dout * self.gamma
+        return self.rstd * (g - g.mean(axis=self.ax, keepdims=True)
+                            - self.xh * (g * self.xh).mean(axis=self.ax, keepdims=True))
+""", ("ln-dgamma-feature-axis",)),
+    Several("r3-rms-diagonal-jacobian", RMS, """
+class Student(Stub):
+    def forward(self, x):
+        self.x = np.array(x, dtype=float)
+        self.rms = np.sqrt((self.x ** 2).mean(axis=-1, keepdims=True) + self.eps)
+        return self.x / self.rms * self.gamma
+
+    def backward(self, dout):
+        self.dgamma = (dout * self.x / self.rms).reshape(-1, self.x.shape[-1]).sum(axis=0)
+        D = self.x.shape[-1]
+        # d y_i / d x_i only
+        return dout * self.gamma * (1.0 / self.rms - self.x ** 2 / (D * self.rms ** 3))
+""", ("rms-dx-diagonal-only",)),
+    Several("r3-gelu-half-pdf-term", ACT + "GELU", """
+class Student(Stub):
+    def forward(self, x):
+        self.x = np.array(x, dtype=float)
+        if self.approximate == "tanh":
+            self.t = np.tanh(np.sqrt(2 / np.pi) * (self.x + 0.044715 * self.x ** 3))
+            return 0.5 * self.x * (1 + self.t)
+        self.cdf = 0.5 * (1 + np.vectorize(math.erf)(self.x / np.sqrt(2)))
+        return self.x * self.cdf
+
+    def backward(self, dout):
+        x = self.x
+        if self.approximate == "tanh":
+            c = np.sqrt(2 / np.pi)
+            du = c * (1 + 3 * 0.044715 * x ** 2)
+            return dout * (0.5 * (1 + self.t) + 0.25 * x * (1 - self.t ** 2) * du)
+        pdf = np.exp(-x ** 2 / 2) / np.sqrt(2 * np.pi)
+        return dout * (self.cdf + 0.5 * x * pdf)
+""", ("gelu-grad-half-pdf-term",)),
+    Several("r3-gelu-six-digit-constants", ACT + "GELU", """
+class Student(Stub):
+    def forward(self, x):
+        self.x = np.array(x, dtype=float)
+        if self.approximate == "tanh":
+            return 0.5 * self.x * (1 + np.tanh(math.sqrt(2 / math.pi) * (self.x + 0.044715 * self.x ** 3)))
+        return self.x * 0.5 * (1 + np.vectorize(math.erf)(self.x / math.sqrt(2)))
+
+    def backward(self, dout):
+        x = self.x
+        if self.approximate == "tanh":
+            t = np.tanh(0.797885 * (x + 0.044715 * x ** 3))
+            return dout * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.797885 * (1 + 0.134145 * x * x))
+        cdf = 0.5 * (1 + np.vectorize(math.erf)(x * 0.707107))
+        return dout * (cdf + x * 0.398942 * np.exp(-0.5 * x * x))
+""", ("gelu-grad-rounded-constants",)),
+    Several("r3-dropout-global-random", DROP, """
+class Student(Stub):
+    def forward(self, x):
+        if not self.training:
+            self.mask = None
+            return x
+        if self.p == 1:
+            self.mask = np.zeros_like(x)
+        else:
+            self.mask = (np.random.random(x.shape) >= self.p) / (1 - self.p)
+        return x * self.mask
+
+    def backward(self, dout):
+        return dout if self.mask is None else dout * self.mask
+""", ("dropout-ignores-rng",)),
+    Several("r3-dropout-rand-below-p-over-p", DROP, """
+class Student(Stub):
+    def forward(self, x):
+        if not self.training:
+            self.mask = None
+            return x
+        self.mask = self.rng.random(x.shape) < self.p / self.p if self.p > 0 else np.ones(x.shape, dtype=bool)
+        return x * self.mask
+
+    def backward(self, dout):
+        return dout if self.mask is None else dout * self.mask
+""", ("dropout-mask-precedence",)),
+]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("key", [s.key for s in ROUND3])
+def test_round3_every_mistake_is_named_part_by_part(key: str, seed: int) -> None:
+    """Each of the student's mistakes is named on some failing check, and no other mistake anywhere."""
+    student = next(s for s in ROUND3 if s.key == key)
+    results = grade_student(student, seed)  # type: ignore[arg-type]
+    failing = [r for r in results if not r.passed]
+    assert failing and total(results) < CHECKS[student.exercise].max_score, f"{key}: full marks"
+    named = {r.misconception for r in failing} | {m for r in failing for m in r.also}
+    assert named - {None} == set(student.mistakes), [(r.name, r.misconception, r.also) for r in failing]
+    assert all(r.misconception is None and not r.also for r in results if r.passed)
+    for r in failing:
+        if r.also:
+            assert r.message.startswith(f"Known mistake {r.misconception}: ")
+            assert all(f"And also: Known mistake {m}: " in r.message for m in r.also)
+    if student.together:
+        assert any(r.also for r in failing), [(r.name, r.misconception, r.also) for r in failing]
+
+
+def test_round3_submissions_are_independent_and_catalogued() -> None:
+    assert len(ROUND3) >= 15 and sum(len(s.mistakes) > 1 for s in ROUND3) >= 10
+    assert any(len(s.mistakes) == 3 for s in ROUND3)
+    for s in ROUND3:
+        assert "ref" not in s.source and "reference" not in s.source
+        assert all(CATALOGUE[m].exercise == s.exercise for m in s.mistakes), s.key

@@ -228,6 +228,31 @@ def test_warnings_are_captured_not_raised() -> None:
     res = run([{"op": "new", "var": "m", "cls": "toy.Weird"}, {"op": "call", "var": "m", "method": "warn", "out": "y"}])
     assert res.error is None
     assert res.warnings and res.warnings[0].startswith("RuntimeWarning: overflow")
+    assert res.warnings[0].endswith("(in Weird.warn)")  # blamed on the call that raised it
+
+
+def test_a_warning_names_the_method_and_line_of_the_student_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Round 3: a warning raised in backward is blamed on backward and its line, not on the case."""
+    import importlib.util
+
+    from grader.student.ops import warning_method, warnings_in
+
+    source = tmp_path / "layers.py"
+    source.write_text("import numpy as np\n\n\nclass ELU:\n    def forward(self, x):\n        self.x = x\n"
+                      "        return np.where(x > 0, x, np.exp(np.minimum(x, 0)) - 1)\n\n"
+                      "    def backward(self, dout):\n        return np.where(self.x > 0, dout, dout * np.exp(self.x))\n")
+    spec = importlib.util.spec_from_file_location("layers_for_ops_test", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ns = types.SimpleNamespace(layers=module)
+    script = [{"op": "new", "var": "m", "cls": "layers.ELU"},
+              {"op": "call", "var": "m", "method": "forward", "args": [{"array": "x"}], "out": "y"},
+              {"op": "call", "var": "m", "method": "backward", "args": [{"array": "x"}], "out": "dx"}]
+    res = run_script(ns, script, {"x": np.array([1e4, -1.0])})
+    assert res.error is None and len(res.warnings) == 1
+    assert res.warnings[0] == "RuntimeWarning: overflow encountered in exp (in ELU.backward, line 10 of layers.py)"
+    assert warning_method(res.warnings[0]) == "backward"
+    assert warnings_in(res, ("forward",)) == [] and warnings_in(res, ("backward",)) == res.warnings
 
 
 @pytest.mark.parametrize(

@@ -118,3 +118,23 @@ def test_reference_namespace_is_what_live_packs_run() -> None:
     live = LiveExpected("activations.ReLU", ReferenceResults(cases))
     direct = run_script(reference_namespace(), cases[0].script, cases[0].arrays)
     assert set(live.reference[cases[0].name].outputs) == set(direct.outputs)
+
+
+def test_a_pack_names_the_common_pair_offline_as_live_runs_do(packs: tuple[Path, dict[str, int]]) -> None:
+    """Round 3: the biased running variance beside eps outside the root is named on its checks, 'and also'
+    where both explain one, the same from the pack as live."""
+    from grader.mistakes import compose
+
+    folder, _ = packs
+    exercise_id = "normalization.BatchNorm1d"
+    pack = load_pack(pack_path(folder, exercise_id))
+    assert "bn-biased-running-var+bn-momentum-inverted" in pack.variants
+    for pair in (["bn-biased-running-var", "bn-eps-outside-sqrt"], ["bn-biased-running-var", "bn-momentum-inverted"]):
+        both = compose([CATALOGUE[i] for i in pair])
+        student = _as_student(exercise_id, both.namespace, pack.seed)
+        definition = CHECKS[exercise_id]
+        live = definition.evaluate(student, LiveExpected(exercise_id, ReferenceResults(pack.cases)), pack.seed)
+        from_pack = definition.evaluate(student, PackExpected(pack), pack.seed)
+        assert [dataclasses.asdict(r) for r in from_pack] == [dataclasses.asdict(r) for r in live]
+        named = {r.misconception for r in from_pack if r.misconception} | {m for r in from_pack for m in r.also}
+        assert named == set(pair)

@@ -226,3 +226,17 @@ def test_one_word_per_status_in_the_text_the_json_and_the_readme() -> None:
         assert label == status.upper()
         assert f"`{status}`" in readme
     assert "TODO" not in {label for label, _ in STATUS_LABELS.values()}
+
+
+def test_further_mistakes_travel_in_json_and_on_the_wire() -> None:
+    """Round 3: CheckResult.also is in --json only when not empty, and survives the queue's wire form."""
+    from grader.student.model import CheckResult, ExerciseResult, GradeReport
+    from grader.student.wire import report_from_dict, report_to_dict
+
+    two = CheckResult("running_var", False, 0.0, 0.75, "Known mistake a: ...\nAnd also: Known mistake b: ...",
+                      "bn-momentum-inverted", ["bn-biased-running-var"])
+    one = CheckResult("forward", False, 0.0, 1.0, "Known mistake c: ...", "bn-eps-outside-sqrt")
+    assert two.to_json()["also"] == ["bn-biased-running-var"] and "also" not in one.to_json()
+    report = GradeReport("s", [ExerciseResult("normalization.BatchNorm1d", "failed", 0.0, 10.0, [two, one])])
+    back = report_from_dict(report_to_dict(report))
+    assert back.exercises[0].checks == [two, one]

@@ -31,6 +31,8 @@ class Mistake(KnownMistake):
     """A known mistake with its wrong namespace (the variant); what a report may say is :class:`KnownMistake`."""
 
     namespace: Any = None
+    # The wrong class or function the namespace holds (what :func:`compose` combines); None when unknown.
+    replacement: Any = None
 
     def info(self) -> KnownMistake:
         """The mistake without its variant: what a case pack carries."""
@@ -59,7 +61,79 @@ def variant(exercise_id: str, replacement: Any) -> Any:
 
 def make(mistake_id: str, exercise_id: str, sentence: str, fix: str, replacement: Any) -> Mistake:
     """A Mistake whose namespace is ``variant(exercise_id, replacement)``."""
-    return Mistake(mistake_id, exercise_id, sentence, fix, namespace=variant(exercise_id, replacement))
+    return Mistake(mistake_id, exercise_id, sentence, fix, namespace=variant(exercise_id, replacement),
+                   replacement=replacement)
+
+
+def flagged(base: type, impl: dict[str, Any], flags: dict[str, set[str]], name: str | None = None) -> type:
+    """A subclass of ``base`` whose method ``m`` is ``impl[m](self, *args, **{flag: True for flag in flags[m]})``.
+
+    Mistakes written as flags of one parameterised method (BatchNorm's forward and backward,
+    LayerNorm's and RMSNorm's backward) combine by switching several flags on (:func:`compose`).
+    """
+    attrs: dict[str, Any] = {}
+    for method, fn in impl.items():
+        on = {flag: True for flag in sorted(flags.get(method, set()))}
+
+        def call(self: Any, *args: Any, _fn: Any = fn, _on: dict[str, bool] = on) -> Any:
+            return _fn(self, *args, **_on)
+
+        attrs[method] = call
+    attrs["mistake_flags"] = {method: set(names) for method, names in flags.items() if names}
+    attrs["flag_impl"] = impl
+    label = name or "+".join(sorted(f for names in flags.values() for f in names))
+    return type(label, (base,), attrs)
+
+
+def compose_replacement(mistakes: list[Mistake]) -> Any:
+    """One wrong class with every mistake of ``mistakes`` at once, or None when they cannot be combined.
+
+    Two ways, both exact (the combination is what a student with both mistakes writes):
+
+    - variants built with :func:`flagged` on the same methods combine their flags (never the same flag twice);
+    - variant classes of the same reference class that override disjoint methods combine by inheritance
+      (``class AB(A, B)``: A's forward, B's backward); a flagged class counts as overriding its methods.
+    """
+    if len(mistakes) < 2 or len({m.exercise for m in mistakes}) != 1:
+        return None
+    classes = [m.replacement for m in mistakes]
+    if any(not isinstance(c, type) or len(c.__bases__) != 1 for c in classes):
+        return None
+    if len({c.__bases__ for c in classes}) != 1:
+        return None
+    base = classes[0].__bases__[0]
+    with_flags = [c for c in classes if "mistake_flags" in vars(c)]
+    parts = [c for c in classes if "mistake_flags" not in vars(c)]
+    if with_flags:
+        if len({id(c.flag_impl) for c in with_flags}) != 1:
+            return None
+        merged: dict[str, set[str]] = {}
+        for cls in with_flags:
+            for method, names in cls.mistake_flags.items():
+                if names & merged.get(method, set()):
+                    return None  # the same flag twice
+                merged.setdefault(method, set()).update(names)
+        parts.append(flagged(base, with_flags[0].flag_impl, merged))
+    if len(parts) == 1:
+        return parts[0]
+    seen: set[str] = set()
+    for cls in parts:
+        own = {name for name, value in vars(cls).items() if callable(value) and not name.startswith("__")
+               or name == "__init__"}
+        if own & seen:
+            return None
+        seen |= own
+    return type("+".join(c.__name__ for c in parts), tuple(parts), {})
+
+
+def compose(mistakes: list[Mistake]) -> Mistake | None:
+    """A Mistake with every mistake of ``mistakes`` at once (id ``a+b``), or None when they do not combine."""
+    replacement = compose_replacement(mistakes)
+    if replacement is None:
+        return None
+    first = mistakes[0]
+    return Mistake("+".join(m.id for m in mistakes), first.exercise, "", "",
+                   namespace=variant(first.exercise, replacement), replacement=replacement)
 
 
 def _load_catalogue() -> dict[str, Mistake]:

@@ -126,6 +126,14 @@ class ELUExpOverflow(ref.ELU):
         return np.where(self.x > 0, self.x, self.alpha * (np.exp(self.x) - 1.0))
 
 
+class ELUBackwardExpOverflow(ref.ELU):
+    """backward evaluates alpha e^x on every element: e^x overflows (with a warning) for x = 1e4 although
+    np.where then picks dout there (the forward is right)."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        return np.where(self.x > 0, dout, dout * self.alpha * np.exp(self.x))
+
+
 class GELUTanhApprox(ref.GELU):
     """The tanh approximation where the exact x Phi(x) is asked."""
 
@@ -267,6 +275,53 @@ class GELUTanhNoCubic(ref.GELU):
         c = math.sqrt(2.0 / math.pi)
         t = np.tanh(c * self.x)
         return dout * (0.5 * (1.0 + t) + 0.5 * self.x * (1.0 - t**2) * c)
+
+
+class ReLUBackwardWritesDout(ref.ReLU):
+    """dx = dout; dx[x <= 0] = 0: the mask is written into the caller's dout (dx is dout, not a copy)."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        dx = dout
+        dx[self.x <= 0] = 0.0
+        return dx
+
+
+class GELUGradHalfPdfTerm(ref.GELU):
+    """The derivative with half its x phi(x) term: Phi(x) + x phi(x) / 2 (tanh form: the same half)."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        x = self.x
+        if self.approximate == "tanh":
+            c = math.sqrt(2.0 / math.pi)
+            t = np.tanh(c * (x + 0.044715 * x**3))
+            return dout * (0.5 * (1.0 + t) + 0.25 * x * (1.0 - t**2) * c * (1.0 + 3.0 * 0.044715 * x**2))
+        return dout * (ref._phi_cdf(x) + 0.5 * x * np.exp(-0.5 * x**2) / math.sqrt(2.0 * math.pi))
+
+
+class GELUGradRoundedConstants(ref.GELU):
+    """backward's constants rounded to six digits: 0.707107 for 1/sqrt(2), 0.398942 for 1/sqrt(2 pi), 0.797885 for
+    sqrt(2/pi)."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        x = self.x
+        if self.approximate == "tanh":
+            c = 0.797885
+            t = np.tanh(c * (x + 0.044715 * x**3))
+            return dout * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t**2) * c * (1.0 + 3.0 * 0.044715 * x**2))
+        cdf = 0.5 * (1.0 + np.array([math.erf(v * 0.707107) for v in np.ravel(x)]).reshape(np.shape(x)))
+        return dout * (cdf + x * np.exp(-0.5 * x**2) * 0.398942)
+
+
+class GELUTanhBackwardNoCubic(ref.GELU):
+    """The tanh form's derivative without the cubic term's 3 * 0.044715 x^2 (the forward keeps it)."""
+
+    def backward(self, dout: np.ndarray) -> np.ndarray:
+        if self.approximate != "tanh":
+            return super().backward(dout)
+        x = self.x
+        c = math.sqrt(2.0 / math.pi)
+        t = np.tanh(c * (x + 0.044715 * x**3))
+        return dout * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t**2) * c)
 
 
 class SiLUGradMissingBeta(ref.SiLU):
@@ -449,4 +504,30 @@ MISTAKES: list[Mistake] = [
          " the channel axis 1.",
          "Reshape alpha to (1, C, 1, ...) before multiplying; sum dalpha over every axis but 1.",
          PReLUAlphaLastAxis),
+    make("relu-backward-writes-dout", A + "ReLU",
+         "backward writes its mask into the dout it was given (dx = dout; dx[x <= 0] = 0): dx is the caller's"
+         " array, not a copy, so the upstream gradient is overwritten.",
+         "Make a new array: dx = dout * (x > 0), or dx = dout.copy() before zeroing.",
+         ReLUBackwardWritesDout),
+    make("gelu-grad-half-pdf-term", A + "GELU",
+         "The derivative has half its x phi(x) term: d/dx x Phi(x) = Phi(x) + x phi(x), with no factor 1/2.",
+         "Use dx = dout * (Phi(x) + x phi(x)), phi(x) = exp(-x^2 / 2) / sqrt(2 pi).",
+         GELUGradHalfPdfTerm),
+    make("gelu-grad-rounded-constants", A + "GELU",
+         "backward's constants are rounded to six digits (0.707107, 0.398942, 0.797885): the gradient is off by"
+         " about 1e-6"
+         " relative, far more than float64 allows.",
+         "Compute the constants in full precision: 1 / math.sqrt(2 * math.pi), math.sqrt(2 / math.pi).",
+         GELUGradRoundedConstants),
+    make("elu-backward-exp-overflow", A + "ELU",
+         "backward evaluates alpha * e^x on every element, so e^x overflows (with a warning) for large x, even"
+         " though np.where then keeps dout there.",
+         "Clip before the exponential in backward too: alpha * np.exp(np.minimum(x, 0)).",
+         ELUBackwardExpOverflow),
+    make("gelu-tanh-backward-no-cubic", A + "GELU",
+         "The tanh form's derivative drops the cubic term: d/dx of sqrt(2/pi) (x + 0.044715 x^3) is"
+         " sqrt(2/pi) (1 + 3 * 0.044715 x^2), not sqrt(2/pi).",
+         "Use dx = dout * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 0.134145 x^2)), t = tanh(u).",
+         GELUTanhBackwardNoCubic),
 ]
+

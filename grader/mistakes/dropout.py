@@ -44,6 +44,23 @@ class Inverted(ref.Dropout):
         return dout * self.mask
 
 
+class IgnoresRng(Inverted):
+    """The mask is drawn from NumPy's global generator (np.random.random), not from the rng the layer was given."""
+
+    def keep_mask(self, shape: tuple[int, ...]) -> np.ndarray:
+        return np.random.random(shape) >= self.p
+
+
+class MaskPrecedence(Inverted):
+    """mask = rng.random(shape) < p / p: the division binds first, every u < 1 is kept and nothing is scaled."""
+
+    def keep_mask(self, shape: tuple[int, ...]) -> np.ndarray:
+        return self.rng.random(shape) < (self.p / self.p if self.p > 0 else 1.0)
+
+    def scale(self) -> float:
+        return 1.0
+
+
 class NoRescale(Inverted):
     """y = x * r: the kept values are not divided by 1 - p."""
 
@@ -279,4 +296,15 @@ MISTAKES: list[Mistake] = [
     make("dropout-p1-nan", EXERCISE,
          "With p = 1 the code divides by 1 - p = 0, giving NaN (0/0) instead of zeros.",
          "Special-case p = 1 (return zeros) or compute the scale as 0 when p == 1.", DivideByZeroAtP1),
+    make("dropout-ignores-rng", EXERCISE,
+         "The mask is drawn from np.random instead of the generator the layer was given (self.rng): a run seeded"
+         " for reproducibility drops different elements every time.",
+         "Draw the mask with self.rng.random(x.shape) >= self.p.",
+         IgnoresRng),
+    make("dropout-mask-precedence", EXERCISE,
+         "The mask is written rand < p / p: the division binds before the comparison, so every element is kept and"
+         " nothing is scaled.",
+         "Compare first and scale after: mask = (self.rng.random(x.shape) >= p) / (1 - p).",
+         MaskPrecedence),
 ]
+

@@ -127,5 +127,53 @@ _OTHERS: dict[str, str] = {
     "linear-dW-transposed": "dW does not have W's shape (out_features, in_features).",
 }
 
-HINTS: dict[str, str] = {**_BATCHNORM, **_NORMS, **_ACTIVATIONS, **_INIT, **_OPTIM, **_OTHERS}
-HINTS.update({f"{mistake_id}-2d": hint for mistake_id, hint in _BATCHNORM.items()})  # BatchNorm2d's copies
+# Round 3's additions: the classes of mistakes seen in real students' code.
+_ROUND3_BATCHNORM: dict[str, str] = {
+    "bn-running-var-plus-eps": "the running variance carries eps: eps only guards the division when normalising,"
+                               " it is no part of the statistic being tracked.",
+    "bn-eval-double-mean": "in eval mode the running mean is removed twice: the normalised values are no longer"
+                           " centred.",
+    "bn-stats-no-axis": "one mean and one variance for the whole batch: BatchNorm keeps one pair per channel.",
+    "bn-eps-subtracted": "eps lowers the variance instead of raising it: on a constant channel the square root of"
+                         " a negative number is NaN.",
+}
+_ROUND3: dict[str, str] = {
+    "ln-dgamma-feature-axis": "dgamma and dbeta get one value per sample: a parameter's gradient sums over every"
+                              " position that shares it, i.e. over the batch, and has the parameter's shape.",
+    "ln-dgamma-axes01": "dgamma and dbeta sum over a fixed pair of axes: the number of leading axes varies, and"
+                        " the gradient must sum over all of them.",
+    "ln-dx-mean-over-batch": "a term of dx mixes samples: each sample is normalised on its own, so its gradient"
+                             " never depends on other samples.",
+    "ln-dx-gamma-outside": "gamma is applied after the sums: the gradient reaching x_hat is dout times gamma, and"
+                           " that product is what the sums see.",
+    "ln-dx-diagonal-only": "dx keeps only each feature's effect on its own output: through the mean and the"
+                           " variance every feature moves every output of its sample.",
+    "rms-grad-term-doubled": "the correction through the RMS is twice too strong: the derivative of a square root"
+                             " carries a factor one half.",
+    "rms-grad-term-2rms": "the correction through the RMS has the wrong power of the RMS: check the chain rule"
+                          " through the square root and the mean.",
+    "rms-dx-diagonal-only": "dx keeps only each feature's effect on its own output: through the RMS every feature"
+                            " moves every output of its row.",
+    "rms-dgamma-axes01": "dgamma sums over a fixed pair of axes: the number of leading axes varies, and the"
+                         " gradient must sum over all of them.",
+    "relu-backward-writes-dout": "backward edits the array it was given: dx must be a new array, the caller's"
+                                 " gradient stays as it was.",
+    "gelu-grad-half-pdf-term": "the product rule's second term is halved: x Phi(x) differentiates to Phi(x) plus"
+                               " x times Phi's derivative, with no factor one half.",
+    "gelu-grad-rounded-constants": "the gradient is right to six digits only: rounded constants cost more precision"
+                                   " than float64 allows.",
+    "gelu-tanh-backward-no-cubic": "the tanh form's derivative treats its argument as linear in x: the cubic term"
+                                   " has a derivative too.",
+    "elu-backward-exp-overflow": "backward evaluates the exponential on large positive inputs, where it overflows,"
+                                " although that branch is thrown away.",
+    "dropout-ignores-rng": "the mask does not come from the generator the layer was given: a seeded run cannot be"
+                           " repeated.",
+    "dropout-mask-precedence": "the mask keeps everything: the comparison and the division are evaluated in an"
+                               " order other than intended.",
+    "kernel-layernorm-one-pass-var": "the variance loses its digits on rows with a large mean: two large float32"
+                                     " numbers are subtracted.",
+}
+
+HINTS: dict[str, str] = {**_BATCHNORM, **_ROUND3_BATCHNORM, **_NORMS, **_ACTIVATIONS, **_INIT, **_OPTIM, **_OTHERS,
+                         **_ROUND3}
+HINTS.update({f"{mistake_id}-2d": hint for mistake_id, hint in {**_BATCHNORM, **_ROUND3_BATCHNORM}.items()})  # BatchNorm2d's copies

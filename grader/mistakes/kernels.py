@@ -154,7 +154,7 @@ def rms_variant(centre: bool = False, eps_outside: bool = False, tail: bool = Fa
 
 def ln_variant(eps_outside: bool = False, unbiased: bool = False, tail: bool = False,
                beta: bool = True, std_out: bool = False, no_mean: bool = False,
-               uncentred_var: bool = False) -> Emulation:
+               uncentred_var: bool = False, one_pass: bool = False) -> Emulation:
     """A LayerNorm emulation with one of the classic kernel bugs switched on."""
 
     def emulate(args: list[Any], global_size: int, local_size: int | None) -> dict[str, np.ndarray]:
@@ -167,6 +167,11 @@ def ln_variant(eps_outside: bool = False, unbiased: bool = False, tail: bool = F
         var = np.sum((xr - mu[:, None]) ** 2, axis=1) / (D - 1 if unbiased else D)
         if uncentred_var:
             var = np.mean(xr * xr, axis=1)
+        if one_pass:  # var = E[x^2] - mean^2 with float32 sums, as the kernel computes it
+            x32 = xr.astype(np.float32)
+            mean32 = x32.sum(axis=1, dtype=np.float32) / np.float32(D)
+            var = (np.float32(1.0 / D) * (x32 * x32).sum(axis=1, dtype=np.float32) - mean32 * mean32).astype(np.float64)
+            var = np.maximum(var, 0.0)
         r = 1.0 / (np.sqrt(var) + eps) if eps_outside else 1.0 / np.sqrt(var + eps)
         y_out, m_out, r_out = sentinel(y.size), sentinel(mean.size), sentinel(rstd.size)
         y_out[: rows * D] = ((xr - mu[:, None]) * r[:, None] * g[:D] + (b[:D] if beta else 0.0)).ravel()
@@ -257,4 +262,10 @@ MISTAKES: list[Mistake] = [
     kernel_mistake("kernel-layernorm-std-written", "layernorm_forward",
                    "The rstd output holds the standard deviation sqrt(var + eps) instead of its inverse.",
                    "rstd[row] = 1.0f / sqrt(var + eps).", ln_variant(std_out=True)),
+    kernel_mistake("kernel-layernorm-one-pass-var", "layernorm_forward",
+                   "The variance is taken in one pass as E[x^2] - mean^2 in float32: on rows whose mean is large"
+                   " beside their spread the two terms cancel and the variance loses most of its digits.",
+                   "Subtract the mean first (a second pass: var = sum((x - mean)^2) / D), or shift the sums by the"
+                   " row's first value.", ln_variant(one_pass=True)),
 ]
+

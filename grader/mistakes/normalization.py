@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.mistakes import Mistake, make
+from grader.mistakes import Mistake, flagged, make
 from reference import normalization as ref
 
 _view = ref._channel_view
@@ -30,7 +30,9 @@ def _bn_forward(bn: Any, x: np.ndarray, **flag: bool) -> np.ndarray:
     train_running (training normalises with the just-updated running statistics),
     inplace (x -= mean on the caller's array), no_keepdims (statistics of shape (C,) subtracted from x as is),
     eval_no_affine (eval returns x_hat: gamma and beta dropped), eval_eps_outside (eval divides by
-    sqrt(running_var) + eps).
+    sqrt(running_var) + eps), running_plus_eps (the running variance accumulates var + eps),
+    eval_double_mean (eval subtracts running_mean twice), stats_no_axis (mean and var of the whole batch, no
+    axis: one scalar each), eps_subtracted (1 / sqrt(var - eps)).
     """
     x = np.asarray(x, dtype=np.float64)
     axes = tuple(a for a in range(x.ndim) if a != 1)
@@ -39,8 +41,11 @@ def _bn_forward(bn: Any, x: np.ndarray, **flag: bool) -> np.ndarray:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {x.shape}")
     if flag.get("no_keepdims"):
         return _bn_forward_no_keepdims(bn, x, axes, m)
+    axes_b: tuple[int, ...] | None
     if flag.get("stats_axis0_update"):
-        axes_b: tuple[int, ...] = (0,)
+        axes_b = (0,)
+    elif flag.get("stats_no_axis"):
+        axes_b = None
     else:
         axes_b = axes
     mean_b, var_b = x.mean(axis=axes_b), x.var(axis=axes_b)
@@ -50,6 +55,8 @@ def _bn_forward(bn: Any, x: np.ndarray, **flag: bool) -> np.ndarray:
             return
         count = x.shape[0] if flag.get("count_n") else m
         unbiased = var_b if flag.get("biased_running") else var_b * count / (count - 1)
+        if flag.get("running_plus_eps"):
+            unbiased = unbiased + bn.eps
         momentum = 0.1 if flag.get("momentum_default") else bn.momentum
         if flag.get("momentum_inverted"):
             bn.running_mean = momentum * bn.running_mean + (1.0 - momentum) * mean_b
@@ -66,6 +73,8 @@ def _bn_forward(bn: Any, x: np.ndarray, **flag: bool) -> np.ndarray:
     elif bn.training or flag.get("eval_batch_stats"):
         if flag.get("stats_axis0") or flag.get("stats_axis0_update"):
             stat_axes = (0,)
+        elif flag.get("stats_no_axis"):
+            stat_axes = tuple(range(x.ndim))
         mean = x.mean(axis=stat_axes, keepdims=True)
         var = x.var(axis=stat_axes, keepdims=True, ddof=1 if flag.get("unbiased_norm") else 0)
         if bn.training:
@@ -77,8 +86,12 @@ def _bn_forward(bn: Any, x: np.ndarray, **flag: bool) -> np.ndarray:
         inv_std = 1.0 / (np.sqrt(var) + bn.eps)
     elif flag.get("no_eps") or (flag.get("eval_no_eps") and not bn.training):
         inv_std = 1.0 / np.sqrt(var)
+    elif flag.get("eps_subtracted"):
+        inv_std = 1.0 / np.sqrt(var - bn.eps)
     else:
         inv_std = 1.0 / np.sqrt(var + bn.eps)
+    if flag.get("eval_double_mean") and not bn.training:
+        mean = 2.0 * mean  # x - running_mean, then - running_mean again
     if flag.get("inplace"):
         x -= mean
         x_hat = x * inv_std
@@ -144,16 +157,19 @@ def _bn_backward(bn: Any, dout: np.ndarray, **flag: bool) -> np.ndarray:
     return _normalized_grad(g, x_hat, inv_std, axes)
 
 
+def _bn_flagged(base: type, flags: dict[str, set[str]], name: str | None = None) -> type:
+    """A subclass of a reference BatchNorm with the forward flags ``flags["forward"]`` and backward flags
+    ``flags["backward"]`` on (several at once: a student with two mistakes, see grader.mistakes.compose)."""
+    return flagged(base, _BN_IMPL, flags, name)
+
+
+_BN_IMPL = {"forward": _bn_forward, "backward": _bn_backward}
+
+
 def _bn_variant(base: type, name: str, forward_flag: str | None = None, backward_flag: str | None = None) -> type:
     """A subclass of a reference BatchNorm with one forward or backward flag on."""
-
-    def forward(self: Any, x: np.ndarray) -> np.ndarray:
-        return _bn_forward(self, x, **({forward_flag: True} if forward_flag else {}))
-
-    def backward(self: Any, dout: np.ndarray) -> np.ndarray:
-        return _bn_backward(self, dout, **({backward_flag: True} if backward_flag else {}))
-
-    return type(name, (base,), {"forward": forward, "backward": backward})
+    flags = {"forward": {forward_flag} if forward_flag else set(), "backward": {backward_flag} if backward_flag else set()}
+    return _bn_flagged(base, flags, name)
 
 
 # --------------------------------------------------------------------------- LayerNorm
@@ -258,7 +274,76 @@ class LNBackwardIgnoresStats(ref.LayerNorm):
         return np.asarray(dout) * self.gamma * self.cache["inv_std"]
 
 
+def _ln_backward(ln: Any, dout: np.ndarray, **flag: bool) -> np.ndarray:
+    """Reference LayerNorm backward with mistakes switched on by flags (several combine).
+
+    Flags: dgamma_feature_axis (dgamma, dbeta summed over the normalised feature axes: one per sample),
+    dgamma_axes01 (summed over axes (0, 1): right for 3-D input only),
+    mean_over_batch (the - mean(g) term averaged over axis 0, the batch), gamma_outside (gamma multiplies the
+    whole bracket: dx = gamma inv_std (dout - mean(dout) - x_hat mean(dout x_hat))), diagonal_only (only the
+    Jacobian's diagonal: dx = g inv_std (1 - 1/D - x_hat^2 / D)).
+    """
+    dout = np.asarray(dout, dtype=np.float64)
+    x_hat, inv_std, axes = ln.cache["x_hat"], ln.cache["inv_std"], ln.cache["axes"]
+    sum_axes = axes if flag.get("dgamma_feature_axis") else tuple(range(dout.ndim - len(axes)))
+    if flag.get("dgamma_axes01"):
+        sum_axes = (0, 1)
+    ln.dgamma = (dout * x_hat).sum(axis=sum_axes)
+    ln.dbeta = dout.sum(axis=sum_axes)
+    g = dout if flag.get("gamma_outside") else dout * ln.gamma
+    count = int(np.prod([dout.shape[a] for a in axes]))
+    if flag.get("diagonal_only"):
+        dx = g * inv_std * (1.0 - 1.0 / count - x_hat**2 / count)
+    else:
+        mean_g = g.mean(axis=0, keepdims=True) if flag.get("mean_over_batch") else g.mean(axis=axes, keepdims=True)
+        dx = inv_std * (g - mean_g - x_hat * (g * x_hat).mean(axis=axes, keepdims=True))
+    return ln.gamma * dx if flag.get("gamma_outside") else dx
+
+
+def _ln_flagged(name: str, *flags: str) -> type:
+    """A LayerNorm whose backward has ``flags`` on (combinable with other flags and with forward mistakes)."""
+    return flagged(ref.LayerNorm, _LN_IMPL, {"backward": set(flags)}, name)
+
+
+_LN_IMPL = {"backward": _ln_backward}
+
+
 # --------------------------------------------------------------------------- RMSNorm
+
+
+def _rms_backward(rms_layer: Any, dout: np.ndarray, **flag: bool) -> np.ndarray:
+    """Reference RMSNorm backward with mistakes switched on by flags (several combine).
+
+    Flags: term_doubled (the x sum(g x) term twice as large: the 1/2 of d sqrt(u)/du dropped), term_2rms (that
+    term off by a factor 2 RMS: divided by RMS^2 and doubled), diagonal_only (only the Jacobian's diagonal:
+    dx = g (1 / RMS - x^2 / (D RMS^3))), dgamma_axes01 (dgamma summed over axes (0, 1): a scalar for 2-D input).
+    """
+    dout = np.asarray(dout, dtype=np.float64)
+    x, rms, x_norm = rms_layer.cache["x"], rms_layer.cache["rms"], rms_layer.cache["x_norm"]
+    if flag.get("dgamma_axes01"):
+        rms_layer.dgamma = (dout * x_norm).sum(axis=(0, 1))
+    else:
+        rms_layer.dgamma = (dout * x_norm).reshape(-1, rms_layer.dim).sum(axis=0)
+    g = dout * rms_layer.gamma
+    d = rms_layer.dim
+    if flag.get("diagonal_only"):
+        return g * (1.0 / rms - x**2 / (d * rms**3))
+    term = x / (d * rms**3) * np.sum(g * x, axis=-1, keepdims=True)
+    if flag.get("term_doubled"):
+        term = 2.0 * term
+    if flag.get("term_2rms"):
+        term = term * 2.0 * rms
+    return g / rms - term
+
+
+def _rms_flagged(name: str, *flags: str) -> type:
+    """An RMSNorm whose backward has ``flags`` on (combinable with other flags and with forward mistakes)."""
+    return flagged(ref.RMSNorm, _RMS_IMPL, {"backward": set(flags)}, name)
+
+
+_RMS_IMPL = {"backward": _rms_backward}
+
+
 
 
 class RMSSubtractsMean(ref.RMSNorm):
@@ -725,6 +810,19 @@ _BN_SENTENCES: list[tuple[str, str | None, str | None, str, str]] = [
     ("bn-backward-eps-missing", None, "no_eps",
      "backward divides by sqrt(var) without eps, while forward divided by sqrt(var + eps).",
      "Use the same 1 / sqrt(var + eps) in backward as in forward (cache it in forward)."),
+    ("bn-running-var-plus-eps", "running_plus_eps", None,
+     "running_var accumulates var + eps: eps belongs inside the square root when normalising, not in the"
+     " running statistic.",
+     "Update running_var with the unbiased batch variance alone; add eps only in sqrt(var + eps)."),
+    ("bn-eval-double-mean", "eval_double_mean", None,
+     "In eval mode running_mean is subtracted twice (x - running_mean, then again when normalising).",
+     "Subtract running_mean once: x_hat = (x - running_mean) / sqrt(running_var + eps)."),
+    ("bn-stats-no-axis", "stats_no_axis", None,
+     "mean and var are taken over the whole batch with no axis (one number each) instead of per channel.",
+     "Average per channel: x.mean(axis=0) for (N, C), axes (0, 2) or (0, 2, 3) for more axes."),
+    ("bn-eps-subtracted", "eps_subtracted", None,
+     "eps is subtracted from the variance: sqrt(var - eps) is NaN on a constant channel.",
+     "Add eps inside the square root: (x - mu) / sqrt(var + eps)."),
     ("bn-backward-count-batch", None, "count_batch",
      "backward's compact formula uses N = dout.shape[0] where m, the number of values per channel, is needed.",
      "Use m = dout.size // C (N*L or N*H*W) in dx = inv_std / m * (m g - sum(g) - x_hat sum(g x_hat))."),
@@ -907,4 +1005,46 @@ MISTAKES += [
          "eps is added after the square root: (x - mu) / (sqrt(var) + eps).",
          "Put eps inside: (x - mu) / sqrt(var + eps).",
          INEpsOutsideSqrt),
+    make("ln-dgamma-feature-axis", N + "LayerNorm",
+         "dgamma and dbeta are summed over the normalised feature axes (one value per sample) instead of over"
+         " the leading batch axes.",
+         "Sum over every leading axis: dgamma = (dout * x_hat).sum(axis=tuple(range(dout.ndim - k))), shape"
+         " normalized_shape.",
+         _ln_flagged("LNDgammaFeatureAxis", "dgamma_feature_axis")),
+    make("ln-dgamma-axes01", N + "LayerNorm",
+         "dgamma and dbeta are summed over axes (0, 1): right for 3-D input only (a scalar for 2-D input, the wrong"
+         " shape for 4-D).",
+         "Sum over every leading axis, however many: axis=tuple(range(dout.ndim - len(normalized_shape))).",
+         _ln_flagged("LNDgammaAxes01", "dgamma_axes01")),
+    make("ln-dx-mean-over-batch", N + "LayerNorm",
+         "In dx the - mean(g) term is averaged over the batch axis 0 instead of each sample's features.",
+         "Average both terms over the normalised feature axes: dx = inv_std (g - mean(g) - x_hat mean(g x_hat)).",
+         _ln_flagged("LNDxMeanOverBatch", "mean_over_batch")),
+    make("ln-dx-gamma-outside", N + "LayerNorm",
+         "gamma multiplies the whole dx bracket instead of entering the sums: mean(dout) and mean(dout x_hat)"
+         " are taken without gamma.",
+         "Multiply first, g = dout * gamma, then dx = inv_std (g - mean(g) - x_hat mean(g x_hat)).",
+         _ln_flagged("LNDxGammaOutside", "gamma_outside")),
+    make("ln-dx-diagonal-only", N + "LayerNorm",
+         "dx keeps only the diagonal of the Jacobian: each x_i's effect on the other features through mu and var"
+         " is missing.",
+         "Use the full Jacobian: dx = inv_std (g - mean(g) - x_hat mean(g x_hat)), g = dout * gamma.",
+         _ln_flagged("LNDxDiagonalOnly", "diagonal_only")),
+    make("rms-grad-term-doubled", N + "RMSNorm",
+         "The x sum(g x) term of dx is twice too large: the 1/2 of the square root's derivative is missing.",
+         "Use dx = g / RMS - x / (D RMS^3) * sum(g x), g = dout * gamma.",
+         _rms_flagged("RMSGradTermDoubled", "term_doubled")),
+    make("rms-grad-term-2rms", N + "RMSNorm",
+         "The x sum(g x) term of dx is off by a factor 2 RMS: it divides by RMS^2 and keeps a factor 2.",
+         "d RMS / dx = x / (D RMS): dx = g / RMS - x / (D RMS^3) * sum(g x), g = dout * gamma.",
+         _rms_flagged("RMSGradTerm2Rms", "term_2rms")),
+    make("rms-dx-diagonal-only", N + "RMSNorm",
+         "dx keeps only the diagonal of the Jacobian: each x_i's effect on the other outputs through RMS is missing.",
+         "Use the full Jacobian: dx = g / RMS - x / (D RMS^3) * sum(g x) over the last axis.",
+         _rms_flagged("RMSDxDiagonalOnly", "diagonal_only")),
+    make("rms-dgamma-axes01", N + "RMSNorm",
+         "dgamma is summed over axes (0, 1): a scalar for 2-D input, right only for 3-D input.",
+         "Sum over every leading axis: (dout * x_norm).reshape(-1, D).sum(axis=0).",
+         _rms_flagged("RMSDgammaAxes01", "dgamma_axes01")),
 ]
+

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from grader.student.compare import DEFAULT_ATOL, DEFAULT_RTOL, same_as
-from grader.student.ops import Case, ScriptResult
+from grader.student.ops import Case, ScriptResult, warnings_in
 from grader.student.scaffolding import level_of
 
 # The id under which an Expected serves a second, independent reference run of a case (a key whose
@@ -57,6 +57,27 @@ class KnownMistake:
         """'Known mistake <id>: <sentence> Fix: <fix>' (printed before any numbers); below guided, see :meth:`said`."""
         what, fix = self.said(level)
         return f"Known mistake {self.id}: {what}" + (f" Fix: {fix}" if fix else "")
+
+
+@dataclass
+class Combination(KnownMistake):
+    """Two or three known mistakes at once (id ``a+b``): the variant that has them all reproduces the student.
+
+    A report names the first (``CheckResult.misconception``) and the others "and also"
+    (``CheckResult.also``); each part's sentence and fix are said in turn.
+    """
+
+    parts: list[KnownMistake] = field(default_factory=list)
+
+    def explain(self, level: str | None = None) -> str:
+        """Each part's :meth:`KnownMistake.explain`, the second and third introduced by 'And also'."""
+        texts = [part.explain(level) for part in self.parts]
+        return "\n".join([texts[0]] + [f"And also: {text}" for text in texts[1:]])
+
+
+def combined_id(ids: list[str]) -> str:
+    """The id under which an Expected serves the variant with every mistake of ``ids`` at once."""
+    return "+".join(ids)
 
 
 # Every known mistake this process has heard of, by id: what a report says about a misconception id.
@@ -92,6 +113,11 @@ class Expected(Protocol):
         """The result of mistake ``mistake_id``'s variant (or :data:`REFERENCE_AGAIN`) on ``case`` without numgrad ops."""
         ...
 
+    def combination(self, ids: list[str]) -> str | None:
+        """The id under which :meth:`variant` serves mistakes ``ids`` all at once (their variants composed),
+        or None when they cannot be combined here (or a case pack does not hold that combination)."""
+        ...
+
     def verdict(self, check: str, mistake_id: str, compute: Callable[[], tuple[bool, Any]]) -> tuple[bool, Any]:
         """(ok, fingerprint) of statistical check ``check`` on mistake ``mistake_id``'s variant: ``compute()``
         where the variant's results are at hand (live), the stored pair in a case pack."""
@@ -124,7 +150,7 @@ def outputs_match(
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
     match_error: bool = False,
-    match_warnings: bool = False,
+    match_warnings: bool | tuple[str, ...] = False,
 ) -> bool:
     """True when ``candidate`` reproduces ``student`` on every key (and the error / warnings if asked).
 
@@ -134,7 +160,7 @@ def outputs_match(
     """
     if match_error and error_signature(student) != error_signature(candidate):
         return False
-    if match_warnings and bool(student.warnings) != bool(candidate.warnings):
+    if match_warnings and bool(warnings_in(student, match_warnings)) != bool(warnings_in(candidate, match_warnings)):
         return False
     for key in keys:
         a = student.outputs.get(key)
@@ -176,7 +202,7 @@ def diagnose(
     rtol: float = DEFAULT_RTOL,
     atol: float = DEFAULT_ATOL,
     match_error: bool = False,
-    match_warnings: bool = False,
+    match_warnings: bool | tuple[str, ...] = False,
     run: Callable[[KnownMistake, Case], ScriptResult] | None = None,
     reference: ScriptResult | None = None,
 ) -> KnownMistake | None:

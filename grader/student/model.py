@@ -24,6 +24,9 @@ class CheckResult:
     # What a picture of the failure needs (grader.student.figures): a bounded, JSON-safe dict, or None.
     # Left out of to_json() unless asked for (``grade submit --json --arrays``).
     figure: dict[str, Any] | None = None
+    # Further known mistakes behind this check when two or three explain it together ("and also ..."):
+    # ``misconception`` stays the first (main) one.
+    also: list[str] = field(default_factory=list)
 
     def to_json(self, arrays: bool = False) -> dict[str, Any]:
         doc = {
@@ -34,6 +37,8 @@ class CheckResult:
             "message": self.message,
             "misconception": self.misconception,
         }
+        if self.also:
+            doc["also"] = list(self.also)
         if arrays:
             doc["figure"] = self.figure
         return doc

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import threading
 import traceback
 import warnings
@@ -103,7 +104,8 @@ class ScriptResult:
     """What running a case produced: recorded outputs, the error that stopped it, warnings.
 
     ``error`` is None or ``{"type", "message", "traceback", "where"}``;
-    ``warnings`` lists "Category: message" strings (at most MAX_WARNINGS).
+    ``warnings`` lists "Category: message (in Class.method, line N of file.py)" strings (at most
+    MAX_WARNINGS): each blamed on the call that raised it (:func:`warnings_in` selects by method).
     """
 
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
@@ -408,6 +410,7 @@ def run_script(ns: Any, script: list[dict[str, Any]], arrays: dict[str, np.ndarr
         np.errstate(over="warn", invalid="warn", divide="warn", under="ignore"),  # NumPy's defaults
     ):
         warnings.simplefilter("always")
+        raised_in: list[str] = []  # the op (method) each caught warning was raised in
         for op in script:
             if not isinstance(op, dict):
                 raise ScriptError(f"an op is a dict, got {op!r}")
@@ -423,5 +426,35 @@ def run_script(ns: Any, script: list[dict[str, Any]], arrays: dict[str, np.ndarr
                     "where": _where(op, env),
                 }
                 break
-    messages = [f"{w.category.__name__}: {w.message}" for w in caught[:MAX_WARNINGS]]
+            finally:
+                raised_in += [_where(op, env)] * (len(caught) - len(raised_in))
+    dirs = _student_dirs(ns)
+    messages = [_warning_text(w, where, dirs) for w, where in zip(caught[:MAX_WARNINGS], raised_in)]
     return ScriptResult(outputs=env.outputs, error=error, warnings=messages)
+
+
+def _warning_text(w: warnings.WarningMessage, where: str, dirs: list[str]) -> str:
+    """'Category: message (in ELU.backward, line 42 of activations.py)': the call and, in the student's own
+    files, the line that raised it (a warning is blamed on the method that raised it, not on the case)."""
+    path = os.path.abspath(str(w.filename or ""))
+    root = next((d for d in dirs if path.startswith(d + os.sep)), None)
+    line = f", line {w.lineno} of {os.path.relpath(path, root)}" if root is not None else ""
+    return f"{w.category.__name__}: {w.message} (in {where}{line})"
+
+
+_RAISED_IN = re.compile(r" \(in ([^,)]+)(?:, line \d+ of [^)]*)?\)$")
+
+
+def warning_method(text: str) -> str:
+    """The method a warning text says it was raised in ('backward' of '... (in ELU.backward, line 4 of a.py)')."""
+    found = _RAISED_IN.search(text)
+    return found.group(1).rsplit(".", 1)[-1] if found else ""
+
+
+def warnings_in(result: "ScriptResult", methods: bool | tuple[str, ...]) -> list[str]:
+    """The warnings of ``result`` raised in ``methods`` (method names such as 'forward'), or all with True."""
+    if methods is True:
+        return list(result.warnings)
+    if not methods:
+        return []
+    return [w for w in result.warnings if warning_method(w) in methods]

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.student.diagnosis import REFERENCE_AGAIN, KnownMistake, NeedsReference, register_known
+from grader.student.diagnosis import REFERENCE_AGAIN, KnownMistake, NeedsReference, combined_id, register_known
 from grader.student.errors import SetupError
 from grader.student.grading import Prepared
 from grader.student.ops import Case, ScriptResult
@@ -147,6 +147,11 @@ class PackExpected:
             raise NeedsReference(f"the case pack of {self.pack.exercise_id} has no result of {mistake_id!r} on"
                                  f" case {case.name!r}: rebuild it with grade release")
         return table[case.name]
+
+    def combination(self, ids: list[str]) -> str | None:
+        """The combination's id when the pack holds its results (grader.packs stores the common pairs)."""
+        key = combined_id(ids)
+        return key if key in self.pack.variants else None
 
     def verdict(self, check: str, mistake_id: str, compute: Callable[[], tuple[bool, Any]]) -> tuple[bool, Any]:
         """The stored verdict of statistical check ``check`` on mistake ``mistake_id``'s variant."""

@@ -223,7 +223,12 @@ def death_message(returncode: int, exercise: str, memory_bytes: int, cpu_s: floa
     except ValueError:
         name = f"signal {number}"
     hint = _SIGNAL_HINTS.get(number, name)
-    return "crashed", f"killed by signal {number} ({hint}) during {exercise}"
+    message = f"killed by signal {number} ({hint}) during {exercise}"
+    if exercise.startswith("kernels."):
+        from grader.student.checks.kernels import crash_causes  # the usual causes of a crashed kernel, per kernel
+
+        message += ". " + crash_causes(exercise)
+    return "crashed", message
 
 
 # --- one child process ----------------------------------------------------------------

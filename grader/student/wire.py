@@ -27,7 +27,7 @@ def report_from_dict(doc: dict[str, Any]) -> GradeReport:
         checks = [
             CheckResult(
                 str(c["name"]), bool(c["passed"]), float(c["score"]), float(c["max_score"]),
-                str(c.get("message") or ""), c.get("misconception"), figure_of(c),
+                str(c.get("message") or ""), c.get("misconception"), figure_of(c), [str(a) for a in c.get("also") or []],
             )
             for c in ex.get("checks", [])
         ]

@@ -13,10 +13,12 @@ and passes or fails as a whole. Every expected result comes from one
 mistake variants (the instructor's hidden checks) or a case pack (the
 handout's public checks), through this same code. When a check that compares
 outputs fails, the exercise's known mistakes' results on the same case are
-compared; a mistake that reproduces the student's output there, and on
-every other case it affects, is named in ``CheckResult.misconception`` (of
-several, the one that explains the most) and its sentence and fix open the
-message; with none, the message ends "Not a mistake we know". Gradients are
+compared, part by part (:meth:`Context.diagnose`): the smallest set of known
+mistakes (one, two or three, their variants composed) that reproduces the
+student there, contradicts no other check and explains every case it changes
+is named in ``CheckResult.misconception`` (the first) and ``CheckResult.also``
+(the others), and their sentences and fixes open the message ("And also: ..."
+for the others); with none, the message ends "Not a mistake we know". Gradients are
 judged at the student's own state: where the forward is wrong, a gradient that
 equals central differences of that forward passes (one bug costs once).
 
@@ -31,6 +33,7 @@ the :class:`Context`). :class:`LayerPlan` builds the usual layer cases
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any, Callable
 
 import numpy as np
@@ -38,10 +41,10 @@ import numpy as np
 from grader.student import figures
 from grader.student.compare import compare, same_as, scale_of
 from grader.student.diagnosis import (
-    REFERENCE_AGAIN, Expected, KnownMistake, diagnose, error_signature, numgrad_outputs,
+    REFERENCE_AGAIN, Combination, Expected, KnownMistake, diagnose, error_signature, numgrad_outputs,
 )
 from grader.student.model import CheckResult
-from grader.student.ops import Case, ScriptResult
+from grader.student.ops import Case, ScriptResult, warnings_in
 
 Mistake = KnownMistake  # what checks name; the variant's code stays with the instructor
 
@@ -54,7 +57,19 @@ ATOL = 1e-8  # scaled by max(1, max|expected|) in Compare
 # a wrong backward is off by O(0.1).
 NUMGRAD_RTOL = 1e-5
 NUMGRAD_ATOL = 1e-6
+# Backward checks compare with the reference far tighter than the forward's 1e-6: two correct float64
+# gradients agree to ~1e-13 relative to the largest value, while a backward with its constants rounded to six
+# digits (0.398942 for 1/sqrt(2 pi)) is off by ~1e-6, which neither rtol 1e-6 nor central differences
+# (1e-5) can see.
+BACKWARD_RTOL = 1e-9
+BACKWARD_ATOL = 1e-11  # scaled by max(1, max|expected|)
 
+
+# Part-by-part naming (Context.part_by_part): at most this many known mistakes are named together; pairs are
+# sought among every candidate (the mistakes that change the case and contradict no check), triples among the
+# POOL_LIMIT candidates that explain the most of the student's outputs.
+COMBINE_AT_MOST = 3
+POOL_LIMIT = 8
 
 # Said when a failing output matches no known mistake (after the numbers).
 UNKNOWN = "Not a mistake we know: the numbers above show where your output first differs."
@@ -105,6 +120,8 @@ class Context:
     student: dict[str, ScriptResult]
     expected: Expected
     _runs: dict[tuple[str, str], ScriptResult] = field(default_factory=dict)
+    _pool_cache: list[Mistake] | None = None
+    _memo: dict[tuple[str, str, str], Any] = field(default_factory=dict)  # (question, mistake id, case) -> answer
 
     @property
     def reference(self) -> Any:
@@ -152,37 +169,168 @@ class Context:
         rtol: float = RTOL,
         atol: float = ATOL,
         match_error: bool = False,
-        match_warnings: bool = False,
+        match_warnings: bool | tuple[str, ...] = False,
     ) -> Mistake | None:
-        """The known mistake that explains the student's failing outputs ``keys`` of ``case``, or None.
+        """The known mistake (or :class:`Combination` of two or three) that explains the failing ``keys`` of ``case``.
 
-        A candidate reproduces the student's outputs ``keys`` of ``case`` (preferably
-        every output of the case, which tells apart mistakes that agree on ``keys``).
-        It is named only when it also reproduces the student on every case it
-        affects (:meth:`explains_everywhere`); among such candidates the one that
-        reproduces the most of the student's differences from the reference wins
-        (two overlapping mistakes: the one that explains all). None means "not a
-        mistake we know".
+        Part by part (:meth:`part_by_part`): the smallest set of known mistakes, their
+        variants composed (``Expected.combination``), that reproduces the student's
+        outputs ``keys`` of ``case`` (preferably every output of the case), contradicts
+        no other check and is part of an explanation of every case it changes. For a
+        student with one known mistake that is round 2's rule: its variant reproduces
+        the student everywhere. None means "not a mistake we know".
         """
+        return self.part_by_part(case, keys, self._passes(case, keys), rtol, atol, match_error, match_warnings)
+
+    def _passes(self, case: str, keys: list[str]) -> list[list[str]]:
+        """The output keys to match, in order: every (non-numgrad) output of ``case``, then ``keys`` alone."""
         reference = self.reference.get(case)
         numgrad_keys = numgrad_outputs(self.cases[case])
         every_key = sorted(set(reference.outputs) - numgrad_keys) if reference is not None else []
         keys = [k for k in keys if k not in numgrad_keys]
-        passes = [every_key, keys] if keys and every_key and every_key != sorted(keys) else [keys]
+        return [every_key, keys] if keys and every_key and every_key != sorted(keys) else [keys]
+
+    def reproduces(self, mistake: Mistake, case: str, keys: list[str], rtol: float = RTOL, atol: float = ATOL,
+                   match_error: bool = False, match_warnings: bool | tuple[str, ...] = False) -> bool:
+        """``mistake``'s variant differs from the reference on ``case`` and equals the student on ``keys``."""
+        return diagnose([mistake], self.cases[case], self.student_result(case), keys, rtol=rtol, atol=atol,
+                        match_error=match_error, match_warnings=match_warnings, run=self.run_mistake,
+                        reference=self.reference.get(case)) is not None
+
+    def part_by_part(self, case: str, keys: list[str], passes: list[list[str]], rtol: float = RTOL,
+                     atol: float = ATOL, match_error: bool = False, match_warnings: bool | tuple[str, ...] = False) -> Mistake | None:
+        """The smallest set of known mistakes that reproduces the student on ``case`` and contradicts no check.
+
+        Real code often has two mistakes at once (CS231n BatchNorms: the biased running
+        variance and eps outside the square root): neither variant alone reproduces the
+        student everywhere, but each reproduces the cases behind some checks exactly. The
+        candidates are the mistakes that contradict no other check (:meth:`contradicts`:
+        wherever the variant differs from the reference, so does the student); sets of one,
+        two and three of them, composed into one variant, are tried in that order on
+        ``case``. The set named keeps only the mistakes this check's ``keys`` need.
+        """
+        pool = [m for m in self._pool() if self._touches(m, case)]
         for pass_keys in passes:
             if not pass_keys and not match_error and not match_warnings:
                 continue
-            candidates = [
-                mistake for mistake in self.mistakes
-                if diagnose([mistake], self.cases[case], self.student_result(case), pass_keys, rtol=rtol, atol=atol,
-                            match_error=match_error, match_warnings=match_warnings, run=self.run_mistake,
-                            reference=reference) is not None
-            ]
-            scored = [(self.explained(m), m) for m in candidates if self.explains_everywhere(m)]
-            if scored:
-                best = max(score for score, _ in scored)
-                return next(m for score, m in scored if score == best)
+            for size in range(1, COMBINE_AT_MOST + 1):
+                found: list[tuple[tuple[int, int], Mistake]] = []
+                for members in combinations(pool if size <= 2 else pool[:POOL_LIMIT], size):
+                    candidate = self._combined(self._ordered(list(members)))
+                    if candidate is None or not self.reproduces(candidate, case, pass_keys, rtol, atol, match_error,
+                                                                match_warnings):
+                        continue
+                    if size > 1 and self.contradicts(candidate) or not self.consistent(self._ordered(list(members))):
+                        continue  # (a pool member alone contradicts nothing)
+                    found.append(((self.explained(candidate), self._reach(candidate)), candidate))
+                if found:
+                    best = max(score for score, _ in found)
+                    chosen = next(m for score, m in found if score == best)
+                    return self._needed(chosen, case, keys or pass_keys, rtol, atol, match_error, match_warnings)
         return None
+
+    def _pool(self) -> list[Mistake]:
+        """The exercise's mistakes that change something and contradict no check, most explaining first."""
+        if self._pool_cache is None:
+            pool = [m for m in self.mistakes if self._changes_something(m) and not self.contradicts(m)]
+            pool.sort(key=self.explained, reverse=True)
+            self._pool_cache = pool
+        return self._pool_cache
+
+    def _reach(self, mistake: Mistake) -> int:
+        """Memoised per (mistake, case): :meth:`_compute_reach`."""
+        key = ("_reach", mistake.id, '')
+        if key not in self._memo:
+            self._memo[key] = self._compute_reach(mistake)
+        return self._memo[key]
+
+    def _compute_reach(self, mistake: Mistake) -> int:
+        """How many outputs of all cases ``mistake``'s variant changes (the student changed them too: no
+        contradiction). Of two explanations of a check that reproduce as much, the one that also accounts for
+        more of the student's other differences is the simpler (eps outside the root in training and eval,
+        rather than in eval only, when training differs too)."""
+        count = 0
+        for name, case in self.cases.items():
+            parts = self._comparable(name)
+            if parts is None:
+                continue
+            _, reference, keys = parts
+            variant = self.run_mistake(mistake, case)
+            count += sum(not _same_tight(variant.outputs.get(k), reference.outputs[k]) for k in keys)
+        return count
+
+    def _touches(self, mistake: Mistake, case: str) -> bool:
+        """Memoised per (mistake, case): :meth:`_compute_touches`."""
+        key = ("_touches", mistake.id, case)
+        if key not in self._memo:
+            self._memo[key] = self._compute_touches(mistake, case)
+        return self._memo[key]
+
+    def _compute_touches(self, mistake: Mistake, case: str) -> bool:
+        """Whether ``mistake``'s variant differs from the reference on ``case`` (an output or the error)."""
+        parts = self._comparable(case)
+        if parts is None:
+            return False
+        _, reference, keys = parts
+        variant = self.run_mistake(mistake, self.cases[case])
+        return error_signature(variant) != error_signature(reference) or \
+            bool(variant.warnings) != bool(reference.warnings) or \
+            any(not _same_tight(variant.outputs.get(k), reference.outputs[k]) for k in keys)
+
+    def _changes_something(self, mistake: Mistake) -> bool:
+        """Whether ``mistake``'s variant differs from the reference on some compared output of some case."""
+        for name, case in self.cases.items():
+            parts = self._comparable(name)
+            if parts is None:
+                continue
+            _, reference, keys = parts
+            variant = self.run_mistake(mistake, case)
+            if any(not _same_tight(variant.outputs.get(k), reference.outputs[k]) for k in keys):
+                return True
+            if error_signature(variant) != error_signature(reference) or \
+                    bool(variant.warnings) != bool(reference.warnings):
+                return True  # a crash, or a warning with the right values
+        return False
+
+    def contradicts(self, mistake: Mistake) -> bool:
+        """Whether ``mistake``'s variant differs from the reference on an output where the student does not.
+
+        Such a mistake predicts a failure the student does not have: it cannot be one
+        of the student's mistakes (however well it reproduces some other case).
+        """
+        for name, case in self.cases.items():
+            parts = self._comparable(name)
+            if parts is None:
+                continue
+            student, reference, keys = parts
+            variant = self.run_mistake(mistake, case)
+            for key in keys:
+                expected = reference.outputs[key]
+                if not _same_tight(variant.outputs.get(key), expected) and _same_tight(student.outputs.get(key), expected):
+                    return True
+        return False
+
+    def _combined(self, members: list[Mistake]) -> Mistake | None:
+        """One mistake, or a :class:`Combination` whose results the Expected composes; None when it cannot."""
+        if len(members) == 1:
+            return members[0]
+        combined = self.expected.combination([m.id for m in members])
+        if combined is None:
+            return None
+        return Combination(combined, self.exercise_id, "", "", parts=list(members))
+
+    def _needed(self, chosen: Mistake, case: str, keys: list[str], rtol: float, atol: float, match_error: bool,
+                match_warnings: bool) -> Mistake:
+        """``chosen`` less the parts this check's ``keys`` do not need (the rest reproduces them without)."""
+        parts = list(getattr(chosen, "parts", [])) or [chosen]
+        for part in list(parts):
+            rest = [p for p in parts if p is not part]
+            if not rest:
+                break
+            smaller = self._combined(rest)
+            if smaller is not None and self.reproduces(smaller, case, keys, rtol, atol, match_error, match_warnings):
+                parts = rest
+        return parts[0] if len(parts) == 1 else self._combined(parts) or chosen
 
     def _comparable(self, name: str) -> tuple[ScriptResult, ScriptResult, list[str]] | None:
         """(student result, reference result, deterministic output keys without numgrad) of a case.
@@ -191,6 +339,8 @@ class Context:
         run to run (a draw from an unseeded generator, such as Linear's default W)
         says nothing about a mistake and is left out.
         """
+        if ("comparable", "", name) in self._memo:
+            return self._memo[("comparable", "", name)]
         reference = self.reference.get(name)
         if reference is None:
             return None
@@ -198,40 +348,77 @@ class Context:
         again = self.run_mistake(_REFERENCE_AGAIN, self.cases[name])
         keys = [k for k in sorted(set(reference.outputs) - numgrad_keys)
                 if same_as(again.outputs.get(k), reference.outputs[k], rtol=0.0, atol=0.0)]
-        return self.student_result(name), reference, keys
+        self._memo[("comparable", "", name)] = self.student_result(name), reference, keys
+        return self._memo[("comparable", "", name)]
 
-    def explains_everywhere(self, mistake: Mistake) -> bool:
-        """Whether ``mistake``'s variant reproduces the student on every case it affects.
+    def explains_case(self, mistake: Mistake, name: str) -> bool:
+        """Memoised per (mistake, case): :meth:`_compute_explains_case`."""
+        key = ("explains_case", mistake.id, name)
+        if key not in self._memo:
+            self._memo[key] = self._compute_explains_case(mistake, name)
+        return self._memo[key]
 
-        On each case, every output where the variant differs from the reference
-        must equal the student's, and where the variant stops with an error the
-        reference does not raise, the student must stop there too (same type, same
-        call; the message may differ: np.dot and @ word a shape error differently).
-        A crash-only mistake is named only when the message matches as well: that
-        is the case's own test (``match_error``).
+    def _compute_explains_case(self, mistake: Mistake, name: str) -> bool:
+        """Whether ``mistake``'s variant reproduces the student on case ``name`` wherever it changes something.
+
+        Every output where the variant differs from the reference must equal the
+        student's, and where the variant stops with an error the reference does not
+        raise, the student must stop there too (same type, same call; the message may
+        differ: np.dot and @ word a shape error differently). A crash-only mistake is
+        named only when the message matches as well: that is the case's own test
+        (``match_error``).
         """
-        for name, case in self.cases.items():
-            parts = self._comparable(name)
-            if parts is None:
+        parts = self._comparable(name)
+        if parts is None:
+            return True
+        student, reference, keys = parts
+        own = self.own_gradients(name)
+        variant = self.run_mistake(mistake, self.cases[name])
+        if error_signature(variant) != error_signature(reference) and \
+                (error_signature(variant) or ())[:2] != (error_signature(student) or ())[:2]:
+            return False
+        for key in sorted(set(keys) | (set(variant.outputs) - set(reference.outputs))):
+            if key in own:
+                continue  # right for the student's own forward: the variant's backward need not match it
+            mine = variant.outputs.get(key)
+            if same_as(mine, reference.outputs.get(key)):
+                continue  # not affected
+            theirs = student.outputs.get(key)
+            if mine is None and theirs is None:
                 continue
-            student, reference, keys = parts
-            own = self.own_gradients(name)
-            variant = self.run_mistake(mistake, case)
-            if error_signature(variant) != error_signature(reference) and \
-                    (error_signature(variant) or ())[:2] != (error_signature(student) or ())[:2]:
+            if not same_as(theirs, mine):
                 return False
-            for key in sorted(set(keys) | (set(variant.outputs) - set(reference.outputs))):
-                if key in own:
-                    continue  # right for the student's own forward: the variant's backward need not match it
-                mine = variant.outputs.get(key)
-                if same_as(mine, reference.outputs.get(key)):
-                    continue  # not affected
-                theirs = student.outputs.get(key)
-                if mine is None and theirs is None:
-                    continue
-                if not same_as(theirs, mine):
-                    return False
         return True
+
+    def consistent(self, members: list[Mistake]) -> bool:
+        """Whether mistakes ``members`` are part of an explanation of every case they affect.
+
+        On each case their composed variant changes, it reproduces the student there
+        (:meth:`explains_case`), or does so with one or two more candidate mistakes
+        composed in (the student's other mistakes). A mistake that matches one case by
+        coincidence (a degenerate batch of one) explains no other case it changes.
+        """
+        combined = self._combined(members)
+        if combined is None:
+            return False
+        pool = self._pool()
+        for name in self.cases:
+            if not self._touches(combined, name) or self.explains_case(combined, name):
+                continue
+            others = [m for m in pool if m not in members and self._touches(m, name)]
+            if not any(
+                (more := self._combined(self._ordered(members + list(extra)))) is not None
+                and self.explains_case(more, name)
+                for size in range(1, COMBINE_AT_MOST - len(members) + 1)
+                for extra in combinations(others if size == 1 else others[:POOL_LIMIT], size)
+            ):
+                return False
+        return True
+
+    def _ordered(self, members: list[Mistake]) -> list[Mistake]:
+        """``members`` in catalogue order (one id, one cached run, per combination)."""
+        order = {m.id: i for i, m in enumerate(self.mistakes)}
+        return sorted(members, key=lambda m: order.get(m.id, len(order)))
 
     def own_gradients(self, name: str) -> set[str]:
         """The gradient keys of case ``name`` that equal central differences of the student's own forward.
@@ -254,6 +441,13 @@ class Context:
         return own
 
     def explained(self, mistake: Mistake) -> int:
+        """Memoised per (mistake, case): :meth:`_compute_explained`."""
+        key = ("explained", mistake.id, '')
+        if key not in self._memo:
+            self._memo[key] = self._compute_explained(mistake)
+        return self._memo[key]
+
+    def _compute_explained(self, mistake: Mistake) -> int:
         """How many of the student's outputs that differ from the reference the variant reproduces."""
         count = 0
         for name, case in self.cases.items():
@@ -270,6 +464,12 @@ class Context:
         return count
 
 
+def _same_tight(a: Any, b: Any) -> bool:
+    """Equal at the backward checks' tolerance: whether a variant changes an output at all (a backward off by
+    1e-6 relative changes it, as far as the backward checks can tell)."""
+    return same_as(a, b, rtol=BACKWARD_RTOL, atol=BACKWARD_ATOL)
+
+
 # A second reference run as a pseudo-mistake, so that Context.run_mistake caches it.
 _REFERENCE_AGAIN = KnownMistake(REFERENCE_AGAIN, "", "", "")
 
@@ -282,14 +482,16 @@ def result(name: str, points: float, ok: bool, message: str = "", mistake: Mista
     """
     if mistake is not None:
         message = mistake.explain() + ("\n" + message if message else "")
+    parts = list(getattr(mistake, "parts", []) or ([mistake] if mistake is not None else []))
     return CheckResult(
         name=name,
         passed=ok,
         score=points if ok else 0.0,
         max_score=points,
         message="" if ok else message,
-        misconception=None if ok or mistake is None else mistake.id,
+        misconception=None if ok or not parts else parts[0].id,
         figure=None if ok else figure,
+        also=[] if ok else [p.id for p in parts[1:]],
     )
 
 
@@ -311,6 +513,10 @@ class Check:
     # True for a check that runs the reference's code on values read off the student's output (no case pack can
     # hold those): it runs only where the reference is (hidden grading), and a handout's report says so.
     live_only: bool = False
+    # True for a check that only supports others (gradient consistency, repeatability, shape and dtype, inputs
+    # unchanged): it earns nothing while every other check of the exercise fails (a layer that returns NaN
+    # everywhere is consistent with itself, repeatable and of the right shape, and has earned nothing).
+    supporting: bool = False
 
     def run(self, ctx: Context) -> CheckResult:
         raise NotImplementedError
@@ -375,7 +581,9 @@ class Compare(Check):
     numgrad: dict[str, str] = field(default_factory=dict)
     forward_key: str = "y"
     check_dtype: bool = True
-    match_warnings: bool = False
+    # Fail values that are right when the case warned: True (any warning) or the methods whose warnings count
+    # (("forward",): a warning backward raised is not the forward check's fault).
+    match_warnings: bool | tuple[str, ...] = False
 
     def run(self, ctx: Context) -> CheckResult:
         s = ctx.student_result(self.case)
@@ -404,13 +612,14 @@ class Compare(Check):
                         and received.dtype == expected.dtype:
                     message += "\n" + UNKNOWN
                 return result(self.name, self.points, False, message, mistake, self.figure(ctx, key))
-        if self.match_warnings and s.warnings:
-            mistake = ctx.diagnose(self.case, self.keys, self.rtol, self.atol, match_warnings=True)
+        warned = warnings_in(s, self.match_warnings)
+        if warned:
+            mistake = ctx.diagnose(self.case, self.keys, self.rtol, self.atol, match_warnings=self.match_warnings)
             return result(
                 self.name,
                 self.points,
                 False,
-                f"{self.what}: the values are right but your code warned: {s.warnings[0]}",
+                f"{self.what}: the values are right but your code warned: {warned[0]}",
                 mistake,
             )
         return result(self.name, self.points, True)
@@ -451,6 +660,8 @@ class Compare(Check):
         if y.shape != ctx.reference_output(self.case, self.forward_key).shape or \
                 forward_matches(ctx, self.case, self.forward_key, y):
             return False
+        if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(num))):
+            return False  # NaN equals NaN here, but a NaN gradient is right for nothing
         return same_as(grad, num, rtol=NUMGRAD_RTOL, atol=NUMGRAD_ATOL)
 
 
@@ -476,6 +687,10 @@ class Consistency(Check):
             grad, num = s.outputs.get(key), s.outputs.get(num_key)
             if grad is None or num is None:
                 return result(self.name, self.points, False, f"{self.what}: {error_text(s.error)}")
+            if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(num))):
+                return result(self.name, self.points, False,
+                              f"{self.what}: {key} or the central differences of your forward are NaN or inf:"
+                              " a gradient can be checked only where forward gives finite values")
             cmp = compare(grad, num, self.rtol, self.atol * scale_of(num), check_dtype=False)
             if not cmp.ok:
                 if forward_ok:
@@ -542,6 +757,10 @@ class ShapeDtype(Check):
     items: list[tuple[str, str]] = field(default_factory=list)
 
     def run(self, ctx: Context) -> CheckResult:
+        values = [ctx.student_output(case, key) for case, key in self.items]
+        if values and all(v is not None and v.dtype.kind == "f" and not np.any(np.isfinite(v)) for v in values):
+            return result(self.name, self.points, False, "every output is NaN or inf: shape and dtype count only"
+                                                         " for finite values")
         for case, key in self.items:
             s = ctx.student_result(case)
             got = s.outputs.get(key)
@@ -680,7 +899,21 @@ class ExerciseChecks:
             student=student,
             expected=expected,
         )
-        return [check.grade(ctx) for check in plan.checks if expected.live or not check.live_only]
+        checks = [check for check in plan.checks if expected.live or not check.live_only]
+        results = [check.grade(ctx) for check in checks]
+        return no_credit_for_support_alone(checks, results)
+
+
+NOTHING_ELSE = ("earns nothing yet: every other check of this exercise fails, and consistency, repeatability,"
+                " shape and unchanged inputs count only beside right values")
+
+
+def no_credit_for_support_alone(checks: list[Check], results: list[CheckResult]) -> list[CheckResult]:
+    """``results`` with every passing supporting check failed when no other check passed."""
+    if any(r.passed and not c.supporting and r.max_score > 0 for c, r in zip(checks, results)):
+        return results
+    return [result(r.name, r.max_score, False, NOTHING_ELSE) if r.passed and c.supporting else r
+            for c, r in zip(checks, results)]
 
 
 # --------------------------------------------------------------------------- layer helpers
@@ -812,10 +1045,13 @@ class LayerPlan(Plan):
 
     def backward_check(self, name: str, points: float, case: str, what: str, grads: list[str] | None = None,
                        **kw: Any) -> Check:
-        """Compare dx and each d<g> of ``case`` with the reference (with the numgrad note when present)."""
+        """Compare dx and each d<g> of ``case`` with the reference (with the numgrad note when present), at
+        BACKWARD_RTOL / BACKWARD_ATOL unless given."""
         keys = ["dx"] + [f"d{g}" for g in grads or []]
         pairs = self._numgrad_pairs(case)
         numgrad = {k: pairs[k] for k in keys if k in pairs}
+        kw.setdefault("rtol", BACKWARD_RTOL)
+        kw.setdefault("atol", BACKWARD_ATOL)
         return self.add(Compare(name, points, case=case, keys=keys, what=what, numgrad=numgrad, **kw))
 
     def _numgrad_pairs(self, case: str) -> dict[str, str]:
@@ -825,11 +1061,12 @@ class LayerPlan(Plan):
 
     def consistency_check(self, name: str, points: float, case: str, what: str) -> Check:
         """The student's dx (and d<p>) against central differences of their own forward on ``case``."""
-        return self.add(Consistency(name, points, case=case, pairs=self._numgrad_pairs(case), what=what))
+        return self.add(Consistency(name, points, case=case, pairs=self._numgrad_pairs(case), what=what,
+                                    supporting=True))
 
     def backward_twice_check(self, name: str, points: float, case: str) -> Check:
         """A second backward(dout) after the same forward returns the same dx (``case`` built with twice=True)."""
-        return self.add(Custom(name, points, fn=lambda ctx: _same_twice(ctx, case)))
+        return self.add(Custom(name, points, fn=lambda ctx: _same_twice(ctx, case), supporting=True))
 
     def no_mutation_check(self, name: str, points: float) -> Check:
         """Every array handed to the student is unchanged after every call, in every layer case.
@@ -849,12 +1086,12 @@ class LayerPlan(Plan):
                     if op.get("op") == "output" and op["out"].endswith("_after") and op["out"] not in HANDED:
                         attr = op["out"][: -len("_after")]
                         items.append((case, op["out"], f"param_{attr}", True))
-        return self.add(Unchanged(name, points, items=items))
+        return self.add(Unchanged(name, points, items=items, supporting=True))
 
     def shape_dtype_check(self, name: str, points: float) -> Check:
         """y (and dx where there is a backward) have the reference's shape and dtype in every layer case."""
         items = [(c, "y") for c in self.layer_cases] + [(c, "dx") for c in self.backward_cases]
-        return self.add(ShapeDtype(name, points, items=items))
+        return self.add(ShapeDtype(name, points, items=items, supporting=True))
 
 
 def _same_twice(ctx: Context, case: str) -> tuple[bool, str, Mistake | None]:
@@ -863,6 +1100,8 @@ def _same_twice(ctx: Context, case: str) -> tuple[bool, str, Mistake | None]:
     dx, again = s.outputs.get("dx"), s.outputs.get("dx_again")
     if dx is None or again is None:
         return False, f"backward called twice: {error_text(s.error)}", None
+    if not (np.all(np.isfinite(dx)) and np.all(np.isfinite(again))):
+        return False, "backward returned NaN or inf: repeating it proves nothing until its values are finite", None
     cmp = compare(again, dx, 1e-12, 1e-12 * scale_of(dx), check_dtype=False)
     if cmp.ok:
         return True, "", None

@@ -3,14 +3,17 @@
 The mask comes from the student's own generator, so the training output is
 graded by structure and statistics, never elementwise against the reference:
 
-- values (3.5): every output is exactly 0 or x / (1 - p) (p drawn from the seed,
+- values (3.25): every output is exactly 0 or x / (1 - p) (p drawn from the seed,
   never 0.5, so keep/drop and 1/p versus 1/(1 - p) mix-ups show), shape and dtype
   kept. The 1/(1 - p) rescaling is what makes dropout inverted, hence the weight;
 - no_mutation (0.5): neither x (after forward and after backward) nor dout is modified;
 - zero_fraction (1.25): the fraction of zeros over n = 40000 elements lies within
   p +- t, t = sqrt(ln(2 / 1e-9) / (2 n)) = 0.0164 (Hoeffding: false failure < 1e-9),
   and over the 4500 elements of the 3-D case within p3 +- 0.0488;
-- fresh_mask (1): a second call draws another mask, and the mask is drawn per
+- seeded (0.5): two layers given generators seeded alike drop the same elements, and a third, seeded
+  otherwise, drops others (a mask drawn from np.random, or from a generator of the layer's own, ignores the
+  rng the layer was given: a seeded run is not reproducible);
+- fresh_mask (0.75): a second call draws another mask, and the mask is drawn per
   element (rows differ); two independent masks of 40000 elements coincide with
   probability (p^2 + (1-p)^2)^40000 < 1e-2600, two rows of 250 with probability < 1e-40;
 - backward (1.25): dx = dout * y / x, the mask and scale of the forward just run
@@ -43,6 +46,7 @@ from grader.student.ops import Case, ScriptResult
 CLS = "dropout.Dropout"
 TRAIN_SHAPE = (160, 250)      # n = 40000 for the zero fraction
 SHAPE_3D = (6, 25, 30)
+XS_SHAPE = (20, 30)           # eval, edges and seeded cases
 EXACT = 1e-9                  # relative tolerance of "exactly x / (1 - p)" (float64 rounding is 1e-16)
 
 Results = Callable[[str], ScriptResult]
@@ -91,12 +95,12 @@ class DropoutChecks(ExerciseChecks):
         rng = np.random.default_rng(seed)
         p = float(rng.choice([0.2, 0.25, 0.3, 0.4]))
         p3 = float(rng.choice([0.15, 0.6, 0.7]))
-        seeds = [int(s) for s in rng.integers(0, 2**31, size=6)]
+        seeds = [int(s) for s in rng.integers(0, 2**31, size=7)]
         x = nonzero_input(rng, TRAIN_SHAPE)
         dout = nonzero_input(rng, TRAIN_SHAPE)
         x3 = nonzero_input(rng, SHAPE_3D)
         dout3 = nonzero_input(rng, SHAPE_3D)
-        xs = rng.standard_normal((20, 30))
+        xs = rng.standard_normal(XS_SHAPE)
         douts = rng.standard_normal((20, 30))
         plan = Plan()
         plan.add_case(Case("train", layer_ops(p, seeds[0]) + [
@@ -123,14 +127,20 @@ class DropoutChecks(ExerciseChecks):
                            {"x": xs, "dout": douts}))
         plan.add_case(Case("p1", layer_ops(1.0, seeds[5]) + [forward("x", "y"), backward("dout", "dx")],
                            {"x": xs, "dout": douts}))
+        seeded: list[dict[str, Any]] = []
+        for var, seed_of in (("a", seeds[6]), ("b", seeds[6]), ("c", seeds[6] + 1)):
+            seeded += [{"op": "new", "var": var, "cls": CLS, "kwargs": {"p": p, "rng": {"rng": seed_of}}},
+                       {"op": "call", "var": var, "method": "forward", "args": [{"array": "x"}], "out": f"y_{var}"}]
+        plan.add_case(Case("seeded", seeded, {"x": xs}))
         plan.add_case(Case("p_negative", [{"op": "new", "var": "d", "cls": CLS, "kwargs": {"p": -0.1}}]))
         plan.add_case(Case("p_above_one", [{"op": "new", "var": "d", "cls": CLS, "kwargs": {"p": 1.5}}]))
 
         training = [("train", "y1", p), ("train_3d", "y", p3)]
-        plan.add(StatCheck("values", 3.5, judge=self.judge_values(plan, training), same=same_scale))
+        plan.add(StatCheck("values", 3.25, judge=self.judge_values(plan, training), same=same_scale))
         plan.add(StatCheck("no_mutation", 0.5, judge=self.judge_mutation(plan), same=same_value))
         plan.add(StatCheck("zero_fraction", 1.25, judge=self.judge_fraction(training), same=same_fraction))
-        plan.add(StatCheck("fresh_mask", 1.0, judge=self.judge_fresh(), same=same_value))
+        plan.add(StatCheck("fresh_mask", 0.75, judge=self.judge_fresh(), same=same_value))
+        plan.add(StatCheck("seeded", 0.5, judge=judge_seeded, same=same_value))
         plan.add(StatCheck("backward", 1.25, judge=self.judge_backward(plan), same=same_value))
         plan.add(StatCheck("eval", 1.0, judge=self.judge_eval(plan), same=same_value))
         plan.add(StatCheck("p_edges", 0.75, judge=self.judge_edges(plan), same=same_edges))
@@ -383,6 +393,27 @@ def fraction_figure(case: str, y: np.ndarray, p: float, t: float, frac: float) -
         statistic={"name": f"fraction of zeros over all {y.size} outputs", "value": frac, "expected": p,
                    "low": p - t, "high": p + t},
     )
+
+
+def judge_seeded(res: Results) -> Verdict:
+    """Generators seeded alike give the same output, generators seeded otherwise another one."""
+    got, why = get(res, "seeded", "y_a", "y_b", "y_c")
+    if got is None:
+        return Verdict(False, why, crash(res, "seeded"))
+    y_a, y_b, y_c = got
+    if y_a.shape != XS_SHAPE:
+        return Verdict(False, f"forward returned shape {y_a.shape}, expected {XS_SHAPE}", ("shape",))
+    if not all(np.all(np.isfinite(y)) for y in got):
+        return Verdict(False, "forward returned NaN or inf, so no mask can be seen", ("nan",))
+    if not (y_a.shape == y_b.shape and np.array_equal(y_a, y_b)):
+        return Verdict(False, "two layers given generators with the same seed dropped different elements: draw the"
+                              " mask from self.rng (the generator the layer was given), never from np.random,"
+                              " so that a seeded run can be repeated", ("unseeded",))
+    if y_a.shape == y_c.shape and np.array_equal(y_a, y_c) and np.any(y_a == 0):
+        # (a layer that drops nothing at all is charged by the values check, not here)
+        return Verdict(False, "layers given generators with different seeds dropped exactly the same elements:"
+                              " draw the mask from self.rng, not from a generator of your own", ("seed-ignored",))
+    return Verdict(True)
 
 
 def judge_value_error(res: Results) -> Verdict:

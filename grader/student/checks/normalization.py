@@ -7,7 +7,8 @@ values. Every layer is checked on:
 
 - its constructor contract (parameter and buffer shapes and initial values);
 - forward and backward (dx and every d<param>) on several shapes with distinct
-  sizes on every axis, including a batch of one where it is defined; for
+  sizes on every axis, including a batch of one where it is defined, and for
+  LayerNorm and RMSNorm (any leading axes, by the contract) 2-D, 3-D and 4-D input; for
   BatchNorm also a forward whose last axis has C entries, where (C,) vectors
   used without reshaping give wrong values instead of a broadcast error;
 - "tiny" inputs whose spread is comparable to sqrt(eps), where eps outside the
@@ -318,11 +319,13 @@ LAYERNORM = SampleNormChecks(
     ctor={"normalized_shape": 6}, ctor_attrs=["gamma", "beta"], param_shape=(6,), beta=True,
     extra_ctor=({"normalized_shape": {"tuple": [3, 4]}}, ["gamma", "beta"]),
     shapes=[
-        ("2d", (4, 6), {"normalized_shape": 6}, "x of shape (4, 6)", 1.0, 1.25),
+        ("2d", (4, 6), {"normalized_shape": 6}, "x of shape (4, 6)", 1.0, 1.0),
         ("3d", (2, 3, 6), {"normalized_shape": 6}, "x of shape (2, 3, 6) (dgamma sums over both leading axes)",
-         0.75, 0.75),
+         0.5, 0.5),
+        ("4d", (2, 2, 3, 6), {"normalized_shape": 6},
+         "x of shape (2, 2, 3, 6) (any leading axes: dgamma sums over all three)", 0.5, 0.5),
         ("tuple", (2, 3, 4), {"normalized_shape": {"tuple": [3, 4]}, "_param_shape": (3, 4)},
-         "x of shape (2, 3, 4) with normalized_shape (3, 4)", 0.75, 0.75),
+         "x of shape (2, 3, 4) with normalized_shape (3, 4)", 0.5, 0.75),
         ("batch1", (1, 6), {"normalized_shape": 6}, "a batch of one, shape (1, 6)", 0.5, 0.25),
     ],
     stat_axis=None, tiny_axis=None, zero_unit=(-1, slice(None)),
@@ -335,9 +338,11 @@ RMSNORM = SampleNormChecks(
     "normalization.RMSNorm",
     ctor={"dim": 6}, ctor_attrs=["gamma"], param_shape=(6,), beta=False,
     shapes=[
-        ("2d", (4, 6), {"dim": 6}, "x of shape (4, 6)", 1.0, 1.5),
-        ("3d", (2, 3, 6), {"dim": 6}, "x of shape (2, 3, 6) (dgamma sums over both leading axes)", 1.0, 1.0),
-        ("batch1", (1, 6), {"dim": 6}, "a batch of one, shape (1, 6)", 0.5, 0.25),
+        ("2d", (4, 6), {"dim": 6}, "x of shape (4, 6)", 1.0, 1.25),
+        ("3d", (2, 3, 6), {"dim": 6}, "x of shape (2, 3, 6) (dgamma sums over both leading axes)", 0.75, 0.75),
+        ("4d", (2, 2, 3, 6), {"dim": 6}, "x of shape (2, 2, 3, 6) (any leading axes: dgamma sums over all three)",
+         0.5, 0.5),
+        ("batch1", (1, 6), {"dim": 6}, "a batch of one, shape (1, 6)", 0.25, 0.25),
     ],
     stat_axis=None, tiny_axis=None, zero_unit=(-1, slice(None)),
     points={"constructor": 0.5, "forward_tiny": 1.0, "forward_large": 0.5, "numgrad": 1.0,
