@@ -234,7 +234,7 @@ def test_further_mistakes_travel_in_json_and_on_the_wire() -> None:
     from grader.student.wire import report_from_dict, report_to_dict
 
     two = CheckResult("running_var", False, 0.0, 0.75, "Known mistake a: ...\nAnd also: Known mistake b: ...",
-                      "bn-momentum-inverted", ["bn-biased-running-var"])
+                      "bn-momentum-inverted", also=["bn-biased-running-var"])
     one = CheckResult("forward", False, 0.0, 1.0, "Known mistake c: ...", "bn-eps-outside-sqrt")
     assert two.to_json()["also"] == ["bn-biased-running-var"] and "also" not in one.to_json()
     report = GradeReport("s", [ExerciseResult("normalization.BatchNorm1d", "failed", 0.0, 10.0, [two, one])])

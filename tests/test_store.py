@@ -301,3 +301,18 @@ def test_default_db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert default_db_path(tmp_path / "exercises") == tmp_path / ".grade" / "progress.db"
     monkeypatch.setenv("GRADE_DB", str(tmp_path / "elsewhere.db"))
     assert default_db_path(tmp_path / "exercises") == tmp_path / "elsewhere.db"
+
+
+def test_further_mistakes_of_a_check_survive_the_store(db_path: Path) -> None:
+    """A check explained by two known mistakes keeps both through the store ("and also"), as the server's report
+    of an upload and the dashboard rebuild it from there; a check with one keeps an empty list."""
+    two = CheckResult("running_var_ema", False, 0.0, 2.0, "differs", "bn-biased-running-var",
+                      also=["bn-running-var-plus-eps"])
+    report = GradeReport("alice", [ExerciseResult("normalization.BatchNorm1d", "failed", 8.0, 10.0,
+                                                  [CheckResult("forward", True, 8.0, 8.0), two])])
+    with Store.open(db_path) as store:
+        store.record_report(report, "0.1.0")
+        submission = store.submissions(student="alice")[0]
+        rows = store.check_results(submission["id"])
+    assert [r["also"] for r in rows] == [[], ["bn-running-var-plus-eps"]]
+    assert rows[1]["misconception"] == "bn-biased-running-var"

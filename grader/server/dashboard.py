@@ -294,7 +294,7 @@ def _rebuild_report(store: Store, student: str, rows: list[dict[str, Any]]) -> G
     exercises = []
     for row in rows:
         checks = [CheckResult(c["name"], bool(c["passed"]), c["score"], c["max_score"], c["message"] or "",
-                              c["misconception"], c.get("figure")) for c in store.check_results(row["id"])]
+                              c["misconception"], c.get("figure"), c.get("also") or []) for c in store.check_results(row["id"])]
         exercises.append(ExerciseResult(row["exercise"], row["status"], row["score"], row["max_score"], checks,
                                         row["message"] or "", row["duration"] or 0.0, row["output"] or ""))
     return GradeReport(student, exercises, rows[0]["files_hash"] or "" if rows else "")

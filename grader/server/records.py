@@ -201,7 +201,7 @@ def report_of(store: Store, job_row: dict[str, Any]) -> GradeReport | None:
                               "id", [job_row["attempt_id"]]):  # the rows in force (grade rescore: grader/rescore.py)
         checks = [
             CheckResult(c["name"], bool(c["passed"]), c["score"], c["max_score"], c["message"] or "",
-                        c["misconception"], c.get("figure"))
+                        c["misconception"], c.get("figure"), c.get("also") or [])
             for c in store.check_results(row["id"])
         ]
         exercises.append(ExerciseResult(

@@ -270,8 +270,10 @@ def m6_term(db: sqlite_utils.Database) -> None:
 
 def m7_check_figures(db: sqlite_utils.Database) -> None:
     """Version 7: a failing check's picture data (``CheckResult.figure``, grader/student/figures.py) as compact
-    JSON, NULL when none: the server's report of an upload and the dashboard draw from it."""
+    JSON, NULL when none: the server's report of an upload and the dashboard draw from it; and the further
+    known mistakes behind it (``CheckResult.also``, "and also ..."), a JSON list, NULL when none."""
     db["check_results"].add_column("figure", str)
+    db["check_results"].add_column("also", str)
 
 
 
@@ -285,6 +287,15 @@ SCHEMA_VERSION = len(MIGRATIONS)
 def figure_text(figure: dict[str, Any] | None) -> str | None:
     """A figure as the compact JSON stored in ``check_results.figure`` (None stays NULL)."""
     return None if figure is None else json.dumps(figure, separators=(",", ":"), allow_nan=False)
+
+
+def also_of_text(text: str | None) -> list[str]:
+    """The stored further mistakes of a check back ([] for NULL or anything that is not a list of ids)."""
+    try:
+        ids = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return [str(i) for i in ids] if isinstance(ids, list) else []
 
 
 def figure_of_text(text: str | None) -> dict[str, Any] | None:
@@ -513,6 +524,7 @@ class Store:
                             "misconception": c.misconception,
                             # the column exists from version 7 on; a report without pictures never names it
                             **({"figure": figure_text(c.figure)} if c.figure is not None else {}),
+                            **({"also": json.dumps(list(c.also))} if c.also else {}),
                         }
                         for c in ex.checks
                     )
@@ -587,7 +599,8 @@ class Store:
 
     def check_results(self, submission_id: int) -> list[dict[str, Any]]:
         """The check rows of a submission in order; ``figure`` is the parsed dict (None when none or unreadable)."""
-        return [dict(row, figure=figure_of_text(row.get("figure"))) for row in self._check_rows(submission_id)]
+        return [dict(row, figure=figure_of_text(row.get("figure")), also=also_of_text(row.get("also")))
+                for row in self._check_rows(submission_id)]
 
     def _check_rows(self, submission_id: int) -> list[dict[str, Any]]:
         """The check rows of one submission, in grading order; ``passed`` as bool."""
