@@ -553,7 +553,7 @@ def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_san
     with one_line_errors():
         course = load_course(course_file) if course_file is not None else None
         release = build_release(out, force=force, practice=not no_practice, sandbox=not gradescope_no_sandbox,
-                                level=level, course=course)
+                                level=level, course=course, course_file=course_file)
     student_files = len(release.files["student"])
     click.echo(f"Wrote release {release.version} to {release.out}")
     click.echo(f"  student/                    the handout: {student_files} files; install with"

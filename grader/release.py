@@ -439,11 +439,14 @@ cd "$ROOT/source" && exec "${PYTHON:-$ROOT/venv/bin/python}" -m grader.gradescop
 """
 
 
-def write_autograder(out: Path, sandbox: bool = True, levels: dict[str, str] | None = None) -> list[str]:
+def write_autograder(out: Path, sandbox: bool = True, levels: dict[str, str] | None = None,
+                     course_file: Path | None = None) -> list[str]:
     """``out/autograder/autograder.zip``; returns its member names.
 
     ``sandbox`` False: ``run_autograder`` grades with ``--no-sandbox`` (for an
     image where bubblewrap cannot create namespaces; the results say so).
+    ``course_file``: the course.toml, kept as ``source/course.toml`` (its quiz
+    attempts and due dates decide what a graded quiz answer is told).
     """
     target = out / "autograder"
     target.mkdir(parents=True)
@@ -473,6 +476,9 @@ def write_autograder(out: Path, sandbox: bool = True, levels: dict[str, str] | N
         name = "source/grader/student/scaffolding.json"
         zf.writestr(name, levels_json(levels))
         members.append(name)
+        if course_file is not None:
+            zf.write(course_file, "source/course.toml")
+            members.append("source/course.toml")
         for path in sorted((ROOT / "quizzes").glob("*.json")):  # locked quizzes: the answers file is scored with them
             name = "source/" + path.relative_to(ROOT).as_posix()
             zf.write(path, name)
@@ -494,11 +500,12 @@ def release_levels(level: str | None, course: Course | None) -> dict[str, str]:
 
 
 def build_release(out: Path | str, force: bool = False, practice: bool = True, sandbox: bool = True,
-                  level: str | None = None, course: Course | None = None) -> Release:
+                  level: str | None = None, course: Course | None = None, course_file: Path | None = None) -> Release:
     """Write the handout, the Gradescope bundle and the manifest into ``out`` (see the module docstring).
 
     ``level`` (``grade release --level``) is the stubs' scaffolding level, ``course``'s
-    ``[scaffolding]`` the default level (when ``level`` is None) and the per-exercise overrides.
+    ``[scaffolding]`` the default level (when ``level`` is None) and the per-exercise overrides;
+    ``course_file`` (the file ``course`` was read from) goes into the Gradescope bundle.
     """
     out = Path(out).resolve()
     levels = release_levels(level, course)
@@ -506,7 +513,7 @@ def build_release(out: Path | str, force: bool = False, practice: bool = True, s
     version = project_version()
     release = Release(out, version, reference_sha256(), levels=levels)
     release.pack_sizes = write_student(out, version, practice, levels, course)
-    members = write_autograder(out, sandbox, levels)
+    members = write_autograder(out, sandbox, levels, course_file)
     release.files = {
         "student": [{"path": p.relative_to(out).as_posix(), "sha256": sha256_file(p), "bytes": p.stat().st_size}
                     for p in tree_files(out / "student")],

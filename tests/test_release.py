@@ -482,3 +482,19 @@ def test_the_hand_in_section_follows_the_course(tmp_path: Path) -> None:
     assert ".venv/bin/grade login" in text and "quiz-answers.toml" in text and "Gradescope" in where
     assert ("| init | init | 2026-12-01 23:59 UTC | counts 75% | 2026-12-08 23:59 UTC |"
             in deadlines_text(course))
+
+
+def test_the_course_file_goes_into_the_gradescope_bundle(tmp_path: Path) -> None:
+    """The bundle's graded quizzes read the course's [quiz] attempts and due dates from source/course.toml
+    (grader/gradescope.py): `grade release --course` puts the file there; without one, none is there."""
+    import zipfile
+
+    from grader.release import write_autograder
+
+    path = tmp_path / "course.toml"
+    path.write_text('[quiz]\nattempts = 3\n[[chapter]]\nname = "init"\ndue = 2026-12-01T23:59:00Z\n')
+    members = write_autograder(tmp_path / "with", course_file=path)
+    assert "source/course.toml" in members
+    with zipfile.ZipFile(tmp_path / "with" / "autograder" / "autograder.zip") as zf:
+        assert zf.read("source/course.toml").decode() == path.read_text()
+    assert "source/course.toml" not in write_autograder(tmp_path / "without")
