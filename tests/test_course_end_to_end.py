@@ -226,7 +226,17 @@ def test_the_same_handout_makes_a_gradescope_upload_that_the_bundle_grades(cours
         zf.extractall(root)
     shutil.copytree(course["work"] / "exercises", root / "submission" / "exercises",
                     ignore=shutil.ignore_patterns("__pycache__", ".grade"))
-    (root / "submission" / "quiz-answers.toml").write_text('[activations]\ngelu-why = "c"\n')
+    # The file `grade quiz activations --student EMAIL --save-answers quiz-answers.toml` writes: the choice as
+    # numbered for that student (choices are shuffled per student), under the student's own name.
+    from grader import quiz as quiz_lib
+
+    email = "ada@example.org"
+    (root / "submission_metadata.json").write_text(json.dumps({"users": [{"email": email, "name": "Ada"}]}))
+    question = next(q for q in quiz_lib.resolve_chapter("activations", quiz_lib.default_quiz_dir()).questions
+                    if q.id == "gelu-why")
+    shown = [c.id for c in quiz_lib.pose(question, email).choices].index("c") + 1
+    (root / "submission" / "quiz-answers.toml").write_text(
+        f'student = "{email}"\n[activations]\ngelu-why = "{shown}"\n')
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "AUTOGRADER_ROOT": str(root),
            "PYTHON": sys.executable}
     done = subprocess.run(["bash", str(root / "run_autograder")], capture_output=True, text=True, env=env, timeout=600)
