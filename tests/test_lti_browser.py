@@ -81,7 +81,7 @@ def test_a_full_launch_in_the_browser_and_the_score_reaches_the_lms(browser: Any
     page.wait_for_url(server.url + "/lti/launch")
     assert page.locator("h1").inner_text() == "Signed in"
     command = page.locator("#login-command").inner_text()
-    assert command.startswith(f"grade login {server.url} --token ")
+    assert command.startswith(f".venv/bin/grade login {server.url} --token ")
     shoot(page, "student")
     token = command.rsplit(" ", 1)[1]
     me = api(server.url, token, "GET", "/me").json()

@@ -622,7 +622,7 @@ async def launch_endpoint(request: Request) -> Response:
     token = launch_token(store, member, launch)
     LOG.info("LTI launch: %s (%s) from %s", member, launch.sub, launch.platform.issuer)
     return page(request, 200, "Signed in", student=member, name=str(launch.claims.get("name", "")),
-                token=token, login_command=f"grade login {tool_url(request)} --token {token}",
+                token=token, login_command=f".venv/bin/grade login {tool_url(request)} --token {token}",
                 server=tool_url(request), context=str(launch.context.get("title", "")))
 
 
