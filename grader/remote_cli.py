@@ -21,19 +21,10 @@ from typing import Any
 import click
 
 from grader.student import remote
+from grader.student.remote import RemoteError, one_line  # noqa: F401  (term_cli's too)
 from grader.student.errors import GraderError
 
 DEFAULT_PORT = 8000
-
-
-class RemoteError(click.ClickException):
-    """A one-line ``Error: ...`` with exit status 2, like grader.cli.CommandError."""
-
-    exit_code = 2
-
-
-def one_line(exc: GraderError) -> RemoteError:
-    return RemoteError(str(exc))
 
 
 def _load_course(course: Path | None) -> Any:

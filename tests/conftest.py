@@ -1,4 +1,4 @@
-"""Shared test fixtures: the OpenCL gate.
+"""Shared test fixtures: the OpenCL gate, required programs, a Redis server of the test's own.
 
 Tests marked ``@pytest.mark.opencl`` skip, with the reason, where no OpenCL
 platform exists; with ``REQUIRE_OPENCL=1`` (CI on PoCL) they fail instead of
@@ -8,9 +8,15 @@ skipping, so a missing OpenCL install cannot pass silently.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from server_util import Redis
 
 
 @lru_cache(maxsize=1)
@@ -60,6 +66,19 @@ def require_program(program: str, package: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI=true but {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator["Redis"]:
+    """A redis-server of the test's own on a loopback port (tests/server_util.py), stopped after the test."""
+    from server_util import Redis
+
+    require_program("redis-server", "redis-server")
+    server = Redis(tmp_path).start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(autouse=True)

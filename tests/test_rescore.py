@@ -7,14 +7,12 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from conftest import require_program
 from grader import class_report, grading, rescore
 from grader.cli import cli
 from grader.server import records
@@ -128,16 +126,6 @@ def test_no_worker_means_listed_as_not_graded_and_nothing_recorded(tmp_path: Pat
     assert result.exit_code == 0 and "0 uploads graded again" in result.output
     assert result.output.count("not graded again") == 2 and "is a `grade worker` running" in result.output
     assert counted(db, "ann") == uploads["ann"].score  # type: ignore[attr-defined]
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[Redis]:
-    require_program("redis-server", "redis-server")
-    server = Redis(tmp_path).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_rescore_on_redis_with_two_worker_processes(tmp_path: Path, uploads: dict[str, object],

@@ -31,7 +31,6 @@ import httpx
 import pytest
 
 from classgen import make_student
-from conftest import require_program
 from grader.server import records
 from grader.server.collector import Collector
 from grader.server.jobs import Outage, job_of_key, lease_key, open_queue, queued_key, task_id
@@ -222,16 +221,6 @@ def settled(db: Path, queue_url: str, url: str, tokens: dict[str, str], jobs: di
 
 def family_gone(pids: list[int]) -> bool:
     return not any(alive(p) for p in pids)
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[Redis]:
-    require_program("redis-server", "redis-server")
-    server = Redis(tmp_path).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.slow

@@ -7,28 +7,16 @@ are separate processes that share nothing with it but the Redis URL.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import require_program
 from grader.solution import write_solution
 from server_util import Redis, Server, api, issue_tokens, solution_files, start_worker, stop_process, wait_graded
 
 RELU = ["activations.ReLU"]
 UPLOAD = ["__init__.py", "base.py", "activations.py"]
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[Redis]:
-    require_program("redis-server", "redis-server")
-    server = Redis(tmp_path).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def submit(url: str, token: str, folder: Path) -> int:
