@@ -237,12 +237,16 @@ class Context:
             self._pool_cache = pool
         return self._pool_cache
 
+    def _memoised(self, question: str, mistake_id: str, case: str, compute: Callable[[], Any]) -> Any:
+        """The answer to ``question`` about a mistake and a case, computed once per Context (``_memo``)."""
+        key = (question, mistake_id, case)
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
     def _reach(self, mistake: Mistake) -> int:
         """Memoised per (mistake, case): :meth:`_compute_reach`."""
-        key = ("_reach", mistake.id, '')
-        if key not in self._memo:
-            self._memo[key] = self._compute_reach(mistake)
-        return self._memo[key]
+        return self._memoised("_reach", mistake.id, "", lambda: self._compute_reach(mistake))
 
     def _compute_reach(self, mistake: Mistake) -> int:
         """How many outputs of all cases ``mistake``'s variant changes (the student changed them too: no
@@ -261,10 +265,7 @@ class Context:
 
     def _touches(self, mistake: Mistake, case: str) -> bool:
         """Memoised per (mistake, case): :meth:`_compute_touches`."""
-        key = ("_touches", mistake.id, case)
-        if key not in self._memo:
-            self._memo[key] = self._compute_touches(mistake, case)
-        return self._memo[key]
+        return self._memoised("_touches", mistake.id, case, lambda: self._compute_touches(mistake, case))
 
     def _compute_touches(self, mistake: Mistake, case: str) -> bool:
         """Whether ``mistake``'s variant differs from the reference on ``case`` (an output or the error)."""
@@ -339,24 +340,22 @@ class Context:
         run to run (a draw from an unseeded generator, such as Linear's default W)
         says nothing about a mistake and is left out.
         """
-        if ("comparable", "", name) in self._memo:
-            return self._memo[("comparable", "", name)]
         reference = self.reference.get(name)
         if reference is None:
             return None
-        numgrad_keys = numgrad_outputs(self.cases[name])
-        again = self.run_mistake(_REFERENCE_AGAIN, self.cases[name])
-        keys = [k for k in sorted(set(reference.outputs) - numgrad_keys)
-                if same_as(again.outputs.get(k), reference.outputs[k], rtol=0.0, atol=0.0)]
-        self._memo[("comparable", "", name)] = self.student_result(name), reference, keys
-        return self._memo[("comparable", "", name)]
+
+        def compute() -> tuple[ScriptResult, ScriptResult, list[str]]:
+            numgrad_keys = numgrad_outputs(self.cases[name])
+            again = self.run_mistake(_REFERENCE_AGAIN, self.cases[name])
+            keys = [k for k in sorted(set(reference.outputs) - numgrad_keys)
+                    if same_as(again.outputs.get(k), reference.outputs[k], rtol=0.0, atol=0.0)]
+            return self.student_result(name), reference, keys
+
+        return self._memoised("comparable", "", name, compute)
 
     def explains_case(self, mistake: Mistake, name: str) -> bool:
         """Memoised per (mistake, case): :meth:`_compute_explains_case`."""
-        key = ("explains_case", mistake.id, name)
-        if key not in self._memo:
-            self._memo[key] = self._compute_explains_case(mistake, name)
-        return self._memo[key]
+        return self._memoised("explains_case", mistake.id, name, lambda: self._compute_explains_case(mistake, name))
 
     def _compute_explains_case(self, mistake: Mistake, name: str) -> bool:
         """Whether ``mistake``'s variant reproduces the student on case ``name`` wherever it changes something.
@@ -442,10 +441,7 @@ class Context:
 
     def explained(self, mistake: Mistake) -> int:
         """Memoised per (mistake, case): :meth:`_compute_explained`."""
-        key = ("explained", mistake.id, '')
-        if key not in self._memo:
-            self._memo[key] = self._compute_explained(mistake)
-        return self._memo[key]
+        return self._memoised("explained", mistake.id, "", lambda: self._compute_explained(mistake))
 
     def _compute_explained(self, mistake: Mistake) -> int:
         """How many of the student's outputs that differ from the reference the variant reproduces."""
