@@ -23,18 +23,17 @@ from grader.student import catalogue
 from grader.student import remote
 from grader.student.course import load_course
 from grader.student.errors import StoreError
-from grader.student.report import use_color, write_text
+from grader.student.report import write_text
 from grader.student.cli import (  # noqa: F401  (shared with the handout's grade; some re-exported)
-    DEFAULT_EXERCISES_DIR,
     F,
     CommandError,
     arrays_option,
     db_option,
     default_student,
-    exercises_dir,
     grader_version,
     html_option,
     json_option,
+    local_progress,
     local_submit,
     no_sandbox_option,
     no_wait_option,
@@ -144,25 +143,9 @@ def progress_command(
         return
     from grader import progress  # loads grader.quiz (Jinja2): only this command needs it
 
-    student = student or default_student()
-    path = exercises_dir(path)
-    db_path = db if db is not None else default_db_path(path)
-    hint = "grade submit" if path == DEFAULT_EXERCISES_DIR else f"grade submit --path {path}"
-    with one_line_errors():
-        store = Store.open(db_path) if db_path.exists() else None
-        try:
-            summary = progress.summarize(
-                store, student, progress.course_exercises(), progress.course_quizzes(), hint,
-                load_course(course_file) if course_file is not None else None,
-            )
-        finally:
-            if store is not None:
-                store.close()
-    if as_json:
-        click.echo(json.dumps(summary.to_json(), indent=2))
-    else:
-        color = use_color()
-        click.echo(progress.format_progress(summary, color=color), color=color)
+    local_progress(student, db, path, as_json, lambda store, name, hint: progress.summarize(  # (errors: one line)
+        store, name, progress.course_exercises(), progress.course_quizzes(), hint,
+        load_course(course_file) if course_file is not None else None))
 
 
 # --- quiz ---------------------------------------------------------------------

@@ -14,7 +14,6 @@ inside the commands that need them, so the student's commands work with the
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 

@@ -10,7 +10,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import pytest
 
 from grader.solution import write_solution
 from server_util import Redis, Server, api, issue_tokens, solution_files, start_worker, stop_process, wait_graded

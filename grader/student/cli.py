@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -42,6 +42,9 @@ from grader.student.report import (
 )
 from grader.student.sandbox import Limits, Workspace, kernel_cache_folder, prestart_workspace
 from grader.student.store import Store, default_db_path
+
+if TYPE_CHECKING:
+    from grader.student.progress import Progress
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_EXERCISES_DIR = Path("exercises")
@@ -489,6 +492,31 @@ def quiz_command(chapter: str | None, answers: Path | None, ask_all: bool, as_js
             click.echo(f"{len(answers)} answer(s) of {chapter} saved in {save_answers}: upload it with your exercises.")
 
 
+def local_progress(student: str | None, db: Path | None, path: Path, as_json: bool,
+                   summarize: Callable[[Store | None, str, str], Progress]) -> None:
+    """``grade progress`` from the local database beside ``path`` (or ``db``), shared by both CLIs:
+    ``summarize(store or None, student, submit hint)`` builds the summary (the handout's without quizzes,
+    the instructor's over the locked quizzes); printed as text or ``--json``."""
+    from grader.student.progress import format_progress
+
+    student = student or default_student()
+    path = exercises_dir(path)
+    db_path = db if db is not None else default_db_path(path)
+    hint = "grade submit" if path == DEFAULT_EXERCISES_DIR else f"grade submit --path {path}"
+    with one_line_errors():
+        store = Store.open(db_path) if db_path.exists() else None
+        try:
+            summary = summarize(store, student, hint)
+        finally:
+            if store is not None:
+                store.close()
+    if as_json:
+        click.echo(json.dumps(summary.to_json(), indent=2))
+    else:
+        color = use_color()
+        click.echo(format_progress(summary, color=color), color=color)
+
+
 @cli.command("progress")
 @student_option
 @db_option
@@ -509,23 +537,9 @@ def progress_command(student: str | None, db: Path | None, path: Path, as_json: 
     if login is not None:
         remote.remote_progress(login, as_json)
         return
-    student = student or default_student()
-    path = exercises_dir(path)
-    db_path = db if db is not None else default_db_path(path)
-    hint = "grade submit" if path == DEFAULT_EXERCISES_DIR else f"grade submit --path {path}"
-    with one_line_errors():
-        store = Store.open(db_path) if db_path.exists() else None
-        try:
-            summary = progress.summarize(store, student, list(catalogue.EXERCISES), [], hint, None,
-                                         "public checks on this machine; what counts is the course's record")
-        finally:
-            if store is not None:
-                store.close()
-    if as_json:
-        click.echo(json.dumps(summary.to_json(), indent=2))
-    else:
-        color = use_color()
-        click.echo(progress.format_progress(summary, color=color), color=color)
+    local_progress(student, db, path, as_json, lambda store, name, hint: progress.summarize(
+        store, name, list(catalogue.EXERCISES), [], hint, None,
+        "public checks on this machine; what counts is the course's record"))
 
 
 def _add_remote_commands() -> None:
