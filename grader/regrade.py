@@ -21,11 +21,25 @@ from typing import Any
 
 from grader.student import catalogue
 from grader.student.errors import GraderError
+from grader.student.report import round_score
 from grader.student.store import Store, utc_now
 
 REASON_MAX = 1000
 REPLY_MAX = 2000
 MAX_OPEN = 10
+
+
+def instructor_score(text: str, max_score: float, when_empty: str) -> float:
+    """A score an instructor typed (an override, a regrade's answer): a finite number from 0 to ``max_score``.
+    ValueError with the one-line reason otherwise (``when_empty`` says what leaving it empty does)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"the score '{text[:20]}' is not a number: write one from 0 to {round_score(max_score, 4)}, "
+                         f"or leave it empty to {when_empty}") from None
+    if not math.isfinite(value) or not 0 <= value <= max_score:
+        raise ValueError(f"the score must be from 0 to {round_score(max_score, 4)} (the exercise's max score)")
+    return value
 
 
 class RegradeError(GraderError):
@@ -113,12 +127,9 @@ def answer(store: Store, request_id: int, reply: str, score: str, author: str) -
             max_score = next(iter(db.query("SELECT max_score FROM submissions WHERE id = ?",
                                            [request["submission_id"]])))["max_score"]
             try:
-                value = float(score)
-            except ValueError:
-                raise RegradeError(f"the score '{str(score)[:20]}' is not a number: write one from 0 to "
-                                   f"{max_score:g}, or leave it empty to reply only") from None
-            if not math.isfinite(value) or not 0 <= value <= max_score:
-                raise RegradeError(f"the score must be from 0 to {max_score:g} (the exercise's max score)")
+                value = instructor_score(str(score), max_score, "reply only")
+            except ValueError as exc:
+                raise RegradeError(str(exc)) from None
             db["score_overrides"].insert({
                 "student": request["student"], "exercise": request["exercise"], "score": value,
                 "comment": f"regrade request #{request_id}: {reply}", "author": author, "created_at": utc_now(),

@@ -38,6 +38,7 @@ from grader.class_report import (
 from markupsafe import Markup, escape
 
 from grader.class_report import band
+from grader.regrade import instructor_score
 from grader.student.course import counted_score, parse_time
 from grader.student.errors import GraderError
 from grader.student.model import CheckResult, ExerciseResult, GradeReport
@@ -513,12 +514,9 @@ def record_override(store: Store, report: ClassReport, student: str, exercise: s
     value: float | None = None
     if score.strip():
         try:
-            value = float(score)
-        except ValueError:
-            raise DashboardError(f"the score '{score[:20]}' is not a number: write one from 0 to "
-                                 f"{_number(max_score)}, or leave it empty to withdraw the override") from None
-        if not math.isfinite(value) or not 0 <= value <= max_score:
-            raise DashboardError(f"the score must be from 0 to {_number(max_score)} (the exercise's max score)")
+            value = instructor_score(score, max_score, "withdraw the override")
+        except ValueError as exc:
+            raise DashboardError(str(exc)) from None
     elif row.exercises[exercise].override is None:
         raise DashboardError(f"{exercise} has no override to withdraw: give a score")
     entry = {"student": student, "exercise": exercise, "score": value, "comment": comment,
