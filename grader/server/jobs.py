@@ -379,10 +379,6 @@ class Queue:
         if self.waiting(tid) and self.lease(tid) is None and self.result(tid) is None:
             self.huey.revoke_by_id(tid, revoke_once=True)
 
-    def waiting_ids(self) -> set[str]:
-        """The ids of the tasks still waiting in the queue (reads the whole queue: call it rarely)."""
-        return {str(task.id) for task in self.huey.pending()}
-
     def stored_keys(self) -> list[str]:
         """The keys of the queue's key/value store (results, leases, marks), revocations left out.
 

@@ -477,7 +477,7 @@ class ScorePoster(threading.Thread):
             result = queue.result(row["task_id"])
             if result is None:
                 if now - float(row["queued_at"] or 0) > self.lost_after:
-                    waiting = queue.waiting_ids() if waiting is None else waiting
+                    waiting = queue.pending_ids() if waiting is None else waiting
                     self._look_for_lost(store, row, row["task_id"] in waiting, now)
                 continue
             if result.get("ok"):
