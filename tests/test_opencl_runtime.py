@@ -6,6 +6,7 @@ import types
 
 import pytest
 
+from grader.student import opencl_device
 from reference.opencl import runtime
 from reference.opencl.runtime import (
     KernelBuildError,
@@ -21,33 +22,48 @@ from reference.opencl.runtime import (
 OWN_KERNEL_FILES = ["activations.cl", "dropout.cl", "rmsnorm.cl", "layernorm.cl", "normalization.cl"]
 
 
-def test_unavailable_reason_when_pyopencl_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    def fail():
-        raise OpenCLUnavailable("pyopencl cannot be imported (no module); install it")
+@pytest.fixture
+def fresh_choice(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """No memoised device choice, no cache of the developer's, no context of the process's."""
+    monkeypatch.setenv("GRADE_OPENCL_CACHE", str(tmp_path / "device.json"))
+    monkeypatch.delenv("GRADE_OPENCL_CHOICES", raising=False)
+    monkeypatch.setattr(runtime, "_context", None)
+    opencl_device.forget()
+    yield
+    opencl_device.forget()
 
-    monkeypatch.setattr(runtime, "_import_cl", fail)
+
+def test_unavailable_reason_when_pyopencl_is_missing(monkeypatch: pytest.MonkeyPatch, fresh_choice: None) -> None:
+    def fail():
+        raise ImportError("No module named 'pyopencl'")
+
+    monkeypatch.setattr(opencl_device, "import_pyopencl", fail)
     reason = opencl_unavailable_reason()
-    assert reason is not None and "pyopencl cannot be imported" in reason
+    assert reason is not None and "pyopencl cannot be imported" in reason and "grade doctor" in reason
     assert "\n" not in reason
 
 
-def test_unavailable_reason_when_no_platform(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unavailable_reason_when_no_platform(monkeypatch: pytest.MonkeyPatch, fresh_choice: None) -> None:
     def no_platform():
         raise RuntimeError("clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR")
 
-    fake_cl = types.SimpleNamespace(get_platforms=no_platform)
-    monkeypatch.setattr(runtime, "_import_cl", lambda: fake_cl)
+    monkeypatch.setattr(opencl_device, "import_pyopencl", lambda: types.SimpleNamespace(get_platforms=no_platform))
     reason = opencl_unavailable_reason()
     assert reason is not None
-    assert "pip install pocl-binary-distribution" in reason
+    assert "no OpenCL device is installed" in reason and "grade doctor" in reason
     assert "\n" not in reason
 
 
-def test_get_context_raises_opencl_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_cl = types.SimpleNamespace(get_platforms=lambda: [])
-    monkeypatch.setattr(runtime, "_import_cl", lambda: fake_cl)
-    monkeypatch.setattr(runtime, "_context", None)
-    with pytest.raises(OpenCLUnavailable, match="pocl-binary-distribution"):
+def test_get_context_raises_opencl_unavailable(monkeypatch: pytest.MonkeyPatch, fresh_choice: None) -> None:
+    monkeypatch.setattr(opencl_device, "import_pyopencl", lambda: types.SimpleNamespace(get_platforms=lambda: []))
+    with pytest.raises(OpenCLUnavailable, match="grade doctor"):
+        get_context()
+
+
+@pytest.mark.opencl
+def test_get_context_refuses_a_device_whose_builds_fail(monkeypatch: pytest.MonkeyPatch, fresh_choice: None) -> None:
+    monkeypatch.setenv("GRADE_OPENCL_FAULT", "unknown-cpu")
+    with pytest.raises(OpenCLUnavailable, match="unknown target CPU 'generic'"):
         get_context()
 
 
@@ -84,10 +100,11 @@ def test_reason_is_none_and_context_queue_are_memoised() -> None:
 
 
 @pytest.mark.opencl
-def test_pyopencl_ctx_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pyopencl_ctx_is_honoured(monkeypatch: pytest.MonkeyPatch, fresh_choice: None) -> None:
     import pyopencl as cl
 
-    real = get_context()
+    real = cl.Context([opencl_device.choose().device])
+    opencl_device.forget()
     calls = []
 
     def create_some_context(interactive: bool = True):
@@ -95,9 +112,8 @@ def test_pyopencl_ctx_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
         return real
 
     monkeypatch.setattr(cl, "create_some_context", create_some_context)
-    monkeypatch.setattr(runtime, "_context", None)
     monkeypatch.setenv("PYOPENCL_CTX", "0")
-    assert get_context() is real
+    assert get_context().devices == real.devices
     assert calls == [False]
 
 

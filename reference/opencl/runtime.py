@@ -4,9 +4,10 @@ Everything in ``reference.opencl`` (and the grader's kernel checks) goes through
 these functions, so that a context, a queue and each built program exist once
 per process:
 
-- ``get_context()``: ``PYOPENCL_CTX`` is honoured when set
-  (``cl.create_some_context(interactive=False)``); otherwise the first device
-  of the first platform. Memoised.
+- ``get_context()``: the device grading uses too
+  (:func:`grader.student.opencl_device.choose`: ``PYOPENCL_CTX`` when set, else the
+  first device that builds and runs a probe kernel, a real device before Oclgrind,
+  cached per machine). Memoised.
 - ``get_queue(ctx)``: one profiling-enabled in-order queue per context.
 - ``build_program(source, filename, options, ctx)``: memoised per
   (context, source, options); pyopencl's disk cache does the rest. A failed
@@ -30,17 +31,18 @@ running under PoCL.
 
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 from importlib import resources
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from grader.student import opencl_device
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pyopencl as cl
 
-INSTALL_HINT = "pip install pocl-binary-distribution"
+INSTALL_HINT = "`grade doctor` says how to get one"
 
 
 class OpenCLUnavailable(RuntimeError):
@@ -77,53 +79,22 @@ def _import_cl() -> ModuleType:
     return cl
 
 
-def _devices(cl: ModuleType) -> list["cl.Device"]:
-    """Every device of every platform, in platform order (get_platforms' errors propagate)."""
-    devices = []
-    for platform in cl.get_platforms():
-        try:
-            devices.extend(platform.get_devices())
-        except Exception:  # a platform with no device raises DEVICE_NOT_FOUND
-            continue
-    return devices
-
-
 def opencl_unavailable_reason() -> str | None:
-    """None when an OpenCL device is usable, else one line saying what is missing."""
-    try:
-        cl = _import_cl()
-    except OpenCLUnavailable as exc:
-        return str(exc)
-    try:
-        devices = _devices(cl)
-    except Exception as exc:  # from get_platforms
-        return f"no OpenCL platform ({exc}); `{INSTALL_HINT}` gives a CPU one"
-    if not devices:
-        return f"an OpenCL platform exists but has no device; `{INSTALL_HINT}` gives a CPU one"
-    return None
+    """None when an OpenCL device builds and runs a kernel here, else one line saying why not."""
+    return opencl_device.choose().problem
 
 
 def get_context() -> "cl.Context":
-    """The process-wide OpenCL context (memoised).
-
-    ``PYOPENCL_CTX`` set: ``cl.create_some_context(interactive=False)``;
-    otherwise the first device of the first platform that has one.
-    """
+    """The process-wide OpenCL context (memoised), on the device :func:`opencl_device.choose` picks."""
     global _context
     with _lock:
         if _context is not None:
             return _context
-        reason = opencl_unavailable_reason()
-        if reason is not None:
-            raise OpenCLUnavailable(reason)
+        choice = opencl_device.choose()
+        if choice.device is None:
+            raise OpenCLUnavailable(choice.problem or f"no OpenCL device; {INSTALL_HINT}")
         cl = _import_cl()
-        if os.environ.get("PYOPENCL_CTX"):
-            _context = cl.create_some_context(interactive=False)
-        else:
-            devices = _devices(cl)
-            if not devices:  # pragma: no cover - ruled out by the reason check
-                raise OpenCLUnavailable(f"no OpenCL device; `{INSTALL_HINT}` gives a CPU one")
-            _context = cl.Context([devices[0]])
+        _context = cl.Context([choice.device])
         return _context
 
 
