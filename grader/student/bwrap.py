@@ -15,7 +15,10 @@ What the worker then sees and may do (see :func:`wrap`):
   random uid (``setpriv``) that owns no file and no process on the machine,
   so RLIMIT_NPROC counts this worker's processes alone;
 - **files**: a new empty root with, read-only: ``/usr`` (and the ``/lib``,
-  ``/bin`` links), a few ``/etc`` files the dynamic linker and OpenCL need,
+  ``/bin`` links), a few ``/etc`` files the dynamic linker and OpenCL need
+  (the ICD files of ``/etc/OpenCL/vendors``), the CPU topology an OpenCL
+  driver reads to start (``/sys/devices/system/cpu``; every folder created
+  for a mount is world-traversable, since the worker's uid owns none),
   the Python installation, its standard library and site-packages, and the
   folders of the packages the worker imports (:func:`python_folders`: never an
   arbitrary ``sys.path`` folder such as the grader's script folder or current
@@ -46,6 +49,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from grader.student import opencl_device
 from grader.student.private_tmp import PrivateFolder
 
 STUDENT_DIR = Path(__file__).resolve().parent  # grader/student
@@ -68,6 +72,7 @@ WORKER_MODULES = (
     "student/ops.py",
     "student/opserrors.py",
     "student/ops_opencl.py",
+    "student/opencl_device.py",
     "student/worker.py",
 )
 
@@ -80,10 +85,15 @@ WORKER_PACKAGES = (
 # Files of /etc that the dynamic linker, OpenCL ICD loaders and compilers read; nothing secret.
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "OpenCL", "alternatives", "localtime")
 
-# Variables passed through from the grader's environment (CPU quirks, OpenCL device choice).
+# Variables passed through from the grader's environment (CPU quirks, OpenCL device choice, a rehearsed fault).
 PASSED_VARIABLES = (
     "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "POCL_DEVICES", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "LD_LIBRARY_PATH",
+    "PYOPENCL_CTX", opencl_device.FAULT_VARIABLE,
 )
+
+# Read-only system folders an OpenCL driver reads to start: PoCL's hwloc reads the CPU topology
+# (without it PoCL aborts: "failed to find sysfs cpu topology directory ... Not enough memory").
+SYS_FOLDERS = ("/sys/devices/system/cpu", "/sys/devices/system/node")
 
 # Root-run sandboxes get a uid from this range: far above any real account.
 SANDBOX_UID_RANGE = (1_500_000_000, 2_000_000_000)
@@ -120,6 +130,8 @@ def environment(pythonpath: str, threads: int = 1) -> dict[str, str]:
     for name in PASSED_VARIABLES:
         if name in os.environ:
             env[name] = os.environ[name]
+    # The device this machine's earlier runs chose (the worker cannot read the grader's cache; "{}": none).
+    env[opencl_device.ENTRIES_VARIABLE] = opencl_device.cached_entries_variable() or "{}"
     return env
 
 
@@ -235,10 +247,18 @@ def _mount_args() -> tuple[str, ...]:
             args += ["--symlink", os.readlink(host), host]
         elif os.path.isdir(host):
             args += ["--ro-bind", host, host]
+    # /etc made world-traversable first: bwrap creates a missing parent 0700, and the worker's uid
+    # (as root: a fresh one) could then read nothing in it (no ICD file: no Debian PoCL inside).
+    args += ["--perms", "0755", "--dir", "/etc"]
     for name in ETC_FILES:
         host = f"/etc/{name}"
         if os.path.exists(host):
             args += ["--ro-bind", host, host]
+    sys_folders = [f for f in SYS_FOLDERS if os.path.isdir(f)]
+    for parent in dict.fromkeys(p for f in sys_folders for p in _ancestors(f)):
+        args += ["--perms", "0755", "--dir", parent]  # world-traversable, as /etc above
+    for folder in sys_folders:
+        args += ["--ro-bind", folder, folder]
     made: set[str] = {"/", "/usr", "/etc", SCRATCH}  # the scratch tmpfs is mounted first (see wrap)
     mounted = python_folders()
     for folder in mounted:
