@@ -148,8 +148,9 @@ def test_missing_kernel_is_reported(tmp_path: Path) -> None:
     assert "has no kernel named relu_forward" in results["values"].message
 
 
-@pytest.mark.opencl
-def test_empty_stub_is_not_implemented(tmp_path: Path) -> None:
+def test_empty_stub_is_not_implemented_without_building(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The released stubs are read, not built: not implemented even where no device builds anything."""
+    monkeypatch.setenv("GRADE_OPENCL_FAULT", "unknown-cpu")
     stubs = ROOT / "exercises" / "kernels"
     sources = {name: (stubs / name).read_text() for name in KERNEL_FILES}
     ns = student(tmp_path, sources)
@@ -157,7 +158,17 @@ def test_empty_stub_is_not_implemented(tmp_path: Path) -> None:
         case = CHECKS[exercise].cases(SEEDS[0])[0]
         result = run_script(ns, case.script, case.arrays)
         assert result.error is not None and result.error["type"] == "NotImplementedError", exercise
-        assert "wrote nothing" in result.error["message"]
+        assert "is still the stub (its body is empty)" in result.error["message"]
+
+
+@pytest.mark.opencl
+def test_a_kernel_that_writes_nothing_is_not_implemented(tmp_path: Path) -> None:
+    silent = "__kernel void relu_forward(__global const float *x, __global float *y, const int n) { int i = 0; }\n"
+    ns = student(tmp_path, {"activations.cl": silent})
+    case = CHECKS["kernels.relu_forward"].cases(SEEDS[0])[0]
+    result = run_script(ns, case.script, case.arrays)
+    assert result.error is not None and result.error["type"] == "NotImplementedError"
+    assert "wrote nothing" in result.error["message"]
 
 
 def test_parent_never_needs_a_device() -> None:

@@ -87,6 +87,30 @@ def test_submit_prints_report_records_and_exits_1_when_short(
         assert len(store.check_results(rows[0]["id"])) == 2
 
 
+def not_graded_report(student: str) -> GradeReport:
+    return GradeReport(student, [
+        ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, [CheckResult("forward", True, 10.0, 10.0)]),
+        ExerciseResult("kernels.relu_forward", "not_graded", 0.0, 10.0, [],
+                       "no OpenCL device here can build and run a kernel (`grade doctor` shows more)"),
+    ], files_hash="f")
+
+
+def test_not_graded_is_exit_2_with_a_line_naming_doctor_and_no_score(monkeypatch: pytest.MonkeyPatch) -> None:
+    use_grading(monkeypatch, not_graded_report)
+    result = CliRunner().invoke(cli, ["submit", "--student", "alice", "--db", "p.db"])
+    assert result.exit_code == 2
+    assert "NOT_GRADED       kernels.relu_forward" in result.stdout and "-/10" in result.stdout
+    assert "Total: 10/10 (100.0%), 1 of 1 exercises at full marks" in result.stdout
+    assert result.stderr.startswith("Error: NOT_GRADED: 1 exercise(s) (10 points) were not graded")
+    assert "grade doctor" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    document = json.loads(CliRunner().invoke(cli, ["submit", "--student", "alice", "--db", "p.db", "--json"]).stdout)
+    kernel = document["exercises"][1]
+    assert (kernel["status"], kernel["score"]) == ("not_graded", None) and "grade doctor" in kernel["message"]
+    assert (document["score"], document["max_score"]) == (10.0, 10.0)
+    with Store.open(Path("p.db")) as store:
+        assert {s["exercise"] for s in store.submissions(student="alice")} == {"activations.ReLU"}
+
+
 def test_full_marks_exit_0_and_all_exercises_when_none_named(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = use_grading(monkeypatch, full_report)
     result = invoke("submit", "--student", "bob")

@@ -11,9 +11,10 @@ import pytest
 
 from grader.student.catalogue import EXERCISES
 from grader.student.errors import SetupError, UsageError
-from grader.student.worker import NO_OPENCL
 from grader.grading import files_hash, grade
 from grader.student.grading import _status
+
+ROOT = Path(__file__).resolve().parents[1]
 from grader.student.model import CheckResult
 from grader.student.ops import Case, ScriptResult
 from grader.student.sandbox import Limits
@@ -136,14 +137,36 @@ def test_partly_working_exercise_is_failed_not_not_implemented(tmp_path: Path) -
     assert 0 < relu.score < relu.max_score
 
 
-def test_no_opencl_device(solution: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OCL_ICD_VENDORS", str(solution / "no-vendors"))
-    monkeypatch.setenv("OCL_ICD_FILENAMES", "")
+@pytest.mark.parametrize("fault, says", [
+    ("no-device", "no OpenCL device is installed"),
+    ("unknown-cpu", "unknown target CPU 'generic'"),  # PoCL's LLVM older than the CPU (a Zen 5)
+])
+def test_a_machine_without_a_working_device_grades_kernels_not_graded(
+        solution: Path, monkeypatch: pytest.MonkeyPatch, fault: str, says: str) -> None:
+    """The grader's fault is never the student's zero: not_graded, no score, the rest graded, exit status 2."""
+    monkeypatch.setenv("GRADE_OPENCL_FAULT", fault)
     report = grade(solution, ["kernels.relu_forward", "activations.ReLU"], "alice", Limits(wall_s=10.0))
     results = {e.id: e for e in report.exercises}
-    assert results["kernels.relu_forward"].status == "error"
-    assert results["kernels.relu_forward"].message == NO_OPENCL
+    kernel = results["kernels.relu_forward"]
+    assert kernel.status == "not_graded" and not kernel.graded
+    assert says in kernel.message and "grade doctor" in kernel.message
     assert results["activations.ReLU"].status == "passed"
+    assert (report.score, report.max_score, report.exit_status) == (10.0, 10.0, 2)
+    document = report.to_json()
+    shown = {e["id"]: e for e in document["exercises"]}["kernels.relu_forward"]
+    assert shown["score"] is None and shown["status"] == "not_graded" and says in shown["message"]
+
+
+def test_untouched_kernel_stubs_are_not_implemented_without_a_device(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stub's empty body is read, not built: NOT_IMPLEMENTED even where no device builds anything."""
+    folder = write_solution(tmp_path / "exercises")
+    for stub in (ROOT / "exercises" / "kernels").glob("*.cl"):
+        (folder / "kernels" / stub.name).write_text(stub.read_text())
+    monkeypatch.setenv("GRADE_OPENCL_FAULT", "unknown-cpu")
+    report = grade(folder, ["kernels"], "alice", Limits(wall_s=10.0))
+    assert {e.status for e in report.exercises} == {"not_implemented"}
+    assert report.exit_status == 1
 
 
 def test_duration_and_output_are_recorded(tmp_path: Path) -> None:

@@ -73,6 +73,19 @@ def test_record_report_round_trip(db_path: Path) -> None:
         assert store.students() == ["alice"]
 
 
+def test_a_not_graded_exercise_leaves_no_score(db_path: Path) -> None:
+    """The grader's machine failed on it: no submissions row, so no best score, no count, no attempt of it."""
+    report = GradeReport("alice", [
+        ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, [CheckResult("forward", True, 10.0, 10.0)]),
+        ExerciseResult("kernels.relu_forward", "not_graded", 0.0, 10.0, [], "no OpenCL device (`grade doctor`)"),
+    ], files_hash="h")
+    with Store.open(db_path) as store:
+        store.record_report(report, "0.1.0")
+        assert [s["exercise"] for s in store.submissions(student="alice")] == ["activations.ReLU"]
+        attempt = store.attempts("alice")[0]
+        assert (attempt["score"], attempt["max_score"]) == (10.0, 10.0)
+
+
 def test_best_scores_keeps_best_and_last_status(db_path: Path) -> None:
     with Store.open(db_path) as store:
         good = GradeReport("alice", [ExerciseResult("a.X", "passed", 10.0, 10.0)])

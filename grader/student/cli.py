@@ -35,6 +35,7 @@ from grader.student.report import (
     format_text,
     gradescope_error,
     gradescope_results,
+    not_graded_line,
     use_color,
     write_gradescope_placeholder,
     write_json,
@@ -318,7 +319,9 @@ def local_submit(
         click.echo(format_text(report, color=color), color=color)
     if html is not None:
         write_html_report(report, html)  # after the report is printed: a bad path costs the page only
-    click.get_current_context().exit(0 if report.full_marks else 1)
+    if report.not_graded:
+        click.echo(f"Error: {not_graded_line(report)}", err=True)
+    click.get_current_context().exit(report.exit_status)
 
 
 # --- the handout's own command ---------------------------------------------------------------------
@@ -395,6 +398,23 @@ def submit_command(
                  html=html, arrays=arrays)
 
 
+@click.command("doctor")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of the lines.")
+def doctor_command(as_json: bool) -> None:
+    """Check what this machine grades with: Python, NumPy, each OpenCL device, the sandbox, the course server.
+
+    One line an item, with the fix beside each failure. Exit status 0 when everything the course
+    needs works, 1 otherwise.
+    """
+    from grader.student import client, doctor
+
+    try:
+        login = client.load_login()
+    except client.ClientError:
+        login = None
+    click.get_current_context().exit(doctor.report("student", as_json, login=login))
+
+
 @click.command("view")
 @path_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -423,6 +443,7 @@ def view_command(path: Path, output: Path | None, no_open: bool) -> None:
 
 
 cli.add_command(view_command)
+cli.add_command(doctor_command)
 
 
 @cli.command("quiz")

@@ -135,6 +135,19 @@ def _nothing_implemented(cases: list[Case], results: dict[str, ScriptResult]) ->
     return all(results.get(c.name) is None or results[c.name].error is not None for c in calling)
 
 
+# Case errors that say the grader's own machine failed (no OpenCL device builds a kernel): not graded.
+_GRADER_FAULT_KINDS = ("OpenCLUnavailable",)
+
+
+def _grader_fault(results: dict[str, ScriptResult]) -> str | None:
+    """The message of a case error that is the grader's machine's fault, if any (the exercise is ``not_graded``)."""
+    for result in results.values():
+        error = result.error
+        if error and error.get("type") in _GRADER_FAULT_KINDS:
+            return clean_text(error.get("message"), 2000) or "the grader's machine could not run this exercise"
+    return None
+
+
 def _forbidden_at_runtime(results: dict[str, ScriptResult]) -> str | None:
     """The import guard's message when student code imported reference/grader while running."""
     for result in results.values():
@@ -183,6 +196,11 @@ def _exercise_result(
     """Turn a sandbox outcome into an ExerciseResult (evaluation happens here, in the parent)."""
     t0 = time.monotonic()
     max_score = float(checks_def.points_here(seed, expected.live))
+    fault = outcome.message if outcome.status == "not_graded" else None
+    if outcome.status == "ok":
+        fault = _grader_fault(outcome.results)
+    if fault:  # the grader's machine failed: no verdict on the student's work, nothing to count
+        return ExerciseResult(exercise_id, "not_graded", 0.0, max_score, [], fault, outcome.duration, outcome.output)
     if outcome.status != "ok":
         status = "timeout" if outcome.status == "timeout" else "error"
         message = outcome.message
@@ -219,13 +237,14 @@ def _with_knock_on_note(ex: ExerciseResult, graded: list[ExerciseResult], deps: 
     """
     from grader.student.checks import CHECKS
 
-    if ex.score >= ex.max_score or catalogue.topic_of(ex.id) == "kernels":
+    if ex.score >= ex.max_score or ex.status == "not_graded" or catalogue.topic_of(ex.id) == "kernels":
         return ex
     imported = {f[: -len(".py")] for f in deps.get(f"{catalogue.topic_of(ex.id)}.py", set())}
     uses = tuple(getattr(CHECKS[ex.id], "uses", ()))
     notes = []
     for other in graded:
-        if other.id == ex.id or other.score >= other.max_score or catalogue.topic_of(other.id) not in imported:
+        if (other.id == ex.id or other.score >= other.max_score or other.status == "not_graded"
+                or catalogue.topic_of(other.id) not in imported):
             continue
         if uses and other.id not in uses:
             continue

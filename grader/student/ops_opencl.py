@@ -29,13 +29,21 @@ Where the kernel runs:
   (``grader.mistakes.kernels``) are emulations too. The emulations themselves
   are instructor-only (``grader.kernel_emulation``: they state the answers).
 
-Outputs that are NaN everywhere after the launch mean the kernel wrote nothing
-(the stub's empty body): the op raises ``NotImplementedError`` so the exercise
-is reported as not implemented.
+A kernel whose body is still empty (the stub as released: comments at most) raises
+``NotImplementedError`` before anything is built, so untouched stubs read as not
+implemented on every machine, one without a working device included. Outputs that
+are NaN everywhere after the launch mean the kernel wrote nothing: the same error.
+
+The device is the one :func:`grader.student.opencl_device.choose` finds by building and
+running a probe kernel. None works: the op raises ``OpenCLUnavailable``, and the exercise
+is ``not_graded`` (the grader's machine is at fault, not the student's kernel). A student's
+file that does not build is the student's fault only while the device still builds the
+probe (:func:`device_still_builds`); otherwise it is ``OpenCLUnavailable`` too.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import sys
@@ -49,7 +57,12 @@ from typing import Any
 
 import numpy as np
 
+from grader.student import opencl_device
 from grader.student.opserrors import ScriptError
+
+
+class OpenCLUnavailable(RuntimeError):
+    """No OpenCL device on the grader's machine builds and runs a kernel: the exercise is not graded."""
 
 
 class KernelBuildError(RuntimeError):
@@ -203,6 +216,8 @@ def run_cl_kernel(ns: Any, op: Mapping[str, Any], env: Any) -> dict[str, np.ndar
         outputs = table.run(kernel, args, global_size, local_size)
     else:
         path = os.path.join(kernels_folder(ns), str(op["file"]))
+        if kernel_body_is_empty(read_kernel_file(path), kernel):
+            raise NotImplementedError(f"kernels/{op['file']}: {kernel} is still the stub (its body is empty)")
         outputs = run_on_device(path, kernel, op["args"], arrays, global_size, local_size)
         if all(np.isnan(v).all() for v in outputs.values()):
             raise NotImplementedError(
@@ -214,6 +229,36 @@ def run_cl_kernel(ns: Any, op: Mapping[str, Any], env: Any) -> dict[str, np.ndar
         for name, value in outputs.items():
             record(name, value, kernel)
     return outputs
+
+
+def read_kernel_file(path: str) -> str:
+    """The text of a student's .cl file (``KernelBuildError`` when it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise KernelBuildError(f"kernels/{os.path.basename(path)} cannot be read: {reason}") from exc
+
+
+_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+
+
+def kernel_body_is_empty(source: str, kernel: str) -> bool:
+    """Whether ``__kernel void <kernel>(...) { }`` in ``source`` has nothing but comments in its body.
+
+    Read without a compiler, so that an untouched stub is not implemented even where no
+    device builds anything. A kernel that cannot be found is not empty (the build says why).
+    """
+    code = _COMMENTS.sub(" ", source)
+    match = re.search(r"__kernel\s+void\s+" + re.escape(kernel) + r"\s*\([^)]*\)\s*\{", code)
+    if match is None:
+        return False
+    depth, i = 1, match.end()
+    while i < len(code) and depth:
+        depth += {"{": 1, "}": -1}.get(code[i], 0)
+        i += 1
+    return depth == 0 and not code[match.end(): i - 1].strip()
 
 
 def find_arrays(env: Any) -> Mapping[str, np.ndarray]:
@@ -232,29 +277,7 @@ def find_arrays(env: Any) -> Mapping[str, np.ndarray]:
 
 _lock = threading.Lock()
 _device_state: dict[str, Any] = {}
-
-
-def device_context() -> tuple[Any, Any]:
-    """(context, queue) on the first device of the first platform, created once per process."""
-    import pyopencl as cl
-
-    with _lock:
-        if "ctx" not in _device_state:
-            device = None
-            for platform in cl.get_platforms():
-                try:
-                    found = platform.get_devices()
-                except cl.Error:
-                    continue
-                if found:
-                    device = found[0]
-                    break
-            if device is None:
-                raise KernelLaunchError("no OpenCL device is available to run the kernel exercises")
-            ctx = cl.Context([device])
-            _device_state["ctx"] = ctx
-            _device_state["queue"] = cl.CommandQueue(ctx)
-        return _device_state["ctx"], _device_state["queue"]
+_rechecks = itertools.count()
 
 
 # Student kernels are built without optimisation: half the build time on PoCL, and the
@@ -262,17 +285,47 @@ def device_context() -> tuple[Any, Any]:
 STUDENT_BUILD_OPTIONS = ["-cl-opt-disable"]
 
 
+def device_choice() -> opencl_device.Choice:
+    """The device student kernels run on: the first that builds and runs the probe (with the students' options)."""
+    return opencl_device.choose(tuple(STUDENT_BUILD_OPTIONS))
+
+
+def device_context() -> tuple[Any, Any]:
+    """(context, queue) on the chosen device, created once per process; ``OpenCLUnavailable`` when none works."""
+    import pyopencl as cl
+
+    with _lock:
+        if "ctx" not in _device_state:
+            choice = device_choice()
+            if choice.device is None:
+                raise OpenCLUnavailable(choice.problem)
+            ctx = cl.Context([choice.device])
+            _device_state["ctx"] = ctx
+            _device_state["queue"] = cl.CommandQueue(ctx)
+            _device_state["label"] = choice.label
+        return _device_state["ctx"], _device_state["queue"]
+
+
 def warm_up() -> None:
-    """Create the context and build a one-line kernel: the compiler's one-time start (~0.3 s on PoCL),
+    """Choose the device: its probe is a build and a launch, the compiler's one-time start (~0.3 s on PoCL)
     paid while the parent still prepares the cases instead of in the first student file's build."""
+    device_choice()
+
+
+def device_still_builds() -> str | None:
+    """After a student's file failed to build: None when the chosen device still builds the probe kernel
+    (the file is at fault), else why not (the device is). A fresh source each time, so no cache answers."""
     import pyopencl as cl
 
     ctx, _queue = device_context()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cl.Program(ctx, "__kernel void warm_up(__global float *x) { x[0] = 0.0f; }").build(
-            options=STUDENT_BUILD_OPTIONS
-        )
+    source = f"#define NORMGRADE_RECHECK {next(_rechecks)}\n{opencl_device.PROBE_SOURCE}"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cl.Program(ctx, source).build(options=STUDENT_BUILD_OPTIONS)
+    except cl.Error as exc:
+        return opencl_device.first_line(str(exc)) or "the probe kernel no longer builds"
+    return None
 
 
 def build_student_program(path: str) -> Any:
@@ -281,11 +334,7 @@ def build_student_program(path: str) -> Any:
 
     ctx, _queue = device_context()
     name = "kernels/" + os.path.basename(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            source = handle.read()
-    except OSError as exc:
-        raise KernelBuildError(f"{name} cannot be read: {exc.strerror or exc}") from exc
+    source = read_kernel_file(path)
     key = "program:" + path + "\0" + source
     with _lock:
         program = _device_state.get(key)
@@ -297,6 +346,10 @@ def build_student_program(path: str) -> Any:
             warnings.simplefilter("ignore")
             program.build(options=STUDENT_BUILD_OPTIONS)
     except cl.Error as exc:
+        broken = device_still_builds()
+        if broken:
+            raise OpenCLUnavailable(f"the grader's OpenCL device stopped building kernels ({broken});"
+                                    f" {opencl_device.DOCTOR_HINT}") from exc
         log = build_log(program, ctx, source, name, exc)
         raise KernelBuildError(f"{name} does not build; the compiler says:\n{log}") from exc
     with _lock:

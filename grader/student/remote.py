@@ -28,7 +28,7 @@ from grader.student import quiz_text
 from grader.student.client import Client, ClientError, Login
 from grader.student.course import handout_settings, parse_time
 from grader.student.errors import GraderError
-from grader.student.report import format_json, format_text, use_color
+from grader.student.report import format_json, format_text, not_graded_line, use_color
 
 
 class RemoteError(click.ClickException):
@@ -163,7 +163,9 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
         click.echo(format_text(done.report, color=color, notes=notes), color=color)
     if html is not None:
         write_html_report(done.report, html)
-    return 0 if done.report.full_marks else 1
+    if done.report.not_graded:
+        click.echo(f"Error: {not_graded_line(done.report)}", err=True)
+    return done.report.exit_status
 
 
 class _StatusLine:

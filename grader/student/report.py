@@ -31,6 +31,8 @@ STATUS_LABELS: dict[str, tuple[str, str]] = {
     "not_implemented": ("NOT_IMPLEMENTED", "yellow"),
     "error": ("ERROR", "red"),
     "timeout": ("TIMEOUT", "red"),
+    # the grader's machine failed (no OpenCL device, no sandbox): no verdict, no score
+    "not_graded": ("NOT_GRADED", "magenta"),
     # exam mode only (grader/exam.py): the course hides feedback until its release time
     "graded": ("GRADED", "cyan"),
     "received": ("RECEIVED", "cyan"),
@@ -210,18 +212,23 @@ def format_text(report: GradeReport, color: bool = False, notes: Mapping[str, st
     width = max(len(ex.id) for ex in report.exercises)
     lines = [f"normgrade report for {clean_text(report.student)}"]
     lines.extend(f"  Note: {notice}" for notice in report.notices)
+    reasons_shown: set[str] = set()  # a machine fault shared by many exercises is said once
     for ex in report.exercises:
         label, colour = exercise_label(ex)
-        score = f"{format_score(ex.score)}/{format_score(ex.max_score)}"
+        score = f"{format_score(ex.score) if ex.graded else '-'}/{format_score(ex.max_score)}"
         note = f"  ({notes[ex.id]})" if notes and ex.id in notes else ""
         lines.append(f"  {style(label.ljust(LABEL_WIDTH), fg=colour, bold=True)}{ex.id.ljust(width)}  {score:>7}{note}")
-        if label != STATUS_LABELS["passed"][0]:
+        if not ex.graded and ex.message in reasons_shown:
+            lines.append("        (not graded for the same reason as above)")
+        elif label != STATUS_LABELS["passed"][0]:
+            reasons_shown.add(ex.message)
             lines.extend("        " + line if line else "" for line in exercise_details(ex))
-    full = sum(1 for ex in report.exercises if ex.score >= ex.max_score)
+    graded = report.graded_exercises
+    full = sum(1 for ex in graded if ex.score >= ex.max_score)
     percent = 100.0 * report.score / report.max_score if report.max_score else 0.0
     total = (
         f"Total: {format_score(report.score)}/{format_score(report.max_score)} ({percent:.1f}%), "
-        f"{full} of {len(report.exercises)} exercises at full marks"
+        f"{full} of {len(graded)} exercises at full marks"
     )
     todo = sorted({ex.id.split(".")[0] for ex in report.exercises if ex.status == "not_implemented"})
     if todo:
@@ -229,8 +236,27 @@ def format_text(report: GradeReport, color: bool = False, notes: Mapping[str, st
             f"NOT_IMPLEMENTED: {sum(ex.status == 'not_implemented' for ex in report.exercises)} exercise(s) still raise "
             f"NotImplementedError: implement them in {', '.join(t + ('/*.cl' if t == 'kernels' else '.py') for t in todo)}."
         )
+    if report.not_graded:
+        lines.append(not_graded_line(report))
     lines.append(style(total, bold=True))
     return "\n".join(lines)
+
+
+def not_graded_line(report: GradeReport) -> str:
+    """One line for the exercises the grader's machine could not grade (they count in no total)."""
+    skipped = report.not_graded
+    points = format_score(sum(ex.max_score for ex in skipped))
+    return (f"NOT_GRADED: {len(skipped)} exercise(s) ({points} points) were not graded: the grader's machine is at"
+            f" fault, not your work; they count in no total. {first_reason(skipped)}")
+
+
+def first_reason(exercises: list[ExerciseResult]) -> str:
+    """The first line of the first exercise's message (what the grader lacks, naming `grade doctor`)."""
+    for ex in exercises:
+        for line in ex.message.splitlines():
+            if line.strip():
+                return line.strip()
+    return "`grade doctor` shows what is missing."
 
 
 def format_json(report: GradeReport, arrays: bool = False) -> str:
@@ -244,10 +270,17 @@ def gradescope_results(report: GradeReport) -> dict[str, Any]:
     Format: https://gradescope-autograders.readthedocs.io/en/latest/specs/
     (top-level score, output, visibility, stdout_visibility, execution_time;
     tests with name, score, max_score, status "passed"/"failed", output).
+    A ``not_graded`` exercise (the autograder's machine failed) is a test with no score,
+    so it is never a zero: the output says that the instructor's rerun grades it.
     """
     tests = []
     for ex in report.exercises:
         label, _ = exercise_label(ex)
+        if not ex.graded:
+            tests.append({"name": ex.id, "max_score": ex.max_score, "status": "failed", "visibility": "visible",
+                          "output": f"{label}: not graded ({ex.message}). Not your fault: it is graded when the"
+                                    " instructor reruns the autograder; you need not submit again."})
+            continue
         head = f"{label}: {format_score(ex.score)}/{format_score(ex.max_score)}"
         output = "\n".join([head] + (exercise_details(ex) if label != STATUS_LABELS["passed"][0] else []))
         tests.append(

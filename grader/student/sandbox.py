@@ -58,7 +58,7 @@ import io
 import zipfile
 
 
-from grader.student import bwrap, catalogue
+from grader.student import bwrap, catalogue, opencl_device
 from grader.student.errors import SetupError
 from grader.student.ingest import Ingested, read_submission
 from grader.student.loader import local_dependencies
@@ -167,8 +167,9 @@ class JobOutcome:
     """What the sandbox saw of one exercise.
 
     status: 'ok' (the cases ran; ``results`` holds one ScriptResult per case),
-    'timeout', 'crashed' (the process died or exited) or 'error' (the topic file
-    did not import, no OpenCL device, unreadable results); ``message`` says why;
+    'timeout', 'crashed' (the process died or exited), 'error' (the topic file
+    did not import, unreadable results) or 'not_graded' (the grader's own worker
+    did not start: the machine is at fault, not the student); ``message`` says why;
     ``output`` is the bounded captured stdout+stderr; ``duration`` the wall time.
     """
 
@@ -855,10 +856,11 @@ class _Run:
             if started == "timeout":
                 child.kill()
             code = exit_status(child.wait(timeout=5.0), self.sandboxed)
-            if first:
-                message = f"the grader's worker did not start (exit status {code}): {child.log_tail()}"
-                self.fail(i, "error", message)
-                self.fail_kind(job.needs_opencl, message)
+            if first:  # before any student code ran in it: the grader's machine is at fault
+                message = (f"the grader's worker did not start (exit status {code}): {child.log_tail()}"
+                           f" ({opencl_device.DOCTOR_HINT})")
+                self.fail(i, "not_graded", message)
+                self.fail_kind(job.needs_opencl, message, "not_graded")
             elif i in self.retried:
                 self.fail(i, "error", f"the worker stopped before {job.id} started (exit status {code})")
             else:
@@ -950,6 +952,8 @@ class _Run:
             return True
         dropped = document.get("output_dropped", 0)
         output = child.take_output(dropped if isinstance(dropped, int) else 0)
+        if isinstance(document.get("device"), dict):
+            opencl_device.remember(document["device"])
         if document["status"] == "error":
             self.fail(i, "error", clean_text(document.get("message"), 2000), output, duration)
             return True
@@ -957,14 +961,14 @@ class _Run:
         self.settle(i, JobOutcome(job.id, "ok", results, "", output, duration))
         return True
 
-    def fail_kind(self, opencl: bool, message: str) -> None:
-        """A worker of this kind cannot start: every queued job of the kind gets ``message``."""
+    def fail_kind(self, opencl: bool, message: str, status: str = "error") -> None:
+        """A worker of this kind cannot start: every queued job of the kind gets ``status`` and ``message``."""
         with self.lock:
             doomed = [i for i in self.queue if self.jobs[i].needs_opencl == opencl]
             for i in doomed:
                 self.queue.remove(i)
         for i in doomed:
-            self.fail(i, "error", message)
+            self.fail(i, status, message)
 
 
 def _write_jobs(jobdir: Path, submission: str, jobs: list[Job], limits: Limits) -> None:

@@ -474,8 +474,9 @@ class Store:
     ) -> int:
         """Record a whole graded attempt in one transaction; return the attempt id.
 
-        One ``attempts`` row, one ``submissions`` row per exercise, one
-        ``check_results`` row per check. ``also(db, attempt_id)``, when given,
+        One ``attempts`` row, one ``submissions`` row per graded exercise, one
+        ``check_results`` row per check; a ``not_graded`` exercise (the grader's
+        machine failed) leaves no row: it is no score of the student's. ``also(db, attempt_id)``, when given,
         runs inside the same transaction (the server marks its job done there,
         so an attempt is recorded exactly once). Raises StoreError when the file
         is locked past the busy timeout or cannot be written.
@@ -495,7 +496,7 @@ class Store:
                         "max_score": report.max_score,
                     }
                 ).last_pk
-                for ex in report.exercises:
+                for ex in report.graded_exercises:
                     submission_id = db["submissions"].insert(
                         {
                             "attempt_id": attempt_id,

@@ -57,10 +57,6 @@ from grader.student.loader import (
     load_topic,
 )
 
-NO_OPENCL = ("no OpenCL device: from your handout's folder run `.venv/bin/pip install '.[opencl]'` (pyopencl and"
-             " PoCL, a CPU device); in the course repository `.venv/bin/pip install -e '.[pocl]'`")
-
-
 # --- limits --------------------------------------------------------------------
 
 
@@ -305,34 +301,22 @@ def _import_failure(topic: str, exc: BaseException, folder: Path) -> str:
     return f"{topic}.py failed to import: {type(exc).__name__}: {exc}"
 
 
-_OPENCL_PROBLEM: list[str | None] = []
-
-
-def opencl_problem() -> str | None:
-    """None when an OpenCL device is usable in this process, else NO_OPENCL (checked once)."""
-    if not _OPENCL_PROBLEM:
-        try:
-            import pyopencl as cl
-
-            devices = [d for p in cl.get_platforms() for d in p.get_devices()]
-            _OPENCL_PROBLEM.append(None if devices else NO_OPENCL)
-        except Exception:
-            _OPENCL_PROBLEM.append(NO_OPENCL)
-    return _OPENCL_PROBLEM[0]
-
-
 def run_job(pkg: Any, folder: Path, job: dict[str, Any], inputs: Path, run_script: Any) -> dict[str, Any]:
     """Run one exercise's cases.
 
-    Returns ``{"status": "ok" | "error", "message", "cases": [(name, outputs, error, warnings)]}``;
-    status "error" (no cases) when the topic file does not import or OpenCL is missing.
+    Returns ``{"status": "ok" | "error", "message", "cases": [(name, outputs, error, warnings)]}``
+    (and, for a kernel job, ``"device"``: the device chosen, which the grader remembers);
+    status "error" (no cases) when the topic file does not import. Without a working OpenCL
+    device a kernel job's cases still run: an untouched stub raises NotImplementedError
+    before anything is built, any other kernel ``OpenCLUnavailable`` (the exercise is not graded).
     """
     import numpy as np
 
+    device = None
     if job["needs_opencl"]:
-        problem = opencl_problem()
-        if problem:
-            return {"status": "error", "message": problem, "cases": []}
+        from grader.student.ops_opencl import device_choice
+
+        device = device_choice().as_dict()
     else:
         topic = job["topic"]
         try:
@@ -349,7 +333,10 @@ def run_job(pkg: Any, folder: Path, job: dict[str, Any], inputs: Path, run_scrip
             cases.append((case["name"], result.outputs, result.error, list(result.warnings)))
         except BaseException as exc:  # a grader bug (ScriptError) or KeyboardInterrupt from student code
             cases.append((case["name"], {}, _error(type(exc).__name__, str(exc)), []))
-    return {"status": "ok", "message": "", "cases": cases}
+    outcome: dict[str, Any] = {"status": "ok", "message": "", "cases": cases}
+    if device is not None:
+        outcome["device"] = device
+    return outcome
 
 
 def encode_results(outcome: dict[str, Any], dropped: int) -> tuple[bytes, bytes]:
@@ -377,6 +364,8 @@ def encode_results(outcome: dict[str, Any], dropped: int) -> tuple[bytes, bytes]
         "cases": cases_json,
         "output_dropped": dropped,
     }
+    if "device" in outcome:
+        document["device"] = outcome["device"]
     return json.dumps(document, default=str).encode("utf-8", errors="replace"), buffer.getvalue()
 
 
@@ -499,11 +488,10 @@ def main(argv: list[str] | None = None) -> int:
         if kept and not os.access(kept, os.W_OK | os.X_OK):  # PoCL would fail every build: a fresh cache instead
             del os.environ["POCL_CACHE_DIR"]
 
-        if opencl_problem() is None:  # the driver and the compiler start now, while the parent prepares the cases
-            try:
-                grader.student.ops_opencl.warm_up()
-            except Exception:  # a broken device is reported by the first kernel job, as before
-                pass
+        try:  # the device is chosen now (the driver and the compiler start) while the parent prepares the cases
+            grader.student.ops_opencl.warm_up()
+        except Exception:  # a broken device is reported by the first kernel job
+            pass
     submission = Submission(jobdir)
     channel = Channel(status_fd, command_fd)
     channel.tell("ready")
