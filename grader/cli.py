@@ -556,6 +556,20 @@ term_cli.register(cli)  # regrade, rescore, similarity (grader/term_cli.py)
 cli.add_command(view_command)  # `grade view`: the last report as a web page (grader/student/cli.py)
 
 
+@cli.command("doctor")
+@click.option("--queue", default=None, metavar="redis://HOST:PORT/DB", help="Also check the Redis queue at this URL.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of the lines.")
+def doctor_command(queue: str | None, as_json: bool) -> None:
+    """Check what this machine grades with: Python, NumPy, each OpenCL device, the sandbox, Redis.
+
+    The instructor's and operator's checks: the sandbox is required (batch, the course
+    server and Gradescope run other people's code). Exit status 0 when everything works.
+    """
+    from grader.student import doctor
+
+    click.get_current_context().exit(doctor.report("operator", as_json, queue=queue))
+
+
 def main(prog_name: str | None = None) -> None:
     """Console-script entry point (``grade``); also ``python -m grader`` and ``python -m grader.cli``."""
     run_console_script(cli, prog_name)

@@ -213,7 +213,25 @@ once per terminal, plain `grade ...` is the same command.
 ```
 
 Exit status: 0 means full marks, 1 short of them, 2 a usage or setup error
-(the message names the command that fixes it).
+(the message names the command that fixes it), or an exercise this machine
+could not grade.
+
+## When the machine, not your work, is at fault: `grade doctor`
+
+```
+.venv/bin/grade doctor                          # Python, NumPy, each OpenCL device, the sandbox, the server
+```
+
+It prints one line an item with the fix beside each failure (`--json` for one
+document), and exits 0 when everything the course needs works. The kernel
+exercises run on the first OpenCL device that builds and runs a small probe
+kernel: PoCL, a CPU device, from `.[opencl]` (the seven kernel exercises take
+about a second). On a CPU newer than that PoCL's compiler (a Zen 5, say) it
+builds nothing ("unknown target CPU 'generic'"); `grade doctor` then names the
+fix: Debian's `pocl-opencl-icd`, which an administrator installs. An exercise
+the grader's machine cannot grade is `NOT_GRADED`, never a zero: no score,
+nothing recorded; on the course server it is held and graded by itself once the
+server is fixed, with no new upload.
 
 ## Handing in: {hand_in_title}
 
