@@ -3,7 +3,7 @@ PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: grade test install clean system-deps
+.PHONY: grade test install clean system-deps grade-deps
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -13,13 +13,18 @@ $(BIN)/.installed: pyproject.toml
 
 install: $(BIN)/.installed
 
-# Exit status 1 only means "not full marks yet"; 2 (a usage or setup error) fails make.
-grade: $(BIN)/.installed
+# Exit status 1 only means "not full marks yet"; 2 (a usage or setup error, or an exercise
+# not graded because this machine lacks something: see `grade doctor`) fails make.
+grade: $(BIN)/.installed grade-deps
 	@$(BIN)/grade submit; status=$$?; [ $$status -le 1 ]
 
-# Debian packages for the sandbox, the Redis queue and browser tests (installed when root with apt).
+# Debian packages (installed when root with apt): the sandbox and an OpenCL device for grading;
+# the Redis queue and chromium for the test suite besides.
+grade-deps:
+	@bash scripts/system-deps.sh grade
+
 system-deps:
-	@bash scripts/system-deps.sh
+	@bash scripts/system-deps.sh test
 
 test: $(BIN)/.installed system-deps
 	$(BIN)/python -m pytest -q

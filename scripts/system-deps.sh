@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Debian packages the full test suite uses: bubblewrap (the grading sandbox),
-# redis-server (the scaled-out task queue), chromium (browser tests).
+# Debian packages: `system-deps.sh grade` for grading (bubblewrap, the grading sandbox;
+# pocl-opencl-icd, Debian's PoCL with LLVM 15, an OpenCL CPU device that builds on CPUs
+# newer than the LLVM of PyPI's PoCL, a Zen 5 for one); `system-deps.sh test` adds what
+# the full test suite uses (redis-server, the scaled-out task queue; chromium, browser tests).
 # As root with apt: installs what is missing. Otherwise: names what is missing
 # and exits 0; the tests that need a missing package skip with that reason
-# (except under CI=true, where tests/conftest.py turns those skips into failures).
+# (except under CI=true, where tests/conftest.py turns those skips into failures),
+# and `grade doctor` says what grading lacks.
 set -uo pipefail
-want=(bubblewrap redis-server chromium)
+want=(bubblewrap pocl-opencl-icd)
+[ "${1:-test}" = test ] && want+=(redis-server chromium)
 missing=()
 for pkg in "${want[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
