@@ -31,7 +31,9 @@ from grader.student import bwrap, opencl_device
 ROOT_FIX = ("as root: `apt-get install pocl-opencl-icd` (Debian's PoCL, LLVM 15: builds on CPUs newer than the"
             " pip PoCL knows)")
 PIP_FIX = ("without root: `.venv/bin/pip install '.[opencl]'` in the handout (`.venv/bin/pip install -e"
-           " '.[pocl]'` in the course repository)")
+           " '.[pocl]'` in the course repository); where that PoCL does not know the CPU either, Intel's CPU"
+           " runtime from PyPI: `.venv/bin/pip install intel-opencl-rt intel-cmplr-lib-rt` and"
+           " `export OCL_ICD_VENDORS=$PWD/.venv/lib/libintelocl.so` (about 900 MB)")
 
 
 @dataclass

@@ -141,8 +141,12 @@ def short_version(platform_version: str) -> str:
 
 
 def label_of(platform: Any, device: Any) -> str:
-    """A device as a person reads it: 'pthread-skylake-avx512-Intel(R) Xeon(R) (PoCL 3.1+debian, LLVM 15.0.6)'."""
-    return f"{str(device.name).strip()} ({short_version(str(platform.version))})"
+    """A device as a person reads it: 'pthread-skylake-avx512-Intel(R) Xeon(R) (PoCL 3.1+debian, LLVM 15.0.6)',
+    'Intel(R) Xeon(R) Processor (Intel(R) OpenCL 3.1 LINUX)' where the version names no product."""
+    version = short_version(str(platform.version))
+    if not re.search(r"[A-Za-z][^ ]* \d", version):
+        version = f"{str(platform.name).strip()} {str(platform.version).replace('OpenCL', '').strip()}".strip()
+    return f"{str(device.name).strip()} ({version})"
 
 
 def is_simulator(platform: Any) -> bool:
