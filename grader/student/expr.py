@@ -118,12 +118,18 @@ def _check_tokens(s: str, names: Sequence[str]) -> None:
             raise ExpressionError(f"'{s[m.start():m.end() + 2].strip()}...' is not a number: write one decimal point "
                                   "per number and an operator between numbers")
         op = m.group("op")
+        if op == ",":  # no function takes two arguments: a comma makes a pair (SymPy's Tuple), never a value
+            raise ExpressionError("write one number or expression, without commas (1024, not 1,024)")
         if op == "(":
             stack.append(previous in FUNCTIONS)
             if len(stack) > MAX_DEPTH or sum(stack) > MAX_CALL_DEPTH:
                 raise ExpressionError("the answer is too complex to judge (parentheses or function calls nested too "
                                       "deep): write it more simply")
-        elif op == ")" and stack:
+        elif op == ")":
+            if not stack:  # ")(" balances by count, yet SymPy's reader fails on it
+                raise ExpressionError("unbalanced parentheses")
+            if previous == "(":  # "g()" would be g times an empty pair
+                raise ExpressionError("empty parentheses: write what they hold")
             stack.pop()
         previous = "num" if number is not None else (m.group("name") or op or "")
         if number is not None and "e" in number and abs(int(number.split("e")[1])) > MAX_DECIMAL_EXPONENT:
