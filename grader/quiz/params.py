@@ -18,6 +18,7 @@ read with ``ast`` and never evaluated as code.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import math
 from collections.abc import Mapping
@@ -203,9 +204,15 @@ _ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_tr
 _ENV.filters["signed"] = signed
 
 
+@functools.lru_cache(maxsize=1024)
+def _compiled(template: str) -> Any:
+    """A template compiled once (compiling costs far more than rendering; a prompt is posed again and again)."""
+    return _ENV.from_string(template)
+
+
 def render(template: str, values: Mapping[str, Any]) -> str:
     """The template with the values filled in; ValueError naming the problem otherwise."""
     try:
-        return _ENV.from_string(template).render(**values)
+        return _compiled(template).render(**values)
     except TemplateError as exc:
         raise ValueError(f"template cannot be rendered ({exc.message or exc})") from None
