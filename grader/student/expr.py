@@ -168,15 +168,24 @@ def _namespace(symbols: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, An
     return local, glob
 
 
-def strip_subject(text: str, subject: str | None) -> str:
-    """``Var(W) = 2/n`` -> ``2/n`` when the question's subject is ``Var(W)`` (either side of '=')."""
+def _subject_form(text: str, symbols: Mapping[str, str] | None) -> str:
+    """A subject as written, in one spelling: no spaces, ASCII primes, ``sigmoid`` as ``σ``, each name a
+    question's symbol stands for as that symbol (``tanh'(x)`` is ``tanh'(z)`` where ``x`` is an alias of ``z``)."""
+    s = re.sub(r"\s+", "", _plain(text.replace("′", "'").replace("’", "'"))).replace("sigmoid", "sigma")
+    names = {k.casefold(): v for k, v in (symbols or {}).items()}
+    return re.sub(r"[a-z_][a-z0-9_]*", lambda m: names.get(m.group(0), m.group(0)), s)
+
+
+def strip_subject(text: str, subject: str | None, symbols: Mapping[str, str] | None = None) -> str:
+    """``Var(W) = 2/n`` -> ``2/n`` when the question's subject is ``Var(W)`` (either side of '='; ``symbols``:
+    the names a student may type, so that ``tanh'(x) = ...`` reads where ``x`` stands for ``z``)."""
     if "=" not in text:
         return text
     sides = text.split("=")
-    key = re.sub(r"\s+", "", _plain(subject)) if subject else None
+    key = _subject_form(subject, symbols) if subject else None
     sides = [side.replace("[", "(").replace("]", ")") for side in sides]
     if len(sides) == 2 and key is not None:
-        left, right = (re.sub(r"\s+", "", _plain(side)) for side in sides)
+        left, right = (_subject_form(side, symbols) for side in sides)
         if left == key:
             return sides[1]
         if right == key:
