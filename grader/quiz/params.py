@@ -200,8 +200,22 @@ def reference_answer(call: ReferenceCall, values: Mapping[str, Number]) -> float
 
 signed = posing.signed  # the Jinja filter ``signed``: ``+ 2`` or ``- 3``
 
+
+def decimals(value: float, places: int = 4) -> str:
+    """The Jinja filter ``decimals``: ``{{ answer | decimals(4) }}`` is ``0.1235``, and a value that rounds to
+    zero is ``0.0000``, never ``-0.0000``."""
+    text = f"{float(value):.{int(places)}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def paren(value: float) -> str:
+    """The Jinja filter ``paren``: a negative number in brackets, so ``0.05·{{ w | paren }}`` reads
+    ``0.05·(-2.0)``, never ``0.05·-2.0``."""
+    return f"({value})" if value < 0 else str(value)
+
+
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
-_ENV.filters["signed"] = signed
+_ENV.filters.update(signed=signed, decimals=decimals, paren=paren)
 
 
 @functools.lru_cache(maxsize=1024)
