@@ -37,8 +37,9 @@ Two kinds of answer are not counted as leaks, and the audit lists them:
 
 - *plain* fixed numeric answers, a whole number or one of at most two
   significant digits (0, 1, 2, 6, 0.6, 0.25, 1024): every text holds such
-  numbers, so none can point to them; no number is tried for them (guessing
-  them is ``tests/test_quiz_guessing.py``'s concern);
+  numbers, so none can point to them, and no number is tried for them (that
+  such a key can be guessed without reading anything is the question's matter,
+  not a text's);
 - formulas the exercise *contract* states: the stubs rendered at the lowest
   scaffolding level, which every release shows, define what a student
   implements (``GELU(x) = x * Phi(x)``). A formula question that asks for such
