@@ -90,8 +90,9 @@ def kaiming_normal(
     [/derive]
     [guided]
     std = sqrt(2 / ((1 + negative_slope^2) * fan)). With ReLU
-    (negative_slope = 0) and mode "fan_in": Var(W) = 2 / fan_in, which makes
-    up for ReLU halving the signal variance.
+    (negative_slope = 0) its factor 2 makes up for ReLU halving the second
+    moment of its input, E[ReLU(z)^2] = Var(z) / 2 (not its variance:
+    ERRATA.md, item 10).
     [/guided]
     """
     # TODO: implement

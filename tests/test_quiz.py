@@ -214,7 +214,8 @@ def test_dropout_and_weight_decay_values_recomputed() -> None:
     assert abs(np.mean(3.0 * mask) - 3.0) < 0.02
     assert _accepts("dropout-weight-decay", "naive-dropout-test-scale", "1 - 0.4")
     assert not _accepts("dropout-weight-decay", "naive-dropout-test-scale", "1/(1 - 0.4)")
-    assert _accepts("dropout-weight-decay", "adamw-decay-factor", "0.999")
+    assert _accepts("dropout-weight-decay", "adamw-decay-factor", "0.995")
+    assert not _accepts("dropout-weight-decay", "adamw-decay-factor", "0.999"), "AdamW's default β2, not its decay"
     assert _accepts("dropout-weight-decay", "dropout-subnetworks", "1024")
 
 

@@ -130,12 +130,14 @@ def test_conventions_are_stated_where_the_literature_differs() -> None:
     for trio in ("trio-layernorm", "trio-batchnorm"):
         assert "biased" in QUESTIONS[trio].data["prompt"], trio
     kx = QUESTIONS["kaiming-vs-xavier"].data
-    assert "LeCun" in kx["prompt"] and "2/(n_in + n_out)" in kx["prompt"]
+    assert "LeCun" in kx["prompt"] and "Glorot" in kx["prompt"] and "fan_in and fan_out" in kx["prompt"]
 
 
 def test_explanations_say_what_the_papers_say() -> None:
     gelu = QUESTIONS["gelu-why"].data["explanation"]
-    assert "negative for every x < 0" in gelu and "-0.170" in gelu and "-0.752" in gelu
+    # where GELU's minimum lies and how low it goes are gelu-min-x and gelu-min-value, still open when this
+    # explanation shows (tests/test_quiz_leaks.py): the explanation says there is one, not where
+    assert "negative for every x < 0" in gelu and "single minimum" in gelu
     assert "less prone to dying" in gelu
     assert "≤ 1/4" in QUESTIONS["sigmoid-max-derivative"].data["explanation"]
     assert "weights multiply in" in QUESTIONS["sigmoid-max-derivative"].data["explanation"]

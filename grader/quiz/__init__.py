@@ -38,8 +38,10 @@ The package is split by concern: ``model`` (the data), ``bank`` (locked files,
 chapters, answers files), ``locking`` (authors' sources and ``grade quiz
 lock``), ``params`` and ``probes`` (drawn numbers and the reference calls),
 ``judging`` (posing and judging, bounded in size and time), ``graded`` (the
-attempt and explanation rules where quizzes are graded) and ``sessions`` (the
-interactive quiz and standings). Import the public names from here.
+attempt and explanation rules where quizzes are graded), ``sessions`` (the
+interactive quiz and standings), and the leak audit, ``leaks`` (what a student
+reads before answering, tried with every graded judge) with ``reading`` (the
+candidate answers a text holds). Import the public names from here.
 """
 
 from __future__ import annotations

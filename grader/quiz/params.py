@@ -18,6 +18,7 @@ read with ``ast`` and never evaluated as code.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import math
 from collections.abc import Mapping
@@ -199,13 +200,33 @@ def reference_answer(call: ReferenceCall, values: Mapping[str, Number]) -> float
 
 signed = posing.signed  # the Jinja filter ``signed``: ``+ 2`` or ``- 3``
 
+
+def decimals(value: float, places: int = 4) -> str:
+    """The Jinja filter ``decimals``: ``{{ answer | decimals(4) }}`` is ``0.1235``, and a value that rounds to
+    zero is ``0.0000``, never ``-0.0000``."""
+    text = f"{float(value):.{int(places)}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def paren(value: float) -> str:
+    """The Jinja filter ``paren``: a negative number in brackets, so ``0.05·{{ w | paren }}`` reads
+    ``0.05·(-2.0)``, never ``0.05·-2.0``."""
+    return f"({value})" if value < 0 else str(value)
+
+
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
-_ENV.filters["signed"] = signed
+_ENV.filters.update(signed=signed, decimals=decimals, paren=paren)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(template: str) -> Any:
+    """A template compiled once (compiling costs far more than rendering; a prompt is posed again and again)."""
+    return _ENV.from_string(template)
 
 
 def render(template: str, values: Mapping[str, Any]) -> str:
     """The template with the values filled in; ValueError naming the problem otherwise."""
     try:
-        return _ENV.from_string(template).render(**values)
+        return _compiled(template).render(**values)
     except TemplateError as exc:
         raise ValueError(f"template cannot be rendered ({exc.message or exc})") from None

@@ -200,6 +200,6 @@ def digest(salt: str, message: str) -> str:
 def formula_message(question: Any, raw: Any, salt: str) -> str:
     """The fingerprint message of a formula answer (``expr:...``); AnswerFormatError when unreadable."""
     try:
-        return expr.fingerprint(expr.strip_subject(str(raw), question.subject), question.symbols, salt)
+        return expr.fingerprint(expr.strip_subject(str(raw), question.subject, question.symbols), question.symbols, salt)
     except expr.ExpressionError as exc:
         raise AnswerFormatError(str(exc)) from None

@@ -118,12 +118,18 @@ def _check_tokens(s: str, names: Sequence[str]) -> None:
             raise ExpressionError(f"'{s[m.start():m.end() + 2].strip()}...' is not a number: write one decimal point "
                                   "per number and an operator between numbers")
         op = m.group("op")
+        if op == ",":  # no function takes two arguments: a comma makes a pair (SymPy's Tuple), never a value
+            raise ExpressionError("write one number or expression, without commas (1024, not 1,024)")
         if op == "(":
             stack.append(previous in FUNCTIONS)
             if len(stack) > MAX_DEPTH or sum(stack) > MAX_CALL_DEPTH:
                 raise ExpressionError("the answer is too complex to judge (parentheses or function calls nested too "
                                       "deep): write it more simply")
-        elif op == ")" and stack:
+        elif op == ")":
+            if not stack:  # ")(" balances by count, yet SymPy's reader fails on it
+                raise ExpressionError("unbalanced parentheses")
+            if previous == "(":  # "g()" would be g times an empty pair
+                raise ExpressionError("empty parentheses: write what they hold")
             stack.pop()
         previous = "num" if number is not None else (m.group("name") or op or "")
         if number is not None and "e" in number and abs(int(number.split("e")[1])) > MAX_DECIMAL_EXPONENT:
@@ -162,15 +168,24 @@ def _namespace(symbols: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, An
     return local, glob
 
 
-def strip_subject(text: str, subject: str | None) -> str:
-    """``Var(W) = 2/n`` -> ``2/n`` when the question's subject is ``Var(W)`` (either side of '=')."""
+def _subject_form(text: str, symbols: Mapping[str, str] | None) -> str:
+    """A subject as written, in one spelling: no spaces, ASCII primes, ``sigmoid`` as ``σ``, each name a
+    question's symbol stands for as that symbol (``tanh'(x)`` is ``tanh'(z)`` where ``x`` is an alias of ``z``)."""
+    s = re.sub(r"\s+", "", _plain(text.replace("′", "'").replace("’", "'"))).replace("sigmoid", "sigma")
+    names = {k.casefold(): v for k, v in (symbols or {}).items()}
+    return re.sub(r"[a-z_][a-z0-9_]*", lambda m: names.get(m.group(0), m.group(0)), s)
+
+
+def strip_subject(text: str, subject: str | None, symbols: Mapping[str, str] | None = None) -> str:
+    """``Var(W) = 2/n`` -> ``2/n`` when the question's subject is ``Var(W)`` (either side of '='; ``symbols``:
+    the names a student may type, so that ``tanh'(x) = ...`` reads where ``x`` stands for ``z``)."""
     if "=" not in text:
         return text
     sides = text.split("=")
-    key = re.sub(r"\s+", "", _plain(subject)) if subject else None
+    key = _subject_form(subject, symbols) if subject else None
     sides = [side.replace("[", "(").replace("]", ")") for side in sides]
     if len(sides) == 2 and key is not None:
-        left, right = (re.sub(r"\s+", "", _plain(side)) for side in sides)
+        left, right = (_subject_form(side, symbols) for side in sides)
         if left == key:
             return sides[1]
         if right == key:
