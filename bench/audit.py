@@ -1,6 +1,6 @@
 """How well known mistakes are named: ``python bench/audit.py [--seeds N]``.
 
-Runs the mistake audit (``tests/test_mistake_audit.py``: independent student
+Runs the mistake audit (``tests/mistakes/test_mistake_audit.py``: independent student
 submissions written from scratch, one, two or three mistakes each, plus
 bugs the catalogue does not hold) through the hidden checks, in process, at
 N seeds (default 2, the audit's own), and prints per topic, for the buggy
@@ -51,7 +51,7 @@ def true_mistakes(student: Any) -> set[str]:
 def judge(student: Any, seed: int) -> tuple[str, str]:
     """(topic, outcome) of one buggy run: one of COLUMNS[2:] (or 'missed' when it kept full marks)."""
     import test_mistake_audit as audit
-    from grader.student.checks import CHECKS
+    from grader.student.engine.checks import CHECKS
 
     results = audit.grade_student(student, seed)
     topic = student.exercise.split(".")[0]
@@ -88,7 +88,7 @@ def round2_diagnosis(self: Any, case: str, keys: list[str], passes: list[list[st
 @contextmanager
 def round2_rule() -> Iterator[None]:
     """Diagnosis by round 2's rule (:func:`round2_diagnosis` in place of part by part), for the baseline."""
-    from grader.student.checks.base import Context
+    from grader.student.engine.checks.base import Context
 
     original = Context.part_by_part
     Context.part_by_part = round2_diagnosis  # type: ignore[method-assign]
@@ -127,7 +127,7 @@ def _nothing() -> Iterator[None]:
 def false_fails(seeds: list[int]) -> tuple[int, int]:
     """(correct alternatives that lost points, runs)."""
     import test_mistake_audit as audit
-    from grader.student.checks import CHECKS
+    from grader.student.engine.checks import CHECKS
 
     correct = list(audit.CORRECT) + list(audit.ROUND2_CORRECT)
     lost = 0
@@ -163,7 +163,7 @@ def pairs_table(per_exercise: int, seed: int) -> str:
     from checks_util import grade_in_process
 
     from grader.mistakes import compose, for_exercise
-    from grader.student.checks import CHECKS
+    from grader.student.engine.checks import CHECKS
 
     chooser = random.Random(1)
     lines = [f"  {'exercise':<32}" + "".join(f"{c:>13}" for c in ("pairs", "both named", "one named",

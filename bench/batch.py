@@ -11,7 +11,7 @@ a mix of correct (40 %), partial (20 %: two topics still stubs), mistaken
 (20 %: a classic mistake in one file), crashing (15 %: a forward that aborts)
 and looping (5 %: a forward that never returns) submissions. Each run grades a
 fresh class (new names: new seeds) into a new database with
-``grader.batch.run_batch``, the code path of ``grade batch``, with the OS
+``grader.term.batch.run_batch``, the code path of ``grade batch``, with the OS
 sandbox on where bubblewrap works.
 
 Printed first: the load average before the benchmark and the floor: the same
@@ -48,15 +48,16 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from grader import batch
-from grader.grading import LiveExpected, reference_results
+from grader.term import batch
+from grader.course.grading import LiveExpected, reference_results
 from grader.mistakes import reference_namespace
-from grader.student import bwrap, catalogue
-from grader.student.checks import CHECKS
-from grader.student.model import exercise_seed
-from grader.student.ops import run_script
-from grader.student.sandbox import Limits
-from grader.solution import write_solution
+from grader.student.sandbox import bwrap
+from grader.student.engine import catalogue
+from grader.student.engine.checks import CHECKS
+from grader.student.engine.model import exercise_seed
+from grader.student.engine.ops import run_script
+from grader.student.sandbox.runner import Limits
+from grader.course.solution import write_solution
 from grader.student.store import Store
 
 REPO = Path(__file__).resolve().parents[1]

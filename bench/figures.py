@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 NO_FIGURES = """
 import runpy, sys
-import grader.student.figures as f
+import grader.student.feedback.figures as f
 for name in ("elements_figure", "trajectory_figure", "histogram_figure", "fit_figure"):
     setattr(f, name, lambda *a, **k: None)
 sys.argv = ["grade"] + sys.argv[1:]
@@ -56,7 +56,7 @@ def median_time(fn: Callable[[], object], runs: int) -> float:
 
 
 def submit_row(runs: int) -> tuple[float, float]:
-    from grader.solution import write_solution
+    from grader.course.solution import write_solution
 
     folder = Path(tempfile.mkdtemp(prefix="bench-figures-"))
     write_solution(folder / "exercises")
@@ -77,10 +77,10 @@ def submit_row(runs: int) -> tuple[float, float]:
 
 
 def grading_rows(runs: int) -> list[tuple[str, float, float]]:
-    import grader.student.figures as f
+    import grader.student.feedback.figures as f
     from figures_util import known_report
-    from grader.student.report import format_text
-    from grader.student.report_html import format_html
+    from grader.student.feedback.report import format_text
+    from grader.student.feedback.report_html import format_html
 
     report = known_report()  # warms the reference runs' cache
     with_figures = median_time(known_report, runs)

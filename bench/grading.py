@@ -1,9 +1,9 @@
 """How long grading takes: ``python bench/grading.py [--runs N]``.
 
 Times, median of N runs (default 5), on a complete correct submission (the
-reference solutions laid out as a student folder by ``grader.solution``):
+reference solutions laid out as a student folder by ``grader.course.solution``):
 all exercises, one exercise, and the untouched stubs in ``exercises/``; each
-both in-process (``grader.grading.grade``, reference results cached after the
+both in-process (``grader.course.grading.grade``, reference results cached after the
 first run, as in a long-lived process) and as the ``grade submit`` command (a
 fresh process every time, what a student waits for); each with the OS
 sandbox (bubblewrap) and without it (``--no-sandbox``), with the sandbox's
@@ -53,12 +53,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from grader.student import bwrap
-from grader.grading import grade
-from grader.student.grading import grade as grade_with
-from grader.student.pack import PackSource
-from grader.student.sandbox import Limits
-from grader.solution import write_solution
+from grader.student.sandbox import bwrap
+from grader.course.grading import grade
+from grader.student.engine.grading import grade as grade_with
+from grader.student.engine.pack import PackSource
+from grader.student.sandbox.runner import Limits
+from grader.course.solution import write_solution
 
 from batch import floor_seconds, load_average, machine_cpu_seconds  # bench/batch.py: first on sys.path
 

@@ -16,7 +16,7 @@ For each queue it starts, on free 127.0.0.1 ports and in a fresh folder:
   result is gone). The stored uploads must all be graded all the same.
 
 Then every student (a thread, with the real client library,
-``grader.student.client.submit``: upload, then long-poll until graded) submits one
+``grader.student.client.connection.submit``: upload, then long-poll until graded) submits one
 folder at the same moment: a third correct (the reference), a third partial
 (activations.py is the stub), a third crashing (activations.ReLU calls
 os.abort()), graded on ``--exercises`` (default: the activations topic, 8
@@ -53,8 +53,8 @@ sys.path.insert(0, str(REPO / "tests"))  # the server, worker and redis helpers 
 
 from server_util import Redis, Server, issue_tokens, start_worker, stop_process  # noqa: E402
 
-from grader.student import client as client_lib  # noqa: E402
-from grader.solution import write_solution  # noqa: E402
+from grader.student.client import connection as client_lib  # noqa: E402
+from grader.course.solution import write_solution  # noqa: E402
 
 KINDS = ("correct", "partial", "crash")
 CRASH = '''

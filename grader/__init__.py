@@ -7,7 +7,7 @@ is imported; its one function, the IPython extension hook behind
 
 
 def load_ipython_extension(ipython):  # type: ignore[no-untyped-def]
-    """``%load_ext grader``: register ``%grade`` and ``%quiz`` (grader/student/notebook.py)."""
-    from grader.student.notebook import load_ipython_extension as load
+    """``%load_ext grader``: register ``%grade`` and ``%quiz`` (grader/student/feedback/notebook.py)."""
+    from grader.student.feedback.notebook import load_ipython_extension as load
 
     load(ipython)

@@ -18,12 +18,13 @@ import click
 # Only what every command needs is imported here (grader.student.cli loads the grading pipeline, NumPy
 # included). Each command imports its own modules inside its function, so that `grade submit` does not
 # load the batch's process pool, the quizzes (Jinja2), the class report or the server.
-from grader import remote_cli, term_cli
-from grader.student import catalogue
-from grader.student import remote
+from grader.server import cli as remote_cli
+from grader.term import cli as term_cli
+from grader.student.engine import catalogue
+from grader.student.client import remote
 from grader.student.course import load_course
 from grader.student.errors import StoreError
-from grader.student.report import write_text
+from grader.student.feedback.report import write_text
 from grader.student.cli import (  # noqa: F401  (shared with the handout's grade; some re-exported)
     F,
     CommandError,
@@ -45,12 +46,12 @@ from grader.student.cli import (  # noqa: F401  (shared with the handout's grade
     student_option,
     view_command,
 )
-from grader.student.sandbox import Limits, Workspace
+from grader.student.sandbox.runner import Limits, Workspace
 from grader.student.store import Store, default_db_path
 
 if TYPE_CHECKING:
-    from grader.student.model import GradeReport
-    from grader import batch as batch_lib
+    from grader.student.engine.model import GradeReport
+    from grader.term import batch as batch_lib
     from grader import quiz as quiz_lib
 
 QUIZ_DIR_ENV = "GRADE_QUIZ_DIR"  # grader.quiz.QUIZ_DIR_ENV, named here without importing grader.quiz
@@ -114,7 +115,7 @@ def submit_command(
         raise CommandError("--no-wait goes with a course server: run `grade login URL` or pass --server URL")
 
     def grade_live(folder: Path, ids: list[str] | None, name: str, limits: Limits, workspace: Workspace) -> GradeReport:
-        from grader import grading  # the live source (hidden checks), loaded once the workers are starting
+        from grader.course import grading  # the live source (hidden checks), loaded once the workers are starting
 
         return grading.grade(folder, ids, name, limits, workspace)
 
@@ -141,7 +142,7 @@ def progress_command(
     if login is not None:
         remote.remote_progress(login, as_json)
         return
-    from grader import progress  # loads grader.quiz (Jinja2): only this command needs it
+    from grader.course import progress  # loads grader.quiz (Jinja2): only this command needs it
 
     local_progress(student, db, path, as_json, lambda store, name, hint: progress.summarize(  # (errors: one line)
         store, name, progress.course_exercises(), progress.course_quizzes(), hint,
@@ -383,7 +384,7 @@ def batch_command(
     processes (on this machine or many; each in its own sandbox) and recorded
     here, by this process alone.
     """
-    from grader import batch as batch_lib  # the process pool: only this command needs it
+    from grader.term import batch as batch_lib  # the process pool: only this command needs it
 
     limits = Limits(wall_s=timeout, sandbox=sandbox_setting(no_sandbox, others_code=True))
     with one_line_errors():
@@ -426,7 +427,7 @@ def _run_batch(
     limits: Limits, on_outcome: Callable[[batch_lib.StudentOutcome], None] | None,
 ) -> batch_lib.BatchSummary:
     """run_batch with the command's options (library errors become one-line errors)."""
-    from grader import batch as batch_lib
+    from grader.term import batch as batch_lib
 
     with one_line_errors():
         return batch_lib.run_batch(
@@ -457,7 +458,7 @@ def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | Non
     The score of each exercise is the one that counts under --course's rule
     (the same rule as the course server's).
     """
-    from grader import class_report  # Jinja2 and the templates: only this command needs them
+    from grader.term import class_report  # Jinja2 and the templates: only this command needs them
     from grader import quiz as quiz_lib
 
     if not db.exists():
@@ -469,7 +470,7 @@ def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | Non
         with Store.open(db) as store:
             report = class_report.build(store, quizzes=quizzes, course=course)
             if fmt == "html":
-                from grader.class_html import format_html  # the dashboard's views, in one file
+                from grader.term.class_html import format_html  # the dashboard's views, in one file
 
                 text = format_html(report, store)
             elif fmt == "csv":
@@ -531,7 +532,7 @@ def bench_command(quick: bool, repeats: int) -> None:
 def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_sandbox: bool, level: str | None,
                     course_file: Path | None) -> None:
     """Write the student handout (no answers; public checks as case packs) and the Gradescope autograder."""
-    from grader.release import build_release
+    from grader.course.release import build_release
 
     with one_line_errors():
         course = load_course(course_file) if course_file is not None else None
@@ -551,8 +552,8 @@ def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_san
     click.echo(f"  hand in                     {course.hand_in if course else 'gradescope'}{server}")
 
 
-remote_cli.register(cli)  # login, logout, result (grader/student/remote.py); serve, worker, roster (grader/remote_cli.py)
-term_cli.register(cli)  # regrade, rescore, similarity (grader/term_cli.py)
+remote_cli.register(cli)  # login, logout, result (grader/student/client/remote.py); serve, worker, roster (grader/server/cli.py)
+term_cli.register(cli)  # regrade, rescore, similarity (grader/term/cli.py)
 cli.add_command(view_command)  # `grade view`: the last report as a web page (grader/student/cli.py)
 
 

@@ -1,7 +1,7 @@
 """Test helpers shared by the checks tests: grade one exercise in-process, make wrong submissions.
 
 ``grade_in_process(exercise_id, ns, seed)`` runs the exercise's cases on ``ns``
-and on the reference with ``grader.student.ops.run_script`` (no sandbox) and returns
+and on the reference with ``grader.student.engine.ops.run_script`` (no sandbox) and returns
 ``evaluate``'s CheckResults. ``variant_ns("normalization", BatchNorm1d=Wrong)``
 is the reference namespace with names of one topic replaced.
 """
@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grader.student.checks import CHECKS
-from grader.grading import LiveExpected
+from grader.student.engine.checks import CHECKS
+from grader.course.grading import LiveExpected
 from grader.mistakes import patched_namespace, reference_namespace
-from grader.student.model import CheckResult
-from grader.student.ops import run_script
+from grader.student.engine.model import CheckResult
+from grader.student.engine.ops import run_script
 
 SEEDS = (12345, 2026)
 

@@ -1,6 +1,6 @@
 """Generate class folders for the batch and report tests: one subfolder per student.
 
-A student's folder is the complete correct solution (``grader.solution``), then
+A student's folder is the complete correct solution (``grader.course.solution``), then
 changed according to its *kind*:
 
 - ``correct``: as it is;
@@ -26,7 +26,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from grader.solution import write_solution
+from grader.course.solution import write_solution
 
 REPO = Path(__file__).resolve().parent.parent
 STUBS = REPO / "exercises"

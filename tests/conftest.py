@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 @lru_cache(maxsize=1)
 def opencl_unavailable_reason() -> str | None:
     """None when an OpenCL device builds and runs a kernel here (the grader's own choice), else why not."""
-    from grader.student import opencl_device
+    from grader.student.engine import opencl_device
 
     return opencl_device.choose().problem
 

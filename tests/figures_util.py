@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from grader.mistakes import CATALOGUE, patched_namespace, reference_namespace
-from grader.packs import public_seed, write_pack
-from grader.student.checks import CHECKS
-from grader.student.model import ExerciseResult, GradeReport
-from grader.student.pack import PackExpected, load_pack, pack_path
+from grader.course.packs import public_seed, write_pack
+from grader.student.engine.checks import CHECKS
+from grader.student.engine.model import ExerciseResult, GradeReport
+from grader.student.engine.pack import PackExpected, load_pack, pack_path
 
 from checks_util import grade_in_process, run_cases
 

@@ -6,7 +6,7 @@ compared in lower case with whitespace collapsed) must hold at every level,
 because the checks under ``key`` test them. A check is looked up by its full
 name (``running_var``), else by its name up to the first underscore
 (``forward_2d`` -> ``forward``), else under ``COMMON`` (the module contract that
-``exercises/__init__.py`` states for every layer). tests/test_scaffolding.py walks
+``exercises/__init__.py`` states for every layer). tests/course/test_scaffolding.py walks
 every check of every exercise through this table.
 """
 

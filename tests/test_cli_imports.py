@@ -13,16 +13,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.solution import write_solution
+from grader.course.solution import write_solution
 
 REPO = Path(__file__).resolve().parent.parent
 
 # Modules (and their submodules) that only other commands need.
 NOT_FOR_A_LOCAL_SUBMIT = (
-    "grader.batch", "grader.quiz", "grader.progress", "grader.server", "grader.class_report", "grader.release",
+    "grader.term.batch", "grader.quiz", "grader.course.progress", "grader.server", "grader.term.class_report", "grader.course.release",
     "sympy", "jinja2", "httpx", "huey", "redis", "uvicorn", "starlette", "pyopencl",
     # the pictures' page and the notebook front end: only --html, grade view and %grade draw
-    "grader.student.report_html", "grader.student.drawing", "grader.student.notebook", "IPython", "ipywidgets",
+    "grader.student.feedback.report_html", "grader.student.feedback.drawing", "grader.student.feedback.notebook", "IPython", "ipywidgets",
 )
 
 # `python -m grader ARGS...` that writes the sorted names of sys.modules to the file given before ARGS.
@@ -42,8 +42,13 @@ def imported_by(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess
     return done, set(listing.read_text().split())
 
 
+# The command line of `grade serve/worker/roster` (registered by every `grade`) is not the server.
+SERVER_COMMAND_LINE = ("grader.server", "grader.server.cli")
+
+
 def unwanted(modules: set[str]) -> list[str]:
-    return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_FOR_A_LOCAL_SUBMIT))
+    return sorted(m for m in modules if m not in SERVER_COMMAND_LINE
+                  and any(m == n or m.startswith(n + ".") for n in NOT_FOR_A_LOCAL_SUBMIT))
 
 
 def test_local_submit_of_one_exercise_imports_only_what_grading_needs(tmp_path: Path) -> None:
@@ -53,7 +58,7 @@ def test_local_submit_of_one_exercise_imports_only_what_grading_needs(tmp_path: 
                                 "--student", "x", "--db", str(tmp_path / "x.db"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASSED" in done.stdout and "activations.ReLU" in done.stdout and "10/10" in done.stdout
-    assert "grader.grading" in modules and "numpy" in modules  # it did grade here
+    assert "grader.course.grading" in modules and "numpy" in modules  # it did grade here
     assert unwanted(modules) == []
 
 
@@ -75,7 +80,7 @@ def test_the_command_line_loads_without_numpy_so_workers_start_first() -> None:
     """`grade submit` starts its sandboxed workers before the grading pipeline loads NumPy (they load theirs
     meanwhile): the CLI module, the store and the sandbox import without NumPy (sqlite-utils would pull it in)
     and without importlib.metadata (the version is looked up when recorded or asked for)."""
-    code = ("import sys, grader.cli, grader.student.store, grader.student.sandbox\n"
+    code = ("import sys, grader.cli, grader.student.store, grader.student.sandbox.runner\n"
             "print(sorted(m for m in sys.modules if m == 'numpy'\n"
             "             or m.startswith(('numpy.', 'sqlite_utils', 'importlib.metadata'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)

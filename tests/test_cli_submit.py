@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from grader.cli import cli
 from grader.student.errors import SetupError, UsageError
-from grader.student.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.store import Store
 
 
@@ -31,7 +31,7 @@ def full_report(student: str) -> GradeReport:
 
 
 class FakeGrading:
-    """Stands in for grader.grading: records its calls, returns or raises what it is told."""
+    """Stands in for grader.course.grading: records its calls, returns or raises what it is told."""
 
     def __init__(self, outcome: Any) -> None:
         self.outcome = outcome
@@ -55,7 +55,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def use_grading(monkeypatch: pytest.MonkeyPatch, outcome: Any) -> FakeGrading:
     fake = FakeGrading(outcome)
-    monkeypatch.setattr("grader.grading.grade", fake.grade)
+    monkeypatch.setattr("grader.course.grading.grade", fake.grade)
     return fake
 
 

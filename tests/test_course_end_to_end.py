@@ -41,9 +41,9 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli import cli
-from grader.solution import write_solution
-from grader.student.report import format_text
-from grader.student.wire import report_from_dict
+from grader.course.solution import write_solution
+from grader.student.feedback.report import format_text
+from grader.student.client.wire import report_from_dict
 from server_util import Server, api, free_port, quiz_source, right_answer
 
 pytestmark = pytest.mark.slow
@@ -99,7 +99,7 @@ def install_handout(student: Path, venv: Path) -> Path:
     probe = subprocess.run(
         [str(python), "-c", "import importlib.util as u, grader, " + ", ".join(sorted(set(imports) - {"pyopencl"}))
          + "; print(grader.__file__); print(u.find_spec('reference'), u.find_spec('grader.quiz'),"
-         " u.find_spec('grader.server'), u.find_spec('grader.progress'))"],
+         " u.find_spec('grader.server'), u.find_spec('grader.course'))"],
         capture_output=True, text=True, cwd=venv)
     assert probe.returncode == 0, probe.stderr
     where, missing = probe.stdout.splitlines()

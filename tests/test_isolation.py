@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.grading import grade
-from grader.student.model import ExerciseResult, GradeReport
-from grader.student.sandbox import Limits
-from grader.solution import write_solution
+from grader.course.grading import grade
+from grader.student.engine.model import ExerciseResult, GradeReport
+from grader.student.sandbox.runner import Limits
+from grader.course.solution import write_solution
 
 ATTACKED = "activations.ReLU"
 WITNESSES = ["activations.Sigmoid", "linear.Linear"]
@@ -141,11 +141,11 @@ np.array_equal = lambda *a, **k: True
 np.isclose = lambda a, b, *r, **k: np.ones(np.shape(a), dtype=bool)
 np.testing.assert_allclose = lambda *a, **k: None
 np.testing.assert_array_equal = lambda *a, **k: None
-fake = types.ModuleType("grader.student.compare")
+fake = types.ModuleType("grader.student.engine.compare")
 fake.compare = lambda *a, **k: types.SimpleNamespace(ok=True, message="")
 fake.same_as = lambda *a, **k: True
-sys.modules["grader.student.compare"] = fake
-for name in ("grader.student.checks.base", "grader.student.ops"):
+sys.modules["grader.student.engine.compare"] = fake
+for name in ("grader.student.engine.checks.base", "grader.student.engine.ops"):
     module = sys.modules.get(name)
     if module is not None:
         module.compare = fake.compare
@@ -169,7 +169,7 @@ def test_patching_numpy_or_the_grader_does_not_turn_a_wrong_answer_into_a_pass(t
         "import reference",
         "from reference.normalization import *",
         "__import__('reference')",
-        "import grader.student.compare",
+        "import grader.student.engine.compare",
     ],
 )
 def test_importing_the_reference_scores_zero_for_that_file(tmp_path: Path, line: str) -> None:

@@ -12,7 +12,7 @@
 ``exercises`` is not an installed package: it is loaded from its path, as the
 grader loads a student's folder. The tests on the loaded stubs run on
 ``exercises/`` itself and on its rendering at each scaffolding level
-(``contract``, ``derive``, ``guided``: grader/scaffold.py).
+(``contract``, ``derive``, ``guided``: grader/course/scaffold.py).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from grader.scaffold import LEVELS, render_tree
-from grader.student.loader import unload
+from grader.course.scaffold import LEVELS, render_tree
+from grader.student.engine.loader import unload
 import reference
 from reference.base import Module as ReferenceModule
 
@@ -124,7 +124,7 @@ def load_exercises(path: Path, name: str) -> ModuleType:
 
 @pytest.fixture(scope="module", params=["source", *LEVELS])
 def stubs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    """``exercises/`` as it is, then rendered at each scaffolding level (grader/scaffold.py)."""
+    """``exercises/`` as it is, then rendered at each scaffolding level (grader/course/scaffold.py)."""
     folder, name = EXERCISES_DIR, PACKAGE_NAME
     if request.param != "source":
         folder, name = tmp_path_factory.mktemp(request.param) / "exercises", f"{PACKAGE_NAME}_{request.param}"

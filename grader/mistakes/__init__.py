@@ -20,9 +20,9 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from grader.kernel_emulation import reference_namespace  # noqa: F401  (registers the reference kernels' emulation for live runs; re-exported)
-from grader.student.catalogue import CPU_TOPICS, TOPICS, name_of, topic_of
-from grader.student.diagnosis import KnownMistake, diagnose, error_signature, outputs_match, register_known  # noqa: F401
+from grader.course.kernel_emulation import reference_namespace  # noqa: F401  (registers the reference kernels' emulation for live runs; re-exported)
+from grader.student.engine.catalogue import CPU_TOPICS, TOPICS, name_of, topic_of
+from grader.student.engine.diagnosis import KnownMistake, diagnose, error_signature, outputs_match, register_known  # noqa: F401
 
 
 
@@ -160,7 +160,7 @@ def _load_catalogue() -> dict[str, Mistake]:
 
 
 CATALOGUE: dict[str, Mistake] = _load_catalogue()
-register_known([m.info() for m in CATALOGUE.values()])  # reports name them (grader.student.report)
+register_known([m.info() for m in CATALOGUE.values()])  # reports name them (grader.student.feedback.report)
 
 
 def for_exercise(exercise_id: str) -> list[Mistake]:

@@ -2,7 +2,7 @@
 
 Dropout draws from the student's own generator, so these are recognised by
 statistics and structure (which scale, which zero fraction, which mask), not
-elementwise: see ``grader.student.checks.dropout``.
+elementwise: see ``grader.student.engine.checks.dropout``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Where an exercise's stub was released below the ``guided`` scaffolding level
 (``grade release --level derive``), a report names a known mistake with its
 hint instead of its sentence and fix, which often state the derived formula
-the stub no longer gives (:meth:`grader.student.diagnosis.KnownMistake.said`).
+the stub no longer gives (:meth:`grader.student.engine.diagnosis.KnownMistake.said`).
 A mistake without a hint is named with its sentence alone, without the fix.
 """
 

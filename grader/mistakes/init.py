@@ -2,7 +2,7 @@
 
 They draw from the generator they are given, like a student's code, and are
 recognised statistically (variance, bound, kurtosis, shape): see
-``grader.student.checks.init``.
+``grader.student.engine.checks.init``.
 """
 
 from __future__ import annotations

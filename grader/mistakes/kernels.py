@@ -1,7 +1,7 @@
 """Known mistakes in the OpenCL exercises, each a NumPy emulation of a wrong kernel.
 
-A mistake's namespace is a ``grader.student.ops_opencl.EmulatedKernels``: the reference's
-(``grader.kernel_emulation``) with one kernel replaced, so the ``cl_kernel`` op runs it in the grader's own process
+A mistake's namespace is a ``grader.student.engine.ops_opencl.EmulatedKernels``: the reference's
+(``grader.course.kernel_emulation``) with one kernel replaced, so the ``cl_kernel`` op runs it in the grader's own process
 without an OpenCL context, on the same float32 inputs as the student's kernel.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from grader.mistakes import Mistake
-from grader.kernel_emulation import EMULATIONS, phi_cdf
-from grader.student.ops_opencl import EmulatedKernels, Emulation, launched_rows, sentinel
+from grader.course.kernel_emulation import EMULATIONS, phi_cdf
+from grader.student.engine.ops_opencl import EmulatedKernels, Emulation, launched_rows, sentinel
 
 
 def kernel_mistake(mistake_id: str, kernel: str, sentence: str, fix: str, emulation: Emulation) -> Mistake:

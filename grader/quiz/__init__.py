@@ -15,7 +15,7 @@ with a random 16-byte salt per question. Canonical answers:
 - short answer: ``short:<normalised text>``, one digest per accepted form
   (normalised for case, spaces and simple notation, see ``normalise_text``);
   a question that declares ``symbols`` also stores, per form that is a
-  formula, the digest of its fingerprint (``grader.student.expr``: its values at
+  formula, the digest of its fingerprint (``grader.student.quiz.expr``: its values at
   sample points drawn from the salt), so ``2/fan_in``, ``Var(W) = 2/n`` and
   ``4/(2 n_in)`` all match ``2/n_in``;
 - numeric, tolerance t: ``num:<k>`` with k = round(value * QUANT_STEPS / t).
@@ -68,7 +68,7 @@ from grader.quiz.sessions import (  # noqa: F401
     feedback_line, format_listing, needs_reference, run_session, session_intro, show_question, summary_line,
     summary_text,
 )
-from grader.student.answers import (  # noqa: F401  (re-exported: the quiz's public names)
+from grader.student.quiz.answers import (  # noqa: F401  (re-exported: the quiz's public names)
     MAX_ANSWER_CHARS, QUANT_STEPS, canonical_answers, digest, formula_message, normalise_text, parse_number,
     symbol_table,
 )

@@ -19,9 +19,9 @@ from grader.quiz.errors import QuizError, QuizFileError, UnknownChapterError
 from grader.quiz.model import (
     CHAPTER_ORDER, CHECKPOINT_ATTEMPTS, FORMAT, KINDS, LOCKED_FIELDS, QUIZ_DIR_ENV, Choice, Question, Quiz, _ID_RE,
 )
-from grader.student import expr
-from grader.student.answers import symbol_table
-from grader.student.quiz_text import (  # noqa: F401  (what a session shows: shared with the handout)
+from grader.student.quiz import expr
+from grader.student.quiz.answers import symbol_table
+from grader.student.quiz.quiz_text import (  # noqa: F401  (what a session shows: shared with the handout)
     answers_for, load_answers,
 )
 

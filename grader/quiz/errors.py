@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.student.answers import AnswerFormatError, QuizError  # noqa: F401  (defined beside the answer forms)
+from grader.student.quiz.answers import AnswerFormatError, QuizError  # noqa: F401  (defined beside the answer forms)
 from grader.student.errors import UsageError
 
 

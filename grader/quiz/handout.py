@@ -6,7 +6,7 @@ away a graded answer:
 
 - a parameterised question keeps its prompt template and each parameter's
   possible values, so ``grade quiz --student ID`` shows the student their own
-  numbers (``grader.student.posing``); its practice prompt uses the practice
+  numbers (``grader.student.quiz.posing``); its practice prompt uses the practice
   instance (``PRACTICE_STUDENT``'s numbers, which no graded student is ever
   drawn), and its explanation is sealed under that instance's answer only:
   cracking the seal yields a number no graded student is asked for;
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from grader.quiz import params as params_lib
 from grader.quiz.model import SourceQuestion, SourceQuiz
-from grader.student.answers import canonical_answers
-from grader.student.posing import PRACTICE_STUDENT
-from grader.student.practice import Choice, PracticeQuestion, PracticeQuiz, new_salt, seal
+from grader.student.quiz.answers import canonical_answers
+from grader.student.quiz.posing import PRACTICE_STUDENT
+from grader.student.quiz.practice import Choice, PracticeQuestion, PracticeQuiz, new_salt, seal
 
 
 def handout_question(question: SourceQuestion, chapter: str, practice: bool = True) -> PracticeQuestion:

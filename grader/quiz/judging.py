@@ -15,9 +15,9 @@ from typing import Any
 from grader.quiz import params as params_lib
 from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.model import Choice, Posed, Question, Quiz, QuizResult, Verdict
-from grader.student.answers import _choice_ids, canonical_answers, digest, formula_message, parse_number
+from grader.student.quiz.answers import _choice_ids, canonical_answers, digest, formula_message, parse_number
 from grader.student.errors import UsageError
-from grader.student import posing
+from grader.student.quiz import posing
 
 def recorded_form(question: Question, raw: Any, shown: tuple[Choice, ...] | None = None) -> str:
     """The answer as stored in the progress database: choice ids, or the text given."""
@@ -145,7 +145,7 @@ def _judge_child(conn: Connection, posed: Posed, raw: Any, shown: bool) -> None:
 
 def warm_up() -> None:
     """Import and exercise SymPy's reader once in this process, so judging children fork ready."""
-    from grader.student import expr
+    from grader.student.quiz import expr
 
     expr.fingerprint("x*normcdf(x) + sqrt(2)/2", {"x": "x"}, "00" * 16)
     try:

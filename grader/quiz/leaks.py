@@ -69,8 +69,8 @@ from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.judging import judge, pose
 from grader.quiz.model import Posed, Question, Quiz, SourceQuiz
 from grader.quiz.reading import arithmetic, choices_quoted, formulas, numbers, phrases
-from grader.student.answers import parse_number
-from grader.student.posing import PRACTICE_STUDENT
+from grader.student.quiz.answers import parse_number
+from grader.student.quiz.posing import PRACTICE_STUDENT
 
 STUDENTS = 200  # students read for a parameterised question with more than ENUMERATED instances
 ENUMERATED = 1000  # a parameterised question with at most this many instances is read in every instance
@@ -130,7 +130,7 @@ def handout_texts(student_dir: Path | str, stubs: bool = False) -> list[Text]:
 
 def contract_texts(exercises_dir: Path | str) -> list[Text]:
     """The exercise stubs at the lowest scaffolding level (``contract``), which every release shows."""
-    from grader.scaffold import render_stub
+    from grader.course.scaffold import render_stub
 
     root = Path(exercises_dir)
     return [Text(f"exercises/{p.relative_to(root).as_posix()} (contract)",
@@ -310,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import tempfile
 
     from grader import quiz as quiz_lib
-    from grader.release import ROOT, build_release
+    from grader.course.release import ROOT, build_release
 
     parser = argparse.ArgumentParser(prog="python -m grader.quiz.leaks", description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=STUDENTS,

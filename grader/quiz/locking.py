@@ -14,7 +14,7 @@ from typing import Any
 from grader.quiz.bank import _check_unique_and_checkpoint, _require, _validate_common, _validate_header, load_quiz
 from grader.quiz.errors import AnswerFormatError, QuizError, QuizFileError
 from grader.quiz.model import FORMAT, SALT_BYTES, SOURCE_FIELDS, Quiz, SourceQuestion, SourceQuiz
-from grader.student.answers import canonical_answers, digest, formula_message, parse_number
+from grader.student.quiz.answers import canonical_answers, digest, formula_message, parse_number
 
 def _answer_forms(question: SourceQuestion) -> list[Any]:
     """The accepted answers of a source question as a list (short answers may list several; none when parameterised)."""

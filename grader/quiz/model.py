@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from grader.quiz import params as params_lib
-from grader.student.answers import symbol_table
-from grader.student.quiz_text import (  # noqa: F401  (what a session shows: shared with the handout)
+from grader.student.quiz.answers import symbol_table
+from grader.student.quiz.quiz_text import (  # noqa: F401  (what a session shows: shared with the handout)
     KIND_HINTS, ChapterProgress,
 )
 

@@ -30,7 +30,7 @@ from typing import Any
 from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import SandboxedEnvironment
 
-from grader.student import posing
+from grader.student.quiz import posing
 from grader.quiz.errors import ReferenceUnavailableError
 from grader.quiz.probes import PROBES
 
@@ -104,7 +104,7 @@ def parse_specs(raw: Any) -> dict[str, ParamSpec]:
 def draw(specs: Mapping[str, ParamSpec], student: str, chapter: str, question_id: str,
          practice: Mapping[str, Number] | None = None) -> dict[str, Number]:
     """The student's values, in name order, from the student's seed for this question (never the practice
-    instance's, unless the student is the practice one: ``grader.student.posing.draw_values``)."""
+    instance's, unless the student is the practice one: ``grader.student.quiz.posing.draw_values``)."""
     return posing.draw_values({name: spec.values for name, spec in specs.items()}, student, chapter, question_id,
                               practice)
 

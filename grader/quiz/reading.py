@@ -28,8 +28,8 @@ import unicodedata
 
 from grader.quiz.errors import AnswerFormatError
 from grader.quiz.model import Question
-from grader.student import expr
-from grader.student.answers import parse_number
+from grader.student.quiz import expr
+from grader.student.quiz.answers import parse_number
 
 MINUS = "-\u2212\u2013\u2012\ufe63\uff0d"
 _NUMBER = re.compile(rf"(?<![\w.])[{MINUS}]?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+\u2212]?\d+)?(?!\w)(?!\.\d)")

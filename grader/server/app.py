@@ -45,9 +45,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from grader import exam, extensions, progress, regrade
-from grader.class_report import overrides_in_force
-from grader.student import catalogue
+from grader.term import exam, extensions, regrade
+from grader.course import progress
+from grader.term.class_report import overrides_in_force
+from grader.student.engine import catalogue
 from grader import quiz as quiz_lib
 from grader.quiz import graded, judging
 from grader.student.course import DEFAULT_COURSE, Course, parse_time
@@ -59,8 +60,8 @@ from grader.server.auth import Principal
 from grader.server.collector import Collector
 from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES
 from grader.student.store import Store
-from grader.student.uploads import MAX_UPLOAD_BYTES, check_files
-from grader.student.wire import report_from_dict, report_to_dict
+from grader.student.client.uploads import MAX_UPLOAD_BYTES, check_files
+from grader.student.client.wire import report_from_dict, report_to_dict
 
 API_PREFIX = "/api/v1"
 MAX_JSON_BYTES = 64 * 1024  # any request body but an upload (quiz answers)
@@ -263,7 +264,7 @@ def now_utc() -> datetime:
 
 
 def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = None) -> dict[str, Any]:
-    """A job as the API shows it; with the full report (grader.student.wire) and the ``--json`` document once done.
+    """A job as the API shows it; with the full report (grader.student.client.wire) and the ``--json`` document once done.
 
     While the job is open, ``phase`` says where it is in one word (queued,
     running, retried) and ``where`` in one line (queued with how many ahead,
@@ -464,7 +465,7 @@ async def get_submission(request: Request) -> Response:
 
 
 def for_student(request: Request, principal: Principal, doc: dict[str, Any]) -> dict[str, Any]:
-    """A job document as its student may see it: exam-mode chapters hidden until their release (grader/exam.py)."""
+    """A job document as its student may see it: exam-mode chapters hidden until their release (grader/term/exam.py)."""
     if principal.is_instructor or "report" not in doc:
         return doc
     course = db_store(request).effective_course(state(request).config.course)
@@ -517,7 +518,7 @@ async def get_progress(request: Request) -> Response:
     store = db_store(request)
     principal = who(request)
     doc = progress_json(st, store, student_of(principal, request))
-    if not principal.is_instructor:  # exam mode: hidden until the release (grader/exam.py)
+    if not principal.is_instructor:  # exam mode: hidden until the release (grader/term/exam.py)
         doc = exam.student_progress(doc, store.effective_course(st.config.course), now_utc())
     return JSONResponse(doc)
 
@@ -690,7 +691,7 @@ async def answer_quiz(request: Request) -> Response:
     })
 
 
-# --- the instructor's term: regrade requests, extensions (grader/regrade.py, grader/extensions.py) ----------
+# --- the instructor's term: regrade requests, extensions (grader/term/regrade.py, grader/term/extensions.py) ----------
 
 
 def _text(doc: dict[str, Any], key: str) -> str:

@@ -43,7 +43,7 @@ from typing import Any
 from grader.server import records
 from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, Outage, Queue, job_of_key, open_queue, task_id
 from grader.student.store import Store
-from grader.student.wire import report_from_dict
+from grader.student.client.wire import report_from_dict
 
 log = logging.getLogger("normgrade.collector")
 SWEEP_S = 30.0

@@ -1,7 +1,7 @@
 """What the instructor's dashboard shows: the views of its pages, built from the class report and the store.
 
 No web framework here: the course server's pages (grader/server/instructor.py)
-and the offline ``grade report --format html`` (grader/class_html.py) render
+and the offline ``grade report --format html`` (grader/term/class_html.py) render
 these views with the same templates (grader/templates/dash_*.html.j2).
 
 - the **overview**: :class:`Filters` (chapter, "struggling", sort) applied to
@@ -32,17 +32,17 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from grader.class_report import (
+from grader.term.class_report import (
     Bar, Chart, ClassReport, ExerciseStats, StudentRow, _number, environment, histogram_chart, pass_rate_chart,
 )
 from markupsafe import Markup, escape
 
-from grader.class_report import band
-from grader.regrade import instructor_score
+from grader.term.class_report import band
+from grader.term.regrade import instructor_score
 from grader.student.course import counted_score, parse_time
 from grader.student.errors import GraderError
-from grader.student.model import CheckResult, ExerciseResult, GradeReport
-from grader.student.report import format_score, format_text
+from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.feedback.report import format_score, format_text
 from grader.student.sanitize import clean_text
 from grader.student.store import Store, utc_now
 
@@ -246,8 +246,8 @@ class AttemptView:
     max_score: float
     total_after: float          # the student's counted exercise total right after this upload
     late_exercises: list[str]   # exercises graded after their chapter's due date
-    report_text: str            # what the student saw (grader.student.report.format_text); "" when left out
-    pictures_html: str = ""     # the failing checks' pictures the student saw (grader.student.drawing); "" when none
+    report_text: str            # what the student saw (grader.student.feedback.report.format_text); "" when left out
+    pictures_html: str = ""     # the failing checks' pictures the student saw (grader.student.feedback.drawing); "" when none
     label: str = ""             # "Submission 38" (the number the student was given) or "Upload 12" (no server)
 
 
@@ -303,7 +303,7 @@ def _rebuild_report(store: Store, student: str, rows: list[dict[str, Any]]) -> G
 
 def pictures_html(report: GradeReport) -> str:
     """Each failing check's picture, as in the student's own page (``grade view``), under its name; "" when none."""
-    from grader.student import drawing
+    from grader.student.feedback import drawing
 
     parts = [f"<h4>{html.escape(ex.id)}, {html.escape(c.name)}</h4>{drawing.figure_html(c.figure)}"
              for ex in report.exercises for c in ex.checks if not c.passed and c.figure]

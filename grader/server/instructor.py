@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from grader import class_report
+from grader.term import class_report
 from grader.server import auth
 from grader.server.headers import as_dict as security_headers
 from grader.server.dashboard import (

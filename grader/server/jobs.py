@@ -27,7 +27,7 @@ server's collector (grader/server/collector.py) where a try is:
   interrupted by SIGTERM writes ``"released"`` into its lease, so the try is
   put back at once.
 - the task's result (Huey's result store, keyed by the task id):
-  ``{"ok": true, "report": <grader.student.wire dict>}`` or ``{"ok": false, "error": "..."}``.
+  ``{"ok": true, "report": <grader.student.client.wire dict>}`` or ``{"ok": false, "error": "..."}``.
 
 The collector records results in the course database, exactly once. Task ids
 are ``job-<id>-try-<n>``: a job enqueued twice for the same try (a server
@@ -57,12 +57,12 @@ from urllib.parse import urlparse
 from huey import RedisHuey, SqliteHuey
 from huey.api import Huey, TaskWrapper
 
-from grader import grading
+from grader.course import grading
 from grader.student.errors import GraderError, SetupError
-from grader.student.private_tmp import PrivateFolder
-from grader.student.sandbox import Limits
-from grader.student.uploads import check_files
-from grader.student.wire import report_to_dict
+from grader.student.sandbox.private_tmp import PrivateFolder
+from grader.student.sandbox.runner import Limits
+from grader.student.client.uploads import check_files
+from grader.student.client.wire import report_to_dict
 
 QUEUE_NAME = "normgrade"
 TASK_NAME = "grade_upload"
@@ -222,11 +222,11 @@ def without_folder(message: str, folder: Path) -> str:
 
 def grade_upload(job_id: int, attempt: int, student: str, exercise_ids: list[str], files: dict[str, str],
                  queue: Huey) -> dict[str, Any]:
-    """The task body: grade the uploaded files with ``grader.grading.grade`` and return the result.
+    """The task body: grade the uploaded files with ``grader.course.grading.grade`` and return the result.
 
     Runs on a worker, holding the try's lease (:class:`Lease`). Grading happens
     through the library entry point, which runs the student's code in the OS
-    sandbox (grader/student/sandbox.py). The result is always a dict: a grader
+    sandbox (grader/student/sandbox/runner.py). The result is always a dict: a grader
     error (or bug) becomes ``{"ok": false, "error"}`` with a one-line reason,
     so only a dead worker leaves no result. No message names the worker's
     temporary folder.

@@ -63,7 +63,7 @@ from urllib.parse import urlencode, urlparse, urlunparse
 import httpx
 from joserfc import jwt
 
-from grader import class_report
+from grader.term import class_report
 from grader.server import auth, lti
 from grader.server.jobs import Queue, open_queue
 from grader.server import instructor

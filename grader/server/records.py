@@ -22,7 +22,7 @@ from typing import Any
 import sqlite_utils
 
 from grader.student.course import Course, parse_time
-from grader.student.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.store import Store, utc_now
 
 OPEN_STATES = ("received", "queued", "running")
@@ -198,7 +198,7 @@ def report_of(store: Store, job_row: dict[str, Any]) -> GradeReport | None:
         return None
     exercises = []
     for row in store.db.query("SELECT * FROM submissions WHERE attempt_id = ? AND superseded_by IS NULL ORDER BY "
-                              "id", [job_row["attempt_id"]]):  # the rows in force (grade rescore: grader/rescore.py)
+                              "id", [job_row["attempt_id"]]):  # the rows in force (grade rescore: grader/term/rescore.py)
         checks = [
             CheckResult(c["name"], bool(c["passed"]), c["score"], c["max_score"], c["message"] or "",
                         c["misconception"], c.get("figure"), c.get("also") or [])

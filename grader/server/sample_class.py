@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from grader.student import catalogue
+from grader.student.engine import catalogue
 from grader.student.course import Course, parse_course
 from grader.mistakes import CATALOGUE
-from grader.student.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.quiz import Quiz
 from grader.server import roster
 from grader.student.store import Store

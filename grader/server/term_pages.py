@@ -22,12 +22,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from grader import extensions, regrade, rescore, similarity
+from grader.term import extensions, regrade, rescore, similarity
 from grader.server import records
 from grader.server.dashboard import Links, render
 from grader.server.instructor import check_csrf, csrf_token, guarded, message, read_form, store_of
 from grader.student.errors import GraderError
-from grader.student.report import format_text
+from grader.student.feedback.report import format_text
 from grader.student.sanitize import clean_text
 from grader.student.store import Store
 

@@ -2,9 +2,9 @@
 
 In a handout (``pip install DIR/student``) this is the console script, a
 complete student client: ``grade submit`` grades the public checks from the
-case packs installed beside it (:class:`grader.student.pack.PackSource`) or,
+case packs installed beside it (:class:`grader.student.engine.pack.PackSource`) or,
 after ``grade login``, hands in to the course server, which runs the hidden
-checks (:mod:`grader.student.remote`); ``grade quiz`` is practice offline and
+checks (:mod:`grader.student.client.remote`); ``grade quiz`` is practice offline and
 judged by the server when logged in; ``grade progress`` shows the server's
 record when logged in, this machine's record of public-check attempts
 otherwise; ``grade result ID`` shows a stored submission. The instructor's
@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from grader.student import catalogue
+from grader.student.engine import catalogue
 from grader.student.errors import GraderError, StoreError
-from grader.student.model import GradeReport
-from grader.student.report import (
+from grader.student.engine.model import GradeReport
+from grader.student.feedback.report import (
     format_json,
     format_text,
     gradescope_error,
@@ -41,11 +41,11 @@ from grader.student.report import (
     write_json,
     write_text,
 )
-from grader.student.sandbox import Limits, Workspace, kernel_cache_folder, prestart_workspace
+from grader.student.sandbox.runner import Limits, Workspace, kernel_cache_folder, prestart_workspace
 from grader.student.store import Store, default_db_path
 
 if TYPE_CHECKING:
-    from grader.student.progress import Progress
+    from grader.student.feedback.progress import Progress
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_EXERCISES_DIR = Path("exercises")
@@ -77,7 +77,7 @@ def one_maths_thread() -> None:
     The grader's own arithmetic is on small arrays, where a thread pool only
     costs: OpenBLAS's idle threads spin on the core a worker needs, and joining
     them at exit took 30 ms of every ``grade submit``. Workers are pinned by
-    their own whitelisted environment (:func:`grader.student.bwrap.environment`).
+    their own whitelisted environment (:func:`grader.student.sandbox.bwrap.environment`).
     """
     for name in MATHS_THREAD_VARIABLES:
         os.environ.setdefault(name, "1")
@@ -170,7 +170,7 @@ def last_report_path(exercises_dir: Path) -> Path:
 
 def save_last_report(report: GradeReport, exercises_dir: Path) -> None:
     """Keep the report (wire form, figures included) for ``grade view``; a write problem is a warning line."""
-    from grader.student.wire import report_to_dict
+    from grader.student.client.wire import report_to_dict
 
     try:
         write_json(report_to_dict(report), last_report_path(exercises_dir))
@@ -179,8 +179,8 @@ def save_last_report(report: GradeReport, exercises_dir: Path) -> None:
 
 
 def write_html_report(report: GradeReport, path: Path) -> None:
-    """Write the report's web page (``grader.student.report_html``, loaded only here) to ``path``."""
-    from grader.student.report_html import format_html
+    """Write the report's web page (``grader.student.feedback.report_html``, loaded only here) to ``path``."""
+    from grader.student.feedback.report_html import format_html
 
     try:
         write_text(format_html(report), path)
@@ -374,7 +374,7 @@ def submit_command(
     Exit status: 0 when every graded exercise has full marks, 1 when any falls
     short, 2 for a usage or setup error.
     """
-    from grader.student import remote
+    from grader.student.client import remote
     from grader.student.course import handout_settings
 
     fmt = "json" if as_json else "text"
@@ -389,8 +389,8 @@ def submit_command(
                    err=True)
 
     def grade_on_packs(folder: Path, ids: list[str] | None, name: str, limits: Limits, workspace: Workspace) -> GradeReport:
-        from grader.student.grading import grade as grade_with
-        from grader.student.pack import PackSource
+        from grader.student.engine.grading import grade as grade_with
+        from grader.student.engine.pack import PackSource
 
         return grade_with(folder, ids, name, limits, PackSource(), workspace)
 
@@ -406,7 +406,8 @@ def doctor_command(as_json: bool) -> None:
     One line an item, with the fix beside each failure. Exit status 0 when everything the course
     needs works, 1 otherwise.
     """
-    from grader.student import client, doctor
+    from grader.student.client import connection as client
+    from grader.student import doctor
 
     try:
         login = client.load_login()
@@ -422,7 +423,7 @@ def doctor_command(as_json: bool) -> None:
 @click.option("--no-open", is_flag=True, help="Write the page and print its path; do not start a browser.")
 def view_command(path: Path, output: Path | None, no_open: bool) -> None:
     """Open the last `grade submit` report in your web browser, with a picture of each failing check."""
-    from grader.student.wire import report_from_dict
+    from grader.student.client.wire import report_from_dict
 
     path = exercises_dir(path)
     source = last_report_path(path)
@@ -471,9 +472,9 @@ def quiz_command(chapter: str | None, answers: Path | None, ask_all: bool, as_js
     """
     import difflib
 
-    from grader.student import remote
-    from grader.student.practice import chapters, load_practice, run_practice
-    from grader.student.practice import save_answers as save
+    from grader.student.client import remote
+    from grader.student.quiz.practice import chapters, load_practice, run_practice
+    from grader.student.quiz.practice import save_answers as save
 
     login = remote.remote_login(server, local, None)
     if login is not None:
@@ -518,7 +519,7 @@ def local_progress(student: str | None, db: Path | None, path: Path, as_json: bo
     """``grade progress`` from the local database beside ``path`` (or ``db``), shared by both CLIs:
     ``summarize(store or None, student, submit hint)`` builds the summary (the handout's without quizzes,
     the instructor's over the locked quizzes); printed as text or ``--json``."""
-    from grader.student.progress import format_progress
+    from grader.student.feedback.progress import format_progress
 
     student = student or default_student()
     path = exercises_dir(path)
@@ -552,7 +553,8 @@ def progress_command(student: str | None, db: Path | None, path: Path, as_json: 
     otherwise (or with --local) this machine's record of your public-check
     attempts, labelled as such. Offline quizzes are practice and not recorded.
     """
-    from grader.student import progress, remote
+    from grader.student.feedback import progress
+    from grader.student.client import remote
 
     login = remote.remote_login(server, local, db)
     if login is not None:
@@ -564,8 +566,8 @@ def progress_command(student: str | None, db: Path | None, path: Path, as_json: 
 
 
 def _add_remote_commands() -> None:
-    """``grade login``, ``logout`` and ``result`` (grader/student/remote.py; the instructor's grade has them too)."""
-    from grader.student import remote
+    """``grade login``, ``logout`` and ``result`` (grader/student/client/remote.py; the instructor's grade has them too)."""
+    from grader.student.client import remote
 
     for command in (remote.login_command, remote.logout_command, remote.result_command):
         cli.add_command(command)

@@ -39,7 +39,7 @@ and ``grade progress``::
     [quiz]
     attempts = 2                       # tries per graded quiz question, never reset (default: each question's own)
 
-    [scaffolding]                      # what `grade release` gives away in the stubs (grader/scaffold.py)
+    [scaffolding]                      # what `grade release` gives away in the stubs (grader/course/scaffold.py)
     level = "derive"                   # "guided" (default), "derive" or "contract"
     [scaffolding.exercises]            # per-exercise (or per-topic) overrides
     "normalization.BatchNorm1d" = "contract"
@@ -61,7 +61,7 @@ Exam mode (per chapter): ``opens`` and the closing time make the upload
 window; with ``release_feedback`` a student sees of an upload, until that
 time, only that it was received and graded (and their score when
 ``show_score``); the checks' messages and named mistakes appear at the
-release (grader/exam.py applies it on the server; the instructor sees all).
+release (grader/term/exam.py applies it on the server; the instructor sees all).
 
 Extensions change the dates, never the rule: ``Course.chapter_of(exercise,
 student)`` is the chapter as it applies to that student (their extension's
@@ -85,9 +85,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from grader.student import catalogue
+from grader.student.engine import catalogue
 from grader.student.errors import GraderError
-from grader.student.scaffolding import DEFAULT_LEVEL, LEVELS
+from grader.student.engine.scaffolding import DEFAULT_LEVEL, LEVELS
 
 RULES = ("best", "latest")
 HAND_IN = ("server", "gradescope", "both")

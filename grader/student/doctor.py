@@ -5,7 +5,7 @@ costs nothing the course needs):
 
 - **python**: the interpreter's version (3.11 or newer) and where it lives;
 - **numpy**: its version and the BLAS it was built with;
-- **opencl**: every OpenCL device with its probe's verdict (:mod:`grader.student.opencl_device`:
+- **opencl**: every OpenCL device with its probe's verdict (:mod:`grader.student.engine.opencl_device`:
   a build and a run of a small kernel), then the device grading would use;
 - **sandbox**: bubblewrap starts, runs NumPy inside, and finds the same OpenCL device inside
   (its ICD, its library, the CPU topology and the address space the grading worker gets);
@@ -26,7 +26,8 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from grader.student import bwrap, opencl_device
+from grader.student.sandbox import bwrap
+from grader.student.engine import opencl_device
 
 ROOT_FIX = ("as root: `apt-get install pocl-opencl-icd` (Debian's PoCL, LLVM 15: builds on CPUs newer than the"
             " pip PoCL knows)")
@@ -97,7 +98,7 @@ INSIDE = """
 import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))
 import numpy
-from grader.student import opencl_device
+from grader.student.engine import opencl_device
 print(json.dumps(opencl_device.choose(use_cache=False).as_dict()))
 """
 
@@ -110,8 +111,8 @@ def check_sandbox(role: str, outside: opencl_device.Choice) -> Item:
         note = "" if required else " (your own code then runs with process isolation: fine for a student)"
         return Item("sandbox", False if required else None, f"the OS sandbox is off: {problem}{note}",
                     f"as root: `apt-get install {bwrap.INSTALL_HINT.split()[-1]}`")
-    from grader.student.private_tmp import PrivateFolder
-    from grader.student.sandbox import Limits
+    from grader.student.sandbox.private_tmp import PrivateFolder
+    from grader.student.sandbox.runner import Limits
 
     folder = PrivateFolder("normgrade-doctor-")
     try:
@@ -156,7 +157,7 @@ def check_queue(url: str) -> Item:
 
 def check_server(login: Any) -> Item:
     """The course server of the saved login answers and knows the token."""
-    from grader.student.client import Client, ClientError
+    from grader.student.client.connection import Client, ClientError
 
     try:
         with Client(login.server, login.token, timeout=10.0) as client:

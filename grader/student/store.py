@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader.student.course import DEFAULT_COURSE, Course, Extension, counted_score, parse_time
 from grader.student.errors import StoreError
-from grader.student.model import GradeReport, exercise_seed
+from grader.student.engine.model import GradeReport, exercise_seed
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -241,7 +241,7 @@ def m6_term(db: sqlite_utils.Database) -> None:
             "grader_version": str,
             "exercises": str,    # JSON list of the exercise ids rescored ([] : all)
             "uploads": int,      # uploads graded again
-            "changes": str,      # JSON list of the changed counted scores (grader.rescore.Change)
+            "changes": str,      # JSON list of the changed counted scores (grader.term.rescore.Change)
             "errors": str,       # JSON list of uploads that could not be graded again, with the reason
         },
         pk="id",
@@ -269,7 +269,7 @@ def m6_term(db: sqlite_utils.Database) -> None:
 
 
 def m7_check_figures(db: sqlite_utils.Database) -> None:
-    """Version 7: a failing check's picture data (``CheckResult.figure``, grader/student/figures.py) as compact
+    """Version 7: a failing check's picture data (``CheckResult.figure``, grader/student/feedback/figures.py) as compact
     JSON, NULL when none: the server's report of an upload and the dashboard draw from it; and the further
     known mistakes behind it (``CheckResult.also``, "and also ..."), a JSON list, NULL when none."""
     db["check_results"].add_column("figure", str)
@@ -648,7 +648,7 @@ class Store:
             row["correct"] = bool(row["correct"])
         return rows
 
-    # -- reading for the instructor's dashboard (grader/server/dashboard.py, grader/class_report.py) --
+    # -- reading for the instructor's dashboard (grader/server/dashboard.py, grader/term/class_report.py) --
 
     def submission_rows(self) -> list[dict[str, Any]]:
         """Every submission's scoring columns (no output), oldest first: one query for a whole class."""

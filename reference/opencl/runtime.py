@@ -5,7 +5,7 @@ these functions, so that a context, a queue and each built program exist once
 per process:
 
 - ``get_context()``: the device grading uses too
-  (:func:`grader.student.opencl_device.choose`: ``PYOPENCL_CTX`` when set, else the
+  (:func:`grader.student.engine.opencl_device.choose`: ``PYOPENCL_CTX`` when set, else the
   first device that builds and runs a probe kernel, a real device before Oclgrind,
   cached per machine). Memoised.
 - ``get_queue(ctx)``: one profiling-enabled in-order queue per context.
@@ -37,7 +37,7 @@ from importlib import resources
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from grader.student import opencl_device
+from grader.student.engine import opencl_device
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import pyopencl as cl

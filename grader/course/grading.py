@@ -1,0 +1,191 @@
+"""Grading with the reference: the instructor's entry point ``grade(path, selectors, student) -> GradeReport``.
+
+The pipeline itself is :func:`grader.student.engine.grading.grade` (the same code the
+handout runs on case packs); this module gives it the **live** source: each
+exercise's per-student seed (``exercise_seed(student, id)``), its cases from
+the check definition, and a :class:`LiveExpected` that runs the reference
+(lazily, cached per exercise and seed) and the mistake variants in this
+process. Used by ``grade submit`` in this repository, ``grade batch``, the
+course server's workers, the Gradescope bundle and ``grade release`` (which
+turns live results at the public seeds into case packs).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from grader.student.engine.diagnosis import REFERENCE_AGAIN, KnownMistake, combined_id, without_numgrad
+from grader.student.engine.grading import Prepared, error_report, files_hash, output_limit_reached
+from grader.student.engine.grading import grade as grade_with
+from grader.student.engine.model import GradeReport, exercise_seed
+from grader.student.engine.ops import Case, ScriptResult, run_script
+from grader.student.sandbox.runner import Limits, Workspace
+
+
+class ReferenceResults(Mapping[str, ScriptResult]):
+    """The reference's result of each case, computed in this process on first access.
+
+    Lazy because some checks never read the reference (fit_function is graded by
+    its error on a grid, and its reference run is the costliest of all), so
+    computing every case up front would only compete with the sandboxed children
+    for the CPU. The reference runs each case without its ``numgrad`` ops: those
+    central differences of the *student's* forward are compared with the
+    student's own backward, never with the reference's (they were most of the
+    reference's cost). ``numgrad=True`` keeps them: the reference graded as a
+    student (``grade release`` checks that it passes its own public checks).
+    """
+
+    def __init__(self, cases: list[Case], numgrad: bool = False) -> None:
+        self._cases = {case.name: case for case in cases}
+        self._numgrad = numgrad
+        self._results: dict[str, ScriptResult] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> ScriptResult:
+        with self._lock:
+            if name not in self._results:
+                case = self._cases[name]  # KeyError for an unknown case, as a dict would
+                script = case.script if self._numgrad else without_numgrad(case)
+                self._results[name] = run_script(_reference_namespace(), script, case.arrays)
+            return self._results[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cases)
+
+    def __len__(self) -> int:
+        return len(self._cases)
+
+
+_REFERENCE_CACHE: dict[tuple[str, int], ReferenceResults] = {}
+_REFERENCE_CACHE_SIZE = 4096  # (exercise, seed) entries kept; the oldest go first
+_REFERENCE_LOCK = threading.Lock()
+
+
+def _reference_namespace() -> Any:
+    """The ``reference`` package with its topic modules loaded (kernels are emulated by ops_opencl)."""
+    from grader.course.kernel_emulation import reference_namespace  # not grader.mistakes: the catalogue waits for a diagnosis
+
+    return reference_namespace()
+
+
+def clear_reference_cache() -> None:
+    """Forget every cached reference result (a batch: each student has seeds of their own, so none would hit)."""
+    with _REFERENCE_LOCK:
+        _REFERENCE_CACHE.clear()
+
+
+def reference_results(exercise_id: str, seed: int, cases: list[Case]) -> ReferenceResults:
+    """The reference results of an exercise's cases (lazy), cached per (exercise, seed)."""
+    key = (exercise_id, seed)
+    with _REFERENCE_LOCK:
+        results = _REFERENCE_CACHE.get(key)
+        if results is None:
+            results = _REFERENCE_CACHE[key] = ReferenceResults(cases)
+            while len(_REFERENCE_CACHE) > _REFERENCE_CACHE_SIZE:
+                del _REFERENCE_CACHE[next(iter(_REFERENCE_CACHE))]
+        return results
+
+
+class LiveExpected:
+    """The expected results of one exercise, computed here: the reference (lazy, cached) and the mistake variants.
+
+    The live :class:`grader.student.engine.diagnosis.Expected`: hidden checks with
+    per-student seeds (``grade submit`` in this repository, ``grade batch``, the
+    course server, the Gradescope bundle) and the source of every case pack.
+    """
+
+    live = True
+
+    def __init__(self, exercise_id: str, reference: Mapping[str, ScriptResult]) -> None:
+        self.exercise_id = exercise_id
+        self._reference = reference
+        self._mistakes: dict[str, Any] | None = None
+        self._combined: dict[str, Any] = {}
+
+    @property
+    def mistakes(self) -> list[KnownMistake]:
+        """The exercise's known mistakes; the catalogue (grader.mistakes) is imported when a check first asks."""
+        return list(self._by_id().values())
+
+    def _by_id(self) -> dict[str, Any]:
+        if self._mistakes is None:
+            from grader.mistakes import for_exercise
+
+            self._mistakes = {m.id: m for m in for_exercise(self.exercise_id)}
+        return self._mistakes
+
+    @property
+    def reference(self) -> Mapping[str, ScriptResult]:
+        return self._reference
+
+    def namespace(self, mistake_id: str | None) -> Any:
+        """The reference package (None or REFERENCE_AGAIN) or the namespace of mistake ``mistake_id``."""
+        if mistake_id is None or mistake_id == REFERENCE_AGAIN:
+            return _reference_namespace()
+        if mistake_id in self._combined:
+            return self._combined[mistake_id].namespace
+        return self._by_id()[mistake_id].namespace
+
+    def combination(self, ids: list[str]) -> str | None:
+        """Mistakes ``ids`` at once (grader.mistakes.compose): flags merged, or disjoint methods inherited."""
+        key = combined_id(ids)
+        if key not in self._combined:
+            from grader.mistakes import compose
+
+            by_id = self._by_id()
+            self._combined[key] = compose([by_id[i] for i in ids])
+        return key if self._combined[key] is not None else None
+
+    def variant(self, mistake_id: str, case: Case) -> ScriptResult:
+        """Run ``mistake_id``'s namespace (or the reference again) on ``case`` without its numgrad ops."""
+        return run_script(self.namespace(mistake_id), without_numgrad(case), case.arrays)
+
+    def live_check(self, name: str) -> Callable[..., Any]:
+        """The instructor-side check function ``name`` (grader/course/live_checks.py)."""
+        from grader.course.live_checks import LIVE_CHECKS
+
+        return LIVE_CHECKS[name]
+
+    def verdict(self, check: str, mistake_id: str, compute: Callable[[], tuple[bool, Any]]) -> tuple[bool, Any]:
+        """A statistical check's verdict on a variant: computed from the variant's live results."""
+        return compute()
+
+
+class LiveSource:
+    """The live source of the pipeline: per-student seeds, the reference and the mistake variants run here."""
+
+    live = True
+
+    def prepare(self, exercise_id: str, student: str) -> Prepared:
+        """Cases at ``exercise_seed(student, exercise_id)`` and their live expected results."""
+        from grader.student.engine.checks import CHECKS
+
+        seed = exercise_seed(student, exercise_id)
+        cases = CHECKS[exercise_id].cases(seed)
+        return Prepared(seed, cases, LiveExpected(exercise_id, reference_results(exercise_id, seed, cases)))
+
+    def notices(self, ids: list[str]) -> list[str]:
+        """Nothing to add: every check runs here."""
+        return []
+
+
+def grade(
+    path: Path | str, selectors: list[str] | None, student: str, limits: Limits | None = None,
+    workspace: Workspace | None = None,
+) -> GradeReport:
+    """Grade the exercises ``selectors`` (ids or topics; None or [] for all) of ``path`` with the hidden checks.
+
+    Raises UsageError for an unknown selector and SetupError for a missing or
+    empty folder; everything the student's code does ends up in the report.
+    ``workspace``: workers the caller started early (see grader.student.engine.grading.grade).
+    """
+    return grade_with(path, selectors, student, limits, LiveSource(), workspace)
+
+
+__all__ = [
+    "LiveExpected", "LiveSource", "Limits", "error_report", "files_hash", "grade", "output_limit_reached",
+    "reference_results",
+]

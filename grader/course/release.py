@@ -1,0 +1,560 @@
+"""``grade release --out DIR``: the student handout and the Gradescope autograder, built from this repository.
+
+- ``DIR/student/``: what students get. The exercise stubs (``exercises/``), a
+  README with its own Quick start, the handout quizzes (``quizzes/``:
+  questions and choices, and in practice mode explanations sealed under keys
+  derived from the right answers, :mod:`grader.student.quiz.practice`), and an
+  installable package: ``grader/__init__.py`` and the whole student-side
+  subpackage ``grader/student/`` (copied as a folder, not filtered by name:
+  the layout is the trust boundary, tests/test_boundary.py) with the case packs
+  in ``grader/student/packs/``, and a ``pyproject.toml`` whose ``grade`` is
+  :mod:`grader.student.cli`.
+- ``DIR/autograder/autograder.zip``: Gradescope's bundle. ``setup.sh``
+  installs ``source/`` (the full grader, the reference and the locked
+  quizzes); ``run_autograder`` runs :mod:`grader.course.gradescope`, which grades the
+  upload with the hidden checks and writes ``results.json``.
+- ``DIR/manifest.json``: what went where (every file with its sha256), the
+  version, the sha256 of the reference it was built from, the packs' sizes,
+  and the scaffolding level of every exercise.
+
+The stubs (in the handout and the bundle) are rendered from ``exercises/`` at
+each exercise's scaffolding level (:mod:`grader.course.scaffold`: ``--level`` and the
+course file's ``[scaffolding]``), and the levels are written to
+``grader/student/engine/scaffolding.json`` for the reports (hints below ``guided``).
+
+Refuses a non-empty DIR without ``force``; stops with a one-line reason
+(:class:`ReleaseError`) when the reference fails its own public checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader import quiz as quiz_lib
+from grader.course.packs import PackError, write_packs
+from grader.course.scaffold import render_stub, render_tree
+from grader.quiz import params as params_lib
+from grader.student.engine import catalogue
+from grader.student.course import HANDOUT_SETTINGS, Course
+from grader.student.errors import GraderError
+from grader.student.engine.scaffolding import DEFAULT_LEVEL, LEVELS
+from grader.quiz.handout import handout_quiz
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # grader/
+STUDENT_DIR = PACKAGE_DIR / "student"
+PACK_BUDGET = 5 * 1024 * 1024
+# The pseudo-student whose drawn values the handout's parameterised quiz questions show (and Gradescope judges).
+PRACTICE_STUDENT = "(practice)"
+# Files of the repository that the Gradescope bundle's source/ holds (the full grader and the reference).
+AUTOGRADER_TREES = ("grader", "reference", "exercises")
+AUTOGRADER_FILES = ("pyproject.toml", "README.md")
+SKIPPED_PARTS = {"__pycache__", ".grade", ".pytest_cache"}
+# Folders of the repository that --out (possibly with --force) must never be, or be inside.
+PROTECTED = {"grader", "reference", "exercises", "quizzes", "tests", "docs", "bench", "scripts", ".git", ".venv"}
+
+
+class ReleaseError(GraderError):
+    """A release cannot be written (one line: what is wrong and what to do)."""
+
+
+@dataclass
+class Release:
+    """What ``build_release`` wrote."""
+
+    out: Path
+    version: str
+    reference_sha256: str
+    pack_sizes: dict[str, int] = field(default_factory=dict)
+    levels: dict[str, str] = field(default_factory=dict)  # exercise id -> scaffolding level of its stub
+    files: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    @property
+    def packs_bytes(self) -> int:
+        return sum(self.pack_sizes.values())
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def tree_files(folder: Path) -> list[Path]:
+    """Every regular file under ``folder``, sorted, without caches (``__pycache__``, ``.grade``...)."""
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not SKIPPED_PARTS & set(p.relative_to(folder).parts))
+
+
+def reference_sha256() -> str:
+    """sha256 over the reference package's files (relative path and content of each, in order)."""
+    digest = hashlib.sha256()
+    folder = ROOT / "reference"
+    for path in tree_files(folder):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def project_version() -> str:
+    """The version in pyproject.toml (the release's version)."""
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        return str(tomllib.load(fh)["project"]["version"])
+
+
+def prepare_out(out: Path, force: bool) -> None:
+    """Create ``out``; ReleaseError when it is not empty and not ``force``, or when it holds this repository."""
+    out = out.resolve()
+    if out == ROOT or out in ROOT.parents:
+        raise ReleaseError(f"--out {out} holds this repository: choose a folder outside it, e.g. --out ../release")
+    if out.is_relative_to(ROOT) and out.relative_to(ROOT).parts[0] in PROTECTED:
+        raise ReleaseError(f"--out {out} is inside the repository's {out.relative_to(ROOT).parts[0]}/: choose a"
+                           " folder outside it, e.g. --out ../release")
+    if out.exists() and not out.is_dir():
+        raise ReleaseError(f"--out {out} is a file: choose a folder")
+    if out.exists() and any(out.iterdir()):
+        if not force:
+            raise ReleaseError(f"'{out}' is not empty: pass --force to replace its contents, or choose another --out")
+        for child in out.iterdir():
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """Copy the files of ``source`` into ``target`` (caches left out)."""
+    for path in tree_files(source):
+        dest = target / path.relative_to(source)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest)
+
+
+# --- quizzes -------------------------------------------------------------------------------------
+
+
+def write_quizzes(target: Path, practice: bool) -> list[str]:
+    """The handout quiz of every chapter with a source in quizzes/source/; the chapters written."""
+    sources = sorted((ROOT / "quizzes" / "source").glob("*.toml"))
+    if not sources:
+        raise ReleaseError(f"no quiz sources in {ROOT / 'quizzes' / 'source'}: the release needs the author sources")
+    target.mkdir(parents=True, exist_ok=True)
+    chapters = []
+    for path in sources:
+        source = quiz_lib.load_source(path)
+        quiz = handout_quiz(source, practice)  # what may ship, and what may not: grader/quiz/handout.py
+        (target / f"{source.chapter}.json").write_text(json.dumps(quiz.to_json(), indent=1, ensure_ascii=False) + "\n",
+                                                       encoding="utf-8")
+        chapters.append(source.chapter)
+    return chapters
+
+
+# --- the handout ---------------------------------------------------------------------------------
+
+STUDENT_PYPROJECT = """[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "normgrade-student"
+version = "{version}"
+description = "The student side of normgrade: grade your exercises, hand them in to the course server, take the quizzes."
+requires-python = ">=3.11"
+dependencies = [
+    "numpy>=1.26",
+    "click>=8.1",
+    "sqlite-utils>=3.36",
+    "sympy>=1.12",
+    "cryptography>=42",
+    "httpx>=0.27",
+]
+
+[project.optional-dependencies]
+# the OpenCL exercises (kernels/*.cl): pyopencl, and PoCL as a CPU device where no GPU driver is installed
+opencl = ["pyopencl>=2024.1", "pocl-binary-distribution>=3.0"]
+# the notebooks: %load_ext grader, %grade, %quiz (ipywidgets: the quiz forms)
+notebook = ["ipython>=8", "ipykernel>=6", "ipywidgets>=8"]
+
+[project.scripts]
+grade = "grader.student.cli:main"
+
+[tool.setuptools.packages.find]
+include = ["grader*"]
+
+[tool.setuptools.package-data]
+"grader.student" = ["packs/*.npz", "course.json"]
+"grader.student.engine" = ["scaffolding.json"]
+"""
+
+STUDENT_README = """# {title}: the exercises
+
+## Quick start
+
+Python 3.11 or newer; from this folder:
+
+```
+python3 -m venv .venv && .venv/bin/pip install '.[opencl]'
+.venv/bin/grade submit
+```
+
+The first line installs the grader into `.venv/`, OpenCL included (pyopencl,
+and PoCL, a CPU device, for the kernel exercises); the second grades every
+exercise in `exercises/` on the public checks. Fill in the stubs: each raises
+`NotImplementedError` until you do. Every command below is written as it runs
+from this folder (`.venv/bin/grade ...`); after `source .venv/bin/activate`,
+once per terminal, plain `grade ...` is the same command.
+
+```
+.venv/bin/grade submit normalization            # one topic
+.venv/bin/grade submit linear.Linear            # one exercise
+.venv/bin/grade submit --json                   # one JSON document
+.venv/bin/grade --help                          # every command; grade COMMAND --help for its options
+```
+
+Exit status: 0 means full marks, 1 short of them, 2 a usage or setup error
+(the message names the command that fixes it), or an exercise this machine
+could not grade.
+
+## When the machine, not your work, is at fault: `grade doctor`
+
+```
+.venv/bin/grade doctor                          # Python, NumPy, each OpenCL device, the sandbox, the server
+```
+
+It prints one line an item with the fix beside each failure (`--json` for one
+document), and exits 0 when everything the course needs works. The kernel
+exercises run on the first OpenCL device that builds and runs a small probe
+kernel: PoCL, a CPU device, from `.[opencl]` (the seven kernel exercises take
+about a second). On a CPU newer than that PoCL's compiler (a Zen 5, say) it
+builds nothing ("unknown target CPU 'generic'"); `grade doctor` then names the
+fix: Debian's `pocl-opencl-icd`, which an administrator installs. An exercise
+the grader's machine cannot grade is `NOT_GRADED`, never a zero: no score,
+nothing recorded; on the course server it is held and graded by itself once the
+server is fixed, with no new upload.
+
+## Handing in: {hand_in_title}
+
+{hand_in}
+## Deadlines and late work
+
+{deadlines}
+
+## Quizzes
+
+{quizzes}
+
+## Allowed imports
+
+Your exercise files may import {allowed}, and each other (`from .base import
+Module`). Nothing else: not SciPy (`scipy.special.erf` is what the exercises
+ask you to build: `math.erfc` through `np.frompyfunc` gives erf on arrays),
+and no other package. A file that imports one scores zero, with a one-line
+reason naming the file, the line and the package; the same rule holds here,
+{graders_rule}. Code that reaches outside (files, programs, the network) is
+stopped by the sandbox.
+
+## What is checked here, and what is checked when you hand in
+
+`.venv/bin/grade submit` without a login (or with `--local`) runs the **public
+checks**: the same checks the course grades with, on fixed inputs, compared
+with expected results shipped in this folder (no reference code is in it).
+When a check fails it names the known mistake your output matches, when there
+is one, and says how to fix it. Your code runs in an OS sandbox where
+bubblewrap is installed (Linux), else in plain child processes.
+
+The **hidden checks** run when you hand in ({where}): the same checks on
+inputs drawn for you alone, plus the checks that need the reference's code
+({live_only}). Passing the public checks is a very good sign, not a guarantee.
+"""
+
+HAND_IN_SERVER = """The course server{server_at} grades your work with the hidden checks and keeps
+the record that counts.
+
+```
+.venv/bin/grade login                 # asks for the token your instructor gave you{login_note}
+.venv/bin/grade submit                # hand in: the hidden checks, the same report as here
+.venv/bin/grade quiz                  # the quiz chapters; .venv/bin/grade quiz CHAPTER answers one
+.venv/bin/grade progress              # the server's record: your counted scores and quizzes
+.venv/bin/grade result ID             # the report of submission ID (graded later if you stopped waiting)
+.venv/bin/grade submit --local        # the public checks here, nothing handed in
+.venv/bin/grade logout                # forget the login (kept in ~/.config/normgrade/, readable only by you)
+```
+
+Logged in, `submit`, `quiz` and `progress` use the server; `--local` works on
+this machine instead (offline quizzes are practice and nothing is recorded).
+"""
+
+HAND_IN_GRADESCOPE = """Upload your `exercises/` folder (or its `.py` files and `kernels/*.cl` files) to
+the course's Gradescope assignment. To have quizzes scored there, answer them as
+yourself and save the answers, then add that file to the upload:
+
+```
+.venv/bin/grade quiz activations --student you@example.org --save-answers quiz-answers.toml
+```
+
+Your numbers and choice order are your own, so the file is yours alone. Each
+question counts a fixed number of attempts over all your uploads (changing an
+answer uses one); before the due date a wrong answer says only "Not this one.".
+"""
+
+
+def hand_in_text(course: Course) -> tuple[str, str, str, str]:
+    """(title, text, where the hidden checks run, where the rule holds) of the handout's hand-in section."""
+    server_at = f" at {course.server_url}" if course.server_url else ""
+    login_note = "" if course.server_url else "; first time: .venv/bin/grade login URL"
+    server = HAND_IN_SERVER.format(server_at=server_at, login_note=login_note)
+    if course.hand_in == "server":
+        return ("the course server", server, "on the course server", "on the course server")
+    if course.hand_in == "both":
+        return ("the course server and Gradescope", server + "\nGradescope too:\n\n" + HAND_IN_GRADESCOPE,
+                "on the course server and on Gradescope", "on the course server and on Gradescope")
+    return ("Gradescope", HAND_IN_GRADESCOPE, "on the course's Gradescope autograder", "on Gradescope")
+
+
+def _date(value: Any) -> str:
+    return "none" if value is None else f"{value:%Y-%m-%d %H:%M} UTC"
+
+
+def deadlines_text(course: Course) -> str:
+    """The handout's table of chapters: exercises, due date, what late work counts, when uploads close."""
+    rule = ("the best score counts (late ones as the rules below say)" if course.rule == "best"
+            else "the latest attempt counts (late ones as the rules below say)")
+    if not course.chapters:
+        return f"No due dates: {rule}."
+    lines = [f"Which score counts: {rule}. Times are UTC.", "",
+             "| chapter | exercises | due | late work | closes |", "|---|---|---|---|---|"]
+    for chapter in course.chapters:
+        topics = sorted({catalogue.topic_of(e) for e in chapter.exercises}, key=catalogue.TOPICS.index)
+        shown = ", ".join(t if set(catalogue.resolve([t])) <= set(chapter.exercises) else
+                          ", ".join(e for e in chapter.exercises if catalogue.topic_of(e) == t) for t in topics)
+        if chapter.due is None:
+            late = "-"
+        elif chapter.late_penalty >= 1.0:
+            late = "counts nothing"
+        else:
+            late = f"counts {100 * (1 - chapter.late_penalty):g}%"
+        lines.append(f"| {chapter.name} | {shown} | {_date(chapter.due)} | {late} | {_date(chapter.closes_at())} |")
+    lines += ["", "After a chapter closes, the server no longer takes its exercises: `grade submit` lists them as"
+              " closed. Exercises in no chapter have no due date."]
+    return "\n".join(lines)
+
+
+def quizzes_text(course: Course) -> str:
+    """The handout's quiz section: how graded attempts count, per chapter, and what offline practice is."""
+    quizzes = quiz_lib.load_all(ROOT / "quizzes")
+    lines = ["| chapter | questions | checkpoints | attempts per question |", "|---|---|---|---|"]
+    for quiz in quizzes:
+        if course.quiz_attempts is not None:  # the course's number, for every graded question
+            attempts = str(course.quiz_attempts)
+        else:
+            checkpoint = {q.attempts for q in quiz.questions if q.checkpoint}
+            other = {q.attempts for q in quiz.questions if not q.checkpoint}
+            attempts = ", ".join(part for part in (
+                f"checkpoints {'/'.join(map(str, sorted(checkpoint)))}" if checkpoint else "",
+                f"others {'/'.join(map(str, sorted(other)))}" if other else "") if part)
+        lines.append(f"| {quiz.chapter} | {len(quiz.questions)} | {len(quiz.checkpoints)} | {attempts} |")
+    table = "\n".join(lines)
+    rules = ("Each question has the attempts below, and they never reset. Before the chapter's due date a"
+             " wrong answer says only \"Not this one.\"; the explanation is shown after a right answer, the"
+             " last attempt, or the due date. A question's points count once it is answered correctly; a"
+             " chapter is complete when every checkpoint question is.")
+    if course.graded_on_server:
+        scored = ("Logged in, `.venv/bin/grade quiz CHAPTER` is posed, judged and recorded by the course server"
+                  " (your own numbers and choice order; the answers never leave it). " + rules)
+    else:
+        scored = ("Your course scores quizzes on Gradescope: the `quiz-answers.toml` of your upload (see"
+                  " Handing in), judged for you (your numbers and choice order), attempts counted over all"
+                  " your uploads. " + rules)
+    return (f"{scored}\n\n{table}\n\nOffline (not logged in, or `--local`), `.venv/bin/grade quiz` lists the"
+            " chapters and `.venv/bin/grade quiz activations` is **practice**: nothing is recorded, and each"
+            " question is shown with its id (e.g. `gelu-why`). Questions with numbers are checked on practice"
+            " numbers that no graded student gets (their explanation is encrypted under the practice answer);"
+            " questions with one answer for everyone are graded only by the course, so they are asked here"
+            " but not checked. Where the course text is wrong, `ERRATA.md` gives the correct statement and"
+            " its source.\n")
+
+
+def student_readme(course: Course) -> str:
+    """The handout's README: Quick start, how to hand in, deadlines, quizzes, allowed imports, what is checked."""
+    from grader.student.engine.loader import ALLOWED_IMPORTS_TEXT
+
+    title, hand_in, where, rule_where = hand_in_text(course)
+    return STUDENT_README.format(
+        title=course.name, hand_in_title=title, hand_in=hand_in, deadlines=deadlines_text(course),
+        quizzes=quizzes_text(course), allowed=ALLOWED_IMPORTS_TEXT, graders_rule=rule_where, where=where,
+        live_only=live_only_checks(),
+    )
+
+
+def live_only_checks() -> str:
+    """The checks a handout cannot run, for its README: 'blocks.MLPBlock: dropout_train, backward_dropout'."""
+    from grader.course.packs import public_seed
+    from grader.student.engine.checks import CHECKS
+
+    parts = []
+    for exercise_id, definition in CHECKS.items():
+        names = [c.name for c in definition.checked_plan(public_seed(exercise_id)).checks if c.live_only]
+        if names:
+            parts.append(f"`{exercise_id}`: {', '.join(names)}")
+    return "; ".join(parts) or "none"
+
+
+def levels_json(levels: dict[str, str]) -> str:
+    """``grader/student/engine/scaffolding.json``: the level of every exercise's stub (read by the reports)."""
+    return json.dumps({"exercises": levels}, indent=1) + "\n"
+
+
+def write_student(out: Path, version: str, practice: bool, levels: dict[str, str],
+                  course: Course | None = None) -> dict[str, int]:
+    """The handout folder, its stubs rendered at ``levels``, its README and settings from ``course``; the packs' sizes."""
+    course = course or Course()
+    student = out / "student"
+    render_tree(ROOT / "exercises", student / "exercises", levels)
+    (student / "grader").mkdir(parents=True)
+    shutil.copyfile(PACKAGE_DIR / "__init__.py", student / "grader" / "__init__.py")
+    copy_tree(STUDENT_DIR, student / "grader" / "student")
+    (student / "grader" / "student" / "engine" / "scaffolding.json").write_text(levels_json(levels), encoding="utf-8")
+    (student / "grader" / "student" / HANDOUT_SETTINGS.name).write_text(
+        json.dumps(course.handout_json(), indent=1) + "\n", encoding="utf-8")
+    stale = student / "grader" / "student" / "packs"
+    if stale.exists():
+        shutil.rmtree(stale)  # never ship packs left in the source tree: the release writes fresh ones
+    try:
+        sizes = write_packs(student / "grader" / "student" / "packs")
+    except PackError as exc:
+        raise ReleaseError(str(exc)) from exc
+    if sum(sizes.values()) > PACK_BUDGET:
+        raise ReleaseError(f"the case packs take {sum(sizes.values())} bytes, over the {PACK_BUDGET}-byte budget:"
+                           " make the public cases smaller")
+    write_quizzes(student / "quizzes", practice)
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):  # one per chapter, beside exercises/ (%grade, %quiz)
+        shutil.copyfile(notebook, student / notebook.name)
+    shutil.copyfile(ROOT / "quizzes" / "errata.md", student / "ERRATA.md")  # where the course text is wrong
+    (student / "pyproject.toml").write_text(STUDENT_PYPROJECT.format(version=version), encoding="utf-8")
+    (student / "README.md").write_text(student_readme(course), encoding="utf-8")
+    return sizes
+
+
+# --- the Gradescope bundle -----------------------------------------------------------------------
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once when it builds the autograder image (choose the Ubuntu 24.04 base image:
+# the grader needs Python 3.11 or newer). Everything goes into a virtual environment (PEP 668).
+set -euo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+apt-get update -qq
+apt-get install -y -qq python3 python3-venv >/dev/null
+apt-get install -y -qq bubblewrap >/dev/null  # the OS sandbox: every upload is graded inside it
+python3 -m venv "$ROOT/venv"
+"$ROOT/venv/bin/python" -m pip install --quiet "$ROOT/source[pocl]"
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for every submission: grade the upload, write results/results.json.
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+cd "$ROOT/source" && exec "${PYTHON:-$ROOT/venv/bin/python}" -m grader.course.gradescope --root "$ROOT"{flags}
+"""
+
+
+def write_autograder(out: Path, sandbox: bool = True, levels: dict[str, str] | None = None,
+                     course_file: Path | None = None) -> list[str]:
+    """``out/autograder/autograder.zip``; returns its member names.
+
+    ``sandbox`` False: ``run_autograder`` grades with ``--no-sandbox`` (for an
+    image where bubblewrap cannot create namespaces; the results say so).
+    ``course_file``: the course.toml, kept as ``source/course.toml`` (its quiz
+    attempts and due dates decide what a graded quiz answer is told).
+    """
+    target = out / "autograder"
+    target.mkdir(parents=True)
+    zip_path = target / "autograder.zip"
+    members: list[str] = []
+    with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        run_autograder = RUN_AUTOGRADER.replace("{flags}", "" if sandbox else " --no-sandbox")
+        for name, text in (("setup.sh", SETUP_SH), ("run_autograder", run_autograder)):
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o755 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, text)
+            members.append(name)
+        levels = levels or {}
+        for tree in AUTOGRADER_TREES:
+            for path in tree_files(ROOT / tree):
+                if path.is_relative_to(STUDENT_DIR / "packs") or path in (
+                        STUDENT_DIR / "engine" / "scaffolding.json", STUDENT_DIR / HANDOUT_SETTINGS.name):
+                    continue
+                name = "source/" + path.relative_to(ROOT).as_posix()
+                if tree == "exercises" and path.suffix in (".py", ".cl"):  # the stubs, as the handout has them
+                    relative = path.relative_to(ROOT / "exercises").as_posix()
+                    zf.writestr(name, render_stub(relative, path.read_text(encoding="utf-8"), levels))
+                else:
+                    zf.write(path, name)
+                members.append(name)
+        name = "source/grader/student/engine/scaffolding.json"
+        zf.writestr(name, levels_json(levels))
+        members.append(name)
+        if course_file is not None:
+            zf.write(course_file, "source/course.toml")
+            members.append("source/course.toml")
+        for path in sorted((ROOT / "quizzes").glob("*.json")):  # locked quizzes: the answers file is scored with them
+            name = "source/" + path.relative_to(ROOT).as_posix()
+            zf.write(path, name)
+            members.append(name)
+        for file in AUTOGRADER_FILES:
+            zf.write(ROOT / file, f"source/{file}")
+            members.append(f"source/{file}")
+    return members
+
+
+# --- the whole release -----------------------------------------------------------------------------
+
+
+def release_levels(level: str | None, course: Course | None) -> dict[str, str]:
+    """Every exercise's scaffolding level: the course's override, else ``level``, else the course's level (guided)."""
+    if level is not None and level not in LEVELS:
+        raise ReleaseError(f"--level {level!r} is not a scaffolding level: use one of {', '.join(LEVELS)}")
+    return (course or Course()).scaffolding_levels(level)
+
+
+def build_release(out: Path | str, force: bool = False, practice: bool = True, sandbox: bool = True,
+                  level: str | None = None, course: Course | None = None, course_file: Path | None = None) -> Release:
+    """Write the handout, the Gradescope bundle and the manifest into ``out`` (see the module docstring).
+
+    ``level`` (``grade release --level``) is the stubs' scaffolding level, ``course``'s
+    ``[scaffolding]`` the default level (when ``level`` is None) and the per-exercise overrides;
+    ``course_file`` (the file ``course`` was read from) goes into the Gradescope bundle.
+    """
+    out = Path(out).resolve()
+    levels = release_levels(level, course)
+    prepare_out(out, force)
+    version = project_version()
+    release = Release(out, version, reference_sha256(), levels=levels)
+    release.pack_sizes = write_student(out, version, practice, levels, course)
+    members = write_autograder(out, sandbox, levels, course_file)
+    release.files = {
+        "student": [{"path": p.relative_to(out).as_posix(), "sha256": sha256_file(p), "bytes": p.stat().st_size}
+                    for p in tree_files(out / "student")],
+        "autograder": [{"path": "autograder/autograder.zip", "sha256": sha256_file(out / "autograder" / "autograder.zip"),
+                        "members": members}],
+    }
+    manifest = {
+        "format": "normgrade-release-1",
+        "version": version,
+        "reference_sha256": release.reference_sha256,
+        "practice_quizzes": practice,
+        "packs": {"bytes": release.packs_bytes, "by_exercise": release.pack_sizes},
+        "scaffolding": {"level": level or (course.scaffolding_level if course else DEFAULT_LEVEL),
+                        "by_exercise": release.levels},
+        "where": {
+            "student/": "the handout: stubs, README, quizzes (no answers), the student-side grader and its case packs",
+            "autograder/autograder.zip": "Gradescope: setup.sh, run_autograder, source/ (full grader and reference)",
+        },
+        "files": release.files,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    return release
+
+
+__all__ = ["PRACTICE_STUDENT", "Release", "ReleaseError", "build_release", "reference_sha256"]

@@ -1,0 +1,212 @@
+"""The command-line side of the course server, the instructor's half.
+
+Instructor: ``grade serve``, ``grade worker``, ``grade roster import|instructor``.
+The student's half (``grade login``/``logout``/``result`` and the remote mode
+of ``grade submit``, ``grade quiz`` and ``grade progress``) holds no answer and
+ships in the handout: :mod:`grader.student.client.remote`, which the instructor's
+`grade` registers too.
+
+The server-only dependencies (starlette, uvicorn, huey, redis) are imported
+inside the commands that need them, so the student's commands work with the
+``httpx`` client alone.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from grader.student.client import remote
+from grader.student.client.remote import RemoteError, one_line  # noqa: F401  (term_cli's too)
+from grader.student.errors import GraderError
+
+DEFAULT_PORT = 8000
+
+
+def _load_course(course: Path | None) -> Any:
+    from grader.student.course import DEFAULT_COURSE, load_course
+
+    return DEFAULT_COURSE if course is None else load_course(course)
+
+
+@click.command("serve")
+@click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The course.toml [default: no deadlines, best score counts, 30 uploads per hour].")
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
+              help="The course database [or $GRADE_DB]; created when missing, never overwritten.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option("--queue", "queue_url", default=None, metavar="URL",
+              help="Grading queue: sqlite:///PATH or redis://HOST:PORT/DB [default: COURSE-queue.db beside --db].")
+@click.option("--workers", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Grading worker processes started with the server (0: only `grade worker` elsewhere).")
+@click.option("--quiz-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Locked quizzes [default: the checkout's quizzes/].")
+@click.option("--job-timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+              help="Seconds a grading try may run before it is tried again (then failed).")
+@click.option("--lease-timeout", type=click.FloatRange(min=5), default=20.0, show_default=True,
+              help="Seconds without word from a grading worker (its lease not renewed) before its try is "
+                   "put back on the queue.")
+@click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
+def serve_command(course_file: Path | None, db: Path, host: str, port: int, queue_url: str | None,
+                  workers: int, quiz_dir: Path | None, job_timeout: float, lease_timeout: float,
+                  no_sandbox: bool) -> None:
+    """Run the course server: the API under /api/v1/, the grading queue and its workers.
+
+    SIGTERM (or Ctrl-C) stops it and every worker process it started.
+    """
+    import logging
+
+    import uvicorn
+
+    from grader.server.app import ServerConfig, create_app
+    from grader.server.jobs import default_queue_url, open_queue
+    from grader.server.supervisor import WorkerPool
+
+    logging.basicConfig(level=logging.WARNING, format="grade serve: %(name)s: %(message)s")
+
+    try:
+        course = _load_course(course_file)
+        queue_url = queue_url or default_queue_url(db)
+        open_queue(queue_url).pending()  # an unusable queue stops here, with its reason
+        app = create_app(ServerConfig(db, queue_url, course, quiz_dir, job_timeout, lease_timeout=lease_timeout))
+    except GraderError as exc:
+        raise one_line(exc) from exc
+    except Exception as exc:  # redis.ConnectionError and the like: one line
+        raise RemoteError(f"cannot use the queue {queue_url} ({exc}): start it, or pass another --queue") from exc
+    check_port(host, port)
+    if workers and not no_sandbox:
+        from grader.student.sandbox.runner import Limits
+
+        try:
+            Limits(sandbox=True).sandboxed()  # the workers would refuse to start: say so here, once
+        except GraderError as exc:
+            raise one_line(exc) from exc
+    pool = WorkerPool(queue_url, workers, no_sandbox).start() if workers else None
+    click.echo(f"Serving {course.name} at http://{host}:{port} (database {db}, queue {queue_url}, "
+               f"{workers} worker process{'es' if workers != 1 else ''})", err=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    finally:
+        if pool is not None:
+            pool.stop()
+
+
+def check_port(host: str, port: int) -> None:
+    """A one-line error when ``host:port`` cannot be listened on (in use, not an address of this machine)."""
+    import socket
+
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        raise RemoteError(f"cannot listen on {host}:{port} ({exc.strerror or exc}): pass another --port or --host") from exc
+
+
+@click.command("worker")
+@click.option("--queue", "queue_url", required=True, metavar="URL",
+              help="The server's queue: sqlite:///PATH (same machine) or redis://HOST:PORT/DB.")
+@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
+              help="Grading processes.")
+@click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
+def worker_command(queue_url: str, workers: int, no_sandbox: bool) -> None:
+    """Grade submissions from the server's queue until stopped (Ctrl-C or SIGTERM).
+
+    Run it on as many machines as you like with the same redis:// queue; the
+    results go back through the queue, only the server writes the database.
+    """
+    from grader.server import jobs
+
+    jobs.SANDBOX = not no_sandbox
+    try:
+        jobs.run_consumer(queue_url, workers)
+    except GraderError as exc:
+        raise one_line(exc) from exc
+
+
+@click.group("roster")
+def roster_group() -> None:
+    """Instructor: the class list and its tokens."""
+
+
+@roster_group.command("import")
+@click.argument("roster_csv", type=click.Path(dir_okay=False, path_type=Path), metavar="ROSTER.csv")
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
+              help="The course database [or $GRADE_DB].")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("tokens.csv"),
+              show_default=True, help="Where the new tokens go (mode 0600), to hand out.")
+@click.option("--reissue", is_flag=True, help="New tokens for every listed student (their old ones stop working).")
+def roster_import_command(roster_csv: Path, db: Path, output: Path, reissue: bool) -> None:
+    """Add the students of ROSTER.csv (columns id,name,email) and issue their tokens."""
+    from grader.server import roster
+    from grader.student.store import Store
+
+    try:
+        entries = roster.read_roster(roster_csv)
+        with Store.open(db) as store:
+            issued = roster.import_roster(store, entries, reissue)
+        roster.write_tokens(output, issued)
+    except GraderError as exc:
+        raise one_line(exc) from exc
+    except OSError as exc:
+        raise RemoteError(f"cannot write {output} ({exc.strerror}): pass another -o FILE") from exc
+    kept = len(entries) - len(issued)
+    click.echo(f"{len(entries)} students in the roster; {len(issued)} new tokens written to {output}"
+               + (f"; {kept} students kept their tokens (--reissue to replace them)" if kept else "") + ".")
+
+
+@roster_group.command("instructor")
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
+              help="The course database [or $GRADE_DB].")
+def roster_instructor_command(db: Path) -> None:
+    """Issue an instructor token and print it (keep it secret; it reads every student's data)."""
+    from grader.server import roster
+    from grader.student.store import Store
+
+    try:
+        with Store.open(db) as store:
+            token = roster.issue_instructor_token(store)
+    except GraderError as exc:
+        raise one_line(exc) from exc
+    click.echo(token)
+
+
+@roster_group.command("sync")
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
+              help="The course database [or $GRADE_DB].")
+@click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The course.toml with the [lti] platforms.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("tokens.csv"),
+              show_default=True, help="Where the new students' tokens go (mode 0600).")
+def roster_sync_command(db: Path, course_file: Path, output: Path) -> None:
+    """Pull the LMS's membership (LTI NRPS) into the roster: new students get tokens, dropped ones are marked."""
+    from grader.server import lti, lti_services, roster
+    from grader.student.store import Store
+
+    try:
+        config = lti.platforms_of(_load_course(course_file))
+        with Store.open(db) as store:
+            result = lti_services.sync_roster(store, config)
+        if result.tokens:
+            roster.write_tokens(output, result.tokens)
+    except GraderError as exc:
+        raise one_line(exc) from exc
+    except OSError as exc:
+        raise RemoteError(f"cannot write {output} ({exc.strerror}): pass another -o FILE") from exc
+    click.echo(result.summary() + (f"; new tokens written to {output}" if result.tokens else "") + ".")
+    if result.errors:
+        raise RemoteError("the roster sync did not reach every course: launch the tool once from each LMS course, "
+                          "check [lti] in course.toml, and run it again")
+    if not result.contexts:
+        raise RemoteError("no LMS course to sync yet: launch the tool once from the LMS course (as instructor), "
+                          "then run it again")
+
+
+def register(cli: click.Group) -> None:
+    """Add the server's commands (and the student's login, logout, result) to the `grade` group."""
+    for command in (remote.login_command, remote.logout_command, remote.result_command, serve_command,
+                    worker_command, roster_group):
+        cli.add_command(command)

@@ -1,0 +1,46 @@
+"""A GradeReport as a plain dict and back, for the queue and the HTTP API.
+
+``GradeReport.to_json`` is the contract's ``--json`` document; it leaves out
+what the human report also shows (an exercise's message, duration and
+captured output). A remote ``grade submit`` must print the very report that
+local grading prints, so the worker, the server and the client exchange the
+full report in this form (JSON-safe: str, float, bool, None, lists, dicts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+
+
+def report_to_dict(report: GradeReport) -> dict[str, Any]:
+    """Every field of the report (``dataclasses.asdict``)."""
+    return asdict(report)
+
+
+def report_from_dict(doc: dict[str, Any]) -> GradeReport:
+    """The inverse of :func:`report_to_dict`; KeyError/TypeError on a malformed document."""
+    exercises = []
+    for ex in doc["exercises"]:
+        checks = [
+            CheckResult(
+                str(c["name"]), bool(c["passed"]), float(c["score"]), float(c["max_score"]),
+                str(c.get("message") or ""), c.get("misconception"), figure_of(c), [str(a) for a in c.get("also") or []],
+            )
+            for c in ex.get("checks", [])
+        ]
+        exercises.append(
+            ExerciseResult(
+                str(ex["id"]), str(ex["status"]), float(ex["score"]), float(ex["max_score"]), checks,
+                str(ex.get("message") or ""), float(ex.get("duration") or 0.0), str(ex.get("output") or ""),
+            )
+        )
+    return GradeReport(str(doc["student"]), exercises, str(doc.get("files_hash") or ""))
+
+
+def figure_of(check: dict[str, Any]) -> dict[str, Any] | None:
+    """A check's figure (a dict, or None when absent: documents from before figures have none)."""
+    figure = check.get("figure")
+    return figure if isinstance(figure, dict) else None

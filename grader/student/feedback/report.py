@@ -1,0 +1,336 @@
+"""Reports of one graded submission: the human text, the ``--json`` document, Gradescope's results.json.
+
+The human report puts the hint first (otter buried it under tracebacks):
+one line per exercise, then for each failing check the diagnosis (the known
+mistake the output matches and its fix), then where the first significant
+difference is, received and expected. Class reports built from the store
+live in ``grader/term/class_report.py`` and reuse :func:`format_score` and
+:data:`STATUS_LABELS`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from grader.student.sanitize import clean_text
+from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+
+# status -> (label, colour): the label is the status word of the JSON and the README, in capitals,
+# one word per status; it is never "PASSED" unless the marks are full
+STATUS_LABELS: dict[str, tuple[str, str]] = {
+    "passed": ("PASSED", "green"),
+    "failed": ("FAILED", "red"),
+    "not_implemented": ("NOT_IMPLEMENTED", "yellow"),
+    "error": ("ERROR", "red"),
+    "timeout": ("TIMEOUT", "red"),
+    # the grader's machine failed (no OpenCL device, no sandbox): no verdict, no score
+    "not_graded": ("NOT_GRADED", "magenta"),
+    # exam mode only (grader/term/exam.py): the course hides feedback until its release time
+    "graded": ("GRADED", "cyan"),
+    "received": ("RECEIVED", "cyan"),
+}
+OUTPUT_EXCERPT_LINES = 8
+OUTPUT_EXCERPT_CHARS = 600
+LABEL_WIDTH = max(len(label) for label, _ in STATUS_LABELS.values()) + 2
+
+
+def use_color(stream: IO[str] | None = None) -> bool:
+    """Colour only when ``stream`` (default stdout) is a terminal and NO_COLOR is unset."""
+    if "NO_COLOR" in os.environ:
+        return False
+    stream = stream if stream is not None else sys.stdout
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def round_score(value: float, places: int = 2) -> str:
+    """THE rounding of a score for display: half up on its decimal value, float noise ignored.
+
+    ``5.75 * 0.7`` is 4.0249999999999995 and ``5.75 - 5.75 * 0.3`` is
+    4.025000000000000355: both are 4.025, shown 4.03, in every view (the
+    student's report and progress, the dashboard, the exports). Trailing
+    zeros are dropped: 6.0 -> '6', 6.50 -> '6.5'.
+    """
+    exact = Decimal(repr(round(float(value), 9)))
+    text = f"{exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP):f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text in ("-0", "") else text
+
+
+def format_score(value: float) -> str:
+    """6.0 -> '6', 6.5 -> '6.5', 6.25 -> '6.25', 4.025 -> '4.03' (at most two decimals, :func:`round_score`)."""
+    return round_score(value, 2)
+
+
+def status_style(status: str | None) -> tuple[str, str]:
+    """(label, colour) of a status; an unknown one in capitals and red, ('-', 'white') when never graded."""
+    if status is None:
+        return "-", "white"
+    return STATUS_LABELS.get(status, (status.upper(), "red"))
+
+
+def exercise_label(ex: ExerciseResult) -> tuple[str, str]:
+    """(label, colour) for an exercise; 'passed' with missing marks shows as FAIL."""
+    status = ex.status
+    if status == "passed" and ex.score < ex.max_score:
+        status = "failed"
+    return status_style(status)
+
+
+DIAGNOSIS_PREFIXES = ("Known mistake ", "Likely mistake", "Fix: ")
+
+
+def diagnosis_lines(check: CheckResult) -> list[str]:
+    """The known mistake behind a failing check, in words: '<sentence> (id)' and 'Fix: ...'.
+
+    Below the ``guided`` scaffolding level the exercise's stub was released at,
+    the mistake's hint (else its sentence) and no fix (:meth:`KnownMistake.said`).
+
+    Looked up in ``grader.mistakes.CATALOGUE`` when it exists; nothing is
+    added when the check's own message already carries the sentence.
+    """
+    if not check.misconception:
+        return []
+    entry = mistake_entry(check.misconception)
+    if entry is None:
+        if check.misconception in check.message:
+            return []
+        return [f"Likely mistake: {check.misconception}."]
+    sentence, fix = (part.strip() for part in entry.said())  # below guided: the hint, no fix
+    if sentence and sentence in check.message:
+        return []
+    lines = [f"Likely mistake ({check.misconception}): {sentence}" if sentence
+             else f"Likely mistake: {check.misconception}."]
+    if fix and fix not in check.message:
+        lines.append(f"Fix: {fix}")
+    return lines
+
+
+def mistake_entry(misconception: str) -> Any:
+    """The known mistake with this id (registered by the mistake catalogue or a case pack), or None."""
+    from grader.student.engine.diagnosis import known_mistake  # (NumPy): only when a mistake is shown
+
+    return known_mistake(misconception)
+
+
+def output_excerpt(output: str) -> list[str]:
+    """The last OUTPUT_EXCERPT_LINES lines (at most OUTPUT_EXCERPT_CHARS characters) of captured output."""
+    text = output.rstrip()
+    if not text:
+        return []
+    lines = text.splitlines()
+    tail = lines[-OUTPUT_EXCERPT_LINES:]
+    excerpt = "\n".join(tail)
+    if len(excerpt) > OUTPUT_EXCERPT_CHARS:
+        excerpt = "..." + excerpt[-OUTPUT_EXCERPT_CHARS:]
+    elif len(tail) < len(lines):
+        excerpt = "...\n" + excerpt
+    return excerpt.splitlines()
+
+
+TRACEBACK_FRAME = '  File "'
+SAME_TRACEBACK = "(the same traceback as above)"
+
+
+def once_per_traceback(lines: list[str], seen: set[tuple[str, ...]]) -> list[str]:
+    """``lines`` with each traceback (a run of '  File "..."' frames and their code lines) kept the first
+    time it appears in ``seen`` and replaced by one short line after that."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith(TRACEBACK_FRAME):
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and (lines[j].startswith(TRACEBACK_FRAME) or lines[j].startswith("    ")):
+            j += 1
+        block = tuple(lines[i:j])
+        if block in seen:
+            out.append(SAME_TRACEBACK)
+        else:
+            seen.add(block)
+            out.extend(block)
+        i = j
+    return out
+
+
+def exercise_details(ex: ExerciseResult) -> list[str]:
+    """What is wrong with one exercise, unindented: its message, failing checks, the student's output.
+
+    A traceback shared by several checks (one crash seen by many) is printed
+    once. The tail of what the student's code printed closes every exercise
+    that did not pass.
+    """
+    lines: list[str] = []
+    seen: set[tuple[str, ...]] = set()
+    if ex.message:
+        lines.extend(once_per_traceback(ex.message.splitlines(), seen))
+    if ex.status != "not_implemented":
+        diagnoses: list[str] = []  # each known mistake once, before any numbers
+        details: list[str] = []
+        for check in ex.checks:
+            if check.passed:
+                continue
+            details.append(f"- {check.name} ({format_score(check.score)}/{format_score(check.max_score)})")
+            body = diagnosis_lines(check) + once_per_traceback(check.message.splitlines(), seen)
+            for line in body:
+                if line.startswith(DIAGNOSIS_PREFIXES):
+                    if line not in diagnoses:
+                        diagnoses.append(line)
+                else:
+                    details.append("    " + line)
+        lines.extend(diagnoses)
+        lines.extend(details)
+    if ex.status in ("failed", "error", "timeout"):
+        excerpt = output_excerpt(ex.output)
+        if excerpt:
+            lines.append("What your code printed (last lines):")
+            lines.extend("    " + line for line in excerpt)
+    return lines
+
+
+def format_text(report: GradeReport, color: bool = False, notes: Mapping[str, str] | None = None) -> str:
+    """The human report: a line per exercise, details of what fails below it, a total line.
+
+    ``notes``: exercise id -> a note printed beside its score (the course server's "late: counts 70%").
+    """
+
+    def style(text: str, **kwargs: Any) -> str:
+        return click.style(text, **kwargs) if color else text
+
+    if not report.exercises:
+        return f"No exercises graded for {report.student}."
+    width = max(len(ex.id) for ex in report.exercises)
+    lines = [f"normgrade report for {clean_text(report.student)}"]
+    lines.extend(f"  Note: {notice}" for notice in report.notices)
+    reasons_shown: set[str] = set()  # a machine fault shared by many exercises is said once
+    for ex in report.exercises:
+        label, colour = exercise_label(ex)
+        score = f"{format_score(ex.score) if ex.graded else '-'}/{format_score(ex.max_score)}"
+        note = f"  ({notes[ex.id]})" if notes and ex.id in notes else ""
+        lines.append(f"  {style(label.ljust(LABEL_WIDTH), fg=colour, bold=True)}{ex.id.ljust(width)}  {score:>7}{note}")
+        if not ex.graded and ex.message in reasons_shown:
+            lines.append("        (not graded for the same reason as above)")
+        elif label != STATUS_LABELS["passed"][0]:
+            reasons_shown.add(ex.message)
+            lines.extend("        " + line if line else "" for line in exercise_details(ex))
+    graded = report.graded_exercises
+    full = sum(1 for ex in graded if ex.score >= ex.max_score)
+    percent = 100.0 * report.score / report.max_score if report.max_score else 0.0
+    total = (
+        f"Total: {format_score(report.score)}/{format_score(report.max_score)} ({percent:.1f}%), "
+        f"{full} of {len(graded)} exercises at full marks"
+    )
+    todo = sorted({ex.id.split(".")[0] for ex in report.exercises if ex.status == "not_implemented"})
+    if todo:
+        lines.append(
+            f"NOT_IMPLEMENTED: {sum(ex.status == 'not_implemented' for ex in report.exercises)} exercise(s) still raise "
+            f"NotImplementedError: implement them in {', '.join(t + ('/*.cl' if t == 'kernels' else '.py') for t in todo)}."
+        )
+    if report.not_graded:
+        lines.append(not_graded_line(report))
+    lines.append(style(total, bold=True))
+    return "\n".join(lines)
+
+
+def not_graded_line(report: GradeReport) -> str:
+    """One line for the exercises the grader's machine could not grade (they count in no total)."""
+    skipped = report.not_graded
+    points = format_score(sum(ex.max_score for ex in skipped))
+    return (f"NOT_GRADED: {len(skipped)} exercise(s) ({points} points) were not graded: the grader's machine is at"
+            f" fault, not your work; they count in no total. {first_reason(skipped)}")
+
+
+def first_reason(exercises: list[ExerciseResult]) -> str:
+    """The first line of the first exercise's message (what the grader lacks, naming `grade doctor`)."""
+    for ex in exercises:
+        for line in ex.message.splitlines():
+            if line.strip():
+                return line.strip()
+    return "`grade doctor` shows what is missing."
+
+
+def format_json(report: GradeReport, arrays: bool = False) -> str:
+    """The ``--json`` document of the exercise contract (section 6); ``arrays`` adds each check's ``figure``."""
+    return json.dumps(report.to_json(arrays), indent=2)
+
+
+def gradescope_results(report: GradeReport) -> dict[str, Any]:
+    """Gradescope's autograder results.json: one test per exercise, visible to the student.
+
+    Format: https://gradescope-autograders.readthedocs.io/en/latest/specs/
+    (top-level score, output, visibility, stdout_visibility, execution_time;
+    tests with name, score, max_score, status "passed"/"failed", output).
+    A ``not_graded`` exercise (the autograder's machine failed) is a test with no score,
+    so it is never a zero: the output says that the instructor's rerun grades it.
+    """
+    tests = []
+    for ex in report.exercises:
+        label, _ = exercise_label(ex)
+        if not ex.graded:
+            tests.append({"name": ex.id, "max_score": ex.max_score, "status": "failed", "visibility": "visible",
+                          "output": f"{label}: not graded ({ex.message}). Not your fault: it is graded when the"
+                                    " instructor reruns the autograder; you need not submit again."})
+            continue
+        head = f"{label}: {format_score(ex.score)}/{format_score(ex.max_score)}"
+        output = "\n".join([head] + (exercise_details(ex) if label != STATUS_LABELS["passed"][0] else []))
+        tests.append(
+            {
+                "name": ex.id,
+                "score": round(ex.score, 6),
+                "max_score": ex.max_score,
+                "status": "passed" if ex.score >= ex.max_score else "failed",
+                "output": output,
+                "visibility": "visible",
+            }
+        )
+    return {
+        "score": round(report.score, 6),
+        "execution_time": round(sum(ex.duration for ex in report.exercises)),
+        "output": format_text(report, color=False),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+
+
+def gradescope_error(reason: str) -> dict[str, Any]:
+    """results.json for a submission that could not be graded at all: score 0 and the reason."""
+    return {
+        "score": 0.0,
+        "output": f"Your submission could not be graded: {reason}",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": [],
+    }
+
+
+def write_gradescope_placeholder(path: Path) -> None:
+    """A valid results.json saying grading did not finish, written before grading starts.
+
+    Whatever happens to the grading (a kill, a crash), Gradescope then finds a
+    results file; the real one replaces it at the end.
+    """
+    write_json(gradescope_error("grading did not finish (the autograder was stopped or crashed)"), path)
+
+
+def write_text(text: str, path: Path) -> None:
+    """Write UTF-8 text (parent folders created), atomically via a temporary file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_json(document: dict[str, Any], path: Path) -> None:
+    """Write a JSON document (parent folders created), atomically via a temporary file."""
+    write_text(json.dumps(document, indent=2) + "\n", path)

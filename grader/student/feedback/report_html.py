@@ -1,0 +1,162 @@
+"""The report as one self-contained HTML page: the text report's content, and a picture for each failing check.
+
+``format_html(report)`` is what ``grade submit --html FILE`` writes, what
+``grade view`` opens and what the notebook shows inline (``fragment=True``:
+the body without ``<html>``/``<head>``, its styles scoped to ``.ng-report``).
+Known mistakes come first (each with its fix), then every exercise that is
+not at full marks with its failing checks: name, points, the message and the
+picture (``grader.student.feedback.drawing``); exercises at full marks are listed in
+the summary table only. Inline CSS and SVG, no script, no external resource:
+the file can be mailed or opened offline.
+
+Imported only where HTML is asked for: ``grade submit``'s text path loads
+nothing of it.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from grader.student.feedback import drawing
+from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.feedback.report import (
+    STATUS_LABELS, diagnosis_lines, exercise_label, format_score, once_per_traceback, output_excerpt,
+)
+from grader.student.sanitize import clean_text
+
+# status colour -> (text colour, background): the label is always written out, colour only repeats it
+LABEL_COLOURS = {"green": ("#0b5d1e", "#e3f4e8"), "red": ("#8a1c0c", "#fbe6e2"), "yellow": ("#6b5200", "#fdf3d0"),
+                 "white": ("#333", "#eee")}
+
+CSS = """
+.ng-report{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;line-height:1.45;color:#1a1a1a;
+  max-width:980px;margin:0 auto;padding:0 0.8em;overflow-wrap:break-word}
+.ng-report h1{font-size:1.4em;margin:0.6em 0 0.2em}
+.ng-report h2{font-size:1.15em;margin:1.4em 0 0.4em;border-bottom:1px solid #ddd;padding-bottom:0.2em}
+.ng-report h3{font-size:1em;margin:1em 0 0.3em}
+.ng-report .ng-total{font-weight:600}
+.ng-report table{border-collapse:collapse;width:100%;max-width:640px}
+.ng-report td,.ng-report th{text-align:left;padding:0.25em 0.6em;border-bottom:1px solid #eee}
+.ng-report td.ng-num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.ng-report .ng-label{display:inline-block;font-weight:700;font-size:0.85em;padding:0.05em 0.45em;border-radius:3px;
+  white-space:nowrap}
+.ng-report th{white-space:nowrap}
+.ng-report td{overflow-wrap:anywhere}
+.ng-report pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:0.5em 0.7em;border-radius:4px;
+  font-size:0.88em;margin:0.3em 0}
+.ng-report .ng-mistakes{border-left:4px solid #D55E00;background:#fff6f0;padding:0.4em 0.9em;margin:0.8em 0}
+.ng-report .ng-mistakes li{margin:0.35em 0}
+.ng-report .ng-check{border:1px solid #e2e2e2;border-radius:6px;padding:0.4em 0.8em;margin:0.7em 0}
+.ng-report .ng-note{color:#555}
+.ng-report a{color:#0b57a4}
+""" + drawing.CSS
+
+
+def esc(text: Any) -> str:
+    return html.escape(clean_text(str(text)), quote=True)
+
+
+def label_html(label: str, colour: str) -> str:
+    fg, bg = LABEL_COLOURS.get(colour, LABEL_COLOURS["white"])
+    return f'<span class="ng-label" style="color:{fg};background:{bg}">{esc(label)}</span>'
+
+
+def anchor(ex: ExerciseResult, check: CheckResult | None = None) -> str:
+    base = "ex-" + "".join(ch if ch.isalnum() else "-" for ch in ex.id)
+    if check is None:
+        return base
+    return base + "-" + "".join(ch if ch.isalnum() else "-" for ch in check.name)
+
+
+def known_mistakes(report: GradeReport) -> list[tuple[ExerciseResult, CheckResult, list[str]]]:
+    """Each named mistake once, with the first check it explains and its lines (sentence, fix)."""
+    seen: set[str] = set()
+    found = []
+    for ex in report.exercises:
+        if ex.status == "not_implemented":
+            continue
+        for check in ex.checks:
+            if check.passed or not check.misconception or check.misconception in seen:
+                continue
+            seen.add(check.misconception)
+            lines = diagnosis_lines(check) or check.message.splitlines()[:1]  # the mistake's sentence and fix
+            found.append((ex, check, lines))
+    return found
+
+
+def check_html(ex: ExerciseResult, check: CheckResult, seen: set[tuple[str, ...]]) -> str:
+    """One failing check: heading with points, the diagnosis and message as text, the picture."""
+    body = diagnosis_lines(check) + once_per_traceback(check.message.splitlines(), seen)
+    parts = [f'<div class="ng-check" id="{anchor(ex, check)}"><h3>{esc(check.name)} '
+             f'<span class="ng-note">({format_score(check.score)}/{format_score(check.max_score)})</span></h3>']
+    if body:
+        parts.append(f"<pre>{esc(chr(10).join(body))}</pre>")
+    if check.figure:
+        parts.append(drawing.figure_html(check.figure))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def exercise_html(ex: ExerciseResult) -> str:
+    label, colour = exercise_label(ex)
+    parts = [f'<h2 id="{anchor(ex)}">{label_html(label, colour)} {esc(ex.id)} '
+             f'<span class="ng-note">{format_score(ex.score)}/{format_score(ex.max_score)}</span></h2>']
+    seen: set[tuple[str, ...]] = set()
+    if ex.message:
+        parts.append(f"<pre>{esc(chr(10).join(once_per_traceback(ex.message.splitlines(), seen)))}</pre>")
+    if ex.status != "not_implemented":
+        failing = [c for c in ex.checks if not c.passed]
+        # checks naming a known mistake first, then the others in the exercise's order
+        for check in sorted(failing, key=lambda c: c.misconception is None):
+            parts.append(check_html(ex, check, seen))
+    if ex.status in ("failed", "error", "timeout"):
+        excerpt = output_excerpt(ex.output)
+        if excerpt:
+            parts.append(f'<p class="ng-note">What your code printed (last lines):</p><pre>{esc(chr(10).join(excerpt))}</pre>')
+    return "".join(parts)
+
+
+def body_html(report: GradeReport) -> str:
+    """The report's content (no <html>): title, total, known mistakes, the summary table, each exercise's details."""
+    if not report.exercises:
+        return f'<div class="ng-report"><p>No exercises graded for {esc(report.student)}.</p></div>'
+    full = sum(1 for ex in report.exercises if ex.score >= ex.max_score)
+    percent = 100.0 * report.score / report.max_score if report.max_score else 0.0
+    parts = ['<div class="ng-report">', f"<h1>normgrade report for {esc(report.student)}</h1>",
+             f'<p class="ng-total">Total: {format_score(report.score)}/{format_score(report.max_score)}'
+             f" ({percent:.1f}%), {full} of {len(report.exercises)} exercises at full marks</p>"]
+    parts.extend(f'<p class="ng-note">Note: {esc(n)}</p>' for n in report.notices)
+    mistakes = known_mistakes(report)
+    if mistakes:
+        items = "".join(
+            f'<li><a href="#{anchor(ex, check)}">{esc(ex.id)}, {esc(check.name)}</a>: {esc(" ".join(lines))}</li>'
+            for ex, check, lines in mistakes
+        )
+        parts.append(f'<section class="ng-mistakes" aria-label="Known mistakes"><h2>Known mistakes in your code'
+                     f"</h2><ul>{items}</ul></section>")
+    rows = []
+    for ex in report.exercises:
+        label, colour = exercise_label(ex)
+        name = esc(ex.id) if label == STATUS_LABELS["passed"][0] else f'<a href="#{anchor(ex)}">{esc(ex.id)}</a>'
+        rows.append(f"<tr><td>{label_html(label, colour)}</td><td>{name}</td>"
+                    f'<td class="ng-num">{format_score(ex.score)}/{format_score(ex.max_score)}</td></tr>')
+    parts.append('<table><thead><tr><th scope="col">Status</th><th scope="col">Exercise</th>'
+                 f'<th scope="col" class="ng-num">Score</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    todo = [ex for ex in report.exercises if ex.status == "not_implemented"]
+    if todo:
+        parts.append(f'<p class="ng-note">{len(todo)} exercise(s) still raise NotImplementedError.</p>')
+    parts.extend(exercise_html(ex) for ex in report.exercises if exercise_label(ex)[0] != STATUS_LABELS["passed"][0])
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def format_html(report: GradeReport, fragment: bool = False) -> str:
+    """The whole page (``fragment``: a ``<style>`` and the body only, for a notebook cell or another page)."""
+    body = body_html(report)
+    if fragment:
+        return f"<style>{CSS}</style>{body}"
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>normgrade report for {esc(report.student)}</title><style>{CSS}</style></head>"
+            f"<body>{body}</body></html>\n")

@@ -1,0 +1,205 @@
+"""Reading quiz answers: the canonical forms an answer is judged by (no answers here).
+
+Shared by the instructor's locked quizzes (``grader.quiz``: digests of these
+forms) and the handout's practice quizzes (:mod:`grader.student.quiz.practice`:
+explanations sealed under keys derived from these forms). Canonical forms:
+``choice:<id>``, ``choices:<id>,<id>`` (sorted), ``num:<k>`` with
+k = round(value * QUANT_STEPS / tolerance) (a candidate answer yields the bins
+around its own), ``short:<normalised text>``, and for formula questions the
+fingerprint ``expr:...`` of :mod:`grader.student.quiz.expr`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+from grader.student.quiz import expr
+from grader.student.errors import GraderError
+
+QUANT_STEPS = 10
+MAX_ANSWER_CHARS = 200
+
+
+class QuizError(GraderError):
+    """A quiz problem the user can fix (one line)."""
+
+
+class AnswerFormatError(QuizError):
+    """An answer that cannot be read for its question's kind (the interactive quiz re-asks)."""
+
+
+# --- answer normalisation -------------------------------------------------------
+
+_GREEK = {
+    "α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "ε": "epsilon", "ϵ": "epsilon",
+    "η": "eta", "θ": "theta", "λ": "lambda", "μ": "mu", "ξ": "xi", "π": "pi", "ρ": "rho",
+    "σ": "sigma", "ς": "sigma", "τ": "tau", "φ": "phi", "ϕ": "phi", "ψ": "psi", "ω": "omega",
+}
+_MINUSES = "\u2212\u2012\u2013\u2014\ufe63\uff0d"
+_TIMES = "*\u00b7\u22c5\u00d7\u2219\u2022"
+_SUPERSCRIPTS = {"\u00b2": "^2", "\u00b3": "^3", "\u207b\u00b9": "^-1"}
+
+
+def _unify_symbols(text: str) -> str:
+    """Superscripts to ``^n``, NFKC, unicode minus signs to ``-``, ``**`` to ``^``."""
+    for sup, plain in _SUPERSCRIPTS.items():
+        text = text.replace(sup, plain)
+    text = unicodedata.normalize("NFKC", text)
+    for minus in _MINUSES:
+        text = text.replace(minus, "-")
+    return text.replace("**", "^")
+
+
+def normalise_text(text: str) -> str:
+    """The canonical form of a short answer.
+
+    Case-folded; Greek letters spelled out (σ -> sigma, φ -> phi), but Φ and ``Phi`` (the normal
+    CDF) -> normcdf, kept apart from φ (the density); √ -> sqrt;
+    unicode minus -> '-'; ``**`` -> ``^``; multiplication signs (* · × ⋅) and all
+    whitespace, underscores and hyphens between words removed; parentheses
+    around a single atom dropped (``sqrt(2)`` = ``√2``, ``x*Phi(x)`` = ``x·Φ(x)``);
+    a trailing full stop dropped.
+    """
+    s = re.sub(r"Φ|\bPhi\b|\bPHI\b", "normcdf", _unify_symbols(text)).casefold()  # Φ the CDF, φ the density
+    s = "".join(_GREEK.get(ch, ch) for ch in s)
+    s = s.replace("√", "sqrt")
+    for times in _TIMES:
+        s = s.replace(times, "")
+    s = re.sub(r"\s+", "", s)
+    s = s.replace("_", "")
+    s = re.sub(r"(?<=[a-z]{2})-(?=[a-z]{2})", "", s)
+    previous = None
+    while previous != s:
+        previous = s
+        s = re.sub(r"\(([a-z0-9.]+)\)", r"\1", s)
+    return s.rstrip(".")
+
+
+def parse_number(text: str | int | float, values: Mapping[str, Any] | None = None) -> float:
+    """Read a numeric answer with SymPy: ``0.4629``, ``4.63e-1``, ``5/3``, ``−1.2247``, ``1/√2``,
+    ``1.1^50``, ``sqrt(2/n)`` where ``n`` is one of the question's ``values``.
+
+    Raises AnswerFormatError (one line, what to write instead) when the text is
+    not arithmetic, uses an unknown name, or is not a finite real number.
+    """
+    if isinstance(text, bool):
+        raise AnswerFormatError("expected a number, got true/false")
+    if isinstance(text, (int, float)):
+        value = float(text)
+        if not math.isfinite(value):
+            raise AnswerFormatError(f"'{text}' is not a finite number")
+        return value
+    raw = str(text).strip()
+    if not raw:
+        raise AnswerFormatError("expected a number, got nothing")
+    try:
+        return expr.value(raw, values)
+    except expr.ExpressionError as exc:
+        raise AnswerFormatError(
+            f"'{raw[:40]}' is not a number ({exc}): write e.g. 0.4629, 4.63e-1, 5/3 or sqrt(2/256)"
+        ) from None
+
+
+def symbol_table(data: Mapping[str, Any]) -> dict[str, str]:
+    """Every name a student may type in a formula answer -> the symbol it stands for."""
+    table = {name: name for name in data.get("symbols", [])}
+    table.update(data.get("aliases", {}))
+    return table
+
+
+def _choice_ids(question: Any, raw: Any, shown: tuple[Any, ...] | None = None) -> list[str]:
+    """Read choice answers: ids (``b``), numbers (``2``), a list, or ``a, c``.
+
+    With ``shown`` (the order a student saw), only the numbers on screen are
+    accepted; without it, numbers count in file order and ids are accepted.
+    """
+    if shown is not None:
+        return _shown_choice_ids(shown, raw)
+    ids = [c.id for c in question.choices]
+    if isinstance(raw, bool):
+        tokens: list[str] = []
+    elif isinstance(raw, (list, tuple)):
+        tokens = [str(t).strip() for t in raw]
+    else:
+        tokens = [t for t in re.split(r"[\s,;]+", str(raw).strip()) if t]
+    if not tokens:
+        raise AnswerFormatError(f"expected one of the choices 1-{len(ids)} (or {', '.join(ids)})")
+    picked: list[str] = []
+    for token in tokens:
+        low = token.casefold().rstrip(".)")
+        if low.isdigit() and 1 <= int(low) <= len(ids):
+            choice = ids[int(low) - 1]
+        elif low in ids:
+            choice = low
+        else:
+            raise AnswerFormatError(
+                f"'{token}' is not a choice: answer with 1-{len(ids)} (or {', '.join(ids)})"
+            )
+        if choice not in picked:
+            picked.append(choice)
+    return picked
+
+
+def _shown_choice_ids(shown: tuple[Any, ...], raw: Any) -> list[str]:
+    """Choice numbers as displayed (1 = the first line shown) -> ids."""
+    tokens = [t for t in re.split(r"[\s,;]+", str(raw).strip()) if t] if not isinstance(raw, bool) else []
+    if not tokens:
+        raise AnswerFormatError(f"expected the number of a choice, 1-{len(shown)}")
+    picked: list[str] = []
+    for token in tokens:
+        low = token.rstrip(".)")
+        if not (low.isdigit() and 1 <= int(low) <= len(shown)):
+            raise AnswerFormatError(f"'{token}' is not a choice: answer with 1-{len(shown)}")
+        choice = shown[int(low) - 1].id
+        if choice not in picked:
+            picked.append(choice)
+    return picked
+
+
+def canonical_answers(question: Any, raw: Any, shown: tuple[Any, ...] | None = None) -> list[str]:
+    """The canonical message(s) to test for an answer (several only for numeric bins).
+
+    Raises AnswerFormatError when ``raw`` cannot be read for the question's kind.
+    Short formula answers are matched separately (``formula_message``).
+    """
+    kind = question.kind
+    if kind == "single":
+        picked = _choice_ids(question, raw, shown)
+        if len(picked) != 1:
+            raise AnswerFormatError("this question has one answer: give a single choice")
+        return [f"choice:{picked[0]}"]
+    if kind == "multiple":
+        return ["choices:" + ",".join(sorted(_choice_ids(question, raw, shown)))]
+    if kind == "numeric":
+        tol = float(question.tolerance)  # validated > 0 when the file was loaded
+        k = round(parse_number(raw) * QUANT_STEPS / tol)
+        return [f"num:{k + d}" for d in range(-(QUANT_STEPS + 1), QUANT_STEPS + 2)]
+    if kind == "short":
+        if isinstance(raw, (list, tuple, dict, bool)) or raw is None:
+            raise AnswerFormatError("expected a short text answer")
+        text = normalise_text(str(raw))
+        if not text:
+            raise AnswerFormatError("expected a short text answer, got nothing")
+        if len(text) > MAX_ANSWER_CHARS:
+            raise AnswerFormatError(f"expected a short answer, got {len(text)} characters")
+        return [f"short:{text}"]
+    raise AnswerFormatError(f"unknown question kind '{kind}'")
+
+
+def digest(salt: str, message: str) -> str:
+    """HMAC-SHA256(key=salt, msg=message) as hex."""
+    return hmac.new(bytes.fromhex(salt), message.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def formula_message(question: Any, raw: Any, salt: str) -> str:
+    """The fingerprint message of a formula answer (``expr:...``); AnswerFormatError when unreadable."""
+    try:
+        return expr.fingerprint(expr.strip_subject(str(raw), question.subject, question.symbols), question.symbols, salt)
+    except expr.ExpressionError as exc:
+        raise AnswerFormatError(str(exc)) from None

@@ -1,0 +1,145 @@
+"""The instructor's term on the command line: ``grade regrade``, ``grade rescore``, ``grade similarity``.
+
+Thin: parse options, call the library (grader/term/regrade.py, grader/term/rescore.py,
+grader/term/similarity.py), turn its errors into one line (exit 2). docs/term.md
+explains the workflow.
+"""
+
+from __future__ import annotations
+
+
+from pathlib import Path
+
+import click
+
+from grader.server import cli as remote_cli
+from grader.student.client import remote
+from grader.server.cli import RemoteError
+from grader.student.client import connection as client_lib
+from grader.student.errors import GraderError
+
+
+@click.command("regrade")
+@click.argument("exercise")
+@click.argument("reason")
+@click.option("--submission", type=click.IntRange(min=1), default=None,
+              help="The submission asked about [default: your latest graded one holding EXERCISE].")
+@click.option("--server", default=None, metavar="URL", help="The course server [default: the one you logged in to].")
+def regrade_command(exercise: str, reason: str, submission: int | None, server: str | None) -> None:
+    """Ask the instructor to look at one exercise's result again, saying why.
+
+    The request is tied to your upload; the answer shows in `grade progress`.
+    """
+    login = remote.remote_login(server, False, None)
+    if login is None:
+        raise RemoteError("regrade requests go to your course server: run `grade login URL` first")
+    body: dict[str, object] = {"exercise": exercise, "reason": reason}
+    if submission is not None:
+        body["submission"] = submission
+    try:
+        with client_lib.Client(login.server, login.token) as client:
+            _, doc = client.call("POST", "/regrades", body)
+    except GraderError as exc:
+        raise remote_cli.one_line(exc) from exc
+    click.echo(f"Regrade request #{doc['id']} about {doc['exercise']} (submission {doc['job_id']}) is filed; "
+               "the answer will show in `grade progress`.")
+
+
+@click.command("rescore")
+@click.argument("selectors", nargs=-1)
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
+              help="The course database [or $GRADE_DB].")
+@click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The course.toml whose rule and dates decide which score counts [default: the best ever].")
+@click.option("--queue", "queue_url", default=None, metavar="URL",
+              help="Grading queue: sqlite:///PATH or redis://HOST:PORT/DB [default: COURSE-queue.db beside --db].")
+@click.option("--workers", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Grading worker processes started for the rescoring (0: those of `grade serve` or "
+                   "`grade worker` on the queue).")
+@click.option("--dry-run", is_flag=True, help="Grade again and show what would change; record nothing.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the changes to this CSV file.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
+              help="Seconds to wait for the next result before the rest are listed as not graded.")
+@click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
+def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | None, queue_url: str | None,
+                    workers: int, dry_run: bool, csv_path: Path | None, timeout: float, no_sandbox: bool) -> None:
+    """Grade every stored upload again with the current grader; list whose counted score changed.
+
+    New results are recorded beside the old ones (nothing is overwritten);
+    SELECTORS (exercise ids or topics) limit it to those exercises.
+    """
+    from grader.term import rescore
+    from grader.server.app import grader_version
+    from grader.server.jobs import default_queue_url, open_queue
+    from grader.server.supervisor import WorkerPool
+    from grader.student.engine import catalogue
+    from grader.student.store import Store
+
+    if not db.exists():
+        raise RemoteError(f"{db} does not exist: pass the course server's --db")
+    consumer = None
+    try:
+        exercises = catalogue.resolve(list(selectors)) if selectors else []
+        course = remote_cli._load_course(course_file)
+        queue_url = queue_url or default_queue_url(db)
+        queue = open_queue(queue_url)
+        if workers:
+            consumer = WorkerPool(queue_url, workers, no_sandbox).start()  # dies with this command
+        with Store.open(db) as store:
+            outcome = rescore.rescore(
+                store, queue, course, exercises, grader_version(), dry_run, timeout,
+                on_result=lambda done, total: click.echo(f"\rgraded {done}/{total}", nl=done == total, err=True),
+            )
+    except GraderError as exc:
+        raise remote_cli.one_line(exc) from exc
+    finally:
+        if consumer is not None:
+            consumer.stop()
+    click.echo(rescore.format_text(outcome))
+    if csv_path is not None:
+        csv_path.write_text(rescore.format_csv(outcome), encoding="utf-8")
+        click.echo(f"Changes written to {csv_path}.")
+
+
+@click.command("similarity")
+@click.argument("topics", nargs=-1)
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
+              help="The course database [or $GRADE_DB].")
+@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="Share of a file matched in the other from which a pair is listed [default: 0.6].")
+@click.option("--stubs", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The released stubs, removed as boilerplate [default: the checkout's exercises/].")
+@click.option("--json", "as_json", is_flag=True, help="Print the pairs as JSON.")
+def similarity_command(topics: tuple[str, ...], db: Path, threshold: float | None, stubs: Path | None,
+                       as_json: bool) -> None:
+    """Compare the latest upload of every student per topic (copydetect); list pairs above the threshold.
+
+    A listed pair is a reason to read the two files side by side, not a finding.
+    """
+    import json
+
+    from grader.term import similarity
+    from grader.student.store import Store
+
+    if not db.exists():
+        raise RemoteError(f"{db} does not exist: pass the course server's --db")
+    threshold = similarity.THRESHOLD if threshold is None else threshold
+    try:
+        with Store.open(db) as store:
+            pairs = similarity.find_pairs(store, list(topics) or None, threshold, stubs or similarity.STUBS)
+    except GraderError as exc:
+        raise remote_cli.one_line(exc) from exc
+    if as_json:
+        click.echo(json.dumps({"threshold": threshold, "meaning": similarity.MEANING,
+                               "pairs": [p.to_json() for p in pairs]}, indent=2))
+    else:
+        click.echo(similarity.format_text(pairs, threshold))
+
+
+def register(cli: click.Group) -> None:
+    """Add the term's commands to the `grade` group."""
+    for command in (regrade_command, rescore_command, similarity_command):
+        cli.add_command(command)
+
+

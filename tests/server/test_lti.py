@@ -1,0 +1,653 @@
+"""LTI 1.3: the launch (and every refusal), launch = login, the roster sync (NRPS) and the scores (AGS).
+
+The tool is the course server (``create_app`` served by uvicorn in a thread
+on a loopback port, no collector; an httpx client with its cookie jar plays
+the browser); the platform is tests/lms_platform.py on
+a loopback port. Score posting runs the server's ScorePoster one tick at a
+time (``now`` passed in: no test waits on a clock) and the queue's tasks
+one by one (``huey.dequeue`` + ``huey.execute``), as a worker would.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from joserfc.jwk import RSAKey
+import httpx
+import uvicorn
+
+from grader.server import lti, lti_services, roster
+from grader.server.app import ServerConfig, create_app
+from grader.server.jobs import open_queue
+from grader.student.course import DEFAULT_COURSE, CourseError, load_course
+from grader.student.store import Store
+from lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User, auth_url_params, form_fields
+from server_util import HOST, free_port, issue_tokens, wait_for
+
+
+
+
+@pytest.fixture
+def lms() -> Iterator[LmsPlatform]:
+    platform = LmsPlatform()
+    platform.users = {
+        "ada": User("lms-ada", "Ada Lovelace", "ada@example.org", [LEARNER]),
+        "new": User("lms-new", "Newton Isaac", "newton@example.org", [LEARNER]),
+        "prof": User("lms-prof", "Grace Hopper", "grace@example.org", [INSTRUCTOR]),
+    }
+    platform.start()
+    yield platform
+    platform.stop()
+
+
+@pytest.fixture
+def tool(tmp_path: Path, lms: LmsPlatform) -> Iterator[dict[str, Any]]:
+    db = tmp_path / "course.db"
+    tokens, teacher = issue_tokens(db, ["s1"])
+    with Store.open(db) as store:  # the roster knows Ada by her e-mail under another id
+        roster.import_roster(store, [roster.RosterEntry("s2", "Ada L.", "ADA@example.org")])
+    course = DEFAULT_COURSE.__class__(name="LTI course", lti=lms.lti_table())
+    config = ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}", course)
+    app = create_app(config, run_collector=False)
+    app.state.lti_poster_enabled = False  # the tests run the poster's ticks themselves
+    side = Store.open(db)
+
+    def tool_jwks() -> dict[str, Any]:  # what GET /lti/jwks answers (read in the platform's thread)
+        with Store.open(db, inspect=False) as own:
+            return lti.public_jwks(own)
+
+    lms.tool_jwks = tool_jwks
+    port = free_port()
+    lms.tool_url = url = f"http://{HOST}:{port}"
+    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, name="tool", daemon=True)
+    thread.start()
+    wait_for(lambda: server.started, 30, "the tool to listen")
+    try:
+        with httpx.Client(base_url=url, follow_redirects=False, timeout=30) as client:
+            yield {"client": client, "db": db, "app": app, "store": side, "teacher": teacher, "config": config,
+                   "tokens": tokens, "url": url}
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        side.close()
+
+
+def login_redirect(client: httpx.Client, lms: LmsPlatform, user: str = "ada", **changes: str) -> Any:
+    params = {"iss": lms.issuer, "login_hint": user, "target_link_uri": lms.tool_url + "/lti/launch",
+              "client_id": lms.client_id, "lti_deployment_id": lms.deployment_id, **changes}
+    return client.post("/lti/login", data=params)
+
+
+def launch(client: httpx.Client, lms: LmsPlatform, user: str = "ada") -> Any:
+    """The whole launch as a browser does it: login initiation, the platform's auth, the form POST back."""
+    redirect = login_redirect(client, lms, user)
+    assert redirect.status_code == 302, redirect.text
+    answer = httpx.get(redirect.headers["location"], timeout=10)
+    assert answer.status_code == 200, answer.text
+    fields = form_fields(answer.text)
+    return client.post("/lti/launch", data=fields)
+
+
+def start_login(client: httpx.Client, lms: LmsPlatform) -> dict[str, str]:
+    """Login initiation only; the auth request's parameters (state, nonce)."""
+    redirect = login_redirect(client, lms)
+    assert redirect.status_code == 302
+    return auth_url_params(redirect.headers["location"])
+
+
+def refusals(store: Store) -> list[str]:
+    return [r["reason"] for r in store.db.query("SELECT reason FROM lti_refusals ORDER BY id")]
+
+
+# --- configuration ------------------------------------------------------------------------------------
+
+
+def test_lti_platforms_are_read_from_course_toml(tmp_path: Path, lms: LmsPlatform) -> None:
+    path = tmp_path / "course.toml"
+    second = ('\n[[lti.platform]]\nname = "Moodle"\nissuer = "https://moodle.example.edu"\nclient_id = "abc"\n'
+              'auth_url = "https://moodle.example.edu/mod/lti/auth.php"\n'
+              'token_url = "https://moodle.example.edu/mod/lti/token.php"\n'
+              'jwks_url = "https://moodle.example.edu/mod/lti/certs.php"\ndeployments = ["1", "2"]\n')
+    path.write_text('name = "c"\n' + lms.course_toml(second))
+    config = lti.platforms_of(load_course(path))
+    assert [p.name for p in config.platforms] == ["Test LMS", "Moodle"]
+    assert config.platforms[1].deployments == ("1", "2")
+    assert config.find("https://moodle.example.edu", None).client_id == "abc"
+
+
+@pytest.mark.parametrize("table, fragment", [
+    ({"platform": [{"issuer": "x"}]}, "needs client_id"),
+    ({"platform": [{"issuer": "i", "client_id": "c", "auth_url": "ftp://a", "token_url": "https://t",
+                    "jwks_url": "https://j", "deployments": ["d"]}]}, r"auth_url must be an http\(s\) URL"),
+    ({"platform": [{"issuer": "i", "client_id": "c", "auth_url": "https://a", "token_url": "https://t",
+                    "jwks_url": "https://j", "deployments": []}]}, "needs deployments"),
+    ({"platforms": []}, "unknown field lti.platforms"),
+])
+def test_a_bad_lti_table_is_one_line_naming_the_field(table: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(lti.LtiConfigError, match=fragment):
+        lti.parse_lti(table)
+
+
+def test_course_toml_lti_must_be_a_table(tmp_path: Path) -> None:
+    path = tmp_path / "course.toml"
+    path.write_text('lti = "yes"\n')
+    with pytest.raises(CourseError, match=r"\[lti\] must be a table"):
+        load_course(path)
+
+
+# --- the tool's keys ---------------------------------------------------------------------------------
+
+
+def test_the_jwks_publishes_public_keys_and_rotation_keeps_the_previous_one(tool: dict[str, Any]) -> None:
+    client, store = tool["client"], tool["store"]
+    first = client.get("/lti/jwks").json()["keys"]
+    assert len(first) == 1 and first[0]["kty"] == "RSA" and "d" not in first[0] and "p" not in first[0]
+    assert client.get("/lti/jwks").json()["keys"] == first  # kept, not made again
+    second_kid = lti.rotate_key(store)
+    keys = [k["kid"] for k in client.get("/lti/jwks").json()["keys"]]
+    assert keys == [second_kid, first[0]["kid"]]
+    assert lti.signing_key(store).kid == second_kid
+    third_kid = lti.rotate_key(store)
+    assert [k["kid"] for k in client.get("/lti/jwks").json()["keys"]] == [third_kid, second_kid]
+
+
+# --- the launch ----------------------------------------------------------------------------------------
+
+
+def test_login_initiation_redirects_to_the_platform_with_state_and_nonce(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    answer = login_redirect(tool["client"], lms)
+    assert answer.status_code == 302
+    params = auth_url_params(answer.headers["location"])
+    assert answer.headers["location"].startswith(lms.url + "/auth?")
+    assert params["scope"] == "openid" and params["response_type"] == "id_token"
+    assert params["response_mode"] == "form_post" and params["prompt"] == "none"
+    assert params["client_id"] == lms.client_id and params["redirect_uri"] == lms.tool_url + "/lti/launch"
+    assert params["login_hint"] == "ada" and len(params["nonce"]) > 20
+    assert answer.cookies.get(lti.STATE_COOKIE) == params["state"]
+
+
+def test_a_student_launch_matches_the_roster_by_email_then_by_sub(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    client, store = tool["client"], tool["store"]
+    page = launch(client, lms, "ada")
+    assert page.status_code == 200, page.text
+    assert "Signed in" in page.text and "<strong>s2</strong>" in page.text  # matched by e-mail (case aside)
+    token = page.text.split("--token ")[1].split("<")[0].strip()
+    me = client.get("/api/v1/me", headers={"Authorization": f"Bearer {token}"}).json()
+    assert me["student"] == "s2" and me["role"] == "student"
+    again = launch(client, lms, "ada")  # found by (iss, sub) now; the first launch's token stops working
+    assert "<strong>s2</strong>" in again.text
+    assert client.get("/api/v1/me", headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    assert list(store.db.query("SELECT student FROM lti_users WHERE sub = 'lms-ada'")) == [{"student": "s2"}]
+    context = next(iter(store.db.query("SELECT * FROM lti_contexts")))
+    assert context["lineitems_url"].endswith("/ags/course-101/lineitems")
+    assert context["memberships_url"].endswith("/nrps/course-101")
+
+
+def test_an_unknown_learner_joins_the_roster(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    page = launch(tool["client"], lms, "new")
+    assert "<strong>newton@example.org</strong>" in page.text
+    assert "newton@example.org" in [r["student"] for r in roster.roster(tool["store"])]
+
+
+def test_an_instructor_launch_opens_the_dashboard(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    client = tool["client"]
+    page = launch(client, lms, "prof")
+    assert page.status_code == 200 and 'url=/instructor/' in page.text
+    assert "--token" not in page.text  # the instructor's token is never shown
+    dashboard = client.get("/instructor/")
+    assert dashboard.status_code == 200 and "Class overview" in dashboard.text
+    lms_page = client.get("/instructor/lti")
+    assert lms_page.status_code == 200 and "Scores waiting for the LMS" in lms_page.text
+
+
+def post_launch(client: httpx.Client, id_token: str, state: str) -> Any:
+    return client.post("/lti/launch", data={"id_token": id_token, "state": state})
+
+
+@pytest.mark.parametrize("case, status, fragment", [
+    ("wrong audience", 403, "not this tool's client id"),
+    ("expired", 403, "has expired"),
+    ("unknown platform", 403, "is not registered with this course"),
+    ("bad signature", 403, "signature does not verify"),
+    ("wrong nonce", 403, "nonce is not the one this login sent"),
+    ("unknown deployment", 403, "deployment 'other-deployment'"),
+    ("wrong message type", 400, "message type 'LtiDeepLinkingRequest'"),
+    ("wrong version", 400, "LTI version '1.1'"),
+    ("azp", 403, "authorized party (azp)"),
+    ("issued long ago", 403, "issued at a time too far from now"),
+])
+def test_bad_launches_are_refused_with_a_page_and_logged(tool: dict[str, Any], lms: LmsPlatform, case: str,
+                                                         status: int, fragment: str,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    client = tool["client"]
+    params = start_login(client, lms)
+    user = lms.users["ada"]
+    now = int(time.time())
+    changes: dict[str, Any] = {
+        "wrong audience": {"aud": "someone-else", "azp": None},
+        "expired": {"exp": now - 3600, "iat": now - 3900},
+        "unknown platform": {"iss": "https://evil.example.org"},
+        "unknown deployment": {lti.CLAIM + "deployment_id": "other-deployment"},
+        "wrong message type": {lti.CLAIM + "message_type": "LtiDeepLinkingRequest"},
+        "wrong version": {lti.CLAIM + "version": "1.1"},
+        "azp": {"aud": [lms.client_id, "other"], "azp": "other"},
+        "issued long ago": {"iat": now - 7200},
+    }.get(case, {})
+    key = RSAKey.generate_key(2048, parameters={"kid": lms.key.kid}) if case == "bad signature" else None
+    nonce = "not-the-nonce" if case == "wrong nonce" else params["nonce"]
+    token = lms.id_token(lms.claims(user, nonce, **changes), key)
+    with caplog.at_level(logging.WARNING, logger="normgrade.lti"):
+        answer = post_launch(client, token, params["state"])
+    assert answer.status_code == status, answer.text
+    assert "Launch refused" in answer.text and fragment in answer.text
+    assert "--token" not in answer.text
+    assert any(fragment in r.getMessage() for r in caplog.records)
+    assert fragment in refusals(tool["store"])[-1]
+
+
+def test_a_good_token_passes_the_same_chain(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    """The correct case of the refusals above: the same hand-made launch, nothing changed."""
+    params = start_login(tool["client"], lms)
+    token = lms.id_token(lms.claims(lms.users["ada"], params["nonce"]))
+    assert "Signed in" in post_launch(tool["client"], token, params["state"]).text
+
+
+def test_a_replayed_launch_is_refused(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    client = tool["client"]
+    params = start_login(client, lms)
+    token = lms.id_token(lms.claims(lms.users["ada"], params["nonce"]))
+    assert post_launch(client, token, params["state"]).status_code == 200
+    replay = post_launch(client, token, params["state"])
+    assert replay.status_code == 403 and "already used" in replay.text
+
+
+def test_a_launch_without_this_browsers_state_cookie_is_refused(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    client = tool["client"]
+    params = start_login(client, lms)
+    token = lms.id_token(lms.claims(lms.users["ada"], params["nonce"]))
+    client.cookies.clear()
+    answer = post_launch(client, token, params["state"])
+    assert answer.status_code == 400 and "state does not match" in answer.text
+
+
+def test_login_initiation_from_an_unknown_platform_is_refused(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    answer = login_redirect(tool["client"], lms, iss="https://evil.example.org")
+    assert answer.status_code == 403 and "is not registered with this course" in answer.text
+    other = login_redirect(tool["client"], lms, target_link_uri="https://evil.example.org/x")
+    assert other.status_code == 400 and "is not on this server" in other.text
+
+
+def test_a_garbage_id_token_is_refused_in_one_line(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    params = start_login(tool["client"], lms)
+    answer = post_launch(tool["client"], "not.a.jwt", params["state"])
+    assert answer.status_code == 400 and "not a readable JWT" in answer.text
+
+
+# --- the roster (NRPS) ----------------------------------------------------------------------------------
+
+
+def test_roster_sync_adds_new_students_marks_dropped_ones_and_deletes_nothing(tool: dict[str, Any],
+                                                                           lms: LmsPlatform) -> None:
+    store = tool["store"]
+    launch(tool["client"], lms, "ada")  # the launch tells the tool where the membership service is
+    lms.users["eve"] = User("lms-eve", "Eve", "eve@example.org", [LEARNER])  # three pages of two
+    config = lti.platforms_of(tool["config"].course)
+    first = lti_services.sync_roster(store, config)
+    assert not first.errors, first.errors
+    assert sorted(first.new_students or []) == ["eve@example.org", "newton@example.org"]
+    assert len(first.tokens or []) == 2 and first.members == 3  # the instructor is not a student
+    assert {e.id for e, _ in first.tokens or []} == {"eve@example.org", "newton@example.org"}
+    del lms.users["eve"]
+    lms.users["new"].status = "Inactive"
+    second = lti_services.sync_roster(store, config)
+    assert second.new_students == [] and sorted(second.dropped or []) == ["eve@example.org", "newton@example.org"]
+    assert lti_services.dropped_students(store) == {"eve@example.org", "newton@example.org"}
+    ids = [r["student"] for r in roster.roster(store)]
+    assert {"s1", "s2", "eve@example.org", "newton@example.org"} <= set(ids)  # nothing deleted
+    page = tool["client"].get("/instructor/lti", headers={"Authorization": f"Bearer {tool['teacher']}"})
+    assert page.text.count("<strong>dropped</strong>") == 2
+
+
+def test_roster_sync_reports_an_lms_that_is_down(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    launch(tool["client"], lms, "ada")
+    lms.down = True
+    result = lti_services.sync_roster(tool["store"], lti.platforms_of(tool["config"].course))
+    assert result.errors and "answered 503" in result.errors[0]
+
+
+def test_the_dashboard_sync_button_needs_the_csrf_field(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    client = tool["client"]
+    launch(client, lms, "prof")
+    refused = client.post("/instructor/lti/sync", data={"csrf": "forged"})
+    assert refused.status_code == 403
+    assert not list(tool["store"].db.query("SELECT 1 FROM roster WHERE student = 'newton@example.org'"))
+    page = client.get("/instructor/lti").text
+    csrf = page.split('name="csrf" value="')[1].split('"')[0]
+    done = client.post("/instructor/lti/sync", data={"csrf": csrf})
+    assert done.status_code == 200 and "Roster sync: 2 members in 1 course(s): 1 new student(s)" in done.text
+
+
+# --- scores (AGS) ------------------------------------------------------------------------------------------
+
+
+def override(store: Store, student: str, exercise: str, score: float) -> None:
+    with store.transaction() as db:
+        db["score_overrides"].insert({"student": student, "exercise": exercise, "score": score,
+                                      "comment": "test", "author": "instructor",
+                                      "created_at": "2026-01-01T00:00:00+00:00"})
+
+
+def run_tasks(queue: Any) -> int:
+    """Run every task waiting on the queue, as a worker would; how many ran."""
+    ran = 0
+    while (task := queue.huey.dequeue()) is not None:
+        queue.huey.execute(task)
+        ran += 1
+    return ran
+
+
+@pytest.fixture
+def poster(tool: dict[str, Any], lms: LmsPlatform) -> Iterator[dict[str, Any]]:
+    launch(tool["client"], lms, "ada")  # Ada (s2) is a member of the context with its AGS endpoint
+    config = tool["config"]
+    thread = lti_services.ScorePoster(config.db_path, config.queue_url, config.course, [], lost_after=60)
+    queue = open_queue(config.queue_url)
+    connector = lti_services.ServiceConnector(tool["store"])
+    clock = [1000.0]
+
+    def tick(advance: float = 1.0) -> None:
+        clock[0] += advance
+        thread.tick(tool["store"], queue, connector, now=clock[0])
+
+    yield {"tick": tick, "queue": queue, "store": tool["store"], "thread": thread}
+    connector.close()
+
+
+def test_a_score_change_is_posted_to_one_line_item_found_by_resource_id(poster: dict[str, Any],
+                                                                     lms: LmsPlatform) -> None:
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    tick()
+    assert lms.scores == [] and run_tasks(queue) == 0  # nothing earned: nothing sent
+    override(store, "s2", "activations.ReLU", 7.5)
+    tick()
+    assert [c["resourceId"] for c in lms.created] == ["exercises:activations"]
+    assert run_tasks(queue) == 1
+    tick()
+    score = lms.latest_score("lms-ada", 1)
+    assert score is not None
+    assert score["scoreGiven"] == 7.5 and score["scoreMaximum"] == lms.created[0]["scoreMaximum"]
+    assert score["activityProgress"] == "Submitted" and score["gradingProgress"] == "FullyGraded"
+    assert score["timestamp"].endswith("+00:00")
+    assert lti_services.score_counts(store) == {"posted": 1}
+    override(store, "s2", "activations.ReLU", 9.0)  # a second change: the same line item
+    tick()
+    run_tasks(queue)
+    tick()
+    assert len(lms.line_items) == 1 and lms.latest_score("lms-ada", 1)["scoreGiven"] == 9.0
+    poster["thread"].seen = None  # a server restart: scanning again sends nothing new
+    with store.transaction() as db:
+        db.execute("DELETE FROM lti_line_items")  # and forgetting the line item finds it again by resourceId
+    override(store, "s2", "activations.ReLU", 10.0)
+    tick()
+    run_tasks(queue)
+    tick()
+    assert len(lms.line_items) == 1 and lms.latest_score("lms-ada", 1)["scoreGiven"] == 10.0
+    full = {"sub": "u", "score_given": 20.0, "score_maximum": 20.0, "timestamp": "t"}
+    assert lti_services.score_payload(full)["activityProgress"] == "Completed"
+
+
+def test_no_score_is_lost_while_the_lms_is_down(poster: dict[str, Any], lms: LmsPlatform,
+                                               tool: dict[str, Any]) -> None:
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    override(store, "s2", "activations.ReLU", 5.0)
+    tick()
+    run_tasks(queue)  # the line item exists; now the LMS goes down while the post waits
+    override(store, "s2", "normalization.BatchNorm1d", 4.0)
+    lms.down = True
+    tick()
+    run_tasks(queue)  # the worker's POST fails: 503
+    tick()
+    pending = lti_services.pending_scores(store)
+    assert pending and all(p["status"] == "pending" for p in pending)
+    assert "503" in pending[0]["error"]
+    page = tool["client"].get("/instructor/lti", headers={"Authorization": f"Bearer {tool['teacher']}"})
+    assert "Scores waiting for the LMS" in page.text and "answered 503" in page.text
+    lms.down = False
+    for _ in range(12):  # back-off: 2, 4, ... s of the poster's clock
+        tick(advance=60)
+        run_tasks(queue)
+    tick()
+    assert lti_services.pending_scores(store) == []
+    received = {(s["lineitem"], s["scoreGiven"]) for s in lms.scores}
+    assert {(1, 5.0), (2, 4.0)} <= received
+
+
+def test_a_task_the_queue_lost_is_sent_again(poster: dict[str, Any], lms: LmsPlatform) -> None:
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    override(store, "s2", "activations.ReLU", 6.0)
+    tick()
+    queue.huey.flush()  # the queue restarted empty (a Redis without persistence)
+    tick()
+    assert lti_services.score_counts(store) == {"queued": 1}  # not yet given up on
+    tick(advance=61)  # past lost_after and not in the queue: missing (a worker may be posting it right now)
+    assert lti_services.score_counts(store) == {"queued": 1}
+    tick(advance=61)  # still missing a lost_after later: lost, back to pending, sent again at the next tick
+    tick()
+    assert run_tasks(queue) == 1
+    tick()
+    assert lms.latest_score("lms-ada", 1)["scoreGiven"] == 6.0
+    assert lti_services.score_counts(store) == {"posted": 1}
+
+
+def test_a_task_still_waiting_for_a_worker_is_not_sent_twice(poster: dict[str, Any], lms: LmsPlatform) -> None:
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    override(store, "s2", "activations.ReLU", 6.0)
+    tick()
+    tick(advance=600)  # long past lost_after, but the task still waits in the queue (no worker yet)
+    tick(advance=600)
+    assert lti_services.score_counts(store) == {"queued": 1}
+    assert run_tasks(queue) == 1
+    tick()
+    assert len(lms.scores) == 1 and lti_services.score_counts(store) == {"posted": 1}
+
+
+def test_a_pending_score_is_superseded_by_a_newer_one(poster: dict[str, Any], lms: LmsPlatform) -> None:
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    lms.down = True
+    override(store, "s2", "activations.ReLU", 3.0)
+    tick()
+    override(store, "s2", "activations.ReLU", 8.0)
+    tick()
+    assert lti_services.score_counts(store) == {"pending": 1, "superseded": 1}
+    lms.down = False
+    tick(advance=60)
+    run_tasks(queue)
+    tick()
+    assert [s["scoreGiven"] for s in lms.scores] == [8.0]
+
+
+# --- grade roster sync ---------------------------------------------------------------------------------------
+
+
+def test_grade_roster_sync_writes_the_new_tokens(tool: dict[str, Any], lms: LmsPlatform, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+
+    course = tmp_path / "course.toml"
+    course.write_text('name = "LTI course"\n' + lms.course_toml())
+    tokens = tmp_path / "tokens.csv"
+    args = ["roster", "sync", "--db", str(tool["db"]), "--course", str(course), "-o", str(tokens)]
+    before = CliRunner().invoke(cli, args)
+    assert before.exit_code == 2 and "launch the tool once from the LMS course" in before.output
+    launch(tool["client"], lms, "prof")
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 0, done.output
+    assert "2 members in 1 course(s): 1 new student(s), 0 dropped; new tokens written to" in done.output
+    assert (tokens.stat().st_mode & 0o777) == 0o600
+    rows = tokens.read_text().splitlines()
+    assert rows[0] == "id,name,email,token" and rows[1].startswith("newton@example.org,Newton Isaac,")
+    token = rows[1].rsplit(",", 1)[1]
+    me = tool["client"].get("/api/v1/me", headers={"Authorization": f"Bearer {token}"}).json()
+    assert me["student"] == "newton@example.org"
+    lms.down = True
+    failed = CliRunner().invoke(cli, args)
+    assert failed.exit_code == 2 and "answered 503" in failed.output
+
+
+def test_a_graded_upload_is_posted_with_its_late_penalty(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    from datetime import datetime, timezone
+
+    from grader.student.course import parse_course
+    from grader.student.engine.model import ExerciseResult, GradeReport
+
+    launch(tool["client"], lms, "ada")
+    course = parse_course({"name": "late", "lti": lms.lti_table(), "chapter": [
+        {"name": "activations", "due": datetime(2020, 1, 1, tzinfo=timezone.utc), "late_penalty": 0.5}]},
+        Path("course.toml"))
+    config = tool["config"]
+    thread = lti_services.ScorePoster(config.db_path, config.queue_url, course, [])
+    queue = open_queue(config.queue_url)
+    connector = lti_services.ServiceConnector(tool["store"])
+    store = tool["store"]
+    store.record_report(GradeReport("s2", [ExerciseResult("activations.ReLU", "failed", 8.0, 10.0)]), "test")
+    thread.tick(store, queue, connector, now=1.0)
+    assert run_tasks(queue) == 1
+    thread.tick(store, queue, connector, now=2.0)
+    connector.close()
+    assert [c["resourceId"] for c in lms.created] == ["exercises:activations"]
+    assert lms.latest_score("lms-ada", 1)["scoreGiven"] == 4.0  # 8 points, late: half counts
+
+
+def test_a_bad_lti_table_stops_the_server_with_one_line(tmp_path: Path) -> None:
+    course = DEFAULT_COURSE.__class__(name="bad", lti={"platform": [{"issuer": "x"}]})
+    with pytest.raises(lti.LtiConfigError, match="needs client_id"):
+        create_app(ServerConfig(tmp_path / "c.db", f"sqlite:///{tmp_path / 'q.db'}", course), run_collector=False)
+
+
+def test_logins_in_progress_are_capped(tool: dict[str, Any], lms: LmsPlatform,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lti, "MAX_STATES", 2)
+    assert login_redirect(tool["client"], lms).status_code == 302
+    assert login_redirect(tool["client"], lms).status_code == 302
+    third = login_redirect(tool["client"], lms)  # a flood of unauthenticated initiations stops here
+    assert third.status_code == 429 and "logins are in progress" in third.text
+    with tool["store"].transaction() as db:  # expired ones make room again
+        db.execute("UPDATE lti_states SET created = created - ?", [lti.STATE_TTL_S + 1])
+    assert login_redirect(tool["client"], lms).status_code == 302
+
+
+def test_refusal_rows_are_capped(tool: dict[str, Any], lms: LmsPlatform, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lti, "MAX_REFUSALS", 3)
+    for _ in range(5):
+        login_redirect(tool["client"], lms, iss="https://evil.example.org")
+    assert len(refusals(tool["store"])) == 3
+
+
+def test_an_unknown_kid_refetches_the_platform_keys_at_most_once_in_a_while(tool: dict[str, Any],
+                                                                         lms: LmsPlatform) -> None:
+    client = tool["client"]
+    params = start_login(client, lms)
+    assert "Signed in" in post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"])),
+                                      params["state"]).text
+    fetched: list[int] = []
+    original = httpx.AsyncClient.get
+
+    async def counting(self: Any, url: Any, **kwargs: Any) -> Any:
+        fetched.append(1)
+        return await original(self, url, **kwargs)
+
+    rotated = RSAKey.generate_key(2048, parameters={"kid": "lms-key-2"})  # a kid the cached JWKS lacks
+    import unittest.mock
+
+    with unittest.mock.patch.object(httpx.AsyncClient, "get", counting):
+        for _ in range(3):
+            params = start_login(client, lms)
+            answer = post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"]), rotated),
+                                 params["state"])
+            assert answer.status_code == 403
+    assert fetched == []  # the key set was fetched moments ago: forged kids cost the platform nothing
+    tool["app"].state.lti_jwks.sets = {u: (t - lti.JWKS_REFETCH_S - 1, k)
+                                       for u, (t, k) in tool["app"].state.lti_jwks.sets.items()}
+    lms.key = rotated  # the platform really rotated: the next launch fetches the new set and passes
+    params = start_login(client, lms)
+    with unittest.mock.patch.object(httpx.AsyncClient, "get", counting):
+        answer = post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"])), params["state"])
+    assert answer.status_code == 200 and fetched == [1]
+
+
+# --- over Redis: a restart while scores wait loses none ---------------------------------------------------
+
+
+def restart_redis(server: Any) -> None:
+    """Kill redis-server and start it again, empty (persistence off), on the same port."""
+    import subprocess
+
+    import redis as redis_lib
+
+    server.proc.kill()
+    server.proc.wait(timeout=30)
+    server.proc = subprocess.Popen(
+        ["redis-server", "--bind", HOST, "--port", str(server.port), "--save", "", "--appendonly", "no",
+         "--dir", str(server.folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    client = redis_lib.Redis(host=HOST, port=server.port)
+
+    def pong() -> bool:
+        try:
+            return bool(client.ping())
+        except redis_lib.exceptions.ConnectionError:
+            return False
+
+    wait_for(pong, 30, "redis-server to answer again")
+    client.close()
+
+
+def test_a_redis_restart_while_scores_wait_loses_none(tool: dict[str, Any], lms: LmsPlatform,
+                                                      tmp_path: Path) -> None:
+    from conftest import require_program
+    from server_util import Redis
+
+    require_program("redis-server", "redis-server")
+    redis_server = Redis(tmp_path).start()
+    try:
+        launch(tool["client"], lms, "ada")
+        launch(tool["client"], lms, "new")
+        store, config = tool["store"], tool["config"]
+        thread = lti_services.ScorePoster(config.db_path, redis_server.url, config.course, [], lost_after=60)
+        queue = open_queue(redis_server.url)
+        connector = lti_services.ServiceConnector(store)
+        override(store, "s2", "activations.ReLU", 5.0)
+        override(store, "newton@example.org", "activations.ReLU", 6.0)
+        thread.tick(store, queue, connector, now=1.0)
+        assert queue.pending() == 2
+        restart_redis(redis_server)  # both posts were waiting in Redis: gone
+        assert queue.pending() == 0
+        for now in (100.0, 200.0, 201.0):  # missing, then lost and sent again
+            thread.tick(store, queue, connector, now=now)
+        assert run_tasks(queue) == 2
+        thread.tick(store, queue, connector, now=202.0)
+        connector.close()
+        assert lti_services.score_counts(store) == {"posted": 2}
+        assert {(s["userId"], s["scoreGiven"]) for s in lms.scores} == {("lms-ada", 5.0), ("lms-new", 6.0)}
+    finally:
+        redis_server.stop()
+
+
+@pytest.mark.parametrize("roles, instructor", [
+    (["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"], False),
+    (["http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"], True),
+    (["http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"], True),
+    (["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator"], True),
+    (["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Student"], False),
+    ([], False),
+])
+def test_role_claims_decide_who_opens_the_dashboard(roles: list[str], instructor: bool) -> None:
+    platform = lti.Platform("p", "https://lms", "c", "https://lms/a", "https://lms/t", "https://lms/j", ("d",))
+    assert lti.Launch(platform, {lti.CLAIM + "roles": roles}).is_instructor is instructor

@@ -1,0 +1,169 @@
+"""`grade rescore`: every stored upload graded again on the queue (in the sandbox), recorded beside the old result,
+and the students whose counted score changed listed with before/after and the checks that flipped; on the
+embedded queue and on Redis with two worker processes."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader.term import class_report, rescore
+from grader.course import grading
+from grader.cli import cli
+from grader.server import records
+from grader.course.solution import write_solution
+from grader.student.course import DEFAULT_COURSE
+from grader.student.engine.model import GradeReport
+from grader.student.store import Store
+from server_util import Redis, solution_files, start_worker, stop_process
+
+RELU = ["activations.ReLU"]
+UPLOAD = ["__init__.py", "base.py", "activations.py"]
+
+
+def store_upload(db: Path, student: str, files: dict[str, str], report: GradeReport) -> int:
+    """An upload and its recorded result, as the server leaves them; the job id."""
+    with Store.open(db) as store:
+        job = records.create_job(store, student, f"k-{student}", files, RELU, DEFAULT_COURSE,
+                                 datetime.now(timezone.utc)).job
+        assert records.record_done(store, job, report, "old-grader") is not None
+        return int(job["id"])
+
+
+def with_first_check_failed(report: GradeReport) -> GradeReport:
+    """The report an earlier, buggy grader gave: the first check failed where it passes."""
+    exercise = report.exercises[0]
+    first = dataclasses.replace(exercise.checks[0], passed=False, score=0.0, message="wrong by the old check")
+    score = exercise.score - exercise.checks[0].score
+    bad = dataclasses.replace(exercise, status="failed", score=score, checks=[first, *exercise.checks[1:]])
+    return dataclasses.replace(report, exercises=[bad])
+
+
+@pytest.fixture(scope="module")
+def uploads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """ann's correct code, once recorded wrongly (an old check's bug); bob's, recorded right."""
+    root = tmp_path_factory.mktemp("rescore")
+    folder = write_solution(root / "good")
+    files = solution_files(folder, UPLOAD)
+    right = {s: grading.grade(folder, RELU, s) for s in ("ann", "bob")}
+    assert all(r.full_marks for r in right.values())
+    return {"files": files, "ann": with_first_check_failed(right["ann"]), "bob": right["bob"],
+            "check": right["ann"].exercises[0].checks[0].name}
+
+
+def course_db(tmp_path: Path, uploads: dict[str, object]) -> Path:
+    db = tmp_path / "course.db"
+    store_upload(db, "ann", uploads["files"], uploads["ann"])  # type: ignore[arg-type]
+    store_upload(db, "bob", uploads["files"], uploads["bob"])  # type: ignore[arg-type]
+    return db
+
+
+def counted(db: Path, student: str) -> float:
+    with Store.open(db) as store:
+        return float(store.best_scores(student)["activations.ReLU"]["best_score"])
+
+
+def check_rescored(db: Path, uploads: dict[str, object], output: str) -> None:
+    old_score = uploads["ann"].score  # type: ignore[attr-defined]
+    assert f"ann  activations.ReLU  {old_score:g} -> 10 of 10" in output, output
+    assert f"{uploads['check']} failed -> passed" in output
+    assert "bob" not in output  # graded again, unchanged
+    assert counted(db, "ann") == 10.0
+    with Store.open(db) as store:
+        report = class_report.build(store, RELU)  # the dashboard and the gradebook exports count the new result
+        assert report.student("ann").exercises["activations.ReLU"].best_score == 10.0
+        rows = store.submissions(student="ann", superseded=True)
+        old, new = rows
+        assert old["score"] == old_score and old["grader_version"] == "old-grader"  # still readable
+        assert old["superseded_by"] == new["id"] and new["superseded_by"] is None
+        assert new["started_at"] == old["started_at"]  # the upload's time: deadlines judge the upload
+        assert not store.check_results(old["id"])[0]["passed"] and store.check_results(new["id"])[0]["passed"]
+        last = rescore.last_rescoring(store)
+        assert last is not None and last["uploads"] == 2 and last["changes"][0]["student"] == "ann"
+        job = next(iter(store.db.query("SELECT * FROM jobs WHERE student = 'ann'")))
+        assert records.report_of(store, job).exercises[0].score == 10.0  # the job's report is the one in force
+
+
+def test_dry_run_then_rescore_on_the_embedded_queue(tmp_path: Path, uploads: dict[str, object]) -> None:
+    db = course_db(tmp_path, uploads)
+    runner = CliRunner()
+    dry = runner.invoke(cli, ["rescore", "--db", str(db), "--workers", "1", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "Dry run: 2 uploads graded again" in dry.output and "1 counted score would change" in dry.output
+    assert counted(db, "ann") == uploads["ann"].score  # type: ignore[attr-defined]
+    with Store.open(db) as store:
+        assert rescore.last_rescoring(store) is None
+        assert all(r["superseded_by"] is None for r in store.submissions(superseded=True))
+    out = tmp_path / "changes.csv"
+    real = runner.invoke(cli, ["rescore", "--db", str(db), "--workers", "1", "activations", "--csv", str(out)])
+    assert real.exit_code == 0, real.output
+    check_rescored(db, uploads, real.output)
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
+    assert [(r["student"], r["after"]) for r in rows] == [("ann", "10")] and "failed -> passed" in rows[0]["flipped"]
+    again = runner.invoke(cli, ["rescore", "--db", str(db), "--workers", "1"])
+    assert again.exit_code == 0 and "0 counted scores changed" in again.output, again.output
+    with Store.open(db) as store:  # the second rescoring superseded the first one's rows, the first still readable
+        assert len(store.submissions(student="ann", superseded=True)) == 3
+        assert len(store.submissions(student="ann")) == 1
+
+
+def test_nothing_to_rescore_is_one_line(tmp_path: Path, uploads: dict[str, object]) -> None:
+    db = course_db(tmp_path, uploads)
+    result = CliRunner().invoke(cli, ["rescore", "--db", str(db), "--workers", "0", "linear.Linear"])
+    assert result.exit_code == 2 and "nothing to rescore" in result.output
+    missing = CliRunner().invoke(cli, ["rescore", "--db", str(tmp_path / "none.db")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
+
+
+def test_no_worker_means_listed_as_not_graded_and_nothing_recorded(tmp_path: Path, uploads: dict[str, object]) -> None:
+    db = course_db(tmp_path, uploads)
+    result = CliRunner().invoke(cli, ["rescore", "--db", str(db), "--workers", "0", "--timeout", "1"])
+    assert result.exit_code == 0 and "0 uploads graded again" in result.output
+    assert result.output.count("not graded again") == 2 and "is a `grade worker` running" in result.output
+    assert counted(db, "ann") == uploads["ann"].score  # type: ignore[attr-defined]
+
+
+def test_rescore_on_redis_with_two_worker_processes(tmp_path: Path, uploads: dict[str, object],
+                                                    redis_server: Redis) -> None:
+    db = course_db(tmp_path, uploads)
+    workers = [start_worker(redis_server.url, 1, tmp_path / f"worker-{k}.log") for k in range(2)]
+    try:
+        result = CliRunner().invoke(cli, ["rescore", "--db", str(db), "--queue", redis_server.url, "--workers", "0"])
+    finally:
+        for proc in workers:
+            stop_process(proc)
+    assert result.exit_code == 0, result.output
+    check_rescored(db, uploads, result.output)
+    import redis
+
+    left = redis.Redis.from_url(redis_server.url).keys("*rescore*")
+    assert left == [], left  # every result was read and removed from the queue
+
+
+def test_the_dashboard_shows_the_last_rescoring(tmp_path: Path, uploads: dict[str, object]) -> None:
+    import warnings
+
+    from grader.server.app import ServerConfig, create_app
+    from server_util import issue_tokens
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    db = course_db(tmp_path, uploads)
+    _, teacher = issue_tokens(db, ["ann", "bob"])
+    app = create_app(ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}"), run_collector=False)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        headers = {"Authorization": f"Bearer {teacher}"}
+        assert "No rescoring yet" in client.get("/instructor/term", headers=headers).text
+        result = CliRunner().invoke(cli, ["rescore", "--db", str(db), "--workers", "1"])
+        assert result.exit_code == 0, result.output
+        page = client.get("/instructor/term", headers=headers).text
+        assert "Rescoring 1: 2 uploads graded again" in page and "1 counted score changed" in page
+        assert f"{uploads['check']} failed -&gt; passed" in page
