@@ -101,8 +101,12 @@ def test_a_full_launch_in_the_browser_and_the_score_reaches_the_lms(browser: Any
     teacher.goto(lms.url + "/start?user=prof")
     teacher.wait_for_url(server.url + "/instructor/")
     assert "Class overview" in teacher.content()
-    teacher.goto(server.url + "/instructor/lti")
-    assert "1 posted" in teacher.locator("main").inner_text()
+    # The LMS has the score before the poster's next round marks it posted: wait on that state, not a tick.
+    def posted() -> bool:
+        teacher.goto(server.url + "/instructor/lti")
+        return "1 posted" in teacher.locator("main").inner_text()
+
+    wait_for(posted, 90, "the dashboard to show the score posted", interval=0.3)
     shoot(teacher, "dashboard")
 
     refused = context.new_page()
