@@ -199,28 +199,21 @@ def edges_of_package(root: Path, files: dict[str, str]) -> dict[str, dict[str, i
     return import_edges(modules_under(root, ("grader",)), root)
 
 
-def test_a_circle_through_a_function_level_import_is_found(tmp_path: Path) -> None:
-    edges = edges_of_package(tmp_path, {
+def test_a_circle_through_a_function_level_import_is_found_and_moving_the_shared_piece_down_ends_it(
+        tmp_path: Path) -> None:
+    files = {
         "grader/__init__.py": "",
         "grader/student/__init__.py": "",
         "grader/student/cli.py": "from grader.student.client import remote\n",
         "grader/student/client/__init__.py": "",
         "grader/student/client/remote.py": "def f():\n    from ..cli import save\n",
-        "grader/student/report.py": "import grader.student.client.remote\n",
-    })
+    }
+    edges = edges_of_package(tmp_path / "before", files)
     assert circles(edges) == [["grader.student.cli", "grader.student.client.remote"]]
-
-
-def test_moving_the_shared_piece_down_leaves_no_circle(tmp_path: Path) -> None:
-    edges = edges_of_package(tmp_path, {
-        "grader/__init__.py": "",
-        "grader/student/__init__.py": "",
-        "grader/student/cli.py": "from grader.student.client import remote\nfrom grader.student import kept\n",
-        "grader/student/client/__init__.py": "",
-        "grader/student/client/remote.py": "def f():\n    from ..kept import save\n",
-        "grader/student/kept.py": "import json\n",
-    })
-    assert circles(edges) == []
+    files["grader/student/kept.py"] = "import json\n"
+    files["grader/student/cli.py"] += "from grader.student import kept\n"
+    files["grader/student/client/remote.py"] = "def f():\n    from ..kept import save\n"
+    assert circles(edges_of_package(tmp_path / "after", files)) == []
 
 
 def test_a_package_reexporting_its_modules_is_no_circle_unless_one_reads_the_package(tmp_path: Path) -> None:
@@ -244,3 +237,17 @@ def test_an_import_up_the_layers_is_found_with_its_line(tmp_path: Path) -> None:
         "grader/server/app.py": "from grader.course import packs\n",
     })
     assert upward_edges(edges) == {("grader.course.packs", "grader.server.app"): 6}
+
+
+def test_the_map_at_the_top_of_design_md_draws_every_layer() -> None:
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    assert text.index("## The package map") < text.index("## The trust boundary is the layout")
+    drawn = text.split("## The package map", 1)[1].split("```")[1]  # the map's picture
+    for packages in LAYERS:
+        for package in packages:
+            if package != "grader":
+                assert package.replace(".", "/").split("/")[-1] in drawn, f"the map does not draw {package}"
+    rows = [drawn.index(f"\n {folder}") for folder in ("grader/student/", "reference/", "grader/course/", "grader/term/",
+                                                        "grader/server/", "command lines")]
+    assert rows == sorted(rows, reverse=True)  # drawn bottom up
+    assert len(drawn.strip().splitlines()) <= 40  # one screen
