@@ -122,6 +122,7 @@ SERVER_TESTS: tuple[str, ...] = (
     "tests/student/feedback/test_report_html_browser.py::test_the_dashboards_student_page_shows_the_same_pictures",
     "tests/term/test_batch_queue.py",
     "tests/term/test_rescore.py::test_dry_run_then_rescore_on_the_embedded_queue",
+    "tests/term/test_rescore.py::test_the_dashboard_shows_the_last_rescoring",
 )
 
 # `slow`: three seconds or more each on the 2-core machine (besides those marked @pytest.mark.slow in their files).
