@@ -251,3 +251,9 @@ def test_the_map_at_the_top_of_design_md_draws_every_layer() -> None:
                                                         "grader/server/", "command lines")]
     assert rows == sorted(rows, reverse=True)  # drawn bottom up
     assert len(drawn.strip().splitlines()) <= 40  # one screen
+
+
+def test_grader_holds_entry_points_and_packages_and_the_student_side_a_short_top() -> None:
+    """The map stays readable: grader/ itself holds only its entry points, grader/student/ a dozen modules at most."""
+    assert sorted(p.name for p in (ROOT / "grader").glob("*.py")) == ["__init__.py", "__main__.py", "cli.py"]
+    assert len(list((ROOT / "grader" / "student").glob("*.py"))) <= 12
