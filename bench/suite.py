@@ -2,11 +2,13 @@
 
     python bench/suite.py                                   # serial, then -n 4, then the fast tier at -n 4
     python bench/suite.py --jobs 0 --jobs 2 --jobs 4 --fast --runs 2
+    python bench/suite.py --jobs 4 --dist loadgroup --dist load   # the Makefile's grouping against none
     CI=true REQUIRE_OPENCL=1 python bench/suite.py          # as .ci/run runs the suite
 
 Each configuration runs ``python -m pytest -q -p no:cacheprovider`` from the
 repository root, in parallel with ``-n JOBS --dist loadgroup`` (the Makefile's
-PYTEST_PARALLEL; ``--jobs 0`` is one process, as before pytest-xdist), and
+PYTEST_PARALLEL; ``--dist`` names others to compare; ``--jobs 0`` is one
+process, as before pytest-xdist), and
 ``--fast`` adds the fast tier (``-m`` with the Makefile's FAST_TIER) at the last
 --jobs. The configurations run back to back and, with --runs, interleaved
 (A B C A B C), so that a change in what else the machine runs falls on all of
@@ -85,12 +87,16 @@ def main() -> int:
                         help="pytest-xdist workers (0: one process); repeat for several [default: 0 and 4]")
     parser.add_argument("--fast", action="store_true", help="Also the fast tier at the last --jobs [default: on "
                         "when --jobs is not given].")
+    parser.add_argument("--dist", action="append", help="xdist's --dist for the parallel runs; repeat to compare "
+                        "[default: loadgroup]")
     parser.add_argument("--runs", type=int, default=1, help="Runs of each configuration, interleaved.")
     options = parser.parse_args()
     jobs = options.jobs or [0, 4]
     fast = options.fast or not options.jobs
-    configs = [Config("full, 1 process" if j == 0 else f"full, -n {j}",
-                      [] if j == 0 else ["-n", str(j), "--dist", "loadgroup"]) for j in jobs]
+    dists = options.dist or ["loadgroup"]
+    configs = [Config("full, 1 process", [])] if 0 in jobs else []
+    configs += [Config(f"full, -n {j}" + (f" {d}" if len(dists) > 1 else ""), ["-n", str(j), "--dist", d])
+                for j in jobs if j != 0 for d in dists]
     if fast:
         last = configs[-1]
         configs.append(Config(f"fast tier, {last.name.split(', ')[1]}", [*last.args, "-m", makefile_value("FAST_TIER")]))
