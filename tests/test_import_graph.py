@@ -27,7 +27,6 @@ any other one, and on a named one that is gone (so the list stays true).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -72,7 +71,6 @@ def modules_under(root: Path, packages: Iterable[str]) -> dict[str, Path]:
     return {module_name(p, root): p for top in packages for p in sorted((root / top).rglob("*.py"))}
 
 
-
 def module_of(name: str, modules: Mapping[str, Path]) -> str | None:
     """The module an imported name lies in (its longest dotted prefix that is a module), None outside."""
     parts = name.split(".")
@@ -97,9 +95,9 @@ def import_edges(modules: Mapping[str, Path], root: Path = ROOT) -> dict[str, di
         mine = edges.setdefault(name, {})
         for line, names in sorted(by_line.items()):
             for imported in names:
-                passed_through = any(other.startswith(imported + ".") and module_of(other, modules) != module_of(imported, modules)
-                                     for other in names)
                 target = module_of(imported, modules)
+                passed_through = any(other.startswith(imported + ".") and module_of(other, modules) != target
+                                     for other in names)
                 if target is not None and target != name and not passed_through:
                     mine.setdefault(target, line)
     return edges
@@ -134,14 +132,9 @@ def circles(edges: Mapping[str, Mapping[str, int]]) -> list[list[str]]:
             if len(members) > 1:
                 found.append(sorted(members))
 
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 10 * len(edges) + 100))
-    try:
-        for node in sorted(edges):
-            if node not in index:
-                visit(node)
-    finally:
-        sys.setrecursionlimit(limit)
+    for node in sorted(edges):  # (the recursion is as deep as the longest chain of imports: a few dozen)
+        if node not in index:
+            visit(node)
     return sorted(found)
 
 
