@@ -27,11 +27,10 @@ grade-deps:
 system-deps:
 	@bash scripts/system-deps.sh test
 
-# The suite runs in parallel (pytest-xdist): TEST_JOBS workers, a few more than cores since many tests wait on
-# subprocesses (docs/measured.md); `--dist loadgroup` keeps the tests of a module that share a server or a
-# browser on one worker (tests/conftest.py groups them). TEST_JOBS=0 runs it in this one process.
+# The suite runs in parallel (pytest-xdist): TEST_JOBS workers, twice the cores since many tests wait on
+# subprocesses (docs/measured.md), each test sent to whichever worker is free. TEST_JOBS=0: one process.
 TEST_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
-PYTEST_PARALLEL = -n $(TEST_JOBS) --dist loadgroup
+PYTEST_PARALLEL = -n $(TEST_JOBS)
 FAST_TIER = not browser and not server and not slow
 
 test: $(BIN)/.installed system-deps

@@ -2,12 +2,12 @@
 
     python bench/suite.py                                   # serial, then -n 4, then the fast tier at -n 4
     python bench/suite.py --jobs 0 --jobs 2 --jobs 4 --fast --runs 2
-    python bench/suite.py --jobs 4 --dist loadgroup --dist load   # the Makefile's grouping against none
+    python bench/suite.py --jobs 4 --dist load --dist loadfile   # xdist's default against one worker a file
     CI=true REQUIRE_OPENCL=1 python bench/suite.py          # as .ci/run runs the suite
 
 Each configuration runs ``python -m pytest -q -p no:cacheprovider`` from the
-repository root, in parallel with ``-n JOBS --dist loadgroup`` (the Makefile's
-PYTEST_PARALLEL; ``--dist`` names others to compare; ``--jobs 0`` is one
+repository root, in parallel with ``-n JOBS`` (the Makefile's PYTEST_PARALLEL:
+xdist's ``--dist load``; ``--dist`` names others to compare; ``--jobs 0`` is one
 process, as before pytest-xdist), and
 ``--fast`` adds the fast tier (``-m`` with the Makefile's FAST_TIER) at the last
 --jobs. The configurations run back to back and, with --runs, interleaved
@@ -88,12 +88,12 @@ def main() -> int:
     parser.add_argument("--fast", action="store_true", help="Also the fast tier at the last --jobs [default: on "
                         "when --jobs is not given].")
     parser.add_argument("--dist", action="append", help="xdist's --dist for the parallel runs; repeat to compare "
-                        "[default: loadgroup]")
+                        "[default: load]")
     parser.add_argument("--runs", type=int, default=1, help="Runs of each configuration, interleaved.")
     options = parser.parse_args()
     jobs = options.jobs or [0, 4]
     fast = options.fast or not options.jobs
-    dists = options.dist or ["loadgroup"]
+    dists = options.dist or ["load"]
     configs = [Config("full, 1 process", [])] if 0 in jobs else []
     configs += [Config(f"full, -n {j}" + (f" {d}" if len(dists) > 1 else ""), ["-n", str(j), "--dist", d])
                 for j in jobs if j != 0 for d in dists]

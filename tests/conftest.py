@@ -166,21 +166,10 @@ def tier_marks(nodeid: str, fixtures: list[str] | tuple[str, ...]) -> set[str]:
     return marks
 
 
-def shares_a_module_fixture(item: pytest.Item) -> bool:
-    """Whether the test uses a fixture set up once per module (a server, a browser, a graded class)."""
-    info = getattr(item, "_fixtureinfo", None)  # pytest's own record of the test's fixtures
-    definitions = getattr(info, "name2fixturedefs", {}) or {}
-    return any(defs and defs[-1].scope == "module" for defs in definitions.values())
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tiers' marks; and, for ``--dist loadgroup`` (`make test`), one xdist group per module for the tests
-    that share a module's fixture, so that each worker does not set it up again (a server, a browser)."""
     for item in items:
         for mark in sorted(tier_marks(item.nodeid, getattr(item, "fixturenames", ()))):
             item.add_marker(mark)
-        if shares_a_module_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 def starts_server(args: object) -> str | None:
