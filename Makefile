@@ -1,9 +1,10 @@
 # Quick start: `make grade` (install + grade your exercises), `make test` (install + full test suite).
+# `make test-fast`: the fast tier for the edit-run loop (no browser, no server processes, no slow test).
 PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: grade test install clean system-deps grade-deps
+.PHONY: grade test test-fast install clean system-deps grade-deps
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -26,8 +27,17 @@ grade-deps:
 system-deps:
 	@bash scripts/system-deps.sh test
 
+# The suite runs in parallel (pytest-xdist): TEST_JOBS workers, twice the cores since many tests wait on
+# subprocesses (docs/measured.md), each test sent to whichever worker is free. TEST_JOBS=0: one process.
+TEST_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
+PYTEST_PARALLEL = -n $(TEST_JOBS)
+FAST_TIER = not browser and not server and not slow
+
 test: $(BIN)/.installed system-deps
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
+
+test-fast: $(BIN)/.installed
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "$(FAST_TIER)"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .grade

@@ -19,15 +19,17 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDENT = ROOT / "grader" / "student"
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_names(path: Path) -> list[tuple[int, str]]:
-    """(line, absolute module name) of every import in ``path``, and of import_module("...") literals."""
+def imported_names(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import in ``path`` (a file under ``root``), and of import_module("...")
+    literals."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rsplit(".", 1)[0]
+    name = _module_name(path, root)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -30,6 +30,7 @@ import click
 from grader.student.engine import catalogue
 from grader.student.errors import GraderError, StoreError
 from grader.student.engine.model import GradeReport
+from grader.student.feedback.kept import last_report_path, save_last_report, write_html_report
 from grader.student.feedback.report import (
     format_json,
     format_text,
@@ -39,7 +40,6 @@ from grader.student.feedback.report import (
     use_color,
     write_gradescope_placeholder,
     write_json,
-    write_text,
 )
 from grader.student.sandbox.runner import Limits, Workspace, kernel_cache_folder, prestart_workspace
 from grader.student.store import Store, default_db_path
@@ -158,34 +158,6 @@ def arrays_option(func: F) -> F:
         "--arrays", is_flag=True,
         help="With --json: add each failing check's figure (a bounded sample of received and expected values).",
     )(func)
-
-
-LAST_REPORT = "last-report.json"
-
-
-def last_report_path(exercises_dir: Path) -> Path:
-    """Where ``grade submit`` keeps its last report for ``grade view``: ``.grade/last-report.json`` beside exercises/."""
-    return Path(exercises_dir).resolve().parent / ".grade" / LAST_REPORT
-
-
-def save_last_report(report: GradeReport, exercises_dir: Path) -> None:
-    """Keep the report (wire form, figures included) for ``grade view``; a write problem is a warning line."""
-    from grader.student.client.wire import report_to_dict
-
-    try:
-        write_json(report_to_dict(report), last_report_path(exercises_dir))
-    except OSError as exc:
-        click.echo(f"Warning: the report was not kept for `grade view`: {exc}", err=True)
-
-
-def write_html_report(report: GradeReport, path: Path) -> None:
-    """Write the report's web page (``grader.student.feedback.report_html``, loaded only here) to ``path``."""
-    from grader.student.feedback.report_html import format_html
-
-    try:
-        write_text(format_html(report), path)
-    except OSError as exc:
-        raise CommandError(f"cannot write the web page to '{path}': {exc.strerror or exc}: choose another --html FILE")
 
 
 def server_options(func: F) -> F:
@@ -318,7 +290,8 @@ def local_submit(
         color = use_color()
         click.echo(format_text(report, color=color), color=color)
     if html is not None:
-        write_html_report(report, html)  # after the report is printed: a bad path costs the page only
+        with one_line_errors():
+            write_html_report(report, html)  # after the report is printed: a bad path costs the page only
     if report.not_graded:
         click.echo(f"Error: {not_graded_line(report)}", err=True)
     click.get_current_context().exit(report.exit_status)
@@ -434,7 +407,8 @@ def view_command(path: Path, output: Path | None, no_open: bool) -> None:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CommandError(f"the last report '{source}' cannot be read ({exc}): run `grade submit` again") from None
     page = output or source.with_suffix(".html")
-    write_html_report(report, page)
+    with one_line_errors():
+        write_html_report(report, page)
     click.echo(f"Report written to {page}")
     if not no_open:
         import webbrowser

@@ -28,6 +28,7 @@ from grader.student.quiz import quiz_text
 from grader.student.client.connection import Client, ClientError, Login
 from grader.student.course import handout_settings, parse_time
 from grader.student.errors import GraderError
+from grader.student.feedback.kept import save_last_report, write_html_report
 from grader.student.feedback.report import format_json, format_text, not_graded_line, use_color
 
 
@@ -147,8 +148,6 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
     the web page; ``arrays``: the JSON carries each check's figure (hidden checks' figures hold no expected
     values: the server grades live).
     """
-    from grader.student.cli import save_last_report, write_html_report  # the CLI imports this module lazily
-
     if done.status == "error" or done.report is None:
         raise RemoteError(f"submission {done.id} could not be graded: {done.error}")
     if path is not None:
@@ -162,7 +161,10 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
         color = use_color()
         click.echo(format_text(done.report, color=color, notes=notes), color=color)
     if html is not None:
-        write_html_report(done.report, html)
+        try:
+            write_html_report(done.report, html)
+        except GraderError as exc:
+            raise one_line(exc) from exc
     if done.report.not_graded:
         click.echo(f"Error: {not_graded_line(done.report)}", err=True)
     return done.report.exit_status

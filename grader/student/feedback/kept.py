@@ -1,0 +1,48 @@
+"""The report kept after ``grade submit`` and its web page: what ``grade view`` opens.
+
+Local and remote ``grade submit`` (:mod:`grader.student.cli`,
+:mod:`grader.student.client.remote`), ``grade view`` and the notebook's
+``%grade`` keep the last report the same way: its wire form (figures
+included, :mod:`grader.student.client.wire`) in ``.grade/last-report.json``
+beside the exercises folder, and the page (``--html FILE``, ``grade view``)
+drawn by :mod:`grader.student.feedback.report_html`, which only this module's
+:func:`write_html_report` loads (the text path draws nothing).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from grader.student.engine.model import GradeReport
+from grader.student.errors import UsageError
+from grader.student.feedback.report import write_json, write_text
+
+LAST_REPORT = "last-report.json"
+
+
+def last_report_path(exercises_dir: Path) -> Path:
+    """Where ``grade submit`` keeps its last report for ``grade view``: ``.grade/last-report.json`` beside exercises/."""
+    return Path(exercises_dir).resolve().parent / ".grade" / LAST_REPORT
+
+
+def save_last_report(report: GradeReport, exercises_dir: Path) -> None:
+    """Keep the report (wire form, figures included) for ``grade view``; a write problem is a warning line."""
+    from grader.student.client.wire import report_to_dict
+
+    try:
+        write_json(report_to_dict(report), last_report_path(exercises_dir))
+    except OSError as exc:
+        click.echo(f"Warning: the report was not kept for `grade view`: {exc}", err=True)
+
+
+def write_html_report(report: GradeReport, path: Path) -> None:
+    """Write the report's web page to ``path``; UsageError (one line, exit 2) when it cannot be written."""
+    from grader.student.feedback.report_html import format_html
+
+    try:
+        write_text(format_html(report), path)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write the web page to '{path}': {exc.strerror or exc}: choose another --html FILE") from None
