@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -75,8 +76,34 @@ def _now() -> str:
 
 def _one_line(text: str, limit: int = 300) -> str:
     line = " ".join(str(text).split())
-    line = line if len(line) <= limit else line[: limit - 3] + "..."
-    return line if "grade doctor" in line else f"{line} ({DOCTOR})"
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+DOCTOR_NOTE = re.compile(r"\s*\(`grade doctor`[^()]*\)")
+
+
+def without_doctor(reason: str) -> str:
+    """A reason without its "(`grade doctor` ...)" note (a line that names the command itself adds it once)."""
+    return DOCTOR_NOTE.sub("", reason).strip()
+
+
+def banner(test: SelfTest | None, held: list[dict[str, Any]]) -> list[str]:
+    """The dashboard's banner, one line each: every refused kind with its reason and held uploads, else how many
+    uploads are held (graded again by themselves); [] when all is well."""
+    import json
+
+    lines = []
+    holding = {kind: sum(1 for j in held if any(kind_of(i) == kind for i in json.loads(j["held"] or "[]")))
+               for kind in PROBES}
+    refused = test.refused() if test is not None else {}
+    for kind, reason in refused.items():
+        count = holding[kind]
+        lines.append(f"{sentence(LABELS[kind])} are not being graded: {without_doctor(reason)}. {count} upload"
+                     f"{'s' if count != 1 else ''} held. {DOCTOR}")
+    if held and not refused:
+        lines.append(f"{len(held)} upload{'s' if len(held) != 1 else ''} held: graded again by "
+                     f"{'themselves' if len(held) != 1 else 'itself'} once a self-test passes.")
+    return lines
 
 
 def verdict(kinds: dict[str, dict[str, Any]]) -> dict[str, Any]:
