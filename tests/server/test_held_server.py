@@ -126,7 +126,7 @@ def test_a_held_upload_is_told_shown_and_graded_by_itself_once_kernels_work(serv
     for path in ("/instructor/", "/instructor/quizzes", "/instructor/term", "/instructor/lti"):
         page = instructor_page(served, path)
         assert "Kernel exercises are not being graded: no OpenCL device here can build and run a kernel" in page
-        assert "1 upload held. `grade doctor` on the worker shows more" in page
+        assert "1 upload held. <code>grade doctor</code> on the worker shows more" in page
     held_page = instructor_page(served, "/instructor/held")
     assert f"<td data-label=\"Submission\">{job_id}</td>" in held_page and KERNEL in held_page
     assert "fails: refused" in held_page
