@@ -142,7 +142,10 @@ class Collector(threading.Thread):
         """One pass over the self-test, the open jobs and the held ones (now and then a sweep of closed jobs' keys)."""
         test = self.selftest
         if test is not None:
+            awaited = test.task
             test.tick(queue, lambda tid: self._failed(tid, queue.lease(tid), self.clock()))
+            if awaited is not None and test.task != awaited:
+                self._forget_watch(awaited)
         for job in records.open_jobs(store):
             if job["status"] == "received":
                 if test is None or test.ready:  # the server hands out no job before its first self-test
@@ -158,14 +161,16 @@ class Collector(threading.Thread):
             self.recover_taken(store, queue)
 
     def sweep(self, store: Store, queue: Queue) -> int:
-        """Delete the queue-store keys of closed jobs (a late result, a stale lease or mark); how many."""
+        """Delete the queue-store keys of closed jobs (a late result, a stale lease or mark) and of self-tests
+        no longer awaited (the late result of one sent again); how many."""
         self.last_sweep = self.clock()
-        keys = [(k, job_of_key(k)) for k in queue.stored_keys()]
-        ids = sorted({j for _, j in keys if j is not None})
-        if not ids:
-            return 0
-        open_ids = {int(j["id"]) for j in records.open_jobs(store)}
-        gone = [k for k, j in keys if j is not None and j not in open_ids and records.job(store, j) is not None]
+        stored = queue.stored_keys()
+        awaited = self.selftest.task if self.selftest is not None else None
+        gone = [k for k in stored if k.split(":", 1)[-1].startswith("selftest-") and k.split(":", 1)[-1] != awaited]
+        keys = [(k, job_of_key(k)) for k in stored]
+        if any(j is not None for _, j in keys):
+            open_ids = {int(j["id"]) for j in records.open_jobs(store)}
+            gone += [k for k, j in keys if j is not None and j not in open_ids and records.job(store, j) is not None]
         for key in gone:
             queue.huey.delete(key)
         return len(gone)

@@ -350,3 +350,17 @@ def test_a_sandbox_that_cannot_start_on_the_worker_holds_every_exercise(rig: dic
     assert [e.status for e in report.exercises] == ["not_graded", "not_graded"]
     assert all("the OS sandbox cannot start on this worker" in e.message for e in report.exercises)
     assert report.exit_status == 2 and report.files_hash
+
+
+def test_a_self_test_lost_on_the_queue_is_sent_again_and_its_late_keys_swept(rig: dict[str, Any]) -> None:
+    tick(rig)
+    first = rig["test"].task
+    assert first is not None
+    rig["queue"].huey.flush()  # the queue restarted empty: the self-test never reached a worker
+    tick(rig)
+    second = rig["test"].task
+    assert second is not None and second != first and str(second) in {str(t.id) for t in rig["queue"].huey.pending()}
+    rig["queue"].huey.put(first, {"ok": True, "selftest": published({"cpu": True, "opencl": True})})  # arrives late
+    assert rig["collector"].sweep(rig["store"], rig["queue"]) == 1
+    assert first not in rig["queue"].stored_keys() and f"queued:{second}" in rig["queue"].stored_keys()
+    assert not rig["test"].ready  # a late answer to a self-test no longer awaited is not taken
