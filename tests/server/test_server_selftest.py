@@ -32,6 +32,7 @@ from click.testing import CliRunner
 
 from grader.cli import cli
 from grader.course.solution import write_solution
+from grader.server.jobs import open_queue
 from grader.student.client.connection import Login, save_login
 from server_util import Server, api, issue_tokens, solution_files, start_worker, stop_process, wait_for
 
@@ -142,7 +143,13 @@ def test_a_numpy_exercise_whose_worker_cannot_start_is_held_until_a_good_worker_
         course: dict[str, Any]) -> None:
     good = worker(course, "good")
     wait_for(lambda: kind_is(course, "cpu", True), WAIT_S, "the first self-test")
-    stop_process(good)
+    queue = open_queue(course["queue"])
+
+    def answered() -> bool:  # the server's start-up self-test ran and was collected: none in flight
+        return queue.pending() == 0 and not any("selftest-" in k for k in queue.stored_keys())
+
+    wait_for(answered, WAIT_S, "the server's start-up self-test to be answered")
+    stop_process(good)  # the next task the broken worker takes is the upload itself
     fake = course["root"] / "fakebin"
     fake.mkdir()
     (fake / "bwrap").write_text(BROKEN_BWRAP.format(real="/usr/bin/bwrap"))
