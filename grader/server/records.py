@@ -322,8 +322,9 @@ def report_of(store: Store, job_row: dict[str, Any]) -> GradeReport | None:
         return None
     exercises = [] if job_row["attempt_id"] is None else _recorded_exercises(store, int(job_row["attempt_id"]))
     exercises += [held_exercise(i, job_row.get("held_reason") or "") for i in held]
-    order = {ex_id: n for n, ex_id in enumerate(exercise_ids(job_row))}
-    exercises.sort(key=lambda e: order.get(e.id, len(order)))
+    if held or job_row.get("regrades"):  # graded in rounds, or some not yet: shown in the upload's order
+        order = {ex_id: n for n, ex_id in enumerate(exercise_ids(job_row))}
+        exercises.sort(key=lambda e: order.get(e.id, len(order)))
     files = "" if job_row["attempt_id"] is None else next(iter(store.db.query(
         "SELECT files_hash FROM attempts WHERE id = ?", [job_row["attempt_id"]])))["files_hash"]
     return GradeReport(job_row["student"], exercises, files or "")
