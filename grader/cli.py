@@ -376,9 +376,12 @@ def batch_command(
     student is recorded as soon as graded, so an interrupted run resumes.
 
     Exit status: 0 when every student was graded (or unchanged), 1 when any
-    could not be graded, 2 for a usage or setup error. Every student runs in
-    the OS sandbox; without bubblewrap the batch refuses to start unless
-    --no-sandbox (then the recorded grader version says +no-sandbox).
+    could not be graded, 2 for a usage or setup error and when the grader's
+    machine could not grade some exercises (not_graded: nothing recorded for
+    them; run it again once `grade doctor` passes and it grades just those).
+    Every student runs in the OS sandbox; without bubblewrap the batch refuses
+    to start unless --no-sandbox (then the recorded grader version says
+    +no-sandbox).
 
     With --queue URL the students are graded by `grade worker --queue URL`
     processes (on this machine or many; each in its own sandbox) and recorded
@@ -419,7 +422,9 @@ def batch_command(
         for outcome in failed:
             click.echo(f"Not graded: {outcome.student}: {outcome.message}")
         click.echo(summary.line())
-    click.get_current_context().exit(1 if failed else 0)
+    if summary.not_graded:
+        click.echo(f"Error: {summary.not_graded_line()}", err=True)
+    click.get_current_context().exit(summary.exit_status)
 
 
 def _run_batch(

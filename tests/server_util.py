@@ -125,12 +125,14 @@ class Server:
             kill_quietly(pid)
 
 
-def start_worker(queue: str, workers: int, log: Path) -> subprocess.Popen[bytes]:
-    """A standalone `grade worker` process (the 'other machine' of the Redis tests)."""
+def start_worker(queue: str, workers: int, log: Path, *extra: str,
+                 env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """A standalone `grade worker` process (the 'other machine' of the Redis tests); ``env`` adds variables
+    (a rehearsed fault)."""
     with open(log, "wb") as fh:
         return subprocess.Popen(
-            [sys.executable, "-m", "grader.cli", "worker", "--queue", queue, "--workers", str(workers)],
-            stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
+            [sys.executable, "-m", "grader.cli", "worker", "--queue", queue, "--workers", str(workers), *extra],
+            stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **(env or {})},
         )
 
 

@@ -15,6 +15,16 @@ come from the stubs, so they score as not implemented. ``quiz-answers.toml``
 one table per chapter mapping question ids to answers, is judged against the
 locked quizzes as posed for the submitter, with attempts counted across
 submissions (:func:`quiz_tests`).
+
+**Not graded.** An exercise the autograder's machine could not grade
+(``not_graded``: no OpenCL device that builds a kernel in the image, a sandbox
+that cannot start) is a test without a score, tagged ``not_graded``, whose
+output says the instructor's rerun grades it; the top-level output begins with
+one line saying so, ``extra_data.normgrade_not_graded`` lists the exercises,
+and the run exits 2, as `grade submit` does. Gradescope judges a run by its
+results.json alone ("failed to execute correctly" only when that file is
+missing or malformed), so the exit status shows only in the instructor's log:
+the flag a course staff member sees and filters on is in results.json.
 """
 
 from __future__ import annotations
@@ -34,7 +44,9 @@ from grader.student.course import load_course
 from grader.course.grading import grade
 from grader.student.errors import GraderError
 from grader.student.sandbox.ingest import read_submission
+from grader.student.engine.model import GradeReport
 from grader.student.feedback.report import (
+    first_reason,
     format_score,
     gradescope_error,
     gradescope_results,
@@ -47,6 +59,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STUBS = ROOT / "exercises"
 ANSWER_FILES = ("quiz-answers.toml", "quiz-answers.json")
 QUIZ_RECORDS = "normgrade_quiz_attempts"  # the key of the attempt records in results.json's extra_data
+NOT_GRADED = "normgrade_not_graded"  # extra_data: the exercises the autograder's machine could not grade
 
 
 def student_name(root: Path) -> str:
@@ -230,7 +243,19 @@ def run(root: Path, sandbox: bool = True) -> dict[str, Any]:
     results["tests"] += extra
     results["score"] = round(results["score"] + sum(t["score"] for t in extra), 6)
     results["extra_data"] = {QUIZ_RECORDS: records}
+    if report.not_graded:
+        results["extra_data"][NOT_GRADED] = [e.id for e in report.not_graded]
+        results["output"] = f"{rerun_line(report)}\n\n{results['output']}"
     return results
+
+
+def rerun_line(report: GradeReport) -> str:
+    """The one line that flags a run with exercises the autograder's machine could not grade."""
+    skipped = report.not_graded
+    points = format_score(sum(e.max_score for e in skipped))
+    return (f"NOT GRADED YET: {len(skipped)} exercise(s) ({points} points) could not be graded on the autograder's"
+            f" machine, not your fault: they count when your instructor reruns the autograder (no need to submit"
+            f" again). {first_reason(skipped)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -252,6 +277,10 @@ def main(argv: list[str] | None = None) -> int:
                    output)
         raise
     write_json(results, output)
+    skipped = results.get("extra_data", {}).get(NOT_GRADED)
+    if skipped:  # the instructor's log: rerun once the image can grade them (`grade doctor` in it shows why)
+        print(f"Error: {results['output'].splitlines()[0]}", file=sys.stderr)
+        return 2
     return 0
 
 

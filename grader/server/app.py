@@ -58,7 +58,8 @@ from grader.server.headers import SecurityHeaders
 from grader.server.headers import as_dict as security_headers
 from grader.server.auth import Principal
 from grader.server.collector import Collector
-from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES
+from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, open_queue
+from grader.server.selftest import RETRY_FIRST_S, SelfTest
 from grader.student.store import Store
 from grader.student.client.uploads import MAX_UPLOAD_BYTES, check_files
 from grader.student.client.wire import report_from_dict, report_to_dict
@@ -84,6 +85,7 @@ class ServerConfig:
     job_timeout: float = 600.0
     collect_interval: float = 0.2
     lease_timeout: float = DEFAULT_LEASE_TIMEOUT_S
+    selftest_retry: float = RETRY_FIRST_S  # a failing kind is tested again after this, doubling (selftest.py)
 
 
 @dataclass
@@ -101,6 +103,11 @@ class ServerState:
         """Answer the long polls waiting on a job (called in the event loop)."""
         for event in self.waiters.get(job_id, []):
             event.set()
+
+    @property
+    def selftest(self) -> SelfTest | None:
+        """The collector's self-test (None without a collector: the tests that run none)."""
+        return self.collector.selftest if self.collector is not None else None
 
 
 def grader_version() -> str:
@@ -273,7 +280,10 @@ def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = No
     the server can take before it closes the job as done or error. Once done,
     ``late`` lists each exercise uploaded after its chapter's due date with
     the share of its score that counts, and ``closed_chapters`` the chapters
-    whose exercises the upload could no longer grade.
+    whose exercises the upload could no longer grade. A ``held`` job (some
+    exercises wait for the grader's machine: records.py) carries its report
+    so far (the held exercises ``not_graded``) and ``held``: their ids, points
+    and reason; ``where`` is the one line the student reads.
     """
     config = config or ServerConfig(Path(), "")
     doc: dict[str, Any] = {
@@ -292,13 +302,18 @@ def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = No
         "job_timeout_s": config.job_timeout,
         "lease_timeout_s": config.lease_timeout,
         "retry_reason": job["error"] if job["status"] in records.OPEN_STATES else None,
+        "held": None,
     }
+    report = records.report_of(store, job)
+    if job["status"] == records.HELD and report is not None:
+        held = report.not_graded
+        doc["held"] = {"exercises": [e.id for e in held], "points": sum(e.max_score for e in held),
+                       "reason": job["held_reason"], "regrades": int(job["regrades"] or 0)}
     doc["phase"] = phase(doc)
     doc["where"] = where(doc)
     received = parse_time(job["received_at"])
     course = store.effective_course(config.course)  # the dashboard's extensions too
     doc["closed_chapters"] = closed_chapters(course, received, job["student"])
-    report = records.report_of(store, job)
     if report is not None:
         doc["report"] = report_to_dict(report)
         doc["json"] = report.to_json()
@@ -307,7 +322,8 @@ def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = No
 
 
 def phase(doc: dict[str, Any]) -> str:
-    """Where a job is, as one word: queued, running, retried (an earlier try failed; open again), done, error."""
+    """Where a job is, as one word: queued, running, retried (an earlier try failed; open again), done, held,
+    error."""
     if doc["status"] in records.OPEN_STATES:
         if int(doc["tries"] or 0) > 1:
             return "retried"
@@ -330,7 +346,17 @@ def where(doc: dict[str, Any]) -> str:
         return f"running on worker {doc['worker'] or '?'}{retry}"
     if status == "error":
         return f"not graded: {doc['error']}"
+    if status == records.HELD and doc.get("held"):
+        return held_line(doc["id"], doc["held"])
     return "graded"
+
+
+def held_line(job_id: int, held: dict[str, Any]) -> str:
+    """The one line a student reads about a held job: how much waits, that the server grades it, and why."""
+    count = len(held["exercises"])
+    return (f"{count} exercise{'s' if count != 1 else ''} ({held['points']:g} points) not graded yet: the server "
+            f"grades {'them' if count != 1 else 'it'} by itself once its machine is fixed (no new upload needed; "
+            f"`grade result {job_id}` shows {'them' if count != 1 else 'it'} then): {held['reason']}")
 
 
 def closed_chapters(course: Course, when: datetime, student: str | None = None) -> list[dict[str, Any]]:
@@ -352,7 +378,7 @@ def late_exercises(course: Course, report: Any, when: datetime, student: str | N
     """The exercises of a report uploaded late (for ``student``, with their extensions): score, the share that
     counts, the counted score."""
     out = []
-    for result in report.exercises:
+    for result in report.graded_exercises:
         chapter = course.chapter_of(result.id, student)
         if chapter is None:
             continue
@@ -451,7 +477,7 @@ async def get_submission(request: Request) -> Response:
         job = records.job(store, job_id)
         if job is None or (not principal.is_instructor and job["student"] != principal.student):
             raise fail(404, f"there is no submission {job_id} of yours: list yours with GET /api/v1/submissions")
-        if wait and job["status"] in records.OPEN_STATES:
+        if wait and job["status"] in records.OPEN_STATES:  # (a held job answers at once: the student is told)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(closed.wait(), wait)
             job = records.job(store, job_id) or job
@@ -767,10 +793,34 @@ async def create_extension(request: Request) -> Response:
     return JSONResponse(row, status_code=201)
 
 
+# --- health ------------------------------------------------------------------------------------------
+
+
+async def get_health(request: Request) -> Response:
+    """GET /health: what the workers can grade (the self-test of each kind) and how many uploads are held.
+
+    ``ok`` is true when the last self-test passed every kind; ``selftest`` is
+    per kind (``cpu``: NumPy exercises, ``opencl``: kernel exercises) ``ok``
+    (null before the first run), ``reason``, ``exercise``, ``checked_at``
+    (null without a collector); ``held`` counts the held uploads and their
+    exercises. No token needed: it names no student.
+    """
+    st = state(request)
+    test = st.selftest
+    verdicts = test.as_json() if test is not None else None
+    held = records.held_jobs(db_store(request))
+    return JSONResponse({
+        "ok": verdicts is not None and all(v["ok"] for v in verdicts.values()),
+        "selftest": verdicts,
+        "held": {"uploads": len(held), "exercises": sum(len(records.held_ids(j)) for j in held)},
+    })
+
+
 # --- the API index, errors, the application -----------------------------------------------------------
 
 Handler = Callable[[Request], Awaitable[Response]]
 API: list[tuple[str, str, Handler, str]] = [  # (method, path, handler, who may call it)
+    ("GET", "/health", get_health, "anyone"),
     ("GET", "/me", get_me, "any token"),
     ("POST", "/submissions", create_submission, "student"),
     ("GET", "/submissions", list_submissions, "student"),
@@ -839,7 +889,8 @@ def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
             st.collector = Collector(config.db_path, config.queue_url, st.grader_version,
                                      config.job_timeout, config.collect_interval,
                                      on_closed=lambda job_id: loop.call_soon_threadsafe(st.wake, job_id),
-                                     lease_timeout=config.lease_timeout)
+                                     lease_timeout=config.lease_timeout,
+                                     selftest=SelfTest(open_queue(config.queue_url), config.selftest_retry))
             st.collector.start()
         try:
             yield

@@ -56,6 +56,10 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int, queu
                   no_sandbox: bool) -> None:
     """Run the course server: the API under /api/v1/, the grading queue and its workers.
 
+    Before it hands out a job it has a worker grade the reference solution (one
+    NumPy and one kernel exercise, in the sandbox); a kind that fails is
+    refused (its exercises held, graded by themselves once a self-test passes)
+    with a log line, a dashboard banner and `selftest` in GET /api/v1/health.
     SIGTERM (or Ctrl-C) stops it and every worker process it started.
     """
     import logging
@@ -112,17 +116,22 @@ def check_port(host: str, port: int) -> None:
 @click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
               help="Grading processes.")
 @click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
-def worker_command(queue_url: str, workers: int, no_sandbox: bool) -> None:
+@click.option("--self-test/--no-self-test", default=True, show_default=True,
+              help="Grade the reference solution (one NumPy, one kernel exercise) before taking jobs; a kind that "
+                   "fails is refused here (its exercises held by the server) until a self-test passes.")
+def worker_command(queue_url: str, workers: int, no_sandbox: bool, self_test: bool) -> None:
     """Grade submissions from the server's queue until stopped (Ctrl-C or SIGTERM).
 
     Run it on as many machines as you like with the same redis:// queue; the
     results go back through the queue, only the server writes the database.
+    It first tests itself (--no-self-test: `grade serve`'s own worker, whose
+    first task is the server's self-test) and logs one line per kind.
     """
     from grader.server import jobs
 
     jobs.SANDBOX = not no_sandbox
     try:
-        jobs.run_consumer(queue_url, workers)
+        jobs.run_consumer(queue_url, workers, self_test)
     except GraderError as exc:
         raise one_line(exc) from exc
 

@@ -19,6 +19,20 @@ Every ``interval`` seconds it looks at each open job:
   try, at most MAX_TRIES in all; then the job is recorded as an ``error``
   with the reason.
 
+**Held work and the self-test** (the server passes a
+:class:`grader.server.selftest.SelfTest`; ``grade batch --queue`` does not):
+until the first self-test verdict no job is enqueued; a job's exercises of a
+kind the self-test refuses are held, not sent (all refused: the job is held
+at once); a result with ``not_graded`` exercises records the graded ones and
+holds the rest (records.py ``record_done``), and asks for a self-test. A held
+job is sent again (a new round: only its held exercises, tries counting on)
+once a self-test newer than its hold passes every kind it holds, and not
+before ``regrade_backoff(regrades)`` seconds after it was last held: at once
+the first time, then 30 s doubling up to an hour, should the machine fail it
+again while the self-test passes (after a restart, the first verdict is newer
+than every hold). A round that fails on the queue (leases) is
+held again rather than closed as an error: the student's work is not at fault.
+
 Every ``SWEEP_S`` seconds the keys of closed jobs still in the queue's store
 (the late result of an overrun try, its lease) are deleted, and a try taken
 from the queue by a worker that died before writing its lease (marked, no
@@ -42,11 +56,20 @@ from typing import Any
 
 from grader.server import records
 from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, Outage, Queue, job_of_key, open_queue, task_id
+from grader.server.selftest import LABELS, SelfTest, kind_of, sentence
+from grader.student.course import parse_time
 from grader.student.store import Store
 from grader.student.client.wire import report_from_dict
 
 log = logging.getLogger("normgrade.collector")
 SWEEP_S = 30.0
+REGRADE_FIRST_S, REGRADE_MAX_S = 30.0, 3600.0
+
+
+def regrade_backoff(regrades: int) -> float:
+    """Seconds a held job waits (after it was held) before its next round: 0 before the first, then 30 s doubling
+    up to an hour."""
+    return 0.0 if regrades <= 0 else min(REGRADE_FIRST_S * 2 ** (regrades - 1), REGRADE_MAX_S)
 
 
 def process_alive(pid: int) -> bool:
@@ -70,7 +93,8 @@ class Collector(threading.Thread):
     def __init__(self, db_path: Path, queue_url: str, grader_version: str,
                  job_timeout: float = 600.0, interval: float = 0.2,
                  on_closed: Callable[[int], None] | None = None,
-                 lease_timeout: float = DEFAULT_LEASE_TIMEOUT_S) -> None:
+                 lease_timeout: float = DEFAULT_LEASE_TIMEOUT_S,
+                 selftest: SelfTest | None = None) -> None:
         super().__init__(name="normgrade-collector", daemon=True)
         self.db_path = db_path
         self.queue_url = queue_url
@@ -80,7 +104,10 @@ class Collector(threading.Thread):
         self.interval = interval
         self.stopping = threading.Event()
         self.host = socket.gethostname()
-        self.on_closed = on_closed  # told the id of each job closed (done or error): wakes long polls
+        self.on_closed = on_closed  # told the id of each job closed (done, held or error): wakes long polls
+        self.selftest = selftest  # the server's (grade batch --queue has none)
+        self.held_at_verdict: dict[int, int] = {}  # job id -> the self-test generation when it was held
+        self.now = time.time  # held jobs' back-off is timed on the wall clock (their held_at is stored)
         self.seen: dict[str, tuple[Any, float]] = {}  # task id -> (lease beat, this clock when it last changed)
         self.first_seen: dict[str, float] = {}  # task id -> this clock when its lease was first seen
         self.clock = time.monotonic  # leases are timed on this clock only (tests give it a fake one)
@@ -112,27 +139,38 @@ class Collector(threading.Thread):
     # -- one pass --------------------------------------------------------------
 
     def tick(self, store: Store, queue: Queue) -> None:
-        """One pass over the open jobs (and now and then a sweep of closed jobs' keys)."""
+        """One pass over the self-test, the open jobs and the held ones (now and then a sweep of closed jobs' keys)."""
+        test = self.selftest
+        if test is not None:
+            awaited = test.task
+            test.tick(queue, lambda tid: self._failed(tid, queue.lease(tid), self.clock()))
+            if awaited is not None and test.task != awaited:
+                self._forget_watch(awaited)
         for job in records.open_jobs(store):
             if job["status"] == "received":
-                self._enqueue(store, queue, job, 1, None)
+                if test is None or test.ready:  # the server hands out no job before its first self-test
+                    self._start(store, queue, job, records.exercise_ids(job), 1)
                 continue
             if self._collect(store, queue, job):
                 continue
             self._watch(store, queue, job)
+        if test is not None and test.ready:
+            self.regrade_held(store, queue, test)
         if self.clock() - self.last_sweep >= SWEEP_S:
             self.sweep(store, queue)
             self.recover_taken(store, queue)
 
     def sweep(self, store: Store, queue: Queue) -> int:
-        """Delete the queue-store keys of closed jobs (a late result, a stale lease or mark); how many."""
+        """Delete the queue-store keys of closed jobs (a late result, a stale lease or mark) and of self-tests
+        no longer awaited (the late result of one sent again); how many."""
         self.last_sweep = self.clock()
-        keys = [(k, job_of_key(k)) for k in queue.stored_keys()]
-        ids = sorted({j for _, j in keys if j is not None})
-        if not ids:
-            return 0
-        open_ids = {int(j["id"]) for j in records.open_jobs(store)}
-        gone = [k for k, j in keys if j is not None and j not in open_ids and records.job(store, j) is not None]
+        stored = queue.stored_keys()
+        awaited = self.selftest.task if self.selftest is not None else None
+        gone = [k for k in stored if k.split(":", 1)[-1].startswith("selftest-") and k.split(":", 1)[-1] != awaited]
+        keys = [(k, job_of_key(k)) for k in stored]
+        if any(j is not None for _, j in keys):
+            open_ids = {int(j["id"]) for j in records.open_jobs(store)}
+            gone += [k for k, j in keys if j is not None and j not in open_ids and records.job(store, j) is not None]
         for key in gone:
             queue.huey.delete(key)
         return len(gone)
@@ -163,14 +201,58 @@ class Collector(threading.Thread):
         self.suspects = {tid for tid, job in missing.items() if int(job["id"]) not in put_back}
         return put_back
 
-    def _enqueue(self, store: Store, queue: Queue, job: dict[str, Any], attempt: int, note: str | None) -> None:
+    def regrade_held(self, store: Store, queue: Queue, test: SelfTest) -> list[int]:
+        """Send again the held jobs whose every held kind the self-test passes and whose back-off is over; their ids."""
+        sent = []
+        now = self.now()
+        for job in records.held_jobs(store):
+            held = records.held_ids(job)
+            if test.generation <= self.held_at_verdict.get(int(job["id"]), -1):
+                continue  # no self-test since it was held
+            if not held or not all(test.works(kind_of(i)) for i in held):
+                continue
+            if now < parse_time(job["held_at"]).timestamp() + regrade_backoff(int(job["regrades"] or 0)):
+                continue
+            log.warning("job %s: %d held exercise(s) graded again (the self-test passes)", job["id"], len(held))
+            self.held_at_verdict.pop(int(job["id"]), None)
+            self._start(store, queue, job, held, int(job["tries"] or 0) + 1)
+            sent.append(int(job["id"]))
+        return sent
+
+    def _held(self, job_id: int) -> None:
+        """Note that a job was held now: it waits for a newer self-test."""
+        if self.selftest is not None:
+            self.held_at_verdict[job_id] = self.selftest.generation
+
+    def _start(self, store: Store, queue: Queue, job: dict[str, Any], ids: list[str], attempt: int) -> None:
+        """A round of ``ids`` (an upload's first, or a held job's next): the kinds the self-test refuses stay held."""
+        refused = self.selftest.refused() if self.selftest is not None else {}
+        send = [i for i in ids if kind_of(i) not in refused]
+        keep = [i for i in ids if kind_of(i) in refused]
+        reason = None
+        if keep:
+            kind = kind_of(keep[0])
+            reason = records.held_reason(f"{sentence(LABELS[kind])} are not being graded: {refused[kind]}")
+        if not send:
+            assert reason is not None
+            records.hold(store, job, keep, reason)
+            self._held(int(job["id"]))
+            if self.on_closed is not None:
+                self.on_closed(job["id"])
+            return
         files = records.job_files(store, job["id"])
-        tid = queue.enqueue(job["id"], attempt, job["student"], records.exercise_ids(job), files)
+        tid = queue.enqueue(job["id"], attempt, job["student"], send, files)
+        records.start_round(store, job, send, keep, reason, attempt, tid)
+
+    def _enqueue(self, store: Store, queue: Queue, job: dict[str, Any], attempt: int, note: str | None) -> None:
+        """Put the current round's try ``attempt`` on the queue (again: lost, or retried after a failed try)."""
+        files = records.job_files(store, job["id"])
+        tid = queue.enqueue(job["id"], attempt, job["student"], records.grading_ids(job), files)
         records.mark_queued(store, job["id"], attempt, tid, note)
 
     def _collect(self, store: Store, queue: Queue, job: dict[str, Any]) -> bool:
-        """Record a result of any try of this job; True when the job is closed now."""
-        for attempt in range(1, int(job["tries"]) + 1):
+        """Record a result of any try of this job's round; True when the round is closed now."""
+        for attempt in records.tries_in_round(job):
             tid = task_id(job["id"], attempt)
             result = queue.result(tid)
             if result is None:
@@ -184,7 +266,14 @@ class Collector(threading.Thread):
                     records.record_error(store, job["id"], f"the worker returned an unreadable report ({exc})")
                 else:
                     report.student = job["student"]  # the job says whose it is, not the worker
-                    records.record_done(store, job, report, self.grader_version)
+                    recorded = records.record_done(store, job, report, self.grader_version)
+                    if recorded is not None and recorded.held:
+                        self._held(int(job["id"]))
+                    if recorded is not None and report.not_graded:
+                        log.warning("job %s: %d exercise(s) not graded, held (%s)", job["id"],
+                                    len(report.not_graded), recorded.reason)
+                        if self.selftest is not None:
+                            self.selftest.want()  # the machine failed: test it again
             else:
                 records.record_error(store, job["id"], str(result.get("error") or "grading failed"))
             self._close(queue, job)
@@ -211,9 +300,14 @@ class Collector(threading.Thread):
             return
         self._forget_watch(tid)
         attempt = int(job["tries"])
-        if attempt < MAX_TRIES:
+        if attempt - int(job["first_try"] or 1) + 1 < MAX_TRIES:
             log.warning("job %s try %s failed (%s); retrying", job["id"], attempt, reason)
             self._enqueue(store, queue, job, attempt + 1, f"try {attempt}: {reason}")
+        elif int(job["regrades"] or 0) > 0:  # held work: the grader's machine failed again, not the student
+            records.hold(store, job, records.held_ids(job) + records.grading_ids(job),
+                         records.held_reason(f"{reason}, on each of {MAX_TRIES} tries"))
+            self._held(int(job["id"]))
+            self._close(queue, job)
         else:
             records.record_error(
                 store, job["id"],
@@ -251,8 +345,9 @@ class Collector(threading.Thread):
         self.first_seen.pop(tid, None)
 
     def _close(self, queue: Queue, job: dict[str, Any]) -> None:
-        """After a job is recorded (done or error): revoke its waiting tries, delete its keys, wake the waiters."""
-        for other in range(1, int(job["tries"]) + 1):
+        """After a round is recorded (done, held or error): revoke its waiting tries, delete its keys, wake the
+        waiters."""
+        for other in records.tries_in_round(job):
             tid = task_id(job["id"], other)
             queue.cancel_if_waiting(tid)
             queue.forget(tid)

@@ -36,7 +36,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Route
 
 from grader.term import class_report
-from grader.server import auth
+from grader.server import auth, records, selftest
 from grader.server.headers import as_dict as security_headers
 from grader.server.dashboard import (
     DashboardError, Filters, Links, exercise_detail, items_by_chapter, overview_context, record_override, render,
@@ -212,6 +212,13 @@ def class_now(request: Request, **build: Any) -> class_report.ClassReport:
     return class_report.build(store_of(request), quizzes=st.quizzes, course=st.config.course, **build)
 
 
+def grading_banner(request: Request) -> list[str]:
+    """The banner of every dashboard page: the kinds of exercise not being graded, the uploads held
+    (grader/server/selftest.py ``banner``); [] when all is well."""
+    st = request.app.state.normgrade
+    return selftest.banner(st.selftest, records.held_jobs(store_of(request)))
+
+
 def page(request: Request, title: str, status: int = 200, **context: Any) -> HTMLResponse:
     """A dashboard page (dash_page.html.j2): the shared context, then the page's own."""
     st = request.app.state.normgrade
@@ -219,6 +226,7 @@ def page(request: Request, title: str, status: int = 200, **context: Any) -> HTM
         "title": f"{title} - {st.config.course.name}", "course_name": st.config.course.name,
         "links": Links(offline=False), "csrf": csrf_token(request), "heading": "h1", "open_first": True,
         "notice": "", "notice_error": False, "with_script": context.get("page") == "overview",
+        "banner": grading_banner(request),
     }
     values.update(context)
     html = render("dash_page.html.j2", **values)
@@ -325,6 +333,16 @@ async def items_page(request: Request, mode: str) -> Response:
                 items_by_chapter=items_by_chapter(items))
 
 
+async def held_page(request: Request, mode: str) -> Response:
+    """GET /instructor/held: the self-test of each kind and the uploads held for the grader's machine."""
+    st = request.app.state.normgrade
+    store = store_of(request)
+    held = [{**job, "exercises": records.held_ids(job)} for job in records.held_jobs(store)]
+    verdicts = st.selftest.as_json() if st.selftest is not None else {}
+    kinds = [(selftest.sentence(selftest.LABELS[kind]), v) for kind, v in verdicts.items()]
+    return page(request, "Held uploads", page="held", held=held, kinds=kinds)
+
+
 async def save_override(request: Request, mode: str) -> Response:
     """POST /instructor/overrides: an override with its required comment (logged), then back to the student."""
     form = await read_form(request)
@@ -372,6 +390,7 @@ PAGES: list[tuple[str, str, Any, bool]] = [
     ("GET", "/instructor/students/{student:path}", student_page, True),
     ("GET", "/instructor/exercises/{exercise}", exercise_page, True),
     ("GET", "/instructor/quizzes", items_page, True),
+    ("GET", "/instructor/held", held_page, True),
     ("POST", "/instructor/overrides", save_override, True),
     ("POST", "/instructor/logout", logout, True),
     ("GET", "/instructor/export/{kind}", export, False),

@@ -29,6 +29,13 @@ server's collector (grader/server/collector.py) where a try is:
 - the task's result (Huey's result store, keyed by the task id):
   ``{"ok": true, "report": <grader.student.client.wire dict>}`` or ``{"ok": false, "error": "..."}``.
 
+A second task, ``selftest`` (task ids ``selftest-...``, with the same mark and
+lease), grades the reference solution (grader/server/selftest.py) and returns
+``{"ok": true, "selftest": {...}}``; every self-test is also published under
+``selftest:latest`` and ``selftest:host:<host>``. A worker grades no exercise
+of a kind its machine's last self-test failed, and none when the OS sandbox
+cannot start: those come back ``not_graded`` (the server holds them).
+
 The collector records results in the course database, exactly once. Task ids
 are ``job-<id>-try-<n>``: a job enqueued twice for the same try (a server
 killed between enqueueing and noting it) is recorded once all the same.
@@ -58,6 +65,8 @@ from huey import RedisHuey, SqliteHuey
 from huey.api import Huey, TaskWrapper
 
 from grader.course import grading
+from grader.server import selftest
+from grader.student.engine.model import ExerciseResult, GradeReport
 from grader.student.errors import GraderError, SetupError
 from grader.student.sandbox.private_tmp import PrivateFolder
 from grader.student.sandbox.runner import Limits
@@ -67,6 +76,7 @@ from grader.student.client.wire import report_to_dict
 QUEUE_NAME = "normgrade"
 TASK_NAME = "grade_upload"
 SCORE_TASK_NAME = "post_score"  # an LTI score sent to the LMS (grader/server/lti_services.py)
+SELFTEST_TASK_NAME = "selftest"  # the reference solution graded here (grader/server/selftest.py)
 
 MAX_TRIES = 2  # a try whose lease expires is put back once more, then the job is recorded as an error
 RENEW_S = 1.0  # how often a grading process renews its lease
@@ -237,7 +247,7 @@ def grade_upload(job_id: int, attempt: int, student: str, exercise_ids: list[str
             folder.mkdir()
             try:
                 write_files(folder, files)
-                report = grading.grade(folder, exercise_ids, student, Limits(sandbox=SANDBOX))
+                report = grade_here(folder, exercise_ids, student, queue)
             except GraderError as exc:
                 return {"ok": False, "error": without_folder(str(exc), tmp)}
             except Exception as exc:  # a grader bug: the job is an error with the reason, the worker lives on
@@ -246,6 +256,46 @@ def grade_upload(job_id: int, attempt: int, student: str, exercise_ids: list[str
                     f"the grader failed ({type(exc).__name__}: {exc}; {last}): please report it", tmp)}
             doc = report_to_dict(report)
             return {"ok": True, "report": scrub(doc, tmp)}
+
+
+def grade_here(folder: Path, exercise_ids: list[str], student: str, queue: Huey) -> GradeReport:
+    """``grading.grade`` on this worker, except what this machine cannot grade: ``not_graded``, never sent to it.
+
+    That is every exercise of a kind its last self-test failed
+    (:func:`grader.server.selftest.refused_here`), and every exercise when the
+    OS sandbox cannot start here. The server holds them and grades them again
+    once a self-test passes.
+    """
+    refused = selftest.refused_here(queue)
+    try:
+        Limits(sandbox=SANDBOX).sandboxed()
+    except SetupError as exc:  # bubblewrap broken on this machine: the grader's fault, never the student's
+        refused = {kind: f"the OS sandbox cannot start on this worker: {exc}" for kind in selftest.PROBES}
+    send = [i for i in exercise_ids if selftest.kind_of(i) not in refused]
+    graded = grading.grade(folder, send, student, Limits(sandbox=SANDBOX)) if send else None
+    if not refused:
+        assert graded is not None
+        return graded
+    from grader.student.engine.checks import CHECKS
+
+    results = {e.id: e for e in graded.exercises} if graded is not None else {}
+    for i in exercise_ids:
+        if i not in results:
+            reason = refused[selftest.kind_of(i)]
+            results[i] = ExerciseResult(i, "not_graded", 0.0, float(CHECKS[i].max_score), [],
+                                        f"this worker's self-test fails for them: {reason}")
+    return GradeReport(student, [results[i] for i in exercise_ids],
+                       graded.files_hash if graded is not None else grading.files_hash(folder),
+                       graded.notices if graded is not None else [],
+                       graded.sandboxed if graded is not None else True)
+
+
+def run_selftest(tid: str, queue: Huey) -> dict[str, Any]:
+    """The ``selftest`` task body: a self-test on this worker (published, and returned), holding the try's lease."""
+    with Lease(queue, tid):
+        doc = selftest.run(SANDBOX)
+        selftest.publish(queue, doc)
+        return {"ok": True, "selftest": doc}
 
 
 def scrub(value: Any, folder: Path) -> Any:
@@ -335,6 +385,7 @@ class Queue:
     huey: Huey
     task: TaskWrapper
     score_task: TaskWrapper | None = None
+    selftest_task: TaskWrapper | None = None
 
     def enqueue(self, job_id: int, attempt: int, student: str, exercise_ids: list[str],
                 files: dict[str, str]) -> str:
@@ -342,6 +393,13 @@ class Queue:
         tid = task_id(job_id, attempt)
         self.huey.put(queued_key(tid), {"at": time.time()})
         self.huey.enqueue(self.task.s(job_id, attempt, student, exercise_ids, files, id=tid))
+        return tid
+
+    def enqueue_selftest(self, tid: str) -> str:
+        """Put one self-test on the queue as task ``tid`` (its ``queued:`` mark first)."""
+        assert self.selftest_task is not None
+        self.huey.put(queued_key(tid), {"at": time.time()})
+        self.huey.enqueue(self.selftest_task.s(tid, id=tid))
         return tid
 
     def enqueue_score(self, tid: str, url: str, token: str, score: dict[str, Any]) -> str:
@@ -425,9 +483,13 @@ def open_queue(url: str) -> Queue:
     def run(job_id: int, attempt: int, student: str, exercise_ids: list[str], files: dict[str, str]) -> dict[str, Any]:
         return grade_upload(job_id, attempt, student, exercise_ids, files, huey)
 
+    def check(tid: str) -> dict[str, Any]:
+        return run_selftest(tid, huey)
+
     task = huey.task(name=TASK_NAME)(run)
     score_task = huey.task(name=SCORE_TASK_NAME)(post_score)
-    return Queue(url, huey, task, score_task)
+    selftest_task = huey.task(name=SELFTEST_TASK_NAME)(check)
+    return Queue(url, huey, task, score_task, selftest_task)
 
 
 def default_queue_url(db_path: Path) -> str:
@@ -463,8 +525,13 @@ def _stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
-def run_consumer(url: str, workers: int) -> None:
+def run_consumer(url: str, workers: int, self_test: bool = True) -> None:
     """``grade worker``: consume grading tasks with ``workers`` processes until SIGINT/SIGTERM.
+
+    With ``self_test`` the reference solution is graded first (one NumPy and
+    one kernel exercise, grader/server/selftest.py): one log line per kind,
+    the verdict published for the server, and a failing kind refused by this
+    machine's grading processes until a self-test passes.
 
     Every process the consumer forks (its grading processes and Huey's
     scheduler) gets SIGKILL from the kernel when the consumer dies, however it
@@ -476,6 +543,10 @@ def run_consumer(url: str, workers: int) -> None:
     logging.basicConfig(level=logging.WARNING, format="grade worker: %(name)s: %(message)s")
     queue = open_queue(url)
     Limits(sandbox=SANDBOX).sandboxed()  # no sandbox and no --no-sandbox: a one-line error before consuming
+    if self_test:  # before taking jobs (its threads and children are gone before the consumer forks)
+        doc = selftest.run(SANDBOX)
+        selftest.publish(queue.huey, doc)
+        selftest.log_verdict(doc, f"of this worker ({socket.gethostname()})")
     consumer_pid = os.getpid()
 
     def in_child() -> None:

@@ -3,12 +3,27 @@
 A job's life (column ``status``):
 
     received --enqueue--> queued --worker starts--> running --result--> done
-                 (try 1)     ^                          |
-                             +---- worker died, try 2 --+--> error (after MAX_TRIES)
+                 (try 1)     ^                          |  \
+                             +---- worker died, try 2 --+   +--> held (exercises not_graded)
+                             |                          |          |
+                             +---- held work sent again (a round) -+   error (after MAX_TRIES)
 
 ``create_job`` stores the files and the row in one transaction before the
 server answers 202. ``record_done`` writes the attempt (``Store.record_report``)
-and marks the job done in one transaction, so a result is recorded exactly once.
+and closes the round in one transaction, so a result is recorded exactly once.
+
+**Held exercises.** An exercise the grader's machine could not grade
+(``not_graded``: no OpenCL device that builds a kernel, a sandbox or worker
+that cannot start) is not the student's: it is recorded nowhere and the job
+keeps it in ``held`` (with ``held_reason``) instead of closing as ``done``;
+so does an exercise of a kind the server's self-test refuses
+(grader/server/selftest.py), which is never sent. A held job is graded again
+by the server itself (the collector starts a new *round*: only the held
+exercises, ``grading``, the same upload), and what that round grades joins
+the upload's one attempt, timed at the upload (``Store.record_report(into=)``);
+a held round counts against no rate limit and gives no new submission
+number. An upload none of whose exercises was graded in its first round is
+``rate_free``: it counts against no rate limit either.
 """
 
 from __future__ import annotations
@@ -26,6 +41,7 @@ from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.store import Store, utc_now
 
 OPEN_STATES = ("received", "queued", "running")
+HELD = "held"  # closed for now: some exercises wait for the grader's machine (``held``); graded again by the server
 
 
 class RateLimited(Exception):
@@ -79,9 +95,9 @@ def create_job(store: Store, student: str, key: str, files: dict[str, str], exer
                 raise KeyReused(key)
             return NewJob(existing[0], False)
         since = (now - course.rate_window).isoformat(timespec="seconds")
-        recent = [r["received_at"] for r in db.query(
-            "SELECT received_at FROM jobs WHERE student = ? AND received_at > ? ORDER BY received_at",
-            [student, since])]
+        recent = [r["received_at"] for r in db.query(  # an upload the grader's machine could not grade is free
+            "SELECT received_at FROM jobs WHERE student = ? AND received_at > ? AND rate_free = 0 "
+            "ORDER BY received_at", [student, since])]
         if len(recent) >= course.rate_submissions:
             frees_at = parse_time(recent[0]) + course.rate_window
             raise RateLimited(max(1, int((frees_at - now).total_seconds()) + 1),
@@ -125,18 +141,80 @@ def job_files(store: Store, job_id: int) -> dict[str, str]:
 
 
 def exercise_ids(job_row: dict[str, Any]) -> list[str]:
-    """The exercise ids a job grades."""
+    """The exercise ids of the upload (every one it asked for)."""
     return list(json.loads(job_row["selectors"]))
 
 
+def _ids(text: str | None) -> list[str]:
+    return list(json.loads(text)) if text else []
+
+
+def held_ids(job_row: dict[str, Any]) -> list[str]:
+    """The exercises of a job held for the grader's machine (none sent in the current round)."""
+    return _ids(job_row.get("held"))
+
+
+def grading_ids(job_row: dict[str, Any]) -> list[str]:
+    """The exercises the job's current round grades (every one of the upload in its first round)."""
+    return _ids(job_row.get("grading")) or exercise_ids(job_row)
+
+
+def tries_in_round(job_row: dict[str, Any]) -> range:
+    """The try numbers of the current round (their results count; an earlier round's never do)."""
+    return range(int(job_row.get("first_try") or 1), int(job_row["tries"] or 0) + 1)
+
+
 def mark_queued(store: Store, job_id: int, attempt: int, task: str, note: str | None = None) -> None:
-    """Note that try ``attempt`` of a job is on the queue as ``task``."""
+    """Note that try ``attempt`` of a job's current round is on the queue as ``task``."""
     with store.transaction() as db:
         db.execute(
             "UPDATE jobs SET status = 'queued', tries = ?, task_id = ?, error = COALESCE(?, error) "
             "WHERE id = ? AND status IN ('received', 'queued', 'running')",
             [attempt, task, note, job_id],
         )
+
+
+def start_round(store: Store, job_row: dict[str, Any], send: list[str], keep: list[str], reason: str | None,
+                attempt: int, task: str) -> None:
+    """A round is on the queue as ``task`` (try ``attempt``): it grades ``send``; ``keep`` stays held (``reason``).
+
+    The upload's first round comes from ``received``; a held job's next round from ``held`` (one more regrade).
+    """
+    regrade = 1 if job_row["status"] == HELD else 0
+    with store.transaction() as db:
+        db.execute(
+            "UPDATE jobs SET status = 'queued', tries = ?, first_try = ?, task_id = ?, grading = ?, held = ?, "
+            "held_reason = ?, regrades = regrades + ?, error = NULL WHERE id = ? AND status IN ('received', 'held')",
+            [attempt, attempt, task, json.dumps(send), json.dumps(keep) if keep else None,
+             reason if keep else None, regrade, job_row["id"]],
+        )
+
+
+def hold(store: Store, job_row: dict[str, Any], held: list[str], reason: str) -> None:
+    """Hold every exercise ``held`` of a job none of whose exercises goes to a worker now (its kinds refused).
+
+    An upload held whole in its first round counts against no rate limit.
+    """
+    with store.transaction() as db:
+        db.execute(
+            "UPDATE jobs SET status = 'held', held = ?, held_reason = ?, held_at = ?, grading = NULL, "
+            "rate_free = CASE WHEN attempt_id IS NULL AND regrades = 0 THEN 1 ELSE rate_free END "
+            "WHERE id = ? AND status IN ('received', 'queued', 'running', 'held')",
+            [json.dumps(held), reason, utc_now(), job_row["id"]],
+        )
+
+
+def held_jobs(store: Store) -> list[dict[str, Any]]:
+    """The jobs held now, oldest first."""
+    return list(store.db.query("SELECT * FROM jobs WHERE status = 'held' ORDER BY id"))
+
+
+def release_held(store: Store, job_id: int) -> None:
+    """Close a held job for good as ``done`` (its ``held`` list kept): ``grade batch --queue`` grades those
+    exercises in its next run, as new jobs, not this one."""
+    with store.transaction() as db:
+        db.execute("UPDATE jobs SET status = 'done', finished_at = ? WHERE id = ? AND status = 'held'",
+                   [utc_now(), job_id])
 
 
 def mark_running(store: Store, job_id: int, worker: str) -> None:
@@ -146,29 +224,71 @@ def mark_running(store: Store, job_id: int, worker: str) -> None:
                    [worker, job_id])
 
 
+MAX_REASON = 300  # characters of a held reason (the student reads it in one line)
+DOCTOR = "`grade doctor` on the worker shows more"
+
+
+def held_reason(message: str) -> str:
+    """Why exercises are held, in one line of at most MAX_REASON characters, naming `grade doctor`."""
+    line = " ".join(str(message or "the grader's machine could not grade them").split())
+    if len(line) > MAX_REASON:
+        line = line[: MAX_REASON - 3] + "..."
+    return line if "grade doctor" in line else f"{line} ({DOCTOR})"
+
+
 class _AlreadyRecorded(Exception):
     """Raised inside record_done's transaction to roll it back when the job was recorded before."""
 
 
-def record_done(store: Store, job_row: dict[str, Any], report: GradeReport, grader_version: str) -> int | None:
-    """Record the graded attempt and mark the job done, in one transaction; None when it was done already.
+@dataclass
+class Recorded:
+    """What record_done did: the upload's attempt (None while nothing of it is graded) and what stays held."""
 
-    The attempt's time is the upload time (deadlines judge the upload, not the queue).
+    attempt_id: int | None
+    held: list[str]
+    reason: str | None
+
+
+def record_done(store: Store, job_row: dict[str, Any], report: GradeReport, grader_version: str) -> Recorded | None:
+    """Record a round's result and close the round, in one transaction; None when it was recorded already.
+
+    The graded exercises join the upload's attempt (made by its first graded
+    round), timed at the upload (deadlines judge the upload, not the queue). The
+    job is ``done``, or ``held`` while any exercise is: one the round could not
+    grade (``not_graded``) or one held back from it.
     """
+    held = held_ids(job_row) + [e.id for e in report.not_graded]
+    reason = held_reason(report.not_graded[0].message) if report.not_graded else job_row.get("held_reason")
+    nothing = not report.graded_exercises
 
-    def mark(db: sqlite_utils.Database, attempt_id: int) -> None:
-        cursor = db.execute(
-            "UPDATE jobs SET status = 'done', attempt_id = ?, finished_at = ? "
-            "WHERE id = ? AND status IN ('received', 'queued', 'running')",
-            [attempt_id, utc_now(), job_row["id"]],
-        )
+    def mark(db: sqlite_utils.Database, attempt_id: int | None) -> None:
+        if held:
+            cursor = db.execute(
+                "UPDATE jobs SET status = 'held', attempt_id = ?, held = ?, held_reason = ?, held_at = ?, "
+                "grading = NULL, rate_free = CASE WHEN ? AND attempt_id IS NULL AND regrades = 0 THEN 1 "
+                "ELSE rate_free END WHERE id = ? AND status IN ('received', 'queued', 'running')",
+                [attempt_id, json.dumps(held), reason, utc_now(), int(nothing), job_row["id"]],
+            )
+        else:
+            cursor = db.execute(
+                "UPDATE jobs SET status = 'done', attempt_id = ?, held = NULL, held_reason = NULL, grading = NULL, "
+                "finished_at = ? WHERE id = ? AND status IN ('received', 'queued', 'running')",
+                [attempt_id, utc_now(), job_row["id"]],
+            )
         if cursor.rowcount != 1:
             raise _AlreadyRecorded()
 
+    into = job_row.get("attempt_id")
     try:
-        return store.record_report(report, grader_version, started_at=job_row["received_at"], also=mark)
+        if nothing:  # no row to write: the job alone changes (no empty attempt)
+            with store.transaction() as db:
+                mark(db, into)
+            return Recorded(into, held, reason if held else None)
+        attempt_id = store.record_report(report, grader_version, started_at=job_row["received_at"], also=mark,
+                                         into=into)
     except _AlreadyRecorded:
         return None
+    return Recorded(attempt_id, held, reason if held else None)
 
 
 def record_error(store: Store, job_id: int, reason: str) -> None:
@@ -190,15 +310,39 @@ def position_in_queue(store: Store, job_row: dict[str, Any]) -> int:
 
 
 def report_of(store: Store, job_row: dict[str, Any]) -> GradeReport | None:
-    """The recorded report of a done job, rebuilt from its attempt's rows in force (None: not done).
+    """The recorded report of a done (or held) job, rebuilt from its attempt's rows in force (None: not yet).
 
     After ``grade rescore`` that is the latest grading of the upload; the
-    earlier rows stay in the store (``superseded_by``)."""
-    if job_row["status"] != "done" or job_row["attempt_id"] is None:
+    earlier rows stay in the store (``superseded_by``). A held exercise is in
+    it as ``not_graded`` with the reason it is held, in the upload's order."""
+    if job_row["status"] not in ("done", HELD):
         return None
+    held = held_ids(job_row)
+    if job_row["attempt_id"] is None and not held:
+        return None
+    exercises = [] if job_row["attempt_id"] is None else _recorded_exercises(store, int(job_row["attempt_id"]))
+    exercises += [held_exercise(i, job_row.get("held_reason") or "") for i in held]
+    if held or job_row.get("regrades"):  # graded in rounds, or some not yet: shown in the upload's order
+        order = {ex_id: n for n, ex_id in enumerate(exercise_ids(job_row))}
+        exercises.sort(key=lambda e: order.get(e.id, len(order)))
+    files = "" if job_row["attempt_id"] is None else next(iter(store.db.query(
+        "SELECT files_hash FROM attempts WHERE id = ?", [job_row["attempt_id"]])))["files_hash"]
+    return GradeReport(job_row["student"], exercises, files or "")
+
+
+def held_exercise(exercise_id: str, reason: str) -> ExerciseResult:
+    """A held exercise as the report shows it: ``not_graded``, no score, the reason it waits."""
+    from grader.student.engine.checks import CHECKS
+
+    return ExerciseResult(exercise_id, "not_graded", 0.0, float(CHECKS[exercise_id].max_score), [],
+                          f"held: the server grades it by itself once its machine is fixed ({reason})")
+
+
+def _recorded_exercises(store: Store, attempt_id: int) -> list[ExerciseResult]:
+    """The exercises recorded in an attempt, from its rows in force."""
     exercises = []
     for row in store.db.query("SELECT * FROM submissions WHERE attempt_id = ? AND superseded_by IS NULL ORDER BY "
-                              "id", [job_row["attempt_id"]]):  # the rows in force (grade rescore: grader/term/rescore.py)
+                              "id", [attempt_id]):  # the rows in force (grade rescore: grader/term/rescore.py)
         checks = [
             CheckResult(c["name"], bool(c["passed"]), c["score"], c["max_score"], c["message"] or "",
                         c["misconception"], c.get("figure"), c.get("also") or [])
@@ -208,5 +352,4 @@ def report_of(store: Store, job_row: dict[str, Any]) -> GradeReport | None:
             row["exercise"], row["status"], row["score"], row["max_score"], checks,
             row["message"] or "", row["duration"] or 0.0, row["output"] or "",
         ))
-    attempt = next(iter(store.db.query("SELECT files_hash FROM attempts WHERE id = ?", [job_row["attempt_id"]])))
-    return GradeReport(job_row["student"], exercises, attempt["files_hash"] or "")
+    return exercises

@@ -1,7 +1,9 @@
 """The server's own grading workers: one ``grade worker`` child, kept alive, and stopped with the server.
 
 ``grade serve --workers N`` (N > 0) starts ``grade worker --queue URL
---workers N`` as a child process and watches it from a thread:
+--workers N --no-self-test`` as a child process (the server's own self-test
+is the first task it takes: grader/server/selftest.py) and watches it from a
+thread:
 
 - the child leads a process group of its own (the consumer, its grading
   processes and Huey's scheduler), so :meth:`WorkerPool.stop` ends all of them
@@ -52,7 +54,9 @@ class WorkerPool:
     """The ``grade worker`` child of ``grade serve``; see the module docstring."""
 
     def __init__(self, queue_url: str, workers: int, no_sandbox: bool = False, grace: float = 30.0) -> None:
-        self.command = [sys.executable, "-m", "grader.cli", "worker", "--queue", queue_url, "--workers", str(workers)]
+        # --no-self-test: the server's own self-test is the first task this worker takes
+        self.command = [sys.executable, "-m", "grader.cli", "worker", "--queue", queue_url, "--workers", str(workers),
+                        "--no-self-test"]
         self.command += ["--no-sandbox"] if no_sandbox else []
         self.grace = grace
         self.proc: subprocess.Popen[bytes] | None = None

@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute, Route
 from grader.term import extensions, regrade, rescore, similarity
 from grader.server import records
 from grader.server.dashboard import Links, render
-from grader.server.instructor import check_csrf, csrf_token, guarded, message, read_form, store_of
+from grader.server.instructor import check_csrf, csrf_token, grading_banner, guarded, message, read_form, store_of
 from grader.student.errors import GraderError
 from grader.student.feedback.report import format_text
 from grader.student.sanitize import clean_text
@@ -40,7 +40,7 @@ def term_page(request: Request, title: str, status: int = 200, **context: Any) -
     values: dict[str, Any] = {
         "title": f"{title} - {st.config.course.name}", "course_name": st.config.course.name,
         "links": Links(offline=False), "csrf": csrf_token(request), "with_script": False, "notice": "",
-        "notice_error": False, "heading": title,
+        "notice_error": False, "heading": title, "banner": grading_banner(request),
     }
     values.update(context)
     return HTMLResponse(render("term_page.html.j2", **values), status_code=status,

@@ -276,10 +276,28 @@ def m7_check_figures(db: sqlite_utils.Database) -> None:
     db["check_results"].add_column("also", str)
 
 
+def m8_held_jobs(db: sqlite_utils.Database) -> None:
+    """Version 8: a server job's held exercises (``not_graded``: the grader's machine failed), graded again by the
+    server itself (grader/server/records.py, docs/server.md "Held uploads").
+
+    - ``jobs.held``: JSON list of the exercise ids held, waiting for the machine to be fixed (NULL: none);
+      ``held_reason``: why, in one line; ``held_at``: when the job was last held;
+    - ``jobs.grading``: JSON list of the exercise ids the current round grades (NULL: every one of the upload);
+    - ``jobs.first_try``: the current round's first try (task ids count on: ``job-<id>-try-<n>``);
+    - ``jobs.regrades``: rounds started again for held exercises (the back-off grows with them);
+    - ``jobs.rate_free``: 1 when none of the upload's exercises was graded in its first round (it counts against
+      no rate limit).
+    """
+    for name in ("held", "held_reason", "held_at", "grading"):
+        db["jobs"].add_column(name, str)
+    db["jobs"].add_column("first_try", int, not_null_default=1)
+    db["jobs"].add_column("regrades", int, not_null_default=0)
+    db["jobs"].add_column("rate_free", int, not_null_default=0)
+
 
 Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[Migration] = [
-    m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures,
+    m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures, m8_held_jobs,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -471,6 +489,7 @@ class Store:
         grader_version: str,
         started_at: str | None = None,
         also: Callable[[sqlite_utils.Database, int], None] | None = None,
+        into: int | None = None,
     ) -> int:
         """Record a whole graded attempt in one transaction; return the attempt id.
 
@@ -478,24 +497,33 @@ class Store:
         ``check_results`` row per check; a ``not_graded`` exercise (the grader's
         machine failed) leaves no row: it is no score of the student's. ``also(db, attempt_id)``, when given,
         runs inside the same transaction (the server marks its job done there,
-        so an attempt is recorded exactly once). Raises StoreError when the file
-        is locked past the busy timeout or cannot be written.
+        so an attempt is recorded exactly once). ``into``: an attempt recorded
+        before, which the rows join (its score, max score and duration grow by
+        the report's): the server's held exercises, graded later, belong to
+        the upload's one attempt. Raises StoreError when the file is locked
+        past the busy timeout or cannot be written.
         """
         when = started_at or utc_now()
+        duration = sum(e.duration for e in report.exercises)
         try:
             with self.transaction() as db:
                 self._ensure_student(db, report.student, when)
-                attempt_id = db["attempts"].insert(
-                    {
-                        "student": report.student,
-                        "started_at": when,
-                        "duration": sum(e.duration for e in report.exercises),
-                        "grader_version": grader_version,
-                        "files_hash": report.files_hash,
-                        "score": report.score,
-                        "max_score": report.max_score,
-                    }
-                ).last_pk
+                if into is None:
+                    attempt_id = db["attempts"].insert(
+                        {
+                            "student": report.student,
+                            "started_at": when,
+                            "duration": duration,
+                            "grader_version": grader_version,
+                            "files_hash": report.files_hash,
+                            "score": report.score,
+                            "max_score": report.max_score,
+                        }
+                    ).last_pk
+                else:
+                    attempt_id = into
+                    db.execute("UPDATE attempts SET score = score + ?, max_score = max_score + ?, "
+                               "duration = duration + ? WHERE id = ?", [report.score, report.max_score, duration, into])
                 for ex in report.graded_exercises:
                     submission_id = db["submissions"].insert(
                         {
@@ -582,7 +610,8 @@ class Store:
     def submissions(
         self, student: str | None = None, exercise: str | None = None, superseded: bool = False
     ) -> list[dict[str, Any]]:
-        """Submission rows, oldest first, optionally for one student and/or exercise.
+        """Submission rows, oldest upload first (then in the order recorded), optionally for one student and/or
+        exercise. (A server's held exercise is recorded later, timed at its upload: it takes the upload's place.)
 
         Rows graded again by ``grade rescore`` are left out (their successor is
         in force) unless ``superseded``.
@@ -596,7 +625,7 @@ class Store:
             clauses.append("exercise = ?")
             params.append(exercise)
         where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-        return self._rows(f"SELECT * FROM submissions {where} ORDER BY id", params)
+        return self._rows(f"SELECT * FROM submissions {where} ORDER BY started_at, id", params)
 
     def check_results(self, submission_id: int) -> list[dict[str, Any]]:
         """The check rows of a submission in order; ``figure`` is the parsed dict (None when none or unreadable)."""
@@ -651,10 +680,10 @@ class Store:
     # -- reading for the instructor's dashboard (grader/server/dashboard.py, grader/term/class_report.py) --
 
     def submission_rows(self) -> list[dict[str, Any]]:
-        """Every submission's scoring columns (no output), oldest first: one query for a whole class."""
+        """Every submission's scoring columns (no output), oldest upload first: one query for a whole class."""
         return self._rows(
             "SELECT id, attempt_id, student, exercise, score, max_score, status, started_at, message "
-            "FROM submissions WHERE superseded_by IS NULL ORDER BY id", [])
+            "FROM submissions WHERE superseded_by IS NULL ORDER BY started_at, id", [])
 
     def diagnosed_mistakes(self, student: str | None = None, exercise: str | None = None) -> list[dict[str, Any]]:
         """(submission_id, misconception) of every failing check with a named mistake, in check order

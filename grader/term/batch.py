@@ -9,10 +9,16 @@ exercise its marks), and records each student's attempt in its own transaction
 as soon as it is graded. A run killed midway therefore leaves every finished
 student recorded and nothing half-written; running it again resumes.
 
-A student is skipped (not regraded) when the files hash of the folder
-(:func:`grader.course.grading.files_hash`) equals the hash of the student's latest
-recorded attempt and that attempt graded every selected exercise; ``force``
-regrades everyone.
+A student is skipped (not regraded) when the student's latest recorded
+attempts with the folder's files hash (:func:`grader.course.grading.files_hash`)
+graded every selected exercise; otherwise only the exercises they lack are
+graded (:func:`missing_exercises`); ``force`` regrades everyone, everything.
+
+**Not graded.** An exercise the grader's machine could not grade
+(``not_graded``: no OpenCL device that builds a kernel, a sandbox that cannot
+start) is not recorded: the summary counts those exercises and says why, the
+command exits 2, and the next run grades them (they are missing), as it does
+for a student that could not be graded at all.
 
 Grading happens in ``jobs`` spawned grading processes (see :func:`run_batch`);
 the database is written only by the calling thread, one transaction per student.
@@ -44,7 +50,8 @@ from typing import Any
 from grader.course import grading
 from grader.student.engine import catalogue
 from grader.student.errors import GraderError, SetupError
-from grader.student.engine.model import GradeReport
+from grader.student.engine.model import ExerciseResult, GradeReport
+from grader.student.feedback.report import first_reason
 from grader.student.sandbox.runner import Limits
 from grader.student.sanitize import clean_text
 from grader.student.store import Store
@@ -68,10 +75,13 @@ class StudentOutcome:
     """What the batch did with one student.
 
     ``status``: ``graded`` (graded and recorded), ``skipped`` (unchanged since the
-    recorded attempt), ``error`` (could not be graded: an ``error`` verdict on
-    every exercise was recorded with ``message``, and the next run tries again)
-    or ``failed`` (could not be recorded: ``message`` says why). Scores are those
-    of the recorded attempt.
+    recorded attempt), ``not_graded`` (the grader's machine graded none of its
+    exercises: nothing recorded), ``error`` (could not be graded: an ``error``
+    verdict on every exercise was recorded with ``message``, and the next run
+    tries again) or ``failed`` (could not be recorded: ``message`` says why).
+    Scores are those of the recorded attempt. ``not_graded``: the exercises the
+    grader's machine could not grade (none recorded; ``message`` says why; the
+    next run grades them).
     """
 
     student: str
@@ -80,6 +90,7 @@ class StudentOutcome:
     max_score: float = 0.0
     message: str = ""
     duration: float = 0.0
+    not_graded: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -98,14 +109,37 @@ class BatchSummary:
         """True when every student was graded or skipped."""
         return self.count("failed") == 0 and self.count("error") == 0
 
+    @property
+    def not_graded(self) -> list[StudentOutcome]:
+        """The students with exercises the grader's machine could not grade."""
+        return [o for o in self.outcomes if o.not_graded]
+
+    @property
+    def exit_status(self) -> int:
+        """2 when any exercise was not graded (the grader's machine), else 1 when any student failed, else 0."""
+        if self.not_graded:
+            return 2
+        return 0 if self.ok else 1
+
+    def not_graded_line(self) -> str:
+        """One line: how many exercises of how many students the grader's machine could not grade, and why."""
+        held = self.not_graded
+        exercises = sum(len(o.not_graded) for o in held)
+        return (f"NOT_GRADED: {exercises} exercise(s) of {len(held)} student(s) were not graded: the grader's machine"
+                f" is at fault, nothing was recorded for them; run `grade batch` again once `grade doctor` passes"
+                f" and it grades them. {held[0].message if held else ''}").rstrip()
+
     def line(self) -> str:
         """The one-line summary: 'N students: G graded, S unchanged (skipped), F failed in T s'."""
         n = len(self.outcomes)
         graded = [o for o in self.outcomes if o.status == "graded"]
+        exercises = sum(len(o.not_graded) for o in self.outcomes)
         text = (
             f"{n} student{'s' if n != 1 else ''}: {len(graded)} graded, "
             f"{self.count('skipped')} unchanged (skipped), "
             + (f"{self.count('error')} could not be graded (error recorded), " if self.count("error") else "")
+            + (f"{exercises} exercise(s) of {len(self.not_graded)} student(s) not graded (the grader's machine), "
+               if exercises else "")
             + f"{self.count('failed')} failed "
             f"in {self.wall_s:.1f} s"
         )
@@ -120,6 +154,7 @@ class BatchSummary:
             "skipped": self.count("skipped"),
             "error": self.count("error"),
             "failed": self.count("failed"),
+            "not_graded": sum(len(o.not_graded) for o in self.outcomes),
             "wall_s": round(self.wall_s, 3),
             "outcomes": [
                 {
@@ -129,6 +164,7 @@ class BatchSummary:
                     "max_score": o.max_score,
                     "message": o.message,
                     "duration": round(o.duration, 3),
+                    "not_graded": list(o.not_graded),
                 }
                 for o in sorted(self.outcomes, key=lambda o: o.student)
             ],
@@ -183,18 +219,25 @@ def find_submissions(root: Path | str) -> list[Submission]:
     return found
 
 
+def missing_exercises(store: Store, student: str, files_hash: str, exercise_ids: list[str]) -> list[str]:
+    """The ids of ``exercise_ids`` not yet graded for these files: those the student's latest attempts with this
+    files hash (the run of them since another hash) did not record (all when there are none).
+
+    An exercise the grader's machine could not grade was never recorded: it is missing, so the next run grades
+    it, and only it.
+    """
+    recent = []
+    for attempt in reversed(store.attempts(student)):
+        if attempt["files_hash"] != files_hash:
+            break
+        recent.append(attempt["id"])
+    graded = {row["exercise"] for row in store.submissions(student=student) if row["attempt_id"] in recent}
+    return [i for i in exercise_ids if i not in graded]
+
+
 def is_unchanged(store: Store, student: str, files_hash: str, exercise_ids: list[str]) -> bool:
-    """Whether the student's latest recorded attempt has this files hash and graded every id in ``exercise_ids``."""
-    attempts = store.attempts(student)
-    if not attempts:
-        return False
-    latest = attempts[-1]
-    if latest["files_hash"] != files_hash:
-        return False
-    graded = {
-        row["exercise"] for row in store.submissions(student=student) if row["attempt_id"] == latest["id"]
-    }
-    return set(exercise_ids) <= graded
+    """Whether every id in ``exercise_ids`` is graded for these files (:func:`missing_exercises` finds none)."""
+    return not missing_exercises(store, student, files_hash, exercise_ids)
 
 
 # --- where the grading runs ------------------------------------------------------------------
@@ -284,6 +327,7 @@ def run_batch(
             on_outcome(outcome)
 
     queue: list[Submission] = []
+    todo: dict[str, list[str]] = {}  # student -> the exercises to grade (those not graded for these files)
     for sub in submissions:
         try:
             digest = grading.files_hash(sub.path)
@@ -291,7 +335,8 @@ def run_batch(
             reason = str(exc) if isinstance(exc, GraderError) else f"cannot read the folder ({exc.strerror})"
             finish(_record_error(store, sub, exercise_ids, reason, grader_version, 0.0))
             continue
-        if not force and is_unchanged(store, sub.student, digest, exercise_ids):
+        todo[sub.student] = exercise_ids if force else missing_exercises(store, sub.student, digest, exercise_ids)
+        if not todo[sub.student]:
             latest = store.attempts(sub.student)[-1]
             finish(StudentOutcome(sub.student, "skipped", latest["score"], latest["max_score"]))
             continue
@@ -308,10 +353,10 @@ def run_batch(
         make_pool = _thread_pool
 
     def start(pool: Executor, sub: Submission) -> Future[GradeReport]:
-        return pool.submit(task, sub.path, selectors, sub.student, limits)
+        return pool.submit(task, sub.path, todo[sub.student], sub.student, limits)
 
     def settle(sub: Submission, future: Future[GradeReport], t0: float) -> None:
-        finish(_record(store, sub, future, exercise_ids, grader_version, time.monotonic() - t0))
+        finish(_record(store, sub, future, todo[sub.student], grader_version, time.monotonic() - t0))
 
     suspects = _grade_queue(queue, min(jobs, len(queue)), make_pool, start, settle)
     # A grading process died (a grader bug: students' code runs in sandbox children), and
@@ -320,7 +365,7 @@ def run_batch(
     for sub in suspects:
         for dead in _grade_queue([sub], 1, make_pool, start, settle):
             message = "its grading process died twice while grading this hand-in: a grader bug, please report it"
-            finish(_record_error(store, dead, exercise_ids, message, grader_version, 0.0))
+            finish(_record_error(store, dead, todo[dead.student], message, grader_version, 0.0))
     summary.wall_s = time.monotonic() - started
     return summary
 
@@ -390,7 +435,9 @@ def _record(
 
     A student whose grading failed in any way (a hand-in over the caps, a
     grader bug, MemoryError, RecursionError...) gets an ``error`` verdict on
-    every exercise, recorded with the reason, and the batch goes on.
+    every exercise, recorded with the reason, and the batch goes on. An
+    exercise the grader's machine could not grade is not recorded
+    (:func:`graded_outcome`).
     """
     try:
         report = future.result()
@@ -400,10 +447,20 @@ def _record(
         message = f"the grader failed on this hand-in: {type(exc).__name__}: {clean_text(exc, 500)} (a grader bug: please report it)"
         return _record_error(store, sub, exercise_ids, message, grader_version, duration)
     try:
-        store.record_report(report, grader_version)
+        if report.graded_exercises:  # (all not graded: no empty attempt)
+            store.record_report(report, grader_version)
     except GraderError as exc:
         return StudentOutcome(sub.student, "failed", message=clean_text(exc), duration=duration)
-    return StudentOutcome(sub.student, "graded", report.score, report.max_score, duration=duration)
+    return graded_outcome(sub.student, report.score, report.max_score, report.not_graded, duration)
+
+
+def graded_outcome(student: str, score: float, max_score: float, not_graded: list[ExerciseResult],
+                   duration: float = 0.0) -> StudentOutcome:
+    """A student graded (and recorded) but for the exercises the grader's machine could not grade: those are
+    listed, with the first reason; ``not_graded`` when none was graded."""
+    status = "not_graded" if not_graded and max_score <= 0 else "graded"
+    return StudentOutcome(student, status, score, max_score, first_reason(not_graded) if not_graded else "",
+                          duration, [e.id for e in not_graded])
 
 
 def _record_error(
@@ -441,8 +498,10 @@ def run_batch_on_queue(
     for ``grade worker`` processes on any number of machines, each grading in
     its OS sandbox), and recorded by this process alone, exactly once, as each
     result comes back. A worker that dies mid-job is retried once, then the
-    student gets a recorded ``error``. Unchanged students are skipped as in
-    :func:`run_batch`.
+    student gets a recorded ``error``. Unchanged students are skipped, and
+    only missing exercises graded, as in :func:`run_batch`; exercises a worker
+    could not grade (``not_graded``) are held by the job, which this run then
+    closes (``records.release_held``): the next run grades them as new jobs.
     """
     import secrets
     import threading as _threading
@@ -465,6 +524,7 @@ def run_batch_on_queue(
             on_outcome(outcome)
 
     waiting: dict[int, Submission] = {}
+    todo: dict[str, list[str]] = {}
     for sub in find_submissions(root):
         try:
             check_folder(sub.path)  # the same one-line reason as grading here
@@ -474,12 +534,14 @@ def run_batch_on_queue(
             reason = str(exc) if isinstance(exc, GraderError) else f"cannot read the hand-in ({exc})"
             finish(_record_error(store, sub, exercise_ids, reason, grader_version, 0.0))
             continue
-        if not force and is_unchanged(store, sub.student, ingested.files_hash(), exercise_ids):
+        todo[sub.student] = (exercise_ids if force
+                             else missing_exercises(store, sub.student, ingested.files_hash(), exercise_ids))
+        if not todo[sub.student]:
             latest = store.attempts(sub.student)[-1]
             finish(StudentOutcome(sub.student, "skipped", latest["score"], latest["max_score"]))
             continue
         key = f"batch:{ingested.files_hash()}:{secrets.token_hex(8)}"
-        job = records.create_job(store, sub.student, key, files, exercise_ids, unlimited,
+        job = records.create_job(store, sub.student, key, files, todo[sub.student], unlimited,
                                  datetime.now(timezone.utc)).job
         waiting[int(job["id"])] = sub
     if waiting:
@@ -501,7 +563,7 @@ def run_batch_on_queue(
             collector.stop()
             collector.join()
         for job_id, sub in sorted(waiting.items(), key=lambda item: item[1].student):
-            finish(_queued_outcome(store, records.job(store, job_id), sub, exercise_ids, grader_version))
+            finish(_queued_outcome(store, records.job(store, job_id), sub, todo[sub.student], grader_version))
     summary.wall_s = time.monotonic() - started
     return summary
 
@@ -509,7 +571,15 @@ def run_batch_on_queue(
 def _queued_outcome(
     store: Store, job: dict[str, Any] | None, sub: Submission, exercise_ids: list[str], grader_version: str
 ) -> StudentOutcome:
-    """How a queued student ended: graded (the attempt the collector recorded) or an error verdict."""
+    """How a queued student ended: graded (the attempt the collector recorded; held exercises listed, the job
+    closed) or an error verdict."""
+    from grader.server import records
+
+    if job is not None and job["status"] == records.HELD:
+        report = records.report_of(store, job)
+        assert report is not None
+        records.release_held(store, int(job["id"]))
+        return graded_outcome(sub.student, report.score, report.max_score, report.not_graded)
     if job is not None and job["status"] == "done" and job["attempt_id"] is not None:
         attempt = next(a for a in store.attempts(sub.student) if a["id"] == job["attempt_id"])
         return StudentOutcome(sub.student, "graded", attempt["score"], attempt["max_score"])

@@ -314,8 +314,11 @@ def test_the_handout_report_says_which_checks_ran_and_where_the_hidden_ones_run(
 # --- the Gradescope bundle ------------------------------------------------------------------------------
 
 
-def autograde(release: Path, tmp_path: Path, files: dict[str, str]) -> dict[str, Any]:
-    """Unzip the bundle into an /autograder-like tree, upload ``files``, run run_autograder, read results.json."""
+def autograde(release: Path, tmp_path: Path, files: dict[str, str],
+              env_extra: dict[str, str] | None = None) -> dict[str, Any]:
+    """Unzip the bundle into an /autograder-like tree, upload ``files``, run run_autograder, read results.json.
+
+    A test tagged ``not_graded`` (the autograder's machine could not grade it) has no score."""
     root = tmp_path / "autograder"
     with zipfile.ZipFile(release / "autograder" / "autograder.zip") as zf:
         zf.extractall(root)
@@ -323,14 +326,18 @@ def autograde(release: Path, tmp_path: Path, files: dict[str, str]) -> dict[str,
         (root / "submission" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "submission" / name).write_text(text)
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "AUTOGRADER_ROOT": str(root),
-           "PYTHON": sys.executable}
+           "PYTHON": sys.executable, **(env_extra or {})}
     done = subprocess.run(["bash", str(root / "run_autograder")], capture_output=True, text=True, env=env, timeout=300)
     results = json.loads((root / "results" / "results.json").read_text())
     assert isinstance(results["score"], (int, float)) and isinstance(results["tests"], list)
     for test in results["tests"]:
+        if "not_graded" in test.get("tags", []):
+            assert "score" not in test and {"name", "max_score", "output"} <= set(test)
+            continue
         assert {"name", "score", "max_score", "output"} <= set(test) and 0 <= test["score"] <= test["max_score"]
-    assert results["score"] == pytest.approx(sum(t["score"] for t in results["tests"]))
+    assert results["score"] == pytest.approx(sum(t.get("score", 0.0) for t in results["tests"]))
     results["returncode"] = done.returncode
+    results["stderr"] = done.stderr
     return results
 
 
@@ -360,6 +367,26 @@ def test_gradescope_grades_a_partial_upload_of_top_level_files(release: Path, tm
     by_name = {t["name"]: t for t in results["tests"]}
     assert by_name["linear.Linear"]["score"] == 10 and by_name["activations.GELU"]["score"] == 10
     assert by_name["normalization.BatchNorm1d"]["score"] == 0 and results["score"] == 90
+
+
+@pytest.mark.opencl
+def test_gradescope_on_an_image_whose_compiler_does_not_know_the_cpu_leaves_kernels_scoreless(
+        release: Path, tmp_path: Path) -> None:
+    """Every kernel build fails as PoCL's does on a CPU its LLVM does not know: the seven kernel exercises
+    are scoreless tests tagged not_graded (never a zero), the rest are graded, the top-level output starts
+    with the line that flags the run, extra_data lists them, and run_autograder exits 2."""
+    results = autograde(release, tmp_path, solution_files(tmp_path, "exercises/"),
+                        {"GRADE_OPENCL_FAULT": "unknown-cpu"})
+    skipped = [t for t in results["tests"] if "not_graded" in t.get("tags", [])]
+    assert len(skipped) == 7 and all(t["name"].startswith("kernels.") for t in skipped)
+    assert all("unknown target CPU 'generic'" in t["output"] and "reruns the autograder" in t["output"]
+               for t in skipped)
+    graded = [t for t in results["tests"] if "score" in t]
+    assert len(graded) == 27 and all(t["score"] == t["max_score"] for t in graded)
+    assert results["score"] == 270
+    assert results["output"].startswith("NOT GRADED YET: 7 exercise(s) (70 points)")
+    assert results["extra_data"]["normgrade_not_graded"] == [t["name"] for t in skipped]
+    assert results["returncode"] == 2 and "Error: NOT GRADED YET" in results["stderr"]
 
 
 def test_gradescope_survives_a_crashing_upload(release: Path, tmp_path: Path) -> None:

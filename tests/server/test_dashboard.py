@@ -100,7 +100,7 @@ def csrf_of(page: str) -> str:
 # --- who may see it --------------------------------------------------------------------------
 
 PAGES = ["/instructor/", "/instructor/?struggling=1", "/instructor/students/s0004",
-         "/instructor/exercises/activations.ReLU", "/instructor/quizzes", "/instructor/export/canvas.csv",
+         "/instructor/exercises/activations.ReLU", "/instructor/quizzes", "/instructor/held", "/instructor/export/canvas.csv",
          "/instructor/export/moodle.csv", "/instructor/export/class.json"]
 
 

@@ -473,6 +473,51 @@ def test_a_pending_score_is_superseded_by_a_newer_one(poster: dict[str, Any], lm
     assert [s["scoreGiven"] for s in lms.scores] == [8.0]
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+def test_a_held_upload_posts_nothing_until_it_is_graded_by_itself_then_posts_once(
+        poster: dict[str, Any], tool: dict[str, Any], lms: LmsPlatform) -> None:
+    """Kernel exercises refused (a worker's self-test failed): Ada's kernel upload is held and no column changes;
+    once a self-test passes, the server grades it by itself (the task run here, as a worker would) and the
+    kernels column is posted once."""
+    from datetime import datetime, timezone
+
+    from grader.course.solution import write_solution
+    from grader.server import records
+    from grader.server.collector import Collector
+    from grader.server.selftest import LATEST_KEY, SelfTest
+    from server_util import solution_files
+    from test_held_jobs import published
+
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    config = tool["config"]
+    test = SelfTest(queue)
+    collector = Collector(config.db_path, config.queue_url, "v", selftest=test)
+    collector.tick(store, queue)
+    queue.huey.revoke_by_id(test.task)  # (the start-up self-test: this test publishes the verdicts itself)
+    queue.huey.put(LATEST_KEY, published({"cpu": True, "opencl": False}))
+    folder = write_solution(Path(str(config.db_path)).parent / "solution")
+    job_id = int(records.create_job(store, "s2", "k", solution_files(folder, ["__init__.py", "kernels/activations.cl"]),
+                                    ["kernels.relu_forward"], config.course, datetime.now(timezone.utc)).job["id"])
+    collector.tick(store, queue)
+    assert records.job(store, job_id)["status"] == "held"
+    for _ in range(3):
+        tick()
+        run_tasks(queue)
+    assert lms.scores == [] and lti_services.score_counts(store) == {}  # a held upload changes no column
+    queue.huey.put(LATEST_KEY, published({"cpu": True, "opencl": True}))
+    collector.tick(store, queue)  # graded again, by itself: the task waits for a worker
+    assert run_tasks(queue) == 1
+    collector.tick(store, queue)
+    assert records.job(store, job_id)["status"] == "done"
+    for _ in range(3):
+        tick()
+        run_tasks(queue)
+    assert [c["resourceId"] for c in lms.created] == ["exercises:kernels"]
+    assert [(s["userId"], s["scoreGiven"]) for s in lms.scores] == [("lms-ada", 10.0)]  # posted once
+    assert lti_services.score_counts(store) == {"posted": 1}
+
+
 # --- grade roster sync ---------------------------------------------------------------------------------------
 
 

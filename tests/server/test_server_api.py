@@ -79,12 +79,20 @@ def one_line_error(response: Any, status: int, fragment: str) -> None:
 
 
 @pytest.mark.parametrize("method, path", [(m, p.replace("{id:int}", "1").replace("{chapter}", "activations")
-                                          .replace("{student}", "ann")) for m, p, _, _ in app_lib.API])
+                                          .replace("{student}", "ann")) for m, p, _, w in app_lib.API
+                                         if w != "anyone"])
 def test_every_endpoint_refuses_missing_and_invalid_tokens(env: dict[str, Any], method: str, path: str) -> None:
     one_line_error(api(env["url"], None, method, path), 401, "run `grade login URL`")
     one_line_error(api(env["url"], "not-a-token", method, path), 401, "not valid")
     forged = env["tokens"]["ann"][:-2] + ("AA" if not env["tokens"]["ann"].endswith("AA") else "BB")
     one_line_error(api(env["url"], forged, method, path), 401, "not valid")
+
+
+def test_the_health_needs_no_token_and_names_no_student(env: dict[str, Any]) -> None:
+    doc = api(env["url"], None, "GET", "/health").json()
+    assert set(doc) == {"ok", "selftest", "held"} and set(doc["selftest"]) == {"cpu", "opencl"}
+    assert "ann" not in str(doc)
+    assert [w for _, p, _, w in app_lib.API if w == "anyone"] == ["anyone"]  # the one endpoint without a token
 
 
 def test_tokens_are_stored_hashed(env: dict[str, Any]) -> None:
@@ -177,6 +185,10 @@ def test_a_student_reads_only_their_own_data_on_every_endpoint(env: dict[str, An
                                                               "due": "2030-01-01T00:00Z", "reason": "x"}),
                    403, "instructor only")
     check("POST", "/extensions")
+    # GET /health: anyone's, and no student's data: counts and the self-test
+    health = api(url, ann, "GET", "/health").json()
+    assert "bob" not in str(health) and "ann" not in str(health)
+    check("GET", "/health")
     assert checked == {(m, p) for m, p, _, _ in app_lib.API}, "a new endpoint needs its ownership check here"
 
 

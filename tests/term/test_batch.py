@@ -347,3 +347,95 @@ def test_a_grading_process_keeps_no_reference_results_between_students(tmp_path:
     report = batch._grade_in_worker(folder, ["activations.ReLU"], "amy", Limits())
     assert report.exercises[0].status == "passed"
     assert grading._REFERENCE_CACHE == {}
+
+
+# --- exercises the grader's machine could not grade -------------------------------------------------------------
+
+
+class HalfBrokenGrade(FakeGrade):
+    """linear.Linear graded; kernels.relu_forward not graded (no device builds a kernel) while ``broken``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = True
+        self.asked: list[list[str]] = []
+
+    def __call__(self, path: Path, selectors: list[str] | None, student: str, limits: Limits | None) -> GradeReport:
+        with self.lock:
+            self.asked.append(list(selectors or []))
+        results = []
+        for exercise_id in selectors or []:
+            if exercise_id == "kernels.relu_forward" and self.broken:
+                results.append(ExerciseResult(exercise_id, "not_graded", 0.0, 10.0, [],
+                                              "no OpenCL device here can build and run a kernel (`grade doctor` "
+                                              "shows more)"))
+            else:
+                results.append(ExerciseResult(exercise_id, "passed", 10.0, 10.0))
+        return GradeReport(student, results, files_hash=files_hash(Path(path)))
+
+
+def test_not_graded_exercises_are_not_recorded_and_the_next_run_grades_them_alone(tmp_path: Path,
+                                                                                 store: Store) -> None:
+    small_class(tmp_path / "class", ["amy", "bob"])
+    fake = HalfBrokenGrade()
+    ids = ["linear.Linear", "kernels.relu_forward"]
+    summary = batch.run_batch(tmp_path / "class", store, VERSION, ids, grade_fn=fake)
+    outcome = {o.student: o for o in summary.outcomes}
+    assert outcome["amy"].status == "graded" and outcome["amy"].not_graded == ["kernels.relu_forward"]
+    assert "no OpenCL device" in outcome["amy"].message
+    assert {r["exercise"] for r in store.submissions(student="amy")} == {"linear.Linear"}  # nobody's zero
+    assert summary.exit_status == 2 and summary.ok
+    assert "2 exercise(s) of 2 student(s) not graded (the grader's machine)" in summary.line()
+    line = summary.not_graded_line()
+    assert line.startswith("NOT_GRADED: 2 exercise(s) of 2 student(s) were not graded") and "grade doctor" in line
+    assert summary.to_json()["not_graded"] == 2
+    fake.asked.clear()
+    again = batch.run_batch(tmp_path / "class", store, VERSION, ids, grade_fn=fake)  # still broken: held again
+    assert fake.asked == [["kernels.relu_forward"]] * 2 and again.exit_status == 2
+    fake.broken, fake.asked = False, []
+    healed = batch.run_batch(tmp_path / "class", store, VERSION, ids, grade_fn=fake)
+    assert fake.asked == [["kernels.relu_forward"]] * 2 and healed.exit_status == 0  # the missing ones alone
+    assert sorted(r["exercise"] for r in store.submissions(student="amy")) == sorted(ids)
+    fake.asked = []
+    last = batch.run_batch(tmp_path / "class", store, VERSION, ids, grade_fn=fake)
+    assert fake.asked == [] and last.count("skipped") == 2
+
+
+def test_a_hand_in_none_of_whose_exercises_was_graded_records_nothing(tmp_path: Path, store: Store) -> None:
+    small_class(tmp_path / "class", ["amy"])
+    summary = batch.run_batch(tmp_path / "class", store, VERSION, ["kernels.relu_forward"], grade_fn=HalfBrokenGrade())
+    assert [o.status for o in summary.outcomes] == ["not_graded"]
+    assert store.attempts("amy") == [] and summary.exit_status == 2
+
+
+@pytest.mark.slow
+@pytest.mark.opencl
+def test_grade_batch_on_a_machine_whose_compiler_does_not_know_the_cpu(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real pipeline in spawned grading processes, the fault passed into their sandboxes: the kernel is
+    not graded (never error, never 0), the rest is, the exit status is 2 with one line naming `grade doctor`;
+    the next run, on a fixed machine, grades the kernel alone."""
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+    from grader.course.solution import write_solution
+
+    root = tmp_path / "class"
+    write_solution(root / "amy" / "exercises")
+    db = tmp_path / "class.db"
+    args = ["batch", str(root), "activations.ReLU", "kernels.relu_forward", "--db", str(db), "-j", "1"]
+    monkeypatch.setenv("GRADE_OPENCL_FAULT", "unknown-cpu")
+    broken = CliRunner().invoke(cli, args)
+    assert broken.exit_code == 2, broken.output
+    assert "1 exercise(s) of 1 student(s) not graded" in broken.stdout
+    errors = [line for line in broken.stderr.splitlines() if line.startswith("Error: NOT_GRADED")]
+    assert len(errors) == 1 and "unknown target CPU 'generic'" in errors[0] and "grade doctor" in errors[0]
+    with Store.open(db) as store:
+        assert [(r["exercise"], r["score"]) for r in store.submissions(student="amy")] == [("activations.ReLU", 10.0)]
+    monkeypatch.delenv("GRADE_OPENCL_FAULT")
+    fixed = CliRunner().invoke(cli, args)
+    assert fixed.exit_code == 0, fixed.output
+    with Store.open(db) as store:
+        rows = store.submissions(student="amy")
+        assert [(r["exercise"], r["score"]) for r in rows] == [("activations.ReLU", 10.0), ("kernels.relu_forward",
+                                                                                              10.0)]

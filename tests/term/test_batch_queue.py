@@ -52,6 +52,40 @@ def test_a_class_graded_on_the_queue_is_recorded_once_here(tmp_path: Path, worke
     assert "2 unchanged (skipped)" in again.output, again.output
 
 
+@pytest.mark.slow
+@pytest.mark.opencl
+def test_a_worker_whose_compiler_does_not_know_the_cpu_leaves_kernels_to_the_next_run(tmp_path: Path) -> None:
+    """The worker's own self-test fails for kernels (GRADE_OPENCL_FAULT), so it grades none: the batch records
+    the rest, closes every job, exits 2; the next run, on a fixed worker, grades the kernel alone."""
+    require_program("bwrap", "bubblewrap")
+    queue = f"sqlite:///{tmp_path / 'queue.db'}"
+    root = tmp_path / "class"
+    write_solution(root / "amy" / "exercises")
+    db = tmp_path / "class.db"
+    args = ["batch", str(root), "activations.ReLU", "kernels.relu_forward", "--db", str(db), "--queue", queue, "--json"]
+    broken = start_worker(queue, 1, tmp_path / "broken.log", env={"GRADE_OPENCL_FAULT": "unknown-cpu"})
+    try:
+        result = CliRunner().invoke(cli, args)
+    finally:
+        stop_process(broken)
+    assert result.exit_code == 2, result.output
+    doc = json.loads(result.stdout)
+    assert doc["not_graded"] == 1 and doc["outcomes"][0]["not_graded"] == ["kernels.relu_forward"]
+    assert "Error: NOT_GRADED: 1 exercise(s) of 1 student(s)" in result.stderr
+    with Store.open(db) as store:
+        assert [r["exercise"] for r in store.submissions(student="amy")] == ["activations.ReLU"]
+    with sqlite3.connect(db) as conn:  # the held job is closed: the next run makes its own
+        assert conn.execute("SELECT count(*) FROM jobs WHERE status NOT IN ('done', 'error')").fetchone() == (0,)
+    fixed = start_worker(queue, 1, tmp_path / "fixed.log")
+    try:
+        again = CliRunner().invoke(cli, args)
+    finally:
+        stop_process(fixed)
+    assert again.exit_code == 0, again.output
+    with Store.open(db) as store:
+        assert [r["exercise"] for r in store.submissions(student="amy")] == ["activations.ReLU", "kernels.relu_forward"]
+
+
 def test_two_worker_machines_on_redis_share_a_class(tmp_path: Path) -> None:
     """Redis between the batch and two `grade worker` processes standing in for two machines."""
     require_program("bwrap", "bubblewrap")

@@ -203,9 +203,13 @@ def submit(client: Client, folder: Path, selectors: list[str], wait: bool = True
     return wait_for(client, int(doc["id"]), on_state, max_wait_s, doc)
 
 
+SETTLED = ("done", "error", "held")  # a held job waits for the server's machine, not for this client
+
+
 def wait_for(client: Client, submission: int, on_state: Callable[[dict[str, Any]], None] | None = None,
              max_wait_s: float = 3600.0, doc: dict[str, Any] | None = None) -> Submitted:
-    """Poll submission ``submission`` (long polls) until it is graded or closed as an error.
+    """Poll submission ``submission`` (long polls) until it is graded, closed as an error, or held (some
+    exercises wait for the server's machine: it grades them by itself later).
 
     Once an upload is stored it is graded whatever happens to this client: a
     server lost while waiting is a ClientError that names the submission and
@@ -214,7 +218,7 @@ def wait_for(client: Client, submission: int, on_state: Callable[[dict[str, Any]
     deadline = time.monotonic() + max_wait_s
     later = f"submission {submission} is stored on the server and will be graded: see its result later with " \
             f"`grade result {submission}`"
-    while doc is None or doc["status"] not in ("done", "error"):
+    while doc is None or doc["status"] not in SETTLED:
         if doc is not None and on_state is not None:
             on_state(doc)
         if time.monotonic() > deadline:
@@ -236,7 +240,7 @@ def _submitted(doc: dict[str, Any]) -> Submitted:
 def describe_state(doc: dict[str, Any]) -> str:
     """One progress line for a submission's state: the server's ``where`` (queued with how many ahead, running
     on which worker, which try after what failure), or a line made from the status for an older server."""
-    if doc.get("where") and doc["status"] not in ("done", "error"):
+    if doc.get("where") and doc["status"] not in SETTLED:
         return f"Submission {doc['id']}: {doc['where']}"
     if doc["status"] in ("received", "queued"):
         ahead = int(doc.get("queue_position") or 0)

@@ -144,6 +144,10 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
                  html: Path | None = None, arrays: bool = False) -> int:
     """Print a graded submission as local grading prints it (late notes beside the scores); the exit status.
 
+    A held submission (exercises the server's machine could not grade yet: it
+    grades them by itself later) prints the report so far and one line on
+    stderr, the server's ``where``; its exit status is 2 while held.
+
     ``path``: the exercises folder, beside which the report is kept for ``grade view``; ``html``: also write
     the web page; ``arrays``: the JSON carries each check's figure (hidden checks' figures hold no expected
     values: the server grades live).
@@ -165,7 +169,9 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
             write_html_report(done.report, html)
         except GraderError as exc:
             raise one_line(exc) from exc
-    if done.report.not_graded:
+    if done.status == "held":
+        click.echo(f"Held: submission {done.id}: {done.document.get('where') or 'not graded yet'}", err=True)
+    elif done.report.not_graded:
         click.echo(f"Error: {not_graded_line(done.report)}", err=True)
     return done.report.exit_status
 

@@ -271,13 +271,14 @@ def gradescope_results(report: GradeReport) -> dict[str, Any]:
     (top-level score, output, visibility, stdout_visibility, execution_time;
     tests with name, score, max_score, status "passed"/"failed", output).
     A ``not_graded`` exercise (the autograder's machine failed) is a test with no score,
-    so it is never a zero: the output says that the instructor's rerun grades it.
+    so it is never a zero, tagged ``not_graded``: the output says that the instructor's rerun grades it.
     """
     tests = []
     for ex in report.exercises:
         label, _ = exercise_label(ex)
         if not ex.graded:
             tests.append({"name": ex.id, "max_score": ex.max_score, "status": "failed", "visibility": "visible",
+                          "tags": ["not_graded"],
                           "output": f"{label}: not graded ({ex.message}). Not your fault: it is graded when the"
                                     " instructor reruns the autograder; you need not submit again."})
             continue
