@@ -376,6 +376,24 @@ class LmsPlatform:
         return found[-1] if found else None
 
 
+def login_redirect(client: Any, lms: LmsPlatform, user: str = "ada", **changes: str) -> Any:
+    """The platform's login initiation at the tool (``client``: an httpx.Client on the tool's URL)."""
+    params = {"iss": lms.issuer, "login_hint": user, "target_link_uri": lms.tool_url + "/lti/launch",
+              "client_id": lms.client_id, "lti_deployment_id": lms.deployment_id, **changes}
+    return client.post("/lti/login", data=params)
+
+
+def launch(client: Any, lms: LmsPlatform, user: str = "ada", **changes: str) -> Any:
+    """The whole launch as a browser does it: login initiation, the platform's auth, the form POST back."""
+    import httpx
+
+    redirect = login_redirect(client, lms, user, **changes)
+    assert redirect.status_code == 302, redirect.text
+    answer = httpx.get(redirect.headers["location"], timeout=10)
+    assert answer.status_code == 200, answer.text
+    return client.post("/lti/launch", data=form_fields(answer.text))
+
+
 def auth_url_params(location: str) -> dict[str, str]:
     from urllib.parse import parse_qs, urlparse
 
@@ -391,4 +409,4 @@ def form_fields(page: str) -> dict[str, str]:
 
 
 __all__ = ["LmsPlatform", "User", "LEARNER", "INSTRUCTOR", "INSTITUTION_ADMIN", "SYSTEM_ADMIN", "CLAIM", "AGS",
-           "form_fields", "auth_url_params"]
+           "form_fields", "auth_url_params", "launch", "login_redirect"]

@@ -406,9 +406,23 @@ def _owner_text(path: Path) -> str:
         doc = json.loads(serving_file(path).read_text(encoding="utf-8") or "{}")
     except (OSError, ValueError):
         return ""
-    if not isinstance(doc, dict):
+    if not isinstance(doc, dict) or "pid" not in doc:
         return ""
-    return f"pid {doc.get('pid', '?')}" + (f" at {doc['url']}" if doc.get("url") else "")
+    return f"pid {doc['pid']}" + (f" at {doc['url']}" if doc.get("url") else "")
+
+
+def _held_exclusively(path: Path) -> bool:
+    """Whether another process holds the serving file's lock exclusively (a server) rather than shared."""
+    import fcntl
+
+    fd = os.open(serving_file(path), os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
 
 
 def served_by(path: Path | str) -> dict[str, Any] | None:
@@ -484,6 +498,8 @@ def _release(key: str, serving: bool) -> None:
             hold.serving -= 1
         else:
             hold.writers -= 1
+        if serving and hold.serving <= 0:
+            os.ftruncate(hold.fd, 0)  # no stale pid or URL is ever shown for a server that is gone
         if hold.serving <= 0 and hold.writers <= 0:
             del _HOLDS[key]
             os.close(hold.fd)  # closing the descriptor ends its flock
@@ -536,11 +552,11 @@ def serve(path: Path | str, url: str = "") -> Serving:
             else:  # a command of this process still writes: keep its shared lock (a conversion may drop it)
                 with contextlib.suppress(OSError):
                     fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            owner = _owner_text(path)
-            raise StoreError(
-                f"{path} is already served by another grade serve ({owner})" if owner else
-                f"{path} is open in another grade command: wait for it to finish, then start the server again"
-            ) from None
+            if _held_exclusively(path):
+                raise StoreError(f"{path} is already served by another grade serve "
+                                 f"({_owner_text(path) or 'another process'})") from None
+            raise StoreError(f"{path} is open in another grade command: wait for it to finish, then start the "
+                             "server again") from None
         if hold is None:
             hold = _HOLDS[key] = _Hold(fd)
         hold.serving += 1

@@ -30,7 +30,7 @@ from grader.server.jobs import open_queue
 from grader.student.course import DEFAULT_COURSE, CourseError, load_course
 from grader.student.store import Store
 from lms_platform import (AGS, INSTITUTION_ADMIN, INSTRUCTOR, LEARNER, SYSTEM_ADMIN, LmsPlatform, User,
-                          auth_url_params, form_fields)
+                          auth_url_params, launch, login_redirect)
 from server_util import HOST, free_port, issue_tokens, wait_for
 
 
@@ -98,22 +98,6 @@ def unbound(tmp_path: Path, lms: LmsPlatform) -> Iterator[dict[str, Any]]:
     """The course server with no ``contexts``: its first instructor launch binds the LMS course."""
     with serve_tool(tmp_path, lms, lms.lti_table()) as served:
         yield served
-
-
-def login_redirect(client: httpx.Client, lms: LmsPlatform, user: str = "ada", **changes: str) -> Any:
-    params = {"iss": lms.issuer, "login_hint": user, "target_link_uri": lms.tool_url + "/lti/launch",
-              "client_id": lms.client_id, "lti_deployment_id": lms.deployment_id, **changes}
-    return client.post("/lti/login", data=params)
-
-
-def launch(client: httpx.Client, lms: LmsPlatform, user: str = "ada", **changes: str) -> Any:
-    """The whole launch as a browser does it: login initiation, the platform's auth, the form POST back."""
-    redirect = login_redirect(client, lms, user, **changes)
-    assert redirect.status_code == 302, redirect.text
-    answer = httpx.get(redirect.headers["location"], timeout=10)
-    assert answer.status_code == 200, answer.text
-    fields = form_fields(answer.text)
-    return client.post("/lti/launch", data=fields)
 
 
 def start_login(client: httpx.Client, lms: LmsPlatform, **changes: str) -> dict[str, str]:
