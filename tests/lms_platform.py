@@ -222,10 +222,12 @@ class LmsPlatform:
             q = request.query_params
             source = f"/start?user={q['user']}&context={q.get('context', '')}"
             return HTMLResponse(
-                '<!doctype html><html><head><title>Deep networks 101 - Test LMS</title></head><body>'
-                '<h1>Deep networks 101</h1><p>The course tool, inside the LMS:</p>'
-                f'<iframe id="tool" title="normgrade" src="{html.escape(source)}" width="1000" height="700" '
-                'allow="clipboard-write"></iframe></body></html>')
+                '<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1">'
+                '<link rel="icon" href="data:,"><title>Deep networks 101 - Test LMS</title></head><body style="margin:0;font-family:sans-serif">'
+                '<h1 style="margin:.5rem">Deep networks 101</h1><p style="margin:.5rem">The course tool, inside the '
+                f'LMS:</p><iframe id="tool" title="normgrade" src="{html.escape(source)}" '
+                'style="display:block;width:100%;height:760px;border:1px solid #888;box-sizing:border-box">'
+                '</iframe></body></html>')
 
         def auth(request: Request) -> Response:
             q = request.query_params

@@ -776,12 +776,15 @@ async def create_extension(request: Request) -> Response:
 
 
 async def sync_roster(request: Request) -> Response:
-    """POST /roster/sync (instructor): pull the LMS's membership into the roster now; the new students' tokens.
+    """POST /roster/sync (instructor, body {}): pull the LMS's membership into the roster now; the new tokens.
 
     ``grade roster sync`` comes here while the server runs (only the server
     writes the database it serves); the dashboard's button does the same sync.
     """
     instructor(request)
+    extra = sorted(await read_json(request, MAX_JSON_BYTES))
+    if extra:
+        raise fail(400, f"the roster sync takes no fields ({extra[0][:40]!r} given): send {{}}")
     result = await lti_services.sync_in_thread(request.app)
     return JSONResponse(result.to_json())
 

@@ -246,7 +246,7 @@ def sync_through_server(db: Path, server: dict[str, Any], token: str | None) -> 
                           "writes it. Pass --token <instructor token> (or $GRADE_TOKEN) to sync through it, or "
                           "press Sync the roster now on the dashboard's LMS page")
     with connection.Client(url, token, timeout=SYNC_TIMEOUT_S) as client:
-        _, doc = client.call("POST", "/roster/sync")
+        _, doc = client.call("POST", "/roster/sync", {})
     return lti_services.SyncResult.from_json(doc)
 
 

@@ -66,7 +66,6 @@ scope, nothing. Each tick:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import secrets
