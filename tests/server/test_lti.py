@@ -214,6 +214,25 @@ def test_a_platform_caching_our_jwks_takes_every_token_request_across_a_rotation
         connector.close()
 
 
+def test_an_older_course_database_gains_the_new_columns_and_keeps_its_key(tmp_path: Path) -> None:
+    """lti_keys and lti_contexts as the first release made them: ensure_tables adds the columns, nothing is lost."""
+    with Store.open(tmp_path / "course.db") as store:
+        with store.transaction() as db:
+            db.execute("CREATE TABLE lti_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT NULL, "
+                       "created_at TEXT NOT NULL, retired INTEGER NOT NULL DEFAULT 0)")
+            db.execute("CREATE TABLE lti_contexts (key TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_id TEXT NOT "
+                       "NULL, deployment_id TEXT NOT NULL, context_id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '', "
+                       "memberships_url TEXT NOT NULL DEFAULT '', lineitems_url TEXT NOT NULL DEFAULT '', "
+                       "scopes TEXT NOT NULL DEFAULT '[]', updated_at TEXT NOT NULL)")
+            key = RSAKey.generate_key(2048, parameters={"kid": "old-key"})
+            db["lti_keys"].insert({"kid": "old-key", "private_pem": key.as_pem(private=True).decode(),
+                                   "created_at": "2026-01-01T00:00:00+00:00", "retired": 0})
+        lti.ensure_tables(store)
+        lti.ensure_tables(store)  # twice: nothing to add the second time
+        assert lti.signing_key(store).kid == "old-key"  # signs as before (signs_from 0)
+        assert "lineitem_url" in {c.name for c in store.db["lti_contexts"].columns}
+
+
 # --- the launch ----------------------------------------------------------------------------------------
 
 
