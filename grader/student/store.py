@@ -400,58 +400,54 @@ def _key(path: Path) -> str:
     return str(path.resolve())
 
 
-def _owner_text(path: Path) -> str:
-    """Who serves ``path``, from its serving file: "pid N at URL" (empty when unreadable)."""
+def _record(path: Path) -> dict[str, Any]:
+    """What a server wrote in the serving file ({"pid", "url", "since"}; {} when there is nothing readable)."""
     try:
         doc = json.loads(serving_file(path).read_text(encoding="utf-8") or "{}")
     except (OSError, ValueError):
-        return ""
-    if not isinstance(doc, dict) or "pid" not in doc:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _owner_text(path: Path) -> str:
+    """Who serves ``path``, from its serving file: "pid N at URL" (empty when unreadable)."""
+    doc = _record(path)
+    if "pid" not in doc:
         return ""
     return f"pid {doc['pid']}" + (f" at {doc['url']}" if doc.get("url") else "")
 
 
 def _held_exclusively(path: Path) -> bool:
-    """Whether another process holds the serving file's lock exclusively (a server) rather than shared."""
+    """Whether another process holds the serving file's lock exclusively (a server), not shared or not at all."""
     import fcntl
 
-    fd = os.open(serving_file(path), os.O_RDONLY)
+    try:
+        fd = os.open(serving_file(path), os.O_RDONLY)
+    except OSError:
+        return False  # never served
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         return False
     except BlockingIOError:
         return True
     finally:
-        os.close(fd)
+        os.close(fd)  # the serving file, never the database: no SQLite lock is dropped; our probe ends
 
 
 def served_by(path: Path | str) -> dict[str, Any] | None:
     """The serving file's record (pid, url) when *another* process serves ``path`` now, else None."""
-    import fcntl
-
     path = Path(path)
     with _HOLDS_LOCK:
         if _key(path) in _HOLDS:
             return None  # this process holds it: it serves it, or a command of ours writes it
-        try:
-            fd = os.open(serving_file(path), os.O_RDONLY)
-        except OSError:
-            return None  # never served
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            try:
-                doc = json.loads(os.pread(fd, 4096, 0).decode("utf-8", "replace") or "{}")
-            except ValueError:
-                doc = {}
-            return doc if isinstance(doc, dict) else {}
-        finally:
-            os.close(fd)  # the serving file, never the database: no SQLite lock is dropped
-    return None
+        if not _held_exclusively(path):
+            return None
+    return _record(path)
 
 
 def _open_serving_file(path: Path) -> int:
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)  # a new database's folder, as Store.open makes it
         return os.open(serving_file(path), os.O_RDWR | os.O_CREAT, 0o600)
     except OSError as exc:
         raise StoreError(f"cannot create {serving_file(path)} ({exc.strerror}): pass another --db") from exc
