@@ -82,7 +82,7 @@ def platform(db: Path, users: dict[str, User]) -> LmsPlatform:
     lms.users = users
 
     def tool_jwks() -> dict[str, Any]:
-        with Store.open(db, inspect=False) as own:
+        with Store.open(db) as own:
             return lti.public_jwks(own)
 
     lms.tool_jwks = tool_jwks
@@ -90,7 +90,7 @@ def platform(db: Path, users: dict[str, User]) -> LmsPlatform:
 
 
 def course_for(lms: LmsPlatform) -> Any:
-    return DEFAULT_COURSE.__class__(name="bench", lti=lms.lti_table())
+    return DEFAULT_COURSE.__class__(name="bench", lti=lms.lti_table(contexts=[lms.context_id]))
 
 
 # --- the launch ---------------------------------------------------------------------------------------
@@ -206,7 +206,7 @@ def post_scores(folder: Path, n: int, queue_kind: str, restart: bool, tag: str) 
     poster = lti_services.ScorePoster(db, queue_url, course_for(lms), [], interval=0.05, lost_after=5.0)
 
     def posted() -> int:
-        with Store.open(db, inspect=False) as store:
+        with Store.open(db) as store:
             return lti_services.score_counts(store).get("posted", 0)
 
     try:

@@ -395,7 +395,7 @@ def batch_command(
         if queue_url is None:
             limits.sandboxed()  # no sandbox and no --no-sandbox: stops here, before any grading
         total = len(batch_lib.find_submissions(submissions_dir))
-        store = Store.open(db)
+        store = Store.open(db, writer="grade batch")
     with store:
         if queue_url is not None:
             click.echo(f"Grading on the queue {queue_url}: `grade worker --queue {queue_url}` processes grade it.",

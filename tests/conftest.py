@@ -121,6 +121,9 @@ SERVER_TESTS: tuple[str, ...] = (
     "tests/student/feedback/test_notebook.py::test_quiz_is_posed_judged_and_recorded_by_the_server_when_logged_in",
     "tests/student/feedback/test_report_html_browser.py::test_the_dashboards_student_page_shows_the_same_pictures",
     "tests/term/test_batch_queue.py",
+    "tests/server/test_database_owner.py",
+    "tests/server/test_server_selftest.py",
+    "tests/server/test_held_server.py",
     "tests/term/test_rescore.py::test_dry_run_then_rescore_on_the_embedded_queue",
     "tests/term/test_rescore.py::test_the_dashboard_shows_the_last_rescoring",
 )

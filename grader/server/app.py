@@ -1,9 +1,14 @@
 """The course server: a Starlette application, its JSON API under ``/api/v1/`` and its pages.
 
 ``create_app(config)`` builds the application; ``grade serve`` runs it with
-uvicorn. One process owns the course database: the request handlers (in the
-event-loop thread, one connection) and the collector thread (its own
-connection, grader/server/collector.py). Workers only see the queue.
+uvicorn. One process owns the course database: ``create_app`` claims it
+(``grader.student.store.serve``: a lock on ``course.db-serving`` holding the
+pid and URL; a second server, or a writing command such as ``grade roster
+import``, is refused in one line while it is held) until the application
+stops. Its request handlers (in the event-loop thread, one connection), the
+collector thread and the LTI score poster (their own connections) all open the
+file with ``Store.open``, which never drops the process's SQLite locks.
+Workers only see the queue.
 
 Every API answer is JSON; an error is ``{"error": "<one line: what was wrong
 and what to do>"}`` with a fitting status (400 bad input, 401 bad token, 403
@@ -19,7 +24,8 @@ MAX_JSON_DEPTH); ids in paths are bounded integers (400 otherwise, 404 when
 there is no such row); an instructor's ``/students/{id}/...`` of a student the
 course does not know is 404. Every response carries the security headers of
 grader/server/headers.py (CSP with ``frame-ancestors 'none'``, nosniff,
-no-referrer).
+no-referrer; only the LTI launch and the pages it lands on may be framed, by
+the configured LMS origins).
 """
 
 from __future__ import annotations
@@ -54,12 +60,13 @@ from grader.quiz import graded, judging
 from grader.student.course import DEFAULT_COURSE, Course, parse_time
 from grader.student.errors import GraderError, StoreError
 from grader.server import auth, lti, lti_services, pages, records
-from grader.server.headers import SecurityHeaders
+from grader.server.headers import Framing, SecurityHeaders
 from grader.server.headers import as_dict as security_headers
 from grader.server.auth import Principal
 from grader.server.collector import Collector
 from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, open_queue
 from grader.server.selftest import RETRY_FIRST_S, SelfTest
+from grader.student import store as store_lib
 from grader.student.store import Store
 from grader.student.client.uploads import MAX_UPLOAD_BYTES, check_files
 from grader.student.client.wire import report_from_dict, report_to_dict
@@ -86,6 +93,7 @@ class ServerConfig:
     collect_interval: float = 0.2
     lease_timeout: float = DEFAULT_LEASE_TIMEOUT_S
     selftest_retry: float = RETRY_FIRST_S  # a failing kind is tested again after this, doubling (selftest.py)
+    url: str = ""  # where this machine reaches the server (written beside the database for its commands)
 
 
 @dataclass
@@ -816,6 +824,20 @@ async def get_health(request: Request) -> Response:
     })
 
 
+async def sync_roster(request: Request) -> Response:
+    """POST /roster/sync (instructor, body {}): pull the LMS's membership into the roster now; the new tokens.
+
+    ``grade roster sync`` comes here while the server runs (only the server
+    writes the database it serves); the dashboard's button does the same sync.
+    """
+    instructor(request)
+    extra = sorted(await read_json(request, MAX_JSON_BYTES))
+    if extra:
+        raise fail(400, f"the roster sync takes no fields ({extra[0][:40]!r} given): send {{}}")
+    result = await lti_services.sync_in_thread(request.app)
+    return JSONResponse(result.to_json())
+
+
 # --- the API index, errors, the application -----------------------------------------------------------
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -838,6 +860,7 @@ API: list[tuple[str, str, Handler, str]] = [  # (method, path, handler, who may 
     ("POST", "/regrades/{id:int}/answer", answer_regrade, "instructor"),
     ("GET", "/extensions", list_extensions, "instructor"),
     ("POST", "/extensions", create_extension, "instructor"),
+    ("POST", "/roster/sync", sync_roster, "instructor"),
 ]
 
 
@@ -873,35 +896,55 @@ def routes() -> list[BaseRoute]:
 
 
 def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
-    """The application; the store opens (StoreError on a corrupt file) and the collector starts with it."""
+    """The application; it claims the database (StoreError when another process serves it or the file is
+    corrupt), and the collector and the score poster start with it."""
     Store.open(config.db_path).close()  # refuses a corrupt or foreign file before anything is served
+    serving = store_lib.serve(config.db_path, config.url)  # from here on this process alone writes the file
+    try:
+        app = _build(config, run_collector, serving)
+    except BaseException:
+        serving.release()
+        raise
+    return app
+
+
+def _build(config: ServerConfig, run_collector: bool, serving: store_lib.Serving) -> Starlette:
     quiz_dir = config.quiz_dir if config.quiz_dir is not None else quiz_lib.default_quiz_dir()
     quizzes = quiz_lib.load_all(quiz_dir) if quiz_dir.is_dir() else []
     st = ServerState(config, quizzes, grader_version=grader_version())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        st.store = store = Store.open(config.db_path)  # this thread's connection: the handlers run here
-        if quizzes:
-            await asyncio.to_thread(judging.warm_up)  # quiz judges fork from a process with SymPy loaded
-        loop = asyncio.get_running_loop()
-        if run_collector:
-            st.collector = Collector(config.db_path, config.queue_url, st.grader_version,
-                                     config.job_timeout, config.collect_interval,
-                                     on_closed=lambda job_id: loop.call_soon_threadsafe(st.wake, job_id),
-                                     lease_timeout=config.lease_timeout,
-                                     selftest=SelfTest(open_queue(config.queue_url), config.selftest_retry))
-            st.collector.start()
+        poster = None
         try:
-            yield
+            st.store = store = Store.open(config.db_path)  # this thread's connection: the handlers run here
+            try:
+                if quizzes:
+                    await asyncio.to_thread(judging.warm_up)  # quiz judges fork from a process with SymPy loaded
+                loop = asyncio.get_running_loop()
+                if run_collector:
+                    st.collector = Collector(config.db_path, config.queue_url, st.grader_version,
+                                             config.job_timeout, config.collect_interval,
+                                             on_closed=lambda job_id: loop.call_soon_threadsafe(st.wake, job_id),
+                                             lease_timeout=config.lease_timeout,
+                                             selftest=SelfTest(open_queue(config.queue_url), config.selftest_retry))
+                    st.collector.start()
+                poster = lti_services.start_poster(app)  # beside the collector, when [lti] names platforms
+                yield
+            finally:
+                if poster is not None:
+                    poster.stop()
+                    poster.join(timeout=10)
+                if st.collector is not None:
+                    st.collector.stop()
+                    st.collector.join(timeout=10)
+                store.close()
         finally:
-            if st.collector is not None:
-                st.collector.stop()
-                st.collector.join(timeout=10)
-            store.close()
+            serving.release()
 
-    app = Starlette(routes=routes(), lifespan=lifespan, middleware=[Middleware(SecurityHeaders)],
+    framing = Framing(lti.platforms_of(config.course).frame_origins(), lti.FRAMED_PATHS)  # who may frame the launch
+    app = Starlette(routes=routes(), lifespan=lifespan, middleware=[Middleware(SecurityHeaders, framing=framing)],
                     exception_handlers={HTTPException: api_error, Exception: server_error})
     app.state.normgrade = st
-    lti_services.install(app)  # LTI 1.3: its tables and key, the score poster beside the collector
+    lti_services.install(app)  # LTI 1.3: its settings, tables and key (the poster starts with the lifespan)
     return app

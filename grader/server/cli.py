@@ -24,6 +24,7 @@ from grader.student.client.remote import RemoteError, one_line  # noqa: F401  (t
 from grader.student.errors import GraderError
 
 DEFAULT_PORT = 8000
+SYNC_TIMEOUT_S = 300.0  # a roster sync through the server waits for every LMS course's membership
 
 
 def _load_course(course: Path | None) -> Any:
@@ -76,7 +77,8 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int, queu
         course = _load_course(course_file)
         queue_url = queue_url or default_queue_url(db)
         open_queue(queue_url).pending()  # an unusable queue stops here, with its reason
-        app = create_app(ServerConfig(db, queue_url, course, quiz_dir, job_timeout, lease_timeout=lease_timeout))
+        app = create_app(ServerConfig(db, queue_url, course, quiz_dir, job_timeout, lease_timeout=lease_timeout,
+                                      url=local_url(host, port)))
     except GraderError as exc:
         raise one_line(exc) from exc
     except Exception as exc:  # redis.ConnectionError and the like: one line
@@ -97,6 +99,13 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int, queu
     finally:
         if pool is not None:
             pool.stop()
+
+
+def local_url(host: str, port: int) -> str:
+    """The URL a command on this machine reaches the server at (written beside the database it serves)."""
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def check_port(host: str, port: int) -> None:
@@ -149,13 +158,16 @@ def roster_group() -> None:
               show_default=True, help="Where the new tokens go (mode 0600), to hand out.")
 @click.option("--reissue", is_flag=True, help="New tokens for every listed student (their old ones stop working).")
 def roster_import_command(roster_csv: Path, db: Path, output: Path, reissue: bool) -> None:
-    """Add the students of ROSTER.csv (columns id,name,email) and issue their tokens."""
+    """Add the students of ROSTER.csv (columns id,name,email) and issue their tokens.
+
+    It writes the database itself: while `grade serve` serves it, it refuses (stop the server first).
+    """
     from grader.server import roster
     from grader.student.store import Store
 
     try:
         entries = roster.read_roster(roster_csv)
-        with Store.open(db) as store:
+        with Store.open(db, writer="grade roster import") as store:
             issued = roster.import_roster(store, entries, reissue)
         roster.write_tokens(output, issued)
     except GraderError as exc:
@@ -171,12 +183,15 @@ def roster_import_command(roster_csv: Path, db: Path, output: Path, reissue: boo
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
               help="The course database [or $GRADE_DB].")
 def roster_instructor_command(db: Path) -> None:
-    """Issue an instructor token and print it (keep it secret; it reads every student's data)."""
+    """Issue an instructor token and print it (keep it secret; it reads every student's data).
+
+    It writes the database itself: while `grade serve` serves it, it refuses (stop the server first).
+    """
     from grader.server import roster
     from grader.student.store import Store
 
     try:
-        with Store.open(db) as store:
+        with Store.open(db, writer="grade roster instructor") as store:
             token = roster.issue_instructor_token(store)
     except GraderError as exc:
         raise one_line(exc) from exc
@@ -190,15 +205,26 @@ def roster_instructor_command(db: Path) -> None:
               help="The course.toml with the [lti] platforms.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("tokens.csv"),
               show_default=True, help="Where the new students' tokens go (mode 0600).")
-def roster_sync_command(db: Path, course_file: Path, output: Path) -> None:
-    """Pull the LMS's membership (LTI NRPS) into the roster: new students get tokens, dropped ones are marked."""
+@click.option("--token", envvar="GRADE_TOKEN", default=None,
+              help="An instructor token, for a sync through the running server [default: $GRADE_TOKEN, else "
+                   "the saved `grade login` when it is to that server].")
+def roster_sync_command(db: Path, course_file: Path, output: Path, token: str | None) -> None:
+    """Pull the LMS's membership (LTI NRPS) into the roster: new students get tokens, dropped ones are marked.
+
+    While `grade serve` serves the database, the sync runs in the server (POST
+    /api/v1/roster/sync with an instructor token): only the server writes it.
+    """
     from grader.server import lti, lti_services, roster
-    from grader.student.store import Store
+    from grader.student import store as store_lib
 
     try:
         config = lti.platforms_of(_load_course(course_file))
-        with Store.open(db) as store:
-            result = lti_services.sync_roster(store, config)
+        server = store_lib.served_by(db)
+        if server is not None:
+            result = sync_through_server(db, server, token)
+        else:
+            with store_lib.Store.open(db, writer="grade roster sync") as store:
+                result = lti_services.sync_roster(store, config)
         if result.tokens:
             roster.write_tokens(output, result.tokens)
     except GraderError as exc:
@@ -212,6 +238,25 @@ def roster_sync_command(db: Path, course_file: Path, output: Path) -> None:
     if not result.contexts:
         raise RemoteError("no LMS course to sync yet: launch the tool once from the LMS course (as instructor), "
                           "then run it again")
+
+
+def sync_through_server(db: Path, server: dict[str, Any], token: str | None) -> Any:
+    """The roster sync done by the server that serves ``db`` (its API), with an instructor token."""
+    from grader.server import lti_services
+    from grader.student.client import connection
+
+    url = str(server.get("url") or "")
+    if not token:
+        login = connection.load_login()
+        token = login.token if login is not None and url and login.server == url.rstrip("/") else None
+    if not url or not token:
+        where = f" at {url}" if url else ""
+        raise RemoteError(f"{db} is served by grade serve (pid {server.get('pid', '?')}{where}): only the server "
+                          "writes it. Pass --token <instructor token> (or $GRADE_TOKEN) to sync through it, or "
+                          "press Sync the roster now on the dashboard's LMS page")
+    with connection.Client(url, token, timeout=SYNC_TIMEOUT_S) as client:
+        _, doc = client.call("POST", "/roster/sync", {})
+    return lti_services.SyncResult.from_json(doc)
 
 
 def register(cli: click.Group) -> None:

@@ -120,7 +120,7 @@ class Collector(threading.Thread):
         self.stopping.set()
 
     def run(self) -> None:
-        store = Store.open(self.db_path, inspect=False)  # the server's own connection was opened (checked) first
+        store = Store.open(self.db_path)  # in the serving process: no second inspection, no lock dropped
         queue = open_queue(self.queue_url)
         try:
             while not self.stopping.is_set():

@@ -11,7 +11,16 @@
   script), ``Referrer-Policy: no-referrer`` (a page's address, which may hold a
   student id, never leaks to another site), ``Cross-Origin-Opener-Policy``.
 
-:class:`SecurityHeaders` adds them to every response that does not set its own.
+**Framing by the LMS** (:class:`Framing`): the LTI launch and the pages it
+lands on (``grader.server.lti.FRAMED_PATHS``) may be shown in an iframe of the
+configured platforms' web origins (Canvas's course navigation, Moodle's
+embedded launch): on those paths ``frame-ancestors`` lists these origins
+instead of ``'none'`` and ``X-Frame-Options`` is left out (it cannot name
+several origins; a browser that knows CSP ignores it anyway). Every other
+answer, and every answer when no platform is configured, keeps ``'none'``.
+
+:class:`SecurityHeaders` adds them to every response that does not set its
+own, and applies the framing rule to every response, its own CSP included.
 """
 
 from __future__ import annotations
@@ -19,11 +28,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+NO_FRAMING = "frame-ancestors 'none'"
 BASE_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
-               "base-uri 'none'; frame-ancestors 'none'")
+               "base-uri 'none'; " + NO_FRAMING)
 OTHER_HEADERS = [
     ("X-Frame-Options", "DENY"),
     ("X-Content-Type-Options", "nosniff"),
@@ -47,23 +58,44 @@ def as_dict(html: str | None = None) -> dict[str, str]:
     return {"Content-Security-Policy": policy_for(html) if html else BASE_POLICY, **dict(OTHER_HEADERS)}
 
 
-class SecurityHeaders:
-    """ASGI middleware: the security headers on every response that has not set them itself."""
+@dataclass(frozen=True)
+class Framing:
+    """Who may frame which paths: ``origins`` (CSP sources) may frame ``paths`` (exact, or a folder's prefix)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    origins: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+
+    def ancestors(self, path: str) -> str | None:
+        """The ``frame-ancestors`` directive for ``path``, or None when it keeps ``'none'``."""
+        if self.origins and any(path == p or path.startswith(p.rstrip("/") + "/") for p in self.paths):
+            return "frame-ancestors " + " ".join(self.origins)
+        return None
+
+
+class SecurityHeaders:
+    """ASGI middleware: the security headers on every response that has not set them itself, and the framing rule."""
+
+    def __init__(self, app: ASGIApp, framing: Framing | None = None) -> None:
         self.app = app
+        self.framing = framing or Framing()
         self.defaults = [(k.lower().encode(), v.encode()) for k, v in as_dict().items()]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        framed = self.framing.ancestors(scope.get("path", ""))
 
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                names = {name.lower() for name, _ in message.get("headers", [])}
-                message["headers"] = list(message.get("headers", [])) + [
-                    (name, value) for name, value in self.defaults if name not in names]
+                headers = list(message.get("headers", []))
+                names = {name.lower() for name, _ in headers}
+                headers += [(name, value) for name, value in self.defaults if name not in names]
+                if framed is not None:
+                    headers = [(name, value.replace(NO_FRAMING.encode(), framed.encode()))
+                               if name.lower() == b"content-security-policy" else (name, value)
+                               for name, value in headers if name.lower() != b"x-frame-options"]
+                message["headers"] = headers
             await send(message)
 
         await self.app(scope, receive, with_headers)

@@ -363,8 +363,9 @@ def post_score(url: str, token: str, score: dict[str, Any]) -> dict[str, Any]:
     """The LTI task body: POST one AGS score to ``url`` (a line item's ``/scores``) with the service token.
 
     Runs on a worker. The result is ``{"ok": true}`` on a 2xx, else
-    ``{"ok": false, "error"}``; the server keeps the score until a result says
-    it was taken, and sends it again otherwise (grader/server/lti_services.py).
+    ``{"ok": false, "error"}`` (with the LMS's ``status`` when it answered);
+    the server keeps the score until a result says it was taken, and sends it
+    again unless the answer was a final refusal (grader/server/lti_services.py).
     """
     try:
         answer = _http_client().post(url, json=score, headers={
@@ -372,8 +373,8 @@ def post_score(url: str, token: str, score: dict[str, Any]) -> dict[str, Any]:
     except Exception as exc:  # httpx.HTTPError and the like: the server sends it again
         return {"ok": False, "error": f"the LMS cannot be reached at {url} ({type(exc).__name__})"}
     if answer.status_code >= 300:
-        return {"ok": False, "error": f"the LMS answered {answer.status_code} at {url}: "
-                                      f"{' '.join(answer.text[:200].split())}"}
+        return {"ok": False, "status": answer.status_code, "error": f"the LMS answered {answer.status_code} at "
+                                                                    f"{url}: {' '.join(answer.text[:200].split())}"}
     return {"ok": True, "status": answer.status_code}
 
 

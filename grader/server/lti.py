@@ -6,10 +6,10 @@ A launch is three requests (IMS LTI Core 1.3 and IMS Security Framework 1.0):
 1. **Third-party login initiation** (``GET|POST /lti/login``): the platform
    sends ``iss``, ``login_hint``, ``target_link_uri`` (and ``client_id``,
    ``lti_message_hint``, ``lti_deployment_id``). We find the registration,
-   store a fresh ``state`` and ``nonce`` (table ``lti_states``), set the state
-   in a cookie, and redirect the browser to the platform's auth URL with
-   ``scope=openid, response_type=id_token, response_mode=form_post,
-   prompt=none``.
+   store a fresh ``state`` and ``nonce`` with that registration (table
+   ``lti_states``), set the state in a cookie, and redirect the browser to
+   the platform's auth URL with ``scope=openid, response_type=id_token,
+   response_mode=form_post, prompt=none``.
 2. **The platform's answer** (``POST /lti/launch``, form ``id_token``,
    ``state``): :func:`validate_launch` is one chain of named checks, each
    refusing with one sentence (:class:`LaunchRefused`): the state cookie
@@ -18,27 +18,51 @@ A launch is three requests (IMS LTI Core 1.3 and IMS Security Framework 1.0):
    ``aud`` holds its client id (``azp`` must be it when present, and must be
    present when ``aud`` lists several); ``exp``/``iat`` within
    :data:`LEEWAY_S`; the ``nonce`` is the one stored with this state and was
-   never used before (table ``lti_nonces``); the deployment id is one
+   never used before (table ``lti_nonces``); the registration (issuer and
+   client id) is the one the login was started for; the deployment id is one
    configured; message type ``LtiResourceLinkRequest``, version ``1.3.0``, a
-   resource link id and a ``sub``.
-3. **Launch = login** (:func:`launch`): a learner is matched to the roster by
-   ``(iss, sub)``, else by e-mail (:func:`match_member`, the same code as
-   ``grade roster sync``) and shown a page
-   with a fresh token and the ``grade login`` command (the token replaces the
-   one the previous launch showed); an instructor (role claims) gets a
+   resource link id, a ``sub``, and a ``target_link_uri`` on this tool.
+3. **Admission** (:func:`admit`): the user's role is read from the *context*
+   roles alone (:func:`context_role`: Instructor and its sub-roles, or
+   Learner; an institution or system Administrator role says nothing about
+   this course), and the launch's course context must be one this course is
+   bound to (:func:`check_context`): those listed in the platform's
+   ``contexts``, else the one its first instructor launch bound
+   (``lti_bindings``). A tool deployed at site or account level shares one
+   deployment id among every course of the LMS: the context, not the
+   deployment, says which course a launch comes from.
+4. **Landing** (:func:`land`, the one place that decides where a launch
+   lands): a learner is matched to the roster by ``(iss, sub)``, else by
+   e-mail (:func:`match_member`, the same code as ``grade roster sync``) and
+   shown a page with a fresh token and the ``grade login`` command (the token
+   replaces the one the previous launch showed); an instructor gets a
    dashboard session (an instructor token made for that LMS user, the
-   dashboard's session cookie derived from it) and is sent to ``/instructor/``.
-   The launch's service endpoints (NRPS memberships, AGS line items) are kept
-   per context (``lti_contexts``) for the roster sync and the score posting.
+   dashboard's session cookie derived from it) and is sent to
+   ``/instructor/``. The launch's service endpoints (NRPS memberships, AGS
+   line items, its scopes) are kept per context (``lti_contexts``) for the
+   roster sync and the score posting.
 
 A refusal is a page with the reason (status 400/403) and a warning in the log
 ``normgrade.lti`` (and a row in ``lti_refusals``, shown on the dashboard's LTI page).
 
+**In a frame of the LMS.** Canvas's course navigation and Moodle's embedded
+launch show the tool in an iframe. Only the launch and the pages it lands on
+(:data:`FRAMED_PATHS`) may be framed, and only by the configured platforms'
+web origins (:meth:`LtiConfig.frame_origins`: each platform's
+``frame_origins``, by default its issuer's origin); every other answer keeps
+``frame-ancestors 'none'`` (grader/server/headers.py). Over https the launch's
+cookies (the state, the dashboard session) are ``SameSite=None; Secure;
+Partitioned`` so that they come with the requests of a cross-site frame
+(:func:`set_launch_cookie`).
+
 **The tool's keys** (``lti_keys``): an RSA 2048 key pair made by the server
 at its first start and kept in the course database; ``GET /lti/jwks``
-publishes the public keys not retired. :func:`rotate_key` makes a new key
-that signs from then on; the previous one stays published (platforms cache
-our JWKS) and the one before it is retired.
+publishes the public keys not retired (``Cache-Control: max-age`` =
+:data:`JWKS_MAX_AGE_S`). :func:`rotate_key` publishes a next key at once and
+signs with it only :data:`JWKS_MAX_AGE_S` later (``signs_from``): a platform
+holding a cached copy of our JWKS has fetched the new key by the time it
+meets a token signed with it. The previous key stays published, older ones
+are retired.
 
 **Platforms** come from ``course.toml`` (:func:`platforms_of`)::
 
@@ -53,6 +77,8 @@ our JWKS) and the one before it is retired.
     token_url = "https://sso.canvaslms.com/login/oauth2/token"
     jwks_url = "https://sso.canvaslms.com/api/lti/security/jwks"
     deployments = ["12:8865aa05b4b79b64a91a86042e43af5ea8ae79eb"]
+    contexts = ["4dde05e8ca1973bcca9bffc13e1548820eee93a3"]    # optional: bound at the first instructor launch
+    frame_origins = ["https://school.instructure.com"]          # optional: default the issuer's origin
 
 JWTs are made and checked with joserfc, never by hand.
 """
@@ -63,10 +89,12 @@ import base64
 import hashlib
 import json
 import logging
+import re
 import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlparse
@@ -95,6 +123,7 @@ MAX_TOKEN_AGE_S = 600    # an id_token issued longer ago than this is refused (w
 STATE_TTL_S = 600        # a login must be completed within this time
 JWKS_TTL_S = 600         # a platform's JWKS is fetched again after this long (or when a kid is unknown)
 JWKS_REFETCH_S = 30      # ... but for an unknown kid at most once per this many seconds (forged kids cost nothing)
+JWKS_MAX_AGE_S = 300     # our JWKS's Cache-Control max-age; a rotated key signs only this long after it is published
 MAX_STATES = 10_000      # logins in progress at once (each unauthenticated login initiation stores one)
 MAX_REFUSALS = 1_000     # refusal rows kept for the dashboard (the log keeps every one)
 MAX_FORM_BYTES = 64 * 1024
@@ -105,14 +134,7 @@ CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 RESOURCE_LINK = "LtiResourceLinkRequest"
-INSTRUCTOR_ROLES = (
-    "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor",
-    "http://purl.imsglobal.org/vocab/lis/v2/membership#Administrator",
-    "http://purl.imsglobal.org/vocab/lis/v2/membership#ContentDeveloper",
-    "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator",
-    "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator",
-    "Instructor", "Administrator", "ContentDeveloper",
-)
+MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
 
 
 class LtiConfigError(GraderError):
@@ -144,10 +166,20 @@ class Platform:
     jwks_url: str
     deployments: tuple[str, ...]
     token_audience: str = ""  # the `aud` of our client assertion (default: token_url)
+    contexts: tuple[str, ...] = ()  # the LMS course contexts of this course (empty: bound at the first launch)
+    frame_origins: tuple[str, ...] = ()  # who may frame the launch (empty: the issuer's origin)
 
     @property
     def assertion_audience(self) -> str:
         return self.token_audience or self.token_url
+
+    @property
+    def framing(self) -> tuple[str, ...]:
+        """The origins that may frame the launch: ``frame_origins``, else the issuer's (Moodle's site)."""
+        if self.frame_origins:
+            return self.frame_origins
+        parts = urlparse(self.issuer)
+        return (f"{parts.scheme}://{parts.netloc}",) if parts.scheme in ("http", "https") and parts.netloc else ()
 
 
 @dataclass(frozen=True)
@@ -172,9 +204,16 @@ class LtiConfig:
                                 "client_id: configure the platform to send client_id", 400, issuer)
         return matches[0]
 
+    def frame_origins(self) -> tuple[str, ...]:
+        """Every platform's framing origins, once each (the launch's ``frame-ancestors``)."""
+        return tuple(dict.fromkeys(o for p in self.platforms for o in p.framing))
+
 
 PLATFORM_FIELDS = ("name", "issuer", "client_id", "auth_url", "token_url", "jwks_url", "deployments",
-                   "token_audience")
+                   "token_audience", "contexts", "frame_origins")
+# a CSP source for frame-ancestors: scheme://host[:port], the host optionally starting with "*." (Canvas's
+# *.instructure.com); nothing that could end the directive or start another (no quote, space, ';' or ',')
+ORIGIN_RE = re.compile(r"^https?://(\*\.)?[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
 
 
 def _url(value: Any, where: str) -> str:
@@ -183,11 +222,19 @@ def _url(value: Any, where: str) -> str:
     return value
 
 
+def _strings(item: dict[str, Any], key: str, where: str, hint: str) -> tuple[str, ...]:
+    value = item.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise LtiConfigError(f"course.toml: {where}.{key} must be a list of strings ({hint})")
+    return tuple(value)
+
+
 def parse_lti(raw: Mapping[str, Any]) -> LtiConfig:
     """Validate the [lti] table (Course.lti) into an LtiConfig; LtiConfigError on the first problem."""
     unknown = sorted(set(raw) - {"tool_url", "platform"})
     if unknown:
-        raise LtiConfigError(f"course.toml: unknown field lti.{unknown[0]}: use tool_url and [[lti.platform]]")
+        raise LtiConfigError(f"course.toml: unknown field lti.{unknown[0]}: use tool_url and [[lti.platform]] "
+                             "(contexts and frame_origins go in each [[lti.platform]])")
     tool_url = raw.get("tool_url", "")
     if tool_url:
         tool_url = _url(tool_url, "lti.tool_url").rstrip("/")
@@ -211,10 +258,17 @@ def parse_lti(raw: Mapping[str, Any]) -> LtiConfig:
                 or not all(isinstance(d, str) and d for d in deployments)):
             raise LtiConfigError(f"course.toml: {where} needs deployments = [\"<deployment id>\", ...] "
                                  "(the LMS shows it when the tool is deployed)")
+        contexts = _strings(item, "contexts", where, "the LMS course ids of this course; docs/lti.md")
+        origins = _strings(item, "frame_origins", where, "like \"https://school.instructure.com\"")
+        for origin in origins:
+            if not ORIGIN_RE.match(origin):
+                raise LtiConfigError(f"course.toml: {where}.frame_origins: {origin!r} is not an origin: write "
+                                     "scheme://host[:port] with no path, like \"https://school.instructure.com\"")
         platform = Platform(
             str(item.get("name") or item["issuer"]), item["issuer"], item["client_id"],
             _url(item["auth_url"], f"{where}.auth_url"), _url(item["token_url"], f"{where}.token_url"),
             _url(item["jwks_url"], f"{where}.jwks_url"), tuple(deployments), str(item.get("token_audience", "")),
+            contexts, origins,
         )
         if any(p.issuer == platform.issuer and p.client_id == platform.client_id for p in platforms):
             raise LtiConfigError(f"course.toml: {where} repeats issuer {platform.issuer!r} with client id "
@@ -232,14 +286,17 @@ def platforms_of(course: Course) -> LtiConfig:
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS lti_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT NULL, created_at TEXT NOT NULL,
-    retired INTEGER NOT NULL DEFAULT 0);
+    retired INTEGER NOT NULL DEFAULT 0, signs_from REAL NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS lti_states (state TEXT PRIMARY KEY, nonce TEXT NOT NULL, issuer TEXT NOT NULL,
     client_id TEXT NOT NULL, created REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS lti_nonces (nonce TEXT PRIMARY KEY, issuer TEXT NOT NULL, used REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS lti_contexts (key TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_id TEXT NOT NULL,
     deployment_id TEXT NOT NULL, context_id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '',
     memberships_url TEXT NOT NULL DEFAULT '', lineitems_url TEXT NOT NULL DEFAULT '',
-    scopes TEXT NOT NULL DEFAULT '[]', updated_at TEXT NOT NULL);
+    scopes TEXT NOT NULL DEFAULT '[]', updated_at TEXT NOT NULL, lineitem_url TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS lti_bindings (issuer TEXT NOT NULL, client_id TEXT NOT NULL, context_id TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '', bound_at TEXT NOT NULL, bound_by TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (issuer, client_id, context_id));
 CREATE TABLE IF NOT EXISTS lti_users (issuer TEXT NOT NULL, sub TEXT NOT NULL, student TEXT NOT NULL,
     PRIMARY KEY (issuer, sub));
 CREATE TABLE IF NOT EXISTS lti_members (context_key TEXT NOT NULL, sub TEXT NOT NULL, student TEXT NOT NULL,
@@ -258,6 +315,11 @@ CREATE INDEX IF NOT EXISTS lti_scores_item ON lti_scores (context_key, sub, reso
 CREATE TABLE IF NOT EXISTS lti_refusals (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL,
     issuer TEXT NOT NULL, reason TEXT NOT NULL);
 """
+# columns added after a table's first release: (table, column, definition), added to older databases
+ADDED_COLUMNS = (
+    ("lti_keys", "signs_from", "REAL NOT NULL DEFAULT 0"),
+    ("lti_contexts", "lineitem_url", "TEXT NOT NULL DEFAULT ''"),
+)
 
 
 def ensure_tables(store: Store) -> None:
@@ -266,48 +328,83 @@ def ensure_tables(store: Store) -> None:
         for statement in SCHEMA.split(";"):
             if statement.strip():
                 db.execute(statement)
+        for table, column, definition in ADDED_COLUMNS:
+            if column not in {c.name for c in db[table].columns}:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
 
 # --- the tool's keys --------------------------------------------------------------------------------
 
 
-def _new_key(db: sqlite_utils.Database) -> None:
+def _new_key(db: sqlite_utils.Database, signs_from: float) -> str:
     kid = secrets.token_hex(8)
     key = RSAKey.generate_key(2048, parameters={"kid": kid, "use": "sig", "alg": "RS256"})
     db["lti_keys"].insert({"kid": kid, "private_pem": key.as_pem(private=True).decode(),
-                           "created_at": utc_now(), "retired": 0})
+                           "created_at": utc_now(), "retired": 0, "signs_from": signs_from})
+    return kid
 
 
-def signing_key(store: Store) -> RSAKey:
-    """The tool's current private key (made at the first call)."""
-    rows = list(store.db.query("SELECT kid, private_pem FROM lti_keys WHERE retired = 0 ORDER BY rowid DESC LIMIT 1"))
+def _key_of(row: Mapping[str, Any]) -> RSAKey:
+    return RSAKey.import_key(row["private_pem"], {"kid": row["kid"], "use": "sig", "alg": "RS256"})
+
+
+def signing_key(store: Store, now: float | None = None) -> RSAKey:
+    """The key that signs now: the newest published one whose ``signs_from`` has come (made at the first call)."""
+    now = time.time() if now is None else now
+    query = ("SELECT kid, private_pem FROM lti_keys WHERE retired = 0 AND signs_from <= ? "
+             "ORDER BY signs_from DESC, rowid DESC LIMIT 1")
+    rows = list(store.db.query(query, [now]))
     if not rows:
         with store.transaction() as db:
-            if not list(db.query("SELECT 1 FROM lti_keys WHERE retired = 0")):
-                _new_key(db)
-        return signing_key(store)
-    return RSAKey.import_key(rows[0]["private_pem"], {"kid": rows[0]["kid"], "use": "sig", "alg": "RS256"})
+            if not list(db.query(query, [now])):
+                _new_key(db, 0.0)
+            rows = list(db.query(query, [now]))
+    return _key_of(rows[0])
 
 
-def rotate_key(store: Store) -> str:
-    """Make a new signing key; keep the previous one published, retire older ones. Returns the new kid."""
-    signing_key(store)
+class RotationWaiting(GraderError):
+    """A rotation asked for while the previous one's next key is not signing yet."""
+
+
+def rotate_key(store: Store, now: float | None = None) -> str:
+    """Publish a next key that signs from :data:`JWKS_MAX_AGE_S` on; returns its kid.
+
+    Until then the current key keeps signing, so a platform that cached our
+    JWKS (for up to the max-age we publish) meets the new key only after its
+    copy has expired. The current key stays published after that, keys older
+    than it are retired. RotationWaiting while a next key already waits.
+    """
+    now = time.time() if now is None else now
+    current = signing_key(store, now)
     with store.transaction() as db:
-        _new_key(db)
-        live = [r["kid"] for r in db.query("SELECT kid FROM lti_keys WHERE retired = 0 ORDER BY rowid DESC")]
-        for kid in live[2:]:
-            db.execute("UPDATE lti_keys SET retired = 1 WHERE kid = ?", [kid])
-    return live[0]
+        waiting = list(db.query("SELECT kid, signs_from FROM lti_keys WHERE retired = 0 AND signs_from > ?", [now]))
+        if waiting:
+            starts = datetime.fromtimestamp(waiting[0]["signs_from"], timezone.utc).isoformat(timespec="seconds")
+            raise RotationWaiting(f"the next key {waiting[0]['kid']} is published and signs from {starts}: "
+                                  "rotate again after that")
+        kid = _new_key(db, now + JWKS_MAX_AGE_S)
+        keep = {kid, current.kid}
+        previous = list(db.query("SELECT kid FROM lti_keys WHERE retired = 0 AND kid != ? AND signs_from <= ? "
+                                 "ORDER BY signs_from DESC, rowid DESC", [current.kid, now]))
+        for row in previous:  # the current key is still the one that signs: those before it go
+            if row["kid"] not in keep:
+                db.execute("UPDATE lti_keys SET retired = 1 WHERE kid = ?", [row["kid"]])
+    return kid
+
+
+def published_keys(store: Store) -> list[dict[str, Any]]:
+    """The keys not retired, newest first: kid, created_at, signs_from."""
+    signing_key(store)
+    return list(store.db.query("SELECT kid, created_at, signs_from FROM lti_keys WHERE retired = 0 "
+                               "ORDER BY signs_from DESC, rowid DESC"))
 
 
 def public_jwks(store: Store) -> dict[str, Any]:
-    """The tool's JWKS: the public halves of the keys not retired (newest first)."""
+    """The tool's JWKS: the public halves of the keys not retired (newest first, the next key included)."""
     signing_key(store)
-    keys = []
-    for row in store.db.query("SELECT kid, private_pem FROM lti_keys WHERE retired = 0 ORDER BY rowid DESC"):
-        key = RSAKey.import_key(row["private_pem"], {"kid": row["kid"], "use": "sig", "alg": "RS256"})
-        keys.append(key.as_dict(private=False))
-    return {"keys": keys}
+    rows = store.db.query("SELECT kid, private_pem FROM lti_keys WHERE retired = 0 "
+                          "ORDER BY signs_from DESC, rowid DESC")
+    return {"keys": [_key_of(row).as_dict(private=False) for row in rows]}
 
 
 # --- platform JWKS ----------------------------------------------------------------------------------
@@ -341,6 +438,27 @@ class JwksCache:
 # --- the launch chain -------------------------------------------------------------------------------
 
 
+def context_role(roles: list[str]) -> str | None:
+    """``"instructor"``, ``"learner"`` or None, read from the LIS *context* roles alone.
+
+    Instructor: ``membership#Instructor`` or one of its sub-roles
+    (``membership/Instructor#TeachingAssistant``, ...), or the short name
+    ``Instructor``; learner: ``membership#Learner``, its sub-roles, or
+    ``Learner``; both: instructor. Institution and system roles
+    (``institution/person#Administrator``, ``system/person#Administrator``,
+    an institution's ``#Instructor`` faculty) say nothing about this course,
+    and a context Administrator, Mentor or ContentDeveloper is neither.
+    """
+    def has(name: str) -> bool:
+        return any(r in (f"{MEMBERSHIP}#{name}", name) or r.startswith(f"{MEMBERSHIP}/{name}#") for r in roles)
+
+    if has("Instructor"):
+        return "instructor"
+    if has("Learner"):
+        return "learner"
+    return None
+
+
 @dataclass
 class Launch:
     """A validated resource-link launch."""
@@ -362,10 +480,13 @@ class Launch:
         return [str(r) for r in roles] if isinstance(roles, list) else []
 
     @property
+    def role(self) -> str | None:
+        """The user's role in the launch's course: "instructor", "learner" or None (:func:`context_role`)."""
+        return context_role(self.roles)
+
+    @property
     def is_instructor(self) -> bool:
-        return any(r in INSTRUCTOR_ROLES or r.startswith(INSTRUCTOR_ROLES[0] + "#") or
-                   r.startswith("http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#")
-                   for r in self.roles)
+        return self.role == "instructor"
 
     @property
     def context(self) -> dict[str, Any]:
@@ -373,8 +494,16 @@ class Launch:
         return value if isinstance(value, dict) else {}
 
     @property
+    def context_id(self) -> str:
+        return str(self.context.get("id", ""))
+
+    @property
+    def context_title(self) -> str:
+        return str(self.context.get("title") or self.context.get("label") or "")
+
+    @property
     def context_key(self) -> str:
-        return context_key(self.platform.issuer, self.deployment_id, str(self.context.get("id", "")))
+        return context_key(self.platform.issuer, self.deployment_id, self.context_id)
 
 
 def context_key(issuer: str, deployment_id: str, context_id: str) -> str:
@@ -396,9 +525,36 @@ def unverified_header_and_claims(id_token: str) -> tuple[dict[str, Any], dict[st
     return decoded[0], decoded[1]
 
 
+def _registration(config: LtiConfig, issuer: str, auds: list[str], azp: Any) -> Platform:
+    """The registration a token is for: the one client id of ours in ``aud``; of several, the one ``azp`` names."""
+    candidates = [p for p in config.platforms if p.issuer == issuer]
+    if not candidates:
+        config.find(issuer, None)  # raises: not registered
+    named = [p for p in candidates if p.client_id in auds]
+    if len(named) > 1:
+        named = [p for p in named if p.client_id == azp]
+        if not named:
+            raise LaunchRefused("the id_token's audience names several of this tool's registrations and its azp "
+                                "none of them: launch again from the LMS", 403, issuer)
+    if not named:
+        raise LaunchRefused(f"the id_token is for audience {auds!r}, not this tool's client id "
+                            f"({', '.join(p.client_id for p in candidates)}): check the client id in "
+                            "course.toml", 403, issuer)
+    return named[0]
+
+
+def same_origin(url: str, base: str) -> bool:
+    """Whether ``url`` is on the server at ``base`` (scheme, host and port)."""
+    a, b = urlparse(url), urlparse(base)
+    return bool(a.scheme) and (a.scheme, a.netloc.lower()) == (b.scheme, b.netloc.lower())
+
+
 async def validate_launch(store: Store, config: LtiConfig, jwks: JwksCache, id_token: str, state: str,
-                          cookie_state: str | None, now: float | None = None) -> Launch:
-    """The launch chain (module docstring, step 2); LaunchRefused with the first check that fails."""
+                          cookie_state: str | None, tool: str, now: float | None = None) -> Launch:
+    """The launch chain (module docstring, step 2); LaunchRefused with the first check that fails.
+
+    ``tool`` is this tool's base URL: the token's ``target_link_uri`` must be on it.
+    """
     now = time.time() if now is None else now
     if not state or not cookie_state or not secrets.compare_digest(state, cookie_state):
         raise LaunchRefused("the launch's state does not match this browser's login (the cookie is missing or "
@@ -410,14 +566,7 @@ async def validate_launch(store: Store, config: LtiConfig, jwks: JwksCache, id_t
         raise LaunchRefused("the id_token has no issuer (iss): launch again from the LMS")
     aud = unverified.get("aud")
     auds = [aud] if isinstance(aud, str) else [a for a in aud if isinstance(a, str)] if isinstance(aud, list) else []
-    candidates = [p for p in config.platforms if p.issuer == issuer]
-    if not candidates:
-        config.find(issuer, None)  # raises: not registered
-    platform = next((p for p in candidates if p.client_id in auds), None)
-    if platform is None:
-        raise LaunchRefused(f"the id_token is for audience {auds!r}, not this tool's client id "
-                            f"({', '.join(p.client_id for p in candidates)}): check the client id in "
-                            "course.toml", 403, issuer)
+    platform = _registration(config, issuer, auds, unverified.get("azp"))
     if header.get("alg") not in ALGORITHMS:
         raise LaunchRefused(f"the id_token is signed with {header.get('alg')!r}; LTI requires RS256", 400, issuer)
     key_set = await jwks.key_set(platform.jwks_url, header.get("kid"))
@@ -452,12 +601,16 @@ async def validate_launch(store: Store, config: LtiConfig, jwks: JwksCache, id_t
         if list(db.query("SELECT 1 FROM lti_nonces WHERE nonce = ?", [nonce])):
             raise LaunchRefused("this launch was already used (its nonce was seen before): a replayed launch "
                                 "is refused; launch again from the LMS", 403, issuer)
-        rows = list(db.query("SELECT nonce, issuer, created FROM lti_states WHERE state = ?", [state]))
+        rows = list(db.query("SELECT nonce, issuer, client_id, created FROM lti_states WHERE state = ?", [state]))
         if not rows or rows[0]["created"] < now - STATE_TTL_S:
             raise LaunchRefused("this login is unknown or too old (state): launch again from the LMS", 400, issuer)
-        if not secrets.compare_digest(rows[0]["nonce"], nonce) or rows[0]["issuer"] != issuer:
+        if not secrets.compare_digest(rows[0]["nonce"], nonce):
             raise LaunchRefused("the id_token's nonce is not the one this login sent: launch again from the LMS",
                                 403, issuer)
+        if (rows[0]["issuer"], rows[0]["client_id"]) != (issuer, platform.client_id):
+            raise LaunchRefused(f"the id_token is for the registration {platform.client_id!r} of {issuer}, but this "
+                                f"login was started for {rows[0]['client_id']!r} of {rows[0]['issuer']}: "
+                                "launch again from the LMS", 403, issuer)
         db.execute("INSERT INTO lti_nonces (nonce, issuer, used) VALUES (?, ?, ?)", [nonce, issuer, now])
         db.execute("DELETE FROM lti_states WHERE state = ? OR created < ?", [state, now - STATE_TTL_S])
     deployment = claims.get(CLAIM + "deployment_id")
@@ -474,6 +627,10 @@ async def validate_launch(store: Store, config: LtiConfig, jwks: JwksCache, id_t
     link = claims.get(CLAIM + "resource_link")
     if not isinstance(link, dict) or not link.get("id"):
         raise LaunchRefused("the launch has no resource link id: launch from a link in the course", 400, issuer)
+    target = claims.get(CLAIM + "target_link_uri")
+    if not isinstance(target, str) or not same_origin(target, tool):
+        raise LaunchRefused(f"the launch's target link {target!r} is not this tool ({tool}): set the tool's "
+                            "launch URL in the LMS to this server's /lti/launch", 400, issuer)
     if not isinstance(claims.get(CLAIM + "roles"), list):
         raise LaunchRefused("the launch has no roles claim: launch again from the LMS", 400, issuer)
     if not str(claims["sub"]).strip():
@@ -482,23 +639,89 @@ async def validate_launch(store: Store, config: LtiConfig, jwks: JwksCache, id_t
     return Launch(platform, claims)
 
 
+# --- admission: the role in this course, and this course's contexts ------------------------------------
+
+
+def bound_contexts(store: Store, platform: Platform) -> dict[str, str]:
+    """The LMS course contexts of this course on one registration: context id -> title.
+
+    The platform's ``contexts`` in course.toml when it lists any, else the
+    one its first instructor launch bound (``lti_bindings``).
+    """
+    if platform.contexts:
+        return {c: "" for c in platform.contexts}
+    return {r["context_id"]: r["title"] for r in store.db.query(
+        "SELECT context_id, title FROM lti_bindings WHERE issuer = ? AND client_id = ? ORDER BY rowid",
+        [platform.issuer, platform.client_id])}
+
+
+def _course_name(context_id: str, title: str) -> str:
+    return f"'{title}' ({context_id})" if title else f"{context_id!r}"
+
+
+def check_context(store: Store, launch: Launch) -> None:
+    """The launch comes from a course context of this course, or binds the first one (an instructor's).
+
+    LaunchRefused otherwise: a launch from another course of the same LMS
+    (a tool deployed at site or account level shares one deployment id among
+    them all), or a learner's launch before any instructor's.
+    """
+    platform, issuer, context_id = launch.platform, launch.platform.issuer, launch.context_id
+    if not context_id:
+        raise LaunchRefused("the launch has no course context: add the tool to a course and launch it from there",
+                            400, issuer)
+    with store.transaction() as db:  # read and bind in one transaction: two first launches bind one context
+        bound = bound_contexts(store, platform)
+        if context_id in bound:
+            return
+        here = _course_name(context_id, launch.context_title)
+        if bound:
+            ours = ", ".join(_course_name(c, t) for c, t in bound.items())
+            raise LaunchRefused(f"this launch comes from the LMS course {here} of {platform.name}, but this course "
+                                f"is bound to {ours}: add the tool to that course, or run a server of its own for "
+                                "this one (a tool set up for the whole LMS shares one deployment among its courses)",
+                                403, issuer)
+        if not launch.is_instructor:
+            raise LaunchRefused(f"this course is not bound to an LMS course yet: its instructor launches the tool "
+                                f"once from the LMS course (yours is {here}), then launch again", 403, issuer)
+        db["lti_bindings"].insert({"issuer": issuer, "client_id": platform.client_id, "context_id": context_id,
+                                   "title": launch.context_title[:200], "bound_at": utc_now(),
+                                   "bound_by": launch.sub[:200]})
+    LOG.warning("LTI: this course is now bound to the LMS course %s of %s (first instructor launch, %s)",
+                here, platform.name, launch.sub)
+
+
+def admit(store: Store, launch: Launch) -> None:
+    """The launch's user may enter: a teacher or a student of this course (LaunchRefused otherwise)."""
+    if launch.role is None:
+        shown = ", ".join(r.rsplit("/", 1)[-1] for r in launch.roles[:5]) or "none"
+        raise LaunchRefused(f"your role in this LMS course ({shown}) is neither a teacher's nor a student's: "
+                            "ask to be enrolled in the course as one", 403, launch.platform.issuer)
+    check_context(store, launch)
+
+
 def save_context(store: Store, launch: Launch) -> str:
-    """Keep the launch's context and its service endpoints (NRPS, AGS); return the context key."""
-    nrps = launch.claims.get(NRPS_CLAIM) if isinstance(launch.claims.get(NRPS_CLAIM), dict) else {}
-    ags = launch.claims.get(AGS_CLAIM) if isinstance(launch.claims.get(AGS_CLAIM), dict) else {}
+    """Keep the launch's context and its service endpoints (NRPS; AGS: line items, one line item, scopes).
+
+    A launch without the NRPS or AGS claim leaves what an earlier launch told us.
+    """
+    nrps = launch.claims.get(NRPS_CLAIM) if isinstance(launch.claims.get(NRPS_CLAIM), dict) else None
+    ags = launch.claims.get(AGS_CLAIM) if isinstance(launch.claims.get(AGS_CLAIM), dict) else None
     key = launch.context_key
     with store.transaction() as db:
-        old = next(iter(db.query("SELECT memberships_url, lineitems_url, scopes FROM lti_contexts WHERE key = ?",
-                                 [key])), None)
-        db["lti_contexts"].upsert({
-            "key": key, "issuer": launch.platform.issuer, "client_id": launch.platform.client_id,
-            "deployment_id": launch.deployment_id, "context_id": str(launch.context.get("id", "")),
-            "title": str(launch.context.get("title", "")),
-            "memberships_url": str(nrps.get("context_memberships_url") or (old or {}).get("memberships_url", "")),
-            "lineitems_url": str(ags.get("lineitems") or (old or {}).get("lineitems_url", "")),
-            "scopes": json.dumps(ags.get("scope") or json.loads((old or {}).get("scopes", "[]"))),
-            "updated_at": utc_now(),
-        }, pk="key")
+        old = next(iter(db.query("SELECT * FROM lti_contexts WHERE key = ?", [key])), {})
+        row = {"key": key, "issuer": launch.platform.issuer, "client_id": launch.platform.client_id,
+               "deployment_id": launch.deployment_id, "context_id": launch.context_id,
+               "title": launch.context_title, "updated_at": utc_now(),
+               "memberships_url": old.get("memberships_url", ""), "lineitems_url": old.get("lineitems_url", ""),
+               "lineitem_url": old.get("lineitem_url", ""), "scopes": old.get("scopes", "[]")}
+        if nrps is not None:
+            row["memberships_url"] = str(nrps.get("context_memberships_url") or "")
+        if ags is not None:
+            scopes = ags.get("scope")
+            row.update(lineitems_url=str(ags.get("lineitems") or ""), lineitem_url=str(ags.get("lineitem") or ""),
+                       scopes=json.dumps([str(x) for x in scopes] if isinstance(scopes, list) else []))
+        db["lti_contexts"].upsert(row, pk="key")
     return key
 
 
@@ -568,7 +791,7 @@ async def login_initiation(request: Request) -> Response:
                                 f"({', '.join(platform.deployments)}): add it to deployments in course.toml",
                                 403, issuer)
         target = params["target_link_uri"]
-        if urlparse(target).netloc != urlparse(tool_url(request)).netloc:
+        if not same_origin(target, tool_url(request)):
             raise LaunchRefused(f"the target link {target!r} is not on this server ({tool_url(request)}): set the "
                                 "tool's launch URL in the LMS to this server", 400, issuer)
     except LaunchRefused as refused:
@@ -592,15 +815,35 @@ async def login_initiation(request: Request) -> Response:
         query["lti_message_hint"] = params["lti_message_hint"]
     separator = "&" if urlparse(platform.auth_url).query else "?"
     response = RedirectResponse(platform.auth_url + separator + urlencode(query), status_code=302)
-    secure = tool_url(request).startswith("https://")
-    # the platform posts the launch back cross-site: over https the cookie must be SameSite=None to come with it
-    response.set_cookie(STATE_COOKIE, state, max_age=STATE_TTL_S, path="/lti", httponly=True, secure=secure,
-                        samesite="none" if secure else "lax")
+    # the platform posts the launch back cross-site, maybe inside its frame: the cookie must come with it
+    set_launch_cookie(request, response, STATE_COOKIE, state, STATE_TTL_S, "/lti", over_http="lax")
     return response
 
 
+def set_launch_cookie(request: Request, response: Response, name: str, value: str, max_age: int, path: str,
+                      over_http: str) -> None:
+    """A cookie the launch sets, made to work inside the LMS's frame.
+
+    Over https: ``SameSite=None; Secure; Partitioned``: SameSite=None so that
+    it comes with the platform's cross-site form POST and with the requests of
+    a page framed by the LMS; Partitioned (CHIPS) so that a browser blocking
+    third-party cookies still keeps it, in a jar of its own for the LMS's site
+    (the same jar serves the launch in a new window: there the top-level site
+    is ours). Over plain http a browser refuses SameSite=None (it needs
+    Secure): ``over_http`` ("lax", "strict") applies, and the tool works in a
+    new window only. Python's http.cookies writes Partitioned only from 3.14:
+    the attribute is added to the header Starlette wrote.
+    """
+    secure = tool_url(request).startswith("https://")
+    response.set_cookie(name, value, max_age=max_age, path=path, httponly=True, secure=secure,
+                        samesite="none" if secure else over_http)  # type: ignore[arg-type]
+    if secure:
+        index = max(i for i, (key, _) in enumerate(response.raw_headers) if key == b"set-cookie")
+        response.raw_headers[index] = (b"set-cookie", response.raw_headers[index][1] + b"; Partitioned")
+
+
 async def launch_endpoint(request: Request) -> Response:
-    """POST /lti/launch: validate the id_token (the chain), then log the user in (student page or dashboard)."""
+    """POST /lti/launch: validate the id_token (the chain), admit the user, and land (student page or dashboard)."""
     try:
         params = await read_params(request)
         if "error" in params:
@@ -609,21 +852,38 @@ async def launch_endpoint(request: Request) -> Response:
         if request.method != "POST" or "id_token" not in params:
             raise LaunchRefused("a launch is a form POST with id_token and state: start it from the LMS", 400)
         launch = await validate_launch(store_of(request), config_of(request), request.app.state.lti_jwks,
-                                       params["id_token"], params.get("state", ""), request.cookies.get(STATE_COOKIE))
+                                       params["id_token"], params.get("state", ""), request.cookies.get(STATE_COOKIE),
+                                       tool_url(request))
+        admit(store_of(request), launch)
     except LaunchRefused as refused:
         return refuse(request, refused)
+    return land(request, launch)
+
+
+# The launch and the pages land() sends it to: only these may be framed, by the platforms' origins
+# (grader/server/headers.py); a new landing page (the student's own page) is added here, beside land().
+FRAMED_PATHS = ("/lti/login", "/lti/launch", "/instructor")
+
+
+def land(request: Request, launch: Launch) -> Response:
+    """Where an admitted launch lands: the one place that decides.
+
+    An instructor: a dashboard session, then ``/instructor/``
+    (:func:`instructor_session`). A learner: matched to the roster (added
+    when new) and shown the page with their fresh token and the ``grade
+    login`` command.
+    """
     store = store_of(request)
     key = save_context(store, launch)
     if launch.is_instructor:
         return instructor_session(request, launch)
-    member = match_member(store, launch.platform.issuer, key, launch.sub,
-                                       str(launch.claims.get("email", "")), str(launch.claims.get("name", "")),
-                                       "learner", issue_token=False)
+    member = match_member(store, launch.platform.issuer, key, launch.sub, str(launch.claims.get("email", "")),
+                          str(launch.claims.get("name", "")), "learner", issue_token=False)
     token = launch_token(store, member, launch)
     LOG.info("LTI launch: %s (%s) from %s", member, launch.sub, launch.platform.issuer)
     return page(request, 200, "Signed in", student=member, name=str(launch.claims.get("name", "")),
                 token=token, login_command=f".venv/bin/grade login {tool_url(request)} --token {token}",
-                server=tool_url(request), context=str(launch.context.get("title", "")))
+                server=tool_url(request), context=launch.context_title)
 
 
 def new_student_id(store: Store, issuer: str, sub: str, email: str) -> str:
@@ -639,7 +899,9 @@ def match_member(store: Store, issuer: str, context_key: str, sub: str, email: s
 
     Matched by ``(iss, sub)`` first, then by e-mail (case-insensitive) among
     roster rows no LMS user has claimed yet. A new student gets a roster row
-    and (``issue_token``) a token, as ``grade roster import`` gives one.
+    and (``issue_token``) a token, as ``grade roster import`` gives one. A
+    membership already recorded as it is stays untouched (no write: a sync
+    that changes nothing changes no row).
     """
     student = next((r["student"] for r in store.db.query(
         "SELECT student FROM lti_users WHERE issuer = ? AND sub = ?", [issuer, sub])), None)
@@ -662,8 +924,12 @@ def match_member(store: Store, issuer: str, context_key: str, sub: str, email: s
     with store.transaction() as db:
         db.execute("INSERT OR IGNORE INTO lti_users (issuer, sub, student) VALUES (?, ?, ?)", [issuer, sub, student])
         if context_key:
-            db["lti_members"].upsert({"context_key": context_key, "sub": sub, "student": student, "role": role,
-                                      "status": "active", "updated_at": utc_now()}, pk=("context_key", "sub"))
+            db.execute("INSERT INTO lti_members (context_key, sub, student, role, status, updated_at) "
+                       "VALUES (?, ?, ?, ?, 'active', ?) ON CONFLICT (context_key, sub) DO UPDATE SET "
+                       "student = excluded.student, role = excluded.role, status = 'active', "
+                       "updated_at = excluded.updated_at WHERE (student, role, status) IS NOT "
+                       "(excluded.student, excluded.role, 'active')",
+                       [context_key, sub, student, role, utc_now()])
     return student
 
 
@@ -686,23 +952,24 @@ def instructor_session(request: Request, launch: Launch) -> Response:
 
     The dashboard's session is derived from an instructor token
     (grader/server/instructor.py); the launch makes one for this LMS user
-    (replacing the previous launch's) and never shows it. The page forwards
-    with a same-site navigation, so the dashboard's SameSite=Strict cookie
-    comes with it after the platform's cross-site POST.
+    (replacing the previous launch's) and never shows it. Its cookie is a
+    launch cookie (:func:`set_launch_cookie`: SameSite=None; Secure;
+    Partitioned over https, so the dashboard works inside the LMS's frame;
+    SameSite=Strict over http, where the page's same-site navigation to the
+    dashboard brings it along).
     """
     store = store_of(request)
     token = launch_token(store, "instructor", launch)
     LOG.info("LTI instructor launch: %s from %s", launch.sub, launch.platform.issuer)
     response = page(request, 200, "Opening the dashboard", forward="/instructor/")
-    response.set_cookie(instructor.COOKIE, instructor.new_session(request, auth.hash_token(token)),
-                        max_age=instructor.SESSION_HOURS * 3600, path="/instructor", httponly=True,
-                        samesite="strict", secure=tool_url(request).startswith("https://"))
+    set_launch_cookie(request, response, instructor.COOKIE, instructor.new_session(request, auth.hash_token(token)),
+                      instructor.SESSION_HOURS * 3600, "/instructor", over_http="strict")
     return response
 
 
 async def jwks_endpoint(request: Request) -> Response:
     """GET /lti/jwks: the tool's public keys (the platform checks our service-token requests with them)."""
-    return JSONResponse(public_jwks(store_of(request)), headers={"Cache-Control": "max-age=300"})
+    return JSONResponse(public_jwks(store_of(request)), headers={"Cache-Control": f"max-age={JWKS_MAX_AGE_S}"})
 
 
 async def tool_configuration(request: Request) -> Response:
@@ -710,6 +977,7 @@ async def tool_configuration(request: Request) -> Response:
     base = tool_url(request)
     return JSONResponse({
         "title": request.app.state.normgrade.config.course.name,
+        "description": f"Hidden checks, quizzes and progress of {request.app.state.normgrade.config.course.name}",
         "oidc_initiation_url": base + "/lti/login", "target_link_uri": base + "/lti/launch",
         "redirect_uris": [base + "/lti/launch"], "public_jwk_url": base + "/lti/jwks",
         "scopes": [
@@ -719,7 +987,8 @@ async def tool_configuration(request: Request) -> Response:
         ],
         "claims": ["iss", "sub", "name", "email"],
         "platforms": [{"name": p.name, "issuer": p.issuer, "client_id": p.client_id,
-                       "deployments": list(p.deployments)} for p in config_of(request).platforms],
+                       "deployments": list(p.deployments), "contexts": list(p.contexts),
+                       "frame_origins": list(p.framing)} for p in config_of(request).platforms],
     })
 
 

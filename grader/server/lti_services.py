@@ -4,24 +4,35 @@
 with a JWT client assertion (IMS Security Framework 4.1): ``iss`` = ``sub`` =
 our client id, ``aud`` = the platform's token URL, a fresh ``jti``, signed by
 the tool's current key (grader/server/lti.py); the access token is cached
-per platform and scopes until a minute before it expires.
+per platform and scopes until a minute before it expires. Only scopes the
+launch's AGS claim granted are asked for.
 
-**Names and Role Provisioning** (:func:`sync_roster`, ``grade roster sync``
-and the dashboard's button): for each course context a launch told us about,
-the membership container is read (every page, ``Link: rel="next"``); each
-member is matched to the roster by ``lti.match_member``: by ``(iss, sub)``,
-else by e-mail (case-insensitive), else a new roster row (the id is the
-e-mail when it is a valid id, else ``lti-<hash>``) with a token; members no
-longer listed, or listed ``Inactive``/``Deleted``, are marked ``dropped`` in
-``lti_members``. Nothing is deleted: their attempts, tokens and roster rows
-stay.
+**Names and Role Provisioning** (:func:`sync_roster`, ``grade roster sync``,
+``POST /api/v1/roster/sync`` and the dashboard's button): for each course
+context this course is bound to (``lti.bound_contexts``), the membership
+container is read (every page, ``Link: rel="next"``). A member's status comes
+first: one listed ``Inactive`` (or ``Deleted``) is never matched nor added,
+and is marked ``dropped`` when they were active. Each active learner (by the
+context role alone, ``lti.context_role``) is matched to the roster by
+``lti.match_member``: by ``(iss, sub)``, else by e-mail (case-insensitive),
+else a new roster row (the id is the e-mail when it is a valid id, else
+``lti-<hash>``) with a token; members no longer listed are marked ``dropped``
+in ``lti_members``. A member recorded as they are is not written again, so a
+sync that finds nothing new reports "no change" and touches no row (nor the
+score poster's fingerprint). Nothing is deleted: attempts, tokens and roster
+rows stay.
 
 **Assignment and Grade Services** (:class:`ScorePoster`, a thread of the
-server beside the collector): one line item per gradebook column of the
+server beside the collector). What a context may receive follows its AGS
+claim (:func:`ags_mode`): with the ``score`` scope and the ``lineitem``
+scope over a ``lineitems`` URL, one line item per gradebook column of the
 class report (each chapter's exercises, each chapter's quiz: the columns of
 the Canvas/Moodle CSV exports), found by its ``resourceId``
-(``exercises:<chapter>``, ``quiz:<chapter>``) or created once, and kept in
-``lti_line_items``. Each tick:
+(``exercises:<chapter>``, ``quiz:<chapter>``, every page of the container
+read) or created once, and kept in ``lti_line_items``; with the ``score``
+scope and a single ``lineitem`` (Moodle's "grade sync only": the tool may not
+make columns), the course total in that one line item; without the ``score``
+scope, nothing. Each tick:
 
 1. *scan*: when anything that counts changed (a recorded attempt, a quiz
    answer, an override, a new member: a cheap fingerprint of the tables),
@@ -33,28 +44,35 @@ the Canvas/Moodle CSV exports), found by its ``resourceId``
    service token (here, in the server), then goes on the grading queue as
    the Huey task ``post_score`` (grader/server/jobs.py) with id
    ``score-<row>-try-<n>``; the worker POSTs it to ``<line item>/scores``.
-   An LMS that cannot be reached leaves the row pending, with the error and
-   a back-off (2^tries s, at most 5 minutes).
-3. *collect*: a task's result marks its row ``posted`` (or pending again with
-   the error); a row queued longer than ``lost_after`` seconds with no
-   result and not waiting in the queue at two looks ``lost_after`` apart (a
-   Redis restarted without persistence lost it, or a worker died with it)
-   is sent again.
+   One score per learner and line item is on its way at a time: a newer one
+   waits until the older one's result is in, so the LMS always receives a
+   learner's scores in order and the last one it receives is the newest.
+   An LMS that cannot be reached, a 5xx, a 401, 408 or 429 leave the row
+   pending, with the error and a back-off (2^tries s, at most 5 minutes).
+3. *collect*: a task's result marks its row ``posted``; a refusal that
+   sending again cannot change (any other 4xx: a score out of order, a line
+   item gone, a scope not granted) marks it ``refused``, a final state the
+   dashboard shows with the LMS's answer and never retries (its button
+   **Send the refused scores again** does, once the cause is fixed); any
+   other failure makes it pending again with the error. An older row that
+   failed while a newer one waits is ``superseded`` instead. A row queued
+   longer than ``lost_after`` seconds with no result and not waiting in the
+   queue at two looks ``lost_after`` apart (a Redis restarted without
+   persistence lost it, or a worker died with it) is sent again.
    The score is in the course database until the LMS has taken it: none is
-   lost while the LMS or the queue is down. Sending a score twice is
-   harmless: AGS keeps the one with the latest timestamp.
+   lost while the LMS or the queue is down.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import secrets
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -75,19 +93,36 @@ from grader.student.store import Store, utc_now
 LOG = logging.getLogger("normgrade.lti")
 
 SCOPE_LINEITEM = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
+SCOPE_LINEITEM_READONLY = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly"
 SCOPE_SCORE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 SCOPE_NRPS = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
 LINEITEMS_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 MEMBERSHIP_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
-MAX_PAGES = 100           # NRPS pages followed at most
+MAX_PAGES = 100           # pages of a container (NRPS members, AGS line items) followed at most
+RETRIED_4XX = (401, 408, 429)  # client errors that sending again can cure (a token expired, a timeout, a rate limit)
+TOTAL = "total"           # the resourceId of the course total (a context with a single line item)
 HTTP_TIMEOUT_S = 15.0
 MAX_BACKOFF_S = 300.0
 
 
 class ServiceError(GraderError):
-    """An LMS service call failed (one line: which call, what came back, what to do)."""
+    """An LMS service call failed (one line: which call, what came back, what to do); ``status`` when it answered."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+    @property
+    def final(self) -> bool:
+        """Whether sending the same request again cannot help (:func:`is_final`)."""
+        return is_final(self.status)
+
+
+def is_final(status: int | None) -> bool:
+    """A 4xx answer that sending the same request again cannot change (not 401, 408 or 429)."""
+    return status is not None and 400 <= status < 500 and status not in RETRIED_4XX
 
 
 # --- the service token ------------------------------------------------------------------------------
@@ -96,15 +131,17 @@ class ServiceError(GraderError):
 class ServiceConnector:
     """Access tokens from the platforms' token endpoints (client credentials, JWT assertion), cached."""
 
-    def __init__(self, store: Store, client: httpx.Client | None = None) -> None:
+    def __init__(self, store: Store, client: httpx.Client | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.client = client or httpx.Client(timeout=HTTP_TIMEOUT_S)
+        self.clock = clock
         self.cache: dict[tuple[str, str, str], tuple[float, str]] = {}
 
     def assertion(self, platform: lti.Platform) -> str:
-        """The signed client assertion for one token request."""
-        key = lti.signing_key(self.store)
-        now = int(time.time())
+        """The signed client assertion for one token request (signed by the key that signs now)."""
+        key = lti.signing_key(self.store, self.clock())
+        now = int(self.clock())
         claims = {"iss": platform.client_id, "sub": platform.client_id, "aud": platform.assertion_audience,
                   "iat": now, "exp": now + 300, "jti": secrets.token_urlsafe(16)}
         return jwt.encode({"alg": "RS256", "kid": key.kid}, claims, key)
@@ -140,7 +177,8 @@ class ServiceConnector:
 
 def _json(answer: httpx.Response, what: str) -> dict[str, Any]:
     if answer.status_code >= 400:
-        raise ServiceError(f"{what} answered {answer.status_code}: {' '.join(answer.text[:200].split())}")
+        raise ServiceError(f"{what} answered {answer.status_code}: {' '.join(answer.text[:200].split())}",
+                           answer.status_code)
     try:
         doc = answer.json()
     except ValueError as exc:
@@ -158,9 +196,35 @@ def _platform(config: lti.LtiConfig, context: dict[str, Any]) -> lti.Platform:
                            f"({exc.reason})") from exc
 
 
-def contexts(store: Store) -> list[dict[str, Any]]:
-    """The course contexts launches told us about, oldest first."""
-    return list(store.db.query("SELECT * FROM lti_contexts ORDER BY rowid"))
+def contexts(store: Store, config: lti.LtiConfig | None = None) -> list[dict[str, Any]]:
+    """The course contexts launches told us about, oldest first; with ``config``, only those this course is
+    bound to (``lti.bound_contexts``: a context no longer listed gets no roster sync and no score)."""
+    rows = list(store.db.query("SELECT * FROM lti_contexts ORDER BY rowid"))
+    if config is None:
+        return rows
+    bound: dict[tuple[str, str], set[str]] = {}
+    for platform in config.platforms:
+        bound[(platform.issuer, platform.client_id)] = set(lti.bound_contexts(store, platform))
+    return [r for r in rows if r["context_id"] in bound.get((r["issuer"], r["client_id"]), set())]
+
+
+def paged(connector: ServiceConnector, url: str, token: str, accept: str, key: str,
+          what: str) -> list[dict[str, Any]]:
+    """Every item of a container, following ``Link: rel="next"`` (NRPS members, AGS line items)."""
+    items: list[dict[str, Any]] = []
+    for _ in range(MAX_PAGES):
+        try:
+            answer = connector.client.get(url, headers={"Authorization": f"Bearer {token}", "Accept": accept})
+        except httpx.HTTPError as exc:
+            raise ServiceError(f"{what} cannot be reached ({type(exc).__name__})") from exc
+        doc = _json(answer, what)
+        page = doc.get(key, [])
+        items += [m for m in page if isinstance(m, dict)] if isinstance(page, list) else []
+        following = answer.links.get("next", {}).get("url")
+        if not following:
+            return items
+        url = following
+    raise ServiceError(f"{what} gave more than {MAX_PAGES} pages")
 
 
 # --- the roster (NRPS) ------------------------------------------------------------------------------
@@ -168,55 +232,56 @@ def contexts(store: Store) -> list[dict[str, Any]]:
 
 @dataclass
 class SyncResult:
-    """What a roster sync did."""
+    """What a roster sync did (the same for the command, the API and the dashboard)."""
 
     contexts: int = 0
     members: int = 0
-    new_students: list[str] | None = None
-    dropped: list[str] | None = None
-    tokens: list[tuple[RosterEntry, str]] | None = None
-    errors: list[str] | None = None
+    new_students: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    returned: list[str] = field(default_factory=list)  # dropped before, active again
+    tokens: list[tuple[RosterEntry, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        return (f"{self.members} members in {self.contexts} course(s): {len(self.new_students or [])} new "
-                f"student(s), {len(self.dropped or [])} dropped" +
-                (f"; {len(self.errors or [])} error(s): " + "; ".join(self.errors or []) if self.errors else ""))
+        changes = (f"{len(self.new_students)} new student(s), {len(self.dropped)} dropped"
+                   + (f", {len(self.returned)} back" if self.returned else "")
+                   if self.new_students or self.dropped or self.returned else "no change")
+        return (f"{self.members} members in {self.contexts} course(s): {changes}" +
+                (f"; {len(self.errors)} error(s): " + "; ".join(self.errors) if self.errors else ""))
+
+    def to_json(self) -> dict[str, Any]:
+        """The API's answer (``POST /api/v1/roster/sync``): the counts, the lists, the new tokens."""
+        return {"contexts": self.contexts, "members": self.members, "new_students": self.new_students,
+                "dropped": self.dropped, "returned": self.returned, "errors": self.errors,
+                "summary": self.summary(),
+                "tokens": [{"id": e.id, "name": e.name, "email": e.email, "token": t} for e, t in self.tokens]}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> "SyncResult":
+        def strings(key: str) -> list[str]:
+            value = doc.get(key)
+            return [str(v) for v in value] if isinstance(value, list) else []
+
+        tokens = [(RosterEntry(str(t.get("id", "")), str(t.get("name", "")), str(t.get("email", ""))),
+                   str(t.get("token", ""))) for t in doc.get("tokens", []) if isinstance(t, dict)]
+        return cls(int(doc.get("contexts", 0)), int(doc.get("members", 0)), strings("new_students"),
+                   strings("dropped"), strings("returned"), tokens, strings("errors"))
 
 
 def membership(connector: ServiceConnector, platform: lti.Platform, url: str) -> list[dict[str, Any]]:
     """Every member of a context (following ``Link: rel="next"`` pages)."""
     token = connector.token(platform, [SCOPE_NRPS])
-    members: list[dict[str, Any]] = []
-    for _ in range(MAX_PAGES):
-        try:
-            answer = connector.client.get(url, headers={"Authorization": f"Bearer {token}",
-                                                        "Accept": MEMBERSHIP_TYPE})
-        except httpx.HTTPError as exc:
-            raise ServiceError(f"the membership service of {platform.name} cannot be reached "
-                               f"({type(exc).__name__})") from exc
-        doc = _json(answer, f"the membership service of {platform.name}")
-        page = doc.get("members", [])
-        members += [m for m in page if isinstance(m, dict)] if isinstance(page, list) else []
-        following = answer.links.get("next", {}).get("url")
-        if not following:
-            return members
-        url = following
-    raise ServiceError(f"the membership service of {platform.name} gave more than {MAX_PAGES} pages")
-
-
-def is_learner(roles: list[str]) -> bool:
-    return any(r.endswith("#Learner") or r == "Learner" for r in roles) and not any(
-        r in lti.INSTRUCTOR_ROLES for r in roles)
+    return paged(connector, url, token, MEMBERSHIP_TYPE, "members", f"the membership service of {platform.name}")
 
 
 def sync_roster(store: Store, config: lti.LtiConfig, connector: ServiceConnector | None = None) -> SyncResult:
-    """Pull every known context's membership into the roster (module docstring); errors per context are kept."""
+    """Pull every bound context's membership into the roster (module docstring); errors per context are kept."""
     lti.ensure_tables(store)
     own = connector is None
     connector = connector or ServiceConnector(store)
-    result = SyncResult(new_students=[], dropped=[], tokens=[], errors=[])
+    result = SyncResult()
     try:
-        for context in contexts(store):
+        for context in contexts(store, config):
             if not context["memberships_url"]:
                 continue
             try:
@@ -226,36 +291,44 @@ def sync_roster(store: Store, config: lti.LtiConfig, connector: ServiceConnector
                 result.errors.append(f"{context['title'] or context['context_id']}: {exc}")
                 continue
             result.contexts += 1
-            seen: set[str] = set()
-            for member in members:
-                sub = str(member.get("user_id", ""))
-                roles = [str(r) for r in member.get("roles", []) if isinstance(r, str)]
-                if not sub or not is_learner(roles):
-                    continue
-                result.members += 1
-                status = str(member.get("status", "Active"))
-                before = {r["student"] for r in store.db.query("SELECT student FROM roster")}
-                email = str(member.get("email", "") or "")
-                student = lti.match_member(store, platform.issuer, context["key"], sub, email,
-                                       str(member.get("name", "") or ""), "learner", issue_token=False)
-                if student not in before:
-                    result.new_students.append(student)
-                    entry = RosterEntry(student, str(member.get("name", "") or ""), email)
-                    with store.transaction() as db:
-                        result.tokens.append((entry, auth.issue(db, student, "student")))
-                if status == "Active":
-                    seen.add(sub)
-            for row in list(store.db.query("SELECT sub, student FROM lti_members WHERE context_key = ? AND "
-                                           "status = 'active' AND role = 'learner'", [context["key"]])):
-                if row["sub"] not in seen:
-                    with store.transaction() as db:
-                        db.execute("UPDATE lti_members SET status = 'dropped', updated_at = ? WHERE context_key = ? "
-                                   "AND sub = ?", [utc_now(), context["key"], row["sub"]])
-                    result.dropped.append(row["student"])
+            _sync_context(store, platform, context["key"], members, result)
     finally:
         if own:
             connector.close()
     return result
+
+
+def _sync_context(store: Store, platform: lti.Platform, key: str, members: list[dict[str, Any]],
+                  result: SyncResult) -> None:
+    """One context's members into the roster: the status first, then the match (module docstring)."""
+    recorded = {r["sub"]: r["status"] for r in store.db.query(
+        "SELECT sub, status FROM lti_members WHERE context_key = ? AND role = 'learner'", [key])}
+    active: set[str] = set()
+    for member in members:
+        sub = str(member.get("user_id", ""))
+        roles = [str(r) for r in member.get("roles", []) if isinstance(r, str)]
+        if not sub or lti.context_role(roles) != "learner":
+            continue
+        result.members += 1
+        if str(member.get("status", "Active")) != "Active":
+            continue  # an inactive member is never added nor matched: below, they are dropped if they were active
+        name, email = str(member.get("name", "") or ""), str(member.get("email", "") or "")
+        known = {r["student"] for r in store.db.query("SELECT student FROM roster")}
+        student = lti.match_member(store, platform.issuer, key, sub, email, name, "learner", issue_token=False)
+        if student not in known:
+            result.new_students.append(student)
+            with store.transaction() as db:
+                result.tokens.append((RosterEntry(student, name, email), auth.issue(db, student, "student")))
+        elif recorded.get(sub) == "dropped":
+            result.returned.append(student)
+        active.add(sub)
+    for row in list(store.db.query("SELECT sub, student FROM lti_members WHERE context_key = ? AND "
+                                   "status = 'active' AND role = 'learner'", [key])):
+        if row["sub"] not in active:
+            with store.transaction() as db:
+                db.execute("UPDATE lti_members SET status = 'dropped', updated_at = ? WHERE context_key = ? "
+                           "AND sub = ?", [utc_now(), key, row["sub"]])
+            result.dropped.append(row["student"])
 
 
 def dropped_students(store: Store) -> set[str]:
@@ -286,6 +359,44 @@ def columns(store: Store, course: Course, quizzes: list[Any]) -> list[Column]:
     return [Column(rid, c.title, float(c.points_possible), dict(c.points)) for rid, c in zip(ids, found)]
 
 
+def total_column(course: Course, every: list[Column]) -> Column:
+    """The course total as one column (the points of every column added): for a single line item."""
+    points: dict[str, float] = {}
+    for column in every:
+        for student, value in column.points.items():
+            points[student] = points.get(student, 0.0) + value
+    return Column(TOTAL, course.name, sum(c.maximum for c in every), points)
+
+
+def scopes_of(context: dict[str, Any]) -> list[str]:
+    try:
+        scopes = json.loads(context.get("scopes") or "[]")
+    except ValueError:
+        return []
+    return [str(s) for s in scopes] if isinstance(scopes, list) else []
+
+
+def ags_mode(context: dict[str, Any]) -> str:
+    """What a context may receive, from its AGS claim: "columns", "single" (the total in its one line item) or "none".
+
+    "columns" needs the ``score`` and ``lineitem`` scopes and the
+    ``lineitems`` URL (the tool makes and finds its columns); "single" the
+    ``score`` scope and a ``lineitem`` URL (Moodle's grade sync only, or a
+    platform granting no ``lineitem`` scope); "none" otherwise.
+    """
+    scopes = scopes_of(context)
+    if SCOPE_SCORE not in scopes:
+        return "none"
+    if SCOPE_LINEITEM in scopes and context.get("lineitems_url"):
+        return "columns"
+    return "single" if context.get("lineitem_url") else "none"
+
+
+def token_scopes(context: dict[str, Any]) -> list[str]:
+    """The scopes a service token for posting to this context asks for: only what the claim granted."""
+    return [SCOPE_LINEITEM, SCOPE_SCORE] if ags_mode(context) == "columns" else [SCOPE_SCORE]
+
+
 def scores_url(lineitem_url: str) -> str:
     """``<line item>/scores``, the line item's query string kept (AGS 3.4)."""
     parts = urlparse(lineitem_url)
@@ -294,34 +405,33 @@ def scores_url(lineitem_url: str) -> str:
 
 def ensure_line_item(store: Store, connector: ServiceConnector, platform: lti.Platform, context: dict[str, Any],
                      column_id: str, label: str, maximum: float) -> str:
-    """The URL of the context's line item with this resourceId: kept, found on the platform, or created once."""
+    """The URL of the line item a score of this column goes to: the context's single one, or the column's own:
+    kept, found on the platform (every page of the container), or created once."""
+    if ags_mode(context) == "single":
+        return str(context["lineitem_url"])
     kept = next(iter(store.db.query("SELECT url FROM lti_line_items WHERE context_key = ? AND resource_id = ?",
                                     [context["key"], column_id])), None)
     if kept is not None:
         return str(kept["url"])
     token = connector.token(platform, [SCOPE_LINEITEM, SCOPE_SCORE])
-    headers = {"Authorization": f"Bearer {token}"}
     base = context["lineitems_url"]
     separator = "&" if urlparse(base).query else "?"
-    try:
-        answer = connector.client.get(base + separator + urlencode({"resource_id": column_id}),
-                                      headers={**headers, "Accept": LINEITEMS_TYPE})
-        doc = _json(answer, f"the line items of {platform.name}")
-        items = doc.get("items", []) if "items" in doc else [doc]
-        url = next((i["id"] for i in items if isinstance(i, dict) and i.get("resourceId") == column_id
-                    and isinstance(i.get("id"), str)), None)
-        if url is None:
-            answer = connector.client.post(base, headers={**headers, "Content-Type": LINEITEM_TYPE,
-                                                          "Accept": LINEITEM_TYPE},
+    items = paged(connector, base + separator + urlencode({"resource_id": column_id}), token, LINEITEMS_TYPE,
+                  "items", f"the line items of {platform.name}")
+    url = next((i["id"] for i in items if i.get("resourceId") == column_id and isinstance(i.get("id"), str)), None)
+    if url is None:
+        try:
+            answer = connector.client.post(base, headers={"Authorization": f"Bearer {token}",
+                                                          "Content-Type": LINEITEM_TYPE, "Accept": LINEITEM_TYPE},
                                            content=json.dumps({"scoreMaximum": maximum, "label": label,
                                                                "resourceId": column_id, "tag": "normgrade"}))
-            created = _json(answer, f"creating a line item in {platform.name}")
-            url = created.get("id")
-            if not isinstance(url, str):
-                raise ServiceError(f"{platform.name} created a line item without an id")
-            LOG.info("LTI: line item %s created in %s: %s", column_id, platform.name, url)
-    except httpx.HTTPError as exc:
-        raise ServiceError(f"the line items of {platform.name} cannot be reached ({type(exc).__name__})") from exc
+        except httpx.HTTPError as exc:
+            raise ServiceError(f"the line items of {platform.name} cannot be reached ({type(exc).__name__})") from exc
+        created = _json(answer, f"creating a line item in {platform.name}")
+        url = created.get("id")
+        if not isinstance(url, str):
+            raise ServiceError(f"{platform.name} created a line item without an id")
+        LOG.info("LTI: line item %s created in %s: %s", column_id, platform.name, url)
     with store.transaction() as db:
         db["lti_line_items"].upsert({"context_key": context["key"], "resource_id": column_id, "url": url,
                                      "label": label, "score_maximum": maximum}, pk=("context_key", "resource_id"))
@@ -351,21 +461,25 @@ def fingerprint(store: Store) -> tuple[Any, ...]:
     row = next(iter(store.db.query(
         "SELECT (SELECT max(id) FROM attempts) a, (SELECT max(id) FROM quiz_attempts) q, "
         "(SELECT max(id) FROM score_overrides) o, (SELECT count(*) FROM lti_members) n, "
-        "(SELECT max(updated_at) FROM lti_members) m, (SELECT count(*) FROM lti_contexts) c")))
+        "(SELECT max(updated_at) FROM lti_members) m, (SELECT count(*) FROM lti_contexts) c, "
+        "(SELECT max(updated_at) FROM lti_contexts) u")))
     return tuple(row.values())
 
 
-def scan(store: Store, course: Course, quizzes: list[Any]) -> int:
-    """Queue an outbox row for each learner's column whose counted score changed; returns how many."""
-    learners = list(store.db.query(
-        "SELECT m.context_key, m.sub, m.student FROM lti_members m JOIN lti_contexts c ON c.key = m.context_key "
-        "WHERE m.status = 'active' AND m.role = 'learner' AND c.lineitems_url != ''"))
+def scan(store: Store, course: Course, quizzes: list[Any], config: lti.LtiConfig) -> int:
+    """Queue an outbox row for each learner's line item whose counted score changed; returns how many."""
+    by_context = {c["key"]: c for c in contexts(store, config) if ags_mode(c) != "none"}
+    learners = [r for r in store.db.query(
+        "SELECT context_key, sub, student FROM lti_members WHERE status = 'active' AND role = 'learner'")
+        if r["context_key"] in by_context]
     if not learners:
         return 0
+    every = columns(store, course, quizzes)
+    per_mode = {"columns": every, "single": [total_column(course, every)]}
     made = 0
     stamp = now_iso()
-    for column in columns(store, course, quizzes):
-        for learner in learners:
+    for learner in learners:
+        for column in per_mode[ags_mode(by_context[learner["context_key"]])]:
             given = round(float(column.points.get(learner["student"], 0.0)), 6)
             last = next(iter(store.db.query(
                 "SELECT score_given, score_maximum FROM lti_scores WHERE context_key = ? AND sub = ? AND "
@@ -389,10 +503,30 @@ def scan(store: Store, course: Course, quizzes: list[Any]) -> int:
     return made
 
 
+SAME_ITEM = "o.context_key = s.context_key AND o.sub = s.sub AND o.resource_id = s.resource_id"
+
+
 def pending_scores(store: Store, limit: int = 200) -> list[dict[str, Any]]:
     """The scores not yet taken by the LMS (pending or queued), oldest first."""
     return list(store.db.query("SELECT * FROM lti_scores WHERE status IN ('pending', 'queued') ORDER BY id LIMIT ?",
                                [limit]))
+
+
+def refused_scores(store: Store, limit: int = 100) -> list[dict[str, Any]]:
+    """The scores the LMS refused for good (final state), newest first, those a newer score replaced left out."""
+    return list(store.db.query(
+        f"SELECT * FROM lti_scores s WHERE status = 'refused' AND NOT EXISTS (SELECT 1 FROM lti_scores o WHERE "
+        f"{SAME_ITEM} AND o.id > s.id AND o.status != 'superseded') ORDER BY id DESC LIMIT ?", [limit]))
+
+
+def send_refused_again(store: Store) -> int:
+    """Make the refused scores (no newer one for their line item) pending again, due now; how many."""
+    ids = [r["id"] for r in refused_scores(store, limit=100_000)]
+    with store.transaction() as db:
+        for row_id in ids:
+            db.execute("UPDATE lti_scores SET status = 'pending', next_try = 0, missing_since = NULL "
+                       "WHERE id = ? AND status = 'refused'", [row_id])
+    return len(ids)
 
 
 def score_counts(store: Store) -> dict[str, int]:
@@ -415,13 +549,14 @@ class ScorePoster(threading.Thread):
         self.stopping = threading.Event()
         self.wake = threading.Event()
         self.seen: tuple[Any, ...] | None = None
+        self.tokens_refused = False  # an LMS answered 401 to a post: ask for fresh service tokens
 
     def stop(self) -> None:
         self.stopping.set()
         self.wake.set()
 
     def run(self) -> None:
-        store = Store.open(self.db_path, inspect=False)
+        store = Store.open(self.db_path)  # in the serving process: the one open path, no lock dropped
         queue = open_queue(self.queue_url)
         connector = ServiceConnector(store)
         try:
@@ -437,20 +572,25 @@ class ScorePoster(threading.Thread):
             store.close()
 
     def tick(self, store: Store, queue: Queue, connector: ServiceConnector, now: float | None = None) -> None:
-        """One pass: scan for changes, send what is due, collect results."""
+        """One pass: scan for changes, collect results, send what is due."""
         now = time.time() if now is None else now
         mark = fingerprint(store)
         if mark != self.seen:
-            scan(store, self.course, self.quizzes)
+            scan(store, self.course, self.quizzes, self.config)
             self.seen = mark
         self.collect(store, queue, now)
+        if self.tokens_refused:
+            connector.cache.clear()
+            self.tokens_refused = False
         self.send(store, queue, connector, now)
 
     def send(self, store: Store, queue: Queue, connector: ServiceConnector, now: float) -> None:
-        by_key = {c["key"]: c for c in contexts(store)}
+        """Each pending row due whose line item has no older score on its way: its line item, a token, the queue."""
+        by_key = {c["key"]: c for c in contexts(store, self.config)}
         failed: set[str] = set()  # a context whose LMS failed this tick is not asked again until the next
-        rows = list(store.db.query("SELECT * FROM lti_scores WHERE status = 'pending' AND next_try <= ? ORDER BY id",
-                                   [now]))
+        rows = list(store.db.query(
+            f"SELECT * FROM lti_scores s WHERE status = 'pending' AND next_try <= ? AND NOT EXISTS "
+            f"(SELECT 1 FROM lti_scores o WHERE {SAME_ITEM} AND o.status = 'queued') ORDER BY id", [now]))
         for row in rows:
             context = by_key.get(row["context_key"])
             if context is None or row["context_key"] in failed:
@@ -459,10 +599,11 @@ class ScorePoster(threading.Thread):
                 platform = _platform(self.config, context)
                 url = ensure_line_item(store, connector, platform, context, row["resource_id"], row["label"],
                                        row["score_maximum"])
-                token = connector.token(platform, [SCOPE_LINEITEM, SCOPE_SCORE])
+                token = connector.token(platform, token_scopes(context))
             except ServiceError as exc:
-                failed.add(row["context_key"])
-                self._retry_later(store, row, str(exc), now)
+                if not exc.final:
+                    failed.add(row["context_key"])
+                self._retry_later(store, row, str(exc), now, final=exc.final)
                 continue
             attempt = int(row["tries"]) + 1
             tid = score_task_id(row["id"], attempt)
@@ -485,7 +626,10 @@ class ScorePoster(threading.Thread):
                     db.execute("UPDATE lti_scores SET status = 'posted', posted_at = ?, error = '' WHERE id = ?",
                                [utc_now(), row["id"]])
             else:
-                self._retry_later(store, row, str(result.get("error") or "the LMS refused the score"), now)
+                status = result.get("status")
+                self.tokens_refused = self.tokens_refused or status == 401
+                self._retry_later(store, row, str(result.get("error") or "the LMS refused the score"), now,
+                                  final=is_final(status if isinstance(status, int) else None))
             queue.forget(row["task_id"])
 
     def _look_for_lost(self, store: Store, row: dict[str, Any], waiting: bool, now: float) -> None:
@@ -503,59 +647,96 @@ class ScorePoster(threading.Thread):
         elif now - float(row["missing_since"]) > self.lost_after:
             self._retry_later(store, row, "the queue lost the task (no result): sent again", now, backoff=False)
 
-    def _retry_later(self, store: Store, row: dict[str, Any], error: str, now: float, backoff: bool = True) -> None:
+    def _retry_later(self, store: Store, row: dict[str, Any], error: str, now: float, backoff: bool = True,
+                     final: bool = False) -> None:
+        """A score not taken: superseded when a newer one for its line item waits, refused when final, else
+        pending again after the back-off."""
         delay = min(MAX_BACKOFF_S, 2.0 ** max(int(row["tries"]), 0)) if backoff else 0.0
-        LOG.warning("LTI score %s for %s not posted (%s); retrying in %.0f s", row["id"], row["student"], error, delay)
         with store.transaction() as db:
-            db.execute("UPDATE lti_scores SET status = 'pending', error = ?, next_try = ?, missing_since = NULL, "
+            newer = list(db.query("SELECT 1 FROM lti_scores WHERE context_key = ? AND sub = ? AND resource_id = ? "
+                                  "AND id > ? AND status IN ('pending', 'queued')",
+                                  [row["context_key"], row["sub"], row["resource_id"], row["id"]]))
+            status = "superseded" if newer else "refused" if final else "pending"
+            db.execute("UPDATE lti_scores SET status = ?, error = ?, next_try = ?, missing_since = NULL, "
                        "tries = max(tries, 1) WHERE id = ? AND status IN ('pending', 'queued')",
-                       [error[:500], now + delay, row["id"]])
+                       [status, error[:500], now + delay, row["id"]])
+        if status == "refused":
+            LOG.warning("LTI score %s for %s refused by the LMS for good (%s): shown on the dashboard, not sent "
+                        "again", row["id"], row["student"], error)
+        elif status == "pending":
+            LOG.warning("LTI score %s for %s not posted (%s); retrying in %.0f s", row["id"], row["student"], error,
+                        delay)
 
 
 # --- the application's side ---------------------------------------------------------------------------
 
 
 def install(app: Any) -> None:
-    """Give the application its LTI state and run the score poster while it runs (called by create_app)."""
+    """Give the application its LTI settings, tables and signing key (called by create_app)."""
     st = app.state.normgrade
     app.state.lti_config = lti.platforms_of(st.config.course)
     app.state.lti_jwks = lti.JwksCache()
     with Store.open(st.config.db_path) as store:
         lti.ensure_tables(store)
         lti.signing_key(store)
-    inner = app.router.lifespan_context
 
-    @contextlib.asynccontextmanager
-    async def lifespan(application: Any) -> Any:
-        poster = None
-        if app.state.lti_config.platforms and getattr(app.state, "lti_poster_enabled", True):
-            poster = ScorePoster(st.config.db_path, st.config.queue_url, st.config.course, st.quizzes)
-            poster.start()
-        app.state.lti_poster = poster
-        try:
-            async with inner(application) as value:
-                yield value
-        finally:
-            if poster is not None:
-                poster.stop()
-                poster.join(timeout=10)
 
-    app.router.lifespan_context = lifespan
+def start_poster(app: Any) -> ScorePoster | None:
+    """Start the score poster when [lti] names platforms (the lifespan stops it); None otherwise."""
+    st = app.state.normgrade
+    if not app.state.lti_config.platforms or not getattr(app.state, "lti_poster_enabled", True):
+        app.state.lti_poster = None
+        return None
+    poster = ScorePoster(st.config.db_path, st.config.queue_url, st.config.course, st.quizzes)
+    poster.start()
+    app.state.lti_poster = poster
+    return poster
+
+
+async def sync_in_thread(app: Any) -> SyncResult:
+    """The roster sync on a connection of its own in a worker thread (the LMS may be slow: the loop goes on)."""
+    st = app.state.normgrade
+
+    def run() -> SyncResult:
+        with Store.open(st.config.db_path) as store:
+            return sync_roster(store, app.state.lti_config)
+
+    result = await asyncio.to_thread(run)
+    LOG.warning("roster sync: %s", result.summary())
+    return result
 
 
 # --- the dashboard's LMS page -------------------------------------------------------------------------
 
 
 def dashboard_context(store: Store, config: lti.LtiConfig) -> dict[str, Any]:
-    """What /instructor/lti shows: platforms, contexts, members (dropped marked), pending scores, refusals."""
+    """What /instructor/lti shows: platforms, bound courses, members, waiting and refused scores, keys, refusals."""
     members = list(store.db.query(
         "SELECT m.student, m.sub, m.status, m.role, c.title FROM lti_members m JOIN lti_contexts c "
         "ON c.key = m.context_key WHERE m.role = 'learner' ORDER BY m.status DESC, m.student"))
+    bindings = []
+    for platform in config.platforms:
+        rows = {r["context_id"]: r for r in store.db.query(
+            "SELECT * FROM lti_bindings WHERE issuer = ? AND client_id = ?", [platform.issuer, platform.client_id])}
+        for context_id, title in lti.bound_contexts(store, platform).items():
+            row = rows.get(context_id, {})
+            how = ("listed in course.toml" if platform.contexts else
+                   f"bound by the first instructor launch, {row.get('bound_at', '')}")
+            bindings.append({"platform": platform.name, "context_id": context_id,
+                             "title": title or next((c["title"] for c in contexts(store) if
+                                                     c["context_id"] == context_id and c["issuer"] == platform.issuer),
+                                                    ""), "how": how})
+    now = time.time()
+    keys = [{**k, "next": k["signs_from"] > now,
+             "starts": datetime.fromtimestamp(k["signs_from"], timezone.utc).isoformat(timespec="seconds")}
+            for k in lti.published_keys(store)]
     return {
-        "platforms": config.platforms, "contexts": contexts(store), "members": members,
-        "pending": pending_scores(store, 100), "counts": score_counts(store),
+        "platforms": config.platforms, "contexts": contexts(store, config), "bindings": bindings,
+        "members": members, "pending": pending_scores(store, 100), "refused": refused_scores(store, 100),
+        "counts": score_counts(store),
         "refusals": list(store.db.query("SELECT * FROM lti_refusals ORDER BY id DESC LIMIT 20")),
-        "signing_keys": list(store.db.query("SELECT kid, created_at FROM lti_keys WHERE retired = 0 ORDER BY rowid DESC")),
+        "signing_keys": keys, "signing": lti.signing_key(store).kid,
+        "modes": {c["key"]: ags_mode(c) for c in contexts(store, config)},
     }
 
 
@@ -569,33 +750,42 @@ async def dashboard_page(request: Any, mode: str, notice: str = "", error: bool 
 async def dashboard_sync(request: Any, mode: str) -> Any:
     """POST /instructor/lti/sync: pull the LMS's membership into the roster now (the roster sync)."""
     instructor.check_csrf(request, await instructor.read_form(request), mode)
-    st = request.app.state.normgrade
-
-    def run() -> SyncResult:
-        with Store.open(st.config.db_path, inspect=False) as store:
-            return sync_roster(store, request.app.state.lti_config)
-
-    result = await asyncio.to_thread(run)  # the LMS may be slow: the event loop goes on serving
-    LOG.warning("roster sync from the dashboard: %s", result.summary())
+    result = await sync_in_thread(request.app)
     return await dashboard_page(request, mode, "Roster sync: " + result.summary() +
                                 (". New students get their token by launching from the LMS." if result.new_students
                                  else ""), bool(result.errors))
 
 
 async def dashboard_rotate(request: Any, mode: str) -> Any:
-    """POST /instructor/lti/rotate-key: a new signing key (the previous one stays published)."""
+    """POST /instructor/lti/rotate-key: publish a next signing key (it signs once platforms' copies expired)."""
     instructor.check_csrf(request, await instructor.read_form(request), mode)
-    kid = lti.rotate_key(instructor.store_of(request))
-    LOG.warning("LTI signing key rotated: %s", kid)
-    return await dashboard_page(request, mode, f"New signing key {kid}; the previous key stays in the JWKS.")
+    try:
+        kid = lti.rotate_key(instructor.store_of(request))
+    except lti.RotationWaiting as exc:
+        return await dashboard_page(request, mode, f"Not rotated: {exc}", True)
+    LOG.warning("LTI signing key rotated: %s is published and signs in %d s", kid, lti.JWKS_MAX_AGE_S)
+    return await dashboard_page(request, mode, f"New signing key {kid} published; it signs from "
+                                f"{lti.JWKS_MAX_AGE_S // 60} minutes from now (platforms' copies of the key set "
+                                "have expired by then); the current key signs until then and stays published.")
+
+
+async def dashboard_retry(request: Any, mode: str) -> Any:
+    """POST /instructor/lti/retry: send the scores the LMS refused again (after fixing the cause in the LMS)."""
+    instructor.check_csrf(request, await instructor.read_form(request), mode)
+    count = send_refused_again(instructor.store_of(request))
+    poster = getattr(request.app.state, "lti_poster", None)
+    if poster is not None:
+        poster.wake.set()
+    return await dashboard_page(request, mode, f"{count} refused score(s) will be sent again.")
 
 
 def routes() -> list[Any]:
-    """The dashboard's LMS page and its two buttons (behind the dashboard's login)."""
+    """The dashboard's LMS page and its buttons (behind the dashboard's login)."""
     from starlette.routing import Route
 
     return [
         Route("/instructor/lti", instructor.guarded(dashboard_page), methods=["GET"]),
         Route("/instructor/lti/sync", instructor.guarded(dashboard_sync), methods=["POST"]),
         Route("/instructor/lti/rotate-key", instructor.guarded(dashboard_rotate), methods=["POST"]),
+        Route("/instructor/lti/retry", instructor.guarded(dashboard_retry), methods=["POST"]),
     ]

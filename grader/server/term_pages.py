@@ -115,7 +115,7 @@ async def _pairs(request: Request) -> list[similarity.Pair]:
         path = state.normgrade.config.db_path
 
         def compute() -> list[similarity.Pair]:
-            with Store.open(path, inspect=False) as store:
+            with Store.open(path) as store:
                 return similarity.find_pairs(store)
 
         state.similarity_pairs = await asyncio.to_thread(compute)

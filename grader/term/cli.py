@@ -86,7 +86,7 @@ def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | No
         queue = open_queue(queue_url)
         if workers:
             consumer = WorkerPool(queue_url, workers, no_sandbox).start()  # dies with this command
-        with Store.open(db) as store:
+        with Store.open(db, writer="grade rescore") as store:
             outcome = rescore.rescore(
                 store, queue, course, exercises, grader_version(), dry_run, timeout,
                 on_result=lambda done, total: click.echo(f"\rgraded {done}/{total}", nl=done == total, err=True),

@@ -116,7 +116,7 @@ def test_a_held_upload_is_told_shown_and_graded_by_itself_once_kernels_work(serv
     job_id = int(line.split("submission ")[1].split(":")[0])
     as_json = runner.invoke(cli, ["result", str(job_id), "--json"])
     assert as_json.exit_code == 2
-    with Store.open(served["db"], inspect=False) as store:
+    with Store.open(served["db"]) as store:
         assert store.attempts("ann") == []  # nothing recorded as the student's
         row = records.job(store, job_id)
         assert row is not None and row["status"] == "held" and row["rate_free"] == 1
@@ -134,7 +134,7 @@ def test_a_held_upload_is_told_shown_and_graded_by_itself_once_kernels_work(serv
     publish(served, {"cpu": True, "opencl": True})  # a worker's self-test passes again
 
     def sent_again() -> bool:
-        with Store.open(served["db"], inspect=False) as store:
+        with Store.open(served["db"]) as store:
             row = records.job(store, job_id)
         return row is not None and row["status"] == "queued" and row["regrades"] == 1
 
@@ -143,7 +143,7 @@ def test_a_held_upload_is_told_shown_and_graded_by_itself_once_kernels_work(serv
     final = runner.invoke(cli, ["result", str(job_id)])
     assert final.exit_code == 0, final.output
     assert "PASS" in final.stdout and "NOT_GRADED" not in final.stdout and "Held" not in final.stderr
-    with Store.open(served["db"], inspect=False) as store:
+    with Store.open(served["db"]) as store:
         attempts = store.attempts("ann")
         assert len(attempts) == 1 and attempts[0]["score"] == 10.0
         assert records.job(store, job_id)["status"] == "done"

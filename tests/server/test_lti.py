@@ -10,6 +10,8 @@ one by one (``huey.dequeue`` + ``huey.execute``), as a worker would.
 
 from __future__ import annotations
 
+import contextlib
+import html
 import logging
 import threading
 import time
@@ -27,7 +29,8 @@ from grader.server.app import ServerConfig, create_app
 from grader.server.jobs import open_queue
 from grader.student.course import DEFAULT_COURSE, CourseError, load_course
 from grader.student.store import Store
-from lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User, auth_url_params, form_fields
+from lms_platform import (AGS, INSTITUTION_ADMIN, INSTRUCTOR, LEARNER, SYSTEM_ADMIN, LmsPlatform, User,
+                          auth_url_params, launch, login_redirect)
 from server_util import HOST, free_port, issue_tokens, wait_for
 
 
@@ -36,30 +39,34 @@ from server_util import HOST, free_port, issue_tokens, wait_for
 @pytest.fixture
 def lms() -> Iterator[LmsPlatform]:
     platform = LmsPlatform()
+    platform.titles["course-202"] = "Another course"
     platform.users = {
         "ada": User("lms-ada", "Ada Lovelace", "ada@example.org", [LEARNER]),
         "new": User("lms-new", "Newton Isaac", "newton@example.org", [LEARNER]),
         "prof": User("lms-prof", "Grace Hopper", "grace@example.org", [INSTRUCTOR]),
+        "other-prof": User("lms-op", "Other Teacher", "op@example.org", [INSTRUCTOR], contexts=("course-202",)),
+        "other-student": User("lms-os", "Other Student", "os@example.org", [LEARNER], contexts=("course-202",)),
     }
     platform.start()
     yield platform
     platform.stop()
 
 
-@pytest.fixture
-def tool(tmp_path: Path, lms: LmsPlatform) -> Iterator[dict[str, Any]]:
+@contextlib.contextmanager
+def serve_tool(tmp_path: Path, lms: LmsPlatform, lti_table: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The course server for ``lti_table`` on a loopback port (uvicorn in a thread), with a roster and a teacher."""
     db = tmp_path / "course.db"
     tokens, teacher = issue_tokens(db, ["s1"])
     with Store.open(db) as store:  # the roster knows Ada by her e-mail under another id
         roster.import_roster(store, [roster.RosterEntry("s2", "Ada L.", "ADA@example.org")])
-    course = DEFAULT_COURSE.__class__(name="LTI course", lti=lms.lti_table())
+    course = DEFAULT_COURSE.__class__(name="LTI course", lti=lti_table)
     config = ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}", course)
     app = create_app(config, run_collector=False)
     app.state.lti_poster_enabled = False  # the tests run the poster's ticks themselves
     side = Store.open(db)
 
     def tool_jwks() -> dict[str, Any]:  # what GET /lti/jwks answers (read in the platform's thread)
-        with Store.open(db, inspect=False) as own:
+        with Store.open(db) as own:
             return lti.public_jwks(own)
 
     lms.tool_jwks = tool_jwks
@@ -79,25 +86,23 @@ def tool(tmp_path: Path, lms: LmsPlatform) -> Iterator[dict[str, Any]]:
         side.close()
 
 
-def login_redirect(client: httpx.Client, lms: LmsPlatform, user: str = "ada", **changes: str) -> Any:
-    params = {"iss": lms.issuer, "login_hint": user, "target_link_uri": lms.tool_url + "/lti/launch",
-              "client_id": lms.client_id, "lti_deployment_id": lms.deployment_id, **changes}
-    return client.post("/lti/login", data=params)
+@pytest.fixture
+def tool(tmp_path: Path, lms: LmsPlatform) -> Iterator[dict[str, Any]]:
+    """The course server bound to the LMS course course-101 in course.toml (``contexts``)."""
+    with serve_tool(tmp_path, lms, lms.lti_table(contexts=[lms.context_id])) as served:
+        yield served
 
 
-def launch(client: httpx.Client, lms: LmsPlatform, user: str = "ada") -> Any:
-    """The whole launch as a browser does it: login initiation, the platform's auth, the form POST back."""
-    redirect = login_redirect(client, lms, user)
-    assert redirect.status_code == 302, redirect.text
-    answer = httpx.get(redirect.headers["location"], timeout=10)
-    assert answer.status_code == 200, answer.text
-    fields = form_fields(answer.text)
-    return client.post("/lti/launch", data=fields)
+@pytest.fixture
+def unbound(tmp_path: Path, lms: LmsPlatform) -> Iterator[dict[str, Any]]:
+    """The course server with no ``contexts``: its first instructor launch binds the LMS course."""
+    with serve_tool(tmp_path, lms, lms.lti_table()) as served:
+        yield served
 
 
-def start_login(client: httpx.Client, lms: LmsPlatform) -> dict[str, str]:
+def start_login(client: httpx.Client, lms: LmsPlatform, **changes: str) -> dict[str, str]:
     """Login initiation only; the auth request's parameters (state, nonce)."""
-    redirect = login_redirect(client, lms)
+    redirect = login_redirect(client, lms, **changes)
     assert redirect.status_code == 302
     return auth_url_params(redirect.headers["location"])
 
@@ -115,11 +120,15 @@ def test_lti_platforms_are_read_from_course_toml(tmp_path: Path, lms: LmsPlatfor
               'auth_url = "https://moodle.example.edu/mod/lti/auth.php"\n'
               'token_url = "https://moodle.example.edu/mod/lti/token.php"\n'
               'jwks_url = "https://moodle.example.edu/mod/lti/certs.php"\ndeployments = ["1", "2"]\n')
-    path.write_text('name = "c"\n' + lms.course_toml(second))
+    path.write_text('name = "c"\n' + lms.course_toml(contexts=["course-101"]) + second +
+                    'contexts = ["7"]\nframe_origins = ["https://*.instructure.com", "https://lms.example.edu:8443"]\n')
     config = lti.platforms_of(load_course(path))
     assert [p.name for p in config.platforms] == ["Test LMS", "Moodle"]
     assert config.platforms[1].deployments == ("1", "2")
     assert config.find("https://moodle.example.edu", None).client_id == "abc"
+    assert config.platforms[0].contexts == ("course-101",) and config.platforms[1].contexts == ("7",)
+    assert config.platforms[0].framing == (lms.url,)  # by default the issuer's origin (Moodle's site)
+    assert config.frame_origins() == (lms.url, "https://*.instructure.com", "https://lms.example.edu:8443")
 
 
 @pytest.mark.parametrize("table, fragment", [
@@ -129,6 +138,15 @@ def test_lti_platforms_are_read_from_course_toml(tmp_path: Path, lms: LmsPlatfor
     ({"platform": [{"issuer": "i", "client_id": "c", "auth_url": "https://a", "token_url": "https://t",
                     "jwks_url": "https://j", "deployments": []}]}, "needs deployments"),
     ({"platforms": []}, "unknown field lti.platforms"),
+    ({"contexts": ["x"]}, "unknown field lti.contexts: .* go in each"),
+    ({"platform": [{"issuer": "i", "client_id": "c", "auth_url": "https://a", "token_url": "https://t",
+                    "jwks_url": "https://j", "deployments": ["d"], "contexts": "course-1"}]}, "contexts must be a list"),
+    ({"platform": [{"issuer": "i", "client_id": "c", "auth_url": "https://a", "token_url": "https://t",
+                    "jwks_url": "https://j", "deployments": ["d"],
+                    "frame_origins": ["https://lms.example.edu/course"]}]}, "is not an origin"),
+    ({"platform": [{"issuer": "i", "client_id": "c", "auth_url": "https://a", "token_url": "https://t",
+                    "jwks_url": "https://j", "deployments": ["d"],
+                    "frame_origins": ["https://a.edu; script-src *"]}]}, "is not an origin"),
 ])
 def test_a_bad_lti_table_is_one_line_naming_the_field(table: dict[str, Any], fragment: str) -> None:
     with pytest.raises(lti.LtiConfigError, match=fragment):
@@ -145,17 +163,74 @@ def test_course_toml_lti_must_be_a_table(tmp_path: Path) -> None:
 # --- the tool's keys ---------------------------------------------------------------------------------
 
 
-def test_the_jwks_publishes_public_keys_and_rotation_keeps_the_previous_one(tool: dict[str, Any]) -> None:
+def test_the_jwks_publishes_the_next_key_before_it_signs(tool: dict[str, Any]) -> None:
     client, store = tool["client"], tool["store"]
-    first = client.get("/lti/jwks").json()["keys"]
+    answer = client.get("/lti/jwks")
+    first = answer.json()["keys"]
+    assert answer.headers["cache-control"] == f"max-age={lti.JWKS_MAX_AGE_S}"
     assert len(first) == 1 and first[0]["kty"] == "RSA" and "d" not in first[0] and "p" not in first[0]
     assert client.get("/lti/jwks").json()["keys"] == first  # kept, not made again
-    second_kid = lti.rotate_key(store)
-    keys = [k["kid"] for k in client.get("/lti/jwks").json()["keys"]]
-    assert keys == [second_kid, first[0]["kid"]]
-    assert lti.signing_key(store).kid == second_kid
-    third_kid = lti.rotate_key(store)
-    assert [k["kid"] for k in client.get("/lti/jwks").json()["keys"]] == [third_kid, second_kid]
+    now = time.time() - 3 * lti.JWKS_MAX_AGE_S  # the rotations happened on a clock of our own, now in the past
+    second_kid = lti.rotate_key(store, now=now)
+    assert [k["kid"] for k in client.get("/lti/jwks").json()["keys"]] == [second_kid, first[0]["kid"]]
+    assert lti.signing_key(store, now).kid == first[0]["kid"]  # published now, signing later
+    assert lti.signing_key(store, now + lti.JWKS_MAX_AGE_S - 1).kid == first[0]["kid"]
+    assert lti.signing_key(store, now + lti.JWKS_MAX_AGE_S).kid == second_kid
+    with pytest.raises(lti.RotationWaiting, match=f"the next key {second_kid} is published and signs from"):
+        lti.rotate_key(store, now=now + 10)  # a second rotation while the next key waits
+    later = now + lti.JWKS_MAX_AGE_S + 1
+    third_kid = lti.rotate_key(store, now=later)
+    assert lti.signing_key(store, later).kid == second_kid
+    assert [k["kid"] for k in client.get("/lti/jwks").json()["keys"]] == [third_kid, second_kid]  # the first retired
+    assert lti.signing_key(store).kid == third_kid  # (its time has come on the real clock)
+
+
+def test_a_platform_caching_our_jwks_takes_every_token_request_across_a_rotation(tool: dict[str, Any],
+                                                                                lms: LmsPlatform) -> None:
+    """The platform keeps a copy of our JWKS for JWKS_MAX_AGE_S and does not fetch it for an unknown kid."""
+    store = tool["store"]
+    start = time.time()
+    clock = [start]
+    lms.clock = lambda: clock[0]
+    lms.jwks_cache_s = lti.JWKS_MAX_AGE_S
+    platform = lti.platforms_of(tool["config"].course).platforms[0]
+    connector = lti_services.ServiceConnector(store, clock=lambda: clock[0])
+    scopes = [lti_services.SCOPE_SCORE]
+    try:
+        connector.token(platform, scopes)  # the platform fetches (and keeps) our key set now
+        lti.rotate_key(store, now=start)
+        for offset in (1.0, lti.JWKS_MAX_AGE_S - 1.0, lti.JWKS_MAX_AGE_S + 1.0):  # before and after the switch
+            clock[0] = start + offset
+            connector.cache.clear()
+            connector.token(platform, scopes)
+        assert lms.token_requests == ["ok"] * 4
+        # what switching at once did: the platform's fresh copy lacks the key that signs, and the request fails
+        signing = lti.signing_key(store, clock[0]).kid
+        lms.cached_jwks = (clock[0], {"keys": [k for k in lti.public_jwks(store)["keys"] if k["kid"] != signing]})
+        connector.cache.clear()
+        with pytest.raises(lti_services.ServiceError, match="answered 401"):
+            connector.token(platform, scopes)
+    finally:
+        connector.close()
+
+
+def test_an_older_course_database_gains_the_new_columns_and_keeps_its_key(tmp_path: Path) -> None:
+    """lti_keys and lti_contexts as the first release made them: ensure_tables adds the columns, nothing is lost."""
+    with Store.open(tmp_path / "course.db") as store:
+        with store.transaction() as db:
+            db.execute("CREATE TABLE lti_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT NULL, "
+                       "created_at TEXT NOT NULL, retired INTEGER NOT NULL DEFAULT 0)")
+            db.execute("CREATE TABLE lti_contexts (key TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_id TEXT NOT "
+                       "NULL, deployment_id TEXT NOT NULL, context_id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '', "
+                       "memberships_url TEXT NOT NULL DEFAULT '', lineitems_url TEXT NOT NULL DEFAULT '', "
+                       "scopes TEXT NOT NULL DEFAULT '[]', updated_at TEXT NOT NULL)")
+            key = RSAKey.generate_key(2048, parameters={"kid": "old-key"})
+            db["lti_keys"].insert({"kid": "old-key", "private_pem": key.as_pem(private=True).decode(),
+                                   "created_at": "2026-01-01T00:00:00+00:00", "retired": 0})
+        lti.ensure_tables(store)
+        lti.ensure_tables(store)  # twice: nothing to add the second time
+        assert lti.signing_key(store).kid == "old-key"  # signs as before (signs_from 0)
+        assert "lineitem_url" in {c.name for c in store.db["lti_contexts"].columns}
 
 
 # --- the launch ----------------------------------------------------------------------------------------
@@ -222,6 +297,8 @@ def post_launch(client: httpx.Client, id_token: str, state: str) -> Any:
     ("wrong version", 400, "LTI version '1.1'"),
     ("azp", 403, "authorized party (azp)"),
     ("issued long ago", 403, "issued at a time too far from now"),
+    ("target elsewhere", 400, "target link 'https://evil.example.org/lti/launch' is not this tool"),
+    ("no target", 400, "target link None is not this tool"),
 ])
 def test_bad_launches_are_refused_with_a_page_and_logged(tool: dict[str, Any], lms: LmsPlatform, case: str,
                                                          status: int, fragment: str,
@@ -239,6 +316,8 @@ def test_bad_launches_are_refused_with_a_page_and_logged(tool: dict[str, Any], l
         "wrong version": {lti.CLAIM + "version": "1.1"},
         "azp": {"aud": [lms.client_id, "other"], "azp": "other"},
         "issued long ago": {"iat": now - 7200},
+        "target elsewhere": {lti.CLAIM + "target_link_uri": "https://evil.example.org/lti/launch"},
+        "no target": {lti.CLAIM + "target_link_uri": None},
     }.get(case, {})
     key = RSAKey.generate_key(2048, parameters={"kid": lms.key.kid}) if case == "bad signature" else None
     nonce = "not-the-nonce" if case == "wrong nonce" else params["nonce"]
@@ -290,6 +369,129 @@ def test_a_garbage_id_token_is_refused_in_one_line(tool: dict[str, Any], lms: Lm
     assert answer.status_code == 400 and "not a readable JWT" in answer.text
 
 
+def test_the_instructor_landing_cookie_over_http_is_strict_and_the_page_forwards(tool: dict[str, Any],
+                                                                                   lms: LmsPlatform) -> None:
+    page = launch(tool["client"], lms, "prof")
+    cookie = page.headers["set-cookie"]
+    assert "normgrade_session=" in cookie and "samesite=strict" in cookie.lower() and "Partitioned" not in cookie
+    assert "Secure" not in cookie  # plain http: no frame can keep a cookie, the tool works in a new window
+
+
+def test_over_https_the_launch_cookies_work_in_a_cross_site_frame(tmp_path: Path, lms: LmsPlatform) -> None:
+    """tool_url https: the state and session cookies are SameSite=None; Secure; Partitioned."""
+    table = {**lms.lti_table(contexts=[lms.context_id]), "tool_url": "https://grader.example.edu"}
+    with serve_tool(tmp_path, lms, table) as tool:
+        answer = login_redirect(tool["client"], lms, target_link_uri="https://grader.example.edu/lti/launch")
+        assert answer.status_code == 302, answer.text
+        cookie = answer.headers["set-cookie"]
+        assert cookie.startswith(lti.STATE_COOKIE + "=") and "Path=/lti" in cookie
+        assert "SameSite=none" in cookie and "Secure" in cookie and cookie.endswith("; Partitioned")
+        assert "HttpOnly" in cookie
+        params = auth_url_params(answer.headers["location"])
+        claims = lms.claims(lms.users["prof"], params["nonce"],
+                            **{lti.CLAIM + "target_link_uri": "https://grader.example.edu/lti/launch"})
+        landed = tool["client"].post("/lti/launch", data={"id_token": lms.id_token(claims), "state": params["state"]},
+                                     headers={"Cookie": f"{lti.STATE_COOKIE}={params['state']}"})
+        assert landed.status_code == 200 and "url=/instructor/" in landed.text, landed.text
+        session = landed.headers["set-cookie"]
+        assert session.startswith("normgrade_session=") and "Path=/instructor" in session
+        assert "SameSite=none" in session and "Secure" in session and session.endswith("; Partitioned")
+
+
+def framing_of(answer: httpx.Response) -> tuple[str, str | None]:
+    policy = answer.headers["content-security-policy"]
+    directive = next(d.strip() for d in policy.split(";") if d.strip().startswith("frame-ancestors"))
+    return directive, answer.headers.get("x-frame-options")
+
+
+def test_only_the_launch_and_the_pages_it_lands_on_may_be_framed_by_the_platforms(tool: dict[str, Any],
+                                                                                 lms: LmsPlatform) -> None:
+    client = tool["client"]
+    allowed = f"frame-ancestors {lms.url}"
+    page = launch(client, lms, "prof")
+    assert framing_of(page) == (allowed, None)  # the launch's landing page
+    dashboard = client.get("/instructor/")  # a page with its own CSP (its script's hash) keeps that, framed
+    assert framing_of(dashboard) == (allowed, None)
+    assert "script-src 'sha256-" in dashboard.headers["content-security-policy"]
+    assert framing_of(client.get("/instructor/lti")) == (allowed, None)
+    assert framing_of(login_redirect(client, lms, iss="https://evil.example.org")) == (allowed, None)  # a refusal
+    for path in ("/", "/api/v1/", "/lti/jwks", "/lti/config", "/api/v1/me", "/instructorx"):
+        assert framing_of(client.get(path)) == ("frame-ancestors 'none'", "DENY"), path
+
+
+def test_without_platforms_nothing_may_be_framed(tmp_path: Path, lms: LmsPlatform) -> None:
+    with serve_tool(tmp_path, lms, {}) as tool:
+        for path in ("/lti/launch", "/instructor/login"):
+            assert framing_of(tool["client"].get(path)) == ("frame-ancestors 'none'", "DENY"), path
+
+
+def test_a_launch_from_another_course_of_the_lms_is_refused(tool: dict[str, Any], lms: LmsPlatform,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """A site-level tool: one deployment id for every course; course-202 is not this course (contexts)."""
+    client, store = tool["client"], tool["store"]
+    before = {r["student"] for r in roster.roster(store)}
+    with caplog.at_level(logging.WARNING, logger="normgrade.lti"):
+        student = launch(client, lms, "other-student")
+        teacher = launch(client, lms, "other-prof")
+    for answer in (student, teacher):
+        assert answer.status_code == 403 and "Launch refused" in answer.text and "--token" not in answer.text
+        assert "comes from the LMS course 'Another course' (course-202)" in html.unescape(answer.text)
+        assert "set-cookie" not in answer.headers or "normgrade_session" not in answer.headers["set-cookie"]
+    assert client.get("/instructor/").status_code == 303  # no dashboard session: off to the login
+    assert {r["student"] for r in roster.roster(store)} == before  # nobody of the other course joined
+    assert not list(store.db.query("SELECT 1 FROM lti_contexts WHERE context_id = 'course-202'"))
+    assert sum("course-202" in r.getMessage() for r in caplog.records) == 2
+    assert all("bound to 'course-101'" in r for r in refusals(store)[-2:])
+    ours = launch(client, lms, "prof")  # the right course's instructor: the dashboard, with the refusals on it
+    assert "url=/instructor/" in ours.text
+    page = client.get("/instructor/lti").text
+    assert "Another course" in page and "listed in course.toml" in page
+
+
+def test_the_first_instructor_launch_binds_the_course_and_students_wait_for_it(unbound: dict[str, Any],
+                                                                              lms: LmsPlatform) -> None:
+    client, store = unbound["client"], unbound["store"]
+    early = launch(client, lms, "ada")
+    assert early.status_code == 403 and "not bound to an LMS course yet" in early.text
+    assert "url=/instructor/" in launch(client, lms, "prof").text  # binds course-101
+    assert [(r["context_id"], r["title"], r["bound_by"]) for r in store.db.query("SELECT * FROM lti_bindings")] == [
+        ("course-101", "Deep networks 101", "lms-prof")]
+    assert "Signed in" in launch(client, lms, "ada").text
+    for user in ("other-prof", "other-student"):  # the same deployment, another course: refused, binds nothing
+        refused = launch(client, lms, user)
+        assert refused.status_code == 403 and "bound to 'Deep networks 101' (course-101)" in html.unescape(refused.text)
+    assert len(list(store.db.query("SELECT 1 FROM lti_bindings"))) == 1
+    page = client.get("/instructor/lti").text
+    assert "Deep networks 101" in page and "bound by the first instructor launch" in page
+
+
+def test_an_administrator_role_alone_is_not_an_instructor(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    client = tool["client"]
+    lms.users["admin"] = User("lms-admin", "Account Admin", "admin@example.org", [INSTITUTION_ADMIN, LEARNER])
+    lms.users["root"] = User("lms-root", "Site Admin", "root@example.org", [SYSTEM_ADMIN, INSTITUTION_ADMIN])
+    as_student = launch(client, lms, "admin")  # a Canvas account admin enrolled as a student: a student
+    assert "Signed in" in as_student.text and "url=/instructor/" not in as_student.text
+    assert client.get("/instructor/").status_code == 303
+    root = launch(client, lms, "root")
+    assert root.status_code == 403 and "neither a teacher's nor a student's" in html.unescape(root.text)
+    assert "root@example.org" not in {r["student"] for r in roster.roster(tool["store"])}
+
+
+def test_a_token_for_another_registration_is_refused_on_this_login(tmp_path: Path, lms: LmsPlatform) -> None:
+    """Two registrations of the tool in one LMS (same issuer and key): the state remembers the login's."""
+    lms.other_clients = ("tool-2",)
+    with serve_tool(tmp_path, lms, lms.lti_table(contexts=[lms.context_id])) as tool:
+        client = tool["client"]
+        params = start_login(client, lms)  # started for registration 1 (normgrade-client-1)
+        forged = lms.id_token(lms.claims(lms.users["ada"], params["nonce"], client_id="tool-2"))
+        answer = post_launch(client, forged, params["state"])
+        text = html.unescape(answer.text)
+        assert answer.status_code == 403 and "registration 'tool-2'" in text and "started for 'normgrade-client-1'" in text
+        params = start_login(client, lms, client_id="tool-2")  # the same token on its own registration's login
+        assert "Signed in" in post_launch(client, lms.id_token(lms.claims(
+            lms.users["ada"], params["nonce"], client_id="tool-2")), params["state"]).text
+
+
 # --- the roster (NRPS) ----------------------------------------------------------------------------------
 
 
@@ -313,6 +515,30 @@ def test_roster_sync_adds_new_students_marks_dropped_ones_and_deletes_nothing(to
     assert {"s1", "s2", "eve@example.org", "newton@example.org"} <= set(ids)  # nothing deleted
     page = tool["client"].get("/instructor/lti", headers={"Authorization": f"Bearer {tool['teacher']}"})
     assert page.text.count("<strong>dropped</strong>") == 2
+    members = list(store.db.query("SELECT * FROM lti_members ORDER BY sub"))
+    mark = lti_services.fingerprint(store)
+    third = lti_services.sync_roster(store, config)  # nothing changed in the LMS: nothing changes here
+    assert third.summary() == "2 members in 1 course(s): no change" and third.dropped == []
+    assert list(store.db.query("SELECT * FROM lti_members ORDER BY sub")) == members
+    assert lti_services.fingerprint(store) == mark  # so the score poster does not scan again
+    lms.users["new"].status = "Active"
+    back = lti_services.sync_roster(store, config)
+    assert back.returned == ["newton@example.org"] and back.new_students == [] and back.tokens == []
+    assert back.summary() == "2 members in 1 course(s): 0 new student(s), 0 dropped, 1 back"
+
+
+def test_an_inactive_member_is_neither_added_nor_matched(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    store = tool["store"]
+    launch(tool["client"], lms, "ada")
+    lms.users["gone"] = User("lms-gone", "Gone", "gone@example.org", [LEARNER], status="Inactive")
+    lms.users["s1"] = User("lms-s1", "S one", "s1@example.org", [LEARNER], status="Inactive")  # s1's own e-mail
+    result = lti_services.sync_roster(store, lti.platforms_of(tool["config"].course))
+    assert result.new_students == ["newton@example.org"] and [e.id for e, _ in result.tokens] == ["newton@example.org"]
+    assert "gone@example.org" not in {r["student"] for r in roster.roster(store)}
+    assert not list(store.db.query("SELECT 1 FROM lti_users WHERE sub IN ('lms-gone', 'lms-s1')"))
+    assert not list(store.db.query("SELECT 1 FROM lti_members WHERE sub IN ('lms-gone', 'lms-s1')"))
+    again = lti_services.sync_roster(store, lti.platforms_of(tool["config"].course))
+    assert again.summary() == "4 members in 1 course(s): no change"
 
 
 def test_roster_sync_reports_an_lms_that_is_down(tool: dict[str, Any], lms: LmsPlatform) -> None:
@@ -518,6 +744,131 @@ def test_a_held_upload_posts_nothing_until_it_is_graded_by_itself_then_posts_onc
     assert lti_services.score_counts(store) == {"posted": 1}
 
 
+def test_a_4xx_ends_in_a_final_state_shown_on_the_dashboard_and_is_not_retried(poster: dict[str, Any],
+                                                                              lms: LmsPlatform,
+                                                                              tool: dict[str, Any]) -> None:
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    lms.score_status = 400
+    override(store, "s2", "activations.ReLU", 7.0)
+    tick()
+    assert run_tasks(queue) == 1
+    tick()
+    assert lti_services.score_counts(store) == {"refused": 1}
+    for _ in range(5):  # long past any back-off: never sent again
+        tick(advance=600)
+        assert run_tasks(queue) == 0
+    assert len(lms.refused) == 1
+    teacher = {"Authorization": f"Bearer {tool['teacher']}"}
+    page = html.unescape(tool["client"].get("/instructor/lti", headers=teacher).text)
+    assert "Scores the LMS refused" in page and "answered 400" in page and "1 refused by the LMS" in page
+    lms.score_status = None  # the cause fixed in the LMS: the instructor sends them again
+    again = tool["client"].post("/instructor/lti/retry", headers=teacher)
+    assert again.status_code == 200 and "1 refused score(s) will be sent again" in again.text
+    tick()
+    assert run_tasks(queue) == 1
+    tick()
+    assert lti_services.score_counts(store) == {"posted": 1} and lms.latest_score("lms-ada", 1)["scoreGiven"] == 7.0
+
+
+@pytest.mark.parametrize("status", [401, 429, 503])
+def test_an_answer_that_sending_again_can_cure_is_retried(poster: dict[str, Any], lms: LmsPlatform,
+                                                          status: int) -> None:
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    lms.score_status = status
+    override(store, "s2", "activations.ReLU", 7.0)
+    tick()
+    run_tasks(queue)
+    tick()
+    assert lti_services.score_counts(store) == {"pending": 1}
+    lms.score_status = None
+    tick(advance=60)
+    assert run_tasks(queue) == 1
+    tick()
+    assert lti_services.score_counts(store) == {"posted": 1}
+
+
+def test_a_newer_score_waits_until_the_older_one_on_its_way_is_taken(poster: dict[str, Any],
+                                                                    lms: LmsPlatform) -> None:
+    """One score per learner and line item on its way: the LMS receives them in order, never one out of order."""
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    override(store, "s2", "activations.ReLU", 3.0)
+    tick()  # on the queue, not yet posted
+    override(store, "s2", "activations.ReLU", 8.0)
+    tick()
+    assert lti_services.score_counts(store) == {"queued": 1, "pending": 1} and queue.pending() == 1
+    assert run_tasks(queue) == 1
+    tick()  # the older one's result is in: the newer one goes
+    assert run_tasks(queue) == 1
+    tick()
+    assert [s["scoreGiven"] for s in lms.scores] == [3.0, 8.0] and lms.refused == []
+    assert lti_services.score_counts(store) == {"posted": 2}
+
+
+def test_an_older_score_that_fails_while_a_newer_one_waits_is_superseded(poster: dict[str, Any],
+                                                                        lms: LmsPlatform) -> None:
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    override(store, "s2", "activations.ReLU", 3.0)
+    tick()
+    override(store, "s2", "activations.ReLU", 8.0)
+    tick()
+    lms.down = True
+    assert run_tasks(queue) == 1  # the older post fails
+    lms.down = False
+    tick()  # superseded, not retried; the newer one goes
+    assert run_tasks(queue) == 1
+    tick()
+    assert [s["scoreGiven"] for s in lms.scores] == [8.0]
+    assert lti_services.score_counts(store) == {"superseded": 1, "posted": 1}
+
+
+def test_line_items_are_found_on_every_page_of_the_container(poster: dict[str, Any], lms: LmsPlatform) -> None:
+    """A platform that ignores the resource_id filter and pages its line items (Link: rel="next")."""
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    lms.filter_line_items, lms.page_size = False, 1
+    for n, resource in enumerate(["other-tool:1", "quiz:elsewhere", "exercises:activations"], 1):
+        lms.line_items.append({"id": f"{lms.url}/ags/course-101/lineitems/{n}", "resourceId": resource,
+                               "label": resource, "scoreMaximum": 10, "context": "course-101"})
+    override(store, "s2", "activations.ReLU", 6.0)
+    tick()
+    assert run_tasks(queue) == 1
+    tick()
+    assert lms.created == [] and lms.latest_score("lms-ada", 3)["scoreGiven"] == 6.0
+
+
+def test_without_the_lineitem_scope_no_column_is_made_and_no_score_sent(poster: dict[str, Any], lms: LmsPlatform,
+                                                                       tool: dict[str, Any]) -> None:
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    lms.ags_scopes = [AGS + "score"]  # the scope list of the launch's AGS claim: no lineitem, no single line item
+    launch(tool["client"], lms, "ada")
+    override(store, "s2", "activations.ReLU", 6.0)
+    tick()
+    assert run_tasks(queue) == 0 and lms.created == [] and lms.token_requests == []
+    assert lti_services.score_counts(store) == {}
+    page = tool["client"].get("/instructor/lti", headers={"Authorization": f"Bearer {tool['teacher']}"}).text
+    assert "no score is sent" in page
+
+
+def test_a_single_lineitem_claim_gets_the_course_total(poster: dict[str, Any], lms: LmsPlatform,
+                                                       tool: dict[str, Any]) -> None:
+    """Moodle's "grade sync only": the score scope and one line item; the tool may make no columns."""
+    tick, queue, store = poster["tick"], poster["queue"], poster["store"]
+    lms.grade_sync_only, lms.ags_scopes = True, [AGS + "score", AGS + "lineitem.readonly"]
+    launch(tool["client"], lms, "ada")
+    override(store, "s2", "activations.ReLU", 6.0)
+    override(store, "s2", "normalization.BatchNorm1d", 4.0)
+    tick()
+    assert run_tasks(queue) == 1
+    tick()
+    every = lti_services.columns(store, tool["config"].course, [])
+    score = lms.latest_score("lms-ada", 1)
+    assert score is not None and score["scoreGiven"] == 10.0
+    assert score["scoreMaximum"] == sum(c.maximum for c in every) and len(every) > 1
+    assert lms.created == [] and lms.scores == [score]
+    assert all(AGS + "lineitem" not in scopes for scopes in lms.tokens.values())  # only the granted scope asked for
+    page = tool["client"].get("/instructor/lti", headers={"Authorization": f"Bearer {tool['teacher']}"}).text
+    assert "the course total is sent there" in page
+
+
 # --- grade roster sync ---------------------------------------------------------------------------------------
 
 
@@ -527,7 +878,7 @@ def test_grade_roster_sync_writes_the_new_tokens(tool: dict[str, Any], lms: LmsP
     from grader.cli import cli
 
     course = tmp_path / "course.toml"
-    course.write_text('name = "LTI course"\n' + lms.course_toml())
+    course.write_text('name = "LTI course"\n' + lms.course_toml(contexts=[lms.context_id]))
     tokens = tmp_path / "tokens.csv"
     args = ["roster", "sync", "--db", str(tool["db"]), "--course", str(course), "-o", str(tokens)]
     before = CliRunner().invoke(cli, args)
@@ -554,7 +905,7 @@ def test_a_graded_upload_is_posted_with_its_late_penalty(tool: dict[str, Any], l
     from grader.student.engine.model import ExerciseResult, GradeReport
 
     launch(tool["client"], lms, "ada")
-    course = parse_course({"name": "late", "lti": lms.lti_table(), "chapter": [
+    course = parse_course({"name": "late", "lti": lms.lti_table(contexts=[lms.context_id]), "chapter": [
         {"name": "activations", "due": datetime(2020, 1, 1, tzinfo=timezone.utc), "late_penalty": 0.5}]},
         Path("course.toml"))
     config = tool["config"]
@@ -685,14 +1036,22 @@ def test_a_redis_restart_while_scores_wait_loses_none(tool: dict[str, Any], lms:
         redis_server.stop()
 
 
-@pytest.mark.parametrize("roles, instructor", [
-    (["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"], False),
-    (["http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"], True),
-    (["http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"], True),
-    (["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator"], True),
-    (["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Student"], False),
-    ([], False),
+@pytest.mark.parametrize("roles, role", [
+    ([LEARNER], "learner"),
+    (["Learner"], "learner"),
+    ([INSTRUCTOR], "instructor"),
+    (["http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"], "instructor"),
+    ([INSTRUCTOR, LEARNER], "instructor"),
+    ([INSTITUTION_ADMIN, LEARNER], "learner"),  # a Canvas account admin enrolled as a student
+    ([INSTITUTION_ADMIN], None),  # Administrator roles alone say nothing about this course
+    ([SYSTEM_ADMIN], None),
+    (["http://purl.imsglobal.org/vocab/lis/v2/membership#Administrator"], None),
+    (["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Instructor"], None),  # faculty, not this course's
+    (["http://purl.imsglobal.org/vocab/lis/v2/membership#ContentDeveloper"], None),
+    ([], None),
 ])
-def test_role_claims_decide_who_opens_the_dashboard(roles: list[str], instructor: bool) -> None:
+def test_the_context_roles_alone_decide_who_opens_the_dashboard(roles: list[str], role: str | None) -> None:
     platform = lti.Platform("p", "https://lms", "c", "https://lms/a", "https://lms/t", "https://lms/j", ("d",))
-    assert lti.Launch(platform, {lti.CLAIM + "roles": roles}).is_instructor is instructor
+    launched = lti.Launch(platform, {lti.CLAIM + "roles": roles})
+    assert launched.role == role and launched.is_instructor is (role == "instructor")
+    assert lti.context_role(roles) == role  # the roster sync reads members' roles the same way

@@ -329,3 +329,19 @@ def test_further_mistakes_of_a_check_survive_the_store(db_path: Path) -> None:
         rows = store.check_results(submission["id"])
     assert [r["also"] for r in rows] == [[], ["bn-running-var-plus-eps"]]
     assert rows[1]["misconception"] == "bn-biased-running-var"
+
+
+def test_a_writing_command_opens_a_new_database_in_a_new_folder(tmp_path: Path) -> None:
+    """Store.open(writer=...) holds the file against a server starting; the folder is made as before."""
+    path = tmp_path / "new" / "folder" / "class.db"
+    serving = path.with_name("class.db-serving")
+
+    def flocks() -> list[str]:
+        inode = str(serving.stat().st_ino)
+        return [line for line in Path("/proc/locks").read_text().splitlines()
+                if " FLOCK " in line and f" {os.getpid()} " in line and line.split()[5].endswith(":" + inode)]
+
+    with Store.open(path, writer="grade batch") as store:
+        assert store.version == SCHEMA_VERSION
+        assert [line.split()[3] for line in flocks()] == ["READ"]  # a command's shared hold
+    assert flocks() == []  # ended with the store
