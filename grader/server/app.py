@@ -761,7 +761,7 @@ async def create_extension(request: Request) -> Response:
         row = extensions.grant(db_store(request), st.config.course, _text(doc, "student"), _text(doc, "group"),
                                _text(doc, "chapter"), _text(doc, "due"), _text(doc, "reason"),
                                principal.student or "instructor", _text(doc, "late_penalty"),
-                               _text(doc, "late_until"))
+                               _text(doc, "late_until"), via="API")
     except GraderError as exc:
         raise fail(400, str(exc)) from exc
     return JSONResponse(row, status_code=201)

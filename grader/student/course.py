@@ -166,7 +166,7 @@ class Extension:
     group: str | None = None
     late_penalty: float | None = None
     late_until: datetime | None = None
-    source: str = "course.toml"     # or "dashboard, <author> at <time>"
+    source: str = "course.toml"     # or "dashboard, <author> at <time>", "API, <author> at <time>"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -174,6 +174,15 @@ class Extension:
             "late_penalty": self.late_penalty, "late_until": _iso(self.late_until), "reason": self.reason,
             "source": self.source,
         }
+
+
+EXTENSION_VIAS = ("dashboard", "API")  # where a logged extension is granted: the dashboard's form, POST /api/v1/extensions
+
+
+def logged_by(author: str) -> str:
+    """Where and by whom a logged extension was granted: ``"API, instructor"`` (rows written before the log
+    said where name the author alone: those came from the dashboard)."""
+    return author if author.startswith(tuple(f"{via}, " for via in EXTENSION_VIAS)) else f"dashboard, {author}"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.student.course import DEFAULT_COURSE, Course, Extension, counted_score, parse_time
+from grader.student.course import DEFAULT_COURSE, Course, Extension, counted_score, logged_by, parse_time
 from grader.student.errors import StoreError
 from grader.student.engine.model import GradeReport, exercise_seed
 
@@ -714,7 +714,7 @@ class Store:
                 chapter=row["chapter"], due=parse_time(row["due"]), reason=row["reason"] or "",
                 student=row["student"], group=row["grp"], late_penalty=row["late_penalty"],
                 late_until=None if row["late_until"] is None else parse_time(row["late_until"]),
-                source=f"dashboard, {row['author']} at {row['created_at']}",
+                source=f"{logged_by(row['author'])} at {row['created_at']}",
             ))
         return replace(course.with_extensions(items), log_applied=True)
 
