@@ -38,7 +38,9 @@ def _load_course(course: Path | None) -> Any:
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
               help="The course database [or $GRADE_DB]; created when missing, never overwritten.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=None,
+              help=f"Port to listen on [default: the port of the course's [server] url when it is http://, else "
+                   f"{DEFAULT_PORT}; behind a reverse proxy (an https:// url) pass the port the proxy forwards to].")
 @click.option("--queue", "queue_url", default=None, metavar="URL",
               help="Grading queue: sqlite:///PATH or redis://HOST:PORT/DB [default: COURSE-queue.db beside --db].")
 @click.option("--workers", type=click.IntRange(min=0), default=2, show_default=True,
@@ -51,7 +53,7 @@ def _load_course(course: Path | None) -> Any:
               help="Seconds without word from a grading worker (its lease not renewed) before its try is "
                    "put back on the queue.")
 @click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
-def serve_command(course_file: Path | None, db: Path, host: str, port: int, queue_url: str | None,
+def serve_command(course_file: Path | None, db: Path, host: str, port: int | None, queue_url: str | None,
                   workers: int, quiz_dir: Path | None, job_timeout: float, lease_timeout: float,
                   no_sandbox: bool) -> None:
     """Run the course server: the API under /api/v1/, the grading queue and its workers.
@@ -77,6 +79,7 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int, queu
         raise one_line(exc) from exc
     except Exception as exc:  # redis.ConnectionError and the like: one line
         raise RemoteError(f"cannot use the queue {queue_url} ({exc}): start it, or pass another --queue") from exc
+    port = listen_port(port, course.server_url)
     check_port(host, port)
     if workers and not no_sandbox:
         from grader.student.sandbox.runner import Limits
@@ -86,13 +89,27 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int, queu
         except GraderError as exc:
             raise one_line(exc) from exc
     pool = WorkerPool(queue_url, workers, no_sandbox).start() if workers else None
+    reached = f"; students reach it at {course.server_url}" if course.server_url else ""
     click.echo(f"Serving {course.name} at http://{host}:{port} (database {db}, queue {queue_url}, "
-               f"{workers} worker process{'es' if workers != 1 else ''})", err=True)
+               f"{workers} worker process{'es' if workers != 1 else ''}{reached})", err=True)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
     finally:
         if pool is not None:
             pool.stop()
+
+
+def listen_port(port: int | None, server_url: str | None) -> int:
+    """The port `grade serve` listens on: ``--port``; else the port of an ``http://`` ``[server] url`` (students
+    reach the server there directly; 80 when the url names none); else 8000. An ``https://`` url is a reverse
+    proxy's (TLS ends there), so its port is the proxy's, not ours."""
+    from urllib.parse import urlsplit
+
+    if port is not None:
+        return port
+    if server_url and server_url.startswith("http://"):
+        return urlsplit(server_url).port or 80  # valid: the course file's reader checked it
+    return DEFAULT_PORT
 
 
 def check_port(host: str, port: int) -> None:

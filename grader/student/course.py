@@ -5,6 +5,10 @@ and ``grade progress``::
 
     name = "Deep networks, building blocks"
     score = "best"                     # "best" (default) or "latest"
+    hand_in = "server"                 # where work is graded: "server", "gradescope" or "both"
+                                       # (default: "server" when [server] names one, else "gradescope")
+                                       # (top-level fields come before the first [table]: TOML reads
+                                       # a key below a table header as a field of that table)
 
     [rate_limit]                       # uploads per student and window (default 30 per 60 minutes)
     submissions = 30
@@ -31,10 +35,9 @@ and ``grade progress``::
     late_until = 2026-12-10T23:59:00Z  # optional: else the chapter's (when still after the new due)
     reason = "medical note, 2026-11-28"
 
-    hand_in = "server"                 # where work is graded: "server", "gradescope" or "both"
-                                       # (default: "server" when [server] names one, else "gradescope")
     [server]
-    url = "https://grader.example.org" # the course server: `grade login` in the handout asks only for a token
+    url = "https://grader.example.org" # the course server: `grade login` in the handout asks only for a token;
+                                       # `grade serve` listens on the port of an http:// url (else 8000, or --port)
 
     [quiz]
     attempts = 2                       # tries per graded quiz question, never reset (default: each question's own)
@@ -43,6 +46,17 @@ and ``grade progress``::
     level = "derive"                   # "guided" (default), "derive" or "contract"
     [scaffolding.exercises]            # per-exercise (or per-topic) overrides
     "normalization.BatchNorm1d" = "contract"
+
+    [lti]                              # the LMS (LTI 1.3): docs/lti.md
+    tool_url = "https://grader.example.org"
+    [[lti.platform]]
+    name = "Canvas"
+    issuer = "https://canvas.instructure.com"
+    client_id = "10000000000042"
+    auth_url = "https://sso.canvaslms.com/api/lti/authorize_redirect"
+    token_url = "https://sso.canvaslms.com/login/oauth2/token"
+    jwks_url = "https://sso.canvaslms.com/api/lti/security/jwks"
+    deployments = ["12:8865aa05b4b79b64a91a86042e43af5ea8ae79eb"]
 
 Which score counts, per student and exercise (:func:`counted_score`, used by the
 server, ``grade report`` and ``grade progress`` alike):
@@ -527,6 +541,14 @@ def _server(doc: Mapping[str, Any], path: Path) -> tuple[str | None, str]:
     url = raw.get("url")
     if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
         raise CourseError(f"{path}: server.url = {url!r} is not a URL: write it like \"https://grader.example.org\"")
+    if url is not None:
+        from urllib.parse import urlsplit
+
+        try:
+            urlsplit(url).port
+        except ValueError:
+            raise CourseError(f"{path}: server.url = {url!r} has no valid port: write it like "
+                              "\"http://127.0.0.1:8000\"") from None
     hand_in = doc.get("hand_in", "server" if url else "gradescope")
     if hand_in not in HAND_IN:
         raise CourseError(f"{path}: hand_in = {hand_in!r} is not a path: use \"server\", \"gradescope\" or \"both\"")
