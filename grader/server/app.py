@@ -68,7 +68,7 @@ MAX_JSON_BYTES = 64 * 1024  # any request body but an upload (quiz answers)
 IDEMPOTENCY_KEY_MAX = 100
 MAX_WAIT_S = 30.0  # the longest a GET /submissions/{id}?wait=S is held
 MAX_JSON_DEPTH = 32  # nesting of arrays and objects in a request body (an upload needs 2)
-MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger id is refused before any query
+MAX_ID = records.MAX_ROW_ID  # SQLite's largest integer: a larger id is refused before any query
 MAX_MESSAGE = 400  # characters of an error's one line
 MAX_SELECTORS, MAX_SELECTOR_CHARS = 200, 100  # an upload's exercise list (did-you-mean on a 60 KB name took 7 s)
 
@@ -181,16 +181,14 @@ def known_student(store: Store, student: str) -> bool:
         [student, student])))
 
 
-ID_RE = re.compile(r"[0-9]{1,19}")
-
-
-def path_id(request: Request, name: str = "id") -> int:
+def path_id(request: Request, name: str = "id", what: str = "a submission id",
+            hint: str = "use the number `grade submit` printed") -> int:
     """A numeric id of the path, refused with 400 unless it is an integer from 1 to MAX_ID."""
     raw = str(request.path_params.get(name, ""))
-    if not ID_RE.fullmatch(raw) or not 1 <= int(raw) <= MAX_ID:
-        raise fail(400, f"{raw[:40]!r} is not a submission id: use the number `grade submit` printed "
-                        f"(1 to {MAX_ID})")
-    return int(raw)
+    value = records.row_id(raw)
+    if value is None:
+        raise fail(400, f"{raw[:40]!r} is not {what}: {hint} (1 to {MAX_ID})")
+    return value
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -711,8 +709,8 @@ async def create_regrade(request: Request) -> Response:
         raise fail(403, "the instructor answers regrade requests: log in with a student token to file one")
     doc = await read_json(request, MAX_JSON_BYTES)
     job_id = doc.get("submission")
-    if job_id is not None and (isinstance(job_id, bool) or not isinstance(job_id, int)):
-        raise fail(400, "submission must be the id of one of your submissions (a number)")
+    if job_id is not None and records.row_id(job_id) is None:
+        raise fail(400, f"submission must be the id of one of your submissions (a number from 1 to {MAX_ID})")
     try:
         row = regrade.file_request(db_store(request), principal.student, _text(doc, "exercise"),
                                    _text(doc, "reason"), job_id)
@@ -738,7 +736,8 @@ async def answer_regrade(request: Request) -> Response:
     principal = instructor(request)
     doc = await read_json(request, MAX_JSON_BYTES)
     try:
-        row = regrade.answer(db_store(request), int(request.path_params["id"]), _text(doc, "reply"),
+        row = regrade.answer(db_store(request), path_id(request, what="a regrade request id",
+                                                        hint="use the # of GET /api/v1/regrades"), _text(doc, "reply"),
                              _text(doc, "score"), principal.student or "instructor")
     except regrade.RegradeError as exc:
         raise fail(exc.status, str(exc)) from exc
@@ -785,7 +784,7 @@ API: list[tuple[str, str, Handler, str]] = [  # (method, path, handler, who may 
     ("GET", "/students/{student}/quizzes", list_quizzes, "instructor"),
     ("POST", "/regrades", create_regrade, "student"),
     ("GET", "/regrades", list_regrades, "any token"),
-    ("POST", "/regrades/{id:int}/answer", answer_regrade, "instructor"),
+    ("POST", "/regrades/{id}/answer", answer_regrade, "instructor"),
     ("GET", "/extensions", list_extensions, "instructor"),
     ("POST", "/extensions", create_extension, "instructor"),
 ]

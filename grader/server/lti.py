@@ -628,7 +628,7 @@ async def launch_endpoint(request: Request) -> Response:
 
 def new_student_id(store: Store, issuer: str, sub: str, email: str) -> str:
     """A roster id for a new LMS member: the e-mail when it is a valid id and free, else ``lti-<hash>``."""
-    if email and ID_RE.match(email) and not list(store.db.query("SELECT 1 FROM roster WHERE student = ?", [email])):
+    if email and ID_RE.fullmatch(email) and not list(store.db.query("SELECT 1 FROM roster WHERE student = ?", [email])):
         return email
     return "lti-" + context_key(issuer, "", sub)[:16]
 

@@ -210,3 +210,18 @@ def report_of(store: Store, job_row: dict[str, Any]) -> GradeReport | None:
         ))
     attempt = next(iter(store.db.query("SELECT files_hash FROM attempts WHERE id = ?", [job_row["attempt_id"]])))
     return GradeReport(job_row["student"], exercises, attempt["files_hash"] or "")
+
+
+MAX_ROW_ID = 2**63 - 1  # SQLite's largest integer: an id past it is refused before any query (OverflowError)
+
+
+def row_id(value: Any) -> int | None:
+    """A row id from a path segment or a JSON body: an integer from 1 to MAX_ROW_ID (digits only, at most 19 of
+    them, when text), else None. Booleans, floats, 0, negatives and 2**63 are not ids."""
+    if isinstance(value, str):
+        if not (value.isascii() and value.isdigit() and len(value) <= 19):
+            return None
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ROW_ID:
+        return None
+    return value
