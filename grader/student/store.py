@@ -277,9 +277,21 @@ def m7_check_figures(db: sqlite_utils.Database) -> None:
 
 
 
+def m8_file_blobs(db: sqlite_utils.Database) -> None:
+    """Version 8: uploaded files are content-addressed (``grader.server.records.store_files``).
+
+    ``blobs`` holds each distinct file content once, keyed by its sha256; a
+    ``job_files`` row names it in ``sha256`` (its own ``content`` NULL), so a
+    ``base.py`` every student uploads, or a class graded again by ``grade
+    batch``, is stored once. Rows written before keep their ``content``.
+    """
+    db["blobs"].create({"sha256": str, "content": bytes}, pk="sha256")
+    db["job_files"].add_column("sha256", str)
+
+
 Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[Migration] = [
-    m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures,
+    m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures, m8_file_blobs,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -228,7 +228,8 @@ def test_an_upload_is_stored_before_the_answer(env: dict[str, Any]) -> None:
     response = upload(env, "up", files=files)
     assert response.status_code == 202 and response.headers["location"].endswith(str(response.json()["id"]))
     conn = sqlite3.connect(env["db"])
-    stored = dict(conn.execute("SELECT name, content FROM job_files WHERE job_id = ?", [response.json()["id"]]))
+    stored = dict(conn.execute("SELECT f.name, COALESCE(b.content, f.content) FROM job_files f LEFT JOIN blobs b "
+                               "ON b.sha256 = f.sha256 WHERE f.job_id = ?", [response.json()["id"]]))
     conn.close()
     assert {k: v.decode() for k, v in stored.items()} == files
 
