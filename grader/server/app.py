@@ -34,7 +34,6 @@ import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -104,11 +103,10 @@ class ServerState:
 
 
 def grader_version() -> str:
-    """The installed normgrade version (recorded with each attempt)."""
-    try:
-        return metadata.version("normgrade")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    """The version recorded with each attempt: normgrade's and the digest of what judges (grader.course.grading)."""
+    from grader.course.grading import grader_version as live_version
+
+    return live_version()
 
 
 # --- helpers -------------------------------------------------------------------------------

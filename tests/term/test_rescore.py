@@ -198,3 +198,22 @@ def test_a_class_graded_with_grade_batch_can_be_rescored(tmp_path: Path) -> None
     with Store.open(db) as store:
         assert store.db.execute("SELECT count(*) FROM blobs").fetchone()[0] == blobs  # nothing stored twice
         assert store.db.execute("SELECT count(*) FROM jobs").fetchone()[0] == 6
+
+
+def test_a_rescoring_is_told_apart_by_the_grader_version(tmp_path: Path) -> None:
+    """The recorded version is normgrade's and a digest of what judges (checks, mistakes, reference): a fix of a
+    check changes it while pyproject.toml's version stays the same."""
+    import re
+
+    from grader.course.grading import grader_version, judge_digest
+
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "reference" / "a.py").write_text("x = 1\n")
+    before = judge_digest(tmp_path, ("reference",))
+    (tmp_path / "reference" / "__pycache__").mkdir()
+    (tmp_path / "reference" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"cache")
+    assert judge_digest(tmp_path, ("reference",)) == before  # caches do not count
+    (tmp_path / "reference" / "a.py").write_text("x = 2\n")
+    assert judge_digest(tmp_path, ("reference",)) != before
+    assert re.fullmatch(r"\d+\.\d+\.\d+\+[0-9a-f]{12}", grader_version()), grader_version()
+    assert grader_version().endswith("+" + judge_digest())
