@@ -50,7 +50,7 @@ from grader.term.class_report import overrides_in_force
 from grader.student.engine import catalogue
 from grader import quiz as quiz_lib
 from grader.quiz import graded, judging
-from grader.student.course import DEFAULT_COURSE, Course, parse_time
+from grader.student.course import DEFAULT_COURSE, Course, late_exercises, parse_time
 from grader.student.errors import GraderError, StoreError
 from grader.server import auth, lti, lti_services, pages, records
 from grader.server.headers import SecurityHeaders
@@ -298,7 +298,7 @@ def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = No
     if report is not None:
         doc["report"] = report_to_dict(report)
         doc["json"] = report.to_json()
-        doc["late"] = late_exercises(course, report, received, job["student"])
+        doc["late"] = late_exercises(course, report.exercises, received, job["student"])
     return doc
 
 
@@ -341,23 +341,6 @@ def closed_chapters(course: Course, when: datetime, student: str | None = None) 
             closes = chapter.closes_at()
             out.append({"chapter": chapter.name, "closed_at": closes.isoformat(timespec="minutes") if closes else None,
                         "exercises": list(chapter.exercises)})
-    return out
-
-
-def late_exercises(course: Course, report: Any, when: datetime, student: str | None = None) -> list[dict[str, Any]]:
-    """The exercises of a report uploaded late (for ``student``, with their extensions): score, the share that
-    counts, the counted score."""
-    out = []
-    for result in report.exercises:
-        chapter = course.chapter_of(result.id, student)
-        if chapter is None:
-            continue
-        counted, late = chapter.effective(float(result.score), when)
-        if late:
-            share = 0.0 if chapter.late_until is not None and when > chapter.late_until else 1.0 - chapter.late_penalty
-            out.append({"exercise": result.id, "chapter": chapter.name, "score": result.score,
-                        "max_score": result.max_score, "counts": round(share, 4), "counted_score": round(counted, 2),
-                        "due": chapter.due.isoformat(timespec="minutes") if chapter.due else None})
     return out
 
 

@@ -364,6 +364,26 @@ class Counted:
     attempts: int
 
 
+def late_exercises(course: Course, results: Iterable[Any], when: datetime, student: str | None = None
+                   ) -> list[dict[str, Any]]:
+    """The exercise results (anything with ``id``, ``score``, ``max_score``) of an upload at ``when`` that missed
+    their chapter's due date, for ``student`` (their extensions): each with the share of its score that counts
+    (``counts``: 1 - late_penalty, 0 past late_until) and the counted score. The course server sends this list
+    with a graded upload (``late``); the student's report and the dashboard's copy note it beside the scores."""
+    out = []
+    for result in results:
+        chapter = course.chapter_of(result.id, student)
+        if chapter is None:
+            continue
+        counted, late = chapter.effective(float(result.score), when)
+        if late:
+            share = 0.0 if chapter.late_until is not None and when > chapter.late_until else 1.0 - chapter.late_penalty
+            out.append({"exercise": result.id, "chapter": chapter.name, "score": result.score,
+                        "max_score": result.max_score, "counts": round(share, 4), "counted_score": round(counted, 2),
+                        "due": chapter.due.isoformat(timespec="minutes") if chapter.due else None})
+    return out
+
+
 def counted_score(rows: list[Mapping[str, Any]], chapter: Chapter | None, rule: str) -> Counted:
     """THE rule for which score counts, given one exercise's attempts, oldest first.
 
