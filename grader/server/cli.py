@@ -223,7 +223,6 @@ def roster_sync_command(db: Path, course_file: Path, output: Path) -> None:
 
 
 def register(cli: click.Group) -> None:
-    """Add the server's commands (and the student's login, logout, result) to the `grade` group."""
-    for command in (remote.login_command, remote.logout_command, remote.result_command, serve_command,
-                    worker_command, roster_group):
+    """Add the server's commands (and the student's login, logout, result, regrade) to the `grade` group."""
+    for command in (*remote.STUDENT_COMMANDS, serve_command, worker_command, roster_group):
         cli.add_command(command)

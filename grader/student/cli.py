@@ -566,10 +566,11 @@ def progress_command(student: str | None, db: Path | None, path: Path, as_json: 
 
 
 def _add_remote_commands() -> None:
-    """``grade login``, ``logout`` and ``result`` (grader/student/client/remote.py; the instructor's grade has them too)."""
+    """``grade login``, ``logout``, ``result`` and ``regrade`` (grader/student/client/remote.py; the instructor's
+    grade has them too)."""
     from grader.student.client import remote
 
-    for command in (remote.login_command, remote.logout_command, remote.result_command):
+    for command in remote.STUDENT_COMMANDS:
         cli.add_command(command)
 
 

@@ -224,3 +224,19 @@ def test_a_wait_off_a_terminal_prints_each_change_of_phase(capsys: pytest.Captur
         "Submission 5: queued, try 2 of 2 (after the lease expired)",
     ]
     assert client_lib.describe_state({"id": 5, "status": "running"}) == "Submission 5: grading"  # an older server
+
+
+def test_the_handouts_grade_has_every_student_command_the_docs_name() -> None:
+    """docs/term.md tells students to run `grade regrade EXERCISE "why"`: the handout's `grade` (the student
+    CLI) has it, as it has login, logout and result; the instructor's `grade` the same commands."""
+    from click.testing import CliRunner
+
+    from grader.cli import cli as instructor_cli
+    from grader.student.cli import cli as handout_cli
+
+    listed = CliRunner().invoke(handout_cli, ["--help"]).output
+    for name in ("regrade", "login", "logout", "result", "submit", "quiz", "progress", "view", "doctor"):
+        assert name in handout_cli.commands and f"  {name} " in listed, name
+    assert handout_cli.commands["regrade"] is instructor_cli.commands["regrade"]
+    alone = CliRunner().invoke(handout_cli, ["regrade", "activations.ReLU", "the check is wrong"])
+    assert alone.exit_code == 2 and "run `grade login` first" in alone.output

@@ -480,3 +480,33 @@ def result_command(submission: int, as_json: bool) -> None:
     if login is None:
         raise RemoteError("not logged in: run `grade login` first")
     click.get_current_context().exit(remote_result(login, submission, "json" if as_json else "text"))
+
+
+@click.command("regrade")
+@click.argument("exercise")
+@click.argument("reason")
+@click.option("--submission", type=click.IntRange(min=1), default=None,
+              help="The submission asked about [default: your latest graded one holding EXERCISE].")
+@click.option("--server", default=None, metavar="URL", help="The course server [default: the one you logged in to].")
+def regrade_command(exercise: str, reason: str, submission: int | None, server: str | None) -> None:
+    """Ask the instructor to look at one exercise's result again, saying why.
+
+    The request is tied to your upload; the answer shows in `grade progress`.
+    """
+    login = remote_login(server, False, None)
+    if login is None:
+        raise RemoteError("regrade requests go to your course server: run `grade login` first")
+    body: dict[str, object] = {"exercise": exercise, "reason": reason}
+    if submission is not None:
+        body["submission"] = submission
+    try:
+        with client_lib.Client(login.server, login.token) as client:
+            _, doc = client.call("POST", "/regrades", body)
+    except GraderError as exc:
+        raise one_line(exc) from exc
+    click.echo(f"Regrade request #{doc['id']} about {doc['exercise']} (submission {doc['job_id']}) is filed; "
+               "the answer will show in `grade progress`.")
+
+
+# The student's commands of the course server, registered by both `grade`s (the handout's and the instructor's).
+STUDENT_COMMANDS = (login_command, logout_command, result_command, regrade_command)
