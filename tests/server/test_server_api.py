@@ -7,6 +7,7 @@ graded, so these tests cost no CPU); each test uses its own students.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -508,9 +509,10 @@ def test_interactive_remote_quiz_reasks_unreadable_answers(env: dict[str, Any]) 
     assert result.exit_code == 0, result.output
     n = len(source.questions)
     out = result.stdout
-    assert out.count("Correct.") == n and "Not quite." not in out
+    assert out.count("Correct.") == n and "Not this one." not in out
     posed = posed_for(chapter, first.id, "quiz")
-    assert f"Q1/{n} [checkpoint] {posed.prompt}" in out or f"Q1/{n} {posed.prompt}" in out
+    # each question shows its id (what --answers FILE names), as the local quiz does
+    assert f"Q1/{n} {first.id} [checkpoint]: {posed.prompt}" in out or f"Q1/{n} {first.id}: {posed.prompt}" in out
     assert f"  1. {posed.choices[0].text}\n" in out, "choices in the student's own order"
     assert f"Error: 'this' is not a choice: answer with 1-{len(posed.choices)}\n" in out
     assert out.count("Error:") == 1, "the unreadable answer was asked again"
@@ -539,9 +541,9 @@ def test_remote_retry_asks_only_what_is_not_yet_right_and_gives_attempts(env: di
     failed = run_cli("quiz", chapter, input=f"{wrong}\n{wrong}\n")
     assert failed.exit_code == 1, failed.output
     out = failed.stdout
-    assert f"{n - 1} already answered correctly; asking the other 1." in out and "Q1/1 [checkpoint]" in out
-    assert out.index("Not quite. Try again (1 attempt(s) left).") < out.index("Attempt 2 of 2")
-    assert out.index("Attempt 2 of 2") < out.index("Not quite.\nExplanation: ")
+    assert f"{n - 1} already answered correctly; asking the other 1." in out and re.search(r"Q1/1 [a-z0-9-]+ \[checkpoint\]: ", out)
+    assert out.index("Not this one. 1 attempt left.") < out.index("Attempt 2 of 2")
+    assert out.index("Attempt 2 of 2") < out.index("Not this one.\nExplanation: ")
     assert f"({n - 1} answered correctly before.)" in out and f"Chapter {chapter} not complete yet" in out
     again = run_cli("quiz", chapter, input=f"{right_answer(chapter, last, 'retry', typed=True)}\n")
     assert again.exit_code == 1 and f"1 question(s) of {chapter} have no attempts left" in again.stdout

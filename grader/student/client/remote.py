@@ -273,8 +273,8 @@ def _ask(client: Client, chapter: str, question: dict[str, Any], number: int, to
     """Show one posed question as the local quiz does and send what is typed (choice numbers as shown);
     an unreadable answer is asked again, a wrong one while the server says attempts are left.
     The server's last verdict, whose explanation is printed."""
-    quiz_text.show_question(number, total, question["prompt"], [c["text"] for c in question["choices"]],
-                            question["checkpoint"])
+    quiz_text.show_question(number, total, str(question["id"]), question["prompt"],
+                            [c["text"] for c in question["choices"]], question["checkpoint"])
     hint = quiz_text.answer_hint(question["kind"], question["tolerance"], question["params"] or {})
 
     def send(raw: str) -> dict[str, Any]:
