@@ -124,7 +124,8 @@ def exercises_dir(path: Path) -> Path:
 
 
 def student_option(func: F) -> F:
-    """``--student NAME`` (or $GRADE_STUDENT); None means the OS user name, see default_student()."""
+    """``--student NAME`` (or $GRADE_STUDENT); None means the logged-in student, else the OS user name, see
+    default_student()."""
     return click.option(
         "--student", envvar="GRADE_STUDENT", default=None,
         help="Student name [default: $GRADE_STUDENT, else your user name].",
@@ -186,6 +187,7 @@ def write_html_report(report: GradeReport, path: Path) -> None:
         write_text(format_html(report), path)
     except OSError as exc:
         raise CommandError(f"cannot write the web page to '{path}': {exc.strerror or exc}: choose another --html FILE")
+    click.echo(f"Report page written to {path.resolve()} (open it in a browser).", err=True)
 
 
 def server_options(func: F) -> F:
@@ -210,7 +212,16 @@ def no_sandbox_option(func: F) -> F:
 
 
 def default_student() -> str:
-    """The OS user name, or 'student' where the system cannot say."""
+    """Who is graded when no --student is given: the student of the saved `grade login` (the name the course
+    server's reports carry), else the OS user name, else 'student' where the system cannot say."""
+    from grader.student.client.connection import ClientError, load_login
+
+    try:
+        login = load_login()
+    except ClientError:  # an unreadable login file: the remote commands say so; a local grade goes on
+        login = None
+    if login is not None:
+        return login.student
     try:
         return getpass.getuser()
     except (OSError, KeyError):

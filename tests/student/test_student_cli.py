@@ -240,3 +240,17 @@ def test_the_handouts_grade_has_every_student_command_the_docs_name() -> None:
     assert handout_cli.commands["regrade"] is instructor_cli.commands["regrade"]
     alone = CliRunner().invoke(handout_cli, ["regrade", "activations.ReLU", "the check is wrong"])
     assert alone.exit_code == 2 and "run `grade login` first" in alone.output
+
+
+def test_a_logged_in_students_local_report_carries_their_id_not_the_os_user(tmp_path: Path) -> None:
+    """The server's report says the student; so does the local one once logged in (before: "report for root")."""
+    import getpass
+
+    from grader.student.cli import default_student
+    from grader.student.client.connection import Login, config_path, save_login
+
+    assert default_student() == getpass.getuser()  # not logged in ($GRADE_CONFIG: a file that does not exist)
+    save_login(Login("http://127.0.0.1:1", "t0ken", "ada"))
+    assert default_student() == "ada"
+    config_path().write_text("{not json")  # unreadable: the OS user, the remote commands say why
+    assert default_student() == getpass.getuser()
