@@ -561,9 +561,9 @@ def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_san
                                 level=level, course=course, course_file=course_file)
     student_files = len(release.files["student"])
     click.echo(f"Wrote release {release.version} to {release.out}")
-    click.echo(f"  student/                    the handout: {student_files} files; install with"
-               f" `pip install {release.out / 'student'}`")
-    click.echo(f"  case packs                  {release.packs_bytes / 1e6:.2f} MB for {len(release.pack_sizes)}"
+    click.echo(f"  student/                    the handout: {student_files} files; students install it as its README"
+               " says, in that folder: `python3 -m venv .venv && .venv/bin/pip install '.[opencl]'`")
+    click.echo(f"  case packs                  {release.packs_bytes / 1e6:.1f} MB for {len(release.pack_sizes)}"
                " exercises (public checks, fixed seeds)")
     click.echo("  autograder/autograder.zip   Gradescope: setup.sh, run_autograder, the full grader and reference")
     click.echo(f"  manifest.json               reference sha256 {release.reference_sha256[:16]}...")
