@@ -128,7 +128,7 @@ def student_option(func: F) -> F:
     default_student()."""
     return click.option(
         "--student", envvar="GRADE_STUDENT", default=None,
-        help="Student name [default: $GRADE_STUDENT, else your user name].",
+        help="Student name [default: $GRADE_STUDENT, else the student of `grade login`, else your user name].",
     )(func)
 
 

@@ -126,12 +126,6 @@ def test_progress_report_and_server_share_the_rule(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "does not exist: pass --course" in bad.output
 
 
-def test_the_example_course_file_parses() -> None:
-    course = load_course(Path(__file__).resolve().parents[2] / "docs" / "course.example.toml")
-    assert [c.name for c in course.chapters] == ["activations", "normalization", "kernels"]
-    assert course.chapter_of("blocks.MLPBlock") is course.chapters[1]
-
-
 def test_the_field_reference_in_course_py_is_a_course_file_that_means_what_it_says() -> None:
     """The docstring course.example.toml points to parses as written, every top-level field where it belongs
     (a key written after an [[extension]] table would be a field of that extension)."""
