@@ -47,16 +47,8 @@ and ``grade progress``::
     [scaffolding.exercises]            # per-exercise (or per-topic) overrides
     "normalization.BatchNorm1d" = "contract"
 
-    [lti]                              # the LMS (LTI 1.3): docs/lti.md
-    tool_url = "https://grader.example.org"
-    [[lti.platform]]
-    name = "Canvas"
-    issuer = "https://canvas.instructure.com"
-    client_id = "10000000000042"
-    auth_url = "https://sso.canvaslms.com/api/lti/authorize_redirect"
-    token_url = "https://sso.canvaslms.com/login/oauth2/token"
-    jwks_url = "https://sso.canvaslms.com/api/lti/security/jwks"
-    deployments = ["12:8865aa05b4b79b64a91a86042e43af5ea8ae79eb"]
+    [lti]                              # the LMS (LTI 1.3): its [[lti.platform]] tables in docs/lti.md and
+    tool_url = "https://grader.example.org"  # grader/server/lti.py
 
 Which score counts, per student and exercise (:func:`counted_score`, used by the
 server, ``grade report`` and ``grade progress`` alike):
