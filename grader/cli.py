@@ -402,7 +402,7 @@ def batch_command(
                        err=True)
             with one_line_errors():
                 summary = batch_lib.run_batch_on_queue(
-                    submissions_dir, store, grader_version(), queue_url, list(selectors) or None, force=force,
+                    submissions_dir, store, live_grader_version(), queue_url, list(selectors) or None, force=force,
                     job_timeout=job_timeout,
                 )
         elif _show_progress():
@@ -427,6 +427,13 @@ def batch_command(
     click.get_current_context().exit(summary.exit_status)
 
 
+def live_grader_version() -> str:
+    """The version a batch records: normgrade's and the digest of what judges (grader.course.grading)."""
+    from grader.course.grading import grader_version as version
+
+    return version()
+
+
 def _run_batch(
     root: Path, store: Store, selectors: tuple[str, ...], jobs: int | None, force: bool,
     limits: Limits, on_outcome: Callable[[batch_lib.StudentOutcome], None] | None,
@@ -436,7 +443,7 @@ def _run_batch(
 
     with one_line_errors():
         return batch_lib.run_batch(
-            root, store, grader_version(), list(selectors) or None, jobs=jobs, force=force,
+            root, store, live_grader_version(), list(selectors) or None, jobs=jobs, force=force,
             limits=limits, on_outcome=on_outcome,
         )
 
@@ -455,13 +462,19 @@ def _run_batch(
 )
 @quiz_dir_option
 @click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Apply the score rule and due dates of this course.toml [default: best score ever].")
-def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | None, course_file: Path | None) -> None:
+              help="Apply the score rule and due dates of this course.toml [default: best score ever, late work "
+                   "in full: a warning says so].")
+@click.option("--roster", "roster_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="ROSTER.csv", help="Names and e-mails of the students (columns id,name,email, as for `grade "
+                                         "roster import`): a `grade batch` database has only the folder names.")
+def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | None, course_file: Path | None,
+                   roster_file: Path | None) -> None:
     """Write the class report from the database: summary, charts, mistakes, quiz items, students.
 
     The quiz chapters (CSV columns, item difficulty) are those of --quiz-dir.
     The score of each exercise is the one that counts under --course's rule
-    (the same rule as the course server's).
+    (the same rule as the course server's). What a gradebook import cannot
+    know (no --course, students without an e-mail) is said on stderr.
     """
     from grader.term import class_report  # Jinja2 and the templates: only this command needs them
     from grader import quiz as quiz_lib
@@ -472,8 +485,13 @@ def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | Non
     with one_line_errors():
         quizzes = quiz_lib.load_all(quiz_dir) if quiz_dir.is_dir() else []
         course = load_course(course_file) if course_file is not None else None
+        roster = None
+        if roster_file is not None:
+            from grader.server.roster import read_roster
+
+            roster = {e.id: {"name": e.name, "email": e.email} for e in read_roster(roster_file)}
         with Store.open(db) as store:
-            report = class_report.build(store, quizzes=quizzes, course=course)
+            report = class_report.build(store, quizzes=quizzes, course=course, roster=roster)
             if fmt == "html":
                 from grader.term.class_html import format_html  # the dashboard's views, in one file
 
@@ -486,6 +504,9 @@ def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | Non
                 text = class_report.format_moodle(report)
             else:
                 text = class_report.format_json(report) + "\n"
+    for warning in class_report.gradebook_warnings(report, course_file is not None):
+        if fmt in ("canvas", "moodle") or warning.startswith("no --course"):
+            click.echo(f"Warning: {warning}.", err=True)
     if output is None:
         click.echo(text, nl=False)
         return
@@ -545,9 +566,9 @@ def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_san
                                 level=level, course=course, course_file=course_file)
     student_files = len(release.files["student"])
     click.echo(f"Wrote release {release.version} to {release.out}")
-    click.echo(f"  student/                    the handout: {student_files} files; install with"
-               f" `pip install {release.out / 'student'}`")
-    click.echo(f"  case packs                  {release.packs_bytes / 1e6:.2f} MB for {len(release.pack_sizes)}"
+    click.echo(f"  student/                    the handout: {student_files} files; students install it as its README"
+               " says, in that folder: `python3 -m venv .venv && .venv/bin/pip install '.[opencl]'`")
+    click.echo(f"  case packs                  {release.packs_bytes / 1e6:.1f} MB for {len(release.pack_sizes)}"
                " exercises (public checks, fixed seeds)")
     click.echo("  autograder/autograder.zip   Gradescope: setup.sh, run_autograder, the full grader and reference")
     click.echo(f"  manifest.json               reference sha256 {release.reference_sha256[:16]}...")

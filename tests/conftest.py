@@ -124,6 +124,10 @@ SERVER_TESTS: tuple[str, ...] = (
     "tests/server/test_database_owner.py",
     "tests/server/test_server_selftest.py",
     "tests/server/test_held_server.py",
+    "tests/server/test_example_course_browser.py",
+    "tests/server/test_server_grading.py::test_grade_serve_listens_on_the_port_of_the_courses_server_url",
+    "tests/docs/test_docs_run.py::test_lti_page",
+    "tests/term/test_rescore.py::test_a_class_graded_with_grade_batch_can_be_rescored",
     "tests/term/test_rescore.py::test_dry_run_then_rescore_on_the_embedded_queue",
     "tests/term/test_rescore.py::test_the_dashboard_shows_the_last_rescoring",
 )

@@ -73,8 +73,20 @@ class Server:
         return f"http://{HOST}:{self.port}"
 
     def start(self) -> "Server":
-        """Start (on ``port`` when set, else a free one) and wait until the API answers."""
-        self.port = self.port or free_port()
+        """Start (on ``port`` when set, else a free one) and wait until the API answers.
+
+        A port picked here can be taken by another process between the pick and
+        the server's bind (the suite runs in parallel): then a new one is picked."""
+        chosen = not self.port
+        for _ in range(5):
+            self.port = self.port or free_port()
+            if self._start_on_port() or not chosen:
+                return self
+            self.port = 0  # lost the race for the port: pick another
+        raise AssertionError(f"grade serve found no free port in 5 tries: {self.log_text()}")
+
+    def _start_on_port(self) -> bool:
+        """True once the API answers; False when the port was taken before the server bound it."""
         command = [sys.executable, "-m", "grader.cli", "serve", "--db", str(self.db), "--queue", self.queue,
                    "--host", HOST, "--port", str(self.port), "--workers", str(self.workers), *self.extra]
         if self.course is not None:
@@ -83,16 +95,17 @@ class Server:
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
-        def up() -> bool:
+        def up() -> bool | str:
             if self.proc is not None and self.proc.poll() is not None:
+                if "address already in use" in self.log_text():
+                    return "taken"
                 raise AssertionError(f"grade serve exited {self.proc.returncode}: {self.log_text()}")
             try:
                 return httpx.get(self.url + "/api/v1/", timeout=2).status_code == 200
             except httpx.TransportError:
                 return False
 
-        wait_for(up, START_TIMEOUT_S, "the server to answer", interval=0.1)
-        return self
+        return wait_for(up, START_TIMEOUT_S, "the server to answer", interval=0.1) is True
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log and self.log.exists() else ""

@@ -14,7 +14,7 @@ The layers, bottom up, are the map at the top of docs/design.md:
     reference                       the reference; imports grader.student only (the OpenCL device choice)
     grader.quiz, grader.mistakes    need the reference: quiz keys and judging, the known mistakes' variants
     grader.course                   needs the reference: live grading, case packs, release, Gradescope
-    the server's queue              grader.server.{records,jobs,collector,supervisor}: uploads, the Huey
+    the server's queue              grader.server.{records,jobs,collector,supervisor,selftest}: uploads, the Huey
                                     queue, recording results; batch and rescore grade through it too
     grader.term                     the instructor's term: batch, class report, extensions, rescore...
     grader.server                   the course server's web side: API, dashboard, pages, LTI
@@ -43,7 +43,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("reference",),
     ("grader.quiz", "grader.mistakes"),
     ("grader.course",),
-    ("grader.server.records", "grader.server.jobs", "grader.server.collector", "grader.server.supervisor"),
+    ("grader.server.records", "grader.server.jobs", "grader.server.collector", "grader.server.supervisor",
+     "grader.server.selftest"),
     ("grader.term",),
     ("grader.server",),
     ("grader", "grader.term.cli", "grader.server.cli"),

@@ -25,6 +25,43 @@ from grader.student.engine.ops import Case, ScriptResult, run_script
 from grader.student.sandbox.runner import Limits, Workspace
 
 
+ROOT = Path(__file__).resolve().parents[2]
+# What decides a live verdict: the checks and the pipeline, the mistakes, the live checks and emulations, the
+# reference. A change to any of them is a new grader, whatever pyproject.toml's version says.
+JUDGE_TREES = ("grader/student/engine", "grader/mistakes", "grader/course", "reference")
+
+
+def judge_digest(root: Path = ROOT, trees: tuple[str, ...] = JUDGE_TREES) -> str:
+    """sha256 (12 hex digits) over the source files of ``trees`` under ``root``: each file's relative path and
+    content, in order (``.py``, ``.cl`` and ``.json`` files; caches left out)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for tree in trees:
+        for path in sorted((root / tree).rglob("*")):
+            if path.suffix in (".py", ".cl", ".json") and "__pycache__" not in path.parts and path.is_file():
+                digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+_VERSION: list[str] = []
+
+
+def grader_version() -> str:
+    """The version recorded with every live-graded attempt: ``0.1.0+3f2a9c1b7e0d``, the installed normgrade's
+    version and :func:`judge_digest`, so that a rescoring after a fix of a check (same package version) is told
+    apart from the grading it replaces (the dashboard, ``grade rescore``, the exports show it). Computed once."""
+    if not _VERSION:
+        from importlib import metadata
+
+        try:
+            package = metadata.version("normgrade")
+        except metadata.PackageNotFoundError:
+            package = "unknown"
+        _VERSION.append(f"{package}+{judge_digest()}")
+    return _VERSION[0]
+
+
 class ReferenceResults(Mapping[str, ScriptResult]):
     """The reference's result of each case, computed in this process on first access.
 
@@ -186,6 +223,7 @@ def grade(
 
 
 __all__ = [
-    "LiveExpected", "LiveSource", "Limits", "error_report", "files_hash", "grade", "output_limit_reached",
+    "LiveExpected", "LiveSource", "Limits", "error_report", "files_hash", "grade", "grader_version", "judge_digest",
+    "output_limit_reached",
     "reference_results",
 ]

@@ -153,9 +153,11 @@ def write_quizzes(target: Path, practice: bool) -> list[str]:
 
 # --- the handout ---------------------------------------------------------------------------------
 
+# flit_core builds the wheel straight from the folder: `pip install .` leaves nothing in the handout (setuptools
+# left build/ and an .egg-info beside the student's exercises), and it ships every file of grader/ (the packs).
 STUDENT_PYPROJECT = """[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
+requires = ["flit_core>=3.9,<4"]
+build-backend = "flit_core.buildapi"
 
 [project]
 name = "normgrade-student"
@@ -174,18 +176,15 @@ dependencies = [
 [project.optional-dependencies]
 # the OpenCL exercises (kernels/*.cl): pyopencl, and PoCL as a CPU device where no GPU driver is installed
 opencl = ["pyopencl>=2024.1", "pocl-binary-distribution>=3.0"]
-# the notebooks: %load_ext grader, %grade, %quiz (ipywidgets: the quiz forms)
-notebook = ["ipython>=8", "ipykernel>=6", "ipywidgets>=8"]
+# the notebooks: %load_ext grader, %grade, %quiz (ipywidgets: the quiz forms), and Jupyter to open them
+# (`jupyter notebook`; `jupyter nbconvert --execute` runs one without a browser)
+notebook = ["ipython>=8", "ipykernel>=6", "ipywidgets>=8", "notebook>=7"]
 
 [project.scripts]
 grade = "grader.student.cli:main"
 
-[tool.setuptools.packages.find]
-include = ["grader*"]
-
-[tool.setuptools.package-data]
-"grader.student" = ["packs/*.npz", "course.json"]
-"grader.student.engine" = ["scaffolding.json"]
+[tool.flit.module]
+name = "grader"
 """
 
 STUDENT_README = """# {title}: the exercises
@@ -194,7 +193,7 @@ STUDENT_README = """# {title}: the exercises
 
 Python 3.11 or newer; from this folder:
 
-```
+```sh
 python3 -m venv .venv && .venv/bin/pip install '.[opencl]'
 .venv/bin/grade submit
 ```
@@ -206,10 +205,12 @@ exercise in `exercises/` on the public checks. Fill in the stubs: each raises
 from this folder (`.venv/bin/grade ...`); after `source .venv/bin/activate`,
 once per terminal, plain `grade ...` is the same command.
 
-```
+```sh
 .venv/bin/grade submit normalization            # one topic
 .venv/bin/grade submit linear.Linear            # one exercise
 .venv/bin/grade submit --json                   # one JSON document
+.venv/bin/grade submit --html report.html       # the report as usual, and as a web page with a picture per failing check
+.venv/bin/grade view --no-open                  # the last report as a web page: .grade/last-report.html (without --no-open: in your browser)
 .venv/bin/grade --help                          # every command; grade COMMAND --help for its options
 ```
 
@@ -219,7 +220,7 @@ could not grade.
 
 ## When the machine, not your work, is at fault: `grade doctor`
 
-```
+```sh
 .venv/bin/grade doctor                          # Python, NumPy, each OpenCL device, the sandbox, the server
 ```
 
@@ -233,6 +234,10 @@ fix: Debian's `pocl-opencl-icd`, which an administrator installs. An exercise
 the grader's machine cannot grade is `NOT_GRADED`, never a zero: no score,
 nothing recorded; on the course server it is held and graded by itself once the
 server is fixed, with no new upload.
+
+## Notebooks
+
+{notebooks}
 
 ## Handing in: {hand_in_title}
 
@@ -272,31 +277,47 @@ inputs drawn for you alone, plus the checks that need the reference's code
 HAND_IN_SERVER = """The course server{server_at} grades your work with the hidden checks and keeps
 the record that counts.
 
-```
+```sh
 .venv/bin/grade login                 # asks for the token your instructor gave you{login_note}
 .venv/bin/grade submit                # hand in: the hidden checks, the same report as here
 .venv/bin/grade quiz                  # the quiz chapters; .venv/bin/grade quiz CHAPTER answers one
 .venv/bin/grade progress              # the server's record: your counted scores and quizzes
 .venv/bin/grade result ID             # the report of submission ID (graded later if you stopped waiting)
+.venv/bin/grade regrade EXERCISE "why"  # ask your instructor to look again at your latest graded upload of it
 .venv/bin/grade submit --local        # the public checks here, nothing handed in
 .venv/bin/grade logout                # forget the login (kept in ~/.config/normgrade/, readable only by you)
 ```
 
-Logged in, `submit`, `quiz` and `progress` use the server; `--local` works on
-this machine instead (offline quizzes are practice and nothing is recorded).
+Logged in, `submit`, `quiz` and `progress` use the server (and so does
+`%grade` in the notebooks); `--local` works on this machine instead (offline
+quizzes are practice and nothing is recorded). A regrade request is tied to
+your latest graded upload of that exercise (`--submission ID` names another);
+the answer, and any new score, shows in `.venv/bin/grade progress`.
 """
 
 HAND_IN_GRADESCOPE = """Upload your `exercises/` folder (or its `.py` files and `kernels/*.cl` files) to
 the course's Gradescope assignment. To have quizzes scored there, answer them as
 yourself and save the answers, then add that file to the upload:
 
-```
+```sh
 .venv/bin/grade quiz activations --student you@example.org --save-answers quiz-answers.toml
 ```
 
 Your numbers and choice order are your own, so the file is yours alone. Each
 question counts a fixed number of attempts over all your uploads (changing an
-answer uses one); before the due date a wrong answer says only "Not this one.".
+answer uses one); before the due date a wrong answer says only "Not this one."
+and how many attempts are left.
+"""
+
+NOTEBOOKS = """{intro}
+
+```sh
+.venv/bin/pip install '.[notebook]'             # Jupyter, IPython and the quiz forms, into .venv/
+.venv/bin/jupyter notebook                      # opens the notebooks in your browser (Ctrl-C stops it)
+.venv/bin/jupyter nbconvert --to html --execute activations.ipynb   # runs one: activations.html
+```
+
+{notebook_grade}
 """
 
 
@@ -357,7 +378,8 @@ def quizzes_text(course: Course) -> str:
         lines.append(f"| {quiz.chapter} | {len(quiz.questions)} | {len(quiz.checkpoints)} | {attempts} |")
     table = "\n".join(lines)
     rules = ("Each question has the attempts below, and they never reset. Before the chapter's due date a"
-             " wrong answer says only \"Not this one.\"; the explanation is shown after a right answer, the"
+             " wrong answer says only \"Not this one.\" and how many attempts are left; the explanation is shown"
+             " after a right answer, the"
              " last attempt, or the due date. A question's points count once it is answered correctly; a"
              " chapter is complete when every checkpoint question is.")
     if course.graded_on_server:
@@ -376,12 +398,33 @@ def quizzes_text(course: Course) -> str:
             " its source.\n")
 
 
+def notebooks_text(course: Course) -> str:
+    """The handout's notebook section: the shipped notebooks, how to open or run them, what ``%grade`` does."""
+    import textwrap
+
+    names = ", ".join(f"`{p.name}`" for p in sorted((ROOT / "notebooks").glob("*.ipynb")))
+    intro = (f"One notebook per chapter lies beside `exercises/`: {names}. Each loads the grader (`%load_ext"
+             " grader`), lets you try your code, grades it (`%grade`) with a picture of each failing check, and"
+             " asks the chapter's quiz (`%quiz`). Set up Jupyter once, then open them or run one without a"
+             " browser:")
+    if course.graded_on_server:
+        does = ("logged in to the course server it hands your exercises in and shows the server's report (the"
+                " hidden checks, recorded there); otherwise, or with `%grade EXERCISE --local`, it runs the public"
+                " checks here.")
+    else:
+        does = "it runs the public checks here, in the sandbox, and records the attempt on this machine."
+    does = f"`%grade` does what `.venv/bin/grade submit` does: {does} Its first line says which it did."
+    return NOTEBOOKS.format(intro=textwrap.fill(intro, 80), notebook_grade=textwrap.fill(does, 80)).rstrip("\n")
+
+
 def student_readme(course: Course) -> str:
-    """The handout's README: Quick start, how to hand in, deadlines, quizzes, allowed imports, what is checked."""
+    """The handout's README: Quick start, notebooks, how to hand in, deadlines, quizzes, allowed imports, what is
+    checked."""
     from grader.student.engine.loader import ALLOWED_IMPORTS_TEXT
 
     title, hand_in, where, rule_where = hand_in_text(course)
     return STUDENT_README.format(
+        notebooks=notebooks_text(course),
         title=course.name, hand_in_title=title, hand_in=hand_in, deadlines=deadlines_text(course),
         quizzes=quizzes_text(course), allowed=ALLOWED_IMPORTS_TEXT, graders_rule=rule_where, where=where,
         live_only=live_only_checks(),

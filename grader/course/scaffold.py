@@ -37,8 +37,8 @@ from grader.student.errors import GraderError
 from grader.student.engine.scaffolding import DEFAULT_LEVEL, LEVELS  # from least to most given away
 
 MARKED = ("derive", "guided")  # the block kinds
-_MARKER = re.compile(r"^\s*(?:\*\s*)?\[(/?)(derive|guided)\]\s*$")
-_CLOSING_QUOTES = re.compile(r'^\s*("""|\'\'\')\s*$')
+_MARKER = re.compile(r"\s*(?:\*\s*)?\[(/?)(derive|guided)\]\s*")
+_CLOSING_QUOTES = re.compile(r'\s*("""|\'\'\')\s*')
 
 
 class ScaffoldError(GraderError):
@@ -62,7 +62,7 @@ def blocks(text: str, name: str = "<stub>") -> list[tuple[str, list[str]]]:
     found: list[tuple[str, list[str]]] = []
     current: tuple[str, list[str]] | None = None
     for number, line in enumerate(text.splitlines(), 1):
-        marker = _MARKER.match(line)
+        marker = _MARKER.fullmatch(line)
         if marker is None:
             if current is not None:
                 current[1].append(line)
@@ -93,7 +93,7 @@ def render(text: str, level: str, name: str = "<stub>") -> str:
     out: list[str] = []
     hidden = dropped = False
     for line in text.splitlines():
-        marker = _MARKER.match(line)
+        marker = _MARKER.fullmatch(line)
         if marker is not None:
             hidden = marker.group(1) != "/" and not shows(marker.group(2), level)
             dropped = True
@@ -102,7 +102,7 @@ def render(text: str, level: str, name: str = "<stub>") -> str:
             continue
         if dropped and _blank(line) and out and _blank(out[-1]):
             continue  # the dropped block sat between two blank lines: keep one
-        if dropped and _CLOSING_QUOTES.match(line) and out and _blank(out[-1]):
+        if dropped and _CLOSING_QUOTES.fullmatch(line) and out and _blank(out[-1]):
             out.pop()
         dropped = False
         out.append(line)

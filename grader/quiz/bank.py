@@ -45,7 +45,7 @@ def _validate_common(raw: Any, file: Path, allowed: set[str], index: int) -> str
     qid = raw.get("id")
     if not isinstance(qid, str):
         raise QuizFileError(file, f"#{index + 1}", "missing field 'id'")
-    if not _ID_RE.match(qid):
+    if not _ID_RE.fullmatch(qid):
         raise QuizFileError(file, qid, "the id must be lower-case letters, digits and '-'")
     unknown = sorted(set(raw) - allowed)
     if unknown:
@@ -68,7 +68,7 @@ def _validate_common(raw: Any, file: Path, allowed: set[str], index: int) -> str
             if not isinstance(choice, dict) or set(choice) != {"id", "text"}:
                 raise QuizFileError(file, qid, "each choice needs exactly 'id' and 'text'")
             cid, text = choice["id"], choice["text"]
-            if not isinstance(cid, str) or not _ID_RE.match(cid) or not isinstance(text, str):
+            if not isinstance(cid, str) or not _ID_RE.fullmatch(cid) or not isinstance(text, str):
                 raise QuizFileError(file, qid, f"choice id {cid!r} must be a lower-case slug with a text")
             if cid in seen:
                 raise QuizFileError(file, qid, f"duplicate choice id '{cid}'")

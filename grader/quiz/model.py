@@ -28,7 +28,7 @@ SALT_BYTES = 16
 QUIZ_DIR_ENV = "GRADE_QUIZ_DIR"
 CHECKPOINT_ATTEMPTS = 2
 
-_ID_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+_ID_RE = re.compile(r"[a-z][a-z0-9-]*")  # matched whole (fullmatch)
 _COMMON_FIELDS = {
     "id", "kind", "prompt", "explanation", "choices", "tolerance", "points", "checkpoint", "ladder",
     "attempts", "symbols", "aliases", "subject", "params", "reference", "practice",

@@ -61,7 +61,7 @@ def ask_question(posed: Posed, number: int, total: int, on_answer: AnswerHook | 
     """Show one posed question and judge up to ``attempts`` answers; the explanation follows a
     correct answer or the last wrong one. Every judged answer goes to ``on_answer``."""
     question = posed.question
-    show_question(number, total, posed.prompt, (c.text for c in posed.choices), question.checkpoint)
+    show_question(number, total, question.id, posed.prompt, (c.text for c in posed.choices), question.checkpoint)
     hint = answer_hint(question.kind, question.tolerance, posed.values)
     verdict = None
     for attempt in range(1, question.attempts + 1):

@@ -40,7 +40,6 @@ import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +56,7 @@ from grader.term.class_report import overrides_in_force
 from grader.student.engine import catalogue
 from grader import quiz as quiz_lib
 from grader.quiz import graded, judging
-from grader.student.course import DEFAULT_COURSE, Course, parse_time
+from grader.student.course import DEFAULT_COURSE, Course, late_exercises, parse_time
 from grader.student.errors import GraderError, StoreError
 from grader.server import auth, lti, lti_services, pages, records
 from grader.server.headers import Framing, SecurityHeaders
@@ -76,7 +75,7 @@ MAX_JSON_BYTES = 64 * 1024  # any request body but an upload (quiz answers)
 IDEMPOTENCY_KEY_MAX = 100
 MAX_WAIT_S = 30.0  # the longest a GET /submissions/{id}?wait=S is held
 MAX_JSON_DEPTH = 32  # nesting of arrays and objects in a request body (an upload needs 2)
-MAX_ID = 2**63 - 1  # SQLite's largest integer: a larger id is refused before any query
+MAX_ID = records.MAX_ROW_ID  # SQLite's largest integer: a larger id is refused before any query
 MAX_MESSAGE = 400  # characters of an error's one line
 MAX_SELECTORS, MAX_SELECTOR_CHARS = 200, 100  # an upload's exercise list (did-you-mean on a 60 KB name took 7 s)
 
@@ -119,11 +118,10 @@ class ServerState:
 
 
 def grader_version() -> str:
-    """The installed normgrade version (recorded with each attempt)."""
-    try:
-        return metadata.version("normgrade")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    """The version recorded with each attempt: normgrade's and the digest of what judges (grader.course.grading)."""
+    from grader.course.grading import grader_version as live_version
+
+    return live_version()
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -196,16 +194,14 @@ def known_student(store: Store, student: str) -> bool:
         [student, student])))
 
 
-ID_RE = re.compile(r"[0-9]{1,19}")
-
-
-def path_id(request: Request, name: str = "id") -> int:
+def path_id(request: Request, name: str = "id", what: str = "a submission id",
+            hint: str = "use the number `grade submit` printed") -> int:
     """A numeric id of the path, refused with 400 unless it is an integer from 1 to MAX_ID."""
     raw = str(request.path_params.get(name, ""))
-    if not ID_RE.fullmatch(raw) or not 1 <= int(raw) <= MAX_ID:
-        raise fail(400, f"{raw[:40]!r} is not a submission id: use the number `grade submit` printed "
-                        f"(1 to {MAX_ID})")
-    return int(raw)
+    value = records.row_id(raw)
+    if value is None:
+        raise fail(400, f"{raw[:40]!r} is not {what}: {hint} (1 to {MAX_ID})")
+    return value
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -325,7 +321,7 @@ def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = No
     if report is not None:
         doc["report"] = report_to_dict(report)
         doc["json"] = report.to_json()
-        doc["late"] = late_exercises(course, report, received, job["student"])
+        doc["late"] = late_exercises(course, report.graded_exercises, received, job["student"])
     return doc
 
 
@@ -379,23 +375,6 @@ def closed_chapters(course: Course, when: datetime, student: str | None = None) 
             closes = chapter.closes_at()
             out.append({"chapter": chapter.name, "closed_at": closes.isoformat(timespec="minutes") if closes else None,
                         "exercises": list(chapter.exercises)})
-    return out
-
-
-def late_exercises(course: Course, report: Any, when: datetime, student: str | None = None) -> list[dict[str, Any]]:
-    """The exercises of a report uploaded late (for ``student``, with their extensions): score, the share that
-    counts, the counted score."""
-    out = []
-    for result in report.graded_exercises:
-        chapter = course.chapter_of(result.id, student)
-        if chapter is None:
-            continue
-        counted, late = chapter.effective(float(result.score), when)
-        if late:
-            share = 0.0 if chapter.late_until is not None and when > chapter.late_until else 1.0 - chapter.late_penalty
-            out.append({"exercise": result.id, "chapter": chapter.name, "score": result.score,
-                        "max_score": result.max_score, "counts": round(share, 4), "counted_score": round(counted, 2),
-                        "due": chapter.due.isoformat(timespec="minutes") if chapter.due else None})
     return out
 
 
@@ -745,8 +724,8 @@ async def create_regrade(request: Request) -> Response:
         raise fail(403, "the instructor answers regrade requests: log in with a student token to file one")
     doc = await read_json(request, MAX_JSON_BYTES)
     job_id = doc.get("submission")
-    if job_id is not None and (isinstance(job_id, bool) or not isinstance(job_id, int)):
-        raise fail(400, "submission must be the id of one of your submissions (a number)")
+    if job_id is not None and records.row_id(job_id) is None:
+        raise fail(400, f"submission must be the id of one of your submissions (a number from 1 to {MAX_ID})")
     try:
         row = regrade.file_request(db_store(request), principal.student, _text(doc, "exercise"),
                                    _text(doc, "reason"), job_id)
@@ -772,7 +751,8 @@ async def answer_regrade(request: Request) -> Response:
     principal = instructor(request)
     doc = await read_json(request, MAX_JSON_BYTES)
     try:
-        row = regrade.answer(db_store(request), int(request.path_params["id"]), _text(doc, "reply"),
+        row = regrade.answer(db_store(request), path_id(request, what="a regrade request id",
+                                                        hint="use the # of GET /api/v1/regrades"), _text(doc, "reply"),
                              _text(doc, "score"), principal.student or "instructor")
     except regrade.RegradeError as exc:
         raise fail(exc.status, str(exc)) from exc
@@ -795,7 +775,7 @@ async def create_extension(request: Request) -> Response:
         row = extensions.grant(db_store(request), st.config.course, _text(doc, "student"), _text(doc, "group"),
                                _text(doc, "chapter"), _text(doc, "due"), _text(doc, "reason"),
                                principal.student or "instructor", _text(doc, "late_penalty"),
-                               _text(doc, "late_until"))
+                               _text(doc, "late_until"), via="API")
     except GraderError as exc:
         raise fail(400, str(exc)) from exc
     return JSONResponse(row, status_code=201)
@@ -857,7 +837,7 @@ API: list[tuple[str, str, Handler, str]] = [  # (method, path, handler, who may 
     ("GET", "/students/{student}/quizzes", list_quizzes, "instructor"),
     ("POST", "/regrades", create_regrade, "student"),
     ("GET", "/regrades", list_regrades, "any token"),
-    ("POST", "/regrades/{id:int}/answer", answer_regrade, "instructor"),
+    ("POST", "/regrades/{id}/answer", answer_regrade, "instructor"),
     ("GET", "/extensions", list_extensions, "instructor"),
     ("POST", "/extensions", create_extension, "instructor"),
     ("POST", "/roster/sync", sync_roster, "instructor"),

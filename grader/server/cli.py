@@ -39,7 +39,9 @@ def _load_course(course: Path | None) -> Any:
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
               help="The course database [or $GRADE_DB]; created when missing, never overwritten.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=None,
+              help=f"Port to listen on [default: the port of the course's [server] url when it is http://, else "
+                   f"{DEFAULT_PORT}; behind a reverse proxy (an https:// url) pass the port the proxy forwards to].")
 @click.option("--queue", "queue_url", default=None, metavar="URL",
               help="Grading queue: sqlite:///PATH or redis://HOST:PORT/DB [default: COURSE-queue.db beside --db].")
 @click.option("--workers", type=click.IntRange(min=0), default=2, show_default=True,
@@ -52,7 +54,7 @@ def _load_course(course: Path | None) -> Any:
               help="Seconds without word from a grading worker (its lease not renewed) before its try is "
                    "put back on the queue.")
 @click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
-def serve_command(course_file: Path | None, db: Path, host: str, port: int, queue_url: str | None,
+def serve_command(course_file: Path | None, db: Path, host: str, port: int | None, queue_url: str | None,
                   workers: int, quiz_dir: Path | None, job_timeout: float, lease_timeout: float,
                   no_sandbox: bool) -> None:
     """Run the course server: the API under /api/v1/, the grading queue and its workers.
@@ -75,6 +77,7 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int, queu
 
     try:
         course = _load_course(course_file)
+        port = listen_port(port, course.server_url)
         queue_url = queue_url or default_queue_url(db)
         open_queue(queue_url).pending()  # an unusable queue stops here, with its reason
         app = create_app(ServerConfig(db, queue_url, course, quiz_dir, job_timeout, lease_timeout=lease_timeout,
@@ -92,8 +95,9 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int, queu
         except GraderError as exc:
             raise one_line(exc) from exc
     pool = WorkerPool(queue_url, workers, no_sandbox).start() if workers else None
+    reached = f"; students reach it at {course.server_url}" if course.server_url else ""
     click.echo(f"Serving {course.name} at http://{host}:{port} (database {db}, queue {queue_url}, "
-               f"{workers} worker process{'es' if workers != 1 else ''})", err=True)
+               f"{workers} worker process{'es' if workers != 1 else ''}{reached})", err=True)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
     finally:
@@ -106,6 +110,19 @@ def local_url(host: str, port: int) -> str:
     if host in ("", "0.0.0.0", "::"):
         host = "127.0.0.1"
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def listen_port(port: int | None, server_url: str | None) -> int:
+    """The port `grade serve` listens on: ``--port``; else the port of an ``http://`` ``[server] url`` (students
+    reach the server there directly; 80 when the url names none); else 8000. An ``https://`` url is a reverse
+    proxy's (TLS ends there), so its port is the proxy's, not ours."""
+    from urllib.parse import urlsplit
+
+    if port is not None:
+        return port
+    if server_url and server_url.startswith("http://"):
+        return urlsplit(server_url).port or 80  # valid: the course file's reader checked it
+    return DEFAULT_PORT
 
 
 def check_port(host: str, port: int) -> None:
@@ -260,7 +277,6 @@ def sync_through_server(db: Path, server: dict[str, Any], token: str | None) -> 
 
 
 def register(cli: click.Group) -> None:
-    """Add the server's commands (and the student's login, logout, result) to the `grade` group."""
-    for command in (remote.login_command, remote.logout_command, remote.result_command, serve_command,
-                    worker_command, roster_group):
+    """Add the server's commands (and the student's login, logout, result, regrade) to the `grade` group."""
+    for command in (*remote.STUDENT_COMMANDS, serve_command, worker_command, roster_group):
         cli.add_command(command)

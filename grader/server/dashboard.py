@@ -39,7 +39,7 @@ from markupsafe import Markup, escape
 
 from grader.term.class_report import band
 from grader.term.regrade import instructor_score
-from grader.student.course import counted_score, parse_time
+from grader.student.course import counted_score, late_exercises, parse_time
 from grader.student.errors import GraderError
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.feedback.report import format_score, format_text
@@ -369,7 +369,10 @@ def student_detail(store: Store, report: ClassReport, student: str, reports_kept
     for view in views[:keep]:
         rows = by_attempt.get(view.id, [])
         rebuilt = _rebuild_report(store, student, rows) if rows else None
-        view.report_text = clean_text(format_text(rebuilt)) if rebuilt is not None else ""
+        shares = {} if rebuilt is None else {  # the late notes the student's copy of this report carried
+            item["exercise"]: item["counts"]
+            for item in late_exercises(course, rebuilt.graded_exercises, parse_time(view.started_at), student)}
+        view.report_text = clean_text(format_text(rebuilt, late_shares=shares)) if rebuilt is not None else ""
         view.pictures_html = pictures_html(rebuilt) if rebuilt is not None else ""
     end = parse_time(report.generated_at)
     chart = line_chart(series, row.max_total, "{:.0f}", f"{row.label}'s exercise total after each upload", end)

@@ -213,7 +213,7 @@ PLATFORM_FIELDS = ("name", "issuer", "client_id", "auth_url", "token_url", "jwks
                    "token_audience", "contexts", "frame_origins")
 # a CSP source for frame-ancestors: scheme://host[:port], the host optionally starting with "*." (Canvas's
 # *.instructure.com); nothing that could end the directive or start another (no quote, space, ';' or ',')
-ORIGIN_RE = re.compile(r"^https?://(\*\.)?[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
+ORIGIN_RE = re.compile(r"https?://(\*\.)?[A-Za-z0-9.-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
 
 
 def _url(value: Any, where: str) -> str:
@@ -261,7 +261,7 @@ def parse_lti(raw: Mapping[str, Any]) -> LtiConfig:
         contexts = _strings(item, "contexts", where, "the LMS course ids of this course; docs/lti.md")
         origins = _strings(item, "frame_origins", where, "like \"https://school.instructure.com\"")
         for origin in origins:
-            if not ORIGIN_RE.match(origin):
+            if not ORIGIN_RE.fullmatch(origin):
                 raise LtiConfigError(f"course.toml: {where}.frame_origins: {origin!r} is not an origin: write "
                                      "scheme://host[:port] with no path, like \"https://school.instructure.com\"")
         platform = Platform(
@@ -888,7 +888,7 @@ def land(request: Request, launch: Launch) -> Response:
 
 def new_student_id(store: Store, issuer: str, sub: str, email: str) -> str:
     """A roster id for a new LMS member: the e-mail when it is a valid id and free, else ``lti-<hash>``."""
-    if email and ID_RE.match(email) and not list(store.db.query("SELECT 1 FROM roster WHERE student = ?", [email])):
+    if email and ID_RE.fullmatch(email) and not list(store.db.query("SELECT 1 FROM roster WHERE student = ?", [email])):
         return email
     return "lti-" + context_key(issuer, "", sub)[:16]
 

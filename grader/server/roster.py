@@ -26,7 +26,7 @@ from grader.student.errors import UsageError
 from grader.server import auth
 from grader.student.store import Store, utc_now
 
-ID_RE = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
+ID_RE = re.compile(r"[A-Za-z0-9._@-]{1,64}")  # matched whole (fullmatch): "ann\n" is no id
 MAX_ROSTER_BYTES = 10 * 1024 * 1024
 RESERVED_IDS = frozenset({auth.INSTRUCTOR})  # compared in lower case: the instructor is another kind of identity
 
@@ -62,7 +62,7 @@ def read_roster(path: Path) -> list[RosterEntry]:
     seen: set[str] = set()
     for number, row in enumerate(reader, start=2):
         student = (row.get("id") or "").strip()
-        if not ID_RE.match(student):
+        if not ID_RE.fullmatch(student):
             raise UsageError(
                 f"{path} line {number}: id {student!r} is not valid: use 1 to 64 letters, digits or ._@-"
             )

@@ -80,8 +80,12 @@ async def answer_request(request: Request, mode: str) -> Response:
     """POST /instructor/term/regrades/{id}: a reply and optionally a score (an override), then back."""
     form = await read_form(request)
     check_csrf(request, form, mode)
+    request_id = records.row_id(request.path_params["id"])
+    if request_id is None:
+        return message(request, 400, "No such request", "That is not the number of a regrade request: go back to "
+                       "the Term page.", error=True, next_url="/instructor/term")
     try:
-        row = regrade.answer(store_of(request), int(request.path_params["id"]), form.get("reply", ""),
+        row = regrade.answer(store_of(request), request_id, form.get("reply", ""),
                              form.get("score", ""), "instructor")
     except regrade.RegradeError as exc:
         return term_page(request, "Term: requests, extensions, rescoring", status=exc.status,
@@ -123,7 +127,7 @@ async def _pairs(request: Request) -> list[similarity.Pair]:
 
 
 async def similarity_page(request: Request, mode: str) -> Response:
-    """GET /instructor/similarity: pairs above the threshold, and what a match means."""
+    """GET /instructor/similarity: pairs above the threshold, and what a match means (503 without copydetect)."""
     try:
         pairs = await _pairs(request)
     except GraderError as exc:
@@ -135,7 +139,11 @@ async def similarity_page(request: Request, mode: str) -> Response:
 async def pair_page(request: Request, mode: str) -> Response:
     """GET /instructor/similarity/{topic}/{a}/{b}: the two files side by side, matching regions marked."""
     topic, a, b = (request.path_params[k] for k in ("topic", "a", "b"))
-    pair = next((p for p in await _pairs(request) if (p.topic, p.a, p.b) == (topic, a, b)), None)
+    try:
+        pairs = await _pairs(request)
+    except GraderError as exc:  # copydetect not installed: the same 503 as the list page
+        return message(request, 503, "Similarity", str(exc), error=True)
+    pair = next((p for p in pairs if (p.topic, p.a, p.b) == (topic, a, b)), None)
     if pair is None:
         return message(request, 404, "No such pair", "That pair is not above the threshold (or no longer): "
                        "go back to the similarity page.", error=True, next_url="/instructor/similarity")
@@ -150,7 +158,7 @@ async def pair_page(request: Request, mode: str) -> Response:
 
 PAGES: list[tuple[str, str, Any]] = [
     ("GET", "/instructor/term", term_overview),
-    ("POST", "/instructor/term/regrades/{id:int}", answer_request),
+    ("POST", "/instructor/term/regrades/{id}", answer_request),
     ("POST", "/instructor/term/extensions", grant_extension),
     ("GET", "/instructor/similarity", similarity_page),
     ("GET", "/instructor/similarity/{topic}/{a}/{b}", pair_page),

@@ -124,10 +124,11 @@ def exercises_dir(path: Path) -> Path:
 
 
 def student_option(func: F) -> F:
-    """``--student NAME`` (or $GRADE_STUDENT); None means the OS user name, see default_student()."""
+    """``--student NAME`` (or $GRADE_STUDENT); None means the logged-in student, else the OS user name, see
+    default_student()."""
     return click.option(
         "--student", envvar="GRADE_STUDENT", default=None,
-        help="Student name [default: $GRADE_STUDENT, else your user name].",
+        help="Student name [default: $GRADE_STUDENT, else the student of `grade login`, else your user name].",
     )(func)
 
 
@@ -182,7 +183,16 @@ def no_sandbox_option(func: F) -> F:
 
 
 def default_student() -> str:
-    """The OS user name, or 'student' where the system cannot say."""
+    """Who is graded when no --student is given: the student of the saved `grade login` (the name the course
+    server's reports carry), else the OS user name, else 'student' where the system cannot say."""
+    from grader.student.client.connection import ClientError, load_login
+
+    try:
+        login = load_login()
+    except ClientError:  # an unreadable login file: the remote commands say so; a local grade goes on
+        login = None
+    if login is not None:
+        return login.student
     try:
         return getpass.getuser()
     except (OSError, KeyError):
@@ -540,10 +550,11 @@ def progress_command(student: str | None, db: Path | None, path: Path, as_json: 
 
 
 def _add_remote_commands() -> None:
-    """``grade login``, ``logout`` and ``result`` (grader/student/client/remote.py; the instructor's grade has them too)."""
+    """``grade login``, ``logout``, ``result`` and ``regrade`` (grader/student/client/remote.py; the instructor's
+    grade has them too)."""
     from grader.student.client import remote
 
-    for command in (remote.login_command, remote.logout_command, remote.result_command):
+    for command in remote.STUDENT_COMMANDS:
         cli.add_command(command)
 
 

@@ -5,6 +5,10 @@ and ``grade progress``::
 
     name = "Deep networks, building blocks"
     score = "best"                     # "best" (default) or "latest"
+    hand_in = "server"                 # where work is graded: "server", "gradescope" or "both"
+                                       # (default: "server" when [server] names one, else "gradescope")
+                                       # (top-level fields come before the first [table]: TOML reads
+                                       # a key below a table header as a field of that table)
 
     [rate_limit]                       # uploads per student and window (default 30 per 60 minutes)
     submissions = 30
@@ -31,10 +35,9 @@ and ``grade progress``::
     late_until = 2026-12-10T23:59:00Z  # optional: else the chapter's (when still after the new due)
     reason = "medical note, 2026-11-28"
 
-    hand_in = "server"                 # where work is graded: "server", "gradescope" or "both"
-                                       # (default: "server" when [server] names one, else "gradescope")
     [server]
-    url = "https://grader.example.org" # the course server: `grade login` in the handout asks only for a token
+    url = "https://grader.example.org" # the course server: `grade login` in the handout asks only for a token;
+                                       # `grade serve` listens on the port of an http:// url (else 8000, or --port)
 
     [quiz]
     attempts = 2                       # tries per graded quiz question, never reset (default: each question's own)
@@ -43,6 +46,9 @@ and ``grade progress``::
     level = "derive"                   # "guided" (default), "derive" or "contract"
     [scaffolding.exercises]            # per-exercise (or per-topic) overrides
     "normalization.BatchNorm1d" = "contract"
+
+    [lti]                              # the LMS (LTI 1.3): its [[lti.platform]] tables in docs/lti.md and
+    tool_url = "https://grader.example.org"  # grader/server/lti.py
 
 Which score counts, per student and exercise (:func:`counted_score`, used by the
 server, ``grade report`` and ``grade progress`` alike):
@@ -166,7 +172,7 @@ class Extension:
     group: str | None = None
     late_penalty: float | None = None
     late_until: datetime | None = None
-    source: str = "course.toml"     # or "dashboard, <author> at <time>"
+    source: str = "course.toml"     # or "dashboard, <author> at <time>", "API, <author> at <time>"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -174,6 +180,15 @@ class Extension:
             "late_penalty": self.late_penalty, "late_until": _iso(self.late_until), "reason": self.reason,
             "source": self.source,
         }
+
+
+EXTENSION_VIAS = ("dashboard", "API")  # where a logged extension is granted: the dashboard's form, POST /api/v1/extensions
+
+
+def logged_by(author: str) -> str:
+    """Where and by whom a logged extension was granted: ``"API, instructor"`` (rows written before the log
+    said where name the author alone: those came from the dashboard)."""
+    return author if author.startswith(tuple(f"{via}, " for via in EXTENSION_VIAS)) else f"dashboard, {author}"
 
 
 @dataclass(frozen=True)
@@ -339,6 +354,26 @@ class Counted:
     late: bool            # the counted attempt was late
     last_status: str
     attempts: int
+
+
+def late_exercises(course: Course, results: Iterable[Any], when: datetime, student: str | None = None
+                   ) -> list[dict[str, Any]]:
+    """The exercise results (anything with ``id``, ``score``, ``max_score``) of an upload at ``when`` that missed
+    their chapter's due date, for ``student`` (their extensions): each with the share of its score that counts
+    (``counts``: 1 - late_penalty, 0 past late_until) and the counted score. The course server sends this list
+    with a graded upload (``late``); the student's report and the dashboard's copy note it beside the scores."""
+    out = []
+    for result in results:
+        chapter = course.chapter_of(result.id, student)
+        if chapter is None:
+            continue
+        counted, late = chapter.effective(float(result.score), when)
+        if late:
+            share = 0.0 if chapter.late_until is not None and when > chapter.late_until else 1.0 - chapter.late_penalty
+            out.append({"exercise": result.id, "chapter": chapter.name, "score": result.score,
+                        "max_score": result.max_score, "counts": round(share, 4), "counted_score": round(counted, 2),
+                        "due": chapter.due.isoformat(timespec="minutes") if chapter.due else None})
+    return out
 
 
 def counted_score(rows: list[Mapping[str, Any]], chapter: Chapter | None, rule: str) -> Counted:
@@ -518,6 +553,14 @@ def _server(doc: Mapping[str, Any], path: Path) -> tuple[str | None, str]:
     url = raw.get("url")
     if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
         raise CourseError(f"{path}: server.url = {url!r} is not a URL: write it like \"https://grader.example.org\"")
+    if url is not None:
+        from urllib.parse import urlsplit
+
+        try:
+            urlsplit(url).port
+        except ValueError:
+            raise CourseError(f"{path}: server.url = {url!r} has no valid port: write it like "
+                              "\"http://127.0.0.1:8000\"") from None
     hand_in = doc.get("hand_in", "server" if url else "gradescope")
     if hand_in not in HAND_IN:
         raise CourseError(f"{path}: hand_in = {hand_in!r} is not a path: use \"server\", \"gradescope\" or \"both\"")

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.student.course import DEFAULT_COURSE, Course, Extension, counted_score, parse_time
+from grader.student.course import DEFAULT_COURSE, Course, Extension, counted_score, logged_by, parse_time
 from grader.student.errors import StoreError
 from grader.student.engine.model import GradeReport, exercise_seed
 
@@ -298,9 +298,22 @@ def m8_held_jobs(db: sqlite_utils.Database) -> None:
     db["jobs"].add_column("rate_free", int, not_null_default=0)
 
 
+def m9_file_blobs(db: sqlite_utils.Database) -> None:
+    """Version 9: uploaded files are content-addressed (``grader.server.records.store_files``).
+
+    ``blobs`` holds each distinct file content once, keyed by its sha256; a
+    ``job_files`` row names it in ``sha256`` (its own ``content`` NULL), so a
+    ``base.py`` every student uploads, or a class graded again by ``grade
+    batch``, is stored once. Rows written before keep their ``content``.
+    """
+    db["blobs"].create({"sha256": str, "content": bytes}, pk="sha256")
+    db["job_files"].add_column("sha256", str)
+
+
 Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[Migration] = [
     m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures, m8_held_jobs,
+    m9_file_blobs,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -954,7 +967,7 @@ class Store:
                 chapter=row["chapter"], due=parse_time(row["due"]), reason=row["reason"] or "",
                 student=row["student"], group=row["grp"], late_penalty=row["late_penalty"],
                 late_until=None if row["late_until"] is None else parse_time(row["late_until"]),
-                source=f"dashboard, {row['author']} at {row['created_at']}",
+                source=f"{logged_by(row['author'])} at {row['created_at']}",
             ))
         return replace(course.with_extensions(items), log_applied=True)
 

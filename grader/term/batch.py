@@ -9,6 +9,12 @@ exercise its marks), and records each student's attempt in its own transaction
 as soon as it is graded. A run killed midway therefore leaves every finished
 student recorded and nothing half-written; running it again resumes.
 
+Each graded student's exercise files are kept with the attempt, as the course
+server keeps an upload (a closed ``jobs`` row and its ``job_files``, each
+distinct content stored once: :func:`grader.server.records.keep_graded_upload`),
+so ``grade rescore`` grades a batch-graded class again after a fix of the
+grader, and ``grade similarity`` compares it.
+
 A student is skipped (not regraded) when the student's latest recorded
 attempts with the folder's files hash (:func:`grader.course.grading.files_hash`)
 graded every selected exercise; otherwise only the exercises they lack are
@@ -54,7 +60,8 @@ from grader.student.engine.model import ExerciseResult, GradeReport
 from grader.student.feedback.report import first_reason
 from grader.student.sandbox.runner import Limits
 from grader.student.sanitize import clean_text
-from grader.student.store import Store
+from grader.server import records
+from grader.student.store import Store, utc_now
 
 EXERCISES_DIR = "exercises"
 NO_SANDBOX_SUFFIX = "+no-sandbox"  # appended to the recorded grader version of a batch run with --no-sandbox
@@ -446,9 +453,17 @@ def _record(
     except BaseException as exc:  # a grader bug on one student must not stop the class
         message = f"the grader failed on this hand-in: {type(exc).__name__}: {clean_text(exc, 500)} (a grader bug: please report it)"
         return _record_error(store, sub, exercise_ids, message, grader_version, duration)
+    files = graded_files(sub.path, report)
+    graded = [e.id for e in report.graded_exercises]
+    when = utc_now()
+
+    def keep(db: Any, attempt_id: int) -> None:  # the hand-in, kept with its attempt (one transaction)
+        if files is not None and graded:
+            records.keep_graded_upload(db, report.student, files, graded, attempt_id, when)
+
     try:
         if report.graded_exercises:  # (all not graded: no empty attempt)
-            store.record_report(report, grader_version)
+            store.record_report(report, grader_version, started_at=when, also=keep)
     except GraderError as exc:
         return StudentOutcome(sub.student, "failed", message=clean_text(exc), duration=duration)
     return graded_outcome(sub.student, report.score, report.max_score, report.not_graded, duration)
@@ -461,6 +476,21 @@ def graded_outcome(student: str, score: float, max_score: float, not_graded: lis
     status = "not_graded" if not_graded and max_score <= 0 else "graded"
     return StudentOutcome(student, status, score, max_score, first_reason(not_graded) if not_graded else "",
                           duration, [e.id for e in not_graded])
+
+
+def graded_files(path: Path, report: GradeReport) -> dict[str, str] | None:
+    """The exercise files the report graded, read again from the folder (name -> text), kept with the attempt
+    so that ``grade rescore`` can grade them again; None when the folder changed since (its files hash is not
+    the report's) or a file is not UTF-8 text (the upload format of the server and the queue)."""
+    from grader.student.sandbox.ingest import read_submission
+
+    try:
+        ingested = read_submission(path)
+        if ingested.files_hash() != report.files_hash:
+            return None
+        return {name: data.decode("utf-8") for name, data in ingested.files.items()}
+    except (GraderError, OSError, UnicodeDecodeError):
+        return None
 
 
 def _record_error(

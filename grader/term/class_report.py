@@ -456,6 +456,7 @@ def build(
     with_mistakes: bool = True,
     with_items: bool = True,
     mistakes_of: tuple[str | None, str | None] = (None, None),
+    roster: dict[str, dict[str, Any]] | None = None,
 ) -> ClassReport:
     """Read the class report from ``store`` (a fixed handful of queries, whatever the class size).
 
@@ -469,7 +470,10 @@ def build(
     chapters (default: none). ``course``: which score counts (``grader.student.course``;
     default: the best ever) and the assignment groups (its chapters). The
     instructor's overrides (``score_overrides``) replace the graded score.
-    Students are those with anything recorded, plus the roster's.
+    Students are those with anything recorded, plus the roster's: the store's
+    (the course server's) and ``roster`` (id -> {name, email}, ``grade report
+    --roster``: the names and e-mails a ``grade batch`` database lacks), which
+    wins where both name a student.
     """
     course = store.effective_course(course or DEFAULT_COURSE)  # with the dashboard's extensions
     ids = list(exercise_ids) if exercise_ids is not None else list(catalogue.EXERCISES)
@@ -478,7 +482,7 @@ def build(
     for row in submissions:
         if row["exercise"] not in ids:
             ids.append(row["exercise"])
-    roster = store.roster_entries()
+    roster = {**store.roster_entries(), **(roster or {})}
     names = sorted(set(store.students()) | set(roster))
 
     diagnosed: dict[int, list[str]] = {}  # submission id -> distinct diagnosed mistakes, in check order
@@ -765,17 +769,40 @@ def format_canvas(report: ClassReport) -> str:
 
 def format_moodle(report: ClassReport) -> str:
     """A Moodle gradebook import ("CSV file" import; map ID number to the user's ID number): ID number,
-    Email address, Full name, one column per assignment group (its points possible in the header),
-    Percent, and Override notes (the instructor's overrides with their comments). Every text cell is neutralised.
+    Email address, Full name, one column per assignment group, Percent, and Override notes (the instructor's
+    overrides with their comments). Every text cell is neutralised.
+
+    A Moodle CSV import has no row for points possible: a column mapped to a new grade item gets Moodle's
+    default maximum grade, 100. So each group's column is its **percent** (points earned / points possible x
+    100, the header says of how many points, "Exercises: activations (% of 80 points)"), right in such an item
+    whatever the group's points; weight the items in Moodle's gradebook setup as the points say.
     """
     columns = gradebook_columns(report)
     rows: list[list[Any]] = [["ID number", "Email address", "Full name"]
-                             + [f"{c.title} (out of {_number(c.points_possible)})" for c in columns]
+                             + [f"{c.title} (% of {_number(c.points_possible)} points)" for c in columns]
                              + ["Percent", "Override notes"]]
     for s in report.students:
-        rows.append([s.name, s.email, s.label] + [_number(c.points[s.name]) for c in columns]
+        rows.append([s.name, s.email, s.label]
+                    + [_number(round(100 * c.points[s.name] / c.points_possible, 2)) if c.points_possible else "0"
+                       for c in columns]
                     + [f"{s.percent:.2f}", _override_notes(report, s.name)])
     return _write_csv(rows)
+
+
+def gradebook_warnings(report: ClassReport, course_given: bool) -> list[str]:
+    """What a gradebook export of ``report`` cannot know, one line each (``grade report`` prints them): students
+    with no e-mail or name (a ``grade batch`` database names students by folder, so the LMS can match only ids
+    equal to the folder names), and no course file (no due dates: late work counts in full)."""
+    out = []
+    unnamed = [s.name for s in report.students if not s.email]
+    if unnamed:
+        out.append(f"{len(unnamed)} of {len(report.students)} students have no name or e-mail here (e.g. "
+                   f"'{unnamed[0][:40]}'): Canvas matches its SIS User ID column and Moodle its ID number to these "
+                   "ids (a `grade batch` database names students by folder); pass --roster ROSTER.csv (id,name,email)")
+    if not course_given:
+        out.append("no --course: no due dates or late penalties apply, so late work counts in full; pass --course "
+                   "course.toml for the course's rules")
+    return out
 
 
 def format_json(report: ClassReport, indent: int | None = 2) -> str:

@@ -1,4 +1,6 @@
-"""The instructor's term on the command line: ``grade regrade``, ``grade rescore``, ``grade similarity``.
+"""The instructor's term on the command line: ``grade rescore``, ``grade similarity``.
+
+(The student's ``grade regrade`` holds no answer and ships in the handout: grader/student/client/remote.py.)
 
 Thin: parse options, call the library (grader/term/regrade.py, grader/term/rescore.py,
 grader/term/similarity.py), turn its errors into one line (exit 2). docs/term.md
@@ -13,36 +15,8 @@ from pathlib import Path
 import click
 
 from grader.server import cli as remote_cli
-from grader.student.client import remote
 from grader.server.cli import RemoteError
-from grader.student.client import connection as client_lib
 from grader.student.errors import GraderError
-
-
-@click.command("regrade")
-@click.argument("exercise")
-@click.argument("reason")
-@click.option("--submission", type=click.IntRange(min=1), default=None,
-              help="The submission asked about [default: your latest graded one holding EXERCISE].")
-@click.option("--server", default=None, metavar="URL", help="The course server [default: the one you logged in to].")
-def regrade_command(exercise: str, reason: str, submission: int | None, server: str | None) -> None:
-    """Ask the instructor to look at one exercise's result again, saying why.
-
-    The request is tied to your upload; the answer shows in `grade progress`.
-    """
-    login = remote.remote_login(server, False, None)
-    if login is None:
-        raise RemoteError("regrade requests go to your course server: run `grade login URL` first")
-    body: dict[str, object] = {"exercise": exercise, "reason": reason}
-    if submission is not None:
-        body["submission"] = submission
-    try:
-        with client_lib.Client(login.server, login.token) as client:
-            _, doc = client.call("POST", "/regrades", body)
-    except GraderError as exc:
-        raise remote_cli.one_line(exc) from exc
-    click.echo(f"Regrade request #{doc['id']} about {doc['exercise']} (submission {doc['job_id']}) is filed; "
-               "the answer will show in `grade progress`.")
 
 
 @click.command("rescore")
@@ -139,7 +113,7 @@ def similarity_command(topics: tuple[str, ...], db: Path, threshold: float | Non
 
 def register(cli: click.Group) -> None:
     """Add the term's commands to the `grade` group."""
-    for command in (regrade_command, rescore_command, similarity_command):
+    for command in (rescore_command, similarity_command):
         cli.add_command(command)
 
 

@@ -14,7 +14,7 @@ import math
 from datetime import datetime, timezone
 from typing import Any
 
-from grader.student.course import Course, CourseError, Extension, check_extension
+from grader.student.course import EXTENSION_VIAS as VIAS, Course, CourseError, Extension, check_extension, logged_by
 from grader.student.errors import GraderError
 from grader.student.store import Store
 
@@ -35,13 +35,18 @@ def parse_when(text: str, field: str) -> datetime:
 
 
 def grant(store: Store, course: Course, student: str, group: str, chapter: str, due: str, reason: str,
-          author: str, late_penalty: str = "", late_until: str = "") -> dict[str, Any]:
+          author: str, late_penalty: str = "", late_until: str = "", via: str = "dashboard") -> dict[str, Any]:
     """Validate and log one extension (``due`` empty: withdraw theirs for the chapter); the row written.
 
     Exactly one of ``student`` (a student of the course: on the roster or with
     anything recorded) and ``group`` (a group of course.toml's ``[groups]``).
-    The reason is required. ExtensionError (one line) on anything wrong.
+    The reason is required. ``via`` is where it was granted (``dashboard`` or
+    ``API``), logged with the author as ``"API, instructor"``. ExtensionError
+    (one line) on anything wrong.
     """
+    if via not in VIAS:
+        raise ValueError(f"via must be one of {VIAS}")
+    author = f"{via}, {author}"
     student, group, chapter = student.strip(), group.strip(), chapter.strip()
     reason = " ".join(reason.split())
     if bool(student) == bool(group):
@@ -73,7 +78,7 @@ def grant(store: Store, course: Course, student: str, group: str, chapter: str, 
                 "due": None, "reason": reason, "author": author}
     until = parse_when(late_until, "late_until") if late_until.strip() else None
     extension = Extension(chapter, parse_when(due, "due"), reason, student or None, group or None, penalty, until,
-                          source=f"dashboard, {author}")
+                          source=author)
     try:
         check_extension(extension, chapters, course.groups, "extension")
     except CourseError as exc:
@@ -85,12 +90,13 @@ def grant(store: Store, course: Course, student: str, group: str, chapter: str, 
 
 def listing(store: Store, course: Course) -> list[dict[str, Any]]:
     """Every extension, the course file's then the log's, each with where it comes from (withdrawals included)."""
-    rows: list[dict[str, Any]] = [e.to_json() for e in course.extensions]
+    rows: list[dict[str, Any]] = [{**e.to_json(), "withdrawn": False} for e in course.extensions]
     for row in store.extension_log():
         rows.append({
             "chapter": row["chapter"], "student": row["student"], "group": row["grp"], "due": row["due"],
             "late_penalty": row["late_penalty"], "late_until": row["late_until"], "reason": row["reason"],
-            "source": f"dashboard, {row['author']} at {row['created_at']}",
+            "source": f"{logged_by(row['author'])} at {row['created_at']}",
             "withdrawn": row["due"] is None,
         })
     return rows
+

@@ -2,7 +2,8 @@
 
 After a fix to a check, the reference or a mistake's sentence, the instructor
 runs ``grade rescore --db course.db [EXERCISE...]``. Each stored upload (a
-server job with its files, ``job_files``) holding one of the exercises is put
+server job with its files, ``job_files``, or a hand-in ``grade batch`` graded
+and kept the same way) holding one of the exercises is put
 on the grading queue again (the same Huey task as an upload, so it is graded
 in the OS sandbox by ``grade worker`` processes, embedded or on Redis), under
 the task id ``rescore-<run>-job-<id>``. Its result is recorded *beside* the
@@ -213,7 +214,8 @@ def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], gr
     uploads = stored_uploads(store, exercises)
     if not uploads:
         raise RescoreError("no graded upload with stored files holds those exercises: nothing to rescore "
-                           "(only uploads to the course server keep their files)")
+                           "(uploads to the course server and hand-ins graded by `grade batch` keep their files; "
+                           "`grade submit` keeps none)")
     results = grade_again(store, queue, uploads, timeout, on_result)
     errors: list[dict[str, Any]] = []
     new_results: dict[int, ExerciseResult] = {}

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.server import records
 from grader.course.scaffold import render
 from grader.student.engine import catalogue
 from grader.student.errors import GraderError
@@ -135,8 +136,8 @@ def _ranges(slices: Any) -> list[tuple[int, int]]:
 def latest_files(store: Store, topic: str) -> dict[str, tuple[int, str]]:
     """student -> (job id, text of ``<topic>.py``) of each student's latest upload holding that file."""
     rows = store.db.query(
-        "SELECT j.student, j.id, f.content FROM jobs j JOIN job_files f ON f.job_id = j.id "
-        "WHERE f.name = ? ORDER BY j.id", [f"{topic}.py"])
+        f"SELECT j.student, j.id, {records.FILE_CONTENT} AS content FROM jobs j JOIN job_files f ON f.job_id = j.id "
+        f"{records.BLOB_OF_FILE} WHERE f.name = ? ORDER BY j.id", [f"{topic}.py"])
     return {r["student"]: (int(r["id"]), bytes(r["content"]).decode("utf-8", "replace")) for r in rows}
 
 

@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -257,6 +258,8 @@ def handout_grade(release: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     if install.returncode != 0:
         install = subprocess.run(pip + [str(release / "student")], capture_output=True, text=True, cwd=venv)
     assert install.returncode == 0, install.stderr[-2000:]
+    left = [p.name for p in (release / "student").iterdir() if p.name == "build" or p.name.endswith(".egg-info")]
+    assert not left, f"`pip install .` left {left} in the handout"
     probe = subprocess.run(
         [str(venv / "bin" / "python"), "-c",
          "import importlib.util as u, grader; print(grader.__file__);"
@@ -480,7 +483,7 @@ def test_a_derive_handout_names_a_mistake_by_its_hint_not_its_formula(derive_rel
 
 def test_the_handout_readme_runs_as_written_and_states_the_course(release: Path) -> None:
     readme = (release / "student" / "README.md").read_text()
-    quick = readme.split("## Quick start", 1)[1].split("```", 2)[1].strip().splitlines()
+    quick = readme.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[0].strip().splitlines()
     assert quick == ["python3 -m venv .venv && .venv/bin/pip install '.[opencl]'", ".venv/bin/grade submit"]
     commands = [line.split("#")[0].strip() for line in readme.splitlines() if "grade " in line and
                 line.lstrip().startswith((".venv/bin/grade", "grade "))]
@@ -492,6 +495,11 @@ def test_the_handout_readme_runs_as_written_and_states_the_course(release: Path)
     assert "## Handing in: Gradescope" in readme and "quiz-answers.toml" in readme  # no course: Gradescope
     assert "## Allowed imports" in readme and "not SciPy" in readme
     assert "| activations | 16 |" in readme  # the quiz chapters with their questions and attempts
+    for named in ("--html report.html", "grade view", "## Notebooks", "normalization.ipynb", "jupyter notebook",
+                  ".venv/bin/pip install '.[notebook]'"):
+        assert named in readme, named
+    declared = tomllib.loads((release / "student" / "pyproject.toml").read_text())
+    assert any(d.startswith("notebook>=") for d in declared["project"]["optional-dependencies"]["notebook"])
     settings = json.loads((release / "student" / "grader" / "student" / "course.json").read_text())
     assert settings["hand_in"] == "gradescope" and settings["server"] is None
 
@@ -507,6 +515,7 @@ def test_the_hand_in_section_follows_the_course(tmp_path: Path) -> None:
     title, text, where, _ = hand_in_text(course)
     assert title == "the course server and Gradescope" and "https://grader.example.org" in text
     assert ".venv/bin/grade login" in text and "quiz-answers.toml" in text and "Gradescope" in where
+    assert '.venv/bin/grade regrade EXERCISE "why"' in text  # docs/term.md's regrades, from the handout
     assert ("| init | init | 2026-12-01 23:59 UTC | counts 75% | 2026-12-08 23:59 UTC |"
             in deadlines_text(course))
 

@@ -124,12 +124,12 @@ def test_interactive_session_reasks_invalid_input_and_records(tiny_dir: Path, db
     result = grade(["tiny"], tiny_dir, db, input=typed)
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "Q1/5 [checkpoint] Which layer normalises" in out
+    assert "Q1/5 pick [checkpoint]: Which layer normalises" in out
     assert "Error: '7' is not a choice: answer with 1-2\n" in out
     assert "Error: 'ln' is not a choice: answer with 1-2\n" in out, "only the numbers shown count"
     assert "Error: 'five thirds' is not a number (unknown name 'five')" in out
     assert "Error: unknown symbol 'q': this answer may use x\n" in out
-    assert out.count("Correct.") == 5 and "Not quite." not in out
+    assert out.count("Correct.") == 5 and "Not this one." not in out
     assert "Explanation: LayerNorm: statistics per token." in out
     assert "tiny: 5/5 correct (5/5 points), checkpoints 2/2." in out
     assert "Chapter tiny complete" in out
@@ -159,11 +159,11 @@ def test_wrong_answers_get_more_attempts_then_the_explanation(tiny_dir: Path, db
     assert first.exit_code == 1
     out = first.output
     pick_block = out.split("Q2/5")[0]
-    assert "Not quite. Try again (1 attempt(s) left)." in pick_block
+    assert "Not this one. 1 attempt left." in pick_block
     assert "Attempt 2 of 2" in pick_block and "Correct." in pick_block
     scale_block = out.split("Q2/5")[1].split("Q3/5")[0]
-    assert scale_block.count("Not quite.") == 2, "a checkpoint has two attempts"
-    assert scale_block.index("Not quite. Try again") < scale_block.index("Explanation: 1/(1 - p) = 1.6667")
+    assert scale_block.count("Not this one.") == 2, "a checkpoint has two attempts"
+    assert scale_block.index("Not this one. 1 attempt left") < scale_block.index("Explanation: 1/(1 - p) = 1.6667")
     assert "not complete yet: 1/2 checkpoints" in out
     rows = attempts(db)
     assert [(r["question"], r["correct"], r["first_try"]) for r in rows] == [
@@ -183,7 +183,7 @@ def test_try_again_asks_only_what_is_not_yet_right(tiny_dir: Path, db: Path) -> 
     assert second.exit_code == 0, second.output
     assert "2 already answered correctly; asking the other 3." in second.output
     assert "tiny: 3/5 correct (3/5 points), checkpoints 1/2. (2 answered correctly before.)" in second.output
-    assert "Q1/3 [checkpoint] Dropout scale" in second.output and "Which layer" not in second.output
+    assert "Q1/3 scale [checkpoint]: Dropout scale" in second.output and "Which layer" not in second.output
     assert "Chapter tiny complete" in second.output
     assert [r["first_try"] for r in attempts(db)][-3:] == [0, 0, 0]
     third = grade(["tiny"], tiny_dir, db)
@@ -229,7 +229,7 @@ def test_every_shipped_chapter_can_be_taken_interactively(chapter: str, tmp_path
     result = grade([chapter], QUIZ_DIR, db, input=typed)
     assert result.exit_code == 0, result.output
     n = len(source.questions)
-    assert f"{n}/{n} correct" in result.output and "Not quite." not in result.output
+    assert f"{n}/{n} correct" in result.output and "Not this one." not in result.output
     assert f"Chapter {chapter} complete" in result.output
     assert len(attempts(db)) == n
 

@@ -381,6 +381,20 @@ def test_the_pass_rate_chart_ends_where_the_pages_figure_stands(
     assert detail is not None and detail.pass_chart.points
 
 
+def test_the_dashboards_copy_of_a_late_report_carries_the_late_note_and_the_counted_total(
+        late_class: tuple[Store, class_report.ClassReport]) -> None:
+    """The report as the student saw it after a late upload: "(late: counts 70%)" beside the score and the
+    counted total, the figure the dashboard counts."""
+    store, report = late_class
+    bob = dashboard.student_detail(store, report, "bob")
+    ann = dashboard.student_detail(store, report, "ann")
+    assert bob is not None and ann is not None
+    text = bob.attempts[0].report_text
+    assert "10/10  (late: counts 70%)" in text
+    assert "Total: 7/10 (70.0%) counted (10/10 as graded, late work penalised)" in text
+    assert "late: counts" not in ann.attempts[0].report_text
+
+
 def test_an_upload_is_named_as_the_student_knows_it(tmp_path: Path) -> None:
     from grader.server import records
     from grader.student.course import DEFAULT_COURSE

@@ -418,3 +418,42 @@ def test_where_a_job_is_in_one_word_and_one_line() -> None:
     failed = {**base, "status": "error", "error": "grading took longer than 600 s, on each of 2 tries: submit again"}
     assert (phase(failed), where(failed)) == ("error", "not graded: grading took longer than 600 s, on each of 2 "
                                                         "tries: submit again")
+
+
+def test_grade_serve_listens_on_the_port_of_the_courses_server_url(tmp_path: Path) -> None:
+    """`grade serve --course` without --port: where [server] url says (the handout points there); an https url is
+    a reverse proxy's, so the default; --port wins; a url with a bad port is a one-line error of the course file."""
+    import httpx
+
+    from grader.server.cli import DEFAULT_PORT, listen_port
+    from server_util import free_port, stop_process, wait_for
+
+    assert listen_port(None, "http://127.0.0.1:8123") == 8123
+    assert listen_port(None, "http://grader.lan") == 80
+    assert listen_port(None, "https://grader.example.edu") == DEFAULT_PORT
+    assert listen_port(None, None) == DEFAULT_PORT
+    assert listen_port(9000, "http://127.0.0.1:8123") == 9000
+    port = free_port()
+    course = tmp_path / "course.toml"
+    course.write_text(f'[server]\nurl = "http://127.0.0.1:{port}"\n', encoding="utf-8")
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "serve", "--course", str(course), "--db",
+                                 str(tmp_path / "c.db"), "--workers", "0", "--queue", f"sqlite:///{tmp_path / 'q.db'}"],
+                                stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        def up() -> bool:
+            assert proc.poll() is None, log.read_text()
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/api/v1/", timeout=2).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        wait_for(up, 60, "grade serve to answer on the course's port", interval=0.1)
+        assert f"students reach it at http://127.0.0.1:{port}" in log.read_text()
+    finally:
+        stop_process(proc)  # type: ignore[arg-type]
+    course.write_text('[server]\nurl = "http://127.0.0.1:99999"\n', encoding="utf-8")
+    bad = subprocess.run([sys.executable, "-m", "grader.cli", "serve", "--course", str(course), "--db",
+                          str(tmp_path / "c.db"), "--workers", "0"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "has no valid port" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -28,7 +28,22 @@ from server_util import Server, issue_tokens
 
 STUDENTS = ["ann", "bob"]
 BAD_IDS = ["99999999999999999999999", "9223372036854775808", "0", "-1", "abc", "1e5", "1.0", "%00", "..%2F..",
-           "x" * 5000, "%F0%9F%92%A9", "１２"]
+           "x" * 5000, "%F0%9F%92%A9", "１２", "1" + "0" * 400, "-9223372036854775809", "1%0A"]
+# What every field of every JSON body gets in turn (the issue's 0, -1, 2^63, 10^400 and a string, and the
+# other JSON types): a number the server passes to SQLite unchecked is an OverflowError, a 500.
+HOSTILE_VALUES: list[Any] = [0, -1, 2**63, 10**400, -(2**63) - 1, "a string", "", 1.5, 1e308, True, None, [], {},
+                             [2**63], {"x": 2**63}]
+# A valid body of every POST route of the API index (the corpus changes one field at a time).
+VALID_BODIES: dict[str, dict[str, Any]] = {
+    "/api/v1/submissions": {"files": {"activations.py": "x = 1\n"}, "exercises": ["activations.ReLU"]},
+    "/api/v1/quizzes/{chapter}/answers": {"question": "gelu-why", "answer": "a", "shown": False},
+    "/api/v1/regrades": {"exercise": "activations.ReLU", "reason": "the check is wrong", "submission": 1},
+    "/api/v1/regrades/{id}/answer": {"reply": "looked again", "score": 5},
+    "/api/v1/extensions": {"student": "ann", "chapter": "activations", "due": "2026-12-05T00:00", "reason": "ill",
+                           "late_penalty": 0.1, "late_until": "2026-12-06T00:00"},
+    "/api/v1/roster/sync": {},
+}
+PATH_SAMPLES = {"chapter": "activations", "id": "1", "student": "ann"}
 BAD_NAMES = ["nobody", "..%2F..%2Fetc", "x" * 5000, "%00", "a%20b", "%F0%9F%92%A9"]
 DEEP = b"[" * 100_000 + b"]" * 100_000
 BAD_BODIES: list[bytes] = [
@@ -111,6 +126,110 @@ def test_every_route_answers_a_corpus_of_bad_inputs_with_a_4xx_and_keeps_the_con
                                                headers={**headers, "Content-Type": "application/json"})
                         check_4xx(response, f"POST {target[:60]} {body[:40]!r}")
                 still_answers(client, token)
+
+
+def json_bodies(path: str) -> Iterator[tuple[str, bytes]]:
+    """The valid body of ``path``, then that body with each field in turn set to each hostile value, dropped,
+    and the hostile values as the whole body."""
+    import json
+
+    valid = VALID_BODIES[path]
+    yield "valid", json.dumps(valid).encode()
+    for field in valid:
+        for value in HOSTILE_VALUES:
+            yield f"{field}={str(value)[:20]}", json.dumps({**valid, field: value}).encode()
+        yield f"no {field}", json.dumps({k: v for k, v in valid.items() if k != field}).encode()
+    for value in HOSTILE_VALUES:
+        yield f"body {str(value)[:20]}", json.dumps(value).encode()
+
+
+def test_every_field_of_every_json_body_gets_every_hostile_value_and_no_answer_is_a_500(
+        env: dict[str, Any]) -> None:
+    """The issue's corpus for bodies: every field (the integer ones included: a regrade's submission, a score)
+    gets 0, -1, 2^63, 10^400, a string and the other JSON types, with a student's and the instructor's token,
+    on the route's sample path and on every bad id of its path; each answer is below 500 (a 4xx says one line)."""
+    routes = [(m, p) for m, p in index(env) if m == "POST"]
+    assert sorted(p for _, p in routes) == sorted(VALID_BODIES), "a new POST route needs its valid body here"
+    for who in ("ann", "teacher"):
+        token = env["tokens"]["ann"] if who == "ann" else env["teacher"]
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        with httpx.Client(base_url=env["url"], timeout=60) as client:
+            for _, path in routes:
+                params = re.findall(r"\{([^}]+)\}", path)
+                target = re.sub(r"\{([^}]+)\}", lambda m: PATH_SAMPLES[m.group(1)], path)
+                for what, body in json_bodies(path):
+                    answer = client.post(target, content=body, headers=headers)
+                    assert answer.status_code < 500, f"{who} POST {target} {what}: {answer.status_code} {answer.text[:200]}"
+                    if answer.status_code >= 400:
+                        check_4xx(answer, f"{who} POST {target} {what}")
+                if "id" in params:
+                    for bad in BAD_IDS:
+                        bad_target = fill(path, bad)
+                        answer = client.post(bad_target, content=next(json_bodies(path))[1], headers=headers)
+                        check_4xx(answer, f"{who} POST {bad_target[:60]}")
+                still_answers(client, token)
+
+
+def test_every_route_of_the_application_survives_bad_paths_and_bodies(env: dict[str, Any]) -> None:
+    """Every route the server has (the API, the dashboard and its term pages, the LTI endpoints, the course
+    page), not only the API index: bad path values and bodies (JSON, forms, garbage) with the instructor's
+    token; no answer is a 500."""
+    from starlette.routing import Route
+
+    bodies = [(b"", "application/json"), (b'{"submission": 9223372036854775808}', "application/json"),
+              (b"reply=x&score=1e400&csrf=x&student=ann&chapter=activations&due=2026-12-05&reason=r",
+               "application/x-www-form-urlencoded"), (b"\xff\xfe" * 50, "application/x-www-form-urlencoded"),
+              (b"id_token=x.y.z&state=abc", "application/x-www-form-urlencoded"), (DEEP[:2000], "application/json")]
+    routes = [r for r in app_lib.routes() if isinstance(r, Route)]
+    assert any("/instructor/term/regrades/" in r.path for r in routes) and any(r.path.startswith("/lti/") for r in routes)
+    headers = {"Authorization": f"Bearer {env['teacher']}"}
+    with httpx.Client(base_url=env["url"], timeout=60) as client:
+        for route in routes:
+            params = re.findall(r"\{([^}:]+)(?::[^}]*)?\}", route.path)
+            values = BAD_IDS if "id" in params else BAD_NAMES if params else [""]
+            for value in values:
+                target = re.sub(r"\{[^}]+\}", value, route.path)
+                for method in sorted(route.methods or []):
+                    if method == "HEAD":
+                        continue
+                    for body, kind in bodies if method == "POST" else [(b"", "")]:
+                        answer = client.request(method, target, content=body or None,
+                                                headers={**headers, "Content-Type": kind} if kind else headers)
+                        assert answer.status_code < 500, f"{method} {target[:80]} {body[:30]!r}: {answer.status_code}"
+        still_answers(client, env["teacher"])
+
+
+def test_file_name_and_id_rules_are_matched_whole() -> None:
+    """A rule written ^...$ and used with match() lets a final newline through ("kernels/evil.cl\\n" was stored
+    under that name): no pattern in grader/ is anchored ^...$ (a rule is matched whole with fullmatch, or ends
+    in \\Z); the names are refused."""
+    import ast
+
+    from grader.student.client import uploads
+
+    assert uploads.allowed_name("kernels/evil.cl") and not uploads.allowed_name("kernels/evil.cl\n")
+    assert not uploads.allowed_name("activations.py\n")
+    with pytest.raises(Exception, match="not an exercise file|is not"):
+        uploads.check_files({"kernels/evil.cl\n": "__kernel void f() {}"})
+    assert roster.ID_RE.fullmatch("ann") and not roster.ID_RE.fullmatch("ann\n")
+    repo = Path(app_lib.__file__).resolve().parents[2]
+    loose = []
+    for path in sorted((repo / "grader").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "compile"
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+                    and node.args[0].value.startswith("^") and node.args[0].value.endswith("$")
+                    and not node.args[0].value.endswith("\\$")):
+                loose.append(f"{path.relative_to(repo)}:{node.lineno}")
+    assert not loose, f"patterns anchored ^...$ (a final newline passes): use fullmatch without anchors: {loose}"
+
+
+def test_the_upload_refuses_a_kernel_name_with_a_trailing_newline(env: dict[str, Any]) -> None:
+    headers = {"Authorization": f"Bearer {env['tokens']['bob']}"}
+    answer = httpx.post(env["url"] + "/api/v1/submissions", headers=headers, timeout=60,
+                        json={"files": {"kernels/evil.cl\n": "__kernel void f() {}", "activations.py": "x = 1\n"},
+                              "exercises": ["activations.ReLU"]})
+    assert answer.status_code == 400 and "evil.cl" in answer.json()["error"], answer.text
 
 
 def test_a_huge_submission_id_is_400_and_the_next_request_on_the_connection_works(env: dict[str, Any]) -> None:

@@ -126,10 +126,23 @@ def test_progress_report_and_server_share_the_rule(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "does not exist: pass --course" in bad.output
 
 
-def test_the_example_course_file_parses() -> None:
-    course = load_course(Path(__file__).resolve().parents[2] / "docs" / "course.example.toml")
-    assert [c.name for c in course.chapters] == ["activations", "normalization", "kernels"]
-    assert course.chapter_of("blocks.MLPBlock") is course.chapters[1]
+def test_the_field_reference_in_course_py_is_a_course_file_that_means_what_it_says() -> None:
+    """The docstring course.example.toml points to parses as written, every top-level field where it belongs
+    (a key written after an [[extension]] table would be a field of that extension)."""
+    import textwrap
+    import tomllib
+
+    from grader.student import course as course_module
+    from grader.student.course import parse_course
+
+    assert course_module.__doc__ is not None
+    example = textwrap.dedent(course_module.__doc__.split("::\n", 1)[1].split("\nWhich score counts")[0])
+    doc = tomllib.loads(example)
+    assert {"name", "score", "hand_in", "rate_limit", "chapter", "groups", "extension", "server", "quiz",
+            "scaffolding", "lti"} == set(doc)
+    course = parse_course(doc, Path("course.py"))
+    assert course.hand_in == "server" and course.server_url == "https://grader.example.org"
+    assert [e.student for e in course.extensions] == ["alice"] and course.quiz_attempts == 2 and course.lti
 
 
 # --- [server] and hand_in: where the course is graded (the handout reads them) -------------------------
@@ -149,6 +162,7 @@ def test_a_course_names_its_server_and_the_hand_in_path(tmp_path: Path) -> None:
     ('[server]\nhost = "x"\n', "[server] takes url = "),
     ('hand_in = "email"\n', "hand_in = 'email' is not a path: use \"server\", \"gradescope\" or \"both\""),
     ('hand_in = "server"\n', "hand_in = 'server' needs the server's address: add [server] url"),
+    ('[server]\nurl = "http://127.0.0.1:99999"\n', "has no valid port"),
 ])
 def test_a_bad_server_or_hand_in_is_one_line(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(CourseError) as caught:

@@ -20,7 +20,7 @@ from grader.student import course as course_lib
 from grader.student.engine.catalogue import EXERCISES
 from grader.student.cli import cli
 from grader.student.client.connection import Client, ClientError, Login, save_login
-from grader.student.client.remote import closed_lines, late_notes, remote_login
+from grader.student.client.remote import closed_lines, late_shares, remote_login
 from grader.student.engine.model import ExerciseResult, GradeReport
 from grader.student.feedback.report import format_text
 from grader.student.store import Store
@@ -38,13 +38,18 @@ COURSE = {
 # --- what the student is told about late work and closed chapters ---------------------------------
 
 
-def test_a_late_upload_says_how_much_counts_beside_the_score() -> None:
-    notes = late_notes(COURSE, ["activations.ReLU", "linear.Linear"], "2026-02-01T10:00:00+00:00")
-    assert notes == {"activations.ReLU": "late: counts 70%"}
-    assert late_notes(COURSE, ["activations.ReLU"], "2026-01-07T23:00:00+00:00") == {}  # on time: no note
-    report = GradeReport("s1", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, [])])
-    line = format_text(report, notes=notes).splitlines()[1]
-    assert line.endswith("10/10  (late: counts 70%)")
+def test_a_late_upload_says_how_much_counts_beside_the_score_and_in_the_total() -> None:
+    shares = late_shares(COURSE, ["activations.ReLU", "linear.Linear"], "2026-02-01T10:00:00+00:00")
+    assert shares == {"activations.ReLU": 0.7}
+    assert late_shares(COURSE, ["activations.ReLU"], "2026-01-07T23:00:00+00:00") == {}  # on time: no note
+    report = GradeReport("s1", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, []),
+                                ExerciseResult("linear.Linear", "passed", 10.0, 10.0, [])])
+    lines = format_text(report, late_shares=shares).splitlines()
+    assert lines[1].endswith("10/10  (late: counts 70%)")
+    # the total is what counts, not 20/20 (100%) under the late line it just showed
+    assert lines[-1] == ("Total: 17/20 (85.0%) counted (20/20 as graded, late work penalised), "
+                         "2 of 2 exercises at full marks")
+    assert format_text(report).splitlines()[-1] == "Total: 20/20 (100.0%), 2 of 2 exercises at full marks"
 
 
 def test_a_closed_chapter_is_listed_as_closed_when_everything_was_asked_for() -> None:
@@ -177,12 +182,12 @@ def test_progress_points_past_closed_chapters_and_late_full_marks() -> None:
 def test_the_servers_late_list_is_used_over_the_course_dates() -> None:
     """The server applies the student's own dates (an extension, uploads closed): its ``late`` list decides the
     notes; without one (an older server) the course's dates do."""
-    from grader.student.client.remote import server_late_notes
+    from grader.student.client.remote import server_late_shares
 
     doc = {"late": [{"exercise": "activations.ReLU", "counts": 0.7}, {"exercise": "init.kaiming_normal", "counts": 0.0}]}
-    assert server_late_notes(doc) == {"activations.ReLU": "late: counts 70%", "init.kaiming_normal": "late: counts 0%"}
-    assert server_late_notes({"late": []}) == {}  # an extension: nothing late, whatever the chapter's date says
-    assert server_late_notes({}) is None
+    assert server_late_shares(doc) == {"activations.ReLU": 0.7, "init.kaiming_normal": 0.0}
+    assert server_late_shares({"late": []}) == {}  # an extension: nothing late, whatever the chapter's date says
+    assert server_late_shares({}) is None
 
 
 def test_the_servers_closed_chapters_name_what_was_left_out() -> None:
@@ -219,3 +224,33 @@ def test_a_wait_off_a_terminal_prints_each_change_of_phase(capsys: pytest.Captur
         "Submission 5: queued, try 2 of 2 (after the lease expired)",
     ]
     assert client_lib.describe_state({"id": 5, "status": "running"}) == "Submission 5: grading"  # an older server
+
+
+def test_the_handouts_grade_has_every_student_command_the_docs_name() -> None:
+    """docs/term.md tells students to run `grade regrade EXERCISE "why"`: the handout's `grade` (the student
+    CLI) has it, as it has login, logout and result; the instructor's `grade` the same commands."""
+    from click.testing import CliRunner
+
+    from grader.cli import cli as instructor_cli
+    from grader.student.cli import cli as handout_cli
+
+    listed = CliRunner().invoke(handout_cli, ["--help"]).output
+    for name in ("regrade", "login", "logout", "result", "submit", "quiz", "progress", "view", "doctor"):
+        assert name in handout_cli.commands and f"  {name} " in listed, name
+    assert handout_cli.commands["regrade"] is instructor_cli.commands["regrade"]
+    alone = CliRunner().invoke(handout_cli, ["regrade", "activations.ReLU", "the check is wrong"])
+    assert alone.exit_code == 2 and "run `grade login` first" in alone.output
+
+
+def test_a_logged_in_students_local_report_carries_their_id_not_the_os_user(tmp_path: Path) -> None:
+    """The server's report says the student; so does the local one once logged in (before: "report for root")."""
+    import getpass
+
+    from grader.student.cli import default_student
+    from grader.student.client.connection import Login, config_path, save_login
+
+    assert default_student() == getpass.getuser()  # not logged in ($GRADE_CONFIG: a file that does not exist)
+    save_login(Login("http://127.0.0.1:1", "t0ken", "ada"))
+    assert default_student() == "ada"
+    config_path().write_text("{not json")  # unreadable: the OS user, the remote commands say why
+    assert default_student() == getpass.getuser()

@@ -253,11 +253,12 @@ def test_moodle_csv_and_overrides_with_their_comments(store: Store) -> None:
     assert cy is not None and cy.exercises["activations.ReLU"].best_score == 8
     assert cy.exercises["activations.ReLU"].graded_score == 0 and cy.total == 8
     rows = list(csv.reader(io.StringIO(class_report.format_moodle(report))))
-    assert rows[0] == ["ID number", "Email address", "Full name", "Exercises: acts (out of 20)",
-                       "Exercises: linear (out of 10)", "Quiz: Activation functions (out of 2)", "Percent",
+    assert rows[0] == ["ID number", "Email address", "Full name", "Exercises: acts (% of 20 points)",
+                       "Exercises: linear (% of 10 points)", "Quiz: Activation functions (% of 2 points)", "Percent",
                        "Override notes"]
     row = next(r for r in rows if r[0] == "cy")
-    assert row == ["cy", "cy@uni.edu", "'-Cy", "8", "0", "0", "26.67", "activations.ReLU = 8 (oral exam: explained it)"]
+    # each group as its percent: a new Moodle grade item's maximum is 100 (8 of 20 points is 40)
+    assert row == ["cy", "cy@uni.edu", "'-Cy", "40", "0", "0", "26.67", "activations.ReLU = 8 (oral exam: explained it)"]
     # the override shows in the JSON with its comment, and a withdrawal restores the graded score
     doc = json.loads(class_report.format_json(report))
     assert doc["overrides"][0]["comment"] == "oral exam: explained it"
@@ -333,3 +334,27 @@ def test_grade_report_writes_the_gradebook_imports(store: Store, fmt: str, first
     result = CliRunner().invoke(cli, ["report", "--db", str(store.path), "--format", fmt])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith(first) and "\nbob," in result.stdout.replace('"', "")
+    assert "Warning: no --course: no due dates or late penalties apply" in result.stderr
+
+
+def test_a_batch_database_gets_names_and_ids_from_a_roster_and_a_warning_without(tmp_path: Path) -> None:
+    """A `grade batch` database knows students by folder only: the gradebook export warns, and --roster (the
+    CSV of `grade roster import`) gives Canvas and Moodle the names and e-mails."""
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+
+    db = tmp_path / "class.db"
+    with Store.open(db) as store:
+        store.record_report(GradeReport("s123", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)]), "v")
+    bare = CliRunner().invoke(cli, ["report", "--db", str(db), "--format", "canvas"])
+    assert bare.exit_code == 0 and "1 of 1 students have no name or e-mail here (e.g. 's123')" in bare.stderr
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name,email\ns123,Ada Lovelace,ada@uni.edu\ns124,Bo,bo@uni.edu\n", encoding="utf-8")
+    named = CliRunner().invoke(cli, ["report", "--db", str(db), "--format", "canvas", "--roster", str(roster),
+                                     "--course", str(tmp_path / "none.toml")])
+    assert named.exit_code == 2 and "none.toml" in named.output  # a missing course file is still refused
+    named = CliRunner().invoke(cli, ["report", "--db", str(db), "--format", "canvas", "--roster", str(roster)])
+    assert named.exit_code == 0 and "no name or e-mail" not in named.stderr
+    rows = {r[2]: r for r in csv.reader(io.StringIO(named.stdout))}
+    assert rows["s123"][:4] == ["Ada Lovelace", "", "s123", "ada@uni.edu"] and rows["s124"][0] == "Bo"

@@ -83,6 +83,10 @@ def test_feedback_and_score_are_hidden_until_the_release(tmp_path: Path) -> None
         assert "SECRET" not in str(doc) and "relu-inplace" not in str(doc)
         text = format_text(report)
         assert "RECEIVED" in text and "your score, the checks' messages and named mistakes appear at" in text
+        # never "at full marks" (and never exit 0: that would tell the hidden verdict)
+        assert text.splitlines()[-1] == ("Total: 0/0 (0.0%), 0 of 0 exercises at full marks; 1 exercise received "
+                                         "and graded, score hidden until the feedback release (exam mode)")
+        assert report.exit_status == 1
         assert "SECRET" not in str(get(env, "ann", "/submissions").json())
         mine = get(env, "ann", "/progress").json()
         cell = mine["chapters"][0]["exercises"][[e["id"] for e in mine["chapters"][0]["exercises"]].index(
@@ -91,6 +95,9 @@ def test_feedback_and_score_are_hidden_until_the_release(tmp_path: Path) -> None
         assert "activations.ReLU" not in mine["next"]
         shown = progress.format_progress(progress.Progress.from_json(mine))
         assert "feedback shown from" in shown and "(exam mode)" in shown
+        row = next(line for line in shown.splitlines() if "activations.ReLU" in line)
+        assert "best  hidden" in row and "0/10" not in row  # not a score of 0 the student would read as theirs
+        assert "not counting 1 exercise whose score is hidden" in shown
         # the instructor sees everything
         full = get(env, "teacher", f"/submissions/{job}").json()
         assert "SECRET: dx differs" in str(full) and "relu-inplace" in str(full)

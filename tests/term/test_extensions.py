@@ -262,3 +262,44 @@ def test_a_group_extension_granted_during_the_term(tmp_path: Path) -> None:
             grant(store, load_course(path), "", "team-3", "activations", "next friday", "x", "instructor")
         grant(store, load_course(path), "", "team-3", "activations", "2026-12-06T00:00", "field trip", "instructor")
         assert [counted(store, path, s) for s in ("bob", "cat", "dan")] == [10.0, 10.0, 0.0]
+
+
+def test_the_term_page_lists_the_course_files_extensions_beside_the_logged_ones(tmp_path: Path) -> None:
+    """An [[extension]] of course.toml (docs/term.md shows one) on the Term page: 200, listed from course.toml,
+    and the API's grants logged as the API's, the form's as the dashboard's."""
+    import warnings
+
+    from grader.server.app import ServerConfig, create_app
+    from server_util import issue_tokens
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    path = write(tmp_path, COURSE + ANN_EXT)
+    db = tmp_path / "course.db"
+    _, teacher = issue_tokens(db, ["ann", "bob"])
+    app = create_app(ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}", load_course(path)), run_collector=False)
+    headers = {"Authorization": f"Bearer {teacher}"}
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        page = client.get("/instructor/term", headers=headers)
+        assert page.status_code == 200, page.text[-2000:]
+        assert "medical note" in page.text and "course.toml" in page.text
+        body = {"student": "bob", "chapter": "activations", "due": "2026-12-06T00:00", "reason": "by script"}
+        assert client.post("/api/v1/extensions", headers=headers, json=body).status_code == 201
+        form = {**body, "reason": "by hand", "student": "ann"}
+        assert client.post("/instructor/term/extensions", headers=headers, data=form,
+                           follow_redirects=False).status_code == 303
+        listed = {e["reason"]: e["source"] for e in client.get("/api/v1/extensions", headers=headers).json()["extensions"]}
+        assert listed["medical note"] == "course.toml"
+        assert listed["by script"].startswith("API, instructor at ")
+        assert listed["by hand"].startswith("dashboard, instructor at ")
+        assert client.get("/instructor/term", headers=headers).status_code == 200
+
+
+def test_extensions_logged_before_the_log_said_where_read_as_the_dashboards(tmp_path: Path) -> None:
+    from grader.student.course import logged_by
+
+    assert logged_by("instructor") == "dashboard, instructor"
+    assert logged_by("API, instructor") == "API, instructor"
+    assert logged_by("dashboard, ann") == "dashboard, ann"

@@ -167,3 +167,53 @@ def test_the_dashboard_shows_the_last_rescoring(tmp_path: Path, uploads: dict[st
         page = client.get("/instructor/term", headers=headers).text
         assert "Rescoring 1: 2 uploads graded again" in page and "1 counted score changed" in page
         assert f"{uploads['check']} failed -&gt; passed" in page
+
+
+def test_a_class_graded_with_grade_batch_can_be_rescored(tmp_path: Path) -> None:
+    """docs/instructor.md teaches `grade batch` first: its database keeps what it graded (each distinct file once),
+    so `grade rescore --dry-run` on a freshly batch-graded class of three exits 0 and lists no change, and a
+    batch run again stores no file twice."""
+    from classgen import make_class
+
+    make_class(tmp_path / "submissions", {"ada": "correct", "ben": "partial", "cy": "mistaken"})
+    db = tmp_path / "class.db"
+    runner = CliRunner()
+    graded = runner.invoke(cli, ["batch", str(tmp_path / "submissions"), "--db", str(db), "--jobs", "2",
+                                 "activations"])
+    assert graded.exit_code == 0, graded.output
+    with Store.open(db) as store:
+        kept = list(store.db.query("SELECT id, student, status, attempt_id FROM jobs ORDER BY student"))
+        assert [(k["student"], k["status"]) for k in kept] == [("ada", "done"), ("ben", "done"), ("cy", "done")]
+        assert all(k["attempt_id"] is not None for k in kept)
+        blobs = store.db.execute("SELECT count(*) FROM blobs").fetchone()[0]
+        names = store.db.execute("SELECT count(*) FROM job_files").fetchone()[0]
+        assert blobs < names  # ada's and cy's base.py, linear.py ... are one blob each
+        files = records.job_files(store, int(kept[0]["id"]))
+    assert files["activations.py"] == (tmp_path / "submissions" / "ada" / "activations.py").read_text()
+    dry = runner.invoke(cli, ["rescore", "--db", str(db), "--workers", "1", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "Dry run: 3 uploads graded again" in dry.output and "0 counted scores would change" in dry.output
+    again = runner.invoke(cli, ["batch", str(tmp_path / "submissions"), "--db", str(db), "--force", "activations"])
+    assert again.exit_code == 0, again.output
+    with Store.open(db) as store:
+        assert store.db.execute("SELECT count(*) FROM blobs").fetchone()[0] == blobs  # nothing stored twice
+        assert store.db.execute("SELECT count(*) FROM jobs").fetchone()[0] == 6
+
+
+def test_a_rescoring_is_told_apart_by_the_grader_version(tmp_path: Path) -> None:
+    """The recorded version is normgrade's and a digest of what judges (checks, mistakes, reference): a fix of a
+    check changes it while pyproject.toml's version stays the same."""
+    import re
+
+    from grader.course.grading import grader_version, judge_digest
+
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "reference" / "a.py").write_text("x = 1\n")
+    before = judge_digest(tmp_path, ("reference",))
+    (tmp_path / "reference" / "__pycache__").mkdir()
+    (tmp_path / "reference" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"cache")
+    assert judge_digest(tmp_path, ("reference",)) == before  # caches do not count
+    (tmp_path / "reference" / "a.py").write_text("x = 2\n")
+    assert judge_digest(tmp_path, ("reference",)) != before
+    assert re.fullmatch(r"\d+\.\d+\.\d+\+[0-9a-f]{12}", grader_version()), grader_version()
+    assert grader_version().endswith("+" + judge_digest())

@@ -121,3 +121,29 @@ def test_the_dashboard_page_and_the_side_by_side_view(tmp_path: Path) -> None:
         assert pair.status_code == 200 and pair.text.count("<mark>") >= 2
         assert "<script>alert" not in pair.text and "&lt;script&gt;" in pair.text
         assert client.get("/instructor/similarity/dropout/a/c", headers=headers).status_code == 404
+
+
+def test_without_copydetect_both_similarity_pages_say_so_with_503(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The list page and a pair's page alike: 503 and the extra to install, never a 500."""
+    import warnings
+
+    from grader.server.app import ServerConfig, create_app
+    from server_util import issue_tokens
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    def missing() -> None:
+        raise similarity.SimilarityError("similarity needs copydetect: pip install 'normgrade[similarity]'")
+
+    monkeypatch.setattr(similarity, "_detector", missing)
+    db = class_db(tmp_path, {"a": solution(3), "b": solution(3)})
+    _, teacher = issue_tokens(db, ["a", "b"])
+    app = create_app(ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}"), run_collector=False)
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        headers = {"Authorization": f"Bearer {teacher}"}
+        for path in ("/instructor/similarity", "/instructor/similarity/dropout/a/b"):
+            page = client.get(path, headers=headers)
+            assert page.status_code == 503 and "needs copydetect" in page.text, (path, page.status_code)

@@ -82,31 +82,31 @@ def _when(text: str | None) -> datetime | None:
         return None
 
 
-def late_notes(course: dict[str, Any], exercises: list[str], received_at: str | None) -> dict[str, str]:
-    """Exercise id -> "late: counts 70%" for the exercises of ``course``'s chapters (its ``to_json``) whose due
-    date an upload received at ``received_at`` missed (what the course will count of the score)."""
+def late_shares(course: dict[str, Any], exercises: list[str], received_at: str | None) -> dict[str, float]:
+    """Exercise id -> the share of its score the course counts (0.7 for "late: counts 70%"), for the exercises of
+    ``course``'s chapters (its ``to_json``) whose due date an upload received at ``received_at`` missed."""
     received = _when(received_at)
-    notes: dict[str, str] = {}
+    shares: dict[str, float] = {}
     if received is None:
-        return notes
+        return shares
     for chapter in course.get("chapters", []):
         due = _when(chapter.get("due"))
         if due is None or received <= due:
             continue
-        counts = 100.0 * (1.0 - float(chapter.get("late_penalty", 1.0)))
+        share = 1.0 - float(chapter.get("late_penalty", 1.0))
         for exercise_id in chapter.get("exercises", []):
             if exercise_id in exercises:
-                notes[exercise_id] = f"late: counts {counts:g}%"
-    return notes
+                shares[exercise_id] = share
+    return shares
 
 
-def server_late_notes(document: dict[str, Any]) -> dict[str, str] | None:
-    """Exercise id -> "late: counts 70%" from the server's ``late`` list of a graded job (it applies the
+def server_late_shares(document: dict[str, Any]) -> dict[str, float] | None:
+    """Exercise id -> the share that counts, from the server's ``late`` list of a graded job (it applies the
     student's own dates: extensions, uploads closed); None when the server sends no such list."""
     late = document.get("late")
     if not isinstance(late, list):
         return None
-    return {str(item["exercise"]): f"late: counts {100.0 * float(item['counts']):g}%" for item in late}
+    return {str(item["exercise"]): float(item["counts"]) for item in late}
 
 
 def closed_course(document: dict[str, Any], course: dict[str, Any]) -> dict[str, Any]:
@@ -159,11 +159,11 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
     if fmt == "json":
         click.echo(format_json(done.report, arrays))
     else:
-        notes = server_late_notes(done.document)
-        if notes is None:  # a server that does not say: worked out from the course's dates
-            notes = late_notes(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
+        shares = server_late_shares(done.document)
+        if shares is None:  # a server that does not say: worked out from the course's dates
+            shares = late_shares(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
         color = use_color()
-        click.echo(format_text(done.report, color=color, notes=notes), color=color)
+        click.echo(format_text(done.report, color=color, late_shares=shares), color=color)
     if html is not None:
         try:
             write_html_report(done.report, html)
@@ -281,8 +281,8 @@ def _ask(client: Client, chapter: str, question: dict[str, Any], number: int, to
     """Show one posed question as the local quiz does and send what is typed (choice numbers as shown);
     an unreadable answer is asked again, a wrong one while the server says attempts are left.
     The server's last verdict, whose explanation is printed."""
-    quiz_text.show_question(number, total, question["prompt"], [c["text"] for c in question["choices"]],
-                            question["checkpoint"])
+    quiz_text.show_question(number, total, str(question["id"]), question["prompt"],
+                            [c["text"] for c in question["choices"]], question["checkpoint"])
     hint = quiz_text.answer_hint(question["kind"], question["tolerance"], question["params"] or {})
 
     def send(raw: str) -> dict[str, Any]:
@@ -488,3 +488,33 @@ def result_command(submission: int, as_json: bool) -> None:
     if login is None:
         raise RemoteError("not logged in: run `grade login` first")
     click.get_current_context().exit(remote_result(login, submission, "json" if as_json else "text"))
+
+
+@click.command("regrade")
+@click.argument("exercise")
+@click.argument("reason")
+@click.option("--submission", type=click.IntRange(min=1), default=None,
+              help="The submission asked about [default: your latest graded one holding EXERCISE].")
+@click.option("--server", default=None, metavar="URL", help="The course server [default: the one you logged in to].")
+def regrade_command(exercise: str, reason: str, submission: int | None, server: str | None) -> None:
+    """Ask the instructor to look at one exercise's result again, saying why.
+
+    The request is tied to your upload; the answer shows in `grade progress`.
+    """
+    login = remote_login(server, False, None)
+    if login is None:
+        raise RemoteError("regrade requests go to your course server: run `grade login` first")
+    body: dict[str, object] = {"exercise": exercise, "reason": reason}
+    if submission is not None:
+        body["submission"] = submission
+    try:
+        with client_lib.Client(login.server, login.token) as client:
+            _, doc = client.call("POST", "/regrades", body)
+    except GraderError as exc:
+        raise one_line(exc) from exc
+    click.echo(f"Regrade request #{doc['id']} about {doc['exercise']} (submission {doc['job_id']}) is filed; "
+               "the answer will show in `grade progress`.")
+
+
+# The student's commands of the course server, registered by both `grade`s (the handout's and the instructor's).
+STUDENT_COMMANDS = (login_command, logout_command, result_command, regrade_command)

@@ -23,7 +23,7 @@ MAX_FILE_BYTES = 256 * 1024        # one file
 MAX_UPLOAD_BYTES = 1024 * 1024     # a whole request body (files plus JSON overhead)
 MAX_FILES = 32
 PACKAGE_FILES = ("__init__.py", "base.py")
-_KERNEL_RE = re.compile(r"^kernels/[a-z_][a-z0-9_]{0,63}\.cl$")
+_KERNEL_RE = re.compile(r"kernels/[a-z_][a-z0-9_]{0,63}\.cl")  # matched whole: "kernels/x.cl\n" is no name
 
 
 def python_files() -> list[str]:
@@ -33,7 +33,7 @@ def python_files() -> list[str]:
 
 def allowed_name(name: str) -> bool:
     """Whether ``name`` is a file an upload may hold (see the module docstring)."""
-    return name in python_files() or bool(_KERNEL_RE.match(name))
+    return name in python_files() or bool(_KERNEL_RE.fullmatch(name))
 
 
 def allowed_summary() -> str:

@@ -172,7 +172,7 @@ def outputs_match(
     return True
 
 
-_BROADCAST = re.compile(r"^operands could not be broadcast together with shapes (.*?)\s*$")
+_BROADCAST = re.compile(r"operands could not be broadcast together with shapes (.*?)\s*")
 
 
 def error_signature(result: ScriptResult) -> tuple[str, str, str] | None:
@@ -187,7 +187,7 @@ def error_signature(result: ScriptResult) -> tuple[str, str, str] | None:
         return None
     where = result.error.get("where", "").rsplit(".", 1)[-1]
     message = result.error.get("message", "")
-    broadcast = _BROADCAST.match(message)
+    broadcast = _BROADCAST.fullmatch(message)
     if broadcast:
         shapes = sorted(re.findall(r"\([^)]*\)", broadcast.group(1)))
         message = "operands could not be broadcast together with shapes " + " ".join(shapes)

@@ -70,6 +70,12 @@ class ExerciseResult:
         """False for ``not_graded``: the grader's machine, not the student's work, decided nothing."""
         return self.status != NOT_GRADED
 
+    @property
+    def score_hidden(self) -> bool:
+        """True for ``received`` (exam mode, grader/term/exam.py): graded, but the course shows no score before
+        its feedback release (its 0 of 0 is no score, and never full marks)."""
+        return self.status == "received"
+
     def to_json(self, arrays: bool = False) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "id": self.id,
@@ -113,11 +119,13 @@ class GradeReport:
 
     @property
     def full_marks(self) -> bool:
-        return all(e.score >= e.max_score for e in self.graded_exercises)
+        """Every graded exercise at full marks; an exercise whose score is hidden (exam mode) is not known to be."""
+        return all(e.score >= e.max_score and not e.score_hidden for e in self.graded_exercises)
 
     @property
     def exit_status(self) -> int:
-        """The command's exit status (contract section 6): 2 when any exercise is not graded, else 0 at full marks, 1."""
+        """The command's exit status (contract section 6): 2 when any exercise is not graded, else 0 at full marks,
+        1 (also while a score is hidden by exam mode: 0 would tell the hidden verdict)."""
         if self.not_graded:
             return 2
         return 0 if self.full_marks else 1

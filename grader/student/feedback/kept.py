@@ -46,3 +46,4 @@ def write_html_report(report: GradeReport, path: Path) -> None:
     except OSError as exc:
         raise UsageError(
             f"cannot write the web page to '{path}': {exc.strerror or exc}: choose another --html FILE") from None
+    click.echo(f"Report page written to {path.resolve()} (open it in a browser).", err=True)

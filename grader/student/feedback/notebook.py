@@ -7,17 +7,22 @@ In Jupyter (or any IPython)::
     %quiz normalization                     # the chapter's checkpoint questions, with widgets
 
 ``%grade`` takes what ``grade submit`` takes (exercise ids or topics, and
-``--path DIR``, ``--student NAME``, ``--packs DIR``, ``--no-sandbox``). It
-grades through the very pipeline of ``grade submit``: the files are copied
-out of the folder and run in the OS sandbox (bubblewrap, where it works) in
-worker processes, never in the notebook's own kernel; the attempt is
-recorded in ``.grade/progress.db`` and kept for ``grade view``. The answer
-is a :class:`Feedback`, shown as the HTML report (pictures included) and as
-the text report where no HTML is rendered. Other notebook tools (VS Code,
-Colab, marimo, a plain script) call :func:`grade` directly.
-
-What is graded: the public checks of the case packs installed with the
-handout (``--packs`` for another folder), as the handout's ``grade submit``.
+``--path DIR``, ``--student NAME``, ``--packs DIR``, ``--no-sandbox``,
+``--local``) and does what it does. Logged in to a course server (``grade
+login``), it **hands in**: the exercise files are uploaded, the server grades
+them with the hidden checks and records the attempt, and the report is the
+server's (late notes and the counted total included), as the terminal's
+``grade submit``. Otherwise (or with ``--local``) it grades here, through the
+very pipeline of ``grade submit``: the files are copied out of the folder and
+run in the OS sandbox (bubblewrap, where it works) in worker processes, never
+in the notebook's own kernel, on the public checks of the case packs
+installed with the handout (``--packs`` for another folder); the attempt is
+recorded in ``.grade/progress.db``. Either way the report is kept for
+``grade view``, and its first line says which it was ("Handed in to URL:
+submission 12 ..." or "Graded here on the public checks: nothing handed in
+..."). The answer is a :class:`Feedback`, shown as the HTML report (pictures
+included) and as the text report where no HTML is rendered. Other notebook
+tools (VS Code, Colab, marimo, a plain script) call :func:`grade` directly.
 
 ``%quiz CHAPTER`` asks the chapter's questions. Logged in to a course server
 (``grade login URL``), the server poses and judges every answer and records
@@ -33,7 +38,7 @@ input, as ``grade quiz`` asks in a terminal.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -51,20 +56,27 @@ class NotebookError(GraderError):
 
 @dataclass
 class Feedback:
-    """A graded report as a notebook shows it: the HTML report inline, the text report elsewhere."""
+    """A graded report as a notebook shows it: the HTML report inline, the text report elsewhere; ``where`` is
+    its first line (handed in to the server, or graded here), ``late_shares`` the server's late notes."""
 
     report: GradeReport
+    where: str = ""
+    late_shares: dict[str, float] = field(default_factory=dict)
 
     def _repr_html_(self) -> str:
+        import html
+
         from grader.student.feedback.report_html import format_html
 
-        return format_html(self.report, fragment=True)
+        head = f"<p><strong>{html.escape(self.where)}</strong></p>" if self.where else ""
+        return head + format_html(self.report, fragment=True)
 
     def __str__(self) -> str:
-        return format_text(self.report)
+        text = format_text(self.report, late_shares=self.late_shares)
+        return f"{self.where}\n{text}" if self.where else text
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(format_text(self.report))
+        printer.text(str(self))
 
     @property
     def full_marks(self) -> bool:
@@ -90,16 +102,17 @@ class Problem:
 
 
 def grade(*selectors: str, path: str | Path | None = None, student: str | None = None,
-          packs: str | Path | None = None, no_sandbox: bool = False) -> Feedback:
-    """Grade the exercises (ids or topics; all when none) of ``path`` (default: exercises/ here) on the public checks.
+          packs: str | Path | None = None, no_sandbox: bool = False, local: bool = False) -> Feedback:
+    """Grade the exercises (ids or topics; all when none) of ``path`` (default: exercises/ here) as ``grade submit``.
 
-    The same steps as ``grade submit``: workers started in the sandbox,
-    the pipeline on the case packs, the attempt recorded, the report kept
-    for ``grade view``. GraderError (one line) when it cannot grade.
+    Logged in (and not ``local``): hand them in to the course server and wait for its report. Otherwise the
+    same steps as the local ``grade submit``: workers started in the sandbox, the pipeline on the case packs,
+    the attempt recorded. The report is kept for ``grade view``. GraderError (one line) when it cannot grade.
     """
     from grader.student.cli import (
         DEFAULT_EXERCISES_DIR, default_student, exercises_dir, record_attempt, sandbox_setting, save_last_report,
     )
+    from grader.student.client.remote import remote_login
     from grader.student.engine.grading import grade as grade_with
     from grader.student.engine.pack import PackSource
     from grader.student.sandbox.runner import Limits, kernel_cache_folder, prestart_workspace
@@ -108,9 +121,15 @@ def grade(*selectors: str, path: str | Path | None = None, student: str | None =
     if not folder.is_dir():
         raise NotebookError(f"no exercises folder at '{folder.resolve()}': put the notebook beside exercises/ or pass"
                             " --path DIR")
-    name = student or default_student()
     wanted = list(selectors) or None
     ids = catalogue.resolve(wanted)
+    login = remote_login(None, local, None)
+    if login is not None:
+        if student is not None or packs is not None or no_sandbox:
+            raise NotebookError("--student, --packs and --no-sandbox are for grading here: the course server grades"
+                                " what you hand in as you (add --local to grade here)")
+        return hand_in(login, folder, list(selectors))
+    name = student or default_student()
     keep_kernels = any(catalogue.topic_of(i) not in catalogue.CPU_TOPICS for i in ids)
     limits = Limits(sandbox=sandbox_setting(no_sandbox, False),
                     kernel_cache=kernel_cache_folder(folder, name) if keep_kernels else None)
@@ -123,7 +142,31 @@ def grade(*selectors: str, path: str | Path | None = None, student: str | None =
         workspace.close()
     record_attempt(report, None, folder)
     save_last_report(report, folder)
-    return Feedback(report)
+    why = "--local" if local else "not logged in to a course server"
+    return Feedback(report, f"Graded here on the public checks: nothing handed in ({why}).")
+
+
+def hand_in(login: Any, folder: Path, selectors: list[str]) -> Feedback:
+    """Upload ``folder``'s exercise files to the course server, wait for the hidden checks' report (as
+    ``grade submit`` logged in); the report is kept for ``grade view``."""
+    from grader.student.cli import save_last_report
+    from grader.student.client import connection as client_lib
+    from grader.student.client.remote import closed_course, closed_lines, late_shares, server_late_shares
+
+    with client_lib.Client(login.server, login.token) as client:
+        _, me = client.call("GET", "/me", tries=client_lib.SEND_TRIES)
+        done = client_lib.submit(client, folder, selectors)
+    if done.status == "error" or done.report is None:
+        raise NotebookError(f"submission {done.id} could not be graded: {done.error}")
+    save_last_report(done.report, folder)
+    course = me.get("course") or {}
+    shares = server_late_shares(done.document)
+    if shares is None:
+        shares = late_shares(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
+    closed = closed_lines(closed_course(done.document, course), selectors, list(done.document.get("exercises") or []))
+    where = (f"Handed in to {login.server}: submission {done.id}, graded with the hidden checks and recorded as "
+             f"{login.student}." + "".join(f" {line}" for line in closed))
+    return Feedback(done.report, where, shares)
 
 
 def parse_grade_line(line: str) -> tuple[list[str], dict[str, Any]]:
@@ -146,8 +189,11 @@ def parse_grade_line(line: str) -> tuple[list[str], dict[str, Any]]:
             continue
         if word == "--no-sandbox":
             options["no_sandbox"] = True
+        elif word == "--local":
+            options["local"] = True
         elif word.startswith("-"):
-            raise NotebookError(f"unknown option '{word}': %grade takes --path, --student, --packs and --no-sandbox")
+            raise NotebookError(f"unknown option '{word}': %grade takes --path, --student, --packs, --no-sandbox "
+                                "and --local")
         else:
             selectors.append(word)
         i += 1
@@ -156,11 +202,15 @@ def parse_grade_line(line: str) -> tuple[list[str], dict[str, Any]]:
 
 def grade_magic(line: str) -> Feedback | Problem:
     """``%grade ...``: the Feedback, or a one-line Problem (never a traceback for a usage or setup error)."""
+    import click
+
     try:
         selectors, options = parse_grade_line(line)
         return grade(*selectors, **options)
     except GraderError as exc:
         return Problem(str(exc))
+    except click.ClickException as exc:  # a saved login that cannot be read (grader.student.client.remote)
+        return Problem(exc.format_message())
 
 
 # --------------------------------------------------------------------------- quizzes

@@ -229,6 +229,8 @@ def format_progress(progress: Progress, color: bool = False) -> str:
         for ex in chapter.exercises:
             label, colour = status_style(ex.last_status)
             score = f"{format_score(ex.best_score)}/{format_score(ex.max_score)}"
+            if ex.last_status == "received":  # exam mode: the score is not shown before the feedback release
+                score = "hidden"
             tries = f"{ex.attempts} attempt{'s' if ex.attempts != 1 else ''}"
             notes = []
             if ex.late:
@@ -246,9 +248,12 @@ def format_progress(progress: Progress, color: bool = False) -> str:
                 f"  quiz: {q.checkpoints_correct}/{q.checkpoints} checkpoints, "
                 f"{q.questions_correct}/{q.questions} questions correct ({state})"
             )
+    hidden = sum(ex.last_status == "received" for c in progress.chapters for ex in c.exercises)
     lines.append(style(
         f"Overall: {format_score(progress.score)}/{format_score(progress.max_score)} "
-        f"exercise points ({progress.percent:.1f}%)", bold=True))
+        f"exercise points ({progress.percent:.1f}%)"
+        + (f", not counting {hidden} exercise{'s' if hidden != 1 else ''} whose score is hidden until the "
+           "feedback release (exam mode)" if hidden else ""), bold=True))
     quizzes = [c.quiz for c in progress.chapters if c.quiz is not None]
     if quizzes:
         lines.append(f"Quizzes: {sum(q.complete for q in quizzes)} of {len(quizzes)} complete")

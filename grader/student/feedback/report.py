@@ -198,11 +198,25 @@ def exercise_details(ex: ExerciseResult) -> list[str]:
     return lines
 
 
-def format_text(report: GradeReport, color: bool = False, notes: Mapping[str, str] | None = None) -> str:
+def late_note(share: float) -> str:
+    """The note beside a late score: what the course counts of it ("late: counts 70%")."""
+    return f"late: counts {100.0 * share:g}%"
+
+
+def counted_total(report: GradeReport, late_shares: Mapping[str, float]) -> float:
+    """The report's total as the course counts it: each late exercise's score times its share."""
+    return sum(e.score * late_shares.get(e.id, 1.0) for e in report.graded_exercises)
+
+
+def format_text(report: GradeReport, color: bool = False, late_shares: Mapping[str, float] | None = None) -> str:
     """The human report: a line per exercise, details of what fails below it, a total line.
 
-    ``notes``: exercise id -> a note printed beside its score (the course server's "late: counts 70%").
+    ``late_shares``: exercise id -> the share of its score the course counts, for the exercises uploaded late
+    (the course server's ``late`` list): "late: counts 70%" beside the score, and the total as counted
+    ("Total: 74/90 (82.2%) counted (90/90 as graded, late work penalised)"). Exercises whose score exam mode
+    hides (``received``) are never "at full marks"; the total line says they wait for the feedback release.
     """
+    notes = {ex_id: late_note(share) for ex_id, share in (late_shares or {}).items()}
 
     def style(text: str, **kwargs: Any) -> str:
         return click.style(text, **kwargs) if color else text
@@ -223,13 +237,18 @@ def format_text(report: GradeReport, color: bool = False, notes: Mapping[str, st
         elif label != STATUS_LABELS["passed"][0]:
             reasons_shown.add(ex.message)
             lines.extend("        " + line if line else "" for line in exercise_details(ex))
-    graded = report.graded_exercises
-    full = sum(1 for ex in graded if ex.score >= ex.max_score)
-    percent = 100.0 * report.score / report.max_score if report.max_score else 0.0
-    total = (
-        f"Total: {format_score(report.score)}/{format_score(report.max_score)} ({percent:.1f}%), "
-        f"{full} of {len(graded)} exercises at full marks"
-    )
+    shown = [ex for ex in report.graded_exercises if not ex.score_hidden]
+    hidden = len(report.graded_exercises) - len(shown)
+    full = sum(1 for ex in shown if ex.score >= ex.max_score)
+    counted = counted_total(report, late_shares or {})
+    percent = 100.0 * counted / report.max_score if report.max_score else 0.0
+    total = f"Total: {format_score(counted)}/{format_score(report.max_score)} ({percent:.1f}%)"
+    if abs(counted - report.score) > 1e-9:
+        total += f" counted ({format_score(report.score)}/{format_score(report.max_score)} as graded, late work penalised)"
+    total += f", {full} of {len(shown)} exercises at full marks"
+    if hidden:
+        total += (f"; {hidden} exercise{'s' if hidden != 1 else ''} received and graded, score hidden until the "
+                  "feedback release (exam mode)")
     todo = sorted({ex.id.split(".")[0] for ex in report.exercises if ex.status == "not_implemented"})
     if todo:
         lines.append(

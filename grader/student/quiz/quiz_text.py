@@ -144,11 +144,13 @@ def answer_hint(kind: str, tolerance: float | None, names: Iterable[str] = ()) -
     return hint
 
 
-def show_question(number: int, total: int, prompt: str, choices: Iterable[str], checkpoint: bool) -> None:
-    """Print a posed question: ``Qn/N [checkpoint] prompt`` and its choices numbered as shown."""
+def show_question(number: int, total: int, question_id: str, prompt: str, choices: Iterable[str],
+                  checkpoint: bool) -> None:
+    """Print a posed question: ``Qn/N ID [checkpoint]: prompt`` (the id is what an answers file names) and its
+    choices numbered as shown."""
     tag = " [checkpoint]" if checkpoint else ""
     click.echo("")
-    click.echo(f"Q{number}/{total}{tag} {prompt}")
+    click.echo(f"Q{number}/{total} {question_id}{tag}: {prompt}")
     for index, text in enumerate(choices, 1):
         click.echo(f"  {index}. {text}")
 
@@ -159,10 +161,11 @@ def attempt_label(attempt: int, attempts: int, hint: str) -> str:
 
 
 def feedback_line(correct: bool, left: int) -> str:
-    """What follows a judged answer: ``Correct.``, or ``Not quite.`` with the attempts left."""
+    """What follows a judged answer: ``Correct.``, or ``Not this one.`` (the words of the graded rules,
+    grader/quiz/graded.py, and of the handout's README) with the attempts left."""
     if correct:
         return "Correct."
-    return f"Not quite. Try again ({left} attempt(s) left)." if left else "Not quite."
+    return f"Not this one. {left} attempt{'s' if left != 1 else ''} left." if left else "Not this one."
 
 
 def session_intro(title: str, questions: int, checkpoints: int, done: int) -> None:

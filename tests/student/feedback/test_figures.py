@@ -279,7 +279,8 @@ def test_json_arrays_html_and_view(cli_env: Path) -> None:
     plain = invoke("submit", "--json")
     assert plain.exit_code == 1 and '"figure"' not in plain.output
     arrays = invoke("submit", "--json", "--arrays", "--html", "report.html")
-    doc = json.loads(arrays.output)
+    doc = json.loads(arrays.stdout)
+    assert f"Report page written to {(cli_env / 'report.html').resolve()}" in arrays.stderr  # says where
     kinds = {c["figure"]["kind"] for ex in doc["exercises"] for c in ex["checks"] if c["figure"]}
     assert {"elements", "trajectory", "histogram", "fit"} <= kinds
     page = (cli_env / "report.html").read_text()

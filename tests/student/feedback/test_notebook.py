@@ -99,6 +99,9 @@ def test_grade_magic_grades_through_the_pipeline_records_and_renders(shell: Any,
     html = feedback._repr_html_()
     assert "<style>" in html and "<html" not in html and 'role="img"' in html and "bn-biased-running-var" in html
     assert "FAILED" in str(feedback) and "running_var" in str(feedback)
+    assert str(feedback).splitlines()[0] == ("Graded here on the public checks: nothing handed in "
+                                             "(not logged in to a course server).")
+    assert html.startswith("<p><strong>Graded here on the public checks")
     with Store.open(handout / ".grade" / "progress.db") as store:  # recorded as grade submit records
         rows = store.db.execute("select exercise, score from submissions where student = 'ada'").fetchall()
     assert rows and rows[-1][0] == "normalization.BatchNorm1d"
@@ -109,6 +112,7 @@ def test_grade_magic_grades_through_the_pipeline_records_and_renders(shell: Any,
     ("BatchNorm --packs packs", "Did you mean"),
     ("normalization.BatchNorm1d --packs", "--packs needs a value"),
     ("normalization.BatchNorm1d --fast", "unknown option '--fast'"),
+    ("normalization.BatchNorm1d --local --fast", "takes --path, --student, --packs, --no-sandbox and --local"),
     ("normalization.BatchNorm1d --path nowhere --packs packs", "no exercises folder"),
     ('normalization.BatchNorm1d "unclosed', "cannot read"),
 ])
@@ -224,3 +228,33 @@ def test_quiz_is_posed_judged_and_recorded_by_the_server_when_logged_in(tmp_path
     form.controls[other.id].value = "1"
     down = form.check(other.id)  # the server is gone: one line in the form, nothing raised
     assert down.correct is None and "cannot reach the course server" in form.outputs[other.id].value
+
+
+def test_grade_magic_hands_in_when_logged_in_and_says_so_first(shell: Any, handout: Path) -> None:
+    """Logged in, %grade does what the terminal's `grade submit` does: it hands in (the server's hidden checks,
+    recorded there), and its first line says so; --local grades here and says that nothing was handed in."""
+    from grader.student.client.connection import Login, save_login
+    from server_util import Server, issue_tokens
+
+    db = handout / "server" / "course.db"
+    db.parent.mkdir(exist_ok=True)
+    tokens, _ = issue_tokens(db, ["ann"])
+    server = Server(db, f"sqlite:///{db.parent / 'queue.db'}", workers=1).start()
+    try:
+        save_login(Login(server.url, tokens["ann"], "ann"))  # $GRADE_CONFIG: a test's own file (conftest)
+        handed = shell.run_line_magic("grade", "activations.ReLU")
+        assert isinstance(handed, notebook.Feedback), handed
+        first = str(handed).splitlines()[0]
+        assert first.startswith(f"Handed in to {server.url}: submission ") and "recorded as ann" in first
+        assert handed.report.exercises[0].id == "activations.ReLU" and handed.full_marks
+        with Store.open(db) as store:
+            assert [r["exercise"] for r in store.submissions(student="ann")] == ["activations.ReLU"]
+        here = shell.run_line_magic("grade", "normalization.BatchNorm1d --local --packs packs")
+        assert isinstance(here, notebook.Feedback)
+        assert str(here).splitlines()[0] == "Graded here on the public checks: nothing handed in (--local)."
+        mixed = shell.run_line_magic("grade", "activations.ReLU --student bob")
+        assert isinstance(mixed, notebook.Problem) and "add --local to grade here" in mixed.message
+        with Store.open(db) as store:
+            assert len(store.submissions(student="ann")) == 1  # neither --local nor the refused line handed in
+    finally:
+        server.stop()
