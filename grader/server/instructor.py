@@ -129,8 +129,13 @@ def session_valid(request: Request, store: Store, value: str | None) -> bool:
 
 def csrf_token(request: Request) -> str:
     """The CSRF field of the forms: tied to the session cookie ("" without one)."""
-    value = request.cookies.get(COOKIE, "")
-    return _mac(_key(request), f"csrf|{value}") if value else ""
+    return csrf_of(request, request.cookies.get(COOKIE, ""))
+
+
+def csrf_of(request: Request, cookie: str) -> str:
+    """The CSRF field tied to a cookie's value: its HMAC under this process's key ("" without a cookie).
+    The dashboard's forms and the student's pages (grader/server/student_pages.py) use it alike."""
+    return _mac(_key(request), f"csrf|{cookie}") if cookie else ""
 
 
 class Denied(Exception):
