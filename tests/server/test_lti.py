@@ -95,6 +95,16 @@ def launch(client: httpx.Client, lms: LmsPlatform, user: str = "ada") -> Any:
     return client.post("/lti/launch", data=fields)
 
 
+def landed(client: httpx.Client, page: Any) -> tuple[str, str]:
+    """A student's launch lands on their own page, logged in: (the student it shows, the token it shows once)."""
+    assert page.status_code == 200 and "url=/student/" in page.text, page.text
+    home = client.get("/student/")
+    assert home.status_code == 200, home.text
+    student = home.text.split("Signed in as <strong>")[1].split("<")[0]
+    token = home.text.split("--token ")[1].split("<")[0].strip() if "--token " in home.text else ""
+    return student, token
+
+
 def start_login(client: httpx.Client, lms: LmsPlatform) -> dict[str, str]:
     """Login initiation only; the auth request's parameters (state, nonce)."""
     redirect = login_redirect(client, lms)
@@ -175,14 +185,13 @@ def test_login_initiation_redirects_to_the_platform_with_state_and_nonce(tool: d
 
 def test_a_student_launch_matches_the_roster_by_email_then_by_sub(tool: dict[str, Any], lms: LmsPlatform) -> None:
     client, store = tool["client"], tool["store"]
-    page = launch(client, lms, "ada")
-    assert page.status_code == 200, page.text
-    assert "Signed in" in page.text and "<strong>s2</strong>" in page.text  # matched by e-mail (case aside)
-    token = page.text.split("--token ")[1].split("<")[0].strip()
+    student, token = landed(client, launch(client, lms, "ada"))
+    assert student == "s2"  # matched by e-mail (case aside)
     me = client.get("/api/v1/me", headers={"Authorization": f"Bearer {token}"}).json()
     assert me["student"] == "s2" and me["role"] == "student"
-    again = launch(client, lms, "ada")  # found by (iss, sub) now; the first launch's token stops working
-    assert "<strong>s2</strong>" in again.text
+    assert "--token" not in client.get("/student/").text  # shown once
+    student, second = landed(client, launch(client, lms, "ada"))  # found by (iss, sub) now; the first launch's
+    assert student == "s2" and second != token                    # token stops working
     assert client.get("/api/v1/me", headers={"Authorization": f"Bearer {token}"}).status_code == 401
     assert list(store.db.query("SELECT student FROM lti_users WHERE sub = 'lms-ada'")) == [{"student": "s2"}]
     context = next(iter(store.db.query("SELECT * FROM lti_contexts")))
@@ -191,8 +200,7 @@ def test_a_student_launch_matches_the_roster_by_email_then_by_sub(tool: dict[str
 
 
 def test_an_unknown_learner_joins_the_roster(tool: dict[str, Any], lms: LmsPlatform) -> None:
-    page = launch(tool["client"], lms, "new")
-    assert "<strong>newton@example.org</strong>" in page.text
+    assert landed(tool["client"], launch(tool["client"], lms, "new"))[0] == "newton@example.org"
     assert "newton@example.org" in [r["student"] for r in roster.roster(tool["store"])]
 
 
@@ -256,7 +264,7 @@ def test_a_good_token_passes_the_same_chain(tool: dict[str, Any], lms: LmsPlatfo
     """The correct case of the refusals above: the same hand-made launch, nothing changed."""
     params = start_login(tool["client"], lms)
     token = lms.id_token(lms.claims(lms.users["ada"], params["nonce"]))
-    assert "Signed in" in post_launch(tool["client"], token, params["state"]).text
+    assert landed(tool["client"], post_launch(tool["client"], token, params["state"]))[0] == "s2"
 
 
 def test_a_replayed_launch_is_refused(tool: dict[str, Any], lms: LmsPlatform) -> None:
@@ -555,8 +563,8 @@ def test_an_unknown_kid_refetches_the_platform_keys_at_most_once_in_a_while(tool
                                                                          lms: LmsPlatform) -> None:
     client = tool["client"]
     params = start_login(client, lms)
-    assert "Signed in" in post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"])),
-                                      params["state"]).text
+    assert "url=/student/" in post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"])),
+                                          params["state"]).text
     fetched: list[int] = []
     original = httpx.AsyncClient.get
 

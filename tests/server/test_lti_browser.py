@@ -4,7 +4,7 @@
 (tests/lms_platform.py, in this process, on a loopback port) and one
 embedded worker. The browser opens the LMS's link; the pages' forms post
 themselves (login initiation, the platform's form_post of the id_token) and
-it lands on the tool's "Signed in" page with the student's token. A quiz
+it lands on the student's own page, which shows their token once. A quiz
 answer made with that token changes a counted score; the score poster and
 the worker post it, and the fixture receives it. An instructor's launch
 opens the dashboard and its LMS page. Screenshots at 390 and 1280 px go to
@@ -78,8 +78,8 @@ def test_a_full_launch_in_the_browser_and_the_score_reaches_the_lms(browser: Any
     page = context.new_page()
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.goto(lms.url + "/start?user=ada")
-    page.wait_for_url(server.url + "/lti/launch")
-    assert page.locator("h1").inner_text() == "Signed in"
+    page.wait_for_url(server.url + "/student/")  # the launch opens the student's own page, logged in
+    assert page.locator("h1").inner_text() == "Your page"
     command = page.locator("#login-command").inner_text()
     assert command.startswith(f".venv/bin/grade login {server.url} --token ")
     shoot(page, "student")
