@@ -3,7 +3,7 @@ PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: grade test install clean system-deps grade-deps
+.PHONY: grade test install clean system-deps grade-deps a11y-deps
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -26,8 +26,17 @@ grade-deps:
 system-deps:
 	@bash scripts/system-deps.sh test
 
-test: $(BIN)/.installed system-deps
+# axe-core, the accessibility checker of the browser tests, from its npm package (pinned in
+# tests/a11y/package-lock.json) into tests/a11y/node_modules, which git ignores.
+AXE := tests/a11y/node_modules/axe-core/axe.min.js
+$(AXE): tests/a11y/package.json tests/a11y/package-lock.json
+	@if command -v npm >/dev/null; then npm ci --prefix tests/a11y --no-audit --no-fund; \
+	else echo "npm is missing (Debian package npm): the accessibility tests will skip" >&2; fi
+
+a11y-deps: $(AXE)
+
+test: $(BIN)/.installed system-deps a11y-deps
 	$(BIN)/python -m pytest -q
 
 clean:
-	rm -rf $(VENV) .pytest_cache .grade
+	rm -rf $(VENV) .pytest_cache .grade tests/a11y/node_modules
