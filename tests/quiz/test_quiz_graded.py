@@ -255,3 +255,20 @@ def test_judging_processes_are_bounded_in_number() -> None:
         for _ in taken:
             judging._SLOTS.release()
     assert judging.judge_bounded(posed, "a").question_id == "gelu-why"
+
+
+def _stuck_preview(posed: Any, raw: Any) -> Any:
+    _started.set()
+    _release.wait()
+    while True:
+        pass
+
+
+def test_a_preview_that_never_ends_is_stopped_like_a_judge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live preview runs under the judge's bounds: its own process, killed after the time budget."""
+    monkeypatch.setattr(judging, "preview", _stuck_preview)
+    _release.set()
+    posed = posed_for("activations", "gelu-definition", "someone")
+    with pytest.raises(judging.TooComplexError, match="too complex to judge in time"):
+        judging.preview_bounded(posed, "x", seconds=0.5)
+    assert not [p for p in multiprocessing.active_children() if p.is_alive()], "the preview's process was killed"
