@@ -10,6 +10,8 @@ show them at that moment (``run_collector=False`` in-process, or ``grade serve -
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -21,7 +23,7 @@ from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.store import Store
 
 from figures_util import graded
-from server_util import issue_tokens
+from server_util import Server, issue_tokens
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
 PAST_DUE = NOW - timedelta(days=3)          # activations: due then, late work counts 70 % until LATE_UNTIL
@@ -103,3 +105,17 @@ def seed(root: Path, attempts: int = 2, exam_release: datetime | None = None) ->
         queued = _stored(store, rules, "ada", "queued", ["activations.Tanh"], NOW - timedelta(minutes=10))
         jobs["queued"] = int(queued["id"])
     return Seeded(db, course, tokens, teacher, jobs)
+
+
+
+@contextmanager
+def served(root: Path, **seeding: Any) -> Iterator[tuple[Server, Seeded]]:
+    """The seeded course under ``root``, served by ``grade serve`` with no worker and a lease timeout of an hour,
+    so that every upload stays in its state while a test reads the pages; stopped on leaving."""
+    seeded = seed(root, **seeding)
+    server = Server(seeded.db, f"sqlite:///{root / 'queue.db'}", workers=0, course=seeded.course,
+                    extra=["--lease-timeout", "3600"]).start()
+    try:
+        yield server, seeded
+    finally:
+        server.stop()

@@ -75,8 +75,9 @@ def _instructor_hashes(store: Store) -> list[str]:
 class Sessions:
     """The server's table of dashboard sessions: sha256(session id) -> (instructor token hash, expiry)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_SESSIONS) -> None:
         self.table: dict[str, tuple[str, float]] = {}
+        self.limit = limit  # sessions kept at most (the oldest goes first)
 
     @staticmethod
     def _digest(value: str) -> str:
@@ -87,7 +88,7 @@ class Sessions:
         now = time.time() if now is None else now
         for digest in [d for d, (_, expiry) in self.table.items() if expiry < now]:
             del self.table[digest]
-        while len(self.table) >= MAX_SESSIONS:
+        while len(self.table) >= self.limit:
             del self.table[next(iter(self.table))]  # the oldest
         value = secrets.token_urlsafe(32)
         self.table[self._digest(value)] = (token_hash, now + SESSION_HOURS * 3600)

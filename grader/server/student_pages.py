@@ -67,6 +67,7 @@ COOKIE = "normgrade_student"
 LOGIN_COOKIE = "normgrade_student_login"  # set by the login form: its CSRF field is tied to it
 MAX_FORM_BYTES = 16 * 1024
 LATEST_UPLOADS = 10  # on /student/ (a chapter's page lists up to records.jobs_of's limit)
+MAX_SESSIONS = 20_000  # student sessions kept at once (the oldest goes first): a class, several devices each
 CONNECT_SELF = "; connect-src 'self'"  # the preview script's fetch goes to this server alone
 
 
@@ -106,7 +107,7 @@ def sessions(request: Request) -> instructor.Sessions:
     """This server process's table of student sessions (made at the first use; apart from the dashboard's)."""
     state = request.app.state
     if not hasattr(state, "student_sessions"):
-        state.student_sessions = instructor.Sessions()
+        state.student_sessions = instructor.Sessions(MAX_SESSIONS)
         state.student_tokens_to_show = {}
     return state.student_sessions
 
@@ -137,9 +138,13 @@ def set_cookie(request: Request, response: Response, name: str, value: str, max_
 def start_session(request: Request, response: Response, token: str, show_token: bool = False) -> None:
     """Log the browser in as the token's student: a new session, its cookie on ``response``. ``show_token``
     (an LTI launch, which made the token): the student's page shows it once, with the ``grade login`` command."""
-    value = sessions(request).open(auth.hash_token(token))
+    table = sessions(request)
+    value = table.open(auth.hash_token(token))
     if show_token:
-        _shown_once(request)[_session_key(value)] = token
+        shown = _shown_once(request)
+        for key in [k for k in shown if k not in table.table]:  # sessions gone before their page was opened
+            del shown[key]
+        shown[_session_key(value)] = token
     set_cookie(request, response, COOKIE, value, instructor.SESSION_HOURS * 3600)
 
 

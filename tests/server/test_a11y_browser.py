@@ -31,9 +31,9 @@ from grader.student.feedback.report_html import format_html
 from grader.student.store import Store
 from grader.term import extensions, regrade
 from server_util import Server
-from student_pages_util import Seeded, seed
+from student_pages_util import Seeded, served
 from test_dashboard import ClassServer
-from test_dashboard_browser import WIDTHS, Watched, browser  # noqa: F401  (the browser fixture)
+from test_dashboard_browser import WIDTHS, Watched, browser, open_page  # noqa: F401  (the browser fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -58,22 +58,15 @@ def check_page(watched: Watched, where: str) -> None:
 @pytest.fixture
 def student_server(tmp_path: Path) -> Iterator[tuple[Server, Seeded]]:
     """The seeded course served afresh for each width (the forms below change what the next run would see)."""
-    root = tmp_path
-    seeded = seed(root)
-    server = Server(seeded.db, f"sqlite:///{root / 'queue.db'}", workers=0, course=seeded.course,
-                    extra=["--lease-timeout", "3600"]).start()
-    try:
-        yield server, seeded
-    finally:
-        server.stop()
+    with served(tmp_path) as running:
+        yield running
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_every_student_page_meets_wcag_2_2_aa(browser: Any, student_server: tuple[Server, Seeded],  # noqa: F811
                                               width: int) -> None:
     server, seeded = student_server
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    watched = Watched(context.new_page())
+    context, watched = open_page(browser, width)
     page = watched.page
     try:
         page.goto(server.url + "/student/login")
@@ -114,6 +107,11 @@ def test_every_student_page_meets_wcag_2_2_aa(browser: Any, student_server: tupl
         check_page(watched, "a regrade sent")
         page.goto(server.url + "/student/submissions/424242")
         check_page(watched, "a page not found")
+        page.goto(server.url + "/")  # the course page, the student's pages' other link
+        check_page(watched, "the course page")
+        page.goto(server.url + "/lti/launch")  # what a refused launch shows
+        assert "Launch refused" in page.locator("h1").inner_text()
+        check_page(watched, "a refused launch")
     finally:
         context.close()
 
@@ -151,8 +149,7 @@ def test_every_dashboard_page_linked_from_the_overview_meets_wcag_2_2_aa(browser
                                                                         class_with_term: ClassServer,
                                                                         width: int) -> None:
     cls = class_with_term
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    watched = Watched(context.new_page())
+    context, watched = open_page(browser, width)
     page = watched.page
     try:
         page.goto(cls.url + "/instructor/login")
@@ -194,8 +191,7 @@ def report_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 @pytest.mark.parametrize("which", ["hidden", "public"])
 def test_the_html_report_meets_wcag_2_2_aa(browser: Any, report_pages: dict[str, Path], which: str,  # noqa: F811
                                            width: int) -> None:
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    watched = Watched(context.new_page())
+    context, watched = open_page(browser, width)
     try:
         watched.page.goto(report_pages[which].as_uri())
         check_page(watched, f"the {which} report")

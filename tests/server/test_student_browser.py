@@ -6,7 +6,7 @@ counted; an upload graded by the server's worker shows its report with its pictu
 answered by the instructor (from the dashboard, after their own launch) and the answer shows on the upload's
 page; the same student logs in again with their token; another student's upload is 404. Then the keyboard
 alone: the quiz (a choice, a formula with its live preview), the regrade form, every control reached by Tab
-with a visible focus. Screenshots go to tests/artifacts/ (student-*.png).
+with a visible focus. Screenshots go to tests/artifacts/ (lti-student-*.png, student-*.png).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ import pytest
 from grader.course.solution import write_solution
 from lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User
 from server_util import Server, api, issue_tokens, quiz_source, right_answer, solution_files, wait_graded
-from student_pages_util import Seeded, seed
-from test_dashboard_browser import ARTIFACTS, WIDTHS, Watched, browser  # noqa: F401  (the browser fixture)
+from student_pages_util import Seeded, served
+from test_dashboard_browser import ARTIFACTS, Watched, browser  # noqa: F401  (the browser fixture)
+from test_lti_browser import shoot
 
 pytestmark = pytest.mark.slow
 
@@ -52,15 +53,6 @@ def lti_course(tmp_path: Path) -> Iterator[tuple[Server, LmsPlatform, str]]:
         lms.stop()
 
 
-def shoot(page: Any, name: str) -> None:
-    """Screenshots at both widths; the page never scrolls sideways."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    for width in WIDTHS:
-        page.set_viewport_size({"width": width, "height": 900})
-        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), f"{name} at {width} px"
-        page.screenshot(path=str(ARTIFACTS / f"student-{name}-{width}.png"), full_page=True)
-
-
 def mistaken_init(folder: Path) -> dict[str, str]:
     """A hand-in whose kaiming_normal passes the variance where numpy takes the standard deviation."""
     write_solution(folder)
@@ -86,7 +78,7 @@ def test_the_students_journey_from_the_lms(browser: Any, lti_course: tuple[Serve
     names = page.locator("#chapters + .scroll tbody a").all_inner_texts()
     assert names[0] == "init" and "activations" in names and "universal-approximation" in names
     token = page.locator("#login-command").inner_text().rsplit(" ", 1)[1]
-    shoot(page, "home")
+    shoot(page, "student-home")
     # a quiz question answered in the browser: judged, its attempt counted
     page.locator('a[href="/student/chapters/activations"]').click()
     page.get_by_role("link", name="Answer the quiz here").click()
@@ -99,7 +91,7 @@ def test_the_students_journey_from_the_lms(browser: Any, lti_course: tuple[Serve
     assert "Answered correctly (1 of" in page.locator(f"#q-{question.id}").inner_text()
     standing = api(server.url, token, "GET", "/quizzes").json()["chapters"][0]
     assert standing["chapter"] == "activations" and standing["attempts"] == 1 and standing["questions_correct"] == 1
-    shoot(page, "quiz")
+    shoot(page, "student-quiz")
     # an upload (as `grade submit` sends it), graded by the server's worker: its report with its pictures
     sent = api(server.url, token, "POST", "/submissions",
                json={"files": mistaken_init(tmp_path / "hand-in"), "exercises": ["init.kaiming_normal"]}).json()
@@ -114,7 +106,7 @@ def test_the_students_journey_from_the_lms(browser: Any, lti_course: tuple[Serve
     labels = page.eval_on_selector_all("svg[role=img]", "els => els.map(e => e.getAttribute('aria-labelledby')"
                                        ".split(' ').map(id => document.getElementById(id).textContent).join(' '))")
     assert labels and all(len(label) > 20 for label in labels), "every picture keeps its text alternative"
-    shoot(page, "upload")
+    shoot(page, "student-upload")
     # a regrade filed from the upload's page ...
     page.select_option("#r-exercise", "init.kaiming_normal")
     page.fill("#r-reason", "I take the square root on line 54, please look again")
@@ -164,14 +156,8 @@ def test_the_students_journey_from_the_lms(browser: Any, lti_course: tuple[Serve
 @pytest.fixture(scope="module")
 def seeded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Seeded]]:
     """``grade serve`` (no worker) over the seeded course: ada's uploads stay in their states."""
-    root = tmp_path_factory.mktemp("student-keyboard")
-    seeded = seed(root)
-    server = Server(seeded.db, f"sqlite:///{root / 'queue.db'}", workers=0, course=seeded.course,
-                    extra=["--lease-timeout", "3600"]).start()
-    try:
-        yield server, seeded
-    finally:
-        server.stop()
+    with served(tmp_path_factory.mktemp("student-keyboard")) as running:
+        yield running
 
 
 MARK_CONTROLS = """() => {

@@ -419,3 +419,43 @@ def test_the_pages_carry_the_dashboards_security_headers(env: Env) -> None:
         has_script = "<script>" in answer.text
         assert has_script == (path == "/student/quizzes/activations"), path  # the preview's, nowhere else
         assert ("script-src 'sha256-" in csp and "connect-src 'self'" in csp) == has_script
+
+
+# --- hostile requests -------------------------------------------------------------------------------------
+
+HOSTILE_FORMS: list[bytes] = [
+    b"", b"x" * (student_pages.MAX_FORM_BYTES + 10), b"\xff\xfe\x00garbage", b"%00=%00&%ff=%fe",
+    b"question=gelu-why&answer=" + b"1" * 5000, b"question=" + b"q" * 3000 + b"&answer=1",
+    b"question=gelu-definition&answer=" + b"(" * 300 + b"x" + b")" * 300,
+    b"question=gelu-value&answer=9%5E9%5E9%5E9", b"question=gelu-value&answer=" + b"1e999999",
+    b"question=negative-outputs&answer=1&answer=2&answer=99&answer=-1", b"question=gelu-why&answer=1&answer=2",
+    b"exercise=no.such&reason=x", b"exercise=init.kaiming_normal&reason=" + b"r" * 1500,
+    b"exercise=" + b"e" * 5000 + b"&reason=why", b"csrf=" + b"c" * 5000, b"preview=1&question=gelu-why&answer=1",
+]
+HOSTILE_IDS = ["99999999999999999999999", "0", "-1", "abc", "1e5", "%00", "..%2F..", "x" * 5000, "%F0%9F%92%A9"]
+HOSTILE_NAMES = ["nobody", "..%2F..%2Fetc", "x" * 5000, "%00", "a%20b", "%F0%9F%92%A9", "activations%2F..%2F.."]
+
+
+def test_every_page_answers_hostile_input_with_a_short_page_never_a_500(env: Env) -> None:
+    """Each route of the student's pages, every bad path value and every bad form: a 2xx or 4xx with one
+    line (the test client raises any server error), and nothing is recorded by any of them."""
+    for method, path, _ in student_pages.PAGES:
+        params = re.findall(r"\{([^}:]+)", path)
+        values = HOSTILE_IDS if "id" in params else HOSTILE_NAMES if params else [""]
+        values = values + ([str(env.seeded.jobs["pictures"])] if "id" in params else
+                           ["activations"] if params else [])
+        for value in values:
+            target = re.sub(r"\{[^}]+\}", value, path)
+            if method == "GET":
+                answers = [env.client.get(target, headers=env.bearer("ada"), follow_redirects=False)]
+            else:
+                answers = [env.client.post(target, content=body, headers={
+                    **env.bearer("ada"), "Content-Type": "application/x-www-form-urlencoded"}) for body in HOSTILE_FORMS]
+            for answer in answers:
+                assert answer.status_code < 500, f"{method} {target[:60]}: {answer.status_code}"
+                if answer.status_code >= 400 and answer.headers["content-type"].startswith("text/html"):
+                    shown = re.search(r'<p class="notice error" role="alert"[^>]*>([^<]*)</p>', answer.text)
+                    line = html.unescape(shown.group(1)) if shown else ""
+                    assert line and "\n" not in line and len(line) <= 400, target[:60]
+    assert answers_of(env, "gelu-value") == [] and answers_of(env, "gelu-definition") == []
+    assert env.api("ada", "GET", "/regrades").json()["requests"] == []
