@@ -132,7 +132,11 @@ def set_cookie(request: Request, response: Response, name: str, value: str, max_
     Partitioned (it must reach the page inside the LMS's frame), over http SameSite=Strict."""
     https = _https(request)
     response.set_cookie(name, value, max_age=max_age, path="/student", httponly=True, secure=https,
-                        samesite="none" if https else "strict", partitioned=https)
+                        samesite="none" if https else "strict")
+    if https:  # Partitioned (CHIPS): Python's http.cookies writes it only from 3.14 on, so it is added here
+        key, header = response.raw_headers[-1]
+        assert key == b"set-cookie" and header.startswith(name.encode() + b"=")
+        response.raw_headers[-1] = (key, header + b"; Partitioned")
 
 
 def start_session(request: Request, response: Response, token: str, show_token: bool = False) -> None:
@@ -299,7 +303,7 @@ async def login(request: Request) -> Response:
                           next_url)
     response = RedirectResponse(next_url, status_code=303)
     start_session(request, response, token)
-    response.delete_cookie(LOGIN_COOKIE, path="/student")
+    set_cookie(request, response, LOGIN_COOKIE, "", 0)  # deleted with its own attributes (partitioned too)
     return response
 
 
@@ -308,7 +312,7 @@ async def logout(request: Request, who: Visitor) -> Response:
     check_csrf(request, await read_form(request), who)
     sessions(request).close(who.cookie)
     response = RedirectResponse("/student/login", status_code=303)
-    response.delete_cookie(COOKIE, path="/student")
+    set_cookie(request, response, COOKIE, "", 0)
     return response
 
 

@@ -161,6 +161,7 @@ class SubmissionView:
     received_at: str
     phase: str                       # queued, running, retried, done, error (app.phase)
     status: str                      # the job's row: received, queued, running, done, error
+    where: str                       # the API's one line for it (app.where): shown for a phase not known here
     exercises: list[str]
     report: GradeReport | None       # as the student may see it (exam mode applied); None until graded
     late: list[dict[str, Any]]       # app.late_exercises: the late ones with the share that counts
@@ -185,7 +186,8 @@ class SubmissionView:
 
     @property
     def waiting(self) -> bool:
-        return self.phase in ("queued", "running", "retried")
+        """Not graded yet, and not closed as not graded: the page says where it is and to check again."""
+        return self.phase not in ("done", "error")
 
     @property
     def state(self) -> str:
@@ -194,7 +196,7 @@ class SubmissionView:
         if self.phase == "done":
             if self.report is not None and self.report.not_graded:
                 return (f"except {len(self.report.not_graded)} exercise(s) the grader's machine could not grade "
-                        "(not_graded: no fault of your work, no attempt counted; submit them again later)")
+                        "(not_graded: no fault of your work and nothing counted; the report says why)")
             if self.report is not None and any(e.status in ("graded", "received") for e in self.report.exercises):
                 return "the feedback of exam-mode chapters is held until their release time"
             return ""
@@ -207,7 +209,9 @@ class SubmissionView:
             after = f", after {self.retry_reason}" if self.retry_reason else ""
             where = f"being graded now (worker {self.worker or '?'})" if self.status == "running" else queue
             return f"try {self.tries} of {self.max_tries}{after}; {where}"
-        return f"{self.error or 'the grader failed'}; no attempt was recorded: submit again"
+        if self.phase == "error":
+            return f"{self.error or 'the grader failed'}; no attempt was recorded: submit again"
+        return self.where  # a phase this page has no words of its own for: the API's line
 
     @property
     def score_text(self) -> str:
@@ -221,6 +225,6 @@ def submission_view(doc: dict[str, Any]) -> SubmissionView:
     """A submission document as the API gives it to its student (``app.for_student(app.job_json(...))``)."""
     report = report_from_dict(doc["report"]) if doc.get("report") is not None else None
     return SubmissionView(int(doc["id"]), str(doc["received_at"]), str(doc["phase"]), str(doc["status"]),
-                          list(doc.get("exercises") or []), report, list(doc.get("late") or []), doc.get("error"),
+                          str(doc.get("where") or ""), list(doc.get("exercises") or []), report, list(doc.get("late") or []), doc.get("error"),
                           int(doc.get("queue_position") or 0), int(doc.get("tries") or 0),
                           int(doc.get("max_tries") or 0), doc.get("retry_reason"), doc.get("worker"))

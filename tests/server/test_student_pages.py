@@ -226,6 +226,27 @@ def test_an_upload_says_where_it_is_while_it_waits(env: Env, state: str, words: 
     assert ("Ask for a regrade" in page) == (state == "pictures"), "a regrade is asked about a graded upload"
 
 
+def test_a_not_graded_exercise_and_a_phase_without_words_of_its_own_are_said_as_the_api_says_them() -> None:
+    """Graded but for an exercise the grader's machine could not grade: said, never a zero; a phase the page has
+    no words for (another state of the queue) shows the API's own line rather than a wrong one."""
+    from grader.student.client.wire import report_to_dict
+    from grader.student.engine.model import ExerciseResult, GradeReport
+    from grader.server.student_view import submission_view
+
+    report = GradeReport("ada", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0),
+                                 ExerciseResult("kernels.relu_forward", "not_graded", 0.0, 10.0, [],
+                                                "no OpenCL device builds a kernel here: see `grade doctor`")], "h")
+    doc = {"id": 3, "received_at": NOW.isoformat(), "phase": "done", "status": "done", "where": "graded",
+           "exercises": ["activations.ReLU", "kernels.relu_forward"], "report": report_to_dict(report)}
+    done = submission_view(doc)
+    assert done.score_text == "10 / 10" and not done.waiting
+    assert done.state.startswith("except 1 exercise(s) the grader's machine could not grade (not_graded")
+    held = submission_view({**doc, "phase": "held", "status": "held", "report": None,
+                            "where": "held: the grader's machine has no OpenCL device; graded by itself once it has"})
+    assert held.waiting and held.state == "held: the grader's machine has no OpenCL device; graded by itself once it has"
+    assert held.phase_label == "Held"
+
+
 def test_chapters_come_in_the_courses_order_with_late_notes_and_own_dates(env: Env) -> None:
     home = env.page("ada", "/student/").text
     names = re.findall(r'<a href="/student/chapters/([^"]+)">', home)
@@ -459,3 +480,23 @@ def test_every_page_answers_hostile_input_with_a_short_page_never_a_500(env: Env
                     assert line and "\n" not in line and len(line) <= 400, target[:60]
     assert answers_of(env, "gelu-value") == [] and answers_of(env, "gelu-definition") == []
     assert env.api("ada", "GET", "/regrades").json()["requests"] == []
+
+
+def test_over_https_the_session_cookie_can_reach_the_page_inside_the_lms_frame(tmp_path: Path) -> None:
+    """A cross-site frame (the LMS showing the page) gets only SameSite=None cookies; Secure is then required and
+    Partitioned keeps the cookie to that LMS's site (CHIPS) where third-party cookies are blocked."""
+    seeded = seed(tmp_path)
+    app = create_app(ServerConfig(seeded.db, f"sqlite:///{tmp_path / 'queue.db'}", load_course(seeded.course)),
+                     run_collector=False)
+    with TestClient(app, base_url="https://127.0.0.1") as client:
+        answer = log_in(client, seeded.tokens["ada"])
+        assert answer.status_code == 303
+        cookie = next(v for k, v in answer.headers.multi_items()
+                      if k == "set-cookie" and v.startswith("normgrade_student="))
+        attributes = {a.strip().split("=")[0].lower() for a in cookie.split(";")}
+        assert {"secure", "httponly", "partitioned"} <= attributes and "samesite=none" in cookie.lower()
+        home = client.get("/student/")
+        assert home.status_code == 200
+        out = client.post("/student/logout", data={"csrf": csrf_of(home.text)}, follow_redirects=False)
+        gone = next(v for k, v in out.headers.multi_items() if k == "set-cookie" and v.startswith("normgrade_student="))
+        assert "Max-Age=0" in gone and "Partitioned" in gone  # deleted as it was set, or the browser keeps it
