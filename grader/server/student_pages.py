@@ -66,7 +66,8 @@ from grader.term import regrade
 COOKIE = "normgrade_student"
 LOGIN_COOKIE = "normgrade_student_login"  # set by the login form: its CSRF field is tied to it
 MAX_FORM_BYTES = 16 * 1024
-LATEST_UPLOADS = 10  # on /student/ (a chapter's page lists up to records.jobs_of's limit)
+LATEST_UPLOADS = 10  # on /student/; a chapter's page lists its latest CHAPTER_UPLOADS
+CHAPTER_UPLOADS = 20
 MAX_SESSIONS = 20_000  # student sessions kept at once (the oldest goes first): a class, several devices each
 CONNECT_SELF = "; connect-src 'self'"  # the preview script's fetch goes to this server alone
 
@@ -328,12 +329,17 @@ def _chapters(request: Request, who: Visitor) -> list[ChapterView]:
     return chapter_views(plan, api.own_progress(st, store, who.student), standings)
 
 
-def _submissions(request: Request, who: Visitor, limit: int) -> list[SubmissionView]:
-    """The student's latest uploads, newest first, each as the API shows it to them."""
+def _submissions(request: Request, who: Visitor, limit: int, exercises: set[str] | None = None
+                 ) -> tuple[list[SubmissionView], int]:
+    """The student's latest ``limit`` uploads (of those grading one of ``exercises``, when given), newest first,
+    each as the API shows it to them; and how many there are in all (of the latest records.jobs_of gives)."""
     store = api.db_store(request)
     config = api.state(request).config
+    jobs = records.jobs_of(store, who.student)
+    if exercises is not None:  # chosen on the row, before any report is rebuilt
+        jobs = [j for j in jobs if exercises & set(records.exercise_ids(j))]
     return [submission_view(api.for_student(request, who.principal, api.job_json(store, job, config)))
-            for job in records.jobs_of(store, who.student, limit)]
+            for job in jobs[:limit]], len(jobs)
 
 
 def _grade_login(request: Request, who: Visitor) -> str:
@@ -353,7 +359,7 @@ async def home(request: Request, who: Visitor) -> Response:
     store = api.db_store(request)
     progress = api.own_progress(st, store, who.student)
     return html_page(request, "student_home.html.j2", who=who, title="Your page", chapters=_chapters(request, who),
-                     progress=progress, uploads=_submissions(request, who, LATEST_UPLOADS),
+                     progress=progress, uploads=_submissions(request, who, LATEST_UPLOADS)[0],
                      regrades=[regrade.public(r) for r in regrade.requests(store, who.student)],
                      login_command=_grade_login(request, who),
                      server=st.config.course.server_url or lti.tool_url(request))
@@ -365,9 +371,9 @@ async def chapter_page(request: Request, who: Visitor) -> Response:
     chapter = next((c for c in _chapters(request, who) if c.name == name), None)
     if chapter is None:
         raise PageError(404, "No such chapter", f"'{name[:80]}' is not a chapter of this course: see your page.")
-    ids = {e.id for e in chapter.exercises}
-    chapter.submissions = [s for s in _submissions(request, who, 100) if ids & set(s.exercises)]
-    return html_page(request, "student_chapter.html.j2", who=who, title=f"Chapter {name}", chapter=chapter)
+    chapter.submissions, uploads = _submissions(request, who, CHAPTER_UPLOADS, {e.id for e in chapter.exercises})
+    return html_page(request, "student_chapter.html.j2", who=who, title=f"Chapter {name}", chapter=chapter,
+                     uploads=uploads)
 
 
 def _own_submission(request: Request, who: Visitor) -> SubmissionView:
