@@ -1,4 +1,4 @@
-"""Accessibility checks in the browser: axe-core (from its npm package) run in a Playwright page.
+"""Accessibility checks in the browser: axe-core (from its npm package) run in a Playwright page, and the Tab key.
 
 axe-core is pinned in ``tests/a11y/package.json`` (and its lock file) and
 installed by the project's own command, ``make a11y-deps`` (``npm ci --prefix
@@ -9,7 +9,8 @@ tests that need axe skip with the reason (under CI=true they fail).
 
 :func:`violations` injects axe into a page and runs the WCAG 2.0, 2.1 and 2.2
 rules of levels A and AA (``WCAG_TAGS``); :func:`describe` makes a readable
-failure message of what it found (rule, impact, the elements and what to fix).
+failure message of what it found (rule, impact, the elements and what to fix). :func:`unreached_by_tab`
+presses Tab through a page and names the controls it never reaches (axe cannot tell).
 """
 
 from __future__ import annotations
@@ -87,3 +88,38 @@ def assert_accessible(page: Any, where: str) -> None:
     """No axe-core violation of WCAG 2.2 A/AA on the page (the message lists them)."""
     found = violations(page)
     assert not found, describe(found, where)
+
+
+# --- the keyboard ---------------------------------------------------------------------------------------
+
+
+MARK_CONTROLS = """() => {
+  const controls = Array.from(document.querySelectorAll(
+    'a[href], button, input:not([type=hidden]), select, textarea, [tabindex="0"]'))
+    .filter(c => !c.disabled && c.checkVisibility());  // not in a closed <details>, a hidden row or column
+  controls.forEach((c, i) => { c.dataset.kbd = String(i); });
+  // a radio group is one stop of the Tab key (its radios are chosen with the arrows): one key per group
+  return controls.map(c => c.type === 'radio' ? 'radio:' + c.form.action + ':' + c.name : String(c.dataset.kbd));
+}"""
+
+
+def focus_ring(page: Any) -> tuple[str, str]:
+    return tuple(page.evaluate("(() => { const s = getComputedStyle(document.activeElement);"
+                               " return [s.outlineStyle, s.outlineWidth]; })()"))
+
+
+def unreached_by_tab(page: Any) -> list[str]:
+    """The controls the page shows (a radio group counting once) that pressing Tab from the top never focuses;
+    every one it focuses must show a visible focus ring (an outline)."""
+    keys = page.evaluate(MARK_CONTROLS)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    reached: set[str] = set()
+    for _ in range(len(keys) + 3):
+        page.keyboard.press("Tab")
+        index = page.evaluate("document.activeElement && document.activeElement.dataset.kbd")
+        if index is None:
+            continue
+        reached.add(keys[int(index)])
+        style, width = focus_ring(page)
+        assert style != "none" and width != "0px", f"control {keys[int(index)]} has no visible focus"
+    return [k for k in dict.fromkeys(keys) if k not in reached]

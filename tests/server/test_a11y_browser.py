@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from a11y_util import assert_accessible
+from a11y_util import assert_accessible, unreached_by_tab
 from figures_util import known_report
 from grader import quiz as quiz_lib
 from grader.server import records, sample_class
@@ -164,9 +164,12 @@ def test_every_dashboard_page_linked_from_the_overview_meets_wcag_2_2_aa(browser
         assert {"/instructor/term", "/instructor/similarity", "/instructor/lti", "/instructor/quizzes"} <= set(pages)
         assert sum(p.startswith("/instructor/students/") for p in pages) == 6
         assert sum(p.startswith("/instructor/exercises/") for p in pages) >= 30
+        keyboard = {p.split("/")[2] if p.count("/") > 2 else p: p for p in reversed(pages)}  # one page of each kind
         for path in pages:
             page.goto(cls.url + path)
             check_page(watched, path)
+            if path in keyboard.values():
+                assert unreached_by_tab(page) == [], f"controls Tab never reaches on {path}"
         page.goto(cls.url + "/instructor/term")
         assert "my axes follow the course text" in page.locator("main").inner_text()  # the open request is there
         assert watched.problems == []
@@ -195,6 +198,7 @@ def test_the_html_report_meets_wcag_2_2_aa(browser: Any, report_pages: dict[str,
     try:
         watched.page.goto(report_pages[which].as_uri())
         check_page(watched, f"the {which} report")
+        assert unreached_by_tab(watched.page) == [], "controls Tab never reaches in the report"
         assert watched.page.locator("svg[role=img]").count() >= 10
         assert watched.problems == []
     finally:

@@ -22,6 +22,7 @@ import pytest
 from grader.course.solution import write_solution
 from lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User
 from server_util import Server, api, issue_tokens, quiz_source, right_answer, solution_files, wait_graded
+from a11y_util import focus_ring, unreached_by_tab
 from student_pages_util import Seeded, served
 from test_dashboard_browser import ARTIFACTS, Watched, browser  # noqa: F401  (the browser fixture)
 from test_lti_browser import shoot
@@ -158,37 +159,6 @@ def seeded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Se
     """``grade serve`` (no worker) over the seeded course: ada's uploads stay in their states."""
     with served(tmp_path_factory.mktemp("student-keyboard")) as running:
         yield running
-
-
-MARK_CONTROLS = """() => {
-  const controls = Array.from(document.querySelectorAll(
-    'a[href], button, input:not([type=hidden]), select, textarea, [tabindex="0"]'));
-  controls.forEach((c, i) => { c.dataset.kbd = String(i); });
-  // a radio group is one stop of the Tab key (its radios are chosen with the arrows): one key per group
-  return controls.map(c => c.type === 'radio' ? 'radio:' + c.form.action + ':' + c.name : String(c.dataset.kbd));
-}"""
-
-
-def focus_ring(page: Any) -> tuple[str, str]:
-    return tuple(page.evaluate("(() => { const s = getComputedStyle(document.activeElement);"
-                               " return [s.outlineStyle, s.outlineWidth]; })()"))
-
-
-def unreached_by_tab(page: Any) -> list[str]:
-    """The controls of the page (a radio group counting once) that pressing Tab from the top never focuses,
-    each focused one showing a visible ring."""
-    keys = page.evaluate(MARK_CONTROLS)
-    page.evaluate("document.activeElement && document.activeElement.blur()")
-    reached: set[str] = set()
-    for _ in range(len(keys) + 3):
-        page.keyboard.press("Tab")
-        index = page.evaluate("document.activeElement && document.activeElement.dataset.kbd")
-        if index is None:
-            continue
-        reached.add(keys[int(index)])
-        style, width = focus_ring(page)
-        assert style != "none" and width == "3px", f"control {keys[int(index)]} has no visible focus"
-    return [k for k in dict.fromkeys(keys) if k not in reached]
 
 
 def tab_to(page: Any, selector: str, limit: int = 400) -> None:
