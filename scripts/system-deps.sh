@@ -2,7 +2,8 @@
 # Debian packages: `system-deps.sh grade` for grading (bubblewrap, the grading sandbox;
 # pocl-opencl-icd, Debian's PoCL with LLVM 15, an OpenCL CPU device that builds on CPUs
 # newer than the LLVM of PyPI's PoCL, a Zen 5 for one); `system-deps.sh test` adds what
-# the full test suite uses (redis-server, the scaled-out task queue; chromium, browser tests).
+# the full test suite uses (redis-server, the scaled-out task queue; chromium, browser tests; npm,
+# which installs axe-core for the accessibility tests when no npm is on PATH).
 # As root with apt: installs what is missing. Otherwise: names what is missing
 # and exits 0; the tests that need a missing package skip with that reason
 # (except under CI=true, where tests/conftest.py turns those skips into failures),
@@ -10,6 +11,7 @@
 set -uo pipefail
 want=(bubblewrap pocl-opencl-icd)
 [ "${1:-test}" = test ] && want+=(redis-server chromium)
+[ "${1:-test}" = test ] && ! command -v npm >/dev/null && want+=(npm)
 missing=()
 for pkg in "${want[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

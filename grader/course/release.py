@@ -293,6 +293,16 @@ Logged in, `submit`, `quiz` and `progress` use the server (and so does
 quizzes are practice and nothing is recorded). A regrade request is tied to
 your latest graded upload of that exercise (`--submission ID` names another);
 the answer, and any new score, shows in `.venv/bin/grade progress`.
+
+**Your page in the browser**: {page}. Opening the course from the LMS logs you
+in there by itself; otherwise log in with your token. It shows each chapter in
+the course's order with the score that counts (and why: a late upload, an
+override), your own due dates and extensions, and the quiz standing; every
+upload ("Submission N") with where it waits (queued, running, retried, not
+graded and why), then the same report and pictures as `grade submit --html`;
+the quizzes, answered there with the same rules as `grade quiz` (a formula or
+a number shows how it is read as you type); and your regrade requests, asked
+from an upload's page, with the instructor's answers.
 """
 
 HAND_IN_GRADESCOPE = """Upload your `exercises/` folder (or its `.py` files and `kernels/*.cl` files) to
@@ -325,7 +335,8 @@ def hand_in_text(course: Course) -> tuple[str, str, str, str]:
     """(title, text, where the hidden checks run, where the rule holds) of the handout's hand-in section."""
     server_at = f" at {course.server_url}" if course.server_url else ""
     login_note = "" if course.server_url else "; first time: .venv/bin/grade login URL"
-    server = HAND_IN_SERVER.format(server_at=server_at, login_note=login_note)
+    page = f"{course.server_url.rstrip('/')}/student/" if course.server_url else "`/student/` on the course server"
+    server = HAND_IN_SERVER.format(server_at=server_at, login_note=login_note, page=page)
     if course.hand_in == "server":
         return ("the course server", server, "on the course server", "on the course server")
     if course.hand_in == "both":

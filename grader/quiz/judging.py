@@ -8,7 +8,7 @@ import hmac
 import math
 import multiprocessing
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -16,6 +16,7 @@ from grader.quiz import params as params_lib
 from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.model import Choice, Posed, Question, Quiz, QuizResult, Verdict
 from grader.student.quiz.answers import _choice_ids, canonical_answers, digest, formula_message, parse_number
+from grader.student.quiz import expr
 from grader.student.errors import UsageError
 from grader.student.quiz import posing
 
@@ -66,6 +67,22 @@ def judge(posed: Posed, raw: Any, shown: bool = False) -> Verdict:
     if not _matches(question, candidates) and question.kind == "short" and question.symbols:
         candidates = [formula_message(question, raw, question.salt)]
     return Verdict(question.id, answer, _matches(question, candidates))
+
+
+def preview(posed: Posed, raw: Any) -> str:
+    """How an answer to a posed question is read, as the judge will read it, without judging it (the live
+    preview of the student's page): a number's expression and value (a parameterised question's numbers usable
+    by name), a formula with its subject stripped and each name as its symbol. AnswerFormatError with the
+    judge's own one-line reason when the answer cannot be read; choice and plain text answers have none."""
+    question = posed.question
+    if question.kind == "numeric":
+        values = posed.values if question.parameterised else None
+        parse_number(raw, values)  # unreadable: the same reason judging gives
+        return expr.reading(str(raw).strip(), values=values, number=True)
+    if question.kind == "short" and question.symbols:
+        formula_message(question, raw, question.salt)  # unreadable: the same reason judging gives
+        return expr.reading(expr.strip_subject(str(raw), question.subject, question.symbols), question.symbols)
+    raise AnswerFormatError("this answer is read as written: there is no formula to preview")
 
 
 def numeric_candidates(question: Question, raw: Any) -> list[str]:
@@ -129,10 +146,10 @@ class TooComplexError(AnswerFormatError):
     """An answer that could not be judged within the time budget (refused, costs no attempt)."""
 
 
-def _judge_child(conn: Connection, posed: Posed, raw: Any, shown: bool) -> None:
-    """Run in the judging process: send ("ok", verdict) or (error kind, one-line message)."""
+def _child(conn: Connection, work: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """Run in the judging process: send ("ok", work(*args)) or (error kind, one-line message)."""
     try:
-        conn.send(("ok", judge(posed, raw, shown)))
+        conn.send(("ok", work(*args)))
     except AnswerFormatError as exc:
         conn.send(("format", str(exc)))
     except ReferenceUnavailableError as exc:
@@ -145,8 +162,6 @@ def _judge_child(conn: Connection, posed: Posed, raw: Any, shown: bool) -> None:
 
 def warm_up() -> None:
     """Import and exercise SymPy's reader once in this process, so judging children fork ready."""
-    from grader.student.quiz import expr
-
     expr.fingerprint("x*normcdf(x) + sqrt(2)/2", {"x": "x"}, "00" * 16)
     try:
         params_lib.import_reference()
@@ -158,19 +173,29 @@ def judge_bounded(posed: Posed, raw: Any, shown: bool = False, seconds: float | 
     """``judge`` in a separate process that is killed after ``seconds``: TooComplexError (one line,
     no attempt spent) when it runs out of time. Blocking: the server calls it through a worker thread,
     so its event loop keeps answering other students meanwhile."""
+    return _bounded(judge, (posed, raw, shown), seconds)
+
+
+def preview_bounded(posed: Posed, raw: Any, seconds: float | None = None) -> str:
+    """``preview`` under the same bounds as ``judge_bounded`` (its own process, the same slots and time)."""
+    return _bounded(preview, (posed, raw), seconds)
+
+
+def _bounded(work: Callable[..., Any], args: tuple[Any, ...], seconds: float | None) -> Any:
+    """``work(*args)`` in a judging process (one of JUDGES slots), killed after ``seconds``."""
     seconds = JUDGE_SECONDS if seconds is None else seconds
     if not _SLOTS.acquire(timeout=seconds):
         raise TooComplexError("every judge is busy: send the answer again in a moment (no attempt was used)")
     try:
-        return _judge_in_child(posed, raw, shown, seconds)
+        return _in_child(work, args, seconds)
     finally:
         _SLOTS.release()
 
 
-def _judge_in_child(posed: Posed, raw: Any, shown: bool, seconds: float) -> Verdict:
+def _in_child(work: Callable[..., Any], args: tuple[Any, ...], seconds: float) -> Any:
     """One judging process, killed after ``seconds``."""
     parent, child = _CONTEXT.Pipe(duplex=False)
-    process = _CONTEXT.Process(target=_judge_child, args=(child, posed, raw, shown), daemon=True)
+    process = _CONTEXT.Process(target=_child, args=(child, work, args), daemon=True)
     process.start()
     child.close()
     try:

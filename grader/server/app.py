@@ -525,15 +525,22 @@ def progress_json(st: ServerState, store: Store, student: str) -> dict[str, Any]
     return doc
 
 
+def own_progress(st: ServerState, store: Store, student: str) -> dict[str, Any]:
+    """A student's progress as they may see it (the API's GET /progress and their page): exam-mode chapters
+    hidden until their release (grader/term/exam.py)."""
+    return exam.student_progress(progress_json(st, store, student), store.effective_course(st.config.course),
+                                 now_utc())
+
+
 async def get_progress(request: Request) -> Response:
     """GET /progress (own) and GET /students/{student}/progress (instructor)."""
     st = state(request)
     store = db_store(request)
     principal = who(request)
-    doc = progress_json(st, store, student_of(principal, request))
-    if not principal.is_instructor:  # exam mode: hidden until the release (grader/term/exam.py)
-        doc = exam.student_progress(doc, store.effective_course(st.config.course), now_utc())
-    return JSONResponse(doc)
+    student = student_of(principal, request)
+    if principal.is_instructor:
+        return JSONResponse(progress_json(st, store, student))
+    return JSONResponse(own_progress(st, store, student))
 
 
 async def list_students(request: Request) -> Response:
@@ -626,17 +633,23 @@ async def get_quiz(request: Request) -> Response:
     })
 
 
-def closed_answer(question: quiz_lib.Question, posed: quiz_lib.Posed, st: graded.GradedStanding) -> Response:
+def closed_answer(question: quiz_lib.Question, posed: quiz_lib.Posed, st: graded.GradedStanding
+                  ) -> tuple[int, dict[str, Any]]:
     """409 for an answer to a closed question (right already, or out of attempts): not judged, not recorded;
     the one-line reason, whether it counts as right, and its explanation (a closed question may be explained)."""
+    return 409, {"error": " ".join(graded.closed_message(question, st).split()), "question": question.id,
+                 "correct": st.correct, "params": dict(posed.values) or None, "attempts_left": 0,
+                 "explanation": closed_explanation(posed)}
+
+
+def closed_explanation(posed: quiz_lib.Posed) -> str:
+    """The explanation of a closed question as posed for its student (a parameterised one with their numbers
+    and the reference's answer to them): shown once the question is closed, never before."""
     expected = None
-    if question.parameterised:
-        call = quiz_lib.params_lib.parse_reference(question.reference, set(posed.values))
+    if posed.question.parameterised:
+        call = quiz_lib.params_lib.parse_reference(posed.question.reference, set(posed.values))
         expected = quiz_lib.params_lib.reference_answer(call, posed.values)
-    return JSONResponse({"error": " ".join(graded.closed_message(question, st).split()), "question": question.id,
-                         "correct": st.correct, "params": dict(posed.values) or None, "attempts_left": 0,
-                         "explanation": posed.explanation(expected)},
-                        status_code=409)
+    return posed.explanation(expected)
 
 
 async def answer_quiz(request: Request) -> Response:
@@ -673,35 +686,47 @@ async def answer_quiz(request: Request) -> Response:
     shown = doc.get("shown", False)
     if not isinstance(shown, bool):
         raise fail(400, "shown must be true (choice numbers as listed) or false (choice ids)")
+    status, answer = await judge_and_record(st, store, principal.student, quiz, question, doc.get("answer"), shown)
+    return JSONResponse(answer, status_code=status)
+
+
+async def judge_and_record(st: ServerState, store: Store, student: str, quiz: quiz_lib.Quiz,
+                           question: quiz_lib.Question, raw: Any, shown: bool) -> tuple[int, dict[str, Any]]:
+    """One answer of ``student``, judged as posed for them, recorded, then told: (200, the verdict) or (409,
+    the question is closed, not judged); the API's POST .../answers and the student's page both go here.
+
+    HTTPException 422 for an unreadable or too complex answer (not recorded, no attempt spent), 503 when the
+    reference is missing. The rules are those of :func:`answer_quiz`.
+    """
     attempts = st.config.course.quiz_attempts
-    before = graded.standing(question, store.quiz_attempts(principal.student), attempts)
-    posed = quiz_lib.pose(question, principal.student)
+    before = graded.standing(question, store.quiz_attempts(student), attempts)
+    posed = quiz_lib.pose(question, student)
     if before.closed:
         return closed_answer(question, posed, before)
     try:
-        verdict = await asyncio.to_thread(judging.judge_bounded, posed, doc.get("answer"), shown)
+        verdict = await asyncio.to_thread(judging.judge_bounded, posed, raw, shown)
     except quiz_lib.AnswerFormatError as exc:
         raise fail(422, str(exc)) from exc
     except quiz_lib.ReferenceUnavailableError as exc:
         raise fail(503, f"the course server cannot judge this question ({exc}); tell your instructor") from exc
     # nothing was awaited from here on: the check and the record are one step for this event loop
-    before = graded.standing(question, store.quiz_attempts(principal.student), attempts)
+    before = graded.standing(question, store.quiz_attempts(student), attempts)
     if before.closed:  # a concurrent answer used the last attempt while this one was judged
         return closed_answer(question, posed, before)
-    first_try = store.record_quiz_answer(principal.student, quiz.chapter, question.id, verdict.answer,
+    first_try = store.record_quiz_answer(student, quiz.chapter, question.id, verdict.answer,
                                          verdict.correct, verdict.values)
     after = before.after(verdict.correct)
     due_passed = graded.past_due(st.config.course.quiz_due(quiz.chapter), datetime.now(timezone.utc))
     reveal = graded.reveals_explanation(after, due_passed)
-    standing = quiz_lib.chapter_progress(quiz, store.quiz_attempts(principal.student))
-    return JSONResponse({
+    standing = quiz_lib.chapter_progress(quiz, store.quiz_attempts(student))
+    return 200, {
         "question": question.id, "answer": verdict.answer, "correct": verdict.correct,
         "params": dict(verdict.values) or None, "first_try": first_try,
         "attempt": after.used, "attempts": after.allowed, "attempts_left": after.left,
         "feedback": graded.feedback(after),
         "explanation": posed.explanation(verdict.expected) if reveal else None,
         "chapter": standing.to_json(),
-    })
+    }
 
 
 # --- the instructor's term: regrade requests, extensions (grader/term/regrade.py, grader/term/extensions.py) ----------
@@ -869,10 +894,12 @@ async def server_error(request: Request, exc: Exception) -> Response:
 
 
 def routes() -> list[BaseRoute]:
-    """The API routes, then the pages (grader/server/pages.py)."""
+    """The API routes, then the pages (grader/server/pages.py), the student's pages, the LTI routes."""
+    from grader.server import student_pages  # imported here: its views are built on this module's helpers
+
     api: list[BaseRoute] = [Route(API_PREFIX + "/", api_index, methods=["GET"])]
     api += [Route(API_PREFIX + path, handler, methods=[method]) for method, path, handler, _ in API]
-    return api + pages.routes() + lti.routes() + lti_services.routes()
+    return api + pages.routes() + student_pages.routes() + lti.routes() + lti_services.routes()
 
 
 def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:

@@ -67,7 +67,12 @@ def lookup(db: sqlite_utils.Database, token: str | None) -> Principal | None:
     """The principal of a presented token, or None (missing, unknown or revoked)."""
     if not token or len(token) > 200:
         return None
-    digest = hash_token(token)
+    return lookup_hash(db, hash_token(token))
+
+
+def lookup_hash(db: sqlite_utils.Database, digest: str) -> Principal | None:
+    """The principal of the token with this stored hash (a browser session keeps only the hash), or None
+    (unknown or revoked)."""
     rows = list(db.query("SELECT hash, student, role, revoked FROM tokens WHERE hash = ?", [digest]))
     if not rows or rows[0]["revoked"]:
         return None

@@ -75,8 +75,9 @@ def _instructor_hashes(store: Store) -> list[str]:
 class Sessions:
     """The server's table of dashboard sessions: sha256(session id) -> (instructor token hash, expiry)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_SESSIONS) -> None:
         self.table: dict[str, tuple[str, float]] = {}
+        self.limit = limit  # sessions kept at most (the oldest goes first)
 
     @staticmethod
     def _digest(value: str) -> str:
@@ -87,7 +88,7 @@ class Sessions:
         now = time.time() if now is None else now
         for digest in [d for d, (_, expiry) in self.table.items() if expiry < now]:
             del self.table[digest]
-        while len(self.table) >= MAX_SESSIONS:
+        while len(self.table) >= self.limit:
             del self.table[next(iter(self.table))]  # the oldest
         value = secrets.token_urlsafe(32)
         self.table[self._digest(value)] = (token_hash, now + SESSION_HOURS * 3600)
@@ -129,8 +130,13 @@ def session_valid(request: Request, store: Store, value: str | None) -> bool:
 
 def csrf_token(request: Request) -> str:
     """The CSRF field of the forms: tied to the session cookie ("" without one)."""
-    value = request.cookies.get(COOKIE, "")
-    return _mac(_key(request), f"csrf|{value}") if value else ""
+    return csrf_of(request, request.cookies.get(COOKIE, ""))
+
+
+def csrf_of(request: Request, cookie: str) -> str:
+    """The CSRF field tied to a cookie's value: its HMAC under this process's key ("" without a cookie).
+    The dashboard's forms and the student's pages (grader/server/student_pages.py) use it alike."""
+    return _mac(_key(request), f"csrf|{cookie}") if cookie else ""
 
 
 class Denied(Exception):

@@ -33,9 +33,10 @@ A launch is three requests (IMS LTI Core 1.3 and IMS Security Framework 1.0):
    deployment, says which course a launch comes from.
 4. **Landing** (:func:`land`, the one place that decides where a launch
    lands): a learner is matched to the roster by ``(iss, sub)``, else by
-   e-mail (:func:`match_member`, the same code as ``grade roster sync``) and
-   shown a page with a fresh token and the ``grade login`` command (the token
-   replaces the one the previous launch showed); an instructor gets a
+   e-mail (:func:`match_member`, the same code as ``grade roster sync``), given a
+   fresh token (it replaces the one the previous launch made) and sent to
+   their own page, ``/student/``, logged in (:func:`student_landing`; the page
+   shows the token once with the ``grade login`` command); an instructor gets a
    dashboard session (an instructor token made for that LMS user, the
    dashboard's session cookie derived from it) and is sent to
    ``/instructor/``. The launch's service endpoints (NRPS memberships, AGS
@@ -862,7 +863,7 @@ async def launch_endpoint(request: Request) -> Response:
 
 # The launch and the pages land() sends it to: only these may be framed, by the platforms' origins
 # (grader/server/headers.py); a new landing page (the student's own page) is added here, beside land().
-FRAMED_PATHS = ("/lti/login", "/lti/launch", "/instructor")
+FRAMED_PATHS = ("/lti/login", "/lti/launch", "/instructor", "/student")
 
 
 def land(request: Request, launch: Launch) -> Response:
@@ -881,9 +882,19 @@ def land(request: Request, launch: Launch) -> Response:
                           str(launch.claims.get("name", "")), "learner", issue_token=False)
     token = launch_token(store, member, launch)
     LOG.info("LTI launch: %s (%s) from %s", member, launch.sub, launch.platform.issuer)
-    return page(request, 200, "Signed in", student=member, name=str(launch.claims.get("name", "")),
-                token=token, login_command=f".venv/bin/grade login {tool_url(request)} --token {token}",
-                server=tool_url(request), context=launch.context_title)
+    return student_landing(request, token)
+
+
+def student_landing(request: Request, token: str) -> Response:
+    """Where a student's launch lands: their own page, ``/student/`` (grader/server/student_pages.py), logged
+    in by a session made from the launch's fresh token, which that page shows once with the ``grade login``
+    command. The page forwards with a same-site navigation, as an instructor's launch does, so the session
+    cookie comes with it after the platform's cross-site POST."""
+    from grader.server import student_pages  # imported here: the student's pages import this module
+
+    response = page(request, 200, "Opening your page", forward="/student/", forward_text="your page")
+    student_pages.start_session(request, response, token, show_token=True)
+    return response
 
 
 def new_student_id(store: Store, issuer: str, sub: str, email: str) -> str:

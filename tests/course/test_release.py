@@ -506,7 +506,7 @@ def test_the_handout_readme_runs_as_written_and_states_the_course(release: Path)
 
 def test_the_hand_in_section_follows_the_course(tmp_path: Path) -> None:
     from grader.course.release import deadlines_text, hand_in_text
-    from grader.student.course import load_course
+    from grader.student.course import Course, load_course
 
     path = tmp_path / "course.toml"
     path.write_text('hand_in = "both"\n[server]\nurl = "https://grader.example.org"\n[[chapter]]\nname = "init"\n'
@@ -516,6 +516,9 @@ def test_the_hand_in_section_follows_the_course(tmp_path: Path) -> None:
     assert title == "the course server and Gradescope" and "https://grader.example.org" in text
     assert ".venv/bin/grade login" in text and "quiz-answers.toml" in text and "Gradescope" in where
     assert '.venv/bin/grade regrade EXERCISE "why"' in text  # docs/term.md's regrades, from the handout
+    assert "**Your page in the browser**: https://grader.example.org/student/." in text  # where the page is
+    assert "the same report and pictures as `grade submit --html`" in " ".join(text.split())  # what it shows
+    assert "/student/" not in hand_in_text(Course(hand_in="gradescope"))[1]  # no course server, no page there
     assert ("| init | init | 2026-12-01 23:59 UTC | counts 75% | 2026-12-08 23:59 UTC |"
             in deadlines_text(course))
 

@@ -194,7 +194,8 @@ _release = multiprocessing.get_context("fork").Event()
 
 
 def _stuck_judge(posed: Any, raw: Any, shown: bool = False) -> Any:
-    """A judge that never finishes on its own (in the judging child): it says it started, then hangs."""
+    """A judge (or a preview) that never finishes on its own (in the judging child): it says it started, then
+    hangs."""
     _started.set()
     _release.wait()
     while True:
@@ -208,12 +209,15 @@ def _dying_judge(posed: Any, raw: Any, shown: bool = False) -> Any:
     os._exit(3)
 
 
-def test_a_judge_that_never_ends_is_stopped_and_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(judging, "judge", _stuck_judge)
+@pytest.mark.parametrize("work, bounded", [("judge", "judge_bounded"), ("preview", "preview_bounded")])
+def test_a_judge_that_never_ends_is_stopped_and_refused(monkeypatch: pytest.MonkeyPatch, work: str,
+                                                        bounded: str) -> None:
+    """The judge, and the live preview of an answer under the judge's bounds: killed after the time budget."""
+    monkeypatch.setattr(judging, work, _stuck_judge)
     _release.set()
     posed = posed_for("activations", "gelu-why", "someone")
     with pytest.raises(judging.TooComplexError, match="too complex to judge in time"):
-        judging.judge_bounded(posed, "a", seconds=0.5)
+        getattr(judging, bounded)(posed, "a", seconds=0.5)
     assert not [p for p in multiprocessing.active_children() if p.is_alive()], "the judging process was killed"
 
 
@@ -255,3 +259,4 @@ def test_judging_processes_are_bounded_in_number() -> None:
         for _ in taken:
             judging._SLOTS.release()
     assert judging.judge_bounded(posed, "a").question_id == "gelu-why"
+

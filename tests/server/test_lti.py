@@ -100,6 +100,16 @@ def unbound(tmp_path: Path, lms: LmsPlatform) -> Iterator[dict[str, Any]]:
         yield served
 
 
+def landed(client: httpx.Client, page: Any) -> tuple[str, str]:
+    """A student's launch lands on their own page, logged in: (the student it shows, the token it shows once)."""
+    assert page.status_code == 200 and "url=/student/" in page.text, page.text
+    home = client.get("/student/")
+    assert home.status_code == 200, home.text
+    student = home.text.split("Signed in as <strong>")[1].split("<")[0]
+    token = home.text.split("--token ")[1].split("<")[0].strip() if "--token " in home.text else ""
+    return student, token
+
+
 def start_login(client: httpx.Client, lms: LmsPlatform, **changes: str) -> dict[str, str]:
     """Login initiation only; the auth request's parameters (state, nonce)."""
     redirect = login_redirect(client, lms, **changes)
@@ -250,14 +260,13 @@ def test_login_initiation_redirects_to_the_platform_with_state_and_nonce(tool: d
 
 def test_a_student_launch_matches_the_roster_by_email_then_by_sub(tool: dict[str, Any], lms: LmsPlatform) -> None:
     client, store = tool["client"], tool["store"]
-    page = launch(client, lms, "ada")
-    assert page.status_code == 200, page.text
-    assert "Signed in" in page.text and "<strong>s2</strong>" in page.text  # matched by e-mail (case aside)
-    token = page.text.split("--token ")[1].split("<")[0].strip()
+    student, token = landed(client, launch(client, lms, "ada"))
+    assert student == "s2"  # matched by e-mail (case aside)
     me = client.get("/api/v1/me", headers={"Authorization": f"Bearer {token}"}).json()
     assert me["student"] == "s2" and me["role"] == "student"
-    again = launch(client, lms, "ada")  # found by (iss, sub) now; the first launch's token stops working
-    assert "<strong>s2</strong>" in again.text
+    assert "--token" not in client.get("/student/").text  # shown once
+    student, second = landed(client, launch(client, lms, "ada"))  # found by (iss, sub) now; the first launch's
+    assert student == "s2" and second != token                    # token stops working
     assert client.get("/api/v1/me", headers={"Authorization": f"Bearer {token}"}).status_code == 401
     assert list(store.db.query("SELECT student FROM lti_users WHERE sub = 'lms-ada'")) == [{"student": "s2"}]
     context = next(iter(store.db.query("SELECT * FROM lti_contexts")))
@@ -266,8 +275,7 @@ def test_a_student_launch_matches_the_roster_by_email_then_by_sub(tool: dict[str
 
 
 def test_an_unknown_learner_joins_the_roster(tool: dict[str, Any], lms: LmsPlatform) -> None:
-    page = launch(tool["client"], lms, "new")
-    assert "<strong>newton@example.org</strong>" in page.text
+    assert landed(tool["client"], launch(tool["client"], lms, "new"))[0] == "newton@example.org"
     assert "newton@example.org" in [r["student"] for r in roster.roster(tool["store"])]
 
 
@@ -335,7 +343,7 @@ def test_a_good_token_passes_the_same_chain(tool: dict[str, Any], lms: LmsPlatfo
     """The correct case of the refusals above: the same hand-made launch, nothing changed."""
     params = start_login(tool["client"], lms)
     token = lms.id_token(lms.claims(lms.users["ada"], params["nonce"]))
-    assert "Signed in" in post_launch(tool["client"], token, params["state"]).text
+    assert landed(tool["client"], post_launch(tool["client"], token, params["state"]))[0] == "s2"
 
 
 def test_a_replayed_launch_is_refused(tool: dict[str, Any], lms: LmsPlatform) -> None:
@@ -456,7 +464,7 @@ def test_the_first_instructor_launch_binds_the_course_and_students_wait_for_it(u
     assert "url=/instructor/" in launch(client, lms, "prof").text  # binds course-101
     assert [(r["context_id"], r["title"], r["bound_by"]) for r in store.db.query("SELECT * FROM lti_bindings")] == [
         ("course-101", "Deep networks 101", "lms-prof")]
-    assert "Signed in" in launch(client, lms, "ada").text
+    assert landed(client, launch(client, lms, "ada"))[0]  # on their own page, logged in
     for user in ("other-prof", "other-student"):  # the same deployment, another course: refused, binds nothing
         refused = launch(client, lms, user)
         assert refused.status_code == 403 and "bound to 'Deep networks 101' (course-101)" in html.unescape(refused.text)
@@ -470,7 +478,7 @@ def test_an_administrator_role_alone_is_not_an_instructor(tool: dict[str, Any], 
     lms.users["admin"] = User("lms-admin", "Account Admin", "admin@example.org", [INSTITUTION_ADMIN, LEARNER])
     lms.users["root"] = User("lms-root", "Site Admin", "root@example.org", [SYSTEM_ADMIN, INSTITUTION_ADMIN])
     as_student = launch(client, lms, "admin")  # a Canvas account admin enrolled as a student: a student
-    assert "Signed in" in as_student.text and "url=/instructor/" not in as_student.text
+    assert "url=/student/" in as_student.text and "url=/instructor/" not in as_student.text
     assert client.get("/instructor/").status_code == 303
     root = launch(client, lms, "root")
     assert root.status_code == 403 and "neither a teacher's nor a student's" in html.unescape(root.text)
@@ -488,7 +496,7 @@ def test_a_token_for_another_registration_is_refused_on_this_login(tmp_path: Pat
         text = html.unescape(answer.text)
         assert answer.status_code == 403 and "registration 'tool-2'" in text and "started for 'normgrade-client-1'" in text
         params = start_login(client, lms, client_id="tool-2")  # the same token on its own registration's login
-        assert "Signed in" in post_launch(client, lms.id_token(lms.claims(
+        assert "url=/student/" in post_launch(client, lms.id_token(lms.claims(
             lms.users["ada"], params["nonce"], client_id="tool-2")), params["state"]).text
 
 
@@ -951,8 +959,8 @@ def test_an_unknown_kid_refetches_the_platform_keys_at_most_once_in_a_while(tool
                                                                          lms: LmsPlatform) -> None:
     client = tool["client"]
     params = start_login(client, lms)
-    assert "Signed in" in post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"])),
-                                      params["state"]).text
+    assert "url=/student/" in post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"])),
+                                          params["state"]).text
     fetched: list[int] = []
     original = httpx.AsyncClient.get
 

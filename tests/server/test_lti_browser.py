@@ -4,7 +4,7 @@
 (tests/lms_platform.py, in this process, on a loopback port) and one
 embedded worker. The browser opens the LMS's link; the pages' forms post
 themselves (login initiation, the platform's form_post of the id_token) and
-it lands on the tool's "Signed in" page with the student's token. A quiz
+it lands on the student's own page, which shows their token once. A quiz
 answer made with that token changes a counted score; the score poster and
 the worker post it, and the fixture receives it. An instructor's launch
 opens the dashboard and its LMS page. Screenshots at 390 and 1280 px go to
@@ -21,7 +21,7 @@ certificate (``ignore_https_errors``). Chromium also runs with
 ``--test-third-party-cookie-phaseout``, as browsers that block third-party
 cookies do: only the launch's Partitioned cookies survive in the frame. The
 LMS's course page frames the launch; the dashboard (instructor) and the
-"Signed in" page (student) render inside it, and a page of another site
+student's own page render inside it, and a page of another site
 framing the same launch is refused by the browser (frame-ancestors).
 """
 
@@ -101,8 +101,8 @@ def test_a_full_launch_in_the_browser_and_the_score_reaches_the_lms(browser: Any
     page = context.new_page()
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.goto(lms.url + "/start?user=ada")
-    page.wait_for_url(server.url + "/lti/launch")
-    assert page.locator("h1").inner_text() == "Signed in"
+    page.wait_for_url(server.url + "/student/")  # the launch opens the student's own page, logged in
+    assert page.locator("h1").inner_text() == "Your page"
     command = page.locator("#login-command").inner_text()
     assert command.startswith(f".venv/bin/grade login {server.url} --token ")
     shoot(page, "student")
@@ -258,7 +258,7 @@ def framed_dashboard_and_student(framing_browser: Any, context: Any, tool: str, 
     try:
         student = other.new_page()
         student.goto(lms.browser_url + "/course?user=ada")
-        student.frame_locator("#tool").locator("h1", has_text="Signed in").wait_for(timeout=60_000)
+        student.frame_locator("#tool").locator("h1", has_text="Your page").wait_for(timeout=60_000)
         assert student.frame_locator("#tool").locator("#login-command").inner_text().startswith(
             f".venv/bin/grade login {tool} --token ")
         shoot(student, "iframe-student")
@@ -277,6 +277,6 @@ def test_another_site_cannot_frame_the_launch(framing_browser: Any, framed: tupl
             page.goto(f"https://evil.test:{lms.tls_port}/course?user=ada")
         assert "has been blocked" in refused.value.text
         assert f"frame-ancestors {lms.browser_url}" in refused.value.text
-        assert "Signed in" not in page.frame_locator("#tool").locator("body").inner_text(timeout=10_000)
+        assert "Your page" not in page.frame_locator("#tool").locator("body").inner_text(timeout=10_000)
     finally:
         context.close()

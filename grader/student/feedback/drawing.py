@@ -36,6 +36,7 @@ def content_id(*parts: str) -> str:
 CSS = """
 .ng-figure{margin:0.8em 0;max-width:680px}
 .ng-figure .ng-scroll{overflow-x:auto}
+.ng-figure .ng-scroll:focus-visible{outline:3px solid #b35c00;outline-offset:2px}
 .ng-figure svg{display:block;width:100%;min-width:480px;height:auto;font-family:system-ui,sans-serif}
 .ng-figure figcaption{font-size:0.92em;margin-top:0.3em;overflow-wrap:anywhere}
 .ng-legend{display:flex;flex-wrap:wrap;gap:0.3em 1.2em;font-size:0.88em;margin:0.3em 0;padding:0;list-style:none}
@@ -110,9 +111,10 @@ class Frame:
 
 
 def svg(body: str, title: str, desc: str, height: int = HEIGHT) -> str:
-    """An accessible SVG: role img, labelled by its title and described by ``desc``."""
+    """An accessible SVG: role img, labelled by its title and described by ``desc``; its box scrolls on a narrow
+    screen and so takes the keyboard's focus (tabindex 0: the arrow keys scroll it)."""
     n = content_id(body, title, desc)
-    return (f'<div class="ng-scroll"><svg viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="ng-t{n} ng-d{n}"'
+    return (f'<div class="ng-scroll" tabindex="0"><svg viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="ng-t{n} ng-d{n}"'
             f' xmlns="http://www.w3.org/2000/svg"><title id="ng-t{n}">{esc(title)}</title>'
             f'<desc id="ng-d{n}">{esc(desc)}</desc>{body}</svg></div>')
 

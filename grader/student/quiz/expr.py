@@ -144,19 +144,25 @@ def _check_tokens(s: str, names: Sequence[str]) -> None:
         raise ExpressionError("unbalanced parentheses")
 
 
-def _namespace(symbols: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(local_dict, global_dict) for parse_expr: the declared symbols, functions and constants only."""
+def _namespace(symbols: Mapping[str, Any], display: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(local_dict, global_dict) for parse_expr: the declared symbols, functions and constants only.
+
+    ``display``: σ, Φ and φ stay named functions (``σ(z)``), for showing how an answer was read;
+    otherwise they are their formulas, for computing.
+    """
     import sympy as sp
 
     t = sp.Symbol("t")
+    if display:
+        sigma, cdf, pdf = sp.Function("σ"), sp.Function("Φ"), sp.Function("φ")
+    else:
+        sigma = sp.Lambda(t, 1 / (1 + sp.exp(-t)))
+        cdf = sp.Lambda(t, (1 + sp.erf(t / sp.sqrt(2))) / 2)
+        pdf = sp.Lambda(t, sp.exp(-t**2 / 2) / sp.sqrt(2 * sp.pi))
     local = {
         "sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log, "ln": sp.log, "erf": sp.erf, "tanh": sp.tanh,
         "sech": sp.sech, "cosh": sp.cosh, "sinh": sp.sinh,
-        "sigmoid": sp.Lambda(t, 1 / (1 + sp.exp(-t))),
-        "sigma": sp.Lambda(t, 1 / (1 + sp.exp(-t))),
-        "normcdf": sp.Lambda(t, (1 + sp.erf(t / sp.sqrt(2))) / 2),
-        "phi": sp.Lambda(t, sp.exp(-t**2 / 2) / sp.sqrt(2 * sp.pi)),
-        "normpdf": sp.Lambda(t, sp.exp(-t**2 / 2) / sp.sqrt(2 * sp.pi)),
+        "sigmoid": sigma, "sigma": sigma, "normcdf": cdf, "phi": pdf, "normpdf": pdf,
         "pi": sp.pi, "e": sp.E,
     }
     local.update(symbols)
@@ -194,12 +200,14 @@ def strip_subject(text: str, subject: str | None, symbols: Mapping[str, str] | N
     raise ExpressionError(f"write {hint}just the expression")
 
 
-def parse(text: str, symbols: Mapping[str, str] | None = None) -> Any:
+def parse(text: str, symbols: Mapping[str, str] | None = None, display: bool = False) -> Any:
     """A SymPy expression from typed text.
 
     ``symbols`` maps each name a student may type to the canonical symbol it
     stands for (``{"n_in": "n_in", "n": "n_in", "fan_in": "n_in"}``); names
-    outside it, the functions and the constants are refused.
+    outside it, the functions and the constants are refused. ``display``: the
+    expression as written, for :func:`reading` (decimals kept, σ, Φ, φ named),
+    never for computing.
     """
     import sympy as sp
     from sympy.parsing.sympy_parser import (
@@ -226,17 +234,42 @@ def parse(text: str, symbols: Mapping[str, str] | None = None) -> Any:
     if "=" in s:
         raise ExpressionError("write only the value or expression, without '='")
     _check_tokens(s, sorted(names))
-    local, glob = _namespace({k: sp.Symbol(v, positive=True) for k, v in names.items()})
+    local, glob = _namespace({k: sp.Symbol(v, positive=True) for k, v in names.items()}, display)
     # rationalize: decimals become exact fractions, so every value is computed to 30 digits
     transformations = (auto_number, rationalize, convert_xor, implicit_multiplication, implicit_application)
+    if display:
+        transformations = (auto_number, convert_xor, implicit_multiplication, implicit_application)
     try:
         expr = parse_expr(s, local_dict=local, global_dict=glob, transformations=transformations, evaluate=False)
     except (SyntaxError, TypeError, ValueError, AttributeError, NameError, TokenError) as exc:
         raise ExpressionError("cannot be read as a formula: check the operators and parentheses") from exc
     if not isinstance(expr, sp.Basic) or isinstance(expr, (sp.Lambda, sp.FunctionClass)):
         raise ExpressionError("cannot be read as a formula: a function needs its argument, e.g. sqrt(2)")
-    _check_exponents(expr)
+    if not display:
+        _check_exponents(expr)
     return expr
+
+
+def reading(text: str, symbols: Mapping[str, str] | None = None, values: Mapping[str, float] | None = None,
+            number: bool = False) -> str:
+    """How a typed answer is read, in one line: the expression as the judge parses it, with ``^`` for powers
+    and ``·`` for every multiplication, implicit ones included (``1/2n`` -> ``1·n_in/2``: n over 2), each name
+    as the symbol it stands for, σ, Φ and φ by name; with ``number``, ``= its value`` too (``values``: the
+    question's parameters, usable by name).
+
+    Shows what was read, never whether it is right: the live preview of an answer box. ExpressionError
+    (the same one-line reasons as judging) when the text cannot be read.
+    """
+    import sympy as sp
+
+    table = dict(symbols or {})
+    table.update({name: name for name in values or {}})
+    shown = sp.sstr(parse(text, table, display=True), order="none", full_prec=False)
+    shown = re.sub(r"\bE\b", "e", shown.replace("**", "^").replace("*", "·"))
+    if number:
+        result = f"{value(text, values):.6g}"
+        shown += "" if result == shown else f" = {result}"
+    return shown
 
 
 def _check_exponents(expr: Any, subs: Mapping[Any, Any] | None = None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,49 @@ def test_the_reader_bounds_depth_and_size_before_sympy(text: str, words: str) ->
     with pytest.raises(expr.ExpressionError, match=words):
         expr.parse(text, {"x": "x"})
     expr.parse("phi(phi(phi(x)))", {"x": "x"})  # three nested calls are still read
+
+
+# --- how an answer is read (the live preview of the student's page) ----------------------------------------
+
+
+@pytest.mark.parametrize("text,symbols,read", [
+    ("1/2n", {"n": "n_in", "n_in": "n_in"}, "1·n_in/2"),            # implicit product after the division: n/2
+    ("1/(2n)", {"n": "n_in", "n_in": "n_in"}, "1/(2·n_in)"),
+    ("2/(fan_in + fan_out)", {"fan_in": "n_in", "fan_out": "n_out"}, "2/(n_in + n_out)"),   # aliases as symbols
+    ("σ(z)(1 − σ(z))", {"z": "z"}, "σ(z)·(1 - σ(z))"),              # σ, Φ, φ named, not expanded
+    ("x Phi(x) + x phi(x)", {"x": "x"}, "x·Φ(x) + x·φ(x)"),
+    ("e^-x", {"x": "x"}, "e^(-x)"),
+    ("tanh^2(z)", {"z": "z"}, "tanh(z)^2"),
+])
+def test_a_formula_is_read_back_as_the_judge_parses_it(text: str, symbols: dict[str, str], read: str) -> None:
+    assert expr.reading(text, symbols) == read
+
+
+def test_a_number_is_read_back_with_its_value() -> None:
+    assert expr.reading("1.1^50", number=True) == "1.1^50 = 117.391"
+    assert expr.reading("4.63e-1", number=True) == "0.463"
+    assert expr.reading("sqrt(2/n)", values={"n": 256}, number=True) == "sqrt(2/n) = 0.0883883"
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("9^9^9", "an exponent larger than 1000"),
+    ("foo(2)", "unknown name 'foo'"),
+    ("((((((((1))))))))", "nested too deep"),
+    ("2,5", "without commas"),
+])
+def test_a_reading_refuses_what_the_judge_refuses(text: str, reason: str) -> None:
+    with pytest.raises(expr.ExpressionError, match=re.escape(reason)):
+        expr.reading(text, number=True)
+
+
+def test_the_preview_says_the_same_for_a_right_and_a_wrong_answer() -> None:
+    """A reading is never a verdict: the right key and a wrong formula are read back alike, as formulas."""
+    from grader.quiz import judging
+
+    posed = judging.pose(_question("initialisation", "xavier-variance"), "ada")
+    right, wrong = (judging.preview(posed, a) for a in ("Var(W) = 2/(n_in+n_out)", "1/(n_in+n_out)"))
+    assert (right, wrong) == ("2/(n_in + n_out)", "1/(n_in + n_out)")
+    with pytest.raises(AnswerFormatError, match="no formula to preview"):
+        judging.preview(judging.pose(_question("initialisation", "kaiming-vs-xavier"), "ada"), "1")
+    with pytest.raises(AnswerFormatError, match="unknown symbol 'm'"):
+        judging.preview_bounded(posed, "2/m")
