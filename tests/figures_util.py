@@ -33,6 +33,11 @@ KNOWN: list[tuple[str, str | None, str]] = [
     ("init.xavier_uniform", "init-uniform-bound-std", "histogram"),
     ("dropout.Dropout", "dropout-gaussian-mask", "histogram"),
     ("approximation.fit_function", "(a straight line)", "fit"),
+    ("dropout.Dropout", "dropout-no-rescale", "histogram"),            # values: y / x against 1 / (1 - p)
+    ("dropout.Dropout", "dropout-mask-reused", "masks"),               # fresh_mask: the two masks side by side
+    ("linear.Linear", "linear-dW-transposed", "shapes"),               # dW of the other shape
+    ("activations.Sigmoid", "sigmoid-grad-incomplete", "elements"),    # numgrad: your dx against your own forward
+    ("activations.ReLU", "relu-inplace", "elements"),                  # no_mutation: x after the call against before
 ]
 
 
