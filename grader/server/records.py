@@ -193,20 +193,30 @@ def report_of(store: Store, job_row: dict[str, Any]) -> GradeReport | None:
     """The recorded report of a done job, rebuilt from its attempt's rows in force (None: not done).
 
     After ``grade rescore`` that is the latest grading of the upload; the
-    earlier rows stay in the store (``superseded_by``)."""
+    earlier rows stay in the store (``superseded_by``). What its student is
+    served: the hidden checks' full pictures stay out."""
     if job_row["status"] != "done" or job_row["attempt_id"] is None:
         return None
+    rows = store.db.query("SELECT * FROM submissions WHERE attempt_id = ? AND superseded_by IS NULL ORDER BY "
+                          "id", [job_row["attempt_id"]])  # the rows in force (grade rescore: grader/term/rescore.py)
+    attempt = next(iter(store.db.query("SELECT files_hash FROM attempts WHERE id = ?", [job_row["attempt_id"]])))
+    return rebuild_report(store, job_row["student"], list(rows), attempt["files_hash"] or "")
+
+
+def rebuild_report(store: Store, student: str, rows: list[dict[str, Any]], files_hash: str,
+                   instructor: bool = False) -> GradeReport:
+    """The report of one upload from its recorded submission rows and their checks; ``instructor`` keeps the
+    hidden checks' full pictures (``CheckResult.instructor_figure``: the dashboard's, never a student's)."""
     exercises = []
-    for row in store.db.query("SELECT * FROM submissions WHERE attempt_id = ? AND superseded_by IS NULL ORDER BY "
-                              "id", [job_row["attempt_id"]]):  # the rows in force (grade rescore: grader/term/rescore.py)
+    for row in rows:
         checks = [
             CheckResult(c["name"], bool(c["passed"]), c["score"], c["max_score"], c["message"] or "",
-                        c["misconception"], c.get("figure"), c.get("also") or [])
+                        c["misconception"], c.get("figure"), c.get("also") or [],
+                        c.get("instructor_figure") if instructor else None)
             for c in store.check_results(row["id"])
         ]
         exercises.append(ExerciseResult(
             row["exercise"], row["status"], row["score"], row["max_score"], checks,
             row["message"] or "", row["duration"] or 0.0, row["output"] or "",
         ))
-    attempt = next(iter(store.db.query("SELECT files_hash FROM attempts WHERE id = ?", [job_row["attempt_id"]])))
-    return GradeReport(job_row["student"], exercises, attempt["files_hash"] or "")
+    return GradeReport(student, exercises, files_hash)

@@ -322,11 +322,11 @@ def draw_decades(fig: dict[str, Any]) -> str:
     shown = finite(decades)
     lo, hi = min(shown) - 1, max(max(shown), min(shown) + 2)
     height = 170
-    frame = Frame(0, max(1, len(decades) - 1), lo, hi + 1, height=height)
+    frame = Frame(-0.5, len(decades) - 0.5, lo, hi + 1, height=height)  # a bar's width each side of its index
     frame.ylo, frame.yhi = lo, hi + 1  # whole powers of ten, no padding
     body = [frame.axes("element (the same sample)", "rel. error", xticks=[],
                        ytick_text=lambda t: decade_label(t))]
-    width = max(1.0, (frame.right_edge - LEFT) / max(1, len(decades)) - 1)
+    width = max(0.6, (frame.right_edge - LEFT) / max(1, len(decades)) - 1)
     for i, k in enumerate(decades):
         if k is None:
             continue

@@ -198,9 +198,13 @@ class Cause:
     def headline(self) -> str:
         return headline(self.text)
 
+    def check_names(self) -> list[str]:
+        """The names of the checks that say it, each once, in the order they appear."""
+        return list(dict.fromkeys(n for ex in self.exercises for n in self.checks.get(ex, [])))
+
     def places(self) -> str:
         """'kernels.relu_forward, kernels.relu_backward, and their checks values, zeros': where the cause shows."""
-        names = list(dict.fromkeys(n for ex in self.exercises for n in self.checks.get(ex, [])))
+        names = self.check_names()
         return ", ".join(self.exercises) + (f", and their checks {', '.join(names)}" if names else "")
 
 

@@ -67,7 +67,14 @@ def label_html(label: str, colour: str) -> str:
 
 def name_html(name: str) -> str:
     """An exercise id that a narrow column may break after its dots, and nowhere else ("activations.<wbr>Sigmoid")."""
-    return esc(name).replace(".", ".<wbr>")
+    return f'<span class="ng-id">{esc(name).replace(".", ".<wbr>")}</span>'
+
+
+def places_html(cause: Cause) -> str:
+    """Where a shared cause shows: its exercises by name, and their checks."""
+    names = cause.check_names()
+    return ", ".join(name_html(e) for e in cause.exercises) + (
+        f", and their checks {esc(', '.join(names))}" if names else "")
 
 
 def anchor(ex: ExerciseResult, check: CheckResult | None = None) -> str:
@@ -117,7 +124,7 @@ def causes_html(page: Page) -> str:
         return ""
     boxes = "".join(
         f'<div class="ng-cause" id="{page.ids[key]}"><h3>{len(c.exercises)} exercises: {esc(c.headline)}</h3>'
-        f'<p class="ng-note">{name_html(c.places())}</p><pre>{esc(c.text)}</pre></div>'
+        f'<p class="ng-note">{places_html(c)}</p><pre>{esc(c.text)}</pre></div>'
         for key, c in page.causes.items())
     return (f'<section aria-label="Causes shared by several exercises"><h2>One cause, several exercises</h2>'
             f"{boxes}</section>")
