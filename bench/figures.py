@@ -11,8 +11,10 @@ Three rows, each the median of --runs, with its baseline measured in the same ru
    command with the figure builders replaced by ``lambda *a, **k: None``
    (the grading without pictures).
 2. Grading the known submissions of tests/figures_util.py in-process (live:
-   9 exercises, 25 failing checks with figures): with figures, against
-   without.
+   14 exercises, the failing checks with figures): with figures, against
+   without; and against the same grading without the public case drawn
+   beside a hidden check that names a known mistake (the reference and that
+   mistake run on the public inputs: what that picture costs).
 3. ``format_html`` of that report (what ``--html`` and ``grade view`` add),
    against ``format_text`` of the same report.
 """
@@ -29,12 +31,13 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.append(str(ROOT / "tests"))  # after the packages: tests/reference/ is no package to shadow `reference`
 
 NO_FIGURES = """
 import runpy, sys
 import grader.student.feedback.figures as f
-for name in ("elements_figure", "trajectory_figure", "histogram_figure", "fit_figure"):
+for name in ("elements_figure", "trajectory_figure", "histogram_figure", "fit_figure", "shapes_figure",
+             "masks_figure"):
     setattr(f, name, lambda *a, **k: None)
 sys.argv = ["grade"] + sys.argv[1:]
 runpy.run_module("grader", run_name="__main__", alter_sys=True)
@@ -84,8 +87,16 @@ def grading_rows(runs: int) -> list[tuple[str, float, float]]:
 
     report = known_report()  # warms the reference runs' cache
     with_figures = median_time(known_report, runs)
+    from grader.student.engine.checks.base import Compare
+
+    twin = Compare.public_picture
+    Compare.public_picture = lambda *a, **k: None  # type: ignore[method-assign]
+    try:
+        without_twin = median_time(known_report, runs)
+    finally:
+        Compare.public_picture = twin  # type: ignore[method-assign]
     saved = {name: getattr(f, name) for name in ("elements_figure", "trajectory_figure", "histogram_figure",
-                                                  "fit_figure")}
+                                                  "fit_figure", "shapes_figure", "masks_figure")}
     for name in saved:
         setattr(f, name, lambda *a, **k: None)
     try:
@@ -95,7 +106,10 @@ def grading_rows(runs: int) -> list[tuple[str, float, float]]:
             setattr(f, name, fn)
     html = median_time(lambda: format_html(report), runs)
     text = median_time(lambda: format_text(report), runs)
-    return [("grading 9 known submissions in-process", with_figures, without),
+    checks = sum(1 for ex in report.exercises for c in ex.checks if c.figure)
+    twins = sum(1 for ex in report.exercises for c in ex.checks if c.figure and c.figure.get("public"))
+    return [(f"grading {len(report.exercises)} known submissions ({checks} figures)", with_figures, without),
+            (f"... the public case beside {twins} hidden checks", with_figures, without_twin),
             ("format_html vs format_text of that report", html, text)]
 
 

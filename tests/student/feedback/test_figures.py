@@ -533,3 +533,45 @@ def test_a_course_server_hands_back_the_same_hidden_pictures_as_the_instructors_
         rows = [c for sub in store.submissions(student="s1") for c in store.check_results(sub["id"])]
     full = [c["instructor_figure"] for c in rows if c["instructor_figure"]]
     assert len(full) == len(hidden) and all(f["expected"] is not None and not f["hidden"] for f in full)
+
+
+# --------------------------------------------------------------------------- every failing check kind
+
+
+# A failing check draws no picture only where its failure has no numbers to draw: the code raised (a crash), an
+# error was expected and not raised, the values were right but the code warned, an attribute must be None, or
+# the check waits for the code it needs.
+MESSAGE_ONLY = (" raised ", "must raise", "nothing was raised", "but your code warned", "must be None",
+                "not graded yet", "earns nothing yet", "not implemented yet")
+
+
+def catalogue_exercises() -> list[str]:
+    from grader.mistakes import CATALOGUE
+
+    return sorted({m.exercise for m in CATALOGUE.values()})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exercise", catalogue_exercises())
+def test_every_failing_check_of_every_known_mistake_has_a_picture(exercise: str) -> None:
+    """Done when: every failing check kind in the catalogue has a picture (graded live, as the server does), drawn
+    without an error, hiding the expected values where they are the reference's."""
+    import grader.course.kernel_emulation  # noqa: F401  (the kernels' reference side: NumPy emulations)
+    from checks_util import grade_in_process
+    from grader.mistakes import CATALOGUE
+
+    pictured = 0
+    for mistake in (m for m in CATALOGUE.values() if m.exercise == exercise):
+        for check in grade_in_process(exercise, mistake.namespace):
+            if check.passed:
+                continue
+            if check.figure is None:
+                assert any(words in check.message for words in MESSAGE_ONLY), (mistake.id, check.name, check.message)
+                continue
+            pictured += 1
+            for figure in (check.figure, check.figure.get("public"), check.instructor_figure):
+                if figure is not None:
+                    drawing.DRAW[figure["kind"]](figure)  # (figure_html would hide an error behind its words)
+            if check.figure.get("from_reference"):
+                assert check.figure["hidden"] and check.instructor_figure is not None
+    assert pictured

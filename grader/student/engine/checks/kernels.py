@@ -31,11 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
+from grader.student.engine.checks.base import Check, Context, ExerciseChecks, Plan, error_text, own_figure, result
 from grader.student.engine.compare import compare, scale_of
 from grader.student.engine.diagnosis import KnownMistake as Mistake
 from grader.student.engine.model import CheckResult
 from grader.student.engine.ops import Case
+from grader.student.feedback import figures
 
 ELEMENTWISE_TOL = (1e-5, 1e-6)
 ROW_TOL = (1e-4, 1e-5)
@@ -98,8 +99,17 @@ class KernelValues(Check):
                 if mistake is None and region.key == "y" and region.case in self.row_shape:
                     hint = unstrided_hint(got, *self.row_shape[region.case])
                     message = hint + "\n" + message if hint else message
-                return result(self.name, self.points, False, message, mistake)
+                return result(self.name, self.points, False, message, mistake, self.figure(got, expected, region))
         return result(self.name, self.points, True)
+
+    def figure(self, got: np.ndarray, expected: np.ndarray, region: Region) -> dict[str, Any] | None:
+        """The graded part of the region, yours against the emulated reference (the shapes when they differ)."""
+        title = f"{region.what}{region.key}"
+        if got.shape != expected.shape:
+            return figures.shapes_figure(got.shape, expected.shape, title=title, key=region.key)
+        rtol, atol = self.tol
+        e = expected[: region.valid]
+        return figures.elements_figure(got[: region.valid], e, rtol, atol * scale_of(e), title=title, key=region.key)
 
     def compare_region(self, got: np.ndarray, expected: np.ndarray, region: Region, masked: bool = True) -> Any:
         """The graded part of ``got`` against ``expected`` (only the region's mask, if any, when ``masked``)."""
@@ -227,7 +237,10 @@ class Guard(Check):
             if written:
                 return result(self.name, self.points, False,
                               f"{region.what}{region.key}: {written} values past the end (index >= {region.valid})"
-                              f" were written: {self.hint}")
+                              f" were written: {self.hint}",
+                              figure=own_figure(tail, np.full(tail.shape, np.nan), 0.0, 0.0,
+                                                f"{region.what}{region.key} past the end (index {region.valid} on)",
+                                                region.key, "nothing written (NaN)", "what your kernel wrote there"))
         return result(self.name, self.points, True)
 
 
