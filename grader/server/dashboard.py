@@ -645,8 +645,8 @@ STATUS_LOOKS: dict[str, tuple[str, str, str]] = {
     "error": ("s-crash", "!", "crashed (an exception, a syntax error or a forbidden import)"),
     "timeout": ("s-crash", "!", "ran out of time"),
     "not_graded": ("s-ng", "?", "not graded: the grader's machine failed, not the student's code"),
-    "failed": ("", "", "wrong answers on some checks"),
-    "passed": ("", "", "passed"),
+    "failed": ("", "", ""),  # the plain score: wrong answers on some checks (the legend says so)
+    "passed": ("", "", ""),
 }
 
 
@@ -682,7 +682,7 @@ def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, i
             look, mark, words = STATUS_LOOKS.get(c.last_status or "", ("", "", ""))
             title = f"{shown}: {text} / {format_score(c.max_score)}"
             marks = ""
-            if words and c.last_status != "passed" and c.attempts:
+            if words:
                 title += f"; latest upload: {escape(words)}"
                 if look:
                     marks += f'<span class="sr-only"> {escape(words.split(" (")[0])}</span>'

@@ -471,7 +471,7 @@ def test_a_cell_says_the_named_mistake_and_looks_different_for_a_stub_a_crash_an
     sentence = dashboard.mistake_sentence("tanh-grad-not-squared")
     assert sentence and f"named mistake tanh-grad-not-squared: {html.escape(sentence)}" in named
     assert "&#9670;" in named and '<span class="sr-only"> named mistake: tanh-grad-not-squared</span>' in named
-    assert "s-todo" not in named and "s-crash" not in named and "wrong answers" in named
+    assert "s-todo" not in named and "s-crash" not in named and "latest upload" not in named
     # a wrong answer without a named mistake: the plain score, no mark; the two zeros do not look alike
     assert "&#9670;" not in plain and "s-" not in plain.split('title')[0] and ">0</td>" in plain
     assert stub.split('"')[1] != plain.split('"')[1] != crash.split('"')[1]
