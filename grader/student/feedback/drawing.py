@@ -38,6 +38,7 @@ RECEIVED = "#0072B2"   # blue
 EXPECTED = "#444444"   # dark grey
 DIFFERS = "#D55E00"    # vermillion
 BOUND = "#007A5A"      # bluish green, darkened for text contrast
+INK = "#1d232b"        # text
 SERIES = ("#0072B2", "#CC79A7", "#B8860B", "#56B4E9")
 DECADE_LOW, DECADE_HIGH = -12, 3  # figures.DECADE_LOW/HIGH (drawing imports no NumPy)
 
@@ -249,11 +250,10 @@ def gutter_labels(ends: list[tuple[float, str, str]], x: float, height: float) -
         ys[i] = max(ys[i], ceiling + step)
         ceiling = ys[i]
     parts = []
-    for (y_end, label, colour), y in zip(ends, ys):
-        if abs(y - (y_end + 4)) > 1:
-            parts.append(f'<line class="ng-leader" x1="{x - 10:.1f}" y1="{y_end:.1f}" x2="{x - 2:.1f}" y2="{y - 4:.1f}"'
-                         f' stroke="{colour}" stroke-width="0.8"/>')
-        parts.append(text(x, y, label, SMALL, fill=colour))
+    for (y_end, label, colour), y in zip(ends, ys):  # the name in ink (readable), its leader in the line's colour
+        parts.append(f'<line class="ng-leader" x1="{x - 10:.1f}" y1="{y_end:.1f}" x2="{x - 2:.1f}" y2="{y - 4:.1f}"'
+                     f' stroke="{colour}" stroke-width="{1.6 if abs(y - (y_end + 4)) <= 1 else 0.9}"/>')
+        parts.append(text(x, y, label, SMALL, fill=INK))
     return "".join(parts)
 
 
