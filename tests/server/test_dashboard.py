@@ -495,3 +495,22 @@ def test_time_axes_show_the_time_of_day_within_a_day() -> None:
     chart = dashboard.line_chart(series, 10.0, "{:.0f}", "total", start.replace(hour=17))
     xs = [x for x, _, _ in chart.x_ticks]
     assert xs == sorted(xs) and chart.x_ticks[0][2] in ("start", "middle") and "UTC" in chart.label
+
+
+def test_a_cell_of_an_exercise_the_graders_machine_could_not_grade_says_so(tmp_path: Path) -> None:
+    """Nothing is recorded for not_graded (the store's rule); should a row say it (data recorded elsewhere), its
+    cell says the grader's machine failed, not the student's code."""
+    from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+
+    with Store.open(tmp_path / "c.db") as store:
+        store.record_report(GradeReport("ann", [ExerciseResult("kernels.relu_forward", "failed", 5.0, 10.0,
+                                                               [CheckResult("values", False, 0.0, 5.0, "y")])]), "v")
+        store.db.execute("UPDATE submissions SET status = 'not_graded'")
+        store.db.conn.commit()
+        built = class_report.build(store)
+    row = built.student("ann")
+    assert row is not None
+    cell = cells_by_exercise(str(dashboard.grid_cells(built, row, {})))["kernels.relu_forward"]
+    assert "s-ng" in cell and '<span aria-hidden="true">?</span>' in cell
+    assert "the grader&#39;s machine failed, not the student&#39;s code" in cell or \
+        "the grader's machine failed, not the student's code" in cell

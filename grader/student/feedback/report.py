@@ -252,10 +252,14 @@ def check_groups(ex: ExerciseResult) -> list[list[CheckResult]]:
     return groups
 
 
+def group_points(group: list[CheckResult]) -> str:
+    """'0/8': the points of a group of checks together."""
+    return f"{format_score(sum(c.score for c in group))}/{format_score(sum(c.max_score for c in group))}"
+
+
 def group_heading(group: list[CheckResult]) -> str:
     """'values, zeros, small_n (0/8)': the checks of a group and their points together."""
-    score, most = sum(c.score for c in group), sum(c.max_score for c in group)
-    return f"{', '.join(c.name for c in group)} ({format_score(score)}/{format_score(most)})"
+    return f"{', '.join(c.name for c in group)} ({group_points(group)})"
 
 
 def exercise_details(ex: ExerciseResult, causes: Mapping[str, Cause] | None = None,

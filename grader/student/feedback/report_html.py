@@ -22,7 +22,7 @@ from grader.student.feedback import drawing
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.feedback.report import (
     STATUS_LABELS, Cause, cause_key, check_groups, diagnosis_lines, exercise_label, format_score, group_heading,
-    once_per_traceback, output_excerpt, shared_causes,
+    group_points, once_per_traceback, output_excerpt, shared_causes,
 )
 from grader.student.sanitize import clean_text
 
@@ -101,7 +101,8 @@ def known_mistakes(report: GradeReport) -> list[tuple[ExerciseResult, CheckResul
 
 
 class Page:
-    """What the page has said so far: tracebacks (each once), the shared causes and where each is said."""
+    """What the whole page shares: the causes several exercises state (one box each, by id) and the output
+    excerpts already shown (by the exercise that showed them)."""
 
     def __init__(self, report: GradeReport) -> None:
         self.causes: dict[str, Cause] = shared_causes(report)
@@ -109,7 +110,7 @@ class Page:
         self.outputs: dict[str, str] = {}
 
     def pointer(self, message: str) -> str | None:
-        """A line pointing at the shared cause ``message`` states, or None when it is the exercise's own."""
+        """A line pointing at the shared cause ``message`` states, or None when no other exercise states it."""
         key = cause_key(message)
         if key not in self.causes:
             return None
@@ -137,7 +138,7 @@ def check_html(ex: ExerciseResult, group: list[CheckResult], seen: set[tuple[str
     pointer = page.pointer(check.message)
     body = diagnosis_lines(check) + ([] if pointer else once_per_traceback(check.message.splitlines(), seen))
     parts = [f'<div class="ng-check" id="{anchor(ex, check)}"><h3>{esc(", ".join(c.name for c in group))} '
-             f'<span class="ng-note">({group_heading(group).rsplit(" (", 1)[1]}</span></h3>']
+             f'<span class="ng-note">({group_points(group)})</span></h3>']
     if body:
         parts.append(f"<pre>{esc(chr(10).join(body))}</pre>")
     if pointer:
