@@ -190,6 +190,16 @@ class LiveExpected:
         """A statistical check's verdict on a variant: computed from the variant's live results."""
         return compute()
 
+    def public_twin(self) -> tuple[int, list[Case], "LiveExpected"]:
+        """The exercise at its public seed: the cases and (cached, shared by every student) reference results a
+        case pack is written from (grader/course/packs.py)."""
+        from grader.course.packs import public_seed
+        from grader.student.engine.checks import CHECKS
+
+        seed = public_seed(self.exercise_id)
+        cases = CHECKS[self.exercise_id].cases(seed)
+        return seed, cases, LiveExpected(self.exercise_id, reference_results(self.exercise_id, seed, cases))
+
 
 class LiveSource:
     """The live source of the pipeline: per-student seeds, the reference and the mistake variants run here."""

@@ -16,6 +16,7 @@ import numpy as np
 
 from grader.student.engine.checks.base import ATOL, RTOL, Context, Mistake, error_text
 from grader.student.engine.compare import compare, scale_of
+from grader.student.feedback import figures
 
 
 class FixedMask:
@@ -92,7 +93,12 @@ def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str]
             ):
                 mistake = candidate
                 break
-        return False, f"p={p} in training: {what}: {key}: {cmp.message}", mistake
+        figure = (figures.elements_figure(got[key], expected[key], RTOL, ATOL * scale_of(expected[key]),
+                                          title=f"p={p} in training: {key}", key=key)
+                  if np.shape(got[key]) == np.shape(expected[key])
+                  else figures.shapes_figure(np.shape(got[key]), np.shape(expected[key]),
+                                             title=f"p={p} in training: {key}", key=key))
+        return False, f"p={p} in training: {what}: {key}: {cmp.message}", mistake, figure
     return True, "", None
 
 

@@ -23,17 +23,19 @@ exercises while nothing is due yet.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from grader.term.class_report import (
-    Bar, Chart, ClassReport, ExerciseStats, StudentRow, _number, environment, histogram_chart, pass_rate_chart,
+    Bar, Chart, ClassReport, ExerciseStats, StudentRow, _mistake_texts, _number, environment, histogram_chart,
+    pass_rate_chart,
 )
 from markupsafe import Markup, escape
 
@@ -41,7 +43,7 @@ from grader.term.class_report import band
 from grader.term.regrade import instructor_score
 from grader.student.course import counted_score, late_exercises, parse_time
 from grader.student.errors import GraderError
-from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.engine.model import GradeReport
 from grader.student.feedback.report import format_score, format_text
 from grader.student.sanitize import clean_text
 from grader.student.store import Store, utc_now
@@ -185,12 +187,13 @@ def overview_rows(report: ClassReport, filters: Filters, now: datetime) -> list[
 
 @dataclass
 class LineChart:
-    """An SVG line over time: its size, its points (x, y, tooltip), and axis ticks (position, text)."""
+    """An SVG line over time: its size, its points (x, y, tooltip), and axis ticks (position, text; the time
+    axis's also their anchor: start, middle or end, so that no label leaves the picture)."""
 
     width: float
     height: float
     points: list[tuple[float, float, str]]
-    x_ticks: list[tuple[float, str]]
+    x_ticks: list[tuple[float, str, str]]
     y_ticks: list[tuple[float, str]]
     left: float
     bottom: float
@@ -228,9 +231,58 @@ def line_chart(series: list[tuple[datetime, float, str]], y_max: float, y_format
     points = [(x_of(t), y_of(v), tip) for t, v, tip in series]
     if end is not None and end > series[-1][0]:
         points.append((x_of(end), points[-1][1], ""))
-    x_ticks = [(x_of(start + (stop - start) * f), (start + (stop - start) * f).strftime("%b %d")) for f in (0, 0.5, 1)]
+    x_ticks = []
+    for when, text in time_ticks(start, stop):
+        x = x_of(when)
+        half = 3.6 * len(text)  # about half the label's width at 12 px
+        anchor = "start" if x - half < 2 else "end" if x + half > width - 2 else "middle"
+        x_ticks.append((x, text, anchor))
     y_ticks = [(y_of(y_max * f), y_format.format(y_max * f)) for f in (0, 0.5, 1)]
-    return LineChart(width, height, points, x_ticks, y_ticks, left, top + plot_h, label)
+    return LineChart(width, height, points, x_ticks, y_ticks, left, top + plot_h, label + " (times in UTC)")
+
+
+# Tick spacings of a time axis, the shortest first: minutes, hours, days, weeks, months.
+TICK_STEPS = ([timedelta(minutes=m) for m in (1, 2, 5, 10, 15, 30)] + [timedelta(hours=h) for h in (1, 2, 3, 6, 12)]
+              + [timedelta(days=d) for d in (1, 2, 7, 14, 28, 56, 91)])
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def time_ticks(start: datetime, stop: datetime, most: int = 4) -> list[tuple[datetime, str]]:
+    """Round times from ``start`` to ``stop``, at most ``most`` + 1, and their labels.
+
+    The spacing is the shortest of TICK_STEPS that gives no more than ``most`` + 1
+    round times. Under a day apart, ticks say the time of day ("14:30"), with the
+    date ("Dec 02 14:30") on the first and wherever the day changes; a day or
+    more apart, the date alone. Times are UTC, as stored. With fewer than two
+    round times in the span, its two ends are the ticks.
+    """
+    if start.tzinfo is None:
+        start, stop = start.replace(tzinfo=timezone.utc), stop.replace(tzinfo=timezone.utc)
+    span = stop - start
+
+    def multiples(step: timedelta) -> range:
+        """k with start <= EPOCH + k * step <= stop."""
+        return range(math.ceil((start - EPOCH) / step), math.floor((stop - EPOCH) / step) + 1)
+
+    step = next((s for s in TICK_STEPS if len(multiples(s)) <= most + 1), TICK_STEPS[-1])
+    times = [EPOCH + step * k for k in multiples(step)]
+    if len(times) < 2:
+        times = [start, stop] if stop > start else [start]
+    fine = step < timedelta(days=1) or span < timedelta(days=1)
+    clock = "%H:%M:%S" if span < timedelta(minutes=2) else "%H:%M"  # seconds apart: the seconds tell them apart
+    ticks: list[tuple[datetime, str]] = []
+    day = None
+    for when in times:
+        if not fine:
+            label = when.strftime("%b %d")
+        elif when.date() != day:
+            label = when.strftime(f"%b %d {clock}")
+        else:
+            label = when.strftime(clock)
+        day = when.date()
+        if not ticks or label != ticks[-1][1]:
+            ticks.append((when, label))
+    return ticks
 
 
 # --- a student's page -----------------------------------------------------------------------------
@@ -291,22 +343,26 @@ class StudentDetail:
 
 
 def _rebuild_report(store: Store, student: str, rows: list[dict[str, Any]]) -> GradeReport:
-    """The report of one upload rebuilt from its recorded rows (as the server's records.report_of)."""
-    exercises = []
-    for row in rows:
-        checks = [CheckResult(c["name"], bool(c["passed"]), c["score"], c["max_score"], c["message"] or "",
-                              c["misconception"], c.get("figure"), c.get("also") or []) for c in store.check_results(row["id"])]
-        exercises.append(ExerciseResult(row["exercise"], row["status"], row["score"], row["max_score"], checks,
-                                        row["message"] or "", row["duration"] or 0.0, row["output"] or ""))
-    return GradeReport(student, exercises, rows[0]["files_hash"] or "" if rows else "")
+    """The report of one upload rebuilt from its recorded rows, the hidden checks' full pictures kept."""
+    from grader.server.records import rebuild_report
+
+    return rebuild_report(store, student, rows, rows[0]["files_hash"] or "" if rows else "", instructor=True)
 
 
 def pictures_html(report: GradeReport) -> str:
-    """Each failing check's picture, as in the student's own page (``grade view``), under its name; "" when none."""
+    """Each failing check's picture, under its name: as the student's own page (``grade view``) draws it, but for
+    a hidden check the full picture, its expected values drawn (``instructor_figure``); "" when none."""
     from grader.student.feedback import drawing
+    from grader.student.feedback.report_html import name_html
 
-    parts = [f"<h4>{html.escape(ex.id)}, {html.escape(c.name)}</h4>{drawing.figure_html(c.figure)}"
-             for ex in report.exercises for c in ex.checks if not c.passed and c.figure]
+    parts = []
+    for ex in report.exercises:
+        for c in ex.checks:
+            if c.passed or not c.figure:
+                continue
+            picture = (drawing.figure_html(c.instructor_figure, instructor=True) if c.instructor_figure
+                       else drawing.figure_html(c.figure))
+            parts.append(f"<h4>{name_html(ex.id)}, {html.escape(c.name)}</h4>{picture}")
     return f"<style>{drawing.CSS}</style>{''.join(parts)}" if parts else ""
 
 
@@ -375,7 +431,8 @@ def student_detail(store: Store, report: ClassReport, student: str, reports_kept
         view.report_text = clean_text(format_text(rebuilt, late_shares=shares)) if rebuilt is not None else ""
         view.pictures_html = pictures_html(rebuilt) if rebuilt is not None else ""
     end = parse_time(report.generated_at)
-    chart = line_chart(series, row.max_total, "{:.0f}", f"{row.label}'s exercise total after each upload", end)
+    chart = line_chart(series, row.max_total, "{:.0f}", f"{row.label}'s exercise total after each upload", end,
+                       width=440, height=180)  # narrow enough to stay readable when a phone shrinks it
 
     answers: dict[tuple[str, str], list[AnswerView]] = {}
     for a in store.quiz_attempts(student):
@@ -584,14 +641,36 @@ def overview_context(report: ClassReport, filters: Filters, now: datetime) -> di
     }
 
 
+# The look of a cell by the status of the exercise's latest upload: (class, mark shown, words for the hover and for
+# screen readers). A wrong answer is the plain score on its colour; the others say what kept the code from an answer.
+STATUS_LOOKS: dict[str, tuple[str, str, str]] = {
+    "not_implemented": ("s-todo", "", "not implemented yet (the stubs still raise NotImplementedError)"),
+    "error": ("s-crash", "!", "crashed (an exception, a syntax error or a forbidden import)"),
+    "timeout": ("s-crash", "!", "ran out of time"),
+    "not_graded": ("s-ng", "?", "not graded: the grader's machine failed, not the student's code"),
+    "failed": ("", "", ""),  # the plain score: wrong answers on some checks (the legend says so)
+    "passed": ("", "", ""),
+}
+
+
+@functools.lru_cache(maxsize=1024)
+def mistake_sentence(mistake_id: str) -> str:
+    """A named mistake's sentence (the catalogue's), '' when unknown: what a cell's hover says of it."""
+    return _mistake_texts(mistake_id)[0]
+
+
 def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, int]) -> Markup:
     """A student's grid cells: one per exercise (group by group), then one per quiz chapter.
 
     Written here rather than in the template because a class of 500 has some
-    20,000 of them. Each cell: its colour class (:func:`band`), ``g<k>`` (the
-    group the chapter filter keeps; -1 for a quiz chapter that is no exercise
-    group), the score as text (read by screen readers; "not submitted" for
-    them alone), and a ``title`` naming the exercise for hover.
+    20,000 of them. Each cell: its colour class (:func:`band`), its look by the
+    latest upload's status (:data:`STATUS_LOOKS`: striped when not implemented,
+    "!" for a crash or a time-out, a wrong answer plain), ``g<k>`` (the group
+    the chapter filter keeps; -1 for a quiz chapter that is no exercise group),
+    the score as text, a diamond when the latest upload has a named mistake,
+    and a ``title`` for hover: the exercise, the score, the status and the
+    named mistake with its sentence. Screen readers read the same words
+    ("not submitted", "crashed", "named mistake: ...") from hidden text.
     """
     parts: list[str] = []
     for k, group in enumerate(report.groups):
@@ -603,15 +682,30 @@ def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, i
                              '<span class="sr-only">not submitted</span></td>')
                 continue
             text = format_score(c.best_score)
+            look, mark, words = STATUS_LOOKS.get(c.last_status or "", ("", "", ""))
             title = f"{shown}: {text} / {format_score(c.max_score)}"
             marks = ""
+            if words:
+                title += f"; latest upload: {escape(words)}"
+                if look:
+                    marks += f'<span class="sr-only"> {escape(words.split(" (")[0])}</span>'
+            if c.mistakes and c.last_status in ("failed", "passed"):
+                named = c.mistakes[0]
+                sentence = mistake_sentence(named)
+                title += f"; named mistake {escape(named)}" + (f": {escape(sentence)}" if sentence else "")
+                if len(c.mistakes) > 1:
+                    title += f" (and {escape(', '.join(c.mistakes[1:]))})"
+                marks += f'<span class="mk" aria-hidden="true">&#9670;</span><span class="sr-only"> named mistake:' \
+                         f' {escape(", ".join(c.mistakes))}</span>'
             if c.late:
                 title += ", late"
                 marks += '*<span class="sr-only"> late</span>'
             if c.override is not None:
                 title += ", override"
                 marks += '&#9998;<span class="sr-only"> override</span>'
-            parts.append(f'<td class="c b-{band(c.fraction)} g g{k}" title="{title}">{text}{marks}</td>')
+            lead = f'<span aria-hidden="true">{mark}</span>' if mark else ""
+            classes = " ".join(filter(None, ("c", f"b-{band(c.fraction)}", look, "g", f"g{k}")))
+            parts.append(f'<td class="{classes}" title="{title}">{lead}{text}{marks}</td>')
     for chapter, _ in report.chapters:
         q = student.quizzes[chapter]
         fraction = q.questions_correct / q.questions if q.attempts and q.questions else None

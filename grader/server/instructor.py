@@ -302,8 +302,9 @@ async def logout(request: Request, mode: str) -> Response:
 
 
 async def overview(request: Request, mode: str) -> Response:
-    """GET /instructor/: the class grid (sortable, filterable), quiz completion, class charts."""
-    report = class_now(request, with_mistakes=False, with_items=False)
+    """GET /instructor/: the class grid (sortable, filterable; each cell names the mistake of the latest upload),
+    quiz completion, class charts."""
+    report = class_now(request, with_items=False)
     filters = Filters.from_query(request.query_params, [g.name for g in report.groups])
     now = datetime.now(timezone.utc)
     return page(request, "Class overview", page="overview", **overview_context(report, filters, now))

@@ -254,7 +254,7 @@ def grade_upload(job_id: int, attempt: int, student: str, exercise_ids: list[str
                 last = traceback.format_exc().strip().splitlines()[-1]
                 return {"ok": False, "error": without_folder(
                     f"the grader failed ({type(exc).__name__}: {exc}; {last}): please report it", tmp)}
-            doc = report_to_dict(report)
+            doc = report_to_dict(report, instructor=True)  # to the server's store; students get it without
             return {"ok": True, "report": scrub(doc, tmp)}
 
 

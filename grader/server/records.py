@@ -343,7 +343,8 @@ def report_of(store: Store, job_row: dict[str, Any]) -> GradeReport | None:
 
     After ``grade rescore`` that is the latest grading of the upload; the
     earlier rows stay in the store (``superseded_by``). A held exercise is in
-    it as ``not_graded`` with the reason it is held, in the upload's order."""
+    it as ``not_graded`` with the reason it is held, in the upload's order.
+    What its student is served: the hidden checks' full pictures stay out."""
     if job_row["status"] not in ("done", HELD):
         return None
     held = held_ids(job_row)
@@ -369,19 +370,29 @@ def held_exercise(exercise_id: str, reason: str) -> ExerciseResult:
 
 def _recorded_exercises(store: Store, attempt_id: int) -> list[ExerciseResult]:
     """The exercises recorded in an attempt, from its rows in force."""
-    exercises = []
-    for row in store.db.query("SELECT * FROM submissions WHERE attempt_id = ? AND superseded_by IS NULL ORDER BY "
-                              "id", [attempt_id]):  # the rows in force (grade rescore: grader/term/rescore.py)
-        checks = [
-            CheckResult(c["name"], bool(c["passed"]), c["score"], c["max_score"], c["message"] or "",
-                        c["misconception"], c.get("figure"), c.get("also") or [])
-            for c in store.check_results(row["id"])
-        ]
-        exercises.append(ExerciseResult(
-            row["exercise"], row["status"], row["score"], row["max_score"], checks,
-            row["message"] or "", row["duration"] or 0.0, row["output"] or "",
-        ))
-    return exercises
+    rows = store.db.query("SELECT * FROM submissions WHERE attempt_id = ? AND superseded_by IS NULL ORDER BY id",
+                          [attempt_id])  # the rows in force (grade rescore: grader/term/rescore.py)
+    return [exercise_of(store, row) for row in rows]
+
+
+def rebuild_report(store: Store, student: str, rows: list[dict[str, Any]], files_hash: str,
+                   instructor: bool = False) -> GradeReport:
+    """The report of one upload from its recorded submission rows and their checks; ``instructor`` keeps the
+    hidden checks' full pictures (``CheckResult.instructor_figure``: the dashboard's, never a student's)."""
+    return GradeReport(student, [exercise_of(store, row, instructor) for row in rows], files_hash)
+
+
+def exercise_of(store: Store, row: dict[str, Any], instructor: bool = False) -> ExerciseResult:
+    """One recorded submission row and its checks as an exercise result (``instructor``: with the full
+    pictures of hidden checks)."""
+    checks = [
+        CheckResult(c["name"], bool(c["passed"]), c["score"], c["max_score"], c["message"] or "",
+                    c["misconception"], c.get("figure"), c.get("also") or [],
+                    c.get("instructor_figure") if instructor else None)
+        for c in store.check_results(row["id"])
+    ]
+    return ExerciseResult(row["exercise"], row["status"], row["score"], row["max_score"], checks,
+                          row["message"] or "", row["duration"] or 0.0, row["output"] or "")
 
 
 MAX_ROW_ID = 2**63 - 1  # SQLite's largest integer: an id past it is refused before any query (OverflowError)

@@ -310,10 +310,17 @@ def m9_file_blobs(db: sqlite_utils.Database) -> None:
     db["job_files"].add_column("sha256", str)
 
 
+def m10_instructor_figures(db: sqlite_utils.Database) -> None:
+    """Version 10: a hidden check's full picture, its expected values drawn (``CheckResult.instructor_figure``), as
+    compact JSON, NULL when none: only the instructor's dashboard reads it; what a student is served is
+    ``figure``."""
+    db["check_results"].add_column("instructor_figure", str)
+
+
 Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[Migration] = [
     m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures, m8_held_jobs,
-    m9_file_blobs,
+    m9_file_blobs, m10_instructor_figures,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -777,6 +784,8 @@ class Store:
                             "misconception": c.misconception,
                             # the column exists from version 7 on; a report without pictures never names it
                             **({"figure": figure_text(c.figure)} if c.figure is not None else {}),
+                            **({"instructor_figure": figure_text(c.instructor_figure)}
+                               if c.instructor_figure is not None else {}),
                             **({"also": json.dumps(list(c.also))} if c.also else {}),
                         }
                         for c in ex.checks
@@ -852,8 +861,10 @@ class Store:
         return self._rows(f"SELECT * FROM submissions {where} ORDER BY started_at, id", params)
 
     def check_results(self, submission_id: int) -> list[dict[str, Any]]:
-        """The check rows of a submission in order; ``figure`` is the parsed dict (None when none or unreadable)."""
-        return [dict(row, figure=figure_of_text(row.get("figure")), also=also_of_text(row.get("also")))
+        """The check rows of a submission in order; ``figure`` and ``instructor_figure`` are parsed dicts (None when
+        none or unreadable)."""
+        return [dict(row, figure=figure_of_text(row.get("figure")), also=also_of_text(row.get("also")),
+                     instructor_figure=figure_of_text(row.get("instructor_figure")))
                 for row in self._check_rows(submission_id)]
 
     def _check_rows(self, submission_id: int) -> list[dict[str, Any]]:

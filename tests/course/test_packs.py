@@ -51,8 +51,8 @@ def _as_student(exercise_id: str, ns: object, seed: int) -> dict:
 
 
 def _verdict(result: Any) -> dict[str, Any]:
-    """A CheckResult without its figure."""
-    return {k: v for k, v in dataclasses.asdict(result).items() if k != "figure"}
+    """A CheckResult without its figures (live: the student's hidden view and the instructor's full one)."""
+    return {k: v for k, v in dataclasses.asdict(result).items() if k not in ("figure", "instructor_figure")}
 
 
 def _mistake_ids() -> list[str]:

@@ -308,6 +308,8 @@ def test_text_colours_have_sufficient_contrast() -> None:
     var = dict(re.findall(r"--([a-z]+): (#[0-9a-f]{6})", css))
     pairs = [("ink", band) for band in ("none", "zero", "low", "part", "full")]   # the grid's numbers
     pairs += [("muted", "none"), ("pass", "full")]
+    pairs += [("badge", band) for band in ("zero", "low", "part", "full")]      # a named mistake's diamond
+    pairs += [("fail", band) for band in ("zero", "low", "part")]               # a crash's "!"
     colours = {**var, "white": "#ffffff", "header": "#1d2f45", "filters": "#f4f6f8", "th": "#e7ebef",
                "button": "#24507f", "badge-bg": "#f7cdc8", "badge": "#5c130e", "code-bg": "#f6f8fa"}
     pairs += [("ink", "white"), ("muted", "white"), ("link", "white"), ("pass", "white"), ("fail", "white"),
@@ -442,3 +444,87 @@ def test_an_override_counts_in_the_students_progress_as_on_the_dashboard(cls: Cl
     assert doc["overrides"][exercise]["score"] == student.exercises[exercise].override
     exercises_total = sum(c.best_score for c in student.exercises.values())
     assert abs(doc["score"] - exercises_total) < 1e-6
+
+
+# --- the grid says what each student is stuck on (issue 37) -------------------------------------------
+
+
+def cells_by_exercise(cells: str) -> dict[str, str]:
+    """The grid cells of one student by the exercise their hover names."""
+    found = re.findall(r'(<td class="[^"]*" title="([a-zA-Z_.]+):[^"]*">.*?</td>)', cells)
+    return {exercise: cell for cell, exercise in found}
+
+
+def test_a_cell_says_the_named_mistake_and_looks_different_for_a_stub_a_crash_and_a_wrong_answer(
+    tmp_path: Path,
+) -> None:
+    from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+
+    wrong = CheckResult("backward", False, 0.0, 4.0, "dx differs", "tanh-grad-not-squared")
+    report = GradeReport("ann", [
+        ExerciseResult("activations.ReLU", "not_implemented", 0.0, 10.0, [], "NotImplementedError: forward"),
+        ExerciseResult("activations.GELU", "error", 0.0, 10.0, [], "activations.py line 3: SyntaxError"),
+        ExerciseResult("activations.Sigmoid", "timeout", 0.0, 10.0, [], "timed out after 10 s"),
+        ExerciseResult("activations.Tanh", "failed", 6.0, 10.0, [CheckResult("forward", True, 6.0, 6.0), wrong]),
+        ExerciseResult("activations.ELU", "failed", 0.0, 10.0, [CheckResult("forward", False, 0.0, 10.0, "y")]),
+        ExerciseResult("linear.Linear", "passed", 10.0, 10.0, [CheckResult("forward", True, 10.0, 10.0)]),
+    ])
+    with Store.open(tmp_path / "c.db") as store:
+        store.record_report(report, "v")
+        built = class_report.build(store)
+    row = built.student("ann")
+    assert row is not None
+    cells = cells_by_exercise(str(dashboard.grid_cells(built, row, {})))
+    stub, crash, slow, named, plain, right = (cells[e] for e in (
+        "activations.ReLU", "activations.GELU", "activations.Sigmoid", "activations.Tanh", "activations.ELU",
+        "linear.Linear"))
+    assert 's-todo' in stub and "not implemented yet" in stub and "s-crash" not in stub
+    assert 's-crash' in crash and '<span aria-hidden="true">!</span>0' in crash and "crashed" in crash
+    assert 's-crash' in slow and "ran out of time" in slow
+    # the hover and the cell name the mistake: its id and sentence in the title, a diamond and its id in the text
+    sentence = dashboard.mistake_sentence("tanh-grad-not-squared")
+    assert sentence and f"named mistake tanh-grad-not-squared: {html.escape(sentence)}" in named
+    assert "&#9670;" in named and '<span class="sr-only"> named mistake: tanh-grad-not-squared</span>' in named
+    assert "s-todo" not in named and "s-crash" not in named and "latest upload" not in named
+    # a wrong answer without a named mistake: the plain score, no mark; the two zeros do not look alike
+    assert "&#9670;" not in plain and "s-" not in plain.split('title')[0] and ">0</td>" in plain
+    assert stub.split('"')[1] != plain.split('"')[1] != crash.split('"')[1]
+    assert "latest upload" not in right and "b-full" in right
+
+
+def test_time_axes_show_the_time_of_day_within_a_day() -> None:
+    start = datetime(2025, 12, 2, 9, 5, tzinfo=timezone.utc)
+    within = dashboard.time_ticks(start, start.replace(hour=17, minute=40))
+    labels = [text for _, text in within]
+    assert labels[0] == "Dec 02 10:00" and all(re.fullmatch(r"\d\d:\d\d", t) for t in labels[1:])
+    assert len(set(labels)) == len(labels) >= 3  # never "Dec 02 / Dec 02 / Dec 02"
+    crossing = [text for _, text in dashboard.time_ticks(start, start.replace(day=3, hour=14))]
+    assert any(t.startswith("Dec 03") for t in crossing) and any(t.startswith("Dec 02") for t in crossing)
+    weeks = [text for _, text in dashboard.time_ticks(start, start.replace(day=30))]
+    assert all(re.fullmatch(r"Dec \d\d", t) for t in weeks) and len(weeks) >= 3
+    minutes = [text for _, text in dashboard.time_ticks(start, start.replace(minute=7))]
+    assert len(set(minutes)) == len(minutes) >= 2
+    # the chart: every label inside the picture, in order
+    series = [(start, 2.0, "a"), (start.replace(hour=12), 5.0, "b"), (start.replace(hour=15), 9.0, "c")]
+    chart = dashboard.line_chart(series, 10.0, "{:.0f}", "total", start.replace(hour=17))
+    xs = [x for x, _, _ in chart.x_ticks]
+    assert xs == sorted(xs) and chart.x_ticks[0][2] in ("start", "middle") and "UTC" in chart.label
+
+
+def test_a_cell_of_an_exercise_the_graders_machine_could_not_grade_says_so(tmp_path: Path) -> None:
+    """Nothing is recorded for not_graded (the store's rule); should a row say it (data recorded elsewhere), its
+    cell says the grader's machine failed, not the student's code."""
+    from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+
+    with Store.open(tmp_path / "c.db") as store:
+        store.record_report(GradeReport("ann", [ExerciseResult("kernels.relu_forward", "failed", 5.0, 10.0,
+                                                               [CheckResult("values", False, 0.0, 5.0, "y")])]), "v")
+        store.db.execute("UPDATE submissions SET status = 'not_graded'")
+        store.db.conn.commit()
+        built = class_report.build(store)
+    row = built.student("ann")
+    assert row is not None
+    cell = cells_by_exercise(str(dashboard.grid_cells(built, row, {})))["kernels.relu_forward"]
+    assert "s-ng" in cell and '<span aria-hidden="true">?</span>' in cell
+    assert "the grader&#39;s machine failed, not the student&#39;s code" in cell or \
+        "the grader's machine failed, not the student's code" in cell

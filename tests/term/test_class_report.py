@@ -166,9 +166,11 @@ def test_html_is_self_contained_and_shows_every_part(report: class_report.ClassR
     # the grid: a row per student, a cell per exercise with its score in words for hover and screen readers
     grid = re.search(r'<table id="grid".*?</table>', page, re.S).group(0)
     assert grid.count("<tr data-id=") == 4
-    assert 'title="activations.ReLU: 9.5 / 10"' in grid
+    assert 'title="activations.ReLU: 9.5 / 10; named mistake relu-inplace: ' in grid  # bob's latest names it
     assert '<td class="c b-none g g0"><span class="sr-only">not submitted</span></td>' in grid    # bob's GELU
-    assert re.search(r"<td class=\"c b-part g g0\" title=\"activations.ReLU: 9.5 / 10\">9.5</td>", grid)
+    assert re.search(r'<td class="c b-part g g0" title="activations.ReLU: 9.5 / 10; named mistake relu-inplace:'
+                     r' [^"]+">9.5<span class="mk" aria-hidden="true">&#9670;</span>'
+                     r'<span class="sr-only"> named mistake: relu-inplace</span></td>', grid)
     # the class charts: ten histogram bars, a pass-rate bar per exercise
     svgs = re.findall(r"<svg.*?</svg>", page, re.S)
     assert svgs[0].count('class="bar"') == 10 and svgs[1].count('class="bar"') == len(IDS)

@@ -15,9 +15,15 @@ from typing import Any
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 
 
-def report_to_dict(report: GradeReport) -> dict[str, Any]:
-    """Every field of the report (``dataclasses.asdict``)."""
-    return asdict(report)
+def report_to_dict(report: GradeReport, instructor: bool = False) -> dict[str, Any]:
+    """Every field of the report (``dataclasses.asdict``) but the checks' ``instructor_figure`` (the hidden checks'
+    expected values), which only ``instructor=True`` keeps: the worker's result on its way to the server's store."""
+    doc = asdict(report)
+    if not instructor:
+        for ex in doc["exercises"]:
+            for check in ex["checks"]:
+                check.pop("instructor_figure", None)
+    return doc
 
 
 def report_from_dict(doc: dict[str, Any]) -> GradeReport:
@@ -28,6 +34,7 @@ def report_from_dict(doc: dict[str, Any]) -> GradeReport:
             CheckResult(
                 str(c["name"]), bool(c["passed"]), float(c["score"]), float(c["max_score"]),
                 str(c.get("message") or ""), c.get("misconception"), figure_of(c), [str(a) for a in c.get("also") or []],
+                figure_of(c, "instructor_figure"),
             )
             for c in ex.get("checks", [])
         ]
@@ -40,7 +47,7 @@ def report_from_dict(doc: dict[str, Any]) -> GradeReport:
     return GradeReport(str(doc["student"]), exercises, str(doc.get("files_hash") or ""))
 
 
-def figure_of(check: dict[str, Any]) -> dict[str, Any] | None:
+def figure_of(check: dict[str, Any], name: str = "figure") -> dict[str, Any] | None:
     """A check's figure (a dict, or None when absent: documents from before figures have none)."""
-    figure = check.get("figure")
+    figure = check.get(name)
     return figure if isinstance(figure, dict) else None

@@ -128,6 +128,11 @@ class Expected(Protocol):
         the reference's code on values read off the student's output. A pack raises :class:`NeedsReference`."""
         ...
 
+    def public_twin(self) -> tuple[int, list[Case], "Expected"] | None:
+        """Live only: the same exercise at its public seed (seed, cases, expected results: what the handout's case
+        pack holds), so that a hidden check's picture can show the public case beside it. None from a pack."""
+        ...
+
 
 class NeedsReference(RuntimeError):
     """A check asked for reference code where only a case pack is available (a grader bug outside live_only checks)."""

@@ -27,6 +27,10 @@ class CheckResult:
     # Further known mistakes behind this check when two or three explain it together ("and also ..."):
     # ``misconception`` stays the first (main) one.
     also: list[str] = field(default_factory=list)
+    # A hidden check's full picture, the expected values drawn (grading live: ``figure`` is then what the student may
+    # see of it, figures.hidden_view). For the instructor's eyes only: never in to_json, never in the wire form a
+    # student receives (grader.student.client.wire.report_to_dict leaves it out unless asked).
+    instructor_figure: dict[str, Any] | None = None
 
     def to_json(self, arrays: bool = False) -> dict[str, Any]:
         doc = {

@@ -165,6 +165,10 @@ class PackExpected:
         """Packs hold data, never code: checks that need the reference's code are live_only."""
         raise NeedsReference(f"{self.pack.exercise_id}: check {name!r} needs the reference's code (hidden grading only)")
 
+    def public_twin(self) -> None:
+        """A pack's cases are the public ones already: no twin."""
+        return None
+
 
 class PackSource:
     """The grading pipeline's source for a folder of case packs: public seeds, expected results from data."""

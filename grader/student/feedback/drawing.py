@@ -9,6 +9,15 @@ ones dashed lines with hollow squares, differing elements crosses, bounds
 dotted lines with a label, heat-map blocks that differ a thick outline.
 Colours are the Okabe-Ito palette (readable with colour-blindness).
 
+Layout rules the browser tests hold every picture to: a picture scales with
+its box (no minimum width: at 390 px it shrinks, it never scrolls); every
+label sits outside the plotting area (tick labels, series names in a right
+gutter moved apart so that none covers another, bound names above the plot),
+so no label lies on a line, a marker or another label; and nothing is drawn
+outside the picture's own view box. A hidden check's figure (no expected
+values) draws the power of ten of each relative error and the ratios
+instead, and the public case (``figure["public"]``) beside it.
+
 Pure Python (no NumPy): the HTML report, the notebook and the dashboard draw
 from the JSON form of a report.
 """
@@ -20,25 +29,32 @@ import html
 import math
 from typing import Any
 
-WIDTH, HEIGHT = 640, 260
-LEFT, RIGHT, TOP, BOTTOM = 64, 20, 18, 42
+WIDTH, HEIGHT = 460, 250
+LEFT, RIGHT, TOP, BOTTOM = 66, 14, 26, 42
+FONT = 13
+SMALL = 12
+CHAR = 0.62            # a character's width, as a share of the font size (an estimate on the safe side)
 RECEIVED = "#0072B2"   # blue
 EXPECTED = "#444444"   # dark grey
 DIFFERS = "#D55E00"    # vermillion
-BOUND = "#009E73"      # bluish green
-SERIES = ("#0072B2", "#CC79A7", "#E69F00", "#56B4E9")
+BOUND = "#007A5A"      # bluish green, darkened for text contrast
+INK = "#1d232b"        # text
+SERIES = ("#0072B2", "#CC79A7", "#B8860B", "#56B4E9")
+DECADE_LOW, DECADE_HIGH = -12, 3  # figures.DECADE_LOW/HIGH (drawing imports no NumPy)
 
 
 def content_id(*parts: str) -> str:
     """An id for SVG elements derived from what they show: the same page is the same bytes every time."""
     return hashlib.sha1("\0".join(parts).encode("utf-8")).hexdigest()[:12]
 
+
 CSS = """
-.ng-figure{margin:0.8em 0;max-width:680px}
-.ng-figure .ng-scroll{overflow-x:auto}
-.ng-figure .ng-scroll:focus-visible{outline:3px solid #b35c00;outline-offset:2px}
-.ng-figure svg{display:block;width:100%;min-width:480px;height:auto;font-family:system-ui,sans-serif}
-.ng-figure figcaption{font-size:0.92em;margin-top:0.3em;overflow-wrap:anywhere}
+.ng-figures{display:flex;flex-wrap:wrap;gap:0 1.2em;align-items:flex-start}
+.ng-figures>.ng-figure{flex:1 1 22em;min-width:0}
+.ng-figure{margin:0.8em 0;max-width:600px}
+.ng-figure svg{display:block;width:100%;height:auto;font-family:system-ui,sans-serif}
+.ng-figure figcaption{font-size:0.92em;margin-top:0.3em;overflow-wrap:break-word}
+.ng-figure .ng-which{font-weight:600;font-size:0.92em;margin:0 0 0.2em}
 .ng-legend{display:flex;flex-wrap:wrap;gap:0.3em 1.2em;font-size:0.88em;margin:0.3em 0;padding:0;list-style:none}
 .ng-legend li{display:flex;align-items:center;gap:0.35em}
 .ng-legend svg{width:28px;min-width:28px;height:14px}
@@ -53,6 +69,31 @@ def num(value: float | None) -> str:
     if value is None:
         return "nan/inf"
     return f"{value:.4g}"
+
+
+def tick(value: float) -> str:
+    """A tick label, at most 6 characters: 20000 -> '2e4', 0.000125 -> '1.25e-4', 0.35 -> '0.35'."""
+    words = f"{value:.3g}"
+    if "e" in words:
+        mantissa, exponent = words.split("e")
+        words = f"{mantissa}e{int(exponent)}"
+    return words
+
+
+def text_width(text: str, size: float = FONT) -> float:
+    """About how wide ``text`` is at ``size`` (view-box units; on the wide side)."""
+    return len(text) * size * CHAR
+
+
+def text(x: float, y: float, words: str, size: float = FONT, anchor: str = "start", fill: str = "",
+         width: float = WIDTH, extra: str = "") -> str:
+    """A label at (x, y), moved sideways so that it stays inside [0, width] of the picture."""
+    w = text_width(words, size)
+    left = x - (w if anchor == "end" else w / 2 if anchor == "middle" else 0.0)
+    shift = max(0.0, 1.0 - left) - max(0.0, left + w - (width - 1.0))
+    colour = f' fill="{fill}"' if fill else ""
+    return (f'<text x="{x + shift:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}"{colour}{extra}>'
+            f"{esc(words)}</text>")
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -71,10 +112,23 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     return ticks
 
 
+def spaced(positions: list[tuple[float, str]], size: float, gap: float = 6.0) -> list[tuple[float, str]]:
+    """Of labels centred at x, those that do not overlap the ones kept before them (left to right)."""
+    kept: list[tuple[float, str]] = []
+    right = -math.inf
+    for x, words in sorted(positions):
+        half = text_width(words, size) / 2
+        if x - half >= right + gap:
+            kept.append((x, words))
+            right = x + half
+    return kept
+
+
 class Frame:
     """A plotting area mapping data (x, y) to SVG coordinates, with axes and tick labels."""
 
-    def __init__(self, xlo: float, xhi: float, ylo: float, yhi: float, height: int = HEIGHT) -> None:
+    def __init__(self, xlo: float, xhi: float, ylo: float, yhi: float, height: int = HEIGHT,
+                 right: float = RIGHT, top: float = TOP) -> None:
         if xhi <= xlo:
             xlo, xhi = xlo - 0.5, xhi + 0.5
         if yhi <= ylo:
@@ -84,87 +138,143 @@ class Frame:
             pad = (yhi - ylo) * 0.06
             ylo, yhi = ylo - pad, yhi + pad
         self.xlo, self.xhi, self.ylo, self.yhi, self.height = xlo, xhi, ylo, yhi, height
+        self.right_edge = WIDTH - right
+        self.top = top
+
+    @property
+    def bottom(self) -> float:
+        return self.height - BOTTOM
 
     def x(self, v: float) -> float:
-        return LEFT + (v - self.xlo) / (self.xhi - self.xlo) * (WIDTH - LEFT - RIGHT)
+        return LEFT + (v - self.xlo) / (self.xhi - self.xlo) * (self.right_edge - LEFT)
 
     def y(self, v: float) -> float:
-        return self.height - BOTTOM - (v - self.ylo) / (self.yhi - self.ylo) * (self.height - TOP - BOTTOM)
+        return self.bottom - (v - self.ylo) / (self.yhi - self.ylo) * (self.bottom - self.top)
 
-    def axes(self, xlabel: str, ylabel: str, xticks: list[float] | None = None) -> str:
-        parts = [f'<rect x="{LEFT}" y="{TOP}" width="{WIDTH - LEFT - RIGHT}" height="{self.height - TOP - BOTTOM}"'
-                 ' fill="none" stroke="#bbb"/>']
-        for t in nice_ticks(self.ylo, self.yhi):
+    def axes(self, xlabel: str, ylabel: str, xticks: list[float] | None = None, ytick_text: Any = None) -> str:
+        parts = [f'<rect x="{LEFT}" y="{self.top}" width="{self.right_edge - LEFT:.1f}"'
+                 f' height="{self.bottom - self.top:.1f}" fill="none" stroke="#bbb"/>']
+        ticks = nice_ticks(self.ylo, self.yhi)
+        last_y = math.inf
+        for t in ticks:
             y = self.y(t)
-            parts.append(f'<line x1="{LEFT - 4}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>'
-                         f'<text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="12" text-anchor="end">{num(t)}</text>')
-        for t in xticks if xticks is not None else nice_ticks(self.xlo, self.xhi, 6):
-            x = self.x(t)
-            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{self.height - BOTTOM}" y2="{self.height - BOTTOM + 4}"'
-                         f' stroke="#888"/><text x="{x:.1f}" y="{self.height - BOTTOM + 17}" font-size="12"'
-                         f' text-anchor="middle">{num(t)}</text>')
-        parts.append(f'<text x="{(LEFT + WIDTH - RIGHT) / 2}" y="{self.height - 6}" font-size="12"'
-                     f' text-anchor="middle">{esc(xlabel)}</text>')
-        parts.append(f'<text x="14" y="{(TOP + self.height - BOTTOM) / 2}" font-size="12" text-anchor="middle"'
-                     f' transform="rotate(-90 14 {(TOP + self.height - BOTTOM) / 2})">{esc(ylabel)}</text>')
+            parts.append(f'<line x1="{LEFT - 4}" x2="{self.right_edge:.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>')
+            if last_y - y >= SMALL + 2:  # a tick label only where it has room
+                label = ytick_text(t) if ytick_text else tick(t)
+                parts.append(text(LEFT - 6, y + 4, label, SMALL, anchor="end"))
+                last_y = y
+        xs = xticks if xticks is not None else nice_ticks(self.xlo, self.xhi, 5)
+        for x, label in spaced([(self.x(t), tick(t)) for t in xs], SMALL):
+            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{self.bottom}" y2="{self.bottom + 4}"'
+                         f' stroke="#888"/>' + text(x, self.bottom + 17, label, SMALL, anchor="middle"))
+        parts.append(text((LEFT + self.right_edge) / 2, self.height - 6, xlabel, anchor="middle"))
+        mid = (self.top + self.bottom) / 2
+        parts.append(f'<text x="14" y="{mid:.1f}" font-size="{SMALL}" text-anchor="middle"'
+                     f' transform="rotate(-90 14 {mid:.1f})">{esc(clip(ylabel, (self.bottom - self.top) / (SMALL * CHAR)))}'
+                     "</text>")
         return "".join(parts)
 
 
-def svg(body: str, title: str, desc: str, height: int = HEIGHT) -> str:
-    """An accessible SVG: role img, labelled by its title and described by ``desc``; its box scrolls on a narrow
-    screen and so takes the keyboard's focus (tabindex 0: the arrow keys scroll it)."""
+def clip(words: str, chars: float) -> str:
+    """``words`` cut to ``chars`` characters with an ellipsis (a vertical axis label in a short plot)."""
+    n = max(4, int(chars))
+    return words if len(words) <= n else words[: n - 1] + "…"
+
+
+def svg(body: str, title: str, desc: str, height: float = HEIGHT) -> str:
+    """An accessible SVG: role img, labelled by its title and described by ``desc``."""
     n = content_id(body, title, desc)
-    return (f'<div class="ng-scroll" tabindex="0"><svg viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="ng-t{n} ng-d{n}"'
+    return (f'<svg viewBox="0 0 {WIDTH} {height:.0f}" role="img" aria-labelledby="ng-t{n} ng-d{n}"'
             f' xmlns="http://www.w3.org/2000/svg"><title id="ng-t{n}">{esc(title)}</title>'
-            f'<desc id="ng-d{n}">{esc(desc)}</desc>{body}</svg></div>')
+            f'<desc id="ng-d{n}">{esc(desc)}</desc>{body}</svg>')
 
 
 def marker(kind: str, x: float, y: float, colour: str, size: float = 4.0) -> str:
     """circle (a value), cross (a differing value), square (hollow: expected), diamond (a statistic)."""
     if kind == "circle":
-        return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{size * 0.75:.1f}" fill="{colour}"/>'
+        return f'<circle class="ng-data" cx="{x:.1f}" cy="{y:.1f}" r="{size * 0.75:.1f}" fill="{colour}"/>'
     if kind == "cross":
         s = size
-        return (f'<path d="M{x - s:.1f} {y - s:.1f}L{x + s:.1f} {y + s:.1f}M{x - s:.1f} {y + s:.1f}L{x + s:.1f}'
-                f' {y - s:.1f}" stroke="{colour}" stroke-width="2.2"/>')
+        return (f'<path class="ng-data" d="M{x - s:.1f} {y - s:.1f}L{x + s:.1f} {y + s:.1f}M{x - s:.1f} {y + s:.1f}'
+                f'L{x + s:.1f} {y - s:.1f}" stroke="{colour}" stroke-width="2.2"/>')
     if kind == "square":
         s = size * 0.8
-        return (f'<rect x="{x - s:.1f}" y="{y - s:.1f}" width="{2 * s:.1f}" height="{2 * s:.1f}" fill="none"'
-                f' stroke="{colour}" stroke-width="1.3"/>')
+        return (f'<rect class="ng-data" x="{x - s:.1f}" y="{y - s:.1f}" width="{2 * s:.1f}" height="{2 * s:.1f}"'
+                f' fill="none" stroke="{colour}" stroke-width="1.3"/>')
     s = size * 1.3
-    return f'<path d="M{x:.1f} {y - s:.1f}L{x + s:.1f} {y:.1f}L{x:.1f} {y + s:.1f}L{x - s:.1f} {y:.1f}Z" fill="{colour}"/>'
+    return (f'<path class="ng-data" d="M{x:.1f} {y - s:.1f}L{x + s:.1f} {y:.1f}L{x:.1f} {y + s:.1f}L{x - s:.1f}'
+            f' {y:.1f}Z" fill="{colour}"/>')
 
 
-def polyline(points: list[tuple[float, float]], colour: str, dashed: bool = False, width: float = 1.6) -> str:
+def polyline(points: list[tuple[float, float]], colour: str, dashed: bool = False, width: float = 1.6,
+             cls: str = "ng-data") -> str:
     if len(points) < 2:
         return ""
     d = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
     dash = ' stroke-dasharray="6 4"' if dashed else ""
-    return f'<polyline points="{d}" fill="none" stroke="{colour}" stroke-width="{width}"{dash}/>'
+    return f'<polyline class="{cls}" points="{d}" fill="none" stroke="{colour}" stroke-width="{width}"{dash}/>'
 
 
 def legend(items: list[tuple[str, str]]) -> str:
     """A legend in words: (symbol svg body, text) pairs."""
-    lis = "".join(f'<li><svg viewBox="0 0 28 14" aria-hidden="true">{sym}</svg>{esc(text)}</li>' for sym, text in items)
+    lis = "".join(f'<li><svg viewBox="0 0 28 14" aria-hidden="true">{sym}</svg>{esc(words)}</li>'
+                  for sym, words in items)
     return f'<ul class="ng-legend">{lis}</ul>'
 
 
 def line_symbol(colour: str, dashed: bool, mark: str | None) -> str:
-    body = polyline([(1, 7), (27, 7)], colour, dashed)
+    body = polyline([(1, 7), (27, 7)], colour, dashed, cls="ng-sym")
     return body + (marker(mark, 14, 7, colour) if mark else "")
 
 
-def finite(values: list[float | None]) -> list[float]:
-    return [v for v in values if v is not None]
+def finite(values: list[float | None] | None) -> list[float]:
+    return [v for v in values or [] if v is not None]
+
+
+def gutter_labels(ends: list[tuple[float, str, str]], x: float, height: float) -> str:
+    """Series names in the right gutter, each at the height its line ends when there is room, moved apart so that
+    none covers another and all stay inside the picture (a thin leader joins a moved name to its line's end)."""
+    step = SMALL + 3
+    order = sorted(range(len(ends)), key=lambda i: ends[i][0])
+    ys = [0.0] * len(ends)
+    previous = -math.inf
+    for i in order:  # downwards: each below the one before
+        ys[i] = max(ends[i][0] + 4, previous + step)
+        previous = ys[i]
+    floor = height - 4
+    for i in reversed(order):  # upwards: none below the picture's foot
+        ys[i] = min(ys[i], floor)
+        floor = ys[i] - step
+    ceiling = SMALL + 2 - step
+    for i in order:  # and none above its top
+        ys[i] = max(ys[i], ceiling + step)
+        ceiling = ys[i]
+    parts = []
+    for (y_end, label, colour), y in zip(ends, ys):  # the name in ink (readable), its leader in the line's colour
+        parts.append(f'<line class="ng-leader" x1="{x - 10:.1f}" y1="{y_end:.1f}" x2="{x - 2:.1f}" y2="{y - 4:.1f}"'
+                     f' stroke="{colour}" stroke-width="{1.6 if abs(y - (y_end + 4)) <= 1 else 0.9}"/>')
+        parts.append(text(x, y, label, SMALL, fill=INK))
+    return "".join(parts)
+
+
+def gutter_width(labels: list[str]) -> float:
+    """Room at the right of a plot for its series names."""
+    return min(150.0, max((text_width(s, SMALL) for s in labels), default=0.0) + 18.0)
 
 
 # --------------------------------------------------------------------------- kinds
 
 
+def labels_of(fig: dict[str, Any]) -> dict[str, str]:
+    return {"received": "yours", "expected": "expected", **(fig.get("labels") or {})}
+
+
 def draw_elements(fig: dict[str, Any]) -> str:
-    """Received (and expected, unless hidden) per sampled element; then the heat map or the per-axis summary."""
+    """Received (and expected, unless hidden) per sampled element; a hidden figure's relative errors as powers of
+    ten; then the heat map or the per-axis summary."""
     received, expected, differs = fig["received"], fig.get("expected"), fig["differs"]
-    values = finite(received) + finite(expected or [])
+    names = labels_of(fig)
+    values = finite(received) + finite(expected)
     frame = Frame(0, max(1, len(received) - 1), min(values, default=0.0), max(values, default=1.0))
     body = [frame.axes(f"element (a sample of {len(received)} of {fig['size']}, in memory order)", fig["key"],
                        xticks=[])]
@@ -173,28 +283,62 @@ def draw_elements(fig: dict[str, Any]) -> str:
                              EXPECTED, dashed=True, width=1.2))
         body.extend(marker("square", frame.x(i), frame.y(v), EXPECTED, 3.2) for i, v in enumerate(expected)
                     if v is not None and len(expected) <= 120)
+    nan_seen = False
     for i, (v, bad) in enumerate(zip(received, differs)):
-        if v is None:
-            body.append(f'<text x="{frame.x(i):.1f}" y="{TOP + 12}" font-size="11" text-anchor="middle"'
-                        f' fill="{DIFFERS}">nan</text>')
+        if v is None:  # NaN or inf: a cross on the top edge of the plot
+            nan_seen = True
+            body.append(marker("cross", frame.x(i), frame.top + 5, DIFFERS, 3.5))
             continue
         body.append(marker("cross" if bad else "circle", frame.x(i), frame.y(v), DIFFERS if bad else RECEIVED,
                            4.5 if bad else 2.6))
     # the flat index under a few evenly spaced positions, so the sample can be found in the array
     last = len(received) - 1
-    for i in sorted({round(last * k / 6) for k in range(7)}):
-        body.append(f'<text x="{frame.x(i):.1f}" y="{HEIGHT - BOTTOM + 17}" font-size="11"'
-                    f' text-anchor="middle">{fig["index"][i]}</text>')
-    items = [(marker("circle", 14, 7, RECEIVED, 4.5), "yours, within tolerance"),
-             (marker("cross", 14, 7, DIFFERS, 4), "yours, differs from expected")]
+    marks = [(frame.x(i), str(fig["index"][i])) for i in sorted({round(last * k / 4) for k in range(5)})]
+    for x, label in spaced(marks, SMALL):
+        body.append(text(x, frame.bottom + 16, label, SMALL, anchor="middle"))
+    items = [(marker("circle", 14, 7, RECEIVED, 4.5), f"{names['received']}, within tolerance"),
+             (marker("cross", 14, 7, DIFFERS, 4), f"{names['received']}, differs from {names['expected']}")]
     if expected is not None:
-        items.append((line_symbol(EXPECTED, True, "square"), "expected"))
+        items.append((line_symbol(EXPECTED, True, "square"), names["expected"]))
+    if nan_seen:
+        items.append((marker("cross", 14, 7, DIFFERS, 3.5), "NaN or inf (on the top edge)"))
     parts = [svg("".join(body), fig["title"], fig["summary"]), legend(items)]
+    if fig.get("hidden") and finite(fig.get("decades")):
+        parts.append(draw_decades(fig))
     if fig.get("heat") is not None:
         parts.append(draw_heat(fig))
     elif fig.get("axes"):
         parts.append(draw_axes(fig))
     return "".join(parts)
+
+
+def decade_label(k: float) -> str:
+    return f"≥1e{DECADE_HIGH}" if k >= DECADE_HIGH else f"1e{int(k)}"
+
+
+def draw_decades(fig: dict[str, Any]) -> str:
+    """A hidden figure's sampled elements: the power of ten of each differing one's relative error, as a bar."""
+    decades = fig["decades"]
+    shown = finite(decades)
+    lo, hi = min(shown) - 1, max(max(shown), min(shown) + 2)
+    height = 170
+    frame = Frame(-0.5, len(decades) - 0.5, lo, hi + 1, height=height)  # a bar's width each side of its index
+    frame.ylo, frame.yhi = lo, hi + 1  # whole powers of ten, no padding
+    body = [frame.axes("element (the same sample)", "rel. error", xticks=[],
+                       ytick_text=lambda t: decade_label(t))]
+    width = max(0.6, (frame.right_edge - LEFT) / max(1, len(decades)) - 1)
+    for i, k in enumerate(decades):
+        if k is None:
+            continue
+        x, y = frame.x(i), frame.y(k + 1)
+        body.append(f'<rect class="ng-data" x="{x - width / 2:.1f}" y="{y:.1f}" width="{width:.1f}"'
+                    f' height="{frame.bottom - y:.1f}" fill="{DIFFERS}"/>')
+    desc = (f"For each differing element of the sample, the power of ten of its relative error |yours - expected| /"
+            f" |expected|: the largest shown is {decade_label(max(shown))} (a band, never a value:"
+            " the expected values are not shown).")
+    return (svg("".join(body), f"{fig['title']}: how far off", desc, height)
+            + legend([(f'<rect x="7" y="1" width="12" height="12" fill="{DIFFERS}"/>',
+                       "bar up to 1eK: the relative error is between 1e(K-1) and 1eK")]))
 
 
 def heat_colour(t: float) -> str:
@@ -206,45 +350,78 @@ def heat_colour(t: float) -> str:
     return f"rgb({r},{g},{b})"
 
 
-def draw_heat(fig: dict[str, Any]) -> str:
-    heat = fig["heat"]
-    values = heat["values"]
+def heat_grid(values: list[list[float | None]], colour_of: Any, differs: list[list[int]] | None, left: float,
+              top: float, size: float, block: list[int]) -> list[str]:
+    """The cells of a heat map, outlined where they differ, with row and column index labels that keep apart."""
     rows, cols = len(values), len(values[0])
-    top, left = 24, LEFT
-    size = min((WIDTH - left - 90) / cols, 320 / rows, 28)
-    height = int(top + rows * size + 40)
-    peak = max((v for row in values for v in row if v is not None), default=0.0) or 1.0
-    br, bc = heat["block"]
-    body = [f'<text x="{left}" y="16" font-size="12">{esc(heat["measure"])} by '
-            f'{"element" if br == bc == 1 else f"block of {br} x {bc}"} (rows: axis 0, columns: axis 1)</text>']
+    br, bc = block
+    body = []
     for i, row in enumerate(values):
         for j, v in enumerate(row):
             x, y = left + j * size, top + i * size
-            colour = heat_colour((v or 0.0) / peak)
-            body.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{size:.1f}" height="{size:.1f}" fill="{colour}"'
-                        ' stroke="#ddd" stroke-width="0.5"/>')
-            if heat["differs"][i][j]:
-                body.append(f'<rect x="{x + 1.2:.1f}" y="{y + 1.2:.1f}" width="{size - 2.4:.1f}"'
+            body.append(f'<rect class="ng-data" x="{x:.1f}" y="{y:.1f}" width="{size:.1f}" height="{size:.1f}"'
+                        f' fill="{colour_of(v)}" stroke="#ddd" stroke-width="0.5"/>')
+            if differs is not None and differs[i][j]:
+                body.append(f'<rect class="ng-data" x="{x + 1.2:.1f}" y="{y + 1.2:.1f}" width="{size - 2.4:.1f}"'
                             f' height="{size - 2.4:.1f}" fill="none" stroke="{DIFFERS}" stroke-width="2"/>')
-    for i in range(0, rows, max(1, rows // 6)):
-        body.append(f'<text x="{left - 4}" y="{top + (i + 0.5) * size + 4:.1f}" font-size="11"'
-                    f' text-anchor="end">{i * br}</text>')
-    for j in range(0, cols, max(1, cols // 8)):
-        body.append(f'<text x="{left + (j + 0.5) * size:.1f}" y="{top + rows * size + 14:.1f}" font-size="11"'
-                    f' text-anchor="middle">{j * bc}</text>')
-    sx = left + cols * size + 16
-    for k in range(10):
-        body.append(f'<rect x="{sx:.1f}" y="{top + (9 - k) * 12:.1f}" width="14" height="12"'
-                    f' fill="{heat_colour((k + 0.5) / 10)}"/>')
-    body.append(f'<text x="{sx + 18:.1f}" y="{top + 10}" font-size="11">{num(peak)}</text>'
-                f'<text x="{sx + 18:.1f}" y="{top + 120}" font-size="11">0</text>')
+    every = max(1, math.ceil((SMALL + 2) / size))
+    for i in range(0, rows, every):
+        body.append(text(left - 4, top + (i + 0.5) * size + 4, str(i * br), SMALL, anchor="end"))
+    columns = [(left + (j + 0.5) * size, str(j * bc)) for j in range(cols)]
+    for x, label in spaced(columns, SMALL, gap=4):
+        body.append(text(x, top + rows * size + 14, label, SMALL, anchor="middle"))
+    return body
+
+
+def draw_heat(fig: dict[str, Any]) -> str:
+    """The 2-D heat map: the largest absolute error by block, or (hidden) the power of ten of the relative error."""
+    heat = fig["heat"]
+    values = heat["values"]
+    rows, cols = len(values), len(values[0])
+    decades = "power of ten" in heat["measure"]
+    top, left = 30, 44
+    size = min((WIDTH - left - 78) / cols, 300 / rows, 24)
+    height = top + rows * size + 24
+    br, bc = heat["block"]
+    what = "element" if br == bc == 1 else f"block of {br} x {bc}"
+    body = [text(4, 16, f"{heat['measure']} by {what}", anchor="start")]
+    sx = left + cols * size + 14
+    if decades:
+        present = sorted({int(v) for row in values for v in row if v is not None})
+        lo, hi = (present[0], present[-1]) if present else (0, 0)
+
+        def colour(v: float | None) -> str:
+            return "#ffffff" if v is None else heat_colour((v - lo + 1) / (hi - lo + 1))
+
+        scale = list(range(lo, hi + 1))[-10:]
+        for k, d in enumerate(reversed(scale)):
+            body.append(f'<rect x="{sx:.1f}" y="{top + k * 14:.1f}" width="14" height="14" fill="{colour(d)}"'
+                        ' stroke="#999" stroke-width="0.5"/>')
+            if k % max(1, math.ceil(len(scale) / 8)) == 0:
+                body.append(text(sx + 18, top + k * 14 + 11, decade_label(d + 1), SMALL))
+        height = max(height, top + len(scale) * 14 + 8)
+        scale_text = f"darker: a larger relative error (up to {decade_label(hi + 1)}); white: no value differs"
+    else:
+        peak = max((v for row in values for v in row if v is not None), default=0.0) or 1.0
+
+        def colour(v: float | None) -> str:
+            return heat_colour((v or 0.0) / peak)
+
+        for k in range(10):
+            body.append(f'<rect x="{sx:.1f}" y="{top + (9 - k) * 12:.1f}" width="14" height="12"'
+                        f' fill="{heat_colour((k + 0.5) / 10)}"/>')
+        body.append(text(sx + 18, top + 10, num(peak), SMALL) + text(sx + 18, top + 120, "0", SMALL))
+        height = max(height, top + 128)
+        scale_text = f"darker: larger {heat['measure']} (scale 0 to {num(peak)})"
+    differs = [[int(d is not None) for d in row] for row in heat["decades"]]  # a block holds differing values
+    body.extend(heat_grid(values, colour, differs, left, top, size, heat["block"]))
     desc = (f"Heat map of the {heat['measure']} of {fig['key']} over its {fig['shape'][0]} x {fig['shape'][1]}"
-            f" elements; outlined blocks hold values that differ. " + (follows_text(fig) or ""))
+            f" elements (rows: axis 0, columns: axis 1); outlined blocks hold values that differ. "
+            + follows_text(fig))
     return (svg("".join(body), f"{fig['title']}: where the error is", desc, height)
             + legend([(f'<rect x="7" y="1" width="12" height="12" fill="{heat_colour(0.7)}" stroke="{DIFFERS}"'
                        ' stroke-width="2"/>', "outlined: the block holds differing values"),
-                      (f'<rect x="7" y="1" width="12" height="12" fill="{heat_colour(1)}"/>',
-                       f"darker: larger {heat['measure']} (scale 0 to {num(peak)})")]))
+                      (f'<rect x="7" y="1" width="12" height="12" fill="{heat_colour(1)}"/>', scale_text)]))
 
 
 def follows_text(fig: dict[str, Any]) -> str:
@@ -261,34 +438,34 @@ def draw_axes(fig: dict[str, Any]) -> str:
     """
     axes = fig["axes"]
     magnitude = all("error" in ax for ax in axes)
-    band = 64
-    height = 20 + band * len(axes) + 10
+    band = 66
+    height = 10 + band * len(axes) + 6
     body = []
     follows = (fig.get("follows") or {}).get("axis")
     for k, ax in enumerate(axes):
-        top = 20 + k * band
+        top = 10 + k * band
         fr = ax["fraction"]
         values = ax["error"] if magnitude else fr
         peak = max(values) or 1.0
         width = (WIDTH - LEFT - RIGHT) / max(1, len(fr))
-        label = f"axis {ax['axis']} ({ax['size']})" + (" ← error follows" if ax["axis"] == follows else "")
-        body.append(f'<text x="4" y="{top + 12}" font-size="12">{esc(label)}</text>')
+        label = f"axis {ax['axis']} ({ax['size']} indices)"
         if magnitude:
-            body.append(f'<text x="{WIDTH - RIGHT}" y="{top + 12}" font-size="11" text-anchor="end">'
-                        f'largest mean |error| {num(peak)}</text>')
+            label += f", largest mean |error| {num(peak)}"
+        if ax["axis"] == follows:
+            label += " ← the error follows it"
+        body.append(text(4, top + 12, label, SMALL))
         base = top + band - 14
         body.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{base}" y2="{base}" stroke="#888"/>')
         for i, (v, f) in enumerate(zip(values, fr)):
-            h = v / peak * (band - 30)
+            h = v / peak * (band - 32)
             colour = DIFFERS if f > 0.5 else RECEIVED
             outline = ' stroke="#000" stroke-width="1"' if f > 0.5 else ""
-            body.append(f'<rect x="{LEFT + i * width + 1:.1f}" y="{base - h:.1f}" width="{max(1.0, width - 2):.1f}"'
-                        f' height="{h:.1f}" fill="{colour}"{outline}/>')
-        body.append(f'<text x="{LEFT - 4}" y="{base + 11}" font-size="10" text-anchor="end">0</text>'
-                    f'<text x="{WIDTH - RIGHT}" y="{base + 11}" font-size="10" text-anchor="end">'
-                    f'{ax["size"] - 1}</text>')
+            body.append(f'<rect class="ng-data" x="{LEFT + i * width + 1:.1f}" y="{base - h:.1f}"'
+                        f' width="{max(1.0, width - 2):.1f}" height="{h:.1f}" fill="{colour}"{outline}/>')
+        body.append(text(LEFT - 4, base + 11, "0", 10, anchor="end")
+                    + text(WIDTH - RIGHT, base + 11, str(ax["size"] - 1), 10, anchor="end"))
     measure = "the mean absolute error" if magnitude else "the fraction of differing values"
-    desc = (f"Per axis, {measure} at each index (full height: the most of that axis). {follows_text(fig)}")
+    desc = f"Per axis, {measure} at each index (full height: the most of that axis). {follows_text(fig)}"
     return (svg("".join(body), f"{fig['title']}: which axis the error follows", desc, height)
             + legend([(f'<rect x="7" y="1" width="12" height="12" fill="{DIFFERS}" stroke="#000"/>',
                        "over half of the values at that index differ (outlined)"),
@@ -297,12 +474,16 @@ def draw_axes(fig: dict[str, Any]) -> str:
 
 
 def draw_trajectory(fig: dict[str, Any]) -> str:
+    """The values after each step (the expected ones dashed, unless hidden), names in the gutter; then the ratios."""
     steps = fig["steps"]
-    values = [v for s in fig["series"] for v in finite(s["received"]) + finite(s["expected"] or [])]
-    frame = Frame(steps[0] - 0.3, steps[-1] + 0.3, min(values, default=0.0), max(values, default=1.0))
+    series = fig["series"]
+    values = [v for s in series for v in finite(s["received"]) + finite(s["expected"])]
+    right = gutter_width([s["label"] for s in series])
+    frame = Frame(steps[0] - 0.3, steps[-1] + 0.3, min(values, default=0.0), max(values, default=1.0),
+                  right=right)
     body = [frame.axes("step", "value after the step", xticks=[float(s) for s in steps])]
-    items = []
-    for k, s in enumerate(fig["series"]):
+    items, ends = [], []
+    for k, s in enumerate(series):
         colour = SERIES[k % len(SERIES)]
         if s["expected"] is not None:
             body.append(polyline([(frame.x(t), frame.y(v)) for t, v in zip(steps, s["expected"]) if v is not None],
@@ -316,13 +497,47 @@ def draw_trajectory(fig: dict[str, Any]) -> str:
                 body.append(marker("cross" if bad else "circle", frame.x(t), frame.y(v), DIFFERS if bad else colour,
                                    4.5 if bad else 3))
         if pts:
-            body.append(f'<text x="{pts[-1][0] - 6:.1f}" y="{pts[-1][1] - 7:.1f}" font-size="11" text-anchor="end"'
-                        f' fill="{colour}">{esc(s["label"])}</text>')
+            ends.append((pts[-1][1], s["label"], colour))
         items.append((line_symbol(colour, False, "circle"), f"yours: {s['label']}"))
-    if fig["series"][0]["expected"] is not None:
+    body.append(gutter_labels(ends, frame.right_edge + 12, frame.height))
+    if series[0]["expected"] is not None:
         items.append((line_symbol(EXPECTED, True, "square"), "expected (dashed, hollow squares)"))
     items.append((marker("cross", 14, 7, DIFFERS, 4), "a step where yours differs"))
-    return svg("".join(body), fig["title"], fig["summary"]) + legend(items)
+    parts = [svg("".join(body), fig["title"], fig["summary"]), legend(items)]
+    if any(finite(s.get("ratio")) for s in series):
+        parts.append(draw_ratios(fig))
+    return "".join(parts)
+
+
+def draw_ratios(fig: dict[str, Any]) -> str:
+    """Per step, the ratio of what each step adds (or of the values), yours over expected, one line per component,
+    with the dotted line of 1 (equal)."""
+    steps, series = fig["steps"], fig["series"]
+    values = [v for s in series for v in finite(s.get("ratio"))] + [1.0]
+    labels = [s["label"] for s in series] + ["1: equal"]
+    right = gutter_width(labels)
+    height = 190
+    frame = Frame(steps[0] - 0.3, steps[-1] + 0.3, min(values), max(values), height=height, right=right)
+    body = [frame.axes("step", "yours / expected", xticks=[float(s) for s in steps])]
+    one = frame.y(1.0)
+    body.append(f'<line class="ng-data" x1="{LEFT}" x2="{frame.right_edge:.1f}" y1="{one:.1f}" y2="{one:.1f}"'
+                f' stroke="{EXPECTED}" stroke-width="1.2" stroke-dasharray="2 3"/>')
+    ends = [(one, "1: equal", EXPECTED)]
+    for k, s in enumerate(series):
+        colour = SERIES[k % len(SERIES)]
+        pts = [(frame.x(t), frame.y(v)) for t, v in zip(steps, s.get("ratio") or []) if v is not None]
+        body.append(polyline(pts, colour))
+        body.extend(marker("diamond", x, y, colour, 3.2) for x, y in pts)
+        if pts:
+            ends.append((pts[-1][1], s["label"], colour))
+    body.append(gutter_labels(ends, frame.right_edge + 12, frame.height))
+    hidden = " (two significant digits: the expected values are not shown)" if fig.get("hidden") else ""
+    what = fig.get("ratio_of", "the value after each step")
+    desc = f"Per step, {what}: yours divided by the expected{hidden}.{fig['summary'].split('.', 1)[-1]}"
+    return (svg("".join(body), f"{fig['title']}: yours / expected, per step", desc, height)
+            + legend([(marker("diamond", 14, 7, SERIES[0], 3.2), f"{what}: yours / expected{hidden}"),
+                      (f'<line x1="1" x2="27" y1="7" y2="7" stroke="{EXPECTED}" stroke-dasharray="2 3"/>',
+                       "1: the same as expected")]))
 
 
 def density_at(d: dict[str, Any], x: float) -> float:
@@ -349,22 +564,25 @@ def draw_histogram(fig: dict[str, Any]) -> str:
     body = [frame.axes(fig["value_label"], "count")]
     for k, c in enumerate(counts):
         x0, x1 = frame.x(edges[k]), frame.x(edges[k + 1])
-        body.append(f'<rect x="{x0:.1f}" y="{frame.y(c):.1f}" width="{max(0.5, x1 - x0 - 0.6):.1f}"'
+        body.append(f'<rect class="ng-data" x="{x0:.1f}" y="{frame.y(c):.1f}" width="{max(0.5, x1 - x0 - 0.6):.1f}"'
                     f' height="{frame.y(0) - frame.y(c):.1f}" fill="#9ecae1" stroke="{RECEIVED}" stroke-width="0.6"/>')
     if curve:
         body.append(polyline([(frame.x(x), frame.y(y)) for x, y in curve], EXPECTED, dashed=True, width=2))
     items = [(f'<rect x="4" y="2" width="20" height="10" fill="#9ecae1" stroke="{RECEIVED}"/>', "your values")]
     if d is not None:
         items.append((line_symbol(EXPECTED, True, None), f"expected {d['kind']} density (std {num(d['std'])})"))
+    name = fig.get("bound_label") or "bound"
+    names = []
     for b in fig["bounds"] or []:
         x = frame.x(b)
-        right = x > WIDTH / 2  # the label on the inner side of the line
-        body.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{HEIGHT - BOTTOM}" stroke="{BOUND}"'
-                    f' stroke-width="2" stroke-dasharray="2 3"/><text x="{x - 4 if right else x + 4:.1f}" y="{TOP + 12}"'
-                    f' font-size="11" text-anchor="{"end" if right else "start"}" fill="{BOUND}">bound {num(b)}</text>')
+        body.append(f'<line class="ng-data" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{frame.bottom}"'
+                    f' stroke="{BOUND}" stroke-width="2" stroke-dasharray="2 3"/>')
+        names.append((x, f"{name} {num(b)}"))
+    for x, label in spaced(names, SMALL):  # above the plot, where no bar or curve is
+        body.append(text(x, frame.top - 8, label, SMALL, anchor="middle", fill=BOUND))
     if fig["bounds"]:
         items.append((f'<line x1="14" x2="14" y1="1" y2="13" stroke="{BOUND}" stroke-width="2" stroke-dasharray="2 3"/>',
-                      "the bound a correct draw never passes"))
+                      "the bound a correct draw never passes" if name == "bound" else name))
     parts = [svg("".join(body), fig["title"], fig["summary"]), legend(items)]
     if fig["statistic"] is not None:
         parts.append(draw_statistic(fig["statistic"], fig["title"]))
@@ -376,33 +594,32 @@ def draw_statistic(s: dict[str, Any], title: str) -> str:
     vals = finite([s["value"], s["expected"], s["low"], s["high"]])
     lo, hi = min(vals), max(vals)
     span = (hi - lo) or 1.0
-    frame = Frame(lo - 0.1 * span, hi + 0.1 * span, 0, 1, height=96)
-    y = 44
+    frame = Frame(lo - 0.1 * span, hi + 0.1 * span, 0, 1, height=100)
+    y = 52
     hatch = "ng-hatch" + content_id(repr(sorted(s.items())), title)
     body = [f'<defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse"'
             f' patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="{BOUND}" stroke-width="2"/>'
             '</pattern></defs>',
-            f'<text x="4" y="14" font-size="12">{esc(s["name"])}</text>',
+            text(4, 14, s["name"]),
             f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y}" y2="{y}" stroke="#888"/>']
     if s["low"] is not None and s["high"] is not None:
         x0, x1 = frame.x(s["low"]), frame.x(s["high"])
-        body.append(f'<rect x="{x0:.1f}" y="{y - 9}" width="{max(1.0, x1 - x0):.1f}" height="18" fill="url(#{hatch})"'
-                    f' stroke="{BOUND}"/>')
-        for v, anchor in ((s["low"], "end"), (s["high"], "start")):
-            body.append(f'<text x="{frame.x(v) + (-3 if anchor == "end" else 3):.1f}" y="{y + 24}" font-size="11"'
-                        f' text-anchor="{anchor}">{num(v)}</text>')
+        body.append(f'<rect class="ng-data" x="{x0:.1f}" y="{y - 9}" width="{max(1.0, x1 - x0):.1f}" height="18"'
+                    f' fill="url(#{hatch})" stroke="{BOUND}"/>')
+        body.append(text(x0 - 3, y + 24, num(s["low"]), SMALL, anchor="end")
+                    + text(x1 + 3, y + 24, num(s["high"]), SMALL, anchor="start"))
     if s["expected"] is not None:
         x = frame.x(s["expected"])
-        body.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y - 14}" y2="{y + 14}" stroke="{EXPECTED}" stroke-width="2"'
-                    ' stroke-dasharray="3 2"/>')
+        body.append(f'<line class="ng-data" x1="{x:.1f}" x2="{x:.1f}" y1="{y - 11}" y2="{y + 11}" stroke="{EXPECTED}"'
+                    ' stroke-width="2" stroke-dasharray="3 2"/>')
     if s["value"] is not None:
         x = frame.x(s["value"])
-        body.append(marker("diamond", x, y, DIFFERS, 5) +
-                    f'<text x="{x:.1f}" y="{y - 14}" font-size="11" text-anchor="middle">yours {num(s["value"])}</text>')
+        body.append(marker("diamond", x, y, DIFFERS, 5) + text(x, y - 17, f"yours {num(s['value'])}", SMALL,
+                                                               anchor="middle"))
     inside = s["value"] is not None and s["low"] is not None and s["low"] <= s["value"] <= s["high"]
     desc = (f"{s['name']}: yours {num(s['value'])}, expected {num(s['expected'])}, allowed interval"
             f" [{num(s['low'])}, {num(s['high'])}]; yours is {'inside' if inside else 'outside'} it.")
-    return (svg("".join(body), f"{title}: {s['name']}", desc, 96)
+    return (svg("".join(body), f"{title}: {s['name']}", desc, 100)
             + legend([(f'<rect x="4" y="2" width="20" height="10" fill="url(#{hatch})" stroke="{BOUND}"/>',
                        "allowed interval"),
                       (f'<line x1="14" x2="14" y1="1" y2="13" stroke="{EXPECTED}" stroke-width="2"'
@@ -423,29 +640,96 @@ def draw_fit(fig: dict[str, Any]) -> str:
     w = fig["worst"]
     if w["x"] is not None and w["received"] is not None and w["target"] is not None:
         x = frame.x(w["x"])
-        body.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{frame.y(w["received"]):.1f}" y2="{frame.y(w["target"]):.1f}"'
-                    f' stroke="{DIFFERS}" stroke-width="2"/>' + marker("cross", x, frame.y(w["received"]), DIFFERS, 5))
-        body.append(f'<text x="{x + 8:.1f}" y="{frame.y(w["received"]) - 6:.1f}" font-size="11">largest error'
-                    f' {num(w["error"])}</text>')
+        body.append(f'<line class="ng-data" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.y(w["received"]):.1f}"'
+                    f' y2="{frame.y(w["target"]):.1f}" stroke="{DIFFERS}" stroke-width="2"/>'
+                    + marker("cross", x, frame.y(w["received"]), DIFFERS, 5))
     items = [(line_symbol(RECEIVED, False, None), "your g(x)"), (line_symbol(EXPECTED, True, None), "target f(x)"),
-             (marker("cross", 14, 7, DIFFERS, 4), "the largest error")]
+             (marker("cross", 14, 7, DIFFERS, 4), f"the largest error, {num(w['error'])} at x = {num(w['x'])}")]
     return svg("".join(body), fig["title"], fig["summary"]) + legend(items)
 
 
-DRAW = {"elements": draw_elements, "trajectory": draw_trajectory, "histogram": draw_histogram, "fit": draw_fit}
+def draw_shapes(fig: dict[str, Any]) -> str:
+    """Yours and the expected shape side by side, the last two axes as a rectangle to scale, the others written."""
+    height = 170
+    body = []
+    boxes = [("yours", fig["received"], fig.get("received_dtype"), DIFFERS),
+             ("expected", fig["expected"], fig.get("expected_dtype"), EXPECTED)]
+    dims = [(shape[-2] if len(shape) >= 2 else 1, shape[-1] if shape else 1) for _, shape, _, _ in boxes]
+    most = max(max(r, c) for r, c in dims) or 1
+    half = WIDTH / 2
+    for k, ((who, shape, dtype, colour), (rows, cols)) in enumerate(zip(boxes, dims)):
+        cx = half * k + half / 2
+        unit = 96 / most
+        w, h = max(6.0, cols * unit), max(6.0, rows * unit)
+        x, y = cx - w / 2, 40 + (96 - h) / 2
+        label = f"{who}: ({', '.join(str(n) for n in shape)}{',' if len(shape) == 1 else ''})"
+        body.append(text(cx, 18, label, FONT, anchor="middle", width=WIDTH, extra=' font-weight="600"'))
+        if dtype:
+            body.append(text(cx, 32, f"dtype {dtype}", SMALL, anchor="middle"))
+        dash = ' stroke-dasharray="6 4"' if k else ""
+        body.append(f'<rect class="ng-data" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}"'
+                    f' fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
+        lead = shape[:-2] if len(shape) > 2 else []
+        under = (f"{' x '.join(str(n) for n in lead)} of these; " if lead else "") + \
+                (f"{rows} x {cols}" if len(shape) >= 2 else (f"{cols} values" if shape else "one number"))
+        body.append(text(cx, 40 + 96 + 18, under, SMALL, anchor="middle"))
+    return svg("".join(body), fig["title"], fig["summary"], height) + legend(
+        [(f'<rect x="4" y="2" width="20" height="10" fill="none" stroke="{DIFFERS}" stroke-width="2"/>', "yours"),
+         (f'<rect x="4" y="2" width="20" height="10" fill="none" stroke="{EXPECTED}" stroke-width="2"'
+          ' stroke-dasharray="6 4"/>', "the shape asked for")])
 
 
-def figure_html(figure: dict[str, Any]) -> str:
-    """One ``<figure>``: the picture(s), a legend in words, the summary as caption.
+def draw_masks(fig: dict[str, Any]) -> str:
+    """Mask panels side by side: the fraction of each block's elements that were dropped."""
+    panels = fig["panels"]
+    gap = 16
+    each = (WIDTH - gap * (len(panels) + 1)) / max(1, len(panels))
+    body = []
+    height = 0.0
+    peak = max((v for panel in panels for row in panel["values"] for v in row if v is not None), default=0.0) or 1.0
+    for k, panel in enumerate(panels):
+        values = panel["values"]
+        rows, cols = len(values), len(values[0])
+        size = min((each - 30) / cols, 160 / rows)
+        left = gap + k * (each + gap) + 30
+        body.append(text(left - 30 + each / 2, 16, panel["label"], SMALL, anchor="middle"))
+        body.extend(heat_grid(values, lambda v: heat_colour((v or 0.0) / peak), None, left, 26, size, panel["block"]))
+        height = max(height, 26 + rows * size + 22)
+    return svg("".join(body), fig["title"], fig["summary"], height) + legend(
+        [(f'<rect x="7" y="1" width="12" height="12" fill="{heat_colour(1)}"/>',
+          f"darkest: {peak:.0%} of the block's elements dropped (the most of any block); white: none")])
 
-    An unknown kind (a newer grader's), or figure data that cannot be drawn (a
-    report file edited by hand), shows the summary alone: a page never fails
-    for one picture.
-    """
+
+DRAW = {"elements": draw_elements, "trajectory": draw_trajectory, "histogram": draw_histogram, "fit": draw_fit,
+        "shapes": draw_shapes, "masks": draw_masks}
+
+INSTRUCTOR_NOTE = ("Instructor's view of a hidden check: the expected values are drawn here; the student's"
+                   " picture leaves them out.")
+
+
+def one_figure(figure: dict[str, Any], classes: str = "ng-figure", heading: str = "") -> str:
     draw = DRAW.get(str(figure.get("kind")))
     summary = esc(figure.get("summary", ""))
     try:
         picture = draw(figure) if draw is not None else ""
     except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError):
         picture = '<p class="ng-note">(This picture could not be drawn from the report file.)</p>'
-    return f'<figure class="ng-figure">{picture}<figcaption>{summary}</figcaption></figure>'
+    which = f'<p class="ng-which">{esc(heading)}</p>' if heading else ""
+    return f'<figure class="{classes}">{which}{picture}<figcaption>{summary}</figcaption></figure>'
+
+
+def figure_html(figure: dict[str, Any], instructor: bool = False) -> str:
+    """The picture: one ``<figure>`` (the picture(s), a legend in words, the summary as caption), and beside it the
+    public case's figure when there is one (``figure["public"]``).
+
+    ``instructor``: the figure is a hidden check's full one (the dashboard), said so above it. An unknown kind
+    (a newer grader's), or figure data that cannot be drawn (a report file edited by hand), shows the summary
+    alone: a page never fails for one picture.
+    """
+    public = figure.get("public") if isinstance(figure.get("public"), dict) else None
+    heading = INSTRUCTOR_NOTE if instructor else ("Hidden case (yours)" if public is not None else "")
+    main = one_figure(figure, heading=heading)
+    if public is None:
+        return main
+    return (f'<div class="ng-figures">{main}'
+            f'{one_figure(public, "ng-figure ng-public", "Public case (your handout’s case pack)")}</div>')

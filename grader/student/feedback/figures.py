@@ -9,23 +9,36 @@ HTML report, the notebook, the dashboard) draws the same picture with
 alternative). Kinds:
 
 - ``elements``: received vs expected per element (a sample in flat order, the
-  differing ones marked), for 2-D outputs a heat map of the error by block,
-  and for every output of 2 or more axes the fraction of differing values per
-  index of each axis (``axes``), with the axis the error follows, if one does;
+  differing ones marked, each with the power of ten of its relative error), for
+  2-D outputs a heat map of the error by block, and for every output of 2 or
+  more axes the fraction of differing values per index of each axis (``axes``),
+  with the axis the error follows, if one does. The expected side is the
+  reference's result, or the student's own (central differences of their
+  forward, the input they were given: ``labels`` says which);
 - ``trajectory``: values after each step (running statistics, an optimiser's
-  parameters) received against expected, a few components;
+  parameters) received against expected, a few components, and per step the
+  ratio of what each step adds (``x_t - carry * x_(t-1)``), yours over expected;
 - ``histogram``: the student's samples over the expected density, with the
   distribution's bound and the judged statistic against its allowed interval;
-- ``fit``: an approximation's curve over its target, with the worst point.
+- ``fit``: an approximation's curve over its target, with the worst point;
+- ``shapes``: the shape (and dtype) received against the one asked for;
+- ``masks``: which elements a random mask dropped, as heat maps side by side.
 
-**Hidden checks** (``hidden=True``: expected values computed by the
-instructor's reference, live) keep nothing of the expected values beyond what
-the check's message already states (the first differing pair): no expected
-array, no error magnitudes, only the student's own values and *where* they
-differ (a heat map and axis summary of the fraction of differing values).
-Statistical figures hold the student's samples and the bounds the message
-states (which follow from the exercise's formula, not from a reference run),
-so they are the same hidden or not.
+**Hidden checks.** A check builds the *full* figure; where its expected values
+are the reference's results computed live (``from_reference`` and
+``Expected.live``: Gradescope, the course server, ``grade batch``), the student
+gets :func:`hidden_view` of it and the instructor the full one
+(``CheckResult.instructor_figure``). The rule, per kind (docs/feedback.md):
+a hidden figure holds the student's own values, *where* they differ, and
+relations to the expected values only coarsely: the power of ten of each
+relative error (an integer), and ratios to two significant digits. A student
+can always print their own values, so what protects an expected value is this
+coarseness: it leaves each one anywhere in a band at least 0.5% wide (a
+ratio to two digits) or as wide as the error itself (a power of ten), five
+thousand times the 1e-6 a check asks for. No expected array, no error
+magnitude, no difference is kept; the first differing pair stays (the message
+states it). Figures whose expected side is a formula (statistics, fit) or
+the student's own data are the same hidden or not.
 """
 
 from __future__ import annotations
@@ -43,8 +56,15 @@ MAX_CELLS = 24       # a heat map has at most MAX_CELLS x MAX_CELLS blocks
 MAX_AXIS = 48        # per-axis summaries keep at most this many indices (blocks of indices beyond)
 MAX_BINS = 40
 MAX_SERIES = 4       # components drawn in a trajectory
+MAX_MASK_CELLS = 20  # a mask panel has at most this many blocks per side
 FIT_POINTS = 201
 FOLLOWS_SPREAD = 0.5  # an axis "carries" the error when its per-index fractions differ by at least this
+DECADE_LOW, DECADE_HIGH = -12, 3   # relative errors are shown as powers of ten within these
+RATIO_DIGITS = 2     # hidden ratios keep this many significant digits
+CONSTANT_WITHIN = 0.02  # ratios within 2% of each other read as "one constant factor"
+
+YOURS = "yours"
+EXPECTED = "expected"
 
 
 def number(value: Any) -> float | None:
@@ -57,6 +77,13 @@ def number(value: Any) -> float | None:
 
 def numbers(values: Any) -> list[float | None]:
     return [number(v) for v in np.asarray(values, dtype=np.float64).ravel()]
+
+
+def two_digits(value: float | None) -> float | None:
+    """``value`` to RATIO_DIGITS significant digits (a hidden ratio): 0.8749 -> 0.87, 1.004 -> 1.0."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(f"{value:.{RATIO_DIGITS}g}")
 
 
 def differing(received: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> np.ndarray:
@@ -78,18 +105,23 @@ def sample_indices(mask: np.ndarray) -> np.ndarray:
     return np.unique(np.concatenate([stride, bad]))
 
 
-def block_reduce(values: np.ndarray, reduce: str) -> tuple[np.ndarray, tuple[int, int]]:
-    """A 2-D array cut into at most MAX_CELLS x MAX_CELLS blocks, each reduced by max or mean; (blocks, block size).
+def block_reduce(values: np.ndarray, reduce: str, cells: int = MAX_CELLS) -> tuple[np.ndarray, tuple[int, int]]:
+    """A 2-D array cut into at most ``cells`` x ``cells`` blocks, each reduced by max or mean; (blocks, block size).
 
-    The array is padded with NaN to whole blocks, so edge blocks reduce over their real values only.
+    The array is padded with NaN to whole blocks, so edge blocks reduce over their real values only; a block
+    of NaN alone reduces to NaN.
     """
     rows, cols = values.shape
-    br, bc = max(1, math.ceil(rows / MAX_CELLS)), max(1, math.ceil(cols / MAX_CELLS))
+    br, bc = max(1, math.ceil(rows / cells)), max(1, math.ceil(cols / cells))
     n_r, n_c = math.ceil(rows / br), math.ceil(cols / bc)
     padded = np.full((n_r * br, n_c * bc), np.nan)
     padded[:rows, :cols] = values
-    blocks = padded.reshape(n_r, br, n_c, bc)
-    out = np.nanmax(blocks, axis=(1, 3)) if reduce == "max" else np.nanmean(blocks, axis=(1, 3))
+    blocks = padded.reshape(n_r, br, n_c, bc).transpose(0, 2, 1, 3).reshape(n_r, n_c, br * bc)
+    out = np.full((n_r, n_c), np.nan)
+    present = ~np.all(np.isnan(blocks), axis=2)
+    if present.any():
+        pick = blocks[present]
+        out[present] = np.nanmax(pick, axis=1) if reduce == "max" else np.nanmean(pick, axis=1)
     return out, (br, bc)
 
 
@@ -98,8 +130,8 @@ def axis_summary(mask: np.ndarray, error: np.ndarray | None = None) -> list[dict
 
     Beyond MAX_AXIS indices, consecutive indices form blocks of ``step`` and a
     block shows its most affected index (the largest value), so one wrong
-    channel among hundreds still stands out. ``error`` (public checks only:
-    it is computed from the expected values) shows which indices carry the
+    channel among hundreds still stands out. ``error`` (computed from the
+    expected values: left out of a hidden figure) shows which indices carry the
     error when every value differs.
     """
     axes = []
@@ -148,17 +180,44 @@ def finite_error(received: np.ndarray, expected: np.ndarray, mask: np.ndarray) -
     return np.where(bad, np.where(mask, worst, 0.0), err)
 
 
+def relative_decades(received: np.ndarray, expected: np.ndarray, mask: np.ndarray, rtol: float,
+                     atol: float) -> np.ndarray:
+    """Per element, k with 10^k <= relative error < 10^(k+1), as floats; NaN where the element does not differ.
+
+    The relative error is |received - expected| / (|expected| + atol / rtol):
+    the tolerance's own scale, so a differing value's k is at least
+    log10(rtol). A NaN or inf where a finite value was expected (or the
+    reverse) counts as DECADE_HIGH; k is clipped to [DECADE_LOW, DECADE_HIGH].
+    """
+    r = np.asarray(received, dtype=np.float64)
+    e = np.asarray(expected, dtype=np.float64)
+    floor = atol / rtol if rtol > 0 else max(atol, 1e-300)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        rel = np.abs(r - e) / (np.abs(e) + floor)
+        k = np.floor(np.log10(rel))
+    k = np.where(np.isfinite(k), np.clip(k, DECADE_LOW, DECADE_HIGH), float(DECADE_HIGH))
+    return np.where(mask, k, np.nan)
+
+
+def decade_list(values: np.ndarray) -> list[int | None]:
+    return [None if not np.isfinite(v) else int(v) for v in np.asarray(values, dtype=np.float64).ravel()]
+
+
 def index_text(flat: int, shape: tuple[int, ...]) -> list[int]:
     return [int(i) for i in np.unravel_index(flat, shape)] if shape else []
 
 
 def elements_figure(
-    received: Any, expected: Any, rtol: float, atol: float, *, title: str, key: str, hidden: bool
+    received: Any, expected: Any, rtol: float, atol: float, *, title: str, key: str,
+    labels: dict[str, str] | None = None, from_reference: bool = True,
 ) -> dict[str, Any] | None:
-    """Received vs expected element by element (same shape only; None otherwise).
+    """Received vs expected element by element (same shape only; None otherwise): the full figure.
 
-    Hidden: ``expected`` and the error heat map's magnitudes are left out;
-    the first differing pair (which the message states) stays.
+    ``labels``: what the two sides are ({"received": "yours", "expected":
+    "expected"} by default; "central differences of your forward", "x as you
+    were given it" for the checks that compare the student with themselves).
+    ``from_reference``: the expected side is the reference's result (hidden
+    when graded live: :func:`hidden_view`).
     """
     r = np.asarray(received, dtype=np.float64)
     e = np.asarray(expected, dtype=np.float64)
@@ -171,35 +230,34 @@ def elements_figure(
         return None
     idx = sample_indices(mask)
     first = int(np.flatnonzero(flat_mask)[0])
+    decades = relative_decades(r, e, mask, rtol, atol)
     figure: dict[str, Any] = {
         "kind": "elements",
         "title": title,
         "key": key,
+        "labels": {"received": YOURS, "expected": EXPECTED, **(labels or {})},
+        "from_reference": from_reference,
         "shape": list(r.shape),
         "size": int(r.size),
         "count_differing": count,
-        "hidden": hidden,
+        "hidden": False,
         "index": [int(i) for i in idx],
         "received": numbers(r.ravel()[idx]),
-        "expected": None if hidden else numbers(e.ravel()[idx]),
+        "expected": numbers(e.ravel()[idx]),
         "differs": [bool(b) for b in flat_mask[idx]],
+        "decades": decade_list(decades.ravel()[idx]),
         "first": {"index": index_text(first, r.shape), "received": number(r.ravel()[first]),
                   "expected": number(e.ravel()[first])},
     }
     if r.ndim >= 2:
-        figure["axes"] = axis_summary(mask, None if hidden else finite_error(r, e, mask))
+        figure["axes"] = axis_summary(mask, finite_error(r, e, mask))
         figure["follows"] = error_follows(figure["axes"])
     if r.ndim == 2:
-        if hidden:
-            cells, block = block_reduce(mask.astype(np.float64), "mean")
-            measure = "fraction differing"
-        else:
-            cells, block = block_reduce(finite_error(r, e, mask), "max")
-            measure = "largest absolute error"
-        marked, _ = block_reduce(mask.astype(np.float64), "max")
-        figure["heat"] = {"measure": measure, "block": list(block),
-                          "values": [[float(f"{v:.3g}") for v in row] for row in cells],  # a colour: 3 digits
-                          "differs": [[int(v > 0) for v in row] for row in marked]}
+        cells, block = block_reduce(finite_error(r, e, mask), "max")
+        worst, _ = block_reduce(decades, "max")  # NaN (None) where no value of the block differs
+        figure["heat"] = {"measure": "largest absolute error", "block": list(block),
+                          "values": [[float(f"{v:.2g}") for v in row] for row in cells],  # a colour: 2 digits
+                          "decades": [decade_list(row) for row in worst]}
     figure["summary"] = elements_summary(figure)
     return figure
 
@@ -207,9 +265,14 @@ def elements_figure(
 def elements_summary(figure: dict[str, Any]) -> str:
     """The text alternative of an elements figure."""
     first = figure["first"]
+    labels = figure.get("labels") or {}
+    theirs = labels.get("expected", EXPECTED)
     where = f" at index {tuple(first['index'])}" if first["index"] else ""
-    text = (f"{figure['key']}: {figure['count_differing']} of {figure['size']} values differ from the expected ones;"
+    text = (f"{figure['key']}: {figure['count_differing']} of {figure['size']} values differ from {theirs};"
             f" the first{where} is {fmt(first['received'])} where {fmt(first['expected'])} was expected.")
+    worst = max((d for d in figure.get("decades") or [] if d is not None), default=None)
+    if worst is not None:
+        text += f" The largest relative error shown is {decade_text(worst)}."
     follows = figure.get("follows")
     if follows is not None:
         listed = ", ".join(str(i) for i in follows["indices"]) + (f" and {follows['more']} more" if follows["more"] else "")
@@ -218,8 +281,16 @@ def elements_summary(figure: dict[str, Any]) -> str:
     elif figure.get("axes"):
         text += " The error is spread over every axis rather than following one."
     if figure["hidden"]:
-        text += " (Hidden check: only your values and where they differ are shown.)"
+        text += (" (Hidden check: your values, where they differ and how far off in powers of ten; the expected"
+                 " values are not shown.)")
     return text
+
+
+def decade_text(k: int) -> str:
+    """The band of relative errors a power of ten stands for: 'between 1e-3 and 1e-2', 'at least 1e3'."""
+    if k >= DECADE_HIGH:
+        return f"at least 1e{DECADE_HIGH} (or NaN)"
+    return f"between 1e{k} and 1e{k + 1}"
 
 
 def fmt(value: float | None) -> str:
@@ -242,16 +313,49 @@ def step_series(keys: list[str]) -> dict[str, list[str]] | None:
     return {name: [k for _, k in sorted(v)] for name, v in groups.items()}
 
 
+def step_ratios(received: list[float], expected: list[float], carry: float,
+                start: float | None) -> list[float | None]:
+    """Per step t, (r_t - carry * r_(t-1)) / (e_t - carry * e_(t-1)): what each step adds, yours over expected.
+
+    carry 0: the values themselves; 1: each step's change (an optimiser); 1 - momentum: what a running average
+    takes in at each step. ``start`` is the value before step 1 (None: step 1 has no ratio). None where the
+    expected step adds (next to) nothing.
+    """
+    out: list[float | None] = []
+    before_r = before_e = start
+    for r, e in zip(received, expected):
+        if carry and before_r is None:
+            out.append(None)
+        else:
+            num = r - carry * (before_r or 0.0)
+            den = e - carry * (before_e or 0.0)
+            scale = max(abs(e), abs(carry * (before_e or 0.0)), 1e-300)
+            out.append(number(num / den) if math.isfinite(num) and abs(den) > 1e-12 * scale else None)
+        before_r, before_e = r, e
+    return out
+
+
+def ratio_words(carry: float) -> str:
+    """What a trajectory's ratio is of, in words."""
+    if carry == 0.0:
+        return "the value after each step"
+    if carry == 1.0:
+        return "the change each step makes"
+    return f"what each step adds (x_t - {carry:g} x_(t-1))"
+
+
 def trajectory_figure(
     received: dict[str, Any], expected: dict[str, Any], keys: list[str], rtol: float, atol: float, *,
-    title: str, hidden: bool,
+    title: str, carry: float = 0.0, starts: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """Values after each step, received vs expected, for the series whose first differing step comes first.
 
     ``keys`` are <name>_<step> outputs; components drawn: the first differing
     one and the first few others (MAX_SERIES). None when the keys are not steps
     or shapes differ. ``atol`` is scaled by each step's expected values, as
-    ``Compare`` does.
+    ``Compare`` does. Each component also keeps :func:`step_ratios` with
+    ``carry`` and the value before the first step (``starts[name]``, a number or
+    an array of the series' shape; absent: no ratio at step 1).
     """
     groups = step_series(keys)
     if groups is None:
@@ -274,6 +378,7 @@ def trajectory_figure(
     width = int(np.asarray(received[series_keys[0]]).size)
     components = [component] + [c for c in range(width) if c != component][: MAX_SERIES - 1]
     shape = np.shape(received[series_keys[0]])
+    start = (starts or {}).get(name)
     series = []
     for c in components:
         rs = [np.asarray(received[k], dtype=np.float64).ravel()[c] for k in series_keys]
@@ -281,25 +386,57 @@ def trajectory_figure(
         scales = [scale_of(expected[k]) for k in series_keys]
         marks = [bool(differing(np.array(a), np.array(b), rtol, atol * sc)) for a, b, sc in zip(rs, es, scales)]
         label = f"{name}[{', '.join(str(i) for i in index_text(c, shape))}]" if shape else name
-        series.append({"label": label, "received": numbers(rs), "expected": None if hidden else numbers(es),
-                       "differs": marks})
+        before = None if start is None else float(np.broadcast_to(np.asarray(start, dtype=np.float64), shape).ravel()[c]
+                                                  if shape else np.asarray(start, dtype=np.float64).ravel()[0])
+        series.append({"label": label, "received": numbers(rs), "expected": numbers(es), "differs": marks,
+                       "ratio": step_ratios(rs, es, carry, before)})
     first_step = next(i for i, d in enumerate(series[0]["differs"]) if d)
     figure = {
         "kind": "trajectory",
         "title": title,
+        "from_reference": True,
+        "hidden": False,
         "steps": list(range(1, len(series_keys) + 1)),
         "series": series,
-        "hidden": hidden,
+        "ratio_of": ratio_words(carry),
+        "carry": carry,
         "first": {"step": first_step + 1, "label": series[0]["label"], "received": series[0]["received"][first_step],
                   "expected": number(component_at(expected[series_keys[first_step]], component))},
     }
-    figure["summary"] = (
-        f"{series[0]['label']} after each of {len(series_keys)} steps: yours first leaves the expected trajectory"
-        f" at step {first_step + 1} ({fmt(figure['first']['received'])} where {fmt(figure['first']['expected'])}"
-        f" was expected); {sum(series[0]['differs'])} of {len(series_keys)} steps differ."
-        + (" (Hidden check: only your trajectory and the steps where it differs are shown.)" if hidden else "")
-    )
+    figure["summary"] = trajectory_summary(figure)
     return figure
+
+
+def ratio_reading(figure: dict[str, Any]) -> str:
+    """The ratios in words: one constant factor at every step, or where they go."""
+    values = [v for s in figure["series"] for v in s.get("ratio") or [] if v is not None]
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    what = figure.get("ratio_of", "the value")
+    if lo > 0 and hi <= lo * (1 + CONSTANT_WITHIN):
+        factor = two_digits((lo + hi) / 2)
+        if factor == 1.0:
+            return f" Per step, {what} is yours over expected 1.0 (within two digits) at every step shown."
+        return (f" Per step, {what}, yours over expected: one constant factor {factor:g} at every step and"
+                f" component shown.")
+    first = next((v for v in figure["series"][0].get("ratio") or [] if v is not None), None)
+    last = next((v for v in reversed(figure["series"][0].get("ratio") or []) if v is not None), None)
+    return (f" Per step, {what}, yours over expected: from {fmt(first)} to {fmt(last)} for"
+            f" {figure['series'][0]['label']} (between {fmt(lo)} and {fmt(hi)} over the components shown).")
+
+
+def trajectory_summary(figure: dict[str, Any]) -> str:
+    s0, first = figure["series"][0], figure["first"]
+    steps = len(figure["steps"])
+    text = (f"{s0['label']} after each of {steps} steps: yours first leaves the expected trajectory"
+            f" at step {first['step']} ({fmt(first['received'])} where {fmt(first['expected'])}"
+            f" was expected); {sum(s0['differs'])} of {steps} steps differ.")
+    text += ratio_reading(figure)
+    if figure["hidden"]:
+        text += (" (Hidden check: your trajectory and the ratios to two digits are shown, not the expected"
+                 " values.)")
+    return text
 
 
 def component_at(value: Any, component: int) -> float:
@@ -310,14 +447,17 @@ def component_at(value: Any, component: int) -> float:
 def histogram_figure(
     samples: Any, *, title: str, density: dict[str, Any] | None, bounds: list[float] | None = None,
     statistic: dict[str, Any] | None = None, summary: str = "", value_label: str = "value",
+    bound_label: str = "bound",
 ) -> dict[str, Any]:
     """A histogram of the student's samples (MAX_BINS bins) over the expected density.
 
     ``density``: {"kind": "normal" | "uniform", "mean", "std"}: the distribution
     the samples should follow (drawn as counts per bin: n * binwidth * pdf).
-    ``bounds``: values a correct sample never leaves (a uniform's [-a, a]).
-    ``statistic``: {"name", "value", "expected", "low", "high"}: the judged
-    statistic and its allowed interval (as the message states them).
+    ``bounds``: values a correct sample never leaves (a uniform's [-a, a]), or
+    the one value every sample should take (dropout's y / x = 1 / (1 - p)),
+    named ``bound_label``. ``statistic``: {"name", "value", "expected", "low",
+    "high"}: the judged statistic and its allowed interval (as the message
+    states them).
     """
     w = np.asarray(samples, dtype=np.float64).ravel()
     w = w[np.isfinite(w)]
@@ -336,6 +476,7 @@ def histogram_figure(
     figure = {
         "kind": "histogram",
         "title": title,
+        "from_reference": False,
         "value_label": value_label,
         "n": int(w.size),
         "edges": numbers(edges),
@@ -343,6 +484,7 @@ def histogram_figure(
         "density": None if density is None else {"kind": density["kind"], "mean": number(density["mean"]),
                                                  "std": number(density["std"])},
         "bounds": None if bounds is None else [number(b) for b in bounds],
+        "bound_label": bound_label,
         "statistic": None if statistic is None else {
             "name": str(statistic["name"]),
             **{k: number(statistic[k]) for k in ("value", "expected", "low", "high")},
@@ -367,7 +509,7 @@ def histogram_summary(figure: dict[str, Any]) -> str:
 
 
 def fit_figure(
-    x: Any, received: Any, target: Any, *, title: str, full_marks_error: float, hidden: bool = False
+    x: Any, received: Any, target: Any, *, title: str, full_marks_error: float,
 ) -> dict[str, Any]:
     """An approximation's curve g(x) over the target f(x) on the grid, at most FIT_POINTS points, and the worst point.
 
@@ -385,7 +527,8 @@ def fit_figure(
     figure = {
         "kind": "fit",
         "title": title,
-        "hidden": hidden,
+        "from_reference": False,
+        "hidden": False,
         "x": numbers(xs[keep]),
         "received": numbers(ys[keep]),
         "target": numbers(ts[keep]),
@@ -399,3 +542,78 @@ def fit_figure(
         f" {fmt(full_marks_error)}."
     )
     return figure
+
+
+def shapes_figure(received: Any, expected: Any, *, title: str, key: str, received_dtype: str | None = None,
+                  expected_dtype: str | None = None) -> dict[str, Any]:
+    """The shape (and dtype) received against the one asked for; says when it is the expected one transposed.
+
+    An expected shape is the contract's (the message states it): the figure is the same hidden or not.
+    """
+    got, want = [int(n) for n in received], [int(n) for n in expected]
+    if got == want and received_dtype != expected_dtype:
+        what = f"the shape {tuple(want)} is right; the dtype is {received_dtype}, not {expected_dtype}"
+    elif len(got) == len(want) >= 2 and got == want[::-1]:
+        what = f"your {key} has shape {tuple(got)}: the expected {tuple(want)} transposed"
+    elif sorted(got) == sorted(want) and got != want:
+        what = f"your {key} has shape {tuple(got)}: the axes of the expected {tuple(want)} in another order"
+    elif math.prod(got) == math.prod(want):
+        what = f"your {key} has shape {tuple(got)}: as many values as the expected {tuple(want)}, laid out otherwise"
+    elif len(got) > len(want):
+        what = (f"your {key} has shape {tuple(got)}, {len(got) - len(want)} axis more than the expected"
+                f" {tuple(want)}: a sum or mean over an axis left out?")
+    else:
+        what = f"your {key} has shape {tuple(got)}; expected {tuple(want)}"
+    return {
+        "kind": "shapes", "title": title, "key": key, "from_reference": False, "hidden": False,
+        "received": got, "expected": want, "received_dtype": received_dtype, "expected_dtype": expected_dtype,
+        "summary": f"Shapes: {what}.",
+    }
+
+
+def masks_figure(panels: list[tuple[str, Any]], *, title: str, summary: str) -> dict[str, Any]:
+    """Which elements random masks dropped (``panels``: (label, 0/1 array of dropped)), side by side.
+
+    Each mask is cut into at most MAX_MASK_CELLS x MAX_MASK_CELLS blocks, each
+    the fraction of its elements dropped: two identical masks look identical,
+    a mask shared by every row shows columns. The masks are the student's own.
+    """
+    shown = []
+    for label, mask in panels:
+        m = np.asarray(mask, dtype=np.float64)
+        m = m.reshape(m.shape[0], -1) if m.ndim >= 2 else m.reshape(1, -1)
+        cells, block = block_reduce(m, "mean", MAX_MASK_CELLS)
+        shown.append({"label": label, "shape": list(np.shape(mask)), "block": list(block),
+                      "values": [[round(float(v), 3) for v in row] for row in cells]})
+    return {"kind": "masks", "title": title, "from_reference": False, "hidden": False, "panels": shown,
+            "summary": summary}
+
+
+def hidden_view(figure: dict[str, Any]) -> dict[str, Any]:
+    """What a student may see of a full figure whose expected values are the reference's, computed live.
+
+    elements: the expected sample, the error magnitudes (heat map, axis
+    summary) are left out; the heat map shows the power of ten of the largest
+    relative error per block instead. trajectory: the expected trajectories are
+    left out; the ratios keep two significant digits. The first differing pair
+    (stated by the message) and the public case (``figure["public"]``: data of
+    the handout's case pack) stay. A figure whose expected side is no
+    reference run (``from_reference`` false) comes back as it is.
+    """
+    if not figure.get("from_reference"):
+        return figure
+    view = dict(figure, hidden=True)
+    if figure["kind"] == "elements":
+        view["expected"] = None
+        if figure.get("axes"):
+            view["axes"] = [{k: v for k, v in axis.items() if k != "error"} for axis in figure["axes"]]
+        if figure.get("heat"):
+            heat = figure["heat"]
+            view["heat"] = {"measure": "relative error (power of ten)", "block": heat["block"],
+                            "values": heat["decades"], "decades": heat["decades"]}
+        view["summary"] = elements_summary(view)
+    elif figure["kind"] == "trajectory":
+        view["series"] = [dict(s, expected=None, ratio=[two_digits(v) for v in s.get("ratio") or []])
+                          for s in figure["series"]]
+        view["summary"] = trajectory_summary(view)
+    return view

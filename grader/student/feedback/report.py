@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import IO, Any
@@ -163,25 +165,142 @@ def once_per_traceback(lines: list[str], seen: set[tuple[str, ...]]) -> list[str
     return out
 
 
-def exercise_details(ex: ExerciseResult) -> list[str]:
+# The case a message was seen in, as the grader writes it before an exercise-level reason ("case 'main': ...").
+CASE_PREFIX = re.compile(r"^case '[^'\n]*': ")
+HEADLINE_CHARS = 120
+
+
+def cause_key(message: str) -> str:
+    """What a message says, without the case it was seen in: two messages with the same key state one cause
+    (a kernel file that does not build, as an exercise's reason and as each of its checks' message)."""
+    return CASE_PREFIX.sub("", message.strip(), count=1)
+
+
+def headline(message: str) -> str:
+    """The first line of a message's cause, cut to HEADLINE_CHARS: how a cause is named where it is not repeated."""
+    first = next((line.strip() for line in cause_key(message).splitlines() if line.strip()), "")
+    for tail in ("; the compiler says:", ":"):
+        if first.endswith(tail):
+            first = first[: -len(tail)]
+    return first if len(first) <= HEADLINE_CHARS else first[: HEADLINE_CHARS - 3] + "..."
+
+
+@dataclass
+class Cause:
+    """One message that several exercises share (their own reason or a failing check's): shown once."""
+
+    key: str
+    text: str
+    exercises: list[str] = field(default_factory=list)
+    checks: dict[str, list[str]] = field(default_factory=dict)  # exercise id -> the checks that say it
+
+    @property
+    def headline(self) -> str:
+        return headline(self.text)
+
+    def check_names(self) -> list[str]:
+        """The names of the checks that say it, each once, in the order they appear."""
+        return list(dict.fromkeys(n for ex in self.exercises for n in self.checks.get(ex, [])))
+
+    def places(self) -> str:
+        """'kernels.relu_forward, kernels.relu_backward, and their checks values, zeros': where the cause shows."""
+        names = self.check_names()
+        return ", ".join(self.exercises) + (f", and their checks {', '.join(names)}" if names else "")
+
+
+def messages_of(ex: ExerciseResult) -> list[tuple[str | None, str]]:
+    """(check name or None for the exercise's own reason, message) of what a report says about ``ex``."""
+    found: list[tuple[str | None, str]] = [(None, ex.message)] if ex.message.strip() else []
+    if ex.status != "not_implemented":
+        found += [(c.name, c.message) for c in ex.checks if not c.passed and c.message.strip()]
+    return found
+
+
+def shared_causes(report: GradeReport) -> dict[str, Cause]:
+    """The messages (by :func:`cause_key`) that two or more of the report's exercises short of full marks share,
+    in report order: each is said in full once, and pointed at from the others."""
+    causes: dict[str, Cause] = {}
+    for ex in report.exercises:
+        if exercise_label(ex)[0] == STATUS_LABELS["passed"][0]:
+            continue
+        for name, message in messages_of(ex):
+            cause = causes.setdefault(cause_key(message), Cause(cause_key(message), cause_key(message)))
+            if ex.id not in cause.exercises:
+                cause.exercises.append(ex.id)
+            if name is not None:
+                cause.checks.setdefault(ex.id, []).append(name)
+    return {key: cause for key, cause in causes.items() if len(cause.exercises) >= 2}
+
+
+def check_groups(ex: ExerciseResult) -> list[list[CheckResult]]:
+    """The failing checks of ``ex``, those with the same message (and mistake) and no picture as one group, in
+    the exercise's order: several checks failing for one reason are one entry."""
+    groups: list[list[CheckResult]] = []
+    by_key: dict[tuple[str, str | None], list[CheckResult]] = {}
+    for check in ex.checks:
+        if check.passed:
+            continue
+        if check.figure is not None:
+            groups.append([check])
+            continue
+        key = (cause_key(check.message), check.misconception)
+        if key in by_key:
+            by_key[key].append(check)
+        else:
+            by_key[key] = [check]
+            groups.append(by_key[key])
+    return groups
+
+
+def group_points(group: list[CheckResult]) -> str:
+    """'0/8': the points of a group of checks together."""
+    return f"{format_score(sum(c.score for c in group))}/{format_score(sum(c.max_score for c in group))}"
+
+
+def group_heading(group: list[CheckResult]) -> str:
+    """'values, zeros, small_n (0/8)': the checks of a group and their points together."""
+    return f"{', '.join(c.name for c in group)} ({group_points(group)})"
+
+
+def exercise_details(ex: ExerciseResult, causes: Mapping[str, Cause] | None = None,
+                     said: dict[str, str] | None = None) -> list[str]:
     """What is wrong with one exercise, unindented: its message, failing checks, the student's output.
 
     A traceback shared by several checks (one crash seen by many) is printed
-    once. The tail of what the student's code printed closes every exercise
-    that did not pass.
+    once; checks failing with the same message are one entry. Given the
+    report's shared ``causes`` and ``said`` (cause key -> the exercise that said
+    it in full), a cause another exercise already said is one line pointing
+    there, and the first to say it names every exercise it is behind. The tail
+    of what the student's code printed closes every exercise that did not pass.
     """
     lines: list[str] = []
     seen: set[tuple[str, ...]] = set()
+    own = cause_key(ex.message) if ex.message.strip() else None
+
+    def text_of(message: str) -> list[str]:
+        key = cause_key(message)
+        where = (said or {}).get(key)
+        if where is not None and where != ex.id:
+            return [f"(the same cause as {where} above: {headline(message)})"]
+        cause = (causes or {}).get(key)
+        if cause is not None and said is not None and key not in said:
+            said[key] = ex.id
+            intro = f"One cause behind {len(cause.exercises)} exercises ({cause.places()}):"
+            return [intro] + once_per_traceback(key.splitlines(), seen)
+        return once_per_traceback(message.splitlines(), seen)
+
     if ex.message:
-        lines.extend(once_per_traceback(ex.message.splitlines(), seen))
+        lines.extend(text_of(ex.message))
     if ex.status != "not_implemented":
         diagnoses: list[str] = []  # each known mistake once, before any numbers
         details: list[str] = []
-        for check in ex.checks:
-            if check.passed:
+        for group in check_groups(ex):
+            check = group[0]
+            if own is not None and cause_key(check.message) == own:
+                details.append(f"- {group_heading(group)}: the same cause as above")
                 continue
-            details.append(f"- {check.name} ({format_score(check.score)}/{format_score(check.max_score)})")
-            body = diagnosis_lines(check) + once_per_traceback(check.message.splitlines(), seen)
+            details.append(f"- {group_heading(group)}")
+            body = diagnosis_lines(check) + (text_of(check.message) if check.message.strip() else [])
             for line in body:
                 if line.startswith(DIAGNOSIS_PREFIXES):
                     if line not in diagnoses:
@@ -192,7 +311,12 @@ def exercise_details(ex: ExerciseResult) -> list[str]:
         lines.extend(details)
     if ex.status in ("failed", "error", "timeout"):
         excerpt = output_excerpt(ex.output)
-        if excerpt:
+        printed = "output\0" + "\n".join(excerpt)
+        if excerpt and said is not None and printed in said:
+            lines.append(f"What your code printed: the same as for {said[printed]} above.")
+        elif excerpt:
+            if said is not None:
+                said[printed] = ex.id
             lines.append("What your code printed (last lines):")
             lines.extend("    " + line for line in excerpt)
     return lines
@@ -215,6 +339,10 @@ def format_text(report: GradeReport, color: bool = False, late_shares: Mapping[s
     (the course server's ``late`` list): "late: counts 70%" beside the score, and the total as counted
     ("Total: 74/90 (82.2%) counted (90/90 as graded, late work penalised)"). Exercises whose score exam mode
     hides (``received``) are never "at full marks"; the total line says they wait for the feedback release.
+
+    A message several exercises share (a kernel file that does not build, a
+    grader's machine that cannot run them) is said in full once, where it first
+    appears, and pointed at from the others.
     """
     notes = {ex_id: late_note(share) for ex_id, share in (late_shares or {}).items()}
 
@@ -226,17 +354,15 @@ def format_text(report: GradeReport, color: bool = False, late_shares: Mapping[s
     width = max(len(ex.id) for ex in report.exercises)
     lines = [f"normgrade report for {clean_text(report.student)}"]
     lines.extend(f"  Note: {notice}" for notice in report.notices)
-    reasons_shown: set[str] = set()  # a machine fault shared by many exercises is said once
+    causes = shared_causes(report)
+    said: dict[str, str] = {}
     for ex in report.exercises:
         label, colour = exercise_label(ex)
         score = f"{format_score(ex.score) if ex.graded else '-'}/{format_score(ex.max_score)}"
-        note = f"  ({notes[ex.id]})" if notes and ex.id in notes else ""
+        note = f"  ({notes[ex.id]})" if ex.id in notes else ""
         lines.append(f"  {style(label.ljust(LABEL_WIDTH), fg=colour, bold=True)}{ex.id.ljust(width)}  {score:>7}{note}")
-        if not ex.graded and ex.message in reasons_shown:
-            lines.append("        (not graded for the same reason as above)")
-        elif label != STATUS_LABELS["passed"][0]:
-            reasons_shown.add(ex.message)
-            lines.extend("        " + line if line else "" for line in exercise_details(ex))
+        if label != STATUS_LABELS["passed"][0]:
+            lines.extend("        " + line if line else "" for line in exercise_details(ex, causes, said))
     shown = [ex for ex in report.graded_exercises if not ex.score_hidden]
     hidden = len(report.graded_exercises) - len(shown)
     full = sum(1 for ex in shown if ex.score >= ex.max_score)

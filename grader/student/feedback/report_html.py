@@ -21,7 +21,8 @@ from typing import Any
 from grader.student.feedback import drawing
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.feedback.report import (
-    STATUS_LABELS, diagnosis_lines, exercise_label, format_score, once_per_traceback, output_excerpt,
+    STATUS_LABELS, Cause, cause_key, check_groups, diagnosis_lines, exercise_label, format_score, group_heading,
+    group_points, once_per_traceback, output_excerpt, shared_causes,
 )
 from grader.student.sanitize import clean_text
 
@@ -42,7 +43,9 @@ CSS = """
 .ng-report .ng-label{display:inline-block;font-weight:700;font-size:0.85em;padding:0.05em 0.45em;border-radius:3px;
   white-space:nowrap}
 .ng-report th{white-space:nowrap}
-.ng-report td{overflow-wrap:anywhere}
+.ng-report td{overflow-wrap:break-word}
+.ng-report .ng-cause{border:1px solid #e2c3b5;border-left:4px solid #D55E00;border-radius:6px;padding:0.4em 0.8em;
+  margin:0.7em 0}
 .ng-report pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:0.5em 0.7em;border-radius:4px;
   font-size:0.88em;margin:0.3em 0}
 .ng-report .ng-mistakes{border-left:4px solid #D55E00;background:#fff6f0;padding:0.4em 0.9em;margin:0.8em 0}
@@ -60,6 +63,18 @@ def esc(text: Any) -> str:
 def label_html(label: str, colour: str) -> str:
     fg, bg = LABEL_COLOURS.get(colour, LABEL_COLOURS["white"])
     return f'<span class="ng-label" style="color:{fg};background:{bg}">{esc(label)}</span>'
+
+
+def name_html(name: str) -> str:
+    """An exercise id that a narrow column may break after its dots, and nowhere else ("activations.<wbr>Sigmoid")."""
+    return f'<span class="ng-id">{esc(name).replace(".", ".<wbr>")}</span>'
+
+
+def places_html(cause: Cause) -> str:
+    """Where a shared cause shows: its exercises by name, and their checks."""
+    names = cause.check_names()
+    return ", ".join(name_html(e) for e in cause.exercises) + (
+        f", and their checks {esc(', '.join(names))}" if names else "")
 
 
 def anchor(ex: ExerciseResult, check: CheckResult | None = None) -> str:
@@ -85,40 +100,88 @@ def known_mistakes(report: GradeReport) -> list[tuple[ExerciseResult, CheckResul
     return found
 
 
-def check_html(ex: ExerciseResult, check: CheckResult, seen: set[tuple[str, ...]]) -> str:
-    """One failing check: heading with points, the diagnosis and message as text, the picture."""
-    body = diagnosis_lines(check) + once_per_traceback(check.message.splitlines(), seen)
-    parts = [f'<div class="ng-check" id="{anchor(ex, check)}"><h3>{esc(check.name)} '
-             f'<span class="ng-note">({format_score(check.score)}/{format_score(check.max_score)})</span></h3>']
+class Page:
+    """What the whole page shares: the causes several exercises state (one box each, by id) and the output
+    excerpts already shown (by the exercise that showed them)."""
+
+    def __init__(self, report: GradeReport) -> None:
+        self.causes: dict[str, Cause] = shared_causes(report)
+        self.ids = {key: f"cause-{k + 1}" for k, key in enumerate(self.causes)}
+        self.outputs: dict[str, str] = {}
+
+    def pointer(self, message: str) -> str | None:
+        """A line pointing at the shared cause ``message`` states, or None when no other exercise states it."""
+        key = cause_key(message)
+        if key not in self.causes:
+            return None
+        cause = self.causes[key]
+        return (f'<p class="ng-note">One cause behind {len(cause.exercises)} exercises: '
+                f'<a href="#{self.ids[key]}">{esc(cause.headline)}</a> (said once, above).</p>')
+
+
+def causes_html(page: Page) -> str:
+    """One box per cause that several exercises share, its whole text once."""
+    if not page.causes:
+        return ""
+    boxes = "".join(
+        f'<div class="ng-cause" id="{page.ids[key]}"><h3>{len(c.exercises)} exercises: {esc(c.headline)}</h3>'
+        f'<p class="ng-note">{places_html(c)}</p><pre>{esc(c.text)}</pre></div>'
+        for key, c in page.causes.items())
+    return (f'<section aria-label="Causes shared by several exercises"><h2>One cause, several exercises</h2>'
+            f"{boxes}</section>")
+
+
+def check_html(ex: ExerciseResult, group: list[CheckResult], seen: set[tuple[str, ...]], page: Page) -> str:
+    """A failing check (or several with one message): heading with points, the diagnosis and message as text (or
+    a pointer to the shared cause it states), the picture."""
+    check = group[0]
+    pointer = page.pointer(check.message)
+    body = diagnosis_lines(check) + ([] if pointer else once_per_traceback(check.message.splitlines(), seen))
+    parts = [f'<div class="ng-check" id="{anchor(ex, check)}"><h3>{esc(", ".join(c.name for c in group))} '
+             f'<span class="ng-note">({group_points(group)})</span></h3>']
     if body:
         parts.append(f"<pre>{esc(chr(10).join(body))}</pre>")
+    if pointer:
+        parts.append(pointer)
     if check.figure:
         parts.append(drawing.figure_html(check.figure))
     parts.append("</div>")
     return "".join(parts)
 
 
-def exercise_html(ex: ExerciseResult) -> str:
+def exercise_html(ex: ExerciseResult, page: Page) -> str:
     label, colour = exercise_label(ex)
-    parts = [f'<h2 id="{anchor(ex)}">{label_html(label, colour)} {esc(ex.id)} '
+    parts = [f'<h2 id="{anchor(ex)}">{label_html(label, colour)} {name_html(ex.id)} '
              f'<span class="ng-note">{format_score(ex.score)}/{format_score(ex.max_score)}</span></h2>']
     seen: set[tuple[str, ...]] = set()
+    own = cause_key(ex.message) if ex.message.strip() else None
     if ex.message:
-        parts.append(f"<pre>{esc(chr(10).join(once_per_traceback(ex.message.splitlines(), seen)))}</pre>")
+        parts.append(page.pointer(ex.message)
+                     or f"<pre>{esc(chr(10).join(once_per_traceback(ex.message.splitlines(), seen)))}</pre>")
     if ex.status != "not_implemented":
-        failing = [c for c in ex.checks if not c.passed]
+        groups = check_groups(ex)
+        same = [g for g in groups if own is not None and cause_key(g[0].message) == own and not g[0].figure]
+        if same:
+            names = [c for g in same for c in g]
+            parts.append(f'<p class="ng-note">Checks {esc(group_heading(names))}: the same cause.</p>')
         # checks naming a known mistake first, then the others in the exercise's order
-        for check in sorted(failing, key=lambda c: c.misconception is None):
-            parts.append(check_html(ex, check, seen))
+        for group in sorted((g for g in groups if g not in same), key=lambda g: g[0].misconception is None):
+            parts.append(check_html(ex, group, seen, page))
     if ex.status in ("failed", "error", "timeout"):
         excerpt = output_excerpt(ex.output)
-        if excerpt:
-            parts.append(f'<p class="ng-note">What your code printed (last lines):</p><pre>{esc(chr(10).join(excerpt))}</pre>')
+        printed = "\n".join(excerpt)
+        if excerpt and printed in page.outputs:
+            parts.append(f'<p class="ng-note">What your code printed: the same as for '
+                         f'{name_html(page.outputs[printed])} above.</p>')
+        elif excerpt:
+            page.outputs[printed] = ex.id
+            parts.append(f'<p class="ng-note">What your code printed (last lines):</p><pre>{esc(printed)}</pre>')
     return "".join(parts)
 
 
 def body_html(report: GradeReport) -> str:
-    """The report's content (no <html>): title, total, known mistakes, the summary table, each exercise's details."""
+    """The report's content (no <html>): title, total, known mistakes, shared causes, the summary table, each
+    exercise's details."""
     if not report.exercises:
         return f'<div class="ng-report"><p>No exercises graded for {esc(report.student)}.</p></div>'
     full = sum(1 for ex in report.exercises if ex.score >= ex.max_score)
@@ -130,23 +193,26 @@ def body_html(report: GradeReport) -> str:
     mistakes = known_mistakes(report)
     if mistakes:
         items = "".join(
-            f'<li><a href="#{anchor(ex, check)}">{esc(ex.id)}, {esc(check.name)}</a>: {esc(" ".join(lines))}</li>'
+            f'<li><a href="#{anchor(ex, check)}">{name_html(ex.id)}, {esc(check.name)}</a>: {esc(" ".join(lines))}</li>'
             for ex, check, lines in mistakes
         )
         parts.append(f'<section class="ng-mistakes" aria-label="Known mistakes"><h2>Known mistakes in your code'
                      f"</h2><ul>{items}</ul></section>")
+    page = Page(report)
+    parts.append(causes_html(page))
     rows = []
     for ex in report.exercises:
         label, colour = exercise_label(ex)
-        name = esc(ex.id) if label == STATUS_LABELS["passed"][0] else f'<a href="#{anchor(ex)}">{esc(ex.id)}</a>'
-        rows.append(f"<tr><td>{label_html(label, colour)}</td><td>{name}</td>"
+        name = name_html(ex.id) if label == STATUS_LABELS["passed"][0] else f'<a href="#{anchor(ex)}">{name_html(ex.id)}</a>'
+        rows.append(f'<tr><td>{label_html(label, colour)}</td><td class="ng-name">{name}</td>'
                     f'<td class="ng-num">{format_score(ex.score)}/{format_score(ex.max_score)}</td></tr>')
     parts.append('<table><thead><tr><th scope="col">Status</th><th scope="col">Exercise</th>'
                  f'<th scope="col" class="ng-num">Score</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
     todo = [ex for ex in report.exercises if ex.status == "not_implemented"]
     if todo:
         parts.append(f'<p class="ng-note">{len(todo)} exercise(s) still raise NotImplementedError.</p>')
-    parts.extend(exercise_html(ex) for ex in report.exercises if exercise_label(ex)[0] != STATUS_LABELS["passed"][0])
+    parts.extend(exercise_html(ex, page) for ex in report.exercises
+                 if exercise_label(ex)[0] != STATUS_LABELS["passed"][0])
     parts.append("</div>")
     return "".join(parts)
 

@@ -10,6 +10,7 @@ in words and what a hidden one leaves out. The command line's ``--json
 from __future__ import annotations
 
 import json
+import math
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -68,10 +69,19 @@ def test_each_known_mistake_keeps_the_picture_of_its_kind_and_a_correct_submissi
                 assert check.figure is None
 
 
+def compact(figure: dict[str, Any]) -> str:
+    """A figure as the store keeps it: no NaN or inf (valid JSON for every front end), no spaces."""
+    return json.dumps(figure, allow_nan=False, separators=(",", ":"))
+
+
 def test_figures_are_small_and_json(hidden: GradeReport, public: GradeReport) -> None:
-    for figure in all_figures(hidden) + all_figures(public):
-        text = json.dumps(figure, allow_nan=False)  # no NaN or inf: valid JSON for every front end
-        assert len(text) < MAX_FIGURE_BYTES, (figure["kind"], len(text))
+    instructor = [c.instructor_figure for ex in hidden.exercises for c in ex.checks if c.instructor_figure]
+    assert instructor
+    for figure in all_figures(hidden) + all_figures(public) + instructor:
+        alone = {k: v for k, v in figure.items() if k != "public"}
+        assert len(compact(alone)) < MAX_FIGURE_BYTES, (figure["kind"], len(compact(alone)))
+        if "public" in figure:  # the public case beside it: a figure of its own size
+            assert len(compact(figure["public"])) < MAX_FIGURE_BYTES
         assert figure["summary"] and figure["title"]
 
 
@@ -80,14 +90,14 @@ def test_a_huge_output_keeps_a_bounded_sample_heat_map_and_axis_summary() -> Non
     expected = rng.standard_normal((1000, 700))
     received = expected.copy()
     received[:, 333] += 1.0  # one wrong column
-    figure = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y", hidden=False)
+    figure = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y")
     assert figure is not None
     assert len(figure["received"]) <= figures.MAX_POINTS and len(figure["expected"]) == len(figure["received"])
     assert any(figure["differs"])  # the differing elements are in the sample although rare (1 in 700)
     heat = figure["heat"]["values"]
     assert len(heat) <= figures.MAX_CELLS and all(len(row) <= figures.MAX_CELLS for row in heat)
     assert all(len(a["fraction"]) <= figures.MAX_AXIS for a in figure["axes"])
-    assert len(json.dumps(figure)) < MAX_FIGURE_BYTES
+    assert len(compact(figure)) < MAX_FIGURE_BYTES and len(compact(figures.hidden_view(figure))) < MAX_FIGURE_BYTES
     step = figure["axes"][1]["step"]
     assert step > 1 and figure["follows"] == {"axis": 1, "indices": [333 // step * step], "more": 0, "step": step}
     assert f"follows axis 1: it is concentrated at the blocks of {step} indices starting at {333 // step * step}" \
@@ -98,33 +108,38 @@ def test_the_axis_the_error_follows_in_3d_and_an_even_error() -> None:
     expected = np.zeros((4, 3, 5))
     received = expected.copy()
     received[:, 2, :] = 1.0  # every value of channel 2
-    figure = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y", hidden=True)
+    figure = hidden_elements(received, expected)
     assert figure["follows"]["axis"] == 1 and figure["follows"]["indices"] == [2]
     assert figure["axes"][1]["fraction"] == [0.0, 0.0, 1.0]
-    everywhere = figures.elements_figure(expected + 1.0, expected, 1e-6, 1e-8, title="t", key="y", hidden=True)
+    everywhere = hidden_elements(expected + 1.0, expected)
     assert everywhere["follows"] is None and "spread over every axis" in everywhere["summary"]
     # every value wrong, but channel 2 ten times more: the public picture shows it with the mean error per index
     received[:, :2, :] = 0.1
-    public = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y", hidden=False)
+    public = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y")
     assert public["axes"][1]["error"] == [0.1, 0.1, 1.0] and public["axes"][1]["fraction"] == [1.0, 1.0, 1.0]
     assert "mean absolute error" in drawing.figure_html(public)
-    assert "error" not in figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y",
-                                                  hidden=True)["axes"][1]
+    assert "error" not in hidden_elements(received, expected)["axes"][1]
+
+
+def hidden_elements(received: np.ndarray, expected: np.ndarray) -> dict[str, Any]:
+    figure = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y")
+    assert figure is not None
+    return figures.hidden_view(figure)
 
 
 def test_equal_arrays_and_other_shapes_give_no_picture() -> None:
     a = np.ones((2, 3))
-    assert figures.elements_figure(a, a, 1e-6, 1e-8, title="t", key="y", hidden=False) is None
-    assert figures.elements_figure(np.ones(6), a, 1e-6, 1e-8, title="t", key="y", hidden=False) is None
+    assert figures.elements_figure(a, a, 1e-6, 1e-8, title="t", key="y") is None
+    assert figures.elements_figure(np.ones(6), a, 1e-6, 1e-8, title="t", key="y") is None
 
 
 def test_nan_in_the_output_is_marked_not_lost() -> None:
     expected = np.arange(6.0).reshape(2, 3)
     received = expected.copy()
     received[1, 2] = np.nan
-    figure = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y", hidden=False)
+    figure = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y")
     assert figure["received"][5] is None and figure["differs"][5] is True
-    assert figure["heat"]["differs"][1][2] == 1
+    assert figure["heat"]["decades"][1][2] == figures.DECADE_HIGH  # NaN where a number was expected: the most
     json.dumps(figure, allow_nan=False)
 
 
@@ -145,18 +160,21 @@ def test_a_hidden_figure_holds_no_expected_values_beyond_the_messages_first_pair
             if figure is None:
                 continue
             kinds.add(figure["kind"])
-            if figure["kind"] == "elements":
+            if figure["kind"] == "elements" and figure["from_reference"]:
                 assert figure["hidden"] is True and figure["expected"] is None
                 assert all("error" not in axis for axis in figure.get("axes", []))
                 if "heat" in figure:
-                    assert figure["heat"]["measure"] == "fraction differing"
-                    assert all(0.0 <= v <= 1.0 for row in figure["heat"]["values"] for v in row)
+                    assert figure["heat"]["measure"] == "relative error (power of ten)"
+                    assert all(v is None or (isinstance(v, int) and figures.DECADE_LOW <= v <= figures.DECADE_HIGH)
+                               for row in figure["heat"]["values"] for v in row)
+                assert all(d is None or isinstance(d, int) for d in figure["decades"])
                 received, expected = first_pair(check.message)
                 assert figure["first"]["expected"] == pytest.approx(expected, rel=1e-5)
                 assert figure["first"]["received"] == pytest.approx(received, rel=1e-5)
             elif figure["kind"] == "trajectory":
                 assert figure["hidden"] is True
                 assert all(s["expected"] is None for s in figure["series"])
+                assert all(r is None or r == figures.two_digits(r) for s in figure["series"] for r in s["ratio"])
                 received, expected = first_pair(check.message)
                 assert figure["first"]["expected"] == pytest.approx(expected, rel=1e-5)
             elif figure["kind"] == "histogram":
@@ -164,17 +182,131 @@ def test_a_hidden_figure_holds_no_expected_values_beyond_the_messages_first_pair
                 s = figure["statistic"]
                 if s is not None and s["name"].startswith("variance"):
                     assert f"{s['expected']:.5g}" in check.message
-    assert {"elements", "trajectory", "histogram", "fit"} <= kinds
+            if figure["from_reference"]:
+                assert check.instructor_figure is not None and check.instructor_figure["hidden"] is False
+            else:  # the expected side is the student's own data or a formula: nothing to hide
+                assert check.instructor_figure is None
+    assert {"elements", "trajectory", "histogram", "fit", "shapes", "masks"} <= kinds
 
 
-def test_a_public_figure_shows_the_expected_values_the_pack_holds(public: GradeReport, hidden: GradeReport) -> None:
-    ln = next(ex for ex in public.exercises if ex.id == "normalization.LayerNorm")
-    figure = next(c.figure for c in ln.checks if c.figure and c.figure["kind"] == "elements")
-    assert figure["hidden"] is False and figure["expected"] is not None
-    assert figure["heat"]["measure"] == "largest absolute error"
-    adam = next(ex for ex in public.exercises if ex.id == "optim.AdamW")
-    trajectory = next(c.figure for c in adam.checks if c.figure and c.figure["kind"] == "trajectory")
-    assert all(s["expected"] is not None for s in trajectory["series"])
+def numbers_in(value: Any) -> list[float]:
+    """Every number in a figure's JSON, the public case's (data of the handout's pack) left out."""
+    if isinstance(value, dict):
+        return [n for k, v in value.items() if k != "public" for n in numbers_in(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in numbers_in(v)]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [float(value)]
+    return []
+
+
+def test_no_expected_value_a_student_lacks_is_in_a_hidden_figure(hidden: GradeReport) -> None:
+    """Scan every number of every hidden figure (its own values aside, which the student has): none is one of the
+    expected values where the student differs, to a millionth, but the first pair the message states."""
+    scanned = 0
+    for ex in hidden.exercises:
+        for check in failing(ex):
+            full, shown = check.instructor_figure, check.figure
+            if full is None:
+                continue
+            assert shown is not None and shown["hidden"]
+            if full["kind"] == "elements":
+                secret = [e for e, d in zip(full["expected"], full["differs"]) if d and e is not None]
+                own = set(shown["received"])
+            else:
+                secret = [e for s in full["series"] for e, d in zip(s["expected"], s["differs"]) if d and e is not None]
+                own = {r for s in shown["series"] for r in s["received"]}
+            secret = [e for e in secret if e != full["first"]["expected"] and not (e == round(e) and abs(e) <= 1000)]
+            found = [n for n in numbers_in({k: v for k, v in shown.items() if k != "first"}) if n not in own]
+            for e in secret:
+                near = [n for n in found if abs(n - e) <= 1e-6 * max(abs(e), 1e-12)]
+                assert not near, (ex.id, check.name, e, near)
+            scanned += len(secret)
+    assert scanned > 500
+
+
+def test_a_hidden_ratio_leaves_the_expected_value_a_band_wide() -> None:
+    """A two-digit ratio leaves an expected value anywhere in a band at least 0.5% wide (five thousand times the
+    1e-6 a check asks for): the expected value estimated from a hidden figure and one's own values fails."""
+    rng = np.random.default_rng(7)
+    for true_ratio in rng.uniform(0.05, 20.0, 2000):
+        shown = figures.two_digits(true_ratio)
+        magnitude = 10 ** (math.floor(math.log10(shown)) - 1)
+        band = [(shown - magnitude / 2) / shown, (shown + magnitude / 2) / shown]  # true / shown lies in there
+        assert band[1] - band[0] >= 0.005 - 1e-12
+    # AdamW without bias correction: each step's change, yours over expected, from a hidden figure
+    ex = graded("optim.AdamW", "adamw-no-bias-correction")
+    check = next(c for c in failing(ex) if c.figure and c.figure["kind"] == "trajectory")
+    shown, full = check.figure, check.instructor_figure
+    assert full is not None
+    for s_shown, s_full in zip(shown["series"], full["series"]):
+        ratios, received, expected = s_shown["ratio"], s_shown["received"], s_full["expected"]
+        for t in range(1, len(received)):  # estimate each expected step from the last true value and the ratio
+            guess = expected[t - 1] + (received[t] - received[t - 1]) / ratios[t]
+            assert abs(guess - expected[t]) > 1e-9 * max(1.0, abs(expected[t]))  # the check's rtol 1e-9: it fails
+
+
+def test_a_power_of_ten_is_never_narrower_than_the_error_itself() -> None:
+    """The heat map's and the sample's powers of ten: a band [10^k, 10^(k+1)) of relative errors, on both sides of
+    the student's value: the expected value is known no better than the student's own error."""
+    rng = np.random.default_rng(3)
+    expected = rng.standard_normal((6, 9))
+    received = expected * (1 + rng.choice([-1, 1], expected.shape) * 10 ** rng.uniform(-5, 0, expected.shape))
+    full = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y")
+    shown = figures.hidden_view(full)
+    for r, e, k in zip(shown["received"], full["expected"], shown["decades"]):
+        if k is None:
+            continue
+        rel = abs(r - e) / (abs(e) + 1e-8 / 1e-6)
+        assert 10 ** k <= rel * (1 + 1e-6) and rel < 10 ** (k + 1) * (1 + 1e-6)  # the band holds the truth
+        low, high = r / (1 + 10 ** (k + 1)), r / (1 + 10 ** k)  # expected values consistent with it, one side
+        assert abs(high - low) >= 0.9 * 10 ** k * abs(e) / (1 + 10 ** (k + 1))
+
+
+def test_the_biased_running_variance_shows_one_constant_factor_without_the_expected_values(
+    hidden: GradeReport, public: GradeReport
+) -> None:
+    """Done when: the server's report of the biased running variance shows, without the expected values, that
+    what each step adds is off by one constant factor at every step; the instructor's view draws the expected."""
+    ex = next(e for e, (_, m, _) in zip(hidden.exercises, KNOWN) if m == "bn-biased-running-var")
+    check = next(c for c in failing(ex) if c.name == "running_var")
+    figure = check.figure
+    ratios = {r for s in figure["series"] for r in s["ratio"]}
+    assert len(ratios) == 1 and 0.5 < ratios.pop() < 1.0  # m/(m-1) less: one factor, every step and channel
+    assert "one constant factor" in figure["summary"] and all(s["expected"] is None for s in figure["series"])
+    page = drawing.figure_html(figure)
+    assert "expected (dashed" not in page.split('class="ng-figure ng-public"')[0]  # the hidden picture: no expected
+    assert "yours / expected, per step" in page
+    full = drawing.figure_html(check.instructor_figure, instructor=True)
+    assert "expected (dashed, hollow squares)" in full and "Instructor" in full
+    # beside it, the public case drawn in full: the very figure the handout's own grading draws for that code
+    twin = figure["public"]
+    pex = next(e for e, (_, m, _) in zip(public.exercises, KNOWN) if m == "bn-biased-running-var")
+    own = next(c.figure for c in failing(pex) if c.name == "running_var")
+    same = ("series", "steps", "first", "ratio_of", "kind")
+    assert {k: twin[k] for k in same} == {k: own[k] for k in same}
+    assert twin["public_case"] == {"mistake": "bn-biased-running-var"}
+
+
+def test_every_hidden_check_with_a_named_mistake_draws_the_public_case_where_it_fails_too(hidden: GradeReport,
+                                                                                          public: GradeReport) -> None:
+    pairs = 0
+    for hex_, pex in zip(hidden.exercises, public.exercises):
+        own = {c.name: c for c in pex.checks}
+        for check in failing(hex_):
+            twin = (check.figure or {}).get("public")
+            if twin is None:
+                assert not (check.misconception and check.figure and check.figure.get("from_reference")
+                            and not own[check.name].passed and own[check.name].misconception == check.misconception
+                            and own[check.name].figure and own[check.name].figure["kind"] == check.figure["kind"]), \
+                    (hex_.id, check.name)
+                continue
+            pairs += 1
+            theirs = own[check.name].figure
+            assert theirs is not None and twin["kind"] == theirs["kind"]
+            for key in ("received", "expected", "differs", "shape", "series"):
+                assert twin.get(key) == theirs.get(key), (hex_.id, check.name, key)
+    assert pairs >= 8
 
 
 # --------------------------------------------------------------------------- the report's forms
@@ -225,7 +357,7 @@ def test_differing_elements_are_crosses_not_only_another_colour() -> None:
     expected = np.zeros(10)
     received = expected.copy()
     received[[2, 7]] = 1.0
-    figure = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y", hidden=False)
+    figure = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y")
     picture = drawing.figure_html(figure).split('<ul class="ng-legend">')[0]
     assert picture.count('stroke-width="2.2"') == 2          # two crosses
     assert picture.count("<circle") == 8                      # eight round markers
@@ -324,7 +456,7 @@ def test_the_handout_command_has_the_same_options(cli_env: Path, monkeypatch: py
 
 
 def test_every_kind_has_a_drawing_and_an_unknown_kind_shows_its_words() -> None:
-    assert set(drawing.DRAW) == {"elements", "trajectory", "histogram", "fit"}
+    assert set(drawing.DRAW) == {"elements", "trajectory", "histogram", "fit", "shapes", "masks"}
     fragment = drawing.figure_html({"kind": "from-a-newer-grader", "title": "t", "summary": "what it shows"})
     assert "<svg" not in fragment and "what it shows" in fragment
 
@@ -390,6 +522,57 @@ def test_a_course_server_hands_back_the_same_hidden_pictures_as_the_instructors_
     remote_figures = figures_of(json.loads(remote.stdout))
     assert remote_figures == figures_of(json.loads(local.stdout))
     shown = [f for f in remote_figures if f]
-    assert shown and all(f["kind"] == "elements" and f["hidden"] and f["expected"] is None for f in shown)
+    hidden = [f for f in shown if f["from_reference"]]
+    assert hidden and all(f["kind"] == "elements" and f["hidden"] and f["expected"] is None for f in hidden)
+    assert "instructor_figure" not in remote.stdout  # the student's answer carries no expected values
     page = (tmp_path / "page.html").read_text()
     assert page.count('<figure class="ng-figure">') == len(shown)
+    # the server's store kept the full figures for the instructor's dashboard, the expected values drawn
+    from grader.student.store import Store
+
+    with Store.open(db) as store:
+        rows = [c for sub in store.submissions(student="s1") for c in store.check_results(sub["id"])]
+    full = [c["instructor_figure"] for c in rows if c["instructor_figure"]]
+    assert len(full) == len(hidden) and all(f["expected"] is not None and not f["hidden"] for f in full)
+
+
+# --------------------------------------------------------------------------- every failing check kind
+
+
+# A failing check draws no picture only where its failure has no numbers to draw: the code raised (a crash), an
+# error was expected and not raised, the values were right but the code warned, an attribute must be None, or
+# the check waits for the code it needs.
+MESSAGE_ONLY = (" raised ", "must raise", "nothing was raised", "but your code warned", "must be None",
+                "not graded yet", "earns nothing yet", "not implemented yet")
+
+
+def catalogue_exercises() -> list[str]:
+    from grader.mistakes import CATALOGUE
+
+    return sorted({m.exercise for m in CATALOGUE.values()})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exercise", catalogue_exercises())
+def test_every_failing_check_of_every_known_mistake_has_a_picture(exercise: str) -> None:
+    """Done when: every failing check kind in the catalogue has a picture (graded live, as the server does), drawn
+    without an error, hiding the expected values where they are the reference's."""
+    import grader.course.kernel_emulation  # noqa: F401  (the kernels' reference side: NumPy emulations)
+    from checks_util import grade_in_process
+    from grader.mistakes import CATALOGUE
+
+    pictured = 0
+    for mistake in (m for m in CATALOGUE.values() if m.exercise == exercise):
+        for check in grade_in_process(exercise, mistake.namespace):
+            if check.passed:
+                continue
+            if check.figure is None:
+                assert any(words in check.message for words in MESSAGE_ONLY), (mistake.id, check.name, check.message)
+                continue
+            pictured += 1
+            for figure in (check.figure, check.figure.get("public"), check.instructor_figure):
+                if figure is not None:
+                    drawing.DRAW[figure["kind"]](figure)  # (figure_html would hide an error behind its words)
+            if check.figure.get("from_reference"):
+                assert check.figure["hidden"] and check.instructor_figure is not None
+    assert pictured

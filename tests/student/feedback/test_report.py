@@ -240,3 +240,74 @@ def test_further_mistakes_travel_in_json_and_on_the_wire() -> None:
     report = GradeReport("s", [ExerciseResult("normalization.BatchNorm1d", "failed", 0.0, 10.0, [two, one])])
     back = report_from_dict(report_to_dict(report))
     assert back.exercises[0].checks == [two, one]
+
+
+# --- one cause, one box ------------------------------------------------------------------------------------
+
+BUILD = ("kernels/activations.cl does not build; the compiler says:\n"
+         "error: kernels/activations.cl:229:2: unknown type name 'this'\n  line 229: this is not C;")
+KERNELS = ["kernels.relu_forward", "kernels.relu_backward", "kernels.gelu_forward", "kernels.gelu_backward",
+           "kernels.dropout_forward", "kernels.rmsnorm_forward", "kernels.layernorm_forward"]
+
+
+def kernel_report() -> GradeReport:
+    """Seven kernel exercises failing for one cause: the file does not build (in every check's message too)."""
+    exercises = [
+        ExerciseResult(k, "error", 0.0, 10.0,
+                       [CheckResult(name, False, 0.0, 2.5, BUILD) for name in ("values", "zeros", "small_n", "guard")],
+                       f"case 'main': {BUILD}", output="2 errors generated.\n")
+        for k in KERNELS
+    ]
+    crash = CheckResult("forward", False, 0.0, 10.0, "ReLU.forward raised ValueError: bad shape")
+    return GradeReport("kim", exercises + [ExerciseResult("activations.ReLU", "failed", 0.0, 10.0, [crash])])
+
+
+def test_one_cause_of_many_exercises_is_said_once_in_the_text() -> None:
+    text = format_text(kernel_report())
+    assert text.count("line 229: this is not C;") == 1  # the compiler log once, for 7 exercises and 28 checks
+    assert f"One cause behind 7 exercises ({', '.join(KERNELS)}, and their checks values, zeros, small_n, guard):" \
+        in text
+    pointer = "(the same cause as kernels.relu_forward above: kernels/activations.cl does not build)"
+    assert text.count(pointer) == 6
+    assert text.count("- values, zeros, small_n, guard (0/10): the same cause as above") == 7
+    assert text.count("2 errors generated.") == 1 and text.count("the same as for kernels.relu_forward above") == 6
+    assert "ReLU.forward raised ValueError: bad shape" in text  # another cause stays where it is
+    # without the shared cause (a Gradescope test is one exercise) each exercise's output is complete
+    from grader.student.feedback.report import exercise_details
+
+    alone = "\n".join(exercise_details(kernel_report().exercises[3]))
+    assert "line 229: this is not C;" in alone and "the same cause as kernels" not in alone
+
+
+def test_one_cause_is_one_box_in_the_page() -> None:
+    from grader.student.feedback.report_html import format_html
+
+    page = format_html(kernel_report())
+    assert page.count('class="ng-cause"') == 1 and page.count("line 229: this is not C;") == 1
+    assert "<h3>7 exercises: kernels/activations.cl does not build</h3>" in page
+    assert page.count('<a href="#cause-1">kernels/activations.cl does not build</a>') == 7
+    assert page.count("Checks values, zeros, small_n, guard (0/10): the same cause.") == 7
+    assert 'class="ng-check"' in page  # the ReLU crash keeps its own box
+    assert page.count('class="ng-check"') == 1
+
+
+def test_checks_failing_with_one_message_are_one_entry_and_different_messages_stay_apart() -> None:
+    waiting = "not graded yet: this check counts once BatchNorm1d.forward is implemented"
+    checks = [CheckResult(n, False, 0.0, 1.0, waiting) for n in ("numgrad", "no_mutation", "shape_dtype")]
+    checks.append(CheckResult("forward", False, 0.0, 7.0, "y differs at 3"))
+    ex = ExerciseResult("normalization.BatchNorm1d", "failed", 0.0, 10.0, checks)
+    other = ExerciseResult("normalization.LayerNorm", "failed", 0.0, 10.0,
+                           [CheckResult("forward", False, 0.0, 10.0, "y differs at 5")])
+    text = format_text(GradeReport("lee", [ex, other]))
+    assert text.count(waiting) == 1 and "- numgrad, no_mutation, shape_dtype (0/3)" in text
+    assert "y differs at 3" in text and "y differs at 5" in text and "One cause" not in text
+
+
+def test_machine_faults_shared_by_exercises_are_said_once() -> None:
+    reason = "no OpenCL device builds a kernel here: `grade doctor` shows what is missing"
+    report = GradeReport("nia", [ExerciseResult(k, "not_graded", 0.0, 10.0, [], reason) for k in KERNELS[:3]])
+    text = format_text(report)
+    assert text.count("One cause behind 3 exercises (kernels.relu_forward, kernels.relu_backward,"
+                      " kernels.gelu_forward):") == 1
+    assert text.count(f"(the same cause as kernels.relu_forward above: {reason})") == 2
+    assert text.rstrip().splitlines()[-2].startswith("NOT_GRADED: 3 exercise(s)")

@@ -32,6 +32,7 @@ the :class:`Context`). :class:`LayerPlan` builds the usual layer cases
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Callable
@@ -96,7 +97,7 @@ def error_text(error: dict[str, str] | None) -> str:
     where = error.get("where") or "your code"
     if error.get("type") == "NotImplementedError":
         text = f"{where} is not implemented yet (raise NotImplementedError)"
-    elif error.get("type") == "BadOutputError":
+    elif error.get("type") in ("BadOutputError", "KernelBuildError"):  # (the message says all: a compiler log)
         text = error.get("message", "")
     else:
         text = f"{where} raised {error.get('type')}: {error.get('message', '')}"
@@ -122,6 +123,22 @@ class Context:
     _runs: dict[tuple[str, str], ScriptResult] = field(default_factory=dict)
     _pool_cache: list[Mistake] | None = None
     _memo: dict[tuple[str, str, str], Any] = field(default_factory=dict)  # (question, mistake id, case) -> answer
+    _twin: list["Context | None"] = field(default_factory=list)  # [the public twin] once asked for
+
+    def public_twin(self) -> "Context | None":
+        """The same exercise at its public seed (the handout's case pack), no student results: live grading only.
+
+        A hidden check that fails with a known mistake draws that mistake's results on the public case beside its
+        own picture (:meth:`Compare.public_picture`). None from a case pack, or when this is the public seed.
+        """
+        if not self._twin:
+            found = self.expected.public_twin() if self.expected.live else None
+            twin = None
+            if found is not None and found[0] != self.seed:
+                seed, cases, expected = found
+                twin = Context(self.exercise_id, seed, {c.name: c for c in cases}, {}, expected)
+            self._twin.append(twin)
+        return self._twin[0]
 
     @property
     def reference(self) -> Any:
@@ -518,14 +535,24 @@ class Check:
         raise NotImplementedError
 
     def grade(self, ctx: Context) -> CheckResult:
-        """``run``, unless the required case stopped on NotImplementedError."""
+        """``run``, unless the required case stopped on NotImplementedError; its picture as the student may see it."""
         if self.requires is not None:
             error = ctx.student_result(self.requires).error
             if error is not None and error.get("type") == "NotImplementedError":
                 where = error.get("where") or "your code"
                 return result(self.name, self.points, False,
                               f"not graded yet: this check counts once {where} is implemented")
-        return self.run(ctx)
+        return for_student(self.run(ctx), ctx.expected.live)
+
+
+def for_student(checked: CheckResult, live: bool) -> CheckResult:
+    """A check's result with the picture the student may see: graded live (hidden checks), a figure whose expected
+    values are the reference's becomes ``figures.hidden_view`` of itself, and the full one goes to
+    ``instructor_figure`` (the instructor's dashboard draws it; no student view carries it)."""
+    figure = checked.figure
+    if not live or figure is None or not figure.get("from_reference"):
+        return checked
+    return dataclasses.replace(checked, figure=figures.hidden_view(figure), instructor_figure=figure)
 
 
 def forward_matches(ctx: Context, case: str, forward_key: str, y: np.ndarray) -> bool:
@@ -580,6 +607,11 @@ class Compare(Check):
     # Fail values that are right when the case warned: True (any warning) or the methods whose warnings count
     # (("forward",): a warning backward raised is not the forward check's fault).
     match_warnings: bool | tuple[str, ...] = False
+    # For <name>_<step> keys (figures.step_ratios): the share of the previous value a step keeps (1 - momentum for a
+    # running average, 1 for an optimiser's parameters), and the value before step 1 by name when it is no input
+    # array of the case (a buffer's initial value).
+    carry: float = 0.0
+    start: dict[str, float] = field(default_factory=dict)
 
     def run(self, ctx: Context) -> CheckResult:
         s = ctx.student_result(self.case)
@@ -607,7 +639,7 @@ class Compare(Check):
                 if self.diagnose and mistake is None and received.shape == expected.shape \
                         and received.dtype == expected.dtype:
                     message += "\n" + UNKNOWN
-                return result(self.name, self.points, False, message, mistake, self.figure(ctx, key))
+                return result(self.name, self.points, False, message, mistake, self.figure(ctx, key, mistake))
         warned = warnings_in(s, self.match_warnings)
         if warned:
             mistake = ctx.diagnose(self.case, self.keys, self.rtol, self.atol, match_warnings=self.match_warnings)
@@ -620,21 +652,71 @@ class Compare(Check):
             )
         return result(self.name, self.points, True)
 
-    def figure(self, ctx: Context, key: str) -> dict[str, Any] | None:
-        """The picture of the failing ``key``: the steps' trajectory when the keys are <name>_<step>, else the elements.
+    def figure(self, ctx: Context, key: str, mistake: Mistake | None = None) -> dict[str, Any] | None:
+        """The full picture of the failing ``key`` (:meth:`picture`), and beside it, for a known mistake graded live,
+        the same check on the public case (:meth:`public_picture`)."""
+        s = ctx.student_result(self.case)
+        figure = self.picture(s.outputs, lambda k: ctx.reference_output(self.case, k), ctx.cases[self.case], key)
+        if figure is not None and figure.get("from_reference"):
+            twin = self.public_picture(ctx, key, mistake)
+            if twin is not None:
+                figure["public"] = twin
+        return figure
 
-        Hidden (live expected values): none of the expected array beyond the message's first pair.
-        """
-        s, title, hidden = ctx.student_result(self.case), f"{self.what}: {key}", bool(ctx.expected.live)
+    def picture(self, outputs: dict[str, np.ndarray], expected_of: Callable[[str], np.ndarray], case: Case,
+                key: str) -> dict[str, Any] | None:
+        """The figure of ``key`` of ``outputs`` against ``expected_of``: the shapes when they differ, the steps'
+        trajectory when the keys are <name>_<step>, else the elements (the dtypes when only those differ)."""
+        received, expected = outputs.get(key), expected_of(key)
+        if received is None:
+            return None
+        title = f"{self.what}: {key}"
+        if np.shape(received) != np.shape(expected):
+            return figures.shapes_figure(np.shape(received), np.shape(expected), title=title, key=key)
         if figures.step_series(self.keys) is not None:
-            expected = {k: ctx.reference_output(self.case, k) for k in self.keys}
-            figure = figures.trajectory_figure(s.outputs, expected, self.keys, self.rtol, self.atol, title=self.what,
-                                               hidden=hidden)
+            starts = {name: self.start.get(name, case.arrays.get(name)) for name in figures.step_series(self.keys) or {}}
+            figure = figures.trajectory_figure(outputs, {k: expected_of(k) for k in self.keys}, self.keys, self.rtol,
+                                               self.atol, title=self.what, carry=self.carry,
+                                               starts={k: v for k, v in starts.items() if v is not None})
             if figure is not None:
                 return figure
-        expected_value = ctx.reference_output(self.case, key)
-        return figures.elements_figure(s.outputs[key], expected_value, self.rtol, self.atol * scale_of(expected_value),
-                                       title=title, key=key, hidden=hidden)
+        figure = figures.elements_figure(received, expected, self.rtol, self.atol * scale_of(expected), title=title,
+                                         key=key)
+        if figure is None and self.check_dtype and np.asarray(received).dtype != np.asarray(expected).dtype:
+            return figures.shapes_figure(np.shape(received), np.shape(expected), title=title, key=key,
+                                         received_dtype=str(np.asarray(received).dtype),
+                                         expected_dtype=str(np.asarray(expected).dtype))
+        return figure
+
+    def public_picture(self, ctx: Context, key: str, mistake: Mistake | None) -> dict[str, Any] | None:
+        """The same check on the public case with the named mistake's results as the student's, when it fails there too.
+
+        The mistake reproduces the student on the hidden case (that is how it was named), so its results on the
+        public inputs are what the student's code gives there: the handout's ``grade submit`` draws this very
+        picture from the student's own code. Live grading only; None without a named mistake.
+        """
+        twin = ctx.public_twin() if mistake is not None else None
+        if twin is None or self.case not in twin.cases:
+            return None
+        variant = twin._combined(list(getattr(mistake, "parts", []) or [mistake]))
+        if variant is None:
+            return None
+        case = twin.cases[self.case]
+        outputs = twin.run_mistake(variant, case).outputs
+        received, expected = outputs.get(key), twin.reference_output(self.case, key)
+        if received is None or compare(received, expected, self.rtol, self.atol * scale_of(expected),
+                                       self.check_dtype).ok:
+            return None
+        figure = self.picture(outputs, lambda k: twin.reference_output(self.case, k), case, key)
+        if figure is None:
+            return None
+        figure["title"] = f"Public case: {figure['title']}"
+        figure["public_case"] = {"mistake": variant.id}
+        figure["summary"] = (f"The same check on the public case (the inputs and expected values of your handout's"
+                             f" case pack), as the known mistake {variant.id} computes it: it reproduces your output"
+                             f" on the hidden case, and `grade submit` in your handout draws this picture from your"
+                             f" own code. " + figure["summary"])
+        return figure
 
     def own_gradient(self, ctx: Context, key: str) -> bool:
         """Whether gradient ``key`` is right for the student's own forward where that forward is wrong.
@@ -695,7 +777,10 @@ class Consistency(Check):
                 else:
                     lead = f"Your backward is not the gradient of your own forward: {key} disagrees with its" \
                            " central differences"
-                return result(self.name, self.points, False, f"{lead} ({self.what}): {cmp.message}")
+                return result(self.name, self.points, False, f"{lead} ({self.what}): {cmp.message}",
+                              figure=own_figure(grad, num, self.rtol, self.atol * scale_of(num),
+                                                f"{self.what}: {key}", key,
+                                                f"central differences of your forward ({num_key})"))
         return result(self.name, self.points, True)
 
 
@@ -735,6 +820,7 @@ class Unchanged(Check):
                 what = HANDED.get(out_key)
                 if what is None and out_key.endswith("_after"):
                     what = f"the parameter array {out_key[:-len('_after')]} handed to the layer was modified in place"
+                name = array_key.removeprefix("param_")
                 return result(
                     self.name,
                     self.points,
@@ -742,6 +828,8 @@ class Unchanged(Check):
                     f"your code modified its input array (case {case}): {what or out_key}: {cmp.message}."
                     " Work on a copy (x = x.copy() or x = x - mu, never x -= mu; mask = x > 0, never mask = x).",
                     ctx.diagnose(case, [out_key], rtol=0.0, atol=0.0),
+                    own_figure(after, before, 0.0, 0.0, f"case {case}: {name} after your code ran", name,
+                               f"{name} as it was handed to your code", f"{name} after your code ran"),
                 )
         return result(self.name, self.points, True)
 
@@ -763,13 +851,13 @@ class ShapeDtype(Check):
             if got is None:
                 return result(self.name, self.points, False, f"{key} (case {case}): {error_text(s.error)}")
             expected = ctx.reference_output(case, key)
-            if got.shape != expected.shape:
+            if got.shape != expected.shape or got.dtype != expected.dtype:
+                what = "shape" if got.shape != expected.shape else "dtype"
+                mine, theirs = (got.shape, expected.shape) if what == "shape" else (got.dtype, expected.dtype)
                 return result(
-                    self.name, self.points, False, f"{key} (case {case}) has shape {got.shape}, expected {expected.shape}"
-                )
-            if got.dtype != expected.dtype:
-                return result(
-                    self.name, self.points, False, f"{key} (case {case}) has dtype {got.dtype}, expected {expected.dtype}"
+                    self.name, self.points, False, f"{key} (case {case}) has {what} {mine}, expected {theirs}",
+                    figure=figures.shapes_figure(got.shape, expected.shape, title=f"{key} (case {case})", key=key,
+                                                 received_dtype=str(got.dtype), expected_dtype=str(expected.dtype)),
                 )
         return result(self.name, self.points, True)
 
@@ -798,14 +886,24 @@ class Raises(Check):
 
 @dataclass
 class Custom(Check):
-    """Any check: ``fn(ctx) -> (ok, message, mistake_or_None)``."""
+    """Any check: ``fn(ctx) -> (ok, message, mistake_or_None)`` or ``(ok, message, mistake_or_None, figure)``."""
 
-    fn: Callable[[Context], tuple[bool, str, Mistake | None]] | None = None
+    fn: Callable[[Context], tuple[Any, ...]] | None = None
 
     def run(self, ctx: Context) -> CheckResult:
         assert self.fn is not None
-        ok, message, mistake = self.fn(ctx)
-        return result(self.name, self.points, ok, message, mistake)
+        ok, message, mistake, *figure = self.fn(ctx)
+        return result(self.name, self.points, ok, message, mistake, figure[0] if figure else None)
+
+
+def own_figure(received: Any, expected: Any, rtol: float, atol: float, title: str, key: str, expected_label: str,
+               received_label: str = "yours") -> dict[str, Any] | None:
+    """The picture of a check that compares the student with their own data (a gradient with central differences
+    of their forward, an input after the call with itself before): elements, or the shapes when they differ."""
+    if np.shape(received) != np.shape(expected):
+        return figures.shapes_figure(np.shape(received), np.shape(expected), title=title, key=key)
+    return figures.elements_figure(received, expected, rtol, atol, title=title, key=key, from_reference=False,
+                                   labels={"received": received_label, "expected": expected_label})
 
 
 def live_check(name: str, *args: Any) -> Callable[[Context], tuple[bool, str, Mistake | None]]:
@@ -1106,6 +1204,8 @@ def _same_twice(ctx: Context, case: str) -> tuple[bool, str, Mistake | None]:
         "a second backward(dout) after the same forward gave a different dx: backward must not modify"
         f" what forward cached (no in-place updates of self.* in backward): {cmp.message}",
         ctx.diagnose(case, ["dx_again"]),
+        own_figure(again, dx, 1e-12, 1e-12 * scale_of(dx), f"backward called twice (case {case}): dx", "dx",
+                   "dx of your first backward", "dx of your second backward"),
     )
 
 

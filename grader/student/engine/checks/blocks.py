@@ -31,6 +31,7 @@ from grader.student.engine.checks.base import (
 )
 from grader.student.engine.compare import compare, scale_of
 from grader.student.engine.ops import Case
+from grader.student.feedback import figures
 
 FLAGS = ("training", "linear.training", "bn.training", "act.training", "drop.training")
 
@@ -132,7 +133,10 @@ def eval_outputs(ctx: Context) -> tuple[bool, str, Mistake | None]:
             note = (f" After eval() these layers are still in training mode: {', '.join(still)}"
                     " (eval() must reach all four layers)." if still else "")
             mistake = ctx.diagnose("eval", ["y", "dx"]) or ctx.diagnose("eval", flag_keys("eval"))
-            return False, f"eval mode: {key}: {cmp.message}.{note}", mistake
+            figure = (figures.elements_figure(got, expected, RTOL, ATOL * scale_of(expected), title=f"eval mode: {key}",
+                                              key=key) if got.shape == expected.shape
+                      else figures.shapes_figure(got.shape, expected.shape, title=f"eval mode: {key}", key=key))
+            return False, f"eval mode: {key}: {cmp.message}.{note}", mistake, figure
     return True, "", None
 
 

@@ -38,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 from grader.student.feedback import figures
-from grader.student.engine.checks.base import UNDIAGNOSED_ERRORS, ExerciseChecks, Plan, error_text
+from grader.student.engine.checks.base import UNDIAGNOSED_ERRORS, ExerciseChecks, Plan, error_text, own_figure
 from grader.student.engine.checks.init import StatCheck, Verdict, hoeffding_halfwidth, link_peers, same_value
 from grader.student.engine.diagnosis import error_signature
 from grader.student.engine.ops import Case, ScriptResult
@@ -162,13 +162,17 @@ class DropoutChecks(ExerciseChecks):
                 y, x = got[0], arrays[case]["x"]
                 if y.shape != x.shape or y.dtype != np.float64:
                     return Verdict(False, f"case {case}: forward returned shape {y.shape} dtype {y.dtype};"
-                                          f" expected {x.shape} float64", ("shape", y.shape, str(y.dtype)))
+                                          f" expected {x.shape} float64", ("shape", y.shape, str(y.dtype)),
+                                   lambda: figures.shapes_figure(y.shape, x.shape, title=f"case {case}: forward",
+                                                                 key="y", received_dtype=str(y.dtype),
+                                                                 expected_dtype="float64"))
                 if not np.all(np.isfinite(y)):
                     return Verdict(False, f"case {case} (p = {p}): forward returned NaN or inf", ("nan",))
                 kept = y != 0
                 if kept.all():
                     return Verdict(False, f"case {case} (p = {p}): no element was dropped (no output is 0), so the"
-                                          " scale cannot be judged: check how the mask is built", ("nothing-dropped",))
+                                          " scale cannot be judged: check how the mask is built", ("nothing-dropped",),
+                                   lambda: scale_figure(case, y, x, p))
                 scale = 1.0 / (1.0 - p)
                 ratios = y[kept] / x[kept]
                 bad = np.abs(ratios - scale) > EXACT * scale
@@ -180,6 +184,7 @@ class DropoutChecks(ExerciseChecks):
                         f"case {case} (p = {p}): every output must be 0 or x / (1 - p) = x * {scale:.6g};"
                         f" {int(bad.sum())} of {y.size} outputs are not (y / x = {shown})",
                         (case, tuple(found[:4]) if found.size <= 4 else "many"),
+                        lambda: scale_figure(case, y, x, p),
                     )
             return Verdict(True)
 
@@ -207,7 +212,10 @@ class DropoutChecks(ExerciseChecks):
                         return Verdict(False, f"case train: {error_text(r.error)}")
                     continue  # backward crashed: charged by the backward check
                 if not (after.shape == arrays[array].shape and np.array_equal(after, arrays[array])):
-                    return Verdict(False, message, ("mutated", key))
+                    return Verdict(False, message, ("mutated", key),
+                                   lambda: own_figure(after, arrays[array], 0.0, 0.0, f"case train: {array} after your"
+                                                      " code ran", array, f"{array} as it was handed to your code",
+                                                      f"{array} after your code ran"))
             return Verdict(True)
 
         return judge
@@ -260,17 +268,28 @@ class DropoutChecks(ExerciseChecks):
             if not (np.all(np.isfinite(y1)) and np.all(np.isfinite(y2))):
                 return Verdict(False, "forward returned NaN or inf, so no mask can be seen", ("nan",))
             m1, m2 = y1 == 0, y2 == 0
-            if not m1.any() or m1.all():
-                return Verdict(False, f"{'no' if not m1.any() else 'every'} element was dropped in training",
-                               ("none" if not m1.any() else "all",))
             same_twice = bool(np.array_equal(m1, m2))
             rows_alike = bool(np.all(m1 == m1[0]))
+
+            def picture() -> dict[str, Any]:
+                seen = ("nothing was dropped." if not m1.any() else "everything was dropped." if m1.all()
+                        else "the two masks are identical." if same_twice
+                        else "every row drops the same columns (vertical stripes).")
+                return figures.masks_figure(
+                    [("first forward", m1), ("second forward", m2)], title="the elements each training call dropped",
+                    summary=f"Which elements of the {TRAIN_SHAPE} output your two training calls dropped, as the"
+                            f" share dropped in each block: {seen}")
+
+            if not m1.any() or m1.all():
+                return Verdict(False, f"{'no' if not m1.any() else 'every'} element was dropped in training",
+                               ("none" if not m1.any() else "all",), picture)
+
             if same_twice:
                 return Verdict(False, "two training calls dropped exactly the same elements: draw a fresh mask"
-                                      " from self.rng on every forward", (same_twice, rows_alike))
+                                      " from self.rng on every forward", (same_twice, rows_alike), picture)
             if rows_alike:
                 return Verdict(False, f"every row of the {TRAIN_SHAPE} output drops the same columns: draw the"
-                                      " mask with the full shape of x", (same_twice, rows_alike))
+                                      " mask with the full shape of x", (same_twice, rows_alike), picture)
             return Verdict(True)
 
         return judge
@@ -299,6 +318,10 @@ class DropoutChecks(ExerciseChecks):
                 if np.all(np.abs(dx - expected) <= EXACT * np.abs(expected) + 1e-300):
                     continue
                 kind = backward_kind(dx, dout, y)
+
+                def picture(case: str = case, dx: np.ndarray = dx, expected: np.ndarray = expected) -> Any:
+                    return own_figure(dx, expected, EXACT, 1e-300, f"case {case}: dx", "dx",
+                                      "dout × y / x (the mask and scale of your forward)", "your dx")
                 hint = {
                     "identity": "backward returned dout unchanged: multiply by the mask",
                     "unscaled": "backward used the 0/1 mask without the 1/(1 - p) scale",
@@ -311,6 +334,7 @@ class DropoutChecks(ExerciseChecks):
                     f"case {case}: dx must be dout times the scaled mask of the last forward (y / x): {hint};"
                     f" {bad} of {dx.size} values differ",
                     kind,
+                    picture,
                 )
             return Verdict(True)
 
@@ -324,6 +348,7 @@ class DropoutChecks(ExerciseChecks):
         def judge(res: Results) -> Verdict:
             pattern = []
             message = ""
+            picture = None
             for case in ("eval", "train_then_eval"):
                 got, why = get(res, case, "y", "dx")
                 if got is None:
@@ -337,11 +362,13 @@ class DropoutChecks(ExerciseChecks):
                     zeros = int(np.sum(y == 0)) if y.shape == x.shape else 0
                     message = (f"case {case}: in eval mode forward must return x unchanged;"
                                f" {zeros} of {x.size} outputs are zero (still dropping?)")
+                    picture = identity_picture(case, "y", y, x, "x (eval returns its input)")
                 elif not message and not dx_ok:
                     message = (f"case {case}: in eval mode backward must return dout unchanged"
                                " (a mask left over from a training forward?)")
+                    picture = identity_picture(case, "dx", dx, dout, "dout (eval passes it back)")
             if message:
-                return Verdict(False, message, tuple(pattern))
+                return Verdict(False, message, tuple(pattern), picture)
             return Verdict(True)
 
         return judge
@@ -366,13 +393,22 @@ class DropoutChecks(ExerciseChecks):
             if got1 is None:
                 return Verdict(False, f"p = 1: {why1}")
             if not p0_ok:
+                assert got0 is not None
+                y0_ok = same_values(got0[0], x)
+                picture = (identity_picture("p0", "y", got0[0], x, "x (p = 0 drops nothing)") if not y0_ok
+                           else identity_picture("p0", "dx", got0[1], dout, "dout (p = 0 drops nothing)"))
                 return Verdict(False, "with p = 0 nothing is dropped: forward must return x and backward dout",
-                               fingerprint)
+                               fingerprint, picture)
+            assert got1 is not None
+            y1 = got1[0] if got1[0].shape != x.shape or np.any(got1[0]) else got1[1]
+            zeros_picture = identity_picture("p1", "y" if y1 is got1[0] else "dx", y1, np.zeros_like(x),
+                                             "0 (p = 1 drops everything)")
             if p1_nan:
                 return Verdict(False, "with p = 1 the output contains NaN or inf (0 / (1 - p) = 0/0?):"
-                                      " everything is dropped, return zeros", fingerprint)
+                                      " everything is dropped, return zeros", fingerprint, zeros_picture)
             if not p1_ok:
-                return Verdict(False, "with p = 1 every output and every gradient must be exactly 0", fingerprint)
+                return Verdict(False, "with p = 1 every output and every gradient must be exactly 0", fingerprint,
+                               zeros_picture)
             if warned:
                 return Verdict(False, f"with p = 1 the values are right but your code warned: {r1.warnings[0]}",
                                fingerprint)
@@ -395,6 +431,26 @@ def fraction_figure(case: str, y: np.ndarray, p: float, t: float, frac: float) -
     )
 
 
+def scale_figure(case: str, y: np.ndarray, x: np.ndarray, p: float) -> dict[str, Any]:
+    """y / x of every output kept (not 0) as a histogram, against the one value it must take, 1 / (1 - p)."""
+    kept = y != 0
+    scale = 1.0 / (1.0 - p)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = y[kept] / x[kept]
+    found = np.unique(np.round(ratios[np.isfinite(ratios)], 6))
+    shown = ", ".join(f"{r:.4g}" for r in found[:4]) + (" ..." if found.size > 4 else "")
+    return figures.histogram_figure(
+        ratios, title=f"case {case}: y / x of the outputs kept, p = {p}", density=None, bounds=[scale],
+        bound_label="1/(1 - p)", value_label="y / x of an output kept (not 0)",
+        summary=f"Histogram of y / x over the {int(kept.sum())} outputs your forward kept (case {case}, p = {p}):"
+                f" each must be exactly 1 / (1 - p) = {scale:.4g}; yours are {shown}.")
+
+
+def identity_picture(case: str, key: str, got: np.ndarray, want: np.ndarray, label: str) -> Callable[[], Any]:
+    """A picture of an output that must equal a given array exactly (eval, the edges p = 0 and p = 1)."""
+    return lambda: own_figure(got, want, EXACT, 0.0, f"case {case}: {key}", key, label, f"your {key}")
+
+
 def judge_seeded(res: Results) -> Verdict:
     """Generators seeded alike give the same output, generators seeded otherwise another one."""
     got, why = get(res, "seeded", "y_a", "y_b", "y_c")
@@ -405,14 +461,22 @@ def judge_seeded(res: Results) -> Verdict:
         return Verdict(False, f"forward returned shape {y_a.shape}, expected {XS_SHAPE}", ("shape",))
     if not all(np.all(np.isfinite(y)) for y in got):
         return Verdict(False, "forward returned NaN or inf, so no mask can be seen", ("nan",))
+    def picture() -> dict[str, Any]:
+        return figures.masks_figure(
+            [("seed s", y_a == 0), ("seed s again", y_b == 0), ("seed s + 1", y_c == 0)],
+            title="the elements three layers dropped",
+            summary="Which elements three layers dropped, given generators seeded s, s again and s + 1: the first"
+                    " two must match, the third differ.")
+
     if not (y_a.shape == y_b.shape and np.array_equal(y_a, y_b)):
         return Verdict(False, "two layers given generators with the same seed dropped different elements: draw the"
                               " mask from self.rng (the generator the layer was given), never from np.random,"
-                              " so that a seeded run can be repeated", ("unseeded",))
+                              " so that a seeded run can be repeated", ("unseeded",), picture)
     if y_a.shape == y_c.shape and np.array_equal(y_a, y_c) and np.any(y_a == 0):
         # (a layer that drops nothing at all is charged by the values check, not here)
         return Verdict(False, "layers given generators with different seeds dropped exactly the same elements:"
-                              " draw the mask from self.rng, not from a generator of your own", ("seed-ignored",))
+                              " draw the mask from self.rng, not from a generator of your own", ("seed-ignored",),
+                       picture)
     return Verdict(True)
 
 

@@ -20,7 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.checks.base import Compare, Custom, Context, ExerciseChecks, Plan, ShapeDtype, error_text
+from grader.student.engine.checks.base import (
+    Compare, Context, Custom, ExerciseChecks, Plan, ShapeDtype, error_text, own_figure,
+)
+from grader.student.feedback import figures
 from grader.student.engine.diagnosis import KnownMistake as Mistake
 from grader.student.engine.ops import Case
 
@@ -54,7 +57,10 @@ def x_restored(ctx: Context) -> tuple[bool, str, Mistake | None]:
             return (False,
                     f"case {name}: x changed by up to {diff:.2g} after numerical_gradient returned: restore"
                     " every x[i] to its saved value after the two evaluations",
-                    ctx.diagnose(name, ["x_after"], rtol=0.0, atol=1e-12))
+                    ctx.diagnose(name, ["x_after"], rtol=0.0, atol=1e-12),
+                    own_figure(after, x, 0.0, 1e-12 * max(1.0, float(np.abs(x).max())),
+                               f"case {name}: x after numerical_gradient returned", "x", "x as it was given",
+                               "x after the call"))
     return True, "", None
 
 
@@ -107,7 +113,8 @@ def rel_scalar(ctx: Context) -> tuple[bool, str, Mistake | None]:
             return False, f"case {name}: {error_text(s.error)}", None
         if err.shape != ():
             return (False, f"case {name}: rel_error returned shape {err.shape}; expected one number (the max"
-                           " over elements)", ctx.diagnose(name, ["err"]))
+                           " over elements)", ctx.diagnose(name, ["err"]),
+                    figures.shapes_figure(err.shape, (), title=f"rel_error (case {name})", key="err"))
     return True, "", None
 
 

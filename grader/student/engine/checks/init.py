@@ -28,7 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from grader.student.feedback import figures
-from grader.student.engine.checks.base import Check, Context, Custom, ExerciseChecks, Plan, error_text, result
+from grader.student.engine.checks.base import Check, Context, Custom, ExerciseChecks, Plan, error_text, own_figure, result
 from grader.student.engine.diagnosis import KnownMistake as Mistake
 from grader.student.engine.model import CheckResult
 from grader.student.engine.ops import Case, ScriptResult
@@ -230,16 +230,20 @@ def judge_shape(fn: str, items: list[tuple[str, InitSpec]]) -> Judge:
             if w is None:
                 return Verdict(False, f"{call_text(fn, spec)}: {why}")
             shapes.append(w.shape)
+            picture = (lambda w=w, spec=spec: figures.shapes_figure(
+                w.shape, (spec.fan_out, spec.fan_in), title=call_text(fn, spec), key="W", received_dtype=str(w.dtype),
+                expected_dtype="float64"))
             if w.shape != (spec.fan_out, spec.fan_in):
                 return Verdict(
                     False,
                     f"{call_text(fn, spec)} returned shape {w.shape}; expected (fan_out, fan_in) ="
                     f" {(spec.fan_out, spec.fan_in)}, the shape of Linear's W",
                     tuple(shapes),
+                    picture,
                 )
             if w.dtype != np.float64:
                 return Verdict(False, f"{call_text(fn, spec)} returned dtype {w.dtype}; expected float64",
-                               ("dtype", str(w.dtype)))
+                               ("dtype", str(w.dtype)), picture)
         return Verdict(True)
 
     return judge
@@ -262,6 +266,8 @@ def judge_rng(fn: str, case: str, spec: InitSpec) -> Judge:
                 "two calls with generators seeded alike returned different arrays: draw every value"
                 " from the rng argument (rng.normal / rng.uniform), not from np.random",
                 (same_seed, other_seed),
+                lambda: own_figure(again, w, 0.0, 0.0, f"{call_text(fn, spec)} called twice with generators seeded"
+                                   " alike", "W", "W of the first call", "W of the second call"),
             )
         if other_seed:
             return Verdict(False, "generators with different seeds gave the same array: use the rng argument",

@@ -31,11 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
+from grader.student.engine.checks.base import Check, Context, ExerciseChecks, Plan, error_text, own_figure, result
 from grader.student.engine.compare import compare, scale_of
 from grader.student.engine.diagnosis import KnownMistake as Mistake
 from grader.student.engine.model import CheckResult
 from grader.student.engine.ops import Case
+from grader.student.feedback import figures
 
 ELEMENTWISE_TOL = (1e-5, 1e-6)
 ROW_TOL = (1e-4, 1e-5)
@@ -82,7 +83,6 @@ class KernelValues(Check):
     regions: list[Region] = field(default_factory=list)
     tol: tuple[float, float] = ELEMENTWISE_TOL
     masks: dict[str, np.ndarray] = field(default_factory=dict)
-    full_errors: bool = False  # the first check of a plan shows a build error's whole log
     row_shape: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # case -> (rows, D, L) of row kernels
 
     def run(self, ctx: Context) -> CheckResult:
@@ -90,7 +90,7 @@ class KernelValues(Check):
             s = ctx.student_result(region.case)
             got = s.outputs.get(region.key)
             if got is None:
-                return result(self.name, self.points, False, kernel_error_text(s.error, self.full_errors))
+                return result(self.name, self.points, False, kernel_error_text(s.error))
             expected = ctx.reference_output(region.case, region.key)
             cmp = self.compare_region(got, expected, region)
             if not cmp.ok:
@@ -99,8 +99,17 @@ class KernelValues(Check):
                 if mistake is None and region.key == "y" and region.case in self.row_shape:
                     hint = unstrided_hint(got, *self.row_shape[region.case])
                     message = hint + "\n" + message if hint else message
-                return result(self.name, self.points, False, message, mistake)
+                return result(self.name, self.points, False, message, mistake, self.figure(got, expected, region))
         return result(self.name, self.points, True)
+
+    def figure(self, got: np.ndarray, expected: np.ndarray, region: Region) -> dict[str, Any] | None:
+        """The graded part of the region, yours against the emulated reference (the shapes when they differ)."""
+        title = f"{region.what}{region.key}"
+        if got.shape != expected.shape:
+            return figures.shapes_figure(got.shape, expected.shape, title=title, key=region.key)
+        rtol, atol = self.tol
+        e = expected[: region.valid]
+        return figures.elements_figure(got[: region.valid], e, rtol, atol * scale_of(e), title=title, key=region.key)
 
     def compare_region(self, got: np.ndarray, expected: np.ndarray, region: Region, masked: bool = True) -> Any:
         """The graded part of ``got`` against ``expected`` (only the region's mask, if any, when ``masked``)."""
@@ -215,7 +224,6 @@ class Guard(Check):
     """Past the graded part every output stays NaN: the kernel guards its index (``hint`` says how, per kernel)."""
 
     regions: list[Region] = field(default_factory=list)
-    full_errors: bool = False
     hint: str = ELEMENTWISE_GUARD
 
     def run(self, ctx: Context) -> CheckResult:
@@ -223,30 +231,24 @@ class Guard(Check):
             s = ctx.student_result(region.case)
             got = s.outputs.get(region.key)
             if got is None:
-                return result(self.name, self.points, False, kernel_error_text(s.error, self.full_errors))
+                return result(self.name, self.points, False, kernel_error_text(s.error))
             tail = got[region.valid:]
             written = int(np.sum(~np.isnan(tail)))
             if written:
                 return result(self.name, self.points, False,
                               f"{region.what}{region.key}: {written} values past the end (index >= {region.valid})"
-                              f" were written: {self.hint}")
+                              f" were written: {self.hint}",
+                              figure=own_figure(tail, np.full(tail.shape, np.nan), 0.0, 0.0,
+                                                f"{region.what}{region.key} past the end (index {region.valid} on)",
+                                                region.key, "nothing written (NaN)", "what your kernel wrote there"))
         return result(self.name, self.points, True)
 
 
-def first_shows_log(plan: Plan) -> Plan:
-    """Let the plan's first check carry a build error's whole compiler log (the others one line)."""
-    if plan.checks:
-        setattr(plan.checks[0], "full_errors", True)
-    return plan
-
-
-def kernel_error_text(error: dict[str, str] | None, full: bool = True) -> str:
-    """Why a kernel case produced nothing: the worker's own message for an unwritten stub;
-    a build error with its compiler log (``full``) or one line pointing at it."""
+def kernel_error_text(error: dict[str, str] | None) -> str:
+    """Why a kernel case produced nothing: the worker's own message for an unwritten stub, else the error (a build
+    error with its whole compiler log: every check says it, and the report says it once for all of them)."""
     if error and error.get("type") == "NotImplementedError" and error.get("message"):
         return f"not implemented yet: {error['message']}"
-    if error and error.get("type") == "KernelBuildError" and not full:
-        return error.get("message", "").split(";")[0] + " (the compiler log is in the first check)"
     return error_text(error)
 
 
@@ -305,7 +307,7 @@ class ElementwiseKernelChecks(ExerciseChecks):
                               tol=ELEMENTWISE_TOL))
         plan.add(Guard("index_guard", 2.0, regions=[Region("main", out, n_main, f"n = {n_main}: "),
                                                      Region("small", out, n_small, f"n = {n_small}: ")]))
-        return first_shows_log(plan)
+        return plan
 
 
 # --------------------------------------------------------------------------- dropout_forward
@@ -354,7 +356,7 @@ class DropoutKernelChecks(ExerciseChecks):
         plan.add(KernelValues("p_zero", 0.5, regions=[Region("p0", "y", n0, "p = 0 (identity): ")]))
         plan.add(Guard("index_guard", 2.0, regions=[Region("main", "y", n_main), Region("p1", "y", n1),
                                                      Region("p0", "y", n0)]))
-        return first_shows_log(plan)
+        return plan
 
 
 # --------------------------------------------------------------------------- row kernels
@@ -448,7 +450,7 @@ class RowKernelChecks(ExerciseChecks):
                  + regions("small_D", 3, D_small, ["y"] + self.stats, "")
                  + regions("L128", 2, D_big, ["y"] + self.stats, ""))
         plan.add(Guard("index_guard", 2.0, regions=guard, hint=ROW_GUARD))
-        return first_shows_log(plan)
+        return plan
 
 
 CHECKS: list[ExerciseChecks] = [

@@ -35,7 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.checks.base import RTOL, ATOL, Compare, Context, Custom, ExerciseChecks, LayerPlan, Plan, Raises, error_text
+from grader.student.engine.checks.base import (
+    ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, LayerPlan, Plan, Raises, error_text, own_figure,
+)
 from grader.student.engine.compare import compare, scale_of
 from grader.student.engine.diagnosis import KnownMistake as Mistake
 from grader.student.engine.ops import Case
@@ -191,13 +193,16 @@ class BatchNormChecks(ExerciseChecks):
         p.backward_check("backward_second", 0.75, "second", f"training backward on {self.second_what}", grads)
         p.consistency_check("numgrad", 0.25, "main", f"x of shape {self.main}")
         p.backward_twice_check("backward_twice", 0.25, "main")
+        # their pictures show, per step, what the running average takes in (x_t - (1 - momentum) x_(t-1)),
+        # yours over expected, from the buffers' initial zeros and ones
         p.add(Compare("running_mean", 0.75, case="running",
                       keys=[f"running_mean_{s}" for s in range(1, TRAIN_STEPS + 1)],
-                      what=f"running_mean after each of {TRAIN_STEPS} training steps, momentum {MOMENTUM}"))
+                      what=f"running_mean after each of {TRAIN_STEPS} training steps, momentum {MOMENTUM}",
+                      carry=1.0 - MOMENTUM, start={"running_mean": 0.0}))
         p.add(Compare("running_var", 0.75, case="running",
                       keys=[f"running_var_{s}" for s in range(1, TRAIN_STEPS + 1)],
                       what=f"running_var (unbiased batch variance) after each of {TRAIN_STEPS} training steps,"
-                           f" momentum {MOMENTUM}"))
+                           f" momentum {MOMENTUM}", carry=1.0 - MOMENTUM, start={"running_var": 1.0}))
         p.add(Custom("running_stats_second", 0.25, fn=lambda ctx: _second_stats(ctx, self.second_what)))
         p.forward_check("eval_forward", 0.75, "eval",
                         "eval forward with running_mean and running_var set beforehand (it normalises with them,"
@@ -231,12 +236,17 @@ def _second_stats(ctx: Context, what: str) -> tuple[bool, str, Mistake | None]:
         compare(g, o, RTOL, ATOL * scale_of(o)).ok for g, o in zip(got, own)
     ):
         return True, "", None
-    for key, value in zip(keys, got):
+    for key, value, mine in zip(keys, got, own):
         expected = ctx.reference_output("second", key)
         cmp = compare(value, expected, RTOL, ATOL * scale_of(expected))
         if not cmp.ok:
+            # the picture: against the student's own update on the same values laid out as (m, C), which is what
+            # the axes alone decide (the reference's values are hidden where this runs live)
+            figure = None if mine is None else own_figure(
+                value, mine, RTOL, ATOL * scale_of(mine), f"{key} after one step on {what}", key,
+                f"your own {key} after the same values laid out as (m, C)")
             return (False, f"running statistics after one step on {what} (statistics over every axis but 1):"
-                           f" {key}: {cmp.message}", ctx.diagnose("second", keys))
+                           f" {key}: {cmp.message}", ctx.diagnose("second", keys), figure)
     return True, "", None
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.checks.base import Check, Compare, Context, ExerciseChecks, Plan, error_text, result
+from grader.student.engine.checks.base import Check, Compare, Context, ExerciseChecks, Plan, error_text, own_figure, result
 from grader.student.engine.model import CheckResult
 from grader.student.engine.ops import Case
 
@@ -90,7 +90,10 @@ class InPlace(Check):
                            " (param = param - ...) instead of being updated in place (param -= ...)"
                            if unchanged else "the caller's array differs from params[key]")
                     mistake = ctx.diagnose(case, held_keys, RTOL, ATOL)
-                    return result(self.name, self.points, False, f"case {case}, step {t}, {param}: {why}", mistake)
+                    figure = own_figure(held, entry, 0.0, 0.0, f"case {case}, step {t}: your caller's {param}", param,
+                                        f"params[{param!r}] after the step", f"the caller's {param} after the step")
+                    return result(self.name, self.points, False, f"case {case}, step {t}, {param}: {why}", mistake,
+                                  figure)
             for param in KEYS:
                 got = s.outputs.get(f"g{param}_after")
                 last = ctx.cases[case].arrays[f"g{param}_{steps}"]
@@ -128,7 +131,7 @@ class SGDChecks(ExerciseChecks):
         points = {"plain": 2.0, "momentum": 2.5, "momentum_wd": 2.5, "wd": 1.0}
         for name, (kwargs, steps) in cases.items():
             plan.add(Compare(name, points[name], case=name, keys=value_keys(steps), what=what[name],
-                             rtol=RTOL, atol=ATOL))
+                             rtol=RTOL, atol=ATOL, carry=1.0))  # pictures: each step's change, yours / expected
         plan.add(InPlace("in_place", 2.0, {name: steps for name, (_k, steps) in cases.items()}))
         return plan
 
@@ -162,7 +165,7 @@ class AdamWChecks(ExerciseChecks):
         points = {"defaults": 2.0, "weight_decay": 2.5, "betas": 1.5, "tiny_grads": 2.0}
         for name, (kwargs, steps, _scale) in cases.items():
             plan.add(Compare(name, points[name], case=name, keys=value_keys(steps), what=what[name],
-                             rtol=RTOL, atol=ATOL))
+                             rtol=RTOL, atol=ATOL, carry=1.0))
         plan.add(InPlace("in_place", 2.0, {name: steps for name, (_k, steps, _s) in cases.items()}))
         return plan
 
