@@ -52,6 +52,8 @@ class Mutant:
     after: str
     exercises: list[str]
     source: str = field(repr=False)
+    # The rule by which this mutant changes no behaviour the contract defines (NO_BEHAVIOUR), or None.
+    no_behaviour: str | None = None
 
 
 def make_mutants(topics: tuple[str, ...] = TOPICS) -> list[Mutant]:
@@ -72,19 +74,65 @@ def make_mutants(topics: tuple[str, ...] = TOPICS) -> list[Mutant]:
         module, mutations, _, _ = create_mutations(str(path), code)
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         owners = _owners(module, topic, TOPIC_EXERCISES[topic])
+        raises = [(positions[node].start.line, positions[node].end.line) for node in _nodes(module, cst.Raise)]
         for number, mutation in enumerate(mutations):
             mutated = deep_replace(module, mutation.original_node, mutation.mutated_node)
             position = positions.get(mutation.original_node)
             line = position.start.line if position else 0
             owner = mutation.contained_by_top_level_function or _statement_at(module, positions, line)
             exercises = owners.get(id(owner)) or [f"{topic}.{name}" for name in TOPIC_EXERCISES[topic]]
+            before = _short(module.code_for_node(mutation.original_node))
+            after = _short(module.code_for_node(mutation.mutated_node))
             mutants.append(Mutant(
-                key=f"{topic}:{number}", topic=topic, line=line,
-                before=_short(module.code_for_node(mutation.original_node)),
-                after=_short(module.code_for_node(mutation.mutated_node)),
+                key=f"{topic}:{number}", topic=topic, line=line, before=before, after=after,
                 exercises=exercises, source=mutated.code,
+                no_behaviour=no_behaviour(before, after, any(a <= line <= b for a, b in raises)),
             ))
     return mutants
+
+
+# Mutants that change nothing the exercise contract defines, by a rule decided before any grading (they are
+# counted apart, never graded): spec section 1 hands every exercise float64 arrays, so a dtype=np.float64
+# conversion dropped changes nothing; an attribute's initial None that forward overwrites before any use; the
+# text of an exception's message (the checks judge an exception by its type, as the contract does).
+NO_BEHAVIOUR = {
+    "dtype": "a dtype=np.float64 conversion of float64 input dropped",
+    "initial": "an attribute's initial None replaced by \"\" (forward sets it before use)",
+    "message": "the message of a raised exception",
+}
+
+
+def no_behaviour(before: str, after: str, in_raise: bool) -> str | None:
+    """The NO_BEHAVIOUR rule a mutation (``before`` -> ``after``) falls under, or None."""
+    if in_raise:
+        return "message"
+
+    def plain(text: str) -> str:
+        for part in ("dtype=np.float64", "dtype=None"):
+            text = text.replace(part, "")
+        return text.replace(" ", "").replace(",)", ")")
+
+    if "dtype=np.float64" in before and plain(before) == plain(after):
+        return "dtype"
+    if before.endswith("= None") and after.endswith('= ""'):
+        return "initial"
+    return None
+
+
+def _nodes(module: Any, kind: type) -> list[Any]:
+    """Every node of type ``kind`` in ``module``."""
+    import libcst as cst
+
+    found: list[Any] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, kind):
+                found.append(node)
+            return True
+
+    module.visit(Collect())
+    return found
 
 
 def _short(text: str, width: int = 100) -> str:
@@ -230,28 +278,32 @@ def grade_forked(mutant: Mutant, seed: int) -> dict[str, Any]:
     return outcome
 
 
+CRASH_FAMILIES = {"generic-none", "generic-call", "generic-shape", "generic-key", "generic-validation"}
+
+
 def verdict(outcome: dict[str, Any]) -> str:
-    """'not graded', 'survived', 'named', 'crashed' (killed; every failing check an exception) or 'unnamed'."""
+    """One of: 'not graded' (did not import), 'survived' (full marks), 'named' (every exercise that lost points
+    names a mistake on a failing check), 'unnamed crash' (killed by an exception nothing names) or 'unnamed'."""
     if "import_error" in outcome or "grader_error" in outcome:
         return "not graded"
     if "timeout" in outcome:
-        return "crashed"
+        return "unnamed crash"
     lost = [r for r in outcome.values() if r["score"] < r["max"] - 1e-9]
     if not lost:
         return "survived"
     if all(any(f[1] for f in r["failing"]) for r in lost):
         return "named"
     if all(all(_is_crash(f[3]) for f in r["failing"]) for r in lost):
-        return "crashed"
+        return "unnamed crash"
     return "unnamed"
 
 
 def _is_crash(first_line: str) -> bool:
-    return " raised " in first_line or "not implemented" in first_line or "timed out" in first_line
+    return " raised " in first_line or "returned None" in first_line or "timed out" in first_line
 
 
 def families(outcome: dict[str, Any]) -> set[str]:
-    """The id families named: a catalogued id is 'catalogue', a generic one its family id."""
+    """The families named: 'catalogue' for a catalogued id, else the generic family id."""
     names = set()
     for r in outcome.values():
         if not isinstance(r, dict) or "failing" not in r:
@@ -259,7 +311,7 @@ def families(outcome: dict[str, Any]) -> set[str]:
         for f in r["failing"]:
             for name in [f[1], *f[2]]:
                 if name:
-                    names.add(name.split(":")[0] if name.startswith("generic-") else "catalogue")
+                    names.add(name if name.startswith("generic-") else "catalogue")
     return names
 
 
@@ -291,36 +343,40 @@ def main() -> None:
     for i, mutant in enumerate(chosen):
         outcome = grade_forked(mutant, seed)
         v = verdict(outcome)
+        if mutant.no_behaviour:
+            v = "no behaviour, killed" if v not in ("survived", "not graded") else "no behaviour"
+        elif v == "named" and families(outcome) <= CRASH_FAMILIES:
+            v = "named (crash)"
         for key in (mutant.topic, "all"):
             counts[key][v] += 1
-        if v == "named":
+        if v.startswith("named"):
             for family in families(outcome):
                 by_family[family] += 1
         rows.append((mutant, outcome, v))
         if out:
             out.write(json.dumps({"key": mutant.key, "line": mutant.line, "before": mutant.before,
-                                  "after": mutant.after, "verdict": v, "outcome": outcome}) + "\n")
+                                  "after": mutant.after, "no_behaviour": mutant.no_behaviour, "verdict": v,
+                                  "outcome": outcome}) + "\n")
             out.flush()
         print(f"\r{i + 1}/{len(chosen)} graded, {time.time() - start:.0f} s", end="", file=sys.stderr)
     print(file=sys.stderr)
-    print(f"mutants of reference/ (mutmut's operators), seed {seed}, graded in {time.time() - start:.0f} s")
-    columns = ("made", "graded", "killed", "named", "crashed", "unnamed", "survived")
-    print(f"  {'topic':<15}" + "".join(f"{c:>10}" for c in columns))
+    print(f"mutants of reference/ (mutmut {_version()}'s operators), seed {seed}, graded in {time.time() - start:.0f} s")
+    columns = ("made", "no behav.", "graded", "killed", "named", "of them crash", "unnamed", "crash", "survived")
+    print(f"  {'topic':<14}" + "".join(f"{c:>14}" for c in columns))
     for topic in [*args.topics, "all"]:
         c = counts[topic]
-        graded = sum(c[k] for k in ("survived", "named", "crashed", "unnamed"))
-        killed = graded - c["survived"]
-        row = [made[topic] if topic != "all" else len(mutants), graded, killed, c["named"], c["crashed"],
-               c["unnamed"], c["survived"]]
-        print(f"  {topic:<15}" + "".join(f"{n:>10}" for n in row))
-    c = counts["all"]
-    graded = sum(c[k] for k in ("survived", "named", "crashed", "unnamed"))
-    killed = graded - c["survived"]
-    print(f"  killed {killed} of {graded} graded ({100.0 * killed / max(1, graded):.1f}%);"
-          f" named {c['named']} of {killed} killed ({100.0 * c['named'] / max(1, killed):.1f}%)")
-    print("  named by: " + ", ".join(f"{k} {n}" for k, n in by_family.most_common()))
+        row = _row(c)
+        print(f"  {topic:<14}" + "".join(f"{n:>14}" for n in [made[topic] if topic != "all" else len(mutants), *row]))
+    no_behaviour, graded, killed, named, crash_named, unnamed, crashed, survived = _row(counts["all"])
+    print(f"  killed {killed} of {graded} graded ({100.0 * killed / max(1, graded):.1f}%); named {named} of {killed}"
+          f" killed ({100.0 * named / max(1, killed):.1f}%), {named - crash_named} of them by what the values show"
+          f" ({100.0 * (named - crash_named) / max(1, killed):.1f}% of killed), {crash_named} by the crash's cause alone")
+    print(f"  no behaviour by rule (NO_BEHAVIOUR, not counted as graded): {no_behaviour}, of which killed:"
+          f" {counts['all']['no behaviour, killed']}; not importable: {counts['all']['not graded']}")
+    print("  named by (mutants whose names include each): "
+          + ", ".join(f"{k} {n}" for k, n in by_family.most_common()))
     if args.sample:
-        named = [row for row in rows if row[2] == "named"]
+        named = [row for row in rows if row[2].startswith("named")]
         for mutant, outcome, _ in random.Random(args.draw).sample(named, min(args.sample, len(named))):
             print(f"\n--- {mutant.key} (line {mutant.line}): {mutant.before}  ->  {mutant.after}")
             for exercise, r in outcome.items():
@@ -328,6 +384,21 @@ def main() -> None:
                     if f[1]:
                         print(f"  {exercise} {f[0]}: {f[1]} {f[2] or ''}\n    " + f[4].splitlines()[0][:300])
                         break
+
+
+def _row(c: Counter) -> list[int]:
+    """no behaviour, graded, killed, named, named by crash families only, unnamed, unnamed crash, survived."""
+    named = c["named"] + c["named (crash)"]
+    killed = named + c["unnamed"] + c["unnamed crash"]
+    graded = killed + c["survived"]
+    return [c["no behaviour"] + c["no behaviour, killed"], graded, killed, named, c["named (crash)"], c["unnamed"],
+            c["unnamed crash"], c["survived"]]
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("mutmut")
 
 
 if __name__ == "__main__":
