@@ -10,30 +10,41 @@ student has none (:func:`holds`). Families are tried in a fixed order, the most 
 (:data:`ORDER`); the first claim that holds is named, with the family's id (``generic-scale``) as
 the misconception and its own words.
 
-Families that need nothing but data (they run offline on a case pack too):
+Families that need nothing but data (they run offline on a case pack too), in the order tried
+after the live ones below:
 
+- ``generic-transpose``: an output is the expected one with its axes reversed;
 - ``generic-scale``: an output is c times the expected one (c the same in every case, or the same
   known expression of each case's sizes and settings: 2, 1/2, 1/(1-p), p, m/(m-1), D, 1/D, ...);
 - ``generic-offset``: an output is the expected one plus c;
-- ``generic-region``: an elementwise output is right wherever x > 0 (or x < 0, or x != 0) and
-  differs only on the other side; or an output is right in every case except those with one
-  setting (``approximate='tanh'``, eval mode);
-- ``generic-inplace``: an array handed to the student (x, dout, a parameter) was written into;
-- ``generic-none`` / ``generic-shape``: a crash whose cause is a value left None (an unset
-  variable, a missing return) or operands whose shapes do not fit (a reshape, a transpose, a
-  missing keepdims).
+- ``generic-region``: an output right everywhere but one place, in every case: for an activation,
+  one side of x = 0 (or x = 0 itself); for any output, its last (or first) row or column (a loop
+  one short, a tail skipped); or every case but those with one setting (``approximate='tanh'``,
+  eval mode);
+- ``generic-inplace`` (tried first): an array handed to the student (x, dout) was written into.
+
+Named from a crash's error alone (:data:`CRASH_ORDER`, also for checks that never diagnose, through
+:func:`name_crashes`): ``generic-none`` (a value left None: an unset variable, a missing return),
+``generic-call`` (an argument missing or misplaced), ``generic-shape`` (operands whose shapes do not
+fit), ``generic-key`` (a value read back under another key), ``generic-validation`` (the student's
+own check rejecting a valid input).
 
 Families that run the reference (live only: ``Expected.rerun`` runs the reference on a rewritten
-script; a case pack has no reference code and skips them):
+script, ``Expected.terms`` and ``Expected.axis_variant`` compute the reference's formulas; a case
+pack has no reference code and skips them), tried first in this order:
 
 - ``generic-param``: the result is the reference's with one setting changed (a default eps of
   1.00001, momentum read as 1 - momentum, negative_slope ignored, bias=False by default);
 - ``generic-mode``: training and eval swapped, or the state updated twice per forward;
 - ``generic-function``: an activation's derivative taken at the output instead of the input, or
   another activation's derivative;
-- ``generic-terms``: the reference's backward written as a sum of named terms
-  (``Expected.terms``): a term missing, doubled, halved, with the wrong sign, or wrong by a factor
-  that changes from one normalised group to the next while the other terms are right.
+- ``generic-axes``: a normalisation's statistics (both, the mean or the variance alone), its
+  parameter gradients' sums or its backward's means taken over other axes, by a rule that carries
+  over to every input shape ("every axis", "axis 0 only", "the last axis only", ...);
+- ``generic-terms``: the reference's backward written as a sum of named terms: the coefficients
+  (least squares, checked exactly) that reproduce the student, a term missing, doubled, halved,
+  with the wrong sign or another factor; or one term wrong by a factor that changes from one
+  normalised group to the next while the others are right.
 
 A generic diagnosis is combined with another difference the way round 3 combines known mistakes:
 a claim may sit on top of a known mistake's variant (its results as the base instead of the
@@ -58,7 +69,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # The families, in the order they are tried (the most specific first).
 ORDER = ("generic-inplace", "generic-param", "generic-mode", "generic-function", "generic-axes", "generic-terms",
-         "generic-scale", "generic-offset", "generic-region")
+         "generic-transpose", "generic-scale", "generic-offset", "generic-region")
 # Named from a crash's error alone (:func:`crash_claims`), in this order.
 CRASH_ORDER = ("generic-none", "generic-call", "generic-shape", "generic-key", "generic-validation")
 
@@ -71,6 +82,7 @@ FIXES = {
     "generic-terms": "Derive the backward again term by term; compare each term of yours with it.",
     "generic-axes": "Reduce over the axes the exercise's docstring names (keepdims=True where the result is"
                     " broadcast back).",
+    "generic-transpose": "Check the order of the factors of each product and which operand is transposed.",
     "generic-scale": "Look for a factor that should not be there (or one that is missing).",
     "generic-offset": "Look for a term added to (or missing from) every value.",
     "generic-region": "Look at the code of the branch or setting named: the rest is right.",
@@ -208,13 +220,6 @@ def known_constants(case: Case) -> list[tuple[str, float]]:
         ("2 pi", 2 * math.pi), ("1/(2 pi)", 1 / (2 * math.pi)), ("sqrt(2 pi)", math.sqrt(2 * math.pi)),
         ("1/sqrt(2 pi)", 1 / math.sqrt(2 * math.pi)),
     ]
-    for name, q in settings(case).items():
-        if isinstance(q, bool) or not isinstance(q, (int, float)) or q in (0, 1):
-            continue
-        named += [(name, q), (f"1/{name}", 1 / q), (f"1 - {name}", 1 - q), (f"-{name}", -q)]
-        if q != 1:
-            named += [(f"1/(1 - {name})", 1 / (1 - q)), (f"{name}/(1 - {name})", q / (1 - q)),
-                      (f"(1 - {name})/{name}", (1 - q) / q)]
     x = input_of(case)
     if x is not None and x.ndim >= 1:
         sizes = {"N (the batch)": x.shape[0], "D (the last axis)": x.shape[-1]}
@@ -228,6 +233,13 @@ def known_constants(case: Case) -> list[tuple[str, float]]:
                 short = name.split(" ")[0]
                 named += [(name, float(n)), (f"1/{short}", 1.0 / n), (f"{short}/({short} - 1), {name}", n / (n - 1)),
                           (f"({short} - 1)/{short}, {name}", (n - 1) / n)]
+    for name, q in settings(case).items():  # after the sizes: a size given as a setting reads as the size
+        if isinstance(q, bool) or not isinstance(q, (int, float)) or q in (0, 1):
+            continue
+        named += [(name, q), (f"1/{name}", 1 / q), (f"1 - {name}", 1 - q), (f"-{name}", -q)]
+        if q != 1:
+            named += [(f"1/(1 - {name})", 1 / (1 - q)), (f"{name}/(1 - {name})", q / (1 - q)),
+                      (f"(1 - {name})/{name}", (1 - q) / q)]
     return named
 
 
@@ -304,12 +316,12 @@ def _constant_claim(ctx: "Context", case: str, family: str, factors: dict[str, f
     said = []
     for key, c in factors.items():
         amount = names[key] or _number(c)
+        value = "" if names[key] is None or names[key] == _number(c) or "/" not in names[key] and \
+            not any(ch.isalpha() for ch in names[key]) else f" (= {_number(c)} here)"
         if family == "generic-scale":
-            said.append(f"your {key} is {amount} times the expected value" + ("" if names[key] is None
-                        else f" (= {_number(c)} here)"))
+            said.append(f"your {key} is {amount} times the expected value{value}")
         else:
-            said.append(f"your {key} is the expected value plus {amount}" + ("" if names[key] is None
-                        else f" (= {_number(c)} here)"))
+            said.append(f"your {key} is the expected value plus {amount}{value}")
     words = "; ".join(said) + ", in every case where it differs: a constant factor" + \
         (" too many or missing." if family == "generic-scale" else " added to every value.")
     return Claim(family, words[0].upper() + words[1:], predict=predict, base=base)
@@ -325,14 +337,17 @@ def region_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
     if not differing:
         return []
     key = differing[0]
-    regions = [("x == 0", lambda v: v == 0, "at x = 0 only (where the derivative's convention matters)"),
+    regions = [("x == 0", lambda v: v == 0, "at x = 0 only"),
                ("x < 0", lambda v: v < 0, "where x < 0 only: the x <= 0 branch is wrong"),
                ("x > 0", lambda v: v > 0, "where x > 0 only: the x > 0 branch is wrong"),
                ("x <= 0", lambda v: v <= 0, "where x <= 0 only: the x <= 0 branch is wrong"),
                ("x >= 0", lambda v: v >= 0, "where x >= 0 only: the x >= 0 branch is wrong")]
     s = _student(ctx, case, key)
     reference = ctx.reference[case].outputs[key]
-    if x is not None and s is not None and s.shape == x.shape == reference.shape:
+    if s is not None and s.shape == reference.shape and s.ndim >= 1:
+        claims += _index_claims(ctx, case, key)
+    if x is not None and s is not None and s.shape == x.shape == reference.shape and \
+            ctx.exercise_id.startswith(ELEMENTWISE):
         for label, inside, said in regions:
 
             def holds_on(name: str, inside: Callable[[np.ndarray], np.ndarray] = inside) -> bool | None:
@@ -364,6 +379,56 @@ def region_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
             claims.append(Claim("generic-region", f"Your {key} is right in every case except {words}: the code"
                                                   f" that {'eval mode' if setting == 'mode' else 'this setting'}"
                                                   " selects is wrong.", holds_on=holds_on))
+    return claims
+
+
+# Exercises whose outputs are elementwise functions of x (where "the x < 0 branch" means something).
+ELEMENTWISE = ("activations.",)
+
+
+def _index_claims(ctx: "Context", case: str, key: str) -> list[Claim]:
+    """Right everywhere but the last (or first) index along one axis, in every case: a loop one short, a tail
+    skipped, an off-by-one slice."""
+    claims = []
+    for where, pick in (("the last index along axis 0 (the last row)", lambda a: (-1,)),
+                        ("the first index along axis 0 (the first row)", lambda a: (0,)),
+                        ("the last index along the last axis", lambda a: (Ellipsis, -1)),
+                        ("the first index along the last axis", lambda a: (Ellipsis, 0))):
+
+        def holds_on(name: str, pick: Callable[[np.ndarray], tuple[Any, ...]] = pick) -> bool | None:
+            ref = ctx.reference.get(name)
+            mine = _student(ctx, name, key)
+            if ref is None or key not in ref.outputs or mine is None or mine.shape != ref.outputs[key].shape or \
+                    mine.ndim == 0 or mine.size < 2:
+                return None
+            wrong = ~_close(mine, ref.outputs[key])
+            inside = np.zeros(wrong.shape, dtype=bool)
+            inside[pick(wrong)] = True
+            if np.all(inside):
+                return None  # the slice is everything: this says nothing here
+            return bool(np.all(inside[wrong])) and (name != case or bool(np.any(wrong)))
+
+        claims.append(Claim("generic-region", f"Your {key} is right except at {where}, in every case: a loop that"
+                                              " stops one short, a skipped tail or an off-by-one slice.",
+                            holds_on=holds_on))
+    return claims
+
+
+def transpose_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
+    """``generic-transpose``: an output is the expected one with its axes reversed (a transposed operand)."""
+    claims = []
+    for key in keys:
+        s, r = _student(ctx, case, key), (ctx.reference.get(case) or ScriptResult()).outputs.get(key)
+        if s is None or r is None or r.ndim < 2 or s.shape != r.T.shape or not same_as(s, r.T):
+            continue
+
+        def predict(name: str, key: str = key) -> dict[str, np.ndarray] | None:
+            value = (ctx.reference.get(name) or ScriptResult()).outputs.get(key)
+            return None if value is None or value.ndim < 2 else {key: value.T}
+
+        claims.append(Claim("generic-transpose", f"Your {key} is the expected {key} transposed (its axes reversed),"
+                                                 " in every case: an operand transposed, or the product's factors"
+                                                 " swapped.", predict=predict))
     return claims
 
 
@@ -731,8 +796,8 @@ def _fit_coefficients(student: np.ndarray, terms: list[np.ndarray]) -> tuple[flo
     if rank < len(terms):
         return None
     coefficients = tuple(float(round(c)) if abs(c - round(c)) < 1e-9 else float(c) for c in solution)
-    if all(abs(c - 1.0) < 1e-9 for c in coefficients):
-        return None
+    if all(abs(c - coefficients[0]) < 1e-9 for c in coefficients):
+        return None  # all one (right), or every term scaled alike: generic-scale says that
     if not same_as(student, sum(c * t for c, t in zip(coefficients, terms))):
         return None
     return coefficients
@@ -881,6 +946,8 @@ def _claims(ctx: "Context", family: str, case: str, keys: list[str], rtol: float
         return term_claims(ctx, case, keys)
     if family == "generic-axes":
         return axes_claims(ctx, case)
+    if family == "generic-transpose":
+        return transpose_claims(ctx, case, keys)
     if family == "generic-scale":
         found = scale_claims(ctx, case, keys, None)
         for base in ctx._pool()[:8]:

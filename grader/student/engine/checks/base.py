@@ -619,7 +619,8 @@ class Compare(Check):
                 self.name,
                 self.points,
                 False,
-                f"{self.what}: the values are right but your code warned: {warned[0]}",
+                f"{self.what}: your values are right; only the warning costs this check's points (no floating-point"
+                f" warning is allowed here): {warned[0]}",
                 mistake,
             )
         return result(self.name, self.points, True)

@@ -374,7 +374,7 @@ class DropoutChecks(ExerciseChecks):
             if not p1_ok:
                 return Verdict(False, "with p = 1 every output and every gradient must be exactly 0", fingerprint)
             if warned:
-                return Verdict(False, f"with p = 1 the values are right but your code warned: {r1.warnings[0]}",
+                return Verdict(False, f"with p = 1 your values are right; only the warning costs this check's points: {r1.warnings[0]}",
                                fingerprint)
             return Verdict(True)
 
