@@ -1,10 +1,12 @@
-"""The reference's backward as a sum of named terms, for the generic diagnosis ``generic-terms`` (live only).
+"""The reference's results as sums of named terms, and its reductions over other axes (live only).
 
 ``terms(exercise_id, case) -> {key: ([(name, array), ...], groups)} | None``: for a case that runs the
-layer's training forward and backward on arrays ``x`` and ``dout`` (parameters ``param_gamma``), the
-terms whose sum is the reference's ``dx``, each named as the exercise's docstring writes it, and the axes
-that index the normalised groups (a per-group factor is constant over the others; None: no groups).
-The formulas are the reference's (reference/normalization.py, reference/activations.py), term by term:
+layer's training forward on array ``x`` (and its backward on ``dout``; parameters ``param_gamma``,
+``param_beta``), the terms whose sum is the reference's ``y`` (a normalisation: gamma x / sigma -
+gamma mu / sigma + beta) and ``dx``, each named as the exercise's docstring writes it, and the axes
+that index the normalised groups (a per-group factor is constant over the others; None: no groups),
+for the generic diagnosis ``generic-terms``. The formulas are the reference's
+(reference/normalization.py, reference/activations.py), term by term:
 
 - normalisation over axes A (BatchNorm: every axis but 1; LayerNorm: the trailing ones; InstanceNorm2d:
   2 and 3; GroupNorm: each group of channels), g = dout * gamma:
@@ -29,13 +31,14 @@ from grader.student.engine.ops import Case
 Terms = dict[str, tuple[list[tuple[str, np.ndarray]], tuple[int, ...] | None]]
 
 
-def _layer_op(exercise_id: str, case: Case) -> dict[str, Any] | None:
-    """The case's ``new`` op of the exercise's layer, when the case runs that layer's training forward and backward."""
+def _layer_op(exercise_id: str, case: Case, backward: bool = True) -> dict[str, Any] | None:
+    """The case's ``new`` op of the exercise's layer, when the case runs that layer's training forward on
+    array ``x`` (and, with ``backward``, its backward on ``dout``), with no state set beforehand."""
     op = next((o for o in case.script if o.get("op") == "new" and o.get("cls") == exercise_id and o.get("var") == "m"),
               None)
     methods = [o.get("method") for o in case.script if o.get("op") == "call" and o.get("var") == "m"]
-    if op is None or "backward" not in methods or "eval" in methods or "x" not in case.arrays or \
-            "dout" not in case.arrays:
+    if op is None or "forward" not in methods or "eval" in methods or "x" not in case.arrays or \
+            backward and ("backward" not in methods or "dout" not in case.arrays):
         return None
     if any(o.get("op") == "set" and o.get("var") == "m" and o.get("attr") not in ("gamma", "beta") for o in case.script):
         return None
@@ -54,7 +57,8 @@ def _setting(exercise_id: str, op: dict[str, Any], name: str) -> Any:
 
 
 def _normalised(x: np.ndarray, dout: np.ndarray, gamma: np.ndarray, eps: float, axes: tuple[int, ...],
-                groups: tuple[int, ...] | None) -> Terms:
+                groups: tuple[int, ...] | None) -> tuple[list[tuple[str, np.ndarray]], tuple[int, ...] | None]:
+    """dx = g / sigma - mean(g) / sigma - x_hat mean(g x_hat) / sigma, g = dout gamma, means over ``axes``."""
     mean = x.mean(axis=axes, keepdims=True)
     inv_std = 1.0 / np.sqrt(x.var(axis=axes, keepdims=True) + eps)
     x_hat = (x - mean) * inv_std
@@ -62,11 +66,54 @@ def _normalised(x: np.ndarray, dout: np.ndarray, gamma: np.ndarray, eps: float, 
     named = [("g/sigma", inv_std * g),
              ("-mean(g)/sigma", -inv_std * g.mean(axis=axes, keepdims=True)),
              ("-x_hat*mean(g*x_hat)/sigma", -inv_std * x_hat * (g * x_hat).mean(axis=axes, keepdims=True))]
-    return {"dx": ([(name, np.broadcast_to(term, x.shape).copy()) for name, term in named], groups)}
+    return [(name, np.broadcast_to(term, x.shape).copy()) for name, term in named], groups
 
 
 def terms(exercise_id: str, case: Case) -> Terms | None:
-    """The named terms of the reference's dx on ``case`` (see the module docstring), or None."""
+    """The named terms of the reference's y and dx on ``case`` (see the module docstring), or None."""
+    found: Terms = {}
+    forward = _forward_terms(exercise_id, case)
+    if forward:
+        found["y"] = forward
+    backward = _backward_terms(exercise_id, case)
+    if backward:
+        found["dx"] = backward
+    return found or None
+
+
+def _forward_terms(exercise_id: str, case: Case) -> tuple[list[tuple[str, np.ndarray]], tuple[int, ...] | None] | None:
+    """A normalisation's training forward as y = gamma x / sigma - gamma mu / sigma + beta (statistics over its
+    axes; GroupNorm's per group of channels)."""
+    op = _layer_op(exercise_id, case, backward=False)
+    name = exercise_id.split(".")[1]
+    gamma, beta = case.arrays.get("param_gamma"), case.arrays.get("param_beta")
+    if op is None or name not in ("BatchNorm1d", "BatchNorm2d", "LayerNorm", "InstanceNorm2d", "GroupNorm") or \
+            gamma is None or beta is None:
+        return None
+    x = np.asarray(case.arrays["x"], dtype=np.float64)
+    eps = _setting(exercise_id, op, "eps")
+    channel = (1, -1) + (1,) * (x.ndim - 2)
+    if name == "GroupNorm":
+        grouped = x.reshape(x.shape[0], int(_setting(exercise_id, op, "num_groups")), -1)
+        mean = np.broadcast_to(grouped.mean(axis=2, keepdims=True), grouped.shape).reshape(x.shape)
+        sigma = np.broadcast_to(np.sqrt(grouped.var(axis=2, keepdims=True) + eps), grouped.shape).reshape(x.shape)
+        g, b, groups = np.reshape(gamma, channel), np.reshape(beta, channel), None
+    else:
+        if name == "LayerNorm":
+            axes = tuple(range(x.ndim - np.ndim(gamma), x.ndim))
+            g, b, groups = gamma, beta, tuple(range(x.ndim - np.ndim(gamma)))
+        else:
+            axes = (2, 3) if name == "InstanceNorm2d" else tuple(a for a in range(x.ndim) if a != 1)
+            g, b = np.reshape(gamma, channel), np.reshape(beta, channel)
+            groups = (0, 1) if name == "InstanceNorm2d" else (1,)
+        mean = x.mean(axis=axes, keepdims=True)
+        sigma = np.sqrt(x.var(axis=axes, keepdims=True) + eps)
+    named = [("gamma*x/sigma", g * x / sigma), ("-gamma*mean/sigma", -g * mean / sigma), ("beta", b)]
+    return [(n, np.broadcast_to(t, x.shape).copy()) for n, t in named], groups
+
+
+def _backward_terms(exercise_id: str, case: Case) -> tuple[list[tuple[str, np.ndarray]], tuple[int, ...] | None] | None:
+    """The reference's dx on ``case`` as named terms (see the module docstring)."""
     op = _layer_op(exercise_id, case)
     if op is None:
         return None
@@ -91,42 +138,42 @@ def terms(exercise_id: str, case: Case) -> Terms | None:
         groups = int(_setting(exercise_id, op, "num_groups"))
         grouped = x.reshape(x.shape[0], groups, -1)
         g = (dout * np.reshape(gamma, (1, -1) + (1,) * (x.ndim - 2))).reshape(grouped.shape)
-        found = _normalised(grouped, g, np.ones(1), _setting(exercise_id, op, "eps"), (2,), None)
-        return {"dx": ([(n, t.reshape(x.shape)) for n, t in found["dx"][0]], None)}
+        found, _ = _normalised(grouped, g, np.ones(1), _setting(exercise_id, op, "eps"), (2,), None)
+        return [(n, t.reshape(x.shape)) for n, t in found], None
     if name == "RMSNorm":
         eps = _setting(exercise_id, op, "eps")
         rms = np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps)
         total = np.sum(dout * gamma * x, axis=-1, keepdims=True)
-        return {"dx": ([("dout*gamma/RMS", dout * gamma / rms),
-                        ("-x*sum(dout*gamma*x)/(D*RMS^3)", -x / (x.shape[-1] * rms**3) * total)],
-                       tuple(range(x.ndim - 1)))}
+        return ([("dout*gamma/RMS", dout * gamma / rms),
+                 ("-x*sum(dout*gamma*x)/(D*RMS^3)", -x / (x.shape[-1] * rms**3) * total)],
+                tuple(range(x.ndim - 1)))
     return _activation_terms(exercise_id, name, op, x, dout)
 
 
 def _activation_terms(exercise_id: str, name: str, op: dict[str, Any], x: np.ndarray,
-                      dout: np.ndarray) -> Terms | None:
+                      dout: np.ndarray) -> tuple[list[tuple[str, np.ndarray]], tuple[int, ...] | None] | None:
     from reference.activations import _phi_cdf, _sigmoid
 
     if name == "Sigmoid":
         y = _sigmoid(x)
-        return {"dx": ([("dout*y", dout * y), ("-dout*y^2", -dout * y * y)], None)}
+        return [("dout*y", dout * y), ("-dout*y^2", -dout * y * y)], None
     if name == "Tanh":
         y = np.tanh(x)
-        return {"dx": ([("dout", dout), ("-dout*y^2", -dout * y * y)], None)}
+        return [("dout", dout), ("-dout*y^2", -dout * y * y)], None
     if name == "SiLU":
         beta = _setting(exercise_id, op, "beta")
         s = _sigmoid(beta * x)
-        return {"dx": ([("dout*s", dout * s), ("dout*beta*x*s*(1-s)", dout * beta * x * s * (1 - s))], None)}
+        return [("dout*s", dout * s), ("dout*beta*x*s*(1-s)", dout * beta * x * s * (1 - s))], None
     if name == "GELU":
         if _setting(exercise_id, op, "approximate") == "tanh":
             c = math.sqrt(2.0 / math.pi)
             t = np.tanh(c * (x + 0.044715 * x**3))
-            return {"dx": ([("dout*(1+t)/2", dout * 0.5 * (1 + t)),
-                            ("dout*x*(1-t^2)*c*(1+3*0.044715*x^2)/2",
-                             dout * 0.5 * x * (1 - t**2) * c * (1 + 3 * 0.044715 * x**2))], None)}
+            return [("dout*(1+t)/2", dout * 0.5 * (1 + t)),
+                    ("dout*x*(1-t^2)*c*(1+3*0.044715*x^2)/2",
+                     dout * 0.5 * x * (1 - t**2) * c * (1 + 3 * 0.044715 * x**2))], None
         with np.errstate(under="ignore"):
             pdf = np.exp(-0.5 * x**2) / math.sqrt(2 * math.pi)
-        return {"dx": ([("dout*Phi(x)", dout * _phi_cdf(x)), ("dout*x*phi(x)", dout * x * pdf)], None)}
+        return [("dout*Phi(x)", dout * _phi_cdf(x)), ("dout*x*phi(x)", dout * x * pdf)], None
     return None
 
 

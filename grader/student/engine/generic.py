@@ -79,7 +79,7 @@ FIXES = {
     "generic-mode": "Training uses the batch and updates the state once per forward; eval uses the state and"
                     " changes nothing.",
     "generic-function": "Differentiate the function of this exercise, at its input x.",
-    "generic-terms": "Derive the backward again term by term; compare each term of yours with it.",
+    "generic-terms": "Write the formula again term by term and compare each term of yours with it.",
     "generic-axes": "Reduce over the axes the exercise's docstring names (keepdims=True where the result is"
                     " broadcast back).",
     "generic-transpose": "Check the order of the factors of each product and which operand is transposed.",
@@ -269,7 +269,8 @@ def scale_claims(ctx: "Context", case: str, keys: list[str], base: KnownMistake 
         factors = {}
         for key in differing:
             s, r = _student(ctx, case, key), base_result.outputs[key]
-            if s is None or s.shape != r.shape or not np.all(np.isfinite(s)) or not np.all(np.isfinite(r)):
+            if s is None or s.shape != r.shape or s.dtype.kind != "f" or r.dtype.kind != "f" or \
+                    not np.all(np.isfinite(s)) or not np.all(np.isfinite(r)):
                 break
             if family == "generic-scale":
                 denominator = float(np.sum(r * r))
@@ -598,7 +599,7 @@ def _solve(ctx: "Context", case: Case, op: dict[str, Any], name: str, start: flo
     if any(_student(ctx, case.name, k) is None for k in keys):
         return []
     target = np.concatenate([np.ravel(_student(ctx, case.name, k)) for k in keys])
-    if not np.all(np.isfinite(target)):
+    if target.dtype.kind != "f" or not np.all(np.isfinite(target)):
         return []
 
     def outputs(v: float) -> np.ndarray | None:
@@ -606,7 +607,7 @@ def _solve(ctx: "Context", case: Case, op: dict[str, Any], name: str, start: flo
         if result is None or result.error is not None or any(k not in result.outputs for k in keys):
             return None
         out = np.concatenate([np.ravel(result.outputs[k]) for k in keys])
-        return out if out.shape == target.shape else None
+        return out.astype(np.float64) if out.shape == target.shape and out.dtype.kind in "fiu" else None
 
     found: list[float] = []
     for v in dict.fromkeys([start, 1.0 - start, start + 1.0, 0.0]):
@@ -923,7 +924,7 @@ def find(ctx: "Context", case: str, keys: list[str], rtol: float, atol: float, m
         claims = crash_claims(ctx, case)
         return _first(ctx, claims, case, [], rtol, atol)
     if not keys or any(_student(ctx, case, k) is None for k in keys):
-        return crash_claims(ctx, case) and _first(ctx, crash_claims(ctx, case), case, [], rtol, atol)
+        return _first(ctx, crash_claims(ctx, case), case, [], rtol, atol)
     keys = [k for k in keys if differs(ctx, case, k, rtol, atol)] or keys
     for family in ORDER:
         claims = _claims(ctx, family, case, keys, rtol, atol)

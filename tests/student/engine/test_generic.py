@@ -337,3 +337,18 @@ def test_offline_grading_names_data_families_only(tmp_path):
     ctx = Context(exercise, seed, {c.name: c for c in plan.cases}, run_cases(exercise, ns, seed), pack)
     found = ctx.diagnose("mat", ["dx"], 1e-9, 1e-11)
     assert found is not None and found.id == "generic-scale"
+
+
+def test_generic_combined_with_a_catalogued_mistake_names_both():
+    """Tanh's derivative not squared (catalogued) and then doubled: the known mistake first, the factor "and also"."""
+    from grader.mistakes import CATALOGUE
+
+    base = CATALOGUE["tanh-grad-not-squared"].replacement
+
+    def backward(self, dout):
+        return 2.0 * base.backward(self, dout)
+
+    results = graded("activations", Tanh=patched(base, backward=backward))
+    both = [r for r in results if r.misconception == "tanh-grad-not-squared" and "generic-scale" in r.also]
+    assert both, [(r.name, r.misconception, r.also) for r in results if not r.passed]
+    assert "And also: Generic diagnosis generic-scale: Your dx is 2 times" in both[0].message
