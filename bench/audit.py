@@ -171,7 +171,8 @@ def format_table(counts: dict[str, dict[str, dict[str, int]]]) -> str:
 
 def pairs_table(per_exercise: int, seed: int) -> str:
     """Every exercise's composable pairs of known mistakes (up to ``per_exercise``, a fixed sample) handed in as
-    students: how often both are named, one (the other masked or equivalent), a wrong one, none."""
+    students: how often both are named, one (the other masked or equivalent), a wrong one, none (judged by the
+    catalogued names; generic diagnoses given beside them are kept in GENERIC_SEEN for reading)."""
     import itertools
     import random
 
@@ -196,7 +197,12 @@ def pairs_table(per_exercise: int, seed: int) -> str:
             if sum(r.score for r in results) >= CHECKS[exercise].max_score - 1e-9:
                 row[5] += 1
                 continue
-            names = {r.misconception for r in results if r.misconception} | {m for r in results for m in r.also}
+            given = {r.misconception for r in results if r.misconception} | {m for r in results for m in r.also}
+            for r in results:
+                if not r.passed and (r.misconception or "").startswith("generic-") or \
+                        any(m.startswith("generic-") for m in r.also):
+                    GENERIC_SEEN.append((f"pair {a.id} + {b.id}", r.name, r.message.splitlines()[0]))
+            names = {n for n in given if not n.startswith("generic-")}  # judged by the catalogued names
             if names - {a.id, b.id}:
                 row[3] += 1
             elif names == {a.id, b.id}:
@@ -227,15 +233,15 @@ def main() -> None:
     print(format_table(table(seeds)))
     lost, runs = false_fails(seeds)
     print(f"correct alternatives: {lost} false fails in {runs} runs")
-    seen = {(who, words) for who, _, words in GENERIC_SEEN}
-    print(f"generic diagnoses given beside the catalogue's names (both rules' runs): {len(GENERIC_SEEN)} checks,"
-          f" {len(seen)} distinct (submission, words)")
-    if args.generic:
-        for who, words in sorted(seen):
-            print(f"  {who}: {words[:240]}")
     if args.pairs:
         print(f"pairs of catalogued mistakes composed (variants, not independent code), seed {seeds[0]}:")
         print(pairs_table(args.pairs, seeds[0]))
+    seen = {(who, words) for who, _, words in GENERIC_SEEN}
+    print(f"generic diagnoses given beside the catalogue's names (both rules' runs and the pairs): {len(GENERIC_SEEN)}"
+          f" checks, {len(seen)} distinct (submission, words)")
+    if args.generic:
+        for who, words in sorted(seen):
+            print(f"  {who}: {words[:240]}")
 
 
 if __name__ == "__main__":

@@ -176,10 +176,10 @@ class LiveExpected:
             self._terms[key] = terms(self.exercise_id, case)
         return self._terms[key]
 
-    def axis_variants(self, case: Case) -> list[tuple[str, str, str, tuple[int, ...]]]:
-        """(rule, what, of which array, its axes here) of each reduction over other axes than the reference's
-        that changes ``case``'s results (grader/course/terms.py)."""
-        from grader.course.terms import AXIS_RULES, REDUCTIONS
+    def axis_variants(self, case: Case, keys: list[str]) -> list[tuple[str, str, str, tuple[int, ...]]]:
+        """(rule, what, of which array, its axes here) of each reduction over other axes than the reference's that
+        changes outputs ``keys`` of ``case`` (grader/course/terms.py)."""
+        from grader.course.terms import AXIS_RULES, REDUCTION_KEYS, REDUCTIONS
 
         x = case.arrays.get("x")
         if x is None:
@@ -193,7 +193,7 @@ class LiveExpected:
         return [(rule, what, viewed(what), AXIS_RULES[rule](3 if grouped and what != "parameter gradients"
                                                             else np.ndim(x)))
                 for rule in AXIS_RULES for what in REDUCTIONS
-                if x is not None and self.axis_variant(case, rule, what) is not None]
+                if set(REDUCTION_KEYS[what]) & set(keys) and self.axis_variant(case, rule, what) is not None]
 
     def axis_variant(self, case: Case, rule: str, what: str) -> dict[str, Any] | None:
         """The reference's results of ``case`` with one reduction over the axes of ``rule`` (terms.axis_variant)."""

@@ -196,6 +196,9 @@ AXIS_RULES: dict[str, Any] = {
 BACKWARD_MEANS = ("backward means", "the mean of g", "the mean of g * x_hat")
 # What may be reduced over other axes: the forward's statistics, the parameter gradients' sums, the backward's means.
 REDUCTIONS = ("statistics", "mean", "variance", "parameter gradients") + BACKWARD_MEANS
+# The outputs each reduction changes.
+REDUCTION_KEYS = {"statistics": ("y",), "mean": ("y",), "variance": ("y",), "parameter gradients": ("dgamma", "dbeta"),
+                  **{what: ("dx",) for what in BACKWARD_MEANS}}
 
 
 def axis_variant(exercise_id: str, case: Case, rule: str, what: str) -> dict[str, np.ndarray] | None:

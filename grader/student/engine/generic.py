@@ -122,6 +122,8 @@ class Claim:
     predict: Callable[[str], dict[str, np.ndarray] | None] | None = None
     holds_on: Callable[[str], bool | None] | None = None
     base: KnownMistake | None = None
+    # A statement's outputs: it explains a check only when the check's keys are among them (empty: a crash's).
+    about: tuple[str, ...] = ()
 
     def mistake(self, exercise: str) -> KnownMistake:
         generic = GenericMistake(self.family, exercise, self.words, FIXES.get(self.family, ""))
@@ -158,6 +160,8 @@ def holds(ctx: "Context", claim: Claim, case: str, keys: list[str], rtol: float,
                     return False
         return True
     assert claim.holds_on is not None
+    if claim.about and not set(keys) <= set(claim.about):
+        return False
     if not claim.holds_on(case):
         return False
     return all(claim.holds_on(name) is not False for name in ctx.cases if name != case)
@@ -362,24 +366,24 @@ def region_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
                 return bool(np.all(inside(x_here)[wrong])) and (name != case or bool(np.any(wrong)))
 
             claims.append(Claim("generic-region", f"Your {key} is right except {said} (it is right everywhere"
-                                                  f" else, in every case).", holds_on=holds_on))
+                                                  f" else, in every case).", holds_on=holds_on, about=(key,)))
     mine = settings(this)
     for setting, value in mine.items():
 
         def holds_on(name: str, setting: str = setting, value: Any = value) -> bool | None:
             ref = ctx.reference.get(name)
-            if ref is None or key not in ref.outputs:
+            if ref is None or key not in ref.outputs or not _runs(ctx.cases[name]):
                 return None
             has = settings(ctx.cases[name]).get(setting) == value
             wrong = not same_as(_student(ctx, name, key), ref.outputs[key], 1e-9, 1e-11)
             return has or not wrong
 
         words = "in eval mode" if setting == "mode" else f"with {setting}={value!r}"
-        with_key = [n for n in ctx.cases if key in _comparable_keys(ctx, n)]
-        if any(settings(ctx.cases[n]).get(setting) != value for n in with_key):  # else the claim says nothing
+        running = [n for n in ctx.cases if key in _comparable_keys(ctx, n) and _runs(ctx.cases[n])]
+        if any(settings(ctx.cases[n]).get(setting) != value for n in running):  # else the claim says nothing
             claims.append(Claim("generic-region", f"Your {key} is right in every case except {words}: the code"
                                                   f" that {'eval mode' if setting == 'mode' else 'this setting'}"
-                                                  " selects is wrong.", holds_on=holds_on))
+                                                  " selects is wrong.", holds_on=holds_on, about=(key,)))
     return claims
 
 
@@ -411,7 +415,7 @@ def _index_claims(ctx: "Context", case: str, key: str) -> list[Claim]:
 
         claims.append(Claim("generic-region", f"Your {key} is right except at {where}, in every case: a loop that"
                                               " stops one short, a skipped tail or an off-by-one slice.",
-                            holds_on=holds_on))
+                            holds_on=holds_on, about=(key,)))
     return claims
 
 
@@ -431,6 +435,11 @@ def transpose_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
                                                  " in every case: an operand transposed, or the product's factors"
                                                  " swapped.", predict=predict))
     return claims
+
+
+def _runs(case: Case) -> bool:
+    """Whether ``case`` runs the layer or function (a forward or a call), not only its constructor."""
+    return any(o.get("op") == "func" or o.get("op") == "call" and o.get("method") == "forward" for o in case.script)
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -460,7 +469,7 @@ def inplace_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
         def holds_on(name: str, key: str = key) -> bool | None:
             return True if name == case else None
 
-        claims.append(Claim("generic-inplace", words, holds_on=holds_on))
+        claims.append(Claim("generic-inplace", words, holds_on=holds_on, about=(key,)))
     return claims
 
 
@@ -593,9 +602,15 @@ def _with_setting(case: Case, op: dict[str, Any], name: str, value: Any) -> list
 
 
 def _solve(ctx: "Context", case: Case, op: dict[str, Any], name: str, start: float, keys: list[str]) -> list[float]:
-    """Values v of setting ``name`` for which the reference reproduces the student on ``keys`` (a few Gauss-Newton
-    runs on the outputs from ``start`` and from 1 - start, 0 and 1)."""
-    student = ctx.student_result(case.name)
+    """Values v of setting ``name`` for which the reference reproduces the student on ``keys``: Gauss-Newton on the
+    outputs from ``start`` and from 1 - start, at most 12 steps each, given up when a step does not halve the
+    residual (memoised per case, setting and keys)."""
+    return ctx._memoised("solve", f"{name}:{start}:{','.join(keys)}", case.name,
+                         lambda: _gauss_newton(ctx, case, op, name, start, keys))
+
+
+def _gauss_newton(ctx: "Context", case: Case, op: dict[str, Any], name: str, start: float,
+                  keys: list[str]) -> list[float]:
     if any(_student(ctx, case.name, k) is None for k in keys):
         return []
     target = np.concatenate([np.ravel(_student(ctx, case.name, k)) for k in keys])
@@ -610,11 +625,16 @@ def _solve(ctx: "Context", case: Case, op: dict[str, Any], name: str, start: flo
         return out.astype(np.float64) if out.shape == target.shape and out.dtype.kind in "fiu" else None
 
     found: list[float] = []
-    for v in dict.fromkeys([start, 1.0 - start, start + 1.0, 0.0]):
+    for v in dict.fromkeys([start, 1.0 - start]):
+        residual = float("inf")
         for _ in range(12):
             here = outputs(v)
             if here is None:
                 break
+            now = float(np.linalg.norm(target - here))
+            if now > 0.5 * residual and now > 1e-12 * max(1.0, float(np.linalg.norm(target))):
+                break  # not converging: no value of this setting explains the student
+            residual = now
             h = 1e-6 * max(1.0, abs(v))
             there = outputs(v + h)
             if there is None:
@@ -629,7 +649,6 @@ def _solve(ctx: "Context", case: Case, op: dict[str, Any], name: str, start: flo
                 break
         if np.isfinite(v) and v != start and all(abs(v - f) > 1e-9 * max(1.0, abs(f)) for f in found):
             found.append(v)
-    del student
     return found
 
 
@@ -863,17 +882,18 @@ def _group_factor_claim(ctx: "Context", case: str, key: str, index: int, term_na
         return same_as(s, r + factor * term)
 
     return Claim("generic-terms", f"In your {key}, the term {term_name} is wrong by a factor that changes from one"
-                                  " normalised group to the next; the other terms are right.", holds_on=holds_on)
+                                  " normalised group to the next; the other terms are right.", holds_on=holds_on,
+                 about=(key,))
 
 
-def axes_claims(ctx: "Context", case: str) -> list[Claim]:
+def axes_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
     """``generic-axes``: statistics (or the mean, or the variance alone) or the parameter gradients' sums taken over
     other axes than the reference's, by a rule that carries over to every input (``Expected.axis_variants``)."""
     variants = getattr(ctx.expected, "axis_variants", None)
     if variants is None:
         return []
     claims: list[Claim] = []
-    for rule, what, array, axes in variants(ctx.cases[case]):
+    for rule, what, array, axes in variants(ctx.cases[case], keys):
 
         def predict(name: str, rule: str = rule, what: str = what) -> dict[str, np.ndarray] | None:
             return ctx.expected.axis_variant(ctx.cases[name], rule, what)
@@ -915,7 +935,18 @@ def name_crashes(ctx: "Context", results: list[Any]) -> list[Any]:
 
 def find(ctx: "Context", case: str, keys: list[str], rtol: float, atol: float, match_error: bool = False,
          match_warnings: Any = False) -> KnownMistake | None:
-    """The first generic claim, in :data:`ORDER`, that explains ``keys`` of ``case`` and holds on every case."""
+    """The first generic claim, in :data:`ORDER`, that explains ``keys`` of ``case`` and holds on every case.
+
+    Memoised per (case, keys, tolerances) in the Context; a claim that held for one check is tried first for
+    the next (one mistake usually fails several checks).
+    """
+    question = f"{','.join(keys)}|{rtol}|{atol}|{match_error}|{match_warnings}"
+    return ctx._memoised("generic", question, case,
+                         lambda: _find(ctx, case, keys, rtol, atol, match_error, match_warnings))
+
+
+def _find(ctx: "Context", case: str, keys: list[str], rtol: float, atol: float, match_error: bool,
+          match_warnings: Any) -> KnownMistake | None:
     if match_warnings and not keys:
         return None
     result = ctx.student_result(case)
@@ -926,11 +957,16 @@ def find(ctx: "Context", case: str, keys: list[str], rtol: float, atol: float, m
     if not keys or any(_student(ctx, case, k) is None for k in keys):
         return _first(ctx, crash_claims(ctx, case), case, [], rtol, atol)
     keys = [k for k in keys if differs(ctx, case, k, rtol, atol)] or keys
+    held: list[Claim] = ctx._memoised("generic-held", "", "", list)
+    found = _first(ctx, held, case, keys, rtol, atol)
+    if found is not None:
+        return found
     for family in ORDER:
         claims = _claims(ctx, family, case, keys, rtol, atol)
-        found = _first(ctx, claims, case, keys, rtol, atol)
-        if found is not None:
-            return found
+        for claim in claims:
+            if holds(ctx, claim, case, keys, rtol, atol):
+                held.append(claim)
+                return claim.mistake(ctx.exercise_id)
     return None
 
 
@@ -946,7 +982,7 @@ def _claims(ctx: "Context", family: str, case: str, keys: list[str], rtol: float
     if family == "generic-terms":
         return term_claims(ctx, case, keys)
     if family == "generic-axes":
-        return axes_claims(ctx, case)
+        return axes_claims(ctx, case, keys)
     if family == "generic-transpose":
         return transpose_claims(ctx, case, keys)
     if family == "generic-scale":
