@@ -167,19 +167,20 @@ class LiveExpected:
         return {p.name: p.default for p in parameters.values()
                 if isinstance(p.default, (bool, float)) and p.kind is not p.VAR_KEYWORD}
 
-    def terms(self, case: Case) -> dict[str, Any] | None:
-        """The reference's backward of ``case`` as named terms (grader/course/terms.py), or None."""
+    def terms(self, case: Case, student: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The reference's results of ``case`` as named terms (grader/course/terms.py; running statistics from the
+        student's own previous values ``student``), or None."""
         from grader.course.terms import terms
 
-        key = (case.name, id(case))
+        key = (case.name, id(case), id(student))
         if key not in self._terms:
-            self._terms[key] = terms(self.exercise_id, case)
+            self._terms[key] = terms(self.exercise_id, case, student)
         return self._terms[key]
 
     def axis_variants(self, case: Case, keys: list[str]) -> list[tuple[str, str, str, tuple[int, ...]]]:
         """(rule, what, of which array, its axes here) of each reduction over other axes than the reference's that
         changes outputs ``keys`` of ``case`` (grader/course/terms.py)."""
-        from grader.course.terms import AXIS_RULES, REDUCTION_KEYS, REDUCTIONS
+        from grader.course.terms import AXIS_RULES, REDUCTION_KEYS, REDUCTIONS, SUMS
 
         x = case.arrays.get("x")
         if x is None:
@@ -187,10 +188,10 @@ class LiveExpected:
         grouped = self.exercise_id == "normalization.GroupNorm"  # (its statistics' axes: of x as (N, groups, -1))
 
         def viewed(what: str) -> str:
-            return "x reshaped (N, groups, -1)" if grouped and what != "parameter gradients" else \
+            return "x reshaped (N, groups, -1)" if grouped and what not in SUMS else \
                 f"x of shape {tuple(np.shape(x))}"
 
-        return [(rule, what, viewed(what), AXIS_RULES[rule](3 if grouped and what != "parameter gradients"
+        return [(rule, what, viewed(what), AXIS_RULES[rule](3 if grouped and what not in SUMS
                                                             else np.ndim(x)))
                 for rule in AXIS_RULES for what in REDUCTIONS
                 if set(REDUCTION_KEYS[what]) & set(keys) and self.axis_variant(case, rule, what) is not None]

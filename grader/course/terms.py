@@ -40,7 +40,8 @@ def _layer_op(exercise_id: str, case: Case, backward: bool = True) -> dict[str, 
     if op is None or "forward" not in methods or "eval" in methods or "x" not in case.arrays or \
             backward and ("backward" not in methods or "dout" not in case.arrays):
         return None
-    if any(o.get("op") == "set" and o.get("var") == "m" and o.get("attr") not in ("gamma", "beta") for o in case.script):
+    if any(o.get("op") == "set" and o.get("var") == "m" and o.get("attr") not in ("gamma", "beta", "W", "b")
+           for o in case.script):
         return None
     return op
 
@@ -69,8 +70,9 @@ def _normalised(x: np.ndarray, dout: np.ndarray, gamma: np.ndarray, eps: float, 
     return [(name, np.broadcast_to(term, x.shape).copy()) for name, term in named], groups
 
 
-def terms(exercise_id: str, case: Case) -> Terms | None:
-    """The named terms of the reference's y and dx on ``case`` (see the module docstring), or None."""
+def terms(exercise_id: str, case: Case, student: dict[str, np.ndarray] | None = None) -> Terms | None:
+    """The named terms of the reference's y and dx on ``case`` (see the module docstring), and of BatchNorm's running
+    statistics after each step, from the student's own previous values (``student``: their outputs), or None."""
     found: Terms = {}
     forward = _forward_terms(exercise_id, case)
     if forward:
@@ -78,7 +80,45 @@ def terms(exercise_id: str, case: Case) -> Terms | None:
     backward = _backward_terms(exercise_id, case)
     if backward:
         found["dx"] = backward
+    found.update(_running_terms(exercise_id, case, student or {}))
     return found or None
+
+
+def _running_terms(exercise_id: str, case: Case, student: dict[str, np.ndarray]) -> Terms:
+    """BatchNorm's running statistics after step k as (1 - momentum) * (the student's own value after step k - 1)
+    + momentum * the batch's statistic (the variance unbiased: times m / (m - 1)); initial zeros and ones."""
+    if exercise_id not in ("normalization.BatchNorm1d", "normalization.BatchNorm2d"):
+        return {}
+    op = next((o for o in case.script if o.get("op") == "new" and o.get("cls") == exercise_id), None)
+    if op is None or any(o.get("op") in ("set", "let") or o.get("method") in ("eval", "backward")
+                         for o in case.script):
+        return {}
+    momentum = _setting(exercise_id, op, "momentum")
+    found: Terms = {}
+    steps = [o for o in case.script if o.get("op") == "call" and o.get("method") == "forward"]
+    previous = {"running_mean": None, "running_var": None}
+    for k, call in enumerate(steps, start=1):
+        source = (call.get("args") or [{}])[0]
+        x = case.arrays.get(source.get("array", "")) if isinstance(source, dict) else None
+        if x is None:
+            return found
+        axes = tuple(a for a in range(x.ndim) if a != 1)
+        m = x.size // x.shape[1]
+        if m <= 1:
+            return found  # (training raises there: no running statistics to explain)
+        stats = {"running_mean": ("batch_mean", x.mean(axis=axes)),
+                 "running_var": ("batch_var*m/(m-1)", x.var(axis=axes) * m / (m - 1))}
+        for name, (said, value) in stats.items():
+            before = previous[name]
+            if before is None:
+                before = np.zeros(x.shape[1]) if name == "running_mean" and k == 1 else \
+                    np.ones(x.shape[1]) if k == 1 else None
+            if before is None or np.shape(before) != value.shape:
+                continue
+            found[f"{name}_{k}"] = ([(f"(1-momentum)*{name}", (1.0 - momentum) * np.asarray(before, dtype=np.float64)),
+                                     (f"momentum*{said}", momentum * value)], None)
+            previous[name] = student.get(f"{name}_{k}")
+    return found
 
 
 def _forward_terms(exercise_id: str, case: Case) -> tuple[list[tuple[str, np.ndarray]], tuple[int, ...] | None] | None:
@@ -86,6 +126,10 @@ def _forward_terms(exercise_id: str, case: Case) -> tuple[list[tuple[str, np.nda
     axes; GroupNorm's per group of channels)."""
     op = _layer_op(exercise_id, case, backward=False)
     name = exercise_id.split(".")[1]
+    if op is not None and name == "Linear" and "param_W" in case.arrays and "param_b" in case.arrays:
+        x = np.asarray(case.arrays["x"], dtype=np.float64)
+        y = x @ case.arrays["param_W"].T
+        return [("x@W.T", y), ("b", np.broadcast_to(case.arrays["param_b"], y.shape).copy())], None
     gamma, beta = case.arrays.get("param_gamma"), case.arrays.get("param_beta")
     if op is None or name not in ("BatchNorm1d", "BatchNorm2d", "LayerNorm", "InstanceNorm2d", "GroupNorm") or \
             gamma is None or beta is None:
@@ -195,47 +239,52 @@ AXIS_RULES: dict[str, Any] = {
 # The backward's means that may be taken over other axes (dx = (g - mean(g) - x_hat mean(g x_hat)) / sigma).
 BACKWARD_MEANS = ("backward means", "the mean of g", "the mean of g * x_hat")
 # What may be reduced over other axes: the forward's statistics, the parameter gradients' sums, the backward's means.
-REDUCTIONS = ("statistics", "mean", "variance", "parameter gradients") + BACKWARD_MEANS
+REDUCTIONS = ("statistics", "mean", "variance", "parameter gradients", "dgamma", "dbeta", "db") + BACKWARD_MEANS
 # The outputs each reduction changes.
 REDUCTION_KEYS = {"statistics": ("y",), "mean": ("y",), "variance": ("y",), "parameter gradients": ("dgamma", "dbeta"),
+                  "dgamma": ("dgamma",), "dbeta": ("dbeta",), "db": ("db",),
                   **{what: ("dx",) for what in BACKWARD_MEANS}}
+SUMS = ("parameter gradients", "dgamma", "dbeta", "db")  # reductions whose right axes are the parameters' sums
 
 
 def axis_variant(exercise_id: str, case: Case, rule: str, what: str) -> dict[str, np.ndarray] | None:
     """The reference's results of ``case`` with one reduction over the axes of ``rule`` (see AXIS_RULES).
 
     ``what``: 'statistics' (mean and variance; RMSNorm: the mean square), 'mean' (the mean only),
-    'variance' (the variance only): the forward's y; 'parameter gradients': dgamma and dbeta summed over
-    those axes (their shape follows); 'backward means', 'the mean of g', 'the mean of g * x_hat': dx with
-    those means over those axes. GroupNorm's axes are those of x reshaped (N, groups, -1). None when the rule
-    gives the right axes or does not apply.
+    'variance' (the variance only): the forward's y; 'parameter gradients' (dgamma and dbeta), 'dgamma',
+    'dbeta', 'db' (Linear): those sums over those axes (their shape follows); 'backward means', 'the mean
+    of g', 'the mean of g * x_hat': dx with those means over those axes. GroupNorm's statistics' axes are
+    those of x reshaped (N, groups, -1). None when the rule gives the right axes or does not apply.
     """
     op = _layer_op(exercise_id, case)
     name = exercise_id.split(".")[1]
-    if op is None or name not in ("BatchNorm1d", "BatchNorm2d", "LayerNorm", "InstanceNorm2d", "RMSNorm", "GroupNorm"):
+    if op is None:
         return None
     x = np.asarray(case.arrays["x"], dtype=np.float64)
     dout = np.asarray(case.arrays["dout"], dtype=np.float64)
+    axes = AXIS_RULES[rule](x.ndim)
+    if name == "Linear":  # db sums dout over every axis but the last
+        if what != "db" or axes is None or tuple(sorted(axes)) == tuple(range(x.ndim - 1)):
+            return None
+        return {"db": np.sum(dout, axis=axes)}
     gamma, beta = case.arrays.get("param_gamma"), case.arrays.get("param_beta")
-    if gamma is None:
+    if gamma is None or what == "db" or name not in ("BatchNorm1d", "BatchNorm2d", "LayerNorm", "InstanceNorm2d",
+                                                     "RMSNorm", "GroupNorm"):
         return None
-    if name == "GroupNorm" and what != "parameter gradients":
+    if name == "GroupNorm" and what not in SUMS:
         return _grouped_variant(x, dout, gamma, beta, int(_setting(exercise_id, op, "num_groups")),
                                 _setting(exercise_id, op, "eps"), rule, what)
     right, summed = _right_axes(name, x, gamma)
-    axes = AXIS_RULES[rule](x.ndim)
-    if axes is None or tuple(sorted(axes)) == (summed if what == "parameter gradients" else right):
+    if axes is None or tuple(sorted(axes)) == (summed if what in SUMS else right):
         return None
     view = (1, -1) + (1,) * (x.ndim - 2) if name in ("BatchNorm1d", "BatchNorm2d", "InstanceNorm2d") else np.shape(gamma)
     g, b = np.reshape(gamma, view), (0.0 if beta is None else np.reshape(beta, view))
     eps = _setting(exercise_id, op, "eps")
     if name == "RMSNorm":
-        if what not in ("statistics", "parameter gradients"):
-            return None  # (the mean square is its only statistic; its backward has no means to misplace)
+        if what not in ("statistics", "dgamma"):
+            return None  # (the mean square is its only statistic, dgamma its only sum)
         rms = np.sqrt(np.mean(x**2, axis=axes if what == "statistics" else right, keepdims=True) + eps)
-        if what == "statistics":
-            return {"y": x / rms * g}
-        return {"dgamma": np.sum(dout * x / rms, axis=axes)}
+        return {"y": x / rms * g} if what == "statistics" else {"dgamma": np.sum(dout * x / rms, axis=axes)}
     if what in BACKWARD_MEANS:  # dx with its mean of g, of g * x_hat or both over ``axes``; the forward right
         inv_std = 1.0 / np.sqrt(x.var(axis=right, keepdims=True) + eps)
         x_hat = (x - x.mean(axis=right, keepdims=True)) * inv_std
@@ -247,11 +296,13 @@ def axis_variant(exercise_id: str, case: Case, rule: str, what: str) -> dict[str
     mean_axes = axes if what in ("statistics", "mean") else right
     var_axes = axes if what in ("statistics", "variance") else right
     x_hat = (x - x.mean(axis=mean_axes, keepdims=True)) / np.sqrt(x.var(axis=var_axes, keepdims=True) + eps)
-    if what == "parameter gradients":
-        found = {"dgamma": np.sum(dout * x_hat, axis=axes)}
-        if beta is not None:
+    if what in SUMS:
+        found = {}
+        if what in ("parameter gradients", "dgamma"):
+            found["dgamma"] = np.sum(dout * x_hat, axis=axes)
+        if what in ("parameter gradients", "dbeta") and beta is not None:
             found["dbeta"] = np.sum(dout, axis=axes)
-        return found
+        return found or None
     return {"y": g * x_hat + b}
 
 

@@ -143,9 +143,12 @@ def holds(ctx: "Context", claim: Claim, case: str, keys: list[str], rtol: float,
     """
     if claim.predict is not None:
         predicted = claim.predict(case)
+        base = _base(ctx, claim, case)
         if not predicted or not all(k in predicted and same_as(_student(ctx, case, k), predicted[k], rtol, atol)
-                                    for k in keys if k in _base(ctx, claim, case).outputs):
+                                    for k in keys if k in base.outputs):
             return False
+        if not any(k in predicted and not same_as(predicted[k], base.outputs.get(k), 1e-9, 1e-11) for k in keys):
+            return False  # it changes none of the failing outputs here: it explains nothing
         for name in ctx.cases:
             prediction = predicted if name == case else claim.predict(name)
             if not prediction:
@@ -376,13 +379,13 @@ def region_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
                 return None
             has = settings(ctx.cases[name]).get(setting) == value
             wrong = not same_as(_student(ctx, name, key), ref.outputs[key], 1e-9, 1e-11)
-            return has or not wrong
+            return has == wrong  # wrong in every case with the setting, right in every case without
 
         words = "in eval mode" if setting == "mode" else f"with {setting}={value!r}"
         running = [n for n in ctx.cases if key in _comparable_keys(ctx, n) and _runs(ctx.cases[n])]
         if any(settings(ctx.cases[n]).get(setting) != value for n in running):  # else the claim says nothing
-            claims.append(Claim("generic-region", f"Your {key} is right in every case except {words}: the code"
-                                                  f" that {'eval mode' if setting == 'mode' else 'this setting'}"
+            claims.append(Claim("generic-region", f"Your {key} is wrong in every case {words} and right in every"
+                                                  f" case without: the code that {'eval mode' if setting == 'mode' else 'this setting'}"
                                                   " selects is wrong.", holds_on=holds_on, about=(key,)))
     return claims
 
@@ -647,8 +650,11 @@ def _gauss_newton(ctx: "Context", case: Case, op: dict[str, Any], name: str, sta
             v += step
             if abs(step) <= 1e-12 * max(1.0, abs(v)):
                 break
-        if np.isfinite(v) and v != start and all(abs(v - f) > 1e-9 * max(1.0, abs(f)) for f in found):
-            found.append(v)
+        final = outputs(v) if np.isfinite(v) else None
+        if final is not None and v != start and np.allclose(final, target, rtol=1e-9, atol=1e-11 * max(
+                1.0, float(np.max(np.abs(target))) if target.size else 1.0)) and \
+                all(abs(v - f) > 1e-9 * max(1.0, abs(f)) for f in found):
+            found.append(v)  # (only a value that reproduces the student: the setting matters here)
     return found
 
 
@@ -779,30 +785,45 @@ def function_claims(ctx: "Context", case: str) -> list[Claim]:
     return claims
 
 
-def term_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
-    """``generic-terms``: the student's gradient as the reference's named terms with other coefficients, or one
-    term wrong by a factor constant within each normalised group (``Expected.terms``, live only)."""
+def _terms(ctx: "Context", name: str) -> dict[str, Any] | None:
+    """``Expected.terms`` of case ``name`` (the student's own previous state where a term needs it), or None."""
     terms_of = getattr(ctx.expected, "terms", None)
     if terms_of is None:
-        return []
-    decomposition = terms_of(ctx.cases[case])
+        return None
+    return terms_of(ctx.cases[name], ctx.student_result(name).outputs)
+
+
+def term_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
+    """``generic-terms``: the student's outputs as the reference's named terms with other coefficients (one set for
+    the check's outputs made of the same terms), or one term wrong by a factor constant within each normalised
+    group (``Expected.terms``, live only)."""
+    decomposition = _terms(ctx, case)
     if not decomposition:
         return []
     claims = []
+    groups_of: dict[tuple[str, ...], list[str]] = {}
     for key in keys:
-        if key not in decomposition or not differs(ctx, case, key):
+        if key in decomposition:
+            groups_of.setdefault(tuple(n for n, _ in decomposition[key][0]), []).append(key)
+    for names, members in groups_of.items():
+        if not any(differs(ctx, case, key) for key in members):
             continue
-        terms, groups = decomposition[key]
-        s = _student(ctx, case, key)
-        if s is None or any(t.shape != s.shape for _, t in terms):
+        students = [_student(ctx, case, key) for key in members]
+        if any(s is None or any(t.shape != s.shape for _, t in decomposition[key][0])
+               for s, key in zip(students, members)):
             continue
-        coefficients = _fit_coefficients(s, [t for _, t in terms])
+        stacked = [np.concatenate([np.ravel(decomposition[key][0][i][1]) for key in members])
+                   for i in range(len(names))]
+        coefficients = _fit_coefficients(np.concatenate([np.ravel(s) for s in students]), stacked)
         if coefficients is not None:
-            claims.append(_terms_claim(ctx, case, key, [n for n, _ in terms], coefficients))
-        for index, (term_name, term) in enumerate(terms):
-            claim = _group_factor_claim(ctx, case, key, index, term_name, groups)
-            if claim is not None:
-                claims.append(claim)
+            claims.append(_terms_claim(ctx, case, members, list(names), coefficients))
+    for key in keys:
+        if key in decomposition and differs(ctx, case, key):
+            terms, groups = decomposition[key]
+            for index, (term_name, _) in enumerate(terms):
+                claim = _group_factor_claim(ctx, case, key, index, term_name, groups)
+                if claim is not None:
+                    claims.append(claim)
     return claims
 
 
@@ -834,21 +855,24 @@ def _said(coefficient: float, case: Case) -> str:
     return f"is multiplied by {name} (= {_number(coefficient)})" if name else f"is multiplied by {_number(coefficient)}"
 
 
-def _terms_claim(ctx: "Context", case: str, key: str, names: list[str], coefficients: tuple[float, ...]) -> Claim:
-    """The student's ``key`` as the reference's terms with ``coefficients``, the same in every case."""
+def _terms_claim(ctx: "Context", case: str, keys: list[str], names: list[str],
+                 coefficients: tuple[float, ...]) -> Claim:
+    """The student's ``keys`` as the reference's terms with ``coefficients``, the same in every case."""
     wrong = [f"the term {n} {_said(c, ctx.cases[case])}" for n, c in zip(names, coefficients) if abs(c - 1) > 1e-9]
     right = [n for n, c in zip(names, coefficients) if abs(c - 1) <= 1e-9]
-    words = f"In your {key}, " + " and ".join(wrong) + (f"; the other terms ({', '.join(right)}) are right." if right
-                                                        else ".")
+    subject = keys[0] if len(keys) == 1 else f"{', '.join(keys[:-1])} and {keys[-1]}"
+    words = f"In your {subject}, " + " and ".join(wrong) + (f"; the other terms ({', '.join(right)}) are right."
+                                                            if right else ".")
 
     def predict(name: str) -> dict[str, np.ndarray] | None:
-        decomposition = ctx.expected.terms(ctx.cases[name])
-        if not decomposition or key not in decomposition:
+        decomposition = _terms(ctx, name)
+        if not decomposition:
             return None
-        terms, _ = decomposition[key]
-        if [n for n, _ in terms] != names:
-            return None  # another form of the function (GELU's tanh approximation): these terms say nothing there
-        return {key: sum(c * t for c, (_, t) in zip(coefficients, terms))}
+        found = {}
+        for key, (terms, _) in decomposition.items():
+            if [n for n, _ in terms] == names:  # the same terms (another form of the function says nothing)
+                found[key] = sum(c * t for c, (_, t) in zip(coefficients, terms))
+        return found or None
 
     return Claim("generic-terms", words, predict=predict)
 
@@ -861,7 +885,7 @@ def _group_factor_claim(ctx: "Context", case: str, key: str, index: int, term_na
         return None
 
     def holds_on(name: str) -> bool | None:
-        decomposition = ctx.expected.terms(ctx.cases[name])
+        decomposition = _terms(ctx, name)
         ref = ctx.reference.get(name)
         if not decomposition or key not in decomposition or ref is None or key not in ref.outputs:
             return None
@@ -899,13 +923,14 @@ def axes_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
             return ctx.expected.axis_variant(ctx.cases[name], rule, what)
 
         subject = {"statistics": "statistics are", "mean": "mean is", "variance": "variance is",
-                   "parameter gradients": "parameter gradients (dgamma, dbeta) are",
+                   "parameter gradients": "parameter gradients (dgamma, dbeta) are", "dgamma": "dgamma is",
+                   "dbeta": "dbeta is", "db": "db is",
                    "backward means": "backward's means (of g and of g * x_hat) are",
                    "the mean of g": "backward's mean of g = dout * gamma is",
                    "the mean of g * x_hat": "backward's mean of g * x_hat is"}[what]
-        verb = "summed" if what == "parameter gradients" else "taken"
-        claims.append(Claim("generic-axes", f"Your {subject} {verb} over {rule}, in every case (here: axes {axes} of"
-                                            f" {array}); those are not the exercise's axes.",
+        verb = "summed" if what in ("parameter gradients", "dgamma", "dbeta", "db") else "taken"
+        claims.append(Claim("generic-axes", f"Your {subject} {verb} over {rule}, in every case (for {array}: axes"
+                                            f" {axes}); those are not the exercise's axes.",
                             predict=predict))
     return claims
 
@@ -956,7 +981,9 @@ def _find(ctx: "Context", case: str, keys: list[str], rtol: float, atol: float, 
         return _first(ctx, claims, case, [], rtol, atol)
     if not keys or any(_student(ctx, case, k) is None for k in keys):
         return _first(ctx, crash_claims(ctx, case), case, [], rtol, atol)
-    keys = [k for k in keys if differs(ctx, case, k, rtol, atol)] or keys
+    keys = [k for k in keys if differs(ctx, case, k, rtol, atol)]
+    if not keys:
+        return None  # the values are right (a dtype, or a warning): the check's message says what is wrong
     held: list[Claim] = ctx._memoised("generic-held", "", "", list)
     found = _first(ctx, held, case, keys, rtol, atol)
     if found is not None:

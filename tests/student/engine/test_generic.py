@@ -352,3 +352,29 @@ def test_generic_combined_with_a_catalogued_mistake_names_both():
     both = [r for r in results if r.misconception == "tanh-grad-not-squared" and "generic-scale" in r.also]
     assert both, [(r.name, r.misconception, r.also) for r in results if not r.passed]
     assert "And also: Generic diagnosis generic-scale: Your dx is 2 times" in both[0].message
+
+
+def test_right_values_of_the_wrong_dtype_get_no_generic_name():
+    """float32 values (right to float32's precision) on one case: the check says the dtype; no setting, no factor is
+    named (a claim must change one of the failing outputs, and a solved setting must reproduce the student)."""
+    def forward(self, x):
+        y = ref_norm.BatchNorm2d.forward(self, x)
+        return y.astype(np.float32) if np.max(np.abs(x)) > 1e3 else y
+
+    results = graded("normalization", BatchNorm2d=patched(ref_norm.BatchNorm2d, forward=forward))
+    large = next(r for r in results if r.name == "forward_large")
+    assert not large.passed and large.misconception is None
+    assert large.message == "training forward on magnitudes around 1e4: y: dtype float32, expected float64"
+
+
+def test_a_setting_is_named_only_when_every_case_with_it_is_wrong():
+    """LayerNorm returning x in eval mode: wrong in every eval case, right in every other; never "except with
+    normalized_shape=6", a setting most right cases have too."""
+    def forward(self, x):
+        y = ref_norm.LayerNorm.forward(self, x)
+        return y if self.training else np.asarray(x, dtype=np.float64)
+
+    results = graded("normalization", LayerNorm=patched(ref_norm.LayerNorm, forward=forward))
+    said = messages(results, "generic-region")
+    assert said and said[0].startswith("Generic diagnosis generic-region: Your y is wrong in every case in eval mode"
+                                       " and right in every case without")
