@@ -27,6 +27,12 @@ def messages(results: list, family: str) -> list[str]:
     return [r.message for r in results if r.misconception == family]
 
 
+def assert_says(results: list, family: str, words: str) -> None:
+    """Some failing check names ``family`` with ``words`` in its message (the first such check)."""
+    said = messages(results, family)
+    assert said and words in said[0], [(r.name, r.misconception, r.message[:160]) for r in results if not r.passed]
+
+
 def graded(topic: str, seed: int = SEEDS[0], **classes: type) -> list:
     exercise = f"{topic}.{next(iter(classes))}"
     return grade_in_process(exercise, variant_ns(topic, **classes), seed)
@@ -51,8 +57,7 @@ def test_scale_named_by_a_size_of_the_case():
         return dx
 
     results = graded("normalization", LayerNorm=patched(ref_norm.LayerNorm, backward=backward))
-    said = messages(results, "generic-scale")
-    assert said and "1/D" in said[0]
+    assert_says(results, "generic-scale", "1/D")
     assert "generic-scale" in set(names(results).values())
 
 
@@ -72,8 +77,7 @@ def test_offset_is_named():
         return ref_act.SiLU.forward(self, x) + 0.5
 
     results = graded("activations", SiLU=patched(ref_act.SiLU, forward=forward))
-    said = messages(results, "generic-offset")
-    assert said and "plus 1/2" in said[0]
+    assert_says(results, "generic-offset", "plus 1/2")
 
 
 def test_region_names_the_side_of_zero():
@@ -83,8 +87,7 @@ def test_region_names_the_side_of_zero():
         return np.where(self.x > 0, self.x, self.alpha * np.exp(np.minimum(self.x, 0.0)))
 
     results = graded("activations", ELU=patched(ref_act.ELU, forward=forward))
-    said = messages(results, "generic-region")
-    assert said and "where x <= 0 only" in said[0]
+    assert_says(results, "generic-region", "where x <= 0 only")
 
 
 def test_region_names_a_skipped_tail():
@@ -96,8 +99,7 @@ def test_region_names_a_skipped_tail():
         return y
 
     results = graded("linear", Linear=patched(ref_lin.Linear, forward=forward))
-    said = messages(results, "generic-region")
-    assert said and "the last row" in said[0]
+    assert_says(results, "generic-region", "the last row")
 
 
 def test_transpose_is_named():
@@ -144,9 +146,7 @@ def test_crashes_named_by_their_cause(method, family, words):
             cache = {"x_": self.x}
             return np.tanh(cache["x"])
 
-    results = graded("activations", Tanh=patched(ref_act.Tanh, forward=forward))
-    said = messages(results, family)
-    assert said and words in said[0], [(r.name, r.misconception, r.message[:120]) for r in results if not r.passed]
+    assert_says(graded("activations", Tanh=patched(ref_act.Tanh, forward=forward)), family, words)
 
 
 def test_validation_named_from_the_students_own_raise():
@@ -184,8 +184,7 @@ def test_param_default_changed():
             super().__init__(num_features, eps, momentum)
 
     results = graded("normalization", BatchNorm1d=Wrong)
-    said = messages(results, "generic-param")
-    assert said and "default eps behaves as 0.001" in said[0]
+    assert_says(results, "generic-param", "default eps behaves as 0.001")
 
 
 def test_param_read_another_way():
@@ -195,8 +194,7 @@ def test_param_read_another_way():
             super().__init__(negative_slope if negative_slope == 0.01 else 1.0 - negative_slope)
 
     results = graded("activations", LeakyReLU=Wrong)
-    said = messages(results, "generic-param")
-    assert said and "negative_slope were read as 1 - negative_slope" in said[0]
+    assert_says(results, "generic-param", "negative_slope were read as 1 - negative_slope")
 
 
 def test_mode_state_updated_twice():
@@ -206,8 +204,7 @@ def test_mode_state_updated_twice():
         return ref_norm.BatchNorm1d.forward(self, x)
 
     results = graded("normalization", BatchNorm1d=patched(ref_norm.BatchNorm1d, forward=forward))
-    said = messages(results, "generic-mode")
-    assert said and "twice" in said[0]
+    assert_says(results, "generic-mode", "twice")
 
 
 def test_function_derivative_at_the_output():
@@ -215,8 +212,7 @@ def test_function_derivative_at_the_output():
         return dout * (1.0 - np.tanh(self.out) ** 2)
 
     results = graded("activations", Tanh=patched(ref_act.Tanh, backward=backward))
-    said = messages(results, "generic-function")
-    assert said and "at the output y" in said[0]
+    assert_says(results, "generic-function", "at the output y")
 
 
 def test_terms_coefficients():
@@ -231,8 +227,8 @@ def test_terms_coefficients():
         return dout * (ref_act._phi_cdf(x) - x * pdf)
 
     results = graded("activations", GELU=patched(ref_act.GELU, backward=backward))
-    said = messages(results, "generic-terms")
-    assert said and "dout*x*phi(x) has the wrong sign" in said[0] and "are right" in said[0]
+    assert_says(results, "generic-terms", "the term dout*x*phi(x) has the wrong sign; the other terms (dout*Phi(x))"
+                                          " are right")
 
 
 def test_terms_factor_per_group():
@@ -244,8 +240,7 @@ def test_terms_factor_per_group():
         return dout * self.gamma / rms - x / (self.dim * rms**5) * total
 
     results = graded("normalization", RMSNorm=patched(ref_norm.RMSNorm, backward=backward))
-    said = messages(results, "generic-terms")
-    assert said and "changes from one normalised group to the next" in said[0]
+    assert_says(results, "generic-terms", "changes from one normalised group to the next")
 
 
 def test_axes_of_the_variance_alone():
@@ -259,8 +254,7 @@ def test_axes_of_the_variance_alone():
         return self.gamma.reshape(1, -1, 1, 1) * x_hat + self.beta.reshape(1, -1, 1, 1)
 
     results = graded("normalization", InstanceNorm2d=patched(ref_norm.InstanceNorm2d, forward=forward))
-    said = messages(results, "generic-axes")
-    assert said and "variance is taken over every axis" in said[0]
+    assert_says(results, "generic-axes", "variance is taken over every axis")
 
 
 # --------------------------------------------------------------------------- the guarantees
