@@ -464,7 +464,8 @@ def inplace_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
         became = next((k for k in ("y", "dx") if k in outputs and same_as(after, outputs[k]) and k != key), None)
         what = {"x_after": "forward wrote into the x it was given",
                 "x_after_backward": "backward wrote into the x that forward was given",
-                "dout_after": "backward wrote into the dout it was given"}.get(key, f"{key[:-6]} was written into")
+                "dout_after": "backward wrote into the dout it was given"}.get(
+            key, f"the parameter array {key[:-len('_after')]} handed to the layer was written into")
         words = what[0].upper() + what[1:] + (f": afterwards it holds your {became} (the result was computed in"
                                               " place in the caller's array)." if became else
                                               ": an in-place operation (-=, *=, [...] =) on the caller's array.")
