@@ -13,7 +13,8 @@ Printed per topic: mutants made, graded (those that import), killed (an exercise
 (every exercise that lost points names a mistake, catalogued or generic, on a failing check), crashed
 (killed with every failing check an exception and no value to name), and which families named them.
 ``--sample N`` prints N named mutants drawn at random (seeded) with their change and what was said,
-for a person to read: whether each name is true is recorded in docs/measured.md.
+for a person to read (``--sample-values N``: among those named by what their values show, not by a
+crash's cause): whether each name is true is recorded in docs/measured.md.
 ``--jsonl FILE`` keeps one line per mutant (its change, the scores and names) for later reading.
 """
 
@@ -321,6 +322,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="grade a random N of the mutants (0: all)")
     parser.add_argument("--topics", nargs="*", default=list(TOPICS))
     parser.add_argument("--sample", type=int, default=0, help="print N named mutants drawn at random")
+    parser.add_argument("--sample-values", type=int, default=0,
+                        help="print N mutants named by what their values show (not by a crash's cause), drawn at random")
     parser.add_argument("--jsonl", type=Path, default=None, help="write one JSON line per mutant")
     parser.add_argument("--draw", type=int, default=31, help="the random draws' seed")
     args = parser.parse_args()
@@ -375,9 +378,12 @@ def main() -> None:
           f" {counts['all']['no behaviour, killed']}; not importable: {counts['all']['not graded']}")
     print("  named by (mutants whose names include each): "
           + ", ".join(f"{k} {n}" for k, n in by_family.most_common()))
-    if args.sample:
-        named = [row for row in rows if row[2].startswith("named")]
-        for mutant, outcome, _ in random.Random(args.draw).sample(named, min(args.sample, len(named))):
+    for count, verdicts in ((args.sample, ("named", "named (crash)")), (args.sample_values, ("named",))):
+        if not count:
+            continue
+        named = [row for row in rows if row[2] in verdicts]
+        print(f"\n=== {min(count, len(named))} of the {len(named)} mutants {' or '.join(verdicts)}, drawn at random")
+        for mutant, outcome, _ in random.Random(args.draw).sample(named, min(count, len(named))):
             print(f"\n--- {mutant.key} (line {mutant.line}): {mutant.before}  ->  {mutant.after}")
             for exercise, r in outcome.items():
                 for f in r["failing"]:

@@ -258,7 +258,12 @@ def _name_of(value: float, case: Case) -> str | None:
 
 
 def _number(value: float) -> str:
-    return f"{value:.6g}"
+    """``value`` with the fewest significant digits (6 to 15) that keep it to 1e-9 (1.000001, never 1)."""
+    for digits in (6, 8, 10, 12, 15):
+        text = f"{value:.{digits}g}"
+        if abs(float(text) - value) <= 1e-9 * max(1e-300, abs(value)):
+            return text
+    return repr(value)
 
 
 # --------------------------------------------------------------------------- data-only families
@@ -293,14 +298,17 @@ def scale_claims(ctx: "Context", case: str, keys: list[str], base: KnownMistake 
             factors[key] = c
         else:
             claims.append(_constant_claim(ctx, case, family, factors, base))
+            if any(_name_of(c, ctx.cases[case]) for c in factors.values()):  # a size's name may be a coincidence
+                claims.append(_constant_claim(ctx, case, family, factors, base, named=False))
     return claims
 
 
 def _constant_claim(ctx: "Context", case: str, family: str, factors: dict[str, float],
-                    base: KnownMistake | None) -> Claim:
-    """A claim that each key is c_k times (plus c_k) the base's, c_k named or the same number in every case."""
+                    base: KnownMistake | None, named: bool = True) -> Claim:
+    """A claim that each key is c_k times (plus c_k) the base's, c_k named (``named``: the known constant of each
+    case it equals here) or the same number in every case."""
     this = ctx.cases[case]
-    names = {key: _name_of(c, this) for key, c in factors.items()}
+    names = {key: _name_of(c, this) if named else None for key, c in factors.items()}
 
     def constant(key: str, name: str) -> float | None:
         if names[key] is None:
