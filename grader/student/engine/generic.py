@@ -529,8 +529,11 @@ def crash_claims(ctx: "Context", case: str) -> list[Claim]:
     if kind == "KeyError":
         claims.append(Claim("generic-key", f"{where} read back a value under a key it was never stored under"
                                            f" ({message}): the name used to store it differs.", holds_on=here))
-    last_line = (error.get("traceback") or "").rstrip().splitlines()[-1:] or [""]
-    if kind == "ValueError" and last_line[0].strip().startswith("raise"):  # the student's own check raised
+    lines = (error.get("traceback") or "").rstrip().splitlines()
+    frames = [line for line in lines if line.strip().startswith("File ")]
+    own_file = f'"{ctx.exercise_id.split(".")[0]}.py"' in (frames[-1] if frames else "")
+    if kind == "ValueError" and lines and lines[-1].strip().startswith("raise") and own_file:
+        # the exercise's own check raised, in its own file (not another exercise's check that a wrong call tripped)
         claims.append(Claim("generic-validation", f"{where} raised ValueError on a valid input ({message}): its"
                                                   " check of the arguments or of the input's shape is wrong.",
                             holds_on=here))

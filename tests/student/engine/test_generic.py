@@ -172,6 +172,11 @@ def test_validation_named_from_the_students_own_raise():
     ctx = Context(exercise, seed, {c.name: c for c in plan.cases}, student,
                   LiveExpected(exercise, reference_runs(exercise, seed)))
     assert ctx.diagnose("cube", [], match_error=True) is None  # numpy's ValueError: not the student's check
+    student["cube"].error["traceback"] = ('  File "activations.py", line 9, in forward\n    return lin.forward(x)\n'
+                                          '  File "linear.py", line 30, in forward\n    raise ValueError("bad")')
+    ctx = Context(exercise, seed, {c.name: c for c in plan.cases}, student,
+                  LiveExpected(exercise, reference_runs(exercise, seed)))
+    assert ctx.diagnose("cube", [], match_error=True) is None  # another exercise's check, tripped by a wrong call
 
 
 # --------------------------------------------------------------------------- families that run the reference
