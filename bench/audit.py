@@ -11,7 +11,9 @@ exercise runs:
 - partly: some true mistakes are named, none wrongly, some not;
 - named wrong: a name that is not one of the student's mistakes (misleading);
 - unnamed: a catalogued mistake, nothing named;
-- honest: a bug the catalogue does not hold, and nothing named (right).
+- honest: a bug the catalogue does not hold, and no catalogued name (right); a generic diagnosis
+  (round 4, ``generic-*``) may name what kind of wrong it is: those are listed with ``--generic`` for a
+  person to read, and never count as named right or wrong.
 
 Each row is measured twice in the same run: with this grader's diagnosis
 (part by part: combinations of known mistakes) and, as the baseline, with
@@ -36,6 +38,7 @@ from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "mistakes"))  # test_mistake_audit (tests/ mirrors the packages)
 sys.path.insert(0, str(ROOT))
 
 COLUMNS = ("runs", "caught", "named right", "partly", "named wrong", "unnamed", "honest")
@@ -48,8 +51,16 @@ def true_mistakes(student: Any) -> set[str]:
     return {student.named, *student.also} if student.named else set()
 
 
+GENERIC_SEEN: list[tuple[str, str, str]] = []  # (submission, check, the generic diagnosis's words), to be read
+
+
 def judge(student: Any, seed: int) -> tuple[str, str]:
-    """(topic, outcome) of one buggy run: one of COLUMNS[2:] (or 'missed' when it kept full marks)."""
+    """(topic, outcome) of one buggy run: one of COLUMNS[2:] (or 'missed' when it kept full marks).
+
+    Judged by the catalogued names (ids outside the generic families): a generic diagnosis
+    (``generic-*``, round 4) never makes a run "named right" or "named wrong"; each one given is kept in
+    GENERIC_SEEN for a person to read (``--generic``).
+    """
     import test_mistake_audit as audit
     from grader.student.engine.checks import CHECKS
 
@@ -58,7 +69,11 @@ def judge(student: Any, seed: int) -> tuple[str, str]:
     if sum(r.score for r in results) >= CHECKS[student.exercise].max_score - 1e-9:
         return topic, "missed"
     failing = [r for r in results if not r.passed]
-    names = {r.misconception for r in failing if r.misconception} | {m for r in failing for m in r.also}
+    given = {r.misconception for r in failing if r.misconception} | {m for r in failing for m in r.also}
+    for r in failing:
+        if r.misconception and r.misconception.startswith("generic-") or any(m.startswith("generic-") for m in r.also):
+            GENERIC_SEEN.append((f"{student.key} (seed {seed})", r.name, r.message.splitlines()[0]))
+    names = {n for n in given if not n.startswith("generic-")}
     expected = true_mistakes(student)
     if names - expected:
         return topic, "named wrong"
@@ -156,7 +171,8 @@ def format_table(counts: dict[str, dict[str, dict[str, int]]]) -> str:
 
 def pairs_table(per_exercise: int, seed: int) -> str:
     """Every exercise's composable pairs of known mistakes (up to ``per_exercise``, a fixed sample) handed in as
-    students: how often both are named, one (the other masked or equivalent), a wrong one, none."""
+    students: how often both are named, one (the other masked or equivalent), a wrong one, none (judged by the
+    catalogued names; generic diagnoses given beside them are kept in GENERIC_SEEN for reading)."""
     import itertools
     import random
 
@@ -181,7 +197,12 @@ def pairs_table(per_exercise: int, seed: int) -> str:
             if sum(r.score for r in results) >= CHECKS[exercise].max_score - 1e-9:
                 row[5] += 1
                 continue
-            names = {r.misconception for r in results if r.misconception} | {m for r in results for m in r.also}
+            given = {r.misconception for r in results if r.misconception} | {m for r in results for m in r.also}
+            for r in results:
+                if not r.passed and (r.misconception or "").startswith("generic-") or \
+                        any(m.startswith("generic-") for m in r.also):
+                    GENERIC_SEEN.append((f"pair {a.id} + {b.id}", r.name, r.message.splitlines()[0]))
+            names = {n for n in given if not n.startswith("generic-")}  # judged by the catalogued names
             if names - {a.id, b.id}:
                 row[3] += 1
             elif names == {a.id, b.id}:
@@ -202,6 +223,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=2, help="seeds per submission (the audit's first N)")
     parser.add_argument("--pairs", type=int, default=0,
                         help="also hand in up to N composable pairs of catalogued mistakes per exercise")
+    parser.add_argument("--generic", action="store_true",
+                        help="list every generic diagnosis given (round 4), with its words, for reading")
     args = parser.parse_args()
     import checks_util
 
@@ -213,6 +236,12 @@ def main() -> None:
     if args.pairs:
         print(f"pairs of catalogued mistakes composed (variants, not independent code), seed {seeds[0]}:")
         print(pairs_table(args.pairs, seeds[0]))
+    seen = {(who, words) for who, _, words in GENERIC_SEEN}
+    print(f"generic diagnoses given beside the catalogue's names (both rules' runs and the pairs): {len(GENERIC_SEEN)}"
+          f" checks, {len(seen)} distinct (submission, words)")
+    if args.generic:
+        for who, words in sorted(seen):
+            print(f"  {who}: {words[:240]}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from grader.student.engine.diagnosis import REFERENCE_AGAIN, KnownMistake, combined_id, without_numgrad
 from grader.student.engine.grading import Prepared, error_report, files_hash, output_limit_reached
 from grader.student.engine.grading import grade as grade_with
@@ -141,6 +143,7 @@ class LiveExpected:
         self._reference = reference
         self._mistakes: dict[str, Any] | None = None
         self._combined: dict[str, Any] = {}
+        self._terms: dict[tuple[Any, ...], Any] = {}
 
     @property
     def mistakes(self) -> list[KnownMistake]:
@@ -179,6 +182,65 @@ class LiveExpected:
     def variant(self, mistake_id: str, case: Case) -> ScriptResult:
         """Run ``mistake_id``'s namespace (or the reference again) on ``case`` without its numgrad ops."""
         return run_script(self.namespace(mistake_id), without_numgrad(case), case.arrays)
+
+    def rerun(self, script: list[dict[str, Any]], arrays: dict[str, Any]) -> ScriptResult:
+        """The reference on a rewritten ``script`` (generic diagnoses: a setting changed, eval and training
+        swapped, another activation's backward), numgrad ops left out."""
+        return run_script(_reference_namespace(), [op for op in script if op.get("op") != "numgrad"], arrays)
+
+    def signature(self, target: str) -> dict[str, Any]:
+        """The reference's keyword defaults (bool and float only) of layer class or function ``target``
+        ('normalization.BatchNorm1d'): the settings generic diagnoses may find changed."""
+        import inspect
+
+        topic, name = target.split(".", 1)
+        obj = getattr(getattr(_reference_namespace(), topic), name, None)
+        if obj is None:
+            return {}
+        try:
+            parameters = inspect.signature(obj.__init__ if isinstance(obj, type) else obj).parameters
+        except (TypeError, ValueError):
+            return {}
+        return {p.name: p.default for p in parameters.values()
+                if isinstance(p.default, (bool, float)) and p.kind is not p.VAR_KEYWORD}
+
+    def terms(self, case: Case, student: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The reference's results of ``case`` as named terms (grader/course/terms.py; running statistics from the
+        student's own previous values ``student``), or None."""
+        from grader.course.terms import terms
+
+        key = (case.name, id(case), id(student))
+        if key not in self._terms:
+            self._terms[key] = terms(self.exercise_id, case, student)
+        return self._terms[key]
+
+    def axis_variants(self, case: Case, keys: list[str]) -> list[tuple[str, str, str, tuple[int, ...]]]:
+        """(rule, what, of which array, its axes here) of each reduction over other axes than the reference's that
+        changes outputs ``keys`` of ``case`` (grader/course/terms.py)."""
+        from grader.course.terms import AXIS_RULES, REDUCTION_KEYS, REDUCTIONS, SUMS
+
+        x = case.arrays.get("x")
+        if x is None:
+            return []
+        grouped = self.exercise_id == "normalization.GroupNorm"  # (its statistics' axes: of x as (N, groups, -1))
+
+        def viewed(what: str) -> str:
+            return "x reshaped (N, groups, -1)" if grouped and what not in SUMS else \
+                f"x of shape {tuple(np.shape(x))}"
+
+        return [(rule, what, viewed(what), AXIS_RULES[rule](3 if grouped and what not in SUMS
+                                                            else np.ndim(x)))
+                for rule in AXIS_RULES for what in REDUCTIONS
+                if set(REDUCTION_KEYS[what]) & set(keys) and self.axis_variant(case, rule, what) is not None]
+
+    def axis_variant(self, case: Case, rule: str, what: str) -> dict[str, Any] | None:
+        """The reference's results of ``case`` with one reduction over the axes of ``rule`` (terms.axis_variant)."""
+        from grader.course.terms import axis_variant
+
+        key = (case.name, id(case), rule, what)
+        if key not in self._terms:
+            self._terms[key] = axis_variant(self.exercise_id, case, rule, what)
+        return self._terms[key]
 
     def live_check(self, name: str) -> Callable[..., Any]:
         """The instructor-side check function ``name`` (grader/course/live_checks.py)."""

@@ -174,7 +174,22 @@ def outputs_match(
             continue
         if not same_as(a, b, rtol=rtol, atol=atol):
             return False
+        if _no_finite(a) and _no_finite(b) and warning_kinds(student) != warning_kinds(candidate):
+            return False  # NaN everywhere says nothing: two ways to it are alike only if they warned alike
     return True
+
+
+def _no_finite(value: Any) -> bool:
+    """A float array without one finite value (NaN or inf everywhere)."""
+    import numpy as np
+
+    return value is not None and getattr(value, "dtype", None) is not None and value.dtype.kind == "f" \
+        and value.size > 0 and not np.any(np.isfinite(value))
+
+
+def warning_kinds(result: ScriptResult) -> set[str]:
+    """What a run's warnings were ("RuntimeWarning: divide by zero encountered in divide"), without where."""
+    return {text.split(" (in ")[0] for text in result.warnings}
 
 
 _BROADCAST = re.compile(r"operands could not be broadcast together with shapes (.*?)\s*")

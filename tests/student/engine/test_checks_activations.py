@@ -105,7 +105,8 @@ def test_backward_shape_checks_fail_on_their_shape(check: str, ndim: int) -> Non
 def test_zeros_checks() -> None:
     cls = corrupt_forward(ref.ELU, lambda x: np.any(x == 0.0), lambda y: np.where(y == 0.0, 1e-3, y))
     bad = failed(wrong("ELU", cls))
-    assert bad["forward_zeros"].message.startswith("forward on exact zeros and tiny values (1e-8): y:")
+    assert "forward on exact zeros and tiny values (1e-8): y:" in bad["forward_zeros"].message
+    assert bad["forward_zeros"].misconception == "generic-region"  # wrong at x = 0 only, in every case
     named = assert_named("activations.ReLU", "relu-grad-at-zero")
     assert named.name == "backward_zeros"
     assert "at x = 0 the derivative is the one of the x <= 0 branch" in named.message
@@ -122,7 +123,26 @@ def test_large_magnitudes_nan_and_warnings() -> None:
     named = assert_named("activations.Sigmoid", "sigmoid-overflow")
     assert named.name == "forward_large"
     assert named.message.startswith("Known mistake sigmoid-overflow: 1 / (1 + e^-x) overflows")
-    assert "the values are right but your code warned: RuntimeWarning: overflow" in named.message
+    assert "your values are right; only the warning costs this check's points" in named.message
+    assert "RuntimeWarning: overflow" in named.message
+
+
+def test_gelu_backward_right_values_that_warn_lose_only_that_check() -> None:
+    """Issue 31: a GELU backward whose values are right at |x| = 1e4 but whose exp overflowed. The contract
+    (spec section 3) forbids the warning, so backward_large fails, and its message says the values are right."""
+    import math
+
+    def backward(self, dout):
+        x = self.x
+        if self.approximate == "tanh":
+            return ref.GELU.backward(self, dout)
+        pdf = 1.0 / math.sqrt(2.0 * math.pi) / np.exp(0.5 * x**2)  # exp overflows at 1e4; 1 / inf is the right 0
+        return dout * (ref._phi_cdf(x) + x * pdf)
+
+    bad = failed(wrong("GELU", patched(ref.GELU, backward=backward)))
+    assert set(bad) == {"backward_large"}
+    assert "your values are right; only the warning costs this check's points" in bad["backward_large"].message
+    assert "RuntimeWarning: overflow" in bad["backward_large"].message
 
 
 def test_backward_large_fails_for_a_derivative_formula_that_overflows() -> None:
@@ -179,7 +199,8 @@ def test_no_mutation_check() -> None:
 
     bad = failed(wrong("Tanh", patched(ref.Tanh, forward=forward)))
     assert set(bad) == {"no_mutation"}
-    assert bad["no_mutation"].misconception is None
+    assert bad["no_mutation"].misconception == "generic-inplace"  # no catalogue entry: the generic family's words
+    assert "Forward wrote into the x it was given: afterwards it holds your y" in bad["no_mutation"].message
 
 
 def test_shape_dtype_check() -> None:

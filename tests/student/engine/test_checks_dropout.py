@@ -143,3 +143,20 @@ def test_odd_outputs_fail_cleanly(odd: int) -> None:
     results = grade(Odd)
     assert sum(r.score for r in results) <= 1.5  # at most: the constructor's ValueError, input not mutated
     assert all(r.passed or r.message for r in results)
+
+
+def test_backward_of_zeros_is_not_the_mask() -> None:
+    """Found by bench/mutants.py (issue 31): a backward returning zeros for every p < 1 was named
+    dropout-backward-returns-mask (an all-zero dx looked like "one constant where kept": the constant 0). The mask
+    is the scale where kept; zeros hold no mask."""
+    from reference import dropout as ref
+
+    class ZerosBackward(ref.Dropout):
+        def backward(self, dout):
+            return np.zeros_like(np.asarray(dout, dtype=np.float64))
+
+    results = by_name(grade(ZerosBackward))
+    assert not results["backward"].passed
+    assert results["backward"].misconception != "dropout-backward-returns-mask"
+    assert "backward returned zeros everywhere" in results["backward"].message
+    assert assert_named("dropout.Dropout", "dropout-backward-returns-mask").name == "backward"

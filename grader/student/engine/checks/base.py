@@ -39,6 +39,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from grader.student.engine import generic
 from grader.student.feedback import figures
 from grader.student.engine.compare import compare, same_as, scale_of
 from grader.student.engine.diagnosis import (
@@ -197,7 +198,10 @@ class Context:
         student with one known mistake that is round 2's rule: its variant reproduces
         the student everywhere. None means "not a mistake we know".
         """
-        return self.part_by_part(case, keys, self._passes(case, keys), rtol, atol, match_error, match_warnings)
+        found = self.part_by_part(case, keys, self._passes(case, keys), rtol, atol, match_error, match_warnings)
+        if found is None:
+            found = generic.find(self, case, keys, rtol, atol, match_error, match_warnings)
+        return found
 
     def _passes(self, case: str, keys: list[str]) -> list[list[str]]:
         """The output keys to match, in order: every (non-numgrad) output of ``case``, then ``keys`` alone."""
@@ -647,7 +651,8 @@ class Compare(Check):
                 self.name,
                 self.points,
                 False,
-                f"{self.what}: the values are right but your code warned: {warned[0]}",
+                f"{self.what}: your values are right; only the warning costs this check's points (no floating-point"
+                f" warning is allowed here): {warned[0]}",
                 mistake,
             )
         return result(self.name, self.points, True)
@@ -994,7 +999,7 @@ class ExerciseChecks:
             expected=expected,
         )
         checks = [check for check in plan.checks if expected.live or not check.live_only]
-        results = [check.grade(ctx) for check in checks]
+        results = generic.name_crashes(ctx, [check.grade(ctx) for check in checks])
         return no_credit_for_support_alone(checks, results)
 
 

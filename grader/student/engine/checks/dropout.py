@@ -327,6 +327,7 @@ class DropoutChecks(ExerciseChecks):
                     "unscaled": "backward used the 0/1 mask without the 1/(1 - p) scale",
                     "other-mask": "backward zeroed other elements than the forward dropped (a new mask?)",
                     "mask-only": "backward returned the mask itself: multiply it by dout",
+                    "zeros": "backward returned zeros everywhere",
                 }.get(kind, "dx differs from dout * mask")
                 bad = int(np.sum(np.abs(dx - expected) > EXACT * np.abs(expected)))
                 return Verdict(
@@ -410,7 +411,7 @@ class DropoutChecks(ExerciseChecks):
                 return Verdict(False, "with p = 1 every output and every gradient must be exactly 0", fingerprint,
                                zeros_picture)
             if warned:
-                return Verdict(False, f"with p = 1 the values are right but your code warned: {r1.warnings[0]}",
+                return Verdict(False, f"with p = 1 your values are right; only the warning costs this check's points: {r1.warnings[0]}",
                                fingerprint)
             return Verdict(True)
 
@@ -544,13 +545,15 @@ def same_values(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def backward_kind(dx: np.ndarray, dout: np.ndarray, y: np.ndarray) -> str:
-    """What a wrong dropout backward did: 'identity', 'unscaled', 'mask-only', 'other-mask' or 'other'."""
+    """What a wrong dropout backward did: 'identity', 'unscaled', 'zeros', 'mask-only', 'other-mask' or 'other'."""
     if same_values(dx, dout):
         return "identity"
     if same_values(dx, dout * (y != 0)):
         return "unscaled"
     kept = y != 0
-    if dx.shape == y.shape and kept.any() and not np.any(dx[~kept]) \
+    if not np.any(dx):
+        return "zeros"  # (no mask in it: not "mask-only", whose constant is the scale)
+    if dx.shape == y.shape and kept.any() and not np.any(dx[~kept]) and dx[kept][0] != 0 \
             and bool(np.allclose(dx[kept], dx[kept][0], rtol=EXACT, atol=0.0)):
         return "mask-only"  # one constant (the scale) where kept, 0 elsewhere: dout never entered
     if np.any(dx == 0) and not np.array_equal(dx == 0, y == 0):

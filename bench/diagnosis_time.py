@@ -1,0 +1,141 @@
+"""What generic diagnoses cost: ``python bench/diagnosis_time.py [--runs N] [--mutants M]``.
+
+Grades wrong submissions in process (the checks' evaluation, where diagnosis happens; the cases are
+run once beforehand and reused) twice in the same run: with round 4's generic diagnoses and without
+them (``generic.find`` returning None, round 3's rule alone), median of N runs (default 5) each. The
+submissions: the mistake audit's buggy students (tests/mistakes/test_mistake_audit.py, catalogued
+mistakes: the generic search runs only where the catalogue names nothing) and M mutants of the
+reference drawn at random (bench/mutants.py: mostly mistakes no catalogue lists). A correct submission
+fails no check and never reaches diagnosis (bench/grading.py times those). Also timed: the same
+mutants graded offline, as the handout does, with only the data families (a case-pack-like Expected
+without the reference's code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "mistakes"))
+sys.path.insert(0, str(ROOT))
+
+
+@contextmanager
+def without_generic() -> Iterator[None]:
+    """Round 3's rule alone: no generic diagnosis is ever found."""
+    from grader.student.engine import generic
+
+    find, name_crashes = generic.find, generic.name_crashes
+    generic.find = lambda *args, **kwargs: None  # type: ignore[assignment]
+    generic.name_crashes = lambda ctx, results: results  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        generic.find, generic.name_crashes = find, name_crashes  # type: ignore[assignment]
+
+
+class Offline:
+    """What a case pack gives a Context (the reference's and the known mistakes' results), nothing that runs code."""
+
+    live = False
+
+    def __init__(self, live: Any) -> None:
+        self._live = live
+        self.mistakes = live.mistakes
+
+    @property
+    def reference(self) -> Any:
+        return self._live.reference
+
+    def variant(self, mistake_id: str, case: Any) -> Any:
+        return self._live.variant(mistake_id, case)
+
+    def combination(self, ids: list[str]) -> None:
+        return None
+
+    def verdict(self, check: str, mistake_id: str, compute: Any) -> Any:
+        return compute()
+
+
+def prepared(seed: int, mutants: int, draw: int) -> list[tuple[str, Any, dict]]:
+    """(exercise, label, the student's case results) of every submission, run once."""
+    import test_mistake_audit as audit
+    from checks_util import run_cases, variant_ns
+
+    import mutants as mutant_bench
+
+    work = []
+    for student in list(audit.BUGGY) + list(audit.ROUND2) + list(audit.ROUND3):
+        topic, name = student.exercise.split(".")
+        ns = variant_ns(topic, **{name: audit.student_class(student)})
+        work.append((student.exercise, f"audit {student.key}", run_cases(student.exercise, ns, seed)))
+    chosen = [m for m in mutant_bench.make_mutants() if not m.no_behaviour]
+    for mutant in random.Random(draw).sample(chosen, min(mutants, len(chosen))):
+        try:
+            ns = mutant_bench.load_mutant(mutant)
+        except Exception:  # noqa: BLE001 - a mutant that does not import is not a submission
+            continue
+        for exercise in mutant.exercises:
+            work.append((exercise, f"mutant {mutant.key}", run_cases(exercise, ns, seed)))
+    return work
+
+
+def evaluate_all(work: list[tuple[str, Any, dict]], seed: int, offline: bool = False) -> float:
+    """Seconds to evaluate every submission's checks (diagnosis included)."""
+    from checks_util import reference_runs
+
+    from grader.course.grading import LiveExpected
+    from grader.student.engine.checks import CHECKS
+
+    start = time.perf_counter()
+    for exercise, _, student in work:
+        expected = LiveExpected(exercise, reference_runs(exercise, seed))
+        CHECKS[exercise].evaluate(student, Offline(expected) if offline else expected, seed)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--mutants", type=int, default=60)
+    parser.add_argument("--draw", type=int, default=7)
+    args = parser.parse_args()
+    import warnings
+
+    import checks_util
+
+    warnings.simplefilter("ignore")
+    seed = checks_util.SEEDS[0]
+    work = prepared(seed, args.mutants, args.draw)
+    audit_work = [w for w in work if w[1].startswith("audit")]
+    mutant_work = [w for w in work if w[1].startswith("mutant")]
+    evaluate_all(work, seed)  # warm: the reference's results, the catalogue's variants imported
+    rows = []
+    for label, subset, offline in (("audit's buggy students (catalogued)", audit_work, False),
+                                   ("mutants of the reference (live)", mutant_work, False),
+                                   ("mutants of the reference (offline, data families)", mutant_work, True)):
+        with_times, without_times = [], []
+        for _ in range(args.runs):
+            with_times.append(evaluate_all(subset, seed, offline))
+            with without_generic():
+                without_times.append(evaluate_all(subset, seed, offline))
+        a, b = statistics.median(with_times), statistics.median(without_times)
+        rows.append((label, len(subset), a, b, a / b if b else float("nan")))
+    print(f"evaluation of wrong submissions (the checks and their diagnosis), median of {args.runs} runs, seed {seed}")
+    print(f"{'submissions':<52}{'runs':>6}{'with (s)':>11}{'round 3 (s)':>13}{'ratio':>8}{'ms/run':>9}")
+    for label, n, a, b, ratio in rows:
+        print(f"{label:<52}{n:>6}{a:>11.3f}{b:>13.3f}{ratio:>8.2f}{1000 * (a - b) / max(1, n):>9.1f}")
+    print("(ms/run: the generic search's extra cost per exercise run)")
+
+
+if __name__ == "__main__":
+    main()
