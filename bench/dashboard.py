@@ -8,7 +8,7 @@ Target (issue 12): a class of 500 students renders in under 1 s server-side.
 It writes a generated class (grader/server/sample_class.py: roster, uploads
 over 30 days with named and unnamed failing checks, quiz answers, an
 override) into a fresh database, builds the course server's application
-(``grader.server.app.create_app``, no collector, no worker) and requests each
+(``grader.server.web.create_app``, no collector, no worker) and requests each
 dashboard page and export in-process through Starlette's TestClient with the
 instructor's Bearer token: the time is the server's whole work for a request
 (authentication, the queries, the class report, the template), without the
@@ -38,7 +38,8 @@ from starlette.testclient import TestClient
 from grader import quiz as quiz_lib
 from grader.student.course import load_course
 from grader.server import sample_class
-from grader.server.app import ServerConfig, create_app
+from grader.server.app import ServerConfig
+from grader.server.web import create_app
 from grader.student.store import Store
 
 TARGET_S = 1.0

@@ -184,7 +184,7 @@ def prepare(folder: Path, n: int, tag: str, queue_url: str) -> Prepared:
         with httpx.Client(base_url=tool.url, timeout=30) as client:
             for s in students:
                 page = launch(client, lms, s)
-                assert page.status_code == 200 and "Signed in" in page.text, page.text[:300]
+                assert page.status_code == 200 and "url=/student/" in page.text, page.text[:300]
         with Store.open(db) as store:
             contexts = lti_services.contexts(store, lti.platforms_of(config.course))
             members = store.db.execute("SELECT count(*) FROM lti_members WHERE role = 'learner' AND "

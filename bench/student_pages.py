@@ -30,7 +30,8 @@ from starlette.testclient import TestClient
 
 from grader import quiz as quiz_lib
 from grader.server import records, roster
-from grader.server.app import ServerConfig, create_app
+from grader.server.app import ServerConfig
+from grader.server.web import create_app
 from grader.server.sample_class import _exercise_result
 from grader.student.course import DEFAULT_COURSE
 from grader.student.engine import catalogue

@@ -119,7 +119,6 @@ SERVER_TESTS: tuple[str, ...] = (
     "tests/server/test_lti.py::test_a_redis_restart_while_scores_wait_loses_none",
     "tests/student/feedback/test_figures.py::test_a_course_server_hands_back_the_same_hidden_pictures_as_the_instructors_own_grading",
     "tests/student/feedback/test_notebook.py::test_quiz_is_posed_judged_and_recorded_by_the_server_when_logged_in",
-    "tests/student/feedback/test_report_html_browser.py::test_the_dashboards_student_page_shows_the_same_pictures",
     "tests/student/feedback/test_report_html_browser.py::test_the_dashboards_student_page_draws_the_expected_values_of_hidden_checks",
     "tests/student/feedback/test_notebook.py::test_grade_magic_hands_in_when_logged_in_and_says_so_first",
     "tests/term/test_batch_queue.py",

@@ -7,6 +7,8 @@ literals). An import is an edge to the module it names: ``from P import x``
 to ``P.x`` when that is a module, else to ``P``. The packages it passes
 through are not edges (``import grader.quiz.bank`` runs ``grader/quiz/__init__``
 first, which imports ``bank`` again: that is how packages work, not a circle).
+Imports under ``if TYPE_CHECKING:`` are not edges: they never run (the
+annotations they serve are strings), so they make no circle at import time.
 
 The layers, bottom up, are the map at the top of docs/design.md:
 
@@ -28,6 +30,7 @@ any other one, and on a named one that is gone (so the list stays true).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+import ast
 from pathlib import Path
 
 import pytest
@@ -81,6 +84,17 @@ def module_of(name: str, modules: Mapping[str, Path]) -> str | None:
     return None
 
 
+def typing_only_lines(path: Path) -> set[int]:
+    """The lines of ``path`` inside ``if TYPE_CHECKING:`` blocks (imports for annotations alone)."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        test = getattr(node, "test", None)
+        if isinstance(node, ast.If) and getattr(test, "id", getattr(test, "attr", "")) == "TYPE_CHECKING":
+            for inner in node.body:
+                lines.update(range(inner.lineno, (inner.end_lineno or inner.lineno) + 1))
+    return lines
+
+
 def import_edges(modules: Mapping[str, Path], root: Path = ROOT) -> dict[str, dict[str, int]]:
     """module -> {module it imports: first line}, among ``modules`` (files under ``root``).
 
@@ -89,7 +103,8 @@ def import_edges(modules: Mapping[str, Path], root: Path = ROOT) -> dict[str, di
     """
     edges: dict[str, dict[str, int]] = {}
     for name, path in modules.items():
-        found = imported_names(path, root)
+        typing_only = typing_only_lines(path)
+        found = [(line, imported) for line, imported in imported_names(path, root) if line not in typing_only]
         by_line: dict[int, list[str]] = {}
         for line, imported in found:
             by_line.setdefault(line, []).append(imported)

@@ -33,6 +33,14 @@ ROOT = Path(__file__).resolve().parents[2]
 JUDGE_TREES = ("grader/student/engine", "grader/mistakes", "grader/course", "reference")
 
 
+PUBLIC_STUDENT = "(public checks)"  # the "student" whose seed the public checks (the case packs) use
+
+
+def public_seed(exercise_id: str) -> int:
+    """The fixed seed of an exercise's public checks (the same for every student: the handout's case pack)."""
+    return exercise_seed(PUBLIC_STUDENT, exercise_id)
+
+
 def judge_digest(root: Path = ROOT, trees: tuple[str, ...] = JUDGE_TREES) -> str:
     """sha256 (12 hex digits) over the source files of ``trees`` under ``root``: each file's relative path and
     content, in order (``.py``, ``.cl`` and ``.json`` files; caches left out)."""
@@ -255,7 +263,6 @@ class LiveExpected:
     def public_twin(self) -> tuple[int, list[Case], "LiveExpected"]:
         """The exercise at its public seed: the cases and (cached, shared by every student) reference results a
         case pack is written from (grader/course/packs.py)."""
-        from grader.course.packs import public_seed
         from grader.student.engine.checks import CHECKS
 
         seed = public_seed(self.exercise_id)

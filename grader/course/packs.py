@@ -20,18 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from grader.course.grading import LiveExpected, ReferenceResults
+from grader.course.grading import PUBLIC_STUDENT, LiveExpected, ReferenceResults, public_seed
 from grader.student.engine.checks import CHECKS
 from grader.student.engine.checks.base import Context
 from grader.student.engine.checks.init import StatCheck, variant_verdict
 from grader.student.engine.diagnosis import REFERENCE_AGAIN
 from grader.student.errors import GraderError
-from grader.student.engine.model import exercise_seed
 from grader.student.engine.ops import Case, ScriptResult
 from grader.student.engine.pack import PACK_FORMAT, PackExpected, decode_fingerprint, encode_fingerprint, load_pack, pack_path
 
 # The pseudo-student whose per-exercise seeds are the public ones.
-PUBLIC_STUDENT = "(public checks)"
 
 # Mistakes so common beside a second one (most CS231n BatchNorms accumulate the biased variance and make one
 # more mistake) that a pack also stores each of their combinations with the exercise's other mistakes, so that
@@ -41,11 +39,6 @@ PAIRED = ("bn-biased-running-var", "bn-biased-running-var-2d")
 
 class PackError(GraderError):
     """A pack cannot be built, or the reference fails its own public checks (the release stops)."""
-
-
-def public_seed(exercise_id: str) -> int:
-    """The fixed seed of an exercise's public checks."""
-    return exercise_seed(PUBLIC_STUDENT, exercise_id)
 
 
 class _ArrayStore:

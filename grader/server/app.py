@@ -1,6 +1,7 @@
 """The course server: a Starlette application, its JSON API under ``/api/v1/`` and its pages.
 
-``create_app(config)`` builds the application; ``grade serve`` runs it with
+``grader.server.web.create_app(config)`` builds the application (these
+routes beside the pages built on them); ``grade serve`` runs it with
 uvicorn. One process owns the course database: ``create_app`` claims it
 (``grader.student.store.serve``: a lock on ``course.db-serving`` holding the
 pid and URL; a second server, or a writing command such as ``grade roster
@@ -37,18 +38,15 @@ import math
 import re
 import secrets
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
 
 from grader.term import exam, extensions, regrade
 from grader.course import progress
@@ -58,14 +56,12 @@ from grader import quiz as quiz_lib
 from grader.quiz import graded, judging
 from grader.student.course import DEFAULT_COURSE, Course, late_exercises, parse_time
 from grader.student.errors import GraderError, StoreError
-from grader.server import auth, lti, lti_services, pages, records
-from grader.server.headers import Framing, SecurityHeaders
+from grader.server import auth, lti_services, records
 from grader.server.headers import as_dict as security_headers
 from grader.server.auth import Principal
 from grader.server.collector import Collector
-from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, open_queue
+from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES
 from grader.server.selftest import RETRY_FIRST_S, SelfTest
-from grader.student import store as store_lib
 from grader.student.store import Store
 from grader.student.client.uploads import MAX_UPLOAD_BYTES, check_files
 from grader.student.client.wire import report_from_dict, report_to_dict
@@ -891,67 +887,3 @@ async def server_error(request: Request, exc: Exception) -> Response:
                             status_code=503, headers={"Retry-After": "5", **headers})
     return JSONResponse({"error": f"the server failed ({type(exc).__name__}): try again later, "
                                   "and tell your instructor if it goes on"}, status_code=500, headers=headers)
-
-
-def routes() -> list[BaseRoute]:
-    """The API routes, then the pages (grader/server/pages.py), the student's pages, the LTI routes."""
-    from grader.server import student_pages  # imported here: its views are built on this module's helpers
-
-    api: list[BaseRoute] = [Route(API_PREFIX + "/", api_index, methods=["GET"])]
-    api += [Route(API_PREFIX + path, handler, methods=[method]) for method, path, handler, _ in API]
-    return api + pages.routes() + student_pages.routes() + lti.routes() + lti_services.routes()
-
-
-def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
-    """The application; it claims the database (StoreError when another process serves it or the file is
-    corrupt), and the collector and the score poster start with it."""
-    Store.open(config.db_path).close()  # refuses a corrupt or foreign file before anything is served
-    serving = store_lib.serve(config.db_path, config.url)  # from here on this process alone writes the file
-    try:
-        app = _build(config, run_collector, serving)
-    except BaseException:
-        serving.release()
-        raise
-    return app
-
-
-def _build(config: ServerConfig, run_collector: bool, serving: store_lib.Serving) -> Starlette:
-    quiz_dir = config.quiz_dir if config.quiz_dir is not None else quiz_lib.default_quiz_dir()
-    quizzes = quiz_lib.load_all(quiz_dir) if quiz_dir.is_dir() else []
-    st = ServerState(config, quizzes, grader_version=grader_version())
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        poster = None
-        try:
-            st.store = store = Store.open(config.db_path)  # this thread's connection: the handlers run here
-            try:
-                if quizzes:
-                    await asyncio.to_thread(judging.warm_up)  # quiz judges fork from a process with SymPy loaded
-                loop = asyncio.get_running_loop()
-                if run_collector:
-                    st.collector = Collector(config.db_path, config.queue_url, st.grader_version,
-                                             config.job_timeout, config.collect_interval,
-                                             on_closed=lambda job_id: loop.call_soon_threadsafe(st.wake, job_id),
-                                             lease_timeout=config.lease_timeout,
-                                             selftest=SelfTest(open_queue(config.queue_url), config.selftest_retry))
-                    st.collector.start()
-                poster = lti_services.start_poster(app)  # beside the collector, when [lti] names platforms
-                yield
-            finally:
-                if poster is not None:
-                    poster.stop()
-                    poster.join(timeout=10)
-                if st.collector is not None:
-                    st.collector.stop()
-                    st.collector.join(timeout=10)
-                store.close()
-        finally:
-            serving.release()
-
-    framing = Framing(lti.platforms_of(config.course).frame_origins(), lti.FRAMED_PATHS)  # who may frame the launch
-    app = Starlette(routes=routes(), lifespan=lifespan, middleware=[Middleware(SecurityHeaders, framing=framing)],
-                    exception_handlers={HTTPException: api_error, Exception: server_error})
-    app.state.normgrade = st
-    lti_services.install(app)  # LTI 1.3: its settings, tables and key (the poster starts with the lifespan)
-    return app

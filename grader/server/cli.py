@@ -69,7 +69,9 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int | Non
 
     import uvicorn
 
-    from grader.server.app import ServerConfig, create_app
+    from grader.server.app import ServerConfig
+
+    from grader.server.web import create_app
     from grader.server.jobs import default_queue_url, open_queue
     from grader.server.supervisor import WorkerPool
 

@@ -110,7 +110,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
 
-from grader.server import auth, instructor
+from grader.server import auth, instructor, student_sessions
 from grader.server.roster import ID_RE, RosterEntry, import_roster
 from grader.student.course import Course
 from grader.student.errors import GraderError
@@ -890,10 +890,9 @@ def student_landing(request: Request, token: str) -> Response:
     in by a session made from the launch's fresh token, which that page shows once with the ``grade login``
     command. The page forwards with a same-site navigation, as an instructor's launch does, so the session
     cookie comes with it after the platform's cross-site POST."""
-    from grader.server import student_pages  # imported here: the student's pages import this module
-
     response = page(request, 200, "Opening your page", forward="/student/", forward_text="your page")
-    student_pages.start_session(request, response, token, show_token=True)
+    set_launch_cookie(request, response, student_sessions.COOKIE, student_sessions.open_session(request, token, True),
+                      student_sessions.MAX_AGE_S, "/student", over_http="strict")
     return response
 
 

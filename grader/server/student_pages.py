@@ -23,7 +23,7 @@ by logging in at ``/student/login`` with their token, or with the token as ``Aut
 login. A student reaches only their own rows, by the API's rule: the student comes from the token or the
 session, never from the request, and another student's submission is 404.
 
-Sessions are the dashboard's kind (``instructor.Sessions``, a table of their own): the cookie
+Sessions are the dashboard's kind (grader/server/student_sessions.py, a table of their own): the cookie
 ``normgrade_student`` (Path=/student, HttpOnly) holds a random id, the server keeps sha256(id) -> the
 token's hash and the expiry, so a revoked token or a logout ends it everywhere. Over https the cookie is
 ``SameSite=None; Secure; Partitioned``, so that it works when the LMS shows the page in its frame (a
@@ -36,7 +36,6 @@ names it by its hash and may ``fetch`` only from this server (``connect-src 'sel
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable
@@ -56,6 +55,7 @@ from grader.server import app as api
 from grader.server import auth, instructor, lti, records
 from grader.server.dashboard import render
 from grader.server.headers import as_dict as security_headers
+from grader.server.student_sessions import COOKIE, MAX_AGE_S, open_session, session_key, sessions, tokens_to_show
 from grader.server.student_view import (
     ChapterView, SubmissionView, chapter_plan, chapter_url, chapter_views, quiz_url, submission_view,
 )
@@ -63,12 +63,10 @@ from grader.student.feedback.report_html import format_html
 from grader.student.quiz.quiz_text import answer_hint
 from grader.term import regrade
 
-COOKIE = "normgrade_student"
 LOGIN_COOKIE = "normgrade_student_login"  # set by the login form: its CSRF field is tied to it
 MAX_FORM_BYTES = 16 * 1024
 LATEST_UPLOADS = 10  # on /student/; a chapter's page lists its latest CHAPTER_UPLOADS
 CHAPTER_UPLOADS = 20
-MAX_SESSIONS = 20_000  # student sessions kept at once (the oldest goes first): a class, several devices each
 CONNECT_SELF = "; connect-src 'self'"  # the preview script's fetch goes to this server alone
 
 
@@ -104,26 +102,6 @@ class Visitor:
 # --- sessions ---------------------------------------------------------------------------------------
 
 
-def sessions(request: Request) -> instructor.Sessions:
-    """This server process's table of student sessions (made at the first use; apart from the dashboard's)."""
-    state = request.app.state
-    if not hasattr(state, "student_sessions"):
-        state.student_sessions = instructor.Sessions(MAX_SESSIONS)
-        state.student_tokens_to_show = {}
-    return state.student_sessions
-
-
-def _session_key(cookie: str) -> str:
-    """How the table of tokens to show keys a session: sha256 of its cookie (as the sessions' own table)."""
-    return hashlib.sha256(cookie.encode("utf-8", "replace")).hexdigest()
-
-
-def _shown_once(request: Request) -> dict[str, str]:
-    """sha256(session id) -> the token an LTI launch made for it, until the student's page has shown it once."""
-    sessions(request)
-    return request.app.state.student_tokens_to_show
-
-
 def _https(request: Request) -> bool:
     return lti.tool_url(request).startswith("https://") or request.url.scheme == "https"
 
@@ -140,17 +118,9 @@ def set_cookie(request: Request, response: Response, name: str, value: str, max_
         response.raw_headers[-1] = (key, header + b"; Partitioned")
 
 
-def start_session(request: Request, response: Response, token: str, show_token: bool = False) -> None:
-    """Log the browser in as the token's student: a new session, its cookie on ``response``. ``show_token``
-    (an LTI launch, which made the token): the student's page shows it once, with the ``grade login`` command."""
-    table = sessions(request)
-    value = table.open(auth.hash_token(token))
-    if show_token:
-        shown = _shown_once(request)
-        for key in [k for k in shown if k not in table.table]:  # sessions gone before their page was opened
-            del shown[key]
-        shown[_session_key(value)] = token
-    set_cookie(request, response, COOKIE, value, instructor.SESSION_HOURS * 3600)
+def start_session(request: Request, response: Response, token: str) -> None:
+    """Log the browser in as the token's student (the login form): a new session, its cookie on ``response``."""
+    set_cookie(request, response, COOKIE, open_session(request, token), MAX_AGE_S)
 
 
 def visitor(request: Request) -> Visitor:
@@ -346,7 +316,7 @@ def _grade_login(request: Request, who: Visitor) -> str:
     """The ``grade login`` command with the token an LTI launch made, the first time the page is shown."""
     if who.mode != "session":
         return ""
-    token = _shown_once(request).pop(_session_key(who.cookie), "")
+    token = tokens_to_show(request).pop(session_key(who.cookie), "")
     if not token:
         return ""
     server = api.state(request).config.course.server_url or lti.tool_url(request)

@@ -24,6 +24,7 @@ with warnings.catch_warnings():  # starlette asks for httpx2 in its test client;
 from grader import quiz as quiz_lib
 from grader.quiz import graded, judging
 from grader.server import app as app_lib
+from grader.server import web
 from grader.student.course import load_course
 from server_util import QUIZ_DIR, Server, api, issue_tokens, posed_for, quiz_source, right_answer
 
@@ -230,7 +231,7 @@ def test_the_event_loop_answers_others_while_an_answer_is_judged(tmp_path: Path,
     _started.clear()
     _release.clear()
     order: list[str] = []
-    with TestClient(app_lib.create_app(config, run_collector=False)) as client:
+    with TestClient(web.create_app(config, run_collector=False)) as client:
         def slow() -> None:
             response = client.post("/api/v1/quizzes/activations/answers", json={"question": "gelu-why", "answer": "a"},
                                    headers={"Authorization": f"Bearer {tokens['slow']}"})

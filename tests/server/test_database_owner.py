@@ -25,7 +25,8 @@ import uvicorn
 from click.testing import CliRunner
 
 from grader.cli import cli
-from grader.server.app import ServerConfig, create_app
+from grader.server.app import ServerConfig
+from grader.server.web import create_app
 from grader.student.course import DEFAULT_COURSE
 from grader.student.store import Store, serve, serving_file
 from lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User, launch

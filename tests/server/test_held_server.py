@@ -27,7 +27,8 @@ from click.testing import CliRunner
 from grader.cli import cli
 from grader.course.solution import write_solution
 from grader.server import records
-from grader.server.app import ServerConfig, create_app
+from grader.server.app import ServerConfig
+from grader.server.web import create_app
 from grader.server.jobs import open_queue
 from grader.server.selftest import LATEST_KEY
 from grader.student.client.connection import Login, save_login

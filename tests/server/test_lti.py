@@ -25,7 +25,8 @@ import httpx
 import uvicorn
 
 from grader.server import lti, lti_services, roster
-from grader.server.app import ServerConfig, create_app
+from grader.server.app import ServerConfig
+from grader.server.web import create_app
 from grader.server.jobs import open_queue
 from grader.student.course import DEFAULT_COURSE, CourseError, load_course
 from grader.student.store import Store

@@ -189,7 +189,8 @@ def framed(tmp_path: Path) -> Iterator[tuple[str, LmsPlatform]]:
     import uvicorn
 
     from grader.server import lti
-    from grader.server.app import ServerConfig, create_app
+    from grader.server.app import ServerConfig
+    from grader.server.web import create_app
     from grader.student.course import DEFAULT_COURSE
     from grader.student.store import Store
     from server_util import HOST, free_port

@@ -24,7 +24,8 @@ import pytest
 
 from grader import quiz as quiz_lib
 from grader.server import student_pages
-from grader.server.app import ServerConfig, create_app
+from grader.server.app import ServerConfig
+from grader.server.web import create_app
 from grader.student.client.wire import report_from_dict
 from grader.student.course import load_course
 from grader.student.feedback.report_html import format_html

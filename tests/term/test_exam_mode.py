@@ -14,7 +14,8 @@ import pytest
 
 from grader.course import progress
 from grader.server import records
-from grader.server.app import ServerConfig, create_app
+from grader.server.app import ServerConfig
+from grader.server.web import create_app
 from grader.course.solution import write_solution
 from grader.student.course import CourseError, load_course
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport

@@ -172,7 +172,9 @@ def test_the_server_grants_extensions_and_lets_only_that_student_upload_late(tmp
     import warnings
     from datetime import timedelta
 
-    from grader.server.app import ServerConfig, create_app
+    from grader.server.app import ServerConfig
+
+    from grader.server.web import create_app
     from grader.course.solution import write_solution
     from server_util import issue_tokens, solution_files
 
@@ -216,7 +218,9 @@ def test_the_server_grants_extensions_and_lets_only_that_student_upload_late(tmp
 def test_the_dashboard_form_grants_an_extension_with_its_reason(tmp_path: Path) -> None:
     import warnings
 
-    from grader.server.app import ServerConfig, create_app
+    from grader.server.app import ServerConfig
+
+    from grader.server.web import create_app
     from server_util import issue_tokens
 
     with warnings.catch_warnings():
@@ -269,7 +273,9 @@ def test_the_term_page_lists_the_course_files_extensions_beside_the_logged_ones(
     and the API's grants logged as the API's, the form's as the dashboard's."""
     import warnings
 
-    from grader.server.app import ServerConfig, create_app
+    from grader.server.app import ServerConfig
+
+    from grader.server.web import create_app
     from server_util import issue_tokens
 
     with warnings.catch_warnings():

@@ -149,7 +149,9 @@ def test_rescore_on_redis_with_two_worker_processes(tmp_path: Path, uploads: dic
 def test_the_dashboard_shows_the_last_rescoring(tmp_path: Path, uploads: dict[str, object]) -> None:
     import warnings
 
-    from grader.server.app import ServerConfig, create_app
+    from grader.server.app import ServerConfig
+
+    from grader.server.web import create_app
     from server_util import issue_tokens
 
     with warnings.catch_warnings():

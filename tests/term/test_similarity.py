@@ -101,7 +101,9 @@ def test_a_threshold_outside_zero_to_one_is_refused(tmp_path: Path, threshold: s
 def test_the_dashboard_page_and_the_side_by_side_view(tmp_path: Path) -> None:
     import warnings
 
-    from grader.server.app import ServerConfig, create_app
+    from grader.server.app import ServerConfig
+
+    from grader.server.web import create_app
     from server_util import issue_tokens
 
     with warnings.catch_warnings():
@@ -128,7 +130,9 @@ def test_without_copydetect_both_similarity_pages_say_so_with_503(tmp_path: Path
     """The list page and a pair's page alike: 503 and the extra to install, never a 500."""
     import warnings
 
-    from grader.server.app import ServerConfig, create_app
+    from grader.server.app import ServerConfig
+
+    from grader.server.web import create_app
     from server_util import issue_tokens
 
     with warnings.catch_warnings():

@@ -703,7 +703,10 @@ class Compare(Check):
         twin = ctx.public_twin() if mistake is not None else None
         if twin is None or self.case not in twin.cases:
             return None
-        variant = twin._combined(list(getattr(mistake, "parts", []) or [mistake]))
+        parts = list(getattr(mistake, "parts", []) or [mistake])
+        if any(isinstance(part, generic.GenericMistake) for part in parts):
+            return None  # a generic diagnosis is found from the hidden case's results: it has no code to run
+        variant = twin._combined(parts)
         if variant is None:
             return None
         case = twin.cases[self.case]

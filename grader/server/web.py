@@ -1,0 +1,95 @@
+"""The whole web application of the course server: the JSON API (grader/server/app.py) with the pages built
+on it (the dashboard, grader/server/pages.py; the student's pages, grader/server/student_pages.py) and the
+LTI routes, their lifespan (the collector and the LMS score poster) and security headers.
+
+``create_app(config)`` builds it; ``grade serve`` runs it with uvicorn. It
+sits above the API and the pages so that neither imports the other's
+caller: the student's pages are built on the API's helpers, and this module
+puts them side by side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.routing import BaseRoute, Route
+
+from grader import quiz as quiz_lib
+from grader.quiz import judging
+from grader.server import app as api
+from grader.server import lti, lti_services, pages, student_pages
+from grader.server.app import API_PREFIX, ServerConfig, ServerState, api_error, grader_version, server_error
+from grader.server.collector import Collector
+from grader.server.headers import Framing, SecurityHeaders
+from grader.server.jobs import open_queue
+from grader.server.selftest import SelfTest
+from grader.student import store as store_lib
+from grader.student.store import Store
+
+
+def routes() -> list[BaseRoute]:
+    """The API routes, then the pages (grader/server/pages.py), the student's pages, the LTI routes."""
+    endpoints: list[BaseRoute] = [Route(API_PREFIX + "/", api.api_index, methods=["GET"])]
+    endpoints += [Route(API_PREFIX + path, handler, methods=[method]) for method, path, handler, _ in api.API]
+    return endpoints + pages.routes() + student_pages.routes() + lti.routes() + lti_services.routes()
+
+
+def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
+    """The application; it claims the database (StoreError when another process serves it or the file is
+    corrupt), and the collector and the score poster start with it."""
+    Store.open(config.db_path).close()  # refuses a corrupt or foreign file before anything is served
+    serving = store_lib.serve(config.db_path, config.url)  # from here on this process alone writes the file
+    try:
+        app = _build(config, run_collector, serving)
+    except BaseException:
+        serving.release()
+        raise
+    return app
+
+
+def _build(config: ServerConfig, run_collector: bool, serving: store_lib.Serving) -> Starlette:
+    """The application on a claimed database (``serving``)."""
+    quiz_dir = config.quiz_dir if config.quiz_dir is not None else quiz_lib.default_quiz_dir()
+    quizzes = quiz_lib.load_all(quiz_dir) if quiz_dir.is_dir() else []
+    st = ServerState(config, quizzes, grader_version=grader_version())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        poster = None
+        try:
+            st.store = store = Store.open(config.db_path)  # this thread's connection: the handlers run here
+            try:
+                if quizzes:
+                    await asyncio.to_thread(judging.warm_up)  # quiz judges fork from a process with SymPy loaded
+                loop = asyncio.get_running_loop()
+                if run_collector:
+                    st.collector = Collector(config.db_path, config.queue_url, st.grader_version,
+                                             config.job_timeout, config.collect_interval,
+                                             on_closed=lambda job_id: loop.call_soon_threadsafe(st.wake, job_id),
+                                             lease_timeout=config.lease_timeout,
+                                             selftest=SelfTest(open_queue(config.queue_url), config.selftest_retry))
+                    st.collector.start()
+                poster = lti_services.start_poster(app)  # beside the collector, when [lti] names platforms
+                yield
+            finally:
+                if poster is not None:
+                    poster.stop()
+                    poster.join(timeout=10)
+                if st.collector is not None:
+                    st.collector.stop()
+                    st.collector.join(timeout=10)
+                store.close()
+        finally:
+            serving.release()
+
+    framing = Framing(lti.platforms_of(config.course).frame_origins(), lti.FRAMED_PATHS)  # who may frame the launch
+    app = Starlette(routes=routes(), lifespan=lifespan, middleware=[Middleware(SecurityHeaders, framing=framing)],
+                    exception_handlers={HTTPException: api_error, Exception: server_error})
+    app.state.normgrade = st
+    lti_services.install(app)  # LTI 1.3: its settings, tables and key (the poster starts with the lifespan)
+    return app
