@@ -248,12 +248,13 @@ def _with_knock_on_note(ex: ExerciseResult, graded: list[ExerciseResult], deps: 
             continue
         if uses and other.id not in uses:
             continue
-        word = "times out" if other.status == "timeout" else "fails its own checks"
+        word, fix = {"timeout": ("times out", "fix"), "not_implemented": ("is not implemented yet", "implement")}.get(
+            other.status, ("fails its own checks", "fix"))
         if uses:
-            notes.append(f"{ex.id} uses your {other.id}, which {word}: fix that first.")
+            notes.append(f"{ex.id} uses your {other.id}, which {word}: {fix} that first.")
         else:
             notes.append(f"{ex.id} imports your {catalogue.topic_of(other.id)}.py, where {other.id} {word}:"
-                         " fix that first.")
+                         f" {fix} that first.")
     if not notes:
         return ex
     message = "\n".join(notes + ([ex.message] if ex.message else []))

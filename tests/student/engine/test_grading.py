@@ -269,13 +269,18 @@ def test_knock_on_failures_name_the_exercise_to_fix_first() -> None:
         ExerciseResult("blocks.MLPBlock", "failed", 4.0, 10.0, message="case x: it broke"),
         ExerciseResult("blocks.fold_batchnorm", "failed", 8.0, 10.0),
         ExerciseResult("approximation.fit_function", "timeout", 0.0, 10.0),
+        ExerciseResult("activations.GELU", "not_implemented", 0.0, 10.0),
     ]
     by_id = {ex.id: _with_knock_on_note(ex, graded, deps) for ex in graded}
     assert by_id["blocks.MLPBlock"].message == (
-        "blocks.MLPBlock uses your dropout.Dropout, which fails its own checks: fix that first.\ncase x: it broke")
+        "blocks.MLPBlock uses your dropout.Dropout, which fails its own checks: fix that first.\n"
+        "blocks.MLPBlock uses your activations.GELU, which is not implemented yet: implement that first.\n"
+        "case x: it broke")
     assert by_id["blocks.fold_batchnorm"].message == ""  # neither Linear nor BatchNorm1d falls short
     assert by_id["approximation.fit_function"].message == (
-        "approximation.fit_function imports your optim.py, where optim.AdamW times out: fix that first.")
+        "approximation.fit_function imports your optim.py, where optim.AdamW times out: fix that first.\n"
+        "approximation.fit_function imports your activations.py, where activations.GELU is not implemented yet:"
+        " implement that first.")
     assert by_id["dropout.Dropout"].message == "" and by_id["linear.Linear"] is graded[2]
 
 
