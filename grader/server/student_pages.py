@@ -102,20 +102,11 @@ class Visitor:
 # --- sessions ---------------------------------------------------------------------------------------
 
 
-def _https(request: Request) -> bool:
-    return lti.tool_url(request).startswith("https://") or request.url.scheme == "https"
-
-
 def set_cookie(request: Request, response: Response, name: str, value: str, max_age: int) -> None:
     """A cookie of the student's pages: Path=/student, HttpOnly; over https SameSite=None, Secure and
-    Partitioned (it must reach the page inside the LMS's frame), over http SameSite=Strict."""
-    https = _https(request)
-    response.set_cookie(name, value, max_age=max_age, path="/student", httponly=True, secure=https,
-                        samesite="none" if https else "strict")
-    if https:  # Partitioned (CHIPS): Python's http.cookies writes it only from 3.14 on, so it is added here
-        key, header = response.raw_headers[-1]
-        assert key == b"set-cookie" and header.startswith(name.encode() + b"=")
-        response.raw_headers[-1] = (key, header + b"; Partitioned")
+    Partitioned (it must reach the page inside the LMS's frame), over http SameSite=Strict: the launch's
+    cookie rule (``lti.set_launch_cookie``), which sets the session cookie of a student's launch too."""
+    lti.set_launch_cookie(request, response, name, value, max_age, "/student", over_http="strict")
 
 
 def start_session(request: Request, response: Response, token: str) -> None:
