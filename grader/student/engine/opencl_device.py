@@ -29,6 +29,13 @@ device that passed is cached. The sandboxed worker cannot write the cache: the
 grader passes it in (:func:`cached_entries_variable`) and records the worker's
 choice from its results (:func:`remember`).
 
+**The ICD loader's own variable** is honoured as the loader documents it:
+``OCL_ICD_VENDORS`` naming a folder with no ``*.icd`` file (or nothing at all)
+means no vendor, so no platform is used (:func:`vendors_hidden`), even where
+pyopencl's wheel bundles a loader that finds its own PoCL regardless. Naming a
+vendor file or library (Intel's ``libintelocl.so``) or a folder that holds
+``.icd`` files leaves the listing to the loader.
+
 **Rehearsing a broken machine**: ``GRADE_OPENCL_FAULT=no-device`` hides every
 platform; ``GRADE_OPENCL_FAULT=unknown-cpu`` makes every build fail as PoCL's does
 on a CPU newer than its LLVM (``unknown-cpu:TEXT``: only on devices whose label
@@ -55,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 FAULT_VARIABLE = "GRADE_OPENCL_FAULT"
+VENDORS_VARIABLE = "OCL_ICD_VENDORS"  # the ICD loader's: a folder of .icd files, or one vendor's file or library
 CACHE_VARIABLE = "GRADE_OPENCL_CACHE"
 # The cache's entries, handed to a sandboxed worker (which sees no home folder of the grader's).
 ENTRIES_VARIABLE = "GRADE_OPENCL_CHOICES"
@@ -152,6 +160,20 @@ def label_of(platform: Any, device: Any) -> str:
 def is_simulator(platform: Any) -> bool:
     """Oclgrind simulates a device: exact and slow, so it is taken only when no real device works."""
     return "oclgrind" in f"{platform.name} {platform.version}".lower()
+
+
+def vendors_hidden() -> str | None:
+    """Why ``OCL_ICD_VENDORS`` leaves no vendor (a folder without ``*.icd`` files, or a path that is not
+    there), or None when it is unset or names one (a vendor file or library, or a folder of ``.icd`` files)."""
+    value = os.environ.get(VENDORS_VARIABLE, "")
+    if not value.strip():
+        return None
+    path = Path(value)
+    if path.is_file() or (path.is_dir() and any(path.glob("*.icd"))):
+        return None
+    what = "a folder with no .icd file" if path.is_dir() else "nothing on this machine"
+    return (f"{VENDORS_VARIABLE}={value} names {what}, so no OpenCL vendor is used (unset it, or point it at "
+            "/etc/OpenCL/vendors)")
 
 
 def listed_devices(cl: Any) -> list[tuple[int, int, Any, Any]]:
@@ -341,6 +363,9 @@ def _choose(options: tuple[str, ...], use_cache: bool) -> Choice:
         cl = import_pyopencl()
     except Exception as exc:  # ImportError or a broken ICD loader
         return Choice(None, tried=[Tried("pyopencl", f"pyopencl cannot be imported ({first_line(str(exc))})")])
+    hidden = vendors_hidden()
+    if hidden is not None:
+        return Choice(None, tried=[Tried(VENDORS_VARIABLE, hidden)])
     try:
         found = listed_devices(cl)
     except Exception as exc:  # get_platforms raises PLATFORM_NOT_FOUND_KHR when there is no ICD at all

@@ -239,6 +239,24 @@ def _ancestors(path: str) -> list[str]:
     return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
+def vendors_args(env: dict[str, str]) -> list[str]:
+    """The ICD loader's ``OCL_ICD_VENDORS`` (a folder of ``.icd`` files, or one vendor's file) mounted read-only
+    where the grader sees it, when it lies outside what the sandbox mounts anyway: the worker then sees the
+    vendors the grader chose from (``opencl_device.vendors_hidden`` reads the same path on both sides)."""
+    value = os.path.normpath(env.get(opencl_device.VENDORS_VARIABLE, "") or ".")
+    if not os.path.isabs(value) or not os.path.exists(value):
+        return []
+    mounted = ["/usr", *(f"/etc/{name}" for name in ETC_FILES), *python_folders()]
+    if any(value == m or value.startswith(m.rstrip("/") + "/") for m in mounted):
+        return []
+    made = {p for m in mounted for p in _ancestors(m + "/x")} | {"/", "/etc", SCRATCH}
+    args: list[str] = []
+    for parent in _ancestors(value):
+        if parent not in made:
+            args += ["--perms", "0755", "--dir", parent]
+    return args + ["--ro-bind", os.path.realpath(value), value]
+
+
 @functools.lru_cache(maxsize=1)
 def _mount_args() -> tuple[str, ...]:
     """bwrap arguments for the read-only system part of the sandbox's file system (worked out once per process)."""
@@ -319,6 +337,7 @@ def wrap(
     # then mounted on top of it (read-only), instead of being hidden by it.
     args += ["--size", str(scratch_bytes), "--perms", "1777", "--tmpfs", SCRATCH]
     args += list(_mount_args())
+    args += vendors_args(env)
     args += ["--ro-bind", str(jobdir), JOB_MOUNT]
     if kernel_cache is not None:
         args += ["--bind", kernel_cache, KERNEL_CACHE_MOUNT]

@@ -253,3 +253,27 @@ def test_an_empty_body_is_found_by_its_own_kernel() -> None:
     assert not kernel_body_is_empty(source, "c") and not kernel_body_is_empty(source, "d")
     assert not kernel_body_is_empty(source, "missing")
     assert not kernel_body_is_empty("__kernel void a(__global float *x) {", "a")  # unbalanced: the build says why
+
+
+def test_ocl_icd_vendors_hides_every_platform_only_when_it_names_no_vendor(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the ICD loader reads it: a folder without .icd files or a missing path is no vendor (nothing is used,
+    the reason names the variable); a folder of .icd files, or one vendor's library, leaves the listing as it is."""
+    monkeypatch.delenv(opencl_device.VENDORS_VARIABLE, raising=False)
+    assert opencl_device.vendors_hidden() is None
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for hidden in (empty, tmp_path / "missing"):
+        monkeypatch.setenv(opencl_device.VENDORS_VARIABLE, str(hidden))
+        reason = opencl_device.vendors_hidden()
+        assert reason is not None and str(hidden) in reason
+        choice = opencl_device.choose(use_cache=False)
+        assert choice.device is None and "OCL_ICD_VENDORS" in choice.problem and "grade doctor" in choice.problem
+    listed = tmp_path / "listed"
+    listed.mkdir()
+    (listed / "some.icd").write_text("libsome.so\n")
+    library = tmp_path / "libintelocl.so"
+    library.write_bytes(b"")
+    for named in (listed, library):
+        monkeypatch.setenv(opencl_device.VENDORS_VARIABLE, str(named))
+        assert opencl_device.vendors_hidden() is None

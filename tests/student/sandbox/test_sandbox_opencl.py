@@ -93,3 +93,33 @@ def test_an_ordinary_user_grades_the_solutions_kernels_in_the_sandbox(shared_tmp
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Total: 70/70 (100.0%), 7 of 7 exercises at full marks" in done.stdout
     assert "sandbox is off" not in done.stderr
+
+
+@pytest.mark.parametrize("vendors, expected", [("with-icd", ("passed", 10.0)), ("empty", ("not_graded", 0.0)),
+                                               ("missing", ("not_graded", 0.0))])
+def test_ocl_icd_vendors_is_read_alike_in_and_out_of_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 vendors: str, expected: tuple[str, float]) -> None:
+    """The ICD loader's OCL_ICD_VENDORS as the loader reads it, on both sides of the sandbox: a folder holding
+    an .icd file (mounted into the sandbox where the grader sees it: under /tmp, the sandbox's own scratch)
+    gives that vendor; an empty folder or a missing path gives none, so kernels are not_graded (never a zero),
+    even where pyopencl's wheel bundles a loader that would find its own PoCL."""
+    require_program("bwrap", "bubblewrap")
+    icds = sorted(Path("/etc/OpenCL/vendors").glob("*.icd"))
+    if not icds:
+        pytest.skip("no system OpenCL vendor (/etc/OpenCL/vendors/*.icd) to point OCL_ICD_VENDORS at")
+    folder = write_solution(tmp_path / "exercises")
+    chosen = Path(tempfile.mkdtemp(prefix="normgrade-vendors-"))  # below /tmp: not otherwise in the sandbox
+    chosen.chmod(0o755)  # readable by the worker's own uid, as /etc/OpenCL/vendors is
+    try:
+        if vendors == "with-icd":
+            shutil.copy(icds[0], chosen / icds[0].name)
+        monkeypatch.setenv("OCL_ICD_VENDORS", str(chosen if vendors != "missing" else chosen / "nothing"))
+        monkeypatch.setenv("GRADE_OPENCL_CACHE", str(tmp_path / "device-cache.json"))
+        for sandbox in (False, True):
+            report = grade(folder, ["kernels.relu_forward"], "alice", Limits(sandbox=sandbox, wall_s=20.0))
+            (result,) = report.exercises
+            assert (result.status, result.score) == expected, (sandbox, result.message)
+            if expected[0] == "not_graded":
+                assert "OCL_ICD_VENDORS" in result.message and "grade doctor" in result.message
+    finally:
+        shutil.rmtree(chosen, ignore_errors=True)
