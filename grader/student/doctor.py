@@ -78,7 +78,7 @@ def blas_name(numpy: Any) -> str:
 
 def check_opencl() -> tuple[list[Item], opencl_device.Choice]:
     """One item per device tried (every one: the cache is not used) and one for the device chosen."""
-    choice = opencl_device.choose(use_cache=False)
+    choice = opencl_device.survey()
     items = [Item("opencl", None if t.reason else True,
                   f"{t.label}: " + ("builds and runs the probe kernel" if t.reason is None
                                     else f"skipped: {opencl_device.first_line(t.reason)}"))
@@ -99,7 +99,7 @@ import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))
 import numpy
 from grader.student.engine import opencl_device
-print(json.dumps(opencl_device.choose(use_cache=False).as_dict()))
+print(json.dumps(opencl_device.survey().as_dict()))
 """
 
 

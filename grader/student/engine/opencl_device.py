@@ -345,6 +345,12 @@ def choose(options: tuple[str, ...] = (), use_cache: bool = True) -> Choice:
         return _chosen[options]
 
 
+def survey(options: tuple[str, ...] = ()) -> Choice:
+    """Every device probed (``grade doctor``: each one's verdict), none skipped after the first that passes,
+    which is the one chosen, as :func:`choose` would (the cache is neither read nor written; not memoised)."""
+    return _choose(options, use_cache=False, every=True)
+
+
 def forget() -> None:
     """Drop the memoised choice (the next :func:`choose` probes again: after a failure, in tests)."""
     with _lock:
@@ -358,7 +364,7 @@ def import_pyopencl() -> Any:
     return pyopencl
 
 
-def _choose(options: tuple[str, ...], use_cache: bool) -> Choice:
+def _choose(options: tuple[str, ...], use_cache: bool, every: bool = False) -> Choice:
     try:
         cl = import_pyopencl()
     except Exception as exc:  # ImportError or a broken ICD loader
@@ -378,16 +384,18 @@ def _choose(options: tuple[str, ...], use_cache: bool) -> Choice:
     if cached:
         order = [e for e in order if [e[0], e[1]] == cached] + [e for e in order if [e[0], e[1]] != cached]
     tried: list[Tried] = []
+    chosen: Choice | None = None
     for pi, di, platform, device in order:
         label = label_of(platform, device)
         reason = probe(platform, device, options)
         tried.append(Tried(label, reason))
-        if reason is None:
-            choice = Choice(device, label, (pi, di), key, tried)
+        if reason is None and chosen is None:
+            chosen = Choice(device, label, (pi, di), key, tried)
             if use_cache and not os.environ.get(ENTRIES_VARIABLE):
-                remember(choice.as_dict())
-            return choice
-    return Choice(None, key=key, tried=tried)
+                remember(chosen.as_dict())
+            if not every:
+                return chosen
+    return chosen if chosen is not None else Choice(None, key=key, tried=tried)
 
 
 def _chosen_by_variable(cl: Any, found: list[tuple[int, int, Any, Any]], key: str, options: tuple[str, ...]) -> Choice:

@@ -277,3 +277,24 @@ def test_ocl_icd_vendors_hides_every_platform_only_when_it_names_no_vendor(tmp_p
     for named in (listed, library):
         monkeypatch.setenv(opencl_device.VENDORS_VARIABLE, str(named))
         assert opencl_device.vendors_hidden() is None
+
+
+@pytest.mark.opencl
+def test_the_survey_gives_every_device_its_verdict_and_chooses_as_choose_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`grade doctor` shows each device's verdict: the survey probes every one, also after one passed, and
+    chooses the first that passes, as grading does."""
+    import pyopencl as cl
+
+    devices = opencl_device.listed_devices(cl)
+    survey = opencl_device.survey()
+    assert [t.label for t in survey.tried] == sorted(
+        (opencl_device.label_of(p, d) for _, _, p, d in devices), key=lambda label: label in {
+            opencl_device.label_of(p, d) for _, _, p, d in devices if opencl_device.is_simulator(p)})
+    assert survey.label == opencl_device.choose(use_cache=False).label
+    assert survey.label == next(t.label for t in survey.tried if t.reason is None)
+    if len(devices) >= 2:  # the first one broken: it is still listed, with its reason, and the next is chosen
+        first = survey.tried[0].label
+        monkeypatch.setenv(opencl_device.FAULT_VARIABLE, f"unknown-cpu:{first}")
+        broken = opencl_device.survey()
+        assert [t.label for t in broken.tried] == [t.label for t in survey.tried]
+        assert broken.tried[0].reason.startswith(GENERIC) and broken.label != first
