@@ -230,7 +230,10 @@ exercises run on the first OpenCL device that builds and runs a small probe
 kernel: PoCL, a CPU device, from `.[opencl]` (the seven kernel exercises take
 about a second). On a CPU newer than that PoCL's compiler (a Zen 5, say) it
 builds nothing ("unknown target CPU 'generic'"); `grade doctor` then names the
-fix: Debian's `pocl-opencl-icd`, which an administrator installs. An exercise
+fixes: Debian's `pocl-opencl-icd`, which an administrator installs, or, without
+one, Intel's CPU runtime from PyPI (about 900 MB): `.venv/bin/pip install
+intel-opencl-rt intel-cmplr-lib-rt`, then `export
+OCL_ICD_VENDORS=$PWD/.venv/lib/libintelocl.so` in the shell you grade from. An exercise
 the grader's machine cannot grade is `NOT_GRADED`, never a zero: no score,
 nothing recorded; on the course server it is held and graded by itself once the
 server is fixed, with no new upload.
