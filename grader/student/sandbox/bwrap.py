@@ -240,21 +240,27 @@ def _ancestors(path: str) -> list[str]:
 
 
 def vendors_args(env: dict[str, str]) -> list[str]:
-    """The ICD loader's ``OCL_ICD_VENDORS`` (a folder of ``.icd`` files, or one vendor's file) mounted read-only
-    where the grader sees it, when it lies outside what the sandbox mounts anyway: the worker then sees the
-    vendors the grader chose from (``opencl_device.vendors_hidden`` reads the same path on both sides)."""
+    """The ICD loader's ``OCL_ICD_VENDORS`` shown to the worker where the grader sees it, when it lies outside
+    what the sandbox mounts anyway: a folder as a folder holding only its ``*.icd`` files (each mounted
+    read-only; nothing else of it, whatever folder the variable names), or the one vendor file it names. The
+    worker then sees the vendors the grader chose from (``opencl_device.vendors_hidden`` reads the same path
+    on both sides)."""
     value = os.path.normpath(env.get(opencl_device.VENDORS_VARIABLE, "") or ".")
     if not os.path.isabs(value) or not os.path.exists(value):
         return []
     mounted = ["/usr", *(f"/etc/{name}" for name in ETC_FILES), *python_folders()]
     if any(value == m or value.startswith(m.rstrip("/") + "/") for m in mounted):
         return []
+    folder = os.path.isdir(value)
+    files = sorted(str(f) for f in Path(value).glob("*.icd") if f.is_file()) if folder else [value]
     made = {p for m in mounted for p in _ancestors(m + "/x")} | {"/", "/etc", SCRATCH}
     args: list[str] = []
-    for parent in _ancestors(value):
+    for parent in _ancestors(value + "/x" if folder else value):
         if parent not in made:
             args += ["--perms", "0755", "--dir", parent]
-    return args + ["--ro-bind", os.path.realpath(value), value]
+    for file in files:
+        args += ["--ro-bind", os.path.realpath(file), file]
+    return args
 
 
 @functools.lru_cache(maxsize=1)

@@ -123,3 +123,23 @@ def test_ocl_icd_vendors_is_read_alike_in_and_out_of_the_sandbox(tmp_path: Path,
                 assert "OCL_ICD_VENDORS" in result.message and "grade doctor" in result.message
     finally:
         shutil.rmtree(chosen, ignore_errors=True)
+
+
+def test_an_ocl_icd_vendors_folder_shows_the_sandbox_its_icd_files_and_nothing_else(tmp_path: Path) -> None:
+    """The grader's OCL_ICD_VENDORS may name any folder (a home, a course's folder): the sandbox gets an empty
+    folder there holding only the .icd files, never the folder itself with what else it keeps."""
+    from grader.student.sandbox.bwrap import vendors_args
+
+    folder = tmp_path / "vendors"
+    folder.mkdir()
+    (folder / "pocl.icd").write_text("libpocl.so.2\n")
+    (folder / "course.db").write_text("secrets")
+    (folder / "sub.icd").mkdir()  # a folder named like a vendor file: not a file, not mounted
+    args = vendors_args({"OCL_ICD_VENDORS": str(folder)})
+    binds = [args[i + 1:i + 3] for i, a in enumerate(args) if a in ("--ro-bind", "--bind")]
+    assert binds == [[str(folder / "pocl.icd"), str(folder / "pocl.icd")]]
+    assert ["--perms", "0755", "--dir", str(folder)] == args[args.index(str(folder)) - 3:args.index(str(folder)) + 1]
+    single = vendors_args({"OCL_ICD_VENDORS": str(folder / "pocl.icd")})  # one vendor's file: that file alone
+    assert [single[i + 1:i + 3] for i, a in enumerate(single) if a == "--ro-bind"] == [[str(folder / "pocl.icd")] * 2]
+    assert vendors_args({"OCL_ICD_VENDORS": str(tmp_path / "missing")}) == []
+    assert vendors_args({"OCL_ICD_VENDORS": "relative/path"}) == []
