@@ -1003,7 +1003,7 @@ async def tool_configuration(request: Request) -> Response:
 
 
 def routes() -> list[BaseRoute]:
-    """The LTI routes (mounted by grader/server/app.py)."""
+    """The LTI routes (mounted by grader/server/web.py)."""
     return [
         Route("/lti/login", login_initiation, methods=["GET", "POST"]),
         Route("/lti/launch", launch_endpoint, methods=["GET", "POST"]),

@@ -518,7 +518,7 @@ PAGES: list[tuple[str, str, Handler]] = [
 
 
 def routes() -> list[BaseRoute]:
-    """The login routes, then every page behind the student check (mounted by grader/server/app.py)."""
+    """The login routes, then every page behind the student check (mounted by grader/server/web.py)."""
     out: list[BaseRoute] = [
         Route("/student/login", login_form, methods=["GET"]),
         Route("/student/login", login, methods=["POST"]),

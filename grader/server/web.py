@@ -3,9 +3,9 @@ on it (the dashboard, grader/server/pages.py; the student's pages, grader/server
 LTI routes, their lifespan (the collector and the LMS score poster) and security headers.
 
 ``create_app(config)`` builds it; ``grade serve`` runs it with uvicorn. It
-sits above the API and the pages so that neither imports the other's
-caller: the student's pages are built on the API's helpers, and this module
-puts them side by side.
+sits above the API and the pages: the student's pages are built on the API's
+helpers, so the API cannot import them to mount them; this module puts them
+side by side.
 """
 
 from __future__ import annotations

@@ -226,6 +226,11 @@ def _exercise_result(
     )
 
 
+# How a knock-on note names the state of the exercise to see to first, and what to do: by its status.
+KNOCK_ON_WORDS = {"failed": ("fails its own checks", "fix"), "timeout": ("times out", "fix"),
+                  "not_implemented": ("is not implemented yet", "implement")}
+
+
 def _with_knock_on_note(ex: ExerciseResult, graded: list[ExerciseResult], deps: dict[str, set[str]]) -> ExerciseResult:
     """``ex`` with a first line naming the student's own exercises it builds on that fail their own checks.
 
@@ -248,8 +253,7 @@ def _with_knock_on_note(ex: ExerciseResult, graded: list[ExerciseResult], deps: 
             continue
         if uses and other.id not in uses:
             continue
-        word, fix = {"timeout": ("times out", "fix"), "not_implemented": ("is not implemented yet", "implement")}.get(
-            other.status, ("fails its own checks", "fix"))
+        word, fix = KNOCK_ON_WORDS.get(other.status, KNOCK_ON_WORDS["failed"])
         if uses:
             notes.append(f"{ex.id} uses your {other.id}, which {word}: {fix} that first.")
         else:

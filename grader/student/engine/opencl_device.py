@@ -162,6 +162,11 @@ def is_simulator(platform: Any) -> bool:
     return "oclgrind" in f"{platform.name} {platform.version}".lower()
 
 
+def icd_files(folder: Path) -> list[Path]:
+    """The vendor files an ICD loader reads in ``folder``: its ``*.icd`` files (the sandbox mounts these alone)."""
+    return sorted(f for f in folder.glob("*.icd") if f.is_file())
+
+
 def vendors_hidden() -> str | None:
     """Why ``OCL_ICD_VENDORS`` leaves no vendor (a folder without ``*.icd`` files, or a path that is not
     there), or None when it is unset or names one (a vendor file or library, or a folder of ``.icd`` files)."""
@@ -169,7 +174,7 @@ def vendors_hidden() -> str | None:
     if not value.strip():
         return None
     path = Path(value)
-    if path.is_file() or (path.is_dir() and any(path.glob("*.icd"))):
+    if path.is_file() or (path.is_dir() and icd_files(path)):
         return None
     what = "a folder with no .icd file" if path.is_dir() else "nothing on this machine"
     return (f"{VENDORS_VARIABLE}={value} names {what}, so no OpenCL vendor is used (unset it, or point it at "

@@ -252,7 +252,7 @@ def vendors_args(env: dict[str, str]) -> list[str]:
     if any(value == m or value.startswith(m.rstrip("/") + "/") for m in mounted):
         return []
     folder = os.path.isdir(value)
-    files = sorted(str(f) for f in Path(value).glob("*.icd") if f.is_file()) if folder else [value]
+    files = [str(f) for f in opencl_device.icd_files(Path(value))] if folder else [value]
     made = {p for m in mounted for p in _ancestors(m + "/x")} | {"/", "/etc", SCRATCH}
     args: list[str] = []
     for parent in _ancestors(value + "/x" if folder else value):
