@@ -178,14 +178,22 @@ def require_instructor(request: Request, page: bool = True) -> str:
     raise Denied(RedirectResponse("/instructor/login?next=" + quote(target, safe=""), status_code=303))
 
 
-async def read_form(request: Request) -> dict[str, str]:
-    """A small urlencoded form (at most MAX_FORM_BYTES), first value of each field."""
+async def read_urlencoded(request: Request, limit: int) -> dict[str, list[str]] | None:
+    """An urlencoded form body, every value of each field; None as soon as it passes ``limit`` bytes (read no
+    further). The dashboard's, the student's pages' and the LTI launch's forms are read here."""
     body = b""
     async for chunk in request.stream():
         body += chunk
-        if len(body) > MAX_FORM_BYTES:
-            raise Denied(message(request, 413, "Too large", "The form is too large.", error=True))
-    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+        if len(body) > limit:
+            return None
+    return parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """A small urlencoded form (at most MAX_FORM_BYTES), first value of each field."""
+    fields = await read_urlencoded(request, MAX_FORM_BYTES)
+    if fields is None:
+        raise Denied(message(request, 413, "Too large", "The form is too large.", error=True))
     return {k: v[0] for k, v in fields.items()}
 
 

@@ -98,7 +98,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlparse
+from urllib.parse import urlencode, urlparse
 
 import httpx
 import sqlite_utils
@@ -767,13 +767,10 @@ async def read_params(request: Request) -> dict[str, str]:
     """The query string, plus a small urlencoded form body on POST (first value of each field)."""
     params = {k: v for k, v in request.query_params.items()}
     if request.method == "POST":
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_FORM_BYTES:
-                raise LaunchRefused("the request is too large for a launch", 413)
-        for key, values in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items():
-            params[key] = values[0]
+        fields = await instructor.read_urlencoded(request, MAX_FORM_BYTES)
+        if fields is None:
+            raise LaunchRefused("the request is too large for a launch", 413)
+        params.update((key, values[0]) for key, values in fields.items())
     return params
 
 

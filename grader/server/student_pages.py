@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -145,12 +145,10 @@ def _student(principal: auth.Principal, mode: str, cookie: str = "") -> Visitor:
 
 async def read_form(request: Request) -> dict[str, list[str]]:
     """A small urlencoded form (at most MAX_FORM_BYTES): every value of each field."""
-    body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_FORM_BYTES:
-            raise PageError(413, "Too large", f"The form is larger than {MAX_FORM_BYTES} bytes: shorten it.")
-    return parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    fields = await instructor.read_urlencoded(request, MAX_FORM_BYTES)
+    if fields is None:
+        raise PageError(413, "Too large", f"The form is larger than {MAX_FORM_BYTES} bytes: shorten it.")
+    return fields
 
 
 def first(form: dict[str, list[str]], name: str) -> str:
