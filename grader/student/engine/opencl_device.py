@@ -177,8 +177,7 @@ def vendors_hidden() -> str | None:
     if path.is_file() or (path.is_dir() and icd_files(path)):
         return None
     what = "a folder with no .icd file" if path.is_dir() else "nothing on this machine"
-    return (f"{VENDORS_VARIABLE}={value} names {what}, so no OpenCL vendor is used (unset it, or point it at "
-            "/etc/OpenCL/vendors)")
+    return f"{value} names {what}, so no OpenCL vendor is used (unset it, or point it at /etc/OpenCL/vendors)"
 
 
 def listed_devices(cl: Any) -> list[tuple[int, int, Any, Any]]:
