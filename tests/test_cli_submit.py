@@ -276,3 +276,34 @@ def test_python_dash_m_runs_the_command(module: str) -> None:
     missing = subprocess.run([sys.executable, "-m", module, "submit", "--path", "nowhere"], capture_output=True,
                              text=True, timeout=60, cwd=REPO)
     assert missing.returncode == 2 and "nowhere" in missing.stderr
+
+
+def overflowing_gelu(folder: Path) -> Path:
+    """A correct solution whose GELU.forward returns ``x * 1e308 * 10``: inf and -inf (a classic overflow)."""
+    from grader.course.solution import write_solution
+
+    write_solution(folder)
+    source = folder / "activations.py"
+    text = source.read_text(encoding="utf-8")
+    start = text.index("def forward", text.index("class GELU"))
+    body = text.index('"""', text.index('"""', start) + 3) + 3
+    source.write_text(text[:body] + "\n        return x * 1e308 * 10" + text[body:], encoding="utf-8")
+    return folder
+
+
+def test_an_overflowing_forward_is_graded_recorded_and_said_where(tmp_path: Path) -> None:
+    """The overflow that once stopped `grade submit` with a traceback: a report, exit 1, the non-finite values
+    counted by kind in the check's message, and the attempt recorded with its figures."""
+    folder = overflowing_gelu(tmp_path / "ex")
+    db = tmp_path / "p.db"
+    result = CliRunner().invoke(cli, ["submit", "activations.GELU", "--path", str(folder), "--student", "alice",
+                                      "--db", str(db)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    assert "FAILED" in result.stdout and "activations.GELU" in result.stdout
+    assert "received inf at index 0" in result.stdout and "values are nan or inf: " in result.stdout
+    with Store.open(db) as store:
+        submission = store.submissions(student="alice")[0]
+        figures = [c["figure"] for c in store.check_results(submission["id"]) if c["figure"]]
+    assert submission["status"] == "failed" and figures

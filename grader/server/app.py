@@ -812,16 +812,21 @@ async def get_health(request: Request) -> Response:
     per kind (``cpu``: NumPy exercises, ``opencl``: kernel exercises) ``ok``
     (null before the first run), ``reason``, ``exercise``, ``checked_at``
     (null without a collector); ``held`` counts the held uploads and their
-    exercises. No token needed: it names no student.
+    exercises; ``unrecorded`` counts the results since the server started that
+    could not be recorded (each of those jobs ended ``error``) with the last
+    reason (null when none). No token needed: it names no student.
     """
     st = state(request)
     test = st.selftest
     verdicts = test.as_json() if test is not None else None
     held = records.held_jobs(db_store(request))
+    collector = st.collector
     return JSONResponse({
         "ok": verdicts is not None and all(v["ok"] for v in verdicts.values()),
         "selftest": verdicts,
         "held": {"uploads": len(held), "exercises": sum(len(records.held_ids(j)) for j in held)},
+        "unrecorded": {"jobs": collector.unrecorded if collector is not None else 0,
+                       "last_reason": collector.last_unrecorded if collector is not None else None},
     })
 
 

@@ -40,7 +40,10 @@ longer pending, no lease, at two sweeps in a row) is enqueued again.
 
 A failure of one tick (the database busy, Redis unreachable) is logged in a
 bounded way (jobs.Outage) and the next tick tries again, after a back-off;
-nothing is marked done unless it was recorded.
+nothing is marked done unless it was recorded. A result that cannot be
+recorded for any other reason (a grader bug on one student's values) is not
+an outage: that job ends ``error`` with the reason, the failure is logged and
+counted (``unrecorded``, shown by /health), and the other jobs go on.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -70,6 +74,15 @@ def regrade_backoff(regrades: int) -> float:
     """Seconds a held job waits (after it was held) before its next round: 0 before the first, then 30 s doubling
     up to an hour."""
     return 0.0 if regrades <= 0 else min(REGRADE_FIRST_S * 2 ** (regrades - 1), REGRADE_MAX_S)
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database or the queue cannot be reached (busy, locked, I/O, a connection lost):
+    the tick is retried. Anything else raised while handling one job is that job's failure."""
+    if isinstance(exc, (sqlite3.OperationalError, OSError)):
+        return True
+    return any(c.__module__.startswith(("redis", "huey")) and c.__name__ in ("ConnectionError", "TimeoutError")
+               for c in type(exc).__mro__)
 
 
 def process_alive(pid: int) -> bool:
@@ -114,6 +127,8 @@ class Collector(threading.Thread):
         self.suspects: set[str] = set()  # marked tries missing from the queue at the last sweep
         self.last_sweep = self.clock()
         self.outage = Outage("the server's collector", log)
+        self.unrecorded = 0  # results that could not be recorded (each job ended error), for /health
+        self.last_unrecorded: str | None = None  # "job N: the reason" of the last one
 
     def stop(self) -> None:
         """Ask the thread to finish after the current tick."""
@@ -261,24 +276,46 @@ class Collector(threading.Thread):
                 self._mark_running(store, queue, job, tid)
             if result.get("ok"):
                 try:
-                    report = report_from_dict(result["report"])
-                except (KeyError, TypeError, ValueError) as exc:
-                    records.record_error(store, job["id"], f"the worker returned an unreadable report ({exc})")
-                else:
-                    report.student = job["student"]  # the job says whose it is, not the worker
-                    recorded = records.record_done(store, job, report, self.grader_version)
-                    if recorded is not None and recorded.held:
-                        self._held(int(job["id"]))
-                    if recorded is not None and report.not_graded:
-                        log.warning("job %s: %d exercise(s) not graded, held (%s)", job["id"],
-                                    len(report.not_graded), recorded.reason)
-                        if self.selftest is not None:
-                            self.selftest.want()  # the machine failed: test it again
+                    self._record(store, job, result["report"])
+                except Exception as exc:
+                    if unreachable(exc):
+                        raise  # the database is away: the tick fails and the next one records this result
+                    self._unrecordable(store, job, exc)
             else:
                 records.record_error(store, job["id"], str(result.get("error") or "grading failed"))
             self._close(queue, job)
             return True
         return False
+
+    def _record(self, store: Store, job: dict[str, Any], doc: Any) -> None:
+        """Record a worker's report of ``job`` (held exercises noted, a self-test asked for when some were not
+        graded); an unreadable report is the job's error."""
+        try:
+            report = report_from_dict(doc)
+        except (KeyError, TypeError, ValueError) as exc:
+            records.record_error(store, job["id"], f"the worker returned an unreadable report ({exc})")
+            return
+        report.student = job["student"]  # the job says whose it is, not the worker
+        recorded = records.record_done(store, job, report, self.grader_version)
+        if recorded is not None and recorded.held:
+            self._held(int(job["id"]))
+        if recorded is not None and report.not_graded:
+            log.warning("job %s: %d exercise(s) not graded, held (%s)", job["id"],
+                        len(report.not_graded), recorded.reason)
+            if self.selftest is not None:
+                self.selftest.want()  # the machine failed: test it again
+
+    def _unrecordable(self, store: Store, job: dict[str, Any], exc: Exception) -> None:
+        """A result that cannot be recorded (not an outage): that one job ends ``error`` with the reason, the
+        failure is logged and counted for /health (``unrecorded``), and the queue goes on."""
+        what = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        reason = (f"the grader could not record this result ({what}): please tell your instructor; "
+                  "submitting again will not help until it is fixed")
+        log.error("job %s: its result could not be recorded (%s); the job is an error", job["id"], what,
+                  exc_info=True)
+        self.unrecorded += 1
+        self.last_unrecorded = f"job {job['id']}: {what}"
+        records.record_error(store, job["id"], reason)
 
     def _watch(self, store: Store, queue: Queue, job: dict[str, Any]) -> None:
         """Put back a try lost from the queue; mark a leased try running; retry or fail one whose lease expired."""

@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grader.student import jsonsafe
 from grader.student.course import DEFAULT_COURSE, Course, Extension, counted_score, logged_by, parse_time
 from grader.student.errors import StoreError
 from grader.student.engine.model import GradeReport, exercise_seed
@@ -326,8 +327,9 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def figure_text(figure: dict[str, Any] | None) -> str | None:
-    """A figure as the compact JSON stored in ``check_results.figure`` (None stays NULL)."""
-    return None if figure is None else json.dumps(figure, separators=(",", ":"), allow_nan=False)
+    """A figure as the compact JSON stored in ``check_results.figure`` (None stays NULL); inf and NaN are kept in
+    the marked form of :mod:`grader.student.jsonsafe`."""
+    return None if figure is None else jsonsafe.dumps(figure, separators=(",", ":"))
 
 
 def also_of_text(text: str | None) -> list[str]:
@@ -344,8 +346,8 @@ def figure_of_text(text: str | None) -> dict[str, Any] | None:
     if not text:
         return None
     try:
-        figure = json.loads(text)
-    except ValueError:
+        figure = jsonsafe.loads(text)
+    except (ValueError, RecursionError):
         return None
     return figure if isinstance(figure, dict) else None
 

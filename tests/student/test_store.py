@@ -345,3 +345,25 @@ def test_a_writing_command_opens_a_new_database_in_a_new_folder(tmp_path: Path) 
         assert store.version == SCHEMA_VERSION
         assert [line.split()[3] for line in flocks()] == ["READ"]  # a command's shared hold
     assert flocks() == []  # ended with the store
+
+
+def test_a_figure_holding_inf_nan_and_1e308_survives_the_store(db_path: Path) -> None:
+    """An overflowing student's figure (inf, -inf, NaN, the largest floats, NumPy values) is recorded, and read back
+    with the same numbers: non-finite ones as floats again."""
+    import math
+
+    import numpy as np
+
+    figure = {"kind": "elements", "received": [math.inf, -math.inf, math.nan, 1e308, -1.7976931348623157e308, 5e-324],
+              "axes": [{"axis": 0, "error": [np.float32(np.inf), np.float16(2.5), np.int64(7)]}],
+              "summary": "y: received inf"}
+    check = CheckResult("forward", False, 0.0, 1.0, "forward returned inf", None, figure, [], figure)
+    report = GradeReport("alice", [ExerciseResult("activations.GELU", "failed", 0.0, 10.0, [check])])
+    with Store.open(db_path) as store:
+        store.record_report(report, "0.1.0")
+        row = store.check_results(store.submissions(student="alice")[0]["id"])[0]
+    for stored in (row["figure"], row["instructor_figure"]):
+        received = stored["received"]
+        assert received[:2] == [math.inf, -math.inf] and math.isnan(received[2])
+        assert received[3:] == [1e308, -1.7976931348623157e308, 5e-324]
+        assert stored["axes"][0]["error"] == [math.inf, 2.5, 7]

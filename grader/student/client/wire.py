@@ -4,7 +4,9 @@
 what the human report also shows (an exercise's message, duration and
 captured output). A remote ``grade submit`` must print the very report that
 local grading prints, so the worker, the server and the client exchange the
-full report in this form (JSON-safe: str, float, bool, None, lists, dicts).
+full report in this form: strict JSON (str, finite float, bool, None, lists,
+dicts), inf and NaN in a figure kept in the marked form of
+:mod:`grader.student.jsonsafe` and restored by :func:`report_from_dict`.
 """
 
 from __future__ import annotations
@@ -12,13 +14,15 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from grader.student import jsonsafe
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 
 
 def report_to_dict(report: GradeReport, instructor: bool = False) -> dict[str, Any]:
     """Every field of the report (``dataclasses.asdict``) but the checks' ``instructor_figure`` (the hidden checks'
-    expected values), which only ``instructor=True`` keeps: the worker's result on its way to the server's store."""
-    doc = asdict(report)
+    expected values), which only ``instructor=True`` keeps: the worker's result on its way to the server's store.
+    Strict JSON: non-finite floats marked, NumPy values made plain (:func:`grader.student.jsonsafe.plain`)."""
+    doc = jsonsafe.plain(asdict(report))
     if not instructor:
         for ex in doc["exercises"]:
             for check in ex["checks"]:
@@ -28,6 +32,7 @@ def report_to_dict(report: GradeReport, instructor: bool = False) -> dict[str, A
 
 def report_from_dict(doc: dict[str, Any]) -> GradeReport:
     """The inverse of :func:`report_to_dict`; KeyError/TypeError on a malformed document."""
+    doc = jsonsafe.restore(doc)
     exercises = []
     for ex in doc["exercises"]:
         checks = [

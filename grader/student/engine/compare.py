@@ -54,6 +54,13 @@ def _dtype_ok(received: np.ndarray, expected: np.ndarray) -> bool:
     return True
 
 
+def nonfinite_counts(values: np.ndarray) -> str:
+    """How many of ``values`` are inf, -inf and nan, in words: "12 inf, 8 -inf" (kinds absent left out)."""
+    counts = [(int(np.isposinf(values).sum()), "inf"), (int(np.isneginf(values).sum()), "-inf"),
+              (int(np.isnan(values).sum()), "nan")]
+    return ", ".join(f"{n} {name}" for n, name in counts if n)
+
+
 def compare(
     received: Any,
     expected: Any,
@@ -81,7 +88,7 @@ def compare(
         return Comparison(
             False,
             f"received {rf[idx]}{_index(idx)} where {ef[idx]:.8g} was expected"
-            f" ({count} of {rf.size} values are nan or inf)",
+            f" ({count} of {rf.size} values are nan or inf: {nonfinite_counts(rf[bad_nonfinite])})",
         )
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(rf - ef)

@@ -41,6 +41,7 @@ BOUND = "#007A5A"      # bluish green, darkened for text contrast
 INK = "#1d232b"        # text
 SERIES = ("#0072B2", "#CC79A7", "#B8860B", "#56B4E9")
 DECADE_LOW, DECADE_HIGH = -12, 3  # figures.DECADE_LOW/HIGH (drawing imports no NumPy)
+CLIP = 1.7976931348623157e308  # the largest finite float: where inf is drawn (clipped)
 
 
 def content_id(*parts: str) -> str:
@@ -100,16 +101,21 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     """About ``count`` round tick values covering [lo, hi]."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo]
-    raw = (hi - lo) / count
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    raw = hi / count - lo / count  # (no overflow for values near the largest float)
+    mag = 10.0 ** math.floor(math.log10(raw)) if raw > 0 else 0.0
+    step = next((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), 0.0)
+    if not 0 < step < math.inf:
+        return [lo]
     first = math.ceil(lo / step) * step
-    ticks = []
-    t = first
-    while t <= hi + step * 1e-9:
-        ticks.append(0.0 if abs(t) < step * 1e-9 else t)
-        t += step
-    return ticks
+    ticks: list[float] = []
+    for k in range(2 * count + 2):  # bounded: a step below the values' precision never ends a `t += step` loop
+        t = first + k * step
+        if t > hi + step * 1e-9:
+            break
+        t = 0.0 if abs(t) < step * 1e-9 else t
+        if not ticks or t != ticks[-1]:
+            ticks.append(t)
+    return ticks or [lo]
 
 
 def spaced(positions: list[tuple[float, str]], size: float, gap: float = 6.0) -> list[tuple[float, str]]:
@@ -133,10 +139,10 @@ class Frame:
             xlo, xhi = xlo - 0.5, xhi + 0.5
         if yhi <= ylo:
             pad = abs(ylo) * 0.1 or 0.5
-            ylo, yhi = ylo - pad, yhi + pad
+            ylo, yhi = max(-CLIP, ylo - pad), min(CLIP, yhi + pad)
         else:
-            pad = (yhi - ylo) * 0.06
-            ylo, yhi = ylo - pad, yhi + pad
+            pad = (yhi / 2 - ylo / 2) * 0.12  # halves: no overflow for values near the largest float
+            ylo, yhi = max(-CLIP, ylo - pad), min(CLIP, yhi + pad)
         self.xlo, self.xhi, self.ylo, self.yhi, self.height = xlo, xhi, ylo, yhi, height
         self.right_edge = WIDTH - right
         self.top = top
@@ -149,7 +155,7 @@ class Frame:
         return LEFT + (v - self.xlo) / (self.xhi - self.xlo) * (self.right_edge - LEFT)
 
     def y(self, v: float) -> float:
-        return self.bottom - (v - self.ylo) / (self.yhi - self.ylo) * (self.bottom - self.top)
+        return self.bottom - (v / 2 - self.ylo / 2) / (self.yhi / 2 - self.ylo / 2) * (self.bottom - self.top)
 
     def axes(self, xlabel: str, ylabel: str, xticks: list[float] | None = None, ytick_text: Any = None) -> str:
         parts = [f'<rect x="{LEFT}" y="{self.top}" width="{self.right_edge - LEFT:.1f}"'
@@ -707,15 +713,43 @@ INSTRUCTOR_NOTE = ("Instructor's view of a hidden check: the expected values are
                    " picture leaves them out.")
 
 
+def clipped(value: Any, counts: dict[str, int]) -> Any:
+    """``value`` (figure data) with each non-finite number made drawable, counted in ``counts`` by kind: inf and -inf
+    clipped to the largest finite float of their sign (drawn at the plot's edge), NaN as None (drawn as NaN or inf
+    where the kind marks missing values, else left out)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        kind = "NaN" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        counts[kind] = counts.get(kind, 0) + 1
+        return None if kind == "NaN" else math.copysign(CLIP, value)
+    if isinstance(value, dict):
+        return {k: v if k == "public" else clipped(v, counts) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clipped(v, counts) for v in value]
+    return value
+
+
+def clipped_note(counts: dict[str, int]) -> str:
+    """One line under a picture that had non-finite numbers, e.g. "Not finite: 3 inf, 1 NaN (inf drawn at the edge,
+    NaN left out or on the top edge)."; empty when there were none."""
+    if not counts:
+        return ""
+    words = ", ".join(f"{counts[kind]} {kind}" for kind in ("inf", "-inf", "NaN") if kind in counts)
+    how = [w for w, present in (("inf drawn at the edge", "inf" in counts or "-inf" in counts),
+                                ("NaN left out or on the top edge", "NaN" in counts)) if present]
+    return f'<p class="ng-note">Not finite: {esc(words)} ({"; ".join(how)}).</p>'
+
+
 def one_figure(figure: dict[str, Any], classes: str = "ng-figure", heading: str = "") -> str:
     draw = DRAW.get(str(figure.get("kind")))
     summary = esc(figure.get("summary", ""))
+    counts: dict[str, int] = {}
     try:
-        picture = draw(figure) if draw is not None else ""
-    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, AttributeError):
+        picture = draw(clipped(figure, counts)) if draw is not None else ""
+    except (KeyError, IndexError, TypeError, ValueError, ArithmeticError, AttributeError, RecursionError):
         picture = '<p class="ng-note">(This picture could not be drawn from the report file.)</p>'
     which = f'<p class="ng-which">{esc(heading)}</p>' if heading else ""
-    return f'<figure class="{classes}">{which}{picture}<figcaption>{summary}</figcaption></figure>'
+    return (f'<figure class="{classes}">{which}{picture}{clipped_note(counts)}'
+            f'<figcaption>{summary}</figcaption></figure>')
 
 
 def figure_html(figure: dict[str, Any], instructor: bool = False) -> str:

@@ -144,7 +144,8 @@ def axis_summary(mask: np.ndarray, error: np.ndarray | None = None) -> list[dict
         summary: dict[str, Any] = {"axis": axis, "size": int(size), "step": step,
                                    "fraction": [round(f, 4) for f in fractions]}
         if error is not None:
-            mean_error = error.mean(axis=other) if other else error
+            with np.errstate(over="ignore"):  # a mean of errors near 1e308 is inf: stored and drawn as such
+                mean_error = error.mean(axis=other) if other else error
             summary["error"] = [float(f"{float(mean_error[i:i + step].max()):.3g}") for i in range(0, size, step)]
         axes.append(summary)
     return axes

@@ -10,7 +10,6 @@ live in ``grader/term/class_report.py`` and reuse :func:`format_score` and
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -22,6 +21,7 @@ from typing import IO, Any
 
 import click
 
+from grader.student import jsonsafe
 from grader.student.sanitize import clean_text
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 
@@ -406,7 +406,7 @@ def first_reason(exercises: list[ExerciseResult]) -> str:
 
 def format_json(report: GradeReport, arrays: bool = False) -> str:
     """The ``--json`` document of the exercise contract (section 6); ``arrays`` adds each check's ``figure``."""
-    return json.dumps(report.to_json(arrays), indent=2)
+    return jsonsafe.dumps(report.to_json(arrays), indent=2)
 
 
 def gradescope_results(report: GradeReport) -> dict[str, Any]:
@@ -478,5 +478,6 @@ def write_text(text: str, path: Path) -> None:
 
 
 def write_json(document: dict[str, Any], path: Path) -> None:
-    """Write a JSON document (parent folders created), atomically via a temporary file."""
-    write_text(json.dumps(document, indent=2) + "\n", path)
+    """Write a document as strict JSON (parent folders created; inf and NaN marked, :mod:`grader.student.jsonsafe`),
+    atomically via a temporary file."""
+    write_text(jsonsafe.dumps(document, indent=2) + "\n", path)

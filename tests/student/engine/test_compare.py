@@ -30,7 +30,7 @@ def test_nan_where_finite_expected() -> None:
     c = compare(r, np.zeros((2, 2)) + 0.5)
     assert not c.ok
     assert c.message.startswith("received nan at index (1, 0) where 0.5 was expected")
-    assert "(2 of 4 values are nan or inf)" in c.message
+    assert "(2 of 4 values are nan or inf: 1 inf, 1 nan)" in c.message
 
 
 def test_nan_matches_nan() -> None:
