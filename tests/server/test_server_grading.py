@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from click.testing import CliRunner
 
@@ -457,3 +458,25 @@ def test_grade_serve_listens_on_the_port_of_the_courses_server_url(tmp_path: Pat
     bad = subprocess.run([sys.executable, "-m", "grader.cli", "serve", "--course", str(course), "--db",
                           str(tmp_path / "c.db"), "--workers", "0"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "has no valid port" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_an_overflowing_upload_is_recorded_and_the_next_upload_is_graded(served: dict[str, Any], tmp_path: Path) -> None:
+    """The upload whose GELU.forward returns ``x * 1e308 * 10`` once stopped all grading (its figures held inf):
+    it is recorded with its non-finite values, and the correct upload after it is graded too."""
+    from test_cli_submit import overflowing_gelu
+
+    token = served["tokens"]["s1"]
+    gelu = ["activations.GELU"]
+    bad = api(served["url"], token, "POST", "/submissions",
+              json={"files": solution_files(overflowing_gelu(tmp_path / "overflow"), UPLOAD), "exercises": gelu})
+    good = api(served["url"], token, "POST", "/submissions",
+               json={"files": solution_files(write_solution(tmp_path / "good"), UPLOAD), "exercises": gelu})
+    assert bad.status_code == good.status_code == 202, (bad.text, good.text)
+    second = wait_graded(served["url"], token, int(good.json()["id"]))
+    assert second["status"] == "done" and second["json"]["score"] == 10.0
+    first = wait_graded(served["url"], token, int(bad.json()["id"]))
+    assert first["status"] == "done" and first["json"]["score"] == 0.0
+    messages = [c["message"] for c in first["json"]["exercises"][0]["checks"]]
+    assert any("values are nan or inf: " in m for m in messages)
+    health = httpx.get(served["url"] + "/api/v1/health", timeout=30).json()
+    assert health["unrecorded"] == {"jobs": 0, "last_reason": None}
