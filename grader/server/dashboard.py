@@ -429,7 +429,7 @@ def student_detail(store: Store, report: ClassReport, student: str, reports_kept
             item["exercise"]: item["counts"]
             for item in late_exercises(course, rebuilt.graded_exercises, parse_time(view.started_at), student)}
         view.report_text = clean_text(format_text(rebuilt, late_shares=shares)) if rebuilt is not None else ""
-        view.pictures_html = pictures_html(rebuilt) if rebuilt is not None else ""
+        view.pictures_html = Markup(pictures_html(rebuilt)) if rebuilt is not None else ""  # drawn escaped: safe
     end = parse_time(report.generated_at)
     chart = line_chart(series, row.max_total, "{:.0f}", f"{row.label}'s exercise total after each upload", end,
                        width=440, height=180)  # narrow enough to stay readable when a phone shrinks it

@@ -96,7 +96,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlparse
 
@@ -111,13 +110,14 @@ from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
 
 from grader.server import auth, instructor, student_sessions
+from grader.term import class_report
 from grader.server.roster import ID_RE, RosterEntry, import_roster
 from grader.student.course import Course
 from grader.student.errors import GraderError
 from grader.student.store import Store, utc_now
 
 LOG = logging.getLogger("normgrade.lti")
-TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
+TEMPLATES = Jinja2Templates(env=class_report.environment())  # the one environment: every template autoescaped
 
 LEEWAY_S = 60            # clock difference allowed on exp/iat
 MAX_TOKEN_AGE_S = 600    # an id_token issued longer ago than this is refused (with exp in the future or not)
@@ -746,8 +746,9 @@ def tool_url(request: Request) -> str:
 
 def page(request: Request, status: int, title: str, **context: Any) -> HTMLResponse:
     st = request.app.state.normgrade
+    defaults = {"refused": None, "forward": None, "forward_text": None}  # (the environment refuses undefined names)
     return TEMPLATES.TemplateResponse(request, "lti_page.html.j2",
-                                      {"title": title, "course_name": st.config.course.name, **context},
+                                      {**defaults, "title": title, "course_name": st.config.course.name, **context},
                                       status_code=status, headers={"Cache-Control": "no-store"})
 
 

@@ -8,7 +8,6 @@ grader/server/dashboard.py, the templates ``dash_*.html.j2``).
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -16,8 +15,9 @@ from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
 
 from grader.server import instructor, term_pages
+from grader.term import class_report
 
-TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
+TEMPLATES = Jinja2Templates(env=class_report.environment())  # the one environment: every template autoescaped
 
 
 async def course_page(request: Request) -> Response:

@@ -32,11 +32,13 @@ from grader.student import store as store_lib
 from grader.student.store import Store
 
 
-def routes() -> list[BaseRoute]:
-    """The API routes, then the pages (grader/server/pages.py), the student's pages, the LTI routes."""
+def routes(with_lti: bool = True) -> list[BaseRoute]:
+    """The API routes, then the pages (grader/server/pages.py), the student's pages, the dashboard's LMS page and,
+    ``with_lti`` (the course has an ``[lti]`` section), the LTI routes ``/lti/...``."""
     endpoints: list[BaseRoute] = [Route(API_PREFIX + "/", api.api_index, methods=["GET"])]
     endpoints += [Route(API_PREFIX + path, handler, methods=[method]) for method, path, handler, _ in api.API]
-    return endpoints + pages.routes() + student_pages.routes() + lti.routes() + lti_services.routes()
+    launch = lti.routes() if with_lti else []
+    return endpoints + pages.routes() + student_pages.routes() + launch + lti_services.routes()
 
 
 def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
@@ -88,7 +90,7 @@ def _build(config: ServerConfig, run_collector: bool, serving: store_lib.Serving
             serving.release()
 
     framing = Framing(lti.platforms_of(config.course).frame_origins(), lti.FRAMED_PATHS)  # who may frame the launch
-    app = Starlette(routes=routes(), lifespan=lifespan, middleware=[Middleware(SecurityHeaders, framing=framing)],
+    app = Starlette(routes=routes(bool(config.course.lti)), lifespan=lifespan, middleware=[Middleware(SecurityHeaders, framing=framing)],
                     exception_handlers={HTTPException: api_error, Exception: server_error})
     app.state.normgrade = st
     lti_services.install(app)  # LTI 1.3: its settings, tables and key (the poster starts with the lifespan)

@@ -334,7 +334,7 @@ def test_bad_launches_are_refused_with_a_page_and_logged(tool: dict[str, Any], l
     with caplog.at_level(logging.WARNING, logger="normgrade.lti"):
         answer = post_launch(client, token, params["state"])
     assert answer.status_code == status, answer.text
-    assert "Launch refused" in answer.text and fragment in answer.text
+    assert "Launch refused" in answer.text and fragment in html.unescape(answer.text)  # (quotes shown escaped)
     assert "--token" not in answer.text
     assert any(fragment in r.getMessage() for r in caplog.records)
     assert fragment in refusals(tool["store"])[-1]
@@ -1064,3 +1064,26 @@ def test_the_context_roles_alone_decide_who_opens_the_dashboard(roles: list[str]
     launched = lti.Launch(platform, {lti.CLAIM + "roles": roles})
     assert launched.role == role and launched.is_instructor is (role == "instructor")
     assert lti.context_role(roles) == role  # the roster sync reads members' roles the same way
+
+
+HOSTILE = '<script>alert(1)</script>"><meta http-equiv=refresh content=0;url=//evil>'
+
+
+def test_markup_sent_to_the_lti_pages_is_shown_escaped(tool: dict[str, Any], lms: LmsPlatform) -> None:
+    """An error or an issuer holding markup (a script, a <meta> refresh that sends the browser away) is shown as
+    text on the refusal page, never rendered."""
+    client = tool["client"]
+    answers = [client.get("/lti/launch", params={"error": HOSTILE, "error_description": HOSTILE}),
+               client.get("/lti/login", params={"iss": HOSTILE, "login_hint": "ada", "client_id": lms.client_id,
+                                                 "target_link_uri": lms.tool_url + "/lti/launch"}),
+               login_redirect(client, lms, iss=HOSTILE)]
+    for answer in answers:
+        assert answer.status_code in (400, 403), answer.text
+        assert "<script>" not in answer.text and "<meta http-equiv=refresh" not in answer.text, answer.text
+        assert "&lt;script&gt;" in answer.text or "&lt;meta" in answer.text
+
+
+def test_without_an_lti_section_the_lti_routes_are_not_mounted(tmp_path: Path, lms: LmsPlatform) -> None:
+    with serve_tool(tmp_path, lms, {}) as served:
+        for path in ("/lti/login", "/lti/launch", "/lti/jwks", "/lti/config"):
+            assert served["client"].get(path, params={"error": HOSTILE}).status_code == 404, path

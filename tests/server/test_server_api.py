@@ -91,7 +91,8 @@ def test_every_endpoint_refuses_missing_and_invalid_tokens(env: dict[str, Any], 
 
 def test_the_health_needs_no_token_and_names_no_student(env: dict[str, Any]) -> None:
     doc = api(env["url"], None, "GET", "/health").json()
-    assert set(doc) == {"ok", "selftest", "held"} and set(doc["selftest"]) == {"cpu", "opencl"}
+    assert set(doc) == {"ok", "selftest", "held", "unrecorded"} and set(doc["selftest"]) == {"cpu", "opencl"}
+    assert doc["unrecorded"] == {"jobs": 0, "last_reason": None}
     assert "ann" not in str(doc)
     assert [w for _, p, _, w in app_lib.API if w == "anyone"] == ["anyone"]  # the one endpoint without a token
 
