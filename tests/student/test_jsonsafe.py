@@ -86,7 +86,7 @@ def test_a_report_crosses_the_wire_and_the_json_report(figure: dict[str, Any], s
     json.loads(format_json(report, arrays=True))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(arrays)
 def test_a_figure_of_any_array_is_recorded(tmp_path_factory: Any, array: np.ndarray) -> None:
     path: Path = tmp_path_factory.mktemp("store") / "p.db"
