@@ -59,7 +59,7 @@ def main() -> None:
 
     from grader.course import grading
     from grader.course.solution import write_solution
-    from grader.server import jobs, selftest
+    from grader.queue import jobs, selftest
     from grader.student.sandbox.runner import Limits
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -48,7 +48,7 @@ sys.path.insert(0, str(REPO / "bench"))
 from batch import kinds, write_student  # noqa: E402  (bench/batch.py: the generated class)
 
 from grader.term import similarity  # noqa: E402
-from grader.server import records  # noqa: E402
+from grader.queue import records  # noqa: E402
 from grader.student.course import DEFAULT_COURSE  # noqa: E402
 from grader.student.store import Store  # noqa: E402
 from grader.student.client.uploads import collect_files  # noqa: E402

@@ -4,7 +4,7 @@
     python bench/student_pages.py --uploads 150 --runs 5
 
 It writes one student with ``--uploads`` graded server uploads (each grading every exercise of the
-catalogue, with the checks of a generated class: grader/server/sample_class.py) and a graded quiz chapter
+catalogue, with the checks of a generated class: bench/sample_class.py) and a graded quiz chapter
 into a fresh database, builds the course server's application (no collector, no worker) and requests each
 page in-process through Starlette's TestClient with the student's Bearer token: the time is the server's
 whole work for a request (authentication, the queries, the documents the API gives, the template), without
@@ -29,14 +29,16 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from grader import quiz as quiz_lib
-from grader.server import records, roster
+from grader.server import roster
+from grader.queue import records
 from grader.server.app import ServerConfig
 from grader.server.web import create_app
-from grader.server.sample_class import _exercise_result
-from grader.student.course import DEFAULT_COURSE
-from grader.student.engine import catalogue
-from grader.student.engine.model import GradeReport
-from grader.student.store import Store
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for bench.sample_class
+from bench.sample_class import _exercise_result  # noqa: E402
+from grader.student.course import DEFAULT_COURSE  # noqa: E402
+from grader.student.engine import catalogue  # noqa: E402
+from grader.student.engine.model import GradeReport  # noqa: E402
+from grader.student.store import Store  # noqa: E402
 
 
 def write_student(db: Path, uploads: int) -> tuple[str, int]:

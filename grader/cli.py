@@ -142,7 +142,7 @@ def progress_command(
     if login is not None:
         remote.remote_progress(login, as_json)
         return
-    from grader.course import progress  # loads grader.quiz (Jinja2): only this command needs it
+    from grader.term import progress  # loads grader.quiz (Jinja2): only this command needs it
 
     local_progress(student, db, path, as_json, lambda store, name, hint: progress.summarize(  # (errors: one line)
         store, name, progress.course_exercises(), progress.course_quizzes(), hint,
@@ -493,7 +493,7 @@ def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | Non
         with Store.open(db) as store:
             report = class_report.build(store, quizzes=quizzes, course=course, roster=roster)
             if fmt == "html":
-                from grader.term.class_html import format_html  # the dashboard's views, in one file
+                from grader.server.class_html import format_html  # the dashboard's views, in one file
 
                 text = format_html(report, store)
             elif fmt == "csv":

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from grader.server import records
+from grader.queue import records
 from grader.student.course import Course, load_course
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.store import Store

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Modules (and their submodules) that only other commands need.
 NOT_FOR_A_LOCAL_SUBMIT = (
-    "grader.term.batch", "grader.quiz", "grader.course.progress", "grader.server", "grader.term.class_report", "grader.course.release",
+    "grader.term.batch", "grader.quiz", "grader.term.progress", "grader.server", "grader.term.class_report", "grader.course.release",
     "sympy", "jinja2", "httpx", "huey", "redis", "uvicorn", "starlette", "pyopencl",
     # the pictures' page and the notebook front end: only --html, grade view and %grade draw
     "grader.student.feedback.report_html", "grader.student.feedback.drawing", "grader.student.feedback.notebook", "IPython", "ipywidgets",

@@ -46,28 +46,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("reference",),
     ("grader.quiz", "grader.mistakes"),
     ("grader.course",),
-    ("grader.server.records", "grader.server.jobs", "grader.server.collector", "grader.server.supervisor",
-     "grader.server.selftest"),
+    ("grader.queue",),
     ("grader.term",),
     ("grader.server",),
     ("grader", "grader.term.cli", "grader.server.cli"),
 )
 
 # (importing module, imported module): the imports that go up a layer, and why each is allowed.
-UPWARD: dict[tuple[str, str], str] = {
-    ("grader.mistakes", "grader.course.kernel_emulation"):
-        "registering the kernels' NumPy emulation for live runs is what importing the catalogue does",
-    ("grader.mistakes.kernels", "grader.course.kernel_emulation"):
-        "a kernel mistake is the reference kernel's emulation with one thing changed",
-    ("grader.quiz.leaks", "grader.course.scaffold"):
-        "the leak audit reads the stubs at each scaffolding level, as a release writes them",
-    ("grader.quiz.leaks", "grader.course.release"):
-        "`python -m grader.quiz.leaks` builds a release to audit what it ships",
-    ("grader.course.progress", "grader.term.regrade"):
-        "a student's progress lists their regrade requests",
-    ("grader.term.class_html", "grader.server.dashboard"):
-        "`grade report --format html` is the dashboard's pages in one file",
-}
+UPWARD: dict[tuple[str, str], str] = {}
 
 
 def modules_under(root: Path, packages: Iterable[str]) -> dict[str, Path]:

@@ -20,7 +20,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from grader.course.kernel_emulation import reference_namespace  # noqa: F401  (registers the reference kernels' emulation for live runs; re-exported)
+from reference.opencl.emulation import reference_namespace  # noqa: F401  (registers the reference kernels' emulation for live runs; re-exported)
 from grader.student.engine.catalogue import CPU_TOPICS, TOPICS, name_of, topic_of
 from grader.student.engine.diagnosis import KnownMistake, diagnose, error_signature, outputs_match, register_known  # noqa: F401
 

@@ -1,7 +1,7 @@
 """Known mistakes in the OpenCL exercises, each a NumPy emulation of a wrong kernel.
 
 A mistake's namespace is a ``grader.student.engine.ops_opencl.EmulatedKernels``: the reference's
-(``grader.course.kernel_emulation``) with one kernel replaced, so the ``cl_kernel`` op runs it in the grader's own process
+(``reference.opencl.emulation``) with one kernel replaced, so the ``cl_kernel`` op runs it in the grader's own process
 without an OpenCL context, on the same float32 inputs as the student's kernel.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from grader.mistakes import Mistake
-from grader.course.kernel_emulation import EMULATIONS, phi_cdf
+from reference.opencl.emulation import EMULATIONS, phi_cdf
 from grader.student.engine.ops_opencl import EmulatedKernels, Emulation, launched_rows, sentinel
 
 

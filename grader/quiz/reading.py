@@ -1,4 +1,4 @@
-"""Reading a text as a student hunting for answers would (the leak audit, :mod:`grader.quiz.leaks`).
+"""Reading a text as a student hunting for answers would (the leak audit, :mod:`grader.course.leaks`).
 
 Each function returns the candidate answers a text holds for one kind of question;
 the audit tries every one with the question's own judge. Nothing here knows an

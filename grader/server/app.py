@@ -49,19 +49,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from grader.term import exam, extensions, regrade
-from grader.course import progress
+from grader.term import progress
 from grader.term.class_report import overrides_in_force
 from grader.student.engine import catalogue
 from grader import quiz as quiz_lib
 from grader.quiz import graded, judging
 from grader.student.course import DEFAULT_COURSE, Course, late_exercises, parse_time
 from grader.student.errors import GraderError, StoreError
-from grader.server import auth, lti_services, records
+from grader.server import auth, lti_services
+from grader.queue import records
 from grader.server.headers import as_dict as security_headers
 from grader.server.auth import Principal
-from grader.server.collector import Collector
-from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES
-from grader.server.selftest import RETRY_FIRST_S, SelfTest
+from grader.queue.collector import Collector
+from grader.queue.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES
+from grader.queue.selftest import RETRY_FIRST_S, SelfTest
 from grader.student.store import Store
 from grader.student.client.uploads import MAX_UPLOAD_BYTES, check_files
 from grader.student.client.wire import report_from_dict, report_to_dict

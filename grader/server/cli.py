@@ -72,8 +72,8 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int | Non
     from grader.server.app import ServerConfig
 
     from grader.server.web import create_app
-    from grader.server.jobs import default_queue_url, open_queue
-    from grader.server.supervisor import WorkerPool
+    from grader.queue.jobs import default_queue_url, open_queue
+    from grader.queue.supervisor import WorkerPool
 
     logging.basicConfig(level=logging.WARNING, format="grade serve: %(name)s: %(message)s")
 
@@ -155,7 +155,7 @@ def worker_command(queue_url: str, workers: int, no_sandbox: bool, self_test: bo
     It first tests itself (--no-self-test: `grade serve`'s own worker, whose
     first task is the server's self-test) and logs one line per kind.
     """
-    from grader.server import jobs
+    from grader.queue import jobs
 
     jobs.SANDBOX = not no_sandbox
     try:

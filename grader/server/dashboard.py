@@ -1,7 +1,7 @@
 """What the instructor's dashboard shows: the views of its pages, built from the class report and the store.
 
 No web framework here: the course server's pages (grader/server/instructor.py)
-and the offline ``grade report --format html`` (grader/term/class_html.py) render
+and the offline ``grade report --format html`` (grader/server/class_html.py) render
 these views with the same templates (grader/templates/dash_*.html.j2).
 
 - the **overview**: :class:`Filters` (chapter, "struggling", sort) applied to
@@ -344,7 +344,7 @@ class StudentDetail:
 
 def _rebuild_report(store: Store, student: str, rows: list[dict[str, Any]]) -> GradeReport:
     """The report of one upload rebuilt from its recorded rows, the hidden checks' full pictures kept."""
-    from grader.server.records import rebuild_report
+    from grader.queue.records import rebuild_report
 
     return rebuild_report(store, student, rows, rows[0]["files_hash"] or "" if rows else "", instructor=True)
 

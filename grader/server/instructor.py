@@ -36,7 +36,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Route
 
 from grader.term import class_report
-from grader.server import auth, records, selftest
+from grader.server import auth
+from grader.queue import records, selftest
 from grader.server.headers import as_dict as security_headers
 from grader.server.dashboard import (
     DashboardError, Filters, Links, exercise_detail, items_by_chapter, overview_context, record_override, render,
@@ -228,7 +229,7 @@ def class_now(request: Request, **build: Any) -> class_report.ClassReport:
 
 def grading_banner(request: Request) -> list[str]:
     """The banner of every dashboard page: the kinds of exercise not being graded, the uploads held
-    (grader/server/selftest.py ``banner``); [] when all is well."""
+    (grader/queue/selftest.py ``banner``); [] when all is well."""
     st = request.app.state.normgrade
     return selftest.banner(st.selftest, records.held_jobs(store_of(request)))
 

@@ -42,7 +42,7 @@ scope, nothing. Each tick:
    ``superseded`` by a newer one for the same learner and line item.
 2. *send*: each pending row due (``next_try``) gets its line item and a
    service token (here, in the server), then goes on the grading queue as
-   the Huey task ``post_score`` (grader/server/jobs.py) with id
+   the Huey task ``post_score`` (grader/queue/jobs.py) with id
    ``score-<row>-try-<n>``; the worker POSTs it to ``<line item>/scores``.
    One score per learner and line item is on its way at a time: a newer one
    waits until the older one's result is in, so the LMS always receives a
@@ -83,7 +83,7 @@ from joserfc import jwt
 
 from grader.term import class_report
 from grader.server import auth, lti
-from grader.server.jobs import Queue, open_queue
+from grader.queue.jobs import Queue, open_queue
 from grader.server import instructor
 from grader.server.roster import RosterEntry
 from grader.student.course import Course

@@ -53,7 +53,8 @@ from starlette.routing import BaseRoute, Route
 from grader import quiz as quiz_lib
 from grader.quiz import graded, judging
 from grader.server import app as api
-from grader.server import auth, instructor, lti, records
+from grader.server import auth, instructor, lti
+from grader.queue import records
 from grader.server.dashboard import render
 from grader.server.headers import as_dict as security_headers
 from grader.server.student_sessions import COOKIE, MAX_AGE_S, open_session, session_key, sessions, tokens_to_show

@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from grader.term import extensions, regrade, rescore, similarity
-from grader.server import records
+from grader.queue import records
 from grader.server.dashboard import Links, render
 from grader.server.instructor import check_csrf, csrf_token, grading_banner, guarded, message, read_form, store_of
 from grader.student.errors import GraderError

@@ -24,10 +24,10 @@ from grader.quiz import judging
 from grader.server import app as api
 from grader.server import lti, lti_services, pages, student_pages
 from grader.server.app import API_PREFIX, ServerConfig, ServerState, api_error, grader_version, server_error
-from grader.server.collector import Collector
+from grader.queue.collector import Collector
 from grader.server.headers import Framing, SecurityHeaders
-from grader.server.jobs import open_queue
-from grader.server.selftest import SelfTest
+from grader.queue.jobs import open_queue
+from grader.queue.selftest import SelfTest
 from grader.student import store as store_lib
 from grader.student.store import Store
 

@@ -146,7 +146,7 @@ def m4_server(db: sqlite_utils.Database) -> None:
     """Version 4: the course server's roster, hashed tokens, upload jobs and their files.
 
     Only ``grade serve`` (and ``grade roster``) write these tables; see
-    grader/server/records.py.
+    grader/queue/records.py.
     """
     db["roster"].create({"student": str, "name": str, "email": str, "created_at": str}, pk="student")
     db["tokens"].create(
@@ -282,7 +282,7 @@ def m7_check_figures(db: sqlite_utils.Database) -> None:
 
 def m8_held_jobs(db: sqlite_utils.Database) -> None:
     """Version 8: a server job's held exercises (``not_graded``: the grader's machine failed), graded again by the
-    server itself (grader/server/records.py, docs/server.md "Held uploads").
+    server itself (grader/queue/records.py, docs/server.md "Held uploads").
 
     - ``jobs.held``: JSON list of the exercise ids held, waiting for the machine to be fixed (NULL: none);
       ``held_reason``: why, in one line; ``held_at``: when the job was last held;
@@ -300,7 +300,7 @@ def m8_held_jobs(db: sqlite_utils.Database) -> None:
 
 
 def m9_file_blobs(db: sqlite_utils.Database) -> None:
-    """Version 9: uploaded files are content-addressed (``grader.server.records.store_files``).
+    """Version 9: uploaded files are content-addressed (``grader.queue.records.store_files``).
 
     ``blobs`` holds each distinct file content once, keyed by its sha256; a
     ``job_files`` row names it in ``sha256`` (its own ``content`` NULL), so a

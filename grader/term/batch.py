@@ -11,7 +11,7 @@ student recorded and nothing half-written; running it again resumes.
 
 Each graded student's exercise files are kept with the attempt, as the course
 server keeps an upload (a closed ``jobs`` row and its ``job_files``, each
-distinct content stored once: :func:`grader.server.records.keep_graded_upload`),
+distinct content stored once: :func:`grader.queue.records.keep_graded_upload`),
 so ``grade rescore`` grades a batch-graded class again after a fix of the
 grader, and ``grade similarity`` compares it.
 
@@ -60,7 +60,7 @@ from grader.student.engine.model import ExerciseResult, GradeReport
 from grader.student.feedback.report import first_reason
 from grader.student.sandbox.runner import Limits
 from grader.student.sanitize import clean_text
-from grader.server import records
+from grader.queue import records
 from grader.student.store import Store, utc_now
 
 EXERCISES_DIR = "exercises"
@@ -537,8 +537,8 @@ def run_batch_on_queue(
     import threading as _threading
     from datetime import datetime, timezone
 
-    from grader.server import records
-    from grader.server.collector import Collector
+    from grader.queue import records
+    from grader.queue.collector import Collector
     from grader.student.course import DEFAULT_COURSE
     from grader.student.engine.grading import check_folder
     from grader.student.sandbox.ingest import read_submission
@@ -603,7 +603,7 @@ def _queued_outcome(
 ) -> StudentOutcome:
     """How a queued student ended: graded (the attempt the collector recorded; held exercises listed, the job
     closed) or an error verdict."""
-    from grader.server import records
+    from grader.queue import records
 
     if job is not None and job["status"] == records.HELD:
         report = records.report_of(store, job)

@@ -4,7 +4,7 @@
 quiz answers and diagnosed mistakes into a :class:`ClassReport`, which is then
 written as
 
-- HTML: not here. ``grader.term.class_html.format_html`` renders the dashboard's
+- HTML: not here. ``grader.server.class_html.format_html`` renders the dashboard's
   views (grader/server/dashboard.py, which reads this module's data) into one
   self-contained file; this module imports neither;
 - CSV (:func:`format_csv`): one row per student: student, total, one column per
@@ -39,7 +39,7 @@ from grader.student.sanitize import csv_cell
 from grader.student.engine import catalogue
 from grader import quiz as quiz_lib
 from grader.student.course import DEFAULT_COURSE, Course, counted_score, parse_time
-from grader.course.progress import DEFAULT_MAX_SCORE
+from grader.term.progress import DEFAULT_MAX_SCORE
 from grader.quiz import Quiz
 from grader.student.feedback.report import format_score, mistake_entry, round_score, status_style
 from grader.student.store import Store

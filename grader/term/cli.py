@@ -45,8 +45,8 @@ def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | No
     """
     from grader.term import rescore
     from grader.server.app import grader_version
-    from grader.server.jobs import default_queue_url, open_queue
-    from grader.server.supervisor import WorkerPool
+    from grader.queue.jobs import default_queue_url, open_queue
+    from grader.queue.supervisor import WorkerPool
     from grader.student.engine import catalogue
     from grader.student.store import Store
 

@@ -49,7 +49,7 @@ def student_report(report: GradeReport, course: Course, now: datetime) -> GradeR
 
 
 def student_progress(doc: dict[str, Any], course: Course, now: datetime) -> dict[str, Any]:
-    """A progress document (grader.course.progress.Progress.to_json) with exam-mode exercises hidden the same way."""
+    """A progress document (grader.term.progress.Progress.to_json) with exam-mode exercises hidden the same way."""
     hidden = 0.0
     for chapter_doc in doc.get("chapters", []):
         for ex in chapter_doc.get("exercises", []):

@@ -37,8 +37,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from grader.server import records
-from grader.server.jobs import Queue, task_id
+from grader.queue import records
+from grader.queue.jobs import Queue, task_id
 from grader.student.course import Course, counted_score
 from grader.student.errors import GraderError
 from grader.student.engine.model import ExerciseResult, exercise_seed

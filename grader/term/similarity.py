@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.server import records
+from grader.queue import records
 from grader.course.scaffold import render
 from grader.student.engine import catalogue
 from grader.student.errors import GraderError

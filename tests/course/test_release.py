@@ -5,7 +5,7 @@ One release is built for the module (``build_release``). The leak checks:
 - no function or method in the handout whose normalised AST (docstring,
   name and annotations dropped) equals one of ``reference/``, the mistake
   variants (``grader/mistakes/``), the reference kernels' emulation
-  (``grader/course/kernel_emulation.py``) or the solution writer, except those the
+  (``reference/opencl/emulation.py``) or the solution writer, except those the
   stubs in ``exercises/`` ship by contract (``base.py``, constructors);
 - no file whose content equals a file of ``reference/``, ``quizzes/source/``
   or ``grader/mistakes/`` (or the solution writer);

@@ -1,4 +1,4 @@
-"""The leak audit (grader/quiz/leaks.py): no graded answer is printed anywhere a student can read before
+"""The leak audit (grader/course/leaks.py): no graded answer is printed anywhere a student can read before
 answering it. A release is built for the module and everything it hands out, with everything the graders
 show (explanations of closed questions, practice explanations, every instance of the drawn numbers), is
 read and tried with every graded question's own judge. The audit itself is tested on the texts of round 2
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from grader import quiz as quiz_lib
-from grader.quiz import leaks
+from grader.course import leaks
 from grader.quiz.handout import handout_quiz
 from grader.quiz.locking import dump_locked, lock_quiz
 from grader.quiz.model import Choice, Question

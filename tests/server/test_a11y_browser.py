@@ -25,7 +25,8 @@ import pytest
 from a11y_util import assert_accessible, unreached_by_tab
 from figures_util import known_report
 from grader import quiz as quiz_lib
-from grader.server import records, sample_class
+from grader.queue import records
+from bench import sample_class
 from grader.student.engine.model import GradeReport
 from grader.student.feedback.report_html import format_html
 from grader.student.store import Store

@@ -2,7 +2,7 @@
 sorting without JavaScript, overrides with CSRF and a required comment, the gradebook exports.
 
 One ``grade serve`` for the module (``--workers 0``) over a generated class
-(grader/server/sample_class.py); the browser tests (test_dashboard_browser.py)
+(bench/sample_class.py); the browser tests (test_dashboard_browser.py)
 start their own with :func:`class_server`.
 """
 
@@ -24,7 +24,8 @@ import pytest
 
 from grader.term import class_report
 from grader import quiz as quiz_lib
-from grader.server import dashboard, sample_class
+from grader.server import dashboard
+from bench import sample_class
 from grader.student.store import Store
 from server_util import Server
 
@@ -398,7 +399,7 @@ def test_the_dashboards_copy_of_a_late_report_carries_the_late_note_and_the_coun
 
 
 def test_an_upload_is_named_as_the_student_knows_it(tmp_path: Path) -> None:
-    from grader.server import records
+    from grader.queue import records
     from grader.student.course import DEFAULT_COURSE
     from grader.student.engine.model import ExerciseResult, GradeReport
 

@@ -23,7 +23,8 @@ import httpx
 import pytest
 
 from conftest import require_program
-from grader.term import class_html, class_report
+from grader.term import class_report
+from grader.server import class_html
 from grader import quiz as quiz_lib
 from grader.server import dashboard
 from grader.student.store import Store

@@ -24,7 +24,8 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import httpx
 import pytest
 
-from grader.server import records, roster
+from grader.server import roster
+from grader.queue import records
 from grader.student.course import load_course
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.store import Store, utc_now

@@ -26,11 +26,11 @@ from click.testing import CliRunner
 
 from grader.cli import cli
 from grader.course.solution import write_solution
-from grader.server import records
+from grader.queue import records
 from grader.server.app import ServerConfig
 from grader.server.web import create_app
-from grader.server.jobs import open_queue
-from grader.server.selftest import LATEST_KEY
+from grader.queue.jobs import open_queue
+from grader.queue.selftest import LATEST_KEY
 from grader.student.client.connection import Login, save_login
 from grader.student.store import Store
 from server_util import HOST, api, free_port, issue_tokens, wait_for

@@ -27,7 +27,7 @@ import uvicorn
 from grader.server import lti, lti_services, roster
 from grader.server.app import ServerConfig
 from grader.server.web import create_app
-from grader.server.jobs import open_queue
+from grader.queue.jobs import open_queue
 from grader.student.course import DEFAULT_COURSE, CourseError, load_course
 from grader.student.store import Store
 from lms_platform import (AGS, INSTITUTION_ADMIN, INSTRUCTOR, LEARNER, SYSTEM_ADMIN, LmsPlatform, User,
@@ -718,9 +718,9 @@ def test_a_held_upload_posts_nothing_until_it_is_graded_by_itself_then_posts_onc
     from datetime import datetime, timezone
 
     from grader.course.solution import write_solution
-    from grader.server import records
-    from grader.server.collector import Collector
-    from grader.server.selftest import LATEST_KEY, SelfTest
+    from grader.queue import records
+    from grader.queue.collector import Collector
+    from grader.queue.selftest import LATEST_KEY, SelfTest
     from server_util import solution_files
     from test_held_jobs import published
 

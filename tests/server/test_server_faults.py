@@ -31,9 +31,9 @@ import httpx
 import pytest
 
 from classgen import make_student
-from grader.server import records
-from grader.server.collector import Collector
-from grader.server.jobs import Outage, job_of_key, lease_key, open_queue, queued_key, task_id
+from grader.queue import records
+from grader.queue.collector import Collector
+from grader.queue.jobs import Outage, job_of_key, lease_key, open_queue, queued_key, task_id
 from grader.student.course import DEFAULT_COURSE
 from grader.student.store import Store
 from server_util import (
@@ -338,7 +338,7 @@ def test_a_standalone_workers_main_process_killed_takes_its_children_and_the_job
 
 def test_a_lease_is_renewed_while_grading_and_released_on_sigterm(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from grader.server import jobs
+    from grader.queue import jobs
 
     monkeypatch.setattr(jobs, "RENEW_S", 0.01)
     queue = open_queue(f"sqlite:///{tmp_path / 'queue.db'}")

@@ -26,7 +26,7 @@ from grader.cli import cli
 from grader.student.client.connection import Login, save_login
 from grader.student.course import DEFAULT_COURSE
 from grader.student.engine.model import ExerciseResult, GradeReport
-from grader.server import records
+from grader.queue import records
 from grader.course.solution import write_solution
 from grader.student.store import Store
 from server_util import Server, api, issue_tokens, kill_tree, solution_files, wait_for, wait_graded
@@ -253,8 +253,8 @@ def test_a_result_is_recorded_once_however_often_it_is_collected(tmp_path: Path)
 def test_a_job_begun_and_finished_between_two_collector_passes_still_names_its_worker(tmp_path: Path) -> None:
     """A fast job's lease and result can both arrive before the collector looks: the worker is still
     recorded (from the lease), not left empty (the collector used to note it only while running)."""
-    from grader.server.collector import Collector
-    from grader.server.jobs import lease_key, open_queue, task_id
+    from grader.queue.collector import Collector
+    from grader.queue.jobs import lease_key, open_queue, task_id
     from grader.student.client.wire import report_to_dict
 
     db, url = tmp_path / "course.db", f"sqlite:///{tmp_path / 'queue.db'}"
@@ -326,7 +326,7 @@ def test_a_port_in_use_stops_grade_serve_with_one_line(tmp_path: Path) -> None:
 
 
 def test_a_worker_refuses_a_task_with_a_path_outside_its_folder(tmp_path: Path) -> None:
-    from grader.server.jobs import open_queue
+    from grader.queue.jobs import open_queue
 
     queue = open_queue(f"sqlite:///{tmp_path / 'queue.db'}")
     result = queue.task.call_local(1, 1, "ann", RELU, {"../escaped.py": "x = 1\n", "activations.py": "x = 2\n"})
@@ -387,7 +387,7 @@ def test_a_late_upload_says_what_share_counts_and_closed_chapters_are_listed(tmp
 
 
 def test_a_report_from_the_worker_names_no_server_folder(tmp_path: Path) -> None:
-    from grader.server import jobs
+    from grader.queue import jobs
 
     queue = jobs.open_queue(f"sqlite:///{tmp_path / 'queue.db'}")
     leaky = "class ReLU:\n    def __init__(self):\n        raise RuntimeError(__file__)\n"

@@ -32,7 +32,7 @@ from click.testing import CliRunner
 
 from grader.cli import cli
 from grader.course.solution import write_solution
-from grader.server.jobs import open_queue
+from grader.queue.jobs import open_queue
 from grader.student.client.connection import Login, save_login
 from server_util import Server, api, issue_tokens, solution_files, start_worker, stop_process, wait_for
 

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import require_program
 from grader.term import regrade
-from grader.server import records
+from grader.queue import records
 from grader.student.course import DEFAULT_COURSE
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.store import Store, utc_now

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from grader.term import class_report
-from grader.course import progress
+from grader.term import progress
 from grader.cli import cli
 from grader.student.course import Chapter, CourseError, counted_score, load_course
 from grader.student.engine.model import ExerciseResult, GradeReport

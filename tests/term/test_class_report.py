@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.term import class_html, class_report
+from grader.term import class_report
+from grader.server import class_html
 from grader.mistakes import CATALOGUE
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.quiz import Question, Quiz

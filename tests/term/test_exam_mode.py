@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from grader.course import progress
-from grader.server import records
+from grader.term import progress
+from grader.queue import records
 from grader.server.app import ServerConfig
 from grader.server.web import create_app
 from grader.course.solution import write_solution

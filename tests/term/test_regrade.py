@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from grader.term import class_report, regrade
 from grader.cli import cli
-from grader.server import records
+from grader.queue import records
 from grader.server.app import ServerConfig
 from grader.server.web import create_app
 from grader.student.course import DEFAULT_COURSE

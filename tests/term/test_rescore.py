@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from grader.term import class_report, rescore
 from grader.course import grading
 from grader.cli import cli
-from grader.server import records
+from grader.queue import records
 from grader.course.solution import write_solution
 from grader.student.course import DEFAULT_COURSE
 from grader.student.engine.model import GradeReport

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from grader.term import similarity
 from grader.cli import cli
-from grader.server import records
+from grader.queue import records
 from grader.student.course import DEFAULT_COURSE
 from grader.student.store import Store
 

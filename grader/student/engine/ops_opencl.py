@@ -27,7 +27,7 @@ Where the kernel runs:
   outputs, with the same NaN sentinel where the kernel writes nothing. So the
   parent never needs an OpenCL context, and the known wrong kernels
   (``grader.mistakes.kernels``) are emulations too. The emulations themselves
-  are instructor-only (``grader.course.kernel_emulation``: they state the answers).
+  are instructor-only (``reference.opencl.emulation``: they state the answers).
 
 A kernel whose body is still empty (the stub as released: comments at most) raises
 ``NotImplementedError`` before anything is built, so untouched stubs read as not
@@ -87,7 +87,7 @@ class OutSpec:
 
 # --------------------------------------------------------------------------
 # Kernels emulated in NumPy (the reference's and the known mistakes' emulations live with the
-# instructor: grader/course/kernel_emulation.py, grader/mistakes/kernels.py)
+# instructor: reference/opencl/emulation.py, grader/mistakes/kernels.py)
 # --------------------------------------------------------------------------
 
 Emulation = Callable[[list[Any], int, int | None], dict[str, np.ndarray]]
@@ -108,7 +108,7 @@ def launched_rows(global_size: int, local_size: int | None) -> int:
 class EmulatedKernels:
     """A kernel namespace computed by NumPy: one emulation per kernel name.
 
-    The instructor side builds them: ``grader.course.kernel_emulation`` (the reference's
+    The instructor side builds them: ``reference.opencl.emulation`` (the reference's
     kernels) and ``grader.mistakes.kernels`` (the reference's with one replaced).
     """
 
@@ -122,7 +122,7 @@ class EmulatedKernels:
         return self.table[kernel](args, global_size, local_size)
 
 
-# The emulation used for the ``reference`` package: set by grader.course.kernel_emulation (instructor side only).
+# The emulation used for the ``reference`` package: set by reference.opencl.emulation (instructor side only).
 REFERENCE_KERNELS: EmulatedKernels | None = None
 
 
@@ -169,7 +169,7 @@ def emulation_table(ns: Any) -> EmulatedKernels | None:
         return ns
     if is_reference_package(ns):
         if REFERENCE_KERNELS is None:
-            raise KernelOpError("the reference kernels' emulation is not loaded: import grader.course.kernel_emulation")
+            raise KernelOpError("the reference kernels' emulation is not loaded: import reference.opencl.emulation")
         return REFERENCE_KERNELS
     return None
 

@@ -2,7 +2,7 @@
 quiz completion, what to do next; and its JSON form (the course server sends it so).
 
 Both `grade progress` commands print with :func:`format_progress`: the
-instructor's (:mod:`grader.course.progress`, which also reads the locked quizzes), and
+instructor's (:mod:`grader.term.progress`, which also reads the locked quizzes), and
 the handout's, from the course server's record or from the local database of
 public-check attempts (:func:`summarize` with the standings it has: none offline,
 where quizzes are practice). Chapters are the exercise topics in the

@@ -473,7 +473,7 @@ def test_figures_are_stored_with_the_attempt_and_rebuilt_for_the_server_and_the_
     tmp_path: Path, hidden: GradeReport
 ) -> None:
     from grader.server import dashboard
-    from grader.server.records import report_of
+    from grader.queue.records import report_of
     from grader.student.store import Store
 
     with Store.open(tmp_path / "c.db") as store:
@@ -557,7 +557,7 @@ def catalogue_exercises() -> list[str]:
 def test_every_failing_check_of_every_known_mistake_has_a_picture(exercise: str) -> None:
     """Done when: every failing check kind in the catalogue has a picture (graded live, as the server does), drawn
     without an error, hiding the expected values where they are the reference's."""
-    import grader.course.kernel_emulation  # noqa: F401  (the kernels' reference side: NumPy emulations)
+    import reference.opencl.emulation  # noqa: F401  (the kernels' reference side: NumPy emulations)
     from checks_util import grade_in_process
     from grader.mistakes import CATALOGUE
 

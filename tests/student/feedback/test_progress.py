@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import grader.course.progress as progress
+import grader.term.progress as progress
 from grader.cli import cli
 from grader.student.engine.model import ExerciseResult, GradeReport
 from grader.quiz import Question, Quiz

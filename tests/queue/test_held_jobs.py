@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from grader.course.solution import write_solution
-from grader.server import records, selftest
+from grader.queue import records, selftest
 from grader.server.app import job_json
-from grader.server.collector import Collector, regrade_backoff
-from grader.server.jobs import job_of_key, lease_key, open_queue, task_id
-from grader.server.selftest import LATEST_KEY, SelfTest, verdict
+from grader.queue.collector import Collector, regrade_backoff
+from grader.queue.jobs import job_of_key, lease_key, open_queue, task_id
+from grader.queue.selftest import LATEST_KEY, SelfTest, verdict
 from grader.student.client.wire import report_to_dict
 from grader.student.course import DEFAULT_COURSE
 from grader.student.engine.model import ExerciseResult, GradeReport
@@ -341,7 +341,7 @@ def test_a_worker_whose_own_self_test_failed_holds_that_kind_without_grading_it(
 
 def test_a_sandbox_that_cannot_start_on_the_worker_holds_every_exercise(rig: dict[str, Any],
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from grader.server import jobs
+    from grader.queue import jobs
     from grader.student.sandbox import bwrap
 
     monkeypatch.setattr(bwrap, "problem", lambda: "bubblewrap cannot create a sandbox here: setting up uid map")

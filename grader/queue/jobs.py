@@ -12,7 +12,7 @@ A task carries everything a worker needs (the student id, the exercise ids and
 the uploaded files' contents), so a worker on another machine needs neither
 the server's disk nor its database. The worker never writes the course
 database. Three kinds of keys in the queue's own key/value store tell the
-server's collector (grader/server/collector.py) where a try is:
+server's collector (grader/queue/collector.py) where a try is:
 
 - ``queued:<task id>``: written by the server when it enqueues the try, and
   deleted by the worker that takes it (after writing its lease). A try that
@@ -30,7 +30,7 @@ server's collector (grader/server/collector.py) where a try is:
   ``{"ok": true, "report": <grader.student.client.wire dict>}`` or ``{"ok": false, "error": "..."}``.
 
 A second task, ``selftest`` (task ids ``selftest-...``, with the same mark and
-lease), grades the reference solution (grader/server/selftest.py) and returns
+lease), grades the reference solution (grader/queue/selftest.py) and returns
 ``{"ok": true, "selftest": {...}}``; every self-test is also published under
 ``selftest:latest`` and ``selftest:host:<host>``. A worker grades no exercise
 of a kind its machine's last self-test failed, and none when the OS sandbox
@@ -65,7 +65,7 @@ from huey import RedisHuey, SqliteHuey
 from huey.api import Huey, TaskWrapper
 
 from grader.course import grading
-from grader.server import selftest
+from grader.queue import selftest
 from grader.student.engine.model import ExerciseResult, GradeReport
 from grader.student.errors import GraderError, SetupError
 from grader.student.sandbox.private_tmp import PrivateFolder
@@ -76,7 +76,7 @@ from grader.student.client.wire import report_to_dict
 QUEUE_NAME = "normgrade"
 TASK_NAME = "grade_upload"
 SCORE_TASK_NAME = "post_score"  # an LTI score sent to the LMS (grader/server/lti_services.py)
-SELFTEST_TASK_NAME = "selftest"  # the reference solution graded here (grader/server/selftest.py)
+SELFTEST_TASK_NAME = "selftest"  # the reference solution graded here (grader/queue/selftest.py)
 
 MAX_TRIES = 2  # a try whose lease expires is put back once more, then the job is recorded as an error
 RENEW_S = 1.0  # how often a grading process renews its lease
@@ -262,7 +262,7 @@ def grade_here(folder: Path, exercise_ids: list[str], student: str, queue: Huey)
     """``grading.grade`` on this worker, except what this machine cannot grade: ``not_graded``, never sent to it.
 
     That is every exercise of a kind its last self-test failed
-    (:func:`grader.server.selftest.refused_here`), and every exercise when the
+    (:func:`grader.queue.selftest.refused_here`), and every exercise when the
     OS sandbox cannot start here. The server holds them and grades them again
     once a self-test passes.
     """
@@ -530,7 +530,7 @@ def run_consumer(url: str, workers: int, self_test: bool = True) -> None:
     """``grade worker``: consume grading tasks with ``workers`` processes until SIGINT/SIGTERM.
 
     With ``self_test`` the reference solution is graded first (one NumPy and
-    one kernel exercise, grader/server/selftest.py): one log line per kind,
+    one kernel exercise, grader/queue/selftest.py): one log line per kind,
     the verdict published for the server, and a failing kind refused by this
     machine's grading processes until a self-test passes.
 

@@ -49,7 +49,7 @@ Two kinds of answer are not counted as leaks, and the audit lists them:
   level (from ``derive`` on they give derived formulas on purpose) are read
   only with ``stubs=True``.
 
-``python -m grader.quiz.leaks`` builds a release in a temporary folder and
+``python -m grader.course.leaks`` builds a release in a temporary folder and
 prints what the audit finds.
 """
 
@@ -305,14 +305,14 @@ def run(student_dir: Path | str, quizzes: Sequence[Quiz], sources: Sequence[Sour
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m grader.quiz.leaks``: build a release in a temporary folder, audit it, print what it found."""
+    """``python -m grader.course.leaks``: build a release in a temporary folder, audit it, print what it found."""
     import argparse
     import tempfile
 
     from grader import quiz as quiz_lib
     from grader.course.release import ROOT, build_release
 
-    parser = argparse.ArgumentParser(prog="python -m grader.quiz.leaks", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m grader.course.leaks", description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=STUDENTS,
                         help=f"students read for a question with over {ENUMERATED} instances")
     parser.add_argument("--stubs", action="store_true", help="read the stubs at the release's level too")

@@ -20,7 +20,7 @@ Every ``interval`` seconds it looks at each open job:
   with the reason.
 
 **Held work and the self-test** (the server passes a
-:class:`grader.server.selftest.SelfTest`; ``grade batch --queue`` does not):
+:class:`grader.queue.selftest.SelfTest`; ``grade batch --queue`` does not):
 until the first self-test verdict no job is enqueued; a job's exercises of a
 kind the self-test refuses are held, not sent (all refused: the job is held
 at once); a result with ``not_graded`` exercises records the graded ones and
@@ -58,9 +58,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from grader.server import records
-from grader.server.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, Outage, Queue, job_of_key, open_queue, task_id
-from grader.server.selftest import LABELS, SelfTest, kind_of, sentence
+from grader.queue import records
+from grader.queue.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, Outage, Queue, job_of_key, open_queue, task_id
+from grader.queue.selftest import LABELS, SelfTest, kind_of, sentence
 from grader.student.course import parse_time
 from grader.student.store import Store
 from grader.student.client.wire import report_from_dict

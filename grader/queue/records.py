@@ -17,7 +17,7 @@ and closes the round in one transaction, so a result is recorded exactly once.
 that cannot start) is not the student's: it is recorded nowhere and the job
 keeps it in ``held`` (with ``held_reason``) instead of closing as ``done``;
 so does an exercise of a kind the server's self-test refuses
-(grader/server/selftest.py), which is never sent. A held job is graded again
+(grader/queue/selftest.py), which is never sent. A held job is graded again
 by the server itself (the collector starts a new *round*: only the held
 exercises, ``grading``, the same upload), and what that round grades joins
 the upload's one attempt, timed at the upload (``Store.record_report(into=)``);

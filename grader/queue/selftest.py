@@ -11,7 +11,7 @@ It runs on a worker:
 
 - ``grade worker`` runs one before it takes jobs (``--no-self-test`` skips it:
   ``grade serve``'s own worker child, whose first task is the server's);
-- the Huey task ``selftest`` (grader/server/jobs.py), which the server sends
+- the Huey task ``selftest`` (grader/queue/jobs.py), which the server sends
   at its start, again when a job came back with exercises not graded, and
   while a kind fails (1 min, doubling up to 10 min).
 
@@ -22,11 +22,11 @@ those exercises come back ``not_graded`` and are held).
 
 The server's side is :class:`SelfTest`, ticked by the collector: until the
 first verdict it hands out no job; a kind that fails is **refused**: its
-exercises are held, never sent to a worker (grader/server/records.py), one
+exercises are held, never sent to a worker (grader/queue/records.py), one
 log line says so, every dashboard page shows a banner, and ``GET
 /api/v1/health`` has ``"selftest": {"cpu": {"ok": true, ...}, "opencl":
 {"ok": false, "reason": "..."}}``. Once a run says the kind works again, the
-held jobs are graded by themselves (grader/server/collector.py).
+held jobs are graded by themselves (grader/queue/collector.py).
 """
 
 from __future__ import annotations

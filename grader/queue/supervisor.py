@@ -2,7 +2,7 @@
 
 ``grade serve --workers N`` (N > 0) starts ``grade worker --queue URL
 --workers N --no-self-test`` as a child process (the server's own self-test
-is the first task it takes: grader/server/selftest.py) and watches it from a
+is the first task it takes: grader/queue/selftest.py) and watches it from a
 thread:
 
 - the child leads a process group of its own (the consumer, its grading
@@ -10,7 +10,7 @@ thread:
   with one ``killpg``: SIGTERM, then SIGKILL after ``grace`` seconds;
 - the child gets SIGTERM from the kernel when the server dies, even by SIGKILL
   (``PR_SET_PDEATHSIG``), and its own children get SIGKILL when it dies
-  (grader/server/jobs.py ``run_consumer``): no orphan grades beside the
+  (grader/queue/jobs.py ``run_consumer``): no orphan grades beside the
   workers of a restarted server;
 - a child that exits while the server runs (killed, crashed) is started
   again after a back-off (1 s doubling to 60 s, back to 1 s after a minute of
@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 
-from grader.server.jobs import set_parent_death_signal
+from grader.queue.jobs import set_parent_death_signal
 
 log = logging.getLogger("normgrade.workers")
 RESTART_FIRST_S, RESTART_MAX_S, HEALTHY_S = 1.0, 60.0, 60.0
