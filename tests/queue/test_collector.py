@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from grader.server import records
+from grader.queue import records
 from grader.server.app import ServerConfig
-from grader.server.collector import Collector
-from grader.server.jobs import lease_key, open_queue, task_id
+from grader.queue.collector import Collector
+from grader.queue.jobs import lease_key, open_queue, task_id
 from grader.server.web import create_app
 from grader.student.client.wire import report_to_dict
 from grader.student.course import DEFAULT_COURSE
@@ -123,7 +123,7 @@ def test_a_job_whose_result_cannot_be_recorded_ends_error_and_the_queue_goes_on(
 def test_only_an_unreachable_database_or_queue_is_an_outage() -> None:
     import sqlite3
 
-    from grader.server.collector import unreachable
+    from grader.queue.collector import unreachable
 
     assert unreachable(sqlite3.OperationalError("database is locked"))
     assert unreachable(ConnectionRefusedError())
