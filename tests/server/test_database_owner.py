@@ -29,7 +29,7 @@ from grader.server.app import ServerConfig
 from grader.server.web import create_app
 from grader.student.course import DEFAULT_COURSE
 from grader.student.store import Store, serve, serving_file
-from lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User, launch
+from bench.lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User, launch
 from server_util import HOST, Server, api, free_port, issue_tokens, wait_for
 
 

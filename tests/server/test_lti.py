@@ -2,7 +2,7 @@
 
 The tool is the course server (``create_app`` served by uvicorn in a thread
 on a loopback port, no collector; an httpx client with its cookie jar plays
-the browser); the platform is tests/lms_platform.py on
+the browser); the platform is bench/lms_platform.py on
 a loopback port. Score posting runs the server's ScorePoster one tick at a
 time (``now`` passed in: no test waits on a clock) and the queue's tasks
 one by one (``huey.dequeue`` + ``huey.execute``), as a worker would.
@@ -30,7 +30,7 @@ from grader.server.web import create_app
 from grader.queue.jobs import open_queue
 from grader.student.course import DEFAULT_COURSE, CourseError, load_course
 from grader.student.store import Store
-from lms_platform import (AGS, INSTITUTION_ADMIN, INSTRUCTOR, LEARNER, SYSTEM_ADMIN, LmsPlatform, User,
+from bench.lms_platform import (AGS, INSTITUTION_ADMIN, INSTRUCTOR, LEARNER, SYSTEM_ADMIN, LmsPlatform, User,
                           auth_url_params, launch, login_redirect)
 from server_util import HOST, free_port, issue_tokens, wait_for
 
