@@ -20,8 +20,9 @@ last report), the machine's busy CPU seconds per student (/proc/stat, everything
 queueing bound: the same arrivals served first come first served by K workers, each upload taking its own
 measured grading time (its attempt's ``duration``) and nothing else: p95 / bound is what the queue's machinery
 and the faults cost. Then how far the estimate the student was shown on upload (``estimate_s``,
-grader/queue/estimate.py) was from what happened (the share within +/-30 %; goal: 90 %), lost uploads (must
-be 0) and students recorded twice (must be 0).
+grader/queue/estimate.py) was from what happened (the share within +/-30 %; goal: 90 %; and the median of
+estimate / actual: above 1 the estimates were too long), lost uploads (must be 0) and students recorded twice
+(must be 0).
 """
 
 from __future__ import annotations
@@ -270,6 +271,7 @@ def summarize(seen: list[Seen], service: dict[str, float], began: float, cpu: fl
         "cpu_per_student": cpu / len(seen), "bound_p95": p95_bound,
         "p95_over_bound": percentile(values, 95) / p95_bound if p95_bound > 0 else float("nan"),
         "estimated": len(estimated), "within_30": len(within),
+        "estimate_ratio": percentile([s.estimate_s / latency[s.student] for s in estimated], 50),  # type: ignore[operator]
         "lost": len(seen) - len(graded), "recorded_twice": twice, "recorded_once": once,
         "kills": faults.kills, "redis_restarts": faults.redis_restarts,
         "errors": [f"{s.student} ({s.kind}): {s.error}" for s in seen if s.error][:5],
@@ -302,12 +304,13 @@ def main(argv: list[str] | None = None) -> int:
           f"({args.outage:g} s down); exercises: {' '.join(args.exercises)}", flush=True)
     r = run(args)
     header = ("p50 s", "p95 s", "p99 s", "throughput/min", "CPU s/student", "bound p95 s", "p95/bound",
-              "estimate within 30%", "lost", "recorded twice", "workers killed", "Redis restarts")
+              "estimate within 30%", "estimate/actual p50", "lost", "recorded twice", "workers killed", "Redis restarts")
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     share = f"{r['within_30']}/{r['estimated']} ({r['within_30'] / r['estimated']:.0%})" if r["estimated"] else "-"
     print(f"| {r['p50']:.1f} | {r['p95']:.1f} | {r['p99']:.1f} | {r['throughput']:.1f} | "
           f"{r['cpu_per_student']:.2f} | {r['bound_p95']:.1f} | {r['p95_over_bound']:.2f} | {share} | "
+          f"{r['estimate_ratio']:.2f} | "
           f"{r['lost']} | {r['recorded_twice']} | {r['kills']} | {r['redis_restarts']} |", flush=True)
     for line in r["errors"]:
         print(f"  failed: {line}", file=sys.stderr)
