@@ -60,9 +60,9 @@ from grader.student.engine.pack import PackSource
 from grader.student.sandbox.runner import Limits
 from grader.course.solution import write_solution
 
-from batch import floor_seconds, load_average, machine_cpu_seconds  # bench/batch.py: first on sys.path
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the checkout, for bench.batch
+from bench.batch import floor_seconds, load_average, machine_cpu_seconds  # noqa: E402
 ONE_EXERCISE = "normalization.BatchNorm1d"
 FIRST_RUN = "all, first run"  # grade submit of all exercises with no kept kernels (each run compiles them)
 TARGETS = {"all exercises": 1.0, FIRST_RUN: 1.0, "one exercise": 0.3}

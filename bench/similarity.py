@@ -43,9 +43,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))  # the checkout, for bench.batch
 
-from batch import kinds, write_student  # noqa: E402  (bench/batch.py: the generated class)
+from bench.batch import kinds, write_student  # noqa: E402  (bench/batch.py: the generated class)
 
 from grader.term import similarity  # noqa: E402
 from grader.queue import records  # noqa: E402

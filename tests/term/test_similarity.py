@@ -4,7 +4,6 @@ removed as boilerplate; copies (also renamed and reformatted) found, independent
 from __future__ import annotations
 
 import json
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,8 +19,7 @@ from grader.student.store import Store
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "bench" / "similarity_class"  # independent solutions of the dropout stub
 STUB = (REPO / "exercises" / "dropout.py").read_text(encoding="utf-8")
-sys.path.insert(0, str(REPO / "bench"))
-from similarity import rename_and_reformat  # noqa: E402  (bench/similarity.py: how a copy is disguised)
+from bench.similarity import rename_and_reformat  # bench/similarity.py: how a copy is disguised
 
 
 def solution(k: int) -> str:
