@@ -50,6 +50,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +149,7 @@ def main() -> int:
                 if sandbox or len(modes) == 1:
                     statuses = Counter(e.status for e in report.exercises)
                     verdicts.append(f"{name}: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
-                timing = median_time(lambda: grade_fn(folder, selectors or None, "bench", limits), runs)
+                timing = median_time(partial(grade_fn, folder, selectors or None, "bench", limits), runs)
                 rows.append((name, "grade()", mode, timing))
         floors: dict[str, float] = {}
         if args.handout is None:  # a handout grades on case packs: the live checks' floor is not its work

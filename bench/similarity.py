@@ -107,7 +107,7 @@ def build_class(root: Path) -> tuple[Path, dict[str, str]]:
     db = root / "course.db"
     names = [f"s{k:02d}" for k in range(INDEPENDENT)]
     texts: dict[str, dict[str, str]] = {}
-    for serial, (name, kind) in enumerate(zip(names, kinds(INDEPENDENT))):
+    for serial, (name, kind) in enumerate(zip(names, kinds(INDEPENDENT), strict=True)):
         folder = root / name
         write_student(folder, name, kind, serial)
         files = collect_files(folder / "exercises")

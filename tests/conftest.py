@@ -190,7 +190,7 @@ def starts_server(args: object) -> str | None:
         argv = [os.fsdecode(a) if isinstance(a, (str, bytes, os.PathLike)) else str(a) for a in args]  # type: ignore[union-attr]
     if argv and os.path.basename(argv[0]) == "redis-server":
         return "redis-server"
-    for before, word in zip(argv, argv[1:]):
+    for before, word in zip(argv, argv[1:], strict=False):
         if word in SERVER_COMMANDS and "grade" in before:
             return f"grade {word}"
     return None

@@ -145,7 +145,7 @@ def instances(question: Question, students: Sequence[str]) -> list[dict[str, Any
     specs = params_lib.parse_specs(question.params)
     practice = pose(question, PRACTICE_STUDENT).values
     if math.prod(len(spec.values) for spec in specs.values()) <= ENUMERATED:
-        grid = [dict(zip(specs, combo)) for combo in itertools.product(*(spec.values for spec in specs.values()))]
+        grid = [dict(zip(specs, combo, strict=True)) for combo in itertools.product(*(spec.values for spec in specs.values()))]
     else:
         grid = [pose(question, student).values for student in students]
     return [values for values in grid if values != practice]

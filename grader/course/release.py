@@ -39,7 +39,6 @@ from typing import Any
 from grader import quiz as quiz_lib
 from grader.course.packs import PackError, write_packs
 from grader.course.scaffold import render_stub, render_tree
-from grader.quiz import params as params_lib
 from grader.student.engine import catalogue
 from grader.student.course import HANDOUT_SETTINGS, Course
 from grader.student.errors import GraderError

@@ -557,7 +557,7 @@ def _server(doc: Mapping[str, Any], path: Path) -> tuple[str | None, str]:
         from urllib.parse import urlsplit
 
         try:
-            urlsplit(url).port
+            _ = urlsplit(url).port  # reading the port raises ValueError on a bad one
         except ValueError:
             raise CourseError(f"{path}: server.url = {url!r} has no valid port: write it like "
                               "\"http://127.0.0.1:8000\"") from None

@@ -21,7 +21,7 @@ def test_sgd_momentum_weight_decay_trajectory() -> None:
     opt = SGD(lr=0.1, momentum=0.9, weight_decay=0.01)
     expected = [[0.949, -1.898], [0.882151, -1.844302], [0.831104749, -1.824129498]]
     buffers = [[0.51, -1.02], [0.66849, -0.53698], [0.51046251, -0.20172502]]
-    for g, want, buf in zip(GRADS, expected, buffers):
+    for g, want, buf in zip(GRADS, expected, buffers, strict=True):
         opt.step({"w": p}, {"w": g})
         np.testing.assert_allclose(p, want, rtol=1e-13)
         np.testing.assert_allclose(opt.buffers["w"], buf, rtol=1e-13)
@@ -62,7 +62,7 @@ def test_adamw_trajectory() -> None:
     opt = AdamW(lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1)
     expected = [0.890000002, 0.8544662986878, 0.7801104766702]
     moments = [(0.05, 0.00025), (0.02, 0.00031225), (0.118, 0.00131193775)]
-    for g, want, (m, v) in zip([0.5, -0.25, 1.0], expected, moments):
+    for g, want, (m, v) in zip([0.5, -0.25, 1.0], expected, moments, strict=True):
         opt.step({"w": p}, {"w": np.array([g])})
         np.testing.assert_allclose(p, [want], rtol=1e-12)
         np.testing.assert_allclose(opt.m["w"], [m], rtol=1e-12)

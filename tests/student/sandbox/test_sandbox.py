@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -14,7 +12,6 @@ import pytest
 from grader.student.engine.ops import Case
 from grader.student.sandbox.runner import (
     Job,
-    _write_jobs,
     Limits,
     MalformedResults,
     death_message,

@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -366,8 +365,8 @@ def everything_shown(report: GradeReport) -> str:
 
 def reference_marker() -> str:
     """A line of the reference's activations.py that no stub or report contains."""
-    lines = [l.strip() for l in (ROOT / "reference" / "activations.py").read_text().splitlines()]
-    return max((l for l in lines if "return" in l and "np." in l), key=len)
+    lines = [line.strip() for line in (ROOT / "reference" / "activations.py").read_text().splitlines()]
+    return max((line for line in lines if "return" in line and "np." in line), key=len)
 
 
 def test_the_hostile_submission_is_still_graded(hostile: dict[str, Any]) -> None:

@@ -1012,10 +1012,10 @@ NOTHING_ELSE = ("earns nothing yet: every other check of this exercise fails, an
 
 def no_credit_for_support_alone(checks: list[Check], results: list[CheckResult]) -> list[CheckResult]:
     """``results`` with every passing supporting check failed when no other check passed."""
-    if any(r.passed and not c.supporting and r.max_score > 0 for c, r in zip(checks, results)):
+    if any(r.passed and not c.supporting and r.max_score > 0 for c, r in zip(checks, results, strict=True)):
         return results
     return [result(r.name, r.max_score, False, NOTHING_ELSE) if r.passed and c.supporting else r
-            for c, r in zip(checks, results)]
+            for c, r in zip(checks, results, strict=True)]
 
 
 # --------------------------------------------------------------------------- layer helpers

@@ -56,7 +56,7 @@ def get(attr: str, out: str) -> dict[str, Any]:
 
 
 def flag_ops(suffix: str) -> list[dict[str, Any]]:
-    return [get(attr, key) for attr, key in zip(FLAGS, flag_keys(suffix))]
+    return [get(attr, key) for attr, key in zip(FLAGS, flag_keys(suffix), strict=True)]
 
 
 def flag_keys(suffix: str) -> list[str]:
@@ -128,7 +128,7 @@ def eval_outputs(ctx: Context) -> tuple[bool, str, Mistake | None]:
         expected = ctx.reference_output("eval", key)
         cmp = compare(got, expected, RTOL, ATOL * scale_of(expected))
         if not cmp.ok:
-            still = [attr.split(".")[0] for attr, k in zip(FLAGS, flag_keys("eval"))
+            still = [attr.split(".")[0] for attr, k in zip(FLAGS, flag_keys("eval"), strict=True)
                      if attr != "training" and bool(np.all(s.outputs.get(k, np.array(False))))]
             note = (f" After eval() these layers are still in training mode: {', '.join(still)}"
                     " (eval() must reach all four layers)." if still else "")

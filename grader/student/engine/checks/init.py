@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
@@ -129,9 +130,9 @@ class StatCheck(Check):
             if other.ok or other.fingerprint is None or not self.same(verdict.fingerprint, other.fingerprint):
                 continue
             theirs = [variant_verdict(ctx, peer, mistake) for peer in peers]
-            if any(not t.ok and not agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs)):
+            if any(not t.ok and not agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs, strict=True)):
                 continue  # the variant fails a check that the student passes, or fails it another way
-            agreement = sum(agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs))
+            agreement = sum(agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs, strict=True))
             if best is None or agreement > best[0]:
                 best = (agreement, mistake)
         return None if best is None else best[1]
@@ -230,9 +231,8 @@ def judge_shape(fn: str, items: list[tuple[str, InitSpec]]) -> Judge:
             if w is None:
                 return Verdict(False, f"{call_text(fn, spec)}: {why}")
             shapes.append(w.shape)
-            picture = (lambda w=w, spec=spec: figures.shapes_figure(
-                w.shape, (spec.fan_out, spec.fan_in), title=call_text(fn, spec), key="W", received_dtype=str(w.dtype),
-                expected_dtype="float64"))
+            picture = partial(figures.shapes_figure, w.shape, (spec.fan_out, spec.fan_in), title=call_text(fn, spec),
+                              key="W", received_dtype=str(w.dtype), expected_dtype="float64")
             if w.shape != (spec.fan_out, spec.fan_in):
                 return Verdict(
                     False,

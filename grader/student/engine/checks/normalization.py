@@ -233,10 +233,10 @@ def _second_stats(ctx: Context, what: str) -> tuple[bool, str, Mistake | None]:
         return False, f"running statistics after one step on {what}: {error_text(s.error)}", None
     own = [s.outputs.get(f"flat_{k}") for k in keys]
     if all(o is not None for o in own) and all(
-        compare(g, o, RTOL, ATOL * scale_of(o)).ok for g, o in zip(got, own)
+        compare(g, o, RTOL, ATOL * scale_of(o)).ok for g, o in zip(got, own, strict=True)
     ):
         return True, "", None
-    for key, value, mine in zip(keys, got, own):
+    for key, value, mine in zip(keys, got, own, strict=True):
         expected = ctx.reference_output("second", key)
         cmp = compare(value, expected, RTOL, ATOL * scale_of(expected))
         if not cmp.ok:
