@@ -85,7 +85,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -376,7 +376,7 @@ def late_exercises(course: Course, results: Iterable[Any], when: datetime, stude
     return out
 
 
-def counted_score(rows: list[Mapping[str, Any]], chapter: Chapter | None, rule: str) -> Counted:
+def counted_score(rows: Sequence[Mapping[str, Any]], chapter: Chapter | None, rule: str) -> Counted:
     """THE rule for which score counts, given one exercise's attempts, oldest first.
 
     ``rows`` have ``score``, ``max_score``, ``status`` and ``started_at`` (the

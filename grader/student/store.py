@@ -755,6 +755,7 @@ class Store:
                     attempt_id = into
                     db.execute("UPDATE attempts SET score = score + ?, max_score = max_score + ?, "
                                "duration = duration + ? WHERE id = ?", [report.score, report.max_score, duration, into])
+                assert attempt_id is not None  # an insert sets last_pk
                 for ex in report.graded_exercises:
                     submission_id = db.table("submissions").insert(
                         {
@@ -923,7 +924,7 @@ class Store:
     def diagnosed_mistakes(self, student: str | None = None, exercise: str | None = None) -> list[dict[str, Any]]:
         """(submission_id, misconception) of every failing check with a named mistake, in check order
         (of one student and/or one exercise when given)."""
-        where, params = "", []
+        where, params = "", list[str]()
         if student is not None:
             where, params = where + " AND s.student = ?", params + [student]
         if exercise is not None:
@@ -996,7 +997,9 @@ class Store:
         }
         try:
             with self.transaction() as db:
-                return int(db.table("extensions").insert(row).last_pk)
+                extension_id = db.table("extensions").insert(row).last_pk
+                assert extension_id is not None  # an insert sets last_pk
+                return int(extension_id)
         except sqlite3.OperationalError as exc:
             raise StoreError(f"could not record the extension in {self.path} ({exc})") from exc
 

@@ -134,6 +134,7 @@ class RMSNorm(Module):
 
     def backward(self, dout: Any) -> Any:
         """dx per row (rmsnorm_backward); dgamma by a column reduction over the rows."""
+        assert self.cache is not None  # set by forward
         xd, rstd, rows = self.cache["x"], self.cache["rstd"], self.cache["rows"]
         dy, on_device = to_device(dout)
         check_dout(dy, xd)
@@ -191,6 +192,7 @@ class LayerNorm(Module):
     def backward(self, dout: Any) -> Any:
         """dx per row (layernorm_backward); dgamma, dbeta by column reductions over the rows."""
         c = self.cache
+        assert c is not None  # set by forward
         xd, rows, D = c["x"], c["rows"], c["D"]
         dy, on_device = to_device(dout)
         check_dout(dy, xd)
@@ -277,6 +279,7 @@ class _BatchNorm(Module):
     def backward(self, dout: Any) -> Any:
         """dgamma, dbeta by column reduction, then dx elementwise (through the batch statistics in training)."""
         c = self.cache
+        assert c is not None  # set by forward
         xd, N, S = c["x"], c["N"], c["S"]
         C = self.num_features
         dy, on_device = to_device(dout)
@@ -364,6 +367,7 @@ class GroupNorm(Module):
     def backward(self, dout: Any) -> Any:
         """dx per (sample, group) (groupnorm_backward); dgamma, dbeta per channel by column reduction."""
         c = self.cache
+        assert c is not None  # set by forward
         xd, N, S = c["x"], c["N"], c["S"]
         C, G = self.num_channels, self.num_groups
         Cg = C // G
