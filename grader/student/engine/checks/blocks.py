@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from grader.student.engine.checks.base import (
-    ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, Mistake, Plan, error_text, live_check,
+    ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, Outcome, Plan, error_text, live_check,
 )
 from grader.student.engine.compare import compare, scale_of
 from grader.student.engine.ops import Case
@@ -118,7 +118,7 @@ class MLPBlockChecks(ExerciseChecks):
         return plan
 
 
-def eval_outputs(ctx: Context) -> tuple[bool, str, Mistake | None]:
+def eval_outputs(ctx: Context) -> Outcome:
     """In eval: y and dx against the reference; a failure is explained by the layers' training flags."""
     s = ctx.student_result("eval")
     for key in ("y", "dx", "dW"):
