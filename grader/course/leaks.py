@@ -277,10 +277,10 @@ def audit(texts: Iterable[Text], quizzes: Sequence[Quiz], keys: Mapping[str, flo
                 drawn.setdefault((key, text.source), {})[text.instance] = hits[0]
                 sizes[text.source] = text.instances
     result.leaks = [Leak(*k) for k in found]
-    for (key, source), hits in drawn.items():
-        share = len(hits) / sizes[source]
+    for (key, source), hit_of in drawn.items():
+        share = len(hit_of) / sizes[source]
         if share > COINCIDENCE:
-            result.leaks.append(Leak(key, source, next(iter(hits.values())), share))
+            result.leaks.append(Leak(key, source, next(iter(hit_of.values())), share))
         else:
             result.coincidences[(key, source)] = share
     return result

@@ -101,8 +101,11 @@ class Expected(Protocol):
 
     #: True when reference code runs here (live), False for a case pack.
     live: bool
-    #: The exercise's known mistakes, in catalogue order.
-    mistakes: list[KnownMistake]
+
+    @property
+    def mistakes(self) -> list[KnownMistake]:
+        """The exercise's known mistakes, in catalogue order."""
+        ...
 
     @property
     def reference(self) -> Mapping[str, ScriptResult]:
