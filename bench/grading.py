@@ -181,7 +181,8 @@ def main() -> int:
             ratio = f"{med / plain[(name, how)]:.2f}" if (name, how) in plain else "-"
             floor = f"{floors[name]:.3f}" if name in floors else "-"
             used = f"{cpu:6.2f} {cpu / cores:9.2f}" if how == "grade submit" else f"{'-':>6} {'-':>9}"
-            print(f"{name:<18} {how:<13} {mode:<11} {med:9.3f} {lo:7.3f} {hi:7.3f} {ratio:>13} {floor:>8} {used}  {verdict}")
+            print(f"{name:<18} {how:<13} {mode:<11} {med:9.3f} {lo:7.3f} {hi:7.3f} {ratio:>13} {floor:>8}"
+                  f" {used}  {verdict}")
         if cmd is None:
             print("`grade submit` is not available yet: only grade() was timed.")
         print("what was graded: " + "; ".join(verdicts))

@@ -249,7 +249,8 @@ class GroupNorm(Module):
 
 
 class InstanceNorm2d(Module):
-    """x (N, C, H, W): mu and var over H, W for each sample and channel; y = gamma x_hat + beta (affine, per channel)."""
+    """x (N, C, H, W): mu and var over H, W for each sample and channel; y = gamma x_hat + beta (affine, per
+    channel)."""
 
     def __init__(self, num_features: int, eps: float = 1e-5) -> None:
         self.num_features = num_features

@@ -53,7 +53,8 @@ def program_missing_reason(program: str, package: str) -> str | None:
 
     if shutil.which(program):
         return None
-    return f"{program} is not installed (Debian package {package}: `make system-deps` as root, or apt-get install {package})"
+    return (f"{program} is not installed (Debian package {package}: `make system-deps` as root,"
+            f" or apt-get install {package})")
 
 
 def require_program(program: str, package: str) -> None:

@@ -464,7 +464,8 @@ def levels_json(levels: dict[str, str]) -> str:
 
 def write_student(out: Path, version: str, practice: bool, levels: dict[str, str],
                   course: Course | None = None) -> dict[str, int]:
-    """The handout folder, its stubs rendered at ``levels``, its README and settings from ``course``; the packs' sizes."""
+    """The handout folder, its stubs rendered at ``levels``, its README and settings from ``course``; the packs'
+    sizes."""
     course = course or Course()
     student = out / "student"
     render_tree(ROOT / "exercises", student / "exercises", levels)

@@ -441,7 +441,8 @@ MISTAKES: list[Mistake] = [
          "Divide x by sqrt(2) inside erf (and use phi(x) = e^(-x^2/2) / sqrt(2 pi) in backward).",
          GELUErfMissingSqrt2),
     make("gelu-tanh-no-cubic", A + "GELU",
-         "The tanh approximation lacks its cubic term: tanh(sqrt(2/pi) x) instead of tanh(sqrt(2/pi) (x + 0.044715 x^3)).",
+         "The tanh approximation lacks its cubic term: tanh(sqrt(2/pi) x) instead of"
+         " tanh(sqrt(2/pi) (x + 0.044715 x^3)).",
          "Use 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).",
          GELUTanhNoCubic),
     make("silu-grad-missing-beta", A + "SiLU",

@@ -231,7 +231,8 @@ class Course:
         return None
 
     def scaffolding_levels(self, default: str | None = None) -> dict[str, str]:
-        """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the course's."""
+        """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the
+        course's."""
         base = default if default is not None else self.scaffolding_level
         return {e: self.scaffolding_exercises.get(e, base) for e in catalogue.EXERCISES}
 

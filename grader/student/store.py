@@ -837,7 +837,8 @@ class Store:
         return [r["name"] for r in self._rows("SELECT name FROM students ORDER BY name", [])]
 
     def attempts(self, student: str | None = None) -> list[dict[str, Any]]:
-        """Attempt rows (id, student, started_at, duration, grader_version, files_hash, score, max_score), oldest first."""
+        """Attempt rows (id, student, started_at, duration, grader_version, files_hash, score, max_score), oldest
+        first."""
         where, params = ("WHERE student = ?", [student]) if student is not None else ("", [])
         return self._rows(f"SELECT * FROM attempts {where} ORDER BY id", params)
 

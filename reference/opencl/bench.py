@@ -242,7 +242,8 @@ def layernorm_two_pass_program() -> "cl.Program":
 def _exercise_launcher(
     program: "cl.Program", name: str, arrays: dict[str, "cl_array.Array"], rows: int, D: int
 ) -> Callable[[], None]:
-    """Launch row kernel ``name`` as run_exercise_kernel does (global rows L, local L = reduction_local_size(D)), on device arrays."""
+    """Launch row kernel ``name`` as run_exercise_kernel does (global rows L, local L = reduction_local_size(D)), on
+    device arrays."""
     import pyopencl as cl
 
     queue = get_queue()

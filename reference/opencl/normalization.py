@@ -78,7 +78,8 @@ def _channel_grads(
     Cg: int,
     stat_n: int,
 ) -> tuple["cl_array.Array", "cl_array.Array"]:
-    """dgamma[c] = sum(dy * xhat), dbeta[c] = sum(dy) over n and s, xhat = (x - mean[k]) * rstd[k], k = n stat_n + c // Cg.
+    """dgamma[c] = sum(dy * xhat), dbeta[c] = sum(dy) over n and s, xhat = (x - mean[k]) * rstd[k],
+    k = n stat_n + c // Cg.
 
     S = 1 and C % 4 == 0 with statistics per row (stat_n = 1, Cg = C) or per
     column (stat_n = 0, Cg = 1) use the row-block float4 kernel.

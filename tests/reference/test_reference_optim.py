@@ -52,7 +52,8 @@ def test_sgd_first_momentum_buffer_is_a_copy_of_the_gradient() -> None:
 def test_adamw_trajectory() -> None:
     """lr 0.1, betas (0.9, 0.999), eps 1e-8, weight decay 0.1 from p = 1, grads 0.5, -0.25, 1.0; by hand:
 
-    step 1: p = 0.99; m = 0.05, v = 0.00025; m_hat = 0.5, v_hat = 0.25; p = 0.99 - 0.1 * 0.5 / (0.5 + 1e-8) = 0.890000002
+    step 1: p = 0.99; m = 0.05, v = 0.00025; m_hat = 0.5, v_hat = 0.25;
+            p = 0.99 - 0.1 * 0.5 / (0.5 + 1e-8) = 0.890000002
     step 2: p = 0.88110000198; m = 0.02, v = 0.00031225; m_hat = 0.02 / 0.19, v_hat = 0.00031225 / 0.001999;
             p = 0.8544662987
     step 3: p *= 0.99; m = 0.118, v = 0.00131193775; m_hat = 0.118 / 0.271, v_hat = 0.00131193775 / 0.002997001;

@@ -113,7 +113,8 @@ class Expected(Protocol):
         ...
 
     def variant(self, mistake_id: str, case: Case) -> ScriptResult:
-        """The result of mistake ``mistake_id``'s variant (or :data:`REFERENCE_AGAIN`) on ``case`` without numgrad ops."""
+        """The result of mistake ``mistake_id``'s variant (or :data:`REFERENCE_AGAIN`) on ``case`` without numgrad
+        ops."""
         ...
 
     def combination(self, ids: list[str]) -> str | None:

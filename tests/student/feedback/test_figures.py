@@ -466,7 +466,7 @@ def test_a_correct_submission_graded_alone_has_no_figures() -> None:
     assert ex.status == "passed" and all(c.figure is None for c in ex.checks)
 
 
-# --------------------------------------------------------------------------- the store, the server's report, the dashboard
+# ------------------------------------------------------------------ the store, the server's report, the dashboard
 
 
 def test_figures_are_stored_with_the_attempt_and_rebuilt_for_the_server_and_the_dashboard(

@@ -1,4 +1,5 @@
-"""grader.student.sandbox.runner + grader.student.sandbox.worker on tiny scripts of our own: limits, restarts, capture, results."""
+"""grader.student.sandbox.runner + grader.student.sandbox.worker on tiny scripts of our own: limits, restarts, capture,
+results."""
 
 from __future__ import annotations
 

@@ -772,7 +772,8 @@ def peeking_student(folder: Path, files: list[Path], dirs: list[Path]) -> Path:
 
 
 def submit_from(cwd: Path, folder: Path, db: Path, exercises: list[str]) -> tuple[str, list[dict[str, Any]]]:
-    """`python -m grader submit` started in ``cwd`` (so sys.path[0] is ``cwd``): its printed text and the stored rows."""
+    """`python -m grader submit` started in ``cwd`` (so sys.path[0] is ``cwd``): its printed text and the stored
+    rows."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
     done = subprocess.run(
         [sys.executable, "-m", "grader", "submit", *exercises, "--path", str(folder), "--student", "eve", "--db", str(db)],

@@ -84,8 +84,8 @@ class Verdict:
     ok: bool
     message: str = ""
     fingerprint: Any = None
-    # Makes the picture of a failure (grader.student.feedback.figures; student data only). A function, called only for the
-    # student's own failing verdict: the variants' verdicts (mistake matching) never pay for a histogram.
+    # Makes the picture of a failure (grader.student.feedback.figures; student data only). A function, called only for
+    # the student's own failing verdict: the variants' verdicts (mistake matching) never pay for a histogram.
     figure: Callable[[], dict[str, Any]] | None = None
 
 
@@ -414,7 +414,8 @@ def judge_distribution(fn: str, case: str, spec: InitSpec) -> Judge:
 
 
 def init_figure(fn: str, spec: InitSpec, w: np.ndarray, statistic: dict[str, Any] | None) -> dict[str, Any]:
-    """The student's W as a histogram over the expected density (std as the message states), with the uniform's bound."""
+    """The student's W as a histogram over the expected density (std as the message states), with the uniform's
+    bound."""
     bounds = [-spec.bound, spec.bound] if spec.kind == "uniform" else None
     return figures.histogram_figure(w, title=call_text(fn, spec), value_label="value of W",
                                     density={"kind": spec.kind, "mean": 0.0, "std": spec.std}, bounds=bounds,
