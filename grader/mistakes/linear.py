@@ -12,7 +12,6 @@ class DWTransposed(ref.Linear):
     """dW = x^T dout, shape (in, out) instead of (out, in)."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
-        assert self.dW is not None  # set by forward
         assert self.x is not None  # set by forward
         dx = super().backward(dout)
         self.dW = self.x.T @ dout

@@ -542,8 +542,8 @@ class LNAffineMissing(ref.LayerNorm):
     """forward returns x_hat: gamma and beta are not applied."""
 
     def forward(self, x: np.ndarray) -> np.ndarray:
-        assert self.cache is not None  # set by forward
         super().forward(x)
+        assert self.cache is not None  # set by forward
         return self.cache["x_hat"].copy()
 
 
@@ -728,9 +728,9 @@ class GNGammaTiled(ref.GroupNorm):
         return np.tile(v, spatial).reshape(1, self.num_groups, -1)
 
     def forward(self, x: np.ndarray) -> np.ndarray:
-        assert self.cache is not None  # set by forward
         x = np.asarray(x, dtype=np.float64)
         super().forward(x)
+        assert self.cache is not None  # set by forward
         spatial = int(np.prod(x.shape[2:], dtype=np.int64))
         x_hat = self.cache["x_hat"]
         return (self._tiled(self.gamma, spatial) * x_hat + self._tiled(self.beta, spatial)).reshape(x.shape)
