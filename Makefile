@@ -62,4 +62,4 @@ test-fast: $(BIN)/.installed
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "$(FAST_TIER)"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .grade tests/a11y/node_modules
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .grade tests/a11y/node_modules
