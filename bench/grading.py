@@ -50,6 +50,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +61,9 @@ from grader.student.engine.pack import PackSource
 from grader.student.sandbox.runner import Limits
 from grader.course.solution import write_solution
 
-from batch import floor_seconds, load_average, machine_cpu_seconds, numpy_floor_seconds  # bench/batch.py: first on sys.path
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # the checkout, for bench.batch
+from bench.batch import floor_seconds, load_average, machine_cpu_seconds, numpy_floor_seconds  # noqa: E402
 ONE_EXERCISE = "normalization.BatchNorm1d"
 FIRST_RUN = "all, first run"  # grade submit of all exercises with no kept kernels (each run compiles them)
 TARGETS = {"all exercises": 1.0, FIRST_RUN: 1.0, "one exercise": 0.3}
@@ -155,7 +156,7 @@ def main() -> int:
                 if sandbox or len(modes) == 1:
                     statuses = Counter(e.status for e in report.exercises)
                     verdicts.append(f"{name}: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
-                timing = median_time(lambda: grade_fn(folder, selectors or None, "bench", limits), runs)
+                timing = median_time(partial(grade_fn, folder, selectors or None, "bench", limits), runs)
                 rows.append((name, "grade()", mode, timing))
         floors: dict[str, float] = {}
         if args.handout is None:  # a handout grades on case packs: the live checks' floor is not its work
@@ -187,7 +188,8 @@ def main() -> int:
             ratio = f"{med / plain[(name, how)]:.2f}" if (name, how) in plain else "-"
             floor = f"{floors[name]:.3f}" if name in floors else "-"
             used = f"{cpu:6.2f} {cpu / cores:9.2f}" if how == "grade submit" else f"{'-':>6} {'-':>9}"
-            print(f"{name:<18} {how:<13} {mode:<11} {med:9.3f} {lo:7.3f} {hi:7.3f} {ratio:>13} {floor:>8} {used}  {verdict}")
+            print(f"{name:<18} {how:<13} {mode:<11} {med:9.3f} {lo:7.3f} {hi:7.3f} {ratio:>13} {floor:>8}"
+                  f" {used}  {verdict}")
         if cmd is None:
             print("`grade submit` is not available yet: only grade() was timed.")
         print("what was graded: " + "; ".join(verdicts))

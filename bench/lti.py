@@ -201,7 +201,7 @@ def give_scores(store: Store, students: list[str]) -> None:
     """An override of 7 points on activations.ReLU for each student (one transaction)."""
     with store.transaction() as d:
         for s in students:
-            d["score_overrides"].insert({"student": s, "exercise": "activations.ReLU", "score": 7.0,
+            d.table("score_overrides").insert({"student": s, "exercise": "activations.ReLU", "score": 7.0,
                                          "comment": "bench", "author": "bench", "created_at": utc_now()})
 
 
@@ -312,7 +312,7 @@ def post_scores(folder: Path, n: int, queue_kind: str, restart: bool, tag: str) 
 def direct_posts(folder: Path, n: int) -> float:
     """The baseline: the same n scores POSTed one after the other by one client (token fetched once)."""
     prepared = prepare(folder, n, "direct", f"sqlite:///{folder / 'direct-queue.db'}")
-    lms, students = prepared.lms, prepared.students
+    students = prepared.students
     try:
         with Store.open(prepared.db) as store:
             connector = lti_services.ServiceConnector(store)

@@ -145,7 +145,7 @@ def instances(question: Question, students: Sequence[str]) -> list[dict[str, Any
     specs = params_lib.parse_specs(question.params)
     practice = pose(question, PRACTICE_STUDENT).values
     if math.prod(len(spec.values) for spec in specs.values()) <= ENUMERATED:
-        grid = [dict(zip(specs, combo)) for combo in itertools.product(*(spec.values for spec in specs.values()))]
+        grid = [dict(zip(specs, combo, strict=True)) for combo in itertools.product(*(spec.values for spec in specs.values()))]
     else:
         grid = [pose(question, student).values for student in students]
     return [values for values in grid if values != practice]
@@ -277,10 +277,10 @@ def audit(texts: Iterable[Text], quizzes: Sequence[Quiz], keys: Mapping[str, flo
                 drawn.setdefault((key, text.source), {})[text.instance] = hits[0]
                 sizes[text.source] = text.instances
     result.leaks = [Leak(*k) for k in found]
-    for (key, source), hits in drawn.items():
-        share = len(hits) / sizes[source]
+    for (key, source), hit_of in drawn.items():
+        share = len(hit_of) / sizes[source]
         if share > COINCIDENCE:
-            result.leaks.append(Leak(key, source, next(iter(hits.values())), share))
+            result.leaks.append(Leak(key, source, next(iter(hit_of.values())), share))
         else:
             result.coincidences[(key, source)] = share
     return result

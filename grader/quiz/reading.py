@@ -119,7 +119,7 @@ def formulas(text: str, question: Question) -> set[str]:
         span.clear()
         sides = [_trim(side) for side in piece.split("=")]
         out.update(side for side in sides if side)
-        out.update(f"{a} = {b}" for a, b in zip(sides, sides[1:]) if a and b)
+        out.update(f"{a} = {b}" for a, b in zip(sides, sides[1:], strict=False) if a and b)
 
     for token in _FORMULA_TOKEN.findall(text):
         if token.isspace():

@@ -11,7 +11,7 @@ import click
 from grader.quiz import params as params_lib
 from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.judging import judge, pose
-from grader.quiz.model import KIND_HINTS, ChapterProgress, Posed, Question, Quiz, QuizResult, Verdict
+from grader.quiz.model import ChapterProgress, Posed, Question, Quiz, QuizResult, Verdict
 from grader.student.quiz.quiz_text import (  # noqa: F401  (what a session shows: shared with the handout)
     format_listing, answer_hint, show_question, attempt_label, feedback_line, session_intro, summary_text,
 )

@@ -272,7 +272,8 @@ def now_utc() -> datetime:
 
 
 def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = None) -> dict[str, Any]:
-    """A job as the API shows it; with the full report (grader.student.client.wire) and the ``--json`` document once done.
+    """A job as the API shows it; with the full report (grader.student.client.wire) and the ``--json`` document once
+    done.
 
     While the job is open, ``phase`` says where it is in one word (queued,
     running, retried) and ``where`` in one line (queued with how many ahead,

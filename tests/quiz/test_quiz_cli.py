@@ -372,7 +372,8 @@ def test_bad_quiz_file_names_file_question_and_problem(tiny_dir: Path, db: Path)
     for args in (["tiny"], []):
         result = grade(args, tiny_dir, db)
         assert result.exit_code == 2
-        assert result.stderr == f"Error: {locked}: question 'scale': unknown kind 'essay' (expected one of single, multiple, numeric, short)\n"
+        assert result.stderr == (f"Error: {locked}: question 'scale': unknown kind 'essay'"
+                                 " (expected one of single, multiple, numeric, short)\n")
 
 
 def test_unusable_database_stops_before_any_question(tiny_dir: Path, tmp_path: Path) -> None:

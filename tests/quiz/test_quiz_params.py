@@ -103,13 +103,13 @@ def test_same_student_same_numbers_and_the_prompt_shows_them(question: quiz.Ques
     assert "{{" not in first.prompt and "{%" not in first.prompt
     for name, value in first.values.items():
         assert str(value) in first.prompt or str(-value) in first.prompt, (name, value)
-    assert f"(within ±" in first.prompt
+    assert "(within ±" in first.prompt
 
 
 def test_two_students_get_different_numbers() -> None:
     ada = [pose(q, "ada").values for q in PARAMETERISED]
     bob = [pose(q, "bob").values for q in PARAMETERISED]
-    differing = sum(a != b for a, b in zip(ada, bob))
+    differing = sum(a != b for a, b in zip(ada, bob, strict=True))
     assert differing >= len(PARAMETERISED) - 2, differing
 
 

@@ -236,7 +236,7 @@ def test_an_older_course_database_gains_the_new_columns_and_keeps_its_key(tmp_pa
                        "memberships_url TEXT NOT NULL DEFAULT '', lineitems_url TEXT NOT NULL DEFAULT '', "
                        "scopes TEXT NOT NULL DEFAULT '[]', updated_at TEXT NOT NULL)")
             key = RSAKey.generate_key(2048, parameters={"kid": "old-key"})
-            db["lti_keys"].insert({"kid": "old-key", "private_pem": key.as_pem(private=True).decode(),
+            db.table("lti_keys").insert({"kid": "old-key", "private_pem": key.as_pem(private=True).decode(),
                                    "created_at": "2026-01-01T00:00:00+00:00", "retired": 0})
         lti.ensure_tables(store)
         lti.ensure_tables(store)  # twice: nothing to add the second time
@@ -574,7 +574,7 @@ def test_the_dashboard_sync_button_needs_the_csrf_field(tool: dict[str, Any], lm
 
 def override(store: Store, student: str, exercise: str, score: float) -> None:
     with store.transaction() as db:
-        db["score_overrides"].insert({"student": student, "exercise": exercise, "score": score,
+        db.table("score_overrides").insert({"student": student, "exercise": exercise, "score": score,
                                       "comment": "test", "author": "instructor",
                                       "created_at": "2026-01-01T00:00:00+00:00"})
 

@@ -283,7 +283,7 @@ def test_the_quiz_page_poses_each_question_for_its_student_without_keys(env: Env
         api = env.api("ada", "GET", f"/quizzes/{chapter}").json()
         shown = html.unescape(page.text)
         locked = quiz_lib.load_quiz(QUIZ_DIR / f"{chapter}.json")
-        for q, doc in zip(locked.questions, api["questions"]):
+        for q, doc in zip(locked.questions, api["questions"], strict=True):
             assert doc["prompt"] in shown, "the prompt posed for ada (her numbers)"
             order = [shown.index(c["text"], shown.index(doc["prompt"])) for c in doc["choices"]]
             assert order == sorted(order), "her choice order"
