@@ -98,6 +98,12 @@ def _move_function_powers(s: str) -> str:
     return s
 
 
+def names(text: str) -> list[str]:
+    """The names a typed answer holds, in order, as the reader spells them (``Φ`` as ``normcdf``, ``σ`` as
+    ``sigma``, ``√`` as ``sqrt``); nothing is checked or computed."""
+    return [m.group("name") for m in _TOKEN.finditer(_plain(str(text))) if m.group("name")]
+
+
 def _check_tokens(s: str, names: Sequence[str]) -> None:
     """Refuse any character or name outside the whitelist, with the name said, and anything too
     complex to judge quickly (too many tokens, parentheses or function calls nested too deep)."""
