@@ -61,8 +61,8 @@ _TOKEN = re.compile(
 )
 _FUNCTION_POWER = re.compile(r"\b([a-z]+)\s*\^\s*\(?(\d+)\)?\s*\(")
 
-FUNCTIONS = ("sqrt", "exp", "log", "ln", "erf", "tanh", "sech", "cosh", "sinh", "sigmoid", "sigma", "phi", "normcdf",
-             "normpdf")
+FUNCTIONS = ("sqrt", "exp", "log", "ln", "erf", "erfc", "tanh", "sech", "cosh", "sinh", "sigmoid", "sigma", "phi",
+             "normcdf", "normpdf")
 CONSTANTS = ("pi", "e")
 
 
@@ -166,8 +166,8 @@ def _namespace(symbols: Mapping[str, Any], display: bool = False) -> tuple[dict[
         cdf = sp.Lambda(t, (1 + sp.erf(t / sp.sqrt(2))) / 2)
         pdf = sp.Lambda(t, sp.exp(-t**2 / 2) / sp.sqrt(2 * sp.pi))
     local = {
-        "sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log, "ln": sp.log, "erf": sp.erf, "tanh": sp.tanh,
-        "sech": sp.sech, "cosh": sp.cosh, "sinh": sp.sinh,
+        "sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log, "ln": sp.log, "erf": sp.erf, "erfc": sp.erfc,
+        "tanh": sp.tanh, "sech": sp.sech, "cosh": sp.cosh, "sinh": sp.sinh,
         "sigmoid": sigma, "sigma": sigma, "normcdf": cdf, "phi": pdf, "normpdf": pdf,
         "pi": sp.pi, "e": sp.E,
     }
