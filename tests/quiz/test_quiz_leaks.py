@@ -63,6 +63,11 @@ ROUND_2_LEAKS = {
     ("initialisation/xavier-std", "explanation: activations/swish-derivative"),
     ("normalization/bn-dgamma", "practice explanation: universal-approximation/relu-ramp-output"),
     ("universal-approximation/uat-norm", "explanation: universal-approximation/uat-statement"),
+    # found since issue 46: formulas shown with their sizes put in, and a plain answer at its concept
+    ("initialisation/kaiming-variance", "quizzes/initialisation.json: deep-relu-stable"),
+    ("initialisation/xavier-variance", "quizzes/initialisation.json: deep-relu-stable"),
+    ("normalization/trio-batchnorm", "prompt: normalization/layernorm-output"),
+    ("normalization/trio-batchnorm", "quizzes/normalization.json: layernorm-output"),
 }
 PLAIN = {"activations/sigmoid-max-derivative", "normalization/trio-batchnorm", "normalization/bn-dx-constant",
          "dropout-weight-decay/naive-dropout-test-scale", "dropout-weight-decay/dropout-subnetworks",
