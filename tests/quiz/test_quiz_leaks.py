@@ -144,7 +144,8 @@ def test_the_audit_finds_exactly_the_leaks_of_round_2(handout: Path, tmp_path: P
     assert found[("normalization/trio-layernorm", "quizzes/normalization.json: bn-dgamma")] == "-1.2247"
     drawn = {leak.source: leak.share for leak in result.leaks if leak.share is not None}
     assert drawn == {"explanation: activations/swish-derivative": pytest.approx(3 / 48),
-                     "prompt: dropout-weight-decay/adamw-first-step": 1.0}
+                     "prompt: dropout-weight-decay/adamw-first-step": 1.0,
+                     "prompt: normalization/layernorm-output": 1.0}
 
 
 # --- reading ---------------------------------------------------------------------------------------
