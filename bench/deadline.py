@@ -42,11 +42,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
 
-from bench.batch import machine_cpu_seconds
-from bench.procs import Redis, Server, issue_tokens, kill_tree, start_worker, stop_process
-from bench.server_load import CRASH, count_recorded_once, percentile
-from grader.course.solution import write_solution
-from grader.student.client import connection as client_lib
+from bench.batch import machine_cpu_seconds  # noqa: E402
+from bench.procs import Redis, Server, issue_tokens, kill_tree, start_worker, stop_process  # noqa: E402
+from bench.server_load import CRASH, count_recorded_once, percentile  # noqa: E402
+from grader.course.solution import write_solution  # noqa: E402
+from grader.student.client import connection as client_lib  # noqa: E402
 
 KINDS = ("right", "partial", "crash", "loop")
 LOOP = '''
@@ -131,7 +131,7 @@ def queueing_bound(arrival_s: list[float], service_s: list[float], workers: int)
     free = [0.0] * workers
     heapq.heapify(free)
     out = []
-    for arrival, service in sorted(zip(arrival_s, service_s)):
+    for arrival, service in sorted(zip(arrival_s, service_s, strict=True)):
         start = max(arrival, heapq.heappop(free))
         heapq.heappush(free, start + service)
         out.append(start + service - arrival)
@@ -161,7 +161,7 @@ def recorded_twice(db: Path) -> int:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """One deadline: start everything, replay the arrivals with the faults, measure, stop everything."""
-    shares = dict(zip(KINDS, args.mix))
+    shares = dict(zip(KINDS, args.mix, strict=True))
     with tempfile.TemporaryDirectory(prefix="bench-deadline-") as tmp:
         root = Path(tmp)
         db = root / "course.db"
@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         machines = [start_worker(redis.url, 1, log) for log in logs]
         server.start()
         times = arrivals(args.students, args.ramp, args.burst, args.burst_share)
-        seen = [Seen(s, kind, t) for s, kind, t in zip(students, mix_of(args.students, shares), times)]
+        seen = [Seen(s, kind, t) for s, kind, t in zip(students, mix_of(args.students, shares), times, strict=True)]
         faults = Faults()
         try:
             cpu0 = machine_cpu_seconds()
@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if shutil.which("redis-server") is None:
         parser.error("redis-server is not installed (Debian package redis-server)")
-    print(f"{args.students} students ({' '.join(f'{k} {v:g}' for k, v in zip(KINDS, args.mix))}), "
+    print(f"{args.students} students ({' '.join(f'{k} {v:g}' for k, v in zip(KINDS, args.mix, strict=True))}), "
           f"{args.workers} workers, {args.ramp:g} s ramp then {args.burst_share:.0%} in a {args.burst:g} s burst; "
           f"a worker killed every {args.kill_every:g} s of the burst, Redis restarted once "
           f"({args.outage:g} s down); exercises: {' '.join(args.exercises)}", flush=True)

@@ -51,9 +51,9 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the checkout, for bench.procs (never tests/: its reference/ folder would shadow the package)
 
-from bench.procs import Redis, Server, issue_tokens, start_worker, stop_process
-from grader.course.solution import write_solution
-from grader.student.client import connection as client_lib
+from bench.procs import Redis, Server, issue_tokens, start_worker, stop_process  # noqa: E402
+from grader.course.solution import write_solution  # noqa: E402
+from grader.student.client import connection as client_lib  # noqa: E402
 
 KINDS = ("correct", "partial", "crash")
 CRASH = '''

@@ -128,7 +128,7 @@ def instantiated(text: str, question: Question) -> set[str]:
             continue
         for names in itertools.product(symbols, repeat=len(sizes)):
             written, end = [], 0
-            for match, name in zip(sizes, names):
+            for match, name in zip(sizes, names, strict=True):
                 written += [piece[end:match.start()], f" {name} "]
                 end = match.end()
             out.add(re.sub(r"\s+", " ", "".join(written) + piece[end:]).strip())

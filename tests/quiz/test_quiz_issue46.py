@@ -62,7 +62,7 @@ def _grid(question: quiz_lib.Question) -> list[dict[str, Any]]:
     specs = params_lib.parse_specs(question.params)
     if math.prod(len(spec.values) for spec in specs.values()) > ENUMERATED:
         return [quiz_lib.pose(question, f"student{i}").values for i in range(SAMPLE)]
-    grid = [dict(zip(specs, combo)) for combo in itertools.product(*(spec.values for spec in specs.values()))]
+    grid = [dict(zip(specs, combo, strict=True)) for combo in itertools.product(*(spec.values for spec in specs.values()))]
     return [values for values in grid if values != question.practice]
 
 
