@@ -262,7 +262,7 @@ def summarize(seen: list[Seen], service: dict[str, float], began: float, cpu: fl
     bound = queueing_bound([s.arrival for s in seen], [service.get(s.student, 0.0) for s in seen], workers)
     estimated = [s for s in graded if s.estimate_s is not None]
     within = [s for s in estimated if abs(s.estimate_s - latency[s.student]) <= 0.3 * latency[s.student]]  # type: ignore[operator]
-    span = max(s.reported for s in graded) - began if graded else float("nan")  # type: ignore[type-var]
+    span = max(s.reported for s in graded if s.reported is not None) - began if graded else float("nan")
     values = list(latency.values())
     p95_bound = percentile(bound, 95)
     return {

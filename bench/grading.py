@@ -201,8 +201,8 @@ def main() -> int:
         print(f"{'grade submit, sandbox':<22} {'median s':>9} {'x floor':>8}  target")
         for name, how, mode, (med, *_rest) in rows:
             if how == "grade submit" and mode == "sandbox" and name in TARGETS_X:
-                ratio, target = med / numpy_floor, TARGETS_X[name]
-                print(f"{name:<22} {med:9.3f} {ratio:8.1f}  <= {target:g}x {'ok' if ratio <= target else 'MISSED'}")
+                times_floor, target_x = med / numpy_floor, TARGETS_X[name]
+                print(f"{name:<22} {med:9.3f} {times_floor:8.1f}  <= {target_x:g}x {'ok' if times_floor <= target_x else 'MISSED'}")
         print(f"load average now (1, 5, 15 min): {load_average()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

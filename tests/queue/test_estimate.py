@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from typing import Any
+
 import pytest
 
 from grader.queue import estimate, records
@@ -36,7 +38,15 @@ def graded(store: Store, student: str, ids: list[str], seconds_each: float) -> N
     """An upload of ``ids`` graded in ``seconds_each`` per exercise, recorded as a worker's result is."""
     job = upload(store, student, ids)
     report = GradeReport(student, [ExerciseResult(i, "passed", 1.0, 1.0, [], "", seconds_each) for i in ids])
-    assert records.record_done(store, records.job(store, job["id"]), report, "v") is not None
+    assert records.record_done(store, _job(store, job["id"]), report, "v") is not None
+
+
+
+def _job(store: Store, job_id: int) -> dict[str, Any]:
+    """The job's row (it exists: the test made it)."""
+    row = records.job(store, job_id)
+    assert row is not None
+    return row
 
 
 def test_the_rule_is_work_ahead_over_workers_plus_own_work() -> None:
@@ -58,29 +68,29 @@ def test_nothing_graded_yet_means_no_estimate_and_the_position_alone(store: Stor
 def test_the_estimate_is_shown_and_updated_as_the_queue_ahead_drains(store: Store) -> None:
     graded(store, "zed", [RELU, GELU], seconds_each=10.0)  # measured: 10 s per exercise
     first, second, mine = (upload(store, s, [RELU]) for s in ("ann", "ben", "cy"))
-    doc = job_json(store, records.job(store, mine["id"]))
+    doc = job_json(store, _job(store, mine["id"]))
     # two uploads of one exercise ahead, one running at most: 2 * 10 / 1 + 10 = 30 s
     assert doc["estimate_s"] == pytest.approx(30.0)
     assert describe_state(doc) == f"Submission {mine['id']}: queued (2 ahead); report in about 30 s"
     assert submission_view(doc).state == "2 upload(s) ahead of it in the queue; report in about 30 s"
 
     report = GradeReport("ann", [ExerciseResult(RELU, "passed", 1.0, 1.0, [], "", 10.0)])
-    records.record_done(store, records.job(store, first["id"]), report, "v")
+    records.record_done(store, _job(store, first["id"]), report, "v")
     records.mark_queued(store, second["id"], 1, "t-2")
     records.mark_running(store, second["id"], "host:1")
-    doc = job_json(store, records.job(store, mine["id"]))
+    doc = job_json(store, _job(store, mine["id"]))
     # one running ahead (half of it left), one worker: 0.5 * 10 + 10 = 15 s
     assert doc["estimate_s"] == pytest.approx(15.0)
     assert describe_state(doc) == f"Submission {mine['id']}: queued; report in about 15 s"
 
     records.mark_queued(store, mine["id"], 1, "t-3")
     records.mark_running(store, mine["id"], "host:2")
-    doc = job_json(store, records.job(store, mine["id"]))
+    doc = job_json(store, _job(store, mine["id"]))
     assert doc["estimate_s"] == pytest.approx(5.0)  # its own half left
     assert submission_view(doc).state == "being graded now (worker host:2); report in about 5 s"
 
-    records.record_done(store, records.job(store, mine["id"]), report, "v")
-    doc = job_json(store, records.job(store, mine["id"]))
+    records.record_done(store, _job(store, mine["id"]), report, "v")
+    doc = job_json(store, _job(store, mine["id"]))
     assert doc["estimate_s"] is None and "report in about" not in describe_state(doc)
 
 
