@@ -213,7 +213,7 @@ def pairs_table(per_exercise: int, seed: int) -> str:
                 row[4] += 1
         if row[0]:
             lines.append(f"  {exercise:<32}" + "".join(f"{n:>13}" for n in row))
-            totals = [t + n for t, n in zip(totals, row)]
+            totals = [t + n for t, n in zip(totals, row, strict=True)]
     lines.append(f"  {'all':<32}" + "".join(f"{n:>13}" for n in totals))
     return "\n".join(lines)
 

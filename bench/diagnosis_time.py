@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "mistakes"))
 sys.path.insert(0, str(ROOT))
@@ -35,12 +34,12 @@ def without_generic() -> Iterator[None]:
     from grader.student.engine import generic
 
     find, name_crashes = generic.find, generic.name_crashes
-    generic.find = lambda *args, **kwargs: None  # type: ignore[assignment]
-    generic.name_crashes = lambda ctx, results: results  # type: ignore[assignment]
+    generic.find = lambda *args, **kwargs: None
+    generic.name_crashes = lambda ctx, results: results
     try:
         yield
     finally:
-        generic.find, generic.name_crashes = find, name_crashes  # type: ignore[assignment]
+        generic.find, generic.name_crashes = find, name_crashes
 
 
 class Offline:
@@ -71,7 +70,7 @@ def prepared(seed: int, mutants: int, draw: int) -> list[tuple[str, Any, dict]]:
     import test_mistake_audit as audit
     from checks_util import run_cases, variant_ns
 
-    import mutants as mutant_bench
+    from bench import mutants as mutant_bench
 
     work = []
     for student in list(audit.BUGGY) + list(audit.ROUND2) + list(audit.ROUND3):

@@ -4,7 +4,7 @@
     python bench/lti.py --scores 50 --runs 1  # quicker
 
 Everything runs on free 127.0.0.1 ports in a fresh folder: the LMS fixture
-of the tests (tests/lms_platform.py: issuer, JWKS, OIDC auth, token, AGS),
+of the tests (bench/lms_platform.py: issuer, JWKS, OIDC auth, token, AGS),
 the course server (``create_app`` under uvicorn in a thread), redis-server
 (persistence off) and ``grade worker --workers 2`` processes.
 
@@ -51,13 +51,13 @@ import httpx
 import uvicorn
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
 
-from lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User, form_fields, launch  # noqa: E402
-from server_util import HOST, Redis, free_port, issue_tokens, start_worker, stop_process, wait_for  # noqa: E402
-
+from bench.lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User, form_fields, launch  # noqa: E402
+from bench.procs import HOST, Redis, free_port, issue_tokens, start_worker, stop_process, wait_for  # noqa: E402
 from grader.server import lti, lti_services  # noqa: E402
-from grader.server.app import ServerConfig, create_app  # noqa: E402
+from grader.server.app import ServerConfig  # noqa: E402
+from grader.server.web import create_app  # noqa: E402
 from grader.student.course import DEFAULT_COURSE  # noqa: E402
 from grader.student.store import Store, utc_now  # noqa: E402
 
@@ -201,7 +201,7 @@ def give_scores(store: Store, students: list[str]) -> None:
     """An override of 7 points on activations.ReLU for each student (one transaction)."""
     with store.transaction() as d:
         for s in students:
-            d["score_overrides"].insert({"student": s, "exercise": "activations.ReLU", "score": 7.0,
+            d.table("score_overrides").insert({"student": s, "exercise": "activations.ReLU", "score": 7.0,
                                          "comment": "bench", "author": "bench", "created_at": utc_now()})
 
 
@@ -312,7 +312,7 @@ def post_scores(folder: Path, n: int, queue_kind: str, restart: bool, tag: str) 
 def direct_posts(folder: Path, n: int) -> float:
     """The baseline: the same n scores POSTed one after the other by one client (token fetched once)."""
     prepared = prepare(folder, n, "direct", f"sqlite:///{folder / 'direct-queue.db'}")
-    lms, students = prepared.lms, prepared.students
+    students = prepared.students
     try:
         with Store.open(prepared.db) as store:
             connector = lti_services.ServiceConnector(store)

@@ -141,7 +141,7 @@ def _record_quiz(store: Store, rng: random.Random, student: str, skill: float, q
         with store.transaction() as db:
             db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)",
                        [student, rows[0]["answered_at"]])
-            db["quiz_attempts"].insert_all(rows)
+            db.table("quiz_attempts").insert_all(rows)
 
 
 def generate(store: Store, students: int, quizzes: list[Quiz], now: datetime | None = None,
@@ -161,7 +161,7 @@ def generate(store: Store, students: int, quizzes: list[Quiz], now: datetime | N
         _record_uploads(store, rng, entry.id, skill, now)
         _record_quiz(store, rng, entry.id, skill, quizzes, now)
     with store.transaction() as db:
-        db["score_overrides"].insert({"student": entries[0].id, "exercise": "activations.GELU", "score": 10.0,
+        db.table("score_overrides").insert({"student": entries[0].id, "exercise": "activations.GELU", "score": 10.0,
                                       "comment": "GELU graded by hand: the tanh approximation was allowed",
                                       "author": "instructor", "created_at": now.isoformat(timespec="seconds")})
     return Generated({entry.id: token for entry, token in issued}, teacher, sample_course(now))

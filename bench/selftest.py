@@ -74,7 +74,7 @@ def main() -> None:
             del os.environ["GRADE_OPENCL_FAULT"]
         refused_doc = selftest.verdict({"cpu": {"ok": True, "reason": None, "exercise": PROBES[0]},
                                         "opencl": {"ok": False, "reason": "bench", "exercise": PROBES[1]}})
-        refused = median_time(lambda: jobs.grade_here(folder, PROBES, "(bench)", Refusing(refused_doc)),  # type: ignore[arg-type]
+        refused = median_time(lambda: jobs.grade_here(folder, PROBES, "(bench)", Refusing(refused_doc)),
                               args.runs)
 
     rows = [

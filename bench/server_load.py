@@ -49,12 +49,11 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))  # the server, worker and redis helpers the tests use
+sys.path.insert(0, str(REPO))  # the checkout, for bench.procs (never tests/: its reference/ folder would shadow the package)
 
-from server_util import Redis, Server, issue_tokens, start_worker, stop_process  # noqa: E402
-
-from grader.student.client import connection as client_lib  # noqa: E402
+from bench.procs import Redis, Server, issue_tokens, start_worker, stop_process  # noqa: E402
 from grader.course.solution import write_solution  # noqa: E402
+from grader.student.client import connection as client_lib  # noqa: E402
 
 KINDS = ("correct", "partial", "crash")
 CRASH = '''

@@ -43,9 +43,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))  # the checkout, for bench.batch
 
-from batch import kinds, write_student  # noqa: E402  (bench/batch.py: the generated class)
+from bench.batch import kinds, write_student  # noqa: E402  (bench/batch.py: the generated class)
 
 from grader.term import similarity  # noqa: E402
 from grader.queue import records  # noqa: E402
@@ -107,7 +107,7 @@ def build_class(root: Path) -> tuple[Path, dict[str, str]]:
     db = root / "course.db"
     names = [f"s{k:02d}" for k in range(INDEPENDENT)]
     texts: dict[str, dict[str, str]] = {}
-    for serial, (name, kind) in enumerate(zip(names, kinds(INDEPENDENT))):
+    for serial, (name, kind) in enumerate(zip(names, kinds(INDEPENDENT), strict=True)):
         folder = root / name
         write_student(folder, name, kind, serial)
         files = collect_files(folder / "exercises")

@@ -90,6 +90,8 @@ def main() -> int:
     parser.add_argument("--dist", action="append", help="xdist's --dist for the parallel runs; repeat to compare "
                         "[default: load]")
     parser.add_argument("--runs", type=int, default=1, help="Runs of each configuration, interleaved.")
+    parser.add_argument("--tests", action="append", default=[], metavar="PATH",
+                        help="Run only these tests (a pytest path; repeat for several) [default: the whole suite].")
     options = parser.parse_args()
     jobs = options.jobs or [0, 4]
     fast = options.fast or not options.jobs
@@ -100,6 +102,8 @@ def main() -> int:
     if fast:
         last = configs[-1]
         configs.append(Config(f"fast tier, {last.name.split(', ')[1]}", [*last.args, "-m", makefile_value("FAST_TIER")]))
+    for config in configs:
+        config.args += options.tests
     print(f"{os.cpu_count()} CPUs; {options.runs} run(s) each, interleaved", file=sys.stderr)
     for _ in range(options.runs):
         for config in configs:

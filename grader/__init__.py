@@ -6,7 +6,7 @@ is imported; its one function, the IPython extension hook behind
 """
 
 
-def load_ipython_extension(ipython):  # type: ignore[no-untyped-def]
+def load_ipython_extension(ipython: object) -> None:
     """``%load_ext grader``: register ``%grade`` and ``%quiz`` (grader/student/feedback/notebook.py)."""
     from grader.student.feedback.notebook import load_ipython_extension as load
 

@@ -39,6 +39,7 @@ class Sigmoid(Module):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx = dout * y (1 - y)."""
+        assert self.out is not None  # set by forward
         return dout * self.out * (1.0 - self.out)
 
 
@@ -55,6 +56,7 @@ class Tanh(Module):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx = dout * (1 - y^2)."""
+        assert self.out is not None  # set by forward
         return dout * (1.0 - self.out**2)
 
 
@@ -71,6 +73,7 @@ class ReLU(Module):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx = dout * [x > 0]."""
+        assert self.x is not None  # set by forward
         return np.where(self.x > 0, dout, 0.0)
 
 
@@ -88,6 +91,7 @@ class LeakyReLU(Module):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx = dout * (1 if x > 0 else negative_slope)."""
+        assert self.x is not None  # set by forward
         return np.where(self.x > 0, dout, self.negative_slope * dout)
 
 
@@ -118,6 +122,7 @@ class PReLU(Module):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx = dout * (1 if x > 0 else alpha); sets dalpha = sum(dout * x * [x <= 0])."""
+        assert self.x is not None  # set by forward
         x = self.x
         negative_part = np.where(x > 0, 0.0, dout * x)
         if self.num_parameters > 1:
@@ -144,6 +149,7 @@ class ELU(Module):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx = dout * (1 if x > 0 else alpha * e^x)."""
+        assert self.x is not None  # set by forward
         return np.where(self.x > 0, dout, dout * self.alpha * np.exp(np.minimum(self.x, 0.0)))
 
 
@@ -170,6 +176,7 @@ class GELU(Module):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx = dout * (Phi(x) + x phi(x)), or the derivative of the tanh form."""
+        assert self.x is not None  # set by forward
         x = self.x
         if self.approximate == "tanh":
             c = math.sqrt(2.0 / math.pi)
@@ -196,5 +203,7 @@ class SiLU(Module):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx = dout * (s + beta x s (1 - s))."""
+        assert self.s is not None  # set by forward
+        assert self.x is not None  # set by forward
         s = self.s
         return dout * (s + self.beta * self.x * s * (1.0 - s))

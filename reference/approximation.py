@@ -32,6 +32,7 @@ def fit_function(
     out = Linear(n_hidden, 1, rng=rng)
     hidden.W *= 3.0
     hidden.b = rng.uniform(-3.0, 3.0, size=n_hidden)
+    assert out.b is not None  # Linear has a bias by default
     params = {"W1": hidden.W, "b1": hidden.b, "W2": out.W, "b2": out.b}
     lr_max = 0.02
     optimizer = AdamW(lr=lr_max, weight_decay=0.0)
@@ -46,5 +47,6 @@ def fit_function(
         pred = g(x_train)
         dpred = 2.0 * (pred - y_train) / len(x_train)
         hidden.backward(act.backward(out.backward(dpred)))
+        assert hidden.dW is not None and hidden.db is not None and out.dW is not None and out.db is not None
         optimizer.step(params, {"W1": hidden.dW, "b1": hidden.db, "W2": out.dW, "b2": out.db})
     return g

@@ -44,6 +44,7 @@ class Linear(Module):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx = dout W; dW = dout^T x; db = sum(dout) over all leading axes."""
+        assert self.x is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x2 = self.x.reshape(-1, self.in_features)
         d2 = dout.reshape(-1, self.out_features)

@@ -118,6 +118,7 @@ def _batchnorm_forward(bn: BatchNorm1d | BatchNorm2d, x: np.ndarray) -> np.ndarr
 
 def _batchnorm_backward(bn: BatchNorm1d | BatchNorm2d, dout: np.ndarray) -> np.ndarray:
     """Shared BatchNorm backward (training: through the batch statistics; eval: affine only)."""
+    assert bn.cache is not None  # set by forward
     x_hat, inv_std, axes = bn.cache["x_hat"], bn.cache["inv_std"], bn.cache["axes"]
     bn.dgamma = (dout * x_hat).sum(axis=axes)
     bn.dbeta = dout.sum(axis=axes)
@@ -160,6 +161,7 @@ class LayerNorm(Module):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx = inv_std (g - mean(g) - x_hat mean(g x_hat)), g = dout gamma; dgamma, dbeta summed over leading dims."""
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x_hat, inv_std, axes = self.cache["x_hat"], self.cache["inv_std"], self.cache["axes"]
         leading = tuple(range(dout.ndim - len(axes)))
@@ -193,6 +195,7 @@ class RMSNorm(Module):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx = dout gamma / RMS - x / (D RMS^3) sum(dout gamma x); dgamma = sum over leading axes of dout x / RMS."""
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x, rms, x_norm = self.cache["x"], self.cache["rms"], self.cache["x_norm"]
         self.dgamma = (dout * x_norm).reshape(-1, self.dim).sum(axis=0)
@@ -235,6 +238,7 @@ class GroupNorm(Module):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx per group as for LayerNorm, g = dout gamma; dgamma, dbeta summed over all axes but 1."""
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x_hat, inv_std, shape = self.cache["x_hat"], self.cache["inv_std"], self.cache["shape"]
         axes = tuple(a for a in range(dout.ndim) if a != 1)
@@ -245,7 +249,8 @@ class GroupNorm(Module):
 
 
 class InstanceNorm2d(Module):
-    """x (N, C, H, W): mu and var over H, W for each sample and channel; y = gamma x_hat + beta (affine, per channel)."""
+    """x (N, C, H, W): mu and var over H, W for each sample and channel; y = gamma x_hat + beta (affine, per
+    channel)."""
 
     def __init__(self, num_features: int, eps: float = 1e-5) -> None:
         self.num_features = num_features
@@ -272,6 +277,7 @@ class InstanceNorm2d(Module):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx over (H, W) as for LayerNorm, g = dout gamma; dgamma, dbeta summed over N, H, W."""
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x_hat, inv_std = self.cache["x_hat"], self.cache["inv_std"]
         self.dgamma = (dout * x_hat).sum(axis=(0, 2, 3))

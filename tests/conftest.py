@@ -53,7 +53,8 @@ def program_missing_reason(program: str, package: str) -> str | None:
 
     if shutil.which(program):
         return None
-    return f"{program} is not installed (Debian package {package}: `make system-deps` as root, or apt-get install {package})"
+    return (f"{program} is not installed (Debian package {package}: `make system-deps` as root,"
+            f" or apt-get install {package})")
 
 
 def require_program(program: str, package: str) -> None:
@@ -190,7 +191,7 @@ def starts_server(args: object) -> str | None:
         argv = [os.fsdecode(a) if isinstance(a, (str, bytes, os.PathLike)) else str(a) for a in args]  # type: ignore[union-attr]
     if argv and os.path.basename(argv[0]) == "redis-server":
         return "redis-server"
-    for before, word in zip(argv, argv[1:]):
+    for before, word in zip(argv, argv[1:], strict=False):
         if word in SERVER_COMMANDS and "grade" in before:
             return f"grade {word}"
     return None

@@ -210,7 +210,7 @@ def test_a_student_takes_part_in_the_course_with_the_handout_alone(course: dict[
     assert canvas.status_code == 200, canvas.text
     rows = list(csv.reader(io.StringIO(canvas.text)))
     header, row = rows[0], next(r for r in rows if len(r) > 2 and r[2] == STUDENT)
-    cell = dict(zip(header, row))
+    cell = dict(zip(header, row, strict=True))
     points = {q.id: float(q.data.get("points", 1.0)) for q in source.questions}
     activations = [e for e in doc["report"]["exercises"] if e["id"].startswith("activations.")]
     assert float(cell["Exercises: activations"]) == pytest.approx(sum(0.7 * e["score"] for e in activations))

@@ -20,8 +20,13 @@ the question posed as the graders pose it). The texts (:class:`Text`):
 Which text is tried against which question:
 
 - a text that is the same for everyone against every question with one key for
-  everyone; a parameterised question's answer is each student's own, and a
-  text that is the same for everyone cannot know it;
+  everyone, formula questions also with the formulas it shows with sizes put in
+  (``N(0, 2/256)`` is ``2/n_in``: ``reading.instantiated``);
+- a text that is the same for everyone against every parameterised question, with
+  the formulas it writes in the question's parameter names (``x·Φ(x)``,
+  ``a²·p/(1 - p)``): it cannot know a student's number, but it can state the
+  formula, so such a formula is a leak when the judge accepts it for each of
+  ``FORMULA_STUDENTS``' draws (a drawn answer must be a number);
 - a text with drawn numbers against the fixed numeric questions (its numbers
   and arithmetic: the rest of it is its template, read as a text for everyone).
   It leaks a question when it gives its answer away in more than
@@ -33,13 +38,18 @@ Which text is tried against which question:
   them prints another's answer only by such a coincidence;
 - never a question against its own statement or its own explanation.
 
-Two kinds of answer are not counted as leaks, and the audit lists them:
+*Plain* fixed numeric answers, a whole number or one of at most two significant
+digits (0, 1, 2, 6, 0.6, 0.25, 1024), are everywhere: a text's every 2 is not a
+pointer to a key of 2. They are tried only with the numbers a text writes at the
+question's concept (``reading.near_concept``): the numbers and arithmetic of a
+sentence that holds two of its *concept words*, the words of its prompt (four
+letters or more, not common) that at most three of the bank's prompts hold
+(``naive`` and ``multiplied`` for naive-dropout-test-scale, not ``dropout``).
+"The naive scale at test time is multiplied by 0.6" is a leak; "p = 0.6" in a
+dropout question is not. The audit lists the plain answers.
 
-- *plain* fixed numeric answers, a whole number or one of at most two
-  significant digits (0, 1, 2, 6, 0.6, 0.25, 1024): every text holds such
-  numbers, so none can point to them, and no number is tried for them (that
-  such a key can be guessed without reading anything is the question's matter,
-  not a text's);
+One kind of answer is not counted as a leak, and the audit lists it:
+
 - formulas the exercise *contract* states: the stubs rendered at the lowest
   scaffolding level, which every release shows, define what a student
   implements (``GELU(x) = x * Phi(x)``). A formula question that asks for such
@@ -55,6 +65,7 @@ prints what the audit finds.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -68,7 +79,9 @@ from grader.quiz import params as params_lib
 from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.judging import judge, pose
 from grader.quiz.model import Posed, Question, Quiz, SourceQuiz
-from grader.quiz.reading import arithmetic, choices_quoted, formulas, numbers, phrases
+from grader.quiz.reading import (
+    arithmetic, choices_quoted, concept_words, formulas, instantiated, near_concept, numbers, phrases,
+)
 from grader.student.quiz.answers import parse_number
 from grader.student.quiz.posing import PRACTICE_STUDENT
 
@@ -145,7 +158,7 @@ def instances(question: Question, students: Sequence[str]) -> list[dict[str, Any
     specs = params_lib.parse_specs(question.params)
     practice = pose(question, PRACTICE_STUDENT).values
     if math.prod(len(spec.values) for spec in specs.values()) <= ENUMERATED:
-        grid = [dict(zip(specs, combo)) for combo in itertools.product(*(spec.values for spec in specs.values()))]
+        grid = [dict(zip(specs, combo, strict=True)) for combo in itertools.product(*(spec.values for spec in specs.values()))]
     else:
         grid = [pose(question, student).values for student in students]
     return [values for values in grid if values != practice]
@@ -226,13 +239,14 @@ def _accepted(posed: Posed, raw: Any) -> bool:
         return False
 
 
-def _found(text: Text, question: Question, posed: Posed, key: float | None) -> list[str]:
-    """What ``text`` holds that ``question``'s judge accepts (``key``: a fixed numeric question's answer, None for
-    a plain one)."""
+def _found(text: Text, question: Question, posed: Posed, key: float | None,
+           concept: set[str] | None = None) -> list[str]:
+    """What ``text`` holds that ``question``'s judge accepts (``key``: a fixed numeric question's answer;
+    ``concept``: a plain one's concept words, so that only the numbers written at its concept are tried)."""
     if question.kind == "numeric":
         if key is None:
             return []
-        values = numbers(text.text) | arithmetic(text.text)
+        values = near_concept(text.text, concept) if concept is not None else numbers(text.text) | arithmetic(text.text)
         near = [v for v in sorted(values) if abs(v - key) <= 2 * float(question.tolerance or 0)]
         return [f"{v:g}" for v in near if _accepted(posed, v)]
     if question.kind == "single":
@@ -241,8 +255,22 @@ def _found(text: Text, question: Question, posed: Posed, key: float | None) -> l
         quoted = ",".join(choices_quoted(text.text, question))
         return [quoted] if quoted and _accepted(posed, quoted) else []
     if question.symbols:
-        return [f for f in sorted(formulas(text.text, question)) if _accepted(posed, f)]
+        written = formulas(text.text, question) | instantiated(text.text, question)
+        return [f for f in sorted(written) if _accepted(posed, f)]
     return [p for p in sorted(phrases(text.text, question)) if _accepted(posed, p)]
+
+
+FORMULA_STUDENTS = ("(leak audit) 1", "(leak audit) 2", "(leak audit) 3")  # whose draws a formula is tried on
+_OPERATION = re.compile(r"[-+*/^·×⋅√²³()\u2212]")
+
+
+def _formula_answers(text: Text, question: Question, posed: Sequence[Posed]) -> list[str]:
+    """The formulas of a text for everyone, written in a parameterised question's parameter names, that its judge
+    accepts for each of FORMULA_STUDENTS' draws: the formula of the answer, which a text may state (the course text
+    states them all) but the judge must refuse, a drawn answer being a number (``x·Φ(x)`` for gelu-value)."""
+    view = dataclasses.replace(question, symbols={name: name for name in question.params or {}}, subject=None)
+    spans = [f for f in sorted(formulas(text.text, view)) if _OPERATION.search(f) and "=" not in f]
+    return [f for f in spans if all(_accepted(p, f) for p in posed)]
 
 
 def audit(texts: Iterable[Text], quizzes: Sequence[Quiz], keys: Mapping[str, float],
@@ -255,32 +283,41 @@ def audit(texts: Iterable[Text], quizzes: Sequence[Quiz], keys: Mapping[str, flo
     fixed = [(_key(quiz.chapter, q.id), q, pose(q, AUDITOR)) for quiz in quizzes for q in quiz.questions
              if not q.parameterised]
     result = Audit(plain=[key for key, q, _ in fixed if q.kind == "numeric" and plain(keys[key])])
-    answer = {key: None if key in result.plain else keys.get(key) for key, _, _ in fixed}
+    answer = {key: keys.get(key) for key, _, _ in fixed}
+    prompts = [q.prompt for quiz in quizzes for q in quiz.questions]
+    concepts = {key: concept_words(q.prompt, prompts) for key, q, _ in fixed if key in result.plain}
     contract = list(contract)
     for text in contract:
         result.contract += [key for key, q, posed in fixed if q.kind == "short" and q.symbols
-                            and key not in result.contract and _found(text, q, posed, None)]
+                            and key not in result.contract
+                            and any(_accepted(posed, f) for f in formulas(text.text, q))]
     open_ = [(key, q, posed) for key, q, posed in fixed if key not in result.contract]
     numeric = [(key, q, posed) for key, q, posed in open_ if q.kind == "numeric" and answer[key] is not None]
+    drawn_questions = [(_key(quiz.chapter, q.id), q, [pose(q, s) for s in FORMULA_STUDENTS])
+                       for quiz in quizzes for q in quiz.questions if q.parameterised]
     found: dict[tuple[str, str, str], None] = {}
     drawn: dict[tuple[str, str], dict[str, str]] = {}
     sizes: dict[str, int] = {}
     for text in itertools.chain(contract, texts):
         result.texts += 1
+        if text.instance is None:
+            for key, question, posed_all in drawn_questions:
+                if key != text.own:
+                    found.update(((key, text.source, hit), None) for hit in _formula_answers(text, question, posed_all))
         for key, question, posed in (open_ if text.instance is None else numeric):
             if key == text.own:
                 continue
-            hits = _found(text, question, posed, answer[key])
+            hits = _found(text, question, posed, answer[key], concepts.get(key))
             if text.instance is None:
                 found.update(((key, text.source, hit), None) for hit in hits)
             elif hits:
                 drawn.setdefault((key, text.source), {})[text.instance] = hits[0]
                 sizes[text.source] = text.instances
     result.leaks = [Leak(*k) for k in found]
-    for (key, source), hits in drawn.items():
-        share = len(hits) / sizes[source]
+    for (key, source), hit_of in drawn.items():
+        share = len(hit_of) / sizes[source]
         if share > COINCIDENCE:
-            result.leaks.append(Leak(key, source, next(iter(hits.values())), share))
+            result.leaks.append(Leak(key, source, next(iter(hit_of.values())), share))
         else:
             result.coincidences[(key, source)] = share
     return result
@@ -326,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for leak in result.leaks:
         print(leak)
     print(f"{len(result.leaks)} leak(s) in {result.texts} texts")
-    print(f"plain answers (no number tried): {', '.join(result.plain) or 'none'}")
+    print(f"plain answers (tried only at their concept): {', '.join(result.plain) or 'none'}")
     print(f"answered by the exercise contract: {', '.join(result.contract) or 'none'}")
     for (question, source), share in sorted(result.coincidences.items()):
         print(f"coincidence under the {COINCIDENCE:.0%} bar: {question} in {source}, {share:.1%} of the students")

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.student.engine.checks.base import ATOL, RTOL, Context, Mistake, error_text
+from grader.student.engine.checks.base import ATOL, RTOL, Context, Outcome, error_text
 from grader.student.engine.compare import compare, scale_of
 from grader.student.feedback import figures
 
@@ -63,7 +63,7 @@ def with_mask(
 
 
 def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str],
-                 what: str) -> tuple[bool, str, Mistake | None]:
+                 what: str) -> Outcome:
     """Outputs ``keys`` of train_dropout equal the reference block run with the student's own mask.
 
     The mask is read off the student's output (y != 0), so any way of drawing it is accepted;
@@ -102,6 +102,6 @@ def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str]
     return True, "", None
 
 
-LIVE_CHECKS: dict[str, Callable[..., tuple[bool, str, Mistake | None]]] = {
+LIVE_CHECKS: dict[str, Callable[..., Outcome]] = {
     "blocks.masked": masked_check,
 }

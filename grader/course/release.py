@@ -39,7 +39,6 @@ from typing import Any
 from grader import quiz as quiz_lib
 from grader.course.packs import PackError, write_packs
 from grader.course.scaffold import render_stub, render_tree
-from grader.quiz import params as params_lib
 from grader.student.engine import catalogue
 from grader.student.course import HANDOUT_SETTINGS, Course
 from grader.student.errors import GraderError
@@ -465,7 +464,8 @@ def levels_json(levels: dict[str, str]) -> str:
 
 def write_student(out: Path, version: str, practice: bool, levels: dict[str, str],
                   course: Course | None = None) -> dict[str, int]:
-    """The handout folder, its stubs rendered at ``levels``, its README and settings from ``course``; the packs' sizes."""
+    """The handout folder, its stubs rendered at ``levels``, its README and settings from ``course``; the packs'
+    sizes."""
     course = course or Course()
     student = out / "student"
     render_tree(ROOT / "exercises", student / "exercises", levels)

@@ -44,6 +44,7 @@ class ReLUGradAtZero(ref.ReLU):
     """Derivative 1 at x = 0 (x >= 0 instead of x > 0)."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         return np.where(self.x >= 0, dout, 0.0)
 
 
@@ -65,6 +66,7 @@ class ReLUBackwardWritesX(ref.ReLU):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         mask = self.x
+        assert mask is not None  # set by forward
         mask[mask > 0] = 1.0
         mask[mask < 0] = 0.0
         return dout * mask
@@ -78,6 +80,7 @@ class LeakySlopeIgnored(ref.LeakyReLU):
         return np.where(self.x > 0, self.x, 0.01 * self.x)
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         return np.where(self.x > 0, dout, 0.01 * dout)
 
 
@@ -85,6 +88,7 @@ class LeakyGradLikeReLU(ref.LeakyReLU):
     """Backward copied from ReLU: zero gradient for x <= 0."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         return np.where(self.x > 0, dout, 0.0)
 
 
@@ -92,6 +96,7 @@ class PReLUDalphaNotSummed(ref.PReLU):
     """dalpha = dout * x elementwise (shape of x) instead of its sum over the shared axes."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         dx = super().backward(dout)
         self.dalpha = np.where(self.x > 0, 0.0, dout * self.x)
         return dx
@@ -101,6 +106,7 @@ class PReLUDalphaAllElements(ref.PReLU):
     """dalpha sums dout * x over every element, positive ones included."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         dx = super().backward(dout)
         full = dout * self.x
         if self.num_parameters > 1:
@@ -115,6 +121,7 @@ class ELUGradMissingAlpha(ref.ELU):
     """dx = dout * e^x for x <= 0: alpha forgotten in the derivative."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         return np.where(self.x > 0, dout, dout * np.exp(np.minimum(self.x, 0.0)))
 
 
@@ -131,6 +138,7 @@ class ELUBackwardExpOverflow(ref.ELU):
     np.where then picks dout there (the forward is right)."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         return np.where(self.x > 0, dout, dout * self.alpha * np.exp(self.x))
 
 
@@ -152,6 +160,7 @@ class GELUGradMissingPdf(ref.GELU):
     """dx = dout * Phi(x): the x phi(x) term of the product rule is missing."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         if self.approximate == "tanh":
             return super().backward(dout)
         cdf = 0.5 * (1.0 + np.array([math.erf(v / math.sqrt(2.0)) for v in self.x.ravel()]).reshape(self.x.shape))
@@ -183,6 +192,7 @@ class TanhGradNotSquared(ref.Tanh):
     """dx = dout * (1 - y) instead of 1 - y^2."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.out is not None  # set by forward
         return dout * (1.0 - self.out)
 
 
@@ -201,6 +211,7 @@ class PReLUSharedAlpha(ref.PReLU):
         return np.where(self.x > 0, self.x, self.alpha[0] * self.x)
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         negative = np.where(self.x > 0, 0.0, dout * self.x)
         self.dalpha = np.full(self.num_parameters, negative.sum())
         return np.where(self.x > 0, dout, self.alpha[0] * dout)
@@ -210,6 +221,7 @@ class ELUGradUsesOutput(ref.ELU):
     """dx = dout * y for x <= 0: the derivative alpha e^x = y + alpha is missing its + alpha."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         y = self.alpha * np.expm1(np.minimum(self.x, 0.0))
         return np.where(self.x > 0, dout, dout * y)
 
@@ -239,6 +251,8 @@ class GELUSigmoidApprox(ref.GELU):
         return self.x * self.s
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.s is not None  # set by forward
+        assert self.x is not None  # set by forward
         if self.approximate == "tanh":
             return super().backward(dout)
         return dout * (self.s + 1.702 * self.x * self.s * (1.0 - self.s))
@@ -257,6 +271,7 @@ class GELUErfMissingSqrt2(ref.GELU):
         if self.approximate == "tanh":
             return super().backward(dout)
         x = self.x
+        assert x is not None  # set by forward
         return dout * (_exact_phi(x, 1.0) + x * np.exp(-(x**2)) / math.sqrt(math.pi))
 
 
@@ -270,6 +285,7 @@ class GELUTanhNoCubic(ref.GELU):
         return 0.5 * self.x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * self.x))
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         if self.approximate != "tanh":
             return super().backward(dout)
         c = math.sqrt(2.0 / math.pi)
@@ -281,6 +297,7 @@ class ReLUBackwardWritesDout(ref.ReLU):
     """dx = dout; dx[x <= 0] = 0: the mask is written into the caller's dout (dx is dout, not a copy)."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         dx = dout
         dx[self.x <= 0] = 0.0
         return dx
@@ -291,6 +308,7 @@ class GELUGradHalfPdfTerm(ref.GELU):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         x = self.x
+        assert x is not None  # set by forward
         if self.approximate == "tanh":
             c = math.sqrt(2.0 / math.pi)
             t = np.tanh(c * (x + 0.044715 * x**3))
@@ -304,6 +322,7 @@ class GELUGradRoundedConstants(ref.GELU):
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         x = self.x
+        assert x is not None  # set by forward
         if self.approximate == "tanh":
             c = 0.797885
             t = np.tanh(c * (x + 0.044715 * x**3))
@@ -319,6 +338,7 @@ class GELUTanhBackwardNoCubic(ref.GELU):
         if self.approximate != "tanh":
             return super().backward(dout)
         x = self.x
+        assert x is not None  # set by forward
         c = math.sqrt(2.0 / math.pi)
         t = np.tanh(c * (x + 0.044715 * x**3))
         return dout * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t**2) * c)
@@ -328,7 +348,9 @@ class SiLUGradMissingBeta(ref.SiLU):
     """dx = dout * (s + x s (1 - s)): the chain rule's factor beta is missing."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         s = self.s
+        assert s is not None  # set by forward
         return dout * (s + self.x * s * (1.0 - s))
 
 
@@ -336,6 +358,7 @@ class SigmoidBackwardInPlace(ref.Sigmoid):
     """backward overwrites the cached y in place (self.out *= 1 - self.out)."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.out is not None  # set by forward
         self.out *= 1.0 - self.out
         return dout * self.out
 
@@ -349,6 +372,7 @@ class LeakyBranchesSwapped(ref.LeakyReLU):
         return np.where(self.x > 0, self.negative_slope * self.x, self.x)
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         return np.where(self.x > 0, self.negative_slope * dout, dout)
 
 
@@ -356,6 +380,7 @@ class PReLUDalphaAxis0(ref.PReLU):
     """Per-channel dalpha summed over axis 0 only: shape (C, ...) instead of (C,)."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         dx = super().backward(dout)
         if self.num_parameters > 1:
             self.dalpha = np.where(self.x > 0, 0.0, dout * self.x).sum(axis=0)
@@ -370,6 +395,7 @@ class PReLUAlphaLastAxis(ref.PReLU):
         return np.where(self.x > 0, self.x, self.alpha * self.x)
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         negative = np.where(self.x > 0, 0.0, dout * self.x)
         self.dalpha = negative.reshape(-1, self.num_parameters).sum(axis=0)
         return np.where(self.x > 0, dout, self.alpha * dout)
@@ -415,7 +441,8 @@ MISTAKES: list[Mistake] = [
          "Divide x by sqrt(2) inside erf (and use phi(x) = e^(-x^2/2) / sqrt(2 pi) in backward).",
          GELUErfMissingSqrt2),
     make("gelu-tanh-no-cubic", A + "GELU",
-         "The tanh approximation lacks its cubic term: tanh(sqrt(2/pi) x) instead of tanh(sqrt(2/pi) (x + 0.044715 x^3)).",
+         "The tanh approximation lacks its cubic term: tanh(sqrt(2/pi) x) instead of"
+         " tanh(sqrt(2/pi) (x + 0.044715 x^3)).",
          "Use 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).",
          GELUTanhNoCubic),
     make("silu-grad-missing-beta", A + "SiLU",

@@ -72,7 +72,8 @@ _INIT: dict[str, str] = {
     "init-kaiming-uniform-bound-std": "the uniform's bound is its standard deviation: a uniform U(-b, b) has a smaller"
                                       " variance than b^2, so the weights' variance is too small.",
     "init-kaiming-for-xavier": "He's variance (for ReLU, fan_in alone) is used where Glorot's (both fans) is asked.",
-    "init-xavier-uniform-kaiming-for-xavier": "He's variance (fan_in alone) is used where Glorot's (both fans) is asked.",
+    "init-xavier-uniform-kaiming-for-xavier": "He's variance (fan_in alone) is used where Glorot's (both fans)"
+                                              " is asked.",
     "init-xavier-for-kaiming": "Glorot's variance (both fans) is used where He's (one fan, through a ReLU) is asked.",
     "init-xavier-for-kaiming-uniform": "Glorot's variance (both fans) is used where He's (one fan) is asked.",
     "init-variance-as-std": "the variance is passed where rng.normal expects a standard deviation.",

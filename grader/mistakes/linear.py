@@ -12,6 +12,7 @@ class DWTransposed(ref.Linear):
     """dW = x^T dout, shape (in, out) instead of (out, in)."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.x is not None  # set by forward
         dx = super().backward(dout)
         self.dW = self.x.T @ dout
         return dx

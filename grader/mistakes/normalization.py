@@ -163,7 +163,7 @@ def _bn_flagged(base: type, flags: dict[str, set[str]], name: str | None = None)
     return flagged(base, _BN_IMPL, flags, name)
 
 
-_BN_IMPL = {"forward": _bn_forward, "backward": _bn_backward}
+_BN_IMPL: dict[str, Any] = {"forward": _bn_forward, "backward": _bn_backward}  # the type of flagged's impl
 
 
 def _bn_variant(base: type, name: str, forward_flag: str | None = None, backward_flag: str | None = None) -> type:
@@ -189,6 +189,7 @@ class LNBatchAxis(ref.LayerNorm):
         return self.gamma * x_hat + self.beta
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x_hat, inv_std, axes = self.cache["x_hat"], self.cache["inv_std"], self.cache["axes"]
         leading = tuple(range(dout.ndim - len(axes)))
@@ -248,6 +249,7 @@ class LNLastAxisOnly(ref.LayerNorm):
         return self.gamma * x_hat + self.beta
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x_hat, inv_std, axes = self.cache["x_hat"], self.cache["inv_std"], self.cache["axes"]
         leading = tuple(range(dout.ndim - len(axes)))
@@ -260,6 +262,7 @@ class LNDgammaAxis0(ref.LayerNorm):
     """dgamma, dbeta summed over axis 0 only (wrong shape on 3-D input)."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         dx = super().backward(dout)
         self.dgamma = (dout * self.cache["x_hat"]).sum(axis=0)
         self.dbeta = np.asarray(dout).sum(axis=0)
@@ -270,6 +273,7 @@ class LNBackwardIgnoresStats(ref.LayerNorm):
     """dx = dout gamma / sqrt(var + eps): the dependence of mu and var on x is ignored."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         super().backward(dout)
         return np.asarray(dout) * self.gamma * self.cache["inv_std"]
 
@@ -357,6 +361,7 @@ class RMSSubtractsMean(ref.RMSNorm):
         return xc / rms * self.gamma
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x_norm, rms = self.cache["x_norm"], self.cache["rms"]
         self.dgamma = (dout * x_norm).reshape(-1, self.dim).sum(axis=0)
@@ -367,6 +372,7 @@ class RMSDgammaAxis0(ref.RMSNorm):
     """dgamma = sum(dout x_norm, axis=0): right on 2-D input, shape (T, D) on 3-D (the course code's bug)."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         dx = super().backward(dout)
         self.dgamma = np.sum(np.asarray(dout) * self.cache["x_norm"], axis=0)
         return dx
@@ -387,6 +393,7 @@ class RMSGradMissingTerm(ref.RMSNorm):
     """dx = dout gamma / RMS: the dependence of RMS on x is ignored."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         super().backward(dout)
         return np.asarray(dout) * self.gamma / self.cache["rms"]
 
@@ -416,6 +423,7 @@ class GNGroupsStrided(ref.GroupNorm):
     def backward(self, dout: np.ndarray) -> np.ndarray:
         dout = np.asarray(dout, dtype=np.float64)
         c = self.cache
+        assert c is not None  # set by forward
         perm, shape = c["perm"], c["shape"]
         axes = tuple(a for a in range(dout.ndim) if a != 1)
         self.dgamma = (dout * c["x_hat"]).sum(axis=axes)
@@ -430,6 +438,7 @@ class LNBackwardWrongAxis(ref.LayerNorm):
     """backward's means run over axis 0 (the batch) instead of the normalised trailing axes."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x_hat, inv_std, axes = self.cache["x_hat"], self.cache["inv_std"], self.cache["axes"]
         leading = tuple(range(dout.ndim - len(axes)))
@@ -442,6 +451,7 @@ class LNBackwardNoEps(ref.LayerNorm):
     """backward divides by sqrt(var) where forward divided by sqrt(var + eps)."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x_hat, inv_std, axes = self.cache["x_hat"], self.cache["inv_std"], self.cache["axes"]
         leading = tuple(range(dout.ndim - len(axes)))
@@ -465,6 +475,7 @@ class GNPerLocation(ref.GroupNorm):
         return _view(self.gamma, x.ndim) * x_hat.reshape(x.shape) + _view(self.beta, x.ndim)
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x_hat, inv_std, shape = self.cache["x_hat"], self.cache["inv_std"], self.cache["shape"]
         axes = tuple(a for a in range(dout.ndim) if a != 1)
@@ -499,6 +510,7 @@ class INOverChannels(ref.InstanceNorm2d):
         return _view(self.gamma, 4) * x_hat + _view(self.beta, 4)
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x_hat, inv_std = self.cache["x_hat"], self.cache["inv_std"]
         self.dgamma = (dout * x_hat).sum(axis=(0, 2, 3))
@@ -518,6 +530,7 @@ class INBatchStats(ref.InstanceNorm2d):
         return _view(self.gamma, 4) * x_hat + _view(self.beta, 4)
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x_hat, inv_std = self.cache["x_hat"], self.cache["inv_std"]
         self.dgamma = (dout * x_hat).sum(axis=(0, 2, 3))
@@ -530,6 +543,7 @@ class LNAffineMissing(ref.LayerNorm):
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         super().forward(x)
+        assert self.cache is not None  # set by forward
         return self.cache["x_hat"].copy()
 
 
@@ -537,6 +551,7 @@ class LNBackwardMissingXhatTerm(ref.LayerNorm):
     """dx = inv_std (g - mean(g)): the variance's dependence on x is ignored."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         super().backward(dout)
         g = np.asarray(dout) * self.gamma
         axes = self.cache["axes"]
@@ -547,6 +562,7 @@ class LNDxMissingGamma(ref.LayerNorm):
     """dx computed with g = dout instead of dout * gamma."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         super().backward(dout)
         return _normalized_grad(np.asarray(dout, dtype=np.float64), self.cache["x_hat"], self.cache["inv_std"],
                                 self.cache["axes"])
@@ -556,6 +572,7 @@ class RMSDxMissingGamma(ref.RMSNorm):
     """dx = dout / RMS - x / (D RMS^3) sum(dout x): gamma is missing."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         super().backward(dout)
         dout = np.asarray(dout, dtype=np.float64)
         x, rms = self.cache["x"], self.cache["rms"]
@@ -590,6 +607,7 @@ class RMSL2Norm(ref.RMSNorm):
         return x / rms * self.gamma
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x, rms, x_norm = self.cache["x"], self.cache["rms"], self.cache["x_norm"]
         self.dgamma = (dout * x_norm).reshape(-1, self.dim).sum(axis=0)
@@ -637,6 +655,7 @@ class BN2dReshapeWithoutTranspose(ref.BatchNorm2d):
         return (self.gamma * x_hat + self.beta).reshape(x.shape)
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         flat = dout.reshape(-1, dout.shape[1])
         x_hat, inv_std = self.cache["x_hat"], self.cache["inv_std"]
@@ -669,6 +688,7 @@ class LNBackwardMissingMeanTerm(ref.LayerNorm):
     """dx = inv_std (g - x_hat mean(g x_hat)): the mean's dependence on x is ignored."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         super().backward(dout)
         g = np.asarray(dout, dtype=np.float64) * self.gamma
         x_hat, axes = self.cache["x_hat"], self.cache["axes"]
@@ -693,6 +713,7 @@ class RMSGradMissingOneOverD(ref.RMSNorm):
     """dx = dout gamma / RMS - x / RMS^3 * sum(dout gamma x): the 1/D from d mean(x^2) / dx is missing."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         super().backward(dout)
         dout = np.asarray(dout, dtype=np.float64)
         x, rms = self.cache["x"], self.cache["rms"]
@@ -709,11 +730,13 @@ class GNGammaTiled(ref.GroupNorm):
     def forward(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
         super().forward(x)
+        assert self.cache is not None  # set by forward
         spatial = int(np.prod(x.shape[2:], dtype=np.int64))
         x_hat = self.cache["x_hat"]
         return (self._tiled(self.gamma, spatial) * x_hat + self._tiled(self.beta, spatial)).reshape(x.shape)
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
+        assert self.cache is not None  # set by forward
         dout = np.asarray(dout, dtype=np.float64)
         x_hat, inv_std, shape = self.cache["x_hat"], self.cache["inv_std"], self.cache["shape"]
         spatial = int(np.prod(shape[2:], dtype=np.int64))

@@ -219,8 +219,8 @@ def without_folder(message: str, folder: Path) -> str:
 
     ``<tmp>/normgrade-.../exercises/activations.py`` (the job's folder) and
     ``<tmp>/normgrade-.../<hash>/submission/activations.py`` (a sandbox's copy)
-    both become ``activations.py``, the folders themselves "your exercises folder"; any other path under a ``normgrade-``
-    temporary folder becomes ``<grading folder>``.
+    both become ``activations.py``, the folders themselves "your exercises folder"; any other path under a
+    ``normgrade-`` temporary folder becomes ``<grading folder>``.
     """
     for root in {str(folder.parent), tempfile.gettempdir()}:
         base = re.escape(root.rstrip("/")) + r"/normgrade-[^\s'\"/]*"

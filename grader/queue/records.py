@@ -104,7 +104,7 @@ def create_job(store: Store, student: str, key: str, files: dict[str, str], exer
                               course.rate_submissions, course.rate_minutes)
         when = now.isoformat(timespec="seconds")
         db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, when])
-        job_id = db["jobs"].insert({
+        job_id = db.table("jobs").insert({
             "student": student, "idempotency_key": key, "files_hash": digest,
             "selectors": json.dumps(exercise_ids), "status": "received", "received_at": when,
             "tries": 0, "task_id": None, "worker": None, "attempt_id": None, "error": None, "finished_at": None,
@@ -160,7 +160,7 @@ def keep_graded_upload(db: sqlite_utils.Database, student: str, files: dict[str,
     attempt, and its files (content-addressed), so ``grade rescore`` and ``grade similarity`` read it as they
     read the server's uploads. In the caller's transaction (the one recording the attempt); the job id."""
     digest = files_hash(files, exercise_ids)
-    job_id = int(db["jobs"].insert({
+    job_id = int(db.table("jobs").insert({
         "student": student, "idempotency_key": f"batch:{digest}:{attempt_id}", "files_hash": digest,
         "selectors": json.dumps(exercise_ids), "status": "done", "received_at": when, "tries": 0, "task_id": None,
         "worker": "grade batch", "attempt_id": attempt_id, "error": None, "finished_at": when,

@@ -9,7 +9,6 @@ import keyword
 import math
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any

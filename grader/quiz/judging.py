@@ -15,7 +15,9 @@ from typing import Any
 from grader.quiz import params as params_lib
 from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.model import Choice, Posed, Question, Quiz, QuizResult, Verdict
-from grader.student.quiz.answers import _choice_ids, canonical_answers, digest, formula_message, parse_number
+from grader.student.quiz.answers import (
+    _choice_ids, canonical_answers, digest, formula_message, parse_drawn_number, parse_number,
+)
 from grader.student.quiz import expr
 from grader.student.errors import UsageError
 from grader.student.quiz import posing
@@ -52,13 +54,15 @@ def judge(posed: Posed, raw: Any, shown: bool = False) -> Verdict:
     """Judge one answer to a posed question; AnswerFormatError when unreadable (costs no attempt).
 
     ``shown``: choice numbers refer to the order the student saw. A parameterised
-    question runs the reference (ReferenceUnavailableError when it is not installed).
+    question's answer is a number, never a formula in its parameters or a function such as Φ
+    (``parse_drawn_number``: refused, costing no attempt); the reference computes its key
+    (ReferenceUnavailableError when it is not installed).
     """
     question = posed.question
     order = posed.choices if shown else None
     answer = recorded_form(question, raw, order)
     if question.parameterised:
-        value = parse_number(raw, posed.values)
+        value = parse_drawn_number(raw, posed.values)
         call = params_lib.parse_reference(question.reference, set(posed.values))
         expected = params_lib.reference_answer(call, posed.values)
         correct = abs(value - expected) <= float(question.tolerance or 0) * (1 + 1e-9)
@@ -71,14 +75,16 @@ def judge(posed: Posed, raw: Any, shown: bool = False) -> Verdict:
 
 def preview(posed: Posed, raw: Any) -> str:
     """How an answer to a posed question is read, as the judge will read it, without judging it (the live
-    preview of the student's page): a number's expression and value (a parameterised question's numbers usable
-    by name), a formula with its subject stripped and each name as its symbol. AnswerFormatError with the
+    preview of the student's page): a number's expression and value (a parameterised question's answer read as
+    a number: no parameter's name, no function but sqrt), a formula with its subject stripped and each name as its symbol. AnswerFormatError with the
     judge's own one-line reason when the answer cannot be read; choice and plain text answers have none."""
     question = posed.question
     if question.kind == "numeric":
-        values = posed.values if question.parameterised else None
-        parse_number(raw, values)  # unreadable: the same reason judging gives
-        return expr.reading(str(raw).strip(), values=values, number=True)
+        if question.parameterised:
+            parse_drawn_number(raw, posed.values)  # unreadable: the same reason judging gives
+        else:
+            parse_number(raw)
+        return expr.reading(str(raw).strip(), number=True)
     if question.kind == "short" and question.symbols:
         formula_message(question, raw, question.salt)  # unreadable: the same reason judging gives
         return expr.reading(expr.strip_subject(str(raw), question.subject, question.symbols), question.symbols)

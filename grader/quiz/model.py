@@ -4,7 +4,6 @@ results and a chapter's standing, and the constants of the quiz files."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

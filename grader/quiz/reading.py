@@ -14,6 +14,12 @@ answer: it only reads.
 - ``formulas``: for a formula question, every span written in its own names
   (its symbols and aliases, its subject's words, the functions and constants
   the reader knows), whole, each side of ``=`` and each ``a = b``;
+- ``instantiated``: for a formula question, every run of arithmetic with its sizes
+  (whole numbers of 8 or more: ``N(0, 2/256)``, ``2/(256 + 256)``) written back
+  as the question's symbols (``2/n_in``, ``2/(n_in + n_out)``): a formula shown
+  with numbers put in;
+- ``near_concept``: the numbers and arithmetic of each sentence that names a
+  question's concept (two of its distinctive words, ``concept_words``);
 - ``choices_quoted``: for a choice question, the choices whose text is quoted;
 - ``phrases``: for a short text question, every phrase of one to three words
   within three words of a word of its prompt.
@@ -22,6 +28,7 @@ answer: it only reads.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 import unicodedata
@@ -79,6 +86,16 @@ def _value(piece: str) -> float | None:
 def arithmetic(text: str) -> set[float]:
     """The value of every run of arithmetic in ``text`` (``1/2 - 1/(2π)``, ``√(3/2)``, ``1.1^50``)."""
     out: set[float] = set()
+    for piece in arithmetic_pieces(text):
+        value = _value(piece)
+        if value is not None:
+            out.add(value)
+    return out
+
+
+def arithmetic_pieces(text: str) -> list[str]:
+    """Every run of arithmetic in ``text`` as written (what ``arithmetic`` reads)."""
+    out: list[str] = []
     text = text.replace("[", "(").replace("]", ")")
     for match in _ARITHMETIC.finditer(text):
         if not _OPERATOR.search(match.group(0)):
@@ -89,9 +106,55 @@ def arithmetic(text: str) -> set[float]:
         if piece[:1] in MINUS and (before[-1:].isalnum() or before[-1:] == ")"):
             piece = _trim(piece[1:])  # "x - 0.75", "f(x) - 2/3": a difference whose left side is not arithmetic
         if _OPERATOR.search(piece) and re.search(r"\d|π", piece):
-            value = _value(piece)
-            if value is not None:
-                out.add(value)
+            out.append(piece)
+    return out
+
+
+SIZE = 8  # a whole number this large in a formula is a size put in (fan_in = 256), not one of its constants
+MAX_PUT_IN = 16  # ways to write a run's sizes back as symbols tried per run
+
+
+def instantiated(text: str, question: Question) -> set[str]:
+    """Every run of arithmetic in ``text`` with sizes (whole numbers of at least SIZE), each size written back as
+    one of ``question``'s symbols in every way (at most MAX_PUT_IN per run): ``2/(256 + 256)`` gives
+    ``2/(n_in + n_out)`` among others. A formula shown with numbers put in is the formula."""
+    symbols = sorted(set(question.symbols.values()))
+    out: set[str] = set()
+    if not symbols:
+        return out
+    for piece in arithmetic_pieces(text):
+        sizes = [m for m in re.finditer(r"(?<![\d.])\d+(?![\d.])", piece) if int(m.group(0)) >= SIZE]
+        if not sizes or len(symbols) ** len(sizes) > MAX_PUT_IN:
+            continue
+        for names in itertools.product(symbols, repeat=len(sizes)):
+            written, end = [], 0
+            for match, name in zip(sizes, names, strict=True):
+                written += [piece[end:match.start()], f" {name} "]
+                end = match.end()
+            out.add(re.sub(r"\s+", " ", "".join(written) + piece[end:]).strip())
+    return out
+
+
+_SENTENCE = re.compile(r"(?<!\d)[.;!?](?!\d)|\n")
+
+
+def concept_words(prompt: str, prompts: list[str], most: int = 3) -> set[str]:
+    """A question's concept: the words of its prompt (four letters or more, not a common word) that at most
+    ``most`` of the bank's ``prompts`` hold (``dropout`` is in many, ``naive`` in one)."""
+    def words(text: str) -> set[str]:
+        return {w.casefold() for w in re.findall(r"[^\W\d_]{4,}", text)} - _COMMON
+
+    return {w for w in words(prompt) if sum(w in words(p) for p in prompts) <= most}
+
+
+def near_concept(text: str, concept: set[str]) -> set[float]:
+    """The numbers and arithmetic of each sentence of ``text`` that holds two words of ``concept`` (a plain number
+    such as 0.6 or 2 is everywhere; written where the text speaks of the question's concept, it answers it)."""
+    out: set[float] = set()
+    for sentence in _SENTENCE.split(text):
+        found = {w.casefold() for w in re.findall(r"[^\W\d_]{4,}", sentence)} & concept
+        if len(found) >= 2:
+            out |= numbers(sentence) | arithmetic(sentence)
     return out
 
 
@@ -119,7 +182,7 @@ def formulas(text: str, question: Question) -> set[str]:
         span.clear()
         sides = [_trim(side) for side in piece.split("=")]
         out.update(side for side in sides if side)
-        out.update(f"{a} = {b}" for a, b in zip(sides, sides[1:]) if a and b)
+        out.update(f"{a} = {b}" for a, b in zip(sides, sides[1:], strict=False) if a and b)
 
     for token in _FORMULA_TOKEN.findall(text):
         if token.isspace():

@@ -11,7 +11,7 @@ import click
 from grader.quiz import params as params_lib
 from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.judging import judge, pose
-from grader.quiz.model import KIND_HINTS, ChapterProgress, Posed, Question, Quiz, QuizResult, Verdict
+from grader.quiz.model import ChapterProgress, Posed, Question, Quiz, QuizResult, Verdict
 from grader.student.quiz.quiz_text import (  # noqa: F401  (what a session shows: shared with the handout)
     format_listing, answer_hint, show_question, attempt_label, feedback_line, session_intro, summary_text,
 )
@@ -62,7 +62,7 @@ def ask_question(posed: Posed, number: int, total: int, on_answer: AnswerHook | 
     correct answer or the last wrong one. Every judged answer goes to ``on_answer``."""
     question = posed.question
     show_question(number, total, question.id, posed.prompt, (c.text for c in posed.choices), question.checkpoint)
-    hint = answer_hint(question.kind, question.tolerance, posed.values)
+    hint = answer_hint(question.kind, question.tolerance)  # a drawn question's answer is a number: no names
     verdict = None
     for attempt in range(1, question.attempts + 1):
         verdict = _read_answer(posed, attempt_label(attempt, question.attempts, hint))

@@ -57,7 +57,7 @@ from grader.quiz import graded, judging
 from grader.student.course import DEFAULT_COURSE, Course, late_exercises, parse_time
 from grader.student.errors import GraderError, StoreError
 from grader.server import auth, lti_services
-from grader.queue import records
+from grader.queue import estimate, records
 from grader.server.headers import as_dict as security_headers
 from grader.server.auth import Principal
 from grader.queue.collector import Collector
@@ -272,7 +272,8 @@ def now_utc() -> datetime:
 
 
 def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = None) -> dict[str, Any]:
-    """A job as the API shows it; with the full report (grader.student.client.wire) and the ``--json`` document once done.
+    """A job as the API shows it; with the full report (grader.student.client.wire) and the ``--json`` document once
+    done.
 
     While the job is open, ``phase`` says where it is in one word (queued,
     running, retried) and ``where`` in one line (queued with how many ahead,
@@ -298,6 +299,7 @@ def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = No
         "worker": job["worker"],
         "error": job["error"] if job["status"] == "error" else None,
         "queue_position": records.position_in_queue(store, job) if job["status"] in ("received", "queued") else 0,
+        "estimate_s": estimate.estimate(store, job),
         "url": f"{API_PREFIX}/submissions/{job['id']}",
         "max_tries": MAX_TRIES,
         "job_timeout_s": config.job_timeout,

@@ -49,7 +49,7 @@ def issue(db: sqlite_utils.Database, student: str, role: str) -> str:
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}")
     token = new_token()
-    db["tokens"].insert({"hash": hash_token(token), "student": student, "role": role,
+    db.table("tokens").insert({"hash": hash_token(token), "student": student, "role": role,
                          "created_at": utc_now(), "revoked": 0})
     return token
 

@@ -582,7 +582,7 @@ def record_override(store: Store, report: ClassReport, student: str, exercise: s
     entry = {"student": student, "exercise": exercise, "score": value, "comment": comment,
              "author": author, "created_at": utc_now()}
     with store.transaction() as db:
-        entry["id"] = db["score_overrides"].insert(entry).last_pk
+        entry["id"] = db.table("score_overrides").insert(entry).last_pk
     return entry
 
 

@@ -340,7 +340,7 @@ def ensure_tables(store: Store) -> None:
 def _new_key(db: sqlite_utils.Database, signs_from: float) -> str:
     kid = secrets.token_hex(8)
     key = RSAKey.generate_key(2048, parameters={"kid": kid, "use": "sig", "alg": "RS256"})
-    db["lti_keys"].insert({"kid": kid, "private_pem": key.as_pem(private=True).decode(),
+    db.table("lti_keys").insert({"kid": kid, "private_pem": key.as_pem(private=True).decode(),
                            "created_at": utc_now(), "retired": 0, "signs_from": signs_from})
     return kid
 
@@ -685,7 +685,7 @@ def check_context(store: Store, launch: Launch) -> None:
         if not launch.is_instructor:
             raise LaunchRefused(f"this course is not bound to an LMS course yet: its instructor launches the tool "
                                 f"once from the LMS course (yours is {here}), then launch again", 403, issuer)
-        db["lti_bindings"].insert({"issuer": issuer, "client_id": platform.client_id, "context_id": context_id,
+        db.table("lti_bindings").insert({"issuer": issuer, "client_id": platform.client_id, "context_id": context_id,
                                    "title": launch.context_title[:200], "bound_at": utc_now(),
                                    "bound_by": launch.sub[:200]})
     LOG.warning("LTI: this course is now bound to the LMS course %s of %s (first instructor launch, %s)",
@@ -722,7 +722,7 @@ def save_context(store: Store, launch: Launch) -> str:
             scopes = ags.get("scope")
             row.update(lineitems_url=str(ags.get("lineitems") or ""), lineitem_url=str(ags.get("lineitem") or ""),
                        scopes=json.dumps([str(x) for x in scopes] if isinstance(scopes, list) else []))
-        db["lti_contexts"].upsert(row, pk="key")
+        db.table("lti_contexts").upsert(row, pk="key")
     return key
 
 
@@ -757,7 +757,7 @@ def refuse(request: Request, refused: LaunchRefused) -> HTMLResponse:
     LOG.warning("LTI launch refused (%s): %s", refused.issuer or "unknown issuer", refused.reason)
     try:
         with store_of(request).transaction() as db:
-            db["lti_refusals"].insert({"at": utc_now(), "issuer": refused.issuer[:200], "reason": refused.reason[:500]})
+            db.table("lti_refusals").insert({"at": utc_now(), "issuer": refused.issuer[:200], "reason": refused.reason[:500]})
             db.execute("DELETE FROM lti_refusals WHERE id <= (SELECT max(id) FROM lti_refusals) - ?", [MAX_REFUSALS])
     except Exception:  # the page is still shown; the log has the line
         LOG.exception("could not record the refusal")
@@ -800,7 +800,7 @@ async def login_initiation(request: Request) -> Response:
         db.execute("DELETE FROM lti_states WHERE created < ?", [time.time() - STATE_TTL_S])
         busy = next(iter(db.query("SELECT count(*) AS n FROM lti_states")))["n"] >= MAX_STATES
         if not busy:
-            db["lti_states"].insert({"state": state, "nonce": nonce, "issuer": issuer,
+            db.table("lti_states").insert({"state": state, "nonce": nonce, "issuer": issuer,
                                      "client_id": platform.client_id, "created": time.time()})
     if busy:
         return refuse(request, LaunchRefused(f"more than {MAX_STATES} logins are in progress: try again in a "
@@ -950,7 +950,7 @@ def launch_token(store: Store, student: str, launch: Launch) -> str:
         db.execute("DELETE FROM lti_tokens WHERE issuer = ? AND sub = ?", [launch.platform.issuer, launch.sub])
         role = auth.INSTRUCTOR if launch.is_instructor else "student"
         token = auth.issue(db, student, role)
-        db["lti_tokens"].insert({"hash": auth.hash_token(token), "student": student, "issuer": launch.platform.issuer,
+        db.table("lti_tokens").insert({"hash": auth.hash_token(token), "student": student, "issuer": launch.platform.issuer,
                                  "sub": launch.sub, "created_at": utc_now()})
     return token
 

@@ -356,7 +356,7 @@ def columns(store: Store, course: Course, quizzes: list[Any]) -> list[Column]:
     ids = [f"exercises:{g.name}" for g in report.groups] + [f"quiz:{q.chapter}" for q in report.quizzes]
     found = class_report.gradebook_columns(report)
     assert len(ids) == len(found), "gradebook columns are the groups, then the quizzes"
-    return [Column(rid, c.title, float(c.points_possible), dict(c.points)) for rid, c in zip(ids, found)]
+    return [Column(rid, c.title, float(c.points_possible), dict(c.points)) for rid, c in zip(ids, found, strict=True)]
 
 
 def total_column(course: Course, every: list[Column]) -> Column:
@@ -433,7 +433,7 @@ def ensure_line_item(store: Store, connector: ServiceConnector, platform: lti.Pl
             raise ServiceError(f"{platform.name} created a line item without an id")
         LOG.info("LTI: line item %s created in %s: %s", column_id, platform.name, url)
     with store.transaction() as db:
-        db["lti_line_items"].upsert({"context_key": context["key"], "resource_id": column_id, "url": url,
+        db.table("lti_line_items").upsert({"context_key": context["key"], "resource_id": column_id, "url": url,
                                      "label": label, "score_maximum": maximum}, pk=("context_key", "resource_id"))
     return url
 
@@ -493,7 +493,7 @@ def scan(store: Store, course: Course, quizzes: list[Any], config: lti.LtiConfig
                 db.execute("UPDATE lti_scores SET status = 'superseded' WHERE context_key = ? AND sub = ? AND "
                            "resource_id = ? AND status = 'pending'",
                            [learner["context_key"], learner["sub"], column.resource_id])
-                db["lti_scores"].insert({
+                db.table("lti_scores").insert({
                     "context_key": learner["context_key"], "student": learner["student"], "sub": learner["sub"],
                     "resource_id": column.resource_id, "label": column.label, "score_given": given,
                     "score_maximum": column.maximum, "timestamp": stamp, "status": "pending", "tries": 0,

@@ -93,7 +93,7 @@ def import_roster(store: Store, entries: list[RosterEntry], reissue: bool = Fals
         for entry in entries:
             known = bool(list(db.query("SELECT 1 FROM roster WHERE student = ?", [entry.id])))
             db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [entry.id, now])
-            db["roster"].upsert({"student": entry.id, "name": entry.name, "email": entry.email,
+            db.table("roster").upsert({"student": entry.id, "name": entry.name, "email": entry.email,
                                  "created_at": now}, pk="student")
             if known and not reissue:
                 continue

@@ -412,7 +412,7 @@ def _question_views(request: Request, who: Visitor, quiz: quiz_lib.Quiz) -> list
     for number, question in enumerate(quiz.questions, 1):
         posed = quiz_lib.pose(question, who.student)
         standing = graded.standing(question, answers, st.config.course.quiz_attempts)
-        names = sorted(set(question.symbols)) or list(posed.values)
+        names = sorted(set(question.symbols))  # a drawn question's answer is a number: no names
         view = QuestionView(number, posed, standing, answer_hint(question.kind, question.tolerance, names),
                             question.kind == "numeric" or (question.kind == "short" and bool(question.symbols)))
         if standing.closed:

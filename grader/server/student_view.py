@@ -20,6 +20,7 @@ from urllib.parse import quote
 from grader.quiz import Quiz
 from grader.student.course import Course
 from grader.student.engine import catalogue
+from grader.student.client.connection import estimate_words
 from grader.student.client.wire import report_from_dict
 from grader.student.engine.model import GradeReport
 from grader.student.feedback.progress import DEFAULT_MAX_SCORE
@@ -171,6 +172,7 @@ class SubmissionView:
     max_tries: int = 0
     retry_reason: str | None = None  # what failed the try before this one (retried)
     worker: str | None = None        # the worker grading it (running)
+    estimate_s: float | None = None  # the server's estimate of the time to the report (grader/queue/estimate.py)
 
     @property
     def label(self) -> str:
@@ -200,14 +202,18 @@ class SubmissionView:
             if self.report is not None and any(e.status in ("graded", "received") for e in self.report.exercises):
                 return "the feedback of exam-mode chapters is held until their release time"
             return ""
+        estimate = estimate_words(self.estimate_s)
         queue = f"{self.ahead} upload(s) ahead of it in the queue" if self.ahead else "next in the queue"
+        running = f"being graded now (worker {self.worker or '?'})"
+        if estimate:
+            queue, running = f"{queue}; {estimate}", f"{running}; {estimate}"
         if self.phase == "queued":
             return queue
         if self.phase == "running":
-            return f"being graded now (worker {self.worker or '?'})"
+            return running
         if self.phase == "retried":
             after = f", after {self.retry_reason}" if self.retry_reason else ""
-            where = f"being graded now (worker {self.worker or '?'})" if self.status == "running" else queue
+            where = running if self.status == "running" else queue
             return f"try {self.tries} of {self.max_tries}{after}; {where}"
         if self.phase == "error":
             return f"{self.error or 'the grader failed'}; no attempt was recorded: submit again"
@@ -227,4 +233,5 @@ def submission_view(doc: dict[str, Any]) -> SubmissionView:
     return SubmissionView(int(doc["id"]), str(doc["received_at"]), str(doc["phase"]), str(doc["status"]),
                           str(doc.get("where") or ""), list(doc.get("exercises") or []), report, list(doc.get("late") or []), doc.get("error"),
                           int(doc.get("queue_position") or 0), int(doc.get("tries") or 0),
-                          int(doc.get("max_tries") or 0), doc.get("retry_reason"), doc.get("worker"))
+                          int(doc.get("max_tries") or 0), doc.get("retry_reason"), doc.get("worker"),
+                          doc.get("estimate_s"))

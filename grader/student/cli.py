@@ -486,15 +486,15 @@ def quiz_command(chapter: str | None, answers: Path | None, ask_all: bool, as_js
                                "order you answer are your own")
         quiz = load_practice(quiz_dir / f"{chapter}.json")
         try:
-            _, _, answers = run_practice(quiz, lambda prompt: click.prompt(prompt, prompt_suffix="", default="",
+            _, _, given = run_practice(quiz, lambda prompt: click.prompt(prompt, prompt_suffix="", default="",
                                                                            show_default=False), click.echo,
                                          student=(student or "").strip() or None)
         except click.Abort:
             click.echo("\nStopped.", err=True)
             sys.exit(1)
         if save_answers is not None and student:
-            save(save_answers, student.strip(), chapter, answers)
-            click.echo(f"{len(answers)} answer(s) of {chapter} saved in {save_answers}: upload it with your exercises.")
+            save(save_answers, student.strip(), chapter, given)
+            click.echo(f"{len(given)} answer(s) of {chapter} saved in {save_answers}: upload it with your exercises.")
 
 
 def local_progress(student: str | None, db: Path | None, path: Path, as_json: bool,

@@ -85,7 +85,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -231,7 +231,8 @@ class Course:
         return None
 
     def scaffolding_levels(self, default: str | None = None) -> dict[str, str]:
-        """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the course's."""
+        """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the
+        course's."""
         base = default if default is not None else self.scaffolding_level
         return {e: self.scaffolding_exercises.get(e, base) for e in catalogue.EXERCISES}
 
@@ -376,7 +377,7 @@ def late_exercises(course: Course, results: Iterable[Any], when: datetime, stude
     return out
 
 
-def counted_score(rows: list[Mapping[str, Any]], chapter: Chapter | None, rule: str) -> Counted:
+def counted_score(rows: Sequence[Mapping[str, Any]], chapter: Chapter | None, rule: str) -> Counted:
     """THE rule for which score counts, given one exercise's attempts, oldest first.
 
     ``rows`` have ``score``, ``max_score``, ``status`` and ``started_at`` (the
@@ -557,7 +558,7 @@ def _server(doc: Mapping[str, Any], path: Path) -> tuple[str | None, str]:
         from urllib.parse import urlsplit
 
         try:
-            urlsplit(url).port
+            _ = urlsplit(url).port  # reading the port raises ValueError on a bad one
         except ValueError:
             raise CourseError(f"{path}: server.url = {url!r} has no valid port: write it like "
                               "\"http://127.0.0.1:8000\"") from None

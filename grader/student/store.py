@@ -63,8 +63,8 @@ def utc_now() -> str:
 def m1_core(db: sqlite_utils.Database) -> None:
     """Version 1: students, attempts, submissions (one per exercise), check_results."""
     db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-    db["students"].create({"name": str, "created_at": str}, pk="name")
-    db["attempts"].create(
+    db.table("students").create({"name": str, "created_at": str}, pk="name")
+    db.table("attempts").create(
         {
             "id": int,
             "student": str,
@@ -78,7 +78,7 @@ def m1_core(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("student", "students", "name")],
     )
-    db["submissions"].create(
+    db.table("submissions").create(
         {
             "id": int,
             "attempt_id": int,
@@ -98,7 +98,7 @@ def m1_core(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("attempt_id", "attempts", "id"), ("student", "students", "name")],
     )
-    db["check_results"].create(
+    db.table("check_results").create(
         {
             "id": int,
             "submission_id": int,
@@ -112,14 +112,14 @@ def m1_core(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("submission_id", "submissions", "id")],
     )
-    db["submissions"].create_index(["student", "exercise"])
-    db["attempts"].create_index(["student", "files_hash"])
-    db["check_results"].create_index(["submission_id"])
+    db.table("submissions").create_index(["student", "exercise"])
+    db.table("attempts").create_index(["student", "files_hash"])
+    db.table("check_results").create_index(["submission_id"])
 
 
 def m2_quiz(db: sqlite_utils.Database) -> None:
     """Version 2: quiz_attempts, one row per answered quiz question."""
-    db["quiz_attempts"].create(
+    db.table("quiz_attempts").create(
         {
             "id": int,
             "student": str,
@@ -132,14 +132,14 @@ def m2_quiz(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("student", "students", "name")],
     )
-    db["quiz_attempts"].create_index(["student", "chapter"])
+    db.table("quiz_attempts").create_index(["student", "chapter"])
 
 
 def m3_quiz_items(db: sqlite_utils.Database) -> None:
     """Version 3: per quiz answer, the rendered parameters (JSON, "" for a fixed question) and
     whether it was the student's first answer to that question (for item analysis)."""
-    db["quiz_attempts"].add_column("params", str, not_null_default="")
-    db["quiz_attempts"].add_column("first_try", int, not_null_default=0)
+    db.table("quiz_attempts").add_column("params", str, not_null_default="")
+    db.table("quiz_attempts").add_column("first_try", int, not_null_default=0)
 
 
 def m4_server(db: sqlite_utils.Database) -> None:
@@ -148,14 +148,14 @@ def m4_server(db: sqlite_utils.Database) -> None:
     Only ``grade serve`` (and ``grade roster``) write these tables; see
     grader/queue/records.py.
     """
-    db["roster"].create({"student": str, "name": str, "email": str, "created_at": str}, pk="student")
-    db["tokens"].create(
+    db.table("roster").create({"student": str, "name": str, "email": str, "created_at": str}, pk="student")
+    db.table("tokens").create(
         {"hash": str, "student": str, "role": str, "created_at": str, "revoked": int},
         pk="hash",
         defaults={"revoked": 0},
     )
-    db["tokens"].create_index(["student"])
-    db["jobs"].create(
+    db.table("tokens").create_index(["student"])
+    db.table("jobs").create(
         {
             "id": int,
             "student": str,
@@ -174,9 +174,9 @@ def m4_server(db: sqlite_utils.Database) -> None:
         pk="id",
         foreign_keys=[("student", "students", "name")],
     )
-    db["jobs"].create_index(["student", "idempotency_key"], unique=True)
-    db["jobs"].create_index(["status"])
-    db["job_files"].create(
+    db.table("jobs").create_index(["student", "idempotency_key"], unique=True)
+    db.table("jobs").create_index(["status"])
+    db.table("job_files").create(
         {"job_id": int, "name": str, "content": bytes},
         pk=("job_id", "name"),
         foreign_keys=[("job_id", "jobs", "id")],
@@ -190,7 +190,7 @@ def m5_score_overrides(db: sqlite_utils.Database) -> None:
     NULL score withdraws the override. Every row carries the required comment.
     Written only by the course server's dashboard (grader/server/dashboard.py).
     """
-    db["score_overrides"].create(
+    db.table("score_overrides").create(
         {
             "id": int,
             "student": str,
@@ -202,7 +202,7 @@ def m5_score_overrides(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["score_overrides"].create_index(["student", "exercise"])
+    db.table("score_overrides").create_index(["student", "exercise"])
 
 
 def m6_term(db: sqlite_utils.Database) -> None:
@@ -220,9 +220,9 @@ def m6_term(db: sqlite_utils.Database) -> None:
     - ``regrade_requests``: a student's request about one upload's result and
       the instructor's answer (a reply, and optionally an override).
     """
-    db["submissions"].add_column("superseded_by", int)
-    db["submissions"].add_column("rescoring_id", int)
-    db["extensions"].create(
+    db.table("submissions").add_column("superseded_by", int)
+    db.table("submissions").add_column("rescoring_id", int)
+    db.table("extensions").create(
         {
             "id": int,
             "student": str,      # a student id, or NULL for a group's
@@ -237,7 +237,7 @@ def m6_term(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["rescorings"].create(
+    db.table("rescorings").create(
         {
             "id": int,
             "started_at": str,
@@ -250,7 +250,7 @@ def m6_term(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["regrade_requests"].create(
+    db.table("regrade_requests").create(
         {
             "id": int,
             "student": str,
@@ -267,8 +267,8 @@ def m6_term(db: sqlite_utils.Database) -> None:
         },
         pk="id",
     )
-    db["regrade_requests"].create_index(["student"])
-    db["regrade_requests"].create_index(["status"])
+    db.table("regrade_requests").create_index(["student"])
+    db.table("regrade_requests").create_index(["status"])
 
 
 
@@ -276,8 +276,8 @@ def m7_check_figures(db: sqlite_utils.Database) -> None:
     """Version 7: a failing check's picture data (``CheckResult.figure``, grader/student/feedback/figures.py) as compact
     JSON, NULL when none: the server's report of an upload and the dashboard draw from it; and the further
     known mistakes behind it (``CheckResult.also``, "and also ..."), a JSON list, NULL when none."""
-    db["check_results"].add_column("figure", str)
-    db["check_results"].add_column("also", str)
+    db.table("check_results").add_column("figure", str)
+    db.table("check_results").add_column("also", str)
 
 
 def m8_held_jobs(db: sqlite_utils.Database) -> None:
@@ -293,10 +293,10 @@ def m8_held_jobs(db: sqlite_utils.Database) -> None:
       no rate limit).
     """
     for name in ("held", "held_reason", "held_at", "grading"):
-        db["jobs"].add_column(name, str)
-    db["jobs"].add_column("first_try", int, not_null_default=1)
-    db["jobs"].add_column("regrades", int, not_null_default=0)
-    db["jobs"].add_column("rate_free", int, not_null_default=0)
+        db.table("jobs").add_column(name, str)
+    db.table("jobs").add_column("first_try", int, not_null_default=1)
+    db.table("jobs").add_column("regrades", int, not_null_default=0)
+    db.table("jobs").add_column("rate_free", int, not_null_default=0)
 
 
 def m9_file_blobs(db: sqlite_utils.Database) -> None:
@@ -307,15 +307,15 @@ def m9_file_blobs(db: sqlite_utils.Database) -> None:
     ``base.py`` every student uploads, or a class graded again by ``grade
     batch``, is stored once. Rows written before keep their ``content``.
     """
-    db["blobs"].create({"sha256": str, "content": bytes}, pk="sha256")
-    db["job_files"].add_column("sha256", str)
+    db.table("blobs").create({"sha256": str, "content": bytes}, pk="sha256")
+    db.table("job_files").add_column("sha256", str)
 
 
 def m10_instructor_figures(db: sqlite_utils.Database) -> None:
     """Version 10: a hidden check's full picture, its expected values drawn (``CheckResult.instructor_figure``), as
     compact JSON, NULL when none: only the instructor's dashboard reads it; what a student is served is
     ``figure``."""
-    db["check_results"].add_column("instructor_figure", str)
+    db.table("check_results").add_column("instructor_figure", str)
 
 
 Migration = Callable[["sqlite_utils.Database"], None]
@@ -742,7 +742,7 @@ class Store:
             with self.transaction() as db:
                 self._ensure_student(db, report.student, when)
                 if into is None:
-                    attempt_id = db["attempts"].insert(
+                    attempt_id = db.table("attempts").insert(
                         {
                             "student": report.student,
                             "started_at": when,
@@ -757,8 +757,9 @@ class Store:
                     attempt_id = into
                     db.execute("UPDATE attempts SET score = score + ?, max_score = max_score + ?, "
                                "duration = duration + ? WHERE id = ?", [report.score, report.max_score, duration, into])
+                assert attempt_id is not None  # an insert sets last_pk
                 for ex in report.graded_exercises:
-                    submission_id = db["submissions"].insert(
+                    submission_id = db.table("submissions").insert(
                         {
                             "attempt_id": attempt_id,
                             "student": report.student,
@@ -775,7 +776,7 @@ class Store:
                             "output": ex.output,
                         }
                     ).last_pk
-                    db["check_results"].insert_all(
+                    db.table("check_results").insert_all(
                         {
                             "submission_id": submission_id,
                             "name": c.name,
@@ -812,7 +813,7 @@ class Store:
                     "SELECT 1 FROM quiz_attempts WHERE student = ? AND chapter = ? AND question = ? LIMIT 1",
                     [student, chapter, str(question)],
                 ).fetchone()
-                db["quiz_attempts"].insert(
+                db.table("quiz_attempts").insert(
                     {
                         "student": student,
                         "chapter": chapter,
@@ -838,7 +839,8 @@ class Store:
         return [r["name"] for r in self._rows("SELECT name FROM students ORDER BY name", [])]
 
     def attempts(self, student: str | None = None) -> list[dict[str, Any]]:
-        """Attempt rows (id, student, started_at, duration, grader_version, files_hash, score, max_score), oldest first."""
+        """Attempt rows (id, student, started_at, duration, grader_version, files_hash, score, max_score), oldest
+        first."""
         where, params = ("WHERE student = ?", [student]) if student is not None else ("", [])
         return self._rows(f"SELECT * FROM attempts {where} ORDER BY id", params)
 
@@ -925,7 +927,7 @@ class Store:
     def diagnosed_mistakes(self, student: str | None = None, exercise: str | None = None) -> list[dict[str, Any]]:
         """(submission_id, misconception) of every failing check with a named mistake, in check order
         (of one student and/or one exercise when given)."""
-        where, params = "", []
+        where, params = "", list[str]()
         if student is not None:
             where, params = where + " AND s.student = ?", params + [student]
         if exercise is not None:
@@ -998,7 +1000,9 @@ class Store:
         }
         try:
             with self.transaction() as db:
-                return int(db["extensions"].insert(row).last_pk)
+                extension_id = db.table("extensions").insert(row).last_pk
+                assert extension_id is not None  # an insert sets last_pk
+                return int(extension_id)
         except sqlite3.OperationalError as exc:
             raise StoreError(f"could not record the extension in {self.path} ({exc})") from exc
 

@@ -451,7 +451,8 @@ def _record(
     except GraderError as exc:
         return _record_error(store, sub, exercise_ids, str(exc), grader_version, duration)
     except BaseException as exc:  # a grader bug on one student must not stop the class
-        message = f"the grader failed on this hand-in: {type(exc).__name__}: {clean_text(exc, 500)} (a grader bug: please report it)"
+        message = (f"the grader failed on this hand-in: {type(exc).__name__}: {clean_text(exc, 500)}"
+                   " (a grader bug: please report it)")
         return _record_error(store, sub, exercise_ids, message, grader_version, duration)
     files = graded_files(sub.path, report)
     graded = [e.id for e in report.graded_exercises]

@@ -496,7 +496,7 @@ def build(
     last_progress: dict[str, str] = {}
     late_attempts: dict[str, set[int]] = {}
     best_so_far: dict[tuple[str, str], float] = {}
-    for row, late in zip(submissions, _late_flags(submissions, course)):
+    for row, late in zip(submissions, _late_flags(submissions, course), strict=True):
         key = (row["student"], row["exercise"])
         rows_of.setdefault(key, []).append(row)
         for mistake in diagnosed.get(row["id"], []):

@@ -104,7 +104,7 @@ def file_request(store: Store, student: str, exercise: str, reason: str, job_id:
         row = {"student": student, "exercise": exercise, "job_id": upload["id"], "submission_id": found[0]["id"],
                "reason": reason, "created_at": utc_now(), "status": "open", "reply": None, "override": None,
                "answered_by": None, "answered_at": None}
-        row["id"] = db["regrade_requests"].insert(row).last_pk
+        row["id"] = db.table("regrade_requests").insert(row).last_pk
     return row
 
 
@@ -130,7 +130,7 @@ def answer(store: Store, request_id: int, reply: str, score: str, author: str) -
                 value = instructor_score(str(score), max_score, "reply only")
             except ValueError as exc:
                 raise RegradeError(str(exc)) from None
-            db["score_overrides"].insert({
+            db.table("score_overrides").insert({
                 "student": request["student"], "exercise": request["exercise"], "score": value,
                 "comment": f"regrade request #{request_id}: {reply}", "author": author, "created_at": utc_now(),
             })

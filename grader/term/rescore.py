@@ -186,14 +186,14 @@ def _record(store: Store, rescoring_id: int, rows: list[tuple[dict[str, Any], Ex
     one, in one transaction."""
     with store.transaction() as db:
         for old_row, new in rows:
-            new_id = db["submissions"].insert({
+            new_id = db.table("submissions").insert({
                 "attempt_id": old_row["attempt_id"], "student": old_row["student"], "exercise": new.id,
                 "score": new.score, "max_score": new.max_score, "status": new.status,
                 "started_at": old_row["started_at"], "duration": new.duration, "grader_version": version,
                 "files_hash": old_row["files_hash"], "seed": str(exercise_seed(old_row["student"], new.id)),
                 "message": new.message, "output": new.output, "superseded_by": None, "rescoring_id": rescoring_id,
             }).last_pk
-            db["check_results"].insert_all(
+            db.table("check_results").insert_all(
                 {"submission_id": new_id, "name": c.name, "passed": int(c.passed), "score": c.score,
                  "max_score": c.max_score, "message": c.message, "misconception": c.misconception}
                 for c in new.checks)
@@ -220,7 +220,7 @@ def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], gr
     errors: list[dict[str, Any]] = []
     new_results: dict[int, ExerciseResult] = {}
     old_of: dict[int, dict[str, Any]] = {}
-    for job, ids in uploads:
+    for job, _ids in uploads:
         result = results.get(int(job["id"]))
         if result is None:
             errors.append({"job": job["id"], "student": job["student"],
@@ -240,7 +240,7 @@ def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], gr
     rescoring_id = None
     if not dry_run:
         with store.transaction() as db:
-            rescoring_id = int(db["rescorings"].insert({
+            rescoring_id = int(db.table("rescorings").insert({
                 "started_at": utc_now(), "finished_at": None, "grader_version": grader_version,
                 "exercises": json.dumps(exercises), "uploads": len(results), "changes": "[]",
                 "errors": json.dumps(errors)}).last_pk)

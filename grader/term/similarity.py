@@ -130,7 +130,7 @@ def compare(topic: str, files: dict[str, tuple[int, str]], boilerplate: Any, thr
 def _ranges(slices: Any) -> list[tuple[int, int]]:
     if len(slices) == 0 or len(slices[0]) == 0:
         return []
-    return [(int(s), int(e)) for s, e in zip(slices[0], slices[1])]
+    return [(int(s), int(e)) for s, e in zip(slices[0], slices[1], strict=True)]
 
 
 def latest_files(store: Store, topic: str) -> dict[str, tuple[int, str]]:

@@ -213,7 +213,7 @@ def _median_times(fns: list[Callable[[], Any]], repeats: int) -> list[float]:
         queue.finish()
     samples: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
-        for fn, out in zip(fns, samples):
+        for fn, out in zip(fns, samples, strict=True):
             t0 = time.perf_counter()
             fn()
             queue.finish()
@@ -242,7 +242,8 @@ def layernorm_two_pass_program() -> "cl.Program":
 def _exercise_launcher(
     program: "cl.Program", name: str, arrays: dict[str, "cl_array.Array"], rows: int, D: int
 ) -> Callable[[], None]:
-    """Launch row kernel ``name`` as run_exercise_kernel does (global rows L, local L = reduction_local_size(D)), on device arrays."""
+    """Launch row kernel ``name`` as run_exercise_kernel does (global rows L, local L = reduction_local_size(D)), on
+    device arrays."""
     import pyopencl as cl
 
     queue = get_queue()
@@ -394,7 +395,7 @@ def run_bench(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES, repeats: int =
         device_times = []
         for case in cases:  # every device measurement first: NumPy's big temporaries disturb the timings after them
             device_times.append(_median_times([case.opencl_fn, _copier(case.bytes_moved // 2)], repeats))
-        for case, (opencl_s, copy_s) in zip(cases, device_times):
+        for case, (opencl_s, copy_s) in zip(cases, device_times, strict=True):
             (numpy_s,) = _median_times([case.numpy_fn], repeats)
             rows.append(Row(case.op, case.shape, case.bytes_moved, numpy_s, opencl_s, copy_s,
                             case.reductions, case.x_passes, case.row_pass_bytes))

@@ -116,7 +116,8 @@ use_reference_kernels(EmulatedKernels(EMULATIONS))
 
 
 def reference_namespace() -> Any:
-    """The ``reference`` package with every CPU topic module imported as an attribute (this module's emulation registered)."""
+    """The ``reference`` package with every CPU topic module imported as an attribute (this module's emulation
+    registered)."""
     import importlib
 
     from grader.student.engine.catalogue import CPU_TOPICS

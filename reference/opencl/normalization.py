@@ -78,7 +78,8 @@ def _channel_grads(
     Cg: int,
     stat_n: int,
 ) -> tuple["cl_array.Array", "cl_array.Array"]:
-    """dgamma[c] = sum(dy * xhat), dbeta[c] = sum(dy) over n and s, xhat = (x - mean[k]) * rstd[k], k = n stat_n + c // Cg.
+    """dgamma[c] = sum(dy * xhat), dbeta[c] = sum(dy) over n and s, xhat = (x - mean[k]) * rstd[k],
+    k = n stat_n + c // Cg.
 
     S = 1 and C % 4 == 0 with statistics per row (stat_n = 1, Cg = C) or per
     column (stat_n = 0, Cg = 1) use the row-block float4 kernel.
@@ -134,6 +135,7 @@ class RMSNorm(Module):
 
     def backward(self, dout: Any) -> Any:
         """dx per row (rmsnorm_backward); dgamma by a column reduction over the rows."""
+        assert self.cache is not None  # set by forward
         xd, rstd, rows = self.cache["x"], self.cache["rstd"], self.cache["rows"]
         dy, on_device = to_device(dout)
         check_dout(dy, xd)
@@ -191,6 +193,7 @@ class LayerNorm(Module):
     def backward(self, dout: Any) -> Any:
         """dx per row (layernorm_backward); dgamma, dbeta by column reductions over the rows."""
         c = self.cache
+        assert c is not None  # set by forward
         xd, rows, D = c["x"], c["rows"], c["D"]
         dy, on_device = to_device(dout)
         check_dout(dy, xd)
@@ -277,6 +280,7 @@ class _BatchNorm(Module):
     def backward(self, dout: Any) -> Any:
         """dgamma, dbeta by column reduction, then dx elementwise (through the batch statistics in training)."""
         c = self.cache
+        assert c is not None  # set by forward
         xd, N, S = c["x"], c["N"], c["S"]
         C = self.num_features
         dy, on_device = to_device(dout)
@@ -364,6 +368,7 @@ class GroupNorm(Module):
     def backward(self, dout: Any) -> Any:
         """dx per (sample, group) (groupnorm_backward); dgamma, dbeta per channel by column reduction."""
         c = self.cache
+        assert c is not None  # set by forward
         xd, N, S = c["x"], c["N"], c["S"]
         C, G = self.num_channels, self.num_groups
         Cg = C // G

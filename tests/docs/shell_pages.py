@@ -149,7 +149,7 @@ class Page:
     def fill(self, line: str) -> str:
         for pattern, value in self.placeholders:
             if re.search(pattern, line):
-                line = re.sub(pattern, lambda _: value(), line)
+                line = re.sub(pattern, lambda _, value=value: value(), line)
         return line
 
     def input_for(self, line: str) -> str:

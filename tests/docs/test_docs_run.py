@@ -229,14 +229,14 @@ def test_feedback_page(scratch: tuple[Path, list[Page]]) -> None:
 
 
 def test_lti_page(scratch: tuple[Path, list[Page]]) -> None:
-    """`grade roster sync` after an instructor's launch from the LMS (the LMS of tests/lms_platform.py) bound the
+    """`grade roster sync` after an instructor's launch from the LMS (the LMS of bench/lms_platform.py) bound the
     course, run as the page shows it: with the server stopped (while it runs, the sync goes through it with an
     instructor token: tests/server/test_database_owner.py)."""
     import httpx
 
     from grader.server import lti
     from grader.student.store import Store
-    from lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User
+    from bench.lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User
     from server_util import Server
     from test_lti import launch
 

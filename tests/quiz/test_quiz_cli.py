@@ -144,7 +144,7 @@ def test_interactive_session_reasks_invalid_input_and_records(tiny_dir: Path, db
     assert all(r["student"] == "ada" and r["answered_at"] for r in rows)
     x = json.loads(rows[-1]["params"])["x"]
     assert [r["params"] for r in rows[:4]] == [""] * 4
-    assert f"What is GELU({x})?" in out and "within ±0.001; you may use x): " in out
+    assert f"What is GELU({x})?" in out and "within ±0.001): " in out, "a drawn answer is a number: no names"
     assert "2 already answered" not in out and "answered correctly before" not in out
     assert gelu == pytest.approx(x * 0.5 * (1 + math.erf(x / math.sqrt(2))), abs=1e-12)
     assert f"Explanation: GELU({x}) = x·Φ(x) = {gelu:.4f}." in out
@@ -372,7 +372,8 @@ def test_bad_quiz_file_names_file_question_and_problem(tiny_dir: Path, db: Path)
     for args in (["tiny"], []):
         result = grade(args, tiny_dir, db)
         assert result.exit_code == 2
-        assert result.stderr == f"Error: {locked}: question 'scale': unknown kind 'essay' (expected one of single, multiple, numeric, short)\n"
+        assert result.stderr == (f"Error: {locked}: question 'scale': unknown kind 'essay'"
+                                 " (expected one of single, multiple, numeric, short)\n")
 
 
 def test_unusable_database_stops_before_any_question(tiny_dir: Path, tmp_path: Path) -> None:

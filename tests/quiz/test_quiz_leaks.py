@@ -63,10 +63,15 @@ ROUND_2_LEAKS = {
     ("initialisation/xavier-std", "explanation: activations/swish-derivative"),
     ("normalization/bn-dgamma", "practice explanation: universal-approximation/relu-ramp-output"),
     ("universal-approximation/uat-norm", "explanation: universal-approximation/uat-statement"),
+    # found since issue 46: formulas shown with their sizes put in, and a plain answer at its concept
+    ("initialisation/kaiming-variance", "quizzes/initialisation.json: deep-relu-stable"),
+    ("initialisation/xavier-variance", "quizzes/initialisation.json: deep-relu-stable"),
+    ("normalization/trio-batchnorm", "prompt: normalization/layernorm-output"),
+    ("normalization/trio-batchnorm", "quizzes/normalization.json: layernorm-output"),
 }
 PLAIN = {"activations/sigmoid-max-derivative", "normalization/trio-batchnorm", "normalization/bn-dx-constant",
          "dropout-weight-decay/naive-dropout-test-scale", "dropout-weight-decay/dropout-subnetworks",
-         "initialisation/relu-second-moment", "initialisation/linear-variance", "universal-approximation/relu-pieces"}
+         "initialisation/linear-variance", "universal-approximation/relu-pieces"}
 
 
 @pytest.fixture(scope="module")
@@ -99,17 +104,18 @@ def test_the_audit_reads_what_the_release_hands_out_and_what_the_graders_show(ha
     assert not any("{{" in t.text for t in shown)
 
 
-def _round_2(handout: Path, tmp_path: Path) -> tuple[Path, list[quiz_lib.Quiz], list[quiz_lib.SourceQuiz]]:
-    """The handout and the locked quizzes as round 2 wrote them, from its sources and errata in git."""
+def _round_2(handout: Path, tmp_path: Path, commit: str = ROUND_2
+             ) -> tuple[Path, list[quiz_lib.Quiz], list[quiz_lib.SourceQuiz]]:
+    """The handout and the locked quizzes as ``commit`` (round 2) wrote them, from its sources and errata in git."""
     def show(path: str) -> str:
-        return subprocess.run(["git", "-C", str(ROOT), "show", f"{ROUND_2}:{path}"], capture_output=True,
+        return subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"], capture_output=True,
                               text=True, check=True).stdout
 
     try:
-        names = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", f"{ROUND_2}:quizzes/source"],
+        names = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", f"{commit}:quizzes/source"],
                                capture_output=True, text=True, check=True).stdout.split()
     except (OSError, subprocess.CalledProcessError):
-        pytest.skip(f"commit {ROUND_2} (round 2's quiz texts) is not in this checkout's git history")
+        pytest.skip(f"commit {commit} (the quiz texts of an earlier round) is not in this checkout's git history")
     locked = tmp_path / "quizzes"
     (locked / "source").mkdir(parents=True)
     for name in names:
@@ -138,7 +144,8 @@ def test_the_audit_finds_exactly_the_leaks_of_round_2(handout: Path, tmp_path: P
     assert found[("normalization/trio-layernorm", "quizzes/normalization.json: bn-dgamma")] == "-1.2247"
     drawn = {leak.source: leak.share for leak in result.leaks if leak.share is not None}
     assert drawn == {"explanation: activations/swish-derivative": pytest.approx(3 / 48),
-                     "prompt: dropout-weight-decay/adamw-first-step": 1.0}
+                     "prompt: dropout-weight-decay/adamw-first-step": 1.0,
+                     "prompt: normalization/layernorm-output": 1.0}
 
 
 # --- reading ---------------------------------------------------------------------------------------
@@ -223,3 +230,39 @@ def test_drawn_numbers_leak_only_above_the_coincidence_bar(quizzes: list[quiz_li
     assert not under.leaks and under.coincidences == {("activations/gelu-min-value", "drawn"): 1 / 40}
     over = leaks.audit(drawn(3, 40), quizzes, keys)
     assert [(leak.question, leak.share) for leak in over.leaks] == [("activations/gelu-min-value", 3 / 40)]
+
+
+# --- issue 46: the classes of leak the audit missed --------------------------------------------------
+
+ISSUE_46 = "b4f6c1b"  # main before issue 46's checkpoint fixes: its texts, judged as its judge judged
+
+
+def test_the_audit_finds_the_classes_of_issue_46_in_its_texts(handout: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from grader.quiz import judging
+    from grader.student.quiz.answers import parse_number
+
+    # that judge read a drawn answer as arithmetic in the parameters' names, formulas included
+    monkeypatch.setattr(judging, "parse_drawn_number", lambda raw, values: parse_number(raw, values))
+    old, quizzes, sources = _round_2(handout, tmp_path, ISSUE_46)
+    found = leaks.run(old, quizzes, sources, ROOT / "exercises").pairs()
+    expected = {
+        # formulas in a text for everyone, accepted for every student's numbers
+        ("activations/gelu-value", "ERRATA.md"),
+        ("dropout-weight-decay/dropout-variance", "ERRATA.md"),
+        ("activations/gelu-value", "exercises/activations.py (contract)"),
+        # another question's choices: a formula shown with its sizes put in
+        ("initialisation/kaiming-variance", "quizzes/initialisation.json: deep-relu-stable"),
+        ("initialisation/xavier-variance", "quizzes/initialisation.json: deep-relu-stable"),
+        ("initialisation/kaiming-variance", "explanation: initialisation/deep-relu-stable"),
+    }
+    assert expected <= found, sorted(expected - found)
+
+
+def test_plain_numbers_are_found_at_their_concept_only(quizzes: list[quiz_lib.Quiz], keys: dict[str, float]) -> None:
+    texts = [leaks.Text("at its concept", "Naive dropout: at test time the weights are multiplied by 0.6."),
+             leaks.Text("elsewhere", "Inverted dropout with p = 0.6 keeps 40% of the units."),
+             leaks.Text("at its concept, as arithmetic", "The sigmoid's derivative is largest at 0: 1/4 there.")]
+    found = leaks.audit(texts, quizzes, keys).pairs()
+    assert found == {("dropout-weight-decay/naive-dropout-test-scale", "at its concept"),
+                     ("activations/sigmoid-max-derivative", "at its concept, as arithmetic")}

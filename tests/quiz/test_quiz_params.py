@@ -103,13 +103,13 @@ def test_same_student_same_numbers_and_the_prompt_shows_them(question: quiz.Ques
     assert "{{" not in first.prompt and "{%" not in first.prompt
     for name, value in first.values.items():
         assert str(value) in first.prompt or str(-value) in first.prompt, (name, value)
-    assert f"(within ±" in first.prompt
+    assert "(within ±" in first.prompt
 
 
 def test_two_students_get_different_numbers() -> None:
     ada = [pose(q, "ada").values for q in PARAMETERISED]
     bob = [pose(q, "bob").values for q in PARAMETERISED]
-    differing = sum(a != b for a, b in zip(ada, bob))
+    differing = sum(a != b for a, b in zip(ada, bob, strict=True))
     assert differing >= len(PARAMETERISED) - 2, differing
 
 
@@ -126,13 +126,37 @@ def test_the_reference_answer_passes_and_beyond_the_tolerance_fails(question: qu
     assert not judge(posed, repr(answer - 3 * tol)).correct
 
 
-def test_answers_may_use_the_parameters_by_name() -> None:
+# The formulas a text states for everyone (ERRATA.md, explanations, the course text): pasted, none is an answer.
+PASTED = {
+    ("activations", "gelu-value"): ["x·Φ(x)", "x*Phi(x)", "x/2*(1 + erf(x/sqrt(2)))"],
+    ("dropout-weight-decay", "dropout-variance"): ["a²·p/(1 - p)", "a^2*p/(1-p)"],
+    ("activations", "swish-derivative"): ["σ(βx) + βx·σ(βx)(1 - σ(βx))",
+                                          "sigmoid(beta*x) + beta*x*sigmoid(beta*x)*(1 - sigmoid(beta*x))"],
+    ("initialisation", "kaiming-normal-std"): ["sqrt(2/((1 + slope^2)*fan_in))"],
+}
+
+
+@pytest.mark.parametrize("chapter,question_id", sorted(PASTED))
+def test_a_drawn_answer_is_a_number_never_a_formula(chapter: str, question_id: str) -> None:
+    question = quiz.load_quiz(QUIZ_DIR / f"{chapter}.json").question(question_id)
+    for student in ("ada", "bob", "cy"):
+        posed = pose(question, student)
+        for pasted in PASTED[(chapter, question_id)]:
+            with pytest.raises(AnswerFormatError, match=r"^write the number itself, not the formula: ") as info:
+                judge(posed, pasted)
+            assert "\n" not in str(info.value) and "no attempt was used" in str(info.value)
+    with pytest.raises(AnswerFormatError, match=r"work out Φ\(\.\.\.\)"):
+        judge(pose(quiz.load_quiz(QUIZ_DIR / "activations.json").question("gelu-value"), "ada"), "-2.5*Phi(-2.5)")
+
+
+def test_a_drawn_number_may_be_worked_out_with_arithmetic_and_sqrt() -> None:
     question = quiz.load_quiz(QUIZ_DIR / "initialisation.json").question("kaiming-normal-std")
     posed = pose(question, "ada")
-    assert judge(posed, "sqrt(2/((1 + slope^2)*fan_in))").correct
-    assert not judge(posed, "sqrt(1/fan_in)").correct
-    with pytest.raises(AnswerFormatError, match="unknown symbol 'n': this answer may use fan_in, fan_out, slope"):
-        judge(posed, "sqrt(2/n)")
+    v = posed.values
+    assert judge(posed, f"sqrt(2/((1 + {v['slope']}^2)*{v['fan_in']}))").correct
+    assert not judge(posed, f"sqrt(1/{v['fan_in']})").correct
+    with pytest.raises(AnswerFormatError, match="'fan_in' is one of your values"):
+        judge(posed, "sqrt(2/fan_in)")
     with pytest.raises(AnswerFormatError, match="is not a number"):
         judge(posed, "about 0.1")
 

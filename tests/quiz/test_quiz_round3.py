@@ -130,7 +130,7 @@ def _instances(question: quiz_lib.Question) -> list[Posed]:
     specs = params_lib.parse_specs(question.params)
     if math.prod(len(spec.values) for spec in specs.values()) > 5000:
         return [quiz_lib.pose(question, f"student{i}") for i in range(300)]
-    grid = (dict(zip(specs, combo)) for combo in itertools.product(*(spec.values for spec in specs.values())))
+    grid = (dict(zip(specs, combo, strict=True)) for combo in itertools.product(*(spec.values for spec in specs.values())))
     return [Posed(question, values, params_lib.render(question.prompt, values), ()) for values in grid]
 
 

@@ -150,7 +150,7 @@ def test_backward_changes_no_running_statistics_or_parameters() -> None:
     g.forward(x)
     state = [a.copy() for a in (g.running_mean, g.running_var, g.gamma, g.beta)]
     g.backward(rng.standard_normal((10, 5)))
-    for before, after in zip(state, (g.running_mean, g.running_var, g.gamma, g.beta)):
+    for before, after in zip(state, (g.running_mean, g.running_var, g.gamma, g.beta), strict=True):
         np.testing.assert_array_equal(before, after)
 
 

@@ -21,7 +21,7 @@ def test_sgd_momentum_weight_decay_trajectory() -> None:
     opt = SGD(lr=0.1, momentum=0.9, weight_decay=0.01)
     expected = [[0.949, -1.898], [0.882151, -1.844302], [0.831104749, -1.824129498]]
     buffers = [[0.51, -1.02], [0.66849, -0.53698], [0.51046251, -0.20172502]]
-    for g, want, buf in zip(GRADS, expected, buffers):
+    for g, want, buf in zip(GRADS, expected, buffers, strict=True):
         opt.step({"w": p}, {"w": g})
         np.testing.assert_allclose(p, want, rtol=1e-13)
         np.testing.assert_allclose(opt.buffers["w"], buf, rtol=1e-13)
@@ -52,7 +52,8 @@ def test_sgd_first_momentum_buffer_is_a_copy_of_the_gradient() -> None:
 def test_adamw_trajectory() -> None:
     """lr 0.1, betas (0.9, 0.999), eps 1e-8, weight decay 0.1 from p = 1, grads 0.5, -0.25, 1.0; by hand:
 
-    step 1: p = 0.99; m = 0.05, v = 0.00025; m_hat = 0.5, v_hat = 0.25; p = 0.99 - 0.1 * 0.5 / (0.5 + 1e-8) = 0.890000002
+    step 1: p = 0.99; m = 0.05, v = 0.00025; m_hat = 0.5, v_hat = 0.25;
+            p = 0.99 - 0.1 * 0.5 / (0.5 + 1e-8) = 0.890000002
     step 2: p = 0.88110000198; m = 0.02, v = 0.00031225; m_hat = 0.02 / 0.19, v_hat = 0.00031225 / 0.001999;
             p = 0.8544662987
     step 3: p *= 0.99; m = 0.118, v = 0.00131193775; m_hat = 0.118 / 0.271, v_hat = 0.00131193775 / 0.002997001;
@@ -62,7 +63,7 @@ def test_adamw_trajectory() -> None:
     opt = AdamW(lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.1)
     expected = [0.890000002, 0.8544662986878, 0.7801104766702]
     moments = [(0.05, 0.00025), (0.02, 0.00031225), (0.118, 0.00131193775)]
-    for g, want, (m, v) in zip([0.5, -0.25, 1.0], expected, moments):
+    for g, want, (m, v) in zip([0.5, -0.25, 1.0], expected, moments, strict=True):
         opt.step({"w": p}, {"w": np.array([g])})
         np.testing.assert_allclose(p, [want], rtol=1e-12)
         np.testing.assert_allclose(opt.m["w"], [m], rtol=1e-12)

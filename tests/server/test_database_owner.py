@@ -29,7 +29,7 @@ from grader.server.app import ServerConfig
 from grader.server.web import create_app
 from grader.student.course import DEFAULT_COURSE
 from grader.student.store import Store, serve, serving_file
-from lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User, launch
+from bench.lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User, launch
 from server_util import HOST, Server, api, free_port, issue_tokens, wait_for
 
 
@@ -72,9 +72,9 @@ def test_the_server_with_lti_holds_its_lock_through_fifty_starts(tmp_path: Path,
         thread = threading.Thread(target=server.run, name="tool", daemon=True)
         thread.start()
         try:
-            wait_for(lambda: server.started, 30, "the server to listen")
+            wait_for(lambda server=server: server.started, 30, "the server to listen")
             poster = app.state.lti_poster
-            wait_for(lambda: poster.seen is not None, 30, "the score poster's first round")  # its connection is open
+            wait_for(lambda poster=poster: poster.seen is not None, 30, "the score poster's first round")  # its connection is open
             if "POSIX" in locks(os.getpid(), db):
                 held += 1
         finally:

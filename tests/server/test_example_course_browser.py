@@ -64,7 +64,7 @@ def seed(db: Path, course_file: Path) -> str:
         regrade.file_request(store, "bob", "activations.ReLU", "My backward follows the course text at x = 0.")
         extensions.grant(store, course, "bob", "", "normalization", "2026-12-20T23:59", "hospital stay", "instructor")
         with store.transaction() as sdb:
-            sdb["rescorings"].insert({
+            sdb.table("rescorings").insert({
                 "started_at": utc_now(), "finished_at": utc_now(), "grader_version": "0.1.0+111111111111",
                 "exercises": "[]", "uploads": 3, "errors": "[]", "changes": json.dumps([{
                     "student": "bob", "exercise": "activations.ReLU", "before": 5.0, "after": 10.0,

@@ -33,7 +33,7 @@ from grader.queue.jobs import open_queue
 from grader.queue.selftest import LATEST_KEY
 from grader.student.client.connection import Login, save_login
 from grader.student.store import Store
-from server_util import HOST, api, free_port, issue_tokens, wait_for
+from server_util import HOST, free_port, issue_tokens, wait_for
 from test_held_jobs import published
 
 KERNEL = "kernels.relu_forward"

@@ -2,7 +2,7 @@
 
 The tool is the course server (``create_app`` served by uvicorn in a thread
 on a loopback port, no collector; an httpx client with its cookie jar plays
-the browser); the platform is tests/lms_platform.py on
+the browser); the platform is bench/lms_platform.py on
 a loopback port. Score posting runs the server's ScorePoster one tick at a
 time (``now`` passed in: no test waits on a clock) and the queue's tasks
 one by one (``huey.dequeue`` + ``huey.execute``), as a worker would.
@@ -30,7 +30,7 @@ from grader.server.web import create_app
 from grader.queue.jobs import open_queue
 from grader.student.course import DEFAULT_COURSE, CourseError, load_course
 from grader.student.store import Store
-from lms_platform import (AGS, INSTITUTION_ADMIN, INSTRUCTOR, LEARNER, SYSTEM_ADMIN, LmsPlatform, User,
+from bench.lms_platform import (AGS, INSTITUTION_ADMIN, INSTRUCTOR, LEARNER, SYSTEM_ADMIN, LmsPlatform, User,
                           auth_url_params, launch, login_redirect)
 from server_util import HOST, free_port, issue_tokens, wait_for
 
@@ -236,7 +236,7 @@ def test_an_older_course_database_gains_the_new_columns_and_keeps_its_key(tmp_pa
                        "memberships_url TEXT NOT NULL DEFAULT '', lineitems_url TEXT NOT NULL DEFAULT '', "
                        "scopes TEXT NOT NULL DEFAULT '[]', updated_at TEXT NOT NULL)")
             key = RSAKey.generate_key(2048, parameters={"kid": "old-key"})
-            db["lti_keys"].insert({"kid": "old-key", "private_pem": key.as_pem(private=True).decode(),
+            db.table("lti_keys").insert({"kid": "old-key", "private_pem": key.as_pem(private=True).decode(),
                                    "created_at": "2026-01-01T00:00:00+00:00", "retired": 0})
         lti.ensure_tables(store)
         lti.ensure_tables(store)  # twice: nothing to add the second time
@@ -574,7 +574,7 @@ def test_the_dashboard_sync_button_needs_the_csrf_field(tool: dict[str, Any], lm
 
 def override(store: Store, student: str, exercise: str, score: float) -> None:
     with store.transaction() as db:
-        db["score_overrides"].insert({"student": student, "exercise": exercise, "score": score,
+        db.table("score_overrides").insert({"student": student, "exercise": exercise, "score": score,
                                       "comment": "test", "author": "instructor",
                                       "created_at": "2026-01-01T00:00:00+00:00"})
 

@@ -1,7 +1,7 @@
 """A full LTI 1.3 launch in a real browser: Playwright (Debian's chromium) follows the OIDC redirects.
 
 ``grade serve`` runs with a course.toml whose [lti] names the LMS fixture
-(tests/lms_platform.py, in this process, on a loopback port) and one
+(bench/lms_platform.py, in this process, on a loopback port) and one
 embedded worker. The browser opens the LMS's link; the pages' forms post
 themselves (login initiation, the platform's form_post of the id_token) and
 it lands on the student's own page, which shows their token once. A quiz
@@ -37,7 +37,7 @@ import httpx
 import pytest
 
 from conftest import require_program
-from lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User
+from bench.lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User
 from server_util import Server, api, quiz_source, right_answer, wait_for
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"

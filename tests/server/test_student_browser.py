@@ -1,6 +1,6 @@
 """The student's own pages in a real browser (Playwright driving Debian's chromium), at 1280 and 390 px.
 
-The journey of issue 35: an LTI launch as a student (the LMS fixture, tests/lms_platform.py) lands on
+The journey of issue 35: an LTI launch as a student (the LMS fixture, bench/lms_platform.py) lands on
 /student/, which shows the chapters; a quiz question answered in the browser is judged and its attempt
 counted; an upload graded by the server's worker shows its report with its pictures; a regrade filed there is
 answered by the instructor (from the dashboard, after their own launch) and the answer shows on the upload's
@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from grader.course.solution import write_solution
-from lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User
+from bench.lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User
 from server_util import Server, api, issue_tokens, quiz_source, right_answer, solution_files, wait_graded
 from a11y_util import focus_ring, unreached_by_tab
 from student_pages_util import Seeded, served

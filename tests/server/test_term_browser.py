@@ -64,7 +64,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                              "My backward follows equation 3.2 of the course text; the check expects the other "
                              "convention at x = 0. " * 3)
         with store.transaction() as sdb:
-            sdb["rescorings"].insert({
+            sdb.table("rescorings").insert({
                 "started_at": utc_now(), "finished_at": utc_now(), "grader_version": "0.1.0", "exercises": "[]",
                 "uploads": 3, "errors": "[]", "changes": json.dumps([{
                     "student": "bob", "exercise": "activations.ReLU", "before": 5.0, "after": 10.0,

@@ -1,4 +1,5 @@
-"""grader.term.batch: finding submissions, grading a class in parallel, skipping unchanged work, resuming after a kill."""
+"""grader.term.batch: finding submissions, grading a class in parallel, skipping unchanged work, resuming after a
+kill."""
 
 from __future__ import annotations
 

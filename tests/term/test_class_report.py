@@ -217,7 +217,7 @@ def test_empty_database_gives_an_empty_report(tmp_path: Path) -> None:
 def add_roster(store: Store, rows: list[tuple[str, str, str]]) -> None:
     """Roster rows (id, name, email), as `grade roster import` writes them."""
     with store.transaction() as db:
-        db["roster"].insert_all({"student": i, "name": n, "email": e, "created_at": "2026-01-01T00:00:00+00:00"}
+        db.table("roster").insert_all({"student": i, "name": n, "email": e, "created_at": "2026-01-01T00:00:00+00:00"}
                                 for i, n, e in rows)
 
 

@@ -36,7 +36,8 @@ def iso(delta_hours: float) -> str:
 
 
 def course_text(opens: float = -1, due: float = 2, release: float = 3, show_score: bool | None = None) -> str:
-    text = f'[[chapter]]\nname = "activations"\nopens = {iso(opens)}\ndue = {iso(due)}\nrelease_feedback = {iso(release)}\n'
+    text = (f'[[chapter]]\nname = "activations"\nopens = {iso(opens)}\ndue = {iso(due)}\n'
+            f'release_feedback = {iso(release)}\n')
     if show_score is not None:
         text += f"show_score = {'true' if show_score else 'false'}\n"
     return text

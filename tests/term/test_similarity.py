@@ -4,7 +4,6 @@ removed as boilerplate; copies (also renamed and reformatted) found, independent
 from __future__ import annotations
 
 import json
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -16,12 +15,11 @@ from grader.cli import cli
 from grader.queue import records
 from grader.student.course import DEFAULT_COURSE
 from grader.student.store import Store
+from bench.similarity import rename_and_reformat  # bench/similarity.py: how a copy is disguised
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = REPO / "bench" / "similarity_class"  # independent solutions of the dropout stub
 STUB = (REPO / "exercises" / "dropout.py").read_text(encoding="utf-8")
-sys.path.insert(0, str(REPO / "bench"))
-from similarity import rename_and_reformat  # noqa: E402  (bench/similarity.py: how a copy is disguised)
 
 
 def solution(k: int) -> str:
@@ -55,7 +53,7 @@ def test_the_released_stub_is_boilerplate(tmp_path: Path) -> None:
     """Two students who hand in the untouched stub share nothing that counts (the stub at every level)."""
     found = pairs_of(class_db(tmp_path, {"a": STUB, "b": STUB, "c": solution(1)}), threshold=0.05)
     assert found == {}
-    with Store.open(tmp_path / "course.db") as store:  # without the stubs as boilerplate they would match fully
+    with Store.open(tmp_path / "course.db"):  # without the stubs as boilerplate they would match fully
         shared = similarity.compare("dropout", {"a": (1, STUB), "b": (2, STUB)}, None, 0.05)
     assert shared and shared[0].share == 1.0
 

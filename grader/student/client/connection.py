@@ -237,11 +237,23 @@ def _submitted(doc: dict[str, Any]) -> Submitted:
     return Submitted(int(doc["id"]), str(doc["status"]), report, doc.get("error"), doc)
 
 
+def estimate_words(seconds: Any) -> str:
+    """The server's estimate of the time to the report (``estimate_s``) as the student reads it: "report in
+    about 40 s", "report in about 3 min"; "" when the server has none (nothing measured yet, or settled)."""
+    if not isinstance(seconds, (int, float)) or seconds != seconds or seconds < 0:
+        return ""
+    if seconds < 90:
+        return f"report in about {max(1, round(seconds))} s"
+    return f"report in about {round(seconds / 60)} min"
+
+
 def describe_state(doc: dict[str, Any]) -> str:
     """One progress line for a submission's state: the server's ``where`` (queued with how many ahead, running
-    on which worker, which try after what failure), or a line made from the status for an older server."""
+    on which worker, which try after what failure) and its estimate of the time to the report, or a line made
+    from the status for an older server."""
+    estimate = estimate_words(doc.get("estimate_s")) if doc["status"] not in SETTLED else ""
     if doc.get("where") and doc["status"] not in SETTLED:
-        return f"Submission {doc['id']}: {doc['where']}"
+        return f"Submission {doc['id']}: {doc['where']}" + (f"; {estimate}" if estimate else "")
     if doc["status"] in ("received", "queued"):
         ahead = int(doc.get("queue_position") or 0)
         return f"Submission {doc['id']}: queued" + (f" ({ahead} ahead)" if ahead else "")

@@ -283,7 +283,7 @@ def _ask(client: Client, chapter: str, question: dict[str, Any], number: int, to
     The server's last verdict, whose explanation is printed."""
     quiz_text.show_question(number, total, str(question["id"]), question["prompt"],
                             [c["text"] for c in question["choices"]], question["checkpoint"])
-    hint = quiz_text.answer_hint(question["kind"], question["tolerance"], question["params"] or {})
+    hint = quiz_text.answer_hint(question["kind"], question["tolerance"])  # a drawn answer is a number
 
     def send(raw: str) -> dict[str, Any]:
         status, verdict = _send(client, chapter, question["id"], raw, shown=True)

@@ -101,8 +101,11 @@ class Expected(Protocol):
 
     #: True when reference code runs here (live), False for a case pack.
     live: bool
-    #: The exercise's known mistakes, in catalogue order.
-    mistakes: list[KnownMistake]
+
+    @property
+    def mistakes(self) -> list[KnownMistake]:
+        """The exercise's known mistakes, in catalogue order."""
+        ...
 
     @property
     def reference(self) -> Mapping[str, ScriptResult]:
@@ -110,7 +113,8 @@ class Expected(Protocol):
         ...
 
     def variant(self, mistake_id: str, case: Case) -> ScriptResult:
-        """The result of mistake ``mistake_id``'s variant (or :data:`REFERENCE_AGAIN`) on ``case`` without numgrad ops."""
+        """The result of mistake ``mistake_id``'s variant (or :data:`REFERENCE_AGAIN`) on ``case`` without numgrad
+        ops."""
         ...
 
     def combination(self, ids: list[str]) -> str | None:

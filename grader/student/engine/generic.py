@@ -54,8 +54,7 @@ reference's), and then both are named (:class:`grader.student.engine.diagnosis.C
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from itertools import combinations
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -364,7 +363,7 @@ def region_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
         claims += _index_claims(ctx, case, key)
     if x is not None and s is not None and s.shape == x.shape == reference.shape and \
             ctx.exercise_id.startswith(ELEMENTWISE):
-        for label, inside, said in regions:
+        for _label, inside, said in regions:
 
             def holds_on(name: str, inside: Callable[[np.ndarray], np.ndarray] = inside) -> bool | None:
                 x_here = input_of(ctx.cases[name])
@@ -822,7 +821,7 @@ def term_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
             continue
         students = [_student(ctx, case, key) for key in members]
         if any(s is None or any(t.shape != s.shape for _, t in decomposition[key][0])
-               for s, key in zip(students, members)):
+               for s, key in zip(students, members, strict=True)):
             continue
         stacked = [np.concatenate([np.ravel(decomposition[key][0][i][1]) for key in members])
                    for i in range(len(names))]
@@ -851,7 +850,7 @@ def _fit_coefficients(student: np.ndarray, terms: list[np.ndarray]) -> tuple[flo
     coefficients = tuple(float(round(c)) if abs(c - round(c)) < 1e-9 else float(c) for c in solution)
     if all(abs(c - coefficients[0]) < 1e-9 for c in coefficients):
         return None  # all one (right), or every term scaled alike: generic-scale says that
-    if not same_as(student, sum(c * t for c, t in zip(coefficients, terms))):
+    if not same_as(student, sum(c * t for c, t in zip(coefficients, terms, strict=True))):
         return None
     return coefficients
 
@@ -870,8 +869,8 @@ def _said(coefficient: float, case: Case) -> str:
 def _terms_claim(ctx: "Context", case: str, keys: list[str], names: list[str],
                  coefficients: tuple[float, ...]) -> Claim:
     """The student's ``keys`` as the reference's terms with ``coefficients``, the same in every case."""
-    wrong = [f"the term {n} {_said(c, ctx.cases[case])}" for n, c in zip(names, coefficients) if abs(c - 1) > 1e-9]
-    right = [n for n, c in zip(names, coefficients) if abs(c - 1) <= 1e-9]
+    wrong = [f"the term {n} {_said(c, ctx.cases[case])}" for n, c in zip(names, coefficients, strict=True) if abs(c - 1) > 1e-9]
+    right = [n for n, c in zip(names, coefficients, strict=True) if abs(c - 1) <= 1e-9]
     subject = keys[0] if len(keys) == 1 else f"{', '.join(keys[:-1])} and {keys[-1]}"
     words = f"In your {subject}, " + " and ".join(wrong) + (f"; the other terms ({', '.join(right)}) are right."
                                                             if right else ".")
@@ -883,7 +882,7 @@ def _terms_claim(ctx: "Context", case: str, keys: list[str], names: list[str],
         found = {}
         for key, (terms, _) in decomposition.items():
             if [n for n, _ in terms] == names:  # the same terms (another form of the function says nothing)
-                found[key] = sum(c * t for c, (_, t) in zip(coefficients, terms))
+                found[key] = sum(c * t for c, (_, t) in zip(coefficients, terms, strict=True))
         return found or None
 
     return Claim("generic-terms", words, predict=predict)

@@ -72,7 +72,8 @@ class Source(Protocol):
 
 
 def files_hash(path: Path) -> str:
-    """sha256 over the exercise files a hand-in would be graded with (see :class:`grader.student.sandbox.ingest.Ingested`)."""
+    """sha256 over the exercise files a hand-in would be graded with (see
+    :class:`grader.student.sandbox.ingest.Ingested`)."""
     return read_submission(path).files_hash()
 
 
@@ -345,7 +346,8 @@ def _graded(
 
 
 def error_report(student: str, selectors: list[str] | None, reason: str) -> GradeReport:
-    """A report giving every selected exercise an ``error`` verdict with ``reason`` (a hand-in that could not be graded).
+    """A report giving every selected exercise an ``error`` verdict with ``reason`` (a hand-in that could not be
+    graded).
 
     Its files hash is empty, so ``grade batch`` tries the student again on its next run.
     """

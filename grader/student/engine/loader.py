@@ -77,7 +77,7 @@ def load_exercises(path: Path | str, name: str = PACKAGE_NAME) -> ModuleType:
     spec.submodule_search_locations = [str(folder)]
     pkg = importlib.util.module_from_spec(spec)
     pkg.__file__ = str(folder / "__init__.py")
-    pkg.__getattr__ = _make_getattr(name, folder)  # type: ignore[attr-defined]  # PEP 562
+    pkg.__getattr__ = _make_getattr(name, folder)  # type: ignore[method-assign]  # PEP 562 (typeshed: a method)
     sys.modules[name] = pkg
     importlib.invalidate_caches()
     return pkg

@@ -403,7 +403,6 @@ def run_script(ns: Any, script: list[dict[str, Any]], arrays: dict[str, np.ndarr
     """Run ``script`` against namespace ``ns``; never raises for what the student's code does."""
     env = Env(ns, arrays)
     error: dict[str, str] | None = None
-    caught: list[warnings.WarningMessage] = []
     with (
         _WARNINGS_LOCK,
         warnings.catch_warnings(record=True) as caught,
@@ -429,7 +428,7 @@ def run_script(ns: Any, script: list[dict[str, Any]], arrays: dict[str, np.ndarr
             finally:
                 raised_in += [_where(op, env)] * (len(caught) - len(raised_in))
     dirs = _student_dirs(ns)
-    messages = [_warning_text(w, where, dirs) for w, where in zip(caught[:MAX_WARNINGS], raised_in)]
+    messages = [_warning_text(w, where, dirs) for w, where in zip(caught[:MAX_WARNINGS], raised_in, strict=False)]  # the first few
     return ScriptResult(outputs=env.outputs, error=error, warnings=messages)
 
 

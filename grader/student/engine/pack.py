@@ -128,7 +128,8 @@ def load_pack(path: Path) -> Pack:
 
 
 class PackExpected:
-    """The expected results of one exercise read from its pack (an :class:`~grader.student.engine.diagnosis.Expected`)."""
+    """The expected results of one exercise read from its pack (an
+    :class:`~grader.student.engine.diagnosis.Expected`)."""
 
     live = False
 

@@ -256,7 +256,7 @@ def gutter_labels(ends: list[tuple[float, str, str]], x: float, height: float) -
         ys[i] = max(ys[i], ceiling + step)
         ceiling = ys[i]
     parts = []
-    for (y_end, label, colour), y in zip(ends, ys):  # the name in ink (readable), its leader in the line's colour
+    for (y_end, label, colour), y in zip(ends, ys, strict=False):  # the name in ink (readable), its leader in the line's colour
         parts.append(f'<line class="ng-leader" x1="{x - 10:.1f}" y1="{y_end:.1f}" x2="{x - 2:.1f}" y2="{y - 4:.1f}"'
                      f' stroke="{colour}" stroke-width="{1.6 if abs(y - (y_end + 4)) <= 1 else 0.9}"/>')
         parts.append(text(x, y, label, SMALL, fill=INK))
@@ -290,7 +290,7 @@ def draw_elements(fig: dict[str, Any]) -> str:
         body.extend(marker("square", frame.x(i), frame.y(v), EXPECTED, 3.2) for i, v in enumerate(expected)
                     if v is not None and len(expected) <= 120)
     nan_seen = False
-    for i, (v, bad) in enumerate(zip(received, differs)):
+    for i, (v, bad) in enumerate(zip(received, differs, strict=False)):
         if v is None:  # NaN or inf: a cross on the top edge of the plot
             nan_seen = True
             body.append(marker("cross", frame.x(i), frame.top + 5, DIFFERS, 3.5))
@@ -462,7 +462,7 @@ def draw_axes(fig: dict[str, Any]) -> str:
         body.append(text(4, top + 12, label, SMALL))
         base = top + band - 14
         body.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{base}" y2="{base}" stroke="#888"/>')
-        for i, (v, f) in enumerate(zip(values, fr)):
+        for i, (v, f) in enumerate(zip(values, fr, strict=False)):
             h = v / peak * (band - 32)
             colour = DIFFERS if f > 0.5 else RECEIVED
             outline = ' stroke="#000" stroke-width="1"' if f > 0.5 else ""
@@ -492,13 +492,13 @@ def draw_trajectory(fig: dict[str, Any]) -> str:
     for k, s in enumerate(series):
         colour = SERIES[k % len(SERIES)]
         if s["expected"] is not None:
-            body.append(polyline([(frame.x(t), frame.y(v)) for t, v in zip(steps, s["expected"]) if v is not None],
+            body.append(polyline([(frame.x(t), frame.y(v)) for t, v in zip(steps, s["expected"], strict=False) if v is not None],
                                  colour, dashed=True, width=1.2))
             body.extend(marker("square", frame.x(t), frame.y(v), colour, 3.5)
-                        for t, v in zip(steps, s["expected"]) if v is not None)
-        pts = [(frame.x(t), frame.y(v)) for t, v in zip(steps, s["received"]) if v is not None]
+                        for t, v in zip(steps, s["expected"], strict=False) if v is not None)
+        pts = [(frame.x(t), frame.y(v)) for t, v in zip(steps, s["received"], strict=False) if v is not None]
         body.append(polyline(pts, colour))
-        for t, v, bad in zip(steps, s["received"], s["differs"]):
+        for t, v, bad in zip(steps, s["received"], s["differs"], strict=False):
             if v is not None:
                 body.append(marker("cross" if bad else "circle", frame.x(t), frame.y(v), DIFFERS if bad else colour,
                                    4.5 if bad else 3))
@@ -531,7 +531,7 @@ def draw_ratios(fig: dict[str, Any]) -> str:
     ends = [(one, "1: equal", EXPECTED)]
     for k, s in enumerate(series):
         colour = SERIES[k % len(SERIES)]
-        pts = [(frame.x(t), frame.y(v)) for t, v in zip(steps, s.get("ratio") or []) if v is not None]
+        pts = [(frame.x(t), frame.y(v)) for t, v in zip(steps, s.get("ratio") or [], strict=False) if v is not None]
         body.append(polyline(pts, colour))
         body.extend(marker("diamond", x, y, colour, 3.2) for x, y in pts)
         if pts:
@@ -639,9 +639,9 @@ def draw_fit(fig: dict[str, Any]) -> str:
     frame = Frame(min(finite(xs), default=0.0), max(finite(xs), default=1.0), min(values, default=0.0),
                   max(values, default=1.0))
     body = [frame.axes("x", "value"),
-            polyline([(frame.x(x), frame.y(t)) for x, t in zip(xs, ts) if x is not None and t is not None],
+            polyline([(frame.x(x), frame.y(t)) for x, t in zip(xs, ts, strict=False) if x is not None and t is not None],
                      EXPECTED, dashed=True, width=2),
-            polyline([(frame.x(x), frame.y(y)) for x, y in zip(xs, ys) if x is not None and y is not None],
+            polyline([(frame.x(x), frame.y(y)) for x, y in zip(xs, ys, strict=False) if x is not None and y is not None],
                      RECEIVED, width=2)]
     w = fig["worst"]
     if w["x"] is not None and w["received"] is not None and w["target"] is not None:
@@ -663,7 +663,7 @@ def draw_shapes(fig: dict[str, Any]) -> str:
     dims = [(shape[-2] if len(shape) >= 2 else 1, shape[-1] if shape else 1) for _, shape, _, _ in boxes]
     most = max(max(r, c) for r, c in dims) or 1
     half = WIDTH / 2
-    for k, ((who, shape, dtype, colour), (rows, cols)) in enumerate(zip(boxes, dims)):
+    for k, ((who, shape, dtype, colour), (rows, cols)) in enumerate(zip(boxes, dims, strict=False)):
         cx = half * k + half / 2
         unit = 96 / most
         w, h = max(6.0, cols * unit), max(6.0, rows * unit)

@@ -324,7 +324,7 @@ def step_ratios(received: list[float], expected: list[float], carry: float,
     """
     out: list[float | None] = []
     before_r = before_e = start
-    for r, e in zip(received, expected):
+    for r, e in zip(received, expected, strict=False):
         if carry and before_r is None:
             out.append(None)
         else:
@@ -385,7 +385,7 @@ def trajectory_figure(
         rs = [np.asarray(received[k], dtype=np.float64).ravel()[c] for k in series_keys]
         es = [np.asarray(expected[k], dtype=np.float64).ravel()[c] for k in series_keys]
         scales = [scale_of(expected[k]) for k in series_keys]
-        marks = [bool(differing(np.array(a), np.array(b), rtol, atol * sc)) for a, b, sc in zip(rs, es, scales)]
+        marks = [bool(differing(np.array(a), np.array(b), rtol, atol * sc)) for a, b, sc in zip(rs, es, scales, strict=False)]
         label = f"{name}[{', '.join(str(i) for i in index_text(c, shape))}]" if shape else name
         before = None if start is None else float(np.broadcast_to(np.asarray(start, dtype=np.float64), shape).ravel()[c]
                                                   if shape else np.asarray(start, dtype=np.float64).ravel()[0])

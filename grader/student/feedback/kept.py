@@ -23,7 +23,8 @@ LAST_REPORT = "last-report.json"
 
 
 def last_report_path(exercises_dir: Path) -> Path:
-    """Where ``grade submit`` keeps its last report for ``grade view``: ``.grade/last-report.json`` beside exercises/."""
+    """Where ``grade submit`` keeps its last report for ``grade view``: ``.grade/last-report.json`` beside
+    exercises/."""
     return Path(exercises_dir).resolve().parent / ".grade" / LAST_REPORT
 
 

@@ -353,7 +353,8 @@ class QuizForm:
         self.buttons: dict[str, Any] = {}
         self.outputs: dict[str, Any] = {}
         self.controls: dict[str, Any] = {}
-        boxes = [w.HTML(f"<h3>{_esc(judge.title)}</h3><p>{'Your answers are recorded by the course server.' if judge.recorded else 'Practice: nothing is recorded.'}</p>")]
+        said = "Your answers are recorded by the course server." if judge.recorded else "Practice: nothing is recorded."
+        boxes = [w.HTML(f"<h3>{_esc(judge.title)}</h3><p>{said}</p>")]
         for number, q in enumerate(judge.questions(), start=1):
             head = w.HTML(f"<p><strong>Question {number}</strong> [{_esc(q.kind)}]: {_esc(q.prompt)}</p>")
             if q.kind == "single" and q.choices:
@@ -405,7 +406,8 @@ def _esc(text: str) -> str:
 def quiz_in_text(judge: PracticeJudge | ServerJudge, read: Callable[[str], str], say: Callable[[str], None]) -> int:
     """Without ipywidgets: each question asked in the cell's text input, as ``grade quiz`` does; how many right."""
     questions = judge.questions()
-    say(f"{judge.title} ({len(questions)} questions; {'recorded by the server' if judge.recorded else 'practice: nothing is recorded'})")
+    recorded = "recorded by the server" if judge.recorded else "practice: nothing is recorded"
+    say(f"{judge.title} ({len(questions)} questions; {recorded})")
     right = 0
     for number, q in enumerate(questions, start=1):
         say(f"\nQuestion {number}/{len(questions)} [{q.kind}]: {q.prompt}")

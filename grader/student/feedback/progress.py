@@ -239,7 +239,8 @@ def format_progress(progress: Progress, color: bool = False) -> str:
                 notes.append(f"latest attempt {format_score(ex.latest_score)}")
             note = f"  ({', '.join(notes)})" if notes else ""
             lines.append(
-                f"  {ex.id.ljust(width)}  {counted_word} {score:>7}  last {style(label.ljust(8), fg=colour)} {tries}{note}"
+                f"  {ex.id.ljust(width)}  {counted_word} {score:>7}"
+                f"  last {style(label.ljust(8), fg=colour)} {tries}{note}"
             )
         if chapter.quiz is not None:
             q = chapter.quiz

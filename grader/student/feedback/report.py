@@ -378,8 +378,9 @@ def format_text(report: GradeReport, color: bool = False, late_shares: Mapping[s
     todo = sorted({ex.id.split(".")[0] for ex in report.exercises if ex.status == "not_implemented"})
     if todo:
         lines.append(
-            f"NOT_IMPLEMENTED: {sum(ex.status == 'not_implemented' for ex in report.exercises)} exercise(s) still raise "
-            f"NotImplementedError: implement them in {', '.join(t + ('/*.cl' if t == 'kernels' else '.py') for t in todo)}."
+            f"NOT_IMPLEMENTED: {sum(ex.status == 'not_implemented' for ex in report.exercises)} exercise(s) still"
+            " raise NotImplementedError: implement them in"
+            f" {', '.join(t + ('/*.cl' if t == 'kernels' else '.py') for t in todo)}."
         )
     if report.not_graded:
         lines.append(not_graded_line(report))

@@ -106,6 +106,35 @@ def parse_number(text: str | int | float, values: Mapping[str, Any] | None = Non
         ) from None
 
 
+NUMBER_NAMES = ("sqrt", "pi", "e")  # what a drawn question's number may name: a calculator's square root and constants
+_SHOWN_NAME = {"normcdf": "Φ", "phi": "φ", "sigma": "σ", "normpdf": "φ"}
+
+
+def parse_drawn_number(text: str | int | float, params: Mapping[str, Any]) -> float:
+    """A parameterised question's answer: a number, as a calculator gives it, never a formula.
+
+    The answer is the value for the student's own numbers, so it may hold digits,
+    ``+ - * / ^``, brackets, ``sqrt``, ``pi`` and ``e`` (``sqrt(2/(1.09*128))``), and
+    nothing else: a parameter's name (``x``, ``fan_in``) or any other function (Φ, φ, σ,
+    erf, exp, log, tanh, ...) is refused in one line (AnswerFormatError, no attempt
+    spent), so the formula a text states for everyone (``x·Φ(x)``, ``a²·p/(1 - p)``)
+    is not an answer: the question asks for what the formula gives.
+    """
+    if not isinstance(text, (int, float)):
+        for name in expr.names(str(text)):
+            if name in NUMBER_NAMES:
+                continue
+            if name in {k.casefold() for k in params}:
+                raise AnswerFormatError(f"write the number itself, not the formula: '{name}' is one of your values "
+                                        "(type its value instead; no attempt was used)")
+            if name not in expr.FUNCTIONS:
+                continue  # an unknown word: parse_number says so
+            shown = _SHOWN_NAME.get(name, name)
+            raise AnswerFormatError(f"write the number itself, not the formula: work out {shown}(...) and type "
+                                    "its value (sqrt, pi and e are fine; no attempt was used)")
+    return parse_number(text)
+
+
 def symbol_table(data: Mapping[str, Any]) -> dict[str, str]:
     """Every name a student may type in a formula answer -> the symbol it stands for."""
     table = {name: name for name in data.get("symbols", [])}

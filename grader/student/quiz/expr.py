@@ -61,8 +61,8 @@ _TOKEN = re.compile(
 )
 _FUNCTION_POWER = re.compile(r"\b([a-z]+)\s*\^\s*\(?(\d+)\)?\s*\(")
 
-FUNCTIONS = ("sqrt", "exp", "log", "ln", "erf", "tanh", "sech", "cosh", "sinh", "sigmoid", "sigma", "phi", "normcdf",
-             "normpdf")
+FUNCTIONS = ("sqrt", "exp", "log", "ln", "erf", "erfc", "tanh", "sech", "cosh", "sinh", "sigmoid", "sigma", "phi",
+             "normcdf", "normpdf")
 CONSTANTS = ("pi", "e")
 
 
@@ -96,6 +96,12 @@ def _move_function_powers(s: str) -> str:
             raise ExpressionError("unbalanced parentheses")
         s = f"{s[:m.start()]}{m.group(1)}({s[m.end():end - 1]})^{m.group(2)}{s[end:]}"
     return s
+
+
+def names(text: str) -> list[str]:
+    """The names a typed answer holds, in order, as the reader spells them (``Φ`` as ``normcdf``, ``σ`` as
+    ``sigma``, ``√`` as ``sqrt``); nothing is checked or computed."""
+    return [m.group("name") for m in _TOKEN.finditer(_plain(str(text))) if m.group("name")]
 
 
 def _check_tokens(s: str, names: Sequence[str]) -> None:
@@ -160,8 +166,8 @@ def _namespace(symbols: Mapping[str, Any], display: bool = False) -> tuple[dict[
         cdf = sp.Lambda(t, (1 + sp.erf(t / sp.sqrt(2))) / 2)
         pdf = sp.Lambda(t, sp.exp(-t**2 / 2) / sp.sqrt(2 * sp.pi))
     local = {
-        "sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log, "ln": sp.log, "erf": sp.erf, "tanh": sp.tanh,
-        "sech": sp.sech, "cosh": sp.cosh, "sinh": sp.sinh,
+        "sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log, "ln": sp.log, "erf": sp.erf, "erfc": sp.erfc,
+        "tanh": sp.tanh, "sech": sp.sech, "cosh": sp.cosh, "sinh": sp.sinh,
         "sigmoid": sigma, "sigma": sigma, "normcdf": cdf, "phi": pdf, "normpdf": pdf,
         "pi": sp.pi, "e": sp.E,
     }

@@ -669,7 +669,7 @@ def decode_results(document_bytes: bytes, array_bytes: bytes, job: Job, limits: 
     out: dict[str, ScriptResult] = {}
     try:
         with np.load(io.BytesIO(array_bytes), allow_pickle=False) as npz:
-            for case, record in zip(job.cases, cases):
+            for case, record in zip(job.cases, cases, strict=True):
                 keys = record.get("outputs")
                 if not isinstance(keys, dict):
                     raise MalformedResults("bad outputs record")

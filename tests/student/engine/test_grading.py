@@ -13,12 +13,12 @@ from grader.student.engine.catalogue import EXERCISES
 from grader.student.errors import SetupError, UsageError
 from grader.course.grading import files_hash, grade
 from grader.student.engine.grading import _status
-
-ROOT = Path(__file__).resolve().parents[3]
 from grader.student.engine.model import CheckResult
 from grader.student.engine.ops import Case, ScriptResult
 from grader.student.sandbox.runner import Limits
 from grader.course.solution import EXERCISE_KERNELS, write_solution
+
+ROOT = Path(__file__).resolve().parents[3]
 
 REPO = Path(__file__).resolve().parents[3]
 STUBS = REPO / "exercises"

@@ -57,7 +57,7 @@ def test_each_known_mistake_keeps_the_picture_of_its_kind_and_a_correct_submissi
     which: str, request: pytest.FixtureRequest
 ) -> None:
     report: GradeReport = request.getfixturevalue(which)
-    for ex, (exercise, mistake, kind) in zip(report.exercises, KNOWN):
+    for ex, (exercise, mistake, kind) in zip(report.exercises, KNOWN, strict=True):
         if mistake is None:
             assert ex.status == "passed" and all(c.figure is None for c in ex.checks)
             continue
@@ -211,10 +211,10 @@ def test_no_expected_value_a_student_lacks_is_in_a_hidden_figure(hidden: GradeRe
                 continue
             assert shown is not None and shown["hidden"]
             if full["kind"] == "elements":
-                secret = [e for e, d in zip(full["expected"], full["differs"]) if d and e is not None]
+                secret = [e for e, d in zip(full["expected"], full["differs"], strict=True) if d and e is not None]
                 own = set(shown["received"])
             else:
-                secret = [e for s in full["series"] for e, d in zip(s["expected"], s["differs"]) if d and e is not None]
+                secret = [e for s in full["series"] for e, d in zip(s["expected"], s["differs"], strict=True) if d and e is not None]
                 own = {r for s in shown["series"] for r in s["received"]}
             secret = [e for e in secret if e != full["first"]["expected"] and not (e == round(e) and abs(e) <= 1000)]
             found = [n for n in numbers_in({k: v for k, v in shown.items() if k != "first"}) if n not in own]
@@ -239,7 +239,7 @@ def test_a_hidden_ratio_leaves_the_expected_value_a_band_wide() -> None:
     check = next(c for c in failing(ex) if c.figure and c.figure["kind"] == "trajectory")
     shown, full = check.figure, check.instructor_figure
     assert full is not None
-    for s_shown, s_full in zip(shown["series"], full["series"]):
+    for s_shown, s_full in zip(shown["series"], full["series"], strict=True):
         ratios, received, expected = s_shown["ratio"], s_shown["received"], s_full["expected"]
         for t in range(1, len(received)):  # estimate each expected step from the last true value and the ratio
             guess = expected[t - 1] + (received[t] - received[t - 1]) / ratios[t]
@@ -254,7 +254,7 @@ def test_a_power_of_ten_is_never_narrower_than_the_error_itself() -> None:
     received = expected * (1 + rng.choice([-1, 1], expected.shape) * 10 ** rng.uniform(-5, 0, expected.shape))
     full = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y")
     shown = figures.hidden_view(full)
-    for r, e, k in zip(shown["received"], full["expected"], shown["decades"]):
+    for r, e, k in zip(shown["received"], full["expected"], shown["decades"], strict=True):
         if k is None:
             continue
         rel = abs(r - e) / (abs(e) + 1e-8 / 1e-6)
@@ -268,7 +268,7 @@ def test_the_biased_running_variance_shows_one_constant_factor_without_the_expec
 ) -> None:
     """Done when: the server's report of the biased running variance shows, without the expected values, that
     what each step adds is off by one constant factor at every step; the instructor's view draws the expected."""
-    ex = next(e for e, (_, m, _) in zip(hidden.exercises, KNOWN) if m == "bn-biased-running-var")
+    ex = next(e for e, (_, m, _) in zip(hidden.exercises, KNOWN, strict=True) if m == "bn-biased-running-var")
     check = next(c for c in failing(ex) if c.name == "running_var")
     figure = check.figure
     ratios = {r for s in figure["series"] for r in s["ratio"]}
@@ -281,7 +281,7 @@ def test_the_biased_running_variance_shows_one_constant_factor_without_the_expec
     assert "expected (dashed, hollow squares)" in full and "Instructor" in full
     # beside it, the public case drawn in full: the very figure the handout's own grading draws for that code
     twin = figure["public"]
-    pex = next(e for e, (_, m, _) in zip(public.exercises, KNOWN) if m == "bn-biased-running-var")
+    pex = next(e for e, (_, m, _) in zip(public.exercises, KNOWN, strict=True) if m == "bn-biased-running-var")
     own = next(c.figure for c in failing(pex) if c.name == "running_var")
     same = ("series", "steps", "first", "ratio_of", "kind")
     assert {k: twin[k] for k in same} == {k: own[k] for k in same}
@@ -291,7 +291,7 @@ def test_the_biased_running_variance_shows_one_constant_factor_without_the_expec
 def test_every_hidden_check_with_a_named_mistake_draws_the_public_case_where_it_fails_too(hidden: GradeReport,
                                                                                           public: GradeReport) -> None:
     pairs = 0
-    for hex_, pex in zip(hidden.exercises, public.exercises):
+    for hex_, pex in zip(hidden.exercises, public.exercises, strict=True):
         own = {c.name: c for c in pex.checks}
         for check in failing(hex_):
             twin = (check.figure or {}).get("public")
@@ -466,7 +466,7 @@ def test_a_correct_submission_graded_alone_has_no_figures() -> None:
     assert ex.status == "passed" and all(c.figure is None for c in ex.checks)
 
 
-# --------------------------------------------------------------------------- the store, the server's report, the dashboard
+# ------------------------------------------------------------------ the store, the server's report, the dashboard
 
 
 def test_figures_are_stored_with_the_attempt_and_rebuilt_for_the_server_and_the_dashboard(

@@ -62,7 +62,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]
     yield {"html": folder / "report.html", "view": folder / ".grade" / "last-report.html"}
 
 
-def open_file(browser: Any, path: Path, width: int) -> tuple[Any, Watched]:
+def open_file(browser: Any, path: Path, width: int) -> tuple[Any, Watched]:  # noqa: F811  (the browser fixture)
     context = browser.new_context(viewport={"width": width, "height": 900})
     watched = Watched(context.new_page())
     watched.page.goto(path.as_uri())
@@ -93,7 +93,7 @@ def kind_of(check: Any) -> str:
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("which", ["html", "view"])
-def test_the_report_page_reads_at_this_width(browser: Any, pages: dict[str, Path], which: str, width: int) -> None:
+def test_the_report_page_reads_at_this_width(browser: Any, pages: dict[str, Path], which: str, width: int) -> None:  # noqa: F811  (the browser fixture)
     ARTIFACTS.mkdir(exist_ok=True)
     context, watched = open_file(browser, pages[which], width)
     page = watched.page
@@ -132,7 +132,7 @@ def test_the_report_page_reads_at_this_width(browser: Any, pages: dict[str, Path
         context.close()
 
 
-def test_the_links_of_known_mistakes_lead_to_their_checks(browser: Any, pages: dict[str, Path]) -> None:
+def test_the_links_of_known_mistakes_lead_to_their_checks(browser: Any, pages: dict[str, Path]) -> None:  # noqa: F811  (the browser fixture)
     context, watched = open_file(browser, pages["html"], 1280)
     try:
         links = watched.page.locator(".ng-mistakes a")
@@ -146,7 +146,7 @@ def test_the_links_of_known_mistakes_lead_to_their_checks(browser: Any, pages: d
         context.close()
 
 
-def test_a_label_on_a_line_and_a_name_broken_mid_word_are_caught(browser: Any, tmp_path: Path) -> None:
+def test_a_label_on_a_line_and_a_name_broken_mid_word_are_caught(browser: Any, tmp_path: Path) -> None:  # noqa: F811  (the browser fixture)
     """The layout checks themselves fail where they should: a label drawn over a line, two labels on each other,
     a picture drawing past its view box, a name broken inside a word."""
     page_text = """<!DOCTYPE html><html><body style="width:120px">

@@ -1,10 +1,9 @@
-"""grader.student.sandbox.runner + grader.student.sandbox.worker on tiny scripts of our own: limits, restarts, capture, results."""
+"""grader.student.sandbox.runner + grader.student.sandbox.worker on tiny scripts of our own: limits, restarts, capture,
+results."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -14,7 +13,6 @@ import pytest
 from grader.student.engine.ops import Case
 from grader.student.sandbox.runner import (
     Job,
-    _write_jobs,
     Limits,
     MalformedResults,
     death_message,

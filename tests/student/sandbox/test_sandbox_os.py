@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -366,8 +365,8 @@ def everything_shown(report: GradeReport) -> str:
 
 def reference_marker() -> str:
     """A line of the reference's activations.py that no stub or report contains."""
-    lines = [l.strip() for l in (ROOT / "reference" / "activations.py").read_text().splitlines()]
-    return max((l for l in lines if "return" in l and "np." in l), key=len)
+    lines = [line.strip() for line in (ROOT / "reference" / "activations.py").read_text().splitlines()]
+    return max((line for line in lines if "return" in line and "np." in line), key=len)
 
 
 def test_the_hostile_submission_is_still_graded(hostile: dict[str, Any]) -> None:
@@ -773,7 +772,8 @@ def peeking_student(folder: Path, files: list[Path], dirs: list[Path]) -> Path:
 
 
 def submit_from(cwd: Path, folder: Path, db: Path, exercises: list[str]) -> tuple[str, list[dict[str, Any]]]:
-    """`python -m grader submit` started in ``cwd`` (so sys.path[0] is ``cwd``): its printed text and the stored rows."""
+    """`python -m grader submit` started in ``cwd`` (so sys.path[0] is ``cwd``): its printed text and the stored
+    rows."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
     done = subprocess.run(
         [sys.executable, "-m", "grader", "submit", *exercises, "--path", str(folder), "--student", "eve", "--db", str(db)],

@@ -208,7 +208,7 @@ class PReLUChecks(PiecewiseChecks):
         plan.forward_check("forward_square", self.points["forward_square"], "square", f"forward with {what}")
         plan.backward_check("backward_square", self.points["backward_square"], "square", f"backward with {what}",
                             self.grads)
-        script = [
+        script: list[dict[str, Any]] = [
             {"op": "new", "var": "m", "cls": self.cls, "kwargs": {"num_parameters": 3, "init": 0.1}},
             {"op": "get", "var": "m", "attr": "alpha", "out": "alpha"},
         ]

@@ -19,6 +19,8 @@ of the default 10 s, leaving room for slower but correct student code.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from grader.student.feedback import figures
@@ -35,7 +37,7 @@ TARGET_TEXT = {"sin_2pi": "sin(2 pi x)", "gauss_bump": "exp(-(x - 0.5)^2 / 0.02)
 
 def fit_case(name: str, target: str, seed: int) -> Case:
     """g = fit_function(TARGETS[target], 32, rng(seed)); y = g(grid); y_small = g(5 points)."""
-    script = [
+    script: list[dict[str, Any]] = [
         {"op": "target", "var": "f", "name": target},
         {"op": "func", "fn": "approximation.fit_function", "args": [{"var": "f"}, N_HIDDEN, {"rng": seed}],
          "to": "g"},

@@ -892,11 +892,15 @@ class Raises(Check):
         return result(self.name, self.points, False, message, mistake)
 
 
+# What a Custom check's function returns: (ok, message, mistake_or_None), or with the figure fourth.
+Outcome = tuple[bool, str, Mistake | None] | tuple[bool, str, Mistake | None, dict[str, Any] | None]
+
+
 @dataclass
 class Custom(Check):
     """Any check: ``fn(ctx) -> (ok, message, mistake_or_None)`` or ``(ok, message, mistake_or_None, figure)``."""
 
-    fn: Callable[[Context], tuple[Any, ...]] | None = None
+    fn: Callable[[Context], Outcome] | None = None
 
     def run(self, ctx: Context) -> CheckResult:
         assert self.fn is not None
@@ -914,13 +918,13 @@ def own_figure(received: Any, expected: Any, rtol: float, atol: float, title: st
                                    labels={"received": received_label, "expected": expected_label})
 
 
-def live_check(name: str, *args: Any) -> Callable[[Context], tuple[bool, str, Mistake | None]]:
+def live_check(name: str, *args: Any) -> Callable[[Context], Outcome]:
     """A Custom check function implemented where the reference is (``grader.course.live_checks``), named here.
 
     Give its check ``live_only=True``: only a live ``Expected`` can provide it.
     """
 
-    def run(ctx: Context) -> tuple[bool, str, Mistake | None]:
+    def run(ctx: Context) -> Outcome:
         return ctx.expected.live_check(name)(ctx, *args)
 
     return run
@@ -1012,10 +1016,10 @@ NOTHING_ELSE = ("earns nothing yet: every other check of this exercise fails, an
 
 def no_credit_for_support_alone(checks: list[Check], results: list[CheckResult]) -> list[CheckResult]:
     """``results`` with every passing supporting check failed when no other check passed."""
-    if any(r.passed and not c.supporting and r.max_score > 0 for c, r in zip(checks, results)):
+    if any(r.passed and not c.supporting and r.max_score > 0 for c, r in zip(checks, results, strict=True)):
         return results
     return [result(r.name, r.max_score, False, NOTHING_ELSE) if r.passed and c.supporting else r
-            for c, r in zip(checks, results)]
+            for c, r in zip(checks, results, strict=True)]
 
 
 # --------------------------------------------------------------------------- layer helpers
@@ -1196,7 +1200,7 @@ class LayerPlan(Plan):
         return self.add(ShapeDtype(name, points, items=items, supporting=True))
 
 
-def _same_twice(ctx: Context, case: str) -> tuple[bool, str, Mistake | None]:
+def _same_twice(ctx: Context, case: str) -> Outcome:
     """dx_again equals dx (to rounding): backward left the cached forward state alone."""
     s = ctx.student_result(case)
     dx, again = s.outputs.get("dx"), s.outputs.get("dx_again")

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from grader.student.engine.checks.base import (
-    ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, Mistake, Plan, error_text, live_check,
+    ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, Outcome, Plan, error_text, live_check,
 )
 from grader.student.engine.compare import compare, scale_of
 from grader.student.engine.ops import Case
@@ -56,7 +56,7 @@ def get(attr: str, out: str) -> dict[str, Any]:
 
 
 def flag_ops(suffix: str) -> list[dict[str, Any]]:
-    return [get(attr, key) for attr, key in zip(FLAGS, flag_keys(suffix))]
+    return [get(attr, key) for attr, key in zip(FLAGS, flag_keys(suffix), strict=True)]
 
 
 def flag_keys(suffix: str) -> list[str]:
@@ -118,7 +118,7 @@ class MLPBlockChecks(ExerciseChecks):
         return plan
 
 
-def eval_outputs(ctx: Context) -> tuple[bool, str, Mistake | None]:
+def eval_outputs(ctx: Context) -> Outcome:
     """In eval: y and dx against the reference; a failure is explained by the layers' training flags."""
     s = ctx.student_result("eval")
     for key in ("y", "dx", "dW"):
@@ -128,7 +128,7 @@ def eval_outputs(ctx: Context) -> tuple[bool, str, Mistake | None]:
         expected = ctx.reference_output("eval", key)
         cmp = compare(got, expected, RTOL, ATOL * scale_of(expected))
         if not cmp.ok:
-            still = [attr.split(".")[0] for attr, k in zip(FLAGS, flag_keys("eval"))
+            still = [attr.split(".")[0] for attr, k in zip(FLAGS, flag_keys("eval"), strict=True)
                      if attr != "training" and bool(np.all(s.outputs.get(k, np.array(False))))]
             note = (f" After eval() these layers are still in training mode: {', '.join(still)}"
                     " (eval() must reach all four layers)." if still else "")

@@ -33,6 +33,7 @@ Known mistakes are named when their variant fails the same check the same way
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
@@ -163,16 +164,15 @@ class DropoutChecks(ExerciseChecks):
                 if y.shape != x.shape or y.dtype != np.float64:
                     return Verdict(False, f"case {case}: forward returned shape {y.shape} dtype {y.dtype};"
                                           f" expected {x.shape} float64", ("shape", y.shape, str(y.dtype)),
-                                   lambda: figures.shapes_figure(y.shape, x.shape, title=f"case {case}: forward",
-                                                                 key="y", received_dtype=str(y.dtype),
-                                                                 expected_dtype="float64"))
+                                   partial(figures.shapes_figure, y.shape, x.shape, title=f"case {case}: forward",
+                                           key="y", received_dtype=str(y.dtype), expected_dtype="float64"))
                 if not np.all(np.isfinite(y)):
                     return Verdict(False, f"case {case} (p = {p}): forward returned NaN or inf", ("nan",))
                 kept = y != 0
                 if kept.all():
                     return Verdict(False, f"case {case} (p = {p}): no element was dropped (no output is 0), so the"
                                           " scale cannot be judged: check how the mask is built", ("nothing-dropped",),
-                                   lambda: scale_figure(case, y, x, p))
+                                   partial(scale_figure, case, y, x, p))
                 scale = 1.0 / (1.0 - p)
                 ratios = y[kept] / x[kept]
                 bad = np.abs(ratios - scale) > EXACT * scale
@@ -184,7 +184,7 @@ class DropoutChecks(ExerciseChecks):
                         f"case {case} (p = {p}): every output must be 0 or x / (1 - p) = x * {scale:.6g};"
                         f" {int(bad.sum())} of {y.size} outputs are not (y / x = {shown})",
                         (case, tuple(found[:4]) if found.size <= 4 else "many"),
-                        lambda: scale_figure(case, y, x, p),
+                        partial(scale_figure, case, y, x, p),
                     )
             return Verdict(True)
 
@@ -213,9 +213,9 @@ class DropoutChecks(ExerciseChecks):
                     continue  # backward crashed: charged by the backward check
                 if not (after.shape == arrays[array].shape and np.array_equal(after, arrays[array])):
                     return Verdict(False, message, ("mutated", key),
-                                   lambda: own_figure(after, arrays[array], 0.0, 0.0, f"case train: {array} after your"
-                                                      " code ran", array, f"{array} as it was handed to your code",
-                                                      f"{array} after your code ran"))
+                                   partial(own_figure, after, arrays[array], 0.0, 0.0, f"case train: {array} after your"
+                                           " code ran", array, f"{array} as it was handed to your code",
+                                           f"{array} after your code ran"))
             return Verdict(True)
 
         return judge
@@ -248,8 +248,8 @@ class DropoutChecks(ExerciseChecks):
                 if min(abs(frac - phi), abs(frac - (1.0 - phi))) <= t:
                     return Verdict(False, message + f": {frac:.4f} is what a mask drawn from a standard normal gives"
                                                     f" (Phi({p}) = {phi:.4f}); draw uniforms, self.rng.random(x.shape)",
-                                   (case, "gaussian"), lambda: fraction_figure(case, y, p, t, frac))
-                return Verdict(False, message, (case, frac, t), lambda: fraction_figure(case, y, p, t, frac))
+                                   (case, "gaussian"), partial(fraction_figure, case, y, p, t, frac))
+                return Verdict(False, message, (case, frac, t), partial(fraction_figure, case, y, p, t, frac))
             return Verdict(True)
 
         return judge
@@ -535,7 +535,7 @@ def same_edges(a: Any, b: Any) -> bool:
     Alike where both fail; an edge one of them gets right is no contradiction
     (a second bug of the student's own, such as 0/0 at p = 1, may add a failure).
     """
-    pairs = [(u, v) for u, v in zip(a, b) if u != "ok" and v != "ok"]
+    pairs = [(u, v) for u, v in zip(a, b, strict=False) if u != "ok" and v != "ok"]
     return bool(pairs) and all(u == v for u, v in pairs)
 
 
@@ -572,7 +572,7 @@ def same_scale(a: Any, b: Any) -> bool:
     ra, rb = a[1], b[1]
     if ra == "many" or rb == "many":
         return ra == rb
-    return len(ra) == len(rb) and all(abs(u - v) <= 1e-6 * max(1.0, abs(v)) for u, v in zip(ra, rb))
+    return len(ra) == len(rb) and all(abs(u - v) <= 1e-6 * max(1.0, abs(v)) for u, v in zip(ra, rb, strict=True))
 
 
 def same_fraction(a: Any, b: Any) -> bool:

@@ -21,10 +21,9 @@ from typing import Any
 import numpy as np
 
 from grader.student.engine.checks.base import (
-    Compare, Context, Custom, ExerciseChecks, Plan, ShapeDtype, error_text, own_figure,
+    Compare, Context, Custom, ExerciseChecks, Outcome, Plan, ShapeDtype, error_text, own_figure,
 )
 from grader.student.feedback import figures
-from grader.student.engine.diagnosis import KnownMistake as Mistake
 from grader.student.engine.ops import Case
 
 NG_RTOL = 1e-7
@@ -44,7 +43,7 @@ def numgrad_case(name: str, target: str, x: np.ndarray, dout: np.ndarray, h: flo
     return Case(name, script, {"x": x, "dout": dout})
 
 
-def x_restored(ctx: Context) -> tuple[bool, str, Mistake | None]:
+def x_restored(ctx: Context) -> Outcome:
     """x_after equals x to 1e-12 * max(1, |x|) in every case."""
     for name, case in ctx.cases.items():
         s = ctx.student_result(name)
@@ -104,7 +103,7 @@ def rel_case(name: str, a: np.ndarray, b: np.ndarray) -> Case:
     return Case(name, script, {"a": a, "b": b})
 
 
-def rel_scalar(ctx: Context) -> tuple[bool, str, Mistake | None]:
+def rel_scalar(ctx: Context) -> Outcome:
     """rel_error returns one number (shape ()), in every case."""
     for name in ctx.cases:
         s = ctx.student_result(name)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
@@ -83,8 +84,8 @@ class Verdict:
     ok: bool
     message: str = ""
     fingerprint: Any = None
-    # Makes the picture of a failure (grader.student.feedback.figures; student data only). A function, called only for the
-    # student's own failing verdict: the variants' verdicts (mistake matching) never pay for a histogram.
+    # Makes the picture of a failure (grader.student.feedback.figures; student data only). A function, called only for
+    # the student's own failing verdict: the variants' verdicts (mistake matching) never pay for a histogram.
     figure: Callable[[], dict[str, Any]] | None = None
 
 
@@ -129,9 +130,9 @@ class StatCheck(Check):
             if other.ok or other.fingerprint is None or not self.same(verdict.fingerprint, other.fingerprint):
                 continue
             theirs = [variant_verdict(ctx, peer, mistake) for peer in peers]
-            if any(not t.ok and not agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs)):
+            if any(not t.ok and not agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs, strict=True)):
                 continue  # the variant fails a check that the student passes, or fails it another way
-            agreement = sum(agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs))
+            agreement = sum(agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs, strict=True))
             if best is None or agreement > best[0]:
                 best = (agreement, mistake)
         return None if best is None else best[1]
@@ -230,9 +231,8 @@ def judge_shape(fn: str, items: list[tuple[str, InitSpec]]) -> Judge:
             if w is None:
                 return Verdict(False, f"{call_text(fn, spec)}: {why}")
             shapes.append(w.shape)
-            picture = (lambda w=w, spec=spec: figures.shapes_figure(
-                w.shape, (spec.fan_out, spec.fan_in), title=call_text(fn, spec), key="W", received_dtype=str(w.dtype),
-                expected_dtype="float64"))
+            picture = partial(figures.shapes_figure, w.shape, (spec.fan_out, spec.fan_in), title=call_text(fn, spec),
+                              key="W", received_dtype=str(w.dtype), expected_dtype="float64")
             if w.shape != (spec.fan_out, spec.fan_in):
                 return Verdict(
                     False,
@@ -414,7 +414,8 @@ def judge_distribution(fn: str, case: str, spec: InitSpec) -> Judge:
 
 
 def init_figure(fn: str, spec: InitSpec, w: np.ndarray, statistic: dict[str, Any] | None) -> dict[str, Any]:
-    """The student's W as a histogram over the expected density (std as the message states), with the uniform's bound."""
+    """The student's W as a histogram over the expected density (std as the message states), with the uniform's
+    bound."""
     bounds = [-spec.bound, spec.bound] if spec.kind == "uniform" else None
     return figures.histogram_figure(w, title=call_text(fn, spec), value_label="value of W",
                                     density={"kind": spec.kind, "mean": 0.0, "std": spec.std}, bounds=bounds,

@@ -325,7 +325,7 @@ class DropoutKernelChecks(ExerciseChecks):
         n = x.size
         g = round_up(n, local)
         arrays = {"x": padded(x, g), "u": padded(u, g, fill=0.999)}
-        args = [{"in": "x"}, {"in": "u"}, {"out": "y", "size": g}, {"float": p}, {"int": n}]
+        args: list[dict[str, Any]] = [{"in": "x"}, {"in": "u"}, {"out": "y", "size": g}, {"float": p}, {"int": n}]
         return Case(name, [kernel_op("dropout.cl", "dropout_forward", args, g, local)], arrays), n
 
     def plan(self, seed: int) -> Plan:

@@ -11,6 +11,8 @@ Tolerances: rtol 1e-6, atol 1e-8 * max(1, max|expected|) (grader.student.engine.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from grader.student.engine.checks.base import Context, Custom, ExerciseChecks, LayerPlan, Plan, error_text
@@ -80,7 +82,7 @@ class LinearChecks(ExerciseChecks):
         p.layer("zeros", zeros, kwargs=kwargs, params=params(), grads=["W", "b"], dout=dout(3))
         p.layer("nobias", rng.standard_normal((6, IN)), kwargs=dict(kwargs, bias=False), params=params(False),
                 grads=["W"], dout=dout(6))
-        script = [
+        script: list[dict[str, Any]] = [
             {"op": "new", "var": "m", "cls": self.id, "args": [IN + 1, OUT + 1], "kwargs": {"rng": {"rng": seed % 2**32}}},
             {"op": "get", "var": "m", "attr": "W", "out": "W"},
             {"op": "get", "var": "m", "attr": "b", "out": "b"},

@@ -36,10 +36,9 @@ from typing import Any
 import numpy as np
 
 from grader.student.engine.checks.base import (
-    ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, LayerPlan, Plan, Raises, error_text, own_figure,
+    ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, LayerPlan, Outcome, Plan, Raises, error_text, own_figure,
 )
 from grader.student.engine.compare import compare, scale_of
-from grader.student.engine.diagnosis import KnownMistake as Mistake
 from grader.student.engine.ops import Case
 
 MOMENTUM = 0.3
@@ -166,7 +165,7 @@ class BatchNormChecks(ExerciseChecks):
            mode="eval", prelude=buffers, extra_arrays={"set_running_mean": running_mean, "set_running_var": running_var},
            after_forward=["running_mean", "running_var"], numgrad=["x", "gamma", "beta"])
 
-        raises = [
+        raises: list[dict[str, Any]] = [
             {"op": "new", "var": "m", "cls": self.id, "args": [C]},
             {"op": "call", "var": "m", "method": "forward", "args": [{"array": "x"}]},
         ]
@@ -218,7 +217,7 @@ class BatchNormChecks(ExerciseChecks):
         return p
 
 
-def _second_stats(ctx: Context, what: str) -> tuple[bool, str, Mistake | None]:
+def _second_stats(ctx: Context, what: str) -> Outcome:
     """The running statistics after one step on a 3-D/4-D input, judged by their axes alone.
 
     Right when they equal the reference's, or the student's own running statistics
@@ -233,10 +232,10 @@ def _second_stats(ctx: Context, what: str) -> tuple[bool, str, Mistake | None]:
         return False, f"running statistics after one step on {what}: {error_text(s.error)}", None
     own = [s.outputs.get(f"flat_{k}") for k in keys]
     if all(o is not None for o in own) and all(
-        compare(g, o, RTOL, ATOL * scale_of(o)).ok for g, o in zip(got, own)
+        compare(g, o, RTOL, ATOL * scale_of(o)).ok for g, o in zip(got, own, strict=True)
     ):
         return True, "", None
-    for key, value, mine in zip(keys, got, own):
+    for key, value, mine in zip(keys, got, own, strict=True):
         expected = ctx.reference_output("second", key)
         cmp = compare(value, expected, RTOL, ATOL * scale_of(expected))
         if not cmp.ok:

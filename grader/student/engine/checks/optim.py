@@ -129,7 +129,7 @@ class SGDChecks(ExerciseChecks):
             "wd": f"SGD(lr={lr}, weight_decay={wd}), 3 steps",
         }
         points = {"plain": 2.0, "momentum": 2.5, "momentum_wd": 2.5, "wd": 1.0}
-        for name, (kwargs, steps) in cases.items():
+        for name, (_kwargs, steps) in cases.items():
             plan.add(Compare(name, points[name], case=name, keys=value_keys(steps), what=what[name],
                              rtol=RTOL, atol=ATOL, carry=1.0))  # pictures: each step's change, yours / expected
         plan.add(InPlace("in_place", 2.0, {name: steps for name, (_k, steps) in cases.items()}))
@@ -163,7 +163,7 @@ class AdamWChecks(ExerciseChecks):
             "tiny_grads": f"AdamW(lr={lr}) with gradients ~1e-10 (eps = 1e-8 dominates sqrt(v_hat)), 4 steps",
         }
         points = {"defaults": 2.0, "weight_decay": 2.5, "betas": 1.5, "tiny_grads": 2.0}
-        for name, (kwargs, steps, _scale) in cases.items():
+        for name, (_kwargs, steps, _scale) in cases.items():
             plan.add(Compare(name, points[name], case=name, keys=value_keys(steps), what=what[name],
                              rtol=RTOL, atol=ATOL, carry=1.0))
         plan.add(InPlace("in_place", 2.0, {name: steps for name, (_k, steps, _s) in cases.items()}))

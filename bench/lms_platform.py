@@ -46,17 +46,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
 from joserfc import jwt
-from joserfc.jwk import KeySet, RSAKey
+from joserfc.jwk import KeySet, KeySetSerialization, RSAKey
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from server_util import HOST, free_port, wait_for
+from bench.procs import HOST, free_port, wait_for
 
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
@@ -245,6 +245,7 @@ class LmsPlatform:
             if problems or not q.get("nonce") or not q.get("state"):
                 return JSONResponse({"error": "invalid_request", "problems": problems}, 400)
             context = q.get("lti_message_hint", "").partition("|")[2] or None
+            assert user is not None  # problems holds login_hint otherwise
             token = self.id_token(self.claims(user, q["nonce"], context=context, client_id=q["client_id"]))
             return autosubmit(q["redirect_uri"], {"id_token": token, "state": q["state"]})
 
@@ -261,7 +262,7 @@ class LmsPlatform:
                     "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
                 return JSONResponse({"error": "unsupported_grant_type"}, 400)
             try:
-                decoded = jwt.decode(str(form.get("client_assertion")), KeySet.import_key_set(self.tool_keys()),
+                decoded = jwt.decode(str(form.get("client_assertion")), KeySet.import_key_set(cast(KeySetSerialization, self.tool_keys())),
                                      algorithms=["RS256"])
                 client = decoded.claims.get("iss")
                 if client not in (self.client_id, *self.other_clients):

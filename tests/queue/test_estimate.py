@@ -1,0 +1,117 @@
+"""The estimate of the time to an upload's report (grader/queue/estimate.py), as the API gives it, the client
+prints it and the student's page shows it; updated as the queue ahead drains. No worker, no waiting: the
+jobs are moved by hand through records, as the collector would."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from typing import Any
+
+import pytest
+
+from grader.queue import estimate, records
+from grader.server.app import job_json
+from grader.server.student_view import submission_view
+from grader.student.client.connection import describe_state, estimate_words
+from grader.student.course import DEFAULT_COURSE
+from grader.student.engine.model import ExerciseResult, GradeReport
+from grader.student.store import Store
+
+RELU, GELU = "activations.ReLU", "activations.GELU"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(tmp_path / "course.db") as store:
+        yield store
+
+
+def upload(store: Store, student: str, ids: list[str]) -> dict:
+    return records.create_job(store, student, "k", {"activations.py": "x = 1\n"}, ids, DEFAULT_COURSE,
+                              datetime.now(UTC)).job
+
+
+def graded(store: Store, student: str, ids: list[str], seconds_each: float) -> None:
+    """An upload of ``ids`` graded in ``seconds_each`` per exercise, recorded as a worker's result is."""
+    job = upload(store, student, ids)
+    report = GradeReport(student, [ExerciseResult(i, "passed", 1.0, 1.0, [], "", seconds_each) for i in ids])
+    assert records.record_done(store, _job(store, job["id"]), report, "v") is not None
+
+
+
+def _job(store: Store, job_id: int) -> dict[str, Any]:
+    """The job's row (it exists: the test made it)."""
+    row = records.job(store, job_id)
+    assert row is not None
+    return row
+
+
+def test_the_rule_is_work_ahead_over_workers_plus_own_work() -> None:
+    load = estimate.Load(seconds_per_exercise=2.0, workers=2, exercises_ahead=4, own_exercises=1, running=False)
+    assert estimate.seconds_to_report(load) == pytest.approx(4 * 2.0 / 2 + 2.0)
+    running = estimate.Load(2.0, 2, 4, 1, running=True)  # nothing ahead any more, half its own work left
+    assert estimate.seconds_to_report(running) == pytest.approx(1.0)
+    assert estimate.seconds_to_report(estimate.Load(None, 1, 4, 1, False)) is None
+
+
+def test_nothing_graded_yet_means_no_estimate_and_the_position_alone(store: Store) -> None:
+    job = upload(store, "ann", [RELU])
+    doc = job_json(store, job)
+    assert doc["estimate_s"] is None
+    assert describe_state(doc) == f"Submission {job['id']}: queued"
+    assert "report in about" not in submission_view(doc).state
+
+
+def test_the_estimate_is_shown_and_updated_as_the_queue_ahead_drains(store: Store) -> None:
+    graded(store, "zed", [RELU, GELU], seconds_each=10.0)  # measured: 10 s per exercise
+    first, second, mine = (upload(store, s, [RELU]) for s in ("ann", "ben", "cy"))
+    doc = job_json(store, _job(store, mine["id"]))
+    # two uploads of one exercise ahead, one running at most: 2 * 10 / 1 + 10 = 30 s
+    assert doc["estimate_s"] == pytest.approx(30.0)
+    assert describe_state(doc) == f"Submission {mine['id']}: queued (2 ahead); report in about 30 s"
+    assert submission_view(doc).state == "2 upload(s) ahead of it in the queue; report in about 30 s"
+
+    report = GradeReport("ann", [ExerciseResult(RELU, "passed", 1.0, 1.0, [], "", 10.0)])
+    records.record_done(store, _job(store, first["id"]), report, "v")
+    records.mark_queued(store, second["id"], 1, "t-2")
+    records.mark_running(store, second["id"], "host:1")
+    doc = job_json(store, _job(store, mine["id"]))
+    # one running ahead (half of it left), one worker: 0.5 * 10 + 10 = 15 s
+    assert doc["estimate_s"] == pytest.approx(15.0)
+    assert describe_state(doc) == f"Submission {mine['id']}: queued; report in about 15 s"
+
+    records.mark_queued(store, mine["id"], 1, "t-3")
+    records.mark_running(store, mine["id"], "host:2")
+    doc = job_json(store, _job(store, mine["id"]))
+    assert doc["estimate_s"] == pytest.approx(5.0)  # its own half left
+    assert submission_view(doc).state == "being graded now (worker host:2); report in about 5 s"
+
+    records.record_done(store, _job(store, mine["id"]), report, "v")
+    doc = job_json(store, _job(store, mine["id"]))
+    assert doc["estimate_s"] is None and "report in about" not in describe_state(doc)
+
+
+def test_a_worker_grading_back_to_back_is_measured_as_the_server_saw_it(store: Store) -> None:
+    """Service = report less the later of receipt and that worker's previous report: the queue's own cost
+    included, whatever the attempt's grading time says."""
+    for k, (student, worker, received, finished) in enumerate([
+        ("ann", "host:1", "2026-01-01T10:00:00+00:00", "2026-01-01T10:00:04+00:00"),
+        ("ben", "host:1", "2026-01-01T10:00:00+00:00", "2026-01-01T10:00:10+00:00"),   # 6 s after ann's
+        ("cy", "host:1", "2026-01-01T10:00:20+00:00", "2026-01-01T10:00:28+00:00"),    # idle, then 8 s
+        ("dee", "host:2", "2026-01-01T10:00:00+00:00", "2026-01-01T10:00:30+00:00"),   # its first: not counted
+    ]):
+        graded(store, student, [RELU, GELU] if k == 2 else [RELU], seconds_each=0.5)
+        store.db.execute("UPDATE jobs SET worker = ?, received_at = ?, finished_at = ? WHERE student = ?",
+                         [worker, received, finished, student])
+    store.db.conn.commit()
+    assert estimate.seconds_per_exercise(store) == pytest.approx((6 + 8) / 3)  # ben's 1 exercise, cy's 2
+
+
+def test_the_words_round_to_seconds_then_minutes() -> None:
+    assert estimate_words(0.2) == "report in about 1 s"
+    assert estimate_words(89.4) == "report in about 89 s"
+    assert estimate_words(600) == "report in about 10 min"
+    assert estimate_words(None) == "" and estimate_words(float("nan")) == "" and estimate_words("3") == ""
