@@ -83,7 +83,7 @@ def _claims(markdown: str, where: str) -> list[Claim]:
     out = []
     for match in CLAIM.finditer(markdown):
         before = markdown[:match.start()].rstrip()
-        maths = re.search(r"\$\$(?P<display>.+?)\$\$$|(?<!\$)\$(?P<inline>[^$]+)\$$", before, re.S)
+        maths = re.search(r"\$\$(?P<display>(?:(?!\$\$).)+)\$\$$|(?<!\$)\$(?P<inline>[^$]+)\$$", before, re.S)
         if maths is None:
             raise TextError(f"{where}: the claim '{match['id']}' does not follow a piece of maths ($...$ or $$...$$)")
         out.append(Claim(match["id"], " ".join((maths["display"] or maths["inline"]).split())))
