@@ -122,14 +122,11 @@ def _markdown():  # type: ignore[no-untyped-def]
     from markdown_it import MarkdownIt
     from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-    def inline(content: str, _options: object) -> str:
-        return f'<span class="math" data-display="false">{html.escape(content)}</span>'
-
-    def block(content: str, _options: object) -> str:
-        return f'<div class="math" data-display="true">{html.escape(content.strip())}</div>\n'
+    def maths(content: str, _options: dict) -> str:  # type: ignore[type-arg]
+        return html.escape(content.strip())  # inside the plugin's <span class="math inline"> / <div class="math block">
 
     md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
-    return md.use(dollarmath_plugin, allow_space=True, double_inline=True, renderer=inline, block_renderer=block)
+    return md.use(dollarmath_plugin, allow_space=True, allow_digits=False, double_inline=True, renderer=maths)
 
 
 def render_markdown(markdown: str) -> str:
@@ -168,6 +165,7 @@ PAGE = """<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="{assets}/katex.min.css">
 <link rel="stylesheet" href="{assets}/text.css">
 <script defer src="{assets}/katex.min.js"></script>
@@ -187,9 +185,16 @@ PAGE = """<!DOCTYPE html>
 
 RENDER_JS = """// Typesets every .math element of the page with KaTeX (bundled beside the pages; nothing is fetched
 // from elsewhere). The output is HTML for the eye and MathML for screen readers (htmlAndMathml).
-document.querySelectorAll(".math").forEach(function (el) {
-  katex.render(el.textContent, el, {displayMode: el.dataset.display === "true", output: "htmlAndMathml",
+// A display formula wider than the page scrolls in its own box; such a box takes the keyboard focus, so that
+// it can be scrolled without a mouse (WCAG 2.1.1).
+document.querySelectorAll("span.math.inline, div.math.block").forEach(function (el) {
+  katex.render(el.textContent, el, {displayMode: el.classList.contains("block"), output: "htmlAndMathml",
                                     throwOnError: false});
+  if (el.classList.contains("block") && el.scrollWidth > el.clientWidth) {
+    el.tabIndex = 0;
+    el.setAttribute("role", "group");
+    el.setAttribute("aria-label", "formula, scrolls sideways");
+  }
 });
 """
 
@@ -202,7 +207,7 @@ main { max-width: 46rem; margin: 0 auto; padding: 1rem; }
 a { color: #0645ad; }
 .toc ol { padding-left: 1.5rem; }
 section { margin-top: 2rem; }
-.math[data-display="true"] { overflow-x: auto; overflow-y: hidden; margin: 1rem 0; }
+div.math.block { overflow-x: auto; overflow-y: hidden; margin: 1rem 0; }\ndiv.math.block:focus { outline: 2px solid #0645ad; }
 table { border-collapse: collapse; margin: 1rem 0; display: block; overflow-x: auto; }
 th, td { border: 1px solid #999; padding: 0.3rem 0.6rem; text-align: left; }
 code { background: #f3f3f3; padding: 0 0.2rem; border-radius: 3px; }
