@@ -128,6 +128,16 @@ def handout_texts(student_dir: Path | str, stubs: bool = False) -> list[Text]:
     return texts
 
 
+def course_texts(text_dir: Path | str) -> list[Text]:
+    """Each section of the course text (``text/*.md``) as a student reads it (its maths transcribed), a text for
+    everyone: a graded answer printed anywhere in the text, before its checkpoint or after it, is a leak (a
+    student reads every section before answering)."""
+    from grader.student.coursetext import load_chapters, markdown_to_text
+
+    return [Text(f"text/{chapter.name}.md#{section.id}", f"{section.title}\n{markdown_to_text(section.body)}")
+            for chapter in load_chapters(text_dir).values() for section in chapter.sections]
+
+
 def contract_texts(exercises_dir: Path | str) -> list[Text]:
     """The exercise stubs at the lowest scaffolding level (``contract``), which every release shows."""
     from grader.course.scaffold import render_stub
@@ -298,9 +308,12 @@ def students(count: int = STUDENTS) -> list[str]:
 
 
 def run(student_dir: Path | str, quizzes: Sequence[Quiz], sources: Sequence[SourceQuiz], exercises_dir: Path | str,
-        count: int = STUDENTS, stubs: bool = False) -> Audit:
-    """The whole audit: a handout folder's texts and the graders', every fixed-key question's judge."""
+        count: int = STUDENTS, stubs: bool = False, text_dir: Path | str | None = None) -> Audit:
+    """The whole audit: a handout folder's texts and the graders', every fixed-key question's judge; with
+    ``text_dir``, every section of the course text too (:func:`course_texts`)."""
     texts = handout_texts(student_dir, stubs) + quiz_texts(quizzes, students(count), statements=False)
+    if text_dir is not None:
+        texts += course_texts(text_dir)
     return audit(texts, quizzes, source_keys(sources), contract_texts(exercises_dir))
 
 
@@ -322,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         quizzes = quiz_lib.load_all(ROOT / "quizzes")
         sources = [quiz_lib.load_source(p) for p in sorted((ROOT / "quizzes" / "source").glob("*.toml"))]
         result = run(Path(tmp) / "release" / "student", quizzes, sources, ROOT / "exercises", args.students,
-                     args.stubs)
+                     args.stubs, ROOT / "text")
     for leak in result.leaks:
         print(leak)
     print(f"{len(result.leaks)} leak(s) in {result.texts} texts")

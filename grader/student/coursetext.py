@@ -217,6 +217,8 @@ def _wrap(piece: str) -> str:
 def latex_to_text(latex: str) -> str:
     """A reading of a piece of LaTeX in plain Unicode: what a student sees of a formula (\\frac{a}{b} ->
     (a)/(b), \\sqrt{x} -> √(x), Greek letters, x^{2} -> x^(2)). Not a typesetter: a faithful transcription."""
+    latex = re.sub(r"(?<=[\w}])\\operatorname", r" \\operatorname", latex)  # n_\text{in}\operatorname{Var}: two words
+    latex = re.sub(r"\\(?:text|mathrm|operatorname|mathit)\{([^{}]*)\}", r"\1", latex)  # n_\text{in} -> n_in
     text = re.sub(r"\\begin\{[bp]?matrix\}(.*?)\\end\{[bp]?matrix\}",
                   lambda m: "[" + "; ".join(r.replace("&", ",") for r in m.group(1).split("\\\\")) + "]", latex,
                   flags=re.S)

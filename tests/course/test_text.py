@@ -128,3 +128,38 @@ def test_a_section_reads_in_the_terminal_with_its_checkpoint(chapters: dict) -> 
     assert text.startswith("BatchNorm backward  (§normalization.batchnorm-backward)")
     assert "Checkpoint: bn-dgamma, bn-dx-constant. Answer them with `grade quiz normalization`" in text
     assert "<!--" not in text and "\\frac" not in text
+
+
+# --- no answer leaks: the leak audit reads the text ---------------------------------------------------
+
+
+def _audit(text_dir: Path):  # type: ignore[no-untyped-def]
+    from grader import quiz as quiz_lib
+    from grader.quiz import leaks
+
+    quizzes = quiz_lib.load_all(ROOT / "quizzes")
+    sources = [quiz_lib.load_source(p) for p in sorted((ROOT / "quizzes" / "source").glob("*.toml"))]
+    return leaks.audit(leaks.course_texts(text_dir), quizzes, leaks.source_keys(sources),
+                       leaks.contract_texts(ROOT / "exercises"))
+
+
+def test_the_text_prints_no_graded_answer() -> None:
+    result = _audit(ROOT / "text")
+    assert result.texts > 25, "every section is read"
+    assert not result.leaks, "\n".join(map(str, result.leaks))
+
+
+def test_a_graded_answer_printed_in_a_section_is_a_leak(tmp_path: Path) -> None:
+    for path in (ROOT / "text").glob("*.md"):
+        (tmp_path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    gelu = tmp_path / "activations.md"
+    gelu.write_text(gelu.read_text(encoding="utf-8").replace(
+        "the checkpoint asks for\nboth more precisely.", "the minimum is at $x \\approx -0.7518$.")
+        .replace("(find its maximum at the checkpoint)", "(at most $\\frac{1}{4}$)"), encoding="utf-8")
+    init = tmp_path / "initialisation.md"
+    init.write_text(init.read_text(encoding="utf-8").replace(
+        "Solve it for the variance at the checkpoint", "So $\\operatorname{Var}(W) = 2/n_\\text{in}$"),
+        encoding="utf-8")
+    found = {(leak.question, leak.source) for leak in _audit(tmp_path).leaks}
+    assert ("activations/gelu-min-x", "text/activations.md#gelu") in found
+    assert ("initialisation/kaiming-variance", "text/initialisation.md#kaiming") in found
