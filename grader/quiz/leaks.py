@@ -8,7 +8,8 @@ is tried with each graded question's own judge (:func:`grader.quiz.judging.judge
 the question posed as the graders pose it). The texts (:class:`Text`):
 
 - what the release hands out (``handout_texts``, from a ``grade release``
-  handout folder): README.md, ERRATA.md, the notebooks, and each handout quiz
+  handout folder): README.md, ERRATA.md, the notebooks, each section of the
+  course text (``text/*.md``, its maths as a student reads it), and each handout quiz
   question's prompt (a parameterised one's practice prompt and its template)
   and choices;
 - what the graders show (``quiz_texts``): each explanation, which a student
@@ -110,7 +111,8 @@ def _notebook_text(path: Path) -> str:
 
 
 def handout_texts(student_dir: Path | str, stubs: bool = False) -> list[Text]:
-    """What a handout folder gives a student to read: README.md, ERRATA.md, every notebook, and each handout quiz
+    """What a handout folder gives a student to read: README.md, ERRATA.md, every notebook, every section of the
+    course text (``text/``), and each handout quiz
     question's prompt (a parameterised one's practice prompt and its template) and choices; with ``stubs``, the
     exercise stubs as the release rendered them."""
     root = Path(student_dir)
@@ -122,6 +124,8 @@ def handout_texts(student_dir: Path | str, stubs: bool = False) -> list[Text]:
             parts = [q["prompt"], _blank(q.get("template", "")), *(c["text"] for c in q.get("choices", []))]
             texts.append(Text(f"quizzes/{path.name}: {q['id']}", "\n".join(p for p in parts if p),
                               own=_key(doc["chapter"], q["id"])))
+    if (root / "text").is_dir():
+        texts += course_texts(root / "text")  # the course text the release ships
     if stubs:
         texts += [Text(p.relative_to(root).as_posix(), p.read_text(encoding="utf-8"))
                   for p in sorted((root / "exercises").rglob("*")) if p.suffix in (".py", ".cl")]
@@ -335,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         quizzes = quiz_lib.load_all(ROOT / "quizzes")
         sources = [quiz_lib.load_source(p) for p in sorted((ROOT / "quizzes" / "source").glob("*.toml"))]
         result = run(Path(tmp) / "release" / "student", quizzes, sources, ROOT / "exercises", args.students,
-                     args.stubs, ROOT / "text")
+                     args.stubs)
     for leak in result.leaks:
         print(leak)
     print(f"{len(result.leaks)} leak(s) in {result.texts} texts")
