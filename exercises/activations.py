@@ -1,8 +1,8 @@
 """Activation functions (topic ``activations``): eight elementwise layers.
 
-Follows the course text "Neural Network Components & Regularization",
-section 3 (Activation Functions: Mathematical Zoo & Gradients, table 3.1) and
-section 11 Q5 (GELU). Every layer works on an input of any shape and returns
+Follows the course text, chapter ``activations`` (``grade read
+activations.sigmoid-tanh``): §activations.sigmoid-tanh, §activations.relu,
+§activations.relu-family, §activations.gelu and §activations.silu. Every layer works on an input of any shape and returns
 an array of the same shape. ``forward`` caches what ``backward`` needs;
 ``backward(dout)`` returns ``dx = dout * f'(x)`` for the last ``forward``.
 Never modify an array you are given in place: not x (in forward, nor later

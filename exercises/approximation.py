@@ -1,10 +1,9 @@
 """Universal approximation made concrete (topic ``approximation``).
 
-Follows the course text "Neural Network Components & Regularization",
-section 2.1 (Cybenko's theorem: one hidden layer of a sigmoidal activation
-approximates any continuous function on [0, 1] as closely as you like) and
-the chapter "Deep Neural Representations & Normalization Mathematics"
-(universal approximation, Hornik / Cybenko). Build the network from your own
+Follows the course text, §universal-approximation.theorem (Cybenko's
+theorem: one hidden layer of a sigmoidal activation approximates any
+continuous function on [0, 1] as closely as you like) and
+§universal-approximation.constructive (how units build such functions). Build the network from your own
 modules (linear.py, activations.py) and train it with your own optimiser
 (optim.py).
 

@@ -1,10 +1,9 @@
 """Composing layers (topic ``blocks``): a Linear-BatchNorm-GELU-Dropout block, and folding BatchNorm.
 
-Follows the course text "Neural Network Components & Regularization",
-section 9 (the ModernDeepBlock: Linear without bias -> BatchNorm -> GELU ->
-Dropout), section 10.1 (why the Linear before BatchNorm needs no bias) and
-section 4.3 (eval-mode BatchNorm is an affine map that can be fused into the
-preceding layer). Uses your own Linear, BatchNorm1d, GELU and Dropout.
+Follows the course text: §normalization.batchnorm-forward (why the Linear
+before BatchNorm needs no bias) and §normalization.batchnorm-train-eval
+(eval-mode BatchNorm is an affine map that can be fused into the preceding
+layer). The block chains Linear without bias -> BatchNorm -> GELU -> Dropout. Uses your own Linear, BatchNorm1d, GELU and Dropout.
 
 Grade it with ``.venv/bin/grade submit blocks`` (one exercise: ``.venv/bin/grade submit blocks.MLPBlock``).
 """
@@ -66,7 +65,7 @@ class MLPBlock(Module):
 def fold_batchnorm(linear: Linear, bn: BatchNorm1d) -> Linear:
     """A new Linear (with bias) equal, on any input, to ``bn`` in eval mode after ``linear``.
 
-    Eval BatchNorm is affine (section 4.3), so the composition is one affine
+    Eval BatchNorm is affine (§normalization.batchnorm-train-eval), so the composition is one affine
     map (b = 0 when ``linear`` has no bias).
     [guided]
     bn(z) = s * (z - running_mean) + beta with

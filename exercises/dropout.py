@@ -1,8 +1,8 @@
 """Inverted dropout (topic ``dropout``).
 
-Follows the course text "Neural Network Components & Regularization",
-section 6 (Dropout: Bernoulli masking and inverted dropout, 6.1; the ensemble
-view, 6.2) and section 11 Q4 (why dividing by 1 - p keeps the expectation).
+Follows the course text, §dropout-weight-decay.dropout (inverted dropout and
+why dividing by 1 - p keeps the expectation) and
+§dropout-weight-decay.dropout-ensemble (the ensemble view).
 The constructor is written for you; implement ``forward`` and ``backward``.
 
 Grade it with ``.venv/bin/grade submit dropout`` (or ``.venv/bin/grade submit dropout.Dropout``).

@@ -1,8 +1,8 @@
 """Numerical gradient checking (topic ``gradcheck``).
 
-Follows the course text "Neural Network Components & Regularization",
-section 4.4 (the analytical backward pass these checks verify) and
-section 12 (mastery ladder L10: "with numerical gradient checks"). Use these
+Follows the course text, §dropout-weight-decay.gradcheck (central
+differences and the relative error), and checks backward passes such as
+§normalization.batchnorm-backward. Use these
 two functions to test your own ``backward`` methods: a correct float64
 backward gives rel_error below about 1e-7.
 

@@ -1,8 +1,8 @@
 """Weight initialisation (topic ``init``): Xavier/Glorot and Kaiming/He.
 
-Follows the course text "Neural Network Components & Regularization",
-section 7 (Weight Initialization: 7.1 the Xavier derivation, 7.2 the He
-derivation) and section 11 Q1. Each function returns a NEW float64 array of
+Follows the course text, §initialisation.variance-propagation,
+§initialisation.xavier (the Xavier derivation) and §initialisation.kaiming
+(the He derivation, gain and mode). Each function returns a NEW float64 array of
 shape (fan_out, fan_in) (the shape of Linear.W), drawn from ``rng``, a
 ``np.random.Generator`` (``rng.uniform(low, high, size)``,
 ``rng.normal(mean, std, size)``).
@@ -19,7 +19,7 @@ def xavier_uniform(fan_in: int, fan_out: int, rng: np.random.Generator, gain: fl
     """W ~ U(-a, a), shape (fan_out, fan_in): PyTorch's torch.nn.init.xavier_uniform_.
 
     [derive]
-    a is chosen so that Var(W) is Glorot's variance (section 7.1: the
+    a is chosen so that Var(W) is Glorot's variance (§initialisation.xavier: the
     compromise between the forward 1/fan_in and backward 1/fan_out
     conditions), times gain^2: gain multiplies the standard deviation.
     [/derive]
@@ -37,7 +37,7 @@ def xavier_normal(fan_in: int, fan_out: int, rng: np.random.Generator, gain: flo
     """W ~ N(0, std^2), shape (fan_out, fan_in): PyTorch's torch.nn.init.xavier_normal_.
 
     [derive]
-    std gives Glorot's variance (section 7.1), times gain^2: gain multiplies std.
+    std gives Glorot's variance (§initialisation.xavier), times gain^2: gain multiplies std.
     [/derive]
     [guided]
     std = gain * sqrt(2 / (fan_in + fan_out)).
@@ -62,7 +62,7 @@ def kaiming_uniform(
     (0 for ReLU).
     [derive]
     b is chosen so that Var(W) is He's variance for a LeakyReLU with that
-    slope (section 7.2: the variance that keeps the signal's variance from
+    slope (§initialisation.kaiming: the variance that keeps the signal's variance from
     layer to layer through the activation), computed with fan.
     [/derive]
     [guided]
@@ -85,7 +85,7 @@ def kaiming_normal(
     fan = fan_in or fan_out by mode (ValueError for any other mode).
     negative_slope is the slope of a LeakyReLU (0 for ReLU).
     [derive]
-    std gives He's variance for a LeakyReLU with that slope (section 7.2),
+    std gives He's variance for a LeakyReLU with that slope (§initialisation.kaiming),
     computed with fan.
     [/derive]
     [guided]

@@ -1,9 +1,8 @@
 """The fully connected layer (topic ``linear``): y = x W^T + b.
 
-Follows the course text "Neural Network Components & Regularization",
-section 1 (the layer computation block: affine map z = W a + b) and
-section 7 (initialisation; the default here is PyTorch's U(-k, k),
-k = 1/sqrt(in_features)). The constructor is written for you; implement
+Follows the course text, §universal-approximation.constructive (the affine
+map between two activations) and §initialisation.variance-propagation (the
+default initialisation here is PyTorch's U(-k, k), k = 1/sqrt(in_features)). The constructor is written for you; implement
 ``forward`` and ``backward``.
 
 Grade it with ``.venv/bin/grade submit linear`` (or ``.venv/bin/grade submit linear.Linear``).

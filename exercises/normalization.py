@@ -1,10 +1,11 @@
 """Normalisation layers (topic ``normalization``): Batch, Layer, RMS, Group, Instance.
 
-Follows the course text "Neural Network Components & Regularization",
-section 4 (Batch Normalization: forward 4.2, running statistics 4.3, backward
-4.4) and section 5 (the taxonomy: which axes each layer reduces over), and the
-chapter "Deep Neural Representations & Normalization Mathematics" (LayerNorm,
-RMSNorm and the RMSNorm backward derivation).
+Follows the course text, chapter ``normalization``: BatchNorm's forward
+(§normalization.batchnorm-forward), running statistics
+(§normalization.batchnorm-running-stats) and backward
+(§normalization.batchnorm-backward), §normalization.layernorm,
+§normalization.rmsnorm (with its backward derivation) and
+§normalization.groupnorm (which axes each layer reduces over).
 
 Conventions for every layer here:
 - eps is inside the square root: x_hat = (x - mu) / sqrt(var + eps).
@@ -45,7 +46,7 @@ class BatchNorm1d(Module):
         Training (self.training True): mu, var = batch mean and biased batch
         variance; then update running_mean and running_var as exponential
         moving averages of mu and var (the running variance takes the UNBIASED
-        batch variance; course text section 4.3):
+        batch variance; §normalization.batchnorm-running-stats):
         [guided]
             running_mean = (1 - momentum) * running_mean + momentum * mu
             running_var  = (1 - momentum) * running_var  + momentum * var * m / (m - 1)
@@ -69,8 +70,8 @@ class BatchNorm1d(Module):
     def backward(self, dout: np.ndarray) -> np.ndarray:
         """dx = dL/dx for the last forward, shape of x; works in both modes.
 
-        In training mu and var depend on x (derive dx through them: course text
-        section 4.4); in eval the running statistics are constants.
+        In training mu and var depend on x (derive dx through them:
+        §normalization.batchnorm-backward); in eval the running statistics are constants.
         [guided]
         Training mode (sums over the statistics axes, m values per channel):
             dx = gamma / (m * sqrt(var + eps)) * (m * dout - sum(dout) - x_hat * sum(dout * x_hat))

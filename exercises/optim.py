@@ -1,8 +1,8 @@
 """Optimisers (topic ``optim``): SGD with momentum and AdamW.
 
-Follows the course text "Neural Network Components & Regularization",
-section 1 (regularisation techniques: weight decay), with PyTorch's
-definitions of torch.optim.SGD and torch.optim.AdamW. Both update a dict of
+Follows the course text, §dropout-weight-decay.weight-decay (L2 and decoupled
+weight decay), with PyTorch's definitions of torch.optim.SGD and
+torch.optim.AdamW. Both update a dict of
 parameter arrays IN PLACE (``p -= ...`` changes the caller's array;
 ``params[k] = p - ...`` does not) from a dict of gradients with the same
 keys, and never modify the gradients. State (momentum buffers, moments, step

@@ -40,6 +40,7 @@ from grader.student.cli import (  # noqa: F401  (shared with the handout's grade
     no_wait_option,
     one_line_errors,
     path_option,
+    read_section,
     run_console_script,
     sandbox_setting,
     server_options,
@@ -581,6 +582,30 @@ def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_san
 remote_cli.register(cli)  # login, logout, result (grader/student/client/remote.py); serve, worker, roster (grader/server/cli.py)
 term_cli.register(cli)  # regrade, rescore, similarity (grader/term/cli.py)
 cli.add_command(view_command)  # `grade view`: the last report as a web page (grader/student/cli.py)
+
+
+@cli.command("read")
+@click.argument("address", required=False, metavar="[CHAPTER.SECTION]")
+@click.option("--html", "as_html", is_flag=True, help="Build the text's pages (into .grade/text/) and open the section.")
+@click.option("--no-open", is_flag=True, help="With --html: print where the page is; do not start a browser.")
+@click.option("--text-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("text"), show_default=True,
+              help="The course text's folder (the repository's text/).")
+def read_command(address: str | None, as_html: bool, no_open: bool, text_dir: Path) -> None:
+    """Read a section of the course text (list the sections without CHAPTER.SECTION).
+
+    As the handout's `grade read`; with --html the pages are built from the Markdown first (KaTeX from
+    `make text-deps`), into .grade/text/ beside the text's folder.
+    """
+    pages = None
+    if as_html:
+        from grader.course import text as course_text
+
+        pages = text_dir.resolve().parent / ".grade" / "text"
+        try:
+            course_text.build_pages(pages, course_text.load(text_dir))
+        except (course_text.TextBuildError, OSError) as exc:
+            raise CommandError(str(exc)) from None
+    read_section(address, text_dir, as_html, no_open, pages)
 
 
 @cli.command("doctor")

@@ -1,8 +1,8 @@
 /* Activation kernels (exercises kernels.relu_forward, kernels.relu_backward,
  * kernels.gelu_forward, kernels.gelu_backward).
  *
- * Course text "Neural Network Components & Regularization", section 3
- * (table 3.1: ReLU, GELU) and section 11 Q5 (GELU). The NumPy versions are
+ * Course text: §kernels.elementwise, §activations.relu and §activations.gelu
+ * (`grade read kernels.elementwise`). The NumPy versions are
  * activations.ReLU and activations.GELU (approximate="none").
  * Grade with `.venv/bin/grade submit kernels` (or `.venv/bin/grade submit kernels.gelu_forward`).
  *

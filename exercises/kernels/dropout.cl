@@ -1,6 +1,6 @@
 /* Inverted dropout forward (exercise kernels.dropout_forward).
  *
- * Course text "Neural Network Components & Regularization", section 6.1
+ * Course text: §kernels.elementwise and §dropout-weight-decay.dropout
  * (inverted dropout). The NumPy version is dropout.Dropout in training mode.
  * Grade with `.venv/bin/grade submit kernels.dropout_forward`.
  *

@@ -1,7 +1,7 @@
 /* LayerNorm forward, one work-group per row (exercise kernels.layernorm_forward).
  *
- * Chapter "Normalization & Regularization" section 3 (Layer Normalization)
- * and "Neural Network Components & Regularization" section 5. The NumPy
+ * Course text: §normalization.layernorm, §kernels.reductions and
+ * §kernels.one-pass (the statistics in one pass, without cancellation). The NumPy
  * version is normalization.LayerNorm over the last axis.
  * Grade with `.venv/bin/grade submit kernels.layernorm_forward`.
  *

@@ -1,8 +1,7 @@
 /* RMSNorm forward, one work-group per row (exercise kernels.rmsnorm_forward).
  *
- * Chapter "Deep Neural Representations & Normalization Mathematics" (RMSNorm,
- * one sum-of-squares reduction pass) and "Normalization & Regularization"
- * section 3. The NumPy version is normalization.RMSNorm.
+ * Course text: §normalization.rmsnorm and §kernels.reductions (one
+ * sum-of-squares reduction per row). The NumPy version is normalization.RMSNorm.
  * Grade with `.venv/bin/grade submit kernels.rmsnorm_forward`.
  *
  * x, y: float32, rows x D, row-major; gamma: D floats; rstd: one float per row.

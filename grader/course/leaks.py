@@ -8,7 +8,8 @@ is tried with each graded question's own judge (:func:`grader.quiz.judging.judge
 the question posed as the graders pose it). The texts (:class:`Text`):
 
 - what the release hands out (``handout_texts``, from a ``grade release``
-  handout folder): README.md, ERRATA.md, the notebooks, and each handout quiz
+  handout folder): README.md, ERRATA.md, the notebooks, each section of the
+  course text (``text/*.md``, its maths as a student reads it), and each handout quiz
   question's prompt (a parameterised one's practice prompt and its template)
   and choices;
 - what the graders show (``quiz_texts``): each explanation, which a student
@@ -123,7 +124,8 @@ def _notebook_text(path: Path) -> str:
 
 
 def handout_texts(student_dir: Path | str, stubs: bool = False) -> list[Text]:
-    """What a handout folder gives a student to read: README.md, ERRATA.md, every notebook, and each handout quiz
+    """What a handout folder gives a student to read: README.md, ERRATA.md, every notebook, every section of the
+    course text (``text/``), and each handout quiz
     question's prompt (a parameterised one's practice prompt and its template) and choices; with ``stubs``, the
     exercise stubs as the release rendered them."""
     root = Path(student_dir)
@@ -135,10 +137,22 @@ def handout_texts(student_dir: Path | str, stubs: bool = False) -> list[Text]:
             parts = [q["prompt"], _blank(q.get("template", "")), *(c["text"] for c in q.get("choices", []))]
             texts.append(Text(f"quizzes/{path.name}: {q['id']}", "\n".join(p for p in parts if p),
                               own=_key(doc["chapter"], q["id"])))
+    if (root / "text").is_dir():
+        texts += course_texts(root / "text")  # the course text the release ships
     if stubs:
         texts += [Text(p.relative_to(root).as_posix(), p.read_text(encoding="utf-8"))
                   for p in sorted((root / "exercises").rglob("*")) if p.suffix in (".py", ".cl")]
     return texts
+
+
+def course_texts(text_dir: Path | str) -> list[Text]:
+    """Each section of the course text (``text/*.md``) as a student reads it (its maths transcribed), a text for
+    everyone: a graded answer printed anywhere in the text, before its checkpoint or after it, is a leak (a
+    student reads every section before answering)."""
+    from grader.student.coursetext import load_chapters, markdown_to_text
+
+    return [Text(f"text/{chapter.name}.md#{section.id}", f"{section.title}\n{markdown_to_text(section.body)}")
+            for chapter in load_chapters(text_dir).values() for section in chapter.sections]
 
 
 def contract_texts(exercises_dir: Path | str) -> list[Text]:
@@ -335,9 +349,12 @@ def students(count: int = STUDENTS) -> list[str]:
 
 
 def run(student_dir: Path | str, quizzes: Sequence[Quiz], sources: Sequence[SourceQuiz], exercises_dir: Path | str,
-        count: int = STUDENTS, stubs: bool = False) -> Audit:
-    """The whole audit: a handout folder's texts and the graders', every fixed-key question's judge."""
+        count: int = STUDENTS, stubs: bool = False, text_dir: Path | str | None = None) -> Audit:
+    """The whole audit: a handout folder's texts and the graders', every fixed-key question's judge; with
+    ``text_dir``, every section of the course text too (:func:`course_texts`)."""
     texts = handout_texts(student_dir, stubs) + quiz_texts(quizzes, students(count), statements=False)
+    if text_dir is not None:
+        texts += course_texts(text_dir)
     return audit(texts, quizzes, source_keys(sources), contract_texts(exercises_dir))
 
 

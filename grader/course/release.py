@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import zipfile
 from dataclasses import dataclass, field
@@ -148,6 +149,32 @@ def write_quizzes(target: Path, practice: bool) -> list[str]:
                                                        encoding="utf-8")
         chapters.append(source.chapter)
     return chapters
+
+
+# --- the course text -----------------------------------------------------------------------------
+
+
+def write_text(target: Path) -> None:
+    """The course text into the handout: its Markdown sources (``grade read`` prints them) and its pages (one
+    per chapter, ``index.html``, KaTeX's files in ``assets/``), each section's checkpoint listing its questions'
+    prompts; ReleaseError when the text is broken or KaTeX is not installed (``make text-deps``)."""
+    from grader.course import text as course_text
+    from grader.student.coursetext import TextError
+
+    try:
+        chapters = course_text.load()
+        problems = course_text.structure_problems(chapters, course_text.quiz_banks())
+        if problems:
+            raise ReleaseError(f"the course text and the quiz bank disagree: {problems[0]}")
+        target.mkdir(parents=True, exist_ok=True)
+        for path in sorted(course_text.TEXT_DIR.glob("*.md")):
+            shutil.copyfile(path, target / path.name)
+        # each question's prompt, its drawn numbers shown as "…" (every student gets their own)
+        prompts = {q.id: re.sub(r"\{\{.*?\}\}", "…", q.prompt)
+                   for quiz in quiz_lib.load_all(ROOT / "quizzes") for q in quiz.questions}
+        course_text.build_pages(target, chapters, prompts)
+    except (TextError, course_text.TextBuildError) as exc:
+        raise ReleaseError(str(exc)) from exc
 
 
 # --- the handout ---------------------------------------------------------------------------------
@@ -488,7 +515,8 @@ def write_student(out: Path, version: str, practice: bool, levels: dict[str, str
     write_quizzes(student / "quizzes", practice)
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):  # one per chapter, beside exercises/ (%grade, %quiz)
         shutil.copyfile(notebook, student / notebook.name)
-    shutil.copyfile(ROOT / "quizzes" / "errata.md", student / "ERRATA.md")  # where the course text is wrong
+    shutil.copyfile(ROOT / "quizzes" / "errata.md", student / "ERRATA.md")  # what is often written, corrected
+    write_text(student / "text")
     (student / "pyproject.toml").write_text(STUDENT_PYPROJECT.format(version=version), encoding="utf-8")
     (student / "README.md").write_text(student_readme(course), encoding="utf-8")
     return sizes

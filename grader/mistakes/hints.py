@@ -178,3 +178,27 @@ _ROUND3: dict[str, str] = {
 HINTS: dict[str, str] = {**_BATCHNORM, **_ROUND3_BATCHNORM, **_NORMS, **_ACTIVATIONS, **_INIT, **_OPTIM, **_OTHERS,
                          **_ROUND3}
 HINTS.update({f"{mistake_id}-2d": hint for mistake_id, hint in {**_BATCHNORM, **_ROUND3_BATCHNORM}.items()})  # BatchNorm2d's copies
+
+# The section of the course text each family of mistakes comes from (by the mistake id's prefix, the longest
+# that matches): a hint ends by citing it, so the report sends the student back to the derivation.
+SECTIONS: dict[str, str] = {
+    "bn-backward": "§normalization.batchnorm-backward", "bn-dx": "§normalization.batchnorm-backward",
+    "bn-eval-backward": "§normalization.batchnorm-backward",
+    "bn-biased-running": "§normalization.batchnorm-running-stats",
+    "bn-running": "§normalization.batchnorm-running-stats", "bn-momentum": "§normalization.batchnorm-running-stats",
+    "ln-": "§normalization.layernorm", "rms-": "§normalization.rmsnorm",
+    "sigmoid-": "§activations.sigmoid-tanh", "tanh-": "§activations.sigmoid-tanh",
+    "elu-": "§activations.relu-family", "prelu-": "§activations.relu-family",
+    "gelu-": "§activations.gelu", "silu-": "§activations.silu", "swish-": "§activations.silu",
+    "xavier-": "§initialisation.xavier", "kaiming-": "§initialisation.kaiming",
+    "dropout-": "§dropout-weight-decay.dropout", "kernel-layernorm": "§kernels.one-pass",
+}
+
+
+def cited(mistake_id: str, hint: str) -> str:
+    """``hint`` followed by the section its mistake's family comes from (:data:`SECTIONS`), when there is one."""
+    prefixes = [p for p in SECTIONS if mistake_id.startswith(p)]
+    return f"{hint} See {SECTIONS[max(prefixes, key=len)]}." if prefixes else hint
+
+
+HINTS = {mistake_id: cited(mistake_id, hint) for mistake_id, hint in HINTS.items()}

@@ -426,8 +426,68 @@ def view_command(path: Path, output: Path | None, no_open: bool) -> None:
             click.echo("No browser could be started here: open that file in one.", err=True)
 
 
+DEFAULT_TEXT_DIR = Path("text")
+
+
+def read_section(address: str | None, text_dir: Path, as_html: bool, no_open: bool, pages: Path | None = None) -> None:
+    """``grade read``: list the sections (no ``address``), print one as text, or open its page (``as_html``: the
+    chapter's page in ``pages``, by default the built pages beside the Markdown in ``text_dir``)."""
+    from grader.student import coursetext
+
+    with one_line_errors():
+        try:
+            chapters = coursetext.load_chapters(text_dir)
+        except (OSError, coursetext.TextError) as exc:
+            raise CommandError(str(exc)) from None
+        if not chapters:
+            raise CommandError(f"no course text in '{text_dir}': run this from your handout's folder, or pass "
+                               "--text-dir to its text/ folder")
+        if address is None:
+            for chapter in chapters.values():
+                click.echo(f"{chapter.name}: {chapter.title}")
+                for section in chapter.sections:
+                    click.echo(f"  {section.address}  {section.title}")
+            click.echo("Read one: grade read CHAPTER.SECTION (--html: its page in your browser)")
+            return
+        try:
+            section = coursetext.find_section(chapters, address)
+        except coursetext.TextError as exc:
+            raise CommandError(str(exc)) from None
+        if not as_html:
+            click.echo(coursetext.section_text(section, chapters[section.chapter].title), nl=False)
+            return
+        page = (pages or text_dir) / f"{section.chapter}.html"
+        if not page.is_file():
+            raise CommandError(f"no page {page}: the handout's text/ holds the built pages (`grade release` "
+                               "builds them); without --html the section prints here")
+        url = page.resolve().as_uri() + f"#{section.id}"
+        click.echo(f"The section is at {url}")
+        if not no_open:
+            import webbrowser
+
+            if not webbrowser.open(url):
+                click.echo("No browser could be started here: open that address in one.", err=True)
+
+
+@click.command("read")
+@click.argument("address", required=False, metavar="[CHAPTER.SECTION]")
+@click.option("--html", "as_html", is_flag=True, help="Open the section's page in your web browser instead.")
+@click.option("--no-open", is_flag=True, help="With --html: print where the page is; do not start a browser.")
+@click.option("--text-dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_TEXT_DIR,
+              show_default=True, help="The course text's folder (the handout's text/).")
+def read_command(address: str | None, as_html: bool, no_open: bool, text_dir: Path) -> None:
+    """Read a section of the course text (list the sections without CHAPTER.SECTION).
+
+    Reports, stubs and ERRATA.md cite sections as §chapter.section, e.g.
+    `grade read normalization.batchnorm-backward`. Each section ends with its
+    checkpoint: the quiz questions that check it (`grade quiz CHAPTER`).
+    """
+    read_section(address, text_dir, as_html, no_open)
+
+
 cli.add_command(view_command)
 cli.add_command(doctor_command)
+cli.add_command(read_command)
 
 
 @cli.command("quiz")

@@ -95,7 +95,7 @@ def test_no_graded_answer_is_printed_anywhere_a_student_reads_first(handout: Pat
 
 def test_the_audit_reads_what_the_release_hands_out_and_what_the_graders_show(handout: Path) -> None:
     read = {t.source.split(":")[0] for t in leaks.handout_texts(handout)}
-    assert {"README.md", "ERRATA.md", "activations.ipynb", "quizzes/normalization.json"} <= read
+    assert {"README.md", "ERRATA.md", "activations.ipynb", "quizzes/normalization.json", "text/activations.md#gelu"} <= read
     shown = leaks.quiz_texts(quiz_lib.load_all(QUIZ_DIR), leaks.students(3))
     kinds = {t.source.split(":")[0] for t in shown}
     assert kinds == {"prompt", "explanation", "practice explanation"}

@@ -23,6 +23,7 @@ import click
 
 from grader.student import jsonsafe
 from grader.student.sanitize import clean_text
+from grader.student.coursetext import read_line
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 
 # status -> (label, colour): the label is the status word of the JSON and the README, in capitals,
@@ -310,6 +311,9 @@ def exercise_details(ex: ExerciseResult, causes: Mapping[str, Cause] | None = No
         lines.extend(diagnoses)
         lines.extend(details)
     if ex.status in ("failed", "error", "timeout"):
+        reading = read_line(ex.id)
+        if reading:
+            lines.append(reading)
         excerpt = output_excerpt(ex.output)
         printed = "output\0" + "\n".join(excerpt)
         if excerpt and said is not None and printed in said:

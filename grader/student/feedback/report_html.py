@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from grader.student.coursetext import section_for, section_href
 from grader.student.feedback import drawing
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.feedback.report import (
@@ -27,6 +28,8 @@ from grader.student.feedback.report import (
 from grader.student.sanitize import clean_text
 
 # status colour -> (text colour, background): the label is always written out, colour only repeats it
+# Where the course text's pages are, seen from a report page (.grade/last-report.html beside the handout's text/).
+TEXT_HREF = "../text/"
 LABEL_COLOURS = {"green": ("#0b5d1e", "#e3f4e8"), "red": ("#8a1c0c", "#fbe6e2"), "yellow": ("#6b5200", "#fdf3d0"),
                  "white": ("#333", "#eee")}
 
@@ -104,7 +107,8 @@ class Page:
     """What the whole page shares: the causes several exercises state (one box each, by id) and the output
     excerpts already shown (by the exercise that showed them)."""
 
-    def __init__(self, report: GradeReport) -> None:
+    def __init__(self, report: GradeReport, text_href: str = TEXT_HREF) -> None:
+        self.text_href = text_href  # where the course text's pages are, from this page
         self.causes: dict[str, Cause] = shared_causes(report)
         self.ids = {key: f"cause-{k + 1}" for k, key in enumerate(self.causes)}
         self.outputs: dict[str, str] = {}
@@ -168,6 +172,10 @@ def exercise_html(ex: ExerciseResult, page: Page) -> str:
         for group in sorted((g for g in groups if g not in same), key=lambda g: g[0].misconception is None):
             parts.append(check_html(ex, group, seen, page))
     if ex.status in ("failed", "error", "timeout"):
+        address = section_for(ex.id)
+        if address:
+            parts.append(f'<p class="ng-note">Read <a href="{esc(section_href(address, page.text_href))}">'
+                         f"§{esc(address)}</a> in the course text.</p>")
         excerpt = output_excerpt(ex.output)
         printed = "\n".join(excerpt)
         if excerpt and printed in page.outputs:
@@ -179,7 +187,7 @@ def exercise_html(ex: ExerciseResult, page: Page) -> str:
     return "".join(parts)
 
 
-def body_html(report: GradeReport) -> str:
+def body_html(report: GradeReport, text_href: str = TEXT_HREF) -> str:
     """The report's content (no <html>): title, total, known mistakes, shared causes, the summary table, each
     exercise's details."""
     if not report.exercises:
@@ -198,7 +206,7 @@ def body_html(report: GradeReport) -> str:
         )
         parts.append(f'<section class="ng-mistakes" aria-label="Known mistakes"><h2>Known mistakes in your code'
                      f"</h2><ul>{items}</ul></section>")
-    page = Page(report)
+    page = Page(report, text_href)
     parts.append(causes_html(page))
     rows = []
     for ex in report.exercises:
@@ -217,9 +225,11 @@ def body_html(report: GradeReport) -> str:
     return "".join(parts)
 
 
-def format_html(report: GradeReport, fragment: bool = False) -> str:
-    """The whole page (``fragment``: a ``<style>`` and the body only, for a notebook cell or another page)."""
-    body = body_html(report)
+def format_html(report: GradeReport, fragment: bool = False, text_href: str = TEXT_HREF) -> str:
+    """The whole page (``fragment``: a ``<style>`` and the body only, for a notebook cell or another page);
+    ``text_href``: where the course text's pages are, seen from this page (a failing exercise links to its
+    section)."""
+    body = body_html(report, text_href)
     if fragment:
         return f"<style>{CSS}</style>{body}"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

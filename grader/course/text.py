@@ -1,0 +1,278 @@
+"""The course text on the instructor's side: the chapters in ``text/`` with the quiz bank, the citations, the pages.
+
+The chapters are parsed by :mod:`grader.student.coursetext` (which ships in the handout for ``grade read``).
+This module adds what needs the rest of the repository:
+
+- :func:`structure_problems`: the text and the quiz bank are one structure. Each chapter with a quiz bank
+  (``quizzes/source/<chapter>.toml``) places every question of that bank in exactly one section's checkpoint,
+  and a checkpoint names only questions of its chapter's bank; a chapter without a bank (``kernels``) has no
+  checkpoint, and every bank has its chapter.
+- :func:`citations` and :func:`unresolved`: every ``§chapter.section`` that the stubs, the mistakes'
+  messages and hints, the student side's messages, ERRATA (``quizzes/errata.md``), the quiz sources and the
+  text itself cite, and those that name no section.
+- :func:`render_chapter` and :func:`build_pages`: the static HTML pages of the text (one per chapter, a
+  table of contents, each section anchored by its id), the maths typeset in the browser by the KaTeX files
+  bundled from npm (``text/package.json``; never a CDN): :data:`KATEX_FILES` are copied beside the pages.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.student.coursetext import COMMENT, Chapter, Section, citations as cited, load_chapters
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXT_DIR = ROOT / "text"
+KATEX_DIR = TEXT_DIR / "node_modules" / "katex" / "dist"
+# What the pages need of the KaTeX package: the script, its style sheet and the fonts the style sheet names.
+KATEX_FILES = ("katex.min.js", "katex.min.css", "fonts")
+ASSETS = "assets"  # the folder beside the pages: KaTeX's files and the text's own script and style
+
+
+class TextBuildError(RuntimeError):
+    """The pages cannot be built (one line: what is missing and what to do)."""
+
+
+def load(folder: Path = TEXT_DIR) -> dict[str, Chapter]:
+    """The chapters of the course text."""
+    return load_chapters(folder)
+
+
+def structure_problems(chapters: Mapping[str, Chapter], banks: Mapping[str, Iterable[str]]) -> list[str]:
+    """What breaks "the text and the quiz bank are one structure" (see the module docstring); ``banks``: each
+    quiz chapter's question ids, in the bank's order. Empty when the two agree."""
+    problems = []
+    for name, chapter in chapters.items():
+        placed: dict[str, list[str]] = {}
+        for section in chapter.sections:
+            for qid in section.checkpoint:
+                placed.setdefault(qid, []).append(section.address)
+        bank = list(banks.get(name, ()))
+        if name not in banks:
+            problems += [f"{where}: checkpoint question '{qid}' but chapter '{name}' has no quiz bank"
+                         for qid, places in placed.items() for where in places]
+            continue
+        for qid, places in placed.items():
+            if qid not in bank:
+                problems.append(f"{places[0]}: checkpoint question '{qid}' is not in quizzes/source/{name}.toml")
+            elif len(places) > 1:
+                problems.append(f"{name}: question '{qid}' is the checkpoint of {len(places)} sections "
+                                f"({', '.join(places)}); it checks one")
+        problems += [f"{name}: question '{qid}' of quizzes/source/{name}.toml is in no section's checkpoint"
+                     for qid in bank if qid not in placed]
+    problems += [f"quiz chapter '{name}' has no chapter in text/ ({name}.md)" for name in banks if name not in chapters]
+    return problems
+
+
+def quiz_banks() -> dict[str, list[str]]:
+    """Each quiz chapter's question ids, from the authors' sources."""
+    from grader import quiz as quiz_lib
+
+    return {s.chapter: [q.id for q in s.questions]
+            for s in (quiz_lib.load_source(p) for p in sorted((ROOT / "quizzes" / "source").glob("*.toml")))}
+
+
+# --- citations ------------------------------------------------------------------------------------
+
+# The files whose text may cite the course text: what a student reads (stubs, messages, hints, ERRATA, quiz
+# explanations), the text itself, and the docs.
+CITING = ("exercises/**/*.py", "exercises/kernels/*.cl", "grader/mistakes/*.py", "grader/student/**/*.py",
+          "grader/quiz/*.py", "grader/course/*.py", "grader/templates/*.j2", "quizzes/errata.md",
+          "quizzes/source/*.toml", "text/*.md", "docs/*.md", "README.md", "notebooks/*.ipynb")
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One ``§chapter.section`` in a file (its path relative to the repository and line)."""
+
+    path: str
+    line: int
+    address: str
+
+
+def citations(root: Path = ROOT) -> Iterator[Citation]:
+    """Every citation of a section in the files of :data:`CITING`."""
+    seen: set[Path] = set()
+    for pattern in CITING:
+        for path in sorted(root.glob(pattern)):
+            if path in seen or "__pycache__" in path.parts:
+                continue
+            seen.add(path)
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+                for address in cited(line):
+                    yield Citation(path.relative_to(root).as_posix(), number, address)
+
+
+def unresolved(chapters: Mapping[str, Chapter], found: Iterable[Citation]) -> list[Citation]:
+    """The citations that name no section."""
+    known = {s.address for c in chapters.values() for s in c.sections}
+    return [c for c in found if c.address not in known]
+
+
+# --- the pages ------------------------------------------------------------------------------------
+
+
+def _markdown():  # type: ignore[no-untyped-def]
+    """The Markdown renderer: CommonMark with tables, maths left as TeX for KaTeX (markdown-it-py)."""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+    def maths(content: str, _options: dict) -> str:  # type: ignore[type-arg]
+        return html.escape(content.strip())  # inside the plugin's <span class="math inline"> / <div class="math block">
+
+    md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
+    return md.use(dollarmath_plugin, allow_space=True, allow_digits=False, double_inline=True, renderer=maths)
+
+
+def render_markdown(markdown: str) -> str:
+    """A piece of the text as HTML (directives removed); section citations become links to their pages."""
+    body = _markdown().render(COMMENT.sub("", markdown))
+    return link_citations(body, "")
+
+
+def section_href(address: str, prefix: str = "") -> str:
+    """Where a section's page and anchor are: ``{prefix}{chapter}.html#{section}``."""
+    chapter, _, section = address.partition(".")
+    return f"{prefix}{chapter}.html#{section}"
+
+
+def link_citations(body: str, prefix: str) -> str:
+    """``§chapter.section`` in a piece of HTML as a link to the section's page."""
+    return re.sub(r"§([a-z0-9-]+\.[a-z0-9-]+[a-z0-9])",
+                  lambda m: f'<a href="{section_href(m.group(1), prefix)}">§{m.group(1)}</a>', body)
+
+
+def checkpoint_html(section: Section, questions: Mapping[str, str], quiz_href: str | None) -> str:
+    """The checkpoint box of a section: its questions (id and prompt) and where to answer them."""
+    if not section.checkpoint:
+        return ""
+    items = "".join(f'<li><code>{html.escape(qid)}</code> {html.escape(questions.get(qid, ""))}</li>'
+                    for qid in section.checkpoint)
+    where = (f'<a href="{html.escape(quiz_href)}">Answer them on your quiz page</a>' if quiz_href else
+             f"Answer them with <code>grade quiz {html.escape(section.chapter)}</code> (offline: practice)")
+    return (f'<aside class="checkpoint" aria-labelledby="cp-{section.id}"><h3 id="cp-{section.id}">Checkpoint</h3>'
+            f"<ol>{items}</ol><p>{where}.</p></aside>")
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="{assets}/katex.min.css">
+<link rel="stylesheet" href="{assets}/text.css">
+<script defer src="{assets}/katex.min.js"></script>
+<script defer src="{assets}/render.js"></script>
+</head>
+<body>
+<header><nav aria-label="Chapters"><ul>{chapters}</ul></nav></header>
+<main>
+<h1 id="top">{title}</h1>
+<nav aria-label="Sections of this chapter" class="toc"><h2>Sections</h2><ol>{toc}</ol></nav>
+{intro}
+{sections}
+</main>
+</body>
+</html>
+"""
+
+RENDER_JS = """// Typesets every .math element of the page with KaTeX (bundled beside the pages; nothing is fetched
+// from elsewhere). The output is HTML for the eye and MathML for screen readers (htmlAndMathml).
+// A display formula wider than the page scrolls in its own box; such a box takes the keyboard focus, so that
+// it can be scrolled without a mouse (WCAG 2.1.1).
+document.querySelectorAll("span.math.inline, div.math.block").forEach(function (el) {
+  katex.render(el.textContent, el, {displayMode: el.classList.contains("block"), output: "htmlAndMathml",
+                                    throwOnError: false});
+  if (el.classList.contains("block") && el.scrollWidth > el.clientWidth) {
+    el.tabIndex = 0;
+    el.setAttribute("role", "group");
+    el.setAttribute("aria-label", "formula, scrolls sideways");
+  }
+});
+"""
+
+TEXT_CSS = """body { font-family: system-ui, sans-serif; line-height: 1.55; color: #1a1a1a; background: #fff;
+  margin: 0; }
+header nav ul { display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; list-style: none; margin: 0; padding: 0.75rem 1rem;
+  background: #f0f2f5; }
+header a[aria-current] { font-weight: bold; }
+main { max-width: 46rem; margin: 0 auto; padding: 1rem; }
+a { color: #0645ad; }
+.toc ol { padding-left: 1.5rem; }
+section { margin-top: 2rem; }
+div.math.block { overflow-x: auto; overflow-y: hidden; margin: 1rem 0; }\ndiv.math.block:focus { outline: 2px solid #0645ad; }
+table { border-collapse: collapse; margin: 1rem 0; display: block; overflow-x: auto; }
+th, td { border: 1px solid #999; padding: 0.3rem 0.6rem; text-align: left; }
+code { background: #f3f3f3; padding: 0 0.2rem; border-radius: 3px; }
+.checkpoint { border: 2px solid #2a6a2a; border-radius: 6px; padding: 0.5rem 1rem; margin: 1.5rem 0;
+  background: #f4faf4; }
+.checkpoint h3 { margin: 0.25rem 0; }
+.address { font-size: 0.85rem; color: #444; font-weight: normal; }
+"""
+
+
+def render_chapter(chapter: Chapter, chapters: Iterable[str], questions: Mapping[str, str] | None = None,
+                   quiz_href: str | None = None, assets: str = ASSETS) -> str:
+    """One chapter's page: the chapters' menu, a table of contents, the introduction, and each section under
+    an ``<section id=...>`` with its checkpoint box (``questions``: id -> prompt)."""
+    esc = html.escape
+    current = ' aria-current="page"'
+    menu = "".join(f'<li><a href="{esc(name)}.html"{current if name == chapter.name else ""}>{esc(name)}</a></li>'
+                   for name in chapters)
+    toc = "".join(f'<li><a href="#{s.id}">{esc(s.title)}</a></li>' for s in chapter.sections)
+    sections = "".join(
+        f'<section id="{s.id}" aria-labelledby="h-{s.id}"><h2 id="h-{s.id}">{esc(s.title)} '
+        f'<span class="address">§{esc(s.address)}</span></h2>\n{render_markdown(s.body)}'
+        f"{checkpoint_html(s, questions or {}, quiz_href)}</section>\n" for s in chapter.sections)
+    return PAGE.format(title=esc(chapter.title), assets=assets, chapters=menu, toc=toc,
+                       intro=render_markdown(chapter.intro), sections=sections)
+
+
+def copy_assets(target: Path, katex_dir: Path = KATEX_DIR) -> None:
+    """KaTeX's files (from the npm package) and the text's script and style into ``target``; TextBuildError
+    when the package is not installed."""
+    if not (katex_dir / "katex.min.js").is_file():
+        raise TextBuildError(f"KaTeX is not installed in {katex_dir.parent}: run `make text-deps` (npm ci in text/)")
+    target.mkdir(parents=True, exist_ok=True)
+    for name in KATEX_FILES:
+        source = katex_dir / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, dirs_exist_ok=True)
+        else:
+            shutil.copyfile(source, target / name)
+    (target / "render.js").write_text(RENDER_JS, encoding="utf-8")
+    (target / "text.css").write_text(TEXT_CSS, encoding="utf-8")
+
+
+def build_pages(out: Path, chapters: Mapping[str, Chapter] | None = None, questions: Mapping[str, str] | None = None,
+                katex_dir: Path = KATEX_DIR) -> list[Path]:
+    """Write the text's pages into ``out`` (``<chapter>.html`` each, ``index.html``, and ``assets/``); the pages."""
+    chapters = dict(chapters if chapters is not None else load())
+    copy_assets(out / ASSETS, katex_dir)
+    order = ordered(chapters)
+    pages = []
+    for name in order:
+        page = out / f"{name}.html"
+        page.write_text(render_chapter(chapters[name], order, questions), encoding="utf-8")
+        pages.append(page)
+    items = "".join(f'<li><a href="{n}.html">{html.escape(chapters[n].title)}</a></li>' for n in order)
+    index = PAGE.format(title="The course text", assets=ASSETS, chapters="", toc=items, intro="", sections="")
+    (out / "index.html").write_text(index.replace("<h2>Sections</h2>", "<h2>Chapters</h2>"), encoding="utf-8")
+    return pages
+
+
+# The course's order of the chapters (the rest after them, by name).
+ORDER = ("universal-approximation", "activations", "normalization", "initialisation", "dropout-weight-decay",
+         "kernels")
+
+
+def ordered(chapters: Iterable[str]) -> list[str]:
+    names = list(chapters)
+    return [n for n in ORDER if n in names] + sorted(n for n in names if n not in ORDER)
