@@ -17,6 +17,8 @@ This module adds what needs the rest of the repository:
 
 from __future__ import annotations
 
+from typing import Any
+
 import html
 import re
 import shutil
@@ -117,12 +119,12 @@ def unresolved(chapters: Mapping[str, Chapter], found: Iterable[Citation]) -> li
 # --- the pages ------------------------------------------------------------------------------------
 
 
-def _markdown():  # type: ignore[no-untyped-def]
+def _markdown() -> Any:
     """The Markdown renderer: CommonMark with tables, maths left as TeX for KaTeX (markdown-it-py)."""
     from markdown_it import MarkdownIt
     from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-    def maths(content: str, _options: dict) -> str:  # type: ignore[type-arg]
+    def maths(content: str, _options: dict[str, Any]) -> str:
         return html.escape(content.strip())  # inside the plugin's <span class="math inline"> / <div class="math block">
 
     md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")

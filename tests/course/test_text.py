@@ -133,9 +133,9 @@ def test_a_section_reads_in_the_terminal_with_its_checkpoint(chapters: dict) -> 
 # --- no answer leaks: the leak audit reads the text ---------------------------------------------------
 
 
-def _audit(text_dir: Path):  # type: ignore[no-untyped-def]
+def _audit(text_dir: Path):
     from grader import quiz as quiz_lib
-    from grader.quiz import leaks
+    from grader.course import leaks
 
     quizzes = quiz_lib.load_all(ROOT / "quizzes")
     sources = [quiz_lib.load_source(p) for p in sorted((ROOT / "quizzes" / "source").glob("*.toml"))]

@@ -9,7 +9,6 @@ import functools
 import http.server
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,7 +41,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_a_text_page_typesets_its_maths_and_shows_its_checkpoint(browser: Any, served: str, width: int) -> None:
+def test_a_text_page_typesets_its_maths_and_shows_its_checkpoint(browser: Any, served: str, width: int) -> None:  # noqa: F811
     context = browser.new_context(viewport={"width": width, "height": 900})
     watched = Watched(context.new_page())
     elsewhere: list[str] = []

@@ -73,15 +73,22 @@ def tick(rig: dict[str, Any]) -> None:
     rig["collector"].tick(rig["store"], rig["queue"])
 
 
+
+def job(store: Store, job_id: int) -> dict[str, Any]:
+    """The job's row (the test made it)."""
+    row = records.job(store, job_id)
+    assert row is not None
+    return row
+
 def test_a_result_holding_inf_and_nan_is_recorded_and_the_next_job_too(rig: dict[str, Any]) -> None:
     first, second = upload(rig, "ann"), upload(rig, "bob")
     tick(rig)  # both sent
     answer(rig, first, overflowed("ann"))
     answer(rig, second, correct("bob"))
     tick(rig)
-    assert records.job(rig["store"], first)["status"] == "done"
-    assert records.job(rig["store"], second)["status"] == "done"
-    report = records.report_of(rig["store"], records.job(rig["store"], first))
+    assert job(rig["store"], first)["status"] == "done"
+    assert job(rig["store"], second)["status"] == "done"
+    report = records.report_of(rig["store"], job(rig["store"], first))
     assert report is not None
     figure = report.exercises[0].checks[0].figure
     assert figure is not None and figure["received"][:2] == [math.inf, -math.inf] and figure["received"][2] == 1e308
@@ -104,7 +111,7 @@ def test_a_job_whose_result_cannot_be_recorded_ends_error_and_the_queue_goes_on(
     answer(rig, first, overflowed("ann"))
     answer(rig, second, correct("bob"))
     tick(rig)  # a failure of one job is that job's: the tick goes on to the next
-    ann, bob = records.job(rig["store"], first), records.job(rig["store"], second)
+    ann, bob = job(rig["store"], first), job(rig["store"], second)
     assert ann["status"] == "error" and "could not record" in ann["error"] and "Out of range float" in ann["error"]
     assert bob["status"] == "done"
     assert rig["collector"].outage.failures == 0

@@ -42,10 +42,10 @@ class Hostile(str):
             return Triples([(Hostile(9), Hostile(9), Hostile(9))])
         return Hostile(self.depth + 1)
 
-    def __getitem__(self, key: Any) -> "Hostile":  # type: ignore[override]
+    def __getitem__(self, key: Any) -> "Hostile":
         return Hostile(self.depth + 1)
 
-    def __iter__(self) -> Any:  # type: ignore[override]
+    def __iter__(self) -> Any:
         if self.depth < 9:  # two of everything, nine levels down (a loop's items unpack as pairs)
             yield Hostile(self.depth + 1)
             yield Hostile(self.depth + 1)
@@ -53,7 +53,7 @@ class Hostile(str):
     def __call__(self, *args: Any, **kwargs: Any) -> "Hostile":
         return Hostile(self.depth + 1)
 
-    def __add__(self, other: Any) -> Any:  # type: ignore[override]
+    def __add__(self, other: Any) -> Any:
         return Hostile(self.depth) if isinstance(other, Hostile) or not isinstance(other, str) else str.__add__(self, other)
 
     def __radd__(self, other: Any) -> Any:
@@ -73,13 +73,13 @@ class Hostile(str):
     def __round__(self, digits: int = 0) -> int:
         return 0
 
-    def __lt__(self, other: Any) -> bool:  # type: ignore[override]
+    def __lt__(self, other: Any) -> bool:
         return False
 
-    __gt__ = __le__ = __ge__ = __lt__  # type: ignore[assignment]
+    __gt__ = __le__ = __ge__ = __lt__
 
 
-class Triples(list):  # type: ignore[type-arg]
+class Triples(list):
     """A chart's list of triples that is also read as a number elsewhere (a quiz question's ``points``)."""
 
     def __float__(self) -> float:
