@@ -42,6 +42,8 @@ numgrad    var, x, dout, out, h?, wrt?                 central differences of
 target     var, name                                   binds the named function ``TARGETS[name]``
 eval_fn    var, x, out                                 records ``var(x)`` (a callable made earlier)
 cl_kernel  see grader/student/engine/checks/kernels.py                ``grader.student.engine.ops_opencl.run_cl_kernel(ns, op, env)``
+trace      topic, expressions?                         the rest runs on ``topic``'s file instrumented
+                                                       (``grader.student.engine.trace``)
 =========  ==========================================  ==============================================
 
 Every recorded output goes through ``np.asarray`` (then is copied) and must be
@@ -375,6 +377,8 @@ def _run_op(env: Env, op: dict[str, Any]) -> None:
     elif kind == "cl_kernel":
         ops_opencl = importlib.import_module("grader.student.engine.ops_opencl")  # lazily: only kernel cases need OpenCL
         ops_opencl.run_cl_kernel(ns, op, env)
+    elif kind == "trace":  # (grader.student.engine.trace: the topic's own lines recorded, for a failing case)
+        importlib.import_module("grader.student.engine.trace").start(env, _field(op, "topic"), bool(op.get("expressions")))
     else:
         raise ScriptError(f"unknown op {kind!r}")
 
