@@ -58,6 +58,11 @@ def traced(case: Case, topic: str, expressions: bool = False) -> Case:
     return Case(f"{case.name}~trace", [op] + script, case.arrays)
 
 
+def is_traced(case: Case) -> bool:
+    """Whether ``case`` runs with its lines recorded (its outputs may then carry :data:`PREFIX` keys)."""
+    return any(op.get("op") == "trace" for op in case.script)
+
+
 def read(result: ScriptResult) -> list[Record]:
     """The records of a traced run, in the order they were made."""
     records = []
