@@ -47,10 +47,10 @@ MAX_REDUCED_SIZE = 20_000  # reference values larger than this are not reduced o
 
 def reference_trace(case: Case, topic: str) -> ScriptResult:
     """The reference's run of ``case`` with every intermediate of ``topic``'s file recorded."""
-    from grader.course.grading import _reference_namespace
+    from reference.opencl.emulation import reference_namespace
 
     run = traced(case, topic, expressions=True)
-    return run_script(_reference_namespace(), run.script, run.arrays)
+    return run_script(reference_namespace(), run.script, run.arrays)
 
 
 def reference_source(topic: str) -> str:

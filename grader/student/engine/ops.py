@@ -43,7 +43,7 @@ target     var, name                                   binds the named function 
 eval_fn    var, x, out                                 records ``var(x)`` (a callable made earlier)
 cl_kernel  see grader/student/engine/checks/kernels.py                ``grader.student.engine.ops_opencl.run_cl_kernel(ns, op, env)``
 trace      topic, expressions?                         the rest runs on ``topic``'s file instrumented
-                                                       (``grader.student.engine.trace``)
+                                                       (``grader.student.engine.trace``, in MORE_OPS)
 =========  ==========================================  ==============================================
 
 Every recorded output goes through ``np.asarray`` (then is copied) and must be
@@ -77,6 +77,10 @@ from typing import Any, Callable
 import numpy as np
 
 from grader.student.engine.opserrors import ScriptError
+
+# Ops a module further up registers when it is imported (op name -> fn(env, op)): grader.student.engine.trace's
+# "trace" (it imports this module, so this module cannot import it).
+MORE_OPS: dict[str, Callable[["Env", dict[str, Any]], None]] = {}
 
 MAX_TRACEBACK_FRAMES = 8
 MAX_WARNINGS = 10
@@ -377,8 +381,8 @@ def _run_op(env: Env, op: dict[str, Any]) -> None:
     elif kind == "cl_kernel":
         ops_opencl = importlib.import_module("grader.student.engine.ops_opencl")  # lazily: only kernel cases need OpenCL
         ops_opencl.run_cl_kernel(ns, op, env)
-    elif kind == "trace":  # (grader.student.engine.trace: the topic's own lines recorded, for a failing case)
-        importlib.import_module("grader.student.engine.trace").start(env, _field(op, "topic"), bool(op.get("expressions")))
+    elif kind in MORE_OPS:  # "trace": registered by grader.student.engine.trace when it is imported
+        MORE_OPS[kind](env, op)
     else:
         raise ScriptError(f"unknown op {kind!r}")
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.ops import Case, ScriptResult
+from grader.student.engine.ops import MORE_OPS, Case, ScriptResult
 
 PREFIX = "~trace/"
 MAX_RECORDS = 4000  # a loop over rows records each pass: the first ones are kept
@@ -215,3 +215,10 @@ def start(env: Any, topic: str, expressions: bool = False) -> None:
     setattr(module, RECORDER, Recorder(env.outputs))
     exec(instrument(source, filename, expressions), module.__dict__)  # noqa: S102 (the topic's own code)
     env.ns = _Overlay(env.ns, topic, module)
+
+
+def _trace_op(env: Any, op: dict[str, Any]) -> None:
+    start(env, str(op["topic"]), bool(op.get("expressions")))
+
+
+MORE_OPS["trace"] = _trace_op
