@@ -7,8 +7,8 @@ values in the order they were made and matches each against the reference's:
 
 - a value **matches** when some reference value equals it (within 1e-6 relative), also up to
   keepdims (the same values, axes of length 1 aside) or a transpose;
-- the **divergence** is the first student value (an array of two or more numbers, made by an
-  assignment or a return) that matches nothing, while every value of the student's own that its line
+- the **divergence** is the first student value (an array, made by an assignment or a return; a
+  helper's argument is located where its caller assigns what the helper made of it) that matches nothing, while every value of the student's own that its line
   reads matched (or was never recorded: a module, a constant, an input);
 - it is described **specifically** when it is a simple variant of a reference value: c times it (a
   factor, a sign), or a reduction (mean, sum, var or std, ddof 0 or 1) of a reference value over
@@ -164,10 +164,10 @@ def _short(r: Record) -> str:
 
 
 def _statement(tree: ast.Module, line: int) -> ast.stmt | None:
-    """The innermost simple statement that starts on ``line``."""
+    """The innermost statement that starts on ``line`` (a simple one before an ``if`` or a loop there)."""
     found = None
     for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and node.lineno == line and not hasattr(node, "body"):
+        if isinstance(node, ast.stmt) and node.lineno == line and (found is None or not hasattr(node, "body")):
             found = node
     return found
 
@@ -176,7 +176,7 @@ def _reads(statement: ast.stmt | None) -> list[str]:
     """The dotted names a statement reads (``x``, ``self.running_var``), outermost attribute chains."""
     if statement is None:
         return []
-    value = getattr(statement, "value", statement)
+    value = getattr(statement, "value", None) or getattr(statement, "test", None) or getattr(statement, "iter", None)
     names: list[str] = []
     for node in ast.walk(value) if value is not None else []:
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
@@ -274,7 +274,7 @@ def locate(exercise_id: str, topic: str, student: ScriptResult, reference: Scrip
         return _crash(topic, student, records, read(reference), lines, tree)
     state: dict[str, bool] = {}  # a name of the student's: whether its latest value matched
     for s in records:
-        if s.value is None or s.value.size < 2 or s.value.dtype.kind == "b":
+        if s.value is None or s.value.ndim == 0 or s.value.dtype.kind == "b":  # a number, a count, a flag
             state[s.name] = True
             continue
         if s.role == "arg":  # made by the caller's line: it is located there, once assigned
@@ -284,10 +284,10 @@ def locate(exercise_id: str, topic: str, student: ScriptResult, reference: Scrip
             state[s.name] = True
             continue
         statement = _statement(tree, s.line)
-        found = variant(s.value, refs)
-        if found is None and not all(state.get(name, True) for name in _reads(statement)):
-            state[s.name] = False
+        if not all(state.get(name, True) for name in _reads(statement)):
+            state[s.name] = False  # made from a value that already left the reference's: not where it left
             continue
+        found = variant(s.value, refs) if s.value.size >= 2 else None
         return _divergence(topic, s, statement, found, refs, reference_tree, lines, guided)
     return None
 
@@ -314,22 +314,52 @@ def _divergence(topic: str, s: Record, statement: ast.stmt | None, found: tuple[
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 
 
+def _made(records: list[Record], name: str) -> Record | None:
+    """The last record that gave the student's ``name`` its value (for an attribute, ``bn.mean`` and
+    ``self.mean`` alike: a helper names the layer otherwise), or None."""
+    made = [r for r in records if r.name == name and r.role in ("assign", "arg")]
+    if not made and "." in name:
+        made = [r for r in records if r.role == "assign" and r.name.split(".")[-1] == name.split(".")[-1]
+                and "." in r.name]
+    return made[-1] if made else None
+
+
 def _crash(topic: str, student: ScriptResult, records: list[Record], reference: list[Record], lines: list[str],
            tree: ast.Module) -> dict[str, Any] | None:
-    """The line of ``topic``'s file that raised, and the shapes (or None) of the values it reads."""
+    """The line of ``topic``'s file that raised, and the shapes (or None) of the values it reads.
+
+    Where one of those values is None, the location is the line that made it None: its assignment, or for
+    a helper's argument the caller's line (the traceback's frame above). A value read back as None by the
+    case itself (``BadOutputError``: ``dgamma returned None``) is located at the assignment that set it so.
+    """
     assert student.error is not None
+    error = f"{student.error.get('type')}: {student.error.get('message', '')}".strip()
     frames = [m for m in _FRAME.finditer(student.error.get("traceback", "")) if Path(m["file"]).name == f"{topic}.py"]
     if not frames:
-        return None
+        read_back = re.match(r"(\w+) returned None", student.error.get("message", ""))
+        made = _made(records, "self." + read_back.group(1)) if read_back else None
+        if made is None or made.kind != "none":
+            return None
+        return {"file": f"{topic}.py", "line": made.line, "code": _code(lines, made.line),
+                "words": f"`{made.name}` is set to None here and read back as None ({error})"}
     line = int(frames[-1]["line"])
     parts = []
+    origin: tuple[int, str] | None = None
     for name in dict.fromkeys(_reads(_statement(tree, line))):
-        made = [r for r in records if r.name == name and r.role in ("assign", "arg")]
-        if not made:
+        last = _made(records, name)
+        if last is None:
             continue
-        last = made[-1]
         if last.kind == "none":
-            said = f"`{name}` is None (from line {last.line}: `{_code(lines, last.line)}`)"
+            if last.role == "assign":
+                said = f"`{name}` is None (from line {last.line}: `{_code(lines, last.line)}`)"
+                origin = origin or (last.line, f"`{name}` is None from here; line {line} (`{_code(lines, line)}`)"
+                                               f" then raised {error}")
+            else:
+                said = f"`{name}` is None (passed by the caller)"
+                if len(frames) > 1:
+                    caller = int(frames[-2]["line"])
+                    origin = origin or (caller, f"this line passes None as `{name}`; line {line}"
+                                                f" (`{_code(lines, line)}`) then raised {error}")
         elif last.shape is not None and last.shape != ():
             said = f"`{name}` has shape {last.shape}" + \
                 (f" from line {last.line} (`{_code(lines, last.line)}`)" if last.role == "assign" else "")
@@ -340,6 +370,7 @@ def _crash(topic: str, student: ScriptResult, records: list[Record], reference: 
         else:
             continue
         parts.append(said)
-    error = f"{student.error.get('type')}: {student.error.get('message', '')}".strip()
+    if origin is not None:
+        return {"file": f"{topic}.py", "line": origin[0], "code": _code(lines, origin[0]), "words": origin[1]}
     words = f"raised {error}" + (" — " + "; ".join(parts) if parts else "")
     return {"file": f"{topic}.py", "line": line, "code": _code(lines, line), "words": words}
