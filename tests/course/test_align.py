@@ -119,3 +119,27 @@ def test_live_grading_locates_a_wrong_submission_and_runs_nothing_for_a_right_on
                                           "code": wrong_code}
     assert forward.message.startswith(f"Where: normalization.py line {_line_of(text, wrong_code)}:")
     assert forward.misconception == "bn-eps-outside-sqrt"
+
+
+def test_a_crash_on_none_is_located_where_the_value_became_none(tmp_path: Path) -> None:
+    old = "mean = x.mean(axis=axes)"
+    folder, text = _folder(tmp_path, old, "mean = None")
+    where = _locate(folder, text)
+    assert where is not None and where["line"] == _line_of(text, "mean = None")
+    assert "`mean` is None from here" in where["words"] and "raised TypeError" in where["words"]
+
+
+@pytest.mark.slow
+def test_offline_grading_says_a_location_needs_the_course_server(tmp_path: Path) -> None:
+    from grader.course.packs import write_packs
+    from grader.student.engine.grading import NEEDS_SERVER_TO_LOCATE, grade as grade_with
+    from grader.student.engine.pack import PackSource
+
+    write_packs(tmp_path / "packs", [BN])
+    wrong, _ = _folder(tmp_path, EPS_LINE, "inv_std = _channel_view(1.0 / (np.sqrt(var) + bn.eps), x.ndim)")
+    report = grade_with(wrong, [BN], "bob", None, PackSource(tmp_path / "packs"))
+    assert report.exercises[0].status == "failed"
+    assert NEEDS_SERVER_TO_LOCATE in report.notices
+    assert all(c.where is None for c in report.exercises[0].checks)
+    right, _ = _folder(tmp_path / "right")
+    assert NEEDS_SERVER_TO_LOCATE not in grade_with(right, [BN], "bob", None, PackSource(tmp_path / "packs")).notices

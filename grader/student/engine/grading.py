@@ -338,12 +338,18 @@ def _graded(
     exercises = [_with_knock_on_note(ex, exercises, deps) for ex in exercises]
     exercises = _located(exercises, prepared, source, folder, ingested, limits)
     notices = sorted(set(ingested.refused.values())) + source.notices(ids)
+    if getattr(source, "locate", None) is None and any(ex.status == "failed" for ex in exercises):
+        notices.append(NEEDS_SERVER_TO_LOCATE)
     if not sandboxed:
         notices.append(f"graded without the OS sandbox ({clean_text(limits.sandbox_off_reason())})")
     return GradeReport(
         student=student, exercises=exercises, files_hash=ingested.files_hash(), notices=notices, sandboxed=sandboxed
     )
 
+
+# Said by a grading without the reference (the handout's case packs) when a check fails.
+NEEDS_SERVER_TO_LOCATE = ("the line of your code where a failing check goes wrong is found by the course server's"
+                          " grading (grade login, then grade submit): these public checks show the numbers only")
 
 # At most this many failing cases of one exercise are run again with their lines recorded.
 LOCATE_CASES = 2
