@@ -300,7 +300,10 @@ def _divergence(topic: str, s: Record, statement: ast.stmt | None, found: tuple[
         words, counterpart = found
     else:
         words, counterpart = "your value here matches nothing the reference computes", _nearest(s.value, s.name, refs)
-    if guided and counterpart is not None:
+    if not guided:  # (the words above quote the reference's code)
+        return {"file": f"{topic}.py", "line": s.line, "code": code,
+                "words": "your value here is the first that leaves the reference's computation"}
+    if counterpart is not None:
         theirs = _reference_expression(counterpart, reference_tree)
         mine = _expression(statement)
         pair = differing(mine, theirs) if mine is not None and theirs is not None else None

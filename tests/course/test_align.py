@@ -143,3 +143,12 @@ def test_offline_grading_says_a_location_needs_the_course_server(tmp_path: Path)
     assert all(c.where is None for c in report.exercises[0].checks)
     right, _ = _folder(tmp_path / "right")
     assert NEEDS_SERVER_TO_LOCATE not in grade_with(right, [BN], "bob", None, PackSource(tmp_path / "packs")).notices
+
+
+def test_below_guided_a_location_quotes_no_reference_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wrong = "inv_std = _channel_view(1.0 / (np.sqrt(var) + bn.eps), x.ndim)"
+    folder, text = _folder(tmp_path, EPS_LINE, wrong)
+    monkeypatch.setattr(align, "level_of", lambda exercise: "derive")
+    where = _locate(folder, text)
+    assert where is not None and where["line"] == _line_of(text, wrong)
+    assert "reference has" not in where["words"] and "`" not in where["words"]
