@@ -152,3 +152,15 @@ def test_below_guided_a_location_quotes_no_reference_code(tmp_path: Path, monkey
     where = _locate(folder, text)
     assert where is not None and where["line"] == _line_of(text, wrong)
     assert "reference has" not in where["words"] and "`" not in where["words"]
+
+
+def test_a_trace_keeps_at_most_its_budget_of_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    monkeypatch.setattr(trace, "MAX_TOTAL_ELEMENTS", 10)
+    outputs: dict = {}
+    record = trace.Recorder(outputs)
+    record(1, "f", "assign", "a", np.zeros(8))
+    record(2, "f", "assign", "b", np.zeros((3, 4)))
+    kept = {r.name: r for r in trace.read(trace.ScriptResult(outputs=outputs))}
+    assert kept["a"].kind == "v" and kept["b"].kind == "big" and kept["b"].shape == (3, 4)

@@ -29,6 +29,7 @@ from grader.student.engine.ops import MORE_OPS, Case, ScriptResult
 PREFIX = "~trace/"
 MAX_RECORDS = 4000  # a loop over rows records each pass: the first ones are kept
 MAX_ELEMENTS = 200_000  # a larger value is recorded by its shape alone
+MAX_TOTAL_ELEMENTS = 4_000_000  # (32 MB of float64) once recorded, the rest by their shapes alone
 RECORDER = "__grader_trace__"
 
 
@@ -168,11 +169,15 @@ class Recorder:
     def __init__(self, outputs: dict[str, np.ndarray]) -> None:
         self.outputs = outputs
         self.count = 0
+        self.elements = 0
 
     def __call__(self, line: int, function: str, role: str, name: str, value: Any) -> Any:
         if self.count >= MAX_RECORDS:
             return value
         kind, array = _recorded(value)
+        if kind == "v" and self.elements + array.size > MAX_TOTAL_ELEMENTS:  # kept small: by its shape alone
+            kind, array = "big", np.asarray(array.shape, dtype=np.int64)
+        self.elements += array.size
         self.outputs[f"{PREFIX}{self.count:05d}/{line}/{function}/{role}/{kind}/{name}"] = array
         self.count += 1
         return value
