@@ -87,6 +87,8 @@ def _factor(value: np.ndarray, r: np.ndarray) -> float | None:
     """c with value = c r (c not 1 or 0), or None."""
     if value.shape != r.shape or not np.all(np.isfinite(r)) or not np.any(r) or not np.all(np.isfinite(value)):
         return None
+    if np.ptp(r) == 0:  # a constant array (np.ones): any constant is some multiple of it, which says nothing
+        return None
     c = float(np.sum(value * r) / np.sum(r * r))
     if c == 0 or abs(c - 1) < 1e-6 or not _same(value, c * r):
         return None
@@ -173,16 +175,15 @@ def _statement(tree: ast.Module, line: int) -> ast.stmt | None:
 
 
 def _reads(statement: ast.stmt | None) -> list[str]:
-    """The dotted names a statement reads (``x``, ``self.running_var``), outermost attribute chains."""
+    """What a statement reads, as the trace names it: names, attributes, subscripts (``x``, ``self.m[key]``)."""
     if statement is None:
         return []
     value = getattr(statement, "value", None) or getattr(statement, "test", None) or getattr(statement, "iter", None)
     names: list[str] = []
     for node in ast.walk(value) if value is not None else []:
-        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load):
-            text = ast.unparse(node)
-            if re.fullmatch(r"[A-Za-z_][\w.]*", text):
-                names.append(text)
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(getattr(node, "ctx", None),
+                                                                                    ast.Load):
+            names.append(ast.unparse(node))  # (as the trace names what an assignment to it recorded)
     return names
 
 

@@ -2,7 +2,7 @@
 
 A ``trace`` op at the head of a script (``{"op": "trace", "topic": "normalization"}``) compiles the topic's
 file again with its assignments instrumented and runs the rest of the script on that copy: after each
-assignment in a function (``x = ...``, ``x += ...``, ``a, b = ...``, ``self.mean = ...``), at each
+assignment in a function (``x = ...``, ``x += ...``, ``a, b = ...``, ``self.mean = ...``, ``self.m[k] = ...``), at each
 ``return`` and for each argument on entry, the value is recorded as ``(line, function, name, value)``. With
 ``"expressions": true`` (the reference, run by the instructor) every call, arithmetic and unary operation
 is recorded too, named by its source text: the reference's intermediates, inline ones included.
@@ -144,14 +144,12 @@ class _Instrument(ast.NodeTransformer):
 
 
 def _named(target: ast.expr) -> list[ast.expr]:
-    """The names an assignment target binds: a name, an attribute, a subscript's base, each of a tuple's."""
+    """The names an assignment target binds: a name, an attribute, a subscript, each of a tuple's."""
     if isinstance(target, (ast.Tuple, ast.List)):
         return [n for element in target.elts for n in _named(element)]
     if isinstance(target, ast.Starred):
         return _named(target.value)
-    if isinstance(target, ast.Subscript):
-        return _named(target.value)
-    if isinstance(target, (ast.Name, ast.Attribute)):
+    if isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):  # (a subscript: the item assigned)
         return [target]
     return []
 
