@@ -76,7 +76,7 @@ def prepared(seed: int, mutants: int, draw: int) -> list[tuple[str, Any, dict]]:
     for student in list(audit.BUGGY) + list(audit.ROUND2) + list(audit.ROUND3):
         topic, name = student.exercise.split(".")
         ns = variant_ns(topic, **{name: audit.student_class(student)})
-        work.append((student.exercise, f"audit {student.key}", run_cases(student.exercise, ns, seed)))
+        work.append((student.exercise, f"audit {student.key}", run_cases(student.exercise, ns, seed), ns))
     chosen = [m for m in mutant_bench.make_mutants() if not m.no_behaviour]
     for mutant in random.Random(draw).sample(chosen, min(mutants, len(chosen))):
         try:
@@ -84,7 +84,7 @@ def prepared(seed: int, mutants: int, draw: int) -> list[tuple[str, Any, dict]]:
         except Exception:  # noqa: BLE001 - a mutant that does not import is not a submission
             continue
         for exercise in mutant.exercises:
-            work.append((exercise, f"mutant {mutant.key}", run_cases(exercise, ns, seed)))
+            work.append((exercise, f"mutant {mutant.key}", run_cases(exercise, ns, seed), ns))
     return work
 
 
@@ -96,9 +96,37 @@ def evaluate_all(work: list[tuple[str, Any, dict]], seed: int, offline: bool = F
     from grader.student.engine.checks import CHECKS
 
     start = time.perf_counter()
-    for exercise, _, student in work:
+    for exercise, _, student, *_ in work:
         expected = LiveExpected(exercise, reference_runs(exercise, seed))
         CHECKS[exercise].evaluate(student, Offline(expected) if offline else expected, seed)
+    return time.perf_counter() - start
+
+
+def locate_all(work: list[tuple[str, Any, dict, Any]], seed: int) -> float:
+    """Seconds to evaluate every submission and then locate its failing cases (round 5: each failing case, at
+    most grading.LOCATE_CASES, traced and aligned with the reference's), the trace run in this process."""
+    from checks_util import reference_runs
+
+    from grader.course import align
+    from grader.course.grading import LiveExpected
+    from grader.student.engine import trace
+    from grader.student.engine.checks import CHECKS
+    from grader.student.engine.grading import LOCATE_CASES
+    from grader.student.engine.ops import run_script
+
+    start = time.perf_counter()
+    for exercise, _, student, ns in work:
+        definition = CHECKS[exercise]
+        results = definition.evaluate(student, LiveExpected(exercise, reference_runs(exercise, seed)), seed)
+        topic = exercise.split(".", 1)[0]
+        by_name = {case.name: case for case in definition.checked_plan(seed).cases}
+        failing = list(dict.fromkeys(r.case for r in results if not r.passed and r.case))[:LOCATE_CASES]
+        source = Path(getattr(ns, topic).__file__).read_text() if failing else ""
+        for name in failing:
+            run = trace.traced(by_name[name], topic)
+            traced = run_script(ns, run.script, run.arrays)
+            align.locate(exercise, topic, traced, align.reference_trace(by_name[name], topic), source,
+                         align.reference_source(topic))
     return time.perf_counter() - start
 
 
@@ -134,6 +162,16 @@ def main() -> None:
     for label, n, a, b, ratio in rows:
         print(f"{label:<52}{n:>6}{a:>11.3f}{b:>13.3f}{ratio:>8.2f}{1000 * (a - b) / max(1, n):>9.1f}")
     print("(ms/run: the generic search's extra cost per exercise run)")
+    located = [w for w in mutant_work if hasattr(w[3], "__dict__")]
+    times, base = [], []
+    for _ in range(args.runs):
+        base.append(evaluate_all(located, seed))
+        times.append(locate_all(located, seed))
+    a, b = statistics.median(times), statistics.median(base)
+    print(f"\nround 5: the same mutants evaluated and then located (traced in process; live grading runs the trace in"
+          f" the sandbox, one more start of a worker), median of {args.runs} runs")
+    print(f"{'mutants of the reference (live)':<52}{len(located):>6}{a:>11.3f}{b:>13.3f}{a / b if b else 0:>8.2f}"
+          f"{1000 * (a - b) / max(1, len(located)):>9.1f}   (with location, round 4, ratio, ms/run)")
 
 
 if __name__ == "__main__":

@@ -214,9 +214,13 @@ def load_mutant(mutant: Mutant) -> Any:
     """The reference namespace with ``mutant.topic`` replaced by the mutated module (relative imports: reference's)."""
     from grader.mistakes import reference_namespace
 
+    import tempfile
+
     module = types.ModuleType(f"reference._mutant_{mutant.topic}")
     module.__package__ = "reference"
-    module.__file__ = str(ROOT / "reference" / f"{mutant.topic}.py")
+    folder = Path(tempfile.mkdtemp(prefix="mutant-"))  # the mutant's own file: what a trace reads and numbers
+    module.__file__ = str(folder / f"{mutant.topic}.py")
+    Path(module.__file__).write_text(mutant.source)
     exec(compile(mutant.source, module.__file__, "exec"), module.__dict__)
     ref = reference_namespace()
     from grader.student.engine.catalogue import CPU_TOPICS
@@ -248,8 +252,28 @@ def grade_mutant(mutant: Mutant, seed: int) -> dict[str, Any]:
             "max": CHECKS[exercise].max_score,
             "failing": [[r.name, r.misconception, list(r.also), r.message.splitlines()[0] if r.message else "",
                          r.message] for r in results if not r.passed],
+            "where": locate_mutant(mutant, ns, exercise, seed, [r.case for r in results if not r.passed and r.case]),
         }
     return graded
+
+
+def locate_mutant(mutant: Mutant, ns: Any, exercise: str, seed: int, cases: list[str]) -> dict[str, Any] | None:
+    """Where live grading locates the mutant on the first failing case that locates (as ``grade submit`` does:
+    the case traced, aligned with the reference's by grader.course.align), or None."""
+    from grader.course import align
+    from grader.student.engine import trace
+    from grader.student.engine.checks import CHECKS
+    from grader.student.engine.ops import run_script
+
+    by_name = {case.name: case for case in CHECKS[exercise].checked_plan(seed).cases}
+    for name in list(dict.fromkeys(cases))[:2]:  # as grading.LOCATE_CASES
+        run = trace.traced(by_name[name], mutant.topic)
+        student = run_script(ns, run.script, run.arrays)
+        where = align.locate(exercise, mutant.topic, student, align.reference_trace(by_name[name], mutant.topic),
+                             mutant.source, align.reference_source(mutant.topic))
+        if where is not None:
+            return where
+    return None
 
 
 def _child(mutant: Mutant, seed: int, conn: Any) -> None:
@@ -376,6 +400,14 @@ def main() -> None:
           f" ({100.0 * (named - crash_named) / max(1, killed):.1f}% of killed), {crash_named} by the crash's cause alone")
     print(f"  no behaviour by rule (NO_BEHAVIOUR, not counted as graded): {no_behaviour}, of which killed:"
           f" {counts['all']['no behaviour, killed']}; not importable: {counts['all']['not graded']}")
+    located = [row for row in rows if row[2].startswith("named") or row[2].startswith("unnamed")]
+    at_line = [row for row in located if mutated_line_located(row[0], row[1])]
+    anywhere = [row for row in located if any(r.get("where") for r in row[1].values() if isinstance(r, dict))]
+    specific = [row for row in located if row[2] == "named" or row in at_line]
+    print(f"  location (round 5): the mutated line located in {len(at_line)} of {len(located)} killed"
+          f" ({100.0 * len(at_line) / max(1, len(located)):.1f}%), a line located in {len(anywhere)}"
+          f" ({100.0 * len(anywhere) / max(1, len(located)):.1f}%); specific (named by the values, or the mutated"
+          f" line located) {len(specific)} ({100.0 * len(specific) / max(1, len(located)):.1f}%)")
     print("  named by (mutants whose names include each): "
           + ", ".join(f"{k} {n}" for k, n in by_family.most_common()))
     for count, verdicts in ((args.sample, ("named", "named (crash)")), (args.sample_values, ("named",))):
@@ -386,10 +418,17 @@ def main() -> None:
         for mutant, outcome, _ in random.Random(args.draw).sample(named, min(count, len(named))):
             print(f"\n--- {mutant.key} (line {mutant.line}): {mutant.before}  ->  {mutant.after}")
             for exercise, r in outcome.items():
+                if r.get("where"):
+                    print(f"  {exercise} located: line {r['where']['line']}: {r['where']['words'][:200]}")
                 for f in r["failing"]:
                     if f[1]:
                         print(f"  {exercise} {f[0]}: {f[1]} {f[2] or ''}\n    " + f[4].splitlines()[0][:300])
                         break
+
+
+def mutated_line_located(mutant: Mutant, outcome: dict[str, Any]) -> bool:
+    """Whether some exercise the mutant lost points on is located at the mutated line."""
+    return any(isinstance(r, dict) and (r.get("where") or {}).get("line") == mutant.line for r in outcome.values())
 
 
 def _row(c: Counter) -> list[int]:

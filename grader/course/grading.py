@@ -287,6 +287,14 @@ class LiveSource:
         """Nothing to add: every check runs here."""
         return []
 
+    def locate(self, exercise_id: str, case: Case, student: ScriptResult, student_source: str) -> dict[str, Any] | None:
+        """Where the student's traced run of ``case`` leaves the reference's (:func:`grader.course.align.locate`)."""
+        from grader.course import align
+
+        topic = exercise_id.split(".", 1)[0]
+        return align.locate(exercise_id, topic, student, align.reference_trace(case, topic), student_source,
+                            align.reference_source(topic))
+
 
 def grade(
     path: Path | str, selectors: list[str] | None, student: str, limits: Limits | None = None,

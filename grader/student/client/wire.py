@@ -39,7 +39,7 @@ def report_from_dict(doc: dict[str, Any]) -> GradeReport:
             CheckResult(
                 str(c["name"]), bool(c["passed"]), float(c["score"]), float(c["max_score"]),
                 str(c.get("message") or ""), c.get("misconception"), figure_of(c), [str(a) for a in c.get("also") or []],
-                figure_of(c, "instructor_figure"),
+                figure_of(c, "instructor_figure"), where_of(c),
             )
             for c in ex.get("checks", [])
         ]
@@ -56,3 +56,11 @@ def figure_of(check: dict[str, Any], name: str = "figure") -> dict[str, Any] | N
     """A check's figure (a dict, or None when absent: documents from before figures have none)."""
     figure = check.get(name)
     return figure if isinstance(figure, dict) else None
+
+
+def where_of(check: dict[str, Any]) -> dict[str, Any] | None:
+    """A check's location (``{"file", "line", "code"}``), or None when absent or malformed."""
+    where = check.get("where")
+    if not isinstance(where, dict) or not isinstance(where.get("line"), int):
+        return None
+    return {"file": str(where.get("file") or ""), "line": where["line"], "code": str(where.get("code") or "")}

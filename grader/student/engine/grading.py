@@ -337,12 +337,78 @@ def _graded(
         else:
             exercises.append(evaluated[exercise_id].result())
     exercises = [_with_knock_on_note(ex, exercises, deps) for ex in exercises]
+    exercises = _located(exercises, prepared, source, folder, ingested, limits)
     notices = sorted(set(ingested.refused.values())) + source.notices(ids)
+    if getattr(source, "locate", None) is None and any(ex.status == "failed" for ex in exercises):
+        notices.append(NEEDS_SERVER_TO_LOCATE)
     if not sandboxed:
         notices.append(f"graded without the OS sandbox ({clean_text(limits.sandbox_off_reason())})")
     return GradeReport(
         student=student, exercises=exercises, files_hash=ingested.files_hash(), notices=notices, sandboxed=sandboxed
     )
+
+
+# Said by a grading without the reference (the handout's case packs) when a check fails.
+NEEDS_SERVER_TO_LOCATE = ("the line of your code where a failing check goes wrong is found by the course server's"
+                          " grading (grade login, then grade submit): these public checks show the numbers only")
+
+# At most this many failing cases of one exercise are run again with their lines recorded.
+LOCATE_CASES = 2
+
+
+def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], source: Source, folder: Path,
+             ingested: Ingested, limits: Limits) -> list[ExerciseResult]:
+    """``exercises`` with each failing comparison's location (``CheckResult.where``, said first in its message).
+
+    Only a source that can run the reference (``source.locate``: live grading) locates; a correct submission
+    runs nothing here. The failing cases run once more in the sandbox with the topic's lines recorded
+    (:func:`grader.student.engine.trace.traced`), and ``source.locate`` aligns them with the reference's.
+    """
+    from grader.student.engine.checks import CHECKS
+    from grader.student.engine.trace import traced
+
+    locate = getattr(source, "locate", None)
+    wanted: dict[str, list[str]] = {}
+    for ex in exercises:
+        if locate is None or ex.status != "failed" or CHECKS[ex.id].needs_opencl:
+            continue
+        cases = list(dict.fromkeys(c.case for c in ex.checks if not c.passed and c.case))[:LOCATE_CASES]
+        if cases:
+            wanted[ex.id] = cases
+    if not wanted:
+        return exercises
+    jobs = []
+    for exercise_id, names in wanted.items():
+        by_name = {case.name: case for case in prepared[exercise_id].cases}
+        topic = exercise_id.split(".", 1)[0]
+        jobs.append(Job(exercise_id, [traced(by_name[name], topic) for name in names],
+                        float(CHECKS[exercise_id].timeout), False))
+    outcomes = run_cases(ingested, jobs, limits)
+    located = []
+    for ex in exercises:
+        outcome = outcomes.get(ex.id)
+        if ex.id not in wanted or outcome is None or outcome.status != "ok":
+            located.append(ex)
+            continue
+        source_file = folder / f"{ex.id.split('.', 1)[0]}.py"
+        text = source_file.read_text(encoding="utf-8", errors="replace") if source_file.is_file() else ""
+        by_name = {case.name: case for case in prepared[ex.id].cases}
+        places: dict[str, dict[str, Any] | None] = {}
+        for name in wanted[ex.id]:
+            result = outcome.results.get(f"{name}~trace")
+            places[name] = locate(ex.id, by_name[name], result, text) if result is not None and text else None
+        checks = [_with_where(c, places.get(c.case)) if not c.passed else c for c in ex.checks]
+        located.append(dataclasses.replace(ex, checks=checks))
+    return located
+
+
+def _with_where(check: CheckResult, where: dict[str, Any] | None) -> CheckResult:
+    """``check`` with ``where`` (and its words as the message's first line), or as it is when None."""
+    if where is None:
+        return check
+    said = f"Where: {where['file']} line {where['line']}: `{where['code']}`" + \
+        (f" — {where['words']}" if where.get("words") else "")
+    return dataclasses.replace(check, where=where, message=said + ("\n" + check.message if check.message else ""))
 
 
 def error_report(student: str, selectors: list[str] | None, reason: str) -> GradeReport:

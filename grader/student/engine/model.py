@@ -31,6 +31,10 @@ class CheckResult:
     # see of it, figures.hidden_view). For the instructor's eyes only: never in to_json, never in the wire form a
     # student receives (grader.student.client.wire.report_to_dict leaves it out unless asked).
     instructor_figure: dict[str, Any] | None = None
+    # Where the student's computation leaves the reference's (grader.course.align): {"file", "line", "code"}, or None.
+    where: dict[str, Any] | None = None
+    # The case whose outputs a failing comparison read (the one a location is sought on); not in to_json.
+    case: str = ""
 
     def to_json(self, arrays: bool = False) -> dict[str, Any]:
         doc = {
@@ -43,6 +47,8 @@ class CheckResult:
         }
         if self.also:
             doc["also"] = list(self.also)
+        if self.where:
+            doc["where"] = {key: self.where[key] for key in ("file", "line", "code") if key in self.where}
         if arrays:
             doc["figure"] = self.figure
         return doc

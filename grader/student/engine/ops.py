@@ -42,6 +42,8 @@ numgrad    var, x, dout, out, h?, wrt?                 central differences of
 target     var, name                                   binds the named function ``TARGETS[name]``
 eval_fn    var, x, out                                 records ``var(x)`` (a callable made earlier)
 cl_kernel  see grader/student/engine/checks/kernels.py                ``grader.student.engine.ops_opencl.run_cl_kernel(ns, op, env)``
+trace      topic, expressions?                         the rest runs on ``topic``'s file instrumented
+                                                       (``grader.student.engine.trace``, in MORE_OPS)
 =========  ==========================================  ==============================================
 
 Every recorded output goes through ``np.asarray`` (then is copied) and must be
@@ -75,6 +77,10 @@ from typing import Any, Callable
 import numpy as np
 
 from grader.student.engine.opserrors import ScriptError
+
+# Ops a module further up registers when it is imported (op name -> fn(env, op)): grader.student.engine.trace's
+# "trace" (it imports this module, so this module cannot import it).
+MORE_OPS: dict[str, Callable[["Env", dict[str, Any]], None]] = {}
 
 MAX_TRACEBACK_FRAMES = 8
 MAX_WARNINGS = 10
@@ -375,6 +381,8 @@ def _run_op(env: Env, op: dict[str, Any]) -> None:
     elif kind == "cl_kernel":
         ops_opencl = importlib.import_module("grader.student.engine.ops_opencl")  # lazily: only kernel cases need OpenCL
         ops_opencl.run_cl_kernel(ns, op, env)
+    elif kind in MORE_OPS:  # "trace": registered by grader.student.engine.trace when it is imported
+        MORE_OPS[kind](env, op)
     else:
         raise ScriptError(f"unknown op {kind!r}")
 

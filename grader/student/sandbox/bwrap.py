@@ -74,6 +74,7 @@ WORKER_MODULES = (
     "student/engine/opserrors.py",
     "student/engine/ops_opencl.py",
     "student/engine/opencl_device.py",
+    "student/engine/trace.py",
     "student/sandbox/__init__.py",
     "student/sandbox/worker.py",
 )

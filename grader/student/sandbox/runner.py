@@ -665,6 +665,7 @@ def decode_results(document_bytes: bytes, array_bytes: bytes, job: Job, limits: 
     import numpy as np  # here, not at import: the CLI starts workers before it loads NumPy
 
     from grader.student.engine.ops import ScriptResult
+    from grader.student.engine.trace import PREFIX as TRACE_PREFIX, is_traced
 
     out: dict[str, ScriptResult] = {}
     try:
@@ -674,9 +675,10 @@ def decode_results(document_bytes: bytes, array_bytes: bytes, job: Job, limits: 
                 if not isinstance(keys, dict):
                     raise MalformedResults("bad outputs record")
                 allowed = declared_outputs(case)
+                traced = is_traced(case)  # (a trace op records its values under keys of its own)
                 outputs: dict[str, np.ndarray] = {}
                 for name, key in keys.items():
-                    if name not in allowed or not isinstance(key, str) or f"{key}.npy" not in archive.namelist():
+                    if (name not in allowed and not (traced and name.startswith(TRACE_PREFIX))) or not isinstance(key, str) or f"{key}.npy" not in archive.namelist():
                         raise MalformedResults(f"output {clean_text(name, 100)!r} is not one the case records")
                     array = np.array(npz[key])
                     if array.dtype.kind not in "biuf" or array.ndim > MAX_NDIM:

@@ -480,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy  # noqa: F401  (loaded before the student's code, under the limits)
 
     from grader.student.engine.ops import run_script
+    import grader.student.engine.trace  # noqa: F401  (imported lazily by the trace op; needed before the guards)
 
     if opencl:
         import grader.student.engine.ops_opencl  # noqa: F401  (imported lazily by ops; needed before the file guard)

@@ -546,7 +546,10 @@ class Check:
                 where = error.get("where") or "your code"
                 return result(self.name, self.points, False,
                               f"not graded yet: this check counts once {where} is implemented")
-        return for_student(self.run(ctx), ctx.expected.live)
+        checked = self.run(ctx)
+        if not checked.passed and getattr(self, "case", ""):
+            checked = dataclasses.replace(checked, case=getattr(self, "case"))  # where a location is sought
+        return for_student(checked, ctx.expected.live)
 
 
 def for_student(checked: CheckResult, live: bool) -> CheckResult:
