@@ -27,6 +27,7 @@ SMALL: dict[str, tuple[list[str], str]] = {
     "kernels.py": (["--quick"], "speed-up"),
     "lti.py": (["--launches", "2", "--scores", "3", "--runs", "1"], "received (distinct learners)"),
     "mutants.py": (["--limit", "2", "--topics", "activations"], "survived"),
+    "location_cost.py": (["--runs", "1"], "with location"),
     "selftest.py": (["--runs", "1"], "median s"),
     "server_load.py": (["--students", "3", "--queue", "sqlite", "--queue", "redis-restart", "--outage", "1",
                         "--exercises", "activations.ReLU"], "recorded once"),

@@ -40,7 +40,7 @@ from grader.student.engine.scaffolding import level_of
 from grader.student.engine.trace import Record, read, traced
 
 RTOL = 1e-6
-REDUCTIONS = (("mean", {}), ("sum", {}), ("var", {"ddof": 0}), ("var", {"ddof": 1}), ("std", {"ddof": 0}),
+REDUCTIONS: tuple[tuple[str, dict[str, int]], ...] = (("mean", {}), ("sum", {}), ("var", {"ddof": 0}), ("var", {"ddof": 1}), ("std", {"ddof": 0}),
               ("std", {"ddof": 1}))
 MAX_REDUCED_SIZE = 20_000  # reference values larger than this are not reduced over other axes
 
@@ -219,7 +219,7 @@ def differing(student: ast.AST, reference: ast.AST) -> tuple[str, str] | None:
     b = [c for c in ast.iter_child_nodes(reference) if not isinstance(c, (ast.expr_context, ast.operator, ast.unaryop))]
     if len(a) != len(b):
         return _plain(student), _plain(reference)
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         found = differing(x, y)
         if found is not None:
             return found

@@ -113,6 +113,7 @@ def test_live_grading_locates_a_wrong_submission_and_runs_nothing_for_a_right_on
     wrong, text = _folder(tmp_path / "wrong", EPS_LINE, wrong_code)
     report = grade(wrong, [BN], "alice")
     forward = next(c for c in report.exercises[0].checks if c.name == "forward")
+    assert forward.where is not None
     assert forward.where == {"file": "normalization.py", "line": _line_of(text, wrong_code), "code": wrong_code,
                              "words": forward.where["words"]}
     assert forward.to_json()["where"] == {"file": "normalization.py", "line": _line_of(text, wrong_code),

@@ -375,7 +375,7 @@ def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], sou
         cases = list(dict.fromkeys(c.case for c in ex.checks if not c.passed and c.case))[:LOCATE_CASES]
         if cases:
             wanted[ex.id] = cases
-    if not wanted:
+    if locate is None or not wanted:
         return exercises
     jobs = []
     for exercise_id, names in wanted.items():

@@ -547,8 +547,9 @@ class Check:
                 return result(self.name, self.points, False,
                               f"not graded yet: this check counts once {where} is implemented")
         checked = self.run(ctx)
-        if not checked.passed and getattr(self, "case", ""):
-            checked = dataclasses.replace(checked, case=getattr(self, "case"))  # where a location is sought
+        case = getattr(self, "case", "")  # a comparison's case (other kinds of check have none)
+        if not checked.passed and case:
+            checked = dataclasses.replace(checked, case=case)  # where a location is sought
         return for_student(checked, ctx.expected.live)
 
 
