@@ -162,7 +162,7 @@ def test_a_student_takes_part_in_the_course_with_the_handout_alone(course: dict[
     # grade submit: everything, to the server (hidden checks).
     submit = student_runs(course, "submit")
     assert submit.returncode == 1, submit.stdout + submit.stderr  # the mistake keeps it short of full marks
-    assert "Closed: chapter 'init' stopped taking submissions at 2026-01-07 23:59 UTC; not graded: init." \
+    assert "Closed: chapter 'init' closed at 2026-01-07 23:59 UTC; not graded: init." \
         in submit.stderr
     submission = int(re.search(r"Submission (\d+) received by", submit.stderr).group(1))  # type: ignore[union-attr]
     text = submit.stdout.rstrip("\n")

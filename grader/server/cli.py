@@ -189,6 +189,7 @@ def roster_import_command(roster_csv: Path, db: Path, output: Path, reissue: boo
         with Store.open(db, writer="grade roster import") as store:
             issued = roster.import_roster(store, entries, reissue)
         roster.write_tokens(output, issued)
+        warning = roster.unignored_secret(output)
     except GraderError as exc:
         raise one_line(exc) from exc
     except OSError as exc:
@@ -196,6 +197,8 @@ def roster_import_command(roster_csv: Path, db: Path, output: Path, reissue: boo
     kept = len(entries) - len(issued)
     click.echo(f"{len(entries)} students in the roster; {len(issued)} new tokens written to {output}"
                + (f"; {kept} students kept their tokens (--reissue to replace them)" if kept else "") + ".")
+    if warning:
+        click.echo(warning, err=True)
 
 
 @roster_group.command("instructor")

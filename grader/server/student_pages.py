@@ -351,7 +351,8 @@ def submission_page(request: Request, who: Visitor, status: int = 200, notice: s
     """The page of one upload (shared by GET and the regrade form's answer)."""
     upload = _own_submission(request, who)
     asks = [regrade.public(r) for r in regrade.requests(api.db_store(request), who.student) if r["job_id"] == upload.id]
-    report = format_html(upload.report, fragment=True) if upload.report is not None else ""
+    report = ("" if upload.report is None
+              else format_html(upload.report, fragment=True, late_shares=upload.late_shares))
     return html_page(request, "student_submission.html.j2", status, who, title=upload.label, upload=upload,
                      report_html=report, requests=asks, notice=notice, notice_error=notice_error,
                      reason=reason, asked=asked, reason_max=regrade.REASON_MAX)

@@ -142,6 +142,10 @@ def test_grade_release_takes_the_example_course(tmp_path: Path) -> None:
     settings = json.loads((handout / "grader" / "student" / "course.json").read_text())
     assert settings["server"] == "http://127.0.0.1:8000" and "init" in [c["name"] for c in settings["chapters"]]
     readme = (handout / "README.md").read_text()
-    assert "| init | init | 2026-12-10 11:00 UTC | counts nothing |" in readme
+    # the exam chapter says it is one: when it opens and when its feedback comes (issue 43)
+    assert ("| init | init | 2026-12-10 09:00 UTC | 2026-12-10 11:00 UTC | counts nothing | 2026-12-10 11:00 UTC |"
+            " exam: 2026-12-10 14:00 UTC |") in readme
+    assert 'Exam chapters (init): an upload is graded at once, but its report shows each exercise as "received,' \
+        ' feedback at T"' in readme
     levels = json.loads((handout / "grader" / "student" / "engine" / "scaffolding.json").read_text())
     assert levels["exercises"]["normalization.BatchNorm1d"] == "derive"
