@@ -194,3 +194,25 @@ def test_the_course_page_says_exams_states_and_one_date_format(tmp_path: Path) -
     assert "Exam chapters (activations)" in page and "exam: at " in page and 'href="/student/"' in page
     assert "30 uploads per hour" in page and "60.0" not in page and "before the due date" not in page
     assert "T0" not in page.split("<main")[1] and "+00:00" not in page  # no raw ISO date
+
+
+def test_nobody_is_struggling_before_anything_is_due_and_open_regrades_are_counted(tmp_path: Path) -> None:
+    """Issue 43, bug 9: on day 0 the dashboard marked every student "struggling"; an open regrade request showed
+    nowhere but the Term page."""
+    from grader.term import regrade
+
+    text = f'[[chapter]]\nname = "activations"\ndue = {iso(48)}\n'
+    with served(tmp_path, text) as env:
+        teacher = {"Authorization": f"Bearer {env['teacher']}"}
+        page = env["client"].get("/instructor/?struggling=1", headers=teacher).text
+        assert "Showing 0 of 1 students." in page and "Term (" not in page
+        job = record(env, GradeReport("ann", [ExerciseResult("activations.ReLU", "failed", 5.0, 10.0)], "h"))
+        with Store.open(env["db"]) as store:
+            regrade.file_request(store, "ann", "activations.ReLU", "my dx is right", job)
+        page = env["client"].get("/instructor/", headers=teacher).text
+        assert "Term (1 open regrade request)" in page and "open regrade request</div>" in page
+    late = tmp_path / "late"
+    late.mkdir()
+    with served(late, f'[[chapter]]\nname = "activations"\ndue = {iso(-1)}\n') as env:  # once due: the rule
+        page = env["client"].get("/instructor/?struggling=1", headers={"Authorization": f"Bearer {env['teacher']}"})
+        assert "Showing 1 of 1 students." in page.text
