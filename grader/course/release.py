@@ -293,7 +293,7 @@ the record that counts.
 ```
 
 Logged in, `submit`, `quiz` and `progress` use the server (and so does
-`%grade` in the notebooks); `--local` works on this machine instead (offline
+`%grade ... --hand-in` in the notebooks); `--local` works on this machine instead (offline
 quizzes are practice and nothing is recorded). A regrade request is tied to
 your latest graded upload of that exercise (`--submission ID` names another);
 the answer, and any new score, shows in `.venv/bin/grade progress`.
@@ -435,12 +435,14 @@ def notebooks_text(course: Course) -> str:
              " asks the chapter's quiz (`%quiz`). Set up Jupyter once, then open them or run one without a"
              " browser:")
     if course.graded_on_server:
-        does = ("logged in to the course server it hands your exercises in and shows the server's report (the"
-                " hidden checks, recorded there); otherwise, or with `%grade EXERCISE --local`, it runs the public"
-                " checks here.")
+        does = ("`%grade` runs the public checks here, in the sandbox, and records the attempt on this machine:"
+                " running a notebook end to end (`nbconvert --execute` too) never hands in. To hand in, logged in"
+                " to the course server, write `%grade EXERCISE --hand-in`: the server grades with the hidden checks,"
+                " records it, and the cell shows its report.")
     else:
-        does = "it runs the public checks here, in the sandbox, and records the attempt on this machine."
-    does = f"`%grade` does what `.venv/bin/grade submit` does: {does} Its first line says which it did."
+        does = ("`%grade` does what `.venv/bin/grade submit` does: it runs the public checks here, in the sandbox,"
+                " and records the attempt on this machine.")
+    does += " Its first line says which it did."
     return NOTEBOOKS.format(intro=textwrap.fill(intro, 80), notebook_grade=textwrap.fill(does, 80)).rstrip("\n")
 
 
