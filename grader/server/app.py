@@ -48,7 +48,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from grader.term import extensions, regrade, standing
+from grader.term import extensions, regrade, rescore, standing
 from grader.term import progress
 from grader.term.class_report import overrides_in_force
 from grader.student.engine import catalogue
@@ -62,7 +62,7 @@ from grader.queue import records
 from grader.server.headers import as_dict as security_headers
 from grader.server.auth import Principal
 from grader.queue.collector import Collector
-from grader.queue.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES
+from grader.queue.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, open_queue
 from grader.queue.selftest import RETRY_FIRST_S, SelfTest
 from grader.student.store import Store
 from grader.student.client.uploads import MAX_UPLOAD_BYTES, check_files
@@ -838,6 +838,38 @@ async def sync_roster(request: Request) -> Response:
     return JSONResponse(result.to_json())
 
 
+async def rescore_now(request: Request) -> Response:
+    """POST /rescore (instructor, body {"exercises": [...], "dry_run": false}): grade the stored uploads again.
+
+    A served course is rescored live (grader/term/rescore.py, on the server's own queue and workers: uploads
+    go on being taken meanwhile); the answer is the outcome with whose counted score changed, as `grade rescore`
+    prints it (``text``). `grade rescore` comes here while the server runs; the dashboard's Term page too.
+    """
+    instructor(request)
+    doc = await read_json(request, MAX_JSON_BYTES)
+    selectors, dry_run = doc.get("exercises", []), doc.get("dry_run", False)
+    if not isinstance(selectors, list) or not all(isinstance(x, str) for x in selectors) or \
+            not isinstance(dry_run, bool):
+        raise fail(400, 'send {"exercises": [exercise ids or topics], "dry_run": false}')
+    try:
+        outcome = await rescore_in_thread(request.app, catalogue.resolve(selectors) if selectors else [], dry_run)
+    except GraderError as exc:
+        raise fail(400, str(exc)) from exc
+    return JSONResponse(outcome.to_json())
+
+
+async def rescore_in_thread(app: Any, exercises: list[str], dry_run: bool = False) -> rescore.Outcome:
+    """A rescoring of the served course on a connection of its own in a worker thread (the loop goes on)."""
+    st: ServerState = app.state.normgrade
+
+    def run() -> rescore.Outcome:
+        with Store.open(st.config.db_path) as store:
+            return rescore.rescore(store, open_queue(st.config.queue_url), store.effective_course(st.config.course),
+                                   exercises, st.grader_version, dry_run, timeout=float(st.config.job_timeout))
+
+    return await asyncio.to_thread(run)
+
+
 # --- the API index, errors, the application -----------------------------------------------------------
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -861,6 +893,7 @@ API: list[tuple[str, str, Handler, str]] = [  # (method, path, handler, who may 
     ("GET", "/extensions", list_extensions, "instructor"),
     ("POST", "/extensions", create_extension, "instructor"),
     ("POST", "/roster/sync", sync_roster, "instructor"),
+    ("POST", "/rescore", rescore_now, "instructor"),
 ]
 
 
