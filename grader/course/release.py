@@ -386,6 +386,10 @@ def deadlines_text(course: Course) -> str:
                   " no checks' messages, no named mistakes, and no score unless the course shows it; those exercises"
                   " count in no total until then. At that time the stored report is shown whole (nothing is graded"
                   " again)."]
+    if course.graded_on_server:
+        lines += ["", "After a fix to the grader your instructor may rescore: the server grades every stored upload"
+                  " again and counts the new result (the old one stays on record); `.venv/bin/grade progress` and"
+                  " your page show the score that counts now."]
     return "\n".join(lines)
 
 
