@@ -216,3 +216,20 @@ def test_nobody_is_struggling_before_anything_is_due_and_open_regrades_are_count
     with served(late, f'[[chapter]]\nname = "activations"\ndue = {iso(-1)}\n') as env:  # once due: the rule
         page = env["client"].get("/instructor/?struggling=1", headers={"Authorization": f"Bearer {env['teacher']}"})
         assert "Showing 1 of 1 students." in page.text
+
+
+def test_grade_view_counts_the_total_as_the_terminal_did(tmp_path: Path) -> None:
+    """Issue 43, bug 2 (`grade view`): the kept report's page dropped the late share the terminal applied."""
+    from click.testing import CliRunner
+
+    from grader.student.cli import view_command
+    from grader.student.feedback.kept import save_last_report
+
+    folder = tmp_path / "exercises"
+    folder.mkdir()
+    report, shares = exam_report(), {"dropout.Dropout": 0.7}
+    save_last_report(report, folder, shares)
+    page = tmp_path / "report.html"
+    done = CliRunner().invoke(view_command, ["--path", str(folder), "--no-open", "-o", str(page)])
+    assert done.exit_code == 0, done.output
+    assert format_text(report, late_shares=shares).splitlines()[-1] in page.read_text().replace("&#x27;", "'")

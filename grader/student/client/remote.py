@@ -164,19 +164,19 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
     """
     if done.status == "error" or done.report is None:
         raise RemoteError(f"submission {done.id} could not be graded: {done.error}")
+    shares = server_late_shares(done.document)
+    if shares is None:  # a server that does not say: worked out from the course's dates
+        shares = late_shares(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
     if path is not None:
-        save_last_report(done.report, path)
+        save_last_report(done.report, path, shares)
     if fmt == "json":
         click.echo(format_json(done.report, arrays))
     else:
-        shares = server_late_shares(done.document)
-        if shares is None:  # a server that does not say: worked out from the course's dates
-            shares = late_shares(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
         color = use_color()
         click.echo(format_text(done.report, color=color, late_shares=shares), color=color)
     if html is not None:
         try:
-            write_html_report(done.report, html)
+            write_html_report(done.report, html, shares)
         except GraderError as exc:
             raise one_line(exc) from exc
     if done.status == "held":

@@ -72,7 +72,7 @@ class Feedback:
         from grader.student.feedback.report_html import format_html
 
         head = f"<p><strong>{html.escape(self.where)}</strong></p>" if self.where else ""
-        return head + format_html(self.report, fragment=True)
+        return head + format_html(self.report, fragment=True, late_shares=self.late_shares)
 
     def __str__(self) -> str:
         text = format_text(self.report, late_shares=self.late_shares)
@@ -180,11 +180,11 @@ def upload(login: Any, folder: Path, selectors: list[str]) -> Feedback:
         done = client_lib.submit(client, folder, selectors)
     if done.status == "error" or done.report is None:
         raise NotebookError(f"submission {done.id} could not be graded: {done.error}")
-    save_last_report(done.report, folder)
     course = me.get("course") or {}
     shares = server_late_shares(done.document)
     if shares is None:
         shares = late_shares(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
+    save_last_report(done.report, folder, shares)
     closed = closed_lines(closed_course(done.document, course), selectors, list(done.document.get("exercises") or []))
     where = (f"Handed in to {login.server}: submission {done.id}, graded with the hidden checks and recorded as "
              f"{login.student}." + "".join(f" {line}" for line in closed))
