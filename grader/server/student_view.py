@@ -89,6 +89,7 @@ class ExerciseLine:
     late: bool                     # the counted upload was late (penalised)
     late_note: str = ""            # what late work counts in this chapter, for the student
     override: dict[str, Any] | None = None  # the instructor's override in force: score, graded, comment
+    held: str = ""                 # exam mode: "received, feedback at T" in place of the score (term/standing.py)
 
 
 @dataclass
@@ -149,7 +150,8 @@ def chapter_views(plan: list[PlannedChapter], progress: dict[str, Any],
             lines.append(ExerciseLine(
                 exercise, float(doc["best_score"]), float(doc["max_score"]), int(doc.get("attempts", 0)),
                 doc.get("last_status"), doc.get("latest_score"), bool(doc.get("late")),
-                late_share(own) if doc.get("late") else "", overrides.get(exercise)))
+                late_share(own) if doc.get("late") else "", overrides.get(exercise),
+                str(doc.get("held") or "") if doc.get("last_status") == "received" else ""))
         standing = standings.get(chapter.quiz.chapter) if chapter.quiz is not None else None
         views.append(ChapterView(chapter.name, lines, own, chapter.quiz, standing))
     return views
