@@ -47,7 +47,8 @@ def chapter_rows(course: Course, now: datetime) -> list[dict[str, Any]]:
             late = "counts nothing"
         else:
             late = f"counts {100 * (1 - chapter.late_penalty):g}%"
-        rows.append({"name": chapter.name, "state": state.message(), "opens": standing.format_time(chapter.opens),
+        now_text = state.message().removeprefix(f"chapter '{chapter.name}' ")  # the row names the chapter
+        rows.append({"name": chapter.name, "state": now_text, "opens": standing.format_time(chapter.opens),
                      "due": standing.format_time(chapter.due) or "no due date", "late": late,
                      "closes": standing.format_time(chapter.closes_at()) or "never",
                      "feedback": (f"exam: at {standing.format_time(chapter.release_feedback)}"
