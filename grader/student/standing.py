@@ -85,16 +85,18 @@ class ChapterState:
 
 def chapter_state(chapter: "Chapter", now: datetime) -> ChapterState:
     """The state of ``chapter`` (already extended for the student, when they have an extension) at ``now``."""
-    exam = dict(exam=chapter.release_feedback is not None, release=chapter.release_feedback,
-                held=chapter.feedback_hidden(now), show_score=chapter.show_score)
     closes = chapter.closes_at()
     if chapter.opens is not None and now < chapter.opens:
-        return ChapterState(chapter.name, NOT_OPEN, chapter.opens, **exam)  # type: ignore[arg-type]
-    if not chapter.is_open(now):
-        return ChapterState(chapter.name, CLOSED, closes, 0.0, **exam)  # type: ignore[arg-type]
-    if chapter.due is not None and now > chapter.due:
-        return ChapterState(chapter.name, LATE, closes, 1.0 - chapter.late_penalty, **exam)  # type: ignore[arg-type]
-    return ChapterState(chapter.name, OPEN, chapter.due or closes, **exam)  # type: ignore[arg-type]
+        state, at, share = NOT_OPEN, chapter.opens, 1.0
+    elif not chapter.is_open(now):
+        state, at, share = CLOSED, closes, 0.0
+    elif chapter.due is not None and now > chapter.due:
+        state, at, share = LATE, closes, 1.0 - chapter.late_penalty
+    else:
+        state, at, share = OPEN, chapter.due or closes, 1.0
+    return ChapterState(chapter.name, state, at, share, exam=chapter.release_feedback is not None,
+                        release=chapter.release_feedback, held=chapter.feedback_hidden(now),
+                        show_score=chapter.show_score)
 
 
 def held_label(release: datetime | None) -> str:

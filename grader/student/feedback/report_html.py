@@ -22,7 +22,7 @@ from typing import Any
 from grader.student.feedback import drawing
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.feedback.report import (
-    STATUS_LABELS, Cause, cause_key, check_groups, diagnosis_lines, exercise_label, format_score, group_heading,
+    STATUS_LABELS, Cause, cause_key, check_groups, diagnosis_lines, exercise_label, group_heading,
     group_points, once_per_traceback, output_excerpt, score_text, shared_causes, total_line,
 )
 from grader.student.sanitize import clean_text
