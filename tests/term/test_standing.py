@@ -11,6 +11,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import grader.mistakes  # noqa: F401  (registers the known mistakes' sentences, fixes and hints)
 from grader.queue import records
 from grader.server.app import ServerConfig, closed_chapters
@@ -65,11 +67,13 @@ def batchnorm_report() -> GradeReport:
     return GradeReport("ann", [ExerciseResult("normalization.BatchNorm1d", "failed", 4.0, 8.0, checks)], "h")
 
 
-def record(env: dict[str, Any], report: GradeReport, key: str = "k1", files: dict[str, str] | None = None) -> int:
+def record(env: dict[str, Any], report: GradeReport, key: str = "k1", files: dict[str, str] | None = None,
+           hours: float = -1 / 12) -> int:
+    """``report`` recorded for an upload of ann made ``hours`` from now (5 minutes ago by default); the job id."""
     with Store.open(env["db"]) as store:
         course = load_course(env["db"].with_name("course.toml"))
         job = records.create_job(store, "ann", key, files or {"normalization.py": "# x\n"},
-                                 [e.id for e in report.exercises], course, NOW - timedelta(minutes=5)).job
+                                 [e.id for e in report.exercises], course, NOW + timedelta(hours=hours)).job
         records.record_done(store, job, report, "v")
         return int(job["id"])
 
@@ -233,3 +237,57 @@ def test_grade_view_counts_the_total_as_the_terminal_did(tmp_path: Path) -> None
     done = CliRunner().invoke(view_command, ["--path", str(folder), "--no-open", "-o", str(page)])
     assert done.exit_code == 0, done.output
     assert format_text(report, late_shares=shares).splitlines()[-1] in page.read_text().replace("&#x27;", "'")
+
+
+def chapter_toml(name: str, exercises: list[str], **fields: str) -> str:
+    body = "".join(f"{k} = {v}\n" for k, v in fields.items())
+    return f'[[chapter]]\nname = "{name}"\nexercises = {exercises!r}\n{body}'.replace("'", '"')
+
+
+POLICIES = {  # policy -> (course.toml, held exercises, late shares the server names)
+    "on time": (chapter_toml("normalization", ["normalization"], due=iso(24)), set(), {}),
+    "late with a share": (chapter_toml("normalization", ["normalization"], due=iso(-1), late_penalty="0.3",
+                                       late_until=iso(24)), set(), {"normalization.BatchNorm1d": 0.7}),
+    "extension": (chapter_toml("normalization", ["normalization"], due=iso(-1), late_penalty="0.3",
+                               late_until=iso(24))
+                  + f'[[extension]]\nstudent = "ann"\nchapter = "normalization"\ndue = {iso(24)}\nreason = "r"\n',
+                  set(), {}),
+    "exam open and held": (chapter_toml("normalization", ["normalization"], opens=iso(-2), due=iso(1),
+                                        release_feedback=iso(3)), {"normalization.BatchNorm1d"}, {}),
+    "exam released": (chapter_toml("normalization", ["normalization"], opens=iso(-3), due=iso(-2),
+                                   release_feedback=iso(-1)), set(), {}),
+    "scaffolding derive": ('[scaffolding.exercises]\n"normalization.BatchNorm1d" = "derive"\n', set(), {}),
+    "scaffolding contract": ('[scaffolding]\nlevel = "contract"\n', set(), {}),
+    "scaffolding guided": ("", set(), {}),
+}
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+def test_policy_by_view_matrix(tmp_path: Path, policy: str) -> None:
+    """Each policy against the views a student has of one upload: the API's report as `grade submit` prints it,
+    the same as `--html` / `grade view` draw it, the student's page, its summary score and `grade progress`'s
+    cell: one counted total and maximum, one held set, no fix where the level withholds it."""
+    text, held, shares = POLICIES[policy]
+    withheld = "derive" in policy or "contract" in policy
+    with served(tmp_path, text) as env:
+        job = record(env, batchnorm_report(), hours=-2.5 if policy == "exam released" else -1 / 12)  # in its window
+        doc = get(env, "ann", f"/submissions/{job}").json()
+        report = report_from_dict(doc["report"])
+        said = {str(x["exercise"]): float(x["counts"]) for x in doc["late"]}
+        assert said == shares
+        totals = standing.totals(report, said)
+        line = format_text(report, late_shares=said).splitlines()[-1]
+        html = format_html(report, late_shares=said).replace("&#x27;", "'")
+        log_in(env["client"], env["ann"])
+        page = env["client"].get(f"/student/submissions/{job}").text.replace("&#x27;", "'").replace("&#39;", "'")
+        assert line in html and line in page  # one total line in every view
+        assert {e.id for e in report.exercises if e.feedback_held} == held
+        if held:
+            assert "received, feedback at" in line + page and "0/0" not in page and totals.maximum == 0
+        else:
+            assert f"{totals.counted:g} / {totals.maximum:g}" in page  # the page's summary score
+        for view in (str(doc), html, page):
+            assert (FIX in view) is (not withheld and not held), (policy, view[:200])
+        progress = get(env, "ann", "/progress").json()
+        cell = next(e for c in progress["chapters"] for e in c["exercises"] if e["id"] == "normalization.BatchNorm1d")
+        assert (cell["last_status"] == "received") is bool(held)
