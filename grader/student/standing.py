@@ -140,7 +140,7 @@ def totals(report: GradeReport, late_shares: Mapping[str, float] | None = None) 
 
 
 # "Known mistake <id>: <what> Fix: <fix>" (KnownMistake.explain), possibly after "And also: "
-_EXPLAINED = re.compile(r"^(?P<lead>(?:And also: )?)Known mistake (?P<id>[^:\s]+):.*$")
+_EXPLAINED = re.compile(r"(?P<lead>(?:And also: )?)Known mistake (?P<id>[^:\s]+):.*")
 _FIX = re.compile(r"\s*\bFix: .*$")
 
 
@@ -148,7 +148,7 @@ def _withheld_line(line: str, level: str) -> str:
     """A report line at ``level``: a named mistake said as :meth:`KnownMistake.explain` says it there."""
     from grader.student.engine.diagnosis import known_mistake  # (NumPy): only when a report is rewritten
 
-    match = _EXPLAINED.match(line)
+    match = _EXPLAINED.fullmatch(line)
     if match is not None:
         entry = known_mistake(match["id"])
         said = entry.explain(level) if entry is not None else f"Known mistake {match['id']}."

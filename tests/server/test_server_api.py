@@ -185,6 +185,8 @@ def test_a_student_reads_only_their_own_data_on_every_endpoint(env: dict[str, An
     one_line_error(api(url, ann, "POST", "/roster/sync", json={}), 403, "instructor only")  # (the LMS's roster)
     assert api(url, teacher, "POST", "/roster/sync", json={}).json()["summary"] == "0 members in 0 course(s): no change"
     check("POST", "/roster/sync")
+    one_line_error(api(url, ann, "POST", "/rescore", json={}), 403, "instructor only")  # (rescoring the course)
+    check("POST", "/rescore")
     one_line_error(api(url, ann, "POST", "/extensions", json={"student": "ann", "chapter": "linear",
                                                               "due": "2030-01-01T00:00Z", "reason": "x"}),
                    403, "instructor only")
