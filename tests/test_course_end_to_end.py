@@ -151,7 +151,7 @@ def student_runs(course: dict[str, Any], *args: str, stdin: str = "", who: str =
 
 def test_a_student_takes_part_in_the_course_with_the_handout_alone(course: dict[str, Any]) -> None:
     readme = (course["release"] / "student" / "README.md").read_text()
-    assert course["url"] in readme and "| activations | activations | 2026-01-07 23:59 UTC | counts 70% |" in readme
+    assert course["url"] in readme and "| activations | activations | - | 2026-01-07 23:59 UTC | counts 70% |" in readme
     assert "not SciPy" in readme and ".venv/bin/pip install '.[opencl]'" in readme
 
     # grade login: the URL comes from the release; only the token is asked for.
@@ -162,7 +162,7 @@ def test_a_student_takes_part_in_the_course_with_the_handout_alone(course: dict[
     # grade submit: everything, to the server (hidden checks).
     submit = student_runs(course, "submit")
     assert submit.returncode == 1, submit.stdout + submit.stderr  # the mistake keeps it short of full marks
-    assert "Closed: chapter 'init' stopped taking submissions at 2026-01-07 23:59 UTC; not graded: init." \
+    assert "Closed: chapter 'init' closed at 2026-01-07 23:59 UTC; not graded: init." \
         in submit.stderr
     submission = int(re.search(r"Submission (\d+) received by", submit.stderr).group(1))  # type: ignore[union-attr]
     text = submit.stdout.rstrip("\n")

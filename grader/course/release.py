@@ -40,6 +40,7 @@ from typing import Any
 from grader import quiz as quiz_lib
 from grader.course.packs import PackError, write_packs
 from grader.course.scaffold import render_stub, render_tree
+from grader.student.standing import format_time
 from grader.student.engine import catalogue
 from grader.student.course import HANDOUT_SETTINGS, Course
 from grader.student.errors import GraderError
@@ -318,7 +319,7 @@ the record that counts.
 ```
 
 Logged in, `submit`, `quiz` and `progress` use the server (and so does
-`%grade` in the notebooks); `--local` works on this machine instead (offline
+`%grade ... --hand-in` in the notebooks); `--local` works on this machine instead (offline
 quizzes are practice and nothing is recorded). A regrade request is tied to
 your latest graded upload of that exercise (`--submission ID` names another);
 the answer, and any new score, shows in `.venv/bin/grade progress`.
@@ -375,17 +376,18 @@ def hand_in_text(course: Course) -> tuple[str, str, str, str]:
 
 
 def _date(value: Any) -> str:
-    return "none" if value is None else f"{value:%Y-%m-%d %H:%M} UTC"
+    return "none" if value is None else format_time(value)
 
 
 def deadlines_text(course: Course) -> str:
-    """The handout's table of chapters: exercises, due date, what late work counts, when uploads close."""
+    """The handout's table of chapters: exercises, when uploads open, due date, what late work counts, when uploads
+    close, and for an exam chapter when its feedback is shown (and a paragraph on exam mode)."""
     rule = ("the best score counts (late ones as the rules below say)" if course.rule == "best"
             else "the latest attempt counts (late ones as the rules below say)")
     if not course.chapters:
         return f"No due dates: {rule}."
     lines = [f"Which score counts: {rule}. Times are UTC.", "",
-             "| chapter | exercises | due | late work | closes |", "|---|---|---|---|---|"]
+             "| chapter | exercises | opens | due | late work | closes | feedback |", "|---|---|---|---|---|---|---|"]
     for chapter in course.chapters:
         topics = sorted({catalogue.topic_of(e) for e in chapter.exercises}, key=catalogue.TOPICS.index)
         shown = ", ".join(t if set(catalogue.resolve([t])) <= set(chapter.exercises) else
@@ -396,9 +398,24 @@ def deadlines_text(course: Course) -> str:
             late = "counts nothing"
         else:
             late = f"counts {100 * (1 - chapter.late_penalty):g}%"
-        lines.append(f"| {chapter.name} | {shown} | {_date(chapter.due)} | {late} | {_date(chapter.closes_at())} |")
-    lines += ["", "After a chapter closes, the server no longer takes its exercises: `grade submit` lists them as"
-              " closed. Exercises in no chapter have no due date."]
+        opens = "-" if chapter.opens is None else _date(chapter.opens)
+        feedback = "at once" if chapter.release_feedback is None else f"exam: {_date(chapter.release_feedback)}"
+        lines.append(f"| {chapter.name} | {shown} | {opens} | {_date(chapter.due)} | {late} | "
+                     f"{_date(chapter.closes_at())} | {feedback} |")
+    lines += ["", "Before a chapter opens the server takes none of its exercises (`grade submit` says when it opens);"
+              " after it closes, none either (`grade submit` says when it closed). Exercises in no chapter have no"
+              " due date."]
+    exams = [c for c in course.chapters if c.release_feedback is not None]
+    if exams:
+        lines += ["", "Exam chapters (" + ", ".join(c.name for c in exams) + "): an upload is graded at once, but its"
+                  " report shows each exercise as \"received, feedback at T\" until the feedback time of the table:"
+                  " no checks' messages, no named mistakes, and no score unless the course shows it; those exercises"
+                  " count in no total until then. At that time the stored report is shown whole (nothing is graded"
+                  " again)."]
+    if course.graded_on_server:
+        lines += ["", "After a fix to the grader your instructor may rescore: the server grades every stored upload"
+                  " again and counts the new result (the old one stays on record); `.venv/bin/grade progress` and"
+                  " your page show the score that counts now."]
     return "\n".join(lines)
 
 
@@ -448,12 +465,14 @@ def notebooks_text(course: Course) -> str:
              " asks the chapter's quiz (`%quiz`). Set up Jupyter once, then open them or run one without a"
              " browser:")
     if course.graded_on_server:
-        does = ("logged in to the course server it hands your exercises in and shows the server's report (the"
-                " hidden checks, recorded there); otherwise, or with `%grade EXERCISE --local`, it runs the public"
-                " checks here.")
+        does = ("`%grade` runs the public checks here, in the sandbox, and records the attempt on this machine:"
+                " running a notebook end to end (`nbconvert --execute` too) never hands in. To hand in, logged in"
+                " to the course server, write `%grade EXERCISE --hand-in`: the server grades with the hidden checks,"
+                " records it, and the cell shows its report.")
     else:
-        does = "it runs the public checks here, in the sandbox, and records the attempt on this machine."
-    does = f"`%grade` does what `.venv/bin/grade submit` does: {does} Its first line says which it did."
+        does = ("`%grade` does what `.venv/bin/grade submit` does: it runs the public checks here, in the sandbox,"
+                " and records the attempt on this machine.")
+    does += " Its first line says which it did."
     return NOTEBOOKS.format(intro=textwrap.fill(intro, 80), notebook_grade=textwrap.fill(does, 80)).rstrip("\n")
 
 

@@ -48,20 +48,21 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from grader.term import exam, extensions, regrade
+from grader.term import extensions, regrade, rescore, standing
 from grader.term import progress
 from grader.term.class_report import overrides_in_force
 from grader.student.engine import catalogue
 from grader import quiz as quiz_lib
 from grader.quiz import graded, judging
 from grader.student.course import DEFAULT_COURSE, Course, late_exercises, parse_time
+from grader.student import standing as student_standing
 from grader.student.errors import GraderError, StoreError
 from grader.server import auth, lti_services
 from grader.queue import estimate, records
 from grader.server.headers import as_dict as security_headers
 from grader.server.auth import Principal
 from grader.queue.collector import Collector
-from grader.queue.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES
+from grader.queue.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, open_queue
 from grader.queue.selftest import RETRY_FIRST_S, SelfTest
 from grader.student.store import Store
 from grader.student.client.uploads import MAX_UPLOAD_BYTES, check_files
@@ -363,16 +364,16 @@ def held_line(job_id: int, held: dict[str, Any]) -> str:
 
 
 def closed_chapters(course: Course, when: datetime, student: str | None = None) -> list[dict[str, Any]]:
-    """The chapters closed to uploads at ``when`` (for ``student``, with their extensions): name, closing time
-    and their exercises."""
+    """The chapters taking no upload at ``when`` (for ``student``, with their extensions): name, ``state`` ("not
+    open yet" or "closed": grader/student/standing.py), ``message`` ("chapter 'x' opens at T" / "... closed at
+    T"), closing time and their exercises."""
     out = []
     for chapter in course.chapters:
-        extension = course.extension_for(chapter.name, student) if student else None
-        if extension is not None:
-            chapter = chapter.extended(extension)
-        if not chapter.is_open(when):
+        found = student_standing.chapter_state(standing.student_chapter(course, chapter, student), when)
+        if found.state in (student_standing.NOT_OPEN, student_standing.CLOSED):
             closes = chapter.closes_at()
-            out.append({"chapter": chapter.name, "closed_at": closes.isoformat(timespec="minutes") if closes else None,
+            out.append({"chapter": chapter.name, "state": found.state, "message": found.message(),
+                        "closed_at": closes.isoformat(timespec="minutes") if closes else None,
                         "exercises": list(chapter.exercises)})
     return out
 
@@ -391,13 +392,11 @@ def selected_exercises(course: Course, selectors: list[str], when: datetime, stu
     closed = course.closed_exercises(ids, when, student)
     if selectors and closed:
         first, chapter = next(iter(closed.items()))
-        if chapter.opens is not None and when < chapter.opens:
-            raise fail(403, f"chapter '{chapter.name}' ({first}) opens for uploads at "
-                            f"{chapter.opens.isoformat(timespec='minutes')}: submit it then")
-        closes = chapter.closes_at()
-        shown = closes.isoformat(timespec="minutes") if closes else "?"
-        raise fail(403, f"the deadline of chapter '{chapter.name}' ({first}) passed at {shown}: "
-                        "submissions to it are closed; submit the exercises of open chapters")
+        found = student_standing.chapter_state(chapter, when)
+        if found.state == student_standing.NOT_OPEN:
+            raise fail(403, f"{found.message()} ({first}): submit it then")
+        raise fail(403, f"{found.message()} ({first}): it takes no more uploads; submit the exercises of open "
+                        "chapters")
     ids = [i for i in ids if i not in closed]
     if not ids:
         raise fail(403, "every chapter's deadline has passed: submissions are closed")
@@ -434,7 +433,7 @@ async def create_submission(request: Request) -> Response:
     except records.RateLimited as exc:
         raise fail(429, f"rate limit reached: {exc.limit} submissions per {exc.minutes:g} minutes; "
                         f"try again in {exc.retry_after} s", {"Retry-After": str(exc.retry_after)}) from exc
-    body = job_json(store, new.job, st.config)
+    body = for_student(request, principal, job_json(store, new.job, st.config))  # a replay answers the held report
     body["replayed"] = not new.created
     return JSONResponse(body, status_code=202, headers={"Location": body["url"]})
 
@@ -477,14 +476,13 @@ async def get_submission(request: Request) -> Response:
 
 
 def for_student(request: Request, principal: Principal, doc: dict[str, Any]) -> dict[str, Any]:
-    """A job document as its student may see it: exam-mode chapters hidden until their release (grader/term/exam.py)."""
+    """A job document as its student may see it (grader/term/standing.py): exam-mode chapters held until their
+    release, every message at its exercise's scaffolding level."""
     if principal.is_instructor or "report" not in doc:
         return doc
     course = db_store(request).effective_course(state(request).config.course)
-    if not any(c.release_feedback for c in course.chapters):
-        return doc
-    hidden = exam.student_report(report_from_dict(doc["report"]), course, now_utc())
-    return {**doc, "report": report_to_dict(hidden), "json": hidden.to_json()}
+    shown = standing.student_report(report_from_dict(doc["report"]), course, now_utc())
+    return {**doc, "report": report_to_dict(shown), "json": shown.to_json()}
 
 
 async def list_submissions(request: Request) -> Response:
@@ -526,8 +524,8 @@ def progress_json(st: ServerState, store: Store, student: str) -> dict[str, Any]
 
 def own_progress(st: ServerState, store: Store, student: str) -> dict[str, Any]:
     """A student's progress as they may see it (the API's GET /progress and their page): exam-mode chapters
-    hidden until their release (grader/term/exam.py)."""
-    return exam.student_progress(progress_json(st, store, student), store.effective_course(st.config.course),
+    held until their release (grader/term/standing.py)."""
+    return standing.student_progress(progress_json(st, store, student), store.effective_course(st.config.course),
                                  now_utc())
 
 
@@ -847,6 +845,38 @@ async def sync_roster(request: Request) -> Response:
     return JSONResponse(result.to_json())
 
 
+async def rescore_now(request: Request) -> Response:
+    """POST /rescore (instructor, body {"exercises": [...], "dry_run": false}): grade the stored uploads again.
+
+    A served course is rescored live (grader/term/rescore.py, on the server's own queue and workers: uploads
+    go on being taken meanwhile); the answer is the outcome with whose counted score changed, as `grade rescore`
+    prints it (``text``). `grade rescore` comes here while the server runs; the dashboard's Term page too.
+    """
+    instructor(request)
+    doc = await read_json(request, MAX_JSON_BYTES)
+    selectors, dry_run = doc.get("exercises", []), doc.get("dry_run", False)
+    if not isinstance(selectors, list) or not all(isinstance(x, str) for x in selectors) or \
+            not isinstance(dry_run, bool):
+        raise fail(400, 'send {"exercises": [exercise ids or topics], "dry_run": false}')
+    try:
+        outcome = await rescore_in_thread(request.app, catalogue.resolve(selectors) if selectors else [], dry_run)
+    except GraderError as exc:
+        raise fail(400, str(exc)) from exc
+    return JSONResponse(outcome.to_json())
+
+
+async def rescore_in_thread(app: Any, exercises: list[str], dry_run: bool = False) -> rescore.Outcome:
+    """A rescoring of the served course on a connection of its own in a worker thread (the loop goes on)."""
+    st: ServerState = app.state.normgrade
+
+    def run() -> rescore.Outcome:
+        with Store.open(st.config.db_path) as store:
+            return rescore.rescore(store, open_queue(st.config.queue_url), store.effective_course(st.config.course),
+                                   exercises, st.grader_version, dry_run, timeout=float(st.config.job_timeout))
+
+    return await asyncio.to_thread(run)
+
+
 # --- the API index, errors, the application -----------------------------------------------------------
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -870,6 +900,7 @@ API: list[tuple[str, str, Handler, str]] = [  # (method, path, handler, who may 
     ("GET", "/extensions", list_extensions, "instructor"),
     ("POST", "/extensions", create_extension, "instructor"),
     ("POST", "/roster/sync", sync_roster, "instructor"),
+    ("POST", "/rescore", rescore_now, "instructor"),
 ]
 
 

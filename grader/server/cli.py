@@ -189,6 +189,7 @@ def roster_import_command(roster_csv: Path, db: Path, output: Path, reissue: boo
         with Store.open(db, writer="grade roster import") as store:
             issued = roster.import_roster(store, entries, reissue)
         roster.write_tokens(output, issued)
+        warning = roster.unignored_secret(output)
     except GraderError as exc:
         raise one_line(exc) from exc
     except OSError as exc:
@@ -196,6 +197,8 @@ def roster_import_command(roster_csv: Path, db: Path, output: Path, reissue: boo
     kept = len(entries) - len(issued)
     click.echo(f"{len(entries)} students in the roster; {len(issued)} new tokens written to {output}"
                + (f"; {kept} students kept their tokens (--reissue to replace them)" if kept else "") + ".")
+    if warning:
+        click.echo(warning, err=True)
 
 
 @roster_group.command("instructor")
@@ -262,6 +265,17 @@ def roster_sync_command(db: Path, course_file: Path, output: Path, token: str | 
 def sync_through_server(db: Path, server: dict[str, Any], token: str | None) -> Any:
     """The roster sync done by the server that serves ``db`` (its API), with an instructor token."""
     from grader.server import lti_services
+
+    doc = through_server(db, server, token, "/roster/sync", {}, SYNC_TIMEOUT_S,
+                         "sync through it, or press Sync the roster now on the dashboard's LMS page")
+    return lti_services.SyncResult.from_json(doc)
+
+
+def through_server(db: Path, server: dict[str, Any], token: str | None, path: str, body: dict[str, Any],
+                   timeout: float, instead: str) -> dict[str, Any]:
+    """POST ``body`` to ``path`` of the server that serves ``db`` (only it writes the database), with an instructor
+    token (``--token``/$GRADE_TOKEN, else the saved `grade login` to that server); ``instead`` ends the refusal
+    when there is none ("sync through it, or ...")."""
     from grader.student.client import connection
 
     url = str(server.get("url") or "")
@@ -271,11 +285,10 @@ def sync_through_server(db: Path, server: dict[str, Any], token: str | None) -> 
     if not url or not token:
         where = f" at {url}" if url else ""
         raise RemoteError(f"{db} is served by grade serve (pid {server.get('pid', '?')}{where}): only the server "
-                          "writes it. Pass --token <instructor token> (or $GRADE_TOKEN) to sync through it, or "
-                          "press Sync the roster now on the dashboard's LMS page")
-    with connection.Client(url, token, timeout=SYNC_TIMEOUT_S) as client:
-        _, doc = client.call("POST", "/roster/sync", {})
-    return lti_services.SyncResult.from_json(doc)
+                          f"writes it. Pass --token <instructor token> (or $GRADE_TOKEN) to {instead}")
+    with connection.Client(url, token, timeout=timeout) as client:
+        _, doc = client.call("POST", path, body)
+    return dict(doc)
 
 
 def register(cli: click.Group) -> None:

@@ -18,7 +18,8 @@ A student is *struggling* when their percent is below the threshold, or when
 no upload has raised any of their exercise scores in the last N days (or
 ever) while that percent is below 100. The percent is that of the chosen chapter; with no chapter chosen, of
 the exercises already due (the chapters whose due date has passed), or of all
-exercises while nothing is due yet.
+exercises where the course has no due date. Before anything was due (the chosen chapter's, or every chapter's
+due date still to come) nobody is struggling: on day 0 nothing is late.
 """
 
 from __future__ import annotations
@@ -125,6 +126,12 @@ def due_exercises(report: ClassReport, now: datetime) -> list[str]:
     return due or list(report.exercise_ids)
 
 
+def nothing_due_yet(report: ClassReport, chapter: str, now: datetime) -> bool:
+    """Whether the chapters with a due date (``chapter`` alone when one is chosen) all have it still to come."""
+    dated = [c for c in report.course.chapters if c.due is not None and (not chapter or c.name == chapter)]
+    return bool(dated) and all(c.due is not None and c.due > now for c in dated)
+
+
 def struggling_percent(report: ClassReport, student: StudentRow, chapter: str, due: list[str]) -> float:
     """The percent the "struggling" threshold applies to: the chapter's, else that of the exercises due."""
     group = next((g for g in report.groups if g.name == chapter), None)
@@ -133,7 +140,10 @@ def struggling_percent(report: ClassReport, student: StudentRow, chapter: str, d
 
 def is_struggling(report: ClassReport, student: StudentRow, filters: Filters, now: datetime,
                   due: list[str] | None = None) -> bool:
-    """Below the threshold or no progress in ``filters.days`` days (see the module docstring)."""
+    """Below the threshold or no progress in ``filters.days`` days, once something was due (see the module
+    docstring)."""
+    if nothing_due_yet(report, filters.chapter, now):
+        return False
     due = due if due is not None else due_exercises(report, now)
     percent = struggling_percent(report, student, filters.chapter, due)
     if percent < filters.threshold:

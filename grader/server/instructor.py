@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from grader.term import class_report
+from grader.term import class_report, regrade
 from grader.server import auth
 from grader.queue import records, selftest
 from grader.server.headers import as_dict as security_headers
@@ -242,6 +242,7 @@ def page(request: Request, title: str, status: int = 200, **context: Any) -> HTM
         "links": Links(offline=False), "csrf": csrf_token(request), "heading": "h1", "open_first": True,
         "notice": "", "notice_error": False, "with_script": context.get("page") == "overview",
         "banner": grading_banner(request),
+        "open_regrades": len(regrade.requests(store_of(request), status="open")),  # the menu and the overview
     }
     values.update(context)
     html = render("dash_page.html.j2", **values)

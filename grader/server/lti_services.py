@@ -81,7 +81,7 @@ from urllib.parse import urlencode, urlparse, urlunparse
 import httpx
 from joserfc import jwt
 
-from grader.term import class_report
+from grader.term import class_report, standing
 from grader.server import auth, lti
 from grader.queue.jobs import Queue, open_queue
 from grader.server import instructor
@@ -466,15 +466,25 @@ def fingerprint(store: Store) -> tuple[Any, ...]:
     return tuple(row.values())
 
 
-def scan(store: Store, course: Course, quizzes: list[Any], config: lti.LtiConfig) -> int:
-    """Queue an outbox row for each learner's line item whose counted score changed; returns how many."""
+def posted_columns(store: Store, course: Course, quizzes: list[Any], now: datetime) -> list[Column]:
+    """The columns the LMS may receive at ``now``: every column but an exam chapter's whose score is held until
+    its ``release_feedback`` (grader/term/standing.py: what its students may see, the LMS may receive)."""
+    shown = standing.visible_chapters(course, now)
+    held = {f"exercises:{c.name}" for c in course.chapters if c.name not in shown}
+    return [c for c in columns(store, course, quizzes) if c.resource_id not in held]
+
+
+def scan(store: Store, course: Course, quizzes: list[Any], config: lti.LtiConfig,
+         now: datetime | None = None) -> int:
+    """Queue an outbox row for each learner's line item whose counted score changed; returns how many.
+    A held exam chapter's score is not sent before its release (:func:`posted_columns`)."""
     by_context = {c["key"]: c for c in contexts(store, config) if ags_mode(c) != "none"}
     learners = [r for r in store.db.query(
         "SELECT context_key, sub, student FROM lti_members WHERE status = 'active' AND role = 'learner'")
         if r["context_key"] in by_context]
     if not learners:
         return 0
-    every = columns(store, course, quizzes)
+    every = posted_columns(store, course, quizzes, now or datetime.now(timezone.utc))
     per_mode = {"columns": every, "single": [total_column(course, every)]}
     made = 0
     stamp = now_iso()
@@ -574,7 +584,7 @@ class ScorePoster(threading.Thread):
     def tick(self, store: Store, queue: Queue, connector: ServiceConnector, now: float | None = None) -> None:
         """One pass: scan for changes, collect results, send what is due."""
         now = time.time() if now is None else now
-        mark = fingerprint(store)
+        mark = (fingerprint(store), frozenset(standing.visible_chapters(self.course, datetime.now(timezone.utc))))
         if mark != self.seen:
             scan(store, self.course, self.quizzes, self.config)
             self.seen = mark

@@ -8,6 +8,8 @@ grader/server/dashboard.py, the templates ``dash_*.html.j2``).
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -16,16 +18,54 @@ from starlette.templating import Jinja2Templates
 
 from grader.server import instructor, term_pages
 from grader.term import class_report
+from grader.student import standing
+from grader.student.course import Course
 
 TEMPLATES = Jinja2Templates(env=class_report.environment())  # the one environment: every template autoescaped
 
 
+def rate_text(submissions: int, minutes: float) -> str:
+    """"30 uploads per hour", "5 uploads per 10 minutes" (never "60.0 minutes")."""
+    if minutes == 60:
+        window = "hour"
+    elif minutes % 60 == 0:
+        window = f"{minutes / 60:g} hours"
+    else:
+        window = f"{minutes:g} minutes"
+    return f"{submissions} upload{'s' if submissions != 1 else ''} per {window}"
+
+
+def chapter_rows(course: Course, now: datetime) -> list[dict[str, Any]]:
+    """The course page's chapters, in the words of grader/student/standing.py: state now, when uploads open,
+    due, what late work counts, when uploads close, and when an exam's feedback comes."""
+    rows = []
+    for chapter in course.chapters:
+        state = standing.chapter_state(chapter, now)
+        if chapter.due is None:
+            late = "-"
+        elif chapter.late_penalty >= 1.0:
+            late = "counts nothing"
+        else:
+            late = f"counts {100 * (1 - chapter.late_penalty):g}%"
+        now_text = state.message().removeprefix(f"chapter '{chapter.name}' ")  # the row names the chapter
+        rows.append({"name": chapter.name, "state": now_text, "opens": standing.format_time(chapter.opens),
+                     "due": standing.format_time(chapter.due) or "no due date", "late": late,
+                     "closes": standing.format_time(chapter.closes_at()) or "never",
+                     "feedback": (f"exam: at {standing.format_time(chapter.release_feedback)}"
+                                  if chapter.release_feedback else "at once")})
+    return rows
+
+
 async def course_page(request: Request) -> Response:
-    """GET /: the course name, chapters with due dates and late penalties, and how to start."""
-    st = request.app.state.normgrade
+    """GET /: the course name, each chapter's state, dates and exam mode, the score rule, and how to start."""
+    course: Course = request.app.state.normgrade.config.course
     return TEMPLATES.TemplateResponse(
         request, "server_index.html.j2",
-        {"course": st.config.course.to_json(), "base_url": str(request.base_url).rstrip("/")},
+        {"title": course.name, "course_name": course.name, "course": course.to_json(),
+         "chapters": chapter_rows(course, datetime.now(timezone.utc)),
+         "rate": rate_text(course.rate_submissions, course.rate_minutes),
+         "exams": [c.name for c in course.chapters if c.release_feedback is not None],
+         "base_url": str(request.base_url).rstrip("/")},
     )
 
 

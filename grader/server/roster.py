@@ -19,6 +19,7 @@ import csv
 import io
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,6 +123,25 @@ def write_tokens(path: Path, issued: list[tuple[RosterEntry, str]]) -> None:
         fh.write(buffer.getvalue())
     os.chmod(tmp, 0o600)
     tmp.replace(path)
+
+
+def unignored_secret(path: Path) -> str:
+    """A one-line warning when ``path`` (a tokens file) lies in a git work tree that does not ignore it, so that a
+    `git add .` would commit the students' tokens; "" when it is ignored, outside any work tree, or git is absent."""
+    folder = path.resolve().parent
+    try:
+        inside = subprocess.run(["git", "-C", str(folder), "rev-parse", "--is-inside-work-tree"],
+                                capture_output=True, text=True, timeout=10)
+        if inside.returncode != 0 or inside.stdout.strip() != "true":
+            return ""
+        ignored = subprocess.run(["git", "-C", str(folder), "check-ignore", "-q", path.name],
+                                 capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    if ignored.returncode == 0:
+        return ""
+    return (f"Warning: {path} holds students' tokens inside a git work tree that does not ignore it: add "
+            f"'{path.name}' to .gitignore, or write the tokens outside the repository with -o FILE.")
 
 
 def roster(store: Store) -> list[dict[str, str]]:

@@ -353,7 +353,8 @@ def submission_page(request: Request, who: Visitor, status: int = 200, notice: s
     upload = _own_submission(request, who)
     asks = [regrade.public(r) for r in regrade.requests(api.db_store(request), who.student) if r["job_id"] == upload.id]
     # format_html escapes every value it writes: its HTML is marked safe here, by name (the templates escape the rest)
-    report = Markup(format_html(upload.report, fragment=True)) if upload.report is not None else ""
+    report = (Markup(format_html(upload.report, fragment=True, late_shares=upload.late_shares))
+              if upload.report is not None else "")
     return html_page(request, "student_submission.html.j2", status, who, title=upload.label, upload=upload,
                      report_html=report, requests=asks, notice=notice, notice_error=notice_error,
                      reason=reason, asked=asked, reason_max=regrade.REASON_MAX)

@@ -22,6 +22,8 @@ from grader.student.course import Course
 from grader.student.engine import catalogue
 from grader.student.client.connection import estimate_words
 from grader.student.client.wire import report_from_dict
+from grader.student.client.remote import server_late_shares
+from grader.student.standing import totals
 from grader.student.engine.model import GradeReport
 from grader.student.feedback.progress import DEFAULT_MAX_SCORE
 from grader.student.feedback.report import format_score
@@ -88,6 +90,7 @@ class ExerciseLine:
     late: bool                     # the counted upload was late (penalised)
     late_note: str = ""            # what late work counts in this chapter, for the student
     override: dict[str, Any] | None = None  # the instructor's override in force: score, graded, comment
+    held: str = ""                 # exam mode: "received, feedback at T" in place of the score (term/standing.py)
 
 
 @dataclass
@@ -148,7 +151,8 @@ def chapter_views(plan: list[PlannedChapter], progress: dict[str, Any],
             lines.append(ExerciseLine(
                 exercise, float(doc["best_score"]), float(doc["max_score"]), int(doc.get("attempts", 0)),
                 doc.get("last_status"), doc.get("latest_score"), bool(doc.get("late")),
-                late_share(own) if doc.get("late") else "", overrides.get(exercise)))
+                late_share(own) if doc.get("late") else "", overrides.get(exercise),
+                str(doc.get("held") or "") if doc.get("last_status") == "received" else ""))
         standing = standings.get(chapter.quiz.chapter) if chapter.quiz is not None else None
         views.append(ChapterView(chapter.name, lines, own, chapter.quiz, standing))
     return views
@@ -220,11 +224,18 @@ class SubmissionView:
         return self.where  # a phase this page has no words of its own for: the API's line
 
     @property
+    def late_shares(self) -> dict[str, float]:
+        """Exercise id -> the share of its score that counts, for the exercises uploaded late (the API's ``late``)."""
+        return server_late_shares({"late": self.late}) or {}
+
+    @property
     def score_text(self) -> str:
-        """"7.5 / 10" of the exercises it graded (with a verdict), "" while it waits or when it has none."""
+        """"7.5 / 10": the counted total of the report (late shares applied, held exercises out: the one
+        definition of grader/student/standing.py), "" while it waits or when it has none."""
         if self.report is None or not self.report.graded_exercises:
             return ""
-        return f"{format_score(self.report.score)} / {format_score(self.report.max_score)}"
+        t = totals(self.report, self.late_shares)
+        return f"{format_score(t.counted)} / {format_score(t.maximum)}"
 
 
 def submission_view(doc: dict[str, Any]) -> SubmissionView:

@@ -41,6 +41,7 @@ def term_page(request: Request, title: str, status: int = 200, **context: Any) -
         "title": f"{title} - {st.config.course.name}", "course_name": st.config.course.name,
         "links": Links(offline=False), "csrf": csrf_token(request), "with_script": False, "notice": "",
         "notice_error": False, "heading": title, "banner": grading_banner(request),
+        "open_regrades": len(regrade.requests(store_of(request), status="open")),
     }
     values.update(context)
     return HTMLResponse(render("term_page.html.j2", **values), status_code=status,
@@ -111,6 +112,25 @@ async def grant_extension(request: Request, mode: str) -> Response:
     return RedirectResponse("/instructor/term?saved=extension#extensions", status_code=303)
 
 
+async def rescore_now(request: Request, mode: str) -> Response:
+    """POST /instructor/term/rescore: rescore the served course live (the API's POST /rescore), then the Term page
+    with whose counted score changed (the exercises field: ids or topics, empty for all)."""
+    from grader.server.app import rescore_in_thread
+    from grader.student.engine import catalogue
+
+    form = await read_form(request)
+    check_csrf(request, form, mode)
+    try:
+        selectors = form.get("exercises", "").split()
+        outcome = await rescore_in_thread(request.app, catalogue.resolve(selectors) if selectors else [])
+    except GraderError as exc:
+        return term_page(request, "Term: requests, extensions, rescoring", status=400,
+                         notice=f"Not rescored: {exc}", notice_error=True, **term_context(request))
+    LOG.warning("rescoring %s: %d uploads, %d changes", outcome.rescoring_id, outcome.uploads, len(outcome.changes))
+    said = rescore.format_text(outcome).splitlines()[0]
+    return term_page(request, "Term: requests, extensions, rescoring", notice=said, **term_context(request))
+
+
 async def _pairs(request: Request) -> list[similarity.Pair]:
     """The similarity pairs, computed once per server process (in a thread, on a connection of its own: a
     large class takes a while) and kept until ?refresh=1."""
@@ -160,6 +180,7 @@ PAGES: list[tuple[str, str, Any]] = [
     ("GET", "/instructor/term", term_overview),
     ("POST", "/instructor/term/regrades/{id}", answer_request),
     ("POST", "/instructor/term/extensions", grant_extension),
+    ("POST", "/instructor/term/rescore", rescore_now),
     ("GET", "/instructor/similarity", similarity_page),
     ("GET", "/instructor/similarity/{topic}/{a}/{b}", pair_page),
 ]

@@ -29,6 +29,8 @@ from grader.server.headers import Framing, SecurityHeaders
 from grader.queue.jobs import open_queue
 from grader.queue.selftest import SelfTest
 from grader.student import store as store_lib
+from grader.student.engine import scaffolding
+from grader.term import standing
 from grader.student.store import Store
 
 
@@ -77,7 +79,8 @@ def _build(config: ServerConfig, run_collector: bool, serving: store_lib.Serving
                                              selftest=SelfTest(open_queue(config.queue_url), config.selftest_retry))
                     st.collector.start()
                 poster = lti_services.start_poster(app)  # beside the collector, when [lti] names platforms
-                yield
+                with scaffolding.levels_in_force(standing.scaffolding_levels(config.course)):  # as the handout's
+                    yield
             finally:
                 if poster is not None:
                     poster.stop()

@@ -30,7 +30,7 @@ import click
 from grader.student.engine import catalogue
 from grader.student.errors import GraderError, StoreError
 from grader.student.engine.model import GradeReport
-from grader.student.feedback.kept import last_report_path, save_last_report, write_html_report
+from grader.student.feedback.kept import kept_late_shares, last_report_path, save_last_report, write_html_report
 from grader.student.feedback.report import (
     format_json,
     format_text,
@@ -411,14 +411,15 @@ def view_command(path: Path, output: Path | None, no_open: bool) -> None:
     path = exercises_dir(path)
     source = last_report_path(path)
     try:
-        report = report_from_dict(json.loads(source.read_text(encoding="utf-8")))
+        kept = json.loads(source.read_text(encoding="utf-8"))
+        report, shares = report_from_dict(kept), kept_late_shares(kept)
     except FileNotFoundError:
         raise CommandError(f"no report yet beside '{path}': run `grade submit` first (or pass --path)") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise CommandError(f"the last report '{source}' cannot be read ({exc}): run `grade submit` again") from None
     page = output or source.with_suffix(".html")
     with one_line_errors():
-        write_html_report(report, page)  # it says where it wrote the page
+        write_html_report(report, page, shares)  # it says where it wrote the page
     if not no_open:
         import webbrowser
 

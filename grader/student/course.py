@@ -67,7 +67,7 @@ Exam mode (per chapter): ``opens`` and the closing time make the upload
 window; with ``release_feedback`` a student sees of an upload, until that
 time, only that it was received and graded (and their score when
 ``show_score``); the checks' messages and named mistakes appear at the
-release (grader/term/exam.py applies it on the server; the instructor sees all).
+release (grader/term/standing.py applies it on the server; the instructor sees all).
 
 Extensions change the dates, never the rule: ``Course.chapter_of(exercise,
 student)`` is the chapter as it applies to that student (their extension's

@@ -39,6 +39,7 @@ from grader.student.sanitize import csv_cell
 from grader.student.engine import catalogue
 from grader import quiz as quiz_lib
 from grader.student.course import DEFAULT_COURSE, Course, counted_score, parse_time
+from grader.student.standing import format_time
 from grader.term.progress import DEFAULT_MAX_SCORE
 from grader.quiz import Quiz
 from grader.student.feedback.report import format_score, mistake_entry, round_score, status_style
@@ -887,8 +888,14 @@ def band(fraction: float | None) -> str:
 
 
 def _when(value: str | None) -> str:
-    """An ISO time as ``YYYY-MM-DD HH:MM`` (UTC as stored); "never" when there is none."""
-    return value[:16].replace("T", " ") if value else "never"
+    """An ISO time as every view shows one (grader/student/standing.py: ``YYYY-MM-DD HH:MM UTC``); "never" when
+    there is none."""
+    if not value:
+        return "never"
+    try:
+        return format_time(parse_time(value))
+    except ValueError:
+        return value[:16].replace("T", " ")
 
 
 def _day(value: str | None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -36,25 +37,39 @@ from grader.student.errors import GraderError
 @click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
               help="Seconds to wait for the next result before the rest are listed as not graded.")
 @click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
+@click.option("--token", envvar="GRADE_TOKEN", default=None,
+              help="An instructor token, to rescore through the server that serves --db [default: $GRADE_TOKEN, "
+                   "else the saved `grade login` when it is to that server].")
 def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | None, queue_url: str | None,
-                    workers: int, dry_run: bool, csv_path: Path | None, timeout: float, no_sandbox: bool) -> None:
+                    workers: int, dry_run: bool, csv_path: Path | None, timeout: float, no_sandbox: bool,
+                    token: str | None) -> None:
     """Grade every stored upload again with the current grader; list whose counted score changed.
 
     New results are recorded beside the old ones (nothing is overwritten);
-    SELECTORS (exercise ids or topics) limit it to those exercises.
+    SELECTORS (exercise ids or topics) limit it to those exercises. While
+    `grade serve` serves the database, the server rescores it live (POST
+    /api/v1/rescore with an instructor token: its queue, its workers and its
+    course; no downtime) and this command prints its answer.
     """
     from grader.term import rescore
     from grader.server.app import grader_version
     from grader.queue.jobs import default_queue_url, open_queue
     from grader.queue.supervisor import WorkerPool
     from grader.student.engine import catalogue
-    from grader.student.store import Store
+    from grader.student.store import Store, served_by
 
     if not db.exists():
         raise RemoteError(f"{db} does not exist: pass the course server's --db")
     consumer = None
     try:
         exercises = catalogue.resolve(list(selectors)) if selectors else []
+        server = served_by(db)
+        if server is not None:
+            doc = remote_cli.through_server(db, server, token, "/rescore", {"exercises": exercises, "dry_run": dry_run},
+                                            timeout, "rescore through it, or press Rescore now on the dashboard's "
+                                            "Term page")
+            _print_outcome(rescore.Outcome.from_json(doc), csv_path)
+            return
         course = remote_cli._load_course(course_file)
         queue_url = queue_url or default_queue_url(db)
         queue = open_queue(queue_url)
@@ -70,6 +85,13 @@ def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | No
     finally:
         if consumer is not None:
             consumer.stop()
+    _print_outcome(outcome, csv_path)
+
+
+def _print_outcome(outcome: Any, csv_path: Path | None) -> None:
+    """A rescoring's changes as text, and as CSV in ``csv_path`` when given."""
+    from grader.term import rescore
+
     click.echo(rescore.format_text(outcome))
     if csv_path is not None:
         csv_path.write_text(rescore.format_csv(outcome), encoding="utf-8")

@@ -76,6 +76,16 @@ class Outcome:
     errors: list[dict[str, Any]]       # {"job", "student", "error"}
     dry_run: bool
 
+    def to_json(self) -> dict[str, Any]:
+        """The API's answer (``POST /api/v1/rescore``), with the CLI's text of it."""
+        return {**asdict(self), "text": format_text(self)}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> "Outcome":
+        """The inverse of :meth:`to_json` (``grade rescore`` through the server that serves the database)."""
+        return cls(doc.get("rescoring_id"), str(doc["grader_version"]), list(doc["exercises"]), int(doc["uploads"]),
+                   [Change(**c) for c in doc["changes"]], list(doc["errors"]), bool(doc["dry_run"]))
+
 
 def stored_uploads(store: Store, exercises: list[str]) -> list[tuple[dict[str, Any], list[str]]]:
     """(job row, exercise ids to grade again) of every graded upload holding one of ``exercises`` (all: [])."""

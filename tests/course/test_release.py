@@ -519,7 +519,7 @@ def test_the_hand_in_section_follows_the_course(tmp_path: Path) -> None:
     assert "**Your page in the browser**: https://grader.example.org/student/." in text  # where the page is
     assert "the same report and pictures as `grade submit --html`" in " ".join(text.split())  # what it shows
     assert "/student/" not in hand_in_text(Course(hand_in="gradescope"))[1]  # no course server, no page there
-    assert ("| init | init | 2026-12-01 23:59 UTC | counts 75% | 2026-12-08 23:59 UTC |"
+    assert ("| init | init | - | 2026-12-01 23:59 UTC | counts 75% | 2026-12-08 23:59 UTC | at once |"
             in deadlines_text(course))
 
 

@@ -76,7 +76,9 @@ def test_the_example_course_parses_with_its_exam_extensions_groups_and_lti() -> 
     from grader.server import lti
 
     course = load_course(EXAMPLE)
-    assert [c.name for c in course.chapters] == ["activations", "normalization", "init", "kernels"]
+    assert [c.name for c in course.chapters] == ["activations", "normalization", "initialisation", "kernels"]
+    # issue 43: the exam chapter is named as its quiz, so the quiz has the chapter's due date (and one row)
+    assert course.quiz_due("initialisation") == course.chapters[2].due is not None
     assert course.chapter_of("blocks.MLPBlock") is course.chapters[1]
     exam = course.chapters[2]
     assert exam.opens is not None and exam.release_feedback is not None and exam.show_score
@@ -140,8 +142,12 @@ def test_grade_release_takes_the_example_course(tmp_path: Path) -> None:
     assert "`grade login` in the handout goes to http://127.0.0.1:8000" in result.output
     handout = tmp_path / "release" / "student"
     settings = json.loads((handout / "grader" / "student" / "course.json").read_text())
-    assert settings["server"] == "http://127.0.0.1:8000" and "init" in [c["name"] for c in settings["chapters"]]
+    assert settings["server"] == "http://127.0.0.1:8000" and "initialisation" in [c["name"] for c in settings["chapters"]]
     readme = (handout / "README.md").read_text()
-    assert "| init | init | 2026-12-10 11:00 UTC | counts nothing |" in readme
+    # the exam chapter says it is one: when it opens and when its feedback comes (issue 43)
+    assert ("| initialisation | init | 2026-12-10 09:00 UTC | 2026-12-10 11:00 UTC | counts nothing | 2026-12-10 11:00 UTC |"
+            " exam: 2026-12-10 14:00 UTC |") in readme
+    assert 'Exam chapters (initialisation): an upload is graded at once, but its report shows each exercise as "received,' \
+        ' feedback at T"' in readme
     levels = json.loads((handout / "grader" / "student" / "engine" / "scaffolding.json").read_text())
     assert levels["exercises"]["normalization.BatchNorm1d"] == "derive"

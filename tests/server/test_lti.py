@@ -1087,3 +1087,28 @@ def test_without_an_lti_section_the_lti_routes_are_not_mounted(tmp_path: Path, l
     with serve_tool(tmp_path, lms, {}) as served:
         for path in ("/lti/login", "/lti/launch", "/lti/jwks", "/lti/config"):
             assert served["client"].get(path, params={"error": HOSTILE}).status_code == 404, path
+
+
+def test_early_lms_passback_holds_an_exam_score_until_its_release(poster: dict[str, Any],
+                                                                  lms: LmsPlatform) -> None:
+    """Issue 43: the LMS received a held exam chapter's score before ``release_feedback`` (its columns came from
+    the instructor's view). Before the release nothing of the chapter is posted; at the release it is."""
+    import dataclasses
+    from datetime import datetime, timedelta, timezone
+
+    from grader.student.course import Chapter
+
+    tick, queue, store, thread = poster["tick"], poster["queue"], poster["store"], poster["thread"]
+    later = datetime.now(timezone.utc) + timedelta(hours=3)
+    exam = Chapter("activations", ("activations.ReLU",), release_feedback=later)
+    thread.course = dataclasses.replace(thread.course, chapters=(exam,))
+    override(store, "s2", "activations.ReLU", 7.5)
+    tick()
+    run_tasks(queue)
+    assert lms.scores == [] and lti_services.pending_scores(store) == []
+    released = dataclasses.replace(exam, release_feedback=datetime.now(timezone.utc) - timedelta(minutes=1))
+    thread.course = dataclasses.replace(thread.course, chapters=(released,))
+    tick()  # nothing new in the database: the release alone sends it
+    assert run_tasks(queue) == 1
+    tick()
+    assert [s["scoreGiven"] for s in lms.scores] == [7.5]

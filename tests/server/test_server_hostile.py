@@ -42,6 +42,7 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "/api/v1/regrades/{id}/answer": {"reply": "looked again", "score": 5},
     "/api/v1/extensions": {"student": "ann", "chapter": "activations", "due": "2026-12-05T00:00", "reason": "ill",
                            "late_penalty": 0.1, "late_until": "2026-12-06T00:00"},
+    "/api/v1/rescore": {"exercises": ["activations"], "dry_run": True},
     "/api/v1/roster/sync": {},
 }
 PATH_SAMPLES = {"chapter": "activations", "id": "1", "student": "ann"}

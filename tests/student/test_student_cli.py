@@ -55,7 +55,7 @@ def test_a_late_upload_says_how_much_counts_beside_the_score_and_in_the_total() 
 def test_a_closed_chapter_is_listed_as_closed_when_everything_was_asked_for() -> None:
     graded = [e for e in EXERCISES if e not in ("init.kaiming_normal", "init.xavier_uniform")]
     lines = closed_lines(COURSE, [], graded)
-    assert lines == ["Closed: chapter 'init' stopped taking submissions at 2026-01-07 23:59 UTC; not graded: "
+    assert lines == ["Closed: chapter 'init' closed at 2026-01-07 23:59 UTC; not graded: "
                      "init.kaiming_normal, init.xavier_uniform"]
     assert closed_lines(COURSE, ["activations.ReLU"], ["activations.ReLU"]) == []
 
@@ -196,7 +196,7 @@ def test_the_servers_closed_chapters_name_what_was_left_out() -> None:
     doc = {"closed_chapters": [{"chapter": "init", "closed_at": "2026-01-07T23:59+00:00",
                                 "exercises": ["init.kaiming_normal", "init.xavier_uniform"]}]}
     lines = closed_lines(closed_course(doc, COURSE), ["init.kaiming_normal", "init.xavier_uniform"], [])
-    assert lines == ["Closed: chapter 'init' stopped taking submissions at 2026-01-07 23:59 UTC; "
+    assert lines == ["Closed: chapter 'init' closed at 2026-01-07 23:59 UTC; "
                      "not graded: init.kaiming_normal, init.xavier_uniform"]
     assert closed_course({}, COURSE) is COURSE
 

@@ -219,3 +219,36 @@ def test_a_rescoring_is_told_apart_by_the_grader_version(tmp_path: Path) -> None
     assert judge_digest(tmp_path, ("reference",)) != before
     assert re.fullmatch(r"\d+\.\d+\.\d+\+[0-9a-f]{12}", grader_version()), grader_version()
     assert grader_version().endswith("+" + judge_digest())
+
+
+@pytest.mark.server
+def test_rescore_while_serving_goes_through_the_server(tmp_path: Path, uploads: dict[str, object]) -> None:
+    """Issue 43, bug 6: `grade rescore` refused a served database ("use the server") and neither the dashboard nor
+    the API could rescore. Now the CLI goes through the server (its queue and workers, no downtime), with the diff
+    of whose grade changed; uploads are taken meanwhile; the Term page's button does the same."""
+    import re
+
+    import httpx
+
+    from server_util import Server, issue_tokens
+
+    db = course_db(tmp_path, uploads)
+    tokens, teacher = issue_tokens(db, ["ann", "bob"])
+    server = Server(db, f"sqlite:///{tmp_path / 'queue.db'}", workers=1).start()
+    try:
+        refused = CliRunner().invoke(cli, ["rescore", "--db", str(db)], env={"GRADE_TOKEN": ""})
+        assert refused.exit_code != 0 and "Pass --token <instructor token>" in refused.output
+        assert "press Rescore now on the dashboard's Term page" in refused.output
+        live = CliRunner().invoke(cli, ["rescore", "--db", str(db), "--token", teacher])
+        assert live.exit_code == 0, live.output
+        check_rescored(db, uploads, live.output)
+        assert httpx.get(server.url + "/api/v1/health", timeout=10).status_code == 200  # it served throughout
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {teacher}"}, timeout=120) as web:
+            term = web.get("/instructor/term").text
+            csrf = re.search(r'name="csrf" value="([^"]*)"', term)
+            assert csrf is not None and "Rescore now" in term
+            again = web.post("/instructor/term/rescore", data={"csrf": csrf.group(1), "exercises": "activations"})
+            assert again.status_code == 200 and "2 uploads graded again" in again.text, again.text[-2000:]
+            assert web.post("/api/v1/rescore", json={"exercises": 3}).status_code == 400
+    finally:
+        server.stop()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import json
 import sys
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from grader.student.quiz import quiz_text
 from grader.student.client.connection import Client, ClientError, Login
 from grader.student.course import handout_settings, parse_time
 from grader.student.errors import GraderError
+from grader.student.standing import format_time
 from grader.student.feedback.kept import save_last_report, write_html_report
 from grader.student.feedback.report import format_json, format_text, not_graded_line, use_color
 
@@ -115,25 +116,34 @@ def closed_course(document: dict[str, Any], course: dict[str, Any]) -> dict[str,
     closed = document.get("closed_chapters")
     if not isinstance(closed, list):
         return course
-    return {"chapters": [{"name": c["chapter"], "exercises": c["exercises"], "closes": c.get("closed_at")}
+    return {"chapters": [{"name": c["chapter"], "exercises": c["exercises"], "closes": c.get("closed_at"),
+                          "message": c.get("message")}
                          for c in closed]}
 
 
-def closed_lines(course: dict[str, Any], selectors: list[str], graded: list[str]) -> list[str]:
-    """One line per chapter whose exercises an upload of ``selectors`` left out because the chapter is closed."""
+def closed_lines(course: dict[str, Any], selectors: list[str], graded: list[str],
+                 now: datetime | None = None) -> list[str]:
+    """One line per chapter whose exercises an upload of ``selectors`` left out because the chapter takes no
+    upload: "opens at T" before it opens, "closed at T" after (the server's ``message``, else the course's dates)."""
     try:
         asked = catalogue.resolve(selectors or None)
     except GraderError:
         return []
+    now = now or datetime.now(timezone.utc)
     left_out = [e for e in asked if e not in graded]
     lines = []
     for chapter in course.get("chapters", []):
         mine = [e for e in chapter.get("exercises", []) if e in left_out]
         if mine:
-            closes = _when(chapter.get("closes"))
-            when = f" at {closes:%Y-%m-%d %H:%M} UTC" if closes else ""
-            lines.append(f"Closed: chapter '{chapter['name']}' stopped taking submissions{when}; "
-                         f"not graded: {', '.join(mine)}")
+            message = chapter.get("message")
+            if not message:
+                opens, closes = _when(chapter.get("opens")), _when(chapter.get("closes"))
+                if opens is not None and now < opens:
+                    message = f"chapter '{chapter['name']}' opens at {format_time(opens)}"
+                else:
+                    message = f"chapter '{chapter['name']}' closed" + (f" at {format_time(closes)}" if closes else "")
+            word = "Not open yet" if " opens at " in message else "Closed"
+            lines.append(f"{word}: {message}; not graded: {', '.join(mine)}")
             left_out = [e for e in left_out if e not in mine]
     if left_out:
         lines.append(f"Closed: not graded (submissions closed): {', '.join(left_out)}")
@@ -154,19 +164,19 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
     """
     if done.status == "error" or done.report is None:
         raise RemoteError(f"submission {done.id} could not be graded: {done.error}")
+    shares = server_late_shares(done.document)
+    if shares is None:  # a server that does not say: worked out from the course's dates
+        shares = late_shares(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
     if path is not None:
-        save_last_report(done.report, path)
+        save_last_report(done.report, path, shares)
     if fmt == "json":
         click.echo(format_json(done.report, arrays))
     else:
-        shares = server_late_shares(done.document)
-        if shares is None:  # a server that does not say: worked out from the course's dates
-            shares = late_shares(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
         color = use_color()
         click.echo(format_text(done.report, color=color, late_shares=shares), color=color)
     if html is not None:
         try:
-            write_html_report(done.report, html)
+            write_html_report(done.report, html, shares)
         except GraderError as exc:
             raise one_line(exc) from exc
     if done.status == "held":

@@ -82,15 +82,21 @@ class ExerciseResult:
 
     @property
     def score_hidden(self) -> bool:
-        """True for ``received`` (exam mode, grader/term/exam.py): graded, but the course shows no score before
+        """True for ``received`` (exam mode, grader/term/standing.py): graded, but the course shows no score before
         its feedback release (its 0 of 0 is no score, and never full marks)."""
         return self.status == "received"
+
+    @property
+    def feedback_held(self) -> bool:
+        """True for ``graded`` and ``received`` (exam mode): the checks' messages wait for the feedback release;
+        the exercise's message is the one line "received, feedback at T" (grader/student/standing.py)."""
+        return self.status in ("graded", "received")
 
     def to_json(self, arrays: bool = False) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "id": self.id,
             "status": self.status,
-            "score": round(self.score, 6) if self.graded else None,
+            "score": round(self.score, 6) if self.graded and not self.score_hidden else None,
             "max_score": self.max_score,
             "checks": [c.to_json(arrays) for c in self.checks],
         }
@@ -120,12 +126,18 @@ class GradeReport:
         return [e for e in self.exercises if not e.graded]
 
     @property
+    def counted_exercises(self) -> list[ExerciseResult]:
+        """The exercises the totals count: graded, and not held by exam mode (``received``: no score shown)."""
+        return [e for e in self.graded_exercises if not e.score_hidden]
+
+    @property
     def score(self) -> float:
-        return sum(e.score for e in self.graded_exercises)
+        return sum(e.score for e in self.counted_exercises)
 
     @property
     def max_score(self) -> float:
-        return sum(e.max_score for e in self.graded_exercises)
+        """THE maximum of a report: the counted exercises' max_score (grader/student/standing.py)."""
+        return sum(e.max_score for e in self.counted_exercises)
 
     @property
     def full_marks(self) -> bool:

@@ -12,13 +12,16 @@ instructor repository there is no such file: every exercise is ``guided``.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 
 LEVELS = ("contract", "derive", "guided")  # from least to most given away
 DEFAULT_LEVEL = "guided"
 LEVELS_FILE = Path(__file__).resolve().parent / "scaffolding.json"
+_IN_FORCE: dict[str, str] = {}  # the course server's levels (levels_in_force), in place of scaffolding.json
 
 
 @cache
@@ -31,5 +34,21 @@ def released_levels() -> dict[str, str]:
 
 
 def level_of(exercise_id: str) -> str:
-    """The level ``exercise_id``'s stub was released at (``guided`` when none was recorded)."""
-    return released_levels().get(exercise_id, DEFAULT_LEVEL)
+    """The level ``exercise_id``'s stub was released at: the course server's (:func:`levels_in_force`), else
+    scaffolding.json's, else ``guided``."""
+    return _IN_FORCE.get(exercise_id) or released_levels().get(exercise_id, DEFAULT_LEVEL)
+
+
+@contextlib.contextmanager
+def levels_in_force(levels: Mapping[str, str]) -> Iterator[None]:
+    """While the course server serves a course: its levels (course.toml's ``[scaffolding]``, as ``grade release``
+    writes them into the handout) in place of scaffolding.json, so that a report it renders says a known mistake
+    at the level the student's stub was released at."""
+    before = dict(_IN_FORCE)
+    _IN_FORCE.clear()
+    _IN_FORCE.update(levels)
+    try:
+        yield
+    finally:
+        _IN_FORCE.clear()
+        _IN_FORCE.update(before)

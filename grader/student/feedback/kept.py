@@ -11,7 +11,9 @@ drawn by :mod:`grader.student.feedback.report_html`, which only this module's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -28,22 +30,30 @@ def last_report_path(exercises_dir: Path) -> Path:
     return Path(exercises_dir).resolve().parent / ".grade" / LAST_REPORT
 
 
-def save_last_report(report: GradeReport, exercises_dir: Path) -> None:
-    """Keep the report (wire form, figures included) for ``grade view``; a write problem is a warning line."""
+def save_last_report(report: GradeReport, exercises_dir: Path, late_shares: Mapping[str, float] | None = None) -> None:
+    """Keep the report (wire form, figures included) for ``grade view``, with the late shares the course server
+    said (``late_shares``: so the page counts the total as the terminal did); a write problem is a warning line."""
     from grader.student.client.wire import report_to_dict
 
     try:
-        write_json(report_to_dict(report), last_report_path(exercises_dir))
+        write_json({**report_to_dict(report), "late_shares": dict(late_shares or {})}, last_report_path(exercises_dir))
     except OSError as exc:
         click.echo(f"Warning: the report was not kept for `grade view`: {exc}", err=True)
 
 
-def write_html_report(report: GradeReport, path: Path) -> None:
-    """Write the report's web page to ``path``; UsageError (one line, exit 2) when it cannot be written."""
+def kept_late_shares(document: Mapping[str, Any]) -> dict[str, float]:
+    """The late shares kept beside a report by :func:`save_last_report` ({} where none were)."""
+    shares = document.get("late_shares")
+    return {str(k): float(v) for k, v in shares.items()} if isinstance(shares, dict) else {}
+
+
+def write_html_report(report: GradeReport, path: Path, late_shares: Mapping[str, float] | None = None) -> None:
+    """Write the report's web page to ``path`` (its total counted with ``late_shares``, as the text report);
+    UsageError (one line, exit 2) when it cannot be written."""
     from grader.student.feedback.report_html import format_html
 
     try:
-        write_text(format_html(report), path)
+        write_text(format_html(report, late_shares=late_shares), path)
     except OSError as exc:
         raise UsageError(
             f"cannot write the web page to '{path}': {exc.strerror or exc}: choose another --html FILE") from None

@@ -8,11 +8,14 @@ In Jupyter (or any IPython)::
 
 ``%grade`` takes what ``grade submit`` takes (exercise ids or topics, and
 ``--path DIR``, ``--student NAME``, ``--packs DIR``, ``--no-sandbox``,
-``--local``) and does what it does. Logged in to a course server (``grade
-login``), it **hands in**: the exercise files are uploaded, the server grades
+``--local``) and ``--hand-in``. Running a notebook end to end never hands in
+by itself (it would spend an upload of the rate limit): only a cell that says
+``%grade ... --hand-in``, logged in to a course server (``grade login``),
+**hands in**: the exercise files are uploaded, the server grades
 them with the hidden checks and records the attempt, and the report is the
 server's (late notes and the counted total included), as the terminal's
-``grade submit``. Otherwise (or with ``--local``) it grades here, through the
+``grade submit``. Otherwise it grades here (logged in, the first line says
+that ``--hand-in`` would hand in), through the
 very pipeline of ``grade submit``: the files are copied out of the folder and
 run in the OS sandbox (bubblewrap, where it works) in worker processes, never
 in the notebook's own kernel, on the public checks of the case packs
@@ -69,7 +72,7 @@ class Feedback:
         from grader.student.feedback.report_html import format_html
 
         head = f"<p><strong>{html.escape(self.where)}</strong></p>" if self.where else ""
-        return head + format_html(self.report, fragment=True)
+        return head + format_html(self.report, fragment=True, late_shares=self.late_shares)
 
     def __str__(self) -> str:
         text = format_text(self.report, late_shares=self.late_shares)
@@ -102,10 +105,12 @@ class Problem:
 
 
 def grade(*selectors: str, path: str | Path | None = None, student: str | None = None,
-          packs: str | Path | None = None, no_sandbox: bool = False, local: bool = False) -> Feedback:
+          packs: str | Path | None = None, no_sandbox: bool = False, local: bool = False,
+          hand_in: bool = False) -> Feedback:
     """Grade the exercises (ids or topics; all when none) of ``path`` (default: exercises/ here) as ``grade submit``.
 
-    Logged in (and not ``local``): hand them in to the course server and wait for its report. Otherwise the
+    With ``hand_in`` (``%grade ... --hand-in``), logged in: hand them in to the course server and wait for its
+    report (not logged in: a one-line error naming `grade login`). Otherwise the
     same steps as the local ``grade submit``: workers started in the sandbox, the pipeline on the case packs,
     the attempt recorded. The report is kept for ``grade view``. GraderError (one line) when it cannot grade.
     """
@@ -123,12 +128,17 @@ def grade(*selectors: str, path: str | Path | None = None, student: str | None =
                             " --path DIR")
     wanted = list(selectors) or None
     ids = catalogue.resolve(wanted)
-    login = remote_login(None, local, None)
+    login = remote_login(None, local or not hand_in, None)
+    if hand_in and local:
+        raise NotebookError("--hand-in and --local contradict each other: --hand-in uploads to the course server")
+    if hand_in and login is None:
+        raise NotebookError("--hand-in needs a course server: run `grade login URL` first (or leave --hand-in out"
+                            " to grade here)")
     if login is not None:
         if student is not None or packs is not None or no_sandbox:
             raise NotebookError("--student, --packs and --no-sandbox are for grading here: the course server grades"
-                                " what you hand in as you (add --local to grade here)")
-        return hand_in(login, folder, list(selectors))
+                                " what you hand in as you (leave --hand-in out to grade here)")
+        return upload(login, folder, list(selectors))
     name = student or default_student()
     keep_kernels = any(catalogue.topic_of(i) not in catalogue.CPU_TOPICS for i in ids)
     limits = Limits(sandbox=sandbox_setting(no_sandbox, False),
@@ -143,10 +153,22 @@ def grade(*selectors: str, path: str | Path | None = None, student: str | None =
     record_attempt(report, None, folder)
     save_last_report(report, folder)
     why = "--local" if local else "not logged in to a course server"
+    if not local and saved_login() is not None:
+        why = "logged in: add --hand-in to the %grade line to hand in"
     return Feedback(report, f"Graded here on the public checks: nothing handed in ({why}).")
 
 
-def hand_in(login: Any, folder: Path, selectors: list[str]) -> Feedback:
+def saved_login() -> Any:
+    """The saved login (``grade login``), or None: none, or one that cannot be read (grading here needs none)."""
+    from grader.student.client import connection as client_lib
+
+    try:
+        return client_lib.load_login()
+    except client_lib.ClientError:
+        return None
+
+
+def upload(login: Any, folder: Path, selectors: list[str]) -> Feedback:
     """Upload ``folder``'s exercise files to the course server, wait for the hidden checks' report (as
     ``grade submit`` logged in); the report is kept for ``grade view``."""
     from grader.student.cli import save_last_report
@@ -158,11 +180,11 @@ def hand_in(login: Any, folder: Path, selectors: list[str]) -> Feedback:
         done = client_lib.submit(client, folder, selectors)
     if done.status == "error" or done.report is None:
         raise NotebookError(f"submission {done.id} could not be graded: {done.error}")
-    save_last_report(done.report, folder)
     course = me.get("course") or {}
     shares = server_late_shares(done.document)
     if shares is None:
         shares = late_shares(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
+    save_last_report(done.report, folder, shares)
     closed = closed_lines(closed_course(done.document, course), selectors, list(done.document.get("exercises") or []))
     where = (f"Handed in to {login.server}: submission {done.id}, graded with the hidden checks and recorded as "
              f"{login.student}." + "".join(f" {line}" for line in closed))
@@ -191,9 +213,11 @@ def parse_grade_line(line: str) -> tuple[list[str], dict[str, Any]]:
             options["no_sandbox"] = True
         elif word == "--local":
             options["local"] = True
+        elif word == "--hand-in":
+            options["hand_in"] = True
         elif word.startswith("-"):
-            raise NotebookError(f"unknown option '{word}': %grade takes --path, --student, --packs, --no-sandbox "
-                                "and --local")
+            raise NotebookError(f"unknown option '{word}': %grade takes --path, --student, --packs, --no-sandbox, "
+                                "--local and --hand-in")
         else:
             selectors.append(word)
         i += 1

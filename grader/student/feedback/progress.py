@@ -20,7 +20,8 @@ from typing import Any
 import click
 
 from grader.student.engine import catalogue
-from grader.student.course import DEFAULT_COURSE, Course
+from grader.student.course import DEFAULT_COURSE, Course, parse_time
+from grader.student.standing import format_time
 from grader.student.quiz.quiz_text import ChapterProgress as QuizStanding
 from grader.student.feedback.report import format_score, status_style
 from grader.student.store import Store
@@ -111,7 +112,9 @@ class Progress:
 
     @property
     def max_score(self) -> float:
-        return sum(e.max_score for c in self.chapters for e in c.exercises)
+        """The exercises' points, but those of exercises exam mode holds (``received``: in no total, as in a
+        report: grader/student/standing.py)."""
+        return sum(e.max_score for c in self.chapters for e in c.exercises if e.last_status != "received")
 
     @property
     def percent(self) -> float:
@@ -230,7 +233,7 @@ def format_progress(progress: Progress, color: bool = False) -> str:
             label, colour = status_style(ex.last_status)
             score = f"{format_score(ex.best_score)}/{format_score(ex.max_score)}"
             if ex.last_status == "received":  # exam mode: the score is not shown before the feedback release
-                score = "hidden"
+                score = "received"
             tries = f"{ex.attempts} attempt{'s' if ex.attempts != 1 else ''}"
             notes = []
             if ex.late:
@@ -277,24 +280,33 @@ def format_regrades(rows: list[dict[str, Any]]) -> list[str]:
     return ["Regrade requests:", *lines] if lines else []
 
 
+def shown_time(text: str) -> str:
+    """An ISO time of the course's dates as every view shows it (standing.format_time); the text itself if it is
+    not one."""
+    try:
+        return format_time(parse_time(text))
+    except ValueError:
+        return text
+
+
 def format_dates(dates: list[dict[str, Any]]) -> list[str]:
     """The student's own deadlines, one line per chapter with a due date or exam times (an extension says so,
-    with its reason)."""
+    with its reason); times in the one format of grader/student/standing.py, an exam chapter named as one."""
     lines = []
     for date in dates:
         exam = []
         if date.get("opens"):
-            exam.append(f"uploads open {date['opens']}")
+            exam.append(f"uploads open {shown_time(date['opens'])}")
         if date.get("release_feedback"):
-            exam.append(f"feedback shown from {date['release_feedback']} (exam mode)")
+            exam.append(f"exam: feedback at {shown_time(date['release_feedback'])}")
         if not date.get("due"):
             if exam:
                 lines.append(f"  {date['name']}: {', '.join(exam)}")
             continue
         penalty = float(date.get("late_penalty", 1.0))
         late = "late work counts nothing" if penalty >= 1 else f"late work loses {penalty:.0%}"
-        closes = f", uploads close {date['closes']}" if date.get("closes") else ""
+        closes = f", uploads close {shown_time(date['closes'])}" if date.get("closes") else ""
         own = f"  (your extension: {date['extension']})" if date.get("extension") else ""
         extra = "".join(f", {e}" for e in exam)
-        lines.append(f"  {date['name']}: due {date['due']}, {late}{closes}{extra}{own}")
+        lines.append(f"  {date['name']}: due {shown_time(date['due'])}, {late}{closes}{extra}{own}")
     return ["Deadlines:", *lines] if lines else []

@@ -22,6 +22,7 @@ from typing import IO, Any
 import click
 
 from grader.student import jsonsafe
+from grader.student import standing
 from grader.student.sanitize import clean_text
 from grader.student.coursetext import read_line
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
@@ -36,7 +37,7 @@ STATUS_LABELS: dict[str, tuple[str, str]] = {
     "timeout": ("TIMEOUT", "red"),
     # the grader's machine failed (no OpenCL device, no sandbox): no verdict, no score
     "not_graded": ("NOT_GRADED", "magenta"),
-    # exam mode only (grader/term/exam.py): the course hides feedback until its release time
+    # exam mode only (grader/term/standing.py): the course hides feedback until its release time
     "graded": ("GRADED", "cyan"),
     "received": ("RECEIVED", "cyan"),
 }
@@ -222,7 +223,7 @@ def shared_causes(report: GradeReport) -> dict[str, Cause]:
     in report order: each is said in full once, and pointed at from the others."""
     causes: dict[str, Cause] = {}
     for ex in report.exercises:
-        if exercise_label(ex)[0] == STATUS_LABELS["passed"][0]:
+        if exercise_label(ex)[0] == STATUS_LABELS["passed"][0] or ex.feedback_held:
             continue
         for name, message in messages_of(ex):
             cause = causes.setdefault(cause_key(message), Cause(cause_key(message), cause_key(message)))
@@ -333,7 +334,37 @@ def late_note(share: float) -> str:
 
 def counted_total(report: GradeReport, late_shares: Mapping[str, float]) -> float:
     """The report's total as the course counts it: each late exercise's score times its share."""
-    return sum(e.score * late_shares.get(e.id, 1.0) for e in report.graded_exercises)
+    return standing.totals(report, late_shares).counted
+
+
+def total_line(report: GradeReport, late_shares: Mapping[str, float] | None = None) -> str:
+    """THE total line of every report (text, HTML, notebook): the counted total of :func:`standing.totals`.
+
+    "Total: 74/90 (82.2%) counted (90/90 as graded, late work penalised), 8 of 9 exercises at full marks"; held
+    exercises (exam mode) are in neither number and are said once: "; 2 exercises held until the feedback release".
+    """
+    t = standing.totals(report, late_shares)
+    if t.held and not t.shown:
+        return (f"Total: none shown yet; {t.held} exercise{'s' if t.held != 1 else ''} received and graded: score "
+                "and feedback held until the feedback release (exam mode)")
+    line = f"Total: {format_score(t.counted)}/{format_score(t.maximum)} ({t.percent:.1f}%)"
+    if abs(t.counted - t.graded) > 1e-9:
+        line += f" counted ({format_score(t.graded)}/{format_score(t.maximum)} as graded, late work penalised)"
+    line += f", {t.full} of {t.shown} exercises at full marks"
+    if t.held:
+        line += (f"; {t.held} exercise{'s' if t.held != 1 else ''} received and graded: score and feedback held "
+                 "until the feedback release (exam mode)")
+    return line
+
+
+def score_text(ex: ExerciseResult) -> str:
+    """An exercise's score as every report shows it: "7.5/10", "-/10" when not graded, "received, feedback at T"
+    when exam mode holds it (its message says so: grader/term/standing.py), never "0/0"."""
+    if ex.score_hidden:
+        return ex.message or "received"
+    if ex.feedback_held and ex.message:
+        return f"{format_score(ex.score)}/{format_score(ex.max_score)} ({ex.message})"
+    return f"{format_score(ex.score) if ex.graded else '-'}/{format_score(ex.max_score)}"
 
 
 def format_text(report: GradeReport, color: bool = False, late_shares: Mapping[str, float] | None = None) -> str:
@@ -362,23 +393,12 @@ def format_text(report: GradeReport, color: bool = False, late_shares: Mapping[s
     said: dict[str, str] = {}
     for ex in report.exercises:
         label, colour = exercise_label(ex)
-        score = f"{format_score(ex.score) if ex.graded else '-'}/{format_score(ex.max_score)}"
+        score = score_text(ex)
         note = f"  ({notes[ex.id]})" if ex.id in notes else ""
         lines.append(f"  {style(label.ljust(LABEL_WIDTH), fg=colour, bold=True)}{ex.id.ljust(width)}  {score:>7}{note}")
-        if label != STATUS_LABELS["passed"][0]:
+        if label != STATUS_LABELS["passed"][0] and not ex.feedback_held:
             lines.extend("        " + line if line else "" for line in exercise_details(ex, causes, said))
-    shown = [ex for ex in report.graded_exercises if not ex.score_hidden]
-    hidden = len(report.graded_exercises) - len(shown)
-    full = sum(1 for ex in shown if ex.score >= ex.max_score)
-    counted = counted_total(report, late_shares or {})
-    percent = 100.0 * counted / report.max_score if report.max_score else 0.0
-    total = f"Total: {format_score(counted)}/{format_score(report.max_score)} ({percent:.1f}%)"
-    if abs(counted - report.score) > 1e-9:
-        total += f" counted ({format_score(report.score)}/{format_score(report.max_score)} as graded, late work penalised)"
-    total += f", {full} of {len(shown)} exercises at full marks"
-    if hidden:
-        total += (f"; {hidden} exercise{'s' if hidden != 1 else ''} received and graded, score hidden until the "
-                  "feedback release (exam mode)")
+    total = total_line(report, late_shares)
     todo = sorted({ex.id.split(".")[0] for ex in report.exercises if ex.status == "not_implemented"})
     if todo:
         lines.append(

@@ -16,14 +16,15 @@ nothing of it.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from typing import Any
 
 from grader.student.coursetext import section_for, section_href
 from grader.student.feedback import drawing
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.feedback.report import (
-    STATUS_LABELS, Cause, cause_key, check_groups, diagnosis_lines, exercise_label, format_score, group_heading,
-    group_points, once_per_traceback, output_excerpt, shared_causes,
+    STATUS_LABELS, Cause, cause_key, check_groups, diagnosis_lines, exercise_label, group_heading,
+    group_points, once_per_traceback, output_excerpt, score_text, shared_causes, total_line,
 )
 from grader.student.sanitize import clean_text
 
@@ -156,7 +157,7 @@ def check_html(ex: ExerciseResult, group: list[CheckResult], seen: set[tuple[str
 def exercise_html(ex: ExerciseResult, page: Page) -> str:
     label, colour = exercise_label(ex)
     parts = [f'<h2 id="{anchor(ex)}">{label_html(label, colour)} {name_html(ex.id)} '
-             f'<span class="ng-note">{format_score(ex.score)}/{format_score(ex.max_score)}</span></h2>']
+             f'<span class="ng-note">{esc(score_text(ex))}</span></h2>']
     seen: set[tuple[str, ...]] = set()
     own = cause_key(ex.message) if ex.message.strip() else None
     if ex.message:
@@ -187,16 +188,15 @@ def exercise_html(ex: ExerciseResult, page: Page) -> str:
     return "".join(parts)
 
 
-def body_html(report: GradeReport, text_href: str = TEXT_HREF) -> str:
-    """The report's content (no <html>): title, total, known mistakes, shared causes, the summary table, each
-    exercise's details."""
+def body_html(report: GradeReport, text_href: str = TEXT_HREF,
+              late_shares: Mapping[str, float] | None = None) -> str:
+    """The report's content (no <html>): title, total (the text report's :func:`total_line`), known mistakes,
+    shared causes, the summary table, each exercise's details (none for an exercise exam mode holds);
+    ``text_href``: where the course text's pages are (a failing exercise links to its section)."""
     if not report.exercises:
         return f'<div class="ng-report"><p>No exercises graded for {esc(report.student)}.</p></div>'
-    full = sum(1 for ex in report.exercises if ex.score >= ex.max_score)
-    percent = 100.0 * report.score / report.max_score if report.max_score else 0.0
     parts = ['<div class="ng-report">', f"<h1>normgrade report for {esc(report.student)}</h1>",
-             f'<p class="ng-total">Total: {format_score(report.score)}/{format_score(report.max_score)}'
-             f" ({percent:.1f}%), {full} of {len(report.exercises)} exercises at full marks</p>"]
+             f'<p class="ng-total">{esc(total_line(report, late_shares))}</p>']
     parts.extend(f'<p class="ng-note">Note: {esc(n)}</p>' for n in report.notices)
     mistakes = known_mistakes(report)
     if mistakes:
@@ -213,23 +213,24 @@ def body_html(report: GradeReport, text_href: str = TEXT_HREF) -> str:
         label, colour = exercise_label(ex)
         name = name_html(ex.id) if label == STATUS_LABELS["passed"][0] else f'<a href="#{anchor(ex)}">{name_html(ex.id)}</a>'
         rows.append(f'<tr><td>{label_html(label, colour)}</td><td class="ng-name">{name}</td>'
-                    f'<td class="ng-num">{format_score(ex.score)}/{format_score(ex.max_score)}</td></tr>')
+                    f'<td class="ng-num">{esc(score_text(ex))}</td></tr>')
     parts.append('<table><thead><tr><th scope="col">Status</th><th scope="col">Exercise</th>'
                  f'<th scope="col" class="ng-num">Score</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
     todo = [ex for ex in report.exercises if ex.status == "not_implemented"]
     if todo:
         parts.append(f'<p class="ng-note">{len(todo)} exercise(s) still raise NotImplementedError.</p>')
     parts.extend(exercise_html(ex, page) for ex in report.exercises
-                 if exercise_label(ex)[0] != STATUS_LABELS["passed"][0])
+                 if exercise_label(ex)[0] != STATUS_LABELS["passed"][0] and not ex.feedback_held)
     parts.append("</div>")
     return "".join(parts)
 
 
-def format_html(report: GradeReport, fragment: bool = False, text_href: str = TEXT_HREF) -> str:
+def format_html(report: GradeReport, fragment: bool = False, text_href: str = TEXT_HREF,
+                late_shares: Mapping[str, float] | None = None) -> str:
     """The whole page (``fragment``: a ``<style>`` and the body only, for a notebook cell or another page);
     ``text_href``: where the course text's pages are, seen from this page (a failing exercise links to its
-    section)."""
-    body = body_html(report, text_href)
+    section); ``late_shares``: the server's late shares, so the total is the text report's."""
+    body = body_html(report, text_href, late_shares)
     if fragment:
         return f"<style>{CSS}</style>{body}"
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

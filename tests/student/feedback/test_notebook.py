@@ -112,7 +112,7 @@ def test_grade_magic_grades_through_the_pipeline_records_and_renders(shell: Any,
     ("BatchNorm --packs packs", "Did you mean"),
     ("normalization.BatchNorm1d --packs", "--packs needs a value"),
     ("normalization.BatchNorm1d --fast", "unknown option '--fast'"),
-    ("normalization.BatchNorm1d --local --fast", "takes --path, --student, --packs, --no-sandbox and --local"),
+    ("normalization.BatchNorm1d --local --fast", "takes --path, --student, --packs, --no-sandbox, --local and --hand-in"),
     ("normalization.BatchNorm1d --path nowhere --packs packs", "no exercises folder"),
     ('normalization.BatchNorm1d "unclosed', "cannot read"),
 ])
@@ -231,8 +231,9 @@ def test_quiz_is_posed_judged_and_recorded_by_the_server_when_logged_in(tmp_path
 
 
 def test_grade_magic_hands_in_when_logged_in_and_says_so_first(shell: Any, handout: Path) -> None:
-    """Logged in, %grade does what the terminal's `grade submit` does: it hands in (the server's hidden checks,
-    recorded there), and its first line says so; --local grades here and says that nothing was handed in."""
+    """Logged in, %grade ... --hand-in does what the terminal's `grade submit` does: it hands in (the server's
+    hidden checks, recorded there), and its first line says so. Issue 43: running a notebook end to end handed
+    in; a plain %grade now grades here and says how to hand in; --local grades here too."""
     from grader.student.client.connection import Login, save_login
     from server_util import Server, issue_tokens
 
@@ -242,7 +243,13 @@ def test_grade_magic_hands_in_when_logged_in_and_says_so_first(shell: Any, hando
     server = Server(db, f"sqlite:///{db.parent / 'queue.db'}", workers=1).start()
     try:
         save_login(Login(server.url, tokens["ann"], "ann"))  # $GRADE_CONFIG: a test's own file (conftest)
-        handed = shell.run_line_magic("grade", "activations.ReLU")
+        plain = shell.run_line_magic("grade", "normalization.BatchNorm1d --packs packs")
+        assert isinstance(plain, notebook.Feedback), plain
+        assert str(plain).splitlines()[0] == ("Graded here on the public checks: nothing handed in (logged in: add "
+                                              "--hand-in to the %grade line to hand in).")
+        with Store.open(db) as store:
+            assert store.submissions(student="ann") == []  # running the notebook handed nothing in
+        handed = shell.run_line_magic("grade", "activations.ReLU --hand-in")
         assert isinstance(handed, notebook.Feedback), handed
         first = str(handed).splitlines()[0]
         assert first.startswith(f"Handed in to {server.url}: submission ") and "recorded as ann" in first
@@ -252,8 +259,8 @@ def test_grade_magic_hands_in_when_logged_in_and_says_so_first(shell: Any, hando
         here = shell.run_line_magic("grade", "normalization.BatchNorm1d --local --packs packs")
         assert isinstance(here, notebook.Feedback)
         assert str(here).splitlines()[0] == "Graded here on the public checks: nothing handed in (--local)."
-        mixed = shell.run_line_magic("grade", "activations.ReLU --student bob")
-        assert isinstance(mixed, notebook.Problem) and "add --local to grade here" in mixed.message
+        mixed = shell.run_line_magic("grade", "activations.ReLU --student bob --hand-in")
+        assert isinstance(mixed, notebook.Problem) and "leave --hand-in out to grade here" in mixed.message
         with Store.open(db) as store:
             assert len(store.submissions(student="ann")) == 1  # neither --local nor the refused line handed in
     finally:
