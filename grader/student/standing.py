@@ -86,6 +86,7 @@ class ChapterState:
 def chapter_state(chapter: "Chapter", now: datetime) -> ChapterState:
     """The state of ``chapter`` (already extended for the student, when they have an extension) at ``now``."""
     closes = chapter.closes_at()
+    at: datetime | None
     if chapter.opens is not None and now < chapter.opens:
         state, at, share = NOT_OPEN, chapter.opens, 1.0
     elif not chapter.is_open(now):
