@@ -3,12 +3,13 @@
 Every module under ``grader/`` and ``reference/`` is parsed, never imported,
 with the walker of ``tests/test_boundary.py`` (module-level imports and those
 inside functions alike, relative ones resolved, ``importlib.import_module``
-literals). An import is an edge to the module it names: ``from P import x``
-to ``P.x`` when that is a module, else to ``P``. The packages it passes
-through are not edges (``import grader.quiz.bank`` runs ``grader/quiz/__init__``
-first, which imports ``bank`` again: that is how packages work, not a circle).
-Imports under ``if TYPE_CHECKING:`` are not edges: they never run (the
-annotations they serve are strings), so they make no circle at import time.
+literals, and those under ``if TYPE_CHECKING:``). An import is an edge to the
+module it names: ``from P import x`` to ``P.x`` when that is a module, else to
+``P``. The packages it passes through are not edges (``import grader.quiz.bank``
+runs ``grader/quiz/__init__`` first, which imports ``bank`` again: that is how
+packages work, not a circle). Type-only imports are edges too: they never run,
+but a reader follows them as any other, so a type two modules share lives
+below both.
 
 The layers, bottom up, are the map at the top of docs/design.md:
 
@@ -30,7 +31,6 @@ any other one, and on a named one that is gone (so the list stays true).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-import ast
 from pathlib import Path
 
 import pytest
@@ -70,17 +70,6 @@ def module_of(name: str, modules: Mapping[str, Path]) -> str | None:
     return None
 
 
-def typing_only_lines(path: Path) -> set[int]:
-    """The lines of ``path`` inside ``if TYPE_CHECKING:`` blocks (imports for annotations alone)."""
-    lines: set[int] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        test = getattr(node, "test", None)
-        if isinstance(node, ast.If) and getattr(test, "id", getattr(test, "attr", "")) == "TYPE_CHECKING":
-            for inner in node.body:
-                lines.update(range(inner.lineno, (inner.end_lineno or inner.lineno) + 1))
-    return lines
-
-
 def import_edges(modules: Mapping[str, Path], root: Path = ROOT) -> dict[str, dict[str, int]]:
     """module -> {module it imports: first line}, among ``modules`` (files under ``root``).
 
@@ -89,10 +78,8 @@ def import_edges(modules: Mapping[str, Path], root: Path = ROOT) -> dict[str, di
     """
     edges: dict[str, dict[str, int]] = {}
     for name, path in modules.items():
-        typing_only = typing_only_lines(path)
-        found = [(line, imported) for line, imported in imported_names(path, root) if line not in typing_only]
         by_line: dict[int, list[str]] = {}
-        for line, imported in found:
+        for line, imported in imported_names(path, root):
             by_line.setdefault(line, []).append(imported)
         mine = edges.setdefault(name, {})
         for line, names in sorted(by_line.items()):
@@ -209,6 +196,17 @@ def test_a_circle_through_a_function_level_import_is_found_and_moving_the_shared
     files["grader/student/cli.py"] += "from grader.student import kept\n"
     files["grader/student/client/remote.py"] = "def f():\n    from ..kept import save\n"
     assert circles(edges_of_package(tmp_path / "after", files)) == []
+
+
+def test_a_type_only_import_is_an_edge_so_a_type_shared_both_ways_is_a_circle(tmp_path: Path) -> None:
+    files = {
+        "grader/__init__.py": "",
+        "grader/checks.py": "from grader import generic\n\n\nclass Context:\n    pass\n",
+        "grader/generic.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from grader.checks import Context\n",
+    }
+    assert circles(edges_of_package(tmp_path / "a", files)) == [["grader.checks", "grader.generic"]]
+    files["grader/generic.py"] = "from typing import Protocol\n\n\nclass Context(Protocol):\n    pass\n"
+    assert circles(edges_of_package(tmp_path / "b", files)) == []
 
 
 def test_a_package_reexporting_its_modules_is_no_circle_unless_one_reads_the_package(tmp_path: Path) -> None:
