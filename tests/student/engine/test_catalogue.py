@@ -12,7 +12,7 @@ def test_exercise_list_is_the_spec_list() -> None:
     ex = catalogue.EXERCISES
     assert ex[0] == "activations.Sigmoid" and ex[-1] == "kernels.layernorm_forward"
     assert "approximation.fit_function" in ex and "kernels.relu_forward" in ex
-    assert len(ex) == len(set(ex)) == 34
+    assert len(ex) == len(set(ex))  # no count kept here: a course adds exercises (docs/authoring.md)
     assert catalogue.TOPICS == ["activations", "linear", "normalization", "dropout", "init", "optim",
                                 "gradcheck", "blocks", "approximation", "kernels"]
     assert ex.index("approximation.fit_function") + 1 == ex.index("kernels.relu_forward")
@@ -33,7 +33,7 @@ def test_ids_topics_and_bare_names() -> None:
     assert catalogue.resolve(["batchnorm1d"]) == ["normalization.BatchNorm1d"]
     assert catalogue.resolve(["NORMALIZATION.layernorm"]) == ["normalization.LayerNorm"]
     assert catalogue.resolve(["linear"]) == ["linear.Linear"]
-    assert len(catalogue.resolve(["kernels"])) == 7
+    assert catalogue.resolve(["kernels"]) == [e for e in catalogue.EXERCISES if e.startswith("kernels.")]
 
 
 def test_result_is_in_catalogue_order_without_duplicates() -> None:
