@@ -234,7 +234,7 @@ def test_an_import_up_the_layers_is_found_with_its_line(tmp_path: Path) -> None:
 
 def test_the_map_at_the_top_of_design_md_draws_every_layer() -> None:
     text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
-    assert text.index("## The package map") < text.index("## The trust boundary is the layout")
+    assert text.index("## The package map") < text.index("## One submission, followed through the layers")
     drawn = text.split("## The package map", 1)[1].split("```")[1]  # the map's picture
     for packages in LAYERS:
         for package in packages:
@@ -244,6 +244,13 @@ def test_the_map_at_the_top_of_design_md_draws_every_layer() -> None:
                                                         "grader/server/", "command lines")]
     assert rows == sorted(rows, reverse=True)  # drawn bottom up
     assert len(drawn.strip().splitlines()) <= 40  # one screen
+
+
+def test_design_md_is_one_page_that_links_the_rest_beside_what_it_describes() -> None:
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 100
+    rest = sorted(p.name for p in (ROOT / "docs" / "design").glob("*.md"))
+    assert rest and all(f"](design/{name})" in text for name in rest), rest
 
 
 def test_grader_holds_entry_points_and_packages_and_the_student_side_a_short_top() -> None:
