@@ -98,7 +98,9 @@ def test_a_variant_namespace_differs_in_one_name_only() -> None:
 
 
 def test_plans_must_add_up_to_max_score() -> None:
-    from grader.student.engine.checks.base import Compare, ExerciseChecks, Plan, PlanError
+    from grader.student.engine.checks.context import PlanError
+    from grader.student.engine.checks.kinds import Compare
+    from grader.student.engine.checks.plans import ExerciseChecks, Plan
 
     class Broken(ExerciseChecks):
         id = "linear.Linear"
