@@ -103,7 +103,7 @@ def round2_diagnosis(self: Any, case: str, keys: list[str], passes: list[list[st
 @contextmanager
 def round2_rule() -> Iterator[None]:
     """Diagnosis by round 2's rule (:func:`round2_diagnosis` in place of part by part), for the baseline."""
-    from grader.student.engine.checks.base import Context
+    from grader.student.engine.checks.context import Context
 
     original = Context.part_by_part
     Context.part_by_part = round2_diagnosis  # type: ignore[method-assign]

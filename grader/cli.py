@@ -35,18 +35,17 @@ from grader.student.cli import (  # noqa: F401  (shared with the handout's grade
     html_option,
     json_option,
     local_progress,
-    local_submit,
     no_sandbox_option,
     no_wait_option,
     one_line_errors,
     path_option,
     read_section,
     run_console_script,
-    sandbox_setting,
     server_options,
     student_option,
     view_command,
 )
+from grader.student.submit import sandbox_setting, submit
 from grader.student.sandbox.runner import Limits, Workspace
 from grader.student.store import Store, default_db_path
 
@@ -108,19 +107,15 @@ def submit_command(
     fmt = "json" if as_json else (fmt or "text")
     if fmt == "gradescope" and server:
         raise CommandError("--format gradescope grades here: drop --server")
-    login = remote.remote_login(server, local or fmt == "gradescope", db)
-    if login is not None:
-        code = remote.remote_submit(login, path, list(selectors), fmt, wait=not no_wait, html=html, arrays=arrays)
-        click.get_current_context().exit(code)
-    if no_wait:
-        raise CommandError("--no-wait goes with a course server: run `grade login URL` or pass --server URL")
 
     def grade_live(folder: Path, ids: list[str] | None, name: str, limits: Limits, workspace: Workspace) -> GradeReport:
         from grader.course import grading  # the live source (hidden checks), loaded once the workers are starting
 
         return grading.grade(folder, ids, name, limits, workspace)
 
-    local_submit(list(selectors), path, student, db, fmt, output, no_sandbox, grade_live, html=html, arrays=arrays)
+    click.get_current_context().exit(submit(
+        list(selectors), path, grade_live, student=student, db=db, fmt=fmt, output=output, server=server,
+        local=local, no_wait=no_wait, no_sandbox=no_sandbox, html=html, arrays=arrays))
 
 
 @cli.command("progress")

@@ -3,12 +3,13 @@
 Every module under ``grader/`` and ``reference/`` is parsed, never imported,
 with the walker of ``tests/test_boundary.py`` (module-level imports and those
 inside functions alike, relative ones resolved, ``importlib.import_module``
-literals). An import is an edge to the module it names: ``from P import x``
-to ``P.x`` when that is a module, else to ``P``. The packages it passes
-through are not edges (``import grader.quiz.bank`` runs ``grader/quiz/__init__``
-first, which imports ``bank`` again: that is how packages work, not a circle).
-Imports under ``if TYPE_CHECKING:`` are not edges: they never run (the
-annotations they serve are strings), so they make no circle at import time.
+literals, and those under ``if TYPE_CHECKING:``). An import is an edge to the
+module it names: ``from P import x`` to ``P.x`` when that is a module, else to
+``P``. The packages it passes through are not edges (``import grader.quiz.bank``
+runs ``grader/quiz/__init__`` first, which imports ``bank`` again: that is how
+packages work, not a circle). Type-only imports are edges too: they never run,
+but a reader follows them as any other, so a type two modules share lives
+below both.
 
 The layers, bottom up, are the map at the top of docs/design.md:
 
@@ -30,7 +31,6 @@ any other one, and on a named one that is gone (so the list stays true).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-import ast
 from pathlib import Path
 
 import pytest
@@ -70,17 +70,6 @@ def module_of(name: str, modules: Mapping[str, Path]) -> str | None:
     return None
 
 
-def typing_only_lines(path: Path) -> set[int]:
-    """The lines of ``path`` inside ``if TYPE_CHECKING:`` blocks (imports for annotations alone)."""
-    lines: set[int] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        test = getattr(node, "test", None)
-        if isinstance(node, ast.If) and getattr(test, "id", getattr(test, "attr", "")) == "TYPE_CHECKING":
-            for inner in node.body:
-                lines.update(range(inner.lineno, (inner.end_lineno or inner.lineno) + 1))
-    return lines
-
-
 def import_edges(modules: Mapping[str, Path], root: Path = ROOT) -> dict[str, dict[str, int]]:
     """module -> {module it imports: first line}, among ``modules`` (files under ``root``).
 
@@ -89,10 +78,8 @@ def import_edges(modules: Mapping[str, Path], root: Path = ROOT) -> dict[str, di
     """
     edges: dict[str, dict[str, int]] = {}
     for name, path in modules.items():
-        typing_only = typing_only_lines(path)
-        found = [(line, imported) for line, imported in imported_names(path, root) if line not in typing_only]
         by_line: dict[int, list[str]] = {}
-        for line, imported in found:
+        for line, imported in imported_names(path, root):
             by_line.setdefault(line, []).append(imported)
         mine = edges.setdefault(name, {})
         for line, names in sorted(by_line.items()):
@@ -211,6 +198,17 @@ def test_a_circle_through_a_function_level_import_is_found_and_moving_the_shared
     assert circles(edges_of_package(tmp_path / "after", files)) == []
 
 
+def test_a_type_only_import_is_an_edge_so_a_type_shared_both_ways_is_a_circle(tmp_path: Path) -> None:
+    files = {
+        "grader/__init__.py": "",
+        "grader/checks.py": "from grader import generic\n\n\nclass Context:\n    pass\n",
+        "grader/generic.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from grader.checks import Context\n",
+    }
+    assert circles(edges_of_package(tmp_path / "a", files)) == [["grader.checks", "grader.generic"]]
+    files["grader/generic.py"] = "from typing import Protocol\n\n\nclass Context(Protocol):\n    pass\n"
+    assert circles(edges_of_package(tmp_path / "b", files)) == []
+
+
 def test_a_package_reexporting_its_modules_is_no_circle_unless_one_reads_the_package(tmp_path: Path) -> None:
     files = {
         "grader/__init__.py": "",
@@ -236,7 +234,7 @@ def test_an_import_up_the_layers_is_found_with_its_line(tmp_path: Path) -> None:
 
 def test_the_map_at_the_top_of_design_md_draws_every_layer() -> None:
     text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
-    assert text.index("## The package map") < text.index("## The trust boundary is the layout")
+    assert text.index("## The package map") < text.index("## One submission, followed through the layers")
     drawn = text.split("## The package map", 1)[1].split("```")[1]  # the map's picture
     for packages in LAYERS:
         for package in packages:
@@ -246,6 +244,13 @@ def test_the_map_at_the_top_of_design_md_draws_every_layer() -> None:
                                                         "grader/server/", "command lines")]
     assert rows == sorted(rows, reverse=True)  # drawn bottom up
     assert len(drawn.strip().splitlines()) <= 40  # one screen
+
+
+def test_design_md_is_one_page_that_links_the_rest_beside_what_it_describes() -> None:
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 100
+    rest = sorted(p.name for p in (ROOT / "docs" / "design").glob("*.md"))
+    assert rest and all(f"](design/{name})" in text for name in rest), rest
 
 
 def test_grader_holds_entry_points_and_packages_and_the_student_side_a_short_top() -> None:

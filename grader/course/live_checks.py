@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.student.engine.checks.base import ATOL, RTOL, Context, Outcome, error_text
+from grader.student.engine.checks.context import ATOL, RTOL, Context, error_text
+from grader.student.engine.checks.kinds import Outcome
 from grader.student.engine.compare import compare, scale_of
 from grader.student.feedback import figures
 

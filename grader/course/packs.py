@@ -22,7 +22,7 @@ import numpy as np
 
 from grader.course.grading import PUBLIC_STUDENT, LiveExpected, ReferenceResults, public_seed
 from grader.student.engine.checks import CHECKS
-from grader.student.engine.checks.base import Context
+from grader.student.engine.checks.context import Context
 from grader.student.engine.checks.init import StatCheck, variant_verdict
 from grader.student.engine.diagnosis import REFERENCE_AGAIN
 from grader.student.errors import GraderError

@@ -1,4 +1,4 @@
-"""The course server (`grade serve`): see docs/design.md, "A submission's way through the server".
+"""The course server (`grade serve`): see docs/design/server.md, "A submission's way through the server".
 
 Needs the ``server`` extra (starlette, uvicorn, huey, redis).
 """

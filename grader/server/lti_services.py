@@ -276,7 +276,6 @@ def membership(connector: ServiceConnector, platform: lti.Platform, url: str) ->
 
 def sync_roster(store: Store, config: lti.LtiConfig, connector: ServiceConnector | None = None) -> SyncResult:
     """Pull every bound context's membership into the roster (module docstring); errors per context are kept."""
-    lti.ensure_tables(store)
     own = connector is None
     connector = connector or ServiceConnector(store)
     result = SyncResult()
@@ -682,12 +681,11 @@ class ScorePoster(threading.Thread):
 
 
 def install(app: Any) -> None:
-    """Give the application its LTI settings, tables and signing key (called by create_app)."""
+    """Give the application its LTI settings and signing key (called by create_app; the store made the tables)."""
     st = app.state.normgrade
     app.state.lti_config = lti.platforms_of(st.config.course)
     app.state.lti_jwks = lti.JwksCache()
     with Store.open(st.config.db_path) as store:
-        lti.ensure_tables(store)
         lti.signing_key(store)
 
 

@@ -7,51 +7,47 @@ after ``grade login``, hands in to the course server, which runs the hidden
 checks (:mod:`grader.student.client.remote`); ``grade quiz`` is practice offline and
 judged by the server when logged in; ``grade progress`` shows the server's
 record when logged in, this machine's record of public-check attempts
-otherwise; ``grade result ID`` shows a stored submission. The instructor's
-`grade` (``grader/cli.py``) builds on the same helpers, the same
-:func:`local_submit` (with the live source: hidden checks) and the same remote
-commands.
+otherwise; ``grade result ID`` shows a stored submission. Both command lines
+and the notebook submit through :func:`grader.student.submit.submit`; the
+instructor's `grade` (``grader/cli.py``) builds on the same helpers (with the
+live source: hidden checks) and the same remote commands.
 """
 
 from __future__ import annotations
 
 import gc
-import getpass
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from grader.student.engine import catalogue
-from grader.student.errors import GraderError, StoreError
 from grader.student.engine.model import GradeReport
-from grader.student.feedback.kept import kept_late_shares, last_report_path, save_last_report, write_html_report
+from grader.student.feedback.kept import kept_late_shares, last_report_path, write_html_report
 from grader.student.feedback.report import (
-    format_json,
-    format_text,
-    gradescope_error,
-    gradescope_results,
-    not_graded_line,
     use_color,
-    write_gradescope_placeholder,
-    write_json,
 )
-from grader.student.sandbox.runner import Limits, Workspace, kernel_cache_folder, prestart_workspace
+from grader.student.sandbox.runner import Limits, Workspace
 from grader.student.store import Store, default_db_path
+from grader.student.submit import (  # noqa: F401  (re-exported: the instructor's grade and the tests name them here)
+    DEFAULT_EXERCISES_DIR,
+    CommandError,
+    default_student,
+    exercises_dir,
+    grader_version,
+    one_line_errors,
+    submit,
+)
 
 if TYPE_CHECKING:
     from grader.student.feedback.progress import Progress
 
 F = TypeVar("F", bound=Callable[..., Any])
-DEFAULT_EXERCISES_DIR = Path("exercises")
 DEFAULT_QUIZ_DIR = Path("quizzes")
-# The distributions this code may be installed as: the instructor's repository, or a handout.
-DISTRIBUTIONS = ("normgrade", "normgrade-student")
 # The maths libraries' thread pools, pinned to one thread in the grader's own process.
 MATHS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -83,44 +79,12 @@ def one_maths_thread() -> None:
         os.environ.setdefault(name, "1")
 
 
-class CommandError(click.ClickException):
-    """A one-line ``Error: ...`` on stderr with exit status 2 (usage, setup or store problem)."""
-
-    exit_code = 2
-
-
-@contextmanager
-def one_line_errors() -> Iterator[None]:
-    """Turn the library's GraderError (UsageError, SetupError, StoreError, ...) into CommandError."""
-    try:
-        yield
-    except GraderError as exc:
-        raise CommandError(str(exc)) from exc
-
-
 def path_option(func: F) -> F:
     """``--path DIR``: the student's exercises folder (default ./exercises)."""
     return click.option(
         "--path", type=click.Path(path_type=Path), default=DEFAULT_EXERCISES_DIR, show_default=True,
         help="The exercises folder to grade.",
     )(func)
-
-
-def exercises_dir(path: Path) -> Path:
-    """The exercises folder to use: ``path``, or the current folder when run from inside exercises/.
-
-    Only the default ``exercises`` is redirected, and only when it does not
-    exist here while the current folder holds exercise files (base.py and a
-    topic file): then the progress database beside it is the usual one too,
-    instead of a fresh one showing no progress. A note on stderr says so.
-    """
-    if path != DEFAULT_EXERCISES_DIR or path.exists():
-        return path
-    here = Path.cwd()
-    if (here / "base.py").is_file() and any((here / f"{t}.py").is_file() for t in catalogue.CPU_TOPICS):
-        click.echo(f"Note: no exercises/ here; using this folder ({here.name}/), as --path . would.", err=True)
-        return Path(".")
-    return path
 
 
 def student_option(func: F) -> F:
@@ -182,131 +146,6 @@ def no_sandbox_option(func: F) -> F:
     )(func)
 
 
-def default_student() -> str:
-    """Who is graded when no --student is given: the student of the saved `grade login` (the name the course
-    server's reports carry), else the OS user name, else 'student' where the system cannot say."""
-    from grader.student.client.connection import ClientError, load_login
-
-    try:
-        login = load_login()
-    except ClientError:  # an unreadable login file: the remote commands say so; a local grade goes on
-        login = None
-    if login is not None:
-        return login.student
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return "student"
-
-
-def grader_version() -> str:
-    """The installed grader's version (repository or handout), recorded with every attempt."""
-    from importlib import metadata  # here: importing it costs as much as a small grading run's start
-
-    for name in DISTRIBUTIONS:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return "unknown"
-
-
-def record_attempt(report: GradeReport, store: Store | None, exercises_dir: Path) -> None:
-    """Record the graded report; a store problem is one warning line on stderr, never fatal.
-
-    ``store`` is the already-opened ``--db`` store, or None for the default path.
-    """
-    try:
-        if store is None:
-            store = Store.open(default_db_path(exercises_dir))
-        store.record_report(report, grader_version())
-    except StoreError as exc:
-        click.echo(f"Warning: progress not recorded: {exc}", err=True)
-    finally:
-        if store is not None:
-            store.close()
-
-
-def sandbox_setting(no_sandbox: bool, others_code: bool) -> bool | None:
-    """Limits.sandbox for a command: False with --no-sandbox, required for other people's code, else where it works."""
-    if no_sandbox:
-        return False
-    return True if others_code else None
-
-
-# grade(path, selectors, student, limits, workspace) -> GradeReport: the live pipeline, or the pipeline on
-# case packs. It imports the pipeline (NumPy, the checks) itself: local_submit starts the workers first.
-GradeFunction = Callable[[Path, "list[str] | None", str, Limits, Workspace], GradeReport]
-
-
-def local_submit(
-    selectors: list[str], path: Path, student: str | None, db: Path | None, fmt: str, output: Path,
-    no_sandbox: bool, grade: GradeFunction, html: Path | None = None, arrays: bool = False,
-) -> None:
-    """Grade here with ``grade`` (live or on packs), record the attempt, print the report, exit 0/1 (2 on errors).
-
-    ``fmt`` is ``text``, ``json`` or ``gradescope`` (results.json at ``output``,
-    valid from the start even if grading is killed). ``html``: also write the
-    web page there; ``arrays``: the JSON carries each check's figure. The
-    report is kept for ``grade view`` (``.grade/last-report.json``).
-    """
-    if arrays and fmt != "json":
-        raise CommandError("--arrays goes with --json: pass --json --arrays")
-    student = student or default_student()
-    path = exercises_dir(path)
-    if fmt == "gradescope":
-        write_gradescope_placeholder(output)
-    others_code = fmt == "gradescope"
-    store = None
-    workspace = None
-    try:
-        with one_line_errors():
-            ids = catalogue.resolve(selectors or None)
-            # One's own kernels are built once and kept (other people's code never shares a cache).
-            keep_kernels = not others_code and any(catalogue.topic_of(i) not in catalogue.CPU_TOPICS for i in ids)
-            limits = Limits(sandbox=sandbox_setting(no_sandbox, others_code),
-                            kernel_cache=kernel_cache_folder(path, student) if keep_kernels else None)
-            # The workers start first, in the sandbox unless it surely cannot run, while the sandbox probe
-            # runs on another core: they load NumPy while the store and the grading pipeline load here.
-            workspace = prestart_workspace(limits, limits.sandbox_expected(), ids)
-            if db is not None:
-                store = Store.open(db)  # an explicit --db that is unusable stops here (exit 2)
-            sandboxed = limits.sandboxed()
-            if limits.sandbox is None and not sandboxed:
-                click.echo(f"Note: the OS sandbox is off ({limits.sandbox_off_reason()}); your code runs with "
-                           "process isolation only, which is fine for your own code.", err=True)
-            if workspace.sandboxed != sandboxed:  # the probe failed: workers without the sandbox instead
-                workspace.close()
-                workspace = prestart_workspace(limits, sandboxed, ids)
-            report = grade(path, selectors or None, student, limits, workspace)
-    except CommandError as exc:
-        if store is not None:
-            store.close()
-        if fmt == "gradescope":
-            write_json(gradescope_error(exc.message), output)
-        raise
-    finally:
-        if workspace is not None:
-            workspace.close()  # (grading closes it; this is for a grade that failed before using it)
-    record_attempt(report, store, path)
-    if fmt != "gradescope":
-        save_last_report(report, path)
-    if fmt == "json":
-        click.echo(format_json(report, arrays))
-    elif fmt == "gradescope":
-        write_json(gradescope_results(report), output)
-        click.echo(format_text(report, color=False))
-    else:
-        color = use_color()
-        click.echo(format_text(report, color=color), color=color)
-    if html is not None:
-        with one_line_errors():
-            write_html_report(report, html)  # after the report is printed: a bad path costs the page only
-    if report.not_graded:
-        click.echo(f"Error: {not_graded_line(report)}", err=True)
-    click.get_current_context().exit(report.exit_status)
-
-
 # --- the handout's own command ---------------------------------------------------------------------
 
 
@@ -357,19 +196,11 @@ def submit_command(
     Exit status: 0 when every graded exercise has full marks, 1 when any falls
     short, 2 for a usage or setup error.
     """
-    from grader.student.client import remote
     from grader.student.course import handout_settings
 
-    fmt = "json" if as_json else "text"
-    login = remote.remote_login(server, local, db)
-    if login is not None:
-        click.get_current_context().exit(
-            remote.remote_submit(login, path, list(selectors), fmt, wait=not no_wait, html=html, arrays=arrays))
-    if no_wait:
-        raise CommandError(f"--no-wait goes with the course server: {LOGIN_HINT}, then `grade submit --no-wait`")
+    note = None
     if not local and handout_settings().get("hand_in") in ("server", "both"):
-        click.echo(f"Note: public checks only, nothing is handed in. To hand in: {LOGIN_HINT}, then `grade submit`.",
-                   err=True)
+        note = f"public checks only, nothing is handed in. To hand in: {LOGIN_HINT}, then `grade submit`."
 
     def grade_on_packs(folder: Path, ids: list[str] | None, name: str, limits: Limits, workspace: Workspace) -> GradeReport:
         from grader.student.engine.grading import grade as grade_with
@@ -377,8 +208,10 @@ def submit_command(
 
         return grade_with(folder, ids, name, limits, PackSource(), workspace)
 
-    local_submit(list(selectors), path, student, db, fmt, Path("results.json"), no_sandbox, grade_on_packs,
-                 html=html, arrays=arrays)
+    click.get_current_context().exit(submit(
+        list(selectors), path, grade_on_packs, student=student, db=db, fmt="json" if as_json else "text",
+        server=server, local=local, no_wait=no_wait, no_sandbox=no_sandbox, html=html, arrays=arrays,
+        no_wait_hint=f"{LOGIN_HINT}, then `grade submit --no-wait`", local_note=note))
 
 
 @click.command("doctor")

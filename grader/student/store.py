@@ -318,10 +318,63 @@ def m10_instructor_figures(db: sqlite_utils.Database) -> None:
     db.table("check_results").add_column("instructor_figure", str)
 
 
+LTI_SCHEMA = """
+CREATE TABLE IF NOT EXISTS lti_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT NULL, created_at TEXT NOT NULL,
+    retired INTEGER NOT NULL DEFAULT 0, signs_from REAL NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS lti_states (state TEXT PRIMARY KEY, nonce TEXT NOT NULL, issuer TEXT NOT NULL,
+    client_id TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS lti_nonces (nonce TEXT PRIMARY KEY, issuer TEXT NOT NULL, used REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS lti_contexts (key TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_id TEXT NOT NULL,
+    deployment_id TEXT NOT NULL, context_id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '',
+    memberships_url TEXT NOT NULL DEFAULT '', lineitems_url TEXT NOT NULL DEFAULT '',
+    scopes TEXT NOT NULL DEFAULT '[]', updated_at TEXT NOT NULL, lineitem_url TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS lti_bindings (issuer TEXT NOT NULL, client_id TEXT NOT NULL, context_id TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '', bound_at TEXT NOT NULL, bound_by TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (issuer, client_id, context_id));
+CREATE TABLE IF NOT EXISTS lti_users (issuer TEXT NOT NULL, sub TEXT NOT NULL, student TEXT NOT NULL,
+    PRIMARY KEY (issuer, sub));
+CREATE TABLE IF NOT EXISTS lti_members (context_key TEXT NOT NULL, sub TEXT NOT NULL, student TEXT NOT NULL,
+    role TEXT NOT NULL, status TEXT NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY (context_key, sub));
+CREATE TABLE IF NOT EXISTS lti_tokens (hash TEXT PRIMARY KEY, student TEXT NOT NULL, issuer TEXT NOT NULL,
+    sub TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS lti_line_items (context_key TEXT NOT NULL, resource_id TEXT NOT NULL, url TEXT NOT NULL,
+    label TEXT NOT NULL, score_maximum REAL NOT NULL, PRIMARY KEY (context_key, resource_id));
+CREATE TABLE IF NOT EXISTS lti_scores (id INTEGER PRIMARY KEY AUTOINCREMENT, context_key TEXT NOT NULL,
+    student TEXT NOT NULL, sub TEXT NOT NULL, resource_id TEXT NOT NULL, label TEXT NOT NULL,
+    score_given REAL NOT NULL, score_maximum REAL NOT NULL, timestamp TEXT NOT NULL, status TEXT NOT NULL,
+    tries INTEGER NOT NULL DEFAULT 0, task_id TEXT, queued_at REAL, next_try REAL NOT NULL DEFAULT 0,
+    error TEXT NOT NULL DEFAULT '', posted_at TEXT, missing_since REAL);
+CREATE INDEX IF NOT EXISTS lti_scores_open ON lti_scores (status);
+CREATE INDEX IF NOT EXISTS lti_scores_item ON lti_scores (context_key, sub, resource_id);
+CREATE TABLE IF NOT EXISTS lti_refusals (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL,
+    issuer TEXT NOT NULL, reason TEXT NOT NULL);
+"""
+# LTI columns added after a table's first release: (table, column, definition), added to older databases
+LTI_ADDED_COLUMNS = (
+    ("lti_keys", "signs_from", "REAL NOT NULL DEFAULT 0"),
+    ("lti_contexts", "lineitem_url", "TEXT NOT NULL DEFAULT ''"),
+)
+
+
+def m11_lti(db: sqlite_utils.Database) -> None:
+    """Version 11: the LTI 1.3 tables (grader/server/lti.py, lti_services.py), in the store's schema like the others.
+
+    Before, the server created them itself beside the versioned schema (``CREATE TABLE IF NOT EXISTS``, columns
+    added when missing): a course database of that time has some of them, maybe without a later column, and
+    keeps every row.
+    """
+    for statement in LTI_SCHEMA.split(";"):
+        if statement.strip():
+            db.execute(statement)
+    for table, column, definition in LTI_ADDED_COLUMNS:
+        if column not in {c.name for c in db[table].columns}:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+
 Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[Migration] = [
     m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures, m8_held_jobs,
-    m9_file_blobs, m10_instructor_figures,
+    m9_file_blobs, m10_instructor_figures, m11_lti,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -45,11 +45,14 @@ from grader.cli import cli
 from grader.course.packs import PackError
 from grader.course.release import PACK_BUDGET, build_release
 from grader.course.solution import write_solution
+from grader.student.engine.catalogue import EXERCISES, topic_of
 from grader.student.quiz import posing
 from grader.student.quiz.answers import QuizError
 from grader.student.quiz.practice import load_practice, open_seal
 
 ROOT = Path(__file__).resolve().parents[2]
+KERNEL_IDS = [e for e in EXERCISES if topic_of(e) == "kernels"]  # every count below is the catalogue's
+CPU_IDS = [e for e in EXERCISES if e not in KERNEL_IDS]
 pytestmark = pytest.mark.slow
 
 
@@ -282,7 +285,7 @@ def run_handout(grade: Path, folder: Path, tmp_path: Path, *selectors: str) -> t
 def test_the_handout_grades_the_stubs_as_not_implemented(handout_grade: Path, release: Path, tmp_path: Path) -> None:
     code, report = run_handout(handout_grade, release / "student" / "exercises", tmp_path)
     assert code == 1 and report["score"] == 0
-    assert {e["status"] for e in report["exercises"]} == {"not_implemented"} and len(report["exercises"]) == 34, [(e["id"], e["status"], e["checks"][:1]) for e in report["exercises"] if e["status"] != "not_implemented"]
+    assert {e["status"] for e in report["exercises"]} == {"not_implemented"} and len(report["exercises"]) == len(EXERCISES), [(e["id"], e["status"], e["checks"][:1]) for e in report["exercises"] if e["status"] != "not_implemented"]
 
 
 def test_the_handout_passes_a_correct_solution_on_every_public_check(handout_grade: Path, tmp_path: Path) -> None:
@@ -358,7 +361,7 @@ def test_gradescope_grades_a_correct_upload_and_its_quiz_answers(release: Path, 
                                   'sigmoid-max-derivative = "0.3"\n')
     results = autograde(release, tmp_path, files)
     exercises = [t for t in results["tests"] if not t["name"].startswith("quiz ")]
-    assert results["returncode"] == 0 and len(exercises) == 34
+    assert results["returncode"] == 0 and len(exercises) == len(EXERCISES)
     assert all(t["score"] == t["max_score"] == 10 for t in exercises)
     quiz = next(t for t in results["tests"] if t["name"] == "quiz activations")
     assert quiz["score"] == 2 and "sigmoid-max-derivative: Not this one." in quiz["output"]
@@ -375,19 +378,19 @@ def test_gradescope_grades_a_partial_upload_of_top_level_files(release: Path, tm
 @pytest.mark.opencl
 def test_gradescope_on_an_image_whose_compiler_does_not_know_the_cpu_leaves_kernels_scoreless(
         release: Path, tmp_path: Path) -> None:
-    """Every kernel build fails as PoCL's does on a CPU its LLVM does not know: the seven kernel exercises
+    """Every kernel build fails as PoCL's does on a CPU its LLVM does not know: the kernel exercises
     are scoreless tests tagged not_graded (never a zero), the rest are graded, the top-level output starts
     with the line that flags the run, extra_data lists them, and run_autograder exits 2."""
     results = autograde(release, tmp_path, solution_files(tmp_path, "exercises/"),
                         {"GRADE_OPENCL_FAULT": "unknown-cpu"})
     skipped = [t for t in results["tests"] if "not_graded" in t.get("tags", [])]
-    assert len(skipped) == 7 and all(t["name"].startswith("kernels.") for t in skipped)
+    assert [t["name"] for t in skipped] == KERNEL_IDS
     assert all("unknown target CPU 'generic'" in t["output"] and "reruns the autograder" in t["output"]
                for t in skipped)
     graded = [t for t in results["tests"] if "score" in t]
-    assert len(graded) == 27 and all(t["score"] == t["max_score"] for t in graded)
-    assert results["score"] == 270
-    assert results["output"].startswith("NOT GRADED YET: 7 exercise(s) (70 points)")
+    assert len(graded) == len(CPU_IDS) and all(t["score"] == t["max_score"] == 10 for t in graded)
+    assert results["score"] == 10 * len(CPU_IDS)
+    assert results["output"].startswith(f"NOT GRADED YET: {len(KERNEL_IDS)} exercise(s) ({10 * len(KERNEL_IDS)} points)")
     assert results["extra_data"]["normgrade_not_graded"] == [t["name"] for t in skipped]
     assert results["returncode"] == 2 and "Error: NOT GRADED YET" in results["stderr"]
 
@@ -432,7 +435,7 @@ def derive_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("release-derive")
     result = CliRunner().invoke(cli, ["release", "--out", str(out), "--level", "derive"])
     assert result.exit_code == 0, result.output
-    assert "34 at derive" in result.output
+    assert f"{len(EXERCISES)} at derive" in result.output
     return out
 
 
@@ -462,7 +465,7 @@ def test_a_derive_release_records_its_levels_and_ships_derive_stubs(derive_relea
 
 def test_a_derive_handout_grades_its_stubs_as_not_implemented(derive_release: Path, tmp_path: Path) -> None:
     report = run_handout_in_place(derive_release / "student", derive_release / "student" / "exercises", tmp_path)
-    assert report["score"] == 0 and len(report["exercises"]) == 34
+    assert report["score"] == 0 and len(report["exercises"]) == len(EXERCISES)
     assert {e["status"] for e in report["exercises"]} == {"not_implemented"}
 
 

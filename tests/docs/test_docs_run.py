@@ -152,17 +152,18 @@ def course_in(scratch: tuple[Path, list[Page]], activated: bool, redis: Any = No
 
 # --- the pages ---------------------------------------------------------------------------------------------
 
-PAGES = ["README.md", "docs/design.md", "docs/feedback.md", "docs/instructor.md", "docs/lti.md",
-         "docs/measured.md", "docs/operator.md", "docs/quizzes.md", "docs/server.md", "docs/student.md",
-         "docs/term.md"]
+DESIGN_PAGES = sorted(f"docs/design/{p.name}" for p in (REPO / "docs" / "design").glob("*.md"))  # beside the map
+PAGES = ["README.md", "docs/authoring.md", "docs/design.md", "docs/feedback.md", "docs/instructor.md",
+         "docs/lti.md", "docs/measured.md", "docs/operator.md", "docs/quizzes.md", "docs/server.md", "docs/student.md",
+         "docs/term.md", *DESIGN_PAGES]
 
 
 def test_every_page_of_the_docs_is_run_here() -> None:
-    found = ["README.md"] + sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").glob("*.md"))
+    found = ["README.md"] + sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").rglob("*.md"))
     assert sorted(found) == sorted(PAGES), "a new page needs its scratch course in tests/docs/test_docs_run.py"
 
 
-@pytest.mark.parametrize("name", ["docs/design.md", "docs/measured.md"])
+@pytest.mark.parametrize("name", ["docs/authoring.md", "docs/design.md", "docs/measured.md", *DESIGN_PAGES])
 def test_pages_without_commands_label_every_block(name: str, tmp_path: Path) -> None:
     """No shell block to run; every fence says what it holds (a bare one fails)."""
     page = Page(tmp_path, reader_env(tmp_path, False), logs=tmp_path)

@@ -26,7 +26,7 @@ from grader.student.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "docs" / "course.example.toml"
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 # The top-level names a course file takes (grader.student.course.parse_course): a ```toml block of the docs
 # made only of these is a course file's; others (a quiz source's params, say) are not.
 COURSE_FIELDS = {"name", "score", "rate_limit", "chapter", "scaffolding", "groups", "extension", "lti", "server",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import html
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlite_utils
 from joserfc.jwk import RSAKey
 import httpx
 import uvicorn
@@ -29,7 +31,7 @@ from grader.server.app import ServerConfig
 from grader.server.web import create_app
 from grader.queue.jobs import open_queue
 from grader.student.course import DEFAULT_COURSE, CourseError, load_course
-from grader.student.store import Store
+from grader.student.store import MIGRATIONS, SCHEMA_VERSION, Store, m11_lti
 from bench.lms_platform import (AGS, INSTITUTION_ADMIN, INSTRUCTOR, LEARNER, SYSTEM_ADMIN, LmsPlatform, User,
                           auth_url_params, launch, login_redirect)
 from server_util import HOST, free_port, issue_tokens, wait_for
@@ -226,22 +228,32 @@ def test_a_platform_caching_our_jwks_takes_every_token_request_across_a_rotation
 
 
 def test_an_older_course_database_gains_the_new_columns_and_keeps_its_key(tmp_path: Path) -> None:
-    """lti_keys and lti_contexts as the first release made them: ensure_tables adds the columns, nothing is lost."""
-    with Store.open(tmp_path / "course.db") as store:
-        with store.transaction() as db:
-            db.execute("CREATE TABLE lti_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT NULL, "
-                       "created_at TEXT NOT NULL, retired INTEGER NOT NULL DEFAULT 0)")
-            db.execute("CREATE TABLE lti_contexts (key TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_id TEXT NOT "
-                       "NULL, deployment_id TEXT NOT NULL, context_id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '', "
-                       "memberships_url TEXT NOT NULL DEFAULT '', lineitems_url TEXT NOT NULL DEFAULT '', "
-                       "scopes TEXT NOT NULL DEFAULT '[]', updated_at TEXT NOT NULL)")
-            key = RSAKey.generate_key(2048, parameters={"kid": "old-key"})
-            db.table("lti_keys").insert({"kid": "old-key", "private_pem": key.as_pem(private=True).decode(),
-                                   "created_at": "2026-01-01T00:00:00+00:00", "retired": 0})
-        lti.ensure_tables(store)
-        lti.ensure_tables(store)  # twice: nothing to add the second time
+    """A course database of version 10 whose lti_keys and lti_contexts the server made as their first release did:
+    the store's migration 11 adds the columns and the other tables, nothing is lost."""
+    path = tmp_path / "course.db"
+    old = Store(sqlite_utils.Database(sqlite3.connect(path), execute_plugins=False), path)
+    old.migrate(target=MIGRATIONS.index(m11_lti))
+    with old.transaction() as db:
+        db.execute("CREATE TABLE lti_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT NULL, "
+                   "created_at TEXT NOT NULL, retired INTEGER NOT NULL DEFAULT 0)")
+        db.execute("CREATE TABLE lti_contexts (key TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_id TEXT NOT "
+                   "NULL, deployment_id TEXT NOT NULL, context_id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '', "
+                   "memberships_url TEXT NOT NULL DEFAULT '', lineitems_url TEXT NOT NULL DEFAULT '', "
+                   "scopes TEXT NOT NULL DEFAULT '[]', updated_at TEXT NOT NULL)")
+        key = RSAKey.generate_key(2048, parameters={"kid": "old-key"})
+        db.table("lti_keys").insert({"kid": "old-key", "private_pem": key.as_pem(private=True).decode(),
+                               "created_at": "2026-01-01T00:00:00+00:00", "retired": 0})
+    old.close()
+    with Store.open(path) as store:
+        assert store.version == SCHEMA_VERSION
         assert lti.signing_key(store).kid == "old-key"  # signs as before (signs_from 0)
         assert "lineitem_url" in {c.name for c in store.db["lti_contexts"].columns}
+        assert {"lti_scores", "lti_tokens", "lti_refusals"} <= set(store.db.table_names())
+
+
+def test_a_new_course_database_holds_the_lti_tables_from_the_store_alone(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "course.db") as store:
+        assert {t for t in store.db.table_names() if t.startswith("lti_")} >= {"lti_keys", "lti_scores", "lti_users"}
 
 
 # --- the launch ----------------------------------------------------------------------------------------

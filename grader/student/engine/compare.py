@@ -1,7 +1,9 @@
 """Array comparison with messages that teach where the first large difference is.
 
 ``compare(received, expected, rtol, atol)`` passes when, elementwise,
-``|received - expected| <= atol + rtol * |expected|`` (NaN matches NaN), with
+``|received - expected| <= atol + rtol * |expected|`` where the expected value
+is finite, and ``received == expected`` where it is not (inf matches only the
+same inf, NaN matches NaN: an expected inf never widens the tolerance), with
 the same shape and a compatible dtype; otherwise its message says what went
 wrong first: the shape, the dtype, a NaN/inf where a finite value was
 expected, or the first significant difference and how many values are off:
@@ -61,6 +63,19 @@ def nonfinite_counts(values: np.ndarray) -> str:
     return ", ".join(f"{n} {name}" for n, name in counts if n)
 
 
+def close_mask(received: Any, expected: Any, rtol: float, atol: float) -> np.ndarray:
+    """Elementwise agreement: ``|r - e| <= atol + rtol * |e|`` where ``e`` is finite; else ``r == e`` (or both NaN).
+
+    An expected inf or NaN asks for exactly that value: ``rtol * |inf|`` would let every number match an inf
+    (an overflow mistake's variant would then explain any output, and no overflow could be named).
+    """
+    r = np.asarray(received, dtype=np.float64)
+    e = np.asarray(expected, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        within = np.isfinite(e) & (np.abs(r - e) <= atol + rtol * np.abs(e))
+        return within | (np.isnan(r) & np.isnan(e)) | (r == e)
+
+
 def compare(
     received: Any,
     expected: Any,
@@ -68,7 +83,7 @@ def compare(
     atol: float = DEFAULT_ATOL,
     check_dtype: bool = True,
 ) -> Comparison:
-    """Compare elementwise: ok when |received - expected| <= atol + rtol*|expected| everywhere."""
+    """Compare elementwise: ok when :func:`close_mask` holds everywhere."""
     if received is None:
         return Comparison(False, "no value was produced")
     r = np.asarray(received)
@@ -90,14 +105,14 @@ def compare(
             f"received {rf[idx]}{_index(idx)} where {ef[idx]:.8g} was expected"
             f" ({count} of {rf.size} values are nan or inf: {nonfinite_counts(rf[bad_nonfinite])})",
         )
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(rf - ef)
-        close = (diff <= atol + rtol * np.abs(ef)) | (np.isnan(rf) & np.isnan(ef)) | (rf == ef)
+    close = close_mask(rf, ef, rtol, atol)
     if close.all():
         return Comparison(True, "")
     far = ~close
     idx = tuple(np.argwhere(far)[0])
     a, b = format_pair(float(rf[idx]), float(ef[idx]))
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(rf - ef)
     finite = np.isfinite(diff)
     max_err = float(np.max(diff[far & finite])) if (far & finite).any() else float("inf")
     return Comparison(

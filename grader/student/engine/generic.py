@@ -55,16 +55,39 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from grader.student.engine.compare import same_as, scale_of
-from grader.student.engine.diagnosis import Combination, KnownMistake, error_signature, numgrad_outputs
+from grader.student.engine.diagnosis import Combination, Expected, KnownMistake, error_signature, numgrad_outputs
 from grader.student.engine.ops import Case, ScriptResult
 
-if TYPE_CHECKING:  # pragma: no cover
-    from grader.student.engine.checks.base import Context
+
+class Context(Protocol):
+    """What a generic diagnosis reads of a check's context (grader.student.engine.checks.context.Context is one).
+
+    Declared here, below the checks, so the checks import this module and not the other way round.
+    """
+
+    exercise_id: str
+    cases: dict[str, Case]
+    expected: Expected
+
+    @property
+    def reference(self) -> Any: ...
+
+    def student_result(self, case: str) -> ScriptResult: ...
+
+    def run_mistake(self, mistake: KnownMistake, case: Case) -> ScriptResult: ...
+
+    def _comparable(self, name: str) -> tuple[ScriptResult, ScriptResult, list[str]] | None: ...
+
+    def _memoised(self, question: str, mistake_id: str, case: str, compute: Callable[[], Any]) -> Any: ...
+
+    def _pool(self) -> list[KnownMistake]: ...
+
+    def _touches(self, mistake: KnownMistake, case: str) -> bool: ...
 
 # The families, in the order they are tried (the most specific first).
 ORDER = ("generic-inplace", "generic-param", "generic-mode", "generic-function", "generic-axes", "generic-terms",

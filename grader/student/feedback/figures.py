@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.compare import scale_of
+from grader.student.engine.compare import close_mask, scale_of
 
 MAX_POINTS = 240     # elements (or steps x components) kept of one output
 MAX_DIFFERING = 60   # of which up to this many are differing ones, so the sample shows them
@@ -87,12 +87,8 @@ def two_digits(value: float | None) -> float | None:
 
 
 def differing(received: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> np.ndarray:
-    """The mask of elements outside ``atol + rtol * |expected|`` (compare.compare's rule; NaN matches NaN)."""
-    r = np.asarray(received, dtype=np.float64)
-    e = np.asarray(expected, dtype=np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        close = (np.abs(r - e) <= atol + rtol * np.abs(e)) | (np.isnan(r) & np.isnan(e)) | (r == e)
-    return ~close
+    """The mask of elements that differ by compare's rule (:func:`grader.student.engine.compare.close_mask`)."""
+    return ~close_mask(received, expected, rtol, atol)
 
 
 def sample_indices(mask: np.ndarray) -> np.ndarray:

@@ -114,8 +114,9 @@ def grade(*selectors: str, path: str | Path | None = None, student: str | None =
     same steps as the local ``grade submit``: workers started in the sandbox, the pipeline on the case packs,
     the attempt recorded. The report is kept for ``grade view``. GraderError (one line) when it cannot grade.
     """
-    from grader.student.cli import (
-        DEFAULT_EXERCISES_DIR, default_student, exercises_dir, record_attempt, sandbox_setting, save_last_report,
+    from grader.student.feedback.kept import save_last_report
+    from grader.student.submit import (
+        DEFAULT_EXERCISES_DIR, default_student, exercises_dir, record_attempt, sandbox_setting,
     )
     from grader.student.client.remote import remote_login
     from grader.student.engine.grading import grade as grade_with
@@ -171,7 +172,7 @@ def saved_login() -> Any:
 def upload(login: Any, folder: Path, selectors: list[str]) -> Feedback:
     """Upload ``folder``'s exercise files to the course server, wait for the hidden checks' report (as
     ``grade submit`` logged in); the report is kept for ``grade view``."""
-    from grader.student.cli import save_last_report
+    from grader.student.feedback.kept import save_last_report
     from grader.student.client import connection as client_lib
     from grader.student.client.remote import closed_course, closed_lines, late_shares, server_late_shares
 

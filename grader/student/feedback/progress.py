@@ -27,7 +27,7 @@ from grader.student.feedback.report import format_score, status_style
 from grader.student.store import Store
 
 
-DEFAULT_MAX_SCORE = 10.0  # every exercise is graded out of 10 (docs/design.md, check definitions)
+DEFAULT_MAX_SCORE = 10.0  # every exercise is graded out of 10 (docs/design/engine.md, check definitions)
 
 
 @dataclass

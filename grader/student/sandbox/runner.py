@@ -29,12 +29,8 @@ time is stopped at once. An exercise whose file imports another waits while an
 exercise of that file runs (fit_function after the activations), so a loop is
 found by the cheap exercise; see :func:`job_order` for the order they start in.
 
-Results are checked before they are decoded: size caps on the frame, an
-``.npz`` whose members are stored (not compressed) and named as the worker
-names them, numeric arrays of bounded rank, outputs the case's script
-declares, JSON parsed with its depth and size bounded. Every string from the
-child is cleaned (:func:`grader.student.sanitize.clean_text`). Anything malformed
-becomes an ``error`` for that exercise, never an exception here.
+Results are checked before they are decoded (:mod:`grader.student.sandbox.results`);
+anything malformed becomes an ``error`` for that exercise, never an exception here.
 """
 
 from __future__ import annotations
@@ -52,10 +48,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
-import io
-import zipfile
 
 
 from grader.student.sandbox import bwrap
@@ -64,7 +58,8 @@ from grader.student.errors import SetupError
 from grader.student.sandbox.ingest import Ingested, read_submission
 from grader.student.engine.loader import local_dependencies
 from grader.student.sandbox.private_tmp import PrivateFolder, remove_tree
-from grader.student.sanitize import clean_record, clean_text
+from grader.student.sandbox.results import MAX_DOCUMENT_BYTES, MalformedResults, decode_results
+from grader.student.sanitize import clean_text
 from grader.student.sandbox.stacks import Place, locate
 
 if TYPE_CHECKING:
@@ -180,10 +175,6 @@ class JobOutcome:
     message: str = ""
     output: str = ""
     duration: float = 0.0
-
-
-class MalformedResults(Exception):
-    """A child's result files are missing or not what the worker writes."""
 
 
 # --- messages --------------------------------------------------------------------
@@ -601,102 +592,6 @@ def exit_status(returncode: int, sandboxed: bool) -> int:
     return returncode
 
 
-# --- reading results ---------------------------------------------------------------------
-
-
-MAX_DOCUMENT_BYTES = 4 * MIB
-MAX_NDIM = 8
-
-
-def _check_error(error: Any) -> dict[str, str] | None:
-    """A case error record from the results JSON, checked and cleaned; MalformedResults otherwise."""
-    if error is None:
-        return None
-    if not isinstance(error, dict) or not all(isinstance(error.get(k, ""), str) for k in ("type", "message")):
-        raise MalformedResults(f"bad error record {clean_text(repr(error), 200)}")
-    return {clean_text(k, 100): clean_text(v, 20_000) for k, v in error.items() if isinstance(v, str)}
-
-
-def declared_outputs(case: Case) -> set[str]:
-    """The output names a case's script can record: every ``out`` field in its ops (kernel arguments too)."""
-    names: set[str] = set()
-    todo: list[Any] = list(case.script)
-    while todo:
-        item = todo.pop()
-        if isinstance(item, dict):
-            if "out" in item:
-                names.add(str(item["out"]))
-            todo.extend(item.values())
-        elif isinstance(item, list):
-            todo.extend(item)
-    return names
-
-
-def _open_arrays(data: bytes, limit: int) -> zipfile.ZipFile:
-    """The results .npz as a zip whose every member is stored (no decompression), within ``limit``."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-        members = archive.infolist()
-    except (zipfile.BadZipFile, ValueError, OSError) as exc:
-        raise MalformedResults(f"unreadable arrays ({exc})") from None
-    if len(members) > 100_000:
-        raise MalformedResults("too many arrays")
-    for member in members:
-        if member.compress_type != zipfile.ZIP_STORED or member.file_size > limit:
-            raise MalformedResults("the arrays are compressed or larger than the results limit")
-    return archive
-
-
-def decode_results(document_bytes: bytes, array_bytes: bytes, job: Job, limits: Limits) -> tuple[dict[str, Any], dict[str, ScriptResult]]:
-    """The worker's JSON document and one ScriptResult per case, validated; MalformedResults otherwise."""
-    try:
-        document = json.loads(document_bytes.decode("utf-8", errors="replace"))
-    except (ValueError, RecursionError, MemoryError) as exc:
-        raise MalformedResults(f"no readable status ({type(exc).__name__})") from None
-    if not isinstance(document, dict) or document.get("status") not in ("ok", "error"):
-        raise MalformedResults("the status document is not the worker's")
-    if document["status"] == "error":
-        return clean_record(document), {}
-    cases = document.get("cases")
-    expected = [case.name for case in job.cases]
-    if not isinstance(cases, list) or [c.get("name") if isinstance(c, dict) else None for c in cases] != expected:
-        raise MalformedResults("the cases in the results are not the ones sent")
-    archive = _open_arrays(array_bytes, limits.results_bytes)
-    import numpy as np  # here, not at import: the CLI starts workers before it loads NumPy
-
-    from grader.student.engine.ops import ScriptResult
-    from grader.student.engine.trace import PREFIX as TRACE_PREFIX, is_traced
-
-    out: dict[str, ScriptResult] = {}
-    try:
-        with np.load(io.BytesIO(array_bytes), allow_pickle=False) as npz:
-            for case, record in zip(job.cases, cases, strict=True):
-                keys = record.get("outputs")
-                if not isinstance(keys, dict):
-                    raise MalformedResults("bad outputs record")
-                allowed = declared_outputs(case)
-                traced = is_traced(case)  # (a trace op records its values under keys of its own)
-                outputs: dict[str, np.ndarray] = {}
-                for name, key in keys.items():
-                    if (name not in allowed and not (traced and name.startswith(TRACE_PREFIX))) or not isinstance(key, str) or f"{key}.npy" not in archive.namelist():
-                        raise MalformedResults(f"output {clean_text(name, 100)!r} is not one the case records")
-                    array = np.array(npz[key])
-                    if array.dtype.kind not in "biuf" or array.ndim > MAX_NDIM:
-                        raise MalformedResults(f"output {name!r} is an array of {array.dtype} with {array.ndim} axes")
-                    outputs[name] = array
-                warnings = record.get("warnings") or []
-                out[case.name] = ScriptResult(
-                    outputs=outputs,
-                    error=_check_error(record.get("error")),
-                    warnings=[clean_text(w, 2000) for w in warnings[:100]] if isinstance(warnings, list) else [],
-                )
-    except MalformedResults:
-        raise
-    except Exception as exc:  # zip errors, missing keys, pickled arrays refused by allow_pickle=False
-        raise MalformedResults(f"unreadable arrays ({type(exc).__name__}: {clean_text(exc, 200)})") from None
-    return document, out
-
-
 # --- the scheduler ------------------------------------------------------------------------
 
 
@@ -949,7 +844,8 @@ class _Run:
                       child.take_output(), duration)
             return False
         try:
-            document, results = decode_results(payload[:doc_size], payload[doc_size:], job, self.limits)
+            document, results = decode_results(payload[:doc_size], payload[doc_size:], job.cases,
+                                               self.limits.results_bytes)
         except MalformedResults as exc:
             self.fail(i, "error", f"could not read the results of {job.id}: {exc}", child.take_output(), duration)
             return True

@@ -12,7 +12,7 @@ def test_exercise_list_is_the_spec_list() -> None:
     ex = catalogue.EXERCISES
     assert ex[0] == "activations.Sigmoid" and ex[-1] == "kernels.layernorm_forward"
     assert "approximation.fit_function" in ex and "kernels.relu_forward" in ex
-    assert len(ex) == len(set(ex)) == 34
+    assert len(ex) == len(set(ex))  # no count kept here: a course adds exercises (docs/authoring.md)
     assert catalogue.TOPICS == ["activations", "linear", "normalization", "dropout", "init", "optim",
                                 "gradcheck", "blocks", "approximation", "kernels"]
     assert ex.index("approximation.fit_function") + 1 == ex.index("kernels.relu_forward")
@@ -33,7 +33,7 @@ def test_ids_topics_and_bare_names() -> None:
     assert catalogue.resolve(["batchnorm1d"]) == ["normalization.BatchNorm1d"]
     assert catalogue.resolve(["NORMALIZATION.layernorm"]) == ["normalization.LayerNorm"]
     assert catalogue.resolve(["linear"]) == ["linear.Linear"]
-    assert len(catalogue.resolve(["kernels"])) == 7
+    assert catalogue.resolve(["kernels"]) == [e for e in catalogue.EXERCISES if e.startswith("kernels.")]
 
 
 def test_result_is_in_catalogue_order_without_duplicates() -> None:
@@ -98,7 +98,9 @@ def test_a_variant_namespace_differs_in_one_name_only() -> None:
 
 
 def test_plans_must_add_up_to_max_score() -> None:
-    from grader.student.engine.checks.base import Compare, ExerciseChecks, Plan, PlanError
+    from grader.student.engine.checks.context import PlanError
+    from grader.student.engine.checks.kinds import Compare
+    from grader.student.engine.checks.plans import ExerciseChecks, Plan
 
     class Broken(ExerciseChecks):
         id = "linear.Linear"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.student.engine.compare import compare, format_pair, same_as, scale_of
+from grader.student.engine.compare import close_mask, compare, format_pair, same_as, scale_of
 
 
 def test_equal_arrays_pass_with_empty_message() -> None:
@@ -74,3 +74,13 @@ def test_same_as_is_scale_aware_and_shape_strict() -> None:
     assert not same_as(np.zeros((2, 1)), np.zeros(2))
     assert not same_as(None, np.zeros(2))
     assert scale_of([0.1, -0.2]) == 1.0 and scale_of([np.inf, -40.0]) == 40.0
+
+
+def test_an_expected_inf_asks_for_that_inf_and_never_widens_the_tolerance() -> None:
+    """rtol * |inf| is inf: without the rule every number would match an expected inf (an overflow's variant)."""
+    assert not compare(np.array([1e4, 1.0]), np.array([np.inf, 1.0])).ok
+    assert not same_as(np.array([1e4]), np.array([np.inf]))  # a reference's 1e4 is not an overflow's inf
+    assert not same_as(np.array([-np.inf]), np.array([np.inf]))
+    assert same_as(np.array([np.inf, np.nan, 2.0]), np.array([np.inf, np.nan, 2.0]))
+    assert not compare(np.array([np.inf]), np.array([3.0])).ok  # an inf where a finite value is expected fails
+    assert close_mask(np.array([1e300, np.inf]), np.array([np.inf, np.inf]), 1e-6, 1e-8).tolist() == [False, True]

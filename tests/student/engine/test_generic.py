@@ -155,7 +155,7 @@ def test_validation_named_from_the_students_own_raise():
 
     from grader.course.grading import LiveExpected
     from grader.student.engine.checks import CHECKS
-    from grader.student.engine.checks.base import Context
+    from grader.student.engine.checks.context import Context
     from grader.student.engine.ops import ScriptResult
 
     exercise, seed = "activations.Tanh", SEEDS[0]
@@ -284,7 +284,7 @@ def test_a_claim_that_fails_on_another_case_is_not_named():
 
     from grader.course.grading import LiveExpected
     from grader.student.engine.checks import CHECKS
-    from grader.student.engine.checks.base import Context
+    from grader.student.engine.checks.context import Context
 
     def backward(self, dout):
         dx = ref_act.Sigmoid.backward(self, dout)
@@ -304,7 +304,7 @@ def test_a_claim_that_fails_on_another_case_is_not_named():
 def test_offline_grading_names_data_families_only(tmp_path):
     """A PackExpected has no rerun, terms or axes: those families are skipped, the data families still name."""
     from grader.course.grading import LiveExpected
-    from grader.student.engine.checks.base import Context
+    from grader.student.engine.checks.context import Context
 
     class Pack:  # a stand-in with only what a case pack gives: the reference's and the variants' results
         live = False

@@ -14,12 +14,11 @@ from grader.student.engine.ops import Case
 from grader.student.sandbox.runner import (
     Job,
     Limits,
-    MalformedResults,
     death_message,
-    decode_results,
     human_bytes,
     run_cases,
 )
+from grader.student.sandbox.results import MalformedResults, decode_results
 from grader.student.sandbox.worker import encode_results
 
 TOY = '''
@@ -350,14 +349,15 @@ def arrays_bytes(arrays: dict[str, np.ndarray], compressed: bool = False, pickle
 
 
 def decode(document: object, arrays: bytes, job: Job | None = None) -> dict:
-    _, results = decode_results(json.dumps(document).encode(), arrays, job or forward_job("Double"), FAST)
+    _, results = decode_results(json.dumps(document).encode(), arrays, (job or forward_job("Double")).cases,
+                                FAST.results_bytes)
     return results
 
 
 def test_decode_reads_what_the_worker_encodes() -> None:
     outcome = {"status": "ok", "message": "", "cases": [("case0", {"y": np.ones(3)}, None, ["careful"])]}
     document, arrays = encode_results(outcome, dropped=0)
-    _, results = decode_results(document, arrays, forward_job("Double"), FAST)
+    _, results = decode_results(document, arrays, forward_job("Double").cases, FAST.results_bytes)
     np.testing.assert_array_equal(results["case0"].outputs["y"], np.ones(3))
     assert results["case0"].warnings == ["careful"]
 
@@ -407,7 +407,7 @@ def test_compressed_arrays_are_refused_before_inflating() -> None:
 def test_deeply_nested_result_json_is_refused() -> None:
     document = ("[" * 100_000 + "]" * 100_000).encode()
     with pytest.raises(MalformedResults, match="no readable status"):
-        decode_results(document, b"", forward_job("Double"), FAST)
+        decode_results(document, b"", forward_job("Double").cases, FAST.results_bytes)
 
 
 def test_strings_from_the_worker_are_cleaned() -> None:

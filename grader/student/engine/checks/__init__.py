@@ -22,7 +22,7 @@ from grader.student.engine.checks import (
     normalization,
     optim,
 )
-from grader.student.engine.checks.base import ExerciseChecks
+from grader.student.engine.checks.plans import ExerciseChecks
 
 _TOPIC_MODULES = [activations, linear, normalization, dropout, init, optim, gradcheck, blocks, approximation, kernels]
 

@@ -16,7 +16,7 @@ exercise seed:
   last axis also has C entries, where alpha broadcast on the last axis gives
   wrong values instead of a broadcast error (so the mistake can be named).
 
-Tolerances: rtol 1e-6 and atol 1e-8 * max(1, max|expected|) (grader.student.engine.checks.base),
+Tolerances: rtol 1e-6 and atol 1e-8 * max(1, max|expected|) (grader.student.engine.checks.context),
 which a float64 implementation meets by six orders of magnitude; inputs fed to
 central differences stay 0.05 away from the kinks at 0.
 """
@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.checks.base import Compare, ExerciseChecks, LayerPlan, Plan, away_from_zero
+from grader.student.engine.checks.kinds import Compare
+from grader.student.engine.checks.plans import ExerciseChecks, LayerPlan, Plan, away_from_zero
 from grader.student.engine.ops import Case
 
 # Points per check; the activations with a constructor check (PReLU) take them

@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 
 from grader.student.feedback import figures
-from grader.student.engine.checks.base import Check, Context, ExerciseChecks, Plan, error_text, result
+from grader.student.engine.checks.context import Context, error_text
+from grader.student.engine.checks.kinds import Check, result
+from grader.student.engine.checks.plans import ExerciseChecks, Plan
 from grader.student.engine.model import CheckResult
 from grader.student.engine.ops import TARGETS, Case
 

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.checks.base import (
-    ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, Outcome, Plan, error_text, live_check,
-)
+from grader.student.engine.checks.context import ATOL, RTOL, Context, error_text
+from grader.student.engine.checks.kinds import Compare, Custom, live_check, Outcome
+from grader.student.engine.checks.plans import ExerciseChecks, Plan
 from grader.student.engine.compare import compare, scale_of
 from grader.student.engine.ops import Case
 from grader.student.feedback import figures

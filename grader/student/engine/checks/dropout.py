@@ -39,7 +39,9 @@ from typing import Any, Callable
 import numpy as np
 
 from grader.student.feedback import figures
-from grader.student.engine.checks.base import UNDIAGNOSED_ERRORS, ExerciseChecks, Plan, error_text, own_figure
+from grader.student.engine.checks.context import UNDIAGNOSED_ERRORS, error_text
+from grader.student.engine.checks.kinds import own_figure
+from grader.student.engine.checks.plans import ExerciseChecks, Plan
 from grader.student.engine.checks.init import StatCheck, Verdict, hoeffding_halfwidth, link_peers, same_value
 from grader.student.engine.diagnosis import error_signature
 from grader.student.engine.ops import Case, ScriptResult

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.checks.base import (
-    Compare, Context, Custom, ExerciseChecks, Outcome, Plan, ShapeDtype, error_text, own_figure,
-)
+from grader.student.engine.checks.context import Context, error_text
+from grader.student.engine.checks.kinds import Compare, Custom, ShapeDtype, own_figure, Outcome
+from grader.student.engine.checks.plans import ExerciseChecks, Plan
 from grader.student.feedback import figures
 from grader.student.engine.ops import Case
 

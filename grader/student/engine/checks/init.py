@@ -29,7 +29,9 @@ from typing import Any, Callable
 import numpy as np
 
 from grader.student.feedback import figures
-from grader.student.engine.checks.base import Check, Context, Custom, ExerciseChecks, Plan, error_text, own_figure, result
+from grader.student.engine.checks.context import Context, error_text
+from grader.student.engine.checks.kinds import Check, Custom, own_figure, result
+from grader.student.engine.checks.plans import ExerciseChecks, Plan
 from grader.student.engine.diagnosis import KnownMistake as Mistake
 from grader.student.engine.model import CheckResult
 from grader.student.engine.ops import Case, ScriptResult

@@ -31,7 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.checks.base import Check, Context, ExerciseChecks, Plan, error_text, own_figure, result
+from grader.student.engine.checks.context import Context, error_text
+from grader.student.engine.checks.kinds import Check, own_figure, result
+from grader.student.engine.checks.plans import ExerciseChecks, Plan
 from grader.student.engine.compare import compare, scale_of
 from grader.student.engine.diagnosis import KnownMistake as Mistake
 from grader.student.engine.model import CheckResult

@@ -6,7 +6,7 @@ case (the constructor's own draw is checked separately: shapes, the bound
 in_features != out_features, so transposing W raises a shape error there; a
 square case (in = out = 4) gives such a transposition wrong values instead, so
 that the known mistake can be named whatever expression raised elsewhere.
-Tolerances: rtol 1e-6, atol 1e-8 * max(1, max|expected|) (grader.student.engine.checks.base).
+Tolerances: rtol 1e-6, atol 1e-8 * max(1, max|expected|) (grader.student.engine.checks.context).
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.checks.base import Context, Custom, ExerciseChecks, LayerPlan, Plan, error_text
+from grader.student.engine.checks.context import Context, error_text
+from grader.student.engine.checks.kinds import Custom
+from grader.student.engine.checks.plans import ExerciseChecks, LayerPlan, Plan
 from grader.student.engine.diagnosis import KnownMistake as Mistake
 from grader.student.engine.ops import Case
 

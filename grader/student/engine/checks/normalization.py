@@ -23,7 +23,7 @@ values. Every layer is checked on:
   updating them, backward in eval; the other layers identical in both modes;
 - no mutation of the input; float64 outputs of the right shape.
 
-Tolerances: rtol 1e-6 and atol 1e-8 * max(1, max|expected|) (grader.student.engine.checks.base):
+Tolerances: rtol 1e-6 and atol 1e-8 * max(1, max|expected|) (grader.student.engine.checks.context):
 a float64 implementation is ~1e-12 off; eps outside the square root on the tiny
 inputs, a biased/unbiased variance mix-up (factor m/(m-1) >= 1.05 here) or a
 wrong axis are off by 1e-3 or more.
@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.checks.base import (
-    ATOL, RTOL, Compare, Context, Custom, ExerciseChecks, LayerPlan, Outcome, Plan, Raises, error_text, own_figure,
-)
+from grader.student.engine.checks.context import ATOL, RTOL, Context, error_text
+from grader.student.engine.checks.kinds import Compare, Custom, Raises, own_figure, Outcome
+from grader.student.engine.checks.plans import ExerciseChecks, LayerPlan, Plan
 from grader.student.engine.compare import compare, scale_of
 from grader.student.engine.ops import Case
 

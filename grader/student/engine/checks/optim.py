@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine.checks.base import Check, Compare, Context, ExerciseChecks, Plan, error_text, own_figure, result
+from grader.student.engine.checks.context import Context, error_text
+from grader.student.engine.checks.kinds import Check, Compare, own_figure, result
+from grader.student.engine.checks.plans import ExerciseChecks, Plan
 from grader.student.engine.model import CheckResult
 from grader.student.engine.ops import Case
 
