@@ -321,7 +321,7 @@ class Context:
         return Combination(combined, self.exercise_id, "", "", parts=list(members))
 
     def _needed(self, chosen: Mistake, case: str, keys: list[str], rtol: float, atol: float, match_error: bool,
-                match_warnings: bool) -> Mistake:
+                match_warnings: bool | tuple[str, ...]) -> Mistake:
         """``chosen`` less the parts this check's ``keys`` do not need (the rest reproduces them without)."""
         parts = list(getattr(chosen, "parts", [])) or [chosen]
         for part in list(parts):
