@@ -110,7 +110,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
 
-from grader.server import auth, instructor, student_sessions
+from grader.server import auth, instructor, limits, student_sessions
 from grader.server.roster import ID_RE, RosterEntry, import_roster
 from grader.student.course import Course
 from grader.student.errors import GraderError
@@ -125,7 +125,10 @@ STATE_TTL_S = 600        # a login must be completed within this time
 JWKS_TTL_S = 600         # a platform's JWKS is fetched again after this long (or when a kid is unknown)
 JWKS_REFETCH_S = 30      # ... but for an unknown kid at most once per this many seconds (forged kids cost nothing)
 JWKS_MAX_AGE_S = 300     # our JWKS's Cache-Control max-age; a rotated key signs only this long after it is published
-MAX_STATES = 10_000      # logins in progress at once (each unauthenticated login initiation stores one)
+MAX_STATES = 10_000      # logins in progress at once (each unauthenticated login initiation stores one);
+                         # a new login beyond them evicts the oldest
+LOGINS_PER_CLIENT = 60   # login initiations one source address may start per LOGIN_WINDOW_S (more: 429 to it alone)
+LOGIN_WINDOW_S = 60.0
 MAX_REFUSALS = 1_000     # refusal rows kept for the dashboard (the log keeps every one)
 MAX_FORM_BYTES = 64 * 1024
 STATE_COOKIE = "normgrade_lti_state"
@@ -290,6 +293,7 @@ CREATE TABLE IF NOT EXISTS lti_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT 
     retired INTEGER NOT NULL DEFAULT 0, signs_from REAL NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS lti_states (state TEXT PRIMARY KEY, nonce TEXT NOT NULL, issuer TEXT NOT NULL,
     client_id TEXT NOT NULL, created REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS lti_states_created ON lti_states (created);
 CREATE TABLE IF NOT EXISTS lti_nonces (nonce TEXT PRIMARY KEY, issuer TEXT NOT NULL, used REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS lti_contexts (key TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_id TEXT NOT NULL,
     deployment_id TEXT NOT NULL, context_id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '',
@@ -775,7 +779,21 @@ async def read_params(request: Request) -> dict[str, str]:
 
 
 async def login_initiation(request: Request) -> Response:
-    """GET|POST /lti/login: the platform's third-party login initiation -> redirect to its auth URL."""
+    """GET|POST /lti/login: the platform's third-party login initiation -> redirect to its auth URL.
+
+    Each stores a state row, unauthenticated: one source address may start at
+    most LOGINS_PER_CLIENT of them per LOGIN_WINDOW_S (429 to it alone), and
+    beyond MAX_STATES rows the oldest are evicted, so a flood delays only the
+    flooder and a real launch started during it completes.
+    """
+    client = request.client.host if request.client else "unknown"
+    logins: limits.PerClient = request.app.state.lti_logins
+    if not logins.allow(client):
+        wait = logins.retry_after(client)  # not logged nor recorded: the flood would fill both
+        answer = page(request, 429, "Launch refused", refused=f"more than {logins.limit} logins from {client!r} "
+                                                              f"within {logins.window_s:g} s: try again in {wait} s")
+        answer.headers["Retry-After"] = str(wait)
+        return answer
     try:
         params = await read_params(request)
         issuer = params.get("iss", "")
@@ -797,13 +815,10 @@ async def login_initiation(request: Request) -> Response:
     state, nonce = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     with store_of(request).transaction() as db:
         db.execute("DELETE FROM lti_states WHERE created < ?", [time.time() - STATE_TTL_S])
-        busy = next(iter(db.query("SELECT count(*) AS n FROM lti_states")))["n"] >= MAX_STATES
-        if not busy:
-            db["lti_states"].insert({"state": state, "nonce": nonce, "issuer": issuer,
-                                     "client_id": platform.client_id, "created": time.time()})
-    if busy:
-        return refuse(request, LaunchRefused(f"more than {MAX_STATES} logins are in progress: try again in a "
-                                             "few minutes", 429, issuer))
+        db.execute("DELETE FROM lti_states WHERE state IN (SELECT state FROM lti_states ORDER BY created DESC "
+                   "LIMIT -1 OFFSET ?)", [MAX_STATES - 1])  # the oldest beyond MAX_STATES - 1 make room
+        db["lti_states"].insert({"state": state, "nonce": nonce, "issuer": issuer,
+                                 "client_id": platform.client_id, "created": time.time()})
     query = {
         "scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
         "client_id": platform.client_id, "redirect_uri": tool_url(request) + "/lti/launch",

@@ -82,7 +82,7 @@ import httpx
 from joserfc import jwt
 
 from grader.term import class_report
-from grader.server import auth, lti
+from grader.server import auth, limits, lti
 from grader.queue.jobs import Queue, open_queue
 from grader.server import instructor
 from grader.server.roster import RosterEntry
@@ -676,6 +676,7 @@ def install(app: Any) -> None:
     st = app.state.normgrade
     app.state.lti_config = lti.platforms_of(st.config.course)
     app.state.lti_jwks = lti.JwksCache()
+    app.state.lti_logins = limits.PerClient(lti.LOGINS_PER_CLIENT, lti.LOGIN_WINDOW_S)
     with Store.open(st.config.db_path) as store:
         lti.ensure_tables(store)
         lti.signing_key(store)
