@@ -39,6 +39,7 @@ from grader.term import class_report
 from grader.server import auth
 from grader.queue import records, selftest
 from grader.server.headers import as_dict as security_headers
+from grader.server.text_input import refuse_unsafe_text
 from grader.server.dashboard import (
     DashboardError, Filters, Links, exercise_detail, items_by_chapter, overview_context, record_override, render,
     student_detail,
@@ -181,13 +182,16 @@ def require_instructor(request: Request, page: bool = True) -> str:
 
 async def read_urlencoded(request: Request, limit: int) -> dict[str, list[str]] | None:
     """An urlencoded form body, every value of each field; None as soon as it passes ``limit`` bytes (read no
-    further). The dashboard's, the student's pages' and the LTI launch's forms are read here."""
+    further); 400 for text that cannot be taken (grader/server/text_input.py). The dashboard's, the student's
+    pages' and the LTI launch's forms are read here."""
     body = b""
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
             return None
-    return parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    refuse_unsafe_text(fields, "the form")
+    return fields
 
 
 async def read_form(request: Request) -> dict[str, str]:

@@ -112,6 +112,7 @@ from starlette.templating import Jinja2Templates
 
 from grader.server import auth, instructor, limits, student_sessions
 from grader.server.roster import ID_RE, RosterEntry, import_roster
+from grader.server.text_input import refuse_unsafe_text
 from grader.student.course import Course
 from grader.student.errors import GraderError
 from grader.student.store import Store, utc_now
@@ -770,6 +771,7 @@ def refuse(request: Request, refused: LaunchRefused) -> HTMLResponse:
 async def read_params(request: Request) -> dict[str, str]:
     """The query string, plus a small urlencoded form body on POST (first value of each field)."""
     params = {k: v for k, v in request.query_params.items()}
+    refuse_unsafe_text(params, "the query")
     if request.method == "POST":
         fields = await instructor.read_urlencoded(request, MAX_FORM_BYTES)
         if fields is None:
