@@ -378,7 +378,7 @@ async def save_override(request: Request, mode: str) -> Response:
             return message(request, 400, "Override not saved", str(exc), error=True)
         return page(request, detail.row.label, status=400, page="student", d=detail, anchor="student",
                     report=report, notice=f"Override not saved: {exc}", notice_error=True)
-    LOG.warning("score override: %s %s -> %s (%s)", entry["student"], entry["exercise"],
+    LOG.warning("score override: %r %r -> %s (%r)", entry["student"], entry["exercise"],
                 "withdrawn" if entry["score"] is None else entry["score"], entry["comment"])
     return RedirectResponse("/instructor/students/" + quote(student, safe="") + "?saved=1#override", status_code=303)
 

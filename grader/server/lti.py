@@ -693,7 +693,7 @@ def check_context(store: Store, launch: Launch) -> None:
         db["lti_bindings"].insert({"issuer": issuer, "client_id": platform.client_id, "context_id": context_id,
                                    "title": launch.context_title[:200], "bound_at": utc_now(),
                                    "bound_by": launch.sub[:200]})
-    LOG.warning("LTI: this course is now bound to the LMS course %s of %s (first instructor launch, %s)",
+    LOG.warning("LTI: this course is now bound to the LMS course %r of %s (first instructor launch, %r)",
                 here, platform.name, launch.sub)
 
 
@@ -758,7 +758,8 @@ def page(request: Request, status: int, title: str, **context: Any) -> HTMLRespo
 
 def refuse(request: Request, refused: LaunchRefused) -> HTMLResponse:
     """The refusal page, the log line and the row on the dashboard."""
-    LOG.warning("LTI launch refused (%s): %s", refused.issuer or "unknown issuer", refused.reason)
+    LOG.warning("LTI launch refused (%s): %r", repr(refused.issuer) if refused.issuer else "unknown issuer",
+                refused.reason)  # quoted (%r): a request's newline cannot start a line of the log
     try:
         with store_of(request).transaction() as db:
             db["lti_refusals"].insert({"at": utc_now(), "issuer": refused.issuer[:200], "reason": refused.reason[:500]})
@@ -895,7 +896,7 @@ def land(request: Request, launch: Launch) -> Response:
     member = match_member(store, launch.platform.issuer, key, launch.sub, str(launch.claims.get("email", "")),
                           str(launch.claims.get("name", "")), "learner", issue_token=False)
     token = launch_token(store, member, launch)
-    LOG.info("LTI launch: %s (%s) from %s", member, launch.sub, launch.platform.issuer)
+    LOG.info("LTI launch: %r (%r) from %r", member, launch.sub, launch.platform.issuer)
     return student_landing(request, token)
 
 
@@ -942,7 +943,7 @@ def match_member(store: Store, issuer: str, context_key: str, sub: str, email: s
                 db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, utc_now()])
                 db.execute("INSERT OR IGNORE INTO roster (student, name, email, created_at) VALUES (?, ?, ?, ?)",
                            [student, name, email, utc_now()])
-        LOG.info("LTI: new student %s (%s) from %s", student, sub, issuer)
+        LOG.info("LTI: new student %r (%r) from %r", student, sub, issuer)
     if student is None:
         student = "instructor"
     with store.transaction() as db:
@@ -984,7 +985,7 @@ def instructor_session(request: Request, launch: Launch) -> Response:
     """
     store = store_of(request)
     token = launch_token(store, "instructor", launch)
-    LOG.info("LTI instructor launch: %s from %s", launch.sub, launch.platform.issuer)
+    LOG.info("LTI instructor launch: %r from %r", launch.sub, launch.platform.issuer)
     response = page(request, 200, "Opening the dashboard", forward="/instructor/")
     set_launch_cookie(request, response, instructor.COOKIE, instructor.new_session(request, auth.hash_token(token)),
                       instructor.SESSION_HOURS * 3600, "/instructor", over_http="strict")

@@ -972,6 +972,17 @@ def test_the_login_limit_slides_with_the_clock() -> None:
     assert logins.allow("c") and "b" not in logins._seen  # the least recently seen client is forgotten
 
 
+def test_a_request_cannot_write_a_line_of_the_log(tool: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
+    forged = "x\ngrade serve: normgrade.dashboard: score override: ann activations.ReLU -> 100 (ok)"
+    with caplog.at_level(logging.INFO):
+        answer = tool["client"].get("/lti/login", params={"iss": forged, "login_hint": "h",
+                                                           "target_link_uri": tool["url"] + "/lti/launch"})
+    assert 400 <= answer.status_code < 500
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("normgrade")]
+    assert any("score override" in line for line in lines)  # the value is logged, quoted on the refusal's line
+    assert not any("\n" in line for line in lines)
+
+
 def test_refusal_rows_are_capped(tool: dict[str, Any], lms: LmsPlatform, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lti, "MAX_REFUSALS", 3)
     for _ in range(5):
