@@ -704,7 +704,7 @@ async def judge_and_record(st: ServerState, store: Store, student: str, quiz: qu
     if before.closed:
         return closed_answer(question, posed, before)
     try:
-        verdict = await asyncio.to_thread(judging.judge_bounded, posed, raw, shown)
+        verdict = await asyncio.to_thread(judging.judge_bounded, posed, raw, shown, None, student)
     except quiz_lib.AnswerFormatError as exc:
         raise fail(422, str(exc)) from exc
     except quiz_lib.ReferenceUnavailableError as exc:
