@@ -89,6 +89,10 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int | Non
     except Exception as exc:  # redis.ConnectionError and the like: one line
         raise RemoteError(f"cannot use the queue {queue_url} ({exc}): start it, or pass another --queue") from exc
     check_port(host, port)
+    from grader.student.store import exposed
+
+    if warning := exposed(Path(db)):
+        click.echo(f"grade serve: warning: {warning}", err=True)
     if workers and not no_sandbox:
         from grader.student.sandbox.runner import Limits
 

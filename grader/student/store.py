@@ -358,6 +358,18 @@ def _refuse(path: Path, reason: str) -> StoreError:
     return StoreError(f"{path} is not a normgrade progress database ({reason}): pass another --db")
 
 
+def exposed(path: Path) -> str | None:
+    """One line when the database file (token hashes, the LTI key) may be read by its group or others, with
+    the command that makes it owner-only; None when it is 0600 (or missing)."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        return None
+    if not mode & 0o077:
+        return None
+    return f"{path} is readable by other users (mode {mode:o}): it holds token hashes and keys; run chmod 600 {path}"
+
+
 def inspect_file(path: Path) -> int:
     """Check, without writing, that ``path`` is ours or empty; return its schema version.
 
@@ -646,7 +658,11 @@ class Store:
             except OSError as exc:
                 raise StoreError(f"cannot create {path.parent} ({exc}): pass another --db") from exc
         try:
+            if not path.exists():  # owner-only from the start (it holds token hashes and keys); SQLite gives
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))  # its -wal and -shm the same mode
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+        except OSError as exc:
+            raise StoreError(f"cannot create {path} ({exc}): pass another --db") from exc
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {path} ({exc}): pass another --db") from exc
         import sqlite_utils  # here: it imports NumPy, which `grade submit` loads after starting its workers

@@ -345,3 +345,22 @@ def test_a_writing_command_opens_a_new_database_in_a_new_folder(tmp_path: Path) 
         assert store.version == SCHEMA_VERSION
         assert [line.split()[3] for line in flocks()] == ["READ"]  # a command's shared hold
     assert flocks() == []  # ended with the store
+
+
+def test_a_new_database_and_its_wal_are_owner_only_whatever_the_umask(db_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        with Store.open(db_path) as store:
+            store.db.execute("CREATE TABLE IF NOT EXISTS t (x)")
+            modes = {p.name: p.stat().st_mode & 0o777 for p in db_path.parent.iterdir() if p.is_file()}
+    finally:
+        os.umask(old)
+    assert modes[db_path.name] == 0o600 and all(mode == 0o600 for mode in modes.values()), modes
+    assert store_mod.exposed(db_path) is None
+
+
+def test_a_database_others_can_read_is_named_with_the_fix(db_path: Path) -> None:
+    Store.open(db_path).close()
+    db_path.chmod(0o644)
+    warning = store_mod.exposed(db_path)
+    assert warning is not None and "644" in warning and f"chmod 600 {db_path}" in warning and "\n" not in warning
