@@ -7,6 +7,7 @@ import difflib
 import hmac
 import math
 import multiprocessing
+import resource
 import threading
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
@@ -16,7 +17,7 @@ from grader.quiz import params as params_lib
 from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.model import Choice, Posed, Question, Quiz, QuizResult, Verdict
 from grader.student.quiz.answers import (
-    _choice_ids, canonical_answers, digest, formula_message, parse_drawn_number, parse_number,
+    _choice_ids, canonical_answers, check_numerals, digest, formula_message, parse_drawn_number, parse_number,
 )
 from grader.student.quiz import expr
 from grader.student.errors import UsageError
@@ -91,14 +92,46 @@ def preview(posed: Posed, raw: Any) -> str:
     raise AnswerFormatError("this answer is read as written: there is no formula to preview")
 
 
+EXTRA_CANDIDATES = 2 * 10  # keys beyond 2·steps + 1 a fixed numeric answer may be judged against (rounding)
+
+
 def numeric_candidates(question: Question, raw: Any) -> list[str]:
     """The keys a fixed numeric answer x may match: ``num:k`` for every k with |x - k·t/Q| <= t (t the
     tolerance, Q its ``steps``). The key is the answer's own k (answer = k·t/Q exactly), so a match means
     |x - answer| <= t: the tolerance exactly as stated."""
-    x, t, steps = parse_number(raw), float(question.tolerance or 0), question.steps
+    return [f"num:{k}" for k in candidate_range(question, parse_number(raw))]
+
+
+def candidate_range(question: Question, x: float) -> range:
+    """The k of :func:`numeric_candidates` for the value ``x``; AnswerFormatError when there are more than
+    2·steps + 1 + EXTRA_CANDIDATES (an x so large that a double cannot tell its bins apart: ``1234567890123``
+    to a tolerance of 0.001 would be millions of keys)."""
+    t, steps = float(question.tolerance or 0), question.steps
     low, high = (x - t) * steps / t, (x + t) * steps / t
     slack = 1e-9 * max(1.0, abs(low), abs(high))
-    return [f"num:{k}" for k in range(math.ceil(low - slack), math.floor(high + slack) + 1)]
+    keys = range(math.ceil(low - slack), math.floor(high + slack) + 1)
+    if len(keys) > 2 * steps + 1 + EXTRA_CANDIDATES:
+        raise AnswerFormatError(f"{x:g} is too large to judge to this question's tolerance ({t:g}): give the "
+                                "answer the question asks for, rounded")
+    return keys
+
+
+def check_bounds(posed: Posed, raw: Any) -> None:
+    """Refuse a numeric answer beyond the bounds before any judge starts (AnswerFormatError, one line, no
+    attempt spent): each numeral within ``check_numerals``'s digits and magnitude, and a plain number to a
+    fixed question within :func:`candidate_range`'s keys. Cheap: nothing is evaluated (no SymPy)."""
+    question = posed.question
+    if question.kind != "numeric":
+        return
+    text = check_numerals(raw)
+    if question.parameterised:
+        return
+    try:
+        x = float(raw) if isinstance(raw, (int, float)) else float(text)
+    except ValueError:
+        return  # an expression: its value is bounded in the judge (numeric_candidates)
+    if math.isfinite(x):
+        candidate_range(question, x)
 
 
 def _matches(question: Question, candidates: list[str]) -> bool:
@@ -142,7 +175,10 @@ def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers
 
 JUDGE_SECONDS = 5.0  # the time budget of one judged answer (SymPy and the reference), away from the server's loop
 JUDGES = 4  # judging processes at once; a request beyond waits for a slot (at most the time budget)
+JUDGE_MEMORY = 512 * 1024 * 1024  # bytes a judging process may map beyond what it was forked with (RLIMIT_AS)
 _SLOTS = threading.BoundedSemaphore(JUDGES)
+_HOLDERS: set[str] = set()  # the students whose answer is being judged now: one judge each at most
+_HOLDERS_LOCK = threading.Lock()
 # fork: the child starts with SymPy and the reference already imported (a fresh interpreter would take
 # seconds); the parent warms them up first (``warm_up``), so the child imports nothing under a lock.
 _CONTEXT = multiprocessing.get_context("fork")
@@ -152,14 +188,33 @@ class TooComplexError(AnswerFormatError):
     """An answer that could not be judged within the time budget (refused, costs no attempt)."""
 
 
-def _child(conn: Connection, work: Callable[..., Any], args: tuple[Any, ...]) -> None:
-    """Run in the judging process: send ("ok", work(*args)) or (error kind, one-line message)."""
+def _mapped_bytes() -> int:
+    """The address space this process maps now (Linux: /proc/self/statm; 0 where it cannot be read)."""
     try:
+        return int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _limit_memory(extra: int) -> None:
+    """Cap this process's address space at what it maps now plus ``extra`` bytes: an answer that makes
+    SymPy build a huge expression gets MemoryError (a refusal) instead of gigabytes of the server's memory."""
+    now = _mapped_bytes()
+    if now:
+        resource.setrlimit(resource.RLIMIT_AS, (now + extra, now + extra))
+
+
+def _child(conn: Connection, work: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    """Run in the judging process (its memory capped): send ("ok", work(*args)) or (error kind, one line)."""
+    try:
+        _limit_memory(JUDGE_MEMORY)
         conn.send(("ok", work(*args)))
     except AnswerFormatError as exc:
         conn.send(("format", str(exc)))
     except ReferenceUnavailableError as exc:
         conn.send(("reference", str(exc)))
+    except MemoryError:
+        conn.send(("format", "this answer needs too much memory to judge: write it more simply"))
     except Exception as exc:  # reported in the parent as an unreadable answer, never a traceback
         conn.send(("format", f"this answer cannot be judged ({type(exc).__name__}): write it more simply"))
     finally:
@@ -175,27 +230,43 @@ def warm_up() -> None:
         pass  # chapters with drawn numbers answer 503 where the reference is missing
 
 
-def judge_bounded(posed: Posed, raw: Any, shown: bool = False, seconds: float | None = None) -> Verdict:
+def judge_bounded(posed: Posed, raw: Any, shown: bool = False, seconds: float | None = None,
+                  who: str | None = None) -> Verdict:
     """``judge`` in a separate process that is killed after ``seconds``: TooComplexError (one line,
-    no attempt spent) when it runs out of time. Blocking: the server calls it through a worker thread,
-    so its event loop keeps answering other students meanwhile."""
-    return _bounded(judge, (posed, raw, shown), seconds)
+    no attempt spent) when it runs out of time. An answer beyond the bounds of :func:`check_bounds` is refused
+    before a judge starts; ``who`` (the student) may hold one judge at a time. Blocking: the server calls it
+    through a worker thread, so its event loop keeps answering other students meanwhile."""
+    check_bounds(posed, raw)
+    return _bounded(judge, (posed, raw, shown), seconds, who)
 
 
-def preview_bounded(posed: Posed, raw: Any, seconds: float | None = None) -> str:
+def preview_bounded(posed: Posed, raw: Any, seconds: float | None = None, who: str | None = None) -> str:
     """``preview`` under the same bounds as ``judge_bounded`` (its own process, the same slots and time)."""
-    return _bounded(preview, (posed, raw), seconds)
+    check_bounds(posed, raw)
+    return _bounded(preview, (posed, raw), seconds, who)
 
 
-def _bounded(work: Callable[..., Any], args: tuple[Any, ...], seconds: float | None) -> Any:
-    """``work(*args)`` in a judging process (one of JUDGES slots), killed after ``seconds``."""
+def _bounded(work: Callable[..., Any], args: tuple[Any, ...], seconds: float | None, who: str | None = None) -> Any:
+    """``work(*args)`` in a judging process (one of JUDGES slots, at most one per ``who``), killed after
+    ``seconds``."""
     seconds = JUDGE_SECONDS if seconds is None else seconds
-    if not _SLOTS.acquire(timeout=seconds):
-        raise TooComplexError("every judge is busy: send the answer again in a moment (no attempt was used)")
+    with _HOLDERS_LOCK:
+        if who is not None and who in _HOLDERS:
+            raise TooComplexError("your previous answer is still being judged: send this one when it is done "
+                                  "(no attempt was used)")
+        if who is not None:
+            _HOLDERS.add(who)
     try:
-        return _in_child(work, args, seconds)
+        if not _SLOTS.acquire(timeout=seconds):
+            raise TooComplexError("every judge is busy: send the answer again in a moment (no attempt was used)")
+        try:
+            return _in_child(work, args, seconds)
+        finally:
+            _SLOTS.release()
     finally:
-        _SLOTS.release()
+        if who is not None:
+            with _HOLDERS_LOCK:
+                _HOLDERS.discard(who)
 
 
 def _in_child(work: Callable[..., Any], args: tuple[Any, ...], seconds: float) -> Any:

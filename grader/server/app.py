@@ -60,6 +60,7 @@ from grader.student.errors import GraderError, StoreError
 from grader.server import auth, lti_services
 from grader.queue import estimate, records
 from grader.server.headers import as_dict as security_headers
+from grader.server.text_input import refuse_unsafe_text
 from grader.server.auth import Principal
 from grader.queue.collector import Collector
 from grader.queue.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, open_queue
@@ -249,7 +250,8 @@ def _no_constant(name: str) -> None:
 
 
 async def read_json(request: Request, limit: int) -> dict[str, Any]:
-    """The JSON object in the body: at most ``limit`` bytes (413) and MAX_JSON_DEPTH deep (400), else 400."""
+    """The JSON object in the body: at most ``limit`` bytes (413) and MAX_JSON_DEPTH deep (400), else 400; text
+    that cannot be taken (grader/server/text_input.py) is a 400 too."""
     body = await read_body(request, limit)
     if too_deep(body, MAX_JSON_DEPTH):
         raise fail(400, f"the body is nested more than {MAX_JSON_DEPTH} levels deep (or its brackets do not "
@@ -262,6 +264,7 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
         raise fail(400, f"the body is not usable JSON ({str(exc)[:80]}): send a JSON object") from exc
     if not isinstance(doc, dict):
         raise fail(400, "the body must be a JSON object")
+    refuse_unsafe_text(doc)
     return doc
 
 
@@ -701,7 +704,7 @@ async def judge_and_record(st: ServerState, store: Store, student: str, quiz: qu
     if before.closed:
         return closed_answer(question, posed, before)
     try:
-        verdict = await asyncio.to_thread(judging.judge_bounded, posed, raw, shown)
+        verdict = await asyncio.to_thread(judging.judge_bounded, posed, raw, shown, None, student)
     except quiz_lib.AnswerFormatError as exc:
         raise fail(422, str(exc)) from exc
     except quiz_lib.ReferenceUnavailableError as exc:

@@ -53,10 +53,12 @@ def _load_course(course: Path | None) -> Any:
 @click.option("--lease-timeout", type=click.FloatRange(min=5), default=20.0, show_default=True,
               help="Seconds without word from a grading worker (its lease not renewed) before its try is "
                    "put back on the queue.")
+@click.option("--header-timeout", type=click.FloatRange(min=1), default=10.0, show_default=True,
+              help="Seconds a client has to send a request's line and headers; a connection past it is closed.")
 @click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
 def serve_command(course_file: Path | None, db: Path, host: str, port: int | None, queue_url: str | None,
                   workers: int, quiz_dir: Path | None, job_timeout: float, lease_timeout: float,
-                  no_sandbox: bool) -> None:
+                  header_timeout: float, no_sandbox: bool) -> None:
     """Run the course server: the API under /api/v1/, the grading queue and its workers.
 
     Before it hands out a job it has a worker grade the reference solution (one
@@ -89,6 +91,10 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int | Non
     except Exception as exc:  # redis.ConnectionError and the like: one line
         raise RemoteError(f"cannot use the queue {queue_url} ({exc}): start it, or pass another --queue") from exc
     check_port(host, port)
+    from grader.student.store import exposed
+
+    if warning := exposed(Path(db)):
+        click.echo(f"grade serve: warning: {warning}", err=True)
     if workers and not no_sandbox:
         from grader.student.sandbox.runner import Limits
 
@@ -101,7 +107,10 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int | Non
     click.echo(f"Serving {course.name} at http://{host}:{port} (database {db}, queue {queue_url}, "
                f"{workers} worker process{'es' if workers != 1 else ''}{reached})", err=True)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+        from grader.server.deadline import header_deadline
+
+        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5,
+                    http=header_deadline(header_timeout))
     finally:
         if pool is not None:
             pool.stop()

@@ -39,6 +39,7 @@ from grader.term import class_report, regrade
 from grader.server import auth
 from grader.queue import records, selftest
 from grader.server.headers import as_dict as security_headers
+from grader.server.text_input import refuse_unsafe_text
 from grader.server.dashboard import (
     DashboardError, Filters, Links, exercise_detail, items_by_chapter, overview_context, record_override, render,
     student_detail,
@@ -181,13 +182,16 @@ def require_instructor(request: Request, page: bool = True) -> str:
 
 async def read_urlencoded(request: Request, limit: int) -> dict[str, list[str]] | None:
     """An urlencoded form body, every value of each field; None as soon as it passes ``limit`` bytes (read no
-    further). The dashboard's, the student's pages' and the LTI launch's forms are read here."""
+    further); 400 for text that cannot be taken (grader/server/text_input.py). The dashboard's, the student's
+    pages' and the LTI launch's forms are read here."""
     body = b""
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
             return None
-    return parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    refuse_unsafe_text(fields, "the form")
+    return fields
 
 
 async def read_form(request: Request) -> dict[str, str]:
@@ -375,7 +379,7 @@ async def save_override(request: Request, mode: str) -> Response:
             return message(request, 400, "Override not saved", str(exc), error=True)
         return page(request, detail.row.label, status=400, page="student", d=detail, anchor="student",
                     report=report, notice=f"Override not saved: {exc}", notice_error=True)
-    LOG.warning("score override: %s %s -> %s (%s)", entry["student"], entry["exercise"],
+    LOG.warning("score override: %r %r -> %s (%r)", entry["student"], entry["exercise"],
                 "withdrawn" if entry["score"] is None else entry["score"], entry["comment"])
     return RedirectResponse("/instructor/students/" + quote(student, safe="") + "?saved=1#override", status_code=303)
 

@@ -109,9 +109,10 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
 
-from grader.server import auth, instructor, student_sessions
+from grader.server import auth, instructor, limits, student_sessions
 from grader.term import class_report
 from grader.server.roster import ID_RE, RosterEntry, import_roster
+from grader.server.text_input import refuse_unsafe_text
 from grader.student.course import Course
 from grader.student.errors import GraderError
 from grader.student.store import Store, utc_now
@@ -125,7 +126,10 @@ STATE_TTL_S = 600        # a login must be completed within this time
 JWKS_TTL_S = 600         # a platform's JWKS is fetched again after this long (or when a kid is unknown)
 JWKS_REFETCH_S = 30      # ... but for an unknown kid at most once per this many seconds (forged kids cost nothing)
 JWKS_MAX_AGE_S = 300     # our JWKS's Cache-Control max-age; a rotated key signs only this long after it is published
-MAX_STATES = 10_000      # logins in progress at once (each unauthenticated login initiation stores one)
+MAX_STATES = 10_000      # logins in progress at once (each unauthenticated login initiation stores one);
+                         # a new login beyond them evicts the oldest
+LOGINS_PER_CLIENT = 60   # login initiations one source address may start per LOGIN_WINDOW_S (more: 429 to it alone)
+LOGIN_WINDOW_S = 60.0
 MAX_REFUSALS = 1_000     # refusal rows kept for the dashboard (the log keeps every one)
 MAX_FORM_BYTES = 64 * 1024
 STATE_COOKIE = "normgrade_lti_state"
@@ -640,7 +644,7 @@ def check_context(store: Store, launch: Launch) -> None:
         db.table("lti_bindings").insert({"issuer": issuer, "client_id": platform.client_id, "context_id": context_id,
                                    "title": launch.context_title[:200], "bound_at": utc_now(),
                                    "bound_by": launch.sub[:200]})
-    LOG.warning("LTI: this course is now bound to the LMS course %s of %s (first instructor launch, %s)",
+    LOG.warning("LTI: this course is now bound to the LMS course %r of %s (first instructor launch, %r)",
                 here, platform.name, launch.sub)
 
 
@@ -706,7 +710,8 @@ def page(request: Request, status: int, title: str, **context: Any) -> HTMLRespo
 
 def refuse(request: Request, refused: LaunchRefused) -> HTMLResponse:
     """The refusal page, the log line and the row on the dashboard."""
-    LOG.warning("LTI launch refused (%s): %s", refused.issuer or "unknown issuer", refused.reason)
+    LOG.warning("LTI launch refused (%s): %r", repr(refused.issuer) if refused.issuer else "unknown issuer",
+                refused.reason)  # quoted (%r): a request's newline cannot start a line of the log
     try:
         with store_of(request).transaction() as db:
             db.table("lti_refusals").insert({"at": utc_now(), "issuer": refused.issuer[:200], "reason": refused.reason[:500]})
@@ -719,6 +724,7 @@ def refuse(request: Request, refused: LaunchRefused) -> HTMLResponse:
 async def read_params(request: Request) -> dict[str, str]:
     """The query string, plus a small urlencoded form body on POST (first value of each field)."""
     params = {k: v for k, v in request.query_params.items()}
+    refuse_unsafe_text(params, "the query")
     if request.method == "POST":
         fields = await instructor.read_urlencoded(request, MAX_FORM_BYTES)
         if fields is None:
@@ -728,7 +734,21 @@ async def read_params(request: Request) -> dict[str, str]:
 
 
 async def login_initiation(request: Request) -> Response:
-    """GET|POST /lti/login: the platform's third-party login initiation -> redirect to its auth URL."""
+    """GET|POST /lti/login: the platform's third-party login initiation -> redirect to its auth URL.
+
+    Each stores a state row, unauthenticated: one source address may start at
+    most LOGINS_PER_CLIENT of them per LOGIN_WINDOW_S (429 to it alone), and
+    beyond MAX_STATES rows the oldest are evicted, so a flood delays only the
+    flooder and a real launch started during it completes.
+    """
+    client = request.client.host if request.client else "unknown"
+    logins: limits.PerClient = request.app.state.lti_logins
+    if not logins.allow(client):
+        wait = logins.retry_after(client)  # not logged nor recorded: the flood would fill both
+        answer = page(request, 429, "Launch refused", refused=f"more than {logins.limit} logins from {client!r} "
+                                                              f"within {logins.window_s:g} s: try again in {wait} s")
+        answer.headers["Retry-After"] = str(wait)
+        return answer
     try:
         params = await read_params(request)
         issuer = params.get("iss", "")
@@ -750,13 +770,10 @@ async def login_initiation(request: Request) -> Response:
     state, nonce = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     with store_of(request).transaction() as db:
         db.execute("DELETE FROM lti_states WHERE created < ?", [time.time() - STATE_TTL_S])
-        busy = next(iter(db.query("SELECT count(*) AS n FROM lti_states")))["n"] >= MAX_STATES
-        if not busy:
-            db.table("lti_states").insert({"state": state, "nonce": nonce, "issuer": issuer,
-                                     "client_id": platform.client_id, "created": time.time()})
-    if busy:
-        return refuse(request, LaunchRefused(f"more than {MAX_STATES} logins are in progress: try again in a "
-                                             "few minutes", 429, issuer))
+        db.execute("DELETE FROM lti_states WHERE state IN (SELECT state FROM lti_states ORDER BY created DESC "
+                   "LIMIT -1 OFFSET ?)", [MAX_STATES - 1])  # the oldest beyond MAX_STATES - 1 make room
+        db.table("lti_states").insert({"state": state, "nonce": nonce, "issuer": issuer,
+                                 "client_id": platform.client_id, "created": time.time()})
     query = {
         "scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
         "client_id": platform.client_id, "redirect_uri": tool_url(request) + "/lti/launch",
@@ -831,7 +848,7 @@ def land(request: Request, launch: Launch) -> Response:
     member = match_member(store, launch.platform.issuer, key, launch.sub, str(launch.claims.get("email", "")),
                           str(launch.claims.get("name", "")), "learner", issue_token=False)
     token = launch_token(store, member, launch)
-    LOG.info("LTI launch: %s (%s) from %s", member, launch.sub, launch.platform.issuer)
+    LOG.info("LTI launch: %r (%r) from %r", member, launch.sub, launch.platform.issuer)
     return student_landing(request, token)
 
 
@@ -878,7 +895,7 @@ def match_member(store: Store, issuer: str, context_key: str, sub: str, email: s
                 db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, utc_now()])
                 db.execute("INSERT OR IGNORE INTO roster (student, name, email, created_at) VALUES (?, ?, ?, ?)",
                            [student, name, email, utc_now()])
-        LOG.info("LTI: new student %s (%s) from %s", student, sub, issuer)
+        LOG.info("LTI: new student %r (%r) from %r", student, sub, issuer)
     if student is None:
         student = "instructor"
     with store.transaction() as db:
@@ -920,7 +937,7 @@ def instructor_session(request: Request, launch: Launch) -> Response:
     """
     store = store_of(request)
     token = launch_token(store, "instructor", launch)
-    LOG.info("LTI instructor launch: %s from %s", launch.sub, launch.platform.issuer)
+    LOG.info("LTI instructor launch: %r from %r", launch.sub, launch.platform.issuer)
     response = page(request, 200, "Opening the dashboard", forward="/instructor/")
     set_launch_cookie(request, response, instructor.COOKIE, instructor.new_session(request, auth.hash_token(token)),
                       instructor.SESSION_HOURS * 3600, "/instructor", over_http="strict")

@@ -82,7 +82,7 @@ import httpx
 from joserfc import jwt
 
 from grader.term import class_report, standing
-from grader.server import auth, lti
+from grader.server import auth, limits, lti
 from grader.queue.jobs import Queue, open_queue
 from grader.server import instructor
 from grader.server.roster import RosterEntry
@@ -430,7 +430,7 @@ def ensure_line_item(store: Store, connector: ServiceConnector, platform: lti.Pl
         url = created.get("id")
         if not isinstance(url, str):
             raise ServiceError(f"{platform.name} created a line item without an id")
-        LOG.info("LTI: line item %s created in %s: %s", column_id, platform.name, url)
+        LOG.info("LTI: line item %r created in %s: %r", column_id, platform.name, url)
     with store.transaction() as db:
         db.table("lti_line_items").upsert({"context_key": context["key"], "resource_id": column_id, "url": url,
                                      "label": label, "score_maximum": maximum}, pk=("context_key", "resource_id"))
@@ -670,10 +670,10 @@ class ScorePoster(threading.Thread):
                        "tries = max(tries, 1) WHERE id = ? AND status IN ('pending', 'queued')",
                        [status, error[:500], now + delay, row["id"]])
         if status == "refused":
-            LOG.warning("LTI score %s for %s refused by the LMS for good (%s): shown on the dashboard, not sent "
+            LOG.warning("LTI score %s for %r refused by the LMS for good (%r): shown on the dashboard, not sent "
                         "again", row["id"], row["student"], error)
         elif status == "pending":
-            LOG.warning("LTI score %s for %s not posted (%s); retrying in %.0f s", row["id"], row["student"], error,
+            LOG.warning("LTI score %s for %r not posted (%r); retrying in %.0f s", row["id"], row["student"], error,
                         delay)
 
 
@@ -685,6 +685,7 @@ def install(app: Any) -> None:
     st = app.state.normgrade
     app.state.lti_config = lti.platforms_of(st.config.course)
     app.state.lti_jwks = lti.JwksCache()
+    app.state.lti_logins = limits.PerClient(lti.LOGINS_PER_CLIENT, lti.LOGIN_WINDOW_S)
     with Store.open(st.config.db_path) as store:
         lti.signing_key(store)
 

@@ -465,7 +465,7 @@ async def quiz_answer(request: Request, who: Visitor) -> Response:
     view.answer = raw
     if first(form, "preview"):
         try:
-            view.reading = await _read_back(view.posed, raw)
+            view.reading = await _read_back(view.posed, raw, who.student)
         except quiz_lib.AnswerFormatError as exc:
             view.error = str(exc)
         return quiz_page(request, who, quiz, views)
@@ -483,9 +483,10 @@ async def quiz_answer(request: Request, who: Visitor) -> Response:
     return quiz_page(request, who, quiz, views, status)
 
 
-async def _read_back(posed: quiz_lib.Posed, raw: str) -> str:
-    """How an answer is read (judging.preview, in a judging process under its time budget)."""
-    return await asyncio.to_thread(judging.preview_bounded, posed, raw)
+async def _read_back(posed: quiz_lib.Posed, raw: str, student: str) -> str:
+    """How an answer is read (judging.preview, in a judging process under its time budget; one preview of
+    ``student``'s at a time, apart from their answer being judged, so a preview never delays a submission)."""
+    return await asyncio.to_thread(judging.preview_bounded, posed, raw, None, f"{student} (preview)")
 
 
 async def quiz_preview(request: Request, who: Visitor) -> Response:
@@ -499,7 +500,7 @@ async def quiz_preview(request: Request, who: Visitor) -> Response:
     except KeyError:
         return JSONResponse({"error": "no such question"}, status_code=400)
     try:
-        doc = {"read": await _read_back(quiz_lib.pose(question, who.student), _answer_of(form))}
+        doc = {"read": await _read_back(quiz_lib.pose(question, who.student), _answer_of(form), who.student)}
     except quiz_lib.AnswerFormatError as exc:
         doc = {"error": str(exc)}  # a reading too: the reason it cannot be read (200, as for any preview)
     return JSONResponse(doc, headers={"Cache-Control": "no-store"})

@@ -107,7 +107,7 @@ async def grant_extension(request: Request, mode: str) -> Response:
     except GraderError as exc:
         return term_page(request, "Term: requests, extensions, rescoring", status=400,
                          notice=f"Extension not saved: {exc}", notice_error=True, **term_context(request))
-    LOG.warning("extension: %s %s -> %s (%s)", row.get("student") or row.get("group"), row["chapter"], row["due"],
+    LOG.warning("extension: %r %r -> %s (%r)", row.get("student") or row.get("group"), row["chapter"], row["due"],
                 row["reason"])
     return RedirectResponse("/instructor/term?saved=extension#extensions", status_code=303)
 

@@ -323,6 +323,7 @@ CREATE TABLE IF NOT EXISTS lti_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT 
     retired INTEGER NOT NULL DEFAULT 0, signs_from REAL NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS lti_states (state TEXT PRIMARY KEY, nonce TEXT NOT NULL, issuer TEXT NOT NULL,
     client_id TEXT NOT NULL, created REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS lti_states_created ON lti_states (created);
 CREATE TABLE IF NOT EXISTS lti_nonces (nonce TEXT PRIMARY KEY, issuer TEXT NOT NULL, used REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS lti_contexts (key TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_id TEXT NOT NULL,
     deployment_id TEXT NOT NULL, context_id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '',
@@ -411,6 +412,18 @@ def figure_of_text(text: str | None) -> dict[str, Any] | None:
 def _refuse(path: Path, reason: str) -> StoreError:
     reason = " ".join(reason.split())  # one line, whatever SQLite's message holds
     return StoreError(f"{path} is not a normgrade progress database ({reason}): pass another --db")
+
+
+def exposed(path: Path) -> str | None:
+    """One line when the database file (token hashes, the LTI key) may be read by its group or others, with
+    the command that makes it owner-only; None when it is 0600 (or missing)."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        return None
+    if not mode & 0o077:
+        return None
+    return f"{path} is readable by other users (mode {mode:o}): it holds token hashes and keys; run chmod 600 {path}"
 
 
 def inspect_file(path: Path) -> int:
@@ -701,7 +714,11 @@ class Store:
             except OSError as exc:
                 raise StoreError(f"cannot create {path.parent} ({exc}): pass another --db") from exc
         try:
+            if not path.exists():  # owner-only from the start (it holds token hashes and keys); SQLite gives
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))  # its -wal and -shm the same mode
             conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+        except OSError as exc:
+            raise StoreError(f"cannot create {path} ({exc}): pass another --db") from exc
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {path} ({exc}): pass another --db") from exc
         import sqlite_utils  # here: it imports NumPy, which `grade submit` loads after starting its workers

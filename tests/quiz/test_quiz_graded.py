@@ -140,8 +140,9 @@ def test_concurrent_answers_cannot_buy_extra_attempts(env: dict[str, Any]) -> No
         t.start()
     for t in threads:
         t.join()
-    assert sorted(results) == [200, 200] + [409] * 6
-    assert recorded(env["db"], "race", sq.id) == 2
+    # each is judged (200), refused as closed (409) or, while another of theirs is judged, refused unjudged (422)
+    assert results.count(200) <= 2 and set(results) <= {200, 409, 422}
+    assert recorded(env["db"], "race", sq.id) == results.count(200)
 
 
 def test_after_the_due_date_a_wrong_answer_is_explained(env: dict[str, Any]) -> None:
@@ -261,3 +262,80 @@ def test_judging_processes_are_bounded_in_number() -> None:
             judging._SLOTS.release()
     assert judging.judge_bounded(posed, "a").question_id == "gelu-why"
 
+
+
+# --- bounds before judging: magnitude, digits, candidates; memory; one judge per student --------------------
+
+
+@pytest.mark.parametrize("answer", ["1234567890123", "9223372036854775808", "1e300", 1e300, 2**63, "1e300*2",
+                                    "12345678.1234567891"])
+def test_a_huge_numeric_answer_is_refused_before_any_judge_starts(monkeypatch: pytest.MonkeyPatch,
+                                                                   answer: Any) -> None:
+    def no_judge(*args: Any) -> Any:
+        raise AssertionError("a judge was started")
+
+    monkeypatch.setattr(judging, "_in_child", no_judge)
+    questions = ["gelu-min-value", "sigmoid-max-derivative"]  # fixed: each key's bins counted
+    questions += ["gelu-value"] if answer != "1234567890123" else []  # drawn: compared, no keys; numerals bounded
+    for question in questions:
+        posed = posed_for("activations", question, "hostile")
+        for bounded in (judging.judge_bounded, judging.preview_bounded):
+            with pytest.raises(quiz_lib.AnswerFormatError, match="too large") as refused:
+                bounded(posed, answer)
+            assert "\n" not in str(refused.value)
+
+
+def test_a_modest_numeric_answer_is_judged_as_before() -> None:
+    posed = posed_for("activations", "gelu-min-value", "someone")
+    for answer in ("-0.17", "0.4629", "5/3", "1e-300", "-170e-3"):
+        assert judging.judge_bounded(posed, answer).question_id == "gelu-min-value"
+
+
+def test_an_expression_too_large_for_the_tolerance_is_refused_in_its_judge_at_once() -> None:
+    posed = posed_for("activations", "gelu-min-value", "someone")  # tolerance 0.005: 1e12 has no usable bins
+    with pytest.raises(quiz_lib.AnswerFormatError, match="too large to judge to this question's tolerance"):
+        judging.judge_bounded(posed, "10^12", seconds=60)
+
+
+def _hog(posed: Any, raw: Any, shown: bool = False) -> Any:
+    """A judge that maps 4 GiB (untouched: without a memory limit it costs nothing and returns)."""
+    import numpy as np
+
+    return int(np.empty(4 * 1024**3, dtype=np.uint8).nbytes)
+
+
+def test_a_judge_has_a_memory_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(judging, "judge", _hog)
+    posed = posed_for("activations", "gelu-why", "someone")
+    with pytest.raises(quiz_lib.AnswerFormatError, match="too much memory"):
+        judging.judge_bounded(posed, "a", seconds=60)
+
+
+def test_one_student_holds_one_judge_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a student's answer is judged, their next one is refused at once (no attempt); others are judged."""
+    monkeypatch.setattr(judging, "judge", _dying_judge)
+    _started.clear()
+    _release.clear()
+    posed = posed_for("activations", "gelu-why", "hostile")
+    outcome: dict[str, str] = {}
+
+    def answer(student: str) -> None:
+        try:
+            judging.judge_bounded(posed, "a", seconds=60, who=student)
+        except quiz_lib.AnswerFormatError as exc:
+            outcome[student] = str(exc)
+
+    threads = [threading.Thread(target=answer, args=("hostile",))]
+    threads[0].start()
+    try:
+        assert _started.wait(60), "the first answer is being judged"
+        with pytest.raises(judging.TooComplexError, match="your previous answer is still being judged"):
+            judging.judge_bounded(posed, "a", seconds=60, who="hostile")
+        threads.append(threading.Thread(target=answer, args=("other",)))
+        threads[1].start()
+    finally:
+        _release.set()
+        for thread in threads:
+            thread.join()
+    assert "could not be judged" in outcome["hostile"] and "could not be judged" in outcome["other"]
+    assert not judging._HOLDERS

@@ -26,7 +26,7 @@ from joserfc.jwk import RSAKey
 import httpx
 import uvicorn
 
-from grader.server import lti, lti_services, roster
+from grader.server import limits, lti, lti_services, roster
 from grader.server.app import ServerConfig
 from grader.server.web import create_app
 from grader.queue.jobs import open_queue
@@ -949,16 +949,50 @@ def test_a_bad_lti_table_stops_the_server_with_one_line(tmp_path: Path) -> None:
         create_app(ServerConfig(tmp_path / "c.db", f"sqlite:///{tmp_path / 'q.db'}", course), run_collector=False)
 
 
-def test_logins_in_progress_are_capped(tool: dict[str, Any], lms: LmsPlatform,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_logins_in_progress_are_capped_by_evicting_the_oldest(tool: dict[str, Any], lms: LmsPlatform,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lti, "MAX_STATES", 2)
-    assert login_redirect(tool["client"], lms).status_code == 302
-    assert login_redirect(tool["client"], lms).status_code == 302
-    third = login_redirect(tool["client"], lms)  # a flood of unauthenticated initiations stops here
-    assert third.status_code == 429 and "logins are in progress" in third.text
-    with tool["store"].transaction() as db:  # expired ones make room again
-        db.execute("UPDATE lti_states SET created = created - ?", [lti.STATE_TTL_S + 1])
-    assert login_redirect(tool["client"], lms).status_code == 302
+    first = start_login(tool["client"], lms)["state"]
+    second = start_login(tool["client"], lms)["state"]
+    third = start_login(tool["client"], lms)["state"]  # room is made by forgetting the oldest login
+    states = {r["state"] for r in tool["store"].db.query("SELECT state FROM lti_states")}
+    assert states == {second, third} and first not in states
+
+
+def test_a_login_flood_from_one_address_delays_only_that_address(tool: dict[str, Any], lms: LmsPlatform,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lti, "MAX_STATES", 5)
+    tool["app"].state.lti_logins = limits.PerClient(3, 60.0)
+    flooder = httpx.Client(base_url=tool["url"], timeout=30, transport=httpx.HTTPTransport(local_address="127.0.0.2"))
+    with flooder:
+        answers = [login_redirect(flooder, lms).status_code for _ in range(20)]
+        assert answers == [302] * 3 + [429] * 17
+        refused = login_redirect(flooder, lms)
+        assert "logins from" in refused.text and "127.0.0.2" in refused.text
+        assert 0 < int(refused.headers["retry-after"]) <= 61
+    student, _ = landed(tool["client"], launch(tool["client"], lms, "ada"))  # another address launches at once
+    assert student == "s2"
+
+
+def test_the_login_limit_slides_with_the_clock() -> None:
+    now = [0.0]
+    logins = limits.PerClient(2, 60.0, max_clients=2, clock=lambda: now[0])
+    assert [logins.allow("a") for _ in range(3)] == [True, True, False]
+    assert logins.retry_after("a") == 61 and logins.allow("b")
+    now[0] = 60.0
+    assert logins.allow("a") and logins.retry_after("b") == 0
+    assert logins.allow("c") and "b" not in logins._seen  # the least recently seen client is forgotten
+
+
+def test_a_request_cannot_write_a_line_of_the_log(tool: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
+    forged = "x\ngrade serve: normgrade.dashboard: score override: ann activations.ReLU -> 100 (ok)"
+    with caplog.at_level(logging.INFO):
+        answer = tool["client"].get("/lti/login", params={"iss": forged, "login_hint": "h",
+                                                           "target_link_uri": tool["url"] + "/lti/launch"})
+    assert 400 <= answer.status_code < 500
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("normgrade")]
+    assert any("score override" in line for line in lines)  # the value is logged, quoted on the refusal's line
+    assert not any("\n" in line for line in lines)
 
 
 def test_refusal_rows_are_capped(tool: dict[str, Any], lms: LmsPlatform, monkeypatch: pytest.MonkeyPatch) -> None:

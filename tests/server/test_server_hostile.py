@@ -311,6 +311,47 @@ def test_dashboard_forms_with_bad_fields_are_4xx(env: dict[str, Any]) -> None:
             assert 400 <= client.get(path).status_code < 500, path
 
 
+UNENCODABLE = ["\ud800", "a\udc00b", "nul\x00", "\u202egnp.exe", "bell\x07", "\u2066x"]
+
+
+@pytest.mark.parametrize("bad", UNENCODABLE)
+def test_text_that_cannot_be_encoded_is_a_400_in_every_field_of_every_json_body(env: dict[str, Any], bad: str) -> None:
+    """A lone surrogate, NUL or a bidirectional control in any field (or a field's name) of any POST body, with
+    either token: a 400 naming the code point, never a 500, never the text echoed raw."""
+    import json
+
+    refused: set[str] = set()
+    for token in (env["tokens"]["ann"], env["teacher"]):
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        with httpx.Client(base_url=env["url"], timeout=60, headers=headers) as client:
+            for path, valid in VALID_BODIES.items():
+                target = re.sub(r"\{([^}]+)\}", lambda m: PATH_SAMPLES[m.group(1)], path)
+                bodies = [{**valid, field: bad} for field in valid] + [{**valid, field: [bad]} for field in valid]
+                for body in bodies + [{bad: 1}]:
+                    answer = client.post(target, content=json.dumps(body).encode(), headers=headers)
+                    what = f"POST {target} {ascii(body)[:80]}"
+                    if answer.status_code == 403:  # the other role's route: refused before its body is read
+                        continue
+                    assert answer.status_code == 400, f"{what}: {answer.status_code} {answer.text[:200]}"
+                    message = answer.json()["error"]
+                    assert f"U+{ord(bad_char(bad)):04X}" in message and bad not in message, what
+                    refused.add(path)
+    assert refused == set(VALID_BODIES)
+
+
+def bad_char(text: str) -> str:
+    return next(c for c in text if not c.isalnum() and c != ".")
+
+
+def test_a_form_with_text_that_cannot_be_encoded_is_a_400(env: dict[str, Any]) -> None:
+    headers = {"Authorization": f"Bearer {env['teacher']}"}
+    with httpx.Client(base_url=env["url"], timeout=60, headers=headers) as client:
+        for field in ("student", "comment"):
+            form = {"student": "ann", "exercise": "activations.ReLU", "score": "1", "comment": "c", field: "x\x00y"}
+            answer = client.post("/instructor/overrides", data=form)
+            assert answer.status_code == 400 and "U+0000" in answer.text, answer.text[:200]
+
+
 # --- the instructor is another kind of identity ----------------------------------------------------------
 
 

@@ -367,3 +367,22 @@ def test_a_figure_holding_inf_nan_and_1e308_survives_the_store(db_path: Path) ->
         assert received[:2] == [math.inf, -math.inf] and math.isnan(received[2])
         assert received[3:] == [1e308, -1.7976931348623157e308, 5e-324]
         assert stored["axes"][0]["error"] == [math.inf, 2.5, 7]
+
+
+def test_a_new_database_and_its_wal_are_owner_only_whatever_the_umask(db_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        with Store.open(db_path) as store:
+            store.db.execute("CREATE TABLE IF NOT EXISTS t (x)")
+            modes = {p.name: p.stat().st_mode & 0o777 for p in db_path.parent.iterdir() if p.is_file()}
+    finally:
+        os.umask(old)
+    assert modes[db_path.name] == 0o600 and all(mode == 0o600 for mode in modes.values()), modes
+    assert store_mod.exposed(db_path) is None
+
+
+def test_a_database_others_can_read_is_named_with_the_fix(db_path: Path) -> None:
+    Store.open(db_path).close()
+    db_path.chmod(0o644)
+    warning = store_mod.exposed(db_path)
+    assert warning is not None and "644" in warning and f"chmod 600 {db_path}" in warning and "\n" not in warning

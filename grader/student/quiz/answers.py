@@ -24,6 +24,9 @@ from grader.student.errors import GraderError
 
 QUANT_STEPS = 10
 MAX_ANSWER_CHARS = 200
+MAX_DIGITS = 17      # significant digits of one numeral in a numeric answer (as many as a double's repr)
+MAX_EXPONENT = 15    # |a numeral| below 10**MAX_EXPONENT (``1e300``, ``9223372036854775808`` are refused)
+NUMERAL = re.compile(r"(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
 
 
 class QuizError(GraderError):
@@ -81,6 +84,27 @@ def normalise_text(text: str) -> str:
     return s.rstrip(".")
 
 
+def check_numerals(text: Any) -> str:
+    """The answer's text when every numeral in it is within bounds, read without evaluating anything; else
+    AnswerFormatError (one line). A numeral has at most MAX_DIGITS significant digits and a magnitude below
+    10**MAX_EXPONENT, so no answer makes its judge build millions of candidate keys."""
+    if isinstance(text, bool):
+        raise AnswerFormatError("expected a number, got true/false")
+    if isinstance(text, float) and not math.isfinite(text):
+        raise AnswerFormatError(f"'{text}' is not a finite number")
+    raw = str(text).strip()
+    if not raw:
+        raise AnswerFormatError("expected a number, got nothing")
+    for found in re.finditer(r"(?<![A-Za-z_])\d*\.?\d+(?:[eE][+-]?\d+)?", raw):
+        whole, fraction, exponent = NUMERAL.fullmatch(found.group()).groups()  # type: ignore[union-attr]
+        digits = (whole + (fraction or "")).lstrip("0")
+        magnitude = len(whole.lstrip("0")) + int(exponent or 0)  # digits before the point, exponent applied
+        if len(digits.rstrip("0")) > MAX_DIGITS or (digits and magnitude > MAX_EXPONENT):
+            raise AnswerFormatError(f"'{found.group()[:20]}' is too large a number for an answer (at most "
+                                    f"{MAX_DIGITS} significant digits and below 1e{MAX_EXPONENT}): round it")
+    return raw
+
+
 def parse_number(text: str | int | float, values: Mapping[str, Any] | None = None) -> float:
     """Read a numeric answer with SymPy: ``0.4629``, ``4.63e-1``, ``5/3``, ``−1.2247``, ``1/√2``,
     ``1.1^50``, ``sqrt(2/n)`` where ``n`` is one of the question's ``values``.
@@ -88,16 +112,9 @@ def parse_number(text: str | int | float, values: Mapping[str, Any] | None = Non
     Raises AnswerFormatError (one line, what to write instead) when the text is
     not arithmetic, uses an unknown name, or is not a finite real number.
     """
-    if isinstance(text, bool):
-        raise AnswerFormatError("expected a number, got true/false")
+    raw = check_numerals(text)
     if isinstance(text, (int, float)):
-        value = float(text)
-        if not math.isfinite(value):
-            raise AnswerFormatError(f"'{text}' is not a finite number")
-        return value
-    raw = str(text).strip()
-    if not raw:
-        raise AnswerFormatError("expected a number, got nothing")
+        return float(text)
     try:
         return expr.value(raw, values)
     except expr.ExpressionError as exc:
