@@ -25,9 +25,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CHAPTER_HEADING = re.compile(r"^# (?P<title>.+?)\s*\{#(?P<id>[a-z0-9-]+)\}\s*$")
-SECTION_HEADING = re.compile(r"^## (?P<title>.+?)\s*\{#(?P<id>[a-z0-9-]+)\}\s*$")
-CHECKPOINT = re.compile(r"^<!--\s*checkpoint:(?P<ids>[^>]*?)-->\s*$")
+CHAPTER_HEADING = re.compile(r"# (?P<title>.+?)\s*\{#(?P<id>[a-z0-9-]+)\}\s*")  # (fullmatch: a whole line)
+SECTION_HEADING = re.compile(r"## (?P<title>.+?)\s*\{#(?P<id>[a-z0-9-]+)\}\s*")
+CHECKPOINT = re.compile(r"<!--\s*checkpoint:(?P<ids>[^>]*?)-->\s*")
 CLAIM = re.compile(r"<!--\s*claim:\s*(?P<id>[a-z0-9-]+)\s*-->")
 COMMENT = re.compile(r"<!--.*?-->", re.S)
 # A citation of a section: §chapter.section (the chapter and section ids are lower case with hyphens).
@@ -93,9 +93,9 @@ def _claims(markdown: str, where: str) -> list[Claim]:
 def parse_chapter(markdown: str, name: str) -> Chapter:
     """Split a chapter's Markdown into its sections (see the module docstring); TextError on a broken structure."""
     lines = markdown.splitlines()
-    if not lines or not CHAPTER_HEADING.match(lines[0]):
+    if not lines or not CHAPTER_HEADING.fullmatch(lines[0]):
         raise TextError(f"{name}.md: the first line must be the chapter's heading, '# Title {{#{name}}}'")
-    head = CHAPTER_HEADING.match(lines[0])
+    head = CHAPTER_HEADING.fullmatch(lines[0])
     assert head is not None
     if head["id"] != name:
         raise TextError(f"{name}.md: the heading's id is '{head['id']}', not the file's name '{name}'")
@@ -103,7 +103,7 @@ def parse_chapter(markdown: str, name: str) -> Chapter:
     fenced = False
     for number, line in enumerate(lines[1:], start=2):
         fenced = fenced != bool(FENCE.match(line))
-        heading = None if fenced else SECTION_HEADING.match(line)
+        heading = None if fenced else SECTION_HEADING.fullmatch(line)
         if heading:
             parts.append((heading, []))
         elif not fenced and line.startswith("## "):
@@ -121,7 +121,7 @@ def parse_chapter(markdown: str, name: str) -> Chapter:
         checkpoint: tuple[str, ...] = ()
         kept = []
         for line in body:
-            directive = CHECKPOINT.match(line)
+            directive = CHECKPOINT.fullmatch(line)
             if directive:
                 if checkpoint:
                     raise TextError(f"{where}: more than one checkpoint directive")

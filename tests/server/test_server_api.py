@@ -398,9 +398,10 @@ def test_a_parameterised_question_is_judged_with_the_students_own_numbers(env: d
     assert [(r[0], r[2], r[4]) for r in rows] == [("gelu-value", 1, 1)], "a closed question records nothing"
     assert all(json.loads(r[3]) == {"x": x} for r in rows), "the drawn numbers are recorded"
     assert json.loads(recorded(env["db"], "para2")[0][3]) == other.values
-    third = posed_for("activations", "gelu-value", "para3")
-    formula = answer(env, "para3", "gelu-value", "x/2*(1 + erf(x/sqrt(2)))").json()  # a formula in their own x
-    assert formula["correct"] is True and formula["params"] == third.values
+    # a formula in their own x is no answer to a parameterised question (issue 46): refused, no attempt spent
+    one_line_error(answer(env, "para3", "gelu-value", "x/2*(1 + erf(x/sqrt(2)))"), 422,
+                   "write the number itself, not the formula")
+    assert recorded(env["db"], "para3") == []
 
 
 def test_attempts_rule_unreadable_answers_and_first_try(env: dict[str, Any]) -> None:
