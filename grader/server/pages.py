@@ -62,6 +62,7 @@ async def course_page(request: Request) -> Response:
     return TEMPLATES.TemplateResponse(
         request, "server_index.html.j2",
         {"title": course.name, "course_name": course.name, "course": course.to_json(),
+         "student": None, "bearer": False, "csrf": "",  # the student pages' frame, with nobody logged in
          "chapters": chapter_rows(course, datetime.now(timezone.utc)),
          "rate": rate_text(course.rate_submissions, course.rate_minutes),
          "exams": [c.name for c in course.chapters if c.release_feedback is not None],
