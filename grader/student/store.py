@@ -317,10 +317,18 @@ def m10_instructor_figures(db: sqlite_utils.Database) -> None:
     db["check_results"].add_column("instructor_figure", str)
 
 
+def m11_practice_schedule(db: sqlite_utils.Database) -> None:
+    """Version 11: the spaced-retrieval schedule, one row per student and concept
+    (:mod:`grader.student.practice_schedule`): FSRS's card as JSON, when it is due, the clean streak, mastery and
+    the last review (ISO 8601 UTC)."""
+    db["practice_schedule"].create({"student": str, "concept": str, "card": str, "due": str, "streak": int,
+                                    "mastered": int, "reviewed": str}, pk=("student", "concept"))
+
+
 Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[Migration] = [
     m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures, m8_held_jobs,
-    m9_file_blobs, m10_instructor_figures,
+    m9_file_blobs, m10_instructor_figures, m11_practice_schedule,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -714,6 +722,14 @@ class Store:
     def _ensure_student(self, db: sqlite_utils.Database, student: str, when: str) -> None:
         db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, when])
 
+    def save_practice_entries(self, student: str, rows: list[dict[str, Any]]) -> None:
+        """Write a student's schedule rows (:func:`grader.student.practice_schedule.to_row`), replacing each
+        concept's row, in one transaction."""
+        with self.transaction() as db:
+            self._ensure_student(db, student, utc_now())
+            for row in rows:
+                db["practice_schedule"].upsert({"student": student, **row}, pk=("student", "concept"))
+
     def record_report(
         self,
         report: GradeReport,
@@ -903,6 +919,11 @@ class Store:
                 "late": counted.late,
             }
         return best
+
+    def practice_entries(self, student: str) -> list[dict[str, Any]]:
+        """A student's spaced-retrieval rows (``practice_schedule``), by concept."""
+        return [{k: v for k, v in row.items() if k != "student"} for row in self.db.query(
+            "SELECT * FROM practice_schedule WHERE student = ? ORDER BY concept", [student])]
 
     def quiz_attempts(self, student: str | None = None) -> list[dict[str, Any]]:
         """Quiz answer rows, oldest first; ``correct`` as bool."""
