@@ -194,3 +194,27 @@ def simulated_quiz_class(students: int, a: list[float], b: list[float], seed: in
             choice = "a" if right else ("m" if rng.random() < misconception_share else "z")
             responses.append(Response(f"s{i:04d}", f"q{j}", bool(right), choice, variant))
     return responses, theta
+
+
+def simulated_upload_class(planted: dict[tuple[str, str], int], students: int, start: Any, seed: int = 0,
+                           fix_share: float = 0.5) -> list[Any]:
+    """Uploads of a class where ``planted[(exercise, mistake)]`` students (each student one mistake at most, drawn
+    by seed) make that mistake; a share ``fix_share`` of them fix it on their next upload, 2 to 4 hours later."""
+    import random
+    from datetime import timedelta
+
+    from grader.term.class_mistakes import Upload
+
+    rng = random.Random(seed)
+    names = rng.sample([f"s{i:03d}" for i in range(students)], sum(planted.values()))
+    uploads: list[Any] = []
+    for (exercise, mistake), count in planted.items():
+        chosen, names = names[:count], names[count:]
+        for n, student in enumerate(chosen):
+            at = start + timedelta(hours=rng.uniform(0, 48))
+            uploads.append(Upload(student, exercise, at, frozenset({mistake}), len(uploads)))
+            fixed = n < round(fix_share * count)
+            later = at + timedelta(hours=2 + 2 * (n % 2))
+            uploads.append(Upload(student, exercise, later, frozenset() if fixed else frozenset({mistake}),
+                                  len(uploads)))
+    return uploads
