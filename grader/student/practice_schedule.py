@@ -115,3 +115,20 @@ def record_mistakes(entries: list[Entry], mistakes: list[tuple[str, str]], now: 
     for concept, _ in practice_offer(mistakes):
         held[concept] = missed(held.get(concept), concept, now)
     return [held[c] for c in sorted(held)]
+
+
+def progress_lines(store: Any, student: str, now: datetime) -> list[str]:
+    """``grade progress``'s "practice this" and "due today" lines from the store (``Store``): the questions of
+    the concepts the student's current submissions show mistakes in, and the scheduled concepts due today."""
+    from grader.student.quiz.concepts import CONCEPTS
+
+    offer = practice_offer([(row["misconception"], row["exercise"]) for row in store.current_mistakes(student)])
+    due = due_today([from_row(row) for row in store.practice_entries(student)], now)
+    lines = []
+    if offer:
+        lines.append("Practice this (not graded, no attempts spent): grade quiz CHAPTER, these questions:")
+        lines += [f"  {CONCEPTS[c].title}: {', '.join(questions)}" for c, questions in offer]
+    if due:
+        lines.append(f"Due today ({len(due)}): " + ", ".join(CONCEPTS[e.concept].title if e.concept in CONCEPTS
+                                                                else e.concept for e in due))
+    return lines

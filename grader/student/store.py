@@ -920,6 +920,14 @@ class Store:
             }
         return best
 
+    def current_mistakes(self, student: str) -> list[dict[str, Any]]:
+        """(exercise, misconception) named by the failing checks of a student's current (unsuperseded, not passed)
+        submissions, in check order: what "practice this" offers."""
+        return self._rows(
+            "SELECT s.exercise, c.misconception FROM check_results c JOIN submissions s ON s.id = c.submission_id "
+            "WHERE s.student = ? AND c.passed = 0 AND c.misconception IS NOT NULL AND c.misconception != '' "
+            "AND s.status != 'passed' AND s.superseded_by IS NULL ORDER BY c.id", [student])
+
     def practice_entries(self, student: str) -> list[dict[str, Any]]:
         """A student's spaced-retrieval rows (``practice_schedule``), by concept."""
         return [{k: v for k, v in row.items() if k != "student"} for row in self.db.query(

@@ -67,3 +67,19 @@ def test_the_schedule_is_kept_in_the_store_and_merged_on_login(tmp_path: Path) -
     merged = ps.merge(local, [later])
     assert merged == [later, local[1]]
     assert ps.merge([later], local) == [later, local[1]]  # the later review wins from either side
+
+
+def test_progress_offers_the_practice_of_current_mistakes_and_what_is_due(tmp_path: Path) -> None:
+    from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+
+    wrong = CheckResult("running_var_ema", False, 0.0, 2.0, "differs", "bn-biased-running-var")
+    report = GradeReport("ada", [ExerciseResult("normalization.BatchNorm1d", "failed", 8.0, 10.0,
+                                                [CheckResult("forward", True, 8.0, 8.0), wrong])])
+    with Store.open(tmp_path / "progress.db") as store:
+        assert ps.progress_lines(store, "ada", MONDAY) == []
+        store.record_report(report, "0.1.0")
+        store.save_practice_entries("ada", [ps.to_row(ps.missed(None, "optim.adamw", MONDAY - timedelta(days=1)))])
+        lines = ps.progress_lines(store, "ada", MONDAY)
+    assert lines[0].startswith("Practice this (not graded, no attempts spent)")
+    assert "BatchNorm's running statistics" in lines[1] and "normalization/bn-running-var-batches" in lines[1]
+    assert lines[2] == "Due today (1): AdamW: moments, bias correction, decoupled decay"
