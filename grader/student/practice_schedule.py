@@ -14,6 +14,7 @@ server and in the handout alike; :func:`merge` joins the two on login (the later
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -132,3 +133,14 @@ def progress_lines(store: Any, student: str, now: datetime) -> list[str]:
         lines.append(f"Due today ({len(due)}): " + ", ".join(CONCEPTS[e.concept].title if e.concept in CONCEPTS
                                                                 else e.concept for e in due))
     return lines
+
+
+def record_report(store: Any, report: Any, now: datetime) -> None:
+    """After a graded upload was recorded: each concept of the report's named mistakes (a failing check's
+    ``misconception``) is missed at ``now`` in the student's schedule in ``store`` (``Store``)."""
+    mistakes = [(check.misconception, exercise.id) for exercise in report.exercises for check in exercise.checks
+                if not check.passed and check.misconception]
+    if not mistakes or importlib.util.find_spec("fsrs") is None:
+        return  # nothing named, or a handout installed before it needed fsrs: no schedule, never a failed upload
+    entries = [from_row(row) for row in store.practice_entries(report.student)]
+    store.save_practice_entries(report.student, [to_row(e) for e in record_mistakes(entries, mistakes, now)])

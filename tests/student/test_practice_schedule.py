@@ -83,3 +83,15 @@ def test_progress_offers_the_practice_of_current_mistakes_and_what_is_due(tmp_pa
     assert lines[0].startswith("Practice this (not graded, no attempts spent)")
     assert "BatchNorm's running statistics" in lines[1] and "normalization/bn-running-var-batches" in lines[1]
     assert lines[2] == "Due today (1): AdamW: moments, bias correction, decoupled decay"
+
+
+def test_a_recorded_report_schedules_its_mistakes_concepts(tmp_path: Path) -> None:
+    from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+
+    wrong = CheckResult("running_var_ema", False, 0.0, 2.0, "differs", "bn-biased-running-var")
+    report = GradeReport("ada", [ExerciseResult("normalization.BatchNorm1d", "failed", 8.0, 10.0,
+                                                [CheckResult("forward", True, 8.0, 8.0), wrong])])
+    with Store.open(tmp_path / "progress.db") as store:
+        ps.record_report(store, report, MONDAY)
+        (entry,) = [ps.from_row(r) for r in store.practice_entries("ada")]
+    assert entry.concept == "normalization.batchnorm-running-stats" and entry.due == MONDAY + timedelta(days=1)
