@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[pocl,test,server,similarity,notebook,bench]'
+	$(BIN)/python -m pip install -q -e '.[pocl,test,server,similarity,notebook,bench,learning]'
 	touch $@
 
 install: $(BIN)/.installed

@@ -24,6 +24,7 @@ as ``grade batch`` accepts both.
 from __future__ import annotations
 
 import shutil
+from typing import Any
 from pathlib import Path
 
 from grader.course.solution import write_solution
@@ -164,3 +165,56 @@ MIXED_CLASS: dict[str, str] = {
     "gus": "hostile-import",
     "hal": "hostile-numpy",
 }
+
+
+# --- A simulated quiz class (item statistics, grader/term/item_stats.py) ------------------------------------
+
+
+def simulated_quiz_class(students: int, a: list[float], b: list[float], seed: int = 0,
+                         unfair: tuple[int, str, float] | None = None,
+                         misconception_share: float = 0.7) -> tuple[list[Any], Any]:
+    """Students with known abilities θ ~ N(0, 1) answering items ``q0..`` by the 2PL model P = σ(a (θ - b)).
+
+    Each item has three parameterised variants ``v0..v2``, drawn uniformly; ``unfair = (item, variant,
+    shift)`` makes that variant harder by ``shift`` in b. A wrong answer picks choice ``"m"`` (the planted
+    misconception) with probability ``misconception_share``, else ``"z"``. Returns the responses and θ.
+    """
+    import numpy as np
+
+    from grader.term.item_stats import Response
+
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=students)
+    responses = []
+    for i in range(students):
+        for j, (aj, bj) in enumerate(zip(a, b)):
+            variant = f"v{rng.integers(3)}"
+            shift = unfair[2] if unfair and unfair[:2] == (j, variant) else 0.0
+            right = rng.random() < 1.0 / (1.0 + np.exp(-aj * (theta[i] - bj - shift)))
+            choice = "a" if right else ("m" if rng.random() < misconception_share else "z")
+            responses.append(Response(f"s{i:04d}", f"q{j}", bool(right), choice, variant))
+    return responses, theta
+
+
+def simulated_upload_class(planted: dict[tuple[str, str], int], students: int, start: Any, seed: int = 0,
+                           fix_share: float = 0.5) -> list[Any]:
+    """Uploads of a class where ``planted[(exercise, mistake)]`` students (each student one mistake at most, drawn
+    by seed) make that mistake; a share ``fix_share`` of them fix it on their next upload, 2 to 4 hours later."""
+    import random
+    from datetime import timedelta
+
+    from grader.term.class_mistakes import Upload
+
+    rng = random.Random(seed)
+    names = rng.sample([f"s{i:03d}" for i in range(students)], sum(planted.values()))
+    uploads: list[Any] = []
+    for (exercise, mistake), count in planted.items():
+        chosen, names = names[:count], names[count:]
+        for n, student in enumerate(chosen):
+            at = start + timedelta(hours=rng.uniform(0, 48))
+            uploads.append(Upload(student, exercise, at, frozenset({mistake}), len(uploads)))
+            fixed = n < round(fix_share * count)
+            later = at + timedelta(hours=2 + 2 * (n % 2))
+            uploads.append(Upload(student, exercise, later, frozenset() if fixed else frozenset({mistake}),
+                                  len(uploads)))
+    return uploads

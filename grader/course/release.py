@@ -198,6 +198,7 @@ dependencies = [
     "sympy>=1.12",
     "cryptography>=42",
     "httpx>=0.27",
+    "fsrs>=6,<7",
 ]
 
 [project.optional-dependencies]

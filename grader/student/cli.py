@@ -396,6 +396,9 @@ def local_progress(student: str | None, db: Path | None, path: Path, as_json: bo
     """``grade progress`` from the local database beside ``path`` (or ``db``), shared by both CLIs:
     ``summarize(store or None, student, submit hint)`` builds the summary (the handout's without quizzes,
     the instructor's over the locked quizzes); printed as text or ``--json``."""
+    from datetime import datetime, timezone
+
+    from grader.student import practice_schedule
     from grader.student.feedback.progress import format_progress
 
     student = student or default_student()
@@ -406,6 +409,8 @@ def local_progress(student: str | None, db: Path | None, path: Path, as_json: bo
         store = Store.open(db_path) if db_path.exists() else None
         try:
             summary = summarize(store, student, hint)
+            now = datetime.now(timezone.utc)
+            practice = [] if store is None else practice_schedule.progress_lines(store, student, now)
         finally:
             if store is not None:
                 store.close()
@@ -414,6 +419,8 @@ def local_progress(student: str | None, db: Path | None, path: Path, as_json: bo
     else:
         color = use_color()
         click.echo(format_progress(summary, color=color), color=color)
+        for line in practice:
+            click.echo(line)
 
 
 @cli.command("progress")

@@ -372,10 +372,18 @@ def m11_lti(db: sqlite_utils.Database) -> None:
             db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
 
+def m12_practice_schedule(db: sqlite_utils.Database) -> None:
+    """Version 12: the spaced-retrieval schedule, one row per student and concept
+    (:mod:`grader.student.practice_schedule`): FSRS's card as JSON, when it is due, the clean streak, mastery and
+    the last review (ISO 8601 UTC)."""
+    db["practice_schedule"].create({"student": str, "concept": str, "card": str, "due": str, "streak": int,
+                                    "mastered": int, "reviewed": str}, pk=("student", "concept"))
+
+
 Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[Migration] = [
     m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures, m8_held_jobs,
-    m9_file_blobs, m10_instructor_figures, m11_lti,
+    m9_file_blobs, m10_instructor_figures, m11_lti, m12_practice_schedule,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -786,6 +794,14 @@ class Store:
     def _ensure_student(self, db: sqlite_utils.Database, student: str, when: str) -> None:
         db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, when])
 
+    def save_practice_entries(self, student: str, rows: list[dict[str, Any]]) -> None:
+        """Write a student's schedule rows (:func:`grader.student.practice_schedule.to_row`), replacing each
+        concept's row, in one transaction."""
+        with self.transaction() as db:
+            self._ensure_student(db, student, utc_now())
+            for row in rows:
+                db["practice_schedule"].upsert({"student": student, **row}, pk=("student", "concept"))
+
     def record_report(
         self,
         report: GradeReport,
@@ -977,6 +993,19 @@ class Store:
                 "late": counted.late,
             }
         return best
+
+    def current_mistakes(self, student: str) -> list[dict[str, Any]]:
+        """(exercise, misconception) named by the failing checks of a student's current (unsuperseded, not passed)
+        submissions, in check order: what "practice this" offers."""
+        return self._rows(
+            "SELECT s.exercise, c.misconception FROM check_results c JOIN submissions s ON s.id = c.submission_id "
+            "WHERE s.student = ? AND c.passed = 0 AND c.misconception IS NOT NULL AND c.misconception != '' "
+            "AND s.status != 'passed' AND s.superseded_by IS NULL ORDER BY c.id", [student])
+
+    def practice_entries(self, student: str) -> list[dict[str, Any]]:
+        """A student's spaced-retrieval rows (``practice_schedule``), by concept."""
+        return [{k: v for k, v in row.items() if k != "student"} for row in self.db.query(
+            "SELECT * FROM practice_schedule WHERE student = ? ORDER BY concept", [student])]
 
     def quiz_attempts(self, student: str | None = None) -> list[dict[str, Any]]:
         """Quiz answer rows, oldest first; ``correct`` as bool."""

@@ -107,12 +107,18 @@ def grader_version() -> str:
 def record_attempt(report: GradeReport, store: Store | None, exercises_dir: Path) -> None:
     """Record the graded report; a store problem is one warning line on stderr, never fatal.
 
-    ``store`` is the already-opened ``--db`` store, or None for the default path.
+    ``store`` is the already-opened ``--db`` store, or None for the default path. The report's named mistakes
+    go into the practice schedule (:mod:`grader.student.practice_schedule`).
     """
+    from datetime import datetime, timezone
+
+    from grader.student import practice_schedule
+
     try:
         if store is None:
             store = Store.open(default_db_path(exercises_dir))
         store.record_report(report, grader_version())
+        practice_schedule.record_report(store, report, datetime.now(timezone.utc))
     except StoreError as exc:
         click.echo(f"Warning: progress not recorded: {exc}", err=True)
     finally:

@@ -1,0 +1,146 @@
+"""Spaced retrieval: when each concept a student got wrong comes back for practice (FSRS, the ``fsrs`` package).
+
+One :class:`Entry` per student and concept (:mod:`grader.student.quiz.concepts`). A *miss* (a graded upload
+that names a mistake of that concept, or a wrong practice answer) is FSRS's rating ``Again``; a *clean
+retrieval* (a right practice answer) is ``Good``. The scheduler has no same-day learning steps and no
+fuzzing, so a missed concept is due again one day later (FSRS's first interval after ``Again``) and each
+clean retrieval pushes the next one further out (FSRS's stability grows). A concept is **mastered** after
+:data:`MASTERY_STREAK` (2) clean retrievals in a row; a miss sets the streak back to 0 and the mastery off.
+
+Time is always passed in (``now``, timezone-aware UTC): nothing here reads the clock. The entries are kept
+in the progress store (``practice_schedule``: :meth:`grader.student.store.Store.practice_entries`), on the
+server and in the handout alike; :func:`merge` joins the two on login (the later review of each concept wins).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+MASTERY_STREAK = 2
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One concept's schedule: FSRS's card (as its dict), when it is due, the clean streak, mastery."""
+
+    concept: str
+    card: dict[str, Any]
+    due: datetime
+    streak: int = 0
+    mastered: bool = False
+    reviewed: datetime | None = None
+
+
+def _scheduler() -> Any:
+    from fsrs import Scheduler
+
+    return Scheduler(learning_steps=(), relearning_steps=(), enable_fuzzing=False)
+
+
+def _review(entry: Entry | None, concept: str, right: bool, now: datetime) -> Entry:
+    from fsrs import Card, Rating
+
+    if now.tzinfo is None:
+        raise ValueError("practice times must be timezone-aware (UTC)")
+    now = now.astimezone(timezone.utc)
+    card = Card.from_dict(entry.card) if entry else Card(card_id=0, due=now)  # type: ignore[arg-type]
+    card, _ = _scheduler().review_card(card, Rating.Good if right else Rating.Again, now)
+    streak = (entry.streak if entry else 0) + 1 if right else 0
+    return Entry(concept, dict(card.to_dict()), card.due, streak, streak >= MASTERY_STREAK, now)
+
+
+def missed(entry: Entry | None, concept: str, now: datetime) -> Entry:
+    """A mistake of ``concept`` at ``now``: due again a day later, streak 0, not mastered."""
+    return _review(entry, concept, False, now)
+
+
+def retrieved(entry: Entry, right: bool, now: datetime) -> Entry:
+    """A practice answer on the entry's concept at ``now``: right is a clean retrieval, wrong is a miss."""
+    return _review(entry, entry.concept, right, now)
+
+
+def due_today(entries: list[Entry], now: datetime) -> list[Entry]:
+    """The entries not yet mastered and due by the end of ``now``'s UTC day, the earliest first."""
+    end = now.astimezone(timezone.utc).replace(hour=23, minute=59, second=59, microsecond=999999)
+    return sorted((e for e in entries if not e.mastered and e.due <= end), key=lambda e: (e.due, e.concept))
+
+
+def merge(local: list[Entry], remote: list[Entry]) -> list[Entry]:
+    """One entry per concept: the one reviewed last (the remote one on a tie), in concept order."""
+    epoch = datetime.min.replace(tzinfo=timezone.utc)
+    chosen: dict[str, Entry] = {}
+    for entry in [*local, *remote]:
+        held = chosen.get(entry.concept)
+        if held is None or (entry.reviewed or epoch) >= (held.reviewed or epoch):
+            chosen[entry.concept] = entry
+    return [chosen[c] for c in sorted(chosen)]
+
+
+def to_row(entry: Entry) -> dict[str, Any]:
+    """The store's row of an entry (times as ISO 8601 text, the card as its JSON)."""
+    import json
+
+    return {"concept": entry.concept, "card": json.dumps(entry.card, sort_keys=True), "due": entry.due.isoformat(),
+            "streak": entry.streak, "mastered": int(entry.mastered),
+            "reviewed": entry.reviewed.isoformat() if entry.reviewed else None}
+
+
+def from_row(row: dict[str, Any]) -> Entry:
+    """An entry from its store row (:func:`to_row`)."""
+    import json
+
+    return Entry(row["concept"], json.loads(row["card"]), datetime.fromisoformat(row["due"]), int(row["streak"]),
+                 bool(row["mastered"]), datetime.fromisoformat(row["reviewed"]) if row["reviewed"] else None)
+
+
+
+def practice_offer(mistakes: list[tuple[str, str]]) -> list[tuple[str, tuple[str, ...]]]:
+    """"Practice this" after a graded upload: each concept of the named ``(mistake id, exercise)``\\ s, once, with
+    its questions (``chapter/question-id``), in the order the mistakes came."""
+    from grader.student.quiz.concepts import concept_of
+
+    offer: dict[str, tuple[str, ...]] = {}
+    for mistake, exercise in mistakes:
+        concept = concept_of(mistake, exercise)
+        if concept is not None and concept.id not in offer:
+            offer[concept.id] = concept.questions
+    return list(offer.items())
+
+
+def record_mistakes(entries: list[Entry], mistakes: list[tuple[str, str]], now: datetime) -> list[Entry]:
+    """The schedule after a graded upload at ``now`` named ``mistakes``: each of their concepts is missed once."""
+    held = {e.concept: e for e in entries}
+    for concept, _ in practice_offer(mistakes):
+        held[concept] = missed(held.get(concept), concept, now)
+    return [held[c] for c in sorted(held)]
+
+
+def progress_lines(store: Any, student: str, now: datetime) -> list[str]:
+    """``grade progress``'s "practice this" and "due today" lines from the store (``Store``): the questions of
+    the concepts the student's current submissions show mistakes in, and the scheduled concepts due today."""
+    from grader.student.quiz.concepts import CONCEPTS
+
+    offer = practice_offer([(row["misconception"], row["exercise"]) for row in store.current_mistakes(student)])
+    due = due_today([from_row(row) for row in store.practice_entries(student)], now)
+    lines = []
+    if offer:
+        lines.append("Practice this (not graded, no attempts spent): grade quiz CHAPTER, these questions:")
+        lines += [f"  {CONCEPTS[c].title}: {', '.join(questions)}" for c, questions in offer]
+    if due:
+        lines.append(f"Due today ({len(due)}): " + ", ".join(CONCEPTS[e.concept].title if e.concept in CONCEPTS
+                                                                else e.concept for e in due))
+    return lines
+
+
+def record_report(store: Any, report: Any, now: datetime) -> None:
+    """After a graded upload was recorded: each concept of the report's named mistakes (a failing check's
+    ``misconception``) is missed at ``now`` in the student's schedule in ``store`` (``Store``)."""
+    mistakes = [(check.misconception, exercise.id) for exercise in report.exercises for check in exercise.checks
+                if not check.passed and check.misconception]
+    if not mistakes or importlib.util.find_spec("fsrs") is None:
+        return  # nothing named, or a handout installed before it needed fsrs: no schedule, never a failed upload
+    entries = [from_row(row) for row in store.practice_entries(report.student)]
+    store.save_practice_entries(report.student, [to_row(e) for e in record_mistakes(entries, mistakes, now)])

@@ -1,0 +1,77 @@
+"""Every known mistake leads to practice: a concept, and questions of the quiz sources that exercise it."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from grader.mistakes import CATALOGUE
+from grader.student.engine import generic
+from grader.student.engine.catalogue import EXERCISES
+from grader.student.quiz import concepts
+
+SOURCES = Path(__file__).resolve().parents[2] / "quizzes" / "source"
+
+
+def _question_ids() -> set[str]:
+    ids = set()
+    for path in SOURCES.glob("*.toml"):
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        ids |= {f"{data['chapter']}/{q['id']}" for q in data["questions"]}
+    return ids
+
+
+def test_every_catalogued_mistake_has_a_concept() -> None:
+    missing = [m.id for m in CATALOGUE.values() if concepts.concept_of(m.id) is None]
+    assert missing == []
+
+
+def test_every_generic_family_has_a_concept() -> None:
+    families = set(generic.ORDER) | set(generic.CRASH_ORDER)
+    assert set(concepts.GENERIC) | set(concepts.CRASH_FAMILIES) == families
+    for family in families:
+        for exercise in EXERCISES:
+            assert concepts.concept_of(family, exercise) is not None, (family, exercise)
+
+
+def test_every_exercise_has_a_concept() -> None:
+    assert set(concepts.EXERCISE_CONCEPTS) == set(EXERCISES)
+    assert set(concepts.EXERCISE_CONCEPTS.values()) <= set(concepts.CONCEPTS)
+
+
+def test_every_concept_has_a_question_of_the_sources() -> None:
+    known = _question_ids()
+    for concept in concepts.CONCEPTS.values():
+        assert concept.questions, f"concept {concept.id} has no question"
+        unknown = [q for q in concept.questions if q not in known]
+        assert unknown == [], f"concept {concept.id} names questions not in quizzes/source: {unknown}"
+
+
+def test_every_named_concept_exists_and_every_rule_is_used() -> None:
+    named = {c for _, c in concepts.RULES} | set(concepts.GENERIC.values())
+    assert named <= set(concepts.CONCEPTS)
+    used = {next(p for p, _ in concepts.RULES if m.id.startswith(p)) for m in CATALOGUE.values()}
+    assert [p for p, _ in concepts.RULES if p not in used] == []
+
+
+@pytest.mark.parametrize(("mistake", "concept"), [
+    ("bn-biased-running-var", "normalization.batchnorm-running-stats"),
+    ("bn-eval-uses-batch-stats", "normalization.train-vs-eval"),
+    ("bn-backward-missing-mean-term", "normalization.batchnorm-backward"),
+    ("ln-backward-wrong-axis", "normalization.layernorm-backward"),
+    ("kernel-rmsnorm-eps-outside", "normalization.rmsnorm"),
+    ("generic-terms", "backprop.chain-rule"),
+    ("bn-eval-uses-batch-stats+bn-eps-missing", "normalization.train-vs-eval"),
+])
+def test_the_first_matching_rule_wins(mistake: str, concept: str) -> None:
+    found = concepts.concept_of(mistake)
+    assert found is not None and found.id == concept
+
+
+def test_a_crash_family_leads_to_its_exercise_concept() -> None:
+    assert concepts.concept_of("generic-none", "optim.AdamW").id == "optim.adamw"  # type: ignore[union-attr]
+    assert concepts.concept_of("generic-none") is None
+    assert concepts.questions_of("generic-key", "dropout.Dropout")[0].startswith("dropout-weight-decay/")
+    assert concepts.sections_of("normalization.batchnorm-backward") == ("normalization.batchnorm-backward",)
