@@ -187,7 +187,7 @@ def simulated_quiz_class(students: int, a: list[float], b: list[float], seed: in
     theta = rng.normal(size=students)
     responses = []
     for i in range(students):
-        for j, (aj, bj) in enumerate(zip(a, b)):
+        for j, (aj, bj) in enumerate(zip(a, b, strict=True)):
             variant = f"v{rng.integers(3)}"
             shift = unfair[2] if unfair and unfair[:2] == (j, variant) else 0.0
             right = rng.random() < 1.0 / (1.0 + np.exp(-aj * (theta[i] - bj - shift)))

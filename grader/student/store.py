@@ -376,7 +376,7 @@ def m12_practice_schedule(db: sqlite_utils.Database) -> None:
     """Version 12: the spaced-retrieval schedule, one row per student and concept
     (:mod:`grader.student.practice_schedule`): FSRS's card as JSON, when it is due, the clean streak, mastery and
     the last review (ISO 8601 UTC)."""
-    db["practice_schedule"].create({"student": str, "concept": str, "card": str, "due": str, "streak": int,
+    db.table("practice_schedule").create({"student": str, "concept": str, "card": str, "due": str, "streak": int,
                                     "mastered": int, "reviewed": str}, pk=("student", "concept"))
 
 
@@ -800,7 +800,7 @@ class Store:
         with self.transaction() as db:
             self._ensure_student(db, student, utc_now())
             for row in rows:
-                db["practice_schedule"].upsert({"student": student, **row}, pk=("student", "concept"))
+                db.table("practice_schedule").upsert({"student": student, **row}, pk=("student", "concept"))
 
     def record_report(
         self,

@@ -106,7 +106,7 @@ def item_stats(responses: list[Response],
     out = []
     for question, answers in sorted(by_question.items()):
         scored = [(float(r.correct), rest[(r.student, question)]) for r in answers if (r.student, question) in rest]
-        d = _correlation(*map(np.array, zip(*scored))) if scored else None
+        d = _correlation(*map(np.array, zip(*scored, strict=True))) if scored else None
         wrong_choices: dict[str, int] = defaultdict(int)
         for r in answers:
             if not r.correct and r.choice is not None:

@@ -16,7 +16,7 @@ def test_the_2pl_fit_finds_the_simulated_items_within_their_standard_errors() ->
     responses, _ = simulated_quiz_class(1500, A, B, seed=3)
     fit = fit_2pl(responses)
     assert fit is not None and [f.question for f in fit] == [f"q{j}" for j in range(len(A))]
-    for item, a, b in zip(fit, A, B):
+    for item, a, b in zip(fit, A, B, strict=True):
         assert 0 < item.se_a < 0.3 and 0 < item.se_b < 0.3
         assert abs(item.a - a) < 3 * item.se_a, (item, a)
         assert abs(item.b - b) < 3 * item.se_b, (item, b)
