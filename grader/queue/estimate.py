@@ -71,11 +71,7 @@ def service_seconds(rows: list[dict[str, Any]]) -> list[float]:
 def seconds_per_exercise(store: Store) -> float | None:
     """Seconds per exercise over the last RECENT uploads graded: their service as the server saw it where a
     worker graded them back to back, else their attempts' grading time (None: nothing graded yet)."""
-    rows = list(store.db.query(
-        "SELECT jobs.id AS id, jobs.selectors AS selectors, jobs.worker AS worker, jobs.received_at AS received_at, "
-        "jobs.finished_at AS finished_at, attempts.duration AS duration FROM jobs "
-        "JOIN attempts ON attempts.id = jobs.attempt_id WHERE jobs.status = 'done' "
-        "ORDER BY jobs.finished_at DESC, jobs.id DESC LIMIT ?", [RECENT]))
+    rows = records.recent_done(store, RECENT)
     if not rows:
         return None
     per_row = sorted(rows, key=lambda r: (r["finished_at"], r["id"]))
@@ -92,11 +88,8 @@ def seconds_per_exercise(store: Store) -> float | None:
 
 def load_for(store: Store, job_row: dict[str, Any]) -> Load:
     """The Load of one open upload: the open uploads before it, those running, the measured time."""
-    open_before = list(store.db.query(
-        "SELECT id, status, selectors FROM jobs WHERE status IN ('received', 'queued', 'running') AND id < ?",
-        [job_row["id"]]))
-    running = int(next(iter(store.db.query(
-        "SELECT COUNT(*) AS n FROM jobs WHERE status = 'running'")))["n"])
+    open_before = records.open_before(store, job_row["id"])
+    running = records.running_count(store)
     ahead = sum(len(records.exercise_ids(r)) * (0.5 if r["status"] == "running" else 1.0) for r in open_before)
     return Load(seconds_per_exercise(store), max(1, running), ahead, len(records.exercise_ids(job_row)),
                 job_row["status"] == "running")

@@ -408,3 +408,28 @@ def row_id(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ROW_ID:
         return None
     return value
+
+
+# --- what the estimate of an open upload reads (grader/queue/estimate.py) -------------------------------------
+
+
+def recent_done(store: Store, limit: int) -> list[dict[str, Any]]:
+    """The last ``limit`` uploads graded (newest first): id, selectors, worker, received_at, finished_at and their
+    attempt's grading time (duration)."""
+    return list(store.db.query(
+        "SELECT jobs.id AS id, jobs.selectors AS selectors, jobs.worker AS worker, jobs.received_at AS received_at, "
+        "jobs.finished_at AS finished_at, attempts.duration AS duration FROM jobs "
+        "JOIN attempts ON attempts.id = jobs.attempt_id WHERE jobs.status = 'done' "
+        "ORDER BY jobs.finished_at DESC, jobs.id DESC LIMIT ?", [limit]))
+
+
+def open_before(store: Store, job_id: int) -> list[dict[str, Any]]:
+    """The open uploads (received, queued, running) older than upload ``job_id``: id, status, selectors."""
+    return list(store.db.query(
+        "SELECT id, status, selectors FROM jobs WHERE status IN ('received', 'queued', 'running') AND id < ?",
+        [job_id]))
+
+
+def running_count(store: Store) -> int:
+    """How many uploads are being graded now."""
+    return int(next(iter(store.db.query("SELECT COUNT(*) AS n FROM jobs WHERE status = 'running'")))["n"])

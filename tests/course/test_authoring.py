@@ -80,6 +80,9 @@ def copy_of_repository(to: Path) -> Path:
         if source.is_file():
             (to / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, to / name)
+    katex = ROOT / "text" / "node_modules"  # KaTeX, installed by `make text-deps` (ignored by git): release needs it
+    if katex.is_dir():
+        (to / "text" / "node_modules").symlink_to(katex, target_is_directory=True)
     return to
 
 

@@ -110,9 +110,8 @@ def test_every_student_page_meets_wcag_2_2_aa(browser: Any, student_server: tupl
         check_page(watched, "a page not found")
         page.goto(server.url + "/")  # the course page, the student's pages' other link
         check_page(watched, "the course page")
-        page.goto(server.url + "/lti/launch")  # what a refused launch shows
-        assert "Launch refused" in page.locator("h1").inner_text()
-        check_page(watched, "a refused launch")
+        # (a refused launch's page is checked where a course has [lti]: tests/server/test_lti_browser.py; this
+        # course has none, so /lti/... is not mounted here)
     finally:
         context.close()
 

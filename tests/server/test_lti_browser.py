@@ -36,6 +36,7 @@ from typing import Any
 import httpx
 import pytest
 
+from a11y_util import assert_accessible
 from conftest import require_program
 from bench.lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User
 from server_util import Server, api, quiz_source, right_answer, wait_for
@@ -135,6 +136,7 @@ def test_a_full_launch_in_the_browser_and_the_score_reaches_the_lms(browser: Any
     refused = context.new_page()
     refused.goto(server.url + "/lti/launch")
     assert "Launch refused" in refused.content()
+    assert_accessible(refused, "a refused launch")
     shoot(refused, "refused")
     assert errors == []
 
