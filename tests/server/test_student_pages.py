@@ -564,3 +564,13 @@ def test_the_text_assets_are_served_from_the_server_and_nothing_else_is(env: Env
 def test_the_pages_link_to_the_text(env: Env) -> None:
     assert 'href="/student/text/"' in env.page("ada", "/student/").text
     assert 'href="/student/text/normalization.html"' in env.page("ada", "/student/chapters/normalization").text
+
+
+def test_a_reports_read_line_links_to_the_served_section(env: Env) -> None:
+    links = [link for job in env.seeded.jobs.values()
+             for link in re.findall(r'Read <a href="([^"]*)"', env.page("ada", f"/student/submissions/{job}").text)]
+    assert links, "a seeded report sends the student to a section"
+    for link in links:
+        assert link.startswith("/student/text/"), link
+        page, _, anchor = link.partition("#")
+        assert f'id="{anchor}"' in env.page("ada", page).text, link
