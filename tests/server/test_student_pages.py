@@ -181,6 +181,11 @@ def test_a_student_reaches_only_their_own_rows_on_every_page(env: Env) -> None:
                               data={"question": "gelu-value", "answer": "2*x", "student": "bob"}).json()
     assert preview["error"].startswith("write the number itself, not the formula: 'x' is one of your values")
     checked.add(("POST", "/student/quizzes/{chapter}/preview"))
+    text = html.unescape(env.page("ada", "/student/text/activations.html", params={"student": "bob"}).text)
+    assert posed_for("activations", "gelu-value", "ada").prompt in text
+    assert posed_for("activations", "gelu-value", "bob").prompt not in text, "the checkpoints are posed for ada"
+    checked |= {("GET", "/student/text/"), ("GET", "/student/text/{chapter}.html"),  # the same text for everyone
+                ("GET", "/student/text/{chapter}/{section}")}
     checked.add(("POST", "/student/logout"))  # a session of one's own (test_a_bearer_token_a_login_or_nothing)
     assert checked == {(m, p) for m, p, _ in student_pages.PAGES}, "a new page needs its ownership check here"
 
@@ -197,7 +202,7 @@ def test_an_upload_shows_the_report_and_pictures_of_grade_submit_html(env: Env) 
     job = env.seeded.jobs["pictures"]
     doc = env.api("ada", "GET", f"/submissions/{job}").json()
     report = report_from_dict(doc["report"])  # what `grade submit --html` writes its page from
-    written = format_html(report)
+    written = format_html(report, text_href=student_pages.TEXT_URL)  # its "Read §..." links to the served text
     body = written[written.index("<body>") + len("<body>"):written.index("</body>")]
     page = env.page("ada", f"/student/submissions/{job}").text
     assert body in page, "the very report of grade submit --html, pictures included"
