@@ -150,13 +150,20 @@ def link_citations(body: str, prefix: str) -> str:
 
 
 def checkpoint_html(section: Section, questions: Mapping[str, str], quiz_href: str | None) -> str:
-    """The checkpoint box of a section: its questions (id and prompt) and where to answer them."""
+    """The checkpoint box of a section: its questions (id and prompt) and where to answer them: with ``quiz_href``
+    (the student's quiz page on the server) each question links to its form there, ``?section=<id>`` bringing the
+    student back to this section; without, ``grade quiz`` (the handout)."""
     if not section.checkpoint:
         return ""
-    items = "".join(f'<li><code>{html.escape(qid)}</code> {html.escape(questions.get(qid, ""))}</li>'
-                    for qid in section.checkpoint)
-    where = (f'<a href="{html.escape(quiz_href)}">Answer them on your quiz page</a>' if quiz_href else
-             f"Answer them with <code>grade quiz {html.escape(section.chapter)}</code> (offline: practice)")
+    def item(qid: str) -> str:
+        prompt = html.escape(questions.get(qid, ""))
+        if quiz_href:  # the quiz page, at this question, with a way back to this section
+            prompt = f'<a href="{html.escape(quiz_href)}?section={section.id}#q-{html.escape(qid)}">{prompt or "answer"}</a>'
+        return f"<li><code>{html.escape(qid)}</code> {prompt}</li>"
+
+    items = "".join(item(qid) for qid in section.checkpoint)
+    where = (f'<a href="{html.escape(quiz_href)}?section={section.id}">Answer them on your quiz page</a>' if quiz_href
+             else f"Answer them with <code>grade quiz {html.escape(section.chapter)}</code> (offline: practice)")
     return (f'<aside class="checkpoint" aria-labelledby="cp-{section.id}"><h3 id="cp-{section.id}">Checkpoint</h3>'
             f"<ol>{items}</ol><p>{where}.</p></aside>")
 
@@ -225,16 +232,25 @@ def render_chapter(chapter: Chapter, chapters: Iterable[str], questions: Mapping
     """One chapter's page: the chapters' menu, a table of contents, the introduction, and each section under
     an ``<section id=...>`` with its checkpoint box (``questions``: id -> prompt)."""
     esc = html.escape
-    current = ' aria-current="page"'
-    menu = "".join(f'<li><a href="{esc(name)}.html"{current if name == chapter.name else ""}>{esc(name)}</a></li>'
-                   for name in chapters)
     toc = "".join(f'<li><a href="#{s.id}">{esc(s.title)}</a></li>' for s in chapter.sections)
-    sections = "".join(
-        f'<section id="{s.id}" aria-labelledby="h-{s.id}"><h2 id="h-{s.id}">{esc(s.title)} '
-        f'<span class="address">§{esc(s.address)}</span></h2>\n{render_markdown(s.body)}'
-        f"{checkpoint_html(s, questions or {}, quiz_href)}</section>\n" for s in chapter.sections)
-    return PAGE.format(title=esc(chapter.title), assets=assets, chapters=menu, toc=toc,
-                       intro=render_markdown(chapter.intro), sections=sections)
+    return PAGE.format(title=esc(chapter.title), assets=assets, chapters=chapter_menu(chapter.name, chapters),
+                       toc=toc, intro=render_markdown(chapter.intro),
+                       sections=sections_html(chapter, questions or {}, quiz_href))
+
+
+def chapter_menu(current: str, chapters: Iterable[str]) -> str:
+    """The chapters' menu (``<li>`` items, ``<chapter>.html`` each), the ``current`` one marked."""
+    mark = ' aria-current="page"'
+    return "".join(f'<li><a href="{html.escape(name)}.html"{mark if name == current else ""}>{html.escape(name)}</a></li>'
+                   for name in chapters)
+
+
+def sections_html(chapter: Chapter, questions: Mapping[str, str], quiz_href: str | None) -> str:
+    """Each section of a chapter under an ``<section id=...>``, its address shown, its checkpoint box last."""
+    return "".join(
+        f'<section id="{s.id}" aria-labelledby="h-{s.id}"><h2 id="h-{s.id}">{html.escape(s.title)} '
+        f'<span class="address">§{html.escape(s.address)}</span></h2>\n{render_markdown(s.body)}'
+        f"{checkpoint_html(s, questions, quiz_href)}</section>\n" for s in chapter.sections)
 
 
 def copy_assets(target: Path, katex_dir: Path = KATEX_DIR) -> None:

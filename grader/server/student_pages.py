@@ -15,7 +15,13 @@ What they show (the data: grader/server/student_view.py; the templates ``student
 - ``/student/quizzes/{chapter}``: the chapter's questions posed for this student (their numbers, their
   choice order), answered in the browser and judged by the API's own code (``app.judge_and_record``: the
   same judge, attempts, "Not this one." and explanations); a formula or number shows, as it is typed, how
-  it is read (``POST .../preview``: ``grader.quiz.judging.preview``, never a verdict).
+  it is read (``POST .../preview``: ``grader.quiz.judging.preview``, never a verdict); ``?section=<id>`` (from a
+  checkpoint of the text) adds a link back to that section;
+- ``/student/text/``, ``/student/text/{chapter}.html``: the course text (``text/*.md``, grader/course/text.py),
+  each section's checkpoint listing its questions (posed for this student) linked to their forms on the quiz
+  page; ``/student/text/{chapter}/{section}`` is a section's address (a redirect to its anchor; 404 when there is
+  none); the maths typed by KaTeX from ``/student/text/assets/`` (the npm package's files, served by this server:
+  the page's CSP allows scripts, styles and fonts from 'self'). A report's "Read §chapter.section" links there.
 
 Who may open them: a student, by the session an LTI launch made (grader/server/lti.py ``student_landing``),
 by logging in at ``/student/login`` with their token, or with the token as ``Authorization: Bearer``
@@ -47,20 +53,22 @@ from urllib.parse import quote
 from markupsafe import Markup
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from grader import quiz as quiz_lib
+from grader.course import text as course_text
 from grader.quiz import graded, judging
 from grader.server import app as api
 from grader.server import auth, instructor, lti
 from grader.queue import records
 from grader.server.dashboard import render
-from grader.server.headers import as_dict as security_headers
+from grader.server.headers import as_dict as security_headers, with_own_files
 from grader.server.student_sessions import COOKIE, MAX_AGE_S, open_session, session_key, sessions, tokens_to_show
 from grader.server.student_view import (
     ChapterView, SubmissionView, chapter_plan, chapter_url, chapter_views, quiz_url, submission_view,
 )
+from grader.student.coursetext import Section
 from grader.student.feedback.report_html import format_html
 from grader.student.quiz.quiz_text import answer_hint
 from grader.term import regrade
@@ -70,6 +78,7 @@ MAX_FORM_BYTES = 16 * 1024
 LATEST_UPLOADS = 10  # on /student/; a chapter's page lists its latest CHAPTER_UPLOADS
 CHAPTER_UPLOADS = 20
 CONNECT_SELF = "; connect-src 'self'"  # the preview script's fetch goes to this server alone
+TEXT_URL = "/student/text/"  # the course text's pages: {TEXT_URL}{chapter}.html#{section}
 
 
 class PageError(Exception):
@@ -333,8 +342,9 @@ async def chapter_page(request: Request, who: Visitor) -> Response:
     if chapter is None:
         raise PageError(404, "No such chapter", f"'{name[:80]}' is not a chapter of this course: see your page.")
     chapter.submissions, uploads = _submissions(request, who, CHAPTER_UPLOADS, {e.id for e in chapter.exercises})
+    text_link = f"{TEXT_URL}{quote(name)}.html" if name in course_text.load() else ""
     return html_page(request, "student_chapter.html.j2", who=who, title=f"Chapter {name}", chapter=chapter,
-                     uploads=uploads)
+                     uploads=uploads, text_link=text_link)
 
 
 def _own_submission(request: Request, who: Visitor) -> SubmissionView:
@@ -353,7 +363,7 @@ def submission_page(request: Request, who: Visitor, status: int = 200, notice: s
     upload = _own_submission(request, who)
     asks = [regrade.public(r) for r in regrade.requests(api.db_store(request), who.student) if r["job_id"] == upload.id]
     # format_html escapes every value it writes: its HTML is marked safe here, by name (the templates escape the rest)
-    report = (Markup(format_html(upload.report, fragment=True, late_shares=upload.late_shares))
+    report = (Markup(format_html(upload.report, fragment=True, text_href=TEXT_URL, late_shares=upload.late_shares))
               if upload.report is not None else "")
     return html_page(request, "student_submission.html.j2", status, who, title=upload.label, upload=upload,
                      report_html=report, requests=asks, notice=notice, notice_error=notice_error,
@@ -437,7 +447,16 @@ def quiz_page(request: Request, who: Visitor, quiz: quiz_lib.Quiz, views: list[Q
     past = graded.past_due(due, datetime.now(timezone.utc))
     return html_page(request, "student_quiz.html.j2", status, who, title=f"Quiz: {quiz.title or quiz.chapter}",
                      quiz=quiz, questions=views, standing=standing, due=due, past_due=past,
-                     action=quiz_url(quiz.chapter), chapter_link=chapter_url(quiz.chapter))
+                     action=quiz_url(quiz.chapter), chapter_link=chapter_url(quiz.chapter),
+                     back=_back_section(request, quiz.chapter), text_url=TEXT_URL)
+
+
+def _back_section(request: Request, chapter: str) -> Section | None:
+    """The section of the text the student came from (``?section=<id>``, a checkpoint's link), when it is one of
+    this chapter's; None otherwise (an unknown id is ignored: the quiz page works without it)."""
+    section_id = request.query_params.get("section", "")
+    text = course_text.load().get(chapter) if section_id else None
+    return text.section(section_id) if text else None
 
 
 async def quiz_get(request: Request, who: Visitor) -> Response:
@@ -506,6 +525,73 @@ async def quiz_preview(request: Request, who: Visitor) -> Response:
     return JSONResponse(doc, headers={"Cache-Control": "no-store"})
 
 
+# --- the course text --------------------------------------------------------------------------------
+
+ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".woff2": "font/woff2", ".woff": "font/woff",
+               ".ttf": "font/ttf"}
+
+
+def _text_page(request: Request, who: Visitor, heading: str, **context: Any) -> HTMLResponse:
+    """A page of the text: the student's page with the text's style sheets and KaTeX, from this server only."""
+    response = html_page(request, "student_text.html.j2", who=who, title=heading, heading=heading, **context)
+    response.headers["Content-Security-Policy"] = with_own_files(response.headers["Content-Security-Policy"])
+    return response
+
+
+async def text_index(request: Request, who: Visitor) -> Response:
+    """GET /student/text/: the chapters of the course text."""
+    chapters = course_text.load()
+    menu = "".join(f'<li><a href="{quote(n)}.html">{Markup.escape(chapters[n].title)}</a></li>'
+                   for n in course_text.ordered(chapters))
+    return _text_page(request, who, "The course text", menu=Markup(menu), chapter=None)
+
+
+async def text_chapter(request: Request, who: Visitor) -> Response:
+    """GET /student/text/{chapter}.html: one chapter, each checkpoint's questions posed for this student and
+    linked to their forms on the quiz page (judged there, attempts capped: the one judge)."""
+    name = request.path_params["chapter"]
+    chapters = course_text.load()
+    chapter = chapters.get(name)
+    if chapter is None:
+        raise PageError(404, "No such chapter", f"'{name[:80]}' is not a chapter of the course text: see "
+                        f"{TEXT_URL}.")
+    quiz = next((q for q in api.state(request).quizzes if q.chapter == name), None)
+    prompts = {q.id: quiz_lib.pose(q, who.student).prompt for q in quiz.questions} if quiz else {}
+    quiz_link = quiz_url(name) if quiz else None
+    return _text_page(request, who, chapter.title, chapter=chapter, chapter_link=chapter_url(name),
+                      quiz_link=quiz_link,
+                      menu=Markup(course_text.chapter_menu(name, course_text.ordered(chapters))),
+                      intro=Markup(course_text.render_markdown(chapter.intro)),
+                      sections=Markup(course_text.sections_html(chapter, prompts, quiz_link)))
+
+
+async def text_section(request: Request, who: Visitor) -> Response:
+    """GET /student/text/{chapter}/{section}: a section by its address, a redirect to its place in the
+    chapter's page; 404 when the text has no such section."""
+    name, section_id = request.path_params["chapter"], request.path_params["section"]
+    chapter = course_text.load().get(name)
+    if chapter is None or chapter.section(section_id) is None:
+        raise PageError(404, "No such section", f"The course text has no section '{name[:60]}.{section_id[:60]}': "
+                        f"see its chapters at {TEXT_URL}.")
+    return RedirectResponse(f"{TEXT_URL}{quote(name)}.html#{quote(section_id)}", status_code=303)
+
+
+async def text_asset(request: Request) -> Response:
+    """GET /student/text/assets/{name}: the text's script and style, and KaTeX's files from its npm package
+    (course_text.KATEX_FILES: the script, the style sheet, the fonts); public (the same for everyone), 404 for
+    anything else."""
+    name = request.path_params["name"]
+    own = {"render.js": course_text.RENDER_JS, "text.css": course_text.TEXT_CSS}
+    if name in own:
+        return Response(own[name], media_type=ASSET_TYPES["." + name.rpartition(".")[2]])
+    root = course_text.KATEX_DIR.resolve()
+    path = (root / name).resolve()
+    if (name.partition("/")[0] not in course_text.KATEX_FILES or not path.is_relative_to(root)
+            or not path.is_file() or path.suffix not in ASSET_TYPES):
+        return PlainTextResponse("No such file of the course text.", status_code=404)
+    return FileResponse(path, media_type=ASSET_TYPES[path.suffix])
+
+
 # --- routes -----------------------------------------------------------------------------------------
 
 PAGES: list[tuple[str, str, Handler]] = [
@@ -516,6 +602,9 @@ PAGES: list[tuple[str, str, Handler]] = [
     ("GET", "/student/quizzes/{chapter}", quiz_get),
     ("POST", "/student/quizzes/{chapter}", quiz_answer),
     ("POST", "/student/quizzes/{chapter}/preview", quiz_preview),
+    ("GET", "/student/text/", text_index),
+    ("GET", "/student/text/{chapter}.html", text_chapter),
+    ("GET", "/student/text/{chapter}/{section}", text_section),
     ("POST", "/student/logout", logout),
 ]
 
@@ -526,5 +615,6 @@ def routes() -> list[BaseRoute]:
         Route("/student/login", login_form, methods=["GET"]),
         Route("/student/login", login, methods=["POST"]),
         Route("/student", lambda request: RedirectResponse("/student/", status_code=307), methods=["GET"]),
+        Route("/student/text/assets/{name:path}", text_asset, methods=["GET"]),
     ]
     return out + [Route(path, for_students(handler), methods=[method]) for method, path, handler in PAGES]

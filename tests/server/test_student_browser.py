@@ -245,3 +245,57 @@ def test_the_keyboard_alone_answers_a_quiz_and_asks_for_a_regrade(browser: Any, 
         assert watched.problems == []
     finally:
         context.close()
+
+
+# --- the course text on the student's page (issue 46) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("width,question_id", [(1280, "bn-dgamma"), (390, "bn-dx-constant")])
+def test_a_student_reads_a_section_and_answers_its_checkpoint(browser: Any, seeded_server: tuple[Server, Seeded],  # noqa: F811
+                                                              width: int, question_id: str) -> None:
+    from a11y_util import assert_accessible
+    from grader.course import text as course_text
+
+    if not (course_text.KATEX_DIR / "katex.min.js").is_file():
+        pytest.skip("KaTeX is not installed: `make text-deps` (npm ci in text/)")
+    server, seeded = seeded_server
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    watched = Watched(context.new_page())
+    page = watched.page
+    elsewhere: list[str] = []
+    page.on("request", lambda r: elsewhere.append(r.url) if not r.url.startswith(server.url) else None)
+    try:
+        page.goto(server.url + "/student/login")
+        page.fill("#token", seeded.tokens["ada"])
+        page.keyboard.press("Enter")
+        page.wait_for_url(server.url + "/student/")
+        page.click("text=Course text")
+        page.wait_for_url(server.url + "/student/text/")
+        page.goto(server.url + "/student/text/normalization.html#batchnorm-backward")
+        page.wait_for_load_state("networkidle")
+        section = page.locator("#batchnorm-backward")
+        assert section.locator(".katex-display").count() >= 5, "the derivation's maths is typeset by KaTeX"
+        assert page.locator(".katex-error").count() == 0
+        assert page.evaluate("document.fonts.check('16px KaTeX_Main')"), "KaTeX's fonts come from the server"
+        ARTIFACTS.mkdir(exist_ok=True)
+        section.screenshot(path=str(ARTIFACTS / f"student-text-section-{width}.png"))
+        assert_accessible(page, f"/student/text/normalization.html at {width} px")
+        # the checkpoint's question: its form on the quiz page, answered there, then back to the section
+        section.locator(f'aside.checkpoint a[href$="#q-{question_id}"]').click()
+        page.wait_for_url(re.compile(rf".*/student/quizzes/normalization\?section=batchnorm-backward#q-{question_id}$"))
+        question = next(q for q in quiz_source("normalization").questions if q.id == question_id)
+        answer = right_answer("normalization", question, "ada", typed=True)
+        box = page.locator(f"#q-{question_id}")
+        if question.kind == "single":
+            box.locator(f"#a-{question_id}-{answer}").check()
+        else:
+            box.locator(f"#a-{question_id}").fill(answer)
+        box.locator("button", has_text="Check the answer").click()
+        page.wait_for_url(re.compile(rf".*\?section=batchnorm-backward#q-{question_id}$"))
+        assert page.locator(f"#v-{question_id}").inner_text() == "Correct."
+        page.locator(f"#q-{question_id}").screenshot(path=str(ARTIFACTS / f"student-text-checkpoint-{width}.png"))
+        page.locator(f"#q-{question_id}").get_by_role("link", name="Back to §normalization.batchnorm-backward").click()
+        page.wait_for_url(server.url + "/student/text/normalization.html#batchnorm-backward")
+        assert watched.problems == [] and elsewhere == []
+    finally:
+        context.close()

@@ -181,6 +181,11 @@ def test_a_student_reaches_only_their_own_rows_on_every_page(env: Env) -> None:
                               data={"question": "gelu-value", "answer": "2*x", "student": "bob"}).json()
     assert preview["error"].startswith("write the number itself, not the formula: 'x' is one of your values")
     checked.add(("POST", "/student/quizzes/{chapter}/preview"))
+    text = html.unescape(env.page("ada", "/student/text/activations.html", params={"student": "bob"}).text)
+    assert posed_for("activations", "gelu-value", "ada").prompt in text
+    assert posed_for("activations", "gelu-value", "bob").prompt not in text, "the checkpoints are posed for ada"
+    checked |= {("GET", "/student/text/"), ("GET", "/student/text/{chapter}.html"),  # the same text for everyone
+                ("GET", "/student/text/{chapter}/{section}")}
     checked.add(("POST", "/student/logout"))  # a session of one's own (test_a_bearer_token_a_login_or_nothing)
     assert checked == {(m, p) for m, p, _ in student_pages.PAGES}, "a new page needs its ownership check here"
 
@@ -197,7 +202,7 @@ def test_an_upload_shows_the_report_and_pictures_of_grade_submit_html(env: Env) 
     job = env.seeded.jobs["pictures"]
     doc = env.api("ada", "GET", f"/submissions/{job}").json()
     report = report_from_dict(doc["report"])  # what `grade submit --html` writes its page from
-    written = format_html(report)
+    written = format_html(report, text_href=student_pages.TEXT_URL)  # its "Read §..." links to the served text
     body = written[written.index("<body>") + len("<body>"):written.index("</body>")]
     page = env.page("ada", f"/student/submissions/{job}").text
     assert body in page, "the very report of grade submit --html, pictures included"
@@ -501,3 +506,76 @@ def test_over_https_the_session_cookie_can_reach_the_page_inside_the_lms_frame(t
         out = client.post("/student/logout", data={"csrf": csrf_of(home.text)}, follow_redirects=False)
         gone = next(v for k, v in out.headers.multi_items() if k == "set-cookie" and v.startswith("normgrade_student="))
         assert "Max-Age=0" in gone and "Partitioned" in gone  # deleted as it was set, or the browser keeps it
+
+
+# --- the course text (issue 46) ---------------------------------------------------------------------------
+
+
+def test_the_course_text_is_for_a_logged_in_student_and_an_unknown_section_is_a_404(env: Env) -> None:
+    for path in ("/student/text/", "/student/text/normalization.html", "/student/text/normalization/batchnorm-backward"):
+        anonymous = env.client.get(path, follow_redirects=False)
+        assert anonymous.status_code == 303 and anonymous.headers["location"].startswith("/student/login?next="), path
+        assert env.page("teacher", path).status_code == 403, path
+    assert env.page("ada", "/student/text/").status_code == 200
+    section = env.page("ada", "/student/text/normalization/batchnorm-backward")
+    assert section.status_code == 303
+    assert section.headers["location"] == "/student/text/normalization.html#batchnorm-backward"
+    missing = env.page("ada", "/student/text/normalization/no-such-section")
+    assert missing.status_code == 404
+    assert "The course text has no section 'normalization.no-such-section'" in text_of(missing.text)
+    assert env.page("ada", "/student/text/nochapter.html").status_code == 404
+    assert env.page("ada", "/student/text/nochapter/x").status_code == 404
+
+
+def test_a_chapter_of_the_text_links_its_checkpoints_to_the_quiz_page_and_back(env: Env) -> None:
+    page = env.page("ada", "/student/text/activations.html")
+    assert page.status_code == 200
+    assert '<section id="gelu" ' in page.text or 'id="gelu"' in page.text
+    # KaTeX from this server only: the policy names 'self' for scripts, styles and fonts, and no other origin
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "font-src 'self'" in policy and "style-src 'self'" in policy
+    assert "http" not in policy and '<script defer src="/student/text/assets/katex.min.js">' in page.text
+    # each checkpoint question, posed for ada, links to its form on the quiz page with the way back
+    prompt = posed_for("activations", "gelu-value", "ada").prompt
+    link = re.search(r'<a href="(/student/quizzes/activations\?section=([a-z0-9-]+)#q-gelu-value)">([^<]*)</a>',
+                     page.text)
+    assert link is not None and html.unescape(link.group(3)) == prompt
+    quiz = env.page("ada", link.group(1).split("#")[0])
+    back = f'href="/student/text/activations.html#{link.group(2)}"'
+    assert back in quiz.text and f'action="/student/quizzes/activations?section={link.group(2)}#q-gelu-value"' in quiz.text
+    # answering there (the one judge) keeps the way back beside the verdict
+    question = next(q for q in quiz_source("activations").questions if q.id == "gelu-value")
+    answered = env.client.post(link.group(1).split("#")[0], headers=env.bearer("ada"),
+                               data={"question": "gelu-value", "answer": right_answer("activations", question, "ada", True)})
+    assert re.search(r'id="v-gelu-value">([^<]*)<', answered.text).group(1) == "Correct."
+    after = answered.text[answered.text.index('id="q-gelu-value"'):]
+    assert back in after[:after.index("</section>")]
+    # an unknown section id on the quiz page is ignored, not an error
+    assert env.page("ada", "/student/quizzes/activations?section=nope").status_code == 200
+
+
+def test_the_text_assets_are_served_from_the_server_and_nothing_else_is(env: Env) -> None:
+    from grader.course import text as course_text
+
+    assert env.client.get("/student/text/assets/render.js").headers["content-type"].startswith("text/javascript")
+    for name in ("../../../pyproject.toml", "..%2F..%2Fpackage.json", "katex.mjs", "fonts/../../../README.md"):
+        assert env.client.get(f"/student/text/assets/{name}").status_code == 404, name
+    if (course_text.KATEX_DIR / "katex.min.js").is_file():
+        assert env.client.get("/student/text/assets/katex.min.js").status_code == 200
+        font = next((course_text.KATEX_DIR / "fonts").glob("*.woff2")).name
+        assert env.client.get(f"/student/text/assets/fonts/{font}").headers["content-type"] == "font/woff2"
+
+
+def test_the_pages_link_to_the_text(env: Env) -> None:
+    assert 'href="/student/text/"' in env.page("ada", "/student/").text
+    assert 'href="/student/text/normalization.html"' in env.page("ada", "/student/chapters/normalization").text
+
+
+def test_a_reports_read_line_links_to_the_served_section(env: Env) -> None:
+    links = [link for job in env.seeded.jobs.values()
+             for link in re.findall(r'Read <a href="([^"]*)"', env.page("ada", f"/student/submissions/{job}").text)]
+    assert links, "a seeded report sends the student to a section"
+    for link in links:
+        assert link.startswith("/student/text/"), link
+        page, _, anchor = link.partition("#")
+        assert f'id="{anchor}"' in env.page("ada", page).text, link
