@@ -288,8 +288,11 @@ def test_a_student_reads_a_section_and_answers_its_checkpoint(browser: Any, seed
         box = page.locator(f"#q-{question_id}")
         if question.kind == "single":
             box.locator(f"#a-{question_id}-{answer}").check()
-        else:
+        else:  # typing asks for the live preview: it is read back before the form is sent (else leaving the page
+            # would abort it, a failed request)
             box.locator(f"#a-{question_id}").fill(answer)
+            pytest.importorskip("playwright.sync_api").expect(page.locator(f"#p-{question_id}")).to_contain_text(
+                "Read as")
         box.locator("button", has_text="Check the answer").click()
         page.wait_for_url(re.compile(rf".*\?section=batchnorm-backward#q-{question_id}$"))
         assert page.locator(f"#v-{question_id}").inner_text() == "Correct."
