@@ -40,7 +40,7 @@ from typing import Any
 from grader import quiz as quiz_lib
 from grader.course.packs import PackError, write_packs
 from grader.course.scaffold import render_stub, render_tree
-from grader.student.standing import format_time
+from grader.student.standing import format_time, late_work
 from grader.student.engine import catalogue
 from grader.student.course import HANDOUT_SETTINGS, Course
 from grader.student.errors import GraderError
@@ -393,12 +393,7 @@ def deadlines_text(course: Course) -> str:
         topics = sorted({catalogue.topic_of(e) for e in chapter.exercises}, key=catalogue.TOPICS.index)
         shown = ", ".join(t if set(catalogue.resolve([t])) <= set(chapter.exercises) else
                           ", ".join(e for e in chapter.exercises if catalogue.topic_of(e) == t) for t in topics)
-        if chapter.due is None:
-            late = "-"
-        elif chapter.late_penalty >= 1.0:
-            late = "counts nothing"
-        else:
-            late = f"counts {100 * (1 - chapter.late_penalty):g}%"
+        late = late_work(chapter)
         opens = "-" if chapter.opens is None else _date(chapter.opens)
         feedback = "at once" if chapter.release_feedback is None else f"exam: {_date(chapter.release_feedback)}"
         lines.append(f"| {chapter.name} | {shown} | {opens} | {_date(chapter.due)} | {late} | "

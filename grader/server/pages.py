@@ -41,12 +41,7 @@ def chapter_rows(course: Course, now: datetime) -> list[dict[str, Any]]:
     rows = []
     for chapter in course.chapters:
         state = standing.chapter_state(chapter, now)
-        if chapter.due is None:
-            late = "-"
-        elif chapter.late_penalty >= 1.0:
-            late = "counts nothing"
-        else:
-            late = f"counts {100 * (1 - chapter.late_penalty):g}%"
+        late = standing.late_work(chapter)
         now_text = state.message().removeprefix(f"chapter '{chapter.name}' ")  # the row names the chapter
         rows.append({"name": chapter.name, "state": now_text, "opens": standing.format_time(chapter.opens),
                      "due": standing.format_time(chapter.due) or "no due date", "late": late,

@@ -83,6 +83,16 @@ class ChapterState:
         return text
 
 
+def late_work(chapter: "Chapter") -> str:
+    """What work after the due date counts, in the words of the README and the course page: "counts 70%",
+    "counts nothing", "-" (no due date)."""
+    if chapter.due is None:
+        return "-"
+    if chapter.late_penalty >= 1.0:
+        return "counts nothing"
+    return f"counts {100 * (1 - chapter.late_penalty):g}%"
+
+
 def chapter_state(chapter: "Chapter", now: datetime) -> ChapterState:
     """The state of ``chapter`` (already extended for the student, when they have an extension) at ``now``."""
     closes = chapter.closes_at()
