@@ -584,11 +584,13 @@ async def text_asset(request: Request) -> Response:
     own = {"render.js": course_text.RENDER_JS, "text.css": course_text.TEXT_CSS}
     if name in own:
         return Response(own[name], media_type=ASSET_TYPES["." + name.rpartition(".")[2]])
+    missing = PlainTextResponse("No such file of the course text.", status_code=404)
+    if name.partition("/")[0] not in course_text.KATEX_FILES or "\0" in name:  # (a NUL no path can hold)
+        return missing
     root = course_text.KATEX_DIR.resolve()
     path = (root / name).resolve()
-    if (name.partition("/")[0] not in course_text.KATEX_FILES or not path.is_relative_to(root)
-            or not path.is_file() or path.suffix not in ASSET_TYPES):
-        return PlainTextResponse("No such file of the course text.", status_code=404)
+    if not path.is_relative_to(root) or not path.is_file() or path.suffix not in ASSET_TYPES:
+        return missing
     return FileResponse(path, media_type=ASSET_TYPES[path.suffix])
 
 

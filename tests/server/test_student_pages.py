@@ -558,7 +558,8 @@ def test_the_text_assets_are_served_from_the_server_and_nothing_else_is(env: Env
     from grader.course import text as course_text
 
     assert env.client.get("/student/text/assets/render.js").headers["content-type"].startswith("text/javascript")
-    for name in ("../../../pyproject.toml", "..%2F..%2Fpackage.json", "katex.mjs", "fonts/../../../README.md"):
+    for name in ("../../../pyproject.toml", "..%2F..%2Fpackage.json", "katex.mjs", "fonts/../../../README.md", "%00",
+                 "fonts/%00"):
         assert env.client.get(f"/student/text/assets/{name}").status_code == 404, name
     if (course_text.KATEX_DIR / "katex.min.js").is_file():
         assert env.client.get("/student/text/assets/katex.min.js").status_code == 200
