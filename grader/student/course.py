@@ -77,7 +77,7 @@ exports, the server's upload deadlines, the dashboard) asks for it with the
 student. An extension of the student's own wins over one of their group; of
 several for the same student and chapter, the last one written wins (the
 course file's first, then the dashboard's log in order: ``Store.effective_course``
-adds those, see grader/student/store.py). A dashboard extension with no due
+adds those, see grader/student/store/extensions.py). A dashboard extension with no due
 date withdraws the student's earlier dashboard extensions of that chapter.
 """
 

@@ -125,7 +125,7 @@ def test_failure_inside_the_attempt_leaves_no_half_attempt(
                 raise RuntimeError("killed mid-attempt")
             return 1
 
-        monkeypatch.setattr(store_mod, "exercise_seed", exploding_seed)
+        monkeypatch.setattr(store_mod.results, "exercise_seed", exploding_seed)
         with pytest.raises(RuntimeError):
             store.record_report(make_report(student="zed", files_hash="half"), "v")
         assert len(calls) == 2

@@ -1,0 +1,15 @@
+"""The ``score_overrides`` table: the instructor's manual score overrides, an append-only log (the latest row of a
+(student, exercise) is in force; a NULL score withdraws it)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+
+def log(db: sqlite_utils.Database, student: str | None = None) -> list[dict[str, Any]]:
+    """The override log (all students, or one), oldest first."""
+    where, params = ("WHERE student = ?", [student]) if student is not None else ("", [])
+    return list(db.query(f"SELECT * FROM score_overrides {where} ORDER BY id", params))

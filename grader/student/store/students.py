@@ -1,0 +1,18 @@
+"""The ``students`` table: everyone with anything recorded."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+
+def ensure(db: sqlite_utils.Database, student: str, when: str) -> None:
+    """Add ``student`` (first seen ``when``) unless the table has them already."""
+    db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, when])
+
+
+def names(db: sqlite_utils.Database) -> list[str]:
+    """Every student with at least one recorded attempt or quiz answer, sorted."""
+    return [r["name"] for r in db.query("SELECT name FROM students ORDER BY name")]
