@@ -35,7 +35,6 @@ STILL_TO_MOVE: frozenset[str] = frozenset({
     "grader/term/rescore.py",
     "grader/term/similarity.py",
     "grader/server/app.py",
-    "grader/server/auth.py",
     "grader/server/dashboard.py",
     "grader/server/instructor.py",
     "grader/server/roster.py",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
-from grader.student.store import utc_now
+from grader.student.store import tokens, utc_now
 
 ROLES = ("student", "instructor")
 INSTRUCTOR = "instructor"  # the role, and the name instructor tokens carry (never a roster id: roster.py)
@@ -49,8 +49,7 @@ def issue(db: sqlite_utils.Database, student: str, role: str) -> str:
     if role not in ROLES:
         raise ValueError(f"unknown role {role!r}")
     token = new_token()
-    db.table("tokens").insert({"hash": hash_token(token), "student": student, "role": role,
-                         "created_at": utc_now(), "revoked": 0})
+    tokens.insert(db, hash_token(token), student, role, utc_now())
     return token
 
 
@@ -60,7 +59,7 @@ def revoke_all(db: sqlite_utils.Database, student: str, role: str = "student") -
     The role is part of the identity: revoking a student's tokens never
     touches an instructor token, whatever the names.
     """
-    db.execute("UPDATE tokens SET revoked = 1 WHERE student = ? AND role = ?", [student, role])
+    tokens.revoke_all(db, student, role)
 
 
 def lookup(db: sqlite_utils.Database, token: str | None) -> Principal | None:
@@ -73,12 +72,12 @@ def lookup(db: sqlite_utils.Database, token: str | None) -> Principal | None:
 def lookup_hash(db: sqlite_utils.Database, digest: str) -> Principal | None:
     """The principal of the token with this stored hash (a browser session keeps only the hash), or None
     (unknown or revoked)."""
-    rows = list(db.query("SELECT hash, student, role, revoked FROM tokens WHERE hash = ?", [digest]))
-    if not rows or rows[0]["revoked"]:
+    row = tokens.lookup(db, digest)
+    if row is None or row["revoked"]:
         return None
-    if not hmac.compare_digest(rows[0]["hash"], digest):
+    if not hmac.compare_digest(row["hash"], digest):
         return None
-    return Principal(rows[0]["student"], rows[0]["role"])
+    return Principal(row["student"], row["role"])
 
 
 def bearer(header: str | None) -> str | None:
