@@ -37,7 +37,6 @@ STILL_TO_MOVE: frozenset[str] = frozenset({
     "grader/server/app.py",
     "grader/server/dashboard.py",
     "grader/server/instructor.py",
-    "grader/server/roster.py",
 })
 
 

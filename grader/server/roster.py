@@ -26,6 +26,7 @@ from pathlib import Path
 from grader.student.errors import UsageError
 from grader.server import auth
 from grader.student.store import Store, utc_now
+from grader.student.store import roster as store_roster
 
 ID_RE = re.compile(r"[A-Za-z0-9._@-]{1,64}")  # matched whole (fullmatch): "ann\n" is no id
 MAX_ROSTER_BYTES = 10 * 1024 * 1024
@@ -92,10 +93,7 @@ def import_roster(store: Store, entries: list[RosterEntry], reissue: bool = Fals
                              "another id")
     with store.transaction() as db:
         for entry in entries:
-            known = bool(list(db.query("SELECT 1 FROM roster WHERE student = ?", [entry.id])))
-            db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [entry.id, now])
-            db.table("roster").upsert({"student": entry.id, "name": entry.name, "email": entry.email,
-                                 "created_at": now}, pk="student")
+            known = store_roster.add_or_update(db, entry.id, entry.name, entry.email, now)
             if known and not reissue:
                 continue
             auth.revoke_all(db, entry.id)
@@ -146,4 +144,4 @@ def unignored_secret(path: Path) -> str:
 
 def roster(store: Store) -> list[dict[str, str]]:
     """The roster rows (student, name, email), sorted by id."""
-    return list(store.db.query("SELECT student, name, email FROM roster ORDER BY student"))
+    return store_roster.rows(store.db)
