@@ -36,7 +36,6 @@ STILL_TO_MOVE: frozenset[str] = frozenset({
     "grader/term/similarity.py",
     "grader/server/app.py",
     "grader/server/dashboard.py",
-    "grader/server/instructor.py",
 })
 
 

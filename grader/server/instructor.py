@@ -44,7 +44,7 @@ from grader.server.dashboard import (
     DashboardError, Filters, Links, exercise_detail, items_by_chapter, overview_context, record_override, render,
     student_detail,
 )
-from grader.student.store import Store
+from grader.student.store import Store, tokens
 
 COOKIE = "normgrade_session"
 SESSION_HOURS = 12
@@ -70,8 +70,7 @@ def _mac(key: bytes, message: str) -> str:
 
 def _instructor_hashes(store: Store) -> list[str]:
     """The stored hashes of the instructor tokens not revoked."""
-    return [r["hash"] for r in store.db.query(
-        "SELECT hash FROM tokens WHERE role = ? AND revoked = 0", [auth.INSTRUCTOR])]
+    return tokens.live_hashes(store.db, auth.INSTRUCTOR)
 
 
 class Sessions:
