@@ -34,7 +34,6 @@ STILL_TO_MOVE: frozenset[str] = frozenset({
     "grader/term/regrade.py",
     "grader/term/rescore.py",
     "grader/term/similarity.py",
-    "grader/server/app.py",
     "grader/server/dashboard.py",
 })
 

@@ -65,7 +65,8 @@ from grader.server.auth import Principal
 from grader.queue.collector import Collector
 from grader.queue.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, open_queue
 from grader.queue.selftest import RETRY_FIRST_S, SelfTest
-from grader.student.store import Store
+from grader.student.store import Store, students
+from grader.student.store import roster as store_roster
 from grader.student.client.uploads import MAX_UPLOAD_BYTES, check_files
 from grader.student.client.wire import report_from_dict, report_to_dict
 
@@ -188,9 +189,7 @@ def known_student(store: Store, student: str) -> bool:
     """Whether the course knows ``student`` (in the roster, or with anything recorded)."""
     if len(student) > 200:
         return False
-    return bool(list(store.db.query(
-        "SELECT 1 FROM roster WHERE student = ? UNION SELECT 1 FROM students WHERE name = ? LIMIT 1",
-        [student, student])))
+    return students.known(store.db, student)
 
 
 def path_id(request: Request, name: str = "id", what: str = "a submission id",
@@ -549,7 +548,7 @@ async def list_students(request: Request) -> Response:
     store = db_store(request)
     instructor(request)
     rows = []
-    for entry in store.db.query("SELECT student, name, email FROM roster ORDER BY student"):
+    for entry in store_roster.rows(store.db):
         summary = progress_json(st, store, entry["student"])
         rows.append({**entry, "score": summary["score"], "max_score": summary["max_score"],
                      "percent": summary["percent"]})
