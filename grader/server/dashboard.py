@@ -47,7 +47,7 @@ from grader.student.errors import GraderError
 from grader.student.engine.model import GradeReport
 from grader.student.feedback.report import format_score, format_text
 from grader.student.sanitize import clean_text
-from grader.student.store import Store, utc_now
+from grader.student.store import Store, jobs, utc_now
 
 STRUGGLING_PERCENT = 50.0
 INACTIVE_DAYS = 7
@@ -391,8 +391,7 @@ def _params_text(raw: str | None) -> str:
 
 def submission_numbers(store: Store, student: str) -> dict[int, int]:
     """attempt id -> the number of the server submission it recorded (what `grade submit` printed)."""
-    return {int(r["attempt_id"]): int(r["id"]) for r in store.db.query(
-        "SELECT id, attempt_id FROM jobs WHERE student = ? AND attempt_id IS NOT NULL", [student])}
+    return jobs.submission_numbers(store.db, student)
 
 
 def attempt_label(attempt_id: int, submission_of: Mapping[int, int]) -> str:
