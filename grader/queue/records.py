@@ -38,9 +38,9 @@ import sqlite_utils
 
 from grader.student.course import Course, parse_time
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
-from grader.student.store import Store, utc_now
+from grader.student.store import Store, jobs, results, utc_now
 
-OPEN_STATES = ("received", "queued", "running")
+OPEN_STATES = jobs.OPEN  # a job not yet closed (done, held or error)
 HELD = "held"  # closed for now: some exercises wait for the grader's machine (``held``); graded again by the server
 
 
@@ -76,11 +76,6 @@ def files_hash(files: dict[str, str], exercise_ids: list[str]) -> str:
     return digest.hexdigest()
 
 
-def _job(db: sqlite_utils.Database, job_id: int) -> dict[str, Any] | None:
-    rows = list(db.query("SELECT * FROM jobs WHERE id = ?", [job_id]))
-    return rows[0] if rows else None
-
-
 def create_job(store: Store, student: str, key: str, files: dict[str, str], exercise_ids: list[str],
                course: Course, now: datetime) -> NewJob:
     """Store an upload (its row and files, one transaction) unless this key was seen; enforce the rate limit.
@@ -89,69 +84,54 @@ def create_job(store: Store, student: str, key: str, files: dict[str, str], exer
     """
     digest = files_hash(files, exercise_ids)
     with store.transaction() as db:
-        existing = list(db.query("SELECT * FROM jobs WHERE student = ? AND idempotency_key = ?", [student, key]))
+        existing = jobs.by_key(db, student, key)
         if existing:
-            if existing[0]["files_hash"] != digest:
+            if existing["files_hash"] != digest:
                 raise KeyReused(key)
-            return NewJob(existing[0], False)
+            return NewJob(existing, False)
         since = (now - course.rate_window).isoformat(timespec="seconds")
-        recent = [r["received_at"] for r in db.query(  # an upload the grader's machine could not grade is free
-            "SELECT received_at FROM jobs WHERE student = ? AND received_at > ? AND rate_free = 0 "
-            "ORDER BY received_at", [student, since])]
+        recent = jobs.rate_counted_since(db, student, since)  # an upload the grader's machine could not grade is free
         if len(recent) >= course.rate_submissions:
             frees_at = parse_time(recent[0]) + course.rate_window
             raise RateLimited(max(1, int((frees_at - now).total_seconds()) + 1),
                               course.rate_submissions, course.rate_minutes)
         when = now.isoformat(timespec="seconds")
-        db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, when])
-        job_id = db.table("jobs").insert({
+        job_id = jobs.insert(db, {
             "student": student, "idempotency_key": key, "files_hash": digest,
             "selectors": json.dumps(exercise_ids), "status": "received", "received_at": when,
             "tries": 0, "task_id": None, "worker": None, "attempt_id": None, "error": None, "finished_at": None,
-        }).last_pk
-        store_files(db, int(job_id), files)
-        job = _job(db, int(job_id))
+        })
+        store_files(db, job_id, files)
+        job = jobs.get(db, job_id)
     assert job is not None
     return NewJob(job, True)
 
 
 def job(store: Store, job_id: int) -> dict[str, Any] | None:
     """One job row, or None."""
-    return _job(store.db, job_id)
+    return jobs.get(store.db, job_id)
 
 
 def jobs_of(store: Store, student: str | None, limit: int = 100) -> list[dict[str, Any]]:
     """The latest jobs of a student (all students: None), newest first."""
-    where, params = ("WHERE student = ?", [student]) if student is not None else ("", [])
-    return list(store.db.query(f"SELECT * FROM jobs {where} ORDER BY id DESC LIMIT ?", [*params, limit]))
+    return jobs.latest(store.db, student, limit)
 
 
 def open_jobs(store: Store) -> list[dict[str, Any]]:
     """Jobs not yet done or failed, oldest first."""
-    marks = ",".join("?" for _ in OPEN_STATES)
-    return list(store.db.query(f"SELECT * FROM jobs WHERE status IN ({marks}) ORDER BY id", list(OPEN_STATES)))
+    return jobs.open_jobs(store.db)
 
 
 def store_files(db: sqlite_utils.Database, job_id: int, files: dict[str, str]) -> None:
     """A job's files, content-addressed: each distinct content once in ``blobs`` (by its sha256), the job's
     ``job_files`` rows naming it (store version 9)."""
     for name, text in sorted(files.items()):
-        data = text.encode("utf-8")
-        digest = hashlib.sha256(data).hexdigest()
-        db.execute("INSERT OR IGNORE INTO blobs (sha256, content) VALUES (?, ?)", [digest, data])
-        db.execute("INSERT INTO job_files (job_id, name, sha256) VALUES (?, ?, ?)", [job_id, name, digest])
-
-
-# A job_files row's content: its blob, or (rows written before store version 9) its own column.
-FILE_CONTENT = "COALESCE(b.content, f.content)"
-BLOB_OF_FILE = "LEFT JOIN blobs b ON b.sha256 = f.sha256"  # joined to job_files f
+        jobs.add_file(db, job_id, name, text.encode("utf-8"))
 
 
 def job_files(store: Store, job_id: int) -> dict[str, str]:
     """The uploaded files of a job, name -> text."""
-    rows = store.db.query(f"SELECT f.name, {FILE_CONTENT} AS content FROM job_files f {BLOB_OF_FILE} "
-                          "WHERE f.job_id = ? ORDER BY f.name", [job_id])
-    return {r["name"]: bytes(r["content"]).decode("utf-8") for r in rows}
+    return {name: data.decode("utf-8") for name, data in jobs.files(store.db, job_id).items()}
 
 
 def keep_graded_upload(db: sqlite_utils.Database, student: str, files: dict[str, str], exercise_ids: list[str],
@@ -160,11 +140,11 @@ def keep_graded_upload(db: sqlite_utils.Database, student: str, files: dict[str,
     attempt, and its files (content-addressed), so ``grade rescore`` and ``grade similarity`` read it as they
     read the server's uploads. In the caller's transaction (the one recording the attempt); the job id."""
     digest = files_hash(files, exercise_ids)
-    job_id = int(db.table("jobs").insert({
+    job_id = jobs.insert(db, {
         "student": student, "idempotency_key": f"batch:{digest}:{attempt_id}", "files_hash": digest,
         "selectors": json.dumps(exercise_ids), "status": "done", "received_at": when, "tries": 0, "task_id": None,
         "worker": "grade batch", "attempt_id": attempt_id, "error": None, "finished_at": when,
-    }).last_pk)
+    })
     store_files(db, job_id, files)
     return job_id
 
@@ -196,11 +176,7 @@ def tries_in_round(job_row: dict[str, Any]) -> range:
 def mark_queued(store: Store, job_id: int, attempt: int, task: str, note: str | None = None) -> None:
     """Note that try ``attempt`` of a job's current round is on the queue as ``task``."""
     with store.transaction() as db:
-        db.execute(
-            "UPDATE jobs SET status = 'queued', tries = ?, task_id = ?, error = COALESCE(?, error) "
-            "WHERE id = ? AND status IN ('received', 'queued', 'running')",
-            [attempt, task, note, job_id],
-        )
+        jobs.mark_queued(db, job_id, attempt, task, note)
 
 
 def start_round(store: Store, job_row: dict[str, Any], send: list[str], keep: list[str], reason: str | None,
@@ -211,12 +187,8 @@ def start_round(store: Store, job_row: dict[str, Any], send: list[str], keep: li
     """
     regrade = 1 if job_row["status"] == HELD else 0
     with store.transaction() as db:
-        db.execute(
-            "UPDATE jobs SET status = 'queued', tries = ?, first_try = ?, task_id = ?, grading = ?, held = ?, "
-            "held_reason = ?, regrades = regrades + ?, error = NULL WHERE id = ? AND status IN ('received', 'held')",
-            [attempt, attempt, task, json.dumps(send), json.dumps(keep) if keep else None,
-             reason if keep else None, regrade, job_row["id"]],
-        )
+        jobs.start_round(db, job_row["id"], attempt, task, json.dumps(send), json.dumps(keep) if keep else None,
+                         reason if keep else None, regrade)
 
 
 def hold(store: Store, job_row: dict[str, Any], held: list[str], reason: str) -> None:
@@ -225,32 +197,25 @@ def hold(store: Store, job_row: dict[str, Any], held: list[str], reason: str) ->
     An upload held whole in its first round counts against no rate limit.
     """
     with store.transaction() as db:
-        db.execute(
-            "UPDATE jobs SET status = 'held', held = ?, held_reason = ?, held_at = ?, grading = NULL, "
-            "rate_free = CASE WHEN attempt_id IS NULL AND regrades = 0 THEN 1 ELSE rate_free END "
-            "WHERE id = ? AND status IN ('received', 'queued', 'running', 'held')",
-            [json.dumps(held), reason, utc_now(), job_row["id"]],
-        )
+        jobs.hold(db, job_row["id"], json.dumps(held), reason, utc_now())
 
 
 def held_jobs(store: Store) -> list[dict[str, Any]]:
     """The jobs held now, oldest first."""
-    return list(store.db.query("SELECT * FROM jobs WHERE status = 'held' ORDER BY id"))
+    return jobs.held(store.db)
 
 
 def release_held(store: Store, job_id: int) -> None:
     """Close a held job for good as ``done`` (its ``held`` list kept): ``grade batch --queue`` grades those
     exercises in its next run, as new jobs, not this one."""
     with store.transaction() as db:
-        db.execute("UPDATE jobs SET status = 'done', finished_at = ? WHERE id = ? AND status = 'held'",
-                   [utc_now(), job_id])
+        jobs.release_held(db, job_id, utc_now())
 
 
 def mark_running(store: Store, job_id: int, worker: str) -> None:
     """Note that a worker (``host:pid``) began the job's current try."""
     with store.transaction() as db:
-        db.execute("UPDATE jobs SET status = 'running', worker = ? WHERE id = ? AND status = 'queued'",
-                   [worker, job_id])
+        jobs.mark_running(db, job_id, worker)
 
 
 MAX_REASON = 300  # characters of a held reason (the student reads it in one line)
@@ -292,19 +257,10 @@ def record_done(store: Store, job_row: dict[str, Any], report: GradeReport, grad
 
     def mark(db: sqlite_utils.Database, attempt_id: int | None) -> None:
         if held:
-            cursor = db.execute(
-                "UPDATE jobs SET status = 'held', attempt_id = ?, held = ?, held_reason = ?, held_at = ?, "
-                "grading = NULL, rate_free = CASE WHEN ? AND attempt_id IS NULL AND regrades = 0 THEN 1 "
-                "ELSE rate_free END WHERE id = ? AND status IN ('received', 'queued', 'running')",
-                [attempt_id, json.dumps(held), reason, utc_now(), int(nothing), job_row["id"]],
-            )
+            closed = jobs.close_round_held(db, job_row["id"], attempt_id, json.dumps(held), reason, utc_now(), nothing)
         else:
-            cursor = db.execute(
-                "UPDATE jobs SET status = 'done', attempt_id = ?, held = NULL, held_reason = NULL, grading = NULL, "
-                "finished_at = ? WHERE id = ? AND status IN ('received', 'queued', 'running')",
-                [attempt_id, utc_now(), job_row["id"]],
-            )
-        if cursor.rowcount != 1:
+            closed = jobs.close_round_done(db, job_row["id"], attempt_id, utc_now())
+        if not closed:
             raise _AlreadyRecorded()
 
     into = job_row.get("attempt_id")
@@ -323,18 +279,12 @@ def record_done(store: Store, job_row: dict[str, Any], report: GradeReport, grad
 def record_error(store: Store, job_id: int, reason: str) -> None:
     """Mark a job as failed for good, with the reason the student will read."""
     with store.transaction() as db:
-        db.execute(
-            "UPDATE jobs SET status = 'error', error = ?, finished_at = ? "
-            "WHERE id = ? AND status IN ('received', 'queued', 'running')",
-            [reason, utc_now(), job_id],
-        )
+        jobs.mark_error(db, job_id, reason, utc_now())
 
 
 def position_in_queue(store: Store, job_row: dict[str, Any]) -> int:
     """How many open jobs were received before this one (0: next or grading)."""
-    return int(next(iter(store.db.query(
-        "SELECT COUNT(*) AS n FROM jobs WHERE status IN ('received', 'queued') AND id < ?", [job_row["id"]]
-    )))["n"])
+    return jobs.waiting_before(store.db, job_row["id"])
 
 
 
@@ -355,8 +305,7 @@ def report_of(store: Store, job_row: dict[str, Any]) -> GradeReport | None:
     if held or job_row.get("regrades"):  # graded in rounds, or some not yet: shown in the upload's order
         order = {ex_id: n for n, ex_id in enumerate(exercise_ids(job_row))}
         exercises.sort(key=lambda e: order.get(e.id, len(order)))
-    files = "" if job_row["attempt_id"] is None else next(iter(store.db.query(
-        "SELECT files_hash FROM attempts WHERE id = ?", [job_row["attempt_id"]])))["files_hash"]
+    files = "" if job_row["attempt_id"] is None else results.files_hash_of(store.db, int(job_row["attempt_id"]))
     return GradeReport(job_row["student"], exercises, files or "")
 
 
@@ -370,8 +319,7 @@ def held_exercise(exercise_id: str, reason: str) -> ExerciseResult:
 
 def _recorded_exercises(store: Store, attempt_id: int) -> list[ExerciseResult]:
     """The exercises recorded in an attempt, from its rows in force."""
-    rows = store.db.query("SELECT * FROM submissions WHERE attempt_id = ? AND superseded_by IS NULL ORDER BY id",
-                          [attempt_id])  # the rows in force (grade rescore: grader/term/rescore.py)
+    rows = results.in_force_of_attempt(store.db, attempt_id)  # the rows in force (grade rescore: grader/term/rescore.py)
     return [exercise_of(store, row) for row in rows]
 
 
@@ -416,20 +364,14 @@ def row_id(value: Any) -> int | None:
 def recent_done(store: Store, limit: int) -> list[dict[str, Any]]:
     """The last ``limit`` uploads graded (newest first): id, selectors, worker, received_at, finished_at and their
     attempt's grading time (duration)."""
-    return list(store.db.query(
-        "SELECT jobs.id AS id, jobs.selectors AS selectors, jobs.worker AS worker, jobs.received_at AS received_at, "
-        "jobs.finished_at AS finished_at, attempts.duration AS duration FROM jobs "
-        "JOIN attempts ON attempts.id = jobs.attempt_id WHERE jobs.status = 'done' "
-        "ORDER BY jobs.finished_at DESC, jobs.id DESC LIMIT ?", [limit]))
+    return jobs.recent_done(store.db, limit)
 
 
 def open_before(store: Store, job_id: int) -> list[dict[str, Any]]:
     """The open uploads (received, queued, running) older than upload ``job_id``: id, status, selectors."""
-    return list(store.db.query(
-        "SELECT id, status, selectors FROM jobs WHERE status IN ('received', 'queued', 'running') AND id < ?",
-        [job_id]))
+    return jobs.open_before(store.db, job_id)
 
 
 def running_count(store: Store) -> int:
     """How many uploads are being graded now."""
-    return int(next(iter(store.db.query("SELECT COUNT(*) AS n FROM jobs WHERE status = 'running'")))["n"])
+    return jobs.running_count(store.db)

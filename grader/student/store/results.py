@@ -179,3 +179,15 @@ def failing_checks(db: sqlite_utils.Database, exercise: str) -> list[dict[str, A
         "JOIN submissions s ON s.id = c.submission_id WHERE s.exercise = ? AND c.passed = 0 "
         "AND s.superseded_by IS NULL ORDER BY c.id",
         [exercise]))
+
+
+def files_hash_of(db: sqlite_utils.Database, attempt_id: int) -> str | None:
+    """The files hash of one attempt (None when it has none)."""
+    rows = list(db.query("SELECT files_hash FROM attempts WHERE id = ?", [attempt_id]))
+    return rows[0]["files_hash"] if rows else None
+
+
+def in_force_of_attempt(db: sqlite_utils.Database, attempt_id: int) -> list[dict[str, Any]]:
+    """The submission rows of one attempt in force (not superseded by ``grade rescore``), in the order recorded."""
+    return list(db.query("SELECT * FROM submissions WHERE attempt_id = ? AND superseded_by IS NULL ORDER BY id",
+                         [attempt_id]))
