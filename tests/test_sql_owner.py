@@ -33,7 +33,6 @@ STILL_TO_MOVE: frozenset[str] = frozenset({
     "grader/server/lti_services.py",
     "grader/term/regrade.py",
     "grader/term/rescore.py",
-    "grader/term/similarity.py",
 })
 
 

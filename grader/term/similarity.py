@@ -28,12 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader.queue import records
 from grader.course.scaffold import render
 from grader.student.engine import catalogue
 from grader.student.errors import GraderError
 from grader.student.engine.scaffolding import LEVELS
-from grader.student.store import Store
+from grader.student.store import Store, jobs
 
 NOISE_TOKENS = 25      # copydetect's noise threshold k: shorter matches are never counted
 GUARANTEE_TOKENS = 30  # matches this long are always found (the winnowing window is the difference + 1)
@@ -135,9 +134,7 @@ def _ranges(slices: Any) -> list[tuple[int, int]]:
 
 def latest_files(store: Store, topic: str) -> dict[str, tuple[int, str]]:
     """student -> (job id, text of ``<topic>.py``) of each student's latest upload holding that file."""
-    rows = store.db.query(
-        f"SELECT j.student, j.id, {records.FILE_CONTENT} AS content FROM jobs j JOIN job_files f ON f.job_id = j.id "
-        f"{records.BLOB_OF_FILE} WHERE f.name = ? ORDER BY j.id", [f"{topic}.py"])
+    rows = jobs.uploads_of_file(store.db, f"{topic}.py")
     return {r["student"]: (int(r["id"]), bytes(r["content"]).decode("utf-8", "replace")) for r in rows}
 
 
