@@ -22,7 +22,7 @@ from typing import Any
 from grader.student.engine import catalogue
 from grader.student.errors import GraderError
 from grader.student.feedback.report import round_score
-from grader.student.store import Store, utc_now
+from grader.student.store import Store, jobs, overrides, regrades, results, utc_now
 
 REASON_MAX = 1000
 REPLY_MAX = 2000
@@ -52,13 +52,7 @@ class RegradeError(GraderError):
 
 def _upload(store: Store, student: str, exercise: str, job_id: int | None) -> dict[str, Any]:
     """The student's graded upload (job row) holding ``exercise``: the one named, else the latest."""
-    params: list[Any] = [student]
-    where = "student = ? AND status = 'done'"
-    if job_id is not None:
-        where += " AND id = ?"
-        params.append(job_id)
-    rows = [r for r in store.db.query(f"SELECT * FROM jobs WHERE {where} ORDER BY id DESC", params)
-            if exercise in json.loads(r["selectors"])][:1]
+    rows = [r for r in jobs.done_of(store.db, student, job_id) if exercise in json.loads(r["selectors"])][:1]
     if not rows:
         if job_id is not None:
             raise RegradeError(f"there is no graded submission {job_id} of yours holding {exercise}: "
@@ -89,22 +83,19 @@ def file_request(store: Store, student: str, exercise: str, reason: str, job_id:
         raise RegradeError(f"the reason is {len(reason)} characters; keep it under {REASON_MAX}")
     with store.transaction() as db:  # BEGIN IMMEDIATE: two requests at once cannot both pass the checks
         upload = _upload(store, student, exercise, job_id)
-        open_rows = list(db.query("SELECT exercise FROM regrade_requests WHERE student = ? AND status = 'open'",
-                                  [student]))
-        if any(r["exercise"] == exercise for r in open_rows):
+        open_rows = regrades.open_exercises(db, student)
+        if exercise in open_rows:
             raise RegradeError(f"you already have an open regrade request for {exercise}: wait for the answer "
                                "(`grade progress` shows it)", 409)
         if len(open_rows) >= MAX_OPEN:
             raise RegradeError(f"you have {len(open_rows)} open regrade requests: wait for answers first", 429)
-        found = list(db.query(
-            "SELECT id FROM submissions WHERE attempt_id = ? AND exercise = ? AND superseded_by IS NULL",
-            [upload["attempt_id"], exercise]))
-        if not found:
+        found = results.in_force_id(db, upload["attempt_id"], exercise)
+        if found is None:
             raise RegradeError(f"submission {upload['id']} did not grade {exercise}: name another", 404)
-        row = {"student": student, "exercise": exercise, "job_id": upload["id"], "submission_id": found[0]["id"],
+        row = {"student": student, "exercise": exercise, "job_id": upload["id"], "submission_id": found,
                "reason": reason, "created_at": utc_now(), "status": "open", "reply": None, "override": None,
                "answered_by": None, "answered_at": None}
-        row["id"] = db.table("regrade_requests").insert(row).last_pk
+        row["id"] = regrades.insert(db, row)
     return row
 
 
@@ -116,40 +107,29 @@ def answer(store: Store, request_id: int, reply: str, score: str, author: str) -
     if len(reply) > REPLY_MAX:
         raise RegradeError(f"the reply is {len(reply)} characters; keep it under {REPLY_MAX}")
     with store.transaction() as db:
-        rows = list(db.query("SELECT * FROM regrade_requests WHERE id = ?", [request_id]))
-        if not rows:
+        request = regrades.get(db, request_id)
+        if request is None:
             raise RegradeError(f"there is no regrade request {request_id}", 404)
-        request = rows[0]
         if request["status"] != "open":
             raise RegradeError(f"regrade request {request_id} was answered already", 409)
         value: float | None = None
         if str(score).strip():
-            max_score = next(iter(db.query("SELECT max_score FROM submissions WHERE id = ?",
-                                           [request["submission_id"]])))["max_score"]
+            max_score = results.max_score_of(db, request["submission_id"])
             try:
                 value = instructor_score(str(score), max_score, "reply only")
             except ValueError as exc:
                 raise RegradeError(str(exc)) from None
-            db.table("score_overrides").insert({
-                "student": request["student"], "exercise": request["exercise"], "score": value,
-                "comment": f"regrade request #{request_id}: {reply}", "author": author, "created_at": utc_now(),
-            })
-        db.execute("UPDATE regrade_requests SET status = 'answered', reply = ?, override = ?, answered_by = ?, "
-                   "answered_at = ? WHERE id = ?", [reply, value, author, utc_now(), request_id])
-        return next(iter(db.query("SELECT * FROM regrade_requests WHERE id = ?", [request_id])))
+            overrides.add(db, request["student"], request["exercise"], value,
+                          f"regrade request #{request_id}: {reply}", author, utc_now())
+        regrades.mark_answered(db, request_id, reply, value, author, utc_now())
+        answered = regrades.get(db, request_id)
+        assert answered is not None  # the row read above, in this transaction
+        return answered
 
 
 def requests(store: Store, student: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
     """Regrade requests (of one student, or all; of one status, or all), oldest first."""
-    clauses, params = [], []
-    if student is not None:
-        clauses.append("student = ?")
-        params.append(student)
-    if status is not None:
-        clauses.append("status = ?")
-        params.append(status)
-    where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-    return list(store.db.query(f"SELECT * FROM regrade_requests {where} ORDER BY id", params))
+    return regrades.listed(store.db, student, status)
 
 
 def public(row: dict[str, Any]) -> dict[str, Any]:

@@ -13,3 +13,10 @@ def log(db: sqlite_utils.Database, student: str | None = None) -> list[dict[str,
     """The override log (all students, or one), oldest first."""
     where, params = ("WHERE student = ?", [student]) if student is not None else ("", [])
     return list(db.query(f"SELECT * FROM score_overrides {where} ORDER BY id", params))
+
+
+def add(db: sqlite_utils.Database, student: str, exercise: str, score: float | None, comment: str, author: str,
+        when: str) -> None:
+    """Append an override of a student's exercise (``score`` None withdraws it) with its comment."""
+    db.table("score_overrides").insert({"student": student, "exercise": exercise, "score": score,
+                                        "comment": comment, "author": author, "created_at": when})

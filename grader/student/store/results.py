@@ -191,3 +191,15 @@ def in_force_of_attempt(db: sqlite_utils.Database, attempt_id: int) -> list[dict
     """The submission rows of one attempt in force (not superseded by ``grade rescore``), in the order recorded."""
     return list(db.query("SELECT * FROM submissions WHERE attempt_id = ? AND superseded_by IS NULL ORDER BY id",
                          [attempt_id]))
+
+
+def in_force_id(db: sqlite_utils.Database, attempt_id: int, exercise: str) -> int | None:
+    """The id of the submission row in force of one exercise of an attempt, or None (the attempt did not grade it)."""
+    rows = list(db.query("SELECT id FROM submissions WHERE attempt_id = ? AND exercise = ? AND superseded_by IS NULL",
+                         [attempt_id, exercise]))
+    return int(rows[0]["id"]) if rows else None
+
+
+def max_score_of(db: sqlite_utils.Database, submission_id: int) -> float:
+    """The max score of one submission row."""
+    return float(next(iter(db.query("SELECT max_score FROM submissions WHERE id = ?", [submission_id])))["max_score"])
