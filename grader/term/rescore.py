@@ -41,8 +41,9 @@ from grader.queue import records
 from grader.queue.jobs import Queue, task_id
 from grader.student.course import Course, counted_score
 from grader.student.errors import GraderError
-from grader.student.engine.model import ExerciseResult, exercise_seed
-from grader.student.store import Store, utc_now
+from grader.student.engine.model import ExerciseResult
+from grader.student.store import Store, jobs, rescorings, utc_now
+from grader.student.store import results as graded_rows
 from grader.student.client.wire import report_from_dict
 
 RESCORE_ATTEMPT = 0  # the ``attempt`` a rescoring task carries (uploads' tries are 1 and 2)
@@ -90,7 +91,7 @@ class Outcome:
 def stored_uploads(store: Store, exercises: list[str]) -> list[tuple[dict[str, Any], list[str]]]:
     """(job row, exercise ids to grade again) of every graded upload holding one of ``exercises`` (all: [])."""
     found = []
-    for job in store.db.query("SELECT * FROM jobs WHERE status = 'done' AND attempt_id IS NOT NULL ORDER BY id"):
+    for job in jobs.graded(store.db):
         ids = [e for e in records.exercise_ids(job) if not exercises or e in exercises]
         if ids:
             found.append((job, ids))
@@ -141,8 +142,7 @@ def grade_again(store: Store, queue: Queue, uploads: list[tuple[dict[str, Any], 
 
 def _current_rows(store: Store, attempt_id: int) -> dict[str, dict[str, Any]]:
     """The rows in force of one upload's attempt, exercise -> submissions row."""
-    return {r["exercise"]: r for r in store.db.query(
-        "SELECT * FROM submissions WHERE attempt_id = ? AND superseded_by IS NULL", [attempt_id])}
+    return {r["exercise"]: r for r in graded_rows.in_force_of_attempt(store.db, attempt_id)}
 
 
 def flips(store: Store, old_row: dict[str, Any], new: ExerciseResult) -> list[str]:
@@ -168,7 +168,7 @@ def changes(store: Store, course: Course, new_results: dict[int, ExerciseResult]
     touched: dict[tuple[str, str], list[int]] = {}
     old_rows: dict[int, dict[str, Any]] = {}
     for sub_id in new_results:
-        row = next(iter(store.db.query("SELECT * FROM submissions WHERE id = ?", [sub_id])))
+        row = graded_rows.submission(store.db, sub_id)
         old_rows[sub_id] = row
         touched.setdefault((row["student"], row["exercise"]), []).append(sub_id)
     out = []
@@ -196,20 +196,8 @@ def _record(store: Store, rescoring_id: int, rows: list[tuple[dict[str, Any], Ex
     one, in one transaction."""
     with store.transaction() as db:
         for old_row, new in rows:
-            new_id = db.table("submissions").insert({
-                "attempt_id": old_row["attempt_id"], "student": old_row["student"], "exercise": new.id,
-                "score": new.score, "max_score": new.max_score, "status": new.status,
-                "started_at": old_row["started_at"], "duration": new.duration, "grader_version": version,
-                "files_hash": old_row["files_hash"], "seed": str(exercise_seed(old_row["student"], new.id)),
-                "message": new.message, "output": new.output, "superseded_by": None, "rescoring_id": rescoring_id,
-            }).last_pk
-            db.table("check_results").insert_all(
-                {"submission_id": new_id, "name": c.name, "passed": int(c.passed), "score": c.score,
-                 "max_score": c.max_score, "message": c.message, "misconception": c.misconception}
-                for c in new.checks)
-            cursor = db.execute("UPDATE submissions SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
-                                [new_id, old_row["id"]])
-            if cursor.rowcount != 1:  # rescored by another run meanwhile: keep theirs, drop ours
+            if not graded_rows.supersede(db, old_row, new, version, rescoring_id):
+                # rescored by another run meanwhile: keep theirs, drop ours
                 raise _Lost()
 
 
@@ -250,10 +238,8 @@ def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], gr
     rescoring_id = None
     if not dry_run:
         with store.transaction() as db:
-            rescoring_id = int(db.table("rescorings").insert({
-                "started_at": utc_now(), "finished_at": None, "grader_version": grader_version,
-                "exercises": json.dumps(exercises), "uploads": len(results), "changes": "[]",
-                "errors": json.dumps(errors)}).last_pk)
+            rescoring_id = rescorings.start(db, utc_now(), grader_version, json.dumps(exercises), len(results),
+                                            json.dumps(errors))
         by_upload: dict[int, list[tuple[dict[str, Any], ExerciseResult]]] = {}
         for sub_id, new in new_results.items():
             by_upload.setdefault(int(old_of[sub_id]["attempt_id"]), []).append((old_of[sub_id], new))
@@ -264,17 +250,15 @@ def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], gr
                 errors.append({"job": None, "student": rows[0][0]["student"],
                                "error": "this upload was rescored by another run meanwhile (its result kept)"})
         with store.transaction() as db:
-            db.execute("UPDATE rescorings SET finished_at = ?, changes = ?, errors = ? WHERE id = ?",
-                       [utc_now(), json.dumps([asdict(c) for c in found]), json.dumps(errors), rescoring_id])
+            rescorings.finish(db, rescoring_id, utc_now(), json.dumps([asdict(c) for c in found]), json.dumps(errors))
     return Outcome(rescoring_id, grader_version, exercises, len(results), found, errors, dry_run)
 
 
 def last_rescoring(store: Store) -> dict[str, Any] | None:
     """The latest recorded rescoring, its JSON columns read (None: never rescored)."""
-    rows = list(store.db.query("SELECT * FROM rescorings ORDER BY id DESC LIMIT 1"))
-    if not rows:
+    row = rescorings.latest(store.db)
+    if row is None:
         return None
-    row = rows[0]
     return {**row, "exercises": json.loads(row["exercises"]), "changes": json.loads(row["changes"] or "[]"),
             "errors": json.loads(row["errors"] or "[]")}
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from grader.student import jsonsafe
-from grader.student.engine.model import GradeReport, exercise_seed
+from grader.student.engine.model import ExerciseResult, GradeReport, exercise_seed
 from grader.student.store import students
 
 if TYPE_CHECKING:
@@ -203,3 +203,29 @@ def in_force_id(db: sqlite_utils.Database, attempt_id: int, exercise: str) -> in
 def max_score_of(db: sqlite_utils.Database, submission_id: int) -> float:
     """The max score of one submission row."""
     return float(next(iter(db.query("SELECT max_score FROM submissions WHERE id = ?", [submission_id])))["max_score"])
+
+
+def submission(db: sqlite_utils.Database, submission_id: int) -> dict[str, Any]:
+    """One submission row (its id one read from the table)."""
+    return next(iter(db.query("SELECT * FROM submissions WHERE id = ?", [submission_id])))
+
+
+def supersede(db: sqlite_utils.Database, old_row: dict[str, Any], new: ExerciseResult, grader_version: str,
+              rescoring_id: int) -> bool:
+    """Record ``new`` (an exercise graded again by rescoring ``rescoring_id``) beside ``old_row``, same attempt and
+    upload time, and point the old row at it; False (and the caller rolls back) when the old row was superseded
+    meanwhile."""
+    new_id = db.table("submissions").insert({
+        "attempt_id": old_row["attempt_id"], "student": old_row["student"], "exercise": new.id,
+        "score": new.score, "max_score": new.max_score, "status": new.status,
+        "started_at": old_row["started_at"], "duration": new.duration, "grader_version": grader_version,
+        "files_hash": old_row["files_hash"], "seed": str(exercise_seed(old_row["student"], new.id)),
+        "message": new.message, "output": new.output, "superseded_by": None, "rescoring_id": rescoring_id,
+    }).last_pk
+    db.table("check_results").insert_all(
+        {"submission_id": new_id, "name": c.name, "passed": int(c.passed), "score": c.score,
+         "max_score": c.max_score, "message": c.message, "misconception": c.misconception}
+        for c in new.checks)
+    cursor = db.execute("UPDATE submissions SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
+                        [new_id, old_row["id"]])
+    return cursor.rowcount == 1
