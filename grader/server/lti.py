@@ -115,7 +115,8 @@ from grader.server.roster import ID_RE, RosterEntry, import_roster
 from grader.server.text_input import refuse_unsafe_text
 from grader.student.course import Course
 from grader.student.errors import GraderError
-from grader.student.store import Store, utc_now
+from grader.student.store import Store, lti_courses, lti_keys, lti_launches, utc_now
+from grader.student.store import roster as store_roster
 
 LOG = logging.getLogger("normgrade.lti")
 TEMPLATES = Jinja2Templates(env=class_report.environment())  # the one environment: every template autoescaped
@@ -296,8 +297,7 @@ def platforms_of(course: Course) -> LtiConfig:
 def _new_key(db: sqlite_utils.Database, signs_from: float) -> str:
     kid = secrets.token_hex(8)
     key = RSAKey.generate_key(2048, parameters={"kid": kid, "use": "sig", "alg": "RS256"})
-    db.table("lti_keys").insert({"kid": kid, "private_pem": key.as_pem(private=True).decode(),
-                           "created_at": utc_now(), "retired": 0, "signs_from": signs_from})
+    lti_keys.add(db, kid, key.as_pem(private=True).decode(), utc_now(), signs_from)
     return kid
 
 
@@ -308,15 +308,14 @@ def _key_of(row: Mapping[str, Any]) -> RSAKey:
 def signing_key(store: Store, now: float | None = None) -> RSAKey:
     """The key that signs now: the newest published one whose ``signs_from`` has come (made at the first call)."""
     now = time.time() if now is None else now
-    query = ("SELECT kid, private_pem FROM lti_keys WHERE retired = 0 AND signs_from <= ? "
-             "ORDER BY signs_from DESC, rowid DESC LIMIT 1")
-    rows = list(store.db.query(query, [now]))
-    if not rows:
+    row = lti_keys.signing(store.db, now)
+    if row is None:
         with store.transaction() as db:
-            if not list(db.query(query, [now])):
+            if lti_keys.signing(db, now) is None:
                 _new_key(db, 0.0)
-            rows = list(db.query(query, [now]))
-    return _key_of(rows[0])
+            row = lti_keys.signing(db, now)
+    assert row is not None  # made above when there was none
+    return _key_of(row)
 
 
 class RotationWaiting(GraderError):
@@ -334,34 +333,30 @@ def rotate_key(store: Store, now: float | None = None) -> str:
     now = time.time() if now is None else now
     current = signing_key(store, now)
     with store.transaction() as db:
-        waiting = list(db.query("SELECT kid, signs_from FROM lti_keys WHERE retired = 0 AND signs_from > ?", [now]))
+        waiting = lti_keys.waiting(db, now)
         if waiting:
             starts = datetime.fromtimestamp(waiting[0]["signs_from"], timezone.utc).isoformat(timespec="seconds")
             raise RotationWaiting(f"the next key {waiting[0]['kid']} is published and signs from {starts}: "
                                   "rotate again after that")
         kid = _new_key(db, now + JWKS_MAX_AGE_S)
         keep = {kid, current.kid}
-        previous = list(db.query("SELECT kid FROM lti_keys WHERE retired = 0 AND kid != ? AND signs_from <= ? "
-                                 "ORDER BY signs_from DESC, rowid DESC", [current.kid, now]))
-        for row in previous:  # the current key is still the one that signs: those before it go
-            if row["kid"] not in keep:
-                db.execute("UPDATE lti_keys SET retired = 1 WHERE kid = ?", [row["kid"]])
+        previous = lti_keys.signed_before(db, current.kid, now)
+        for old in previous:  # the current key is still the one that signs: those before it go
+            if old not in keep:
+                lti_keys.retire(db, old)
     return kid
 
 
 def published_keys(store: Store) -> list[dict[str, Any]]:
     """The keys not retired, newest first: kid, created_at, signs_from."""
     signing_key(store)
-    return list(store.db.query("SELECT kid, created_at, signs_from FROM lti_keys WHERE retired = 0 "
-                               "ORDER BY signs_from DESC, rowid DESC"))
+    return lti_keys.published(store.db)
 
 
 def public_jwks(store: Store) -> dict[str, Any]:
     """The tool's JWKS: the public halves of the keys not retired (newest first, the next key included)."""
     signing_key(store)
-    rows = store.db.query("SELECT kid, private_pem FROM lti_keys WHERE retired = 0 "
-                          "ORDER BY signs_from DESC, rowid DESC")
-    return {"keys": [_key_of(row).as_dict(private=False) for row in rows]}
+    return {"keys": [_key_of(row).as_dict(private=False) for row in lti_keys.published_pems(store.db)]}
 
 
 # --- platform JWKS ----------------------------------------------------------------------------------
@@ -554,22 +549,22 @@ async def validate_launch(store: Store, config: LtiConfig, jwks: JwksCache, id_t
                             "LMS (if this repeats, check the server's clock)", 403, issuer)
     nonce = str(claims["nonce"])
     with store.transaction() as db:
-        db.execute("DELETE FROM lti_nonces WHERE used < ?", [now - 2 * MAX_TOKEN_AGE_S])
-        if list(db.query("SELECT 1 FROM lti_nonces WHERE nonce = ?", [nonce])):
+        lti_launches.forget_nonces(db, now - 2 * MAX_TOKEN_AGE_S)
+        if lti_launches.nonce_seen(db, nonce):
             raise LaunchRefused("this launch was already used (its nonce was seen before): a replayed launch "
                                 "is refused; launch again from the LMS", 403, issuer)
-        rows = list(db.query("SELECT nonce, issuer, client_id, created FROM lti_states WHERE state = ?", [state]))
-        if not rows or rows[0]["created"] < now - STATE_TTL_S:
+        login = lti_launches.state(db, state)
+        if login is None or login["created"] < now - STATE_TTL_S:
             raise LaunchRefused("this login is unknown or too old (state): launch again from the LMS", 400, issuer)
-        if not secrets.compare_digest(rows[0]["nonce"], nonce):
+        if not secrets.compare_digest(login["nonce"], nonce):
             raise LaunchRefused("the id_token's nonce is not the one this login sent: launch again from the LMS",
                                 403, issuer)
-        if (rows[0]["issuer"], rows[0]["client_id"]) != (issuer, platform.client_id):
+        if (login["issuer"], login["client_id"]) != (issuer, platform.client_id):
             raise LaunchRefused(f"the id_token is for the registration {platform.client_id!r} of {issuer}, but this "
-                                f"login was started for {rows[0]['client_id']!r} of {rows[0]['issuer']}: "
+                                f"login was started for {login['client_id']!r} of {login['issuer']}: "
                                 "launch again from the LMS", 403, issuer)
-        db.execute("INSERT INTO lti_nonces (nonce, issuer, used) VALUES (?, ?, ?)", [nonce, issuer, now])
-        db.execute("DELETE FROM lti_states WHERE state = ? OR created < ?", [state, now - STATE_TTL_S])
+        lti_launches.use_nonce(db, nonce, issuer, now)
+        lti_launches.drop_states(db, state, now - STATE_TTL_S)
     deployment = claims.get(CLAIM + "deployment_id")
     if deployment not in platform.deployments:
         raise LaunchRefused(f"the deployment {deployment!r} of {platform.name} is not one of this course's "
@@ -607,9 +602,7 @@ def bound_contexts(store: Store, platform: Platform) -> dict[str, str]:
     """
     if platform.contexts:
         return {c: "" for c in platform.contexts}
-    return {r["context_id"]: r["title"] for r in store.db.query(
-        "SELECT context_id, title FROM lti_bindings WHERE issuer = ? AND client_id = ? ORDER BY rowid",
-        [platform.issuer, platform.client_id])}
+    return {r["context_id"]: r["title"] for r in lti_courses.bindings(store.db, platform.issuer, platform.client_id)}
 
 
 def _course_name(context_id: str, title: str) -> str:
@@ -641,9 +634,8 @@ def check_context(store: Store, launch: Launch) -> None:
         if not launch.is_instructor:
             raise LaunchRefused(f"this course is not bound to an LMS course yet: its instructor launches the tool "
                                 f"once from the LMS course (yours is {here}), then launch again", 403, issuer)
-        db.table("lti_bindings").insert({"issuer": issuer, "client_id": platform.client_id, "context_id": context_id,
-                                   "title": launch.context_title[:200], "bound_at": utc_now(),
-                                   "bound_by": launch.sub[:200]})
+        lti_courses.bind(db, issuer, platform.client_id, context_id, launch.context_title[:200], utc_now(),
+                         launch.sub[:200])
     LOG.warning("LTI: this course is now bound to the LMS course %r of %s (first instructor launch, %r)",
                 here, platform.name, launch.sub)
 
@@ -666,7 +658,7 @@ def save_context(store: Store, launch: Launch) -> str:
     ags = launch.claims.get(AGS_CLAIM) if isinstance(launch.claims.get(AGS_CLAIM), dict) else None
     key = launch.context_key
     with store.transaction() as db:
-        old = next(iter(db.query("SELECT * FROM lti_contexts WHERE key = ?", [key])), {})
+        old = lti_courses.context(db, key)
         row = {"key": key, "issuer": launch.platform.issuer, "client_id": launch.platform.client_id,
                "deployment_id": launch.deployment_id, "context_id": launch.context_id,
                "title": launch.context_title, "updated_at": utc_now(),
@@ -678,7 +670,7 @@ def save_context(store: Store, launch: Launch) -> str:
             scopes = ags.get("scope")
             row.update(lineitems_url=str(ags.get("lineitems") or ""), lineitem_url=str(ags.get("lineitem") or ""),
                        scopes=json.dumps([str(x) for x in scopes] if isinstance(scopes, list) else []))
-        db.table("lti_contexts").upsert(row, pk="key")
+        lti_courses.save_context(db, row)
     return key
 
 
@@ -714,8 +706,7 @@ def refuse(request: Request, refused: LaunchRefused) -> HTMLResponse:
                 refused.reason)  # quoted (%r): a request's newline cannot start a line of the log
     try:
         with store_of(request).transaction() as db:
-            db.table("lti_refusals").insert({"at": utc_now(), "issuer": refused.issuer[:200], "reason": refused.reason[:500]})
-            db.execute("DELETE FROM lti_refusals WHERE id <= (SELECT max(id) FROM lti_refusals) - ?", [MAX_REFUSALS])
+            lti_launches.add_refusal(db, utc_now(), refused.issuer[:200], refused.reason[:500], MAX_REFUSALS)
     except Exception:  # the page is still shown; the log has the line
         LOG.exception("could not record the refusal")
     return page(request, refused.status, "Launch refused", refused=refused.reason)
@@ -769,11 +760,8 @@ async def login_initiation(request: Request) -> Response:
         return refuse(request, refused)
     state, nonce = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     with store_of(request).transaction() as db:
-        db.execute("DELETE FROM lti_states WHERE created < ?", [time.time() - STATE_TTL_S])
-        db.execute("DELETE FROM lti_states WHERE state IN (SELECT state FROM lti_states ORDER BY created DESC "
-                   "LIMIT -1 OFFSET ?)", [MAX_STATES - 1])  # the oldest beyond MAX_STATES - 1 make room
-        db.table("lti_states").insert({"state": state, "nonce": nonce, "issuer": issuer,
-                                 "client_id": platform.client_id, "created": time.time()})
+        lti_launches.add_state(db, state, nonce, issuer, platform.client_id, time.time(),
+                               time.time() - STATE_TTL_S, MAX_STATES - 1)  # the oldest beyond MAX_STATES - 1 go
     query = {
         "scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
         "client_id": platform.client_id, "redirect_uri": tool_url(request) + "/lti/launch",
@@ -865,7 +853,7 @@ def student_landing(request: Request, token: str) -> Response:
 
 def new_student_id(store: Store, issuer: str, sub: str, email: str) -> str:
     """A roster id for a new LMS member: the e-mail when it is a valid id and free, else ``lti-<hash>``."""
-    if email and ID_RE.fullmatch(email) and not list(store.db.query("SELECT 1 FROM roster WHERE student = ?", [email])):
+    if email and ID_RE.fullmatch(email) and not store_roster.listed(store.db, email):
         return email
     return "lti-" + context_key(issuer, "", sub)[:16]
 
@@ -880,47 +868,33 @@ def match_member(store: Store, issuer: str, context_key: str, sub: str, email: s
     membership already recorded as it is stays untouched (no write: a sync
     that changes nothing changes no row).
     """
-    student = next((r["student"] for r in store.db.query(
-        "SELECT student FROM lti_users WHERE issuer = ? AND sub = ?", [issuer, sub])), None)
+    student = lti_courses.student_of_user(store.db, issuer, sub)
     if student is None and email:
-        student = next((r["student"] for r in store.db.query(
-            "SELECT student FROM roster WHERE lower(email) = lower(?) AND student NOT IN "
-            "(SELECT student FROM lti_users) ORDER BY student LIMIT 1", [email])), None)
+        student = lti_courses.unclaimed_by_email(store.db, email)
     if student is None and role == "learner":
         student = new_student_id(store, issuer, sub, email)
         if issue_token:
             import_roster(store, [RosterEntry(student, name, email)])
         else:
             with store.transaction() as db:
-                db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, utc_now()])
-                db.execute("INSERT OR IGNORE INTO roster (student, name, email, created_at) VALUES (?, ?, ?, ?)",
-                           [student, name, email, utc_now()])
+                store_roster.add_if_missing(db, student, name, email, utc_now())
         LOG.info("LTI: new student %r (%r) from %r", student, sub, issuer)
     if student is None:
         student = "instructor"
     with store.transaction() as db:
-        db.execute("INSERT OR IGNORE INTO lti_users (issuer, sub, student) VALUES (?, ?, ?)", [issuer, sub, student])
+        lti_courses.link_user(db, issuer, sub, student)
         if context_key:
-            db.execute("INSERT INTO lti_members (context_key, sub, student, role, status, updated_at) "
-                       "VALUES (?, ?, ?, ?, 'active', ?) ON CONFLICT (context_key, sub) DO UPDATE SET "
-                       "student = excluded.student, role = excluded.role, status = 'active', "
-                       "updated_at = excluded.updated_at WHERE (student, role, status) IS NOT "
-                       "(excluded.student, excluded.role, 'active')",
-                       [context_key, sub, student, role, utc_now()])
+            lti_courses.set_active_member(db, context_key, sub, student, role, utc_now())
     return student
 
 
 def launch_token(store: Store, student: str, launch: Launch) -> str:
     """A fresh token for ``student``, replacing the one an earlier launch of this LMS user showed."""
     with store.transaction() as db:
-        for row in list(db.query("SELECT hash FROM lti_tokens WHERE issuer = ? AND sub = ?",
-                                 [launch.platform.issuer, launch.sub])):
-            db.execute("UPDATE tokens SET revoked = 1 WHERE hash = ?", [row["hash"]])
-        db.execute("DELETE FROM lti_tokens WHERE issuer = ? AND sub = ?", [launch.platform.issuer, launch.sub])
         role = auth.INSTRUCTOR if launch.is_instructor else "student"
         token = auth.issue(db, student, role)
-        db.table("lti_tokens").insert({"hash": auth.hash_token(token), "student": student, "issuer": launch.platform.issuer,
-                                 "sub": launch.sub, "created_at": utc_now()})
+        lti_courses.replace_launch_token(db, launch.platform.issuer, launch.sub, auth.hash_token(token), student,
+                                         utc_now())
     return token
 
 

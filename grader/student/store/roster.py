@@ -13,10 +13,27 @@ if TYPE_CHECKING:
 def add_or_update(db: sqlite_utils.Database, student: str, name: str, email: str, when: str) -> bool:
     """Add the student (and their ``students`` row) or update their name and email; whether they were on the
     roster before."""
-    known = bool(list(db.query("SELECT 1 FROM roster WHERE student = ?", [student])))
+    known = listed(db, student)
     students.ensure(db, student, when)
     db.table("roster").upsert({"student": student, "name": name, "email": email, "created_at": when}, pk="student")
     return known
+
+
+def listed(db: sqlite_utils.Database, student: str) -> bool:
+    """Whether ``student`` is on the roster."""
+    return bool(list(db.query("SELECT 1 FROM roster WHERE student = ?", [student])))
+
+
+def add_if_missing(db: sqlite_utils.Database, student: str, name: str, email: str, when: str) -> None:
+    """Add the student (and their ``students`` row) unless the roster has them already."""
+    students.ensure(db, student, when)
+    db.execute("INSERT OR IGNORE INTO roster (student, name, email, created_at) VALUES (?, ?, ?, ?)",
+               [student, name, email, when])
+
+
+def ids(db: sqlite_utils.Database) -> set[str]:
+    """The roster's ids."""
+    return {r["student"] for r in db.query("SELECT student FROM roster")}
 
 
 def rows(db: sqlite_utils.Database) -> list[dict[str, Any]]:
