@@ -88,7 +88,8 @@ from grader.server import instructor
 from grader.server.roster import RosterEntry
 from grader.student.course import Course
 from grader.student.errors import GraderError
-from grader.student.store import Store, utc_now
+from grader.student.store import Store, lti_courses, lti_launches, lti_scores, utc_now
+from grader.student.store import roster as store_roster
 
 LOG = logging.getLogger("normgrade.lti")
 
@@ -199,7 +200,7 @@ def _platform(config: lti.LtiConfig, context: dict[str, Any]) -> lti.Platform:
 def contexts(store: Store, config: lti.LtiConfig | None = None) -> list[dict[str, Any]]:
     """The course contexts launches told us about, oldest first; with ``config``, only those this course is
     bound to (``lti.bound_contexts``: a context no longer listed gets no roster sync and no score)."""
-    rows = list(store.db.query("SELECT * FROM lti_contexts ORDER BY rowid"))
+    rows = lti_courses.contexts(store.db)
     if config is None:
         return rows
     bound: dict[tuple[str, str], set[str]] = {}
@@ -300,8 +301,7 @@ def sync_roster(store: Store, config: lti.LtiConfig, connector: ServiceConnector
 def _sync_context(store: Store, platform: lti.Platform, key: str, members: list[dict[str, Any]],
                   result: SyncResult) -> None:
     """One context's members into the roster: the status first, then the match (module docstring)."""
-    recorded = {r["sub"]: r["status"] for r in store.db.query(
-        "SELECT sub, status FROM lti_members WHERE context_key = ? AND role = 'learner'", [key])}
+    recorded = lti_courses.learner_statuses(store.db, key)
     active: set[str] = set()
     for member in members:
         sub = str(member.get("user_id", ""))
@@ -312,7 +312,7 @@ def _sync_context(store: Store, platform: lti.Platform, key: str, members: list[
         if str(member.get("status", "Active")) != "Active":
             continue  # an inactive member is never added nor matched: below, they are dropped if they were active
         name, email = str(member.get("name", "") or ""), str(member.get("email", "") or "")
-        known = {r["student"] for r in store.db.query("SELECT student FROM roster")}
+        known = store_roster.ids(store.db)
         student = lti.match_member(store, platform.issuer, key, sub, email, name, "learner", issue_token=False)
         if student not in known:
             result.new_students.append(student)
@@ -321,19 +321,16 @@ def _sync_context(store: Store, platform: lti.Platform, key: str, members: list[
         elif recorded.get(sub) == "dropped":
             result.returned.append(student)
         active.add(sub)
-    for row in list(store.db.query("SELECT sub, student FROM lti_members WHERE context_key = ? AND "
-                                   "status = 'active' AND role = 'learner'", [key])):
+    for row in lti_courses.active_learners(store.db, key):
         if row["sub"] not in active:
             with store.transaction() as db:
-                db.execute("UPDATE lti_members SET status = 'dropped', updated_at = ? WHERE context_key = ? "
-                           "AND sub = ?", [utc_now(), key, row["sub"]])
+                lti_courses.drop_member(db, key, row["sub"], utc_now())
             result.dropped.append(row["student"])
 
 
 def dropped_students(store: Store) -> set[str]:
     """Students an LMS no longer lists in any of their contexts (marked by the roster sync)."""
-    return {r["student"] for r in store.db.query(
-        "SELECT student FROM lti_members GROUP BY student HAVING sum(status = 'active') = 0")}
+    return lti_courses.dropped_students(store.db)
 
 
 # --- line items and scores (AGS) --------------------------------------------------------------------
@@ -408,10 +405,9 @@ def ensure_line_item(store: Store, connector: ServiceConnector, platform: lti.Pl
     kept, found on the platform (every page of the container), or created once."""
     if ags_mode(context) == "single":
         return str(context["lineitem_url"])
-    kept = next(iter(store.db.query("SELECT url FROM lti_line_items WHERE context_key = ? AND resource_id = ?",
-                                    [context["key"], column_id])), None)
+    kept = lti_scores.line_item_url(store.db, context["key"], column_id)
     if kept is not None:
-        return str(kept["url"])
+        return kept
     token = connector.token(platform, [SCOPE_LINEITEM, SCOPE_SCORE])
     base = context["lineitems_url"]
     separator = "&" if urlparse(base).query else "?"
@@ -432,8 +428,7 @@ def ensure_line_item(store: Store, connector: ServiceConnector, platform: lti.Pl
             raise ServiceError(f"{platform.name} created a line item without an id")
         LOG.info("LTI: line item %r created in %s: %r", column_id, platform.name, url)
     with store.transaction() as db:
-        db.table("lti_line_items").upsert({"context_key": context["key"], "resource_id": column_id, "url": url,
-                                     "label": label, "score_maximum": maximum}, pk=("context_key", "resource_id"))
+        lti_scores.keep_line_item(db, context["key"], column_id, url, label, maximum)
     return url
 
 
@@ -457,12 +452,7 @@ def now_iso() -> str:
 
 def fingerprint(store: Store) -> tuple[Any, ...]:
     """What a counted score depends on, cheaply: the newest attempt, answer, override and membership change."""
-    row = next(iter(store.db.query(
-        "SELECT (SELECT max(id) FROM attempts) a, (SELECT max(id) FROM quiz_attempts) q, "
-        "(SELECT max(id) FROM score_overrides) o, (SELECT count(*) FROM lti_members) n, "
-        "(SELECT max(updated_at) FROM lti_members) m, (SELECT count(*) FROM lti_contexts) c, "
-        "(SELECT max(updated_at) FROM lti_contexts) u")))
-    return tuple(row.values())
+    return lti_scores.fingerprint(store.db)
 
 
 def posted_columns(store: Store, course: Course, quizzes: list[Any], now: datetime) -> list[Column]:
@@ -478,9 +468,7 @@ def scan(store: Store, course: Course, quizzes: list[Any], config: lti.LtiConfig
     """Queue an outbox row for each learner's line item whose counted score changed; returns how many.
     A held exam chapter's score is not sent before its release (:func:`posted_columns`)."""
     by_context = {c["key"]: c for c in contexts(store, config) if ags_mode(c) != "none"}
-    learners = [r for r in store.db.query(
-        "SELECT context_key, sub, student FROM lti_members WHERE status = 'active' AND role = 'learner'")
-        if r["context_key"] in by_context]
+    learners = [r for r in lti_courses.active_learners(store.db) if r["context_key"] in by_context]
     if not learners:
         return 0
     every = posted_columns(store, course, quizzes, now or datetime.now(timezone.utc))
@@ -490,19 +478,13 @@ def scan(store: Store, course: Course, quizzes: list[Any], config: lti.LtiConfig
     for learner in learners:
         for column in per_mode[ags_mode(by_context[learner["context_key"]])]:
             given = round(float(column.points.get(learner["student"], 0.0)), 6)
-            last = next(iter(store.db.query(
-                "SELECT score_given, score_maximum FROM lti_scores WHERE context_key = ? AND sub = ? AND "
-                "resource_id = ? AND status != 'superseded' ORDER BY id DESC LIMIT 1",
-                [learner["context_key"], learner["sub"], column.resource_id])), None)
+            last = lti_scores.last_sent(store.db, learner["context_key"], learner["sub"], column.resource_id)
             if last is None and given == 0:
                 continue  # nothing earned, nothing sent yet: not a change
             if last is not None and last["score_given"] == given and last["score_maximum"] == column.maximum:
                 continue
             with store.transaction() as db:
-                db.execute("UPDATE lti_scores SET status = 'superseded' WHERE context_key = ? AND sub = ? AND "
-                           "resource_id = ? AND status = 'pending'",
-                           [learner["context_key"], learner["sub"], column.resource_id])
-                db.table("lti_scores").insert({
+                lti_scores.add(db, {
                     "context_key": learner["context_key"], "student": learner["student"], "sub": learner["sub"],
                     "resource_id": column.resource_id, "label": column.label, "score_given": given,
                     "score_maximum": column.maximum, "timestamp": stamp, "status": "pending", "tries": 0,
@@ -512,20 +494,14 @@ def scan(store: Store, course: Course, quizzes: list[Any], config: lti.LtiConfig
     return made
 
 
-SAME_ITEM = "o.context_key = s.context_key AND o.sub = s.sub AND o.resource_id = s.resource_id"
-
-
 def pending_scores(store: Store, limit: int = 200) -> list[dict[str, Any]]:
     """The scores not yet taken by the LMS (pending or queued), oldest first."""
-    return list(store.db.query("SELECT * FROM lti_scores WHERE status IN ('pending', 'queued') ORDER BY id LIMIT ?",
-                               [limit]))
+    return lti_scores.pending(store.db, limit)
 
 
 def refused_scores(store: Store, limit: int = 100) -> list[dict[str, Any]]:
     """The scores the LMS refused for good (final state), newest first, those a newer score replaced left out."""
-    return list(store.db.query(
-        f"SELECT * FROM lti_scores s WHERE status = 'refused' AND NOT EXISTS (SELECT 1 FROM lti_scores o WHERE "
-        f"{SAME_ITEM} AND o.id > s.id AND o.status != 'superseded') ORDER BY id DESC LIMIT ?", [limit]))
+    return lti_scores.refused(store.db, limit)
 
 
 def send_refused_again(store: Store) -> int:
@@ -533,13 +509,12 @@ def send_refused_again(store: Store) -> int:
     ids = [r["id"] for r in refused_scores(store, limit=100_000)]
     with store.transaction() as db:
         for row_id in ids:
-            db.execute("UPDATE lti_scores SET status = 'pending', next_try = 0, missing_since = NULL "
-                       "WHERE id = ? AND status = 'refused'", [row_id])
+            lti_scores.send_again(db, row_id)
     return len(ids)
 
 
 def score_counts(store: Store) -> dict[str, int]:
-    return {r["status"]: r["n"] for r in store.db.query("SELECT status, count(*) n FROM lti_scores GROUP BY status")}
+    return lti_scores.counts(store.db)
 
 
 class ScorePoster(threading.Thread):
@@ -597,9 +572,7 @@ class ScorePoster(threading.Thread):
         """Each pending row due whose line item has no older score on its way: its line item, a token, the queue."""
         by_key = {c["key"]: c for c in contexts(store, self.config)}
         failed: set[str] = set()  # a context whose LMS failed this tick is not asked again until the next
-        rows = list(store.db.query(
-            f"SELECT * FROM lti_scores s WHERE status = 'pending' AND next_try <= ? AND NOT EXISTS "
-            f"(SELECT 1 FROM lti_scores o WHERE {SAME_ITEM} AND o.status = 'queued') ORDER BY id", [now]))
+        rows = lti_scores.due(store.db, now)
         for row in rows:
             context = by_key.get(row["context_key"])
             if context is None or row["context_key"] in failed:
@@ -618,12 +591,11 @@ class ScorePoster(threading.Thread):
             tid = score_task_id(row["id"], attempt)
             queue.enqueue_score(tid, scores_url(url), token, score_payload(row))
             with store.transaction() as db:
-                db.execute("UPDATE lti_scores SET status = 'queued', tries = ?, task_id = ?, queued_at = ? "
-                           "WHERE id = ? AND status = 'pending'", [attempt, tid, now, row["id"]])
+                lti_scores.mark_queued(db, row["id"], attempt, tid, now)
 
     def collect(self, store: Store, queue: Queue, now: float) -> None:
         waiting: set[str] | None = None  # the queue's waiting tasks, read once a tick and only when needed
-        for row in list(store.db.query("SELECT * FROM lti_scores WHERE status = 'queued' ORDER BY id")):
+        for row in lti_scores.queued(store.db):
             result = queue.result(row["task_id"])
             if result is None:
                 if now - float(row["queued_at"] or 0) > self.lost_after:
@@ -632,8 +604,7 @@ class ScorePoster(threading.Thread):
                 continue
             if result.get("ok"):
                 with store.transaction() as db:
-                    db.execute("UPDATE lti_scores SET status = 'posted', posted_at = ?, error = '' WHERE id = ?",
-                               [utc_now(), row["id"]])
+                    lti_scores.mark_posted(db, row["id"], utc_now())
             else:
                 status = result.get("status")
                 self.tokens_refused = self.tokens_refused or status == 401
@@ -649,10 +620,10 @@ class ScorePoster(threading.Thread):
         """
         if waiting:
             with store.transaction() as db:
-                db.execute("UPDATE lti_scores SET queued_at = ?, missing_since = NULL WHERE id = ?", [now, row["id"]])
+                lti_scores.still_waiting(db, row["id"], now)
         elif row["missing_since"] is None:
             with store.transaction() as db:
-                db.execute("UPDATE lti_scores SET missing_since = ? WHERE id = ?", [now, row["id"]])
+                lti_scores.missing(db, row["id"], now)
         elif now - float(row["missing_since"]) > self.lost_after:
             self._retry_later(store, row, "the queue lost the task (no result): sent again", now, backoff=False)
 
@@ -662,13 +633,8 @@ class ScorePoster(threading.Thread):
         pending again after the back-off."""
         delay = min(MAX_BACKOFF_S, 2.0 ** max(int(row["tries"]), 0)) if backoff else 0.0
         with store.transaction() as db:
-            newer = list(db.query("SELECT 1 FROM lti_scores WHERE context_key = ? AND sub = ? AND resource_id = ? "
-                                  "AND id > ? AND status IN ('pending', 'queued')",
-                                  [row["context_key"], row["sub"], row["resource_id"], row["id"]]))
-            status = "superseded" if newer else "refused" if final else "pending"
-            db.execute("UPDATE lti_scores SET status = ?, error = ?, next_try = ?, missing_since = NULL, "
-                       "tries = max(tries, 1) WHERE id = ? AND status IN ('pending', 'queued')",
-                       [status, error[:500], now + delay, row["id"]])
+            status = "superseded" if lti_scores.newer_waiting(db, row) else "refused" if final else "pending"
+            lti_scores.set_outcome(db, row["id"], status, error[:500], now + delay)
         if status == "refused":
             LOG.warning("LTI score %s for %r refused by the LMS for good (%r): shown on the dashboard, not sent "
                         "again", row["id"], row["student"], error)
@@ -720,13 +686,10 @@ async def sync_in_thread(app: Any) -> SyncResult:
 
 def dashboard_context(store: Store, config: lti.LtiConfig) -> dict[str, Any]:
     """What /instructor/lti shows: platforms, bound courses, members, waiting and refused scores, keys, refusals."""
-    members = list(store.db.query(
-        "SELECT m.student, m.sub, m.status, m.role, c.title FROM lti_members m JOIN lti_contexts c "
-        "ON c.key = m.context_key WHERE m.role = 'learner' ORDER BY m.status DESC, m.student"))
+    members = lti_courses.learner_members(store.db)
     bindings = []
     for platform in config.platforms:
-        rows = {r["context_id"]: r for r in store.db.query(
-            "SELECT * FROM lti_bindings WHERE issuer = ? AND client_id = ?", [platform.issuer, platform.client_id])}
+        rows = {r["context_id"]: r for r in lti_courses.bindings(store.db, platform.issuer, platform.client_id)}
         for context_id, title in lti.bound_contexts(store, platform).items():
             row = rows.get(context_id, {})
             how = ("listed in course.toml" if platform.contexts else
@@ -743,7 +706,7 @@ def dashboard_context(store: Store, config: lti.LtiConfig) -> dict[str, Any]:
         "platforms": config.platforms, "contexts": contexts(store, config), "bindings": bindings,
         "members": members, "pending": pending_scores(store, 100), "refused": refused_scores(store, 100),
         "counts": score_counts(store),
-        "refusals": list(store.db.query("SELECT * FROM lti_refusals ORDER BY id DESC LIMIT 20")),
+        "refusals": lti_launches.recent_refusals(store.db, 20),
         "signing_keys": keys, "signing": lti.signing_key(store).kid,
         "modes": {c["key"]: ags_mode(c) for c in contexts(store, config)},
     }
