@@ -3,7 +3,7 @@
 Every module under ``grader/`` and ``reference/`` is parsed, never imported. It issues SQL when it calls
 ``.execute(``, ``.executemany(``, ``.executescript(`` or ``.query(`` with a statement (sqlite3's and sqlite-utils'
 ways in: the statement comes first, or as ``sql=``; a ``query(sort=...)`` of keywords alone builds no SQL),
-reads a table as ``db["name"]`` (sqlite-utils), or holds a string that is a statement (``SELECT ... FROM``,
+reads a table as ``db["name"]`` or ``db.table("name")`` (sqlite-utils), or holds a string that is a statement (``SELECT ... FROM``,
 ``INSERT INTO``, ``UPDATE ... SET``, ``DELETE FROM``, ``CREATE TABLE``/``INDEX``, ``ALTER TABLE``, ``PRAGMA``).
 
 The modules that still do are named in :data:`STILL_TO_MOVE` (issue 42 moves them into the store in this
@@ -38,6 +38,9 @@ def sql_lines(source: str) -> list[int]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SQL_CALLS \
                 and (node.args or any(k.arg == "sql" for k in node.keywords)):
+            found.add(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "table" \
+                and _names_a_database(node.func.value):
             found.add(node.lineno)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and STATEMENT.match(node.value):
             found.add(node.lineno)
@@ -78,6 +81,7 @@ def test_the_scan_sees_each_way_sql_is_issued() -> None:
     assert sql_lines("rows = db.query(sql)\n") == [1]
     assert sql_lines("db['attempts'].insert({})\n") == [1]
     assert sql_lines("self.db['jobs'].update(1, {})\n") == [1]
+    assert sql_lines("db.table('score_overrides').insert({})\nstore.db.table('jobs').upsert({})\n") == [1, 2]
     assert sql_lines('Q = """\n  select id from jobs where x = ?"""\n') == [1]
     assert sql_lines("S = 'CREATE TABLE IF NOT EXISTS t (a)'\nU = 'update jobs set a = 1'\n") == [1, 2]
     assert sql_lines("rows = db.query(sql=s)\n") == [1]

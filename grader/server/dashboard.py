@@ -48,6 +48,7 @@ from grader.student.engine.model import GradeReport
 from grader.student.feedback.report import format_score, format_text
 from grader.student.sanitize import clean_text
 from grader.student.store import Store, jobs, utc_now
+from grader.student.store import overrides as override_log
 
 STRUGGLING_PERCENT = 50.0
 INACTIVE_DAYS = 7
@@ -588,10 +589,11 @@ def record_override(store: Store, report: ClassReport, student: str, exercise: s
             raise DashboardError(str(exc)) from None
     elif row.exercises[exercise].override is None:
         raise DashboardError(f"{exercise} has no override to withdraw: give a score")
+    when = utc_now()
     entry = {"student": student, "exercise": exercise, "score": value, "comment": comment,
-             "author": author, "created_at": utc_now()}
+             "author": author, "created_at": when}
     with store.transaction() as db:
-        entry["id"] = db.table("score_overrides").insert(entry).last_pk
+        entry["id"] = override_log.add(db, student, exercise, value, comment, author, when)
     return entry
 
 

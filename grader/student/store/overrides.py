@@ -16,7 +16,10 @@ def log(db: sqlite_utils.Database, student: str | None = None) -> list[dict[str,
 
 
 def add(db: sqlite_utils.Database, student: str, exercise: str, score: float | None, comment: str, author: str,
-        when: str) -> None:
-    """Append an override of a student's exercise (``score`` None withdraws it) with its comment."""
-    db.table("score_overrides").insert({"student": student, "exercise": exercise, "score": score,
-                                        "comment": comment, "author": author, "created_at": when})
+        when: str) -> int:
+    """Append an override of a student's exercise (``score`` None withdraws it) with its comment; its id."""
+    override_id = db.table("score_overrides").insert({"student": student, "exercise": exercise, "score": score,
+                                                      "comment": comment, "author": author,
+                                                      "created_at": when}).last_pk
+    assert override_id is not None  # an insert sets last_pk
+    return int(override_id)
