@@ -6,9 +6,8 @@ ways in: the statement comes first, or as ``sql=``; a ``query(sort=...)`` of key
 reads a table as ``db["name"]`` or ``db.table("name")`` (sqlite-utils), or holds a string that is a statement (``SELECT ... FROM``,
 ``INSERT INTO``, ``UPDATE ... SET``, ``DELETE FROM``, ``CREATE TABLE``/``INDEX``, ``ALTER TABLE``, ``PRAGMA``).
 
-The modules that still do are named in :data:`STILL_TO_MOVE` (issue 42 moves them into the store in this
-order): the test fails on any other one, and on a named one that no longer issues SQL (so the list only
-shrinks).
+None does (issue 42 moved the last of them behind the store's functions): a handler calls a named function of
+the table's module, e.g. ``store.tokens.lookup(db, digest)``, and the test fails on any module that issues SQL.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OWNER = "grader/student/store"  # the store: a module (store.py) today, a package once split
+OWNER = "grader/student/store"  # the store package
 
 SQL_CALLS = frozenset({"execute", "executemany", "executescript", "query"})
 STATEMENT = re.compile(
@@ -26,11 +25,6 @@ STATEMENT = re.compile(
     r"|CREATE\s+(UNIQUE\s+)?(TABLE|INDEX)\b|ALTER\s+TABLE\b|DROP\s+TABLE\b|PRAGMA\b)",
     re.IGNORECASE | re.DOTALL,
 )
-
-# Modules that still issue SQL, to be moved behind the store's functions (the order issue 42 gives).
-STILL_TO_MOVE: frozenset[str] = frozenset({
-})
-
 
 def sql_lines(source: str) -> list[int]:
     """The lines of ``source`` that issue SQL (see the module's docstring), in order."""
@@ -68,12 +62,9 @@ def modules_issuing_sql() -> dict[str, list[int]]:
     return found
 
 
-def test_no_module_outside_the_store_issues_sql_but_those_still_to_move() -> None:
+def test_no_module_outside_the_store_issues_sql() -> None:
     found = modules_issuing_sql()
-    new = {name: lines for name, lines in found.items() if name not in STILL_TO_MOVE}
-    assert not new, f"SQL outside the store (call a function of {OWNER} instead): {new}"
-    gone = sorted(STILL_TO_MOVE - set(found))
-    assert not gone, f"named in STILL_TO_MOVE but issuing no SQL any more (remove them): {gone}"
+    assert not found, f"SQL outside the store (call a function of {OWNER} instead): {found}"
 
 
 def test_the_scan_sees_each_way_sql_is_issued() -> None:
