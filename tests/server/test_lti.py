@@ -951,7 +951,7 @@ def test_a_bad_lti_table_stops_the_server_with_one_line(tmp_path: Path) -> None:
 
 def test_logins_in_progress_are_capped_by_evicting_the_oldest(tool: dict[str, Any], lms: LmsPlatform,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lti, "MAX_STATES", 2)
+    monkeypatch.setattr(lti.web, "MAX_STATES", 2)
     first = start_login(tool["client"], lms)["state"]
     second = start_login(tool["client"], lms)["state"]
     third = start_login(tool["client"], lms)["state"]  # room is made by forgetting the oldest login
@@ -961,7 +961,7 @@ def test_logins_in_progress_are_capped_by_evicting_the_oldest(tool: dict[str, An
 
 def test_a_login_flood_from_one_address_delays_only_that_address(tool: dict[str, Any], lms: LmsPlatform,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lti, "MAX_STATES", 5)
+    monkeypatch.setattr(lti.web, "MAX_STATES", 5)
     tool["app"].state.lti_logins = limits.PerClient(3, 60.0)
     flooder = httpx.Client(base_url=tool["url"], timeout=30, transport=httpx.HTTPTransport(local_address="127.0.0.2"))
     with flooder:
@@ -996,7 +996,7 @@ def test_a_request_cannot_write_a_line_of_the_log(tool: dict[str, Any], caplog: 
 
 
 def test_refusal_rows_are_capped(tool: dict[str, Any], lms: LmsPlatform, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lti, "MAX_REFUSALS", 3)
+    monkeypatch.setattr(lti.web, "MAX_REFUSALS", 3)
     for _ in range(5):
         login_redirect(tool["client"], lms, iss="https://evil.example.org")
     assert len(refusals(tool["store"])) == 3
