@@ -264,7 +264,7 @@ def submit_command(edition: Edition) -> click.Command:
         click.get_current_context().exit(submit(
             list(selectors), path, edition.grade, student=student, db=db, fmt=fmt, output=output, server=server,
             local=local, no_wait=no_wait, no_sandbox=no_sandbox, html=html, arrays=arrays,
-            no_wait_hint=edition.no_wait_hint, local_note=note))
+            no_wait_hint=edition.no_wait_hint, local_note=note).exit_status)
 
     return command
 

@@ -18,6 +18,7 @@ import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -27,6 +28,7 @@ from grader.student.client import connection as client_lib
 from grader.student.quiz import quiz_text
 from grader.student.client.connection import Client, ClientError, Login
 from grader.student.course import parse_time
+from grader.student.engine.model import GradeReport
 from grader.student.errors import GraderError
 from grader.student.standing import format_time
 from grader.student.feedback.kept import save_last_report, write_html_report
@@ -162,6 +164,28 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
     the web page; ``arrays``: the JSON carries each check's figure (hidden checks' figures hold no expected
     values: the server grades live).
     """
+    report, shares = kept_report(done, course, path)
+    if fmt == "json":
+        click.echo(format_json(report, arrays))
+    else:
+        color = use_color()
+        click.echo(format_text(report, color=color, late_shares=shares), color=color)
+    if html is not None:
+        try:
+            write_html_report(report, html, shares)
+        except GraderError as exc:
+            raise one_line(exc) from exc
+    if done.status == "held":
+        click.echo(f"Held: submission {done.id}: {done.document.get('where') or 'not graded yet'}", err=True)
+    elif report.not_graded:
+        click.echo(f"Error: {not_graded_line(report)}", err=True)
+    return report.exit_status
+
+
+def kept_report(done: client_lib.Submitted, course: dict[str, Any],
+                path: Path | None) -> tuple[GradeReport, dict[str, float]]:
+    """A graded submission's report and late shares (the server's, else worked out from the course's dates),
+    the report kept for ``grade view`` beside ``path`` (when given); RemoteError when it could not be graded."""
     if done.status == "error" or done.report is None:
         raise RemoteError(f"submission {done.id} could not be graded: {done.error}")
     shares = server_late_shares(done.document)
@@ -169,21 +193,25 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
         shares = late_shares(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
     if path is not None:
         save_last_report(done.report, path, shares)
-    if fmt == "json":
-        click.echo(format_json(done.report, arrays))
-    else:
-        color = use_color()
-        click.echo(format_text(done.report, color=color, late_shares=shares), color=color)
-    if html is not None:
-        try:
-            write_html_report(done.report, html, shares)
-        except GraderError as exc:
-            raise one_line(exc) from exc
-    if done.status == "held":
-        click.echo(f"Held: submission {done.id}: {done.document.get('where') or 'not graded yet'}", err=True)
-    elif done.report.not_graded:
-        click.echo(f"Error: {not_graded_line(done.report)}", err=True)
-    return done.report.exit_status
+    return done.report, shares
+
+
+def hand_in(login: Login, path: Path, selectors: list[str], wait: bool = True,
+            on_state: Callable[[dict[str, Any]], None] | None = None) -> tuple[client_lib.Submitted, dict[str, Any]]:
+    """Upload ``path``'s exercise files and (``wait``) wait for the hidden checks' report: the submission and
+    the course as the server describes it (its dates); RemoteError (one line) when the server cannot take it."""
+    try:
+        with _client(login) as client:
+            _, me = client.call("GET", "/me", tries=client_lib.SEND_TRIES)
+            done = client_lib.submit(client, path, selectors, wait=wait, on_state=on_state)
+    except GraderError as exc:
+        raise one_line(exc) from exc
+    return done, me.get("course") or {}
+
+
+def closed_notes(done: client_lib.Submitted, course: dict[str, Any], selectors: list[str]) -> list[str]:
+    """The lines naming what was left out of a submission because its chapter is closed."""
+    return closed_lines(closed_course(done.document, course), selectors, list(done.document.get("exercises") or []))
 
 
 class _StatusLine:
@@ -224,15 +252,10 @@ def remote_submit(login: Login, path: Path, selectors: list[str], fmt: str, wait
         raise RemoteError("--arrays goes with --json: pass --json --arrays")
     status = _StatusLine(login.server)
     try:
-        with _client(login) as client:
-            _, me = client.call("GET", "/me", tries=client_lib.SEND_TRIES)
-            course = me.get("course") or {}
-            done = client_lib.submit(client, path, selectors, wait=wait, on_state=status)
-    except GraderError as exc:
-        raise one_line(exc) from exc
+        done, course = hand_in(login, path, selectors, wait, status)
     finally:
         status.end()
-    for line in closed_lines(closed_course(done.document, course), selectors, list(done.document.get("exercises") or [])):
+    for line in closed_notes(done, course, selectors):
         click.echo(line, err=True)
     if not wait:
         if fmt == "json":
