@@ -21,12 +21,15 @@ import click
 from grader.server import cli as remote_cli
 from grader.term import cli as term_cli
 from grader.student.engine import catalogue
-from grader.student.client import remote
 from grader.student.course import load_course
 from grader.student.errors import StoreError
 from grader.student.feedback.report import write_text
+from grader.student import cli as student_cli
 from grader.student.cli import (  # noqa: F401  (shared with the handout's grade; some re-exported)
+    Edition,
     F,
+    QuizRequest,
+    remote_quiz,
     CommandError,
     arrays_option,
     db_option,
@@ -45,12 +48,13 @@ from grader.student.cli import (  # noqa: F401  (shared with the handout's grade
     student_option,
     view_command,
 )
-from grader.student.submit import sandbox_setting, submit
+from grader.student.submit import sandbox_setting
 from grader.student.sandbox.runner import Limits, Workspace
 from grader.student.store import Store, default_db_path
 
 if TYPE_CHECKING:
     from grader.student.engine.model import GradeReport
+    from grader.student.feedback.progress import Progress
     from grader.term import batch as batch_lib
     from grader import quiz as quiz_lib
 
@@ -66,83 +70,20 @@ def cli() -> None:
 # --- shared options and helpers (grader/student/cli.py, shared with the handout's grade), submit, progress
 
 
-@cli.command("submit")
-@click.argument("selectors", nargs=-1, metavar="[EXERCISE|TOPIC]...")
-@path_option
-@student_option
-@db_option
-@json_option
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json", "gradescope"]), default=None,
-    help="Report format [default: text]; gradescope writes Gradescope's results.json.",
-)
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("results.json"),
-    show_default=True, help="Where --format gradescope writes its results.",
-)
-@server_options
-@no_wait_option
-@arrays_option
-@html_option
-@no_sandbox_option
-def submit_command(
-    selectors: tuple[str, ...], path: Path, student: str | None, db: Path | None,
-    as_json: bool, fmt: str | None, output: Path, server: str | None, local: bool, no_wait: bool,
-    arrays: bool, html: Path | None, no_sandbox: bool,
-) -> None:
-    """Grade the named exercises or topics (all when none), record the attempt, print a report.
+def grade_live(folder: Path, ids: list[str] | None, name: str, limits: Limits, workspace: Workspace) -> GradeReport:
+    """The instructor's grading here: the live reference (hidden checks, per-student seeds)."""
+    from grader.course import grading  # the live source (hidden checks), loaded once the workers are starting
 
-    After `grade login URL` (or with --server URL) the files are graded on the
-    course server, which records the attempt; --local grades here.
-
-    Here, your own code runs in the OS sandbox where bubblewrap works, and with
-    process isolation only (said once) where it does not; --format gradescope
-    grades other people's code and requires the sandbox unless --no-sandbox.
-
-    Exit status: 0 when every graded exercise has full marks, 1 when any falls
-    short, 2 for a usage or setup error.
-    """
-    if as_json and fmt not in (None, "json"):
-        raise CommandError(f"--json and --format {fmt} cannot be combined: pass one of them")
-    fmt = "json" if as_json else (fmt or "text")
-    if fmt == "gradescope" and server:
-        raise CommandError("--format gradescope grades here: drop --server")
-
-    def grade_live(folder: Path, ids: list[str] | None, name: str, limits: Limits, workspace: Workspace) -> GradeReport:
-        from grader.course import grading  # the live source (hidden checks), loaded once the workers are starting
-
-        return grading.grade(folder, ids, name, limits, workspace)
-
-    click.get_current_context().exit(submit(
-        list(selectors), path, grade_live, student=student, db=db, fmt=fmt, output=output, server=server,
-        local=local, no_wait=no_wait, no_sandbox=no_sandbox, html=html, arrays=arrays))
+    return grading.grade(folder, ids, name, limits, workspace)
 
 
-@cli.command("progress")
-@student_option
-@db_option
-@path_option
-@json_option
-@server_options
-@click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Apply the score rule and due dates of this course.toml [default: best score ever].")
-def progress_command(
-    student: str | None, db: Path | None, path: Path, as_json: bool, server: str | None, local: bool,
-    course_file: Path | None,
-) -> None:
-    """Show, per chapter, each exercise's best score and last status, quiz completion and what to do next.
-
-    After `grade login URL` (or with --server URL) this is the server's record.
-    """
-    login = remote.remote_login(server, local, db)
-    if login is not None:
-        remote.remote_progress(login, as_json)
-        return
+def live_progress(store: Store | None, student: str, hint: str, course_file: Path | None) -> Progress:
+    """The instructor's `grade progress` here: every exercise and the locked quizzes, with the score rule and
+    due dates of ``course_file`` (None: the best score ever)."""
     from grader.term import progress  # loads grader.quiz (Jinja2): only this command needs it
 
-    local_progress(student, db, path, as_json, lambda store, name, hint: progress.summarize(  # (errors: one line)
-        store, name, progress.course_exercises(), progress.course_quizzes(), hint,
-        load_course(course_file) if course_file is not None else None))
+    return progress.summarize(store, student, progress.course_exercises(), progress.course_quizzes(), hint,
+                              load_course(course_file) if course_file is not None else None)
 
 
 # --- quiz ---------------------------------------------------------------------
@@ -223,60 +164,33 @@ def _quiz_file_report(result: quiz_lib.QuizResult) -> None:
     click.echo(quiz_lib.summary_line(result))
 
 
-@cli.command("quiz")
-@click.argument("chapter", required=False, metavar="[CHAPTER|lock]")
-@click.option(
-    "--answers", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="Grade a file of answers instead of asking: TOML when it ends in .toml, else JSON; "
-    "it maps question ids to answers (choice ids, numbers, text; a list for multiple select).",
-)
-@click.option("--check", is_flag=True, help="With `lock`: write nothing; exit 1 when a locked file is stale.")
-@click.option("--all", "ask_all", is_flag=True, help="Ask every question, also those already answered correctly.")
-@quiz_dir_option
-@student_option
-@db_option
-@path_option
-@json_option
-@server_options
-def quiz_command(
-    chapter: str | None, answers: Path | None, check: bool, ask_all: bool, quiz_dir: Path | None,
-    student: str | None, db: Path | None, path: Path, as_json: bool, server: str | None, local: bool,
-) -> None:
-    """Comprehension checkpoints: list the chapters, take a chapter's quiz, or lock the quizzes.
+def recorded_quiz(request: QuizRequest) -> int:
+    """The instructor's `grade quiz`: ``lock`` the quizzes (authors), else the course server's quiz when logged
+    in, else the locked quizzes here, every answer recorded; the exit status.
 
-    \b
-    grade quiz                          chapters and your completion
-    grade quiz CHAPTER                  answer the questions not yet answered correctly
-    grade quiz CHAPTER --all            answer every question again
-    grade quiz CHAPTER --answers FILE   grade a file of answers
-    grade quiz lock [--check]           authors: lock quizzes/source/*.toml
-
-    Some questions use numbers drawn for you (always the same ones), judged by
-    the reference implementation. A question allows one or more attempts; the
-    explanation follows a correct answer or the last wrong one. A chapter is
-    complete when every checkpoint question has been answered correctly at
-    least once; every answer is recorded. Exit status for a chapter: 0 when
-    every question has been answered correctly (now or before), 1 otherwise,
-    2 for a usage error.
+    For a chapter: 0 when every question has been answered correctly (now or before), 1 otherwise.
     """
+    chapter, answers, ask_all, as_json = request.chapter, request.answers, request.ask_all, request.as_json
+    check: bool = request.own["check"]
+    quiz_dir: Path | None = request.own["quiz_dir"]
+    student: str | None = request.own["student"]
+    db: Path | None = request.own["db"]
+    path: Path = request.own["path"]
     from grader import quiz as quiz_lib  # Jinja2 (the questions' numbers): only the quiz commands need it
 
-    ctx = click.get_current_context()
     quiz_dir = quiz_dir if quiz_dir is not None else quiz_lib.default_quiz_dir()
     if chapter == "lock":
         if answers is not None:
             raise CommandError("`grade quiz lock` takes no --answers: it locks quizzes/source/*.toml")
         with one_line_errors():
-            ctx.exit(_quiz_lock(quiz_dir, check, as_json))
+            return _quiz_lock(quiz_dir, check, as_json)
     if check:
         raise CommandError("--check goes with `grade quiz lock --check`")
     if ask_all and (chapter is None or answers is not None):
         raise CommandError("--all goes with an interactive quiz: grade quiz CHAPTER --all")
-    login = remote.remote_login(server, local, db)
-    if login is not None:
-        if as_json and answers is None and chapter is not None:
-            raise CommandError("--json needs --answers FILE (the interactive quiz talks to the terminal)")
-        ctx.exit(remote.remote_quiz(login, chapter, answers, as_json, ask_all))
+    handed = remote_quiz(request, db)
+    if handed is not None:
+        return handed
     student = student or default_student()
     db_path = db if db is not None else default_db_path(path)
     if chapter is None:
@@ -284,7 +198,7 @@ def quiz_command(
             raise CommandError("--answers needs a chapter: grade quiz CHAPTER --answers FILE")
         with one_line_errors():
             _quiz_list(quiz_dir, db_path, student, as_json)
-        return
+        return 0
     if as_json and answers is None:
         raise CommandError("--json needs --answers FILE (the interactive quiz talks to the terminal)")
     with one_line_errors():
@@ -320,7 +234,7 @@ def quiz_command(
         if given is not None:
             _quiz_file_report(result)
         click.echo(standing.completion_line)
-    ctx.exit(0 if all_right else 1)
+    return 0 if all_right else 1
 
 
 # --- batch, report -------------------------------------------------------------
@@ -339,7 +253,7 @@ def class_db_option(func: F) -> F:
     )(func)
 
 
-@cli.command("batch")
+@click.command("batch")
 @click.argument("submissions_dir", type=click.Path(path_type=Path), metavar="SUBMISSIONS_DIR")
 @click.argument("selectors", nargs=-1, metavar="[EXERCISE|TOPIC]...")
 @class_db_option
@@ -444,7 +358,7 @@ def _run_batch(
         )
 
 
-@cli.command("report")
+@click.command("report")
 @class_db_option
 @click.option(
     "--format", "fmt", type=click.Choice(["html", "csv", "json", "canvas", "moodle"]), default="html",
@@ -517,7 +431,7 @@ def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | Non
 # --- bench ----------------------------------------------------------------------
 
 
-@cli.command("bench")
+@click.command("bench")
 @click.option("--quick", is_flag=True, help="One small size (256x1024) and 3 repeats, for a smoke test.")
 @click.option("--repeats", type=click.IntRange(min=1), default=7, show_default=True,
               help="Timed runs per measurement; the table shows the median.")
@@ -537,7 +451,7 @@ def bench_command(quick: bool, repeats: int) -> None:
     click.echo(bench.format_table(bench.run_bench(sizes=sizes, repeats=repeats), bench.launch_latency_s()))
 
 
-@cli.command("release")
+@click.command("release")
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder to write: student/ (the handout), autograder/autograder.zip (Gradescope), manifest.json.")
 @click.option("--force", is_flag=True, help="Replace the contents of a non-empty --out folder.")
@@ -574,47 +488,75 @@ def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_san
     click.echo(f"  hand in                     {course.hand_in if course else 'gradescope'}{server}")
 
 
-remote_cli.register(cli)  # login, logout, result (grader/student/client/remote.py); serve, worker, roster (grader/server/cli.py)
-term_cli.register(cli)  # regrade, rescore, similarity (grader/term/cli.py)
-cli.add_command(view_command)  # `grade view`: the last report as a web page (grader/student/cli.py)
+def build_text_pages(text_dir: Path) -> Path:
+    """`grade read --html` in the repository: the text's pages built from the Markdown (KaTeX from
+    `make text-deps`) into .grade/text/ beside the text's folder; where they are."""
+    from grader.course import text as course_text
+
+    pages = text_dir.resolve().parent / ".grade" / "text"
+    try:
+        course_text.build_pages(pages, course_text.load(text_dir))
+    except (course_text.TextBuildError, OSError) as exc:
+        raise CommandError(str(exc)) from None
+    return pages
 
 
-@cli.command("read")
-@click.argument("address", required=False, metavar="[CHAPTER.SECTION]")
-@click.option("--html", "as_html", is_flag=True, help="Build the text's pages (into .grade/text/) and open the section.")
-@click.option("--no-open", is_flag=True, help="With --html: print where the page is; do not start a browser.")
-@click.option("--text-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("text"), show_default=True,
-              help="The course text's folder (the repository's text/).")
-def read_command(address: str | None, as_html: bool, no_open: bool, text_dir: Path) -> None:
-    """Read a section of the course text (list the sections without CHAPTER.SECTION).
+INSTRUCTOR = Edition(
+    grade=grade_live, progress=live_progress, quiz=recorded_quiz, text_pages=build_text_pages,
+    doctor_role="operator", no_wait_hint="run `grade login URL` or pass --server URL",
+    options={
+        "submit": [
+            click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope"]), default=None,
+                         help="Report format [default: text]; gradescope writes Gradescope's results.json."),
+            click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+                         default=Path("results.json"), show_default=True,
+                         help="Where --format gradescope writes its results."),
+        ],
+        "progress": [
+            click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                         help="Apply the score rule and due dates of this course.toml [default: best score ever]."),
+        ],
+        "quiz": [
+            click.option("--check", is_flag=True, help="With `lock`: write nothing; exit 1 when a locked file is "
+                                                       "stale."),
+            quiz_dir_option, student_option, db_option, path_option,
+        ],
+        "doctor": [
+            click.option("--queue", default=None, metavar="redis://HOST:PORT/DB",
+                         help="Also check the Redis queue at this URL."),
+        ],
+    },
+    notes={
+        "submit": "Here, the hidden checks run on the live reference. Your own code runs in the OS sandbox where "
+                  "bubblewrap works, and with process isolation only (said once) where it does not; --format "
+                  "gradescope grades other people's code and requires the sandbox unless --no-sandbox.",
+        "progress": "Here, this machine's record, over every exercise and the locked quizzes.",
+        "quiz": """Otherwise the locked quizzes here, every answer recorded:
 
-    As the handout's `grade read`; with --html the pages are built from the Markdown first (KaTeX from
-    `make text-deps`), into .grade/text/ beside the text's folder.
-    """
-    pages = None
-    if as_html:
-        from grader.course import text as course_text
+    \b
+    grade quiz                          chapters and your completion
+    grade quiz CHAPTER                  answer the questions not yet answered correctly
+    grade quiz CHAPTER --all            answer every question again
+    grade quiz CHAPTER --answers FILE   grade a file of answers
+    grade quiz lock [--check]           authors: lock quizzes/source/*.toml
 
-        pages = text_dir.resolve().parent / ".grade" / "text"
-        try:
-            course_text.build_pages(pages, course_text.load(text_dir))
-        except (course_text.TextBuildError, OSError) as exc:
-            raise CommandError(str(exc)) from None
-    read_section(address, text_dir, as_html, no_open, pages)
+    Some questions use numbers drawn for you (always the same ones), judged by the reference implementation.
+    A chapter is complete when every checkpoint question has been answered correctly at least once. Exit
+    status for a chapter: 0 when every question has been answered correctly (now or before), 1 otherwise,
+    2 for a usage error.""",
+        "read": "With --html the pages are built from the Markdown first (KaTeX from `make text-deps`), into "
+                ".grade/text/ beside the text's folder.",
+        "doctor": "The instructor's and operator's checks: the sandbox is required (batch, the course server and "
+                  "Gradescope run other people's code); --queue checks Redis too.",
+    },
+)
 
-
-@cli.command("doctor")
-@click.option("--queue", default=None, metavar="redis://HOST:PORT/DB", help="Also check the Redis queue at this URL.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of the lines.")
-def doctor_command(queue: str | None, as_json: bool) -> None:
-    """Check what this machine grades with: Python, NumPy, each OpenCL device, the sandbox, Redis.
-
-    The instructor's and operator's checks: the sandbox is required (batch, the course
-    server and Gradescope run other people's code). Exit status 0 when everything works.
-    """
-    from grader.student import doctor
-
-    click.get_current_context().exit(doctor.report("operator", as_json, queue=queue))
+# Every command of the instructor's `grade`, in one table: those a handout ships too (grader/student/cli.py, built
+# for the instructor), the instructor's own (above), the term's (grader/term/cli.py) and the course server's
+# (grader/server/cli.py).
+for _command in (*student_cli.commands(INSTRUCTOR), batch_command, report_command, bench_command, release_command,
+                 *term_cli.COMMANDS, *remote_cli.COMMANDS):
+    cli.add_command(_command)
 
 
 def main(prog_name: str | None = None) -> None:

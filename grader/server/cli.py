@@ -3,8 +3,8 @@
 Instructor: ``grade serve``, ``grade worker``, ``grade roster import|instructor``.
 The student's half (``grade login``/``logout``/``result`` and the remote mode
 of ``grade submit``, ``grade quiz`` and ``grade progress``) holds no answer and
-ships in the handout: :mod:`grader.student.client.remote`, which the instructor's
-`grade` registers too.
+ships in the handout: :mod:`grader.student.cli` and :mod:`grader.student.client.remote`, which the
+instructor's `grade` reuses.
 
 The server-only dependencies (starlette, uvicorn, huey, redis) are imported
 inside the commands that need them, so the student's commands work with the
@@ -19,7 +19,6 @@ from typing import Any
 
 import click
 
-from grader.student.client import remote
 from grader.student.client.remote import RemoteError, one_line  # noqa: F401  (term_cli's too)
 from grader.student.errors import GraderError
 
@@ -300,7 +299,5 @@ def through_server(db: Path, server: dict[str, Any], token: str | None, path: st
     return dict(doc)
 
 
-def register(cli: click.Group) -> None:
-    """Add the server's commands (and the student's login, logout, result, regrade) to the `grade` group."""
-    for command in (*remote.STUDENT_COMMANDS, serve_command, worker_command, roster_group):
-        cli.add_command(command)
+# The course server's commands of the instructor's `grade` (registered in grader/cli.py).
+COMMANDS = (serve_command, worker_command, roster_group)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import getpass
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
@@ -138,11 +139,23 @@ def sandbox_setting(no_sandbox: bool, others_code: bool) -> bool | None:
 GradeFunction = Callable[[Path, "list[str] | None", str, Limits, Workspace], GradeReport]
 
 
+@dataclass
+class Submitted:
+    """What :func:`submit` did: the exit status of ``grade submit`` and, for a caller that shows the report
+    itself (``show=False``: the notebook), the report, where it was graded (one line when handed in: the
+    server, the submission, closed chapters left out) and the server's late shares."""
+
+    exit_status: int
+    report: GradeReport | None = None  # None when printed here (``show``)
+    where: str = ""
+    late_shares: dict[str, float] = field(default_factory=dict)
+
+
 def local_submit(
     selectors: list[str], path: Path, student: str | None, db: Path | None, fmt: str, output: Path,
-    no_sandbox: bool, grade: GradeFunction, html: Path | None = None, arrays: bool = False,
-) -> int:
-    """Grade here with ``grade`` (live or on packs), record the attempt, print the report; the exit status.
+    no_sandbox: bool, grade: GradeFunction, html: Path | None = None, arrays: bool = False, show: bool = True,
+) -> Submitted:
+    """Grade here with ``grade`` (live or on packs), record the attempt, print the report (unless not ``show``).
 
     0 when every graded exercise has full marks, else 1; CommandError (exit 2) when it cannot grade.
 
@@ -192,6 +205,8 @@ def local_submit(
     record_attempt(report, store, path)
     if fmt != "gradescope":
         save_last_report(report, path)
+    if not show:
+        return Submitted(report.exit_status, report)
     if fmt == "json":
         click.echo(format_json(report, arrays))
     elif fmt == "gradescope":
@@ -205,7 +220,7 @@ def local_submit(
             write_html_report(report, html)  # after the report is printed: a bad path costs the page only
     if report.not_graded:
         click.echo(f"Error: {not_graded_line(report)}", err=True)
-    return report.exit_status
+    return Submitted(report.exit_status)
 
 
 def submit(
@@ -213,20 +228,31 @@ def submit(
     fmt: str = "text", output: Path = Path("results.json"), server: str | None = None, local: bool = False,
     no_wait: bool = False, no_sandbox: bool = False, html: Path | None = None, arrays: bool = False,
     no_wait_hint: str = "run `grade login URL` or pass --server URL", local_note: str | None = None,
-) -> int:
-    """Hand in to the course server when logged in (and not ``local``), else grade here; the exit status.
+    show: bool = True,
+) -> Submitted:
+    """Hand in to the course server when logged in (and not ``local``), else grade here; what it did.
 
     ``fmt`` ``gradescope`` always grades here (other people's code). ``no_wait`` goes with the server only:
     without one it is a CommandError ending with ``no_wait_hint`` (how this program logs in). ``local_note``
-    is said on stderr before grading here (the handout's "nothing is handed in").
+    is said on stderr before grading here (the handout's "nothing is handed in"). ``show``: print the report
+    (the command lines); without it the caller shows :attr:`Submitted.report` (the notebook). Either way the
+    report is kept for ``grade view``.
     """
     from grader.student.client import remote  # (httpx, only once a server may be used)
 
     login = remote.remote_login(server, local or fmt == "gradescope", db)
+    if login is not None and show:
+        return Submitted(remote.remote_submit(login, path, selectors, fmt, wait=not no_wait, html=html,
+                                              arrays=arrays))
     if login is not None:
-        return remote.remote_submit(login, path, selectors, fmt, wait=not no_wait, html=html, arrays=arrays)
+        done, course = remote.hand_in(login, path, selectors)
+        report, shares = remote.kept_report(done, course, path)
+        where = (f"Handed in to {login.server}: submission {done.id}, graded with the hidden checks and recorded "
+                 f"as {login.student}." + "".join(f" {line}" for line in remote.closed_notes(done, course, selectors)))
+        return Submitted(report.exit_status, report, where, shares)
     if no_wait:
         raise CommandError(f"--no-wait goes with the course server: {no_wait_hint}")
     if local_note:
         click.echo(f"Note: {local_note}", err=True)
-    return local_submit(selectors, path, student, db, fmt, output, no_sandbox, grade, html=html, arrays=arrays)
+    return local_submit(selectors, path, student, db, fmt, output, no_sandbox, grade, html=html, arrays=arrays,
+                        show=show)

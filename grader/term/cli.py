@@ -133,9 +133,7 @@ def similarity_command(topics: tuple[str, ...], db: Path, threshold: float | Non
         click.echo(similarity.format_text(pairs, threshold))
 
 
-def register(cli: click.Group) -> None:
-    """Add the term's commands to the `grade` group."""
-    for command in (rescore_command, similarity_command):
-        cli.add_command(command)
+# The term's commands of the instructor's `grade` (registered in grader/cli.py).
+COMMANDS = (rescore_command, similarity_command)
 
 

@@ -1,5 +1,5 @@
-"""The course server from the student's command line: ``grade login``/``logout``/``result`` and the remote
-mode of ``grade submit``, ``grade quiz`` and ``grade progress``.
+"""The course server from the student's command line: the remote mode of ``grade submit``, ``grade quiz``,
+``grade progress`` and ``grade result`` (the commands themselves are :mod:`grader.student.cli`'s).
 
 Shared by the handout's `grade` (:mod:`grader.student.cli`) and the
 instructor's (:mod:`grader.cli`): both hand over to :func:`remote_submit`,
@@ -18,6 +18,7 @@ import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -26,7 +27,8 @@ from grader.student.engine import catalogue
 from grader.student.client import connection as client_lib
 from grader.student.quiz import quiz_text
 from grader.student.client.connection import Client, ClientError, Login
-from grader.student.course import handout_settings, parse_time
+from grader.student.course import parse_time
+from grader.student.engine.model import GradeReport
 from grader.student.errors import GraderError
 from grader.student.standing import format_time
 from grader.student.feedback.kept import save_last_report, write_html_report
@@ -162,6 +164,28 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
     the web page; ``arrays``: the JSON carries each check's figure (hidden checks' figures hold no expected
     values: the server grades live).
     """
+    report, shares = kept_report(done, course, path)
+    if fmt == "json":
+        click.echo(format_json(report, arrays))
+    else:
+        color = use_color()
+        click.echo(format_text(report, color=color, late_shares=shares), color=color)
+    if html is not None:
+        try:
+            write_html_report(report, html, shares)
+        except GraderError as exc:
+            raise one_line(exc) from exc
+    if done.status == "held":
+        click.echo(f"Held: submission {done.id}: {done.document.get('where') or 'not graded yet'}", err=True)
+    elif report.not_graded:
+        click.echo(f"Error: {not_graded_line(report)}", err=True)
+    return report.exit_status
+
+
+def kept_report(done: client_lib.Submitted, course: dict[str, Any],
+                path: Path | None) -> tuple[GradeReport, dict[str, float]]:
+    """A graded submission's report and late shares (the server's, else worked out from the course's dates),
+    the report kept for ``grade view`` beside ``path`` (when given); RemoteError when it could not be graded."""
     if done.status == "error" or done.report is None:
         raise RemoteError(f"submission {done.id} could not be graded: {done.error}")
     shares = server_late_shares(done.document)
@@ -169,21 +193,25 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
         shares = late_shares(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
     if path is not None:
         save_last_report(done.report, path, shares)
-    if fmt == "json":
-        click.echo(format_json(done.report, arrays))
-    else:
-        color = use_color()
-        click.echo(format_text(done.report, color=color, late_shares=shares), color=color)
-    if html is not None:
-        try:
-            write_html_report(done.report, html, shares)
-        except GraderError as exc:
-            raise one_line(exc) from exc
-    if done.status == "held":
-        click.echo(f"Held: submission {done.id}: {done.document.get('where') or 'not graded yet'}", err=True)
-    elif done.report.not_graded:
-        click.echo(f"Error: {not_graded_line(done.report)}", err=True)
-    return done.report.exit_status
+    return done.report, shares
+
+
+def hand_in(login: Login, path: Path, selectors: list[str], wait: bool = True,
+            on_state: Callable[[dict[str, Any]], None] | None = None) -> tuple[client_lib.Submitted, dict[str, Any]]:
+    """Upload ``path``'s exercise files and (``wait``) wait for the hidden checks' report: the submission and
+    the course as the server describes it (its dates); RemoteError (one line) when the server cannot take it."""
+    try:
+        with _client(login) as client:
+            _, me = client.call("GET", "/me", tries=client_lib.SEND_TRIES)
+            done = client_lib.submit(client, path, selectors, wait=wait, on_state=on_state)
+    except GraderError as exc:
+        raise one_line(exc) from exc
+    return done, me.get("course") or {}
+
+
+def closed_notes(done: client_lib.Submitted, course: dict[str, Any], selectors: list[str]) -> list[str]:
+    """The lines naming what was left out of a submission because its chapter is closed."""
+    return closed_lines(closed_course(done.document, course), selectors, list(done.document.get("exercises") or []))
 
 
 class _StatusLine:
@@ -224,15 +252,10 @@ def remote_submit(login: Login, path: Path, selectors: list[str], fmt: str, wait
         raise RemoteError("--arrays goes with --json: pass --json --arrays")
     status = _StatusLine(login.server)
     try:
-        with _client(login) as client:
-            _, me = client.call("GET", "/me", tries=client_lib.SEND_TRIES)
-            course = me.get("course") or {}
-            done = client_lib.submit(client, path, selectors, wait=wait, on_state=status)
-    except GraderError as exc:
-        raise one_line(exc) from exc
+        done, course = hand_in(login, path, selectors, wait, status)
     finally:
         status.end()
-    for line in closed_lines(closed_course(done.document, course), selectors, list(done.document.get("exercises") or [])):
+    for line in closed_notes(done, course, selectors):
         click.echo(line, err=True)
     if not wait:
         if fmt == "json":
@@ -441,90 +464,3 @@ def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json
         click.echo(_pass_summary(chapter, questions, verdicts))
     click.echo(standing.completion_line)
     return 0 if all_right else 1
-
-
-# --- commands ------------------------------------------------------------------------------------
-
-
-@click.command("login")
-@click.argument("server", metavar="[URL]", required=False)
-@click.option("--token", envvar="GRADE_TOKEN", default=None,
-              help="The token [default: $GRADE_TOKEN, else asked for without echo].")
-def login_command(server: str | None, token: str | None) -> None:
-    """Log in to the course server with the token your instructor gave you.
-
-    URL defaults to the course's server, written into the handout by the
-    instructor. The token is checked with the server, then kept (with the URL)
-    in ~/.config/normgrade/config.json, readable only by you. From then on
-    `grade submit`, `grade quiz` and `grade progress` use the server; pass
-    --local to work on your own machine instead.
-    """
-    if server is None:
-        server = handout_settings().get("server")
-        if not server:
-            raise RemoteError("this handout names no course server: run `grade login URL` with the address "
-                              "your instructor gave you")
-    if token is None:
-        token = click.prompt("Token", hide_input=True)
-    try:
-        saved, me = client_lib.login(server, token)
-        path = client_lib.save_login(saved)
-    except GraderError as exc:
-        raise one_line(exc) from exc
-    except OSError as exc:
-        raise RemoteError(f"cannot save the login in {client_lib.config_path()} ({exc.strerror})") from exc
-    click.echo(f"Logged in to {me['course']['name']} at {saved.server} as {saved.student} ({me['role']}). "
-               f"Saved in {path} (readable only by you).")
-
-
-@click.command("logout")
-def logout_command() -> None:
-    """Forget the saved login (the token stays valid on the server)."""
-    if client_lib.remove_login():
-        click.echo(f"Logged out: removed {client_lib.config_path()}.")
-    else:
-        click.echo("Not logged in.")
-
-
-@click.command("result")
-@click.argument("submission", type=click.IntRange(min=1), metavar="ID")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead.")
-def result_command(submission: int, as_json: bool) -> None:
-    """Show the report of submission ID on the course server (waiting while it is graded).
-
-    Exit status as `grade submit`: 0 full marks, 1 short of them, 2 an error.
-    """
-    login = remote_login(None, False, None)
-    if login is None:
-        raise RemoteError("not logged in: run `grade login` first")
-    click.get_current_context().exit(remote_result(login, submission, "json" if as_json else "text"))
-
-
-@click.command("regrade")
-@click.argument("exercise")
-@click.argument("reason")
-@click.option("--submission", type=click.IntRange(min=1), default=None,
-              help="The submission asked about [default: your latest graded one holding EXERCISE].")
-@click.option("--server", default=None, metavar="URL", help="The course server [default: the one you logged in to].")
-def regrade_command(exercise: str, reason: str, submission: int | None, server: str | None) -> None:
-    """Ask the instructor to look at one exercise's result again, saying why.
-
-    The request is tied to your upload; the answer shows in `grade progress`.
-    """
-    login = remote_login(server, False, None)
-    if login is None:
-        raise RemoteError("regrade requests go to your course server: run `grade login` first")
-    body: dict[str, object] = {"exercise": exercise, "reason": reason}
-    if submission is not None:
-        body["submission"] = submission
-    try:
-        with client_lib.Client(login.server, login.token) as client:
-            _, doc = client.call("POST", "/regrades", body)
-    except GraderError as exc:
-        raise one_line(exc) from exc
-    click.echo(f"Regrade request #{doc['id']} about {doc['exercise']} (submission {doc['job_id']}) is filed; "
-               "the answer will show in `grade progress`.")
-
-
-# The student's commands of the course server, registered by both `grade`s (the handout's and the instructor's).
-STUDENT_COMMANDS = (login_command, logout_command, result_command, regrade_command)

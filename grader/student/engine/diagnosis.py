@@ -149,7 +149,7 @@ def without_numgrad(case: Case) -> list[dict[str, Any]]:
 
 def numgrad_outputs(case: Case) -> set[str]:
     """The output keys of ``case``'s numgrad ops (the student's own central differences)."""
-    return {op.get("out") for op in case.script if op.get("op") == "numgrad"}
+    return {out for op in case.script if op.get("op") == "numgrad" and (out := op.get("out")) is not None}
 
 
 def outputs_match(

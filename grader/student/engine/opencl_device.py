@@ -255,7 +255,8 @@ def probe(platform: Any, device: Any, options: tuple[str, ...] = ()) -> str | No
         x_buf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
         y_buf = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=y)
         program.normgrade_probe(queue, (PROBE_ROWS * PROBE_LOCAL,), (PROBE_LOCAL,), x_buf, y_buf,
-                                np.int32(PROBE_N), np.float32(PROBE_EPS), cl.LocalMemory(4 * PROBE_LOCAL))
+                                np.int32(PROBE_N), np.float32(PROBE_EPS),
+                                cl.LocalMemory(4 * PROBE_LOCAL))  # type: ignore[arg-type]  # (pyopencl's stubs omit LocalMemory)
         cl.enqueue_copy(queue, y, y_buf)
         queue.finish()
     except Exception as exc:  # cl.Error, RuntimeError from a driver, MemoryError...

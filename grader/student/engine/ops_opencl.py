@@ -276,7 +276,7 @@ def find_arrays(env: Any) -> Mapping[str, np.ndarray]:
 # --------------------------------------------------------------------------
 
 _lock = threading.Lock()
-_device_state: dict[str, Any] = {}
+_device_state: dict[str | tuple[str, int, str], Any] = {}  # "ctx", "queue", ...; ("kernel", id(program), name)
 _rechecks = itertools.count()
 
 

@@ -251,7 +251,7 @@ def gutter_labels(ends: list[tuple[float, str, str]], x: float, height: float) -
     for i in reversed(order):  # upwards: none below the picture's foot
         ys[i] = min(ys[i], floor)
         floor = ys[i] - step
-    ceiling = SMALL + 2 - step
+    ceiling: float = SMALL + 2 - step
     for i in order:  # and none above its top
         ys[i] = max(ys[i], ceiling + step)
         ceiling = ys[i]

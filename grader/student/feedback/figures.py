@@ -521,7 +521,7 @@ def fit_figure(
     worst = int(np.nanargmax(np.where(np.isfinite(diff), diff, np.inf))) if diff.size else 0
     step = max(1, math.ceil(xs.size / FIT_POINTS))
     keep = np.unique(np.append(np.arange(0, xs.size, step), [xs.size - 1, worst]))
-    figure = {
+    figure: dict[str, Any] = {
         "kind": "fit",
         "title": title,
         "from_reference": False,

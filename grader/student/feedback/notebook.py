@@ -43,12 +43,15 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from grader.student.engine import catalogue
 from grader.student.errors import GraderError
 from grader.student.engine.model import GradeReport
 from grader.student.feedback.report import format_text
+
+if TYPE_CHECKING:
+    from grader.student.sandbox.runner import Limits, Workspace
 
 PACKS_DEFAULT: Path | None = None  # None: the packs installed with the handout (grader.student.engine.pack)
 
@@ -112,51 +115,45 @@ def grade(*selectors: str, path: str | Path | None = None, student: str | None =
     With ``hand_in`` (``%grade ... --hand-in``), logged in: hand them in to the course server and wait for its
     report (not logged in: a one-line error naming `grade login`). Otherwise the
     same steps as the local ``grade submit``: workers started in the sandbox, the pipeline on the case packs,
-    the attempt recorded. The report is kept for ``grade view``. GraderError (one line) when it cannot grade.
+    the attempt recorded: :func:`grader.student.submit.submit`, as both command lines. The report is kept for
+    ``grade view``. GraderError or click.ClickException (one line) when it cannot grade.
     """
-    from grader.student.feedback.kept import save_last_report
-    from grader.student.submit import (
-        DEFAULT_EXERCISES_DIR, default_student, exercises_dir, record_attempt, sandbox_setting,
-    )
     from grader.student.client.remote import remote_login
-    from grader.student.engine.grading import grade as grade_with
-    from grader.student.engine.pack import PackSource
-    from grader.student.sandbox.runner import Limits, kernel_cache_folder, prestart_workspace
+    from grader.student.submit import DEFAULT_EXERCISES_DIR, exercises_dir, submit
 
     folder = exercises_dir(Path(path) if path is not None else DEFAULT_EXERCISES_DIR)
     if not folder.is_dir():
         raise NotebookError(f"no exercises folder at '{folder.resolve()}': put the notebook beside exercises/ or pass"
                             " --path DIR")
-    wanted = list(selectors) or None
-    ids = catalogue.resolve(wanted)
-    login = remote_login(None, local or not hand_in, None)
+    catalogue.resolve(list(selectors) or None)  # (an unknown name: one line, before anything starts)
     if hand_in and local:
         raise NotebookError("--hand-in and --local contradict each other: --hand-in uploads to the course server")
-    if hand_in and login is None:
+    if hand_in and remote_login(None, False, None) is None:
         raise NotebookError("--hand-in needs a course server: run `grade login URL` first (or leave --hand-in out"
                             " to grade here)")
-    if login is not None:
-        if student is not None or packs is not None or no_sandbox:
-            raise NotebookError("--student, --packs and --no-sandbox are for grading here: the course server grades"
-                                " what you hand in as you (leave --hand-in out to grade here)")
-        return upload(login, folder, list(selectors))
-    name = student or default_student()
-    keep_kernels = any(catalogue.topic_of(i) not in catalogue.CPU_TOPICS for i in ids)
-    limits = Limits(sandbox=sandbox_setting(no_sandbox, False),
-                    kernel_cache=kernel_cache_folder(folder, name) if keep_kernels else None)
-    workspace = prestart_workspace(limits, limits.sandboxed(), ids)
-    try:
+    if hand_in and (student is not None or packs is not None or no_sandbox):
+        raise NotebookError("--student, --packs and --no-sandbox are for grading here: the course server grades"
+                            " what you hand in as you (leave --hand-in out to grade here)")
+
+    def grade_on_packs(folder: Path, ids: list[str] | None, name: str, limits: Limits,
+                       workspace: Workspace) -> GradeReport:
+        from grader.student.engine.grading import grade as grade_with
+        from grader.student.engine.pack import PackSource
+
         source = PackSource(Path(packs)) if packs is not None else (
             PackSource(PACKS_DEFAULT) if PACKS_DEFAULT is not None else PackSource())
-        report = grade_with(folder, wanted, name, limits, source, workspace)
-    finally:
-        workspace.close()
-    record_attempt(report, None, folder)
-    save_last_report(report, folder)
+        return grade_with(folder, ids, name, limits, source, workspace)
+
+    done = submit(list(selectors), folder, grade_on_packs, student=student, local=not hand_in, no_sandbox=no_sandbox,
+                  show=False)
+    if done.report is None:  # (submit shows no report itself when asked not to)
+        raise NotebookError("the grader returned no report")
+    if hand_in:
+        return Feedback(done.report, done.where, done.late_shares)
     why = "--local" if local else "not logged in to a course server"
     if not local and saved_login() is not None:
         why = "logged in: add --hand-in to the %grade line to hand in"
-    return Feedback(report, f"Graded here on the public checks: nothing handed in ({why}).")
+    return Feedback(done.report, f"Graded here on the public checks: nothing handed in ({why}).")
 
 
 def saved_login() -> Any:
@@ -167,29 +164,6 @@ def saved_login() -> Any:
         return client_lib.load_login()
     except client_lib.ClientError:
         return None
-
-
-def upload(login: Any, folder: Path, selectors: list[str]) -> Feedback:
-    """Upload ``folder``'s exercise files to the course server, wait for the hidden checks' report (as
-    ``grade submit`` logged in); the report is kept for ``grade view``."""
-    from grader.student.feedback.kept import save_last_report
-    from grader.student.client import connection as client_lib
-    from grader.student.client.remote import closed_course, closed_lines, late_shares, server_late_shares
-
-    with client_lib.Client(login.server, login.token) as client:
-        _, me = client.call("GET", "/me", tries=client_lib.SEND_TRIES)
-        done = client_lib.submit(client, folder, selectors)
-    if done.status == "error" or done.report is None:
-        raise NotebookError(f"submission {done.id} could not be graded: {done.error}")
-    course = me.get("course") or {}
-    shares = server_late_shares(done.document)
-    if shares is None:
-        shares = late_shares(course, [e.id for e in done.report.exercises], done.document.get("received_at"))
-    save_last_report(done.report, folder, shares)
-    closed = closed_lines(closed_course(done.document, course), selectors, list(done.document.get("exercises") or []))
-    where = (f"Handed in to {login.server}: submission {done.id}, graded with the hidden checks and recorded as "
-             f"{login.student}." + "".join(f" {line}" for line in closed))
-    return Feedback(done.report, where, shares)
 
 
 def parse_grade_line(line: str) -> tuple[list[str], dict[str, Any]]:
@@ -385,14 +359,23 @@ class QuizForm:
             if q.kind == "single" and q.choices:
                 control = w.RadioButtons(options=[(t, str(i)) for i, t in enumerate(q.choices, start=1)], value=None,
                                          layout=w.Layout(width="auto"))
-                self.inputs[q.id] = lambda c=control: c.value or ""
+                def chosen(c: Any = control) -> str:
+                    return c.value or ""
+
+                self.inputs[q.id] = chosen
             elif q.kind == "multiple" and q.choices:
                 checks = [w.Checkbox(description=t, value=False, indent=False) for t in q.choices]
                 control = w.VBox(checks)
-                self.inputs[q.id] = lambda cs=checks: ",".join(str(i) for i, c in enumerate(cs, start=1) if c.value)
+                def ticked(cs: list[Any] = checks) -> str:
+                    return ",".join(str(i) for i, c in enumerate(cs, start=1) if c.value)
+
+                self.inputs[q.id] = ticked
             else:
                 control = w.Text(placeholder="your answer", layout=w.Layout(width="auto", max_width="420px"))
-                self.inputs[q.id] = lambda c=control: c.value
+                def typed(c: Any = control) -> str:
+                    return str(c.value)
+
+                self.inputs[q.id] = typed
             button = w.Button(description="Check", button_style="primary")
             verdict = w.HTML("")
             button.on_click(lambda _b, qid=q.id: self.check(qid))

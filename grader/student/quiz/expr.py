@@ -242,7 +242,7 @@ def parse(text: str, symbols: Mapping[str, str] | None = None, display: bool = F
     _check_tokens(s, sorted(names))
     local, glob = _namespace({k: sp.Symbol(v, positive=True) for k, v in names.items()}, display)
     # rationalize: decimals become exact fractions, so every value is computed to 30 digits
-    transformations = (auto_number, rationalize, convert_xor, implicit_multiplication, implicit_application)
+    transformations: tuple[Any, ...] = (auto_number, rationalize, convert_xor, implicit_multiplication, implicit_application)
     if display:
         transformations = (auto_number, convert_xor, implicit_multiplication, implicit_application)
     try:

@@ -176,7 +176,7 @@ def load_practice(path: str | Path) -> PracticeQuiz:
         )
         for q in doc["questions"]
     ]
-    return PracticeQuiz(doc["chapter"], doc.get("title", doc["chapter"]), questions)
+    return PracticeQuiz(doc["chapter"], doc["title"] if "title" in doc else doc["chapter"], questions)
 
 
 def chapters(folder: Path) -> list[str]:

@@ -46,6 +46,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from grader.student.engine.loader import (
@@ -147,7 +148,7 @@ class ImportGuard:
 
     def importer_is_student(self) -> bool:
         """Whether the nearest frame outside importlib and this file is in the student's folder."""
-        frame = sys._getframe(1)
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             filename = frame.f_code.co_filename
             if not (filename.startswith("<frozen") or filename == __file__ or os.sep + "importlib" + os.sep in filename):

@@ -108,6 +108,27 @@ def test_grade_magic_grades_through_the_pipeline_records_and_renders(shell: Any,
     assert (handout / ".grade" / "last-report.json").exists()
 
 
+def test_grade_magic_submits_through_the_one_submit_of_both_command_lines(
+    shell: Any, handout: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """%grade decides and grades as `grade submit` does: through grader.student.submit.submit (no copy of its
+    local or remote path), asked to return the report rather than print it."""
+    from grader.student import submit as submit_module
+
+    calls: list[dict[str, Any]] = []
+    real = submit_module.submit
+
+    def recorded(*args: Any, **kwargs: Any) -> submit_module.Submitted:
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(submit_module, "submit", recorded)
+    feedback = shell.run_line_magic("grade", "normalization.BatchNorm1d --packs packs")
+    assert isinstance(feedback, notebook.Feedback), feedback
+    assert feedback.report.exercises[0].id == "normalization.BatchNorm1d"
+    assert len(calls) == 1 and calls[0]["show"] is False and calls[0]["local"] is True  # no --hand-in: here
+
+
 @pytest.mark.parametrize("line, words", [
     ("BatchNorm --packs packs", "Did you mean"),
     ("normalization.BatchNorm1d --packs", "--packs needs a value"),

@@ -81,8 +81,8 @@ def backward(dout: str, out: str) -> dict[str, Any]:
 def get(res: Results, case: str, *keys: str) -> tuple[list[np.ndarray] | None, str]:
     """The outputs ``keys`` of ``case``, or None and the reason."""
     r = res(case)
-    values = [r.outputs.get(k) for k in keys]
-    if any(v is None for v in values):
+    values = [v for v in (r.outputs.get(k) for k in keys) if v is not None]
+    if len(values) != len(keys):
         return None, f"case {case}: {error_text(r.error)}"
     return values, ""
 

@@ -88,7 +88,7 @@ class Verdict:
     fingerprint: Any = None
     # Makes the picture of a failure (grader.student.feedback.figures; student data only). A function, called only for
     # the student's own failing verdict: the variants' verdicts (mistake matching) never pay for a histogram.
-    figure: Callable[[], dict[str, Any]] | None = None
+    figure: Callable[[], dict[str, Any] | None] | None = None
 
 
 Judge = Callable[[Callable[[str], ScriptResult]], Verdict]
@@ -125,7 +125,7 @@ class StatCheck(Check):
         """The known mistake that fails this check the way the student does (see the class docstring)."""
         assert self.judge is not None and self.same is not None
         peers = [p for p in (self.peers or [self]) if p.judge is not None and p.same is not None]
-        student_verdicts = [p.judge(ctx.student_result) for p in peers]
+        student_verdicts = [p.judge(ctx.student_result) for p in peers if p.judge is not None]  # (all of them)
         best: tuple[int, Mistake] | None = None
         for mistake in ctx.mistakes:
             other = variant_verdict(ctx, self, mistake)
@@ -256,8 +256,8 @@ def judge_rng(fn: str, case: str, spec: InitSpec) -> Judge:
 
     def judge(res: Callable[[str], ScriptResult]) -> Verdict:
         r = res(case)
-        values = [r.outputs.get(k) for k in ("W", "W_again", "W_other")]
-        if any(v is None for v in values):
+        values = [v for v in (r.outputs.get(k) for k in ("W", "W_again", "W_other")) if v is not None]
+        if len(values) != 3:
             return Verdict(False, f"{call_text(fn, spec)}: {error_text(r.error)}")
         w, again, other = values
         same_seed = w.shape == again.shape and bool(np.array_equal(w, again))

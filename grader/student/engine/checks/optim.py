@@ -150,7 +150,7 @@ class AdamWChecks(ExerciseChecks):
         beta1 = round(float(rng.uniform(0.75, 0.85)), 3)
         beta2 = round(float(rng.uniform(0.95, 0.99)), 3)
         plan = Plan()
-        cases = {
+        cases: dict[str, tuple[dict[str, Any], int, float]] = {
             "defaults": ({"lr": lr}, 4, 1.0),
             "weight_decay": ({"lr": lr, "weight_decay": wd}, 4, 1.0),
             "betas": ({"lr": lr, "betas": {"tuple": [beta1, beta2]}, "weight_decay": 0.0}, 5, 1.0),
