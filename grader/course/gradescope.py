@@ -41,6 +41,7 @@ from typing import Any
 from grader import quiz as quiz_lib
 from grader.quiz import graded, judging
 from grader.student import standing
+from grader.student.engine import scaffolding
 from grader.student.course import DEFAULT_COURSE, Course, load_course
 from grader.course.grading import grade
 from grader.student.errors import GraderError
@@ -219,13 +220,16 @@ def course_attempts() -> int | None:
     return bundle_course().quiz_attempts
 
 
-def as_student_sees(report: GradeReport, course: Course, now: datetime) -> GradeReport:
-    """What the student's results.json may show at ``now``: the course's standing (grader/student/standing.py),
-    exam chapters held until their ``release_feedback`` (rerun the autograder after it to show them), every
-    message said at its exercise's scaffolding level (no fix below ``guided``), as on the course server."""
+def student_results(report: GradeReport, course: Course, now: datetime) -> dict[str, Any]:
+    """The results.json of ``report`` as its student may see it at ``now``: the course's standing
+    (grader/student/standing.py ``as_seen``: exam chapters held until their ``release_feedback``, so rerun the
+    autograder after it to show them; every message said at its exercise's scaffolding level, no fix below
+    ``guided``), rendered with those levels in force, as the course server renders its reports."""
     import grader.mistakes  # noqa: F401  (registers the known mistakes' level-neutral hints)
 
-    return standing.as_seen(report, course, now, course.scaffolding_levels())
+    levels = course.scaffolding_levels()
+    with scaffolding.levels_in_force(levels):
+        return gradescope_results(standing.as_seen(report, course, now, levels))
 
 
 def _time(text: Any) -> datetime | None:
@@ -249,8 +253,7 @@ def run(root: Path, sandbox: bool = True) -> dict[str, Any]:
         folder = Path(tmp) / "exercises"
         lay_out(submission, folder)
         report = grade(folder, None, student, Limits(sandbox=sandbox))
-    report = as_student_sees(report, bundle_course(), datetime.now(timezone.utc))
-    results = gradescope_results(report)
+    results = student_results(report, bundle_course(), datetime.now(timezone.utc))
     try:
         extra, records = quiz_tests(submission, root)
     except GraderError as exc:  # the exercises still count; the quiz part says what to fix

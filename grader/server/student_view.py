@@ -102,6 +102,7 @@ class ChapterView:
     quiz: Quiz | None
     standing: QuizStanding | None
     submissions: list["SubmissionView"] = field(default_factory=list)
+    state: str = ""                     # its state now, in the model's words (grader.student.standing.ChapterState)
 
     @property
     def url(self) -> str:
