@@ -40,7 +40,9 @@ from typing import Any
 
 from grader import quiz as quiz_lib
 from grader.quiz import graded, judging
-from grader.student.course import load_course
+from grader.student import standing
+from grader.student.engine import scaffolding
+from grader.student.course import DEFAULT_COURSE, Course, load_course
 from grader.course.grading import grade
 from grader.student.errors import GraderError
 from grader.student.sandbox.ingest import read_submission
@@ -207,10 +209,27 @@ def prior_records(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return merged
 
 
+def bundle_course() -> Course:
+    """The bundle's course.toml (``grade release --course`` puts it there), else the default course."""
+    path = ROOT / "course.toml"
+    return load_course(path) if path.is_file() else DEFAULT_COURSE
+
+
 def course_attempts() -> int | None:
     """``[quiz] attempts`` of the bundle's course.toml (None: each question's own)."""
-    path = ROOT / "course.toml"
-    return load_course(path).quiz_attempts if path.is_file() else None
+    return bundle_course().quiz_attempts
+
+
+def student_results(report: GradeReport, course: Course, now: datetime) -> dict[str, Any]:
+    """The results.json of ``report`` as its student may see it at ``now``: the course's standing
+    (grader/student/standing.py ``as_seen``: exam chapters held until their ``release_feedback``, so rerun the
+    autograder after it to show them; every message said at its exercise's scaffolding level, no fix below
+    ``guided``), rendered with those levels in force, as the course server renders its reports."""
+    import grader.mistakes  # noqa: F401  (registers the known mistakes' level-neutral hints)
+
+    levels = course.scaffolding_levels()
+    with scaffolding.levels_in_force(levels):
+        return gradescope_results(standing.as_seen(report, course, now, levels))
 
 
 def _time(text: Any) -> datetime | None:
@@ -234,7 +253,7 @@ def run(root: Path, sandbox: bool = True) -> dict[str, Any]:
         folder = Path(tmp) / "exercises"
         lay_out(submission, folder)
         report = grade(folder, None, student, Limits(sandbox=sandbox))
-    results = gradescope_results(report)
+    results = student_results(report, bundle_course(), datetime.now(timezone.utc))
     try:
         extra, records = quiz_tests(submission, root)
     except GraderError as exc:  # the exercises still count; the quiz part says what to fix

@@ -628,6 +628,8 @@ def build_release(out: Path | str, force: bool = False, practice: bool = True, s
     """
     out = Path(out).resolve()
     levels = release_levels(level, course)
+    if course is not None:  # every quiz chapter's due date comes from the chapter that holds it, named, never guessed
+        course.check_quizzes(quiz_lib.chapter_ids(ROOT / "quizzes"))
     prepare_out(out, force)
     version = project_version()
     release = Release(out, version, reference_sha256(), levels=levels)

@@ -80,6 +80,10 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int | Non
 
     try:
         course = _load_course(course_file)
+        from grader import quiz as quiz_lib
+
+        quizzes = quiz_dir if quiz_dir is not None else quiz_lib.default_quiz_dir()
+        course.check_quizzes(quiz_lib.chapter_ids(quizzes) if quizzes.is_dir() else [])  # matched by name or `quiz`
         port = listen_port(port, course.server_url)
         queue_url = queue_url or default_queue_url(db)
         open_queue(queue_url).pending()  # an unusable queue stops here, with its reason

@@ -72,6 +72,7 @@ from grader.student.coursetext import Section
 from grader.student.feedback.report_html import format_html
 from grader.student.quiz.quiz_text import answer_hint
 from grader.term import regrade
+from grader.term import standing as term_standing
 
 LOGIN_COOKIE = "normgrade_student_login"  # set by the login form: its CSRF field is tied to it
 MAX_FORM_BYTES = 16 * 1024
@@ -295,8 +296,12 @@ def _chapters(request: Request, who: Visitor) -> list[ChapterView]:
     store = api.db_store(request)
     answers = store.quiz_attempts(who.student)
     standings = {q.chapter: quiz_lib.chapter_progress(q, answers) for q in st.quizzes}
-    plan = chapter_plan(store.effective_course(st.config.course), st.quizzes)
-    return chapter_views(plan, api.own_progress(st, store, who.student), standings)
+    course = store.effective_course(st.config.course)
+    views = chapter_views(chapter_plan(course, st.quizzes), api.own_progress(st, store, who.student), standings)
+    states = {s.chapter: s.message() for s in term_standing.chapter_states(course, api.now_utc(), who.student)}
+    for view in views:
+        view.state = states.get(view.name, "")
+    return views
 
 
 def _submissions(request: Request, who: Visitor, limit: int, exercises: set[str] | None = None

@@ -5,8 +5,8 @@ regrade requests. No rule is decided here: scores, late shares, exam mode, attem
 read come from those documents; this module only arranges them by chapter.
 
 **Chapters in the course's order** (:func:`chapter_plan`): the chapters of course.toml as written, each
-with its exercises (``Course.by_exercise``) and its quiz (the quiz chapter of the same name, or one of its
-topics, as ``Course.quiz_due`` matches them); then the exercises no chapter names, one chapter per topic in
+with its exercises (``Course.by_exercise``) and its quiz (``Chapter.quiz_chapter``: its ``quiz = "..."``, else
+the quiz chapter of its name, as ``Course.quiz_due`` matches them); then the exercises no chapter names, one chapter per topic in
 the catalogue's order, and the quizzes no chapter took. Without a course file: the topics in the
 catalogue's order, each with the quiz of its name, then the other quizzes (as ``grade progress``).
 """
@@ -50,8 +50,7 @@ def chapter_plan(course: Course, quizzes: list[Quiz]) -> list[PlannedChapter]:
     for chapter in course.chapters:
         ids = [e for e in catalogue.EXERCISES
                if (c := course.by_exercise.get(e)) is not None and c.name == chapter.name]
-        quiz = next((q for q in quizzes if q.chapter not in taken_quizzes
-                     and (q.chapter == chapter.name or q.chapter in chapter.exercises)), None)
+        quiz = next((q for q in quizzes if q.chapter not in taken_quizzes and q.chapter == chapter.quiz_chapter), None)
         if quiz is not None:
             taken_quizzes.add(quiz.chapter)
         planned.append(PlannedChapter(chapter.name, ids, quiz))
@@ -103,6 +102,7 @@ class ChapterView:
     quiz: Quiz | None
     standing: QuizStanding | None
     submissions: list["SubmissionView"] = field(default_factory=list)
+    state: str = ""                     # its state now, in the model's words (grader.student.standing.ChapterState)
 
     @property
     def url(self) -> str:

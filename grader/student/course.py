@@ -119,6 +119,12 @@ class Chapter:
     opens: datetime | None = None              # exam mode: no upload before this
     release_feedback: datetime | None = None   # exam mode: checks' messages and named mistakes hidden until then
     show_score: bool = False                   # exam mode: the score is shown before the release
+    quiz: str = ""                             # its quiz chapter (quizzes/<quiz>.json); "": the chapter's name
+
+    @property
+    def quiz_chapter(self) -> str:
+        """The quiz chapter this chapter holds: its ``quiz = "..."`` when given, else its own name."""
+        return self.quiz or self.name
 
     def feedback_hidden(self, now: datetime) -> bool:
         """Whether a student may not yet see the checks' messages and named mistakes (exam mode)."""
@@ -223,12 +229,27 @@ class Course:
         return {**self.to_json(), "server": self.server_url, "hand_in": self.hand_in}
     quiz_attempts: int | None = None  # [quiz] attempts: tries per graded question (None: each question's own)
 
+    def chapter_of_quiz(self, quiz: str) -> Chapter | None:
+        """The course chapter that holds quiz chapter ``quiz``: the one whose ``quiz`` names it, else the one of
+        its name (:attr:`Chapter.quiz_chapter`); None when none does."""
+        return next((c for c in self.chapters if c.quiz_chapter == quiz), None)
+
     def quiz_due(self, chapter: str) -> datetime | None:
-        """The due date of a quiz chapter: the course chapter of that name (or covering that topic), if any."""
-        for c in self.chapters:
-            if c.name == chapter or chapter in c.exercises:
-                return c.due
-        return None
+        """The due date of a quiz chapter: that of the course chapter holding it (:meth:`chapter_of_quiz`)."""
+        held = self.chapter_of_quiz(chapter)
+        return held.due if held is not None else None
+
+    def check_quizzes(self, quizzes: Iterable[str]) -> None:
+        """CourseError when a course with chapters leaves a quiz chapter unmatched (``grade serve`` and ``grade
+        release`` call it): every quiz chapter is held by exactly the course chapter :meth:`chapter_of_quiz`
+        names, never guessed from a similar name. A course without chapters has no dates to match."""
+        if not self.chapters:
+            return
+        names = ", ".join(c.name for c in self.chapters)
+        for quiz in quizzes:
+            if self.chapter_of_quiz(quiz) is None:
+                raise CourseError(f"quiz chapter '{quiz}' matches no chapter of the course ({names}): rename the "
+                                  f"chapter to '{quiz}', or add quiz = \"{quiz}\" to the [[chapter]] that holds it")
 
     def scaffolding_levels(self, default: str | None = None) -> dict[str, str]:
         """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the
@@ -424,7 +445,8 @@ def _chapter(raw: Any, index: int, path: Path) -> Chapter:
         raise CourseError(f"{path}: {where} needs a name = \"...\" (a topic such as 'normalization')")
     name = raw["name"]
     where = f"chapter '{name}'"
-    fields = ("name", "exercises", "due", "late_penalty", "late_until", "opens", "release_feedback", "show_score")
+    fields = ("name", "exercises", "due", "late_penalty", "late_until", "opens", "release_feedback", "show_score",
+              "quiz")
     unknown = sorted(set(raw) - set(fields))
     if unknown:
         raise CourseError(f"{path}: {where} has an unknown field '{unknown[0]}': use {', '.join(fields)}")
@@ -454,7 +476,10 @@ def _chapter(raw: Any, index: int, path: Path) -> Chapter:
         raise CourseError(f"{path}: {where}: show_score is true or false")
     if "show_score" in raw and release is None:
         raise CourseError(f"{path}: {where}: show_score needs release_feedback = DATE-TIME (exam mode)")
-    return Chapter(name, ids, due, float(penalty), late_until, opens, release, show_score)
+    quiz = raw.get("quiz", "")
+    if not isinstance(quiz, str):
+        raise CourseError(f"{path}: {where}: quiz = \"NAME\" names its quiz chapter (quizzes/NAME.json)")
+    return Chapter(name, ids, due, float(penalty), late_until, opens, release, show_score, quiz)
 
 
 def _scaffolding(raw: Any, path: Path) -> tuple[str, dict[str, str]]:
@@ -596,6 +621,12 @@ def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
     if not isinstance(raw_chapters, list):
         raise CourseError(f"{path}: chapters are written [[chapter]] (an array of tables)")
     chapters = tuple(_chapter(raw, i, path) for i, raw in enumerate(raw_chapters, 1))
+    by_quiz: dict[str, str] = {}
+    for chapter in chapters:
+        if chapter.quiz_chapter in by_quiz:
+            raise CourseError(f"{path}: chapters '{by_quiz[chapter.quiz_chapter]}' and '{chapter.name}' both hold quiz "
+                              f"'{chapter.quiz_chapter}': give each quiz chapter to one chapter (quiz = \"...\")")
+        by_quiz[chapter.quiz_chapter] = chapter.name
     by_exercise: dict[str, Chapter] = {}
     for chapter in chapters:
         for exercise_id in chapter.exercises:

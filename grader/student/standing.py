@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 
 if TYPE_CHECKING:
-    from grader.student.course import Chapter
+    from grader.student.course import Chapter, Course
 
 NOT_OPEN, OPEN, LATE, CLOSED = "not open yet", "open", "late", "closed"
 
@@ -115,6 +115,28 @@ def held_label(release: datetime | None) -> str:
     return f"received, feedback at {format_time(release)}"
 
 
+def held_exercise(ex: ExerciseResult, release: datetime | None, show_score: bool) -> ExerciseResult:
+    """An exercise's result as a student sees it before the release: "received, feedback at T", no checks (status
+    ``received``, no score) or, with ``show_score``, its score with that line (status ``graded``)."""
+    label = held_label(release)
+    if show_score:
+        return dataclasses.replace(ex, status="graded", checks=[], message=label, output="")
+    return dataclasses.replace(ex, status="received", score=0.0, checks=[], message=label, output="")
+
+
+def as_seen(report: GradeReport, course: "Course", now: datetime, levels: Mapping[str, str]) -> GradeReport:
+    """THE report a student may see at ``now``: the exercises of chapters whose exam feedback is held
+    (:func:`held_exercise`), every message said at its exercise's scaffolding level (``levels``,
+    :func:`withhold_fixes`). The server's answers and pages and Gradescope's results.json render this."""
+    exercises = []
+    for ex in report.exercises:
+        chapter = course.chapter_of(ex.id, report.student)
+        if chapter is not None and chapter.feedback_hidden(now) and ex.graded:
+            ex = held_exercise(ex, chapter.release_feedback, chapter.show_score)
+        exercises.append(ex)
+    return withhold_fixes(dataclasses.replace(report, exercises=exercises), levels)
+
+
 def counted(report: GradeReport) -> list[ExerciseResult]:
     """The exercises the totals count (:attr:`GradeReport.counted_exercises`): graded, and not held."""
     return report.counted_exercises
@@ -144,7 +166,7 @@ def totals(report: GradeReport, late_shares: Mapping[str, float] | None = None) 
         counted=sum(e.score * shares.get(e.id, 1.0) for e in shown),
         graded=sum(e.score for e in shown),
         maximum=sum(e.max_score for e in shown),
-        full=sum(1 for e in shown if e.score >= e.max_score),
+        full=sum(1 for e in shown if e.full_marks),
         shown=len(shown),
         held=sum(1 for e in report.exercises if e.score_hidden),
     )

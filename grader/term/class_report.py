@@ -40,6 +40,7 @@ from grader.student.engine import catalogue
 from grader import quiz as quiz_lib
 from grader.student.course import DEFAULT_COURSE, Course, counted_score, parse_time
 from grader.student.standing import format_time
+from grader.term import standing
 from grader.term.progress import DEFAULT_MAX_SCORE
 from grader.quiz import Quiz
 from grader.student.feedback.report import format_score, mistake_entry, round_score, status_style
@@ -722,23 +723,38 @@ class GradebookColumn:
     points: dict[str, float]  # student -> points earned
 
 
-def gradebook_columns(report: ClassReport) -> list[GradebookColumn]:
+def held_groups(report: ClassReport) -> set[str]:
+    """The exercise groups whose scores no gradebook export may carry yet: the exam chapters held at the report's
+    time (grader/term/standing.py ``visible_chapters``, the LTI passback's rule), until their release."""
+    shown = standing.visible_chapters(report.course, parse_time(report.generated_at))
+    return {c.name for c in report.course.chapters} - shown
+
+
+def gradebook_columns(report: ClassReport, released: bool = False) -> list[GradebookColumn]:
     """One column per assignment group: each exercise group (a course chapter), then each quiz chapter.
 
     An exercise group's points are the counted scores of its exercises (the
     instructor's override where there is one); a quiz chapter's are the points
-    of the questions answered right.
+    of the questions answered right. ``released``: without the groups held by exam mode (:func:`held_groups`),
+    as the CSV exports for the LMS leave them out until the feedback release.
     """
+    held = held_groups(report) if released else set()
     columns = [
         GradebookColumn(f"Exercises: {g.name}", sum(report.exercises[report.exercise_ids.index(e)].max_score
                                                    for e in g.exercise_ids),
                         {s.name: g.score(s) for s in report.students})
-        for g in report.groups
+        for g in report.groups if g.name not in held
     ]
     for quiz in report.quizzes:
         columns.append(GradebookColumn(f"Quiz: {quiz.title or quiz.chapter}", sum(q.points for q in quiz.questions),
                                        {s.name: s.quiz_points.get(quiz.chapter, 0.0) for s in report.students}))
     return columns
+
+
+def released_percent(report: ClassReport, student: StudentRow) -> float:
+    """A student's exercise percent over the groups an export may carry (:func:`held_groups` left out)."""
+    held = held_groups(report)
+    return student.group_percent([e for g in report.groups if g.name not in held for e in g.exercise_ids])
 
 
 def _override_notes(report: ClassReport, student: str) -> str:
@@ -758,13 +774,13 @@ def format_canvas(report: ClassReport) -> str:
     SIS User ID, which Canvas matches students on; ID (Canvas's own number) is
     left empty. Every text cell is neutralised.
     """
-    columns = gradebook_columns(report)
+    columns = gradebook_columns(report, released=True)
     rows: list[list[Any]] = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
                              + [c.title for c in columns] + ["Final Score"]]
     rows.append(["Points Possible", "", "", "", ""] + [_number(c.points_possible) for c in columns] + ["(read only)"])
     for s in report.students:
         rows.append([s.label, "", s.name, s.email, ""] + [_number(c.points[s.name]) for c in columns]
-                    + [f"{s.percent:.2f}"])
+                    + [f"{released_percent(report, s):.2f}"])
     return _write_csv(rows)
 
 
@@ -778,7 +794,7 @@ def format_moodle(report: ClassReport) -> str:
     100, the header says of how many points, "Exercises: activations (% of 80 points)"), right in such an item
     whatever the group's points; weight the items in Moodle's gradebook setup as the points say.
     """
-    columns = gradebook_columns(report)
+    columns = gradebook_columns(report, released=True)
     rows: list[list[Any]] = [["ID number", "Email address", "Full name"]
                              + [f"{c.title} (% of {_number(c.points_possible)} points)" for c in columns]
                              + ["Percent", "Override notes"]]
@@ -786,7 +802,7 @@ def format_moodle(report: ClassReport) -> str:
         rows.append([s.name, s.email, s.label]
                     + [_number(round(100 * c.points[s.name] / c.points_possible, 2)) if c.points_possible else "0"
                        for c in columns]
-                    + [f"{s.percent:.2f}", _override_notes(report, s.name)])
+                    + [f"{released_percent(report, s):.2f}", _override_notes(report, s.name)])
     return _write_csv(rows)
 
 

@@ -25,13 +25,12 @@ scaffolding.json), and a student's report is said at that level (no fix below
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime
 from typing import Any
 
 from grader.student import standing
 from grader.student.course import Chapter, Course
-from grader.student.engine.model import ExerciseResult, GradeReport
+from grader.student.engine.model import GradeReport
 
 
 def student_chapter(course: Course, chapter: Chapter, student: str | None) -> Chapter:
@@ -45,14 +44,6 @@ def chapter_states(course: Course, now: datetime, student: str | None = None) ->
     return [standing.chapter_state(student_chapter(course, c, student), now) for c in course.chapters]
 
 
-def hidden_exercise(ex: ExerciseResult, release: datetime | None, show_score: bool) -> ExerciseResult:
-    """An exercise's result as a student sees it before the release: "received, feedback at T", no checks."""
-    label = standing.held_label(release)
-    if show_score:
-        return dataclasses.replace(ex, status="graded", checks=[], message=label, output="")
-    return dataclasses.replace(ex, status="received", score=0.0, checks=[], message=label, output="")
-
-
 def scaffolding_levels(course: Course) -> dict[str, str]:
     """Each exercise's scaffolding level as the course releases it (the handout's scaffolding.json); the known
     mistakes' hints are registered, so a mistake below ``guided`` is said with its hint."""
@@ -62,16 +53,9 @@ def scaffolding_levels(course: Course) -> dict[str, str]:
 
 
 def student_report(report: GradeReport, course: Course, now: datetime) -> GradeReport:
-    """The report as its student may see it at ``now``: exercises of chapters under exam mode held, every
-    message said at its exercise's scaffolding level."""
-    exercises = []
-    for ex in report.exercises:
-        chapter = course.chapter_of(ex.id, report.student)
-        if chapter is not None and chapter.feedback_hidden(now) and ex.graded:
-            ex = hidden_exercise(ex, chapter.release_feedback, chapter.show_score)
-        exercises.append(ex)
-    shown = dataclasses.replace(report, exercises=exercises)
-    return standing.withhold_fixes(shown, scaffolding_levels(course))
+    """The report as its student may see it at ``now`` (:func:`grader.student.standing.as_seen`): exercises of
+    chapters under exam mode held, every message said at its exercise's scaffolding level."""
+    return standing.as_seen(report, course, now, scaffolding_levels(course))
 
 
 def student_progress(doc: dict[str, Any], course: Course, now: datetime) -> dict[str, Any]:

@@ -76,7 +76,8 @@ def test_the_example_course_parses_with_its_exam_extensions_groups_and_lti() -> 
     from grader.server import lti
 
     course = load_course(EXAMPLE)
-    assert [c.name for c in course.chapters] == ["activations", "normalization", "initialisation", "kernels"]
+    assert [c.name for c in course.chapters] == ["activations", "normalization", "initialisation", "kernels",
+                                                 "dropout", "approximation"]
     # issue 43: the exam chapter is named as its quiz, so the quiz has the chapter's due date (and one row)
     assert course.quiz_due("initialisation") == course.chapters[2].due is not None
     assert course.chapter_of("blocks.MLPBlock") is course.chapters[1]

@@ -168,3 +168,40 @@ def test_a_bad_server_or_hand_in_is_one_line(tmp_path: Path, text: str, message:
     with pytest.raises(CourseError) as caught:
         load_course(write(tmp_path, text))
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_quiz_chapters_are_matched_by_name_or_mapped_never_guessed(tmp_path: Path) -> None:
+    """Issue 43, bug 7: the example's chapter `init` matched no quiz `initialisation` silently (that quiz had no due
+    date and the student's page listed both). A quiz chapter is held by the chapter of its name or the one whose
+    `quiz = "..."` names it; one that matches none is an error naming the fix."""
+    text = '[[chapter]]\nname = "init"\ndue = 2026-12-01T12:00:00Z\n'
+    course = load_course(write(tmp_path, text))
+    assert course.quiz_due("initialisation") is None
+    with pytest.raises(CourseError) as found:
+        course.check_quizzes(["init", "initialisation"])
+    assert str(found.value) == ("quiz chapter 'initialisation' matches no chapter of the course (init): rename the "
+                                "chapter to 'initialisation', or add quiz = \"initialisation\" to the [[chapter]] that"
+                                " holds it")
+    mapped = load_course(write(tmp_path, text + 'quiz = "initialisation"\n'))
+    mapped.check_quizzes(["initialisation"])
+    assert mapped.quiz_due("initialisation") == DUE and mapped.quiz_due("init") is None
+    assert mapped.chapter_of_quiz("initialisation") is mapped.chapters[0]
+    load_course(write(tmp_path, "")).check_quizzes(["initialisation"])  # no chapters: no dates to match
+    twice = text + 'quiz = "activations"\n[[chapter]]\nname = "activations"\n'
+    with pytest.raises(CourseError, match="chapters 'init' and 'activations' both hold quiz 'activations'"):
+        load_course(write(tmp_path, twice))
+    with pytest.raises(CourseError, match="quiz = \"NAME\" names its quiz chapter"):
+        load_course(write(tmp_path, text + "quiz = 3\n"))
+
+
+def test_grade_serve_and_grade_release_stop_at_an_unmatched_quiz_chapter(tmp_path: Path) -> None:
+    """The check runs before anything is served or written: one line with the fix, exit 2 (a bad course file)."""
+    course = write(tmp_path, '[[chapter]]\nname = "init"\n')
+    for args in (["serve", "--course", str(course), "--db", str(tmp_path / "c.db"), "--workers", "0"],
+                 ["release", "--out", str(tmp_path / "out"), "--course", str(course)]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2, (args, result.output)
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and "quiz chapter 'activations' matches no chapter of the course (init)" in lines[0]
+        assert "add quiz = \"activations\"" in lines[0]
+    assert not (tmp_path / "out").exists() and not (tmp_path / "c.db").exists()

@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,26 +11,15 @@ import pytest
 
 from grader.term import progress
 from grader.queue import records
-from grader.server.app import ServerConfig
-from grader.server.web import create_app
 from grader.course.solution import write_solution
 from grader.student.course import CourseError, load_course
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.feedback.report import format_text
 from grader.student.store import Store
 from grader.student.client.wire import report_from_dict
-from server_util import issue_tokens, solution_files
-
-with warnings.catch_warnings():  # starlette asks for httpx2 in its test client; httpx is what we have
-    warnings.simplefilter("ignore")
-    from starlette.testclient import TestClient
-
-NOW = datetime.now(timezone.utc)
-
-
-def iso(delta_hours: float) -> str:
-    return (NOW + timedelta(hours=delta_hours)).isoformat(timespec="seconds").replace("+00:00", "Z")
-
+from exam_util import NOW, get, iso
+from exam_util import served as server
+from server_util import solution_files
 
 def course_text(opens: float = -1, due: float = 2, release: float = 3, show_score: bool | None = None) -> str:
     text = (f'[[chapter]]\nname = "activations"\nopens = {iso(opens)}\ndue = {iso(due)}\n'
@@ -41,21 +27,6 @@ def course_text(opens: float = -1, due: float = 2, release: float = 3, show_scor
     if show_score is not None:
         text += f"show_score = {'true' if show_score else 'false'}\n"
     return text
-
-
-@contextmanager
-def server(tmp_path: Path, text: str) -> Iterator[dict[str, Any]]:
-    (tmp_path / "course.toml").write_text(text, encoding="utf-8")
-    db = tmp_path / "course.db"
-    tokens, teacher = issue_tokens(db, ["ann"])
-    app = create_app(ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}", load_course(tmp_path / "course.toml")),
-                     run_collector=False)
-    with TestClient(app, base_url="http://127.0.0.1") as client:
-        yield {"client": client, "db": db, "ann": tokens["ann"], "teacher": teacher}
-
-
-def get(env: dict[str, Any], who: str, path: str) -> Any:
-    return env["client"].get("/api/v1" + path, headers={"Authorization": f"Bearer {env[who]}"})
 
 
 def graded(env: dict[str, Any]) -> int:

@@ -4,19 +4,21 @@ fix the scaffolding level withholds."""
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+import csv
+import dataclasses
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 import grader.mistakes  # noqa: F401  (registers the known mistakes' sentences, fixes and hints)
 from grader.queue import records
-from grader.server.app import ServerConfig, closed_chapters
-from grader.server.web import create_app
+from grader.server.app import closed_chapters
 from grader.student import standing
 from grader.student.client.remote import closed_course, closed_lines
 from grader.student.client.wire import report_from_dict
@@ -27,34 +29,10 @@ from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.feedback.report import format_text
 from grader.student.feedback.report_html import format_html
 from grader.student.store import Store
-from server_util import issue_tokens
+from exam_util import NOW, get, iso, served
 from test_student_pages import log_in
 
-with warnings.catch_warnings():  # starlette asks for httpx2 in its test client; httpx is what we have
-    warnings.simplefilter("ignore")
-    from starlette.testclient import TestClient
-
-NOW = datetime.now(timezone.utc)
 FIX = "var * m / (m - 1)"  # the fix of bn-biased-running-var: the derivation a `derive` stub withholds
-
-
-def iso(hours: float) -> str:
-    return (NOW + timedelta(hours=hours)).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-@contextmanager
-def served(tmp_path: Path, text: str) -> Iterator[dict[str, Any]]:
-    (tmp_path / "course.toml").write_text(text, encoding="utf-8")
-    db = tmp_path / "course.db"
-    tokens, teacher = issue_tokens(db, ["ann"])
-    app = create_app(ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}", load_course(tmp_path / "course.toml")),
-                     run_collector=False)
-    with TestClient(app, base_url="http://127.0.0.1") as client:
-        yield {"client": client, "db": db, "ann": tokens["ann"], "teacher": teacher}
-
-
-def get(env: dict[str, Any], who: str, path: str) -> Any:
-    return env["client"].get("/api/v1" + path, headers={"Authorization": f"Bearer {env[who]}"})
 
 
 def batchnorm_report() -> GradeReport:
@@ -244,50 +222,168 @@ def chapter_toml(name: str, exercises: list[str], **fields: str) -> str:
     return f'[[chapter]]\nname = "{name}"\nexercises = {exercises!r}\n{body}'.replace("'", '"')
 
 
-POLICIES = {  # policy -> (course.toml, held exercises, late shares the server names)
-    "on time": (chapter_toml("normalization", ["normalization"], due=iso(24)), set(), {}),
-    "late with a share": (chapter_toml("normalization", ["normalization"], due=iso(-1), late_penalty="0.3",
-                                       late_until=iso(24)), set(), {"normalization.BatchNorm1d": 0.7}),
-    "extension": (chapter_toml("normalization", ["normalization"], due=iso(-1), late_penalty="0.3",
-                               late_until=iso(24))
-                  + f'[[extension]]\nstudent = "ann"\nchapter = "normalization"\ndue = {iso(24)}\nreason = "r"\n',
-                  set(), {}),
-    "exam open and held": (chapter_toml("normalization", ["normalization"], opens=iso(-2), due=iso(1),
-                                        release_feedback=iso(3)), {"normalization.BatchNorm1d"}, {}),
-    "exam released": (chapter_toml("normalization", ["normalization"], opens=iso(-3), due=iso(-2),
-                                   release_feedback=iso(-1)), set(), {}),
-    "scaffolding derive": ('[scaffolding.exercises]\n"normalization.BatchNorm1d" = "derive"\n', set(), {}),
-    "scaffolding contract": ('[scaffolding]\nlevel = "contract"\n', set(), {}),
-    "scaffolding guided": ("", set(), {}),
+@dataclass(frozen=True)
+class Policy:
+    """A course policy as the matrix tries it on ann's one upload of BatchNorm1d (graded 4/8, its fix in a message).
+
+    ``counted``: the course's counted score of BatchNorm1d the model gives (None: held by exam mode, in no total);
+    ``shares``: the late shares the server names for the upload; ``then``: what happens after the upload
+    (an accepted regrade request, a rescoring); ``hours``: when the upload was made, from now; ``state``: the
+    words the chapter's state is said with, wherever a student reads its dates."""
+
+    text: str
+    counted: float | None = 4.0
+    shares: dict[str, float] = field(default_factory=dict)
+    then: Callable[[Path, int], None] | None = None
+    hours: float = -1 / 12
+    state: str = ""
+
+
+def accept_regrade(db: Path, job: int) -> None:
+    """ann asks for a regrade of BatchNorm1d and the instructor accepts it with 7/8."""
+    from grader.term import regrade
+
+    with Store.open(db) as store:
+        request = regrade.file_request(store, "ann", "normalization.BatchNorm1d", "my running_var is right", job)
+        regrade.answer(store, int(request["id"]), "right: the check is wrong", "7", "teacher")
+
+
+def rescored(db: Path, job: int) -> None:
+    """The instructor rescored after a fix: BatchNorm1d's new result 6/8 beside the old (grader/term/rescore.py)."""
+    from grader.term import rescore
+
+    report = batchnorm_report()
+    new = dataclasses.replace(report.exercises[0], score=6.0,
+                              checks=[*report.exercises[0].checks[:1], CheckResult("running stats", True, 2.0, 4.0)])
+    with Store.open(db) as store:
+        attempt = int(records.job(store, job)["attempt_id"])
+        rows = rescore._current_rows(store, attempt)
+        with store.transaction() as tx:
+            run = int(tx.table("rescorings").insert({
+                "started_at": NOW.isoformat(), "finished_at": NOW.isoformat(), "grader_version": "v2",
+                "exercises": "[]", "uploads": 1, "changes": "[]", "errors": "[]"}).last_pk)
+        rescore._record(store, run, [(rows["normalization.BatchNorm1d"], new)], "v2")
+
+
+LATE = chapter_toml("normalization", ["normalization"], due=iso(-1), late_penalty="0.3", late_until=iso(24))
+POLICIES = {
+    "on time": Policy(chapter_toml("normalization", ["normalization"], due=iso(24)), state="is open until"),
+    "late with a share": Policy(LATE, 2.8, {"normalization.BatchNorm1d": 0.7}, state="late uploads count 70%"),
+    "extension": Policy(LATE + f'[[extension]]\nstudent = "ann"\nchapter = "normalization"\ndue = {iso(24)}\n'
+                               'reason = "r"\n', state="is open until"),
+    "exam before opening": Policy(chapter_toml("normalization", ["normalization"], opens=iso(1), due=iso(2),
+                                               release_feedback=iso(3)), None, state="opens at"),
+    "exam open and held": Policy(chapter_toml("normalization", ["normalization"], opens=iso(-2), due=iso(1),
+                                              release_feedback=iso(3)), None, state="feedback at"),
+    "exam released": Policy(chapter_toml("normalization", ["normalization"], opens=iso(-3), due=iso(-2),
+                                         release_feedback=iso(-1)), hours=-2.5, state="closed at"),
+    "scaffolding derive": Policy('[scaffolding.exercises]\n"normalization.BatchNorm1d" = "derive"\n'),
+    "scaffolding contract": Policy('[scaffolding]\nlevel = "contract"\n'),
+    "scaffolding guided": Policy(""),
+    "regrade accepted": Policy(chapter_toml("normalization", ["normalization"], due=iso(24)), 7.0, then=accept_regrade),
+    "rescored": Policy(chapter_toml("normalization", ["normalization"], due=iso(24)), 6.0, then=rescored),
 }
+
+
+def canvas_points(db: Path, course: Course, now: datetime) -> dict[str, str]:
+    """ann's row of the Canvas gradebook export, by column title."""
+    from grader.term import class_report
+
+    with Store.open(db) as store:
+        report = class_report.build(store, course=store.effective_course(course), with_mistakes=False,
+                                    with_items=False, generated_at=now.isoformat(timespec="seconds"))
+    rows = list(csv.reader(io.StringIO(class_report.format_canvas(report))))
+    return dict(zip(rows[0], next(r for r in rows if r[2] == "ann"), strict=True))
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))
 def test_policy_by_view_matrix(tmp_path: Path, policy: str) -> None:
-    """Each policy against the views a student has of one upload: the API's report as `grade submit` prints it,
-    the same as `--html` / `grade view` draw it, the student's page, its summary score and `grade progress`'s
-    cell: one counted total and maximum, one held set, no fix where the level withholds it."""
-    text, held, shares = POLICIES[policy]
+    """Each policy against every view a student has of one upload and of their standing, on a served course through
+    its real pages and API: the upload's views (the API's report as `grade submit` prints it, `--html` / `grade
+    view`, the student's submission page, Gradescope's results.json) say one total line, one held set and no fix
+    where the level withholds it; the course's views (`grade progress`'s record, the Canvas export, the LTI
+    passback's columns) count the same score of the exercise as the model, held ones in none; the chapter's state
+    is said in the same words on the student's page and in `grade progress`."""
+    from grader.course.gradescope import student_results
+    from grader.server import lti_services
+    from grader.term import standing as term_standing
+
+    case = POLICIES[policy]
+    held = case.counted is None
     withheld = "derive" in policy or "contract" in policy
-    with served(tmp_path, text) as env:
-        job = record(env, batchnorm_report(), hours=-2.5 if policy == "exam released" else -1 / 12)  # in its window
+    with served(tmp_path, case.text) as env:
+        course = load_course(tmp_path / "course.toml")
+        job = record(env, batchnorm_report(), hours=case.hours)
+        if case.then is not None:
+            case.then(env["db"], job)
         doc = get(env, "ann", f"/submissions/{job}").json()
         report = report_from_dict(doc["report"])
         said = {str(x["exercise"]): float(x["counts"]) for x in doc["late"]}
-        assert said == shares
+        assert said == case.shares
         totals = standing.totals(report, said)
         line = format_text(report, late_shares=said).splitlines()[-1]
         html = format_html(report, late_shares=said).replace("&#x27;", "'")
         log_in(env["client"], env["ann"])
         page = env["client"].get(f"/student/submissions/{job}").text.replace("&#x27;", "'").replace("&#39;", "'")
-        assert line in html and line in page  # one total line in every view
-        assert {e.id for e in report.exercises if e.feedback_held} == held
+        assert line in html and line in page  # one total line in every view of the upload
+        assert {e.id for e in report.exercises if e.feedback_held} == ({"normalization.BatchNorm1d"} if held else set())
         if held:
             assert "received, feedback at" in line + page and "0/0" not in page and totals.maximum == 0
         else:
             assert f"{totals.counted:g} / {totals.maximum:g}" in page  # the page's summary score
-        for view in (str(doc), html, page):
-            assert (FIX in view) is (not withheld and not held), (policy, view[:200])
+        # Gradescope's results.json renders the same standing of the same graded report
+        with Store.open(env["db"]) as store:
+            graded = records.report_of(store, records.job(store, job))
+        assert graded is not None
+        results = student_results(graded, course, datetime.now(timezone.utc))
+        test = results["tests"][0]
+        assert ("score" not in test and test["tags"] == ["held"]) if held else test["score"] == totals.graded
+        assert results["score"] == totals.graded
+        has_fix = not withheld and not held and FIX in str(graded.to_json())  # (a rescored pass has none)
+        for view in (str(doc), html, page, json.dumps(results)):
+            assert (FIX in view) is has_fix, (policy, view[:200])
+        # the course's views: the model's counted score of the exercise, the held one in none
         progress = get(env, "ann", "/progress").json()
         cell = next(e for c in progress["chapters"] for e in c["exercises"] if e["id"] == "normalization.BatchNorm1d")
-        assert (cell["last_status"] == "received") is bool(held)
+        assert (cell["last_status"] == "received") is held
+        assert cell["best_score"] == (0.0 if held else case.counted)
+        now = datetime.now(timezone.utc)
+        with Store.open(env["db"]) as store:
+            posted = {c.resource_id: c for c in lti_services.posted_columns(store, course, [], now)}
+        canvas = canvas_points(env["db"], course, now)
+        column = "Exercises: normalization"
+        if held:
+            assert "exercises:normalization" not in posted and column not in canvas
+        else:
+            assert posted["exercises:normalization"].points["ann"] == case.counted
+            assert float(canvas[column]) == case.counted
+        # the chapter's state, in the words of the model, where the student reads their dates
+        states = {s.chapter: s for s in term_standing.chapter_states(course, now, "ann")}
+        if case.state:
+            words = states["normalization"].message()
+            assert case.state in words
+            chapter_page = env["client"].get("/student/chapters/normalization").text.replace("&#x27;", "'")
+            assert standing.format_time(states["normalization"].at) in chapter_page, (policy, words)
+            assert case.state in chapter_page, (policy, words)
+
+
+def test_gradescope_results_hold_the_exam_and_withhold_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gradescope's results.json rendered the report as graded: the fix a `derive` stub withholds, and an exam
+    chapter's score before its release. The autograder's run now renders the bundle's course standing."""
+    from grader.course import gradescope
+
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "submission" / "normalization.py").write_text("# x\n", encoding="utf-8")
+    monkeypatch.setattr(gradescope, "grade", lambda *args: batchnorm_report())
+    monkeypatch.setattr(gradescope, "ROOT", tmp_path)
+    (tmp_path / "course.toml").write_text('[scaffolding.exercises]\n"normalization.BatchNorm1d" = "derive"\n')
+    results = gradescope.run(tmp_path, sandbox=False)
+    assert FIX not in json.dumps(results) and "running_var follows the biased batch variance" in json.dumps(results)
+    assert results["score"] == 4.0 and results["tests"][0]["score"] == 4.0
+    (tmp_path / "course.toml").write_text(
+        f'[[chapter]]\nname = "normalization"\nopens = {iso(-1)}\ndue = {iso(1)}\nrelease_feedback = {iso(2)}\n')
+    results = gradescope.run(tmp_path, sandbox=False)
+    test = results["tests"][0]
+    assert results["score"] == 0.0 and "score" not in test and test["tags"] == ["held"]
+    assert test["output"].endswith(f"received, feedback at {standing.format_time(NOW + timedelta(hours=2))}")
+    assert FIX not in json.dumps(results) and "4/8" not in json.dumps(results)

@@ -92,6 +92,11 @@ class ExerciseResult:
         the exercise's message is the one line "received, feedback at T" (grader/student/standing.py)."""
         return self.status in ("graded", "received")
 
+    @property
+    def full_marks(self) -> bool:
+        """At full marks: graded, its score shown (not held by exam mode) and ``score >= max_score``."""
+        return self.graded and not self.score_hidden and self.score >= self.max_score
+
     def to_json(self, arrays: bool = False) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "id": self.id,
@@ -142,7 +147,7 @@ class GradeReport:
     @property
     def full_marks(self) -> bool:
         """Every graded exercise at full marks; an exercise whose score is hidden (exam mode) is not known to be."""
-        return all(e.score >= e.max_score and not e.score_hidden for e in self.graded_exercises)
+        return all(e.full_marks for e in self.graded_exercises)
 
     @property
     def exit_status(self) -> int:

@@ -442,10 +442,16 @@ def gradescope_results(report: GradeReport) -> dict[str, Any]:
     tests with name, score, max_score, status "passed"/"failed", output).
     A ``not_graded`` exercise (the autograder's machine failed) is a test with no score,
     so it is never a zero, tagged ``not_graded``: the output says that the instructor's rerun grades it.
+    ``report`` is the one a student may see (:func:`grader.student.standing.as_seen`): a held exercise (exam mode)
+    is a test with no score, tagged ``held``, saying "received, feedback at T"; the score is the standing's total.
     """
     tests = []
     for ex in report.exercises:
         label, _ = exercise_label(ex)
+        if ex.score_hidden:  # exam mode (grader/student/standing.py): no score until the feedback release
+            tests.append({"name": ex.id, "max_score": ex.max_score, "status": "failed", "visibility": "visible",
+                          "tags": ["held"], "output": f"{label}: {ex.message}"})
+            continue
         if not ex.graded:
             tests.append({"name": ex.id, "max_score": ex.max_score, "status": "failed", "visibility": "visible",
                           "tags": ["not_graded"],
@@ -459,13 +465,13 @@ def gradescope_results(report: GradeReport) -> dict[str, Any]:
                 "name": ex.id,
                 "score": round(ex.score, 6),
                 "max_score": ex.max_score,
-                "status": "passed" if ex.score >= ex.max_score else "failed",
+                "status": "passed" if ex.full_marks else "failed",
                 "output": output,
                 "visibility": "visible",
             }
         )
     return {
-        "score": round(report.score, 6),
+        "score": round(standing.totals(report).counted, 6),
         "execution_time": round(sum(ex.duration for ex in report.exercises)),
         "output": format_text(report, color=False),
         "visibility": "visible",
