@@ -75,7 +75,7 @@ from grader.student.client.wire import report_to_dict
 
 QUEUE_NAME = "normgrade"
 TASK_NAME = "grade_upload"
-SCORE_TASK_NAME = "post_score"  # an LTI score sent to the LMS (grader/server/lti_services.py)
+SCORE_TASK_NAME = "post_score"  # an LTI score sent to the LMS (grader/server/lti_services/ags.py)
 SELFTEST_TASK_NAME = "selftest"  # the reference solution graded here (grader/queue/selftest.py)
 
 MAX_TRIES = 2  # a try whose lease expires is put back once more, then the job is recorded as an error
@@ -365,7 +365,7 @@ def post_score(url: str, token: str, score: dict[str, Any]) -> dict[str, Any]:
     Runs on a worker. The result is ``{"ok": true}`` on a 2xx, else
     ``{"ok": false, "error"}`` (with the LMS's ``status`` when it answered);
     the server keeps the score until a result says it was taken, and sends it
-    again unless the answer was a final refusal (grader/server/lti_services.py).
+    again unless the answer was a final refusal (grader/server/lti_services/ags.py).
     """
     try:
         answer = _http_client().post(url, json=score, headers={

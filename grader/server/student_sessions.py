@@ -4,7 +4,7 @@ Sessions are the dashboard's kind (``instructor.Sessions``), in a table of
 their own per server process: the cookie (:data:`COOKIE`, Path=/student)
 holds a random id, the server keeps sha256(id) -> the token's hash and the
 expiry, so a revoked token or a logout ends it. An LTI launch
-(grader/server/lti.py ``student_landing``) and the login form
+(grader/server/lti/web.py ``student_landing``) and the login form
 (grader/server/student_pages.py) both open one here; each sets the cookie
 its own way (the launch's cookie must work inside the LMS's frame).
 """

@@ -48,7 +48,7 @@ and ``grade progress``::
     "normalization.BatchNorm1d" = "contract"
 
     [lti]                              # the LMS (LTI 1.3): its [[lti.platform]] tables in docs/lti.md and
-    tool_url = "https://grader.example.org"  # grader/server/lti.py
+    tool_url = "https://grader.example.org"  # grader/server/lti/
 
 Which score counts, per student and exercise (:func:`counted_score`, used by the
 server, ``grade report`` and ``grade progress`` alike):
@@ -212,7 +212,7 @@ class Course:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)      # group -> its students
     extensions: tuple[Extension, ...] = ()                                    # in the order written
     log_applied: bool = False   # the dashboard's extension log is in ``extensions`` (Store.effective_course)
-    lti: Mapping[str, Any] = field(default_factory=dict)  # the raw [lti] table, read by grader/server/lti.py
+    lti: Mapping[str, Any] = field(default_factory=dict)  # the raw [lti] table, read by grader/server/lti/platforms.py
     server_url: str | None = None  # [server] url: the course server students log in to
     hand_in: str = "gradescope"    # where work is graded: "server", "gradescope" or "both"
 

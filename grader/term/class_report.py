@@ -923,7 +923,7 @@ def _day(value: str | None) -> str:
 def environment() -> jinja2.Environment:
     """The one jinja2 environment over ``grader/templates``, every template autoescaped whatever its name (the
     ``.css.j2``/``.js.j2`` ones are included in pages and hold no variables); undefined names are errors. The
-    server's pages (``Jinja2Templates(env=environment())`` in pages.py and lti.py), the dashboard, the student's
+    server's pages (``Jinja2Templates(env=environment())`` in pages.py and lti/web.py), the dashboard, the student's
     pages and the offline class report all render with it; made once per process, so each template is compiled
     once."""
     env = jinja2.Environment(

@@ -315,7 +315,7 @@ LTI_ADDED_COLUMNS = (
 
 
 def m11_lti(db: sqlite_utils.Database) -> None:
-    """Version 11: the LTI 1.3 tables (grader/server/lti.py, lti_services.py), in the store's schema like the others.
+    """Version 11: the LTI 1.3 tables (grader/server/lti/, lti_services/), in the store's schema like the others.
 
     Before, the server created them itself beside the versioned schema (``CREATE TABLE IF NOT EXISTS``, columns
     added when missing): a course database of that time has some of them, maybe without a later column, and
