@@ -36,7 +36,7 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from grader import quiz as quiz_lib
-from grader.student.course import load_course
+from grader.student.course import Course, load_course
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for bench.sample_class
 from bench import sample_class  # noqa: E402
 from grader.server.app import ServerConfig  # noqa: E402
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def print_mistakes_cost(db: Path, course: object, runs: int) -> None:
+def print_mistakes_cost(db: Path, course: Course | None, runs: int) -> None:
     """What naming each cell's mistake costs the overview (issue 37): the class report built with the diagnosed
     mistakes against without them (the overview before), CPU time, medians of ``runs`` in the same run."""
     from grader.term import class_report

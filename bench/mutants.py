@@ -78,6 +78,7 @@ def make_mutants(topics: tuple[str, ...] = TOPICS) -> list[Mutant]:
         raises = [(positions[node].start.line, positions[node].end.line) for node in _nodes(module, cst.Raise)]
         for number, mutation in enumerate(mutations):
             mutated = deep_replace(module, mutation.original_node, mutation.mutated_node)
+            assert isinstance(mutated, cst.Module)  # (a node replaced inside a module leaves a module)
             position = positions.get(mutation.original_node)
             line = position.start.line if position else 0
             owner = mutation.contained_by_top_level_function or _statement_at(module, positions, line)
@@ -413,9 +414,9 @@ def main() -> None:
     for count, verdicts in ((args.sample, ("named", "named (crash)")), (args.sample_values, ("named",))):
         if not count:
             continue
-        named = [row for row in rows if row[2] in verdicts]
-        print(f"\n=== {min(count, len(named))} of the {len(named)} mutants {' or '.join(verdicts)}, drawn at random")
-        for mutant, outcome, _ in random.Random(args.draw).sample(named, min(count, len(named))):
+        drawn = [row for row in rows if row[2] in verdicts]
+        print(f"\n=== {min(count, len(drawn))} of the {len(drawn)} mutants {' or '.join(verdicts)}, drawn at random")
+        for mutant, outcome, _ in random.Random(args.draw).sample(drawn, min(count, len(drawn))):
             print(f"\n--- {mutant.key} (line {mutant.line}): {mutant.before}  ->  {mutant.after}")
             for exercise, r in outcome.items():
                 if r.get("where"):

@@ -198,7 +198,8 @@ def prior_records(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:
     merged: dict[str, dict[str, Any]] = {}
     previous = meta.get("previous_submissions") or []
     for sub in sorted((p for p in previous if isinstance(p, dict)), key=lambda p: str(p.get("submission_time", ""))):
-        results = sub.get("results") if isinstance(sub.get("results"), dict) else {}
+        given = sub.get("results")
+        results = given if isinstance(given, dict) else {}
         kept = (results.get("extra_data") or {}).get(QUIZ_RECORDS) if isinstance(results.get("extra_data"), dict) else None
         for key, rec in (kept or {}).items():
             if not isinstance(rec, dict) or not isinstance(rec.get("used"), int):

@@ -206,7 +206,7 @@ class LiveExpected:
         if obj is None:
             return {}
         try:
-            parameters = inspect.signature(obj.__init__ if isinstance(obj, type) else obj).parameters
+            parameters = inspect.signature(obj).parameters  # (a class: its __init__'s, without self)
         except (TypeError, ValueError):
             return {}
         return {p.name: p.default for p in parameters.values()

@@ -10,7 +10,7 @@ with the hidden checks.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, cast
 
 import numpy as np
 
@@ -44,6 +44,17 @@ class FixedMask:
     __call__ = forward
 
 
+class LiveNamespaces(Protocol):
+    """What the live source's Expected (grader.course.grading.LiveExpected) has beyond Expected: the code."""
+
+    def namespace(self, mistake_id: str | None) -> Any: ...
+
+
+def namespace(ctx: Context, mistake_id: str | None) -> Any:
+    """The reference package (None) or mistake ``mistake_id``'s namespace: live checks run on the live source only."""
+    return cast(LiveNamespaces, ctx.expected).namespace(mistake_id)
+
+
 def with_mask(
     ns: Any, ctx: Context, shape: tuple[int, int], p: float, keep: np.ndarray
 ) -> dict[str, np.ndarray] | None:
@@ -71,8 +82,9 @@ def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str]
     a known mistake is named when its block, run with that same mask, gives the student's outputs.
     """
     s = ctx.student_result("train_dropout")
-    got = {k: s.outputs.get(k) for k in ["y"] + keys}
-    if any(v is None for v in got.values()):
+    wanted = ["y"] + keys
+    got = {k: v for k in wanted if (v := s.outputs.get(k)) is not None}
+    if len(got) != len(set(wanted)):
         return False, f"p={p} in training: {error_text(s.error)}", None
     y = got["y"]
     if y.shape != ctx.cases["train_dropout"].arrays["dout"].shape:
@@ -80,7 +92,7 @@ def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str]
     keep = (y != 0).astype(np.float64)
     if keep.all() or not keep.any():
         return False, f"p={p} in training: {'no' if keep.all() else 'every'} output was dropped", None
-    expected = with_mask(ctx.expected.namespace(None), ctx, shape, p, keep)
+    expected = with_mask(namespace(ctx, None), ctx, shape, p, keep)
     assert expected is not None
     for key in keys:
         cmp = compare(got[key], expected[key], RTOL, ATOL * scale_of(expected[key]))
@@ -88,7 +100,7 @@ def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str]
             continue
         mistake = None
         for candidate in ctx.mistakes:
-            theirs = with_mask(ctx.expected.namespace(candidate.id), ctx, shape, p, keep)
+            theirs = with_mask(namespace(ctx, candidate.id), ctx, shape, p, keep)
             if theirs is not None and all(
                 compare(got[k], theirs[k], RTOL, ATOL * scale_of(theirs[k])).ok for k in keys
             ):

@@ -140,7 +140,7 @@ def write_pack(folder: Path, exercise_id: str) -> tuple[Path, dict[str, ScriptRe
     except (TypeError, ValueError) as exc:
         raise PackError(f"the cases of {exercise_id} are not plain JSON ({exc}): a grader bug") from exc
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, meta=np.frombuffer(text.encode("utf-8"), dtype=np.uint8), **arrays)
+    np.savez_compressed(buffer, meta=np.frombuffer(text.encode("utf-8"), dtype=np.uint8), allow_pickle=True, **arrays)
     path = pack_path(folder, exercise_id)
     path.write_bytes(buffer.getvalue())
     return path, reference

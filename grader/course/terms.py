@@ -96,7 +96,7 @@ def _running_terms(exercise_id: str, case: Case, student: dict[str, np.ndarray])
     momentum = _setting(exercise_id, op, "momentum")
     found: Terms = {}
     steps = [o for o in case.script if o.get("op") == "call" and o.get("method") == "forward"]
-    previous = {"running_mean": None, "running_var": None}
+    previous: dict[str, np.ndarray | None] = {"running_mean": None, "running_var": None}
     for k, call in enumerate(steps, start=1):
         source = (call.get("args") or [{}])[0]
         x = case.arrays.get(source.get("array", "")) if isinstance(source, dict) else None
@@ -167,6 +167,8 @@ def _backward_terms(exercise_id: str, case: Case) -> tuple[list[tuple[str, np.nd
     name = exercise_id.split(".")[1]
     if exercise_id.startswith("normalization.") and gamma is None:
         return None
+    if gamma is None:  # (not a normalisation layer: every one of them has gamma)
+        return _activation_terms(exercise_id, name, op, x, dout)
     if name in ("BatchNorm1d", "BatchNorm2d"):
         view = (1, -1) + (1,) * (x.ndim - 2)
         axes = tuple(a for a in range(x.ndim) if a != 1)

@@ -8,6 +8,7 @@ recognised statistically (variance, bound, kurtosis, shape): see
 from __future__ import annotations
 
 import math
+from functools import partial
 from collections.abc import Callable
 
 import numpy as np
@@ -347,20 +348,25 @@ def generated_mistakes(existing: list[Mistake]) -> list[Mistake]:
     mistakes: list[Mistake] = []
     for exercise, short in SHORT.items():
         family, kind = exercise.split(".")[1].split("_")
-        wrong_std = XAVIER_WRONG_STD if family == "xavier" else KAIMING_WRONG_STD
-        for slug, (std_of, sentence, fix) in wrong_std.items():
+        # (slug, the variant's maker, sentence, fix): each family's wrong std formulas, then the drawing mistakes
+        wrong: list[tuple[str, Callable[[], Callable[..., np.ndarray]], str, str]]
+        if family == "xavier":
+            wrong = [(slug, partial(xavier_variant, kind, std_of), sentence, fix)
+                     for slug, (std_of, sentence, fix) in XAVIER_WRONG_STD.items()]
+            wrong += [(slug, partial(xavier_variant, kind, xavier_ok, **flags), sentence, fix)
+                      for slug, (flags, sentence, fix) in DRAW_MISTAKES.items()]
+        else:
+            wrong = [(slug, partial(kaiming_variant, kind, std_of), sentence, fix)
+                     for slug, (std_of, sentence, fix) in KAIMING_WRONG_STD.items()]
+            wrong += [(slug, partial(kaiming_variant, kind, kaiming_ok, **flags), sentence, fix)
+                      for slug, (flags, sentence, fix) in DRAW_MISTAKES.items()]
+        for slug, variant, sentence, fix in wrong:
             if (exercise, slug) in COVERED:
                 continue
-            maker = xavier_variant if family == "xavier" else kaiming_variant
-            mistakes.append(make(f"init-{short}-{slug}", exercise, sentence, fix, maker(kind, std_of)))
-        for slug, (flags, sentence, fix) in DRAW_MISTAKES.items():
-            if (exercise, slug) in COVERED or (slug == "bound-std" or slug == "not-centred") and kind != "uniform":
+            if slug in DRAW_MISTAKES and ((slug == "bound-std" or slug == "not-centred") and kind != "uniform"
+                                          or slug == "variance-as-std" and kind != "normal"):
                 continue
-            if slug == "variance-as-std" and kind != "normal":
-                continue
-            maker = xavier_variant if family == "xavier" else kaiming_variant
-            ok = xavier_ok if family == "xavier" else kaiming_ok
-            mistakes.append(make(f"init-{short}-{slug}", exercise, sentence, fix, maker(kind, ok, **flags)))
+            mistakes.append(make(f"init-{short}-{slug}", exercise, sentence, fix, variant()))
     ids = {m.id for m in existing}
     return [m for m in mistakes if m.id not in ids]
 

@@ -168,7 +168,7 @@ class Lease:
         self.huey = huey
         self.task = task
         self.started = time.monotonic()
-        self.note = {"host": socket.gethostname(), "pid": os.getpid(), "at": time.time(), "elapsed": 0.0, "beat": 0}
+        self.note: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid(), "at": time.time(), "elapsed": 0.0, "beat": 0}
         self.stop = threading.Event()
         self.outage = Outage(f"worker {os.getpid()} (lease of {task})")
         self.thread = threading.Thread(target=self._renew, name="normgrade-lease", daemon=True)

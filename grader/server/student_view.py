@@ -67,11 +67,11 @@ def chapter_plan(course: Course, quizzes: list[Quiz]) -> list[PlannedChapter]:
     for quiz in quizzes:
         if quiz.chapter in taken_quizzes:
             continue
-        chapter = by_name.get(quiz.chapter)
-        if chapter is None or chapter.quiz is not None:
-            chapter = by_name[quiz.chapter] = PlannedChapter(quiz.chapter, [])
-            planned.append(chapter)
-        chapter.quiz = quiz
+        place = by_name.get(quiz.chapter)
+        if place is None or place.quiz is not None:
+            place = by_name[quiz.chapter] = PlannedChapter(quiz.chapter, [])
+            planned.append(place)
+        place.quiz = quiz
         taken_quizzes.add(quiz.chapter)
     return planned
 

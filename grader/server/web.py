@@ -72,9 +72,13 @@ def _build(config: ServerConfig, run_collector: bool, serving: store_lib.Serving
                     await asyncio.to_thread(judging.warm_up)  # quiz judges fork from a process with SymPy loaded
                 loop = asyncio.get_running_loop()
                 if run_collector:
+
+                    def closed(job_id: int) -> None:  # (from the collector's thread: st.wake runs on the loop)
+                        loop.call_soon_threadsafe(st.wake, job_id)
+
                     st.collector = Collector(config.db_path, config.queue_url, st.grader_version,
                                              config.job_timeout, config.collect_interval,
-                                             on_closed=lambda job_id: loop.call_soon_threadsafe(st.wake, job_id),
+                                             on_closed=closed,
                                              lease_timeout=config.lease_timeout,
                                              selftest=SelfTest(open_queue(config.queue_url), config.selftest_retry))
                     st.collector.start()

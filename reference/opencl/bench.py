@@ -229,8 +229,8 @@ def _copier(nbytes: int) -> Callable[[], Any]:
     nbytes = max(4, nbytes - nbytes % 4)
     src = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
     dst = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
-    cl.enqueue_fill_buffer(queue, src, np.float32(1.0), 0, nbytes)
-    cl.enqueue_fill_buffer(queue, dst, np.float32(0.0), 0, nbytes)
+    cl.enqueue_fill_buffer(queue, src, np.ones(1, np.float32), 0, nbytes)
+    cl.enqueue_fill_buffer(queue, dst, np.zeros(1, np.float32), 0, nbytes)
     return lambda: cl.enqueue_copy(queue, dst, src)
 
 
@@ -289,7 +289,8 @@ def _norm_cases(R: int, D: int, rng: np.random.Generator) -> list[_Case]:
     # (name, cpu layer, gpu layer, shape, forward (dram, row-pass, reductions, x passes), backward (...))
     # Row kernels read the row once per reduction pass and once for the output; every backward
     # also reads x and dy once more in the dgamma/dbeta column reduction (a separate kernel).
-    layers = [
+    Costs = tuple[int, int, int, int]
+    layers: list[tuple[str, Any, Any, tuple[int, ...], Costs | None, Costs | None]] = [
         ("rmsnorm", cpu.RMSNorm(D), gpu.RMSNorm(D), (R, D),
          (f * (2 * nd + D + R), f * (3 * nd + D + R), 1, 2),
          (f * (5 * nd + 2 * D + R), f * (7 * nd + 2 * D + R), 2, 3)),
@@ -307,18 +308,16 @@ def _norm_cases(R: int, D: int, rng: np.random.Generator) -> list[_Case]:
         n = int(np.prod(shape))
         xs = x.reshape(-1)[:n].reshape(shape) if n <= nd else rng.standard_normal(shape).astype(np.float32)
         ds = dy.reshape(-1)[:n].reshape(shape) if n <= nd else rng.standard_normal(shape).astype(np.float32)
-        if fwd is None:  # groupnorm: rows of (C / G) H W values, stats per (sample, group)
+        if fwd is None or bwd is None:  # groupnorm: rows of (C / G) H W values, stats per (sample, group)
             stats = 2 * shape[0] * GROUPNORM_GROUPS
             fwd = (f * (2 * n + 2 * shape[1] + stats), f * (3 * n + 2 * shape[1] + stats), 1, 2)
             bwd = (f * (5 * n + 3 * shape[1] + stats), f * (7 * n + 3 * shape[1] + stats), 2, 3)
         xd = cl_array.to_device(queue, np.ascontiguousarray(xs))
         dd = cl_array.to_device(queue, np.ascontiguousarray(ds))
-        cases.append(_Case(f"{name} forward", shape, *fwd,
-                           lambda c=c, xs=xs: c.forward(xs), lambda g=g, xd=xd: g.forward(xd)))
+        cases.append(_Case(f"{name} forward", shape, *fwd, partial(c.forward, xs), partial(g.forward, xd)))
         c.forward(xs)  # backward refers to the last forward: same x in both
         g.forward(xd)
-        cases.append(_Case(f"{name} backward", shape, *bwd,
-                           lambda c=c, ds=ds: c.backward(ds), lambda g=g, dd=dd: g.backward(dd)))
+        cases.append(_Case(f"{name} backward", shape, *bwd, partial(c.backward, ds), partial(g.backward, dd)))
         if name in ("rmsnorm", "layernorm"):
             cases.extend(_exercise_cases(name, c, x, R, D))
     return cases
@@ -378,11 +377,11 @@ def _activation_cases(R: int, D: int, rng: np.random.Generator) -> list[_Case]:
 
         def launch(kernel: "cl.Kernel" = kernel) -> None:
             # set_args holds no reference to the buffers: the closure keeps xd, yd alive
-            kernel.set_args(xd.data, yd.data, np.int32(n))
+            kernel.set_args(xd.data, yd.data, np.int32(n))  # type: ignore[arg-type]  # (stubs: .data may be None; not here)
             cl.enqueue_nd_range_kernel(queue, kernel, global_size, (local,))
 
         cases.append(_Case(f"{name} forward", (R, D), 8 * n, 8 * n, 0, 1,
-                           lambda layer=cpu_layer: layer.forward(x), launch))
+                           partial(cpu_layer.forward, x), launch))
     return cases
 
 

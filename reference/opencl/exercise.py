@@ -16,7 +16,7 @@ Outputs start as NaN, so an element a kernel never writes shows up.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -135,7 +135,7 @@ def run_exercise_kernel(
     for k, a in out_host.items():
         buffers[k] = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a if a.size else np.zeros(1, np.float32))
 
-    values = []
+    values: list[Any] = []  # (buffers, int32, float32, LocalMemory: what set_args takes)
     for arg in spec.args:
         if arg in buffers:
             values.append(buffers[arg])
@@ -148,7 +148,7 @@ def run_exercise_kernel(
                 raise ExerciseKernelError(f"{name} needs the scalar {arg!r}")
             values.append(np.float32(scalars[arg]))
         elif arg == "scratch":
-            values.append(cl.LocalMemory(4 * L))
+            values.append(cl.LocalMemory(4 * local[0]))  # (a row kernel's: local is (L,))
         else:  # pragma: no cover - the table above names only these
             raise ExerciseKernelError(f"unknown argument {arg!r} of {name}")
 

@@ -139,7 +139,7 @@ def run(kernel: "cl.Kernel", global_size: tuple[int, ...], local_size: tuple[int
     import pyopencl as cl
     import pyopencl.array as cl_array
 
-    values = []
+    values: list[Any] = []  # (buffers, int32, float32, LocalMemory: what set_args takes)
     for a in args:
         if isinstance(a, cl_array.Array):
             values.append(a.data)

@@ -333,10 +333,11 @@ def _constant_claim(ctx: "Context", case: str, family: str, factors: dict[str, f
     names = {key: _name_of(c, this) if named else None for key, c in factors.items()}
 
     def constant(key: str, name: str) -> float | None:
-        if names[key] is None:
+        label = names[key]
+        if label is None:
             return factors[key]
         found = dict(known_constants(ctx.cases[name]))
-        return found.get(names[key])
+        return found.get(label)
 
     def predict(name: str) -> dict[str, np.ndarray] | None:
         result = ctx.reference.get(name) if base is None else ctx.run_mistake(base, ctx.cases[name])
@@ -353,9 +354,10 @@ def _constant_claim(ctx: "Context", case: str, family: str, factors: dict[str, f
 
     said = []
     for key, c in factors.items():
-        amount = names[key] or _number(c)
-        value = "" if names[key] is None or names[key] == _number(c) or "/" not in names[key] and \
-            not any(ch.isalpha() for ch in names[key]) else f" (= {_number(c)} here)"
+        label = names[key]
+        amount = label or _number(c)
+        value = "" if label is None or label == _number(c) or "/" not in label and \
+            not any(ch.isalpha() for ch in label) else f" (= {_number(c)} here)"
         if family == "generic-scale":
             said.append(f"your {key} is {amount} times the expected value{value}")
         else:
@@ -403,7 +405,7 @@ def region_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
     mine = settings(this)
     for setting, value in mine.items():
 
-        def holds_on(name: str, setting: str = setting, value: Any = value) -> bool | None:
+        def holds_with(name: str, setting: str = setting, value: Any = value) -> bool | None:
             ref = ctx.reference.get(name)
             if ref is None or key not in ref.outputs or not _runs(ctx.cases[name]):
                 return None
@@ -416,7 +418,7 @@ def region_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
         if any(settings(ctx.cases[n]).get(setting) != value for n in running):  # else the claim says nothing
             claims.append(Claim("generic-region", f"Your {key} is wrong in every case {words} and right in every"
                                                   f" case without: the code that {'eval mode' if setting == 'mode' else 'this setting'}"
-                                                  " selects is wrong.", holds_on=holds_on, about=(key,)))
+                                                  " selects is wrong.", holds_on=holds_with, about=(key,)))
     return claims
 
 
@@ -614,6 +616,7 @@ def param_claims(ctx: "Context", case: str, keys: list[str], rtol: float, atol: 
     given = op.get("kwargs") or {}
     for name, default in defaults.items():
         value = given.get(name, default)
+        candidates: list[bool] | list[float]
         if isinstance(default, bool):
             candidates = [not value]
         elif isinstance(default, float) and isinstance(value, (int, float)):
@@ -648,9 +651,10 @@ def _solve(ctx: "Context", case: Case, op: dict[str, Any], name: str, start: flo
 
 def _gauss_newton(ctx: "Context", case: Case, op: dict[str, Any], name: str, start: float,
                   keys: list[str]) -> list[float]:
-    if any(_student(ctx, case.name, k) is None for k in keys):
+    students = [s for s in (_student(ctx, case.name, k) for k in keys) if s is not None]
+    if len(students) != len(keys):
         return []
-    target = np.concatenate([np.ravel(_student(ctx, case.name, k)) for k in keys])
+    target = np.concatenate([np.ravel(s) for s in students])
     if target.dtype.kind != "f" or not np.all(np.isfinite(target)):
         return []
 
@@ -709,6 +713,7 @@ def _param_claim(ctx: "Context", op: dict[str, Any], name: str, default: Any, gi
                                                     f" {default!r} (every case that leaves {name} unset agrees).",
                               rewrite)
     value = given[name]
+    rules: list[tuple[str, Callable[[Any], Any]]]
     if isinstance(default, bool):
         rules = [("ignored (the default is used)", lambda v: default)] if value != default else []
     else:
@@ -723,14 +728,14 @@ def _param_claim(ctx: "Context", op: dict[str, Any], name: str, default: Any, gi
         except (TypeError, ValueError):
             continue
 
-        def rewrite(case: Case, rule: Callable[[Any], Any] = rule) -> list[dict[str, Any]] | None:
+        def rewrite_by(case: Case, rule: Callable[[Any], Any] = rule) -> list[dict[str, Any]] | None:
             o = constructor(case)
             if o is None or (o.get("cls") or o.get("fn")) != target or name not in (o.get("kwargs") or {}):
                 return None
             return _with_setting(case, o, name, rule((o.get("kwargs") or {})[name]))
 
         return _rewrite_claim(ctx, "generic-param", f"Your code behaves as if {name} were {said}: with {name}="
-                                                    f"{value!r} it acts as {_number(float(found))}.", rewrite)
+                                                    f"{value!r} it acts as {_number(float(found))}.", rewrite_by)
     return None
 
 
@@ -848,7 +853,7 @@ def term_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
             continue
         stacked = [np.concatenate([np.ravel(decomposition[key][0][i][1]) for key in members])
                    for i in range(len(names))]
-        coefficients = _fit_coefficients(np.concatenate([np.ravel(s) for s in students]), stacked)
+        coefficients = _fit_coefficients(np.concatenate([np.ravel(s) for s in students if s is not None]), stacked)
         if coefficients is not None:
             claims.append(_terms_claim(ctx, case, members, list(names), coefficients))
     for key in keys:
@@ -947,14 +952,15 @@ def _group_factor_claim(ctx: "Context", case: str, key: str, index: int, term_na
 def axes_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
     """``generic-axes``: statistics (or the mean, or the variance alone) or the parameter gradients' sums taken over
     other axes than the reference's, by a rule that carries over to every input (``Expected.axis_variants``)."""
-    variants = getattr(ctx.expected, "axis_variants", None)
-    if variants is None:
+    variants = getattr(ctx.expected, "axis_variants", None)  # (the live source's: Expected.axis_variants)
+    variant_of = getattr(ctx.expected, "axis_variant", None)
+    if variants is None or variant_of is None:
         return []
     claims: list[Claim] = []
     for rule, what, array, axes in variants(ctx.cases[case], keys):
 
         def predict(name: str, rule: str = rule, what: str = what) -> dict[str, np.ndarray] | None:
-            return ctx.expected.axis_variant(ctx.cases[name], rule, what)
+            return variant_of(ctx.cases[name], rule, what)
 
         subject = {"statistics": "statistics are", "mean": "mean is", "variance": "variance is",
                    "parameter gradients": "parameter gradients (dgamma, dbeta) are", "dgamma": "dgamma is",
