@@ -915,12 +915,6 @@ async def api_index(request: Request) -> Response:
     ]})
 
 
-async def api_error(request: Request, exc: Exception) -> Response:
-    """Every HTTP error as ``{"error": ...}`` (pages get the same; issue 12 may render HTML for them)."""
-    assert isinstance(exc, HTTPException)
-    return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
-
-
 async def server_error(request: Request, exc: Exception) -> Response:
     """Anything unexpected: a JSON 500 (503 when the database is busy) with one line, never a traceback."""
     headers = security_headers()  # (this handler answers outside the middleware)

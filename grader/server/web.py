@@ -23,7 +23,8 @@ from grader import quiz as quiz_lib
 from grader.quiz import judging
 from grader.server import app as api
 from grader.server import lti, lti_services, pages, student_pages
-from grader.server.app import API_PREFIX, ServerConfig, ServerState, api_error, grader_version, server_error
+from grader.server.app import API_PREFIX, ServerConfig, ServerState, grader_version, server_error
+from grader.server.errors import http_error
 from grader.queue.collector import Collector
 from grader.server.headers import Framing, SecurityHeaders
 from grader.queue.jobs import open_queue
@@ -94,7 +95,7 @@ def _build(config: ServerConfig, run_collector: bool, serving: store_lib.Serving
 
     framing = Framing(lti.platforms_of(config.course).frame_origins(), lti.FRAMED_PATHS)  # who may frame the launch
     app = Starlette(routes=routes(bool(config.course.lti)), lifespan=lifespan, middleware=[Middleware(SecurityHeaders, framing=framing)],
-                    exception_handlers={HTTPException: api_error, Exception: server_error})
+                    exception_handlers={HTTPException: http_error, Exception: server_error})
     app.state.normgrade = st
     lti_services.install(app)  # LTI 1.3: its settings, tables and key (the poster starts with the lifespan)
     return app
