@@ -56,9 +56,12 @@ def _load_course(course: Path | None) -> Any:
 @click.option("--header-timeout", type=click.FloatRange(min=1), default=10.0, show_default=True,
               help="Seconds a client has to send a request's line and headers; a connection past it is closed.")
 @click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
+@click.option("--allow-shared-files", is_flag=True,
+              help="Serve even when the course database (token hashes, keys) is readable by its group or others "
+                   "(a warning then; without it such a file stops the server with the `chmod 600` to run).")
 def serve_command(course_file: Path | None, db: Path, host: str, port: int | None, queue_url: str | None,
                   workers: int, quiz_dir: Path | None, job_timeout: float, lease_timeout: float,
-                  header_timeout: float, no_sandbox: bool) -> None:
+                  header_timeout: float, no_sandbox: bool, allow_shared_files: bool) -> None:
     """Run the course server: the API under /api/v1/, the grading queue and its workers.
 
     Before it hands out a job it has a worker grade the reference solution (one
@@ -79,6 +82,12 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int | Non
 
     logging.basicConfig(level=logging.WARNING, format="grade serve: %(name)s: %(message)s")
 
+    from grader.student.store import exposed
+
+    if warning := exposed(Path(db)):  # checked before anything is served
+        if not allow_shared_files:
+            raise RemoteError(f"{warning} (or pass --allow-shared-files to serve it anyway)")
+        click.echo(f"grade serve: warning: {warning}", err=True)
     try:
         course = _load_course(course_file)
         port = listen_port(port, course.server_url)
@@ -91,10 +100,6 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int | Non
     except Exception as exc:  # redis.ConnectionError and the like: one line
         raise RemoteError(f"cannot use the queue {queue_url} ({exc}): start it, or pass another --queue") from exc
     check_port(host, port)
-    from grader.student.store import exposed
-
-    if warning := exposed(Path(db)):
-        click.echo(f"grade serve: warning: {warning}", err=True)
     if workers and not no_sandbox:
         from grader.student.sandbox.runner import Limits
 

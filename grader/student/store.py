@@ -423,15 +423,18 @@ def _refuse(path: Path, reason: str) -> StoreError:
 
 
 def exposed(path: Path) -> str | None:
-    """One line when the database file (token hashes, the LTI key) may be read by its group or others, with
-    the command that makes it owner-only; None when it is 0600 (or missing)."""
-    try:
-        mode = path.stat().st_mode & 0o777
-    except OSError:
-        return None
-    if not mode & 0o077:
-        return None
-    return f"{path} is readable by other users (mode {mode:o}): it holds token hashes and keys; run chmod 600 {path}"
+    """One line when the database file or its ``-wal``/``-shm`` (token hashes, the LTI key) may be read or
+    written by its group or others (any of the mode's bits 0o077), naming the first such file and the command
+    that makes it owner-only; None when each is 0600 or less (or missing)."""
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            mode = file.stat().st_mode & 0o777
+        except OSError:
+            continue
+        if mode & 0o077:
+            return (f"{file} is readable by other users (mode {mode:o}): it holds token hashes and keys; "
+                    f"run chmod 600 {file}")
+    return None
 
 
 def inspect_file(path: Path) -> int:
