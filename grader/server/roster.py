@@ -24,8 +24,7 @@ from pathlib import Path
 
 from grader.student.errors import UsageError
 from grader.server import auth
-from grader.student.secret_file import write_owner_only
-from grader.student.store import Store, utc_now
+from grader.student.store import Store, utc_now, write_owner_only
 
 ID_RE = re.compile(r"[A-Za-z0-9._@-]{1,64}")  # matched whole (fullmatch): "ann\n" is no id
 MAX_ROSTER_BYTES = 10 * 1024 * 1024
@@ -111,7 +110,7 @@ def issue_instructor_token(store: Store) -> str:
 
 def write_tokens(path: Path, issued: list[tuple[RosterEntry, str]]) -> None:
     """Write ``id,name,email,token`` rows to ``path``, created with mode 0600 (never readable by others:
-    grader.student.secret_file)."""
+    grader.student.store.write_owner_only)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")  # plain lines: `cut -d, -f4` gives the token
     writer.writerow(["id", "name", "email", "token"])

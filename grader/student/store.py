@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -420,6 +421,26 @@ def figure_of_text(text: str | None) -> dict[str, Any] | None:
 def _refuse(path: Path, reason: str) -> StoreError:
     reason = " ".join(reason.split())  # one line, whatever SQLite's message holds
     return StoreError(f"{path} is not a normgrade progress database ({reason}): pass another --db")
+
+
+def write_owner_only(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (a file holding secrets: tokens, a saved login) with mode 0600, atomically.
+
+    The text goes to a new temporary file beside ``path``, created by ``os.open`` with ``O_CREAT | O_EXCL`` and
+    mode 0600 (the umask can only take bits away; no ``chmod`` after, so no moment where others may read it; a
+    file or link already at that name is never reused or followed), then renamed over ``path``: a reader sees
+    the old file or the whole new one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def exposed(path: Path) -> str | None:

@@ -26,7 +26,7 @@ from grader.student.errors import GraderError
 from grader.student.engine.model import GradeReport
 from grader.student.client.uploads import collect_files
 from grader.student.client.wire import report_from_dict
-from grader.student.secret_file import write_owner_only
+from grader.student.store import write_owner_only
 
 if TYPE_CHECKING:  # httpx is imported where a server is used
     import httpx

@@ -1,4 +1,4 @@
-"""Secret files (tokens, a saved login) are written owner-only from their first byte (grader/student/secret_file.py)."""
+"""Secret files (tokens, a saved login) are written owner-only from their first byte (grader.student.store.write_owner_only)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from grader.server import roster
-from grader.student.secret_file import write_owner_only
+from grader.student.store import write_owner_only
 
 
 def test_a_secret_file_is_0600_whatever_the_umask_and_whatever_was_there(tmp_path: Path) -> None:
