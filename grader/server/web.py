@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute, Route
 from grader import quiz as quiz_lib
 from grader.quiz import judging
 from grader.server import app as api
-from grader.server import lti, lti_services, pages, student_pages
+from grader.server import lti, lti_services, openapi, pages, student_pages
 from grader.server.app import API_PREFIX, ServerConfig, ServerState, grader_version, server_error
 from grader.server.errors import http_error
 from grader.queue.collector import Collector
@@ -38,7 +38,8 @@ from grader.student.store import Store
 def routes(with_lti: bool = True) -> list[BaseRoute]:
     """The API routes, then the pages (grader/server/pages.py), the student's pages, the dashboard's LMS page and,
     ``with_lti`` (the course has an ``[lti]`` section), the LTI routes ``/lti/...``."""
-    endpoints: list[BaseRoute] = [Route(API_PREFIX + "/", api.api_index, methods=["GET"])]
+    endpoints: list[BaseRoute] = [Route(API_PREFIX + "/", api.api_index, methods=["GET"]),
+                                  Route(API_PREFIX + openapi.OPENAPI_PATH, openapi.openapi_json, methods=["GET"])]
     endpoints += [Route(API_PREFIX + path, handler, methods=[method]) for method, path, handler, _ in api.API]
     launch = lti.routes() if with_lti else []
     return endpoints + pages.routes() + student_pages.routes() + launch + lti_services.routes()
