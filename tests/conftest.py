@@ -135,6 +135,7 @@ SERVER_TESTS: tuple[str, ...] = (
     "tests/docs/test_docs_run.py::test_lti_page",
     "tests/term/test_rescore.py::test_a_class_graded_with_grade_batch_can_be_rescored",
     "tests/term/test_rescore.py::test_dry_run_then_rescore_on_the_embedded_queue",
+    "tests/term/test_rescore.py::test_without_bubblewrap_rescore_ends_at_once_not_graded_then_heals_when_run_again",
     "tests/term/test_rescore.py::test_the_dashboard_shows_the_last_rescoring",
 )
 
