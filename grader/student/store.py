@@ -443,18 +443,18 @@ def write_owner_only(path: Path, text: str) -> None:
         raise
 
 
-def exposed(path: Path) -> str | None:
-    """One line when the database file or its ``-wal``/``-shm`` (token hashes, the LTI key) may be read or
-    written by its group or others (any of the mode's bits 0o077), naming the first such file and the command
-    that makes it owner-only; None when each is 0600 or less (or missing)."""
+def exposed(path: Path, holds: str = "token hashes and keys") -> str | None:
+    """One line when a SQLite file or its ``-wal``/``-shm`` (the course database: token hashes, the LTI key;
+    the embedded queue: ``holds`` the uploads) may be read or written by its group or others (any of the mode's
+    bits 0o077), naming the first such file and the command that makes it owner-only; None when each is 0600
+    or less (or missing)."""
     for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         try:
             mode = file.stat().st_mode & 0o777
         except OSError:
             continue
         if mode & 0o077:
-            return (f"{file} is readable by other users (mode {mode:o}): it holds token hashes and keys; "
-                    f"run chmod 600 {file}")
+            return f"{file} is readable by other users (mode {mode:o}): it holds {holds}; run chmod 600 {file}"
     return None
 
 
