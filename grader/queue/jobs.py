@@ -456,6 +456,17 @@ class Queue:
         return {str(task.id) for task in self.huey.pending()}
 
 
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite queue URL (``sqlite:///PATH``, ``sqlite://relative/path`` or a bare path); None for
+    any other scheme."""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("sqlite", ""):
+        return None
+    if parsed.scheme and parsed.netloc:  # sqlite://relative/path
+        return Path(parsed.netloc + parsed.path)
+    return Path(parsed.path if parsed.scheme else url)
+
+
 def open_queue(url: str) -> Queue:
     """The queue for ``url`` (``sqlite:///PATH``, a bare path, or ``redis://...``); SetupError when unusable."""
     parsed = urlparse(url)
@@ -469,14 +480,16 @@ def open_queue(url: str) -> Queue:
             huey: Huey = BackoffRedisHuey(QUEUE_NAME, connection_pool=pool, results=True, utc=True)
         except Exception as exc:  # redis.exceptions / ConfigurationError: one line, what to do
             raise SetupError(f"cannot use the Redis queue {url} ({exc}): check --queue") from exc
-    elif parsed.scheme in ("sqlite", ""):
-        path = Path(parsed.path if parsed.scheme else url)
-        if parsed.scheme and parsed.netloc:  # sqlite://relative/path
-            path = Path(parsed.netloc + parsed.path)
+    elif (path := sqlite_path(url)) is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            # owner-only from the start (its -wal, -shm take its mode); only when missing: closing a descriptor of
+            # a file this process has open in SQLite would drop the process's locks on it
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:
+            pass
         except OSError as exc:
-            raise SetupError(f"cannot create the queue folder {path.parent} ({exc.strerror}): check --queue") from exc
+            raise SetupError(f"cannot create the queue {path} ({exc.strerror}): check --queue") from exc
         huey = BackoffSqliteHuey(QUEUE_NAME, filename=str(path), results=True, utc=True, fsync=True)
     else:
         raise SetupError(f"'{url}' is not a queue URL: use sqlite:///PATH or redis://HOST:PORT/DB")

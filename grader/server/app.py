@@ -58,6 +58,7 @@ from grader.student.course import DEFAULT_COURSE, Course, late_exercises, parse_
 from grader.student import standing as student_standing
 from grader.student.errors import GraderError, StoreError
 from grader.server import auth, lti_services
+from grader.server.api_schema import ROW_ID, TEXT, TEXTS, body_object, takes
 from grader.queue import estimate, records
 from grader.server.headers import as_dict as security_headers
 from grader.server.text_input import refuse_unsafe_text
@@ -405,6 +406,8 @@ def selected_exercises(course: Course, selectors: list[str], when: datetime, stu
     return ids
 
 
+@takes(body_object({"files": {"type": "object", "additionalProperties": TEXT}, "exercises": TEXTS}, ("files",)),
+       headers={"Idempotency-Key": TEXT})
 async def create_submission(request: Request) -> Response:
     """POST /submissions: store the upload (files + row, one transaction), then answer 202."""
     st = state(request)
@@ -440,6 +443,7 @@ async def create_submission(request: Request) -> Response:
     return JSONResponse(body, status_code=202, headers={"Location": body["url"]})
 
 
+@takes(path={"id": ROW_ID}, query={"wait": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_S}})
 async def get_submission(request: Request) -> Response:
     """GET /submissions/{id}[?wait=S]: a job's state, and its report once graded (404 when not yours).
 
@@ -651,6 +655,7 @@ def closed_explanation(posed: quiz_lib.Posed) -> str:
     return posed.explanation(expected)
 
 
+@takes(body_object({"question": TEXT, "answer": {}, "shown": {"type": "boolean"}}, ("question", "answer")))
 async def answer_quiz(request: Request) -> Response:
     """POST /quizzes/{chapter}/answers ``{"question", "answer", "shown"}``: judged once here, recorded, then told.
 
@@ -741,6 +746,7 @@ def _text(doc: dict[str, Any], key: str) -> str:
     return str(value)
 
 
+@takes(body_object({"exercise": TEXT, "reason": TEXT, "submission": ROW_ID}, ("exercise", "reason")))
 async def create_regrade(request: Request) -> Response:
     """POST /regrades: file a regrade request {exercise, reason, submission?} about one of your uploads."""
     principal = who(request)
@@ -758,6 +764,7 @@ async def create_regrade(request: Request) -> Response:
     return JSONResponse(regrade.public(row), status_code=201)
 
 
+@takes(query={"status": {"enum": ["open", "answered"]}})
 async def list_regrades(request: Request) -> Response:
     """GET /regrades: your regrade requests and their answers (the instructor: everyone's, ?status=open)."""
     principal = who(request)
@@ -770,6 +777,7 @@ async def list_regrades(request: Request) -> Response:
     return JSONResponse({"requests": [regrade.public(r) for r in rows]})
 
 
+@takes(body_object({"reply": TEXT, "score": {"type": ["number", "string"]}}, ("reply",)), path={"id": ROW_ID})
 async def answer_regrade(request: Request) -> Response:
     """POST /regrades/{id}/answer (instructor): {reply, score?}; a score is written as an override."""
     principal = instructor(request)
@@ -790,6 +798,8 @@ async def list_extensions(request: Request) -> Response:
     return JSONResponse({"extensions": extensions.listing(db_store(request), st.config.course)})
 
 
+@takes(body_object({k: TEXT for k in ("student", "group", "chapter", "due", "reason", "late_until")}
+                   | {"late_penalty": {"type": ["number", "string"]}}, ("chapter", "due", "reason")))
 async def create_extension(request: Request) -> Response:
     """POST /extensions (instructor): {student or group, chapter, due, reason, late_penalty?, late_until?}."""
     principal = instructor(request)
@@ -833,6 +843,7 @@ async def get_health(request: Request) -> Response:
     })
 
 
+@takes(body_object({}, closed=True))
 async def sync_roster(request: Request) -> Response:
     """POST /roster/sync (instructor, body {}): pull the LMS's membership into the roster now; the new tokens.
 
@@ -847,6 +858,7 @@ async def sync_roster(request: Request) -> Response:
     return JSONResponse(result.to_json())
 
 
+@takes(body_object({"exercises": TEXTS, "dry_run": {"type": "boolean"}}))
 async def rescore_now(request: Request) -> Response:
     """POST /rescore (instructor, body {"exercises": [...], "dry_run": false}): grade the stored uploads again.
 
@@ -912,12 +924,6 @@ async def api_index(request: Request) -> Response:
         {"method": m, "path": API_PREFIX + p, "who": w, "summary": (h.__doc__ or "").strip().splitlines()[0]}
         for m, p, h, w in API
     ]})
-
-
-async def api_error(request: Request, exc: Exception) -> Response:
-    """Every HTTP error as ``{"error": ...}`` (pages get the same; issue 12 may render HTML for them)."""
-    assert isinstance(exc, HTTPException)
-    return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 
 
 async def server_error(request: Request, exc: Exception) -> Response:

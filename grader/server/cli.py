@@ -32,6 +32,28 @@ def _load_course(course: Path | None) -> Any:
     return DEFAULT_COURSE if course is None else load_course(course)
 
 
+ALLOW_SHARED_FILES = click.option(
+    "--allow-shared-files", is_flag=True,
+    help="Run even when the course database (token hashes, keys) or the embedded queue (uploads) is readable by "
+         "its group or others (a warning then; without it such a file stops the command with the `chmod 600`).")
+
+
+def check_shared_files(command: str, db: Path | None, queue_url: str, allow: bool) -> None:
+    """Refuse to start (one line naming the file and the `chmod 600` to run, exit status 2) when the course
+    database or a SQLite queue (and their -wal, -shm) may be read by the file's group or others; with ``allow``
+    (``--allow-shared-files``) say the same as a warning and go on."""
+    from grader.queue.jobs import sqlite_path
+    from grader.student.store import exposed
+
+    queue_file = sqlite_path(queue_url)
+    found = [exposed(db)] if db is not None else []
+    found += [exposed(queue_file, "the students' uploads and reports")] if queue_file is not None else []
+    for warning in filter(None, found):
+        if not allow:
+            raise RemoteError(f"{warning} (or pass --allow-shared-files to run anyway)")
+        click.echo(f"grade {command}: warning: {warning}", err=True)
+
+
 @click.command("serve")
 @click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The course.toml [default: no deadlines, best score counts, 30 uploads per hour].")
@@ -55,9 +77,10 @@ def _load_course(course: Path | None) -> Any:
 @click.option("--header-timeout", type=click.FloatRange(min=1), default=10.0, show_default=True,
               help="Seconds a client has to send a request's line and headers; a connection past it is closed.")
 @click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
+@ALLOW_SHARED_FILES
 def serve_command(course_file: Path | None, db: Path, host: str, port: int | None, queue_url: str | None,
                   workers: int, quiz_dir: Path | None, job_timeout: float, lease_timeout: float,
-                  header_timeout: float, no_sandbox: bool) -> None:
+                  header_timeout: float, no_sandbox: bool, allow_shared_files: bool) -> None:
     """Run the course server: the API under /api/v1/, the grading queue and its workers.
 
     Before it hands out a job it has a worker grade the reference solution (one
@@ -78,6 +101,8 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int | Non
 
     logging.basicConfig(level=logging.WARNING, format="grade serve: %(name)s: %(message)s")
 
+    queue_url = queue_url or default_queue_url(db)
+    check_shared_files("serve", db, queue_url, allow_shared_files)  # before anything is created or served
     try:
         course = _load_course(course_file)
         from grader import quiz as quiz_lib
@@ -85,7 +110,6 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int | Non
         quizzes = quiz_dir if quiz_dir is not None else quiz_lib.default_quiz_dir()
         course.check_quizzes(quiz_lib.chapter_ids(quizzes) if quizzes.is_dir() else [])  # matched by name or `quiz`
         port = listen_port(port, course.server_url)
-        queue_url = queue_url or default_queue_url(db)
         open_queue(queue_url).pending()  # an unusable queue stops here, with its reason
         app = create_app(ServerConfig(db, queue_url, course, quiz_dir, job_timeout, lease_timeout=lease_timeout,
                                       url=local_url(host, port)))
@@ -94,10 +118,6 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int | Non
     except Exception as exc:  # redis.ConnectionError and the like: one line
         raise RemoteError(f"cannot use the queue {queue_url} ({exc}): start it, or pass another --queue") from exc
     check_port(host, port)
-    from grader.student.store import exposed
-
-    if warning := exposed(Path(db)):
-        click.echo(f"grade serve: warning: {warning}", err=True)
     if workers and not no_sandbox:
         from grader.student.sandbox.runner import Limits
 
@@ -159,7 +179,8 @@ def check_port(host: str, port: int) -> None:
 @click.option("--self-test/--no-self-test", default=True, show_default=True,
               help="Grade the reference solution (one NumPy, one kernel exercise) before taking jobs; a kind that "
                    "fails is refused here (its exercises held by the server) until a self-test passes.")
-def worker_command(queue_url: str, workers: int, no_sandbox: bool, self_test: bool) -> None:
+@ALLOW_SHARED_FILES
+def worker_command(queue_url: str, workers: int, no_sandbox: bool, self_test: bool, allow_shared_files: bool) -> None:
     """Grade submissions from the server's queue until stopped (Ctrl-C or SIGTERM).
 
     Run it on as many machines as you like with the same redis:// queue; the
@@ -169,6 +190,7 @@ def worker_command(queue_url: str, workers: int, no_sandbox: bool, self_test: bo
     """
     from grader.queue import jobs
 
+    check_shared_files("worker", None, queue_url, allow_shared_files)
     jobs.SANDBOX = not no_sandbox
     try:
         jobs.run_consumer(queue_url, workers, self_test)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from pathlib import Path
 
 from grader.student.errors import UsageError
 from grader.server import auth
-from grader.student.store import Store, utc_now
+from grader.student.store import Store, utc_now, write_owner_only
 from grader.student.store import roster as store_roster
 
 ID_RE = re.compile(r"[A-Za-z0-9._@-]{1,64}")  # matched whole (fullmatch): "ann\n" is no id
@@ -108,19 +107,14 @@ def issue_instructor_token(store: Store) -> str:
 
 
 def write_tokens(path: Path, issued: list[tuple[RosterEntry, str]]) -> None:
-    """Write ``id,name,email,token`` rows to ``path``, created with mode 0600 (never readable by others)."""
+    """Write ``id,name,email,token`` rows to ``path``, created with mode 0600 (never readable by others:
+    grader.student.store.write_owner_only)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")  # plain lines: `cut -d, -f4` gives the token
     writer.writerow(["id", "name", "email", "token"])
     for entry, token in issued:
         writer.writerow([entry.id, entry.name, entry.email, token])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-        fh.write(buffer.getvalue())
-    os.chmod(tmp, 0o600)
-    tmp.replace(path)
+    write_owner_only(path, buffer.getvalue())
 
 
 def unignored_secret(path: Path) -> str:

@@ -22,8 +22,9 @@ from starlette.routing import BaseRoute, Route
 from grader import quiz as quiz_lib
 from grader.quiz import judging
 from grader.server import app as api
-from grader.server import lti, lti_services, pages, student_pages
-from grader.server.app import API_PREFIX, ServerConfig, ServerState, api_error, grader_version, server_error
+from grader.server import lti, lti_services, openapi, pages, student_pages
+from grader.server.app import API_PREFIX, ServerConfig, ServerState, grader_version, server_error
+from grader.server.errors import http_error
 from grader.queue.collector import Collector
 from grader.server.headers import Framing, SecurityHeaders
 from grader.queue.jobs import open_queue
@@ -37,7 +38,8 @@ from grader.student.store import Store
 def routes(with_lti: bool = True) -> list[BaseRoute]:
     """The API routes, then the pages (grader/server/pages.py), the student's pages, the dashboard's LMS page and,
     ``with_lti`` (the course has an ``[lti]`` section), the LTI routes ``/lti/...``."""
-    endpoints: list[BaseRoute] = [Route(API_PREFIX + "/", api.api_index, methods=["GET"])]
+    endpoints: list[BaseRoute] = [Route(API_PREFIX + "/", api.api_index, methods=["GET"]),
+                                  Route(API_PREFIX + openapi.OPENAPI_PATH, openapi.openapi_json, methods=["GET"])]
     endpoints += [Route(API_PREFIX + path, handler, methods=[method]) for method, path, handler, _ in api.API]
     launch = lti.routes() if with_lti else []
     return endpoints + pages.routes() + student_pages.routes() + launch + lti_services.routes()
@@ -98,7 +100,7 @@ def _build(config: ServerConfig, run_collector: bool, serving: store_lib.Serving
 
     framing = Framing(lti.platforms_of(config.course).frame_origins(), lti.FRAMED_PATHS)  # who may frame the launch
     app = Starlette(routes=routes(bool(config.course.lti)), lifespan=lifespan, middleware=[Middleware(SecurityHeaders, framing=framing)],
-                    exception_handlers={HTTPException: api_error, Exception: server_error})
+                    exception_handlers={HTTPException: http_error, Exception: server_error})
     app.state.normgrade = st
     lti_services.install(app)  # LTI 1.3: its settings, tables and key (the poster starts with the lifespan)
     return app

@@ -73,12 +73,14 @@ def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | No
         course = remote_cli._load_course(course_file)
         queue_url = queue_url or default_queue_url(db)
         queue = open_queue(queue_url)
-        if workers:
+        unavailable = sandbox_missing() if workers and not no_sandbox else None
+        if workers and unavailable is None:
             consumer = WorkerPool(queue_url, workers, no_sandbox).start()  # dies with this command
         with Store.open(db, writer="grade rescore") as store:
             outcome = rescore.rescore(
                 store, queue, course, exercises, grader_version(), dry_run, timeout,
                 on_result=lambda done, total: click.echo(f"\rgraded {done}/{total}", nl=done == total, err=True),
+                unavailable=unavailable,
             )
     except GraderError as exc:
         raise remote_cli.one_line(exc) from exc
@@ -86,6 +88,17 @@ def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | No
         if consumer is not None:
             consumer.stop()
     _print_outcome(outcome, csv_path)
+
+
+def sandbox_missing() -> str | None:
+    """Why the grading workers this command would start cannot grade (the OS sandbox cannot start here), or None."""
+    from grader.student.sandbox.runner import Limits
+
+    try:
+        Limits(sandbox=True).sandboxed()
+    except GraderError as exc:
+        return f"the OS sandbox cannot start on this machine: {exc}"
+    return None
 
 
 def _print_outcome(outcome: Any, csv_path: Path | None) -> None:

@@ -207,29 +207,44 @@ class _Lost(Exception):
 
 def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], grader_version: str,
             dry_run: bool = False, timeout: float = 600.0,
-            on_result: Callable[[int, int], None] | None = None) -> Outcome:
-    """Grade every stored upload of ``exercises`` (all: []) again on ``queue``; record beside (unless a dry run)."""
+            on_result: Callable[[int, int], None] | None = None, unavailable: str | None = None) -> Outcome:
+    """Grade every stored upload of ``exercises`` (all: []) again on ``queue``; record beside (unless a dry run).
+
+    A fault of the grading machine is never a new result: an exercise that comes back ``not_graded`` (its
+    worker's self-test fails for its kind, or the OS sandbox cannot start there) keeps its recorded result and
+    is listed as not graded again with the worker's reason; ``unavailable`` (why no worker can grade here, e.g.
+    bubblewrap is missing) sends nothing and lists every upload so at once. Running it again once the machine
+    is fixed grades the same stored files: no new upload is needed.
+    """
     uploads = stored_uploads(store, exercises)
     if not uploads:
         raise RescoreError("no graded upload with stored files holds those exercises: nothing to rescore "
                            "(uploads to the course server and hand-ins graded by `grade batch` keep their files; "
                            "`grade submit` keeps none)")
-    results = grade_again(store, queue, uploads, timeout, on_result)
+    results = grade_again(store, queue, uploads, timeout, on_result) if unavailable is None else {}
     errors: list[dict[str, Any]] = []
     new_results: dict[int, ExerciseResult] = {}
     old_of: dict[int, dict[str, Any]] = {}
+    graded = 0
     for job, _ids in uploads:
         result = results.get(int(job["id"]))
         if result is None:
-            errors.append({"job": job["id"], "student": job["student"],
-                           "error": f"no result within {timeout:g} s (is a `grade worker` running on the queue?)"})
+            why = unavailable or f"no result within {timeout:g} s (is a `grade worker` running on the queue?)"
+            errors.append({"job": job["id"], "student": job["student"], "error": _not_graded(why)})
             continue
         if not result.get("ok"):
             errors.append({"job": job["id"], "student": job["student"], "error": str(result.get("error"))})
             continue
         report = report_from_dict(result["report"])
         current = _current_rows(store, int(job["attempt_id"]))
+        refused = [e for e in report.exercises if e.status == "not_graded"]
+        if refused:
+            errors.append({"job": job["id"], "student": job["student"],
+                           "error": _not_graded(f"{', '.join(e.id for e in refused)}: {refused[0].message}")})
+        graded += len(refused) < len(report.exercises)
         for exercise in report.exercises:
+            if exercise.status == "not_graded":
+                continue  # the machine's fault: the recorded result stands
             old = current.get(exercise.id)
             if old is not None:
                 new_results[int(old["id"])] = exercise
@@ -238,7 +253,7 @@ def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], gr
     rescoring_id = None
     if not dry_run:
         with store.transaction() as db:
-            rescoring_id = rescorings.start(db, utc_now(), grader_version, json.dumps(exercises), len(results),
+            rescoring_id = rescorings.start(db, utc_now(), grader_version, json.dumps(exercises), graded,
                                             json.dumps(errors))
         by_upload: dict[int, list[tuple[dict[str, Any], ExerciseResult]]] = {}
         for sub_id, new in new_results.items():
@@ -251,7 +266,12 @@ def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], gr
                                "error": "this upload was rescored by another run meanwhile (its result kept)"})
         with store.transaction() as db:
             rescorings.finish(db, rescoring_id, utc_now(), json.dumps([asdict(c) for c in found]), json.dumps(errors))
-    return Outcome(rescoring_id, grader_version, exercises, len(results), found, errors, dry_run)
+    return Outcome(rescoring_id, grader_version, exercises, graded, found, errors, dry_run)
+
+
+def _not_graded(why: str) -> str:
+    """The error line of an upload a rescoring could not grade (a fault of the grading machine, never a zero)."""
+    return f"{why}; its recorded result stands: fix the worker and run `grade rescore` again"
 
 
 def last_rescoring(store: Store) -> dict[str, Any] | None:

@@ -7,6 +7,9 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import os
+import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -19,7 +22,8 @@ from grader.cli import cli
 from grader.queue import records
 from grader.course.solution import write_solution
 from grader.student.course import DEFAULT_COURSE
-from grader.student.engine.model import GradeReport
+from grader.student.client.wire import report_to_dict
+from grader.student.engine.model import ExerciseResult, GradeReport
 from grader.student.store import Store
 from server_util import Redis, solution_files, start_worker, stop_process
 
@@ -127,6 +131,55 @@ def test_no_worker_means_listed_as_not_graded_and_nothing_recorded(tmp_path: Pat
     assert result.exit_code == 0 and "0 uploads graded again" in result.output
     assert result.output.count("not graded again") == 2 and "is a `grade worker` running" in result.output
     assert counted(db, "ann") == uploads["ann"].score  # type: ignore[attr-defined]
+
+
+def test_a_worker_that_cannot_grade_leaves_the_recorded_result_and_says_why(
+        tmp_path: Path, uploads: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exercise back ``not_graded`` (its worker's self-test fails, the sandbox cannot start there) is the
+    machine's fault: listed as not graded again with the reason, never recorded over the old result."""
+    db = course_db(tmp_path, uploads)
+    reason = "this worker's self-test fails for them: bubblewrap is not installed (apt-get install bubblewrap)"
+
+    def refused(store: Store, queue: object, found: list[tuple[dict[str, object], list[str]]], *args: object,
+                **kwargs: object) -> dict[int, dict[str, object]]:
+        return {int(job["id"]): {"ok": True, "report": report_to_dict(GradeReport(str(job["student"]), [
+            ExerciseResult("activations.ReLU", "not_graded", 0.0, 10.0, [], reason)], "h", [], True))}
+            for job, _ in found}
+
+    monkeypatch.setattr(rescore, "grade_again", refused)
+    with Store.open(db) as store:
+        outcome = rescore.rescore(store, None, DEFAULT_COURSE, [], "new")  # type: ignore[arg-type]
+    assert outcome.uploads == 0 and outcome.changes == [] and len(outcome.errors) == 2
+    assert all("bubblewrap is not installed" in e["error"] and "recorded result stands" in e["error"]
+               for e in outcome.errors)
+    assert counted(db, "ann") == uploads["ann"].score  # type: ignore[attr-defined]
+    with Store.open(db) as store:
+        assert all(r["superseded_by"] is None and r["status"] != "not_graded"
+                   for r in store.submissions(superseded=True))
+
+
+def test_without_bubblewrap_rescore_ends_at_once_not_graded_then_heals_when_run_again(
+        tmp_path: Path, uploads: dict[str, object]) -> None:
+    """The workers `grade rescore` starts cannot run without bubblewrap: it says so for each upload at once (it
+    waited for --timeout, 600 s, before), records no zero, and a run once bubblewrap is back rescores the same
+    stored files."""
+    db = course_db(tmp_path, uploads)
+    no_bwrap = tmp_path / "bin"  # this machine's programs, bubblewrap left out
+    no_bwrap.mkdir()
+    for folder in (Path("/usr/bin"), Path("/bin")):
+        for program in folder.iterdir():
+            if program.name != "bwrap" and not (no_bwrap / program.name).exists():
+                (no_bwrap / program.name).symlink_to(program)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{no_bwrap}"}
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "rescore", "--db", str(db), "--workers", "1"],
+                          env=env, capture_output=True, text=True, timeout=120)  # (the timeout: a hang fails)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("bubblewrap is not installed") == 2 and "0 uploads graded again" in done.stdout
+    assert "recorded result stands" in done.stdout and "exited" not in done.stderr  # no worker started
+    assert counted(db, "ann") == uploads["ann"].score  # type: ignore[attr-defined]
+    healed = CliRunner().invoke(cli, ["rescore", "--db", str(db), "--workers", "1"])
+    assert healed.exit_code == 0, healed.output
+    check_rescored(db, uploads, healed.output)
 
 
 def test_rescore_on_redis_with_two_worker_processes(tmp_path: Path, uploads: dict[str, object],

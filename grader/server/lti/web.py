@@ -15,6 +15,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
 
 from grader.server import auth, instructor, limits, student_sessions
+from grader.server.api_schema import takes
 from grader.server.lti.keys import JWKS_MAX_AGE_S, public_jwks
 from grader.server.lti.launch import STATE_TTL_S, Launch, admit, same_origin, save_context, validate_launch
 from grader.server.lti.members import launch_token, match_member
@@ -233,11 +234,13 @@ def instructor_session(request: Request, launch: Launch) -> Response:
     return response
 
 
+@takes(public=True)
 async def jwks_endpoint(request: Request) -> Response:
     """GET /lti/jwks: the tool's public keys (the platform checks our service-token requests with them)."""
     return JSONResponse(public_jwks(store_of(request)), headers={"Cache-Control": f"max-age={JWKS_MAX_AGE_S}"})
 
 
+@takes(public=True)
 async def tool_configuration(request: Request) -> Response:
     """GET /lti/config: the URLs and claims to enter in the LMS (JSON; docs/lti.md explains each)."""
     base = tool_url(request)

@@ -26,6 +26,7 @@ from grader.student.errors import GraderError
 from grader.student.engine.model import GradeReport
 from grader.student.client.uploads import collect_files
 from grader.student.client.wire import report_from_dict
+from grader.student.store import write_owner_only
 
 if TYPE_CHECKING:  # httpx is imported where a server is used
     import httpx
@@ -78,12 +79,7 @@ def save_login(login: Login) -> Path:
     """Write the login file with mode 0600 (its folder 0700); return its path."""
     path = config_path()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"server": login.server, "token": login.token, "student": login.student}, fh)
-    os.chmod(tmp, 0o600)
-    tmp.replace(path)
+    write_owner_only(path, json.dumps({"server": login.server, "token": login.token, "student": login.student}))
     return path
 
 

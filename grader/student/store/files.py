@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
 from pathlib import Path
 
@@ -28,16 +29,39 @@ def refuse(path: Path, reason: str) -> StoreError:
     return StoreError(f"{path} is not a normgrade progress database ({reason}): pass another --db")
 
 
-def exposed(path: Path) -> str | None:
-    """One line when the database file (token hashes, the LTI key) may be read by its group or others, with
-    the command that makes it owner-only; None when it is 0600 (or missing)."""
+def write_owner_only(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (a file holding secrets: tokens, a saved login) with mode 0600, atomically.
+
+    The text goes to a new temporary file beside ``path``, created by ``os.open`` with ``O_CREAT | O_EXCL`` and
+    mode 0600 (the umask can only take bits away; no ``chmod`` after, so no moment where others may read it; a
+    file or link already at that name is never reused or followed), then renamed over ``path``: a reader sees
+    the old file or the whole new one.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        mode = path.stat().st_mode & 0o777
-    except OSError:
-        return None
-    if not mode & 0o077:
-        return None
-    return f"{path} is readable by other users (mode {mode:o}): it holds token hashes and keys; run chmod 600 {path}"
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def exposed(path: Path, holds: str = "token hashes and keys") -> str | None:
+    """One line when a SQLite file or its ``-wal``/``-shm`` (the course database: token hashes, the LTI key;
+    the embedded queue: ``holds`` the uploads) may be read or written by its group or others (any of the mode's
+    bits 0o077), naming the first such file and the command that makes it owner-only; None when each is 0600
+    or less (or missing)."""
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            mode = file.stat().st_mode & 0o777
+        except OSError:
+            continue
+        if mode & 0o077:
+            return f"{file} is readable by other users (mode {mode:o}): it holds {holds}; run chmod 600 {file}"
+    return None
 
 
 def inspect_file(path: Path) -> int:
