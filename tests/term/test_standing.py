@@ -108,7 +108,7 @@ def test_exam_totals_are_the_same_in_the_text_and_html_reports() -> None:
     assert (totals.counted, totals.maximum, totals.full, totals.shown, totals.held) == (10.8, 16.0, 1, 2, 2)
     text, page = format_text(report, late_shares=shares), format_html(report, late_shares=shares)
     line = text.splitlines()[-1]
-    assert line.startswith("Total: 10.8/16 (67.5%) counted (12/16 as graded, late work penalised), 1 of 2 exercises")
+    assert line.startswith("This upload: 10.8/16 (67.5%) counted (12/16 as graded, late work penalised), 1 of 2 exercises")
     assert line in page.replace("&#x27;", "'")
     for view in (text, page):
         assert "0/0" not in view and "0/10" not in view and "One cause behind" not in view
@@ -387,3 +387,36 @@ def test_gradescope_results_hold_the_exam_and_withhold_the_fix(tmp_path: Path, m
     assert results["score"] == 0.0 and "score" not in test and test["tags"] == ["held"]
     assert test["output"].endswith(f"received, feedback at {standing.format_time(NOW + timedelta(hours=2))}")
     assert FIX not in json.dumps(results) and "4/8" not in json.dumps(results)
+
+
+def test_a_report_totals_its_upload_and_grade_progress_the_course(tmp_path: Path) -> None:
+    """Issue 43, bug 5: /300 on a submit, /340 in `grade progress`, with no word why. A report's line says "This
+    upload" (the exercises it graded), `grade progress`'s says "Course" (every exercise, the score that counts of
+    each), and both numbers are the model's."""
+    from grader.student.course import counted_score
+    from grader.student.feedback.progress import Progress, format_progress
+
+    text = chapter_toml("normalization", ["normalization"], due=iso(-1), late_penalty="0.3", late_until=iso(24))
+    with served(tmp_path, text) as env:
+        first = record(env, GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)], "h"),
+                       key="a", files={"activations.py": "# a\n"}, hours=-3)
+        second = record(env, batchnorm_report(), key="b")  # late: counts 70%
+        doc = get(env, "ann", f"/submissions/{second}").json()
+        report = report_from_dict(doc["report"])
+        shares = {str(x["exercise"]): float(x["counts"]) for x in doc["late"]}
+        line = format_text(report, late_shares=shares).splitlines()[-1]
+        upload = standing.totals(report, shares)
+        assert line.startswith(f"This upload: {upload.counted:g}/{upload.maximum:g} (35.0%) counted") and first
+        progress = get(env, "ann", "/progress").json()
+        course = load_course(tmp_path / "course.toml")
+        with Store.open(env["db"]) as store:
+            counted = {e: counted_score(store.submissions("ann", e), course.chapter_of(e, "ann"), course.rule).score
+                       for e in ("activations.ReLU", "normalization.BatchNorm1d")}
+        assert counted == {"activations.ReLU": 10.0, "normalization.BatchNorm1d": pytest.approx(2.8)}
+        cells = [e for c in progress["chapters"] for e in c["exercises"]]
+        assert progress["score"] == pytest.approx(sum(counted.values()))
+        assert progress["max_score"] == sum(e["max_score"] for e in cells)
+        said = format_progress(Progress.from_json(progress))
+        assert (f"Course: {progress['score']:g}/{progress['max_score']:g} exercise points ({progress['percent']:.1f}%)"
+                f" over all {len(cells)} exercises, each with the score that counts") in said
+        assert "This upload" not in said and "Course:" not in line

@@ -253,9 +253,10 @@ def format_progress(progress: Progress, color: bool = False) -> str:
                 f"{q.questions_correct}/{q.questions} questions correct ({state})"
             )
     hidden = sum(ex.last_status == "received" for c in progress.chapters for ex in c.exercises)
-    lines.append(style(
-        f"Overall: {format_score(progress.score)}/{format_score(progress.max_score)} "
-        f"exercise points ({progress.percent:.1f}%)"
+    counted = sum(ex.last_status != "received" for c in progress.chapters for ex in c.exercises)
+    lines.append(style(  # the course's total, told apart from a report's ("This upload: ...", one upload)
+        f"Course: {format_score(progress.score)}/{format_score(progress.max_score)} "
+        f"exercise points ({progress.percent:.1f}%) over all {counted} exercises, each with the score that counts"
         + (f", not counting {hidden} exercise{'s' if hidden != 1 else ''} whose score is hidden until the "
            "feedback release (exam mode)" if hidden else ""), bold=True))
     quizzes = [c.quiz for c in progress.chapters if c.quiz is not None]
