@@ -420,3 +420,45 @@ def test_a_report_totals_its_upload_and_grade_progress_the_course(tmp_path: Path
         assert (f"Course: {progress['score']:g}/{progress['max_score']:g} exercise points ({progress['percent']:.1f}%)"
                 f" over all {len(cells)} exercises, each with the score that counts") in said
         assert "This upload" not in said and "Course:" not in line
+
+
+def test_the_docs_example_course_says_the_same_in_every_view(tmp_path: Path) -> None:
+    """The docs' example course (docs/course.example.toml, as written) served: one upload of BatchNorm1d (released
+    at `derive`) and of an exam chapter's exercise. Whatever today's date, every view says what the model says now:
+    the same held set (the exam chapter's until its release), the same total line, no fix of the derive stub, and
+    `grade progress`'s cells the counted score of the model (late and closed rules included)."""
+    from grader.course.gradescope import student_results
+    from grader.student.course import counted_score
+
+    example = Path(__file__).resolve().parents[2] / "docs" / "course.example.toml"
+    with served(tmp_path, example.read_text(encoding="utf-8")) as env:
+        course = load_course(tmp_path / "course.toml")
+        xavier = ExerciseResult("init.xavier_uniform", "failed", 3.0, 10.0,
+                                [CheckResult("bound", False, 0.0, 7.0, "SECRET bound differs")])
+        graded = GradeReport("ann", [*batchnorm_report().exercises, xavier], "h")
+        job = record(env, graded, files={"normalization.py": "# n\n", "init.py": "# i\n"})
+        now = datetime.now(timezone.utc)
+        exam = course.chapter_of("init.xavier_uniform")
+        assert exam is not None and exam.release_feedback is not None and exam.show_score
+        held = {"init.xavier_uniform"} if exam.feedback_hidden(now) else set()
+        doc = get(env, "ann", f"/submissions/{job}").json()
+        report = report_from_dict(doc["report"])
+        shares = {str(x["exercise"]): float(x["counts"]) for x in doc["late"]}
+        assert {e.id for e in report.exercises if e.feedback_held} == held
+        line = format_text(report, late_shares=shares).splitlines()[-1]
+        html = format_html(report, late_shares=shares).replace("&#x27;", "'")
+        log_in(env["client"], env["ann"])
+        page = env["client"].get(f"/student/submissions/{job}").text.replace("&#x27;", "'").replace("&#39;", "'")
+        assert line in html and line in page
+        results = student_results(graded, course, now)
+        assert results["score"] == standing.totals(report).graded
+        for view in (str(doc), html, page, json.dumps(results)):
+            assert FIX not in view and "running_var follows the biased batch variance" in view
+            assert ("SECRET" in view) is not held
+        progress = get(env, "ann", "/progress").json()
+        cells = {e["id"]: e for c in progress["chapters"] for e in c["exercises"]}
+        with Store.open(env["db"]) as store:
+            for exercise in ("normalization.BatchNorm1d", "init.xavier_uniform"):
+                model = counted_score(store.submissions("ann", exercise), course.chapter_of(exercise, "ann"),
+                                      course.rule)
+                assert cells[exercise]["best_score"] == pytest.approx(model.score), exercise
