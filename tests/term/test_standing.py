@@ -462,3 +462,18 @@ def test_the_docs_example_course_says_the_same_in_every_view(tmp_path: Path) -> 
                 model = counted_score(store.submissions("ann", exercise), course.chapter_of(exercise, "ann"),
                                       course.rule)
                 assert cells[exercise]["best_score"] == pytest.approx(model.score), exercise
+
+
+def test_full_marks_have_one_definition() -> None:
+    """A score a rounding short of the maximum was "at full marks" in the class report and the dashboard (to 1e-9)
+    but not in a report's total line or `grade progress`: one rule (model.at_full_marks) for all of them."""
+    from grader.student.engine.model import at_full_marks
+    from grader.student.feedback.progress import ExerciseProgress
+    from grader.term.class_report import ExerciseCell
+
+    score = 10.0 - 1e-12
+    report = GradeReport("ann", [ExerciseResult("linear.Linear", "passed", score, 10.0)])
+    assert at_full_marks(score, 10.0) and report.full_marks and standing.totals(report).full == 1
+    assert "1 of 1 exercises at full marks" in format_text(report)
+    assert ExerciseProgress("linear.Linear", score, 10.0, "passed", 1).done
+    assert ExerciseCell(best_score=score, max_score=10.0, attempts=1).passed
