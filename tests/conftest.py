@@ -128,6 +128,7 @@ SERVER_TESTS: tuple[str, ...] = (
     "tests/server/test_held_server.py",
     "tests/server/test_example_course_browser.py",
     "tests/server/test_student_browser.py",
+    "tests/server/test_standing_browser.py",
     "tests/server/test_a11y_browser.py",
     "tests/server/test_server_grading.py::test_grade_serve_listens_on_the_port_of_the_courses_server_url",
     "tests/docs/test_docs_run.py::test_lti_page",
