@@ -327,7 +327,13 @@ def test_policy_by_view_matrix(tmp_path: Path, policy: str) -> None:
         assert ("score" not in test and test["tags"] == ["held"]) if held else test["score"] == totals.graded
         assert results["score"] == totals.graded
         has_fix = not withheld and not held and FIX in str(graded.to_json())  # (a rescored pass has none)
-        for view in (str(doc), html, page, json.dumps(results)):
+        replay = env["client"].post("/api/v1/submissions", headers={"Authorization": f"Bearer {env['ann']}",
+                                                                    "Idempotency-Key": "k1"},
+                                    json={"files": {"normalization.py": "# x\n"},
+                                          "exercises": ["normalization.BatchNorm1d"]}).json()
+        assert replay.get("replayed") is True, replay
+        assert format_text(report_from_dict(replay["report"]), late_shares=said).splitlines()[-1] == line
+        for view in (str(doc), html, page, json.dumps(results), json.dumps(replay)):
             assert (FIX in view) is has_fix, (policy, view[:200])
         # the course's views: the model's counted score of the exercise, the held one in none
         progress = get(env, "ann", "/progress").json()
@@ -352,6 +358,13 @@ def test_policy_by_view_matrix(tmp_path: Path, policy: str) -> None:
             chapter_page = env["client"].get("/student/chapters/normalization").text.replace("&#x27;", "'")
             assert standing.format_time(states["normalization"].at) in chapter_page, (policy, words)
             assert case.state in chapter_page, (policy, words)
+            public = env["client"].get("/").text.replace("&#x27;", "'")
+            assert standing.format_time(states["normalization"].at) in public, (policy, words)
+        # the instructor's dashboard cell: the score that counts (a held one too: the instructor sees everything)
+        teacher = {"Authorization": f"Bearer {env['teacher']}"}
+        cell = env["client"].get("/instructor/export/class.json", headers=teacher).json()
+        ann = next(s for s in cell["students"] if s["student"] == "ann")["exercises"]["normalization.BatchNorm1d"]
+        assert ann["best_score"] == (4.0 if held else case.counted)
 
 
 def test_gradescope_results_hold_the_exam_and_withhold_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -464,3 +477,21 @@ def test_full_marks_have_one_definition() -> None:
     assert "1 of 1 exercises at full marks" in format_text(report)
     assert ExerciseProgress("linear.Linear", score, 10.0, "passed", 1).done
     assert ExerciseCell(best_score=score, max_score=10.0, attempts=1).passed
+
+
+def test_a_retried_upload_is_answered_after_its_chapter_closed(tmp_path: Path) -> None:
+    """A client's retry (same Idempotency-Key, same files) of an upload taken in the window was refused once the
+    chapter had closed ("it takes no more uploads"): the retry is answered with the upload as it was taken; other
+    files under the same key are still a 409."""
+    text = chapter_toml("normalization", ["normalization"], opens=iso(-3), due=iso(-2), release_feedback=iso(-1))
+    with served(tmp_path, text) as env:
+        job = record(env, batchnorm_report(), hours=-2.5)
+        headers = {"Authorization": f"Bearer {env['ann']}", "Idempotency-Key": "k1"}
+        body = {"files": {"normalization.py": "# x\n"}, "exercises": ["normalization.BatchNorm1d"]}
+        replay = env["client"].post("/api/v1/submissions", headers=headers, json=body)
+        assert replay.status_code == 202 and replay.json()["replayed"] is True and replay.json()["id"] == job
+        other = env["client"].post("/api/v1/submissions", headers=headers,
+                                   json={**body, "files": {"normalization.py": "# y\n"}})
+        assert other.status_code == 409 and "different files" in other.json()["error"]
+        fresh = env["client"].post("/api/v1/submissions", headers={**headers, "Idempotency-Key": "k2"}, json=body)
+        assert fresh.status_code != 202 and "closed at" in fresh.json()["error"]
