@@ -242,12 +242,14 @@ def rescored(db: Path, job: int) -> None:
     new = dataclasses.replace(report.exercises[0], score=6.0,
                               checks=[*report.exercises[0].checks[:1], CheckResult("running stats", True, 2.0, 4.0)])
     with Store.open(db) as store:
-        attempt = int(records.job(store, job)["attempt_id"])
-        rows = rescore._current_rows(store, attempt)
+        row = records.job(store, job)
+        assert row is not None
+        rows = rescore._current_rows(store, int(row["attempt_id"]))
         with store.transaction() as tx:
-            run = int(tx.table("rescorings").insert({
+            run = tx.table("rescorings").insert({
                 "started_at": NOW.isoformat(), "finished_at": NOW.isoformat(), "grader_version": "v2",
-                "exercises": "[]", "uploads": 1, "changes": "[]", "errors": "[]"}).last_pk)
+                "exercises": "[]", "uploads": 1, "changes": "[]", "errors": "[]"}).last_pk
+        assert isinstance(run, int)
         rescore._record(store, run, [(rows["normalization.BatchNorm1d"], new)], "v2")
 
 
@@ -320,7 +322,9 @@ def test_policy_by_view_matrix(tmp_path: Path, policy: str) -> None:
             assert f"{totals.counted:g} / {totals.maximum:g}" in page  # the page's summary score
         # Gradescope's results.json renders the same standing of the same graded report
         with Store.open(env["db"]) as store:
-            graded = records.report_of(store, records.job(store, job))
+            row = records.job(store, job)
+            assert row is not None
+            graded = records.report_of(store, row)
         assert graded is not None
         results = student_results(graded, course, datetime.now(timezone.utc))
         test = results["tests"][0]
