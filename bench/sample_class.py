@@ -34,6 +34,10 @@ UNNAMED_MESSAGES = {
 #: (topic, due: days before ``now`` (negative: after), late penalty) of the sample course's chapters
 CHAPTERS = (("activations", 21, 0.25), ("linear", 14, 0.25), ("normalization", 4, 0.5), ("dropout", -5, 0.25),
             ("init", -12, 0.25), ("optim", -19, 0.25))
+# The quiz chapter each chapter holds where it is not of its name, and the quiz held by a chapter of its own (no
+# exercises, no date): `grade serve` refuses a quiz chapter that no chapter holds (docs/term.md).
+QUIZ_OF = {"dropout": "dropout-weight-decay", "init": "initialisation"}
+QUIZ_ONLY = "universal-approximation"
 ODD_NAMES = ('=HYPERLINK("http://x.invalid","click")', "<b>Zoë</b> & \"Ö'Brien\"")
 
 
@@ -41,12 +45,14 @@ COURSE_NAME = "Deep learning from scratch (generated class)"
 
 
 def sample_course(now: datetime) -> Course:
-    """The course of the generated class: six chapters, due dates around ``now``, the best score counts."""
+    """The course of the generated class: six chapters, due dates around ``now``, the best score counts; every
+    quiz chapter held by one of them (or, the last, by a chapter of its own)."""
     doc = {
         "name": COURSE_NAME,
         "chapter": [
-            {"name": topic, "due": _due(now, days), "late_penalty": penalty} for topic, days, penalty in CHAPTERS
-        ],
+            {"name": topic, "due": _due(now, days), "late_penalty": penalty, "quiz": QUIZ_OF.get(topic, topic)}
+            for topic, days, penalty in CHAPTERS
+        ] + [{"name": QUIZ_ONLY, "exercises": [], "quiz": QUIZ_ONLY}],
     }
     return parse_course(doc, Path("sample-course.toml"))
 
@@ -61,7 +67,9 @@ def course_toml(now: datetime) -> str:
     lines = [f'name = "{COURSE_NAME}"', ""]
     for topic, days, penalty in CHAPTERS:
         due = _due(now, days).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        lines += ["[[chapter]]", f'name = "{topic}"', f"due = {due}", f"late_penalty = {penalty}", ""]
+        lines += ["[[chapter]]", f'name = "{topic}"', f"due = {due}", f"late_penalty = {penalty}",
+                  f'quiz = "{QUIZ_OF.get(topic, topic)}"', ""]
+    lines += ["[[chapter]]", f'name = "{QUIZ_ONLY}"', "exercises = []", f'quiz = "{QUIZ_ONLY}"', ""]
     return "\n".join(lines)
 
 

@@ -128,6 +128,7 @@ SERVER_TESTS: tuple[str, ...] = (
     "tests/server/test_held_server.py",
     "tests/server/test_example_course_browser.py",
     "tests/server/test_student_browser.py",
+    "tests/server/test_standing_browser.py",
     "tests/server/test_a11y_browser.py",
     "tests/server/test_error_pages.py",
     "tests/server/test_fuzz_api.py",

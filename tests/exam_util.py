@@ -1,6 +1,7 @@
 """A course served in-process for the tests of a student's standing (tests/term/test_standing.py) and of exam mode
 (tests/term/test_exam_mode.py): its course.toml written from a text, a database with ann's and the instructor's
-tokens, the app without its collector, and the times around one fixed NOW."""
+tokens, the app without its collector, the times around one fixed NOW, and the upload of BatchNorm1d whose
+named mistake carries a fix (what a `derive` stub withholds)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import grader.mistakes  # noqa: F401  (registers the known mistakes' sentences, fixes and hints)
 from grader.server.app import ServerConfig
 from grader.server.web import create_app
 from grader.student.course import load_course
+from grader.student.engine.diagnosis import known_mistake
+from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from server_util import issue_tokens
 
 with warnings.catch_warnings():  # starlette asks for httpx2 in its test client; httpx is what we have
@@ -21,6 +25,18 @@ with warnings.catch_warnings():  # starlette asks for httpx2 in its test client;
     from starlette.testclient import TestClient
 
 NOW = datetime.now(timezone.utc)
+
+FIX = "var * m / (m - 1)"  # the fix of bn-biased-running-var: the derivation a `derive` stub withholds
+
+
+def batchnorm_report() -> GradeReport:
+    """A BatchNorm1d graded as the server grades it (every exercise guided): its message carries the fix."""
+    mistake = known_mistake("bn-biased-running-var")
+    assert mistake is not None and FIX in mistake.explain("guided")
+    checks = [CheckResult("forward", True, 4.0, 4.0),
+              CheckResult("running stats", False, 0.0, 4.0, mistake.explain("guided") + "\nrunning_var differs",
+                          "bn-biased-running-var")]
+    return GradeReport("ann", [ExerciseResult("normalization.BatchNorm1d", "failed", 4.0, 8.0, checks)], "h")
 
 
 def iso(hours: float) -> str:

@@ -96,3 +96,19 @@ def right_answer(chapter: str, sq: Any, student: str, typed: bool) -> Any:
     if sq.kind == "short":
         return str(sq.answer[0] if isinstance(sq.answer, list) else sq.answer)
     return str(sq.answer)
+
+
+def with_quiz_chapters(text: str) -> str:
+    """A test course's text with, for each shipped quiz chapter none of its chapters holds, a chapter of that quiz
+    alone (``exercises = []``, no date): `grade serve` refuses a quiz chapter that no chapter holds (docs/term.md,
+    "Chapters and their quizzes"). A course without chapters is left as it is (no dates to match)."""
+    import tomllib
+
+    from grader.quiz import chapter_ids
+    from grader.student.course import parse_course
+
+    course = parse_course(tomllib.loads(text), Path("course.toml"))
+    if not course.chapters:
+        return text
+    missing = [q for q in chapter_ids(QUIZ_DIR) if course.chapter_of_quiz(q) is None]
+    return text + "".join(f'\n[[chapter]]\nname = "{q}"\nexercises = []\nquiz = "{q}"\n' for q in missing)

@@ -23,7 +23,7 @@ from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.store import Store
 
 from figures_util import graded
-from server_util import Server, issue_tokens
+from server_util import Server, issue_tokens, with_quiz_chapters
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
 PAST_DUE = NOW - timedelta(days=3)          # activations: due then, late work counts 70 % until LATE_UNTIL
@@ -38,13 +38,14 @@ def _toml_time(when: datetime) -> str:
 
 
 def course_toml(attempts: int = 2, exam_release: datetime | None = None) -> str:
-    """The course: activations (past due, late counts 70 %), normalization (due later; ada's extension), init."""
+    """The course: activations (past due, late counts 70 %), normalization (due later; ada's extension), init (its
+    quiz: initialisation)."""
     exam = "" if exam_release is None else f"release_feedback = {_toml_time(exam_release)}\n"
     return (f'name = "Deep networks (student pages)"\n\n[quiz]\nattempts = {attempts}\n\n'
             f'[[chapter]]\nname = "activations"\ndue = {_toml_time(PAST_DUE)}\nlate_penalty = 0.3\n'
             f'late_until = {_toml_time(LATE_UNTIL)}\n\n'
             f'[[chapter]]\nname = "normalization"\ndue = {_toml_time(FUTURE_DUE)}\n{exam}\n'
-            f'[[chapter]]\nname = "init"\ndue = {_toml_time(FUTURE_DUE)}\n\n'
+            f'[[chapter]]\nname = "init"\nquiz = "initialisation"\ndue = {_toml_time(FUTURE_DUE)}\n\n'
             f'[[extension]]\nstudent = "ada"\nchapter = "normalization"\ndue = {_toml_time(EXTENDED)}\n'
             f'reason = "{EXTENSION_REASON}"\n')
 
@@ -69,7 +70,7 @@ def _stored(store: Store, course: Course, student: str, key: str, ids: list[str]
 def seed(root: Path, attempts: int = 2, exam_release: datetime | None = None) -> Seeded:
     """Write the course and the uploads (module docstring) under ``root``."""
     course = root / "course.toml"
-    course.write_text(course_toml(attempts, exam_release), encoding="utf-8")
+    course.write_text(with_quiz_chapters(course_toml(attempts, exam_release)), encoding="utf-8")
     db = root / "course.db"
     tokens, teacher = issue_tokens(db, ["ada", "bob"])
     jobs: dict[str, int] = {}

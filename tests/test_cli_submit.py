@@ -75,7 +75,7 @@ def test_submit_prints_report_records_and_exits_1_when_short(
     out = result.stdout
     assert "FAIL" in out and "normalization.LayerNorm" in out and "7/10" in out
     assert "dx differs at [0, 3]: received 1.5, expected 1.25" in out
-    assert "Total: 17/20" in out
+    assert "This upload: 17/20" in out
     assert "\x1b[" not in out  # not a terminal: no colour
     assert result.stderr == ""
     with Store.open(db) as store:
@@ -100,7 +100,7 @@ def test_not_graded_is_exit_2_with_a_line_naming_doctor_and_no_score(monkeypatch
     result = CliRunner().invoke(cli, ["submit", "--student", "alice", "--db", "p.db"])
     assert result.exit_code == 2
     assert "NOT_GRADED       kernels.relu_forward" in result.stdout and "-/10" in result.stdout
-    assert "Total: 10/10 (100.0%), 1 of 1 exercises at full marks" in result.stdout
+    assert "This upload: 10/10 (100.0%), 1 of 1 exercises at full marks" in result.stdout
     assert result.stderr.startswith("Error: NOT_GRADED: 1 exercise(s) (10 points) were not graded")
     assert "grade doctor" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     document = json.loads(CliRunner().invoke(cli, ["submit", "--student", "alice", "--db", "p.db", "--json"]).stdout)

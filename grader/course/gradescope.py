@@ -46,7 +46,7 @@ from grader.student.course import DEFAULT_COURSE, Course, load_course
 from grader.course.grading import grade
 from grader.student.errors import GraderError
 from grader.student.sandbox.ingest import read_submission
-from grader.student.engine.model import GradeReport
+from grader.student.engine.model import GradeReport, at_full_marks
 from grader.student.feedback.report import (
     first_reason,
     format_score,
@@ -150,7 +150,7 @@ def quiz_tests(submission: Path, root: Path | None = None) -> tuple[list[dict[st
             "name": f"quiz {quiz.chapter}",
             "score": round(score, 6),
             "max_score": max_score,
-            "status": "passed" if score >= max_score else "failed",
+            "status": "passed" if at_full_marks(score, max_score) else "failed",
             "output": f"{format_score(score)}/{format_score(max_score)}\n" + "\n".join(lines),
             "visibility": "visible",
         })

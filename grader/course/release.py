@@ -407,11 +407,20 @@ def deadlines_text(course: Course) -> str:
                   " report shows each exercise as \"received, feedback at T\" until the feedback time of the table:"
                   " no checks' messages, no named mistakes, and no score unless the course shows it; those exercises"
                   " count in no total until then. At that time the stored report is shown whole (nothing is graded"
-                  " again)."]
+                  " again)." + (" On Gradescope the autograder's results hold them the same way; your instructor"
+                                " runs it again after the feedback time to show them." if course.graded_on_gradescope
+                                else "")]
+    mapped = [c for c in course.chapters if c.quiz]
+    if mapped:
+        lines += ["", "A chapter's quiz is due with it; these quizzes belong to a chapter of another name: "
+                  + ", ".join(f"{c.quiz} (chapter {c.name})" for c in mapped) + "."]
+    lines += ["", "A report totals the exercises of one upload (\"This upload: ...\"); `.venv/bin/grade progress`"
+              " totals the course (\"Course: ...\", every exercise with the score that counts)."]
     if course.graded_on_server:
         lines += ["", "After a fix to the grader your instructor may rescore: the server grades every stored upload"
-                  " again and counts the new result (the old one stays on record); `.venv/bin/grade progress` and"
-                  " your page show the score that counts now."]
+                  " again and counts the new result (the old one stays on record), while the server goes on"
+                  " taking uploads; the upload's report, `.venv/bin/grade progress` and your page show the score"
+                  " that counts now."]
     return "\n".join(lines)
 
 

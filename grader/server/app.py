@@ -430,9 +430,13 @@ async def create_submission(request: Request) -> Response:
         raise fail(400, f"exercises must be at most {MAX_SELECTORS} exercise ids or topics of at most "
                         f"{MAX_SELECTOR_CHARS} characters each")
     when = now_utc()
-    ids = selected_exercises(store.effective_course(st.config.course), selectors, when, principal.student)
     try:
-        new = records.create_job(store, principal.student, key, files, ids, st.config.course, when)
+        taken = records.replayed_job(store, principal.student, key, files)  # a retry: answered as it was taken
+        if taken is not None:
+            new = records.NewJob(taken, False)
+        else:
+            ids = selected_exercises(store.effective_course(st.config.course), selectors, when, principal.student)
+            new = records.create_job(store, principal.student, key, files, ids, st.config.course, when)
     except records.KeyReused as exc:
         raise fail(409, "this Idempotency-Key was used for different files: send a new key for a new submission") from exc
     except records.RateLimited as exc:

@@ -44,7 +44,7 @@ from grader.term.class_report import band
 from grader.term.regrade import instructor_score
 from grader.student.course import counted_score, late_exercises, parse_time
 from grader.student.errors import GraderError
-from grader.student.engine.model import GradeReport
+from grader.student.engine.model import GradeReport, at_full_marks
 from grader.student.feedback.report import format_score, format_text
 from grader.student.sanitize import clean_text
 from grader.student.store import Store, jobs, utc_now
@@ -423,7 +423,7 @@ def student_detail(store: Store, report: ClassReport, student: str, reports_kept
         for sub in rows:
             history.setdefault(sub["exercise"], []).append(sub)
             chapter = course.chapter_of(sub["exercise"], student)
-            if chapter is not None and chapter.due is not None and parse_time(sub["started_at"]) > chapter.due:
+            if chapter is not None and chapter.effective(sub["score"], parse_time(sub["started_at"]))[1]:  # its rule
                 late.append(sub["exercise"])
         total = sum(counted_score(h, course.chapter_of(ex, student), course.rule).score for ex, h in history.items())
         views.append(AttemptView(attempt["id"], attempt["started_at"], attempt["score"], attempt["max_score"],
@@ -521,7 +521,7 @@ def pass_rate_series(store: Store, report: ClassReport, exercise: str) -> list[t
         history.setdefault(row["student"], []).append(row)
         counted = counted_score(history[row["student"]], chapter, report.course.rule)
         before = len(full)
-        if counted.score >= counted.max_score - 1e-9:
+        if at_full_marks(counted.score, counted.max_score):
             full.add(row["student"])
         else:
             full.discard(row["student"])

@@ -231,10 +231,13 @@ class SubmissionView:
     @property
     def score_text(self) -> str:
         """"7.5 / 10": the counted total of the report (late shares applied, held exercises out: the one
-        definition of grader/student/standing.py), "" while it waits or when it has none."""
+        definition of grader/student/standing.py), "" while it waits, when it has none, or when exam mode holds
+        every score (never "0 / 0": the state says they are held)."""
         if self.report is None or not self.report.graded_exercises:
             return ""
         t = totals(self.report, self.late_shares)
+        if not t.shown:
+            return ""
         return f"{format_score(t.counted)} / {format_score(t.maximum)}"
 
 

@@ -16,7 +16,8 @@ and ``grade progress``::
 
     [[chapter]]
     name = "normalization"             # a topic, or any name with `exercises`
-    exercises = ["normalization"]      # topics or exercise ids (default: [name])
+    exercises = ["normalization"]      # topics or exercise ids (default: [name]; [] with quiz: its quiz alone)
+    quiz = "normalization"             # the quiz chapter it holds (default: its name; docs/term.md)
     due = 2026-12-01T23:59:00Z         # a TOML date-time with its time zone
     late_penalty = 0.2                 # fraction of a late score lost (default 1: late counts nothing)
     late_until = 2026-12-08T23:59:00Z  # uploads refused after this (default: due, when late counts nothing)
@@ -457,8 +458,9 @@ def _chapter(raw: Any, index: int, path: Path) -> Chapter:
         ids = tuple(catalogue.resolve(selectors)) if selectors else ()
     except GraderError as exc:
         raise CourseError(f"{path}: {where}: {exc}") from exc
-    if not ids:
-        raise CourseError(f"{path}: {where}: exercises is empty: list topics or exercise ids")
+    if not ids and not (selectors == [] and "quiz" in raw):  # exercises = [] with a quiz: a chapter of its quiz alone
+        raise CourseError(f"{path}: {where}: exercises is empty: list topics or exercise ids (or, for a chapter "
+                          "of a quiz alone, give its quiz = \"...\")")
     due = _time(raw["due"], f"{where} due", path) if "due" in raw else None
     penalty = raw.get("late_penalty", 1.0)
     if isinstance(penalty, bool) or not isinstance(penalty, (int, float)) or not 0 <= penalty <= 1:

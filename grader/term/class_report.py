@@ -37,6 +37,7 @@ import jinja2
 from grader.student.sanitize import csv_cell
 
 from grader.student.engine import catalogue
+from grader.student.engine.model import at_full_marks
 from grader import quiz as quiz_lib
 from grader.student.course import DEFAULT_COURSE, Course, counted_score, parse_time
 from grader.student.standing import format_time
@@ -75,7 +76,7 @@ class ExerciseCell:
 
     @property
     def passed(self) -> bool:
-        return self.scored and self.best_score >= self.max_score - 1e-9
+        return self.scored and at_full_marks(self.best_score, self.max_score)
 
     @property
     def fraction(self) -> float | None:

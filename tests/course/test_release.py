@@ -526,6 +526,21 @@ def test_the_hand_in_section_follows_the_course(tmp_path: Path) -> None:
             in deadlines_text(course))
 
 
+def test_the_readme_says_exams_quiz_chapters_totals_and_rescoring_as_they_work() -> None:
+    """Issue 43: the handout README's deadlines say an exam chapter's feedback time (and that Gradescope's results
+    hold it too), which chapter holds a quiz of another name, which total is an upload's and which the course's,
+    and that a rescoring needs no downtime."""
+    from grader.course.release import deadlines_text
+    from grader.student.course import load_course
+
+    text = " ".join(deadlines_text(load_course(ROOT / "docs" / "course.example.toml")).split())
+    assert "| initialisation | init | 2026-12-10 09:00 UTC |" in text and "exam: 2026-12-10 14:00 UTC |" in text
+    assert "Exam chapters (initialisation)" in text and "Gradescope" not in text  # hand_in = "server"
+    assert "dropout-weight-decay (chapter dropout), universal-approximation (chapter approximation)" in text
+    assert '("This upload: ...")' in text and '("Course: ...", every exercise' in text
+    assert "while the server goes on taking uploads" in text
+
+
 def test_the_course_file_goes_into_the_gradescope_bundle(tmp_path: Path) -> None:
     """The bundle's graded quizzes read the course's [quiz] attempts and due dates from source/course.toml
     (grader/course/gradescope.py): `grade release --course` puts the file there; without one, none is there."""

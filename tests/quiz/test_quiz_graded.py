@@ -26,7 +26,7 @@ from grader.quiz import graded, judging
 from grader.server import app as app_lib
 from grader.server import web
 from grader.student.course import load_course
-from server_util import QUIZ_DIR, Server, api, issue_tokens, posed_for, quiz_source, right_answer
+from server_util import QUIZ_DIR, Server, api, issue_tokens, posed_for, quiz_source, right_answer, with_quiz_chapters
 
 STUDENTS = ["brute", "race", "late", "early", "hostile", "other", "choice"]
 FUTURE = (datetime.now(timezone.utc) + timedelta(days=30)).isoformat(timespec="seconds").replace("+00:00", "Z")
@@ -51,7 +51,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     db = root / "course.db"
     tokens, teacher = issue_tokens(db, STUDENTS)
     course = root / "course.toml"
-    course.write_text(COURSE, encoding="utf-8")
+    course.write_text(with_quiz_chapters(COURSE), encoding="utf-8")
     server = Server(db, f"sqlite:///{root / 'queue.db'}", workers=0, course=course).start()
     try:
         yield {"url": server.url, "tokens": tokens, "db": db, "course": course}

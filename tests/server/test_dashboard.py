@@ -394,7 +394,7 @@ def test_the_dashboards_copy_of_a_late_report_carries_the_late_note_and_the_coun
     assert bob is not None and ann is not None
     text = bob.attempts[0].report_text
     assert "10/10  (late: counts 70%)" in text
-    assert "Total: 7/10 (70.0%) counted (10/10 as graded, late work penalised)" in text
+    assert "This upload: 7/10 (70.0%) counted (10/10 as graded, late work penalised)" in text
     assert "late: counts" not in ann.attempts[0].report_text
 
 

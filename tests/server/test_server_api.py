@@ -23,6 +23,7 @@ from grader.course.solution import write_solution
 from grader import quiz as quiz_lib
 from server_util import (
     QUIZ_DIR, Server, api, issue_tokens, posed_for, quiz_source, reference_value, right_answer, solution_files,
+    with_quiz_chapters,
 )
 
 STUDENTS = ["ann", "bob", "rate", "conc", "idem", "late", "quiz", "up", "keys", "para", "para2", "para3", "att",
@@ -45,7 +46,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     db = root / "course.db"
     tokens, teacher = issue_tokens(db, STUDENTS)
     course = root / "course.toml"
-    course.write_text(COURSE, encoding="utf-8")
+    course.write_text(with_quiz_chapters(COURSE), encoding="utf-8")
     folder = write_solution(root / "solution")
     server = Server(db, f"sqlite:///{root / 'queue.db'}", workers=0, course=course).start()
     try:

@@ -21,7 +21,7 @@ import pytest
 
 from grader.course.solution import write_solution
 from bench.lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User
-from server_util import Server, api, issue_tokens, quiz_source, right_answer, solution_files, wait_graded
+from server_util import Server, api, issue_tokens, quiz_source, right_answer, solution_files, wait_graded, with_quiz_chapters
 from a11y_util import focus_ring, unreached_by_tab
 from student_pages_util import Seeded, served
 from test_dashboard_browser import ARTIFACTS, Watched, browser  # noqa: F401  (the browser fixture)
@@ -39,8 +39,8 @@ def lti_course(tmp_path: Path) -> Iterator[tuple[Server, LmsPlatform, str]]:
                  "prof": User("lms-prof", "Grace Hopper", "grace@example.org", [INSTRUCTOR])}
     lms.start()
     course = tmp_path / "course.toml"
-    course.write_text('name = "Deep networks (LTI)"\n' + lms.course_toml(contexts=[lms.context_id]) + '\n[[chapter]]\nname = "init"\n'
-                      'due = 2099-01-01T00:00:00Z\n', encoding="utf-8")
+    course.write_text(with_quiz_chapters('name = "Deep networks (LTI)"\n' + lms.course_toml(contexts=[lms.context_id])
+                                         + '\n[[chapter]]\nname = "init"\ndue = 2099-01-01T00:00:00Z\n'), encoding="utf-8")
     db = tmp_path / "course.db"
     bob = issue_tokens(db, ["bob"])[0]["bob"]
     server = Server(db, f"sqlite:///{tmp_path / 'queue.db'}", workers=1, course=course)

@@ -20,7 +20,7 @@ from grader.queue import records
 from grader.student.course import DEFAULT_COURSE
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.store import Store, utc_now
-from server_util import Server, issue_tokens
+from server_util import Server, issue_tokens, with_quiz_chapters
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 SOLUTIONS = Path(__file__).resolve().parents[2] / "bench" / "similarity_class"
@@ -46,8 +46,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     _, teacher = issue_tokens(db, ["ann", "bob", "a-student-with-a-rather-long-identifier"])
     due = (datetime.now(timezone.utc) + timedelta(days=3)).isoformat(timespec="seconds").replace("+00:00", "Z")
     course = root / "course.toml"
-    course.write_text(f'[[chapter]]\nname = "activations"\ndue = {due}\nlate_penalty = 0.3\n'
-                      f'[groups]\nteam-1 = ["ann", "bob"]\n', encoding="utf-8")
+    course.write_text(with_quiz_chapters(f'[[chapter]]\nname = "activations"\ndue = {due}\nlate_penalty = 0.3\n'
+                                         f'[groups]\nteam-1 = ["ann", "bob"]\n'), encoding="utf-8")
     dropout = (SOLUTIONS / "dropout_3.py").read_text(encoding="utf-8")
     with Store.open(db) as store:
         for student, files in (("ann", {"activations.py": "# ann\n", "dropout.py": dropout}),

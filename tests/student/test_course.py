@@ -187,6 +187,11 @@ def test_quiz_chapters_are_matched_by_name_or_mapped_never_guessed(tmp_path: Pat
     assert mapped.quiz_due("initialisation") == DUE and mapped.quiz_due("init") is None
     assert mapped.chapter_of_quiz("initialisation") is mapped.chapters[0]
     load_course(write(tmp_path, "")).check_quizzes(["initialisation"])  # no chapters: no dates to match
+    alone = load_course(write(tmp_path, text + '[[chapter]]\nname = "q"\nexercises = []\nquiz = "initialisation"\n'
+                                      "due = 2026-12-01T12:00:00Z\n"))  # a chapter of its quiz alone
+    assert alone.chapters[1].exercises == () and alone.quiz_due("initialisation") == DUE
+    with pytest.raises(CourseError, match="exercises is empty: list topics or exercise ids"):
+        load_course(write(tmp_path, '[[chapter]]\nname = "q"\nexercises = []\n'))
     twice = text + 'quiz = "activations"\n[[chapter]]\nname = "activations"\n'
     with pytest.raises(CourseError, match="chapters 'init' and 'activations' both hold quiz 'activations'"):
         load_course(write(tmp_path, twice))

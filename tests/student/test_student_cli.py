@@ -47,9 +47,9 @@ def test_a_late_upload_says_how_much_counts_beside_the_score_and_in_the_total() 
     lines = format_text(report, late_shares=shares).splitlines()
     assert lines[1].endswith("10/10  (late: counts 70%)")
     # the total is what counts, not 20/20 (100%) under the late line it just showed
-    assert lines[-1] == ("Total: 17/20 (85.0%) counted (20/20 as graded, late work penalised), "
+    assert lines[-1] == ("This upload: 17/20 (85.0%) counted (20/20 as graded, late work penalised), "
                          "2 of 2 exercises at full marks")
-    assert format_text(report).splitlines()[-1] == "Total: 20/20 (100.0%), 2 of 2 exercises at full marks"
+    assert format_text(report).splitlines()[-1] == "This upload: 20/20 (100.0%), 2 of 2 exercises at full marks"
 
 
 def test_a_closed_chapter_is_listed_as_closed_when_everything_was_asked_for() -> None:

@@ -57,7 +57,7 @@ def test_feedback_and_score_are_hidden_until_the_release(tmp_path: Path) -> None
         text = format_text(report)
         assert "RECEIVED" in text and "received, feedback at " in text and "0/0" not in text
         # never "at full marks" (and never exit 0: that would tell the hidden verdict)
-        assert text.splitlines()[-1] == ("Total: none shown yet; 1 exercise received and graded: score and feedback "
+        assert text.splitlines()[-1] == ("This upload: none shown yet; 1 exercise received and graded: score and feedback "
                                          "held until the feedback release (exam mode)")
         assert report.exit_status == 1
         assert "SECRET" not in str(get(env, "ann", "/submissions").json())

@@ -24,26 +24,12 @@ from grader.student.client.remote import closed_course, closed_lines
 from grader.student.client.wire import report_from_dict
 from grader.student.course import Chapter, Course, load_course
 from grader.student.engine import scaffolding
-from grader.student.engine.diagnosis import known_mistake
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.feedback.report import format_text
 from grader.student.feedback.report_html import format_html
 from grader.student.store import Store
-from exam_util import NOW, get, iso, served
+from exam_util import FIX, NOW, batchnorm_report, get, iso, served
 from test_student_pages import log_in
-
-FIX = "var * m / (m - 1)"  # the fix of bn-biased-running-var: the derivation a `derive` stub withholds
-
-
-def batchnorm_report() -> GradeReport:
-    """A BatchNorm1d graded as the server grades it (every exercise guided): its message carries the fix."""
-    mistake = known_mistake("bn-biased-running-var")
-    assert mistake is not None and FIX in mistake.explain("guided")
-    checks = [CheckResult("forward", True, 4.0, 4.0),
-              CheckResult("running stats", False, 0.0, 4.0, mistake.explain("guided") + "\nrunning_var differs",
-                          "bn-biased-running-var")]
-    return GradeReport("ann", [ExerciseResult("normalization.BatchNorm1d", "failed", 4.0, 8.0, checks)], "h")
-
 
 def record(env: dict[str, Any], report: GradeReport, key: str = "k1", files: dict[str, str] | None = None,
            hours: float = -1 / 12) -> int:
@@ -108,7 +94,7 @@ def test_exam_totals_are_the_same_in_the_text_and_html_reports() -> None:
     assert (totals.counted, totals.maximum, totals.full, totals.shown, totals.held) == (10.8, 16.0, 1, 2, 2)
     text, page = format_text(report, late_shares=shares), format_html(report, late_shares=shares)
     line = text.splitlines()[-1]
-    assert line.startswith("Total: 10.8/16 (67.5%) counted (12/16 as graded, late work penalised), 1 of 2 exercises")
+    assert line.startswith("This upload: 10.8/16 (67.5%) counted (12/16 as graded, late work penalised), 1 of 2 exercises")
     assert line in page.replace("&#x27;", "'")
     for view in (text, page):
         assert "0/0" not in view and "0/10" not in view and "One cause behind" not in view
@@ -256,12 +242,14 @@ def rescored(db: Path, job: int) -> None:
     new = dataclasses.replace(report.exercises[0], score=6.0,
                               checks=[*report.exercises[0].checks[:1], CheckResult("running stats", True, 2.0, 4.0)])
     with Store.open(db) as store:
-        attempt = int(records.job(store, job)["attempt_id"])
-        rows = rescore._current_rows(store, attempt)
+        row = records.job(store, job)
+        assert row is not None
+        rows = rescore._current_rows(store, int(row["attempt_id"]))
         with store.transaction() as tx:
-            run = int(tx.table("rescorings").insert({
+            run = tx.table("rescorings").insert({
                 "started_at": NOW.isoformat(), "finished_at": NOW.isoformat(), "grader_version": "v2",
-                "exercises": "[]", "uploads": 1, "changes": "[]", "errors": "[]"}).last_pk)
+                "exercises": "[]", "uploads": 1, "changes": "[]", "errors": "[]"}).last_pk
+        assert isinstance(run, int)
         rescore._record(store, run, [(rows["normalization.BatchNorm1d"], new)], "v2")
 
 
@@ -328,19 +316,28 @@ def test_policy_by_view_matrix(tmp_path: Path, policy: str) -> None:
         assert line in html and line in page  # one total line in every view of the upload
         assert {e.id for e in report.exercises if e.feedback_held} == ({"normalization.BatchNorm1d"} if held else set())
         if held:
-            assert "received, feedback at" in line + page and "0/0" not in page and totals.maximum == 0
+            assert "received, feedback at" in line + page and totals.maximum == 0
+            assert "0/0" not in page and "0 / 0" not in page  # (the page's summary said "Graded 0 / 0")
         else:
             assert f"{totals.counted:g} / {totals.maximum:g}" in page  # the page's summary score
         # Gradescope's results.json renders the same standing of the same graded report
         with Store.open(env["db"]) as store:
-            graded = records.report_of(store, records.job(store, job))
+            row = records.job(store, job)
+            assert row is not None
+            graded = records.report_of(store, row)
         assert graded is not None
         results = student_results(graded, course, datetime.now(timezone.utc))
         test = results["tests"][0]
         assert ("score" not in test and test["tags"] == ["held"]) if held else test["score"] == totals.graded
         assert results["score"] == totals.graded
         has_fix = not withheld and not held and FIX in str(graded.to_json())  # (a rescored pass has none)
-        for view in (str(doc), html, page, json.dumps(results)):
+        replay = env["client"].post("/api/v1/submissions", headers={"Authorization": f"Bearer {env['ann']}",
+                                                                    "Idempotency-Key": "k1"},
+                                    json={"files": {"normalization.py": "# x\n"},
+                                          "exercises": ["normalization.BatchNorm1d"]}).json()
+        assert replay.get("replayed") is True, replay
+        assert format_text(report_from_dict(replay["report"]), late_shares=said).splitlines()[-1] == line
+        for view in (str(doc), html, page, json.dumps(results), json.dumps(replay)):
             assert (FIX in view) is has_fix, (policy, view[:200])
         # the course's views: the model's counted score of the exercise, the held one in none
         progress = get(env, "ann", "/progress").json()
@@ -365,6 +362,13 @@ def test_policy_by_view_matrix(tmp_path: Path, policy: str) -> None:
             chapter_page = env["client"].get("/student/chapters/normalization").text.replace("&#x27;", "'")
             assert standing.format_time(states["normalization"].at) in chapter_page, (policy, words)
             assert case.state in chapter_page, (policy, words)
+            public = env["client"].get("/").text.replace("&#x27;", "'")
+            assert standing.format_time(states["normalization"].at) in public, (policy, words)
+        # the instructor's dashboard cell: the score that counts (a held one too: the instructor sees everything)
+        teacher = {"Authorization": f"Bearer {env['teacher']}"}
+        cell = env["client"].get("/instructor/export/class.json", headers=teacher).json()
+        ann = next(s for s in cell["students"] if s["student"] == "ann")["exercises"]["normalization.BatchNorm1d"]
+        assert ann["best_score"] == (4.0 if held else case.counted)
 
 
 def test_gradescope_results_hold_the_exam_and_withhold_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -387,3 +391,111 @@ def test_gradescope_results_hold_the_exam_and_withhold_the_fix(tmp_path: Path, m
     assert results["score"] == 0.0 and "score" not in test and test["tags"] == ["held"]
     assert test["output"].endswith(f"received, feedback at {standing.format_time(NOW + timedelta(hours=2))}")
     assert FIX not in json.dumps(results) and "4/8" not in json.dumps(results)
+
+
+def test_a_report_totals_its_upload_and_grade_progress_the_course(tmp_path: Path) -> None:
+    """Issue 43, bug 5: /300 on a submit, /340 in `grade progress`, with no word why. A report's line says "This
+    upload" (the exercises it graded), `grade progress`'s says "Course" (every exercise, the score that counts of
+    each), and both numbers are the model's."""
+    from grader.student.course import counted_score
+    from grader.student.feedback.progress import Progress, format_progress
+
+    text = chapter_toml("normalization", ["normalization"], due=iso(-1), late_penalty="0.3", late_until=iso(24))
+    with served(tmp_path, text) as env:
+        first = record(env, GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)], "h"),
+                       key="a", files={"activations.py": "# a\n"}, hours=-3)
+        second = record(env, batchnorm_report(), key="b")  # late: counts 70%
+        doc = get(env, "ann", f"/submissions/{second}").json()
+        report = report_from_dict(doc["report"])
+        shares = {str(x["exercise"]): float(x["counts"]) for x in doc["late"]}
+        line = format_text(report, late_shares=shares).splitlines()[-1]
+        upload = standing.totals(report, shares)
+        assert line.startswith(f"This upload: {upload.counted:g}/{upload.maximum:g} (35.0%) counted") and first
+        progress = get(env, "ann", "/progress").json()
+        course = load_course(tmp_path / "course.toml")
+        with Store.open(env["db"]) as store:
+            counted = {e: counted_score(store.submissions("ann", e), course.chapter_of(e, "ann"), course.rule).score
+                       for e in ("activations.ReLU", "normalization.BatchNorm1d")}
+        assert counted == {"activations.ReLU": 10.0, "normalization.BatchNorm1d": pytest.approx(2.8)}
+        cells = [e for c in progress["chapters"] for e in c["exercises"]]
+        assert progress["score"] == pytest.approx(sum(counted.values()))
+        assert progress["max_score"] == sum(e["max_score"] for e in cells)
+        said = format_progress(Progress.from_json(progress))
+        assert (f"Course: {progress['score']:g}/{progress['max_score']:g} exercise points ({progress['percent']:.1f}%)"
+                f" over all {len(cells)} exercises, each with the score that counts") in said
+        assert "This upload" not in said and "Course:" not in line
+
+
+def test_the_docs_example_course_says_the_same_in_every_view(tmp_path: Path) -> None:
+    """The docs' example course (docs/course.example.toml, as written) served: one upload of BatchNorm1d (released
+    at `derive`) and of an exam chapter's exercise. Whatever today's date, every view says what the model says now:
+    the same held set (the exam chapter's until its release), the same total line, no fix of the derive stub, and
+    `grade progress`'s cells the counted score of the model (late and closed rules included)."""
+    from grader.course.gradescope import student_results
+    from grader.student.course import counted_score
+
+    example = Path(__file__).resolve().parents[2] / "docs" / "course.example.toml"
+    with served(tmp_path, example.read_text(encoding="utf-8")) as env:
+        course = load_course(tmp_path / "course.toml")
+        xavier = ExerciseResult("init.xavier_uniform", "failed", 3.0, 10.0,
+                                [CheckResult("bound", False, 0.0, 7.0, "SECRET bound differs")])
+        graded = GradeReport("ann", [*batchnorm_report().exercises, xavier], "h")
+        job = record(env, graded, files={"normalization.py": "# n\n", "init.py": "# i\n"})
+        now = datetime.now(timezone.utc)
+        exam = course.chapter_of("init.xavier_uniform")
+        assert exam is not None and exam.release_feedback is not None and exam.show_score
+        held = {"init.xavier_uniform"} if exam.feedback_hidden(now) else set()
+        doc = get(env, "ann", f"/submissions/{job}").json()
+        report = report_from_dict(doc["report"])
+        shares = {str(x["exercise"]): float(x["counts"]) for x in doc["late"]}
+        assert {e.id for e in report.exercises if e.feedback_held} == held
+        line = format_text(report, late_shares=shares).splitlines()[-1]
+        html = format_html(report, late_shares=shares).replace("&#x27;", "'")
+        log_in(env["client"], env["ann"])
+        page = env["client"].get(f"/student/submissions/{job}").text.replace("&#x27;", "'").replace("&#39;", "'")
+        assert line in html and line in page
+        results = student_results(graded, course, now)
+        assert results["score"] == standing.totals(report).graded
+        for view in (str(doc), html, page, json.dumps(results)):
+            assert FIX not in view and "running_var follows the biased batch variance" in view
+            assert ("SECRET" in view) is not held
+        progress = get(env, "ann", "/progress").json()
+        cells = {e["id"]: e for c in progress["chapters"] for e in c["exercises"]}
+        with Store.open(env["db"]) as store:
+            for exercise in ("normalization.BatchNorm1d", "init.xavier_uniform"):
+                model = counted_score(store.submissions("ann", exercise), course.chapter_of(exercise, "ann"),
+                                      course.rule)
+                assert cells[exercise]["best_score"] == pytest.approx(model.score), exercise
+
+
+def test_full_marks_have_one_definition() -> None:
+    """A score a rounding short of the maximum was "at full marks" in the class report and the dashboard (to 1e-9)
+    but not in a report's total line or `grade progress`: one rule (model.at_full_marks) for all of them."""
+    from grader.student.engine.model import at_full_marks
+    from grader.student.feedback.progress import ExerciseProgress
+    from grader.term.class_report import ExerciseCell
+
+    score = 10.0 - 1e-12
+    report = GradeReport("ann", [ExerciseResult("linear.Linear", "passed", score, 10.0)])
+    assert at_full_marks(score, 10.0) and report.full_marks and standing.totals(report).full == 1
+    assert "1 of 1 exercises at full marks" in format_text(report)
+    assert ExerciseProgress("linear.Linear", score, 10.0, "passed", 1).done
+    assert ExerciseCell(best_score=score, max_score=10.0, attempts=1).passed
+
+
+def test_a_retried_upload_is_answered_after_its_chapter_closed(tmp_path: Path) -> None:
+    """A client's retry (same Idempotency-Key, same files) of an upload taken in the window was refused once the
+    chapter had closed ("it takes no more uploads"): the retry is answered with the upload as it was taken; other
+    files under the same key are still a 409."""
+    text = chapter_toml("normalization", ["normalization"], opens=iso(-3), due=iso(-2), release_feedback=iso(-1))
+    with served(tmp_path, text) as env:
+        job = record(env, batchnorm_report(), hours=-2.5)
+        headers = {"Authorization": f"Bearer {env['ann']}", "Idempotency-Key": "k1"}
+        body = {"files": {"normalization.py": "# x\n"}, "exercises": ["normalization.BatchNorm1d"]}
+        replay = env["client"].post("/api/v1/submissions", headers=headers, json=body)
+        assert replay.status_code == 202 and replay.json()["replayed"] is True and replay.json()["id"] == job
+        other = env["client"].post("/api/v1/submissions", headers=headers,
+                                   json={**body, "files": {"normalization.py": "# y\n"}})
+        assert other.status_code == 409 and "different files" in other.json()["error"]
+        fresh = env["client"].post("/api/v1/submissions", headers={**headers, "Idempotency-Key": "k2"}, json=body)
+        assert fresh.status_code != 202 and "closed at" in fresh.json()["error"]

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from grader.student.engine import catalogue, loader
 from grader.student.errors import SetupError
 from grader.student.sandbox.ingest import Ingested, read_submission
-from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport, at_full_marks
 from grader.student.engine.ops import Case, ScriptResult
 from grader.student.sanitize import clean_text
 from grader.student.sandbox.runner import Job, JobOutcome, Limits, Workspace, human_bytes, prestart_workspace, run_cases
@@ -177,7 +177,7 @@ def _status(
         return "not_implemented"
     if special:
         return "error"
-    return "passed" if score >= max_score - 1e-9 else "failed"
+    return "passed" if at_full_marks(score, max_score) else "failed"
 
 
 def output_limit_reached(output: str, limits: Limits) -> bool:

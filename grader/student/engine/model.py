@@ -57,6 +57,11 @@ class CheckResult:
 NOT_GRADED = "not_graded"
 
 
+def at_full_marks(score: float, max_score: float) -> bool:
+    """THE rule of full marks, for a result, a counted score or a class cell: ``score >= max_score`` (to 1e-9)."""
+    return score >= max_score - 1e-9
+
+
 @dataclass
 class ExerciseResult:
     """The verdict on one exercise: status, score and the checks behind it.
@@ -95,7 +100,7 @@ class ExerciseResult:
     @property
     def full_marks(self) -> bool:
         """At full marks: graded, its score shown (not held by exam mode) and ``score >= max_score``."""
-        return self.graded and not self.score_hidden and self.score >= self.max_score
+        return self.graded and not self.score_hidden and at_full_marks(self.score, self.max_score)
 
     def to_json(self, arrays: bool = False) -> dict[str, Any]:
         doc: dict[str, Any] = {

@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from grader.student.engine import catalogue
+from grader.student.engine.model import at_full_marks
 from grader.student.course import DEFAULT_COURSE, Course, parse_time
 from grader.student.standing import format_time
 from grader.student.quiz.quiz_text import ChapterProgress as QuizStanding
@@ -44,7 +45,7 @@ class ExerciseProgress:
 
     @property
     def done(self) -> bool:
-        return self.attempts > 0 and self.best_score >= self.max_score
+        return self.attempts > 0 and at_full_marks(self.best_score, self.max_score)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -201,7 +202,7 @@ def next_step(exercises: list[ExerciseProgress], quizzes: list[QuizStanding], su
     latest attempt had full marks after the due date (a new attempt would be as late).
     """
     for ex in exercises:
-        late_full = ex.late and ex.latest_score is not None and ex.latest_score >= ex.max_score
+        late_full = ex.late and ex.latest_score is not None and at_full_marks(ex.latest_score, ex.max_score)
         if not ex.done and ex.id not in closed and not late_full:
             if ex.last_status is None:
                 why = "not graded yet"
@@ -253,9 +254,10 @@ def format_progress(progress: Progress, color: bool = False) -> str:
                 f"{q.questions_correct}/{q.questions} questions correct ({state})"
             )
     hidden = sum(ex.last_status == "received" for c in progress.chapters for ex in c.exercises)
-    lines.append(style(
-        f"Overall: {format_score(progress.score)}/{format_score(progress.max_score)} "
-        f"exercise points ({progress.percent:.1f}%)"
+    counted = sum(ex.last_status != "received" for c in progress.chapters for ex in c.exercises)
+    lines.append(style(  # the course's total, told apart from a report's ("This upload: ...", one upload)
+        f"Course: {format_score(progress.score)}/{format_score(progress.max_score)} "
+        f"exercise points ({progress.percent:.1f}%) over all {counted} exercises, each with the score that counts"
         + (f", not counting {hidden} exercise{'s' if hidden != 1 else ''} whose score is hidden until the "
            "feedback release (exam mode)" if hidden else ""), bold=True))
     quizzes = [c.quiz for c in progress.chapters if c.quiz is not None]

@@ -340,14 +340,16 @@ def counted_total(report: GradeReport, late_shares: Mapping[str, float]) -> floa
 def total_line(report: GradeReport, late_shares: Mapping[str, float] | None = None) -> str:
     """THE total line of every report (text, HTML, notebook): the counted total of :func:`standing.totals`.
 
-    "Total: 74/90 (82.2%) counted (90/90 as graded, late work penalised), 8 of 9 exercises at full marks"; held
-    exercises (exam mode) are in neither number and are said once: "; 2 exercises held until the feedback release".
+    A report covers one upload, so its line says so: "This upload: 74/90 (82.2%) counted (90/90 as graded, late
+    work penalised), 8 of 9 exercises at full marks" (its maximum: the exercises it graded); `grade progress`
+    totals the course ("Course: ..." over every exercise, grader/student/feedback/progress.py). Held exercises
+    (exam mode) are in neither number and are said once: "; 2 exercises received and graded: ... held".
     """
     t = standing.totals(report, late_shares)
     if t.held and not t.shown:
-        return (f"Total: none shown yet; {t.held} exercise{'s' if t.held != 1 else ''} received and graded: score "
-                "and feedback held until the feedback release (exam mode)")
-    line = f"Total: {format_score(t.counted)}/{format_score(t.maximum)} ({t.percent:.1f}%)"
+        return (f"This upload: none shown yet; {t.held} exercise{'s' if t.held != 1 else ''} received and graded: "
+                "score and feedback held until the feedback release (exam mode)")
+    line = f"This upload: {format_score(t.counted)}/{format_score(t.maximum)} ({t.percent:.1f}%)"
     if abs(t.counted - t.graded) > 1e-9:
         line += f" counted ({format_score(t.graded)}/{format_score(t.maximum)} as graded, late work penalised)"
     line += f", {t.full} of {t.shown} exercises at full marks"
@@ -372,7 +374,7 @@ def format_text(report: GradeReport, color: bool = False, late_shares: Mapping[s
 
     ``late_shares``: exercise id -> the share of its score the course counts, for the exercises uploaded late
     (the course server's ``late`` list): "late: counts 70%" beside the score, and the total as counted
-    ("Total: 74/90 (82.2%) counted (90/90 as graded, late work penalised)"). Exercises whose score exam mode
+    ("This upload: 74/90 (82.2%) counted (90/90 as graded, late work penalised)"). Exercises whose score exam mode
     hides (``received``) are never "at full marks"; the total line says they wait for the feedback release.
 
     A message several exercises share (a kernel file that does not build, a

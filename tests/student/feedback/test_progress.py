@@ -93,7 +93,7 @@ def test_format_progress_text(store: Store) -> None:
     layer = next(line for line in lines if "normalization.LayerNorm" in line)
     assert "best    0/10" in layer and "0 attempts" in layer
     assert "  quiz: 1/2 checkpoints, 1/3 questions correct (incomplete)" in lines
-    assert "Overall: 16.5/30 exercise points (55.0%)" in lines
+    assert "Course: 16.5/30 exercise points (55.0%) over all 3 exercises, each with the score that counts" in lines
     assert "Quizzes: 0 of 2 complete" in lines
     assert lines[-1].startswith("Next: activations.GELU")
     assert "\x1b[" not in text

@@ -66,7 +66,7 @@ def test_text_report_lines_per_exercise_and_total(catalogue: None) -> None:
     assert relu_line.split()[0] == "PASSED" and relu_line.endswith("10/10")
     assert next(line for line in lines if "activations.GELU" in line).split()[0] == "NOT_IMPLEMENTED"
     assert next(line for line in lines if "dropout.Dropout" in line).split()[0] == "ERROR"
-    assert lines[-1] == "Total: 18/40 (45.0%), 1 of 4 exercises at full marks"
+    assert lines[-1] == "This upload: 18/40 (45.0%), 1 of 4 exercises at full marks"
     assert "\x1b[" not in text
 
 

@@ -91,7 +91,7 @@ def test_an_ordinary_user_grades_the_solutions_kernels_in_the_sandbox(shared_tmp
          "submit", "kernels", "--path", str(folder), "--db", str(tmp_path / "p.db"), "--student", "nobody"],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Total: 70/70 (100.0%), 7 of 7 exercises at full marks" in done.stdout
+    assert "This upload: 70/70 (100.0%), 7 of 7 exercises at full marks" in done.stdout
     assert "sandbox is off" not in done.stderr
 
 
