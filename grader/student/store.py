@@ -42,6 +42,7 @@ SQLITE_NOTADB = 26  # SQLite's result code for a file whose header is not SQLite
 SERVING_SUFFIX = "-serving"  # <database>-serving: the server's lock file (pid and URL), see serve()
 BUSY_TIMEOUT_MS = 5000
 DB_ENV = "GRADE_DB"
+DEFAULT_EXERCISES_DIR = Path("exercises")  # the handout's exercises folder; the default database sits beside it
 
 
 def default_db_path(exercises_dir: Path) -> Path:
