@@ -391,6 +391,48 @@ def quiz_command(chapter: str | None, answers: Path | None, ask_all: bool, as_js
             click.echo(f"{len(given)} answer(s) of {chapter} saved in {save_answers}: upload it with your exercises.")
 
 
+@cli.command("practice")
+@student_option
+@db_option
+@path_option
+@server_options
+@click.option("--quiz-dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_QUIZ_DIR,
+              show_default=True, help="The handout's quizzes folder.")
+def practice_command(student: str | None, db: Path | None, path: Path, server: str | None, local: bool,
+                     quiz_dir: Path) -> None:
+    """Practise what your mistakes show and what your schedule brings back today: one question per concept.
+
+    Not graded, no attempts spent. Each answer is a review of its concept: a
+    right one brings it back at a growing interval, a wrong one the next day;
+    two right in a row master it. After `grade login` the course server keeps
+    the schedule; otherwise (or with --local) this machine's store does.
+    """
+    from datetime import datetime, timezone
+
+    from grader.student.client import remote
+    from grader.student.quiz.practice import chapters, load_practice, run_spaced
+
+    login = remote.remote_login(server, local, db)
+    if login is not None:
+        click.get_current_context().exit(remote.remote_practice(login))
+    student = student or default_student()
+    path = exercises_dir(path)
+    db_path = db if db is not None else default_db_path(path)
+    with one_line_errors():
+        if not db_path.exists():
+            raise CommandError(f"no progress database at '{db_path}': practice follows your graded uploads, "
+                               "so `grade submit` first (or pass --db)")
+        quizzes = {name: load_practice(quiz_dir / f"{name}.json") for name in chapters(quiz_dir)}
+        with Store.open(db_path) as store:
+            try:
+                run_spaced(store, student, quizzes, lambda prompt: click.prompt(prompt, prompt_suffix="", default="",
+                                                                               show_default=False),
+                           click.echo, datetime.now(timezone.utc))
+            except click.Abort:
+                click.echo("\nStopped.", err=True)
+                sys.exit(1)
+
+
 def local_progress(student: str | None, db: Path | None, path: Path, as_json: bool,
                    summarize: Callable[[Store | None, str, str], Progress]) -> None:
     """``grade progress`` from the local database beside ``path`` (or ``db``), shared by both CLIs:

@@ -88,6 +88,17 @@ def to_row(entry: Entry) -> dict[str, Any]:
             "reviewed": entry.reviewed.isoformat() if entry.reviewed else None}
 
 
+def usable(entry: Entry) -> bool:
+    """Whether an entry that came from elsewhere (a merge) can be scheduled: times with their zone, FSRS's card."""
+    from fsrs import Card
+
+    try:
+        Card.from_dict(entry.card)  # type: ignore[arg-type]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+    return entry.due.tzinfo is not None and (entry.reviewed is None or entry.reviewed.tzinfo is not None)
+
+
 def from_row(row: dict[str, Any]) -> Entry:
     """An entry from its store row (:func:`to_row`)."""
     import json
@@ -118,21 +129,67 @@ def record_mistakes(entries: list[Entry], mistakes: list[tuple[str, str]], now: 
     return [held[c] for c in sorted(held)]
 
 
-def progress_lines(store: Any, student: str, now: datetime) -> list[str]:
-    """``grade progress``'s "practice this" and "due today" lines from the store (``Store``): the questions of
-    the concepts the student's current submissions show mistakes in, and the scheduled concepts due today."""
-    from grader.student.quiz.concepts import CONCEPTS
-
-    offer = practice_offer([(row["misconception"], row["exercise"]) for row in store.current_mistakes(student)])
-    due = due_today([from_row(row) for row in store.practice_entries(student)], now)
+def practice_lines(offer: list[tuple[str, tuple[str, ...]]], due: list[str]) -> list[str]:
+    """``grade progress``'s "practice this" and "due today" lines, offline and from the server alike: ``offer`` as
+    (concept title, its questions), ``due`` the titles of the concepts due today."""
     lines = []
     if offer:
-        lines.append("Practice this (not graded, no attempts spent): grade quiz CHAPTER, these questions:")
-        lines += [f"  {CONCEPTS[c].title}: {', '.join(questions)}" for c, questions in offer]
+        lines.append("Practice this (not graded, no attempts spent): `grade practice` asks these:")
+        lines += [f"  {title}: {', '.join(questions)}" for title, questions in offer]
     if due:
-        lines.append(f"Due today ({len(due)}): " + ", ".join(CONCEPTS[e.concept].title if e.concept in CONCEPTS
-                                                                else e.concept for e in due))
+        lines.append(f"Due today ({len(due)}): " + ", ".join(due))
     return lines
+
+
+def _title(concept: str) -> str:
+    from grader.student.quiz.concepts import CONCEPTS
+
+    return CONCEPTS[concept].title if concept in CONCEPTS else concept
+
+
+def progress_lines(store: Any, student: str, now: datetime) -> list[str]:
+    """``grade progress``'s practice lines (:func:`practice_lines`) from the store (``Store``): the questions of
+    the concepts the student's current submissions show mistakes in, and the scheduled concepts due today."""
+    offer = practice_offer([(row["misconception"], row["exercise"]) for row in store.current_mistakes(student)])
+    due = due_today([from_row(row) for row in store.practice_entries(student)], now)
+    return practice_lines([(_title(c), questions) for c, questions in offer], [_title(e.concept) for e in due])
+
+
+def to_practise(store: Any, student: str, now: datetime) -> list[str]:
+    """The concepts a practice session asks now, each once: those due today (:func:`due_today`), then those
+    of the student's current mistakes (:func:`practice_offer`) without a clean retrieval since they were missed
+    (streak 0: a right answer puts them on the schedule, where they come back when due)."""
+    entries = {e.concept: e for e in (from_row(row) for row in store.practice_entries(student))}
+    due = [e.concept for e in due_today(list(entries.values()), now)]
+    offer = practice_offer([(row["misconception"], row["exercise"]) for row in store.current_mistakes(student)])
+    fresh = [c for c, _ in offer if c not in entries or entries[c].streak == 0]
+    return list(dict.fromkeys(due + fresh))
+
+
+def question_for(concept: str, streak: int, available: set[str]) -> str | None:
+    """The question (``chapter/question-id``) a session asks of ``concept``: of its questions in ``available``
+    (those that can be judged where the practice runs), the one at the clean streak's turn, so two clean
+    retrievals in a row answer two different questions; None when none is available."""
+    from grader.student.quiz.concepts import CONCEPTS
+
+    concept_ = CONCEPTS.get(concept)
+    usable = [q for q in concept_.questions if q in available] if concept_ else []
+    return usable[streak % len(usable)] if usable else None
+
+
+def streak_of(store: Any, student: str, concept: str) -> int:
+    """The concept's clean streak in the student's schedule (0 when it is not on it)."""
+    row = next((r for r in store.practice_entries(student) if r["concept"] == concept), None)
+    return int(row["streak"]) if row else 0
+
+
+def record_practice(store: Any, student: str, concept: str, right: bool, now: datetime) -> Entry:
+    """A practice answer on ``concept`` judged at ``now`` is a review: right a clean retrieval (FSRS ``Good``),
+    wrong a miss (``Again``); the student's schedule in ``store`` is updated and the new entry returned."""
+    held = next((from_row(r) for r in store.practice_entries(student) if r["concept"] == concept), None)
+    entry = retrieved(held, right, now) if held else _review(None, concept, right, now)
+    store.save_practice_entries(student, [to_row(entry)])
+    return entry
 
 
 def record_report(store: Any, report: Any, now: datetime) -> None:
