@@ -61,6 +61,7 @@ from typing import Any
 from grader.queue import records
 from grader.queue.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, Outage, Queue, job_of_key, open_queue, task_id
 from grader.queue.selftest import LABELS, SelfTest, kind_of, sentence
+from grader.student import practice_schedule
 from grader.student.course import parse_time
 from grader.student.store import Store
 from grader.student.client.wire import report_from_dict
@@ -297,6 +298,8 @@ class Collector(threading.Thread):
             return
         report.student = job["student"]  # the job says whose it is, not the worker
         recorded = records.record_done(store, job, report, self.grader_version)
+        if recorded is not None:  # its named mistakes' concepts go on the student's practice schedule
+            practice_schedule.record_report(store, report, parse_time(job["received_at"]))
         if recorded is not None and recorded.held:
             self._held(int(job["id"]))
         if recorded is not None and report.not_graded:
