@@ -121,6 +121,20 @@ def practice_offer(mistakes: list[tuple[str, str]]) -> list[tuple[str, tuple[str
     return list(offer.items())
 
 
+def report_offer(exercise: Any) -> list[str]:
+    """The titles of the concepts a report's exercise (``ExerciseResult``) offers to practise: those of its failing
+    checks' named mistakes, once each (the report's "practice this" line, text and page alike)."""
+    mistakes = [(c.misconception, exercise.id) for c in exercise.checks if not c.passed and c.misconception]
+    return [_title(concept) for concept, _ in practice_offer(mistakes)]
+
+
+def report_line(exercise: Any) -> str | None:
+    """The text report's "practice this" line of an exercise, or None when it names no mistake."""
+    titles = report_offer(exercise)
+    return (f"Practice this (not graded, no attempts spent): {'; '.join(titles)}. Run `grade practice`."
+            if titles else None)
+
+
 def record_mistakes(entries: list[Entry], mistakes: list[tuple[str, str]], now: datetime) -> list[Entry]:
     """The schedule after a graded upload at ``now`` named ``mistakes``: each of their concepts is missed once."""
     held = {e.concept: e for e in entries}
