@@ -1122,8 +1122,10 @@ class Store:
         return rows
 
     def quiz_answer_rows(self) -> list[dict[str, Any]]:
-        """Every quiz answer's student, chapter, question, answer and correct (bool), oldest first."""
-        rows = self._rows("SELECT student, chapter, question, answer, correct FROM quiz_attempts ORDER BY id", [])
+        """Every quiz answer's student, chapter, question, answer, correct (bool) and params (the drawn values'
+        JSON, "" for a fixed question), oldest first."""
+        rows = self._rows("SELECT student, chapter, question, answer, correct, params FROM quiz_attempts ORDER BY id",
+                          [])
         for row in rows:
             row["correct"] = bool(row["correct"])
         return rows
