@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute, Route
 from grader import quiz as quiz_lib
 from grader.quiz import judging
 from grader.server import app as api
-from grader.server import lti, lti_services, pages, practice_api, student_pages
+from grader.server import lti, lti_services, pages, practice_api, practice_pages, student_pages
 from grader.server.app import API_PREFIX, ServerConfig, ServerState, api_error, grader_version, server_error
 from grader.queue.collector import Collector
 from grader.server.headers import Framing, SecurityHeaders
@@ -41,7 +41,8 @@ def routes(with_lti: bool = True) -> list[BaseRoute]:
     endpoints += [Route(API_PREFIX + path, handler, methods=[method]) for method, path, handler, _ in api.API]
     launch = lti.routes() if with_lti else []
     endpoints += practice_api.routes()
-    return endpoints + pages.routes() + student_pages.routes() + launch + lti_services.routes()
+    return (endpoints + pages.routes() + practice_pages.routes() + student_pages.routes() + launch
+            + lti_services.routes())
 
 
 def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:

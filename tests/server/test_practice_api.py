@@ -170,3 +170,26 @@ def test_grade_login_merges_and_grade_practice_and_progress_ask_the_server(
     progress = CliRunner().invoke(student_cli, ["progress"])
     assert progress.exit_code == 0, progress.output
     assert "Practice this (not graded, no attempts spent)" in progress.output
+
+
+def test_the_practice_page_lists_what_is_due_and_answers_on_the_page(env: Env) -> None:
+    bearer = {"Authorization": f"Bearer {env.tokens['ada']}"}
+    env.answer("initialisation/xavier-uniform-a", right=False)  # a miss today: due tomorrow
+    env.clock.now = NOW + timedelta(days=1, hours=1)
+    page = env.client.get("/student/practice", headers=bearer)
+    assert page.status_code == 200 and 'href="/student/practice"' in page.text
+    due = page.text[page.text.index("Due today"):page.text.index("Practise now")]
+    assert "Variance, standard deviation and the uniform bound" in due and 'href="#c-init-variance-vs-std"' in due
+    assert 'id="c-init-variance-vs-std"' in page.text and "initialisation/xavier-uniform-a" in page.text
+    chapter, qid = "initialisation", "xavier-uniform-a"
+    typed = right_answer(chapter, next(q for q in quiz_source(chapter).questions if q.id == qid), PRACTICE_STUDENT,
+                         typed=True)
+    answered = env.client.post("/student/practice", headers=bearer, data={
+        "concept": CONCEPT, "question": f"{chapter}/{qid}", "answer": str(typed)})
+    assert answered.status_code == 200
+    assert "Right." in answered.text and "Explanation." in answered.text and "comes back on" in answered.text
+    refused = env.client.post("/student/practice", headers=bearer, data={
+        "concept": "normalization.axes", "question": "normalization/norm-axes-instance", "answer": "1"})
+    assert refused.status_code == 400 and "open for grading" in refused.text
+    with Store.open(env.db) as store:
+        assert store.quiz_attempts("ada") == []  # practice spent no attempt
