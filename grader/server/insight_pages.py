@@ -158,7 +158,7 @@ async def item_stats_page(request: Request, mode: str) -> Response:
     if students < item_stats.IRT_MIN_STUDENTS:
         note = (f"The two-parameter IRT fit needs at least {item_stats.IRT_MIN_STUDENTS} students who answered; "
                 f"this class has {students}, too few for its estimates to mean anything, so it is not shown. "
-                "Facility and discrimination above are exact counts and read the same at any size.")
+                "Facility, discrimination and the flags below do not need it.")
     else:
         try:
             fitted = item_stats.fit_2pl(responses)
