@@ -59,6 +59,13 @@ def entry_json(entry: schedule.Entry) -> dict[str, Any]:
             "reviewed": entry.reviewed.isoformat() if entry.reviewed else None}
 
 
+def due_today(store: Store, student: str, now: datetime) -> list[dict[str, Any]]:
+    """The student's concepts due today (:func:`grader.student.practice_schedule.due_today`), as the pages show
+    them: the practice page's due list and the line of the student's home page."""
+    return [entry_json(e) for e in schedule.due_today([schedule.from_row(r) for r in store.practice_entries(student)],
+                                                       now)]
+
+
 def practice_doc(st: api.ServerState, store: Store, student: str, now: datetime) -> dict[str, Any]:
     """What ``GET /practice`` answers: ``practise`` (concept, title, sections, the question posed for practice or
     None when none can be), ``due`` (the concepts due today) and ``schedule`` (every entry)."""
@@ -78,7 +85,7 @@ def practice_doc(st: api.ServerState, store: Store, student: str, now: datetime)
         items.append({"concept": concept_id, "title": concept.title if concept else concept_id,
                       "sections": list(concept.sections) if concept else [], "question": question})
     return {"student": student, "practise": items,
-            "due": [entry_json(e) for e in schedule.due_today(entries, now)],
+            "due": due_today(store, student, now),
             "schedule": [entry_json(e) for e in entries]}
 
 
@@ -145,7 +152,7 @@ async def merge_schedule(request: Request) -> Response:
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise api.fail(400, f"a schedule row is not one ({type(exc).__name__}: {str(exc)[:80]}): send the rows "
                             "`grade login` sends") from exc
-    if not all(e.concept in CONCEPTS and schedule.usable(e) for e in local):
+    if not all(isinstance(e.concept, str) and e.concept in CONCEPTS and schedule.usable(e) for e in local):
         raise api.fail(400, "a schedule row names no concept of the course, or its card or times are not FSRS's")
     held = [schedule.from_row(row) for row in store.practice_entries(student)]
     merged = schedule.merge(local, held)

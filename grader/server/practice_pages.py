@@ -17,12 +17,16 @@ from starlette.routing import BaseRoute, Route
 
 from grader.server import app as api
 from grader.server import practice_api
-from grader.server.student_pages import Visitor, check_csrf, first, for_students, html_page, read_form
+from grader.server.student_pages import TEXT_URL, Visitor, check_csrf, first, for_students, html_page, read_form
+from grader.student.coursetext import section_href
 
 
 def practice_page(request: Request, who: Visitor, status: int = 200, **context: Any) -> Response:
     """The page: the due list and the concepts to practise, with what the last answer was told (``context``)."""
     doc = practice_api.practice_doc(api.state(request), api.db_store(request), who.student, api.now_utc())
+    for item in doc["practise"]:  # the concept's main section, on the served course text
+        item["reading"] = ({"address": item["sections"][0], "href": section_href(item["sections"][0], TEXT_URL)}
+                           if item["sections"] else None)
     values: dict[str, Any] = {"verdict": None, "error": "", "answered": ""}
     values.update(context)
     return html_page(request, "student_practice.html.j2", status, who, title="Practice", doc=doc, **values)

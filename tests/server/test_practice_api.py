@@ -135,7 +135,9 @@ def test_the_handouts_schedule_merges_the_later_review_wins(env: Env) -> None:
         assert {r["concept"] for r in store.practice_entries("ada")} == set(rows)
     for bad in ({"entries": "x"}, {"entries": [{"concept": CONCEPT}]},
                 {"entries": [{**ps.to_row(older), "concept": "no.such"}]},
-                {"entries": [{**ps.to_row(older), "card": "{\"state\": \"x\"}"}]}):
+                {"entries": [{**ps.to_row(older), "card": "{\"state\": \"x\"}"}]},
+                {"entries": [{**ps.to_row(older), "concept": ["a"]}]}, {"entries": [1, None]},
+                {"entries": [{**ps.to_row(older), "due": "2026-03-02T10:00:00"}]}):
         refused = env.api("ada", "POST", "/practice/schedule", json=bad)
         assert refused.status_code == 400 and "\n" not in refused.json()["error"], bad
 
@@ -181,6 +183,7 @@ def test_the_practice_page_lists_what_is_due_and_answers_on_the_page(env: Env) -
     due = page.text[page.text.index("Due today"):page.text.index("Practise now")]
     assert "Variance, standard deviation and the uniform bound" in due and 'href="#c-init-variance-vs-std"' in due
     assert 'id="c-init-variance-vs-std"' in page.text and "initialisation/xavier-uniform-a" in page.text
+    assert 'href="/student/text/initialisation.html#variance-propagation"' in page.text  # the concept's section
     chapter, qid = "initialisation", "xavier-uniform-a"
     typed = right_answer(chapter, next(q for q in quiz_source(chapter).questions if q.id == qid), PRACTICE_STUDENT,
                          typed=True)
@@ -193,3 +196,12 @@ def test_the_practice_page_lists_what_is_due_and_answers_on_the_page(env: Env) -
     assert refused.status_code == 400 and "open for grading" in refused.text
     with Store.open(env.db) as store:
         assert store.quiz_attempts("ada") == []  # practice spent no attempt
+
+
+def test_the_home_page_says_what_is_due_today(env: Env) -> None:
+    bearer = {"Authorization": f"Bearer {env.tokens['ada']}"}
+    assert 'id="practice-due"' not in env.client.get("/student/", headers=bearer).text
+    env.answer("initialisation/xavier-uniform-a", right=False)
+    env.clock.now = NOW + timedelta(days=1, hours=1)
+    home = env.client.get("/student/", headers=bearer).text
+    assert 'id="practice-due"' in home and 'href="/student/practice#c-init-variance-vs-std"' in home
