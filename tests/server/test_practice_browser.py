@@ -8,7 +8,6 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest

@@ -48,7 +48,9 @@ class Session:
     """One run_spaced session at ``now`` answering each asked question right, wrong or not at all."""
 
     def __init__(self, store: Store, quizzes: dict[str, PracticeQuiz]) -> None:
-        self.store, self.quizzes, self.said = store, quizzes, []  # type: list[str]
+        self.store, self.quizzes = store, quizzes
+        self.said: list[str] = []
+        self.asked: list[str] = []
 
     def run(self, now: datetime, how: str = "right") -> list[tuple[str, bool]]:
         self.said = []
