@@ -27,7 +27,7 @@ def practice_page(request: Request, who: Visitor, status: int = 200, **context: 
     for item in doc["practise"]:  # the concept's main section, on the served course text
         item["reading"] = ({"address": item["sections"][0], "href": section_href(item["sections"][0], TEXT_URL)}
                            if item["sections"] else None)
-    values: dict[str, Any] = {"verdict": None, "error": "", "answered": ""}
+    values: dict[str, Any] = {"verdict": None, "error": ""}
     values.update(context)
     return html_page(request, "student_practice.html.j2", status, who, title="Practice", doc=doc, **values)
 
@@ -47,8 +47,8 @@ async def practice_post(request: Request, who: Visitor) -> Response:
         verdict = await practice_api.practise_answer(api.state(request), api.db_store(request), who.student,
                                                      concept, question, raw, True, api.now_utc())
     except HTTPException as exc:  # 400: not a question to practise; 422: unreadable (no review)
-        return practice_page(request, who, exc.status_code, error=str(exc.detail), answered=concept)
-    return practice_page(request, who, verdict=verdict, answered=concept)
+        return practice_page(request, who, exc.status_code, error=str(exc.detail))
+    return practice_page(request, who, verdict=verdict)
 
 
 def routes() -> list[BaseRoute]:

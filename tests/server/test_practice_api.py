@@ -205,3 +205,22 @@ def test_the_home_page_says_what_is_due_today(env: Env) -> None:
     env.clock.now = NOW + timedelta(days=1, hours=1)
     home = env.client.get("/student/", headers=bearer).text
     assert 'id="practice-due"' in home and 'href="/student/practice#c-init-variance-vs-std"' in home
+
+
+def test_grade_login_sends_the_handouts_schedule(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from grader.student.client import connection
+
+    transport = env.client._transport
+    real_login = connection.login
+    monkeypatch.setattr(connection, "login", lambda server, token: real_login(server, token, transport))
+    monkeypatch.setattr(remote, "_client", lambda login: Client(login.server, login.token, transport=transport))
+    monkeypatch.setenv("GRADE_CONFIG", str(tmp_path / "config.json"))
+    monkeypatch.setenv("GRADE_DB", str(tmp_path / "progress.db"))
+    monkeypatch.setenv("GRADE_STUDENT", "ada-laptop")
+    with Store.open(tmp_path / "progress.db") as store:
+        store.save_practice_entries("ada-laptop", [ps.to_row(ps.missed(None, "optim.sgd", NOW))])
+    logged = CliRunner().invoke(remote.login_command, ["http://127.0.0.1", "--token", env.tokens["ada"]])
+    assert logged.exit_code == 0, logged.output
+    assert "Practice schedule merged with the server's (1 concept(s))" in logged.output
+    with Store.open(env.db) as store:
+        assert [r["concept"] for r in store.practice_entries("ada")] == ["optim.sgd"]
