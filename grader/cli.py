@@ -39,6 +39,7 @@ from grader.student.cli import (  # noqa: F401  (shared with the handout's grade
     no_wait_option,
     one_line_errors,
     path_option,
+    practice_command,
     read_section,
     run_console_script,
     server_options,
@@ -577,6 +578,7 @@ def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_san
 remote_cli.register(cli)  # login, logout, result (grader/student/client/remote.py); serve, worker, roster (grader/server/cli.py)
 term_cli.register(cli)  # regrade, rescore, similarity (grader/term/cli.py)
 cli.add_command(view_command)  # `grade view`: the last report as a web page (grader/student/cli.py)
+cli.add_command(practice_command)  # `grade practice`: the spaced practice of the mistakes' concepts (the same)
 
 
 @cli.command("read")

@@ -104,8 +104,12 @@ def test_grade_practice_runs_offline_and_says_what_it_needs(tmp_path: Path) -> N
     quiz_dir = handout(tmp_path)
     db = tmp_path / "progress.db"
     args = ["practice", "--db", str(db), "--student", "ada", "--quiz-dir", str(quiz_dir), "--local"]
-    missing = CliRunner().invoke(student_cli, args)
-    assert missing.exit_code == 2 and "no progress database" in missing.output and "Traceback" not in missing.output
+    from grader.cli import cli as instructor_cli
+
+    for cli in (student_cli, instructor_cli):  # the handout's grade and the instructor's alike
+        missing = CliRunner().invoke(cli, args)
+        assert missing.exit_code == 2 and "no progress database" in missing.output
+        assert "Traceback" not in missing.output
     with Store.open(db) as store:
         store.record_report(biased_running_var(), "0.1.0")
         ps.record_report(store, biased_running_var(), datetime.now(timezone.utc))
