@@ -93,6 +93,8 @@ async def practise_answer(st: api.ServerState, store: Store, student: str, conce
                           raw: Any, shown: bool, now: datetime) -> dict[str, Any]:
     """One practice answer: judged on the practice instance, recorded as a review of ``concept`` only (no quiz
     attempt). HTTPException 400 for a concept or question practice does not pose, 422 for an unreadable answer."""
+    if not schedule.available():
+        raise api.fail(503, f"the course server cannot keep practice: {schedule.UNAVAILABLE}; tell your instructor")
     if concept not in CONCEPTS:
         raise api.fail(400, f"'{concept}' is not a concept of the course: GET {api.API_PREFIX}/practice lists "
                             "what to practise")
@@ -144,6 +146,8 @@ async def merge_schedule(request: Request) -> Response:
     student = _student(request)
     store = api.db_store(request)
     doc = await api.read_json(request, api.MAX_JSON_BYTES)
+    if not schedule.available():
+        raise api.fail(503, f"the course server cannot keep practice: {schedule.UNAVAILABLE}; tell your instructor")
     rows = doc.get("entries")
     if not isinstance(rows, list) or len(rows) > MAX_ENTRIES:
         raise api.fail(400, f'send {{"entries": [schedule rows]}} (at most {MAX_ENTRIES})')

@@ -409,6 +409,7 @@ def practice_command(student: str | None, db: Path | None, path: Path, server: s
     """
     from datetime import datetime, timezone
 
+    from grader.student import practice_schedule
     from grader.student.client import remote
     from grader.student.quiz.practice import chapters, load_practice, run_spaced
 
@@ -419,6 +420,8 @@ def practice_command(student: str | None, db: Path | None, path: Path, server: s
     path = exercises_dir(path)
     db_path = db if db is not None else default_db_path(path)
     with one_line_errors():
+        if not practice_schedule.available():
+            raise CommandError(practice_schedule.UNAVAILABLE)
         if not db_path.exists():
             raise CommandError(f"no progress database at '{db_path}': practice follows your graded uploads, "
                                "so `grade submit` first (or pass --db)")

@@ -34,6 +34,15 @@ class Entry:
     reviewed: datetime | None = None
 
 
+UNAVAILABLE = ("practice needs the FSRS scheduler (the `fsrs` package: the handout installs it; the instructor's "
+               "repository with the `learning` extra)")
+
+
+def available() -> bool:
+    """Whether the scheduler (``fsrs``) is installed: without it nothing is scheduled, never a failed upload."""
+    return importlib.util.find_spec("fsrs") is not None
+
+
 def _scheduler() -> Any:
     from fsrs import Scheduler
 
@@ -211,7 +220,7 @@ def record_report(store: Any, report: Any, now: datetime) -> None:
     ``misconception``) is missed at ``now`` in the student's schedule in ``store`` (``Store``)."""
     mistakes = [(check.misconception, exercise.id) for exercise in report.exercises for check in exercise.checks
                 if not check.passed and check.misconception]
-    if not mistakes or importlib.util.find_spec("fsrs") is None:
+    if not mistakes or not available():
         return  # nothing named, or a handout installed before it needed fsrs: no schedule, never a failed upload
     entries = [from_row(row) for row in store.practice_entries(report.student)]
     store.save_practice_entries(report.student, [to_row(e) for e in record_mistakes(entries, mistakes, now)])

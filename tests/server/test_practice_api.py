@@ -224,3 +224,18 @@ def test_grade_login_sends_the_handouts_schedule(env: Env, tmp_path: Path, monke
     assert "Practice schedule merged with the server's (1 concept(s))" in logged.output
     with Store.open(env.db) as store:
         assert [r["concept"] for r in store.practice_entries("ada")] == ["optim.sgd"]
+
+
+def test_a_server_without_the_scheduler_says_so_in_one_line(env: Env, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ps, "available", lambda: False)
+    refused = env.answer("initialisation/xavier-uniform-a", right=True)
+    assert refused.status_code == 503 and "fsrs" in refused.json()["error"]
+    merged = env.api("ada", "POST", "/practice/schedule", json={"entries": []})
+    assert merged.status_code == 503
+    login = Login("http://127.0.0.1", env.tokens["ada"], "ada")
+    monkeypatch.setattr(remote, "_client", lambda _: Client(login.server, login.token,
+                                                             transport=env.client._transport))
+    with Store.open(tmp_path / "local.db") as store:
+        store.save_practice_entries("ada", [ps.to_row(ps.missed(None, "optim.sgd", NOW))])
+    assert remote.merge_schedule(login, tmp_path / "local.db", "ada") is None  # the login stands

@@ -7,6 +7,7 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from grader import quiz as quiz_lib
@@ -119,3 +120,10 @@ def test_grade_practice_runs_offline_and_says_what_it_needs(tmp_path: Path) -> N
     with Store.open(db) as store:
         (row,) = store.practice_entries("ada")
     assert row["streak"] == 1
+
+
+def test_grade_practice_without_the_scheduler_says_what_to_install(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ps, "available", lambda: False)
+    ran = CliRunner().invoke(student_cli, ["practice", "--db", str(tmp_path / "p.db"), "--local"])
+    assert ran.exit_code == 2 and "the `fsrs` package" in ran.output and "Traceback" not in ran.output

@@ -343,7 +343,7 @@ def merge_schedule(login: Login, db: Path, local_student: str) -> int | None:
     """The first remote call's merge (``grade login``): the handout's schedule in ``db`` (of ``local_student``,
     the name it was kept under) goes to the server, which keeps per concept the later review
     (:func:`grader.student.practice_schedule.merge`); the merged schedule is kept here too, under the login's
-    student. The number of concepts merged; None when there is no local store or the server has no practice."""
+    student. The number of concepts merged; None when there is no local store or the server keeps no practice."""
     from grader.student.store import Store
 
     if not db.exists():
@@ -351,8 +351,8 @@ def merge_schedule(login: Login, db: Path, local_student: str) -> int | None:
     with Store.open(db) as store:
         rows = store.practice_entries(local_student)
         with _client(login) as client:
-            status, doc = client.call("POST", "/practice/schedule", {"entries": rows}, accept=(404,))
-        if status == 404:
+            status, doc = client.call("POST", "/practice/schedule", {"entries": rows}, accept=(404, 503))
+        if status in (404, 503):  # an older server, or one without the scheduler: the login stands
             return None
         store.save_practice_entries(login.student, doc["entries"])
     return len(doc["entries"])
