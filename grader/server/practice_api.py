@@ -73,7 +73,13 @@ def practice_doc(st: api.ServerState, store: Store, student: str, now: datetime)
     streaks = {e.concept: e.streak for e in entries}
     questions = practicable(st, store, student)
     items = []
-    for concept_id in schedule.to_practise(store, student, now):
+    course = store.effective_course(st.config.course)
+
+    def shown(exercise: str) -> bool:  # exam mode: a held exercise's mistakes are not told, nor offered
+        chapter = course.chapter_of(exercise, student)
+        return chapter is None or not chapter.feedback_hidden(now)
+
+    for concept_id in schedule.to_practise(store, student, now, shown):
         concept = CONCEPTS.get(concept_id)
         question_id = schedule.question_for(concept_id, streaks.get(concept_id, 0), set(questions))
         question = None

@@ -78,7 +78,9 @@ def _build(config: ServerConfig, run_collector: bool, serving: store_lib.Serving
                                              config.job_timeout, config.collect_interval,
                                              on_closed=lambda job_id: loop.call_soon_threadsafe(st.wake, job_id),
                                              lease_timeout=config.lease_timeout,
-                                             selftest=SelfTest(open_queue(config.queue_url), config.selftest_retry))
+                                             selftest=SelfTest(open_queue(config.queue_url), config.selftest_retry),
+                                             practice_view=lambda report, at: standing.student_report(
+                                                 report, config.course, at))  # exam mode: held, not scheduled
                     st.collector.start()
                 poster = lti_services.start_poster(app)  # beside the collector, when [lti] names platforms
                 with scaffolding.levels_in_force(standing.scaffolding_levels(config.course)):  # as the handout's

@@ -15,6 +15,7 @@ server and in the handout alike; :func:`merge` joins the two on login (the later
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -178,13 +179,15 @@ def progress_lines(store: Any, student: str, now: datetime) -> list[str]:
     return practice_lines([(_title(c), questions) for c, questions in offer], [_title(e.concept) for e in due])
 
 
-def to_practise(store: Any, student: str, now: datetime) -> list[str]:
+def to_practise(store: Any, student: str, now: datetime, shown: Callable[[str], bool] | None = None) -> list[str]:
     """The concepts a practice session asks now, each once: those due today (:func:`due_today`), then those
     of the student's current mistakes (:func:`practice_offer`) without a clean retrieval since they were missed
-    (streak 0: a right answer puts them on the schedule, where they come back when due)."""
+    (streak 0: a right answer puts them on the schedule, where they come back when due). ``shown(exercise)``:
+    whether the student may see that exercise's mistakes now (the server's exam mode); None: all."""
     entries = {e.concept: e for e in (from_row(row) for row in store.practice_entries(student))}
     due = [e.concept for e in due_today(list(entries.values()), now)]
-    offer = practice_offer([(row["misconception"], row["exercise"]) for row in store.current_mistakes(student)])
+    offer = practice_offer([(row["misconception"], row["exercise"]) for row in store.current_mistakes(student)
+                            if shown is None or shown(row["exercise"])])
     fresh = [c for c, _ in offer if c not in entries or entries[c].streak == 0]
     return list(dict.fromkeys(due + fresh))
 

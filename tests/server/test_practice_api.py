@@ -239,3 +239,14 @@ def test_a_server_without_the_scheduler_says_so_in_one_line(env: Env, tmp_path: 
     with Store.open(tmp_path / "local.db") as store:
         store.save_practice_entries("ada", [ps.to_row(ps.missed(None, "optim.sgd", NOW))])
     assert remote.merge_schedule(login, tmp_path / "local.db", "ada") is None  # the login stands
+
+
+def test_exam_mode_offers_no_practice_of_a_held_exercises_mistakes(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    seeded = seed(tmp_path, exam_release=NOW + timedelta(days=3))  # normalization's feedback held until then
+    monkeypatch.setattr(api, "now_utc", lambda: NOW)
+    config = ServerConfig(seeded.db, f"sqlite:///{tmp_path / 'queue.db'}", load_course(seeded.course))
+    with TestClient(create_app(config, run_collector=False), base_url="http://127.0.0.1") as client:
+        doc = client.get("/api/v1/practice", headers={"Authorization": f"Bearer {seeded.tokens['ada']}"}).json()
+    offered = [i["concept"] for i in doc["practise"]]
+    assert CONCEPT in offered and "normalization.axes" not in offered  # LayerNorm's ln-batch-axis is held
