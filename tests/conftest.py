@@ -132,6 +132,7 @@ SERVER_TESTS: tuple[str, ...] = (
     "tests/server/test_a11y_browser.py",
     "tests/server/test_error_pages.py",
     "tests/server/test_fuzz_api.py",
+    "tests/server/test_practice_browser.py",
     "tests/server/test_server_grading.py::test_grade_serve_listens_on_the_port_of_the_courses_server_url",
     "tests/docs/test_docs_run.py::test_lti_page",
     "tests/term/test_rescore.py::test_a_class_graded_with_grade_batch_can_be_rescored",

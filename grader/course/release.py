@@ -325,6 +325,11 @@ quizzes are practice and nothing is recorded). A regrade request is tied to
 your latest graded upload of that exercise (`--submission ID` names another);
 the answer, and any new score, shows in `.venv/bin/grade progress`.
 
+When a report names a mistake, `.venv/bin/grade practice` asks one practice question of the concept it shows
+a gap in (not graded, no attempts spent), and brings the concept back when it is due: a day after a miss, then
+at growing intervals; two right answers in a row master it. Logged in, the server keeps that schedule (your
+page's "Practice" too); `grade login` merges this machine's into it.
+
 **Your page in the browser**: {page}. Opening the course from the LMS logs you
 in there by itself; otherwise log in with your token. It shows each chapter in
 the course's order with the score that counts (and why: a late upload, an

@@ -55,15 +55,18 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from grader.queue import records
 from grader.queue.jobs import DEFAULT_LEASE_TIMEOUT_S, MAX_TRIES, Outage, Queue, job_of_key, open_queue, task_id
 from grader.queue.selftest import LABELS, SelfTest, kind_of, sentence
+from grader.student import practice_schedule
 from grader.student.course import parse_time
 from grader.student.store import Store
 from grader.student.client.wire import report_from_dict
+from grader.student.engine.model import GradeReport
 
 log = logging.getLogger("normgrade.collector")
 SWEEP_S = 30.0
@@ -107,7 +110,8 @@ class Collector(threading.Thread):
                  job_timeout: float = 600.0, interval: float = 0.2,
                  on_closed: Callable[[int], None] | None = None,
                  lease_timeout: float = DEFAULT_LEASE_TIMEOUT_S,
-                 selftest: SelfTest | None = None) -> None:
+                 selftest: SelfTest | None = None,
+                 practice_view: Callable[[GradeReport, datetime], GradeReport] | None = None) -> None:
         super().__init__(name="normgrade-collector", daemon=True)
         self.db_path = db_path
         self.queue_url = queue_url
@@ -119,6 +123,9 @@ class Collector(threading.Thread):
         self.host = socket.gethostname()
         self.on_closed = on_closed  # told the id of each job closed (done, held or error): wakes long polls
         self.selftest = selftest  # the server's (grade batch --queue has none)
+        # what of a report its student may see at the upload's time (the server's exam mode): only the mistakes
+        # they are told of go on their practice schedule; None: the whole report
+        self.practice_view = practice_view
         self.held_at_verdict: dict[int, int] = {}  # job id -> the self-test generation when it was held
         self.now = time.time  # held jobs' back-off is timed on the wall clock (their held_at is stored)
         self.seen: dict[str, tuple[Any, float]] = {}  # task id -> (lease beat, this clock when it last changed)
@@ -297,6 +304,10 @@ class Collector(threading.Thread):
             return
         report.student = job["student"]  # the job says whose it is, not the worker
         recorded = records.record_done(store, job, report, self.grader_version)
+        if recorded is not None:  # the named mistakes the student is told of go on their practice schedule
+            at = parse_time(job["received_at"])
+            practice_schedule.record_report(store, self.practice_view(report, at) if self.practice_view else report,
+                                            at)
         if recorded is not None and recorded.held:
             self._held(int(job["id"]))
         if recorded is not None and report.not_graded:

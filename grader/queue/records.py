@@ -111,12 +111,12 @@ def replayed_job(store: Store, student: str, key: str, files: dict[str, str]) ->
     """The upload ``student`` already made with this Idempotency-Key and these files (a client's retry), else None;
     KeyReused when the key came with other files. A retry is answered whatever the chapters' state is now: the
     upload was taken when it came."""
-    rows = list(store.db.query("SELECT * FROM jobs WHERE student = ? AND idempotency_key = ?", [student, key]))
-    if not rows:
+    row = jobs.by_key(store.db, student, key)
+    if row is None:
         return None
-    if files_hash(files, exercise_ids(rows[0])) != rows[0]["files_hash"]:
+    if files_hash(files, exercise_ids(row)) != row["files_hash"]:
         raise KeyReused(key)
-    return rows[0]
+    return row
 
 
 def job(store: Store, job_id: int) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.templating import Jinja2Templates
 
-from grader.server import instructor, term_pages
+from grader.server import insight_pages, instructor, term_pages
 from grader.term import class_report
 from grader.student import standing
 from grader.student.course import Course
@@ -67,4 +67,5 @@ async def course_page(request: Request) -> Response:
 
 def routes() -> list[BaseRoute]:
     """The course page, then the instructor's dashboard."""
-    return [Route("/", course_page, methods=["GET"]), *instructor.routes(), *term_pages.routes()]
+    return [Route("/", course_page, methods=["GET"]), *instructor.routes(), *term_pages.routes(),
+            *insight_pages.routes()]

@@ -60,7 +60,7 @@ from grader import quiz as quiz_lib
 from grader.course import text as course_text
 from grader.quiz import graded, judging
 from grader.server import app as api
-from grader.server import auth, instructor, lti
+from grader.server import auth, instructor, lti, practice_api
 from grader.queue import records
 from grader.server.dashboard import render
 from grader.server.headers import as_dict as security_headers, with_own_files
@@ -337,7 +337,8 @@ async def home(request: Request, who: Visitor) -> Response:
                      progress=progress, uploads=_submissions(request, who, LATEST_UPLOADS)[0],
                      regrades=[regrade.public(r) for r in regrade.requests(store, who.student)],
                      login_command=_grade_login(request, who),
-                     server=st.config.course.server_url or lti.tool_url(request))
+                     server=st.config.course.server_url or lti.tool_url(request),
+                     practice_due=practice_api.due_today(store, who.student, api.now_utc()))
 
 
 async def chapter_page(request: Request, who: Visitor) -> Response:

@@ -22,7 +22,7 @@ from starlette.routing import BaseRoute, Route
 from grader import quiz as quiz_lib
 from grader.quiz import judging
 from grader.server import app as api
-from grader.server import lti, lti_services, openapi, pages, student_pages
+from grader.server import lti, lti_services, openapi, pages, practice_api, practice_pages, student_pages
 from grader.server.app import API_PREFIX, ServerConfig, ServerState, grader_version, server_error
 from grader.server.errors import http_error
 from grader.queue.collector import Collector
@@ -35,14 +35,21 @@ from grader.term import standing
 from grader.student.store import Store
 
 
+# Every JSON endpoint of the API, with who may call it: the course server's (grader/server/app.py) and the
+# practice loop's (grader/server/practice_api.py). Mounted, listed by GET /api/v1/ and described by the OpenAPI
+# document from this one table.
+API_TABLE = api.API + practice_api.API
+
+
 def routes(with_lti: bool = True) -> list[BaseRoute]:
     """The API routes, then the pages (grader/server/pages.py), the student's pages, the dashboard's LMS page and,
     ``with_lti`` (the course has an ``[lti]`` section), the LTI routes ``/lti/...``."""
     endpoints: list[BaseRoute] = [Route(API_PREFIX + "/", api.api_index, methods=["GET"]),
                                   Route(API_PREFIX + openapi.OPENAPI_PATH, openapi.openapi_json, methods=["GET"])]
-    endpoints += [Route(API_PREFIX + path, handler, methods=[method]) for method, path, handler, _ in api.API]
+    endpoints += [Route(API_PREFIX + path, handler, methods=[method]) for method, path, handler, _ in API_TABLE]
     launch = lti.routes() if with_lti else []
-    return endpoints + pages.routes() + student_pages.routes() + launch + lti_services.routes()
+    return (endpoints + pages.routes() + practice_pages.routes() + student_pages.routes() + launch
+            + lti_services.routes())
 
 
 def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
@@ -82,7 +89,9 @@ def _build(config: ServerConfig, run_collector: bool, serving: store_lib.Serving
                                              config.job_timeout, config.collect_interval,
                                              on_closed=closed,
                                              lease_timeout=config.lease_timeout,
-                                             selftest=SelfTest(open_queue(config.queue_url), config.selftest_retry))
+                                             selftest=SelfTest(open_queue(config.queue_url), config.selftest_retry),
+                                             practice_view=lambda report, at: standing.student_report(
+                                                 report, config.course, at))  # exam mode: held, not scheduled
                     st.collector.start()
                 poster = lti_services.start_poster(app)  # beside the collector, when [lti] names platforms
                 with scaffolding.levels_in_force(standing.scaffolding_levels(config.course)):  # as the handout's
@@ -102,5 +111,6 @@ def _build(config: ServerConfig, run_collector: bool, serving: store_lib.Serving
     app = Starlette(routes=routes(bool(config.course.lti)), lifespan=lifespan, middleware=[Middleware(SecurityHeaders, framing=framing)],
                     exception_handlers={HTTPException: http_error, Exception: server_error})
     app.state.normgrade = st
+    app.state.api_table = API_TABLE
     lti_services.install(app)  # LTI 1.3: its settings, tables and key (the poster starts with the lifespan)
     return app

@@ -466,6 +466,7 @@ def login_command(server: str | None, token: str | None) -> None:
                               "your instructor gave you")
     if token is None:
         token = click.prompt("Token", hide_input=True)
+    local_student = os.environ.get("GRADE_STUDENT") or client_lib.default_student()  # whose practice this machine kept
     try:
         saved, me = client_lib.login(server, token)
         path = client_lib.save_login(saved)
@@ -475,6 +476,13 @@ def login_command(server: str | None, token: str | None) -> None:
         raise remote.RemoteError(f"cannot save the login in {client_lib.config_path()} ({exc.strerror})") from exc
     click.echo(f"Logged in to {me['course']['name']} at {saved.server} as {saved.student} ({me['role']}). "
                f"Saved in {path} (readable only by you).")
+    if me["role"] == "student":
+        try:
+            merged = remote.merge_schedule(saved, default_db_path(DEFAULT_EXERCISES_DIR), local_student)
+        except GraderError as exc:
+            raise remote.one_line(exc) from exc
+        if merged is not None:
+            click.echo(f"Practice schedule merged with the server's ({merged} concept(s)): `grade practice`.")
 
 
 @click.command("logout")
@@ -527,6 +535,51 @@ def regrade_command(exercise: str, reason: str, submission: int | None, server: 
 
 
 
+@click.command("practice")
+@student_option
+@db_option
+@path_option
+@server_options
+@click.option("--quiz-dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_QUIZ_DIR,
+              show_default=True, help="The handout's quizzes folder.")
+def practice_command(student: str | None, db: Path | None, path: Path, server: str | None, local: bool,
+                     quiz_dir: Path) -> None:
+    """Practise what your mistakes show and what your schedule brings back today: one question per concept.
+
+    Not graded, no attempts spent. Each answer is a review of its concept: a
+    right one brings it back at a growing interval, a wrong one the next day;
+    two right in a row master it. After `grade login` the course server keeps
+    the schedule; otherwise (or with --local) this machine's store does.
+    """
+    from datetime import datetime, timezone
+
+    from grader.student import practice_schedule
+    from grader.student.client import remote
+    from grader.student.quiz.practice import chapters, load_practice, run_spaced
+
+    login = remote.remote_login(server, local, db)
+    if login is not None:
+        click.get_current_context().exit(remote.remote_practice(login))
+    student = student or default_student()
+    path = exercises_dir(path)
+    db_path = db if db is not None else default_db_path(path)
+    with one_line_errors():
+        if not practice_schedule.available():
+            raise CommandError(practice_schedule.UNAVAILABLE)
+        if not db_path.exists():
+            raise CommandError(f"no progress database at '{db_path}': practice follows your graded uploads, "
+                               "so `grade submit` first (or pass --db)")
+        quizzes = {name: load_practice(quiz_dir / f"{name}.json") for name in chapters(quiz_dir)}
+        with Store.open(db_path) as store:
+            try:
+                run_spaced(store, student, quizzes, lambda prompt: click.prompt(prompt, prompt_suffix="", default="",
+                                                                               show_default=False),
+                           click.echo, datetime.now(timezone.utc))
+            except click.Abort:
+                click.echo("\nStopped.", err=True)
+                sys.exit(1)
+
+
 def local_progress(student: str | None, db: Path | None, path: Path, as_json: bool,
                    summarize: Callable[[Store | None, str, str], Progress]) -> None:
     """``grade progress`` from the local database beside ``path`` (or ``db``), shared by both CLIs:
@@ -562,7 +615,8 @@ def local_progress(student: str | None, db: Path | None, path: Path, as_json: bo
 def commands(edition: Edition) -> list[click.Command]:
     """The commands both `grade` programs ship, built for ``edition``; the instructor's adds its own."""
     return [submit_command(edition), progress_command(edition), quiz_command(edition), read_command(edition),
-            doctor_command(edition), view_command, login_command, logout_command, result_command, regrade_command]
+            doctor_command(edition), view_command, login_command, logout_command, result_command, regrade_command,
+            practice_command]
 
 
 # --- the handout's program ---------------------------------------------------------------------------------

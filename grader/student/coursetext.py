@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.student.quiz.concepts import section_of_exercise
+
 CHAPTER_HEADING = re.compile(r"# (?P<title>.+?)\s*\{#(?P<id>[a-z0-9-]+)\}\s*")  # (fullmatch: a whole line)
 SECTION_HEADING = re.compile(r"## (?P<title>.+?)\s*\{#(?P<id>[a-z0-9-]+)\}\s*")
 CHECKPOINT = re.compile(r"<!--\s*checkpoint:(?P<ids>[^>]*?)-->\s*")
@@ -306,36 +308,10 @@ def section_text(section: Section, title: str = "") -> str:
 
 # --- where each exercise is explained: the reports' links back to the text ----------------------------
 
-# Exercise (or topic) -> the section a report sends a student to (written with § so that the citation check
-# resolves each one: tests/course/test_text.py).
-EXERCISE_SECTIONS: dict[str, str] = {
-    "activations.Sigmoid": "§activations.sigmoid-tanh", "activations.Tanh": "§activations.sigmoid-tanh",
-    "activations.ReLU": "§activations.relu", "activations.LeakyReLU": "§activations.relu-family",
-    "activations.PReLU": "§activations.relu-family", "activations.ELU": "§activations.relu-family",
-    "activations.GELU": "§activations.gelu", "activations.SiLU": "§activations.silu",
-    "linear": "§universal-approximation.constructive",
-    "normalization.BatchNorm1d": "§normalization.batchnorm-backward",
-    "normalization.BatchNorm2d": "§normalization.batchnorm-backward",
-    "normalization.LayerNorm": "§normalization.layernorm", "normalization.RMSNorm": "§normalization.rmsnorm",
-    "normalization.GroupNorm": "§normalization.groupnorm", "normalization.InstanceNorm2d": "§normalization.groupnorm",
-    "dropout": "§dropout-weight-decay.dropout",
-    "init.xavier_uniform": "§initialisation.xavier", "init.xavier_normal": "§initialisation.xavier",
-    "init.kaiming_uniform": "§initialisation.kaiming", "init.kaiming_normal": "§initialisation.kaiming",
-    "optim": "§dropout-weight-decay.weight-decay", "gradcheck": "§dropout-weight-decay.gradcheck",
-    "blocks.MLPBlock": "§normalization.batchnorm-train-eval",
-    "blocks.fold_batchnorm": "§normalization.batchnorm-train-eval",
-    "approximation": "§universal-approximation.theorem",
-    "kernels.relu_forward": "§kernels.elementwise", "kernels.relu_backward": "§kernels.elementwise",
-    "kernels.gelu_forward": "§kernels.elementwise", "kernels.gelu_backward": "§kernels.elementwise",
-    "kernels.dropout_forward": "§kernels.elementwise", "kernels.rmsnorm_forward": "§kernels.reductions",
-    "kernels.layernorm_forward": "§kernels.one-pass",
-}
-
-
 def section_for(exercise_id: str) -> str | None:
-    """The address of the section that explains an exercise (its own entry, else its topic's), or None."""
-    found = EXERCISE_SECTIONS.get(exercise_id) or EXERCISE_SECTIONS.get(exercise_id.partition(".")[0])
-    return found.lstrip("§") if found else None
+    """The address of the section that explains an exercise (its concept's: one table serves the practice and
+    the reading, :func:`grader.student.quiz.concepts.section_of_exercise`), or None."""
+    return section_of_exercise(exercise_id)
 
 
 def read_line(exercise_id: str) -> str | None:

@@ -15,6 +15,7 @@ server and in the handout alike; :func:`merge` joins the two on login (the later
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -32,6 +33,15 @@ class Entry:
     streak: int = 0
     mastered: bool = False
     reviewed: datetime | None = None
+
+
+UNAVAILABLE = ("practice needs the FSRS scheduler (the `fsrs` package: the handout installs it; the instructor's "
+               "repository with the `learning` extra)")
+
+
+def available() -> bool:
+    """Whether the scheduler (``fsrs``) is installed: without it nothing is scheduled, never a failed upload."""
+    return importlib.util.find_spec("fsrs") is not None
 
 
 def _scheduler() -> Any:
@@ -88,6 +98,17 @@ def to_row(entry: Entry) -> dict[str, Any]:
             "reviewed": entry.reviewed.isoformat() if entry.reviewed else None}
 
 
+def usable(entry: Entry) -> bool:
+    """Whether an entry that came from elsewhere (a merge) can be scheduled: times with their zone, FSRS's card."""
+    from fsrs import Card
+
+    try:
+        Card.from_dict(entry.card)  # type: ignore[arg-type]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+    return entry.due.tzinfo is not None and (entry.reviewed is None or entry.reviewed.tzinfo is not None)
+
+
 def from_row(row: dict[str, Any]) -> Entry:
     """An entry from its store row (:func:`to_row`)."""
     import json
@@ -110,6 +131,20 @@ def practice_offer(mistakes: list[tuple[str, str]]) -> list[tuple[str, tuple[str
     return list(offer.items())
 
 
+def report_offer(exercise: Any) -> list[str]:
+    """The titles of the concepts a report's exercise (``ExerciseResult``) offers to practise: those of its failing
+    checks' named mistakes, once each (the report's "practice this" line, text and page alike)."""
+    mistakes = [(c.misconception, exercise.id) for c in exercise.checks if not c.passed and c.misconception]
+    return [_title(concept) for concept, _ in practice_offer(mistakes)]
+
+
+def report_line(exercise: Any) -> str | None:
+    """The text report's "practice this" line of an exercise, or None when it names no mistake."""
+    titles = report_offer(exercise)
+    return (f"Practice this (not graded, no attempts spent): {'; '.join(titles)}. Run `grade practice`."
+            if titles else None)
+
+
 def record_mistakes(entries: list[Entry], mistakes: list[tuple[str, str]], now: datetime) -> list[Entry]:
     """The schedule after a graded upload at ``now`` named ``mistakes``: each of their concepts is missed once."""
     held = {e.concept: e for e in entries}
@@ -118,21 +153,69 @@ def record_mistakes(entries: list[Entry], mistakes: list[tuple[str, str]], now: 
     return [held[c] for c in sorted(held)]
 
 
-def progress_lines(store: Any, student: str, now: datetime) -> list[str]:
-    """``grade progress``'s "practice this" and "due today" lines from the store (``Store``): the questions of
-    the concepts the student's current submissions show mistakes in, and the scheduled concepts due today."""
-    from grader.student.quiz.concepts import CONCEPTS
-
-    offer = practice_offer([(row["misconception"], row["exercise"]) for row in store.current_mistakes(student)])
-    due = due_today([from_row(row) for row in store.practice_entries(student)], now)
+def practice_lines(offer: list[tuple[str, tuple[str, ...]]], due: list[str]) -> list[str]:
+    """``grade progress``'s "practice this" and "due today" lines, offline and from the server alike: ``offer`` as
+    (concept title, its questions), ``due`` the titles of the concepts due today."""
     lines = []
     if offer:
-        lines.append("Practice this (not graded, no attempts spent): grade quiz CHAPTER, these questions:")
-        lines += [f"  {CONCEPTS[c].title}: {', '.join(questions)}" for c, questions in offer]
+        lines.append("Practice this (not graded, no attempts spent): `grade practice` asks these:")
+        lines += [f"  {title}: {', '.join(questions)}" for title, questions in offer]
     if due:
-        lines.append(f"Due today ({len(due)}): " + ", ".join(CONCEPTS[e.concept].title if e.concept in CONCEPTS
-                                                                else e.concept for e in due))
+        lines.append(f"Due today ({len(due)}): " + ", ".join(due))
     return lines
+
+
+def _title(concept: str) -> str:
+    from grader.student.quiz.concepts import CONCEPTS
+
+    return CONCEPTS[concept].title if concept in CONCEPTS else concept
+
+
+def progress_lines(store: Any, student: str, now: datetime) -> list[str]:
+    """``grade progress``'s practice lines (:func:`practice_lines`) from the store (``Store``): the questions of
+    the concepts the student's current submissions show mistakes in, and the scheduled concepts due today."""
+    offer = practice_offer([(row["misconception"], row["exercise"]) for row in store.current_mistakes(student)])
+    due = due_today([from_row(row) for row in store.practice_entries(student)], now)
+    return practice_lines([(_title(c), questions) for c, questions in offer], [_title(e.concept) for e in due])
+
+
+def to_practise(store: Any, student: str, now: datetime, shown: Callable[[str], bool] | None = None) -> list[str]:
+    """The concepts a practice session asks now, each once: those due today (:func:`due_today`), then those
+    of the student's current mistakes (:func:`practice_offer`) without a clean retrieval since they were missed
+    (streak 0: a right answer puts them on the schedule, where they come back when due). ``shown(exercise)``:
+    whether the student may see that exercise's mistakes now (the server's exam mode); None: all."""
+    entries = {e.concept: e for e in (from_row(row) for row in store.practice_entries(student))}
+    due = [e.concept for e in due_today(list(entries.values()), now)]
+    offer = practice_offer([(row["misconception"], row["exercise"]) for row in store.current_mistakes(student)
+                            if shown is None or shown(row["exercise"])])
+    fresh = [c for c, _ in offer if c not in entries or entries[c].streak == 0]
+    return list(dict.fromkeys(due + fresh))
+
+
+def question_for(concept: str, streak: int, available: set[str]) -> str | None:
+    """The question (``chapter/question-id``) a session asks of ``concept``: of its questions in ``available``
+    (those that can be judged where the practice runs), the one at the clean streak's turn, so two clean
+    retrievals in a row answer two different questions; None when none is available."""
+    from grader.student.quiz.concepts import CONCEPTS
+
+    concept_ = CONCEPTS.get(concept)
+    usable = [q for q in concept_.questions if q in available] if concept_ else []
+    return usable[streak % len(usable)] if usable else None
+
+
+def streak_of(store: Any, student: str, concept: str) -> int:
+    """The concept's clean streak in the student's schedule (0 when it is not on it)."""
+    row = next((r for r in store.practice_entries(student) if r["concept"] == concept), None)
+    return int(row["streak"]) if row else 0
+
+
+def record_practice(store: Any, student: str, concept: str, right: bool, now: datetime) -> Entry:
+    """A practice answer on ``concept`` judged at ``now`` is a review: right a clean retrieval (FSRS ``Good``),
+    wrong a miss (``Again``); the student's schedule in ``store`` is updated and the new entry returned."""
+    held = next((from_row(r) for r in store.practice_entries(student) if r["concept"] == concept), None)
+    entry = retrieved(held, right, now) if held else _review(None, concept, right, now)
+    store.save_practice_entries(student, [to_row(entry)])
+    return entry
 
 
 def record_report(store: Any, report: Any, now: datetime) -> None:
@@ -140,7 +223,7 @@ def record_report(store: Any, report: Any, now: datetime) -> None:
     ``misconception``) is missed at ``now`` in the student's schedule in ``store`` (``Store``)."""
     mistakes = [(check.misconception, exercise.id) for exercise in report.exercises for check in exercise.checks
                 if not check.passed and check.misconception]
-    if not mistakes or importlib.util.find_spec("fsrs") is None:
+    if not mistakes or not available():
         return  # nothing named, or a handout installed before it needed fsrs: no schedule, never a failed upload
     entries = [from_row(row) for row in store.practice_entries(report.student)]
     store.save_practice_entries(report.student, [to_row(e) for e in record_mistakes(entries, mistakes, now)])

@@ -11,7 +11,6 @@ lines that import them.
 
 from __future__ import annotations
 
-import getpass
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,9 +33,9 @@ from grader.student.feedback.report import (
     write_json,
 )
 from grader.student.sandbox.runner import Limits, Workspace, kernel_cache_folder, prestart_workspace
-from grader.student.store import Store, default_db_path
+from grader.student.store import DEFAULT_EXERCISES_DIR, Store, default_db_path
+from grader.student.client.connection import default_student  # noqa: F401  (re-exported: the CLIs name it here)
 
-DEFAULT_EXERCISES_DIR = Path("exercises")
 # The distributions this code may be installed as: the instructor's repository, or a handout.
 DISTRIBUTIONS = ("normgrade", "normgrade-student")
 
@@ -73,23 +72,6 @@ def exercises_dir(path: Path) -> Path:
         return Path(".")
     return path
 
-
-
-def default_student() -> str:
-    """Who is graded when no --student is given: the student of the saved `grade login` (the name the course
-    server's reports carry), else the OS user name, else 'student' where the system cannot say."""
-    from grader.student.client.connection import ClientError, load_login
-
-    try:
-        login = load_login()
-    except ClientError:  # an unreadable login file: the remote commands say so; a local grade goes on
-        login = None
-    if login is not None:
-        return login.student
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):
-        return "student"
 
 
 def grader_version() -> str:

@@ -17,7 +17,9 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
+from grader.student.course import parse_time
 from grader.student.quiz.concepts import concept_of
 
 
@@ -74,3 +76,13 @@ def to_csv_rows(mistakes: list[ClassMistake]) -> list[list[str]]:
         rows.append([m.exercise, m.mistake, m.concept or "", str(m.students), str(m.fixed),
                      "" if m.median_hours is None else f"{m.median_hours:.1f}"])
     return rows
+
+
+def uploads_of(submissions: list[dict[str, Any]], diagnosed: list[dict[str, Any]]) -> list[Upload]:
+    """The graded uploads of the store's rows: ``Store.submission_rows`` (id, student, exercise, started_at) and
+    ``Store.diagnosed_mistakes`` (submission_id, misconception), one :class:`Upload` per submission."""
+    named: dict[int, set[str]] = defaultdict(set)
+    for row in diagnosed:
+        named[int(row["submission_id"])].add(str(row["misconception"]))
+    return [Upload(row["student"], row["exercise"], parse_time(row["started_at"]), frozenset(named[int(row["id"])]),
+                   int(row["id"])) for row in submissions]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -192,3 +193,15 @@ def fit_2pl(responses: list[Response]) -> list[IrtItem] | None:
     se = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
     return [IrtItem(q, float(fit.x[k]), float(fit.x[j + k]), float(se[k]), float(se[j + k]))
             for k, q in enumerate(questions)]
+
+
+def responses_of(rows: list[dict[str, Any]]) -> list[Response]:
+    """The responses of the store's quiz answer rows (``Store.quiz_answer_rows``, oldest first): each student's
+    *first* answer to each question (``chapter/id``), its drawn values as the variant ("" for a fixed question),
+    and the answer as the choice (for a choice question it is the choice's id)."""
+    first: dict[tuple[str, str], Response] = {}
+    for row in rows:
+        question = f"{row['chapter']}/{row['question']}"
+        first.setdefault((row["student"], question), Response(
+            row["student"], question, bool(row["correct"]), str(row.get("answer") or ""), row.get("params") or ""))
+    return list(first.values())

@@ -136,3 +136,37 @@ def test_only_an_unreachable_database_or_queue_is_an_outage() -> None:
     assert unreachable(ConnectionRefusedError())
     assert not unreachable(ValueError("Out of range float values are not JSON compliant"))
     assert not unreachable(sqlite3.InterfaceError("Error binding parameter 1"))
+
+
+def test_a_graded_upload_puts_its_mistakes_concepts_on_the_practice_schedule(rig: dict[str, Any]) -> None:
+    from grader.student import practice_schedule
+
+    named = GradeReport("ann", [ExerciseResult(GELU, "failed", 0.0, 10.0, [
+        CheckResult("forward_1d", False, 0.0, 1.0, "differs", "gelu-tanh-approx")])], "h")
+    job_id = upload(rig, "ann")
+    tick(rig)
+    answer(rig, job_id, named)
+    tick(rig)
+    (entry,) = [practice_schedule.from_row(r) for r in rig["store"].practice_entries("ann")]
+    received = datetime.fromisoformat(job(rig["store"], job_id)["received_at"])
+    assert entry.concept == "activations.gelu" and entry.reviewed == received  # missed at the upload's time
+    assert rig["store"].practice_entries("bob") == []
+
+
+def test_a_held_exercises_mistakes_are_not_scheduled_in_exam_mode(rig: dict[str, Any], tmp_path: Path) -> None:
+    from grader.student.course import load_course
+    from grader.term import standing
+
+    course_file = tmp_path / "course.toml"
+    course_file.write_text('[[chapter]]\nname = "activations"\nrelease_feedback = 2099-01-01T00:00:00Z\n',
+                           encoding="utf-8")
+    course = load_course(course_file)
+    rig["collector"].practice_view = lambda report, at: standing.student_report(report, course, at)
+    named = GradeReport("ann", [ExerciseResult(GELU, "failed", 0.0, 10.0, [
+        CheckResult("forward_1d", False, 0.0, 1.0, "differs", "gelu-tanh-approx")])], "h")
+    job_id = upload(rig, "ann")
+    tick(rig)
+    answer(rig, job_id, named)
+    tick(rig)
+    assert job(rig["store"], job_id)["status"] == "done"
+    assert rig["store"].practice_entries("ann") == []  # the feedback is held: its mistake is not told, nor scheduled

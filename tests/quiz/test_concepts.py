@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 
 from grader.mistakes import CATALOGUE
+from grader.student import coursetext
 from grader.student.engine import generic
 from grader.student.engine.catalogue import EXERCISES
 from grader.student.quiz import concepts
 
-SOURCES = Path(__file__).resolve().parents[2] / "quizzes" / "source"
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = ROOT / "quizzes" / "source"
 
 
 def _question_ids() -> set[str]:
@@ -39,6 +41,31 @@ def test_every_generic_family_has_a_concept() -> None:
 def test_every_exercise_has_a_concept() -> None:
     assert set(concepts.EXERCISE_CONCEPTS) == set(EXERCISES)
     assert set(concepts.EXERCISE_CONCEPTS.values()) <= set(concepts.CONCEPTS)
+
+
+def test_every_exercise_is_sent_to_a_section_of_the_text_by_its_concept() -> None:
+    """The one table: an exercise's concept gives both its practice and the section its report links to."""
+    chapters = coursetext.load_chapters(ROOT / "text")
+    known = {s.address for c in chapters.values() for s in c.sections}
+    for concept in concepts.CONCEPTS.values():
+        assert set(concept.sections) <= known, (concept.id, concept.sections)
+    for exercise in EXERCISES:
+        address = coursetext.section_for(exercise)
+        assert address in known, (exercise, address)
+        assert address in concepts.concept_of_exercise(exercise).sections  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("exercise", "section"), [
+    ("activations.ReLU", "activations.relu"),
+    ("kernels.relu_forward", "kernels.elementwise"),  # the concept's section in the exercise's own chapter
+    ("kernels.layernorm_forward", "kernels.one-pass"),
+    ("normalization.LayerNorm", "normalization.layernorm"),
+    ("linear.Linear", "universal-approximation.constructive"),  # none in its chapter: the concept's first
+    ("linear.Linear2", "universal-approximation.constructive"),  # a course's new exercise: its topic's concept
+])
+def test_a_report_reads_its_concepts_section(exercise: str, section: str) -> None:
+    assert coursetext.section_for(exercise) == section
+    assert coursetext.read_line(exercise) == f"Read §{section} (grade read {section})."
 
 
 def test_every_concept_has_a_question_of_the_sources() -> None:
@@ -75,3 +102,4 @@ def test_a_crash_family_leads_to_its_exercise_concept() -> None:
     assert concepts.concept_of("generic-none") is None
     assert concepts.questions_of("generic-key", "dropout.Dropout")[0].startswith("dropout-weight-decay/")
     assert concepts.sections_of("normalization.batchnorm-backward") == ("normalization.batchnorm-backward",)
+    assert concepts.sections_of("no.such-concept") == ()

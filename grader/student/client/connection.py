@@ -75,6 +75,23 @@ def load_login() -> Login | None:
         raise ClientError(f"{path} is not a readable login ({exc}): run `grade login URL` again") from exc
 
 
+def default_student() -> str:
+    """Who is graded when no --student is given: the student of the saved `grade login` (the name the course
+    server's reports carry), else the OS user name, else 'student' where the system cannot say."""
+    import getpass
+
+    try:
+        login = load_login()
+    except ClientError:  # an unreadable login file: the remote commands say so; a local grade goes on
+        login = None
+    if login is not None:
+        return login.student
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "student"
+
+
 def save_login(login: Login) -> Path:
     """Write the login file with mode 0600 (its folder 0700); return its path."""
     path = config_path()

@@ -298,6 +298,85 @@ def remote_progress(login: Login, as_json: bool) -> None:
         return
     color = use_color()
     click.echo(progress.format_progress(progress.Progress.from_json(doc), color=color), color=color)
+    for line in _practice_lines(login):
+        click.echo(line)
+
+
+# --- practice (grader/server/practice_api.py) --------------------------------------------------------
+
+
+def _practice_lines(login: Login) -> list[str]:
+    """``grade progress``'s practice lines from the server's GET /practice (none when the server has no
+    practice: an older server is no reason to fail the progress)."""
+    from grader.student.practice_schedule import practice_lines
+
+    try:
+        with _client(login) as client:
+            status, doc = client.call("GET", "/practice", tries=client_lib.SEND_TRIES, accept=(404,))
+    except GraderError as exc:
+        raise one_line(exc) from exc
+    if status == 404:
+        return []
+    offer: list[tuple[str, tuple[str, ...]]] = [(item["title"], (item["question"]["id"],) if item["question"] else ())
+                                                for item in doc["practise"]]
+    return practice_lines(offer, [entry["title"] for entry in doc["due"]])
+
+
+def remote_practice(login: Login) -> int:
+    """``grade practice`` on the server: one question per concept to practise, one try each; the server judges
+    the practice instance and keeps the review (no quiz attempt spent). The exit status (0)."""
+    try:
+        with _client(login) as client:
+            _, doc = client.call("GET", "/practice", tries=client_lib.SEND_TRIES)
+            items = [item for item in doc["practise"] if item["question"]]
+            if not items:
+                click.echo("Nothing to practise today: a graded upload that names a mistake puts its concept here.")
+                return 0
+            click.echo(f"Practice ({len(items)} concept(s); not graded, no attempts spent): one question each, "
+                       "one try.")
+            for number, item in enumerate(items, start=1):
+                question = item["question"]
+                click.echo(f"\n{item['title']}")
+                quiz_text.show_question(number, len(items), question["id"], question["prompt"],
+                                        [c["text"] for c in question["choices"]], False)
+                hint = quiz_text.answer_hint(question["kind"], question["tolerance"])
+
+                def send(raw: str, concept: str = item["concept"], qid: str = question["id"]) -> dict[str, Any]:
+                    status, verdict = client.call("POST", "/practice/answers", {"concept": concept, "question": qid,
+                                                                                "answer": raw, "shown": True},
+                                                  accept=(422,))
+                    if status == 422:
+                        raise click.UsageError(str(verdict.get("error")))  # click prints it and asks again
+                    return verdict
+
+                verdict: dict[str, Any] = click.prompt(f"Your answer ({hint})", value_proc=send)
+                entry = verdict["entry"]
+                click.echo(quiz_text.feedback_line(verdict["correct"], 0) if verdict["correct"] else "Not this one.")
+                click.echo(f"Explanation: {verdict['explanation']}")
+                click.echo("Mastered: two clean retrievals in a row." if entry["mastered"]
+                           else f"Back on {entry['due'][:10]}.")
+    except GraderError as exc:
+        raise one_line(exc) from exc
+    return 0
+
+
+def merge_schedule(login: Login, db: Path, local_student: str) -> int | None:
+    """The first remote call's merge (``grade login``): the handout's schedule in ``db`` (of ``local_student``,
+    the name it was kept under) goes to the server, which keeps per concept the later review
+    (:func:`grader.student.practice_schedule.merge`); the merged schedule is kept here too, under the login's
+    student. The number of concepts merged; None when there is no local store or the server keeps no practice."""
+    from grader.student.store import Store
+
+    if not db.exists():
+        return None
+    with Store.open(db) as store:
+        rows = store.practice_entries(local_student)
+        with _client(login) as client:
+            status, doc = client.call("POST", "/practice/schedule", {"entries": rows}, accept=(404, 503))
+        if status in (404, 503):  # an older server, or one without the scheduler: the login stands
+            return None
+        store.save_practice_entries(login.student, doc["entries"])
+    return len(doc["entries"])
 
 
 # --- quiz -------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import click
 from grader.student import jsonsafe
 from grader.student import standing
 from grader.student.sanitize import clean_text
+from grader.student import practice_schedule
 from grader.student.coursetext import read_line
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 
@@ -315,6 +316,9 @@ def exercise_details(ex: ExerciseResult, causes: Mapping[str, Cause] | None = No
         reading = read_line(ex.id)
         if reading:
             lines.append(reading)
+        practice = practice_schedule.report_line(ex)
+        if practice:
+            lines.append(practice)
         excerpt = output_excerpt(ex.output)
         printed = "output\0" + "\n".join(excerpt)
         if excerpt and said is not None and printed in said:

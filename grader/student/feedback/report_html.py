@@ -19,6 +19,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
+from grader.student import practice_schedule
 from grader.student.coursetext import section_for, section_href
 from grader.student.feedback import drawing
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
@@ -177,6 +178,10 @@ def exercise_html(ex: ExerciseResult, page: Page) -> str:
         if address:
             parts.append(f'<p class="ng-note">Read <a href="{esc(section_href(address, page.text_href))}">'
                          f"§{esc(address)}</a> in the course text.</p>")
+        offer = practice_schedule.report_offer(ex)
+        if offer:
+            parts.append(f'<p class="ng-note">Practice this (not graded, no attempts spent): {esc("; ".join(offer))}.'
+                         " Run <code>grade practice</code>.</p>")
         excerpt = output_excerpt(ex.output)
         printed = "\n".join(excerpt)
         if excerpt and printed in page.outputs:

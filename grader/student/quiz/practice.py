@@ -30,6 +30,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -206,9 +207,9 @@ def pose(question: PracticeQuestion, chapter: str, student: str | None) -> Posin
 
 
 def ask(posed: Posing, number: int, total: int, read: Callable[[str], str],
-        say: Callable[[str], None]) -> tuple[bool, str | None]:
+        say: Callable[[str], None], tries_allowed: int = TRIES) -> tuple[bool, str | None]:
     """Pose one question: (right, the answer typed or None when skipped). A checkable question allows
-    ``TRIES`` tries (an unreadable answer costs none); another is asked once and kept, not judged."""
+    ``tries_allowed`` tries (an unreadable answer costs none); another is asked once and kept, not judged."""
     question = posed.question
     say(f"\nQuestion {number}/{total} {question.id} [{question.kind}]: {posed.prompt}")
     for index, choice in enumerate(posed.choices, start=1):
@@ -216,7 +217,7 @@ def ask(posed: Posing, number: int, total: int, read: Callable[[str], str],
     if not posed.checkable:
         say("  (graded where your course grades quizzes: your answer is kept for --save-answers, not checked here)")
     tries = 0
-    while tries < TRIES:
+    while tries < tries_allowed:
         raw = read("Your answer (empty to skip): ")
         if not raw.strip():
             say("  Skipped.")
@@ -234,7 +235,7 @@ def ask(posed: Posing, number: int, total: int, read: Callable[[str], str],
         if explanation is not None:
             say(f"  Right. {explanation}")
             return True, raw.strip()
-        say("  Not this one." + (" Try again." if tries < TRIES else " Re-read the chapter and come back."))
+        say("  Not this one." + (" Try again." if tries < tries_allowed else " Re-read the chapter and come back."))
     return False, raw.strip()
 
 
@@ -255,6 +256,41 @@ def run_practice(quiz: PracticeQuiz, read: Callable[[str], str], say: Callable[[
             answers[p.question.id] = typed
     say(f"\n{right}/{checkable} checked here right; {len(answers)} answer(s) kept.")
     return right, checkable, answers
+
+
+def run_spaced(store: Any, student: str, quizzes: dict[str, PracticeQuiz], read: Callable[[str], str],
+               say: Callable[[str], None], now: datetime) -> list[tuple[str, bool]]:
+    """A spaced-retrieval session offline: each concept to practise now
+    (:func:`grader.student.practice_schedule.to_practise`) asks one question of its own that the handout can
+    check (the practice instance, :func:`grader.student.practice_schedule.question_for`), with one try: a
+    retrieval is clean only at the first answer. Each answer is recorded as a review in the student's schedule
+    in ``store``; a skipped question is none. Returns (concept, right) per answered concept."""
+    from grader.student import practice_schedule as schedule
+    from grader.student.quiz.concepts import CONCEPTS
+
+    checkable = {f"{quiz.chapter}/{q.id}": (quiz, q) for quiz in quizzes.values() for q in quiz.questions if q.sealed}
+    concepts = schedule.to_practise(store, student, now)
+    if not concepts:
+        say("Nothing to practise today: a graded upload that names a mistake puts its concept here.")
+        return []
+    say(f"Practice ({len(concepts)} concept(s); not graded, no attempts spent): one question each, one try.")
+    done = []
+    for number, concept in enumerate(concepts, start=1):
+        title = CONCEPTS[concept].title if concept in CONCEPTS else concept
+        question_id = schedule.question_for(concept, schedule.streak_of(store, student, concept), set(checkable))
+        if question_id is None:
+            say(f"\n{title}: no question of it can be checked here; practise it on your course's server.")
+            continue
+        quiz, question = checkable[question_id]
+        say(f"\n{title}")
+        right, typed = ask(pose(question, quiz.chapter, None), number, len(concepts), read, say, tries_allowed=1)
+        if typed is None:
+            continue
+        entry = schedule.record_practice(store, student, concept, right, now)
+        say("  Mastered: two clean retrievals in a row." if entry.mastered else
+            f"  Back on {entry.due:%Y-%m-%d}.")
+        done.append((concept, right))
+    return done
 
 
 def _toml_value(value: Any) -> str:
@@ -285,4 +321,4 @@ def save_answers(path: str | Path, student: str, chapter: str, answers: dict[str
 
 
 __all__ = ["FORMAT", "PracticeQuestion", "PracticeQuiz", "load_practice", "open_seal", "pose", "run_practice",
-           "save_answers", "seal"]
+           "run_spaced", "save_answers", "seal"]

@@ -302,5 +302,5 @@ class Store:
         return quiz.answer_summary(self.db)
 
     def quiz_answer_rows(self) -> list[dict[str, Any]]:
-        """Every quiz answer's student, chapter, question, answer and correct (bool), oldest first."""
+        """Every quiz answer's student, chapter, question, answer, correct (bool) and params, oldest first."""
         return quiz.answer_rows(self.db)

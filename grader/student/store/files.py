@@ -13,6 +13,7 @@ from grader.student.store.schema import APPLICATION_ID, SCHEMA_VERSION
 SQLITE_NOTADB = 26  # SQLite's result code for a file whose header is not SQLite's
 BUSY_TIMEOUT_MS = 5000
 DB_ENV = "GRADE_DB"
+DEFAULT_EXERCISES_DIR = Path("exercises")  # the handout's exercises folder; the default database sits beside it
 
 
 def default_db_path(exercises_dir: Path) -> Path:

@@ -54,8 +54,9 @@ def answer_summary(db: sqlite_utils.Database) -> list[dict[str, Any]]:
 
 
 def answer_rows(db: sqlite_utils.Database) -> list[dict[str, Any]]:
-    """Every quiz answer's student, chapter, question, answer and correct (bool), oldest first."""
-    rows = list(db.query("SELECT student, chapter, question, answer, correct FROM quiz_attempts ORDER BY id"))
+    """Every quiz answer's student, chapter, question, answer, correct (bool) and params (the drawn values'
+    JSON, "" for a fixed question), oldest first."""
+    rows = list(db.query("SELECT student, chapter, question, answer, correct, params FROM quiz_attempts ORDER BY id"))
     for row in rows:
         row["correct"] = bool(row["correct"])
     return rows

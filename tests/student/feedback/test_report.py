@@ -80,6 +80,18 @@ def test_diagnosis_comes_before_the_difference(catalogue: None) -> None:
     assert "forward_train" not in text  # passing checks are not listed
 
 
+def test_a_named_mistake_offers_its_concepts_practice_in_the_text_and_the_page(catalogue: None) -> None:
+    from grader.student.feedback.report_html import format_html
+
+    text = format_text(sample_report())
+    offer = ("Practice this (not graded, no attempts spent): BatchNorm's running statistics and momentum. "
+             "Run `grade practice`.")
+    assert text.count(offer) == 1  # the BatchNorm1d's mistake; the crash names none, the others passed or wait
+    assert text.index("Read §normalization.batchnorm-forward") < text.index(offer)
+    page = format_html(sample_report())
+    assert "Practice this (not graded, no attempts spent): BatchNorm&#x27;s running statistics" in page
+
+
 def test_a_mistake_named_by_several_checks_is_printed_once(catalogue: None) -> None:
     report = sample_report()
     bn = report.exercises[0]
