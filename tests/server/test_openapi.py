@@ -71,3 +71,10 @@ def test_bodies_parameters_and_security_come_from_the_handlers(doc: dict[str, An
     assert wait and wait[0]["schema"]["maximum"] == api.MAX_WAIT_S
     upload = paths["/api/v1/submissions"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert upload["required"] == ["files"]
+
+
+def test_the_description_is_read_by_an_openapi_tool(doc: dict[str, Any]) -> None:
+    """schemathesis reads every operation of it (each parameter, body and security scheme) without an error."""
+    schemathesis = pytest.importorskip("schemathesis", reason="pip install -e '.[test]' installs schemathesis")
+    operations = [result.ok() for result in schemathesis.openapi.from_dict(doc).get_all_operations()]
+    assert len(operations) == len(described(doc))
