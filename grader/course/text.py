@@ -116,6 +116,32 @@ def unresolved(chapters: Mapping[str, Chapter], found: Iterable[Citation]) -> li
     return [c for c in found if c.address not in known]
 
 
+# What a student reads as teaching (stubs, kernels, the mistakes' messages and hints, the reports, ERRATA, the
+# quiz sources, the text): a claim there cites its section, never "the course text says" of a text a student
+# cannot open, nor an ERRATA item by its number.
+TEACHING = ("exercises/**/*.py", "exercises/kernels/*.cl", "grader/mistakes/*.py", "grader/student/feedback/*.py",
+            "grader/student/engine/**/*.py", "quizzes/errata.md", "quizzes/source/*.toml", "text/*.md")
+VAGUE = re.compile(
+    r"\b(?:course|source) (?:text|material|chapter|notes?|code)s? (?:says?|writes?|gives?|rounds?|states?|claims?|"
+    r"calls?|uses?)\b"
+    r"|\bthe chapter (?:says|writes|calls|gives|rounds|states|claims|uses)\b"
+    r"|\b(?:given|stated|written|shown) in the (?:course text|course material|source|chapter|notes|lecture)\b"
+    r"|\b(?:the|our|this) (?:source|course) (?:material|code)\b"
+    r"|\bERRATA(?:\.md)?,? (?:item|entry) \d+", re.IGNORECASE)
+
+
+def vague_citations(root: Path = ROOT) -> list[Citation]:
+    """Every phrase of :data:`VAGUE` in the files of :data:`TEACHING` (``address``: the phrase): a claim that
+    points at "the course text" or an ERRATA number instead of citing its section (``§chapter.section``)."""
+    found = []
+    for path in sorted({p for pattern in TEACHING for p in root.glob(pattern) if "__pycache__" not in p.parts}):
+        text = path.read_text(encoding="utf-8")
+        for match in VAGUE.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            found.append(Citation(path.relative_to(root).as_posix(), line, match.group()))
+    return found
+
+
 # --- the pages ------------------------------------------------------------------------------------
 
 

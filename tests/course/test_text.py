@@ -5,6 +5,7 @@ and finds every citation (§chapter.section) in what a student reads."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,33 @@ def test_a_citation_of_nothing_is_found(chapters: dict, tmp_path: Path) -> None:
     found = list(course_text.citations(tmp_path))
     assert [c.address for c in course_text.unresolved(chapters, found)] == ["norm.nothing"]
     assert citations("(§a.b-c.) and §d.e") == ["a.b-c", "d.e"]
+
+
+def test_what_a_student_reads_cites_sections_not_a_vague_course_text() -> None:
+    assert course_text.vague_citations() == []
+
+
+@pytest.mark.parametrize("line, phrase", [
+    ("gives x ≈ -0.7518; the course text rounds it to -0.75.", "course text rounds"),
+    ("remedies for dead ReLUs given in the course text?", "given in the course text"),
+    ("The chapter says ReLU halves the variance.", "The chapter says"),
+    ("# Errata: where the source material and the papers disagree", "the source material"),
+    ("the second moment (ERRATA.md, item 10).", "ERRATA.md, item 10"),
+    ("right on 2-D input (the course code's bug).", "the course code"),
+])
+def test_a_vague_citation_is_found(tmp_path: Path, line: str, phrase: str) -> None:
+    (tmp_path / "quizzes").mkdir()
+    (tmp_path / "quizzes" / "errata.md").write_text(f"Fine: §activations.gelu.\n{line}\n", encoding="utf-8")
+    found = course_text.vague_citations(tmp_path)
+    assert [(c.path, c.line, c.address) for c in found] == [("quizzes/errata.md", 2, phrase)]
+
+
+def test_each_errata_entry_cites_its_section_and_says_what_is_often_written() -> None:
+    errata = (ROOT / "quizzes" / "errata.md").read_text(encoding="utf-8")
+    entries = re.split(r"\n(?=\d+\. \*\*)", errata)[1:]
+    assert len(entries) >= 12
+    for entry in entries:
+        assert citations(entry) and "Often written:" in entry and "Correct" in entry, entry[:60]
 
 
 def test_the_stubs_cite_sections_not_the_old_numbering() -> None:
