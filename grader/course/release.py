@@ -45,7 +45,9 @@ from grader.student.engine import catalogue
 from grader.student.course import HANDOUT_SETTINGS, Course
 from grader.student.errors import GraderError
 from grader.student.engine.scaffolding import DEFAULT_LEVEL, LEVELS
-from grader.quiz.handout import handout_quiz
+from grader.course.text import PagePractice
+from grader.quiz.handout import handout_quiz, practice_instance
+from grader.student.quiz.answers import numeric_window
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # grader/
@@ -155,10 +157,11 @@ def write_quizzes(target: Path, practice: bool) -> list[str]:
 # --- the course text -----------------------------------------------------------------------------
 
 
-def write_text(target: Path) -> None:
+def write_text(target: Path, practice: bool = True) -> None:
     """The course text into the handout: its Markdown sources (``grade read`` prints them) and its pages (one
     per chapter, ``index.html``, KaTeX's files in ``assets/``), each section's checkpoint listing its questions'
-    prompts; ReleaseError when the text is broken or KaTeX is not installed (``make text-deps``)."""
+    prompts (with ``practice``, its questions with practice numbers answered in the page); ReleaseError when
+    the text is broken or KaTeX is not installed (``make text-deps``)."""
     from grader.course import text as course_text
     from grader.student.coursetext import TextError
 
@@ -173,9 +176,24 @@ def write_text(target: Path) -> None:
         # each question's prompt, its drawn numbers shown as "…" (every student gets their own)
         prompts = {q.id: re.sub(r"\{\{.*?\}\}", "…", q.prompt)
                    for quiz in quiz_lib.load_all(ROOT / "quizzes") for q in quiz.questions}
-        course_text.build_pages(target, chapters, prompts)
+        course_text.build_pages(target, chapters, prompts, practice=page_practice() if practice else None)
     except (TextError, course_text.TextBuildError) as exc:
         raise ReleaseError(str(exc)) from exc
+
+
+def page_practice() -> dict[str, PagePractice]:
+    """Each checkpoint question with practice numbers, as the text's pages judge it offline (question id ->
+    ``course_text.PagePractice``): its practice prompt, the interval of right answers to it and its explanation.
+    A question with one key for everyone has none: its key never leaves the graders."""
+    found: dict[str, PagePractice] = {}
+    for path in sorted((ROOT / "quizzes" / "source").glob("*.toml")):
+        source = quiz_lib.load_source(path)
+        for question in source.questions:
+            instance = practice_instance(question, source.chapter)
+            if instance is not None and question.kind == "numeric" and question.tolerance:
+                low, high = numeric_window(instance.answer, question.tolerance)
+                found[question.id] = PagePractice(instance.prompt, low, high, instance.explanation)
+    return found
 
 
 # --- the handout ---------------------------------------------------------------------------------
@@ -531,7 +549,7 @@ def write_student(out: Path, version: str, practice: bool, levels: dict[str, str
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):  # one per chapter, beside exercises/ (%grade, %quiz)
         shutil.copyfile(notebook, student / notebook.name)
     shutil.copyfile(ROOT / "quizzes" / "errata.md", student / "ERRATA.md")  # what is often written, corrected
-    write_text(student / "text")
+    write_text(student / "text", practice)
     (student / "pyproject.toml").write_text(STUDENT_PYPROJECT.format(version=version), encoding="utf-8")
     (student / "README.md").write_text(student_readme(course), encoding="utf-8")
     return sizes

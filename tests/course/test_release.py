@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import html
 import json
 import math
 import os
@@ -233,6 +234,35 @@ def test_a_practice_seal_opens_for_the_right_answer_only(release: Path) -> None:
     explanation = open_seal(numeric, repr(value))
     assert explanation is not None and "GELU(" in explanation
     assert open_seal(numeric, repr(value + 0.1)) is None
+
+
+def test_the_text_pages_judge_each_practice_question_and_no_graded_one(release: Path) -> None:
+    """Each question with practice numbers is answered in its section's page (the interval of right answers
+    holds the practice answer, which opens its seal, and nothing past it does); a question with one key for
+    everyone has no form, and no explanation of one is in the pages."""
+    import re as re_
+
+    pages = {p.stem: p.read_text(encoding="utf-8") for p in (release / "student" / "text").glob("*.html")}
+    assert (release / "student" / "text" / "assets" / "practice.js").is_file()
+    forms = {qid: (page, float(low), float(high)) for page, text in pages.items() for qid, low, high in
+             re_.findall(r'<form class="practice" data-question="([^"]+)" data-low="([^"]+)" data-high="([^"]+)"',
+                         text)}
+    for path in sorted((release / "student" / "quizzes").glob("*.json")):
+        quiz = load_practice(path)
+        for q in quiz.questions:
+            assert (q.id in forms) == bool(q.sealed), q.id
+            if q.sealed and q.id in ("gelu-value", "bn-running-var-batches"):
+                page, low, high = forms[q.id]
+                assert page == quiz.chapter
+                assert open_seal(q, repr((low + high) / 2)) is not None
+                assert open_seal(q, repr(high + (high - low) / 100)) is None
+    assert "grade quiz normalization" in pages["normalization"], "the pointer to `grade quiz` stays"
+    everything = "\n".join(pages.values())
+    for path in sorted((ROOT / "quizzes" / "source").glob("*.toml")):
+        for q in quiz_lib.load_source(path).questions:
+            if "params" not in q.data:
+                for sentence in (s.strip() for s in str(q.data["explanation"]).split(". ") if len(s.strip()) > 25):
+                    assert html.escape(sentence) not in everything, f"{q.id}: a graded explanation in a page"
 
 
 # --- the handout on its own -------------------------------------------------------------------------------
