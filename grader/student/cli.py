@@ -252,7 +252,7 @@ def view_command(path: Path, output: Path | None, no_open: bool) -> None:
         raise CommandError(f"the last report '{source}' cannot be read ({exc}): run `grade submit` again") from None
     page = output or source.with_suffix(".html")
     with one_line_errors():
-        write_html_report(report, page, shares)  # it says where it wrote the page
+        write_html_report(report, page, shares, path)  # it says where it wrote the page
     if not no_open:
         import webbrowser
 
