@@ -264,6 +264,26 @@ Exit status: 0 means full marks, 1 short of them, 2 a usage or setup error
 (the message names the command that fixes it), or an exercise this machine
 could not grade.
 
+## The course text
+
+The chapters the exercises follow are in `text/`: a web page per chapter
+(open `text/index.html`; the maths is typeset in the page, nothing is fetched)
+and its Markdown source. The stubs, the reports and `ERRATA.md` cite a section
+as §chapter.section, e.g. §normalization.batchnorm-forward:
+
+```sh
+.venv/bin/grade read                                          # the chapters and their sections
+.venv/bin/grade read normalization.batchnorm-forward          # one section, here in the terminal
+.venv/bin/grade read normalization.batchnorm-forward --html --no-open   # where its page is (without --no-open: in your browser)
+```
+
+Each section ends with its **checkpoint**, the quiz questions that check it.
+On the section's page a question with numbers is answered in the page, on
+practice numbers (checked there, nothing recorded); `.venv/bin/grade quiz
+CHAPTER` asks every question of the chapter (see Quizzes). `ERRATA.md` lists
+what is often written about these layers and what the papers say instead, each
+entry with its section.
+
 ## When the machine, not your work, is at fault: `grade doctor`
 
 ```sh
@@ -465,8 +485,8 @@ def quizzes_text(course: Course) -> str:
             " question is shown with its id (e.g. `gelu-why`). Questions with numbers are checked on practice"
             " numbers that no graded student gets (their explanation is encrypted under the practice answer);"
             " questions with one answer for everyone are graded only by the course, so they are asked here"
-            " but not checked. Where the course text is wrong, `ERRATA.md` gives the correct statement and"
-            " its source.\n")
+            " but not checked. What is often written wrong about these layers, `ERRATA.md` corrects, with the"
+            " papers that say otherwise and the section that explains it.\n")
 
 
 def notebooks_text(course: Course) -> str:

@@ -537,6 +537,26 @@ def test_the_handout_readme_runs_as_written_and_states_the_course(release: Path)
     assert settings["hand_in"] == "gradescope" and settings["server"] is None
 
 
+def test_the_handout_readme_s_reading_commands_run_as_written(handout_grade: Path, release: Path) -> None:
+    """The README's `grade read` lines, run by the handout's own grade from the handout's folder: the section
+    prints with its checkpoint, and --html names the page, which holds the section's practice questions."""
+    readme = (release / "student" / "README.md").read_text()
+    reads = [line.split("#")[0].strip() for line in readme.splitlines() if line.startswith(".venv/bin/grade read")]
+    assert len(reads) == 3, reads
+    env = {k: v for k, v in os.environ.items() if k not in ("GRADE_DB", "PYTHONPATH")}
+    out = {}
+    for line in reads:
+        done = subprocess.run([str(handout_grade), *line.split()[1:]], capture_output=True, text=True,
+                              cwd=release / "student", env=env, timeout=120)
+        assert done.returncode == 0 and not done.stderr, (line, done.stderr)
+        out[line] = done.stdout
+    listing, section, page = out.values()
+    assert "normalization.batchnorm-forward  BatchNorm forward" in listing
+    assert section.startswith("BatchNorm forward  (§normalization.batchnorm-forward") and "Checkpoint:" in section
+    url = page.strip().rsplit(" ", 1)[-1]
+    assert url.startswith("file://") and url.endswith("/text/normalization.html#batchnorm-forward")
+
+
 def test_the_hand_in_section_follows_the_course(tmp_path: Path) -> None:
     from grader.course.release import deadlines_text, hand_in_text
     from grader.student.course import Course, load_course
