@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -332,15 +333,44 @@ EXERCISE_SECTIONS: dict[str, str] = {
 }
 
 
-def section_for(exercise_id: str) -> str | None:
-    """The address of the section that explains an exercise (its own entry, else its topic's), or None."""
+# The section each family of known mistakes comes from (by the mistake id's prefix, the longest that matches):
+# a mistake's hint ends by citing it (grader/mistakes/hints.py), and a report naming the mistake sends the student
+# there rather than to the exercise's own section (a biased running variance is a matter of running statistics).
+MISTAKE_SECTIONS: dict[str, str] = {
+    "bn-backward": "§normalization.batchnorm-backward", "bn-dx": "§normalization.batchnorm-backward",
+    "bn-eval-backward": "§normalization.batchnorm-backward",
+    "bn-biased-running": "§normalization.batchnorm-running-stats",
+    "bn-running": "§normalization.batchnorm-running-stats", "bn-momentum": "§normalization.batchnorm-running-stats",
+    "ln-": "§normalization.layernorm", "rms-": "§normalization.rmsnorm",
+    "sigmoid-": "§activations.sigmoid-tanh", "tanh-": "§activations.sigmoid-tanh",
+    "elu-": "§activations.relu-family", "prelu-": "§activations.relu-family",
+    "gelu-": "§activations.gelu", "silu-": "§activations.silu", "swish-": "§activations.silu",
+    "xavier-": "§initialisation.xavier", "kaiming-": "§initialisation.kaiming",
+    "dropout-": "§dropout-weight-decay.dropout", "kernel-layernorm": "§kernels.one-pass",
+}
+
+
+def mistake_section(mistake_id: str) -> str | None:
+    """The address of the section a known mistake's family comes from (the longest prefix of
+    :data:`MISTAKE_SECTIONS` that ``mistake_id`` starts with), or None."""
+    prefixes = [p for p in MISTAKE_SECTIONS if mistake_id.startswith(p)]
+    return MISTAKE_SECTIONS[max(prefixes, key=len)].lstrip("§") if prefixes else None
+
+
+def section_for(exercise_id: str, mistakes: Iterable[str] = ()) -> str | None:
+    """The section a failing exercise sends a student to: that of the first named known mistake (``mistakes``,
+    in the report's order) that has one, else the exercise's own (its entry, else its topic's); or None."""
+    for mistake_id in mistakes:
+        address = mistake_section(mistake_id)
+        if address:
+            return address
     found = EXERCISE_SECTIONS.get(exercise_id) or EXERCISE_SECTIONS.get(exercise_id.partition(".")[0])
     return found.lstrip("§") if found else None
 
 
-def read_line(exercise_id: str) -> str | None:
-    """The report's line sending a student to the section of an exercise, or None."""
-    address = section_for(exercise_id)
+def read_line(exercise_id: str, mistakes: Iterable[str] = ()) -> str | None:
+    """The report's line sending a student to the section of a failing exercise (:func:`section_for`), or None."""
+    address = section_for(exercise_id, mistakes)
     return f"Read §{address} (grade read {address})." if address else None
 
 

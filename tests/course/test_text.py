@@ -94,10 +94,10 @@ def test_every_citation_resolves_to_a_section(chapters: dict) -> None:
     found = list(course_text.citations())
     assert course_text.unresolved(chapters, found) == []
     cited = {c.address for c in found}
-    # the stubs, ERRATA and the mistakes' messages cite sections (the links back from what a student reads)
+    # the stubs, ERRATA and the reports (each exercise's and each family of mistakes' section, which the mistakes'
+    # hints cite too) cite sections (the links back from what a student reads)
     paths = {c.path for c in found}
-    assert {"exercises/normalization.py", "quizzes/errata.md"} <= paths
-    assert any(p.startswith("grader/mistakes/") for p in paths)
+    assert {"exercises/normalization.py", "quizzes/errata.md", "grader/student/coursetext.py"} <= paths
     assert "normalization.batchnorm-backward" in cited
 
 
@@ -191,3 +191,26 @@ def test_a_graded_answer_printed_in_a_section_is_a_leak(tmp_path: Path) -> None:
     found = {(leak.question, leak.source) for leak in _audit(tmp_path).leaks}
     assert ("activations/gelu-min-x", "text/activations.md#gelu") in found
     assert ("initialisation/kaiming-variance", "text/initialisation.md#kaiming") in found
+
+
+def test_a_report_naming_a_known_mistake_sends_the_student_to_the_mistake_s_section(chapters: dict) -> None:
+    """A biased running variance is a matter of §normalization.batchnorm-running-stats, not of BatchNorm's backward
+    (the exercise's own section, where the report sent every BatchNorm1d failure)."""
+    from grader.mistakes.hints import HINTS
+    from grader.student.coursetext import MISTAKE_SECTIONS
+    from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+    from grader.student.feedback.report import format_text
+    from grader.student.feedback.report_html import format_html
+
+    def failing(*mistakes: str | None) -> GradeReport:
+        checks = [CheckResult(f"c{i}", False, 0.0, 1.0, "differs", misconception=m) for i, m in enumerate(mistakes)]
+        return GradeReport("ada", [ExerciseResult("normalization.BatchNorm1d", "failed", 0.0, 2.0, checks)], "abc")
+
+    named = failing(None, "bn-biased-running-var")
+    assert "Read §normalization.batchnorm-running-stats (grade read normalization.batchnorm-running-stats)." in (
+        format_text(named))
+    assert 'href="text/normalization.html#batchnorm-running-stats"' in format_html(named, text_href="text/")
+    assert HINTS["bn-biased-running-var"].endswith("See §normalization.batchnorm-running-stats.")  # the same
+    assert "Read §normalization.batchnorm-backward " in format_text(failing(None))  # no mistake named
+    known = {s.address for c in chapters.values() for s in c.sections}
+    assert {a.lstrip("§") for a in MISTAKE_SECTIONS.values()} <= known
