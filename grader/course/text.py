@@ -120,7 +120,8 @@ def unresolved(chapters: Mapping[str, Chapter], found: Iterable[Citation]) -> li
 # quiz sources, the text): a claim there cites its section, never "the course text says" of a text a student
 # cannot open, nor an ERRATA item by its number.
 TEACHING = ("exercises/**/*.py", "exercises/kernels/*.cl", "grader/mistakes/*.py", "grader/student/feedback/*.py",
-            "grader/student/engine/**/*.py", "quizzes/errata.md", "quizzes/source/*.toml", "text/*.md")
+            "grader/student/engine/**/*.py", "quizzes/errata.md", "quizzes/source/*.toml", "text/*.md",
+            "notebooks/*.ipynb")
 VAGUE = re.compile(
     r"\b(?:course|source) (?:text|material|chapter|notes?|code)s? (?:says?|writes?|gives?|rounds?|states?|claims?|"
     r"calls?|uses?)\b"
