@@ -303,6 +303,17 @@ def read_section(address: str | None, text_dir: Path, as_html: bool, no_open: bo
                 click.echo("No browser could be started here: open that address in one.", err=True)
 
 
+def text_sections(text_dir: Path) -> dict[str, str]:
+    """Each checkpoint question's section in the course text beside the quizzes (the handout's ``text/``); {} when
+    there is none to read (the practice then says "the chapter")."""
+    from grader.student import coursetext
+
+    try:
+        return coursetext.checkpoint_sections(coursetext.load_chapters(text_dir))
+    except (OSError, coursetext.TextError):
+        return {}
+
+
 @click.command("read")
 @click.argument("address", required=False, metavar="[CHAPTER.SECTION]")
 @click.option("--html", "as_html", is_flag=True, help="Open the section's page in your web browser instead.")
@@ -382,7 +393,8 @@ def quiz_command(chapter: str | None, answers: Path | None, ask_all: bool, as_js
         try:
             _, _, given = run_practice(quiz, lambda prompt: click.prompt(prompt, prompt_suffix="", default="",
                                                                            show_default=False), click.echo,
-                                         student=(student or "").strip() or None)
+                                         student=(student or "").strip() or None,
+                                         sections=text_sections(quiz_dir.parent / DEFAULT_TEXT_DIR))
         except click.Abort:
             click.echo("\nStopped.", err=True)
             sys.exit(1)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -303,6 +303,12 @@ def section_text(section: Section, title: str = "") -> str:
         lines.append(f"Checkpoint: {', '.join(section.checkpoint)}. Answer them with `grade quiz {section.chapter}`"
                      " (each question shows its id).")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def checkpoint_sections(chapters: Mapping[str, Chapter]) -> dict[str, str]:
+    """Each checkpoint question's id -> the address of the section whose checkpoint holds it."""
+    return {qid: section.address for chapter in chapters.values() for section in chapter.sections
+            for qid in section.checkpoint}
 
 
 # --- where each exercise is explained: the reports' links back to the text ----------------------------

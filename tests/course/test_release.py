@@ -453,6 +453,7 @@ def test_the_handout_quiz_practice_session(release: Path) -> None:
     assert session.exit_code == 0, session.output
     assert "nothing is recorded" in session.output and "Question 1/" in session.output and " gelu-why [" in session.output
     assert "not checked here" in session.output and "Kept." in session.output and "Skipped." in session.output
+    assert " gelu-why [single] (§activations.gelu): " in session.output, "the section beside the quizzes (text/)"
     unknown = CliRunner().invoke(student_cli, ["quiz", "nope", "--quiz-dir", str(quiz_dir)])
     assert unknown.exit_code == 2 and "is not a quiz chapter" in unknown.output
 

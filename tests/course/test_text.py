@@ -214,3 +214,20 @@ def test_a_report_naming_a_known_mistake_sends_the_student_to_the_mistake_s_sect
     assert "Read §normalization.batchnorm-backward " in format_text(failing(None))  # no mistake named
     known = {s.address for c in chapters.values() for s in c.sections}
     assert {a.lstrip("§") for a in MISTAKE_SECTIONS.values()} <= known
+
+
+def test_a_practice_question_names_its_section_and_a_last_wrong_try_sends_the_student_there(chapters: dict) -> None:
+    from grader.student.coursetext import checkpoint_sections
+    from grader.student.quiz.answers import canonical_answers
+    from grader.student.quiz.practice import PracticeQuestion, PracticeQuiz, new_salt, run_practice, seal
+
+    sections = checkpoint_sections(chapters)
+    assert sections["gelu-value"] == "activations.gelu" and sections["bn-dgamma"] == "normalization.batchnorm-backward"
+    question = PracticeQuestion(id="gelu-value", kind="numeric", prompt="2 + 2?", tolerance=0.1, salt=new_salt())
+    bins = canonical_answers(question, 4.0)
+    question.sealed = seal("Four.", [bins[len(bins) // 2]], question.salt)
+    said: list[str] = []
+    typed = iter(["5", "6"])
+    run_practice(PracticeQuiz("activations", "A", [question]), lambda _: next(typed), said.append, sections=sections)
+    assert "Question 1/1 gelu-value [numeric] (§activations.gelu): 2 + 2?" in said[1]
+    assert "  Not this one. Re-read §activations.gelu (grade read activations.gelu) and come back." in said
