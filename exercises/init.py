@@ -92,7 +92,7 @@ def kaiming_normal(
     std = sqrt(2 / ((1 + negative_slope^2) * fan)). With ReLU
     (negative_slope = 0) its factor 2 makes up for ReLU halving the second
     moment of its input, E[ReLU(z)^2] = Var(z) / 2 (not its variance:
-    ERRATA.md, item 10).
+    §initialisation.kaiming).
     [/guided]
     """
     # TODO: implement

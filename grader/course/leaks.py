@@ -9,7 +9,8 @@ the question posed as the graders pose it). The texts (:class:`Text`):
 
 - what the release hands out (``handout_texts``, from a ``grade release``
   handout folder): README.md, ERRATA.md, the notebooks, each section of the
-  course text (``text/*.md``, its maths as a student reads it), and each handout quiz
+  course text (``text/*.md``, its maths as a student reads it), the practice its pages judge
+  (``text/*.html``: prompt, explanation, the number taken as right), and each handout quiz
   question's prompt (a parameterised one's practice prompt and its template)
   and choices;
 - what the graders show (``quiz_texts``): each explanation, which a student
@@ -139,6 +140,7 @@ def handout_texts(student_dir: Path | str, stubs: bool = False) -> list[Text]:
                               own=_key(doc["chapter"], q["id"])))
     if (root / "text").is_dir():
         texts += course_texts(root / "text")  # the course text the release ships
+        texts += page_practice_texts(root / "text")  # and the practice its pages judge
     if stubs:
         texts += [Text(p.relative_to(root).as_posix(), p.read_text(encoding="utf-8"))
                   for p in sorted((root / "exercises").rglob("*")) if p.suffix in (".py", ".cl")]
@@ -153,6 +155,26 @@ def course_texts(text_dir: Path | str) -> list[Text]:
 
     return [Text(f"text/{chapter.name}.md#{section.id}", f"{section.title}\n{markdown_to_text(section.body)}")
             for chapter in load_chapters(text_dir).values() for section in chapter.sections]
+
+
+_PRACTICE_FORM = re.compile(r'<form class="practice" data-question="([^"]+)" data-low="([^"]+)" '
+                            r'data-high="([^"]+)">(.*?)</form>', re.DOTALL)
+
+
+def page_practice_texts(text_dir: Path | str) -> list[Text]:
+    """What the text's pages (``text/<chapter>.html``) judge offline, each practice question a text of its own
+    question (``own``): its practice prompt, the explanation a right answer shows, and the number the page takes
+    as right (the middle of its ``data-low``..``data-high``), read the way the audit reads any text."""
+    import html
+
+    texts = []
+    for page in sorted(Path(text_dir).glob("*.html")):
+        for qid, low, high, body in _PRACTICE_FORM.findall(page.read_text(encoding="utf-8")):
+            words = html.unescape(re.sub(r"<[^>]+>", " ", body))
+            middle = (float(low) + float(high)) / 2
+            texts.append(Text(f"text/{page.name}: {qid} (practice)", f"{words}\nRight: {middle:.6g}",
+                              own=_key(page.stem, qid)))
+    return texts
 
 
 def contract_texts(exercises_dir: Path | str) -> list[Text]:

@@ -45,7 +45,9 @@ from grader.student.engine import catalogue
 from grader.student.course import HANDOUT_SETTINGS, Course
 from grader.student.errors import GraderError
 from grader.student.engine.scaffolding import DEFAULT_LEVEL, LEVELS
-from grader.quiz.handout import handout_quiz
+from grader.course.text import PagePractice
+from grader.quiz.handout import handout_quiz, practice_instance
+from grader.student.quiz.answers import numeric_window
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # grader/
@@ -155,10 +157,11 @@ def write_quizzes(target: Path, practice: bool) -> list[str]:
 # --- the course text -----------------------------------------------------------------------------
 
 
-def write_text(target: Path) -> None:
+def write_text(target: Path, practice: bool = True) -> None:
     """The course text into the handout: its Markdown sources (``grade read`` prints them) and its pages (one
     per chapter, ``index.html``, KaTeX's files in ``assets/``), each section's checkpoint listing its questions'
-    prompts; ReleaseError when the text is broken or KaTeX is not installed (``make text-deps``)."""
+    prompts (with ``practice``, its questions with practice numbers answered in the page); ReleaseError when
+    the text is broken or KaTeX is not installed (``make text-deps``)."""
     from grader.course import text as course_text
     from grader.student.coursetext import TextError
 
@@ -173,9 +176,24 @@ def write_text(target: Path) -> None:
         # each question's prompt, its drawn numbers shown as "…" (every student gets their own)
         prompts = {q.id: re.sub(r"\{\{.*?\}\}", "…", q.prompt)
                    for quiz in quiz_lib.load_all(ROOT / "quizzes") for q in quiz.questions}
-        course_text.build_pages(target, chapters, prompts)
+        course_text.build_pages(target, chapters, prompts, practice=page_practice() if practice else None)
     except (TextError, course_text.TextBuildError) as exc:
         raise ReleaseError(str(exc)) from exc
+
+
+def page_practice() -> dict[str, PagePractice]:
+    """Each checkpoint question with practice numbers, as the text's pages judge it offline (question id ->
+    ``course_text.PagePractice``): its practice prompt, the interval of right answers to it and its explanation.
+    A question with one key for everyone has none: its key never leaves the graders."""
+    found: dict[str, PagePractice] = {}
+    for path in sorted((ROOT / "quizzes" / "source").glob("*.toml")):
+        source = quiz_lib.load_source(path)
+        for question in source.questions:
+            instance = practice_instance(question, source.chapter)
+            if instance is not None and question.kind == "numeric" and question.tolerance:
+                low, high = numeric_window(instance.answer, question.tolerance)
+                found[question.id] = PagePractice(instance.prompt, low, high, instance.explanation)
+    return found
 
 
 # --- the handout ---------------------------------------------------------------------------------
@@ -245,6 +263,26 @@ once per terminal, plain `grade ...` is the same command.
 Exit status: 0 means full marks, 1 short of them, 2 a usage or setup error
 (the message names the command that fixes it), or an exercise this machine
 could not grade.
+
+## The course text
+
+The chapters the exercises follow are in `text/`: a web page per chapter
+(open `text/index.html`; the maths is typeset in the page, nothing is fetched)
+and its Markdown source. The stubs, the reports and `ERRATA.md` cite a section
+as §chapter.section, e.g. §normalization.batchnorm-forward:
+
+```sh
+.venv/bin/grade read                                          # the chapters and their sections
+.venv/bin/grade read normalization.batchnorm-forward          # one section, here in the terminal
+.venv/bin/grade read normalization.batchnorm-forward --html --no-open   # where its page is (without --no-open: in your browser)
+```
+
+Each section ends with its **checkpoint**, the quiz questions that check it.
+On the section's page a question with numbers is answered in the page, on
+practice numbers (checked there, nothing recorded); `.venv/bin/grade quiz
+CHAPTER` asks every question of the chapter (see Quizzes). `ERRATA.md` lists
+what is often written about these layers and what the papers say instead, each
+entry with its section.
 
 ## When the machine, not your work, is at fault: `grade doctor`
 
@@ -461,8 +499,8 @@ def quizzes_text(course: Course) -> str:
             " question is shown with its id (e.g. `gelu-why`). Questions with numbers are checked on practice"
             " numbers that no graded student gets (their explanation is encrypted under the practice answer);"
             " questions with one answer for everyone are graded only by the course, so they are asked here"
-            " but not checked. Where the course text is wrong, `ERRATA.md` gives the correct statement and"
-            " its source.\n")
+            " but not checked. What is often written wrong about these layers, `ERRATA.md` corrects, with the"
+            " papers that say otherwise and the section that explains it.\n")
 
 
 def notebooks_text(course: Course) -> str:
@@ -545,7 +583,7 @@ def write_student(out: Path, version: str, practice: bool, levels: dict[str, str
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):  # one per chapter, beside exercises/ (%grade, %quiz)
         shutil.copyfile(notebook, student / notebook.name)
     shutil.copyfile(ROOT / "quizzes" / "errata.md", student / "ERRATA.md")  # what is often written, corrected
-    write_text(student / "text")
+    write_text(student / "text", practice)
     (student / "pyproject.toml").write_text(STUDENT_PYPROJECT.format(version=version), encoding="utf-8")
     (student / "README.md").write_text(student_readme(course), encoding="utf-8")
     return sizes

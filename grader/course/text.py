@@ -116,6 +116,33 @@ def unresolved(chapters: Mapping[str, Chapter], found: Iterable[Citation]) -> li
     return [c for c in found if c.address not in known]
 
 
+# What a student reads as teaching (stubs, kernels, the mistakes' messages and hints, the reports, ERRATA, the
+# quiz sources, the text): a claim there cites its section, never "the course text says" of a text a student
+# cannot open, nor an ERRATA item by its number.
+TEACHING = ("exercises/**/*.py", "exercises/kernels/*.cl", "grader/mistakes/*.py", "grader/student/feedback/*.py",
+            "grader/student/engine/**/*.py", "quizzes/errata.md", "quizzes/source/*.toml", "text/*.md",
+            "notebooks/*.ipynb")
+VAGUE = re.compile(
+    r"\b(?:course|source) (?:text|material|chapter|notes?|code)s? (?:says?|writes?|gives?|rounds?|states?|claims?|"
+    r"calls?|uses?)\b"
+    r"|\bthe chapter (?:says|writes|calls|gives|rounds|states|claims|uses)\b"
+    r"|\b(?:given|stated|written|shown) in the (?:course text|course material|source|chapter|notes|lecture)\b"
+    r"|\b(?:the|our|this) (?:source|course) (?:material|code)\b"
+    r"|\bERRATA(?:\.md)?,? (?:item|entry) \d+", re.IGNORECASE)
+
+
+def vague_citations(root: Path = ROOT) -> list[Citation]:
+    """Every phrase of :data:`VAGUE` in the files of :data:`TEACHING` (``address``: the phrase): a claim that
+    points at "the course text" or an ERRATA number instead of citing its section (``§chapter.section``)."""
+    found = []
+    for path in sorted({p for pattern in TEACHING for p in root.glob(pattern) if "__pycache__" not in p.parts}):
+        text = path.read_text(encoding="utf-8")
+        for match in VAGUE.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            found.append(Citation(path.relative_to(root).as_posix(), line, match.group()))
+    return found
+
+
 # --- the pages ------------------------------------------------------------------------------------
 
 
@@ -149,21 +176,55 @@ def link_citations(body: str, prefix: str) -> str:
                   lambda m: f'<a href="{section_href(m.group(1), prefix)}">§{m.group(1)}</a>', body)
 
 
-def checkpoint_html(section: Section, questions: Mapping[str, str], quiz_href: str | None) -> str:
+@dataclass(frozen=True)
+class PagePractice:
+    """A checkpoint question's practice instance as a handout page judges it offline: the practice prompt (numbers
+    no graded student is drawn), the interval of right answers (``grader.student.quiz.answers.numeric_window``
+    of the practice answer, a practice answer and never a graded one) and the explanation a right answer opens."""
+
+    prompt: str
+    low: float
+    high: float
+    explanation: str
+
+
+def practice_form(qid: str, practice: PagePractice) -> str:
+    """The in-page practice of one question: its practice prompt, an answer field and a Check button, judged by
+    ``assets/practice.js`` against ``data-low``/``data-high``; the explanation is shown once the answer is right."""
+    esc = html.escape
+    return (f'<form class="practice" data-question="{esc(qid)}" data-low="{practice.low!r}" '
+            f'data-high="{practice.high!r}"><p class="practice-prompt">Practice: {esc(practice.prompt)}</p>'
+            f'<label for="pa-{esc(qid)}">Your answer (a number)</label> '
+            f'<input id="pa-{esc(qid)}" name="answer" type="text" inputmode="decimal" autocomplete="off" '
+            f'spellcheck="false"> <button type="submit">Check</button>'
+            f'<p class="feedback" role="status" aria-live="polite"></p>'
+            f'<div class="explanation" hidden>{link_citations(esc(practice.explanation), "")}</div></form>')
+
+
+def checkpoint_html(section: Section, questions: Mapping[str, str], quiz_href: str | None,
+                    practice: Mapping[str, PagePractice] | None = None) -> str:
     """The checkpoint box of a section: its questions (id and prompt) and where to answer them: with ``quiz_href``
     (the student's quiz page on the server) each question links to its form there, ``?section=<id>`` bringing the
-    student back to this section; without, ``grade quiz`` (the handout)."""
+    student back to this section; without, ``grade quiz`` (the handout), and each question of ``practice`` (one
+    with practice numbers) is answered in the page too (:func:`practice_form`)."""
     if not section.checkpoint:
         return ""
+    practice = practice or {}
+
     def item(qid: str) -> str:
         prompt = html.escape(questions.get(qid, ""))
         if quiz_href:  # the quiz page, at this question, with a way back to this section
             prompt = f'<a href="{html.escape(quiz_href)}?section={section.id}#q-{html.escape(qid)}">{prompt or "answer"}</a>'
+        if qid in practice and not quiz_href:  # its practice prompt stands for the prompt with numbers left out
+            return f"<li><code>{html.escape(qid)}</code>{practice_form(qid, practice[qid])}</li>"
         return f"<li><code>{html.escape(qid)}</code> {prompt}</li>"
 
     items = "".join(item(qid) for qid in section.checkpoint)
     where = (f'<a href="{html.escape(quiz_href)}?section={section.id}">Answer them on your quiz page</a>' if quiz_href
              else f"Answer them with <code>grade quiz {html.escape(section.chapter)}</code> (offline: practice)")
+    if not quiz_href and any(qid in practice for qid in section.checkpoint):
+        where += ("; a question with practice numbers is checked here too (nothing is recorded), the others only "
+                  "where your course grades quizzes")
     return (f'<aside class="checkpoint" aria-labelledby="cp-{section.id}"><h3 id="cp-{section.id}">Checkpoint</h3>'
             f"<ol>{items}</ol><p>{where}.</p></aside>")
 
@@ -179,6 +240,7 @@ PAGE = """<!DOCTYPE html>
 <link rel="stylesheet" href="{assets}/text.css">
 <script defer src="{assets}/katex.min.js"></script>
 <script defer src="{assets}/render.js"></script>
+<script defer src="{assets}/practice.js"></script>
 </head>
 <body>
 <header><nav aria-label="Chapters"><ul>{chapters}</ul></nav></header>
@@ -207,6 +269,45 @@ document.querySelectorAll("span.math.inline, div.math.block").forEach(function (
 });
 """
 
+PRACTICE_JS = r"""// Judges the handout's practice questions in the page, offline: each <form class="practice"> holds the interval
+// of right answers to its practice numbers (data-low, data-high: the rule of `grade quiz`, computed by the
+// release); numbers no graded student is drawn, so nothing here is a graded answer. Nothing is recorded or sent.
+function readNumber(text) {
+  var s = text.trim().replace(/[\u2212\u2013\u2014]/g, "-").replace(/\s+/g, "");
+  var plain = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+  var parts = s.split("/");
+  if (parts.length === 2 && plain.test(parts[0]) && plain.test(parts[1]) && Number(parts[1]) !== 0) {
+    return Number(parts[0]) / Number(parts[1]);
+  }
+  return plain.test(s) ? Number(s) : null;
+}
+document.querySelectorAll("form.practice").forEach(function (form) {
+  var input = form.querySelector("input"), feedback = form.querySelector(".feedback");
+  var explanation = form.querySelector(".explanation");
+  var low = Number(form.dataset.low), high = Number(form.dataset.high);
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    var value = readNumber(input.value);
+    form.classList.remove("right", "wrong");
+    if (value === null) {
+      feedback.textContent = "Write a number, such as 0.4629, -1.5e-3 or 5/3 (grade quiz also reads sqrt(2/256)).";
+      input.setAttribute("aria-invalid", "true");
+      return;
+    }
+    input.removeAttribute("aria-invalid");
+    if (value >= low && value <= high) {
+      form.classList.add("right");
+      feedback.textContent = "Right (practice numbers; nothing is recorded).";
+      explanation.hidden = false;
+    } else {
+      form.classList.add("wrong");
+      feedback.textContent = "Not this one: re-read the section and try again.";
+      explanation.hidden = true;
+    }
+  });
+});
+"""
+
 TEXT_CSS = """body { font-family: system-ui, sans-serif; line-height: 1.55; color: #1a1a1a; background: #fff;
   margin: 0; }
 header nav ul { display: flex; flex-wrap: wrap; gap: 0.25rem 1rem; list-style: none; margin: 0; padding: 0.75rem 1rem;
@@ -224,18 +325,29 @@ code { background: #f3f3f3; padding: 0 0.2rem; border-radius: 3px; }
   background: #f4faf4; }
 .checkpoint h3 { margin: 0.25rem 0; }
 .address { font-size: 0.85rem; color: #444; font-weight: normal; }
+.checkpoint li { margin: 0.5rem 0; }
+form.practice { margin: 0.4rem 0 0.6rem; padding: 0.5rem 0.75rem; border-left: 4px solid #767676; background: #fff; }
+form.practice.right { border-left-color: #2a6a2a; }
+form.practice.wrong { border-left-color: #a4262c; }
+form.practice p { margin: 0.25rem 0; }
+form.practice input { font: inherit; width: 10rem; max-width: 100%; padding: 0.2rem 0.4rem; border: 1px solid #555; }
+form.practice button { font: inherit; padding: 0.2rem 0.8rem; min-height: 24px; }
+.feedback:empty { display: none; }
+.explanation { margin-top: 0.4rem; }
 """
 
 
 def render_chapter(chapter: Chapter, chapters: Iterable[str], questions: Mapping[str, str] | None = None,
-                   quiz_href: str | None = None, assets: str = ASSETS) -> str:
+                   quiz_href: str | None = None, assets: str = ASSETS,
+                   practice: Mapping[str, PagePractice] | None = None) -> str:
     """One chapter's page: the chapters' menu, a table of contents, the introduction, and each section under
-    an ``<section id=...>`` with its checkpoint box (``questions``: id -> prompt)."""
+    an ``<section id=...>`` with its checkpoint box (``questions``: id -> prompt; ``practice``: the questions
+    answered in the page)."""
     esc = html.escape
     toc = "".join(f'<li><a href="#{s.id}">{esc(s.title)}</a></li>' for s in chapter.sections)
     return PAGE.format(title=esc(chapter.title), assets=assets, chapters=chapter_menu(chapter.name, chapters),
                        toc=toc, intro=render_markdown(chapter.intro),
-                       sections=sections_html(chapter, questions or {}, quiz_href))
+                       sections=sections_html(chapter, questions or {}, quiz_href, practice))
 
 
 def chapter_menu(current: str, chapters: Iterable[str]) -> str:
@@ -245,12 +357,13 @@ def chapter_menu(current: str, chapters: Iterable[str]) -> str:
                    for name in chapters)
 
 
-def sections_html(chapter: Chapter, questions: Mapping[str, str], quiz_href: str | None) -> str:
+def sections_html(chapter: Chapter, questions: Mapping[str, str], quiz_href: str | None,
+                  practice: Mapping[str, PagePractice] | None = None) -> str:
     """Each section of a chapter under an ``<section id=...>``, its address shown, its checkpoint box last."""
     return "".join(
         f'<section id="{s.id}" aria-labelledby="h-{s.id}"><h2 id="h-{s.id}">{html.escape(s.title)} '
         f'<span class="address">§{html.escape(s.address)}</span></h2>\n{render_markdown(s.body)}'
-        f"{checkpoint_html(s, questions, quiz_href)}</section>\n" for s in chapter.sections)
+        f"{checkpoint_html(s, questions, quiz_href, practice)}</section>\n" for s in chapter.sections)
 
 
 def copy_assets(target: Path, katex_dir: Path = KATEX_DIR) -> None:
@@ -266,19 +379,21 @@ def copy_assets(target: Path, katex_dir: Path = KATEX_DIR) -> None:
         else:
             shutil.copyfile(source, target / name)
     (target / "render.js").write_text(RENDER_JS, encoding="utf-8")
+    (target / "practice.js").write_text(PRACTICE_JS, encoding="utf-8")
     (target / "text.css").write_text(TEXT_CSS, encoding="utf-8")
 
 
 def build_pages(out: Path, chapters: Mapping[str, Chapter] | None = None, questions: Mapping[str, str] | None = None,
-                katex_dir: Path = KATEX_DIR) -> list[Path]:
-    """Write the text's pages into ``out`` (``<chapter>.html`` each, ``index.html``, and ``assets/``); the pages."""
+                katex_dir: Path = KATEX_DIR, practice: Mapping[str, PagePractice] | None = None) -> list[Path]:
+    """Write the text's pages into ``out`` (``<chapter>.html`` each, ``index.html``, and ``assets/``); the pages.
+    ``practice``: the checkpoint questions answered in the page (question id -> its practice instance)."""
     chapters = dict(chapters if chapters is not None else load())
     copy_assets(out / ASSETS, katex_dir)
     order = ordered(chapters)
     pages = []
     for name in order:
         page = out / f"{name}.html"
-        page.write_text(render_chapter(chapters[name], order, questions), encoding="utf-8")
+        page.write_text(render_chapter(chapters[name], order, questions, practice=practice), encoding="utf-8")
         pages.append(page)
     items = "".join(f'<li><a href="{n}.html">{html.escape(chapters[n].title)}</a></li>' for n in order)
     index = PAGE.format(title="The course text", assets=ASSETS, chapters="", toc=items, intro="", sections="")

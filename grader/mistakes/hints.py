@@ -9,6 +9,8 @@ A mistake without a hint is named with its sentence alone, without the fix.
 
 from __future__ import annotations
 
+from grader.student.coursetext import mistake_section
+
 _BATCHNORM: dict[str, str] = {
     "bn-biased-running-var": "running_var follows the biased batch variance; the contract asks for the unbiased one,"
                              " so after training running_var is too small by the factor that corrects the bias.",
@@ -179,26 +181,11 @@ HINTS: dict[str, str] = {**_BATCHNORM, **_ROUND3_BATCHNORM, **_NORMS, **_ACTIVAT
                          **_ROUND3}
 HINTS.update({f"{mistake_id}-2d": hint for mistake_id, hint in {**_BATCHNORM, **_ROUND3_BATCHNORM}.items()})  # BatchNorm2d's copies
 
-# The section of the course text each family of mistakes comes from (by the mistake id's prefix, the longest
-# that matches): a hint ends by citing it, so the report sends the student back to the derivation.
-SECTIONS: dict[str, str] = {
-    "bn-backward": "§normalization.batchnorm-backward", "bn-dx": "§normalization.batchnorm-backward",
-    "bn-eval-backward": "§normalization.batchnorm-backward",
-    "bn-biased-running": "§normalization.batchnorm-running-stats",
-    "bn-running": "§normalization.batchnorm-running-stats", "bn-momentum": "§normalization.batchnorm-running-stats",
-    "ln-": "§normalization.layernorm", "rms-": "§normalization.rmsnorm",
-    "sigmoid-": "§activations.sigmoid-tanh", "tanh-": "§activations.sigmoid-tanh",
-    "elu-": "§activations.relu-family", "prelu-": "§activations.relu-family",
-    "gelu-": "§activations.gelu", "silu-": "§activations.silu", "swish-": "§activations.silu",
-    "xavier-": "§initialisation.xavier", "kaiming-": "§initialisation.kaiming",
-    "dropout-": "§dropout-weight-decay.dropout", "kernel-layernorm": "§kernels.one-pass",
-}
-
-
 def cited(mistake_id: str, hint: str) -> str:
-    """``hint`` followed by the section its mistake's family comes from (:data:`SECTIONS`), when there is one."""
-    prefixes = [p for p in SECTIONS if mistake_id.startswith(p)]
-    return f"{hint} See {SECTIONS[max(prefixes, key=len)]}." if prefixes else hint
+    """``hint`` followed by the section its mistake's family comes from (``coursetext.mistake_section``: the
+    report's "Read §..." line names the same one), when there is one."""
+    address = mistake_section(mistake_id)
+    return f"{hint} See §{address}." if address else hint
 
 
 HINTS = {mistake_id: cited(mistake_id, hint) for mistake_id, hint in HINTS.items()}

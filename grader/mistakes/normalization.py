@@ -369,7 +369,7 @@ class RMSSubtractsMean(ref.RMSNorm):
 
 
 class RMSDgammaAxis0(ref.RMSNorm):
-    """dgamma = sum(dout x_norm, axis=0): right on 2-D input, shape (T, D) on 3-D (the course code's bug)."""
+    """dgamma = sum(dout x_norm, axis=0): right on 2-D input, shape (T, D) on 3-D (a common slip)."""
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
         assert self.cache is not None  # set by forward

@@ -18,6 +18,9 @@ away a graded answer:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from grader.quiz import params as params_lib
 from grader.quiz.model import SourceQuestion, SourceQuiz
 from grader.student.quiz.answers import canonical_answers
@@ -34,21 +37,42 @@ def handout_question(question: SourceQuestion, chapter: str, practice: bool = Tr
         tolerance=question.tolerance, points=float(data.get("points", 1.0)), symbols=question.symbols,
         subject=question.subject,
     )
-    if "params" not in data:
+    instance = practice_instance(question, chapter)
+    if instance is None:
         return out
+    specs = params_lib.parse_specs(data["params"])
+    out.template = out.prompt
+    out.params = {name: list(spec.values) for name, spec in specs.items()}
+    out.practice = instance.values
+    out.prompt = instance.prompt
+    if practice:
+        out.salt = new_salt()
+        bins = canonical_answers(out, instance.answer)
+        out.sealed = seal(instance.explanation, [bins[len(bins) // 2]], out.salt)
+    return out
+
+
+@dataclass(frozen=True)
+class PracticeInstance:
+    """A parameterised question posed with the practice numbers (which no graded student is drawn): its prompt,
+    its answer (a practice answer, never a graded one) and its explanation with those numbers."""
+
+    values: dict[str, Any]
+    prompt: str
+    answer: float
+    explanation: str
+
+
+def practice_instance(question: SourceQuestion, chapter: str) -> PracticeInstance | None:
+    """The practice instance of a parameterised question; None for a question with one key for everyone."""
+    data = question.data
+    if "params" not in data:
+        return None
     specs = params_lib.parse_specs(data["params"])
     values = params_lib.draw(specs, PRACTICE_STUDENT, chapter, question.id, data.get("practice"))
     answer = params_lib.reference_answer(params_lib.parse_reference(data["reference"], set(values)), values)
-    out.template = out.prompt
-    out.params = {name: list(spec.values) for name, spec in specs.items()}
-    out.practice = values
-    out.prompt = params_lib.render(out.template, values)
-    if practice:
-        out.salt = new_salt()
-        bins = canonical_answers(out, answer)
-        explanation = params_lib.render(str(data["explanation"]).strip(), {**values, "answer": answer})
-        out.sealed = seal(explanation, [bins[len(bins) // 2]], out.salt)
-    return out
+    return PracticeInstance(values, params_lib.render(str(data["prompt"]).strip(), values), answer,
+                            params_lib.render(str(data["explanation"]).strip(), {**values, "answer": answer}))
 
 
 def handout_quiz(source: SourceQuiz, practice: bool = True) -> PracticeQuiz:

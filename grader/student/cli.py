@@ -395,7 +395,7 @@ def view_command(path: Path, output: Path | None, no_open: bool) -> None:
         raise CommandError(f"the last report '{source}' cannot be read ({exc}): run `grade submit` again") from None
     page = output or source.with_suffix(".html")
     with one_line_errors():
-        write_html_report(report, page, shares)  # it says where it wrote the page
+        write_html_report(report, page, shares, path)  # it says where it wrote the page
     if not no_open:
         import webbrowser
 
@@ -444,6 +444,17 @@ def read_section(address: str | None, text_dir: Path, as_html: bool, no_open: bo
 
             if not webbrowser.open(url):
                 click.echo("No browser could be started here: open that address in one.", err=True)
+
+
+def text_sections(text_dir: Path) -> dict[str, str]:
+    """Each checkpoint question's section in the course text beside the quizzes (the handout's ``text/``); {} when
+    there is none to read (the practice then says "the chapter")."""
+    from grader.student import coursetext
+
+    try:
+        return coursetext.checkpoint_sections(coursetext.load_chapters(text_dir))
+    except (OSError, coursetext.TextError):
+        return {}
 
 
 @click.command("login")
@@ -676,7 +687,8 @@ def practice_quiz(request: QuizRequest) -> int:
         try:
             _, _, given = run_practice(quiz, lambda prompt: click.prompt(prompt, prompt_suffix="", default="",
                                                                            show_default=False), click.echo,
-                                         student=(student or "").strip() or None)
+                                         student=(student or "").strip() or None,
+                                         sections=text_sections(quiz_dir.parent / DEFAULT_TEXT_DIR))
         except click.Abort:
             click.echo("\nStopped.", err=True)
             sys.exit(1)

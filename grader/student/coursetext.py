@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.student.quiz.concepts import section_of_exercise
+from grader.student.quiz.concepts import concept_of, section_of_exercise
 
 CHAPTER_HEADING = re.compile(r"# (?P<title>.+?)\s*\{#(?P<id>[a-z0-9-]+)\}\s*")  # (fullmatch: a whole line)
 SECTION_HEADING = re.compile(r"## (?P<title>.+?)\s*\{#(?P<id>[a-z0-9-]+)\}\s*")
@@ -306,17 +307,38 @@ def section_text(section: Section, title: str = "") -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def checkpoint_sections(chapters: Mapping[str, Chapter]) -> dict[str, str]:
+    """Each checkpoint question's id -> the address of the section whose checkpoint holds it."""
+    return {qid: section.address for chapter in chapters.values() for section in chapter.sections
+            for qid in section.checkpoint}
+
+
 # --- where each exercise is explained: the reports' links back to the text ----------------------------
 
-def section_for(exercise_id: str) -> str | None:
-    """The address of the section that explains an exercise (its concept's: one table serves the practice and
-    the reading, :func:`grader.student.quiz.concepts.section_of_exercise`), or None."""
+def mistake_section(mistake_id: str) -> str | None:
+    """The address of the section a known mistake sends a student to: its concept's main section (one table,
+    :func:`grader.student.quiz.concepts.concept_of`: the mistake id's prefix -> its concept -> the concept's
+    sections), or None (a generic family or an unknown id: the exercise's own section stands)."""
+    if mistake_id.startswith("generic-"):
+        return None
+    concept = concept_of(mistake_id)
+    return concept.sections[0] if concept is not None and concept.sections else None
+
+
+def section_for(exercise_id: str, mistakes: Iterable[str] = ()) -> str | None:
+    """The section a failing exercise sends a student to: that of the first named known mistake (``mistakes``,
+    in the report's order) that has one, else the exercise's own (its concept's:
+    :func:`grader.student.quiz.concepts.section_of_exercise`); or None."""
+    for mistake_id in mistakes:
+        address = mistake_section(mistake_id)
+        if address:
+            return address
     return section_of_exercise(exercise_id)
 
 
-def read_line(exercise_id: str) -> str | None:
-    """The report's line sending a student to the section of an exercise, or None."""
-    address = section_for(exercise_id)
+def read_line(exercise_id: str, mistakes: Iterable[str] = ()) -> str | None:
+    """The report's line sending a student to the section of a failing exercise (:func:`section_for`), or None."""
+    address = section_for(exercise_id, mistakes)
     return f"Read §{address} (grade read {address})." if address else None
 
 

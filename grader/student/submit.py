@@ -199,7 +199,7 @@ def local_submit(
         click.echo(format_text(report, color=color), color=color)
     if html is not None:
         with one_line_errors():
-            write_html_report(report, html)  # after the report is printed: a bad path costs the page only
+            write_html_report(report, html, exercises_dir=path)  # after the report: a bad path costs the page only
     if report.not_graded:
         click.echo(f"Error: {not_graded_line(report)}", err=True)
     return Submitted(report.exit_status)

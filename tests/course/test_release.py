@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import html
 import json
 import math
 import os
@@ -235,6 +236,35 @@ def test_a_practice_seal_opens_for_the_right_answer_only(release: Path) -> None:
     assert open_seal(numeric, repr(value + 0.1)) is None
 
 
+def test_the_text_pages_judge_each_practice_question_and_no_graded_one(release: Path) -> None:
+    """Each question with practice numbers is answered in its section's page (the interval of right answers
+    holds the practice answer, which opens its seal, and nothing past it does); a question with one key for
+    everyone has no form, and no explanation of one is in the pages."""
+    import re as re_
+
+    pages = {p.stem: p.read_text(encoding="utf-8") for p in (release / "student" / "text").glob("*.html")}
+    assert (release / "student" / "text" / "assets" / "practice.js").is_file()
+    forms = {qid: (page, float(low), float(high)) for page, text in pages.items() for qid, low, high in
+             re_.findall(r'<form class="practice" data-question="([^"]+)" data-low="([^"]+)" data-high="([^"]+)"',
+                         text)}
+    for path in sorted((release / "student" / "quizzes").glob("*.json")):
+        quiz = load_practice(path)
+        for q in quiz.questions:
+            assert (q.id in forms) == bool(q.sealed), q.id
+            if q.sealed and q.id in ("gelu-value", "bn-running-var-batches"):
+                page, low, high = forms[q.id]
+                assert page == quiz.chapter
+                assert open_seal(q, repr((low + high) / 2)) is not None
+                assert open_seal(q, repr(high + (high - low) / 100)) is None
+    assert "grade quiz normalization" in pages["normalization"], "the pointer to `grade quiz` stays"
+    everything = "\n".join(pages.values())
+    for path in sorted((ROOT / "quizzes" / "source").glob("*.toml")):
+        for q in quiz_lib.load_source(path).questions:
+            if "params" not in q.data:
+                for sentence in (s.strip() for s in str(q.data["explanation"]).split(". ") if len(s.strip()) > 25):
+                    assert html.escape(sentence) not in everything, f"{q.id}: a graded explanation in a page"
+
+
 # --- the handout on its own -------------------------------------------------------------------------------
 
 
@@ -423,6 +453,7 @@ def test_the_handout_quiz_practice_session(release: Path) -> None:
     assert session.exit_code == 0, session.output
     assert "nothing is recorded" in session.output and "Question 1/" in session.output and " gelu-why [" in session.output
     assert "not checked here" in session.output and "Kept." in session.output and "Skipped." in session.output
+    assert " gelu-why [single] (§activations.gelu): " in session.output, "the section beside the quizzes (text/)"
     unknown = CliRunner().invoke(student_cli, ["quiz", "nope", "--quiz-dir", str(quiz_dir)])
     assert unknown.exit_code == 2 and "is not a quiz chapter" in unknown.output
 
@@ -505,6 +536,26 @@ def test_the_handout_readme_runs_as_written_and_states_the_course(release: Path)
     assert any(d.startswith("notebook>=") for d in declared["project"]["optional-dependencies"]["notebook"])
     settings = json.loads((release / "student" / "grader" / "student" / "course.json").read_text())
     assert settings["hand_in"] == "gradescope" and settings["server"] is None
+
+
+def test_the_handout_readme_s_reading_commands_run_as_written(handout_grade: Path, release: Path) -> None:
+    """The README's `grade read` lines, run by the handout's own grade from the handout's folder: the section
+    prints with its checkpoint, and --html names the page, which holds the section's practice questions."""
+    readme = (release / "student" / "README.md").read_text()
+    reads = [line.split("#")[0].strip() for line in readme.splitlines() if line.startswith(".venv/bin/grade read")]
+    assert len(reads) == 3, reads
+    env = {k: v for k, v in os.environ.items() if k not in ("GRADE_DB", "PYTHONPATH")}
+    out = {}
+    for line in reads:
+        done = subprocess.run([str(handout_grade), *line.split()[1:]], capture_output=True, text=True,
+                              cwd=release / "student", env=env, timeout=120)
+        assert done.returncode == 0 and not done.stderr, (line, done.stderr)
+        out[line] = done.stdout
+    listing, section, page = out.values()
+    assert "normalization.batchnorm-forward  BatchNorm forward" in listing
+    assert section.startswith("BatchNorm forward  (§normalization.batchnorm-forward") and "Checkpoint:" in section
+    url = page.strip().rsplit(" ", 1)[-1]
+    assert url.startswith("file://") and url.endswith("/text/normalization.html#batchnorm-forward")
 
 
 def test_the_hand_in_section_follows_the_course(tmp_path: Path) -> None:

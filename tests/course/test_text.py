@@ -5,6 +5,7 @@ and finds every citation (§chapter.section) in what a student reads."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -93,10 +94,10 @@ def test_every_citation_resolves_to_a_section(chapters: dict) -> None:
     found = list(course_text.citations())
     assert course_text.unresolved(chapters, found) == []
     cited = {c.address for c in found}
-    # the stubs, ERRATA and the mistakes' messages cite sections (the links back from what a student reads)
+    # the stubs, ERRATA and the reports (each exercise's and each family of mistakes' section, which the mistakes'
+    # hints cite too) cite sections (the links back from what a student reads)
     paths = {c.path for c in found}
-    assert {"exercises/normalization.py", "quizzes/errata.md"} <= paths
-    assert any(p.startswith("grader/mistakes/") for p in paths)
+    assert {"exercises/normalization.py", "quizzes/errata.md", "grader/student/coursetext.py"} <= paths
     assert "normalization.batchnorm-backward" in cited
 
 
@@ -106,6 +107,33 @@ def test_a_citation_of_nothing_is_found(chapters: dict, tmp_path: Path) -> None:
     found = list(course_text.citations(tmp_path))
     assert [c.address for c in course_text.unresolved(chapters, found)] == ["norm.nothing"]
     assert citations("(§a.b-c.) and §d.e") == ["a.b-c", "d.e"]
+
+
+def test_what_a_student_reads_cites_sections_not_a_vague_course_text() -> None:
+    assert course_text.vague_citations() == []
+
+
+@pytest.mark.parametrize("line, phrase", [
+    ("gives x ≈ -0.7518; the course text rounds it to -0.75.", "course text rounds"),
+    ("remedies for dead ReLUs given in the course text?", "given in the course text"),
+    ("The chapter says ReLU halves the variance.", "The chapter says"),
+    ("# Errata: where the source material and the papers disagree", "the source material"),
+    ("the second moment (ERRATA.md, item 10).", "ERRATA.md, item 10"),
+    ("right on 2-D input (the course code's bug).", "the course code"),
+])
+def test_a_vague_citation_is_found(tmp_path: Path, line: str, phrase: str) -> None:
+    (tmp_path / "quizzes").mkdir()
+    (tmp_path / "quizzes" / "errata.md").write_text(f"Fine: §activations.gelu.\n{line}\n", encoding="utf-8")
+    found = course_text.vague_citations(tmp_path)
+    assert [(c.path, c.line, c.address) for c in found] == [("quizzes/errata.md", 2, phrase)]
+
+
+def test_each_errata_entry_cites_its_section_and_says_what_is_often_written() -> None:
+    errata = (ROOT / "quizzes" / "errata.md").read_text(encoding="utf-8")
+    entries = re.split(r"\n(?=\d+\. \*\*)", errata)[1:]
+    assert len(entries) >= 12
+    for entry in entries:
+        assert citations(entry) and "Often written:" in entry and "Correct" in entry, entry[:60]
 
 
 def test_the_stubs_cite_sections_not_the_old_numbering() -> None:
@@ -163,3 +191,43 @@ def test_a_graded_answer_printed_in_a_section_is_a_leak(tmp_path: Path) -> None:
     found = {(leak.question, leak.source) for leak in _audit(tmp_path).leaks}
     assert ("activations/gelu-min-x", "text/activations.md#gelu") in found
     assert ("initialisation/kaiming-variance", "text/initialisation.md#kaiming") in found
+
+
+def test_a_report_naming_a_known_mistake_sends_the_student_to_the_mistake_s_section(chapters: dict) -> None:
+    """A biased running variance is a matter of §normalization.batchnorm-running-stats, not of BatchNorm's backward
+    (the exercise's own section, where the report sent every BatchNorm1d failure)."""
+    from grader.mistakes.hints import HINTS
+    from grader.student.coursetext import mistake_section
+    from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+    from grader.student.feedback.report import format_text
+    from grader.student.feedback.report_html import format_html
+
+    def failing(*mistakes: str | None) -> GradeReport:
+        checks = [CheckResult(f"c{i}", False, 0.0, 1.0, "differs", misconception=m) for i, m in enumerate(mistakes)]
+        return GradeReport("ada", [ExerciseResult("normalization.BatchNorm1d", "failed", 0.0, 2.0, checks)], "abc")
+
+    named = failing(None, "bn-biased-running-var")
+    assert "Read §normalization.batchnorm-running-stats (grade read normalization.batchnorm-running-stats)." in (
+        format_text(named))
+    assert 'href="text/normalization.html#batchnorm-running-stats"' in format_html(named, text_href="text/")
+    assert HINTS["bn-biased-running-var"].endswith("See §normalization.batchnorm-running-stats.")  # the same
+    assert "Read §normalization.batchnorm-forward " in format_text(failing(None))  # no mistake named
+    known = {s.address for c in chapters.values() for s in c.sections}
+    assert {mistake_section(m) for m in HINTS} - {None} <= known
+
+
+def test_a_practice_question_names_its_section_and_a_last_wrong_try_sends_the_student_there(chapters: dict) -> None:
+    from grader.student.coursetext import checkpoint_sections
+    from grader.student.quiz.answers import canonical_answers
+    from grader.student.quiz.practice import PracticeQuestion, PracticeQuiz, new_salt, run_practice, seal
+
+    sections = checkpoint_sections(chapters)
+    assert sections["gelu-value"] == "activations.gelu" and sections["bn-dgamma"] == "normalization.batchnorm-backward"
+    question = PracticeQuestion(id="gelu-value", kind="numeric", prompt="2 + 2?", tolerance=0.1, salt=new_salt())
+    bins = canonical_answers(question, 4.0)
+    question.sealed = seal("Four.", [bins[len(bins) // 2]], question.salt)
+    said: list[str] = []
+    typed = iter(["5", "6"])
+    run_practice(PracticeQuiz("activations", "A", [question]), lambda _: next(typed), said.append, sections=sections)
+    assert "Question 1/1 gelu-value [numeric] (§activations.gelu): 2 + 2?" in said[1]
+    assert "  Not this one. Re-read §activations.gelu (grade read activations.gelu) and come back." in said

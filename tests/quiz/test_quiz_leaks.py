@@ -95,7 +95,8 @@ def test_no_graded_answer_is_printed_anywhere_a_student_reads_first(handout: Pat
 
 def test_the_audit_reads_what_the_release_hands_out_and_what_the_graders_show(handout: Path) -> None:
     read = {t.source.split(":")[0] for t in leaks.handout_texts(handout)}
-    assert {"README.md", "ERRATA.md", "activations.ipynb", "quizzes/normalization.json", "text/activations.md#gelu"} <= read
+    assert {"README.md", "ERRATA.md", "activations.ipynb", "quizzes/normalization.json", "text/activations.md#gelu",
+            "text/activations.html"} <= read
     shown = leaks.quiz_texts(quiz_lib.load_all(QUIZ_DIR), leaks.students(3))
     kinds = {t.source.split(":")[0] for t in shown}
     assert kinds == {"prompt", "explanation", "practice explanation"}
@@ -230,6 +231,21 @@ def test_drawn_numbers_leak_only_above_the_coincidence_bar(quizzes: list[quiz_li
     assert not under.leaks and under.coincidences == {("activations/gelu-min-value", "drawn"): 1 / 40}
     over = leaks.audit(drawn(3, 40), quizzes, keys)
     assert [(leak.question, leak.share) for leak in over.leaks] == [("activations/gelu-min-value", 3 / 40)]
+
+
+def test_the_practice_a_text_page_judges_is_read_as_its_own_question_s_text(
+        quizzes: list[quiz_lib.Quiz], keys: dict[str, float], tmp_path: Path) -> None:
+    from grader.course.text import PagePractice, practice_form
+
+    practice = PagePractice("What is GELU(0.5)?", 0.345, 0.347, "GELU dips to −0.170 near x = −0.752.")
+    (tmp_path / "activations.html").write_text(f"<main>{practice_form('gelu-value', practice)}</main>",
+                                               encoding="utf-8")
+    texts = leaks.page_practice_texts(tmp_path)
+    assert [(t.source, t.own) for t in texts] == [("text/activations.html: gelu-value (practice)",
+                                                   "activations/gelu-value")]
+    assert "What is GELU(0.5)?" in texts[0].text and "Right: 0.346" in texts[0].text
+    found = leaks.audit(texts, quizzes, keys).pairs()
+    assert found == {("activations/gelu-min-value", texts[0].source), ("activations/gelu-min-x", texts[0].source)}
 
 
 # --- issue 46: the classes of leak the audit missed --------------------------------------------------

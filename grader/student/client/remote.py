@@ -172,7 +172,7 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
         click.echo(format_text(report, color=color, late_shares=shares), color=color)
     if html is not None:
         try:
-            write_html_report(report, html, shares)
+            write_html_report(report, html, shares, path)
         except GraderError as exc:
             raise one_line(exc) from exc
     if done.status == "held":

@@ -11,6 +11,7 @@ drawn by :mod:`grader.student.feedback.report_html`, which only this module's
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,13 +48,27 @@ def kept_late_shares(document: Mapping[str, Any]) -> dict[str, float]:
     return {str(k): float(v) for k, v in shares.items()} if isinstance(shares, dict) else {}
 
 
-def write_html_report(report: GradeReport, path: Path, late_shares: Mapping[str, float] | None = None) -> None:
-    """Write the report's web page to ``path`` (its total counted with ``late_shares``, as the text report);
-    UsageError (one line, exit 2) when it cannot be written."""
+def text_href(page: Path, exercises_dir: Path | None) -> str:
+    """Where the course text's pages are, seen from a report page written to ``page``: the ``text/`` folder beside
+    the exercises folder (the handout's), as a relative link; without ``exercises_dir``, ``../text/`` (the page in
+    ``.grade/``)."""
+    from grader.student.feedback.report_html import TEXT_HREF
+
+    if exercises_dir is None:
+        return TEXT_HREF
+    text = Path(exercises_dir).resolve().parent / "text"
+    return Path(os.path.relpath(text, Path(page).resolve().parent)).as_posix() + "/"
+
+
+def write_html_report(report: GradeReport, path: Path, late_shares: Mapping[str, float] | None = None,
+                      exercises_dir: Path | None = None) -> None:
+    """Write the report's web page to ``path`` (its total counted with ``late_shares``, as the text report), its
+    links to the course text's sections relative to ``path`` (:func:`text_href`); UsageError (one line, exit 2)
+    when it cannot be written."""
     from grader.student.feedback.report_html import format_html
 
     try:
-        write_text(format_html(report, late_shares=late_shares), path)
+        write_text(format_html(report, late_shares=late_shares, text_href=text_href(path, exercises_dir)), path)
     except OSError as exc:
         raise UsageError(
             f"cannot write the web page to '{path}': {exc.strerror or exc}: choose another --html FILE") from None

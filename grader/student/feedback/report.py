@@ -313,7 +313,7 @@ def exercise_details(ex: ExerciseResult, causes: Mapping[str, Cause] | None = No
         lines.extend(diagnoses)
         lines.extend(details)
     if ex.status in ("failed", "error", "timeout"):
-        reading = read_line(ex.id)
+        reading = read_line(ex.id, (c.misconception for c in ex.checks if c.misconception))
         if reading:
             lines.append(reading)
         practice = practice_schedule.report_line(ex)

@@ -174,7 +174,7 @@ def exercise_html(ex: ExerciseResult, page: Page) -> str:
         for group in sorted((g for g in groups if g not in same), key=lambda g: g[0].misconception is None):
             parts.append(check_html(ex, group, seen, page))
     if ex.status in ("failed", "error", "timeout"):
-        address = section_for(ex.id)
+        address = section_for(ex.id, (c.misconception for c in ex.checks if c.misconception))
         if address:
             parts.append(f'<p class="ng-note">Read <a href="{esc(section_href(address, page.text_href))}">'
                          f"§{esc(address)}</a> in the course text.</p>")

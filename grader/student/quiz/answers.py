@@ -238,6 +238,17 @@ def canonical_answers(question: Any, raw: Any, shown: tuple[Any, ...] | None = N
     raise AnswerFormatError(f"unknown question kind '{kind}'")
 
 
+def numeric_window(answer: float, tolerance: float) -> tuple[float, float]:
+    """The numbers ``canonical_answers`` judges the same as ``answer``, as an interval (lo, hi).
+
+    With step s = tolerance / QUANT_STEPS and k = round(answer / s), a number x is right when one of its bins,
+    round(x / s) ± (QUANT_STEPS + 1), is k: when x / s lies within k ± (QUANT_STEPS + 1.5), so
+    lo = (k - QUANT_STEPS - 1.5)·s and hi = (k + QUANT_STEPS + 1.5)·s (the handout's pages judge their
+    practice numbers offline with it)."""
+    k = round(answer * QUANT_STEPS / tolerance)  # as canonical_answers computes a bin
+    return ((k - QUANT_STEPS - 1.5) * tolerance / QUANT_STEPS, (k + QUANT_STEPS + 1.5) * tolerance / QUANT_STEPS)
+
+
 def digest(salt: str, message: str) -> str:
     """HMAC-SHA256(key=salt, msg=message) as hex."""
     return hmac.new(bytes.fromhex(salt), message.encode("utf-8"), hashlib.sha256).hexdigest()

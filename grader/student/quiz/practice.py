@@ -28,7 +28,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -207,11 +207,15 @@ def pose(question: PracticeQuestion, chapter: str, student: str | None) -> Posin
 
 
 def ask(posed: Posing, number: int, total: int, read: Callable[[str], str],
-        say: Callable[[str], None], tries_allowed: int = TRIES) -> tuple[bool, str | None]:
+        say: Callable[[str], None], tries_allowed: int = TRIES,
+        section: str | None = None) -> tuple[bool, str | None]:
     """Pose one question: (right, the answer typed or None when skipped). A checkable question allows
-    ``tries_allowed`` tries (an unreadable answer costs none); another is asked once and kept, not judged."""
+    ``tries_allowed`` tries (an unreadable answer costs none); another is asked once and kept, not judged.
+    ``section``: the address of the section whose checkpoint holds the question (shown, and reread after the
+    last wrong try)."""
     question = posed.question
-    say(f"\nQuestion {number}/{total} {question.id} [{question.kind}]: {posed.prompt}")
+    where = f" (§{section})" if section else ""
+    say(f"\nQuestion {number}/{total} {question.id} [{question.kind}]{where}: {posed.prompt}")
     for index, choice in enumerate(posed.choices, start=1):
         say(f"  {index}. {choice.text}")
     if not posed.checkable:
@@ -235,14 +239,17 @@ def ask(posed: Posing, number: int, total: int, read: Callable[[str], str],
         if explanation is not None:
             say(f"  Right. {explanation}")
             return True, raw.strip()
-        say("  Not this one." + (" Try again." if tries < tries_allowed else " Re-read the chapter and come back."))
+        reread = f"§{section} (grade read {section})" if section else "the chapter"
+        say("  Not this one." + (" Try again." if tries < tries_allowed else f" Re-read {reread} and come back."))
     return False, raw.strip()
 
 
 def run_practice(quiz: PracticeQuiz, read: Callable[[str], str], say: Callable[[str], None],
-                 student: str | None = None) -> tuple[int, int, dict[str, str]]:
+                 student: str | None = None,
+                 sections: Mapping[str, str] | None = None) -> tuple[int, int, dict[str, str]]:
     """A session over every question of ``quiz`` (posed for ``student``, else the practice instance):
-    (right, checkable, the answers typed by question id). Nothing is recorded."""
+    (right, checkable, the answers typed by question id). Nothing is recorded. ``sections``: question id -> the
+    address of the section whose checkpoint holds it (``coursetext.checkpoint_sections``)."""
     posed = [pose(q, quiz.chapter, student) for q in quiz.questions]
     checkable = sum(p.checkable for p in posed)
     whose = f"posed for {student}" if student else "practice numbers"
@@ -250,7 +257,7 @@ def run_practice(quiz: PracticeQuiz, read: Callable[[str], str], say: Callable[[
         "nothing is recorded)")
     right, answers = 0, {}
     for i, p in enumerate(posed, start=1):
-        ok, typed = ask(p, i, len(posed), read, say)
+        ok, typed = ask(p, i, len(posed), read, say, (sections or {}).get(p.question.id))
         right += ok
         if typed is not None:
             answers[p.question.id] = typed

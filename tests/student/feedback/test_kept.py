@@ -49,6 +49,23 @@ def test_the_page_is_written_or_a_one_line_usage_error(tmp_path: Path, report: G
         write_html_report(report, tmp_path / "notes.txt" / "r.html")
 
 
+@pytest.mark.parametrize("where", ["report.html", ".grade/last-report.html", "out/deep/r.html"])
+def test_the_page_links_to_the_section_in_the_text_beside_the_exercises(tmp_path: Path, report: GradeReport,
+                                                                         where: str) -> None:
+    """`grade submit --html report.html` in the handout's folder wrote ../text/ (a folder above the handout)."""
+    import re
+    from urllib.parse import urldefrag
+
+    handout = tmp_path / "handout"
+    (handout / "exercises").mkdir(parents=True)
+    page = handout / where
+    write_html_report(report, page, exercises_dir=handout / "exercises")
+    links = re.findall(r'Read <a href="([^"]*)"', page.read_text())
+    assert links, "a failing exercise links to its section"
+    target, anchor = urldefrag(links[0])
+    assert (page.parent / target).resolve() == (handout / "text" / "activations.html").resolve() and anchor == "relu"
+
+
 def test_a_remote_submission_keeps_its_report_and_a_bad_html_path_is_one_line_exit_2(
         tmp_path: Path, report: GradeReport, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
