@@ -207,8 +207,8 @@ def pose(question: PracticeQuestion, chapter: str, student: str | None) -> Posin
 
 
 def ask(posed: Posing, number: int, total: int, read: Callable[[str], str],
-        say: Callable[[str], None], tries_allowed: int = TRIES,
-        section: str | None = None) -> tuple[bool, str | None]:
+        say: Callable[[str], None], section: str | None = None,
+        tries_allowed: int = TRIES) -> tuple[bool, str | None]:
     """Pose one question: (right, the answer typed or None when skipped). A checkable question allows
     ``tries_allowed`` tries (an unreadable answer costs none); another is asked once and kept, not judged.
     ``section``: the address of the section whose checkpoint holds the question (shown, and reread after the

@@ -87,7 +87,7 @@ def test_a_named_mistake_offers_its_concepts_practice_in_the_text_and_the_page(c
     offer = ("Practice this (not graded, no attempts spent): BatchNorm's running statistics and momentum. "
              "Run `grade practice`.")
     assert text.count(offer) == 1  # the BatchNorm1d's mistake; the crash names none, the others passed or wait
-    assert text.index("Read §normalization.batchnorm-forward") < text.index(offer)
+    assert text.index("Read §normalization.batchnorm-running-stats") < text.index(offer)  # the mistake's section
     page = format_html(sample_report())
     assert "Practice this (not graded, no attempts spent): BatchNorm&#x27;s running statistics" in page
 
