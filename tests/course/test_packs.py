@@ -131,6 +131,7 @@ def test_a_pack_names_the_common_pair_offline_as_live_runs_do(packs: tuple[Path,
     assert "bn-biased-running-var+bn-momentum-inverted" in pack.variants
     for pair in (["bn-biased-running-var", "bn-eps-outside-sqrt"], ["bn-biased-running-var", "bn-momentum-inverted"]):
         both = compose([CATALOGUE[i] for i in pair])
+        assert both is not None
         student = _as_student(exercise_id, both.namespace, pack.seed)
         definition = CHECKS[exercise_id]
         live = definition.evaluate(student, LiveExpected(exercise_id, ReferenceResults(pack.cases)), pack.seed)

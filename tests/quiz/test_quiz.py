@@ -31,7 +31,7 @@ SOURCES = sorted((QUIZ_DIR / "source").glob("*.toml"))
 
 
 def _all_source_questions() -> list[tuple[str, quiz.SourceQuestion]]:
-    out = []
+    out: list[tuple[str, quiz.SourceQuestion]] = []
     for path in SOURCES:
         src = load_source(path)
         out.extend((src.chapter, q) for q in src.questions)

@@ -164,7 +164,7 @@ def test_arithmetic_is_read_as_the_judge_reads_an_answer() -> None:
 
 def _question(**fields: object) -> Question:
     base: dict = {"id": "q", "kind": "short", "prompt": "?", "explanation": "", "salt": "00" * 16, "digests": ()}
-    return Question(**{**base, **fields})  # type: ignore[arg-type]
+    return Question(**{**base, **fields})
 
 
 def test_formulas_are_spans_in_the_question_s_own_names() -> None:

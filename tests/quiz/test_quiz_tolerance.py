@@ -18,6 +18,7 @@ FIXED = [(s.chapter, q) for s in (quiz_lib.load_source(p) for p in sorted((QUIZ_
 @pytest.mark.parametrize("chapter,source", FIXED, ids=[q.id for _, q in FIXED])
 def test_the_tolerance_is_exactly_as_stated(chapter: str, source: quiz_lib.SourceQuestion) -> None:
     question = quiz_lib.load_quiz(QUIZ_DIR / f"{chapter}.json").question(source.id)
+    assert source.tolerance is not None  # (the questions parametrized here state one)
     answer, t = parse_number(source.answer), float(source.tolerance)
     for inside in (answer, answer + 0.999 * t, answer - 0.999 * t):
         assert quiz_lib.check_answer(question, repr(inside)).correct, (source.id, inside)

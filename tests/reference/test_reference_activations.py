@@ -102,7 +102,7 @@ def test_prelu_per_channel(shape: tuple[int, ...]) -> None:
     alpha = layer.alpha.reshape((1, 3) + (1,) * (len(shape) - 2))
     np.testing.assert_array_equal(y, np.where(x > 0, x, alpha * x))
     assert_layer_gradients(layer, x, rng, params=("alpha",))
-    assert layer.dalpha.shape == (3,)
+    assert layer.dalpha is not None and layer.dalpha.shape == (3,)
 
 
 def test_prelu_single_parameter_gradient_shape() -> None:

@@ -58,6 +58,7 @@ def test_block_gradients(training: bool) -> None:
     x = rng.standard_normal((6, 4))
     block.forward(x)
     block.backward(rng.standard_normal((6, 3)))
+    assert block.linear.dW is not None and block.bn.dgamma is not None
     assert block.linear.dW.shape == (3, 4) and block.bn.dgamma.shape == (3,)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -109,6 +110,6 @@ def test_wrong_variance_is_rejected_by_the_bounds() -> None:
 
 
 @pytest.mark.parametrize("fn", [kaiming_normal, kaiming_uniform])
-def test_kaiming_rejects_unknown_mode(fn: object) -> None:
+def test_kaiming_rejects_unknown_mode(fn: Callable[..., np.ndarray]) -> None:
     with pytest.raises(ValueError, match="fan_avg"):
         fn(3, 2, np.random.default_rng(0), mode="fan_avg")

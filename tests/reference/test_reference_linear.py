@@ -39,7 +39,7 @@ def test_gradients(shape: tuple[int, ...], bias: bool) -> None:
         layer.b = rng.standard_normal(5)
     params = ("W", "b") if bias else ("W",)
     assert_layer_gradients(layer, rng.standard_normal(shape), rng, params=params)
-    assert layer.dW.shape == (5, 4)
+    assert layer.dW is not None and layer.dW.shape == (5, 4)
 
 
 def test_rejects_wrong_in_features() -> None:

@@ -207,7 +207,9 @@ def test_overview_sorts_and_filters_on_the_server(cls: ClassServer) -> None:
 def test_grid_cells_carry_their_numbers_for_screen_readers_and_hover(cls: ClassServer) -> None:
     page = get(cls, "/instructor/", headers=cls.teacher).text
     # s0001 has an override of activations.GELU to 10 (the generated class), shown and said
-    row = re.search(r'<tr data-id="s0001".*?</tr>', page, re.S).group(0)
+    found = re.search(r'<tr data-id="s0001".*?</tr>', page, re.S)
+    assert found is not None
+    row = found.group(0)
     assert 'title="activations.GELU: 10 / 10, override">10&#9998;<span class="sr-only"> override</span></td>' in row
     assert '<span class="sr-only">not submitted</span>' in page and 'title="activations.ReLU: ' in page
     # the odd names are escaped, in the text and in the attributes

@@ -147,6 +147,7 @@ def test_a_held_upload_is_told_shown_and_graded_by_itself_once_kernels_work(serv
     with Store.open(served["db"]) as store:
         attempts = store.attempts("ann")
         assert len(attempts) == 1 and attempts[0]["score"] == 10.0
-        assert records.job(store, job_id)["status"] == "done"
+        done = records.job(store, job_id)
+        assert done is not None and done["status"] == "done"
     assert health(served)["ok"] is True
     assert "class=\"grading-banner\"" not in instructor_page(served, "/instructor/")

@@ -82,7 +82,9 @@ def test_a_request_is_filed_answered_with_an_override_and_seen_by_the_student(en
     assert progress["score"] == 9.0  # the override counts in the student's progress as in the class report
     with Store.open(env["db"]) as store:  # the override counts where overrides count: the class report
         report = class_report.build(store, ["activations.ReLU"])
-        cell = report.student("ann").exercises["activations.ReLU"]
+        ann = report.student("ann")
+        assert ann is not None
+        cell = ann.exercises["activations.ReLU"]
         assert cell.override == 9.0 and "regrade request #" in cell.override_comment
 
 

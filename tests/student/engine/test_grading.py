@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -202,7 +203,7 @@ def test_files_hash_follows_contents_and_names(tmp_path: Path) -> None:
 
 
 def _case(name: str, calls: bool) -> Case:
-    script = [{"op": "new", "var": "m", "cls": "t.M"}]
+    script: list[dict[str, Any]] = [{"op": "new", "var": "m", "cls": "t.M"}]
     if calls:
         script.append({"op": "call", "var": "m", "method": "forward", "args": [], "out": "y"})
     return Case(name, script, {})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ PACKAGE = "h6_loader_pkg"  # a private name, so the repository's `exercises` is 
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
+def folder(tmp_path: Path) -> Iterator[Path]:
     """A tiny student folder: an __init__ that must not run, base.py, two topics importing relatively."""
     root = tmp_path / "student"
     root.mkdir()

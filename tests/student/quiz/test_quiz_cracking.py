@@ -107,6 +107,7 @@ def test_no_graded_student_gets_the_practice_instance_or_its_answer() -> None:
             practice = posing.draw_values(grid, posing.PRACTICE_STUDENT, quiz.chapter, q.id, q.practice)
             call = params.parse_reference(q.reference, set(grid))
             key = params.reference_answer(call, practice)
+            assert q.tolerance is not None, q.id  # (a parameterised question is numeric: it states one)
             for i in range(300):
                 mine = posing.draw_values(grid, f"s{i}", quiz.chapter, q.id, q.practice)
                 assert mine != practice, q.id
