@@ -960,6 +960,19 @@ class Workspace:
                 return self._started[opencl].pop(0)
         return self.spawn(opencl)
 
+    def alive(self) -> bool:
+        """Whether every prestarted worker not yet taken is still running (a spare's check before use)."""
+        with self._lock:
+            return all(child.proc.poll() is None for child in self._started[True] + self._started[False])
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until every prestarted worker not yet taken has said ``ready`` (NumPy imported); False if one
+        did not within ``timeout`` seconds (dead or slow). For benches, which time a warm spare's grading."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            children = self._started[True] + self._started[False]
+        return all(child.expect("ready", deadline)[0] == "ok" for child in children)
+
     def spawn(self, opencl: bool) -> _Child:
         """Start a fresh worker (numbered, for its own cwd without the sandbox)."""
         with self._lock:
