@@ -6,6 +6,7 @@ import re
 import socket
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -58,7 +59,7 @@ def folder(tmp_path: Path) -> Path:
 
 def job(cls: str, x: list[float] | None = None) -> Job:
     """A job whose one case builds ``toy.<cls>`` and records its forward of ``x``."""
-    script = [
+    script: list[dict[str, Any]] = [
         {"op": "new", "var": "m", "cls": f"toy.{cls}"},
         {"op": "call", "var": "m", "method": "forward", "args": [{"array": "x"}], "out": "y"},
     ]
