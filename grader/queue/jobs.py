@@ -276,7 +276,7 @@ def grade_here(folder: Path, exercise_ids: list[str], student: str, queue: Huey)
     graded = None
     if send:
         limits = Limits(sandbox=SANDBOX)
-        with spares.for_process(limits).one() as workspace:  # workers started before this job came
+        with spares.for_process(limits).one(send) as workspace:  # workers started before this job came
             graded = grading.grade(folder, send, student, limits, workspace)
     if not refused:
         assert graded is not None

@@ -275,7 +275,7 @@ def _grade_in_worker(path: Path, selectors: list[str] | None, student: str, limi
     next student's seeds differ, so they could never be reused.
     """
     try:
-        with spares.for_process(limits).one() as workspace:  # workers started before this student came
+        with spares.for_process(limits).one(catalogue.resolve(selectors)) as workspace:  # started before it came
             return grading.grade(path, selectors, student, limits, workspace)
     finally:
         grading.clear_reference_cache()

@@ -1054,14 +1054,19 @@ def _tree_bytes(folder: Path) -> int:
     return total
 
 
-def prestart_workspace(limits: Limits, sandboxed: bool, ids: list[str]) -> Workspace:
-    """A workspace with a worker started for each kind of job the exercises ``ids`` need (CPU, OpenCL: the
-    kernel exercises), as many as run at once. Kernel jobs run first, so with one slot only their worker starts.
-    """
+def worker_kinds(limits: Limits, ids: list[str]) -> tuple[bool, ...]:
+    """The workers to start ahead for the exercises ``ids`` (True: OpenCL): one for each kind of job they need
+    (CPU, OpenCL: the kernel exercises), as many as run at once. Kernel jobs run first, so with one slot only
+    their worker starts."""
     kinds = {catalogue.topic_of(i) not in catalogue.CPU_TOPICS for i in ids}
+    return tuple(sorted(kinds, reverse=True)[: max(1, limits.parallel)])
+
+
+def prestart_workspace(limits: Limits, sandboxed: bool, ids: list[str]) -> Workspace:
+    """A workspace with the workers :func:`worker_kinds` names for the exercises ``ids`` started."""
     workspace = Workspace(limits, sandboxed)
     try:
-        for opencl in sorted(kinds, reverse=True)[: max(1, limits.parallel)]:
+        for opencl in worker_kinds(limits, ids):
             workspace.prestart(opencl)
     except BaseException:
         workspace.close()

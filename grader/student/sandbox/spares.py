@@ -38,15 +38,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from grader.student.sandbox.runner import Limits, Workspace
+from grader.student.sandbox.runner import Limits, Workspace, worker_kinds
 
 DEFAULT_COUNT = 1  # spares kept by each grading process (it grades one submission at a time)
 MAX_AGE_S = 600.0  # a spare older than this is replaced before it is used
 
 
 def spare_kinds(limits: Limits) -> tuple[bool, ...]:
-    """The workers a spare starts (True: OpenCL): a CPU worker, and with two slots or more a kernel worker,
-    so that a submission of either kind starts warm; a second worker of a kind starts cold when needed."""
+    """The workers a spare starts before any submission was seen (True: OpenCL): a CPU worker, and with two
+    slots or more a kernel worker, so that a submission of either kind starts warm."""
     return (False, True)[: max(1, limits.parallel)]
 
 
@@ -60,9 +60,12 @@ class _Spare:
 class Spares:
     """Up to ``count`` workspaces with workers started ahead of need, for one submission each.
 
-    ``kinds``: the workers each spare starts (default :func:`spare_kinds`); a job
-    of another kind starts a fresh worker in the spare's workspace, as a cold
-    one would. ``clock``: seconds, for ``max_age_s`` (injected by tests).
+    ``kinds``: the workers each spare starts (default :func:`spare_kinds`); after
+    each submission, those that submission needed (:func:`runner.worker_kinds`
+    of its exercises: a class handing in one CPU exercise does not start a
+    kernel worker, with its driver and compiler, for every upload). A job of
+    another kind starts a fresh worker in the spare's workspace, as a cold one
+    would. ``clock``: seconds, for ``max_age_s`` (injected by tests).
     """
 
     def __init__(
@@ -136,13 +139,16 @@ class Spares:
             spare.workspace.close()
 
     @contextmanager
-    def one(self) -> Iterator[Workspace]:
-        """``with spares.one() as workspace:`` grade one submission in it; it is closed after, and replaced."""
+    def one(self, ids: list[str] | None = None) -> Iterator[Workspace]:
+        """``with spares.one(ids) as workspace:`` grade one submission of the exercises ``ids`` in it; it is
+        closed after, and replaced by a spare with the workers those exercises needed (None: as before)."""
         workspace = self.take()
         try:
             yield workspace
         finally:
             workspace.close()  # (grading closes it already; a second close does nothing)
+            if ids:
+                self.kinds = worker_kinds(self.limits, ids)
             self.fill()
 
     def close(self) -> None:

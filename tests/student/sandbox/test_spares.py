@@ -175,6 +175,26 @@ def test_a_spare_starts_a_cpu_worker_and_with_two_slots_a_kernel_worker() -> Non
     assert spare_kinds(Limits(parallel=2)) == (False, True)
 
 
+def test_the_next_spare_starts_the_workers_the_last_submission_needed() -> None:
+    """A class handing in a CPU exercise does not start a kernel worker (its driver, its compiler) each time."""
+    limits = Limits(parallel=2)
+    spares = Spares(limits, limits.sandboxed())
+    spares.fill()
+    try:
+        first = spares._ready[0].workspace
+        assert (len(first._started[False]), len(first._started[True])) == (1, 1)
+        with spares.one(["activations.ReLU"]):
+            pass
+        after_cpu = spares._ready[0].workspace
+        assert (len(after_cpu._started[False]), len(after_cpu._started[True])) == (1, 0)
+        with spares.one(["activations.ReLU", "kernels.relu_forward"]):
+            pass
+        after_both = spares._ready[0].workspace
+        assert (len(after_both._started[False]), len(after_both._started[True])) == (1, 1)
+    finally:
+        spares.close()
+
+
 def _command_line(child: object, jobdir: Path) -> list[str]:
     """A worker's command line with what differs between any two workspaces blanked: the job folder's
     path, the numbers of its pipes and, as root, the sandbox's random uid."""
