@@ -290,6 +290,9 @@ def summarize(seen: list[Seen], service: dict[str, float], began: float, cpu: fl
         "p95_over_bound": percentile(values, 95) / p95_bound if p95_bound > 0 else float("nan"),
         "estimated": len(estimated), "within_30": len(within),
         "estimate_ratio": percentile([s.estimate_s / latency[s.student] for s in estimated], 50),  # type: ignore[operator]
+        "estimate_ratio_by_kind": {kind: percentile([s.estimate_s / latency[s.student]  # type: ignore[operator]
+                                                     for s in estimated if s.kind == kind], 50)
+                                   for kind in KINDS if any(s.kind == kind for s in estimated)},
         "lost": len(seen) - len(graded), "recorded_twice": twice, "recorded_once": once,
         "held": sum(s.held for s in graded),
         "kills": faults.kills, "redis_restarts": faults.redis_restarts,
@@ -332,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{r['cpu_per_student']:.2f} | {r['bound_p95']:.1f} | {r['p95_over_bound']:.2f} | {share} | "
           f"{r['estimate_ratio']:.2f} | "
           f"{r['lost']} | {r['recorded_twice']} | {r['held']} | {r['kills']} | {r['redis_restarts']} |", flush=True)
+    by_kind = ", ".join(f"{kind} {ratio:.2f}" for kind, ratio in r["estimate_ratio_by_kind"].items())
+    print(f"estimate/actual p50 by kind of submission: {by_kind or '-'}")
     for line in r["errors"]:
         print(f"  failed: {line}", file=sys.stderr)
     return 1 if r["lost"] or r["recorded_twice"] else 0
