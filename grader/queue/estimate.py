@@ -7,15 +7,16 @@ previous report when that came later, to its own report (taking it off the queue
 and the recording all included); otherwise its attempt's ``duration`` (the worker's grading time alone).
 
 Uploads of different exercise sets cost differently (a fixed start, then each exercise), so the service of
-an upload is read off the uploads of its own exercise set when the window holds at least ``SAME_SET`` of them,
-else scaled from the window's seconds per exercise (all services over all their exercises). Of those
-services, one upload's own is their **median** (the typical upload: a looping submission or a retried try
-does not stretch everyone's estimate) and the work ahead of it sums their **mean** (a sum of many uploads
-costs their mean each, the slow ones included). The rule, for an upload that waits with uploads ahead of it:
+an upload is the **mean** service of the uploads of its own exercise set when the window holds at least
+``SAME_SET`` of them, else the window's seconds per exercise (all services over all their exercises) times its
+exercises. The mean, not the median: the estimate is the expected time (a queue of uploads costs the sum of
+their means, the slow ones included), and the store's times are whole seconds, whose differences only
+average out (back-to-back reports one second apart or in the same second: a median would read 0 or 1). The
+rule, for an upload that waits with uploads ahead of it:
 
     seconds = work ahead / workers + own service
 
-where the work ahead is the mean service of each open upload received before it (one already running counts
+where the work ahead is the service of each open upload received before it (one already running counts
 half: on average half of it is done), and ``workers`` is how many uploads run at once right now (the uploads
 marked ``running``; at least 1). A running upload has half its own service left. With no graded upload yet
 there is no measurement, and no estimate (None): the student sees the queue position alone.
@@ -28,7 +29,6 @@ these estimates were from what happened (the share within +/-30 %).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,8 +44,8 @@ SAME_SET = 3  # uploads of one exercise set the window must hold for their own s
 class Load:
     """What the estimate reads off the store: the measured service times and the queue ahead of one upload."""
 
-    own_s: float | None     # this upload's service (median of its kind); None: nothing graded yet
-    ahead_s: float          # the open work ahead, in seconds (mean services; running ones count half)
+    own_s: float | None     # this upload's service; None: nothing graded yet
+    ahead_s: float          # the open work ahead, in seconds (running ones count half)
     workers: int            # uploads running at once now (at least 1)
     running: bool           # this upload is being graded now
 
@@ -86,12 +86,13 @@ class Measured:
         exercises = sum(len(ids) for ids, _ in self.services)
         return sum(seconds for _, seconds in self.services) / exercises if exercises else None
 
-    def of(self, ids: list[str], typical: Callable[[list[float]], float]) -> float | None:
-        """``typical`` (median, mean) of the services of uploads of exactly ``ids`` when the window holds
-        SAME_SET of them, else the seconds per exercise times their number (None: nothing measured)."""
+    def of(self, ids: list[str]) -> float | None:
+        """The service of an upload of ``ids``: the mean of the services of uploads of exactly ``ids`` when the
+        window holds SAME_SET of them, else the seconds per exercise times their number (None: nothing
+        measured)."""
         same = [seconds for key, seconds in self.services if key == tuple(sorted(ids))]
         if len(same) >= SAME_SET:
-            return typical(same)
+            return statistics.fmean(same)
         per = self.per_exercise()
         return None if per is None else per * len(ids)
 
@@ -116,9 +117,9 @@ def load_for(store: Store, job_row: dict[str, Any]) -> Load:
     window = measured(store)
     ahead = 0.0
     for row in records.open_before(store, job_row["id"]):
-        mean = window.of(records.exercise_ids(row), statistics.fmean)
-        ahead += (mean or 0.0) * (0.5 if row["status"] == "running" else 1.0)
-    return Load(window.of(records.exercise_ids(job_row), statistics.median), ahead,
+        service = window.of(records.exercise_ids(row))
+        ahead += (service or 0.0) * (0.5 if row["status"] == "running" else 1.0)
+    return Load(window.of(records.exercise_ids(job_row)), ahead,
                 max(1, records.running_count(store)), job_row["status"] == "running")
 
 
