@@ -1,6 +1,6 @@
 """How well known mistakes are named: ``python bench/audit.py [--seeds N]``.
 
-Runs the mistake audit (``tests/mistakes/test_mistake_audit.py``: independent student
+Runs the mistake audit (its class in ``bench/mistake_class.py``: independent student
 submissions written from scratch, one, two or three mistakes each, plus
 bugs the catalogue does not hold) through the hidden checks, in process, at
 N seeds (default 2, the audit's own), and prints per topic, for the buggy
@@ -38,9 +38,7 @@ from typing import Any, Iterator
 from unittest.mock import patch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "mistakes"))  # test_mistake_audit (tests/ mirrors the packages)
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
 
 COLUMNS = ("runs", "caught", "named right", "partly", "named wrong", "unnamed", "honest")
 
@@ -62,7 +60,7 @@ def judge(student: Any, seed: int) -> tuple[str, str]:
     (``generic-*``, round 4) never makes a run "named right" or "named wrong"; each one given is kept in
     GENERIC_SEEN for a person to read (``--generic``).
     """
-    import test_mistake_audit as audit
+    from bench import mistake_class as audit
     from grader.student.engine.checks import CHECKS
 
     results = audit.grade_student(student, seed)
@@ -112,7 +110,7 @@ def round2_rule() -> Iterator[None]:
 
 def table(seeds: list[int]) -> dict[str, dict[str, dict[str, int]]]:
     """{rule: {topic: {column: count}}} over every buggy submission and seed, both rules."""
-    import test_mistake_audit as audit
+    from bench import mistake_class as audit
 
     buggy = list(audit.BUGGY) + list(audit.ROUND2) + list(audit.ROUND3)
     out: dict[str, dict[str, dict[str, int]]] = {}
@@ -138,7 +136,7 @@ def _nothing() -> Iterator[None]:
 
 def false_fails(seeds: list[int]) -> tuple[int, int]:
     """(correct alternatives that lost points, runs)."""
-    import test_mistake_audit as audit
+    from bench import mistake_class as audit
     from grader.student.engine.checks import CHECKS
 
     correct = list(audit.CORRECT) + list(audit.ROUND2_CORRECT)
@@ -173,7 +171,7 @@ def pairs_table(per_exercise: int, seed: int) -> str:
     import itertools
     import random
 
-    from checks_util import grade_in_process
+    from bench.in_process import grade_in_process
 
     from grader.mistakes import compose, for_exercise
     from grader.student.engine.checks import CHECKS
@@ -225,7 +223,7 @@ def main() -> None:
     parser.add_argument("--generic", action="store_true",
                         help="list every generic diagnosis given (round 4), with its words, for reading")
     args = parser.parse_args()
-    import checks_util
+    from bench import in_process as checks_util
 
     seeds = list(checks_util.SEEDS) + [7, 4242, 99, 2**31 - 1]
     seeds = seeds[: max(1, args.seeds)]

@@ -3,7 +3,7 @@
 Grades wrong submissions in process (the checks' evaluation, where diagnosis happens; the cases are
 run once beforehand and reused) twice in the same run: with round 4's generic diagnoses and without
 them (``generic.find`` returning None, round 3's rule alone), median of N runs (default 5) each. The
-submissions: the mistake audit's buggy students (tests/mistakes/test_mistake_audit.py, catalogued
+submissions: the mistake audit's buggy students (bench/mistake_class.py, catalogued
 mistakes: the generic search runs only where the catalogue names nothing) and M mutants of the
 reference drawn at random (bench/mutants.py: mostly mistakes no catalogue lists). A correct submission
 fails no check and never reaches diagnosis (bench/grading.py times those). Also timed: the same
@@ -23,9 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "mistakes"))
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
 
 
 @contextmanager
@@ -67,8 +65,8 @@ class Offline:
 
 def prepared(seed: int, mutants: int, draw: int) -> list[tuple[str, Any, dict]]:
     """(exercise, label, the student's case results) of every submission, run once."""
-    import test_mistake_audit as audit
-    from checks_util import run_cases, variant_ns
+    from bench import mistake_class as audit
+    from bench.in_process import run_cases, variant_ns
 
     from bench import mutants as mutant_bench
 
@@ -90,7 +88,7 @@ def prepared(seed: int, mutants: int, draw: int) -> list[tuple[str, Any, dict]]:
 
 def evaluate_all(work: list[tuple[str, Any, dict]], seed: int, offline: bool = False) -> float:
     """Seconds to evaluate every submission's checks (diagnosis included)."""
-    from checks_util import reference_runs
+    from bench.in_process import reference_runs
 
     from grader.course.grading import LiveExpected
     from grader.student.engine.checks import CHECKS
@@ -105,7 +103,7 @@ def evaluate_all(work: list[tuple[str, Any, dict]], seed: int, offline: bool = F
 def locate_all(work: list[tuple[str, Any, dict, Any]], seed: int) -> float:
     """Seconds to evaluate every submission and then locate its failing cases (round 5: each failing case, at
     most grading.LOCATE_CASES, traced and aligned with the reference's), the trace run in this process."""
-    from checks_util import reference_runs
+    from bench.in_process import reference_runs
 
     from grader.course import align
     from grader.course.grading import LiveExpected
@@ -138,7 +136,7 @@ def main() -> None:
     args = parser.parse_args()
     import warnings
 
-    import checks_util
+    from bench import in_process as checks_util
 
     warnings.simplefilter("ignore")
     seed = checks_util.SEEDS[0]

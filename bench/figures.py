@@ -10,7 +10,7 @@ Three rows, each the median of --runs, with its baseline measured in the same ru
    command in a fresh interpreter, text report: as shipped, against the same
    command with the figure builders replaced by ``lambda *a, **k: None``
    (the grading without pictures).
-2. Grading the known submissions of tests/figures_util.py in-process (live:
+2. Grading the known submissions of bench/known_report.py in-process (live:
    14 exercises, the failing checks with figures): with figures, against
    without; and against the same grading without the public case drawn
    beside a hidden check that names a known mistake (the reference and that
@@ -31,9 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-import reference  # noqa: E402,F401  (imported before tests/ is on the path: its reference/ folder would shadow it)
-
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
 
 NO_FIGURES = """
 import runpy, sys
@@ -85,7 +83,7 @@ def submit_row(runs: int) -> tuple[float, float]:
 
 def grading_rows(runs: int) -> list[tuple[str, float, float]]:
     import grader.student.feedback.figures as f
-    from figures_util import known_report
+    from bench.known_report import known_report
     from grader.student.feedback.report import format_text
     from grader.student.feedback.report_html import format_html
 

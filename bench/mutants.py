@@ -33,8 +33,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # the checkout, for bench.* (never tests/)
 
 # The reference files whose mutants are graded (reference/base.py is the provided module contract).
 TOPICS = ("activations", "linear", "normalization", "dropout", "init", "optim", "gradcheck", "blocks",
@@ -235,7 +234,7 @@ def grade_mutant(mutant: Mutant, seed: int) -> dict[str, Any]:
     """{exercise: {score, max, failing: [(check, misconception, also, first line)]}}, or {"import_error": ...}."""
     import warnings
 
-    from checks_util import grade_in_process
+    from bench.in_process import grade_in_process
 
     from grader.student.engine.checks import CHECKS
 
@@ -352,7 +351,7 @@ def main() -> None:
     parser.add_argument("--jsonl", type=Path, default=None, help="write one JSON line per mutant")
     parser.add_argument("--draw", type=int, default=31, help="the random draws' seed")
     args = parser.parse_args()
-    import checks_util
+    from bench import in_process as checks_util
 
     seed = checks_util.SEEDS[0] if args.seed is None else args.seed
     mutants = make_mutants(tuple(args.topics))

@@ -110,3 +110,27 @@ def test_a_correct_submission_after_one_that_leaves_traces_gets_full_marks_and_s
         assert result.score == result.max_score
     assert not (Path("/tmp") / "carried.txt").exists()
     assert not (leaving / "carried.txt").exists()  # the student's folder is read, never written
+
+
+@pytest.mark.slow
+def test_through_the_spares_of_a_grading_process_nothing_carries_either(tmp_path: Path) -> None:
+    """The same two submissions one after the other in a grading process's spares (grade worker, grade batch):
+    each spare serves one submission; the next one, started while the first was graded, sees none of it."""
+    from grader.student.sandbox.spares import Spares
+
+    leaving = folder_with(tmp_path, "leaving", LEAVE)
+    looking = folder_with(tmp_path, "looking", LOOK + LOOKING_RELU)
+    spares = Spares(LIMITS, LIMITS.sandboxed())
+    spares.fill()
+    try:
+        with spares.one(SELECTION) as workspace:
+            first = grade(leaving, SELECTION, "mallory", LIMITS, workspace)
+        assert first.exercises
+        with spares.one(SELECTION) as workspace:
+            second = grade(looking, SELECTION, "alice", LIMITS, workspace)
+    finally:
+        spares.close()
+    for result in second.exercises:
+        assert result.status == "passed", (result.id, result.message)
+        assert result.score == result.max_score
+    assert not (Path("/tmp") / "carried.txt").exists()

@@ -16,8 +16,10 @@ Every ``interval`` seconds it looks at each open job:
   thread's clock, at once when its worker released it (SIGTERM) or is a dead
   process on this host; a try running past ``job_timeout`` (the worker's own
   count of seconds) has also failed. A failed try is put back as the next
-  try, at most MAX_TRIES in all; then the job is recorded as an ``error``
-  with the reason.
+  try, at most MAX_TRIES in all; then the job is held (not graded, with the
+  reason: the grader's machine failed it, never the student) and a
+  self-test asked for; it is sent again as held work is (below). A job is
+  never lost, nor recorded as an error, however many workers die under it.
 
 **Held work and the self-test** (the server passes a
 :class:`grader.queue.selftest.SelfTest`; ``grade batch --queue`` does not):
@@ -351,16 +353,14 @@ class Collector(threading.Thread):
         if attempt - int(job["first_try"] or 1) + 1 < MAX_TRIES:
             log.warning("job %s try %s failed (%s); retrying", job["id"], attempt, reason)
             self._enqueue(store, queue, job, attempt + 1, f"try {attempt}: {reason}")
-        elif int(job["regrades"] or 0) > 0:  # held work: the grader's machine failed again, not the student
+        else:  # the grader's machine failed it on every try, not the student: held (not graded), never lost
+            log.warning("job %s try %s failed (%s), on each of %d tries; held until a self-test passes",
+                        job["id"], attempt, reason, MAX_TRIES)
             records.hold(store, job, records.held_ids(job) + records.grading_ids(job),
                          records.held_reason(f"{reason}, on each of {MAX_TRIES} tries"))
             self._held(int(job["id"]))
-            self._close(queue, job)
-        else:
-            records.record_error(
-                store, job["id"],
-                f"{reason}, on each of {attempt} tries: submit again, and tell your instructor if it happens again",
-            )
+            if self.selftest is not None:
+                self.selftest.want()  # the machine failed: test it again, then the job is sent again
             self._close(queue, job)
 
     def _failed(self, tid: str, lease: dict[str, Any] | None, now: float) -> str | None:

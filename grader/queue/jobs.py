@@ -69,6 +69,7 @@ from grader.queue import selftest
 from grader.student.engine.model import ExerciseResult, GradeReport
 from grader.student.errors import GraderError, SetupError
 from grader.student.sandbox.private_tmp import PrivateFolder
+from grader.student.sandbox import spares
 from grader.student.sandbox.runner import Limits
 from grader.student.client.uploads import check_files
 from grader.student.client.wire import report_to_dict
@@ -272,7 +273,11 @@ def grade_here(folder: Path, exercise_ids: list[str], student: str, queue: Huey)
     except SetupError as exc:  # bubblewrap broken on this machine: the grader's fault, never the student's
         refused = {kind: f"the OS sandbox cannot start on this worker: {exc}" for kind in selftest.PROBES}
     send = [i for i in exercise_ids if selftest.kind_of(i) not in refused]
-    graded = grading.grade(folder, send, student, Limits(sandbox=SANDBOX)) if send else None
+    graded = None
+    if send:
+        limits = Limits(sandbox=SANDBOX)
+        with spares.for_process(limits).one(send) as workspace:  # workers started before this job came
+            graded = grading.grade(folder, send, student, limits, workspace)
     if not refused:
         assert graded is not None
         return graded
@@ -539,6 +544,14 @@ def _stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
+def _start_spares() -> None:
+    """In a grading process: start its spare workers now, before the first job (grader/student/sandbox/spares.py)."""
+    try:
+        spares.for_process(Limits(sandbox=SANDBOX))
+    except SetupError as exc:  # the jobs will say so, as not_graded
+        log.warning("no spare workers: %s", exc)
+
+
 def run_consumer(url: str, workers: int, self_test: bool = True) -> None:
     """``grade worker``: consume grading tasks with ``workers`` processes until SIGINT/SIGTERM.
 
@@ -571,6 +584,7 @@ def run_consumer(url: str, workers: int, self_test: bool = True) -> None:
 
     os.register_at_fork(after_in_child=in_child)
     queue.huey.on_startup()(_stop_on_sigterm)
+    queue.huey.on_startup()(_start_spares)
     consumer = queue.huey.create_consumer(
         workers=workers, worker_type="process", check_worker_health=True, health_check_interval=1,
         periodic=False, initial_delay=0.05, max_delay=0.5, backoff=1.15,

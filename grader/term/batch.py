@@ -58,6 +58,7 @@ from grader.student.engine import catalogue
 from grader.student.errors import GraderError, SetupError
 from grader.student.engine.model import ExerciseResult, GradeReport
 from grader.student.feedback.report import first_reason
+from grader.student.sandbox import spares
 from grader.student.sandbox.runner import Limits
 from grader.student.sanitize import clean_text
 from grader.queue import records
@@ -274,7 +275,8 @@ def _grade_in_worker(path: Path, selectors: list[str] | None, student: str, limi
     next student's seeds differ, so they could never be reused.
     """
     try:
-        return grading.grade(path, selectors, student, limits)
+        with spares.for_process(limits).one(catalogue.resolve(selectors)) as workspace:  # started before it came
+            return grading.grade(path, selectors, student, limits, workspace)
     finally:
         grading.clear_reference_cache()
 

@@ -50,11 +50,51 @@ def _job(store: Store, job_id: int) -> dict[str, Any]:
 
 
 def test_the_rule_is_work_ahead_over_workers_plus_own_work() -> None:
-    load = estimate.Load(seconds_per_exercise=2.0, workers=2, exercises_ahead=4, own_exercises=1, running=False)
-    assert estimate.seconds_to_report(load) == pytest.approx(4 * 2.0 / 2 + 2.0)
-    running = estimate.Load(2.0, 2, 4, 1, running=True)  # nothing ahead any more, half its own work left
+    load = estimate.Load(own_s=2.0, ahead_s=8.0, workers=2, running=False)
+    assert estimate.seconds_to_report(load) == pytest.approx(8.0 / 2 + 2.0)
+    running = estimate.Load(2.0, 8.0, 2, running=True)  # nothing ahead any more, half its own work left
     assert estimate.seconds_to_report(running) == pytest.approx(1.0)
-    assert estimate.seconds_to_report(estimate.Load(None, 1, 4, 1, False)) is None
+    assert estimate.seconds_to_report(estimate.Load(None, 8.0, 1, False)) is None
+
+
+def served(store: Store, student: str, ids: list[str], worker: str, received: float, finished: float) -> None:
+    """An upload of ``ids`` graded by ``worker``: received and reported at those seconds of a synthetic clock."""
+    graded(store, student, ids, seconds_each=0.1)
+    at = {k: datetime.fromtimestamp(1_800_000_000 + t, UTC).isoformat() for k, t in
+          (("received", received), ("finished", finished))}
+    store.db.execute("UPDATE jobs SET worker = ?, received_at = ?, finished_at = ? WHERE student = ?",
+                     [worker, at["received"], at["finished"], student])
+    store.db.conn.commit()
+
+
+def test_on_a_synthetic_queue_of_known_service_times_the_estimate_is_the_queues(store: Store) -> None:
+    """Two workers grading back to back: one-exercise uploads cost 2 s, except one that looped (12 s), and
+    four-exercise uploads cost 5 s (not 4 x 2: a fixed start, then each exercise). An upload's service is the
+    mean of its set's; the work ahead is theirs, over the workers running now, then its own."""
+    four = [RELU, GELU, "activations.Sigmoid", "activations.Tanh"]
+    t = {"host:1": 0.0, "host:2": 0.0}
+    plan = [("host:1", [RELU], 2.0), ("host:2", four, 5.0)] * 4 + [("host:1", [RELU], 12.0)]
+    for k, (worker, ids, seconds) in enumerate(plan):
+        t[worker] += seconds
+        served(store, f"s{k}", ids, worker, 0.0, t[worker])
+    one_mean = (2.0 * 3 + 12.0) / 4  # host:1's first upload is not measured: 3 of 2 s and the loop
+    window = estimate.measured(store)
+    assert window.of([RELU]) == pytest.approx(one_mean)
+    assert window.of(four) == pytest.approx(5.0)
+    # an exercise set not seen SAME_SET times: the window's seconds per exercise
+    per = (2.0 * 3 + 12.0 + 5.0 * 3) / (4 + 3 * 4)
+    assert window.of([GELU, RELU]) == pytest.approx(2 * per)
+
+    running = [upload(store, s, ids) for s, ids in (("r1", [RELU]), ("r2", four))]
+    for k, job in enumerate(running):
+        records.mark_queued(store, job["id"], 1, f"t-r{k}")
+        records.mark_running(store, job["id"], f"host:{k + 1}")
+    ahead = [upload(store, f"a{k}", [RELU] if k % 2 else four) for k in range(4)]
+    mine = upload(store, "me", [RELU])
+    work_ahead = 0.5 * one_mean + 0.5 * 5.0 + 2 * one_mean + 2 * 5.0
+    assert job_json(store, _job(store, mine["id"]))["estimate_s"] == pytest.approx(work_ahead / 2 + one_mean)
+    first = job_json(store, _job(store, ahead[0]["id"]))["estimate_s"]  # first in line: the running ones ahead
+    assert first == pytest.approx((0.5 * one_mean + 0.5 * 5.0) / 2 + 5.0)
 
 
 def test_nothing_graded_yet_means_no_estimate_and_the_position_alone(store: Store) -> None:

@@ -12,6 +12,9 @@ fault.
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -261,6 +264,47 @@ def test_a_held_round_whose_worker_dies_twice_is_held_again_not_an_error(rig: di
     row = job(rig, job_id)
     assert row["status"] == "held" and records.held_ids(row) == [KERNEL] and "lease was lost" in row["held_reason"]
     assert [ex for _, ex, _ in recorded(rig)] == [RELU]
+
+
+def killed_worker_pid() -> int:
+    """The pid of a process of this host that a SIGKILL ended (as a grading worker killed mid-job)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    return proc.pid
+
+
+def test_a_job_whose_worker_is_killed_on_each_try_is_held_then_graded_once(rig: dict[str, Any]) -> None:
+    """Killed twice (both tries, MAX_TRIES): held, not an error, never lost; graded once after the self-test."""
+    publish(rig, {"cpu": True, "opencl": True})
+    job_id = upload(rig, [RELU])
+    tick(rig)
+    selftests = rig["test"].sent
+    for attempt in (1, 2):  # each try is taken by a worker of this host, then that worker is SIGKILLed
+        rig["queue"].huey.dequeue()
+        tid = task_id(job_id, attempt)
+        rig["queue"].huey.put(lease_key(tid), {"host": rig["collector"].host, "pid": killed_worker_pid(),
+                                               "at": 0.0, "elapsed": 0.0, "beat": 0})
+        rig["queue"].huey.delete(f"queued:{tid}")
+        tick(rig)
+    row = job(rig, job_id)
+    assert row["status"] == "held" and records.held_ids(row) == [RELU]
+    assert "stopped in the middle of the job, on each of 2 tries" in row["held_reason"]
+    assert rig["store"].attempts("ann") == [] and job_id in rig["closed"]  # told now, nothing recorded
+    report = records.report_of(rig["store"], row)
+    assert report is not None and [e.status for e in report.exercises] == ["not_graded"]
+    tick(rig)
+    assert rig["test"].sent == selftests + 1  # the machine failed a job: it is tested again
+    publish(rig, {"cpu": True, "opencl": True})  # and passes
+    tick(rig)
+    row = job(rig, job_id)
+    assert row["status"] == "queued" and sent_ids(rig, job_id) == [RELU] and row["tries"] == 3
+    answer(rig, job_id, 3, [passed(RELU)])
+    tick(rig)
+    tick(rig)
+    row = job(rig, job_id)
+    assert row["status"] == "done" and row["held"] is None
+    assert [ex for _, ex, _ in recorded(rig)] == [RELU] and len(rig["store"].attempts("ann")) == 1  # graded once
 
 
 def test_a_held_result_is_recorded_once_however_often_it_is_collected(rig: dict[str, Any]) -> None:

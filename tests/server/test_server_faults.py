@@ -103,7 +103,7 @@ def test_a_try_lost_from_the_queue_before_a_worker_took_it_is_enqueued_again(rig
     assert rig["queue"].pending() == 1 and rig["queue"].waiting(task_id(rig["job"], 1))
 
 
-def test_a_lease_that_vanishes_expires_then_the_job_is_an_error_and_leaves_no_key(rig: dict[str, Any]) -> None:
+def test_a_lease_that_vanishes_expires_then_the_job_is_held_and_leaves_no_key(rig: dict[str, Any]) -> None:
     tick(rig)
     take(rig, 1)
     assert tick(rig)["status"] == "running"
@@ -118,8 +118,8 @@ def test_a_lease_that_vanishes_expires_then_the_job_is_an_error_and_leaves_no_ke
     assert tick(rig)["status"] == "running"
     rig["clock"].now += 11                            # try 2's worker stops renewing
     job = tick(rig)
-    assert job["status"] == "error" and "stopped renewing its lease" in job["error"]
-    assert "on each of 2 tries" in job["error"]
+    assert job["status"] == "held" and "stopped renewing its lease" in job["held_reason"]  # never lost
+    assert "on each of 2 tries" in job["held_reason"] and records.held_ids(job) == RELU
     assert keys_of(rig) == []                          # no start note, lease or mark of a closed job stays
 
 

@@ -68,11 +68,11 @@ from grader.student.sandbox.limits import (
     death_message,
     human_bytes,
 )
-from grader.student.sandbox.workspace import Workspace, write_jobs, prestart_workspace
+from grader.student.sandbox.workspace import Workspace, write_jobs, prestart_workspace, worker_kinds
 
 __all__ = [
     "GIB", "KIB", "MIB", "KERNEL_CACHE_BYTES", "Job", "JobOutcome", "Limits", "Workspace", "death_message",
-    "hand_over", "human_bytes", "job_order", "kernel_cache_folder", "prestart_workspace", "run_cases",
+    "hand_over", "human_bytes", "job_order", "kernel_cache_folder", "prestart_workspace", "run_cases", "worker_kinds",
 ]
 
 LOOP_PROBE_S = 1.0  # between looks at a job, once another job of the submission ran out of time

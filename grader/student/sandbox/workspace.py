@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import secrets
 import threading
+import time
 from pathlib import Path
 
 from grader.student.engine import catalogue
@@ -104,6 +105,19 @@ class Workspace:
                 return self._started[opencl].pop(0)
         return self.spawn(opencl)
 
+    def alive(self) -> bool:
+        """Whether every prestarted worker not yet taken is still running (a spare's check before use)."""
+        with self._lock:
+            return all(child.proc.poll() is None for child in self._started[True] + self._started[False])
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until every prestarted worker not yet taken has said ``ready`` (NumPy imported); False if one
+        did not within ``timeout`` seconds (dead or slow). For benches, which time a warm spare's grading."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            children = self._started[True] + self._started[False]
+        return all(child.expect("ready", deadline)[0] == "ok" for child in children)
+
     def spawn(self, opencl: bool) -> Child:
         """Start a fresh worker (numbered, for its own cwd without the sandbox)."""
         with self._lock:
@@ -121,14 +135,19 @@ class Workspace:
         self._folder.remove()
 
 
-def prestart_workspace(limits: Limits, sandboxed: bool, ids: list[str]) -> Workspace:
-    """A workspace with a worker started for each kind of job the exercises ``ids`` need (CPU, OpenCL: the
-    kernel exercises), as many as run at once. Kernel jobs run first, so with one slot only their worker starts.
-    """
+def worker_kinds(limits: Limits, ids: list[str]) -> tuple[bool, ...]:
+    """The workers to start ahead for the exercises ``ids`` (True: OpenCL): one for each kind of job they need
+    (CPU, OpenCL: the kernel exercises), as many as run at once. Kernel jobs run first, so with one slot only
+    their worker starts."""
     kinds = {catalogue.topic_of(i) not in catalogue.CPU_TOPICS for i in ids}
+    return tuple(sorted(kinds, reverse=True)[: max(1, limits.parallel)])
+
+
+def prestart_workspace(limits: Limits, sandboxed: bool, ids: list[str]) -> Workspace:
+    """A workspace with the workers :func:`worker_kinds` names for the exercises ``ids`` started."""
     workspace = Workspace(limits, sandboxed)
     try:
-        for opencl in sorted(kinds, reverse=True)[: max(1, limits.parallel)]:
+        for opencl in worker_kinds(limits, ids):
             workspace.prestart(opencl)
     except BaseException:
         workspace.close()
