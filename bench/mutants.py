@@ -348,7 +348,10 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=0, help="print N named mutants drawn at random")
     parser.add_argument("--sample-values", type=int, default=0,
                         help="print N mutants named by what their values show (not by a crash's cause), drawn at random")
+    parser.add_argument("--misses", action="store_true",
+                        help="print each killed mutant whose mutated line is not the line located (and what was)")
     parser.add_argument("--jsonl", type=Path, default=None, help="write one JSON line per mutant")
+    parser.add_argument("--keys", nargs="*", default=None, help="grade only these mutants (topic:number)")
     parser.add_argument("--draw", type=int, default=31, help="the random draws' seed")
     args = parser.parse_args()
     import checks_util
@@ -357,7 +360,9 @@ def main() -> None:
     mutants = make_mutants(tuple(args.topics))
     made = Counter(m.topic for m in mutants)
     chosen = mutants
-    if args.limit:
+    if args.keys:
+        chosen = [m for m in mutants if m.key in set(args.keys)]
+    elif args.limit:
         chosen = random.Random(args.draw).sample(mutants, min(args.limit, len(mutants)))
     # the reference's results, computed once here and inherited by every forked child
     for exercise in sorted({e for m in chosen for e in m.exercises}):
@@ -408,6 +413,17 @@ def main() -> None:
           f" ({100.0 * len(at_line) / max(1, len(located)):.1f}%), a line located in {len(anywhere)}"
           f" ({100.0 * len(anywhere) / max(1, len(located)):.1f}%); specific (named by the values, or the mutated"
           f" line located) {len(specific)} ({100.0 * len(specific) / max(1, len(located)):.1f}%)")
+    if args.misses:
+        print("\n=== killed mutants not located at the mutated line")
+        for mutant, outcome, v in located:
+            if (mutant, outcome, v) in at_line:
+                continue
+            print(f"--- {mutant.key} (line {mutant.line}, {v}): {mutant.before}  ->  {mutant.after}")
+            for exercise, r in outcome.items():
+                where = r.get("where") if isinstance(r, dict) else None
+                first = next((f[3] for f in r.get("failing", [])), "") if isinstance(r, dict) else ""
+                print(f"  {exercise}: " + (f"line {where['line']}: {where['words'][:160]}" if where else
+                                           f"nothing located ({first[:120]})"))
     print("  named by (mutants whose names include each): "
           + ", ".join(f"{k} {n}" for k, n in by_family.most_common()))
     for count, verdicts in ((args.sample, ("named", "named (crash)")), (args.sample_values, ("named",))):
