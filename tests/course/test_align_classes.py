@@ -1,0 +1,158 @@
+"""Round 5's location classes (issue 44): each locator with a correct submission (located nowhere), a wrong one
+(its line) and, where a student may write it otherwise, a correct alternative formulation (located nowhere).
+
+A submission here is the reference solution with one line changed; it is graded in this process against the
+reference (tests/checks_util.py), and each failing check's case is traced and aligned as live grading does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from checks_util import grade_in_process
+
+from grader.course import align
+from grader.course.solution import write_solution
+from grader.student.engine import trace
+from grader.student.engine.checks import CHECKS
+from grader.student.engine.loader import load_exercises
+from grader.student.engine.ops import run_script
+
+SEED = 7
+
+
+def _solved(tmp_path: Path, topic: str, old: str = "", new: str = "") -> tuple[Path, str]:
+    """A solved folder with ``old`` replaced by ``new`` in ``topic``.py; (folder, the file's text)."""
+    folder = write_solution(tmp_path / "ex")
+    path = folder / f"{topic}.py"
+    text = path.read_text()
+    if old:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+        path.write_text(text)
+    return folder, text
+
+
+def _where(exercise: str, folder: Path, text: str) -> dict | None:
+    """The location of the first failing check's case that locates (None: nothing failed, or nothing located)."""
+    topic = exercise.split(".", 1)[0]
+    ns = load_exercises(folder)
+    cases = {case.name: case for case in CHECKS[exercise].checked_plan(SEED).cases}
+    failing = [r.case for r in grade_in_process(exercise, ns, SEED, fresh=True) if not r.passed]
+    for name in dict.fromkeys(failing):
+        assert name, "a failing check carries the case it failed on"
+        run = trace.traced(cases[name], topic)
+        where = align.locate(exercise, topic, run_script(ns, run.script, run.arrays),
+                             align.reference_trace(cases[name], topic), text, align.reference_source(topic))
+        if where is not None:
+            return where
+    return None
+
+
+def _line_of(text: str, code: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if line.strip() == code)
+
+
+# --------------------------------------------------------------------------- initialisers: a statistical check's case
+
+KAIMING = "return math.sqrt(2.0 / ((1.0 + negative_slope**2) * fan))"
+
+
+def test_an_initialiser_is_located_at_the_number_it_gets_wrong(tmp_path: Path) -> None:
+    folder, text = _solved(tmp_path / "right", "init")
+    assert _where("init.kaiming_normal", folder, text) is None
+    wrong = "return math.sqrt(1.0 / ((1.0 + negative_slope**2) * fan))"
+    folder, text = _solved(tmp_path / "wrong", "init", KAIMING, wrong)
+    where = _where("init.kaiming_normal", folder, text)
+    assert where is not None and where["line"] == _line_of(text, wrong)
+
+
+def test_an_initialiser_written_otherwise_is_located_nowhere(tmp_path: Path) -> None:
+    folder, text = _solved(tmp_path, "init", KAIMING, "gain = math.sqrt(2.0 / (1.0 + negative_slope**2))\n"
+                                                      "    return gain / math.sqrt(fan)")
+    assert _where("init.kaiming_normal", folder, text) is None
+
+
+# --------------------------------------------------------------------------- a KeyError: where the key was stored
+
+CACHE = 'self.cache = {"x_hat": x_hat, "inv_std": inv_std, "shape": x.shape}'
+
+
+def test_a_key_stored_under_another_name_is_located_where_it_was_stored(tmp_path: Path) -> None:
+    folder, text = _solved(tmp_path / "right", "normalization")
+    assert CACHE in text and _where("normalization.GroupNorm", folder, text) is None
+    wrong = CACHE.replace('"inv_std"', '"inv_sd"')
+    folder, text = _solved(tmp_path / "wrong", "normalization", CACHE, wrong)
+    where = _where("normalization.GroupNorm", folder, text)
+    assert where is not None and where["line"] == _line_of(text, wrong)
+    assert "'inv_sd'" in where["words"] and "KeyError" in where["words"]
+
+
+def test_a_cache_kept_under_other_keys_is_located_nowhere(tmp_path: Path) -> None:
+    folder, text = _solved(tmp_path, "normalization", CACHE, 'self.cache = {"xh": x_hat, "s": inv_std, "shape": x.shape}')
+    text = text.replace('self.cache["x_hat"], self.cache["inv_std"], self.cache["shape"]',
+                        'self.cache["xh"], self.cache["s"], self.cache["shape"]')
+    (folder / "normalization.py").write_text(text)
+    assert _where("normalization.GroupNorm", folder, text) is None
+
+
+# --------------------------------------------------------------------------- a crash: where the shapes parted
+
+LN_VAR = "var = x.var(axis=axes, keepdims=True)"
+
+
+def test_a_broadcast_error_is_located_where_the_shape_first_parted(tmp_path: Path) -> None:
+    wrong = "var = np.var(x, axis=axes)"
+    folder, text = _solved(tmp_path, "normalization", LN_VAR, wrong)
+    where = _where("normalization.LayerNorm", folder, text)
+    assert where is not None and where["line"] == _line_of(text, wrong)
+    assert "`var` has shape" in where["words"] and "raised ValueError" in where["words"]
+
+
+def test_keepdims_added_later_is_located_nowhere(tmp_path: Path) -> None:
+    folder, text = _solved(tmp_path, "normalization", LN_VAR, "var = x.var(axis=axes).reshape(mean.shape)")
+    assert _where("normalization.LayerNorm", folder, text) is None
+
+
+# --------------------------------------------------------------------------- a valid input refused: the if's test
+
+GN_CHECK = "if x.ndim < 2 or x.shape[1] != self.num_channels:"
+
+
+def test_a_valid_input_refused_is_located_at_the_test_that_refused_it(tmp_path: Path) -> None:
+    wrong = "if x.ndim < 3 or x.shape[1] != self.num_channels:"
+    folder, text = _solved(tmp_path, "normalization", GN_CHECK, wrong)
+    where = _where("normalization.GroupNorm", folder, text)
+    assert where is not None and where["line"] == _line_of(text, wrong)
+    assert "raise" in where["words"]
+
+
+def test_a_validation_written_otherwise_is_located_nowhere(tmp_path: Path) -> None:
+    folder, text = _solved(tmp_path, "normalization", GN_CHECK, "if not (x.ndim >= 2 and x.shape[1] == self.num_channels):")
+    assert _where("normalization.GroupNorm", folder, text) is None
+
+
+# --------------------------------------------------------------------------- None: followed back to where it began
+
+SGD_BUFFER = "self.buffers[key] = self.momentum * self.buffers[key] + g"
+
+
+def test_a_none_is_followed_back_to_the_line_that_made_it(tmp_path: Path) -> None:
+    folder, text = _solved(tmp_path / "right", "optim")
+    assert SGD_BUFFER in text and _where("optim.SGD", folder, text) is None
+    wrong = "self.buffers[key] = None"
+    folder, text = _solved(tmp_path / "wrong", "optim", SGD_BUFFER, wrong)
+    where = _where("optim.SGD", folder, text)
+    assert where is not None and where["line"] == _line_of(text, wrong)
+    assert "is None from here" in where["words"]
+
+
+def test_an_array_of_objects_returned_is_located_at_its_line(tmp_path: Path) -> None:
+    right = "return np.where(self.x > 0, dout, 0.0)"
+    folder, text = _solved(tmp_path / "right", "activations")
+    assert right in text and _where("activations.ReLU", folder, text) is None
+    wrong = "return np.where(self.x > 0, dout, None)"
+    folder, text = _solved(tmp_path / "wrong", "activations", right, wrong)
+    where = _where("activations.ReLU", folder, text)
+    assert where is not None and where["line"] == _line_of(text, wrong)
+    assert "not an array of numbers" in where["words"]
