@@ -380,10 +380,16 @@ def m12_practice_schedule(db: sqlite_utils.Database) -> None:
                                     "mastered": int, "reviewed": str}, pk=("student", "concept"))
 
 
+def m13_check_locations(db: sqlite_utils.Database) -> None:
+    """Version 13: where a failing check's computation leaves the reference's (``CheckResult.where``, round 5's
+    location: ``{"file", "line", "code"}``) as compact JSON, NULL when nothing was located."""
+    db.table("check_results").add_column("location", str)
+
+
 Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[Migration] = [
     m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures, m8_held_jobs,
-    m9_file_blobs, m10_instructor_figures, m11_lti, m12_practice_schedule,
+    m9_file_blobs, m10_instructor_figures, m11_lti, m12_practice_schedule, m13_check_locations,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -876,6 +882,7 @@ class Store:
                             **({"instructor_figure": figure_text(c.instructor_figure)}
                                if c.instructor_figure is not None else {}),
                             **({"also": json.dumps(list(c.also))} if c.also else {}),
+                            **({"location": json.dumps(c.to_json()["where"])} if c.where else {}),
                         }
                         for c in ex.checks
                     )
@@ -951,10 +958,11 @@ class Store:
         return self._rows(f"SELECT * FROM submissions {where} ORDER BY started_at, id", params)
 
     def check_results(self, submission_id: int) -> list[dict[str, Any]]:
-        """The check rows of a submission in order; ``figure`` and ``instructor_figure`` are parsed dicts (None when
-        none or unreadable)."""
+        """The check rows of a submission in order; ``figure``, ``instructor_figure`` and ``where`` (the stored
+        ``location``) are parsed dicts (None when none or unreadable)."""
         return [dict(row, figure=figure_of_text(row.get("figure")), also=also_of_text(row.get("also")),
-                     instructor_figure=figure_of_text(row.get("instructor_figure")))
+                     instructor_figure=figure_of_text(row.get("instructor_figure")),
+                     where=figure_of_text(row.get("location")))
                 for row in self._check_rows(submission_id)]
 
     def _check_rows(self, submission_id: int) -> list[dict[str, Any]]:
