@@ -273,7 +273,7 @@ def locate(exercise_id: str, topic: str, student: ScriptResult, reference: Scrip
         return None
     guided = level_of(exercise_id) == "guided"
     records = read(student)
-    refs = [r for r in read(reference) if r.value is not None]
+    refs = [_numbers(r) for r in read(reference) if r.value is not None]
     if student.error is not None and student.error.get("where") == "trace":
         return None  # the trace itself could not start: nothing located
     if student.error is not None:
@@ -297,6 +297,13 @@ def locate(exercise_id: str, topic: str, student: ScriptResult, reference: Scrip
         found = variant(s.value, refs) if s.value.size >= 2 else None
         return _divergence(topic, s, statement, found, refs, reference_tree, lines, guided)
     return None
+
+
+def _numbers(r: Record) -> Record:
+    """``r`` with a flag array (a dropout mask) as 0.0 and 1.0: compared, scaled and subtracted as numbers."""
+    if r.value is None or r.value.dtype.kind != "b":
+        return r
+    return Record(r.seq, r.line, r.function, r.role, r.name, r.kind, r.value.astype(np.float64), r.size)
 
 
 def _divergence(topic: str, s: Record, statement: ast.stmt | None, found: tuple[str, Record | None] | None,

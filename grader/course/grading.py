@@ -288,12 +288,18 @@ class LiveSource:
         return []
 
     def locate(self, exercise_id: str, case: Case, student: ScriptResult, student_source: str) -> dict[str, Any] | None:
-        """Where the student's traced run of ``case`` leaves the reference's (:func:`grader.course.align.locate`)."""
+        """Where the student's traced run of ``case`` leaves the reference's (:func:`grader.course.align.locate`).
+
+        A location only adds to a verdict already reached: a fault of the locator itself (the grader's) leaves the
+        check without one, never the grading stopped."""
         from grader.course import align
 
         topic = exercise_id.split(".", 1)[0]
-        return align.locate(exercise_id, topic, student, align.reference_trace(case, topic), student_source,
-                            align.reference_source(topic))
+        try:
+            return align.locate(exercise_id, topic, student, align.reference_trace(case, topic), student_source,
+                                align.reference_source(topic))
+        except Exception:  # noqa: BLE001 - the grader's fault: no location, the verdict stands
+            return None
 
 
 def grade(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from checks_util import grade_in_process
 
 from grader.course import align
@@ -156,3 +157,30 @@ def test_an_array_of_objects_returned_is_located_at_its_line(tmp_path: Path) -> 
     where = _where("activations.ReLU", folder, text)
     assert where is not None and where["line"] == _line_of(text, wrong)
     assert "not an array of numbers" in where["words"]
+
+
+# --------------------------------------------------------------------------- dropout: a mask among the reference's values
+
+DROP = "return x * self.keep / (1.0 - self.p)"
+
+
+def test_dropout_is_located_beside_the_references_mask(tmp_path: Path) -> None:
+    """The reference's values include its boolean mask: compared as numbers, never a grader's error."""
+    folder, text = _solved(tmp_path / "right", "dropout")
+    assert DROP in text and _where("dropout.Dropout", folder, text) is None
+    wrong = "return x * self.keep * (1.0 - self.p)"
+    folder, text = _solved(tmp_path / "wrong", "dropout", DROP, wrong)
+    where = _where("dropout.Dropout", folder, text)
+    assert where is not None and where["line"] == _line_of(text, wrong)
+
+
+def test_a_fault_of_the_locator_leaves_the_check_without_a_location(monkeypatch: pytest.MonkeyPatch) -> None:
+    from grader.course.grading import LiveSource
+
+    def broken(*args: object) -> None:
+        raise TypeError("the locator's own bug")
+
+    monkeypatch.setattr(align, "locate", broken)
+    monkeypatch.setattr(align, "reference_trace", lambda case, topic: None)
+    case = CHECKS["activations.ReLU"].checked_plan(SEED).cases[0]
+    assert LiveSource().locate("activations.ReLU", case, None, "x = 1\n") is None  # type: ignore[arg-type]
