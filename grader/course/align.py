@@ -27,6 +27,8 @@ mistake's fix is); below it the location and the student's own values alone.
 from __future__ import annotations
 
 import ast
+import functools
+import math
 import re
 import warnings
 from itertools import combinations
@@ -69,6 +71,10 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
             return False
         a, b = np.squeeze(a), np.squeeze(b)
     scale = max(1.0, float(np.max(np.abs(b)))) if b.size and np.all(np.isfinite(b)) else 1.0
+    if a.size:  # the first elements already differ (most pairs compared): no need to compare them all
+        x, y = float(a.flat[0]), float(b.flat[0])
+        if math.isfinite(x) and math.isfinite(y) and abs(x - y) > 1e-8 * scale + RTOL * abs(y):
+            return False
     with np.errstate(all="ignore"):
         return bool(np.allclose(a, b, rtol=RTOL, atol=1e-8 * scale, equal_nan=True))
 
@@ -133,6 +139,8 @@ def variant(value: np.ndarray, reference: list[Record]) -> tuple[str, Record | N
         for how, kwargs in REDUCTIONS:
             for n in range(1, r.value.ndim):
                 for axes in combinations(range(r.value.ndim), n):
+                    if math.prod(d for i, d in enumerate(r.value.shape) if i not in axes) != value.size:
+                        continue  # (its size tells, before any reduction: most are not reduced at all)
                     out = _reduced(r.value, how, kwargs, axes)
                     if out is None or out.size != value.size or out.size < 2 or not _same(value, out):
                         continue
@@ -167,10 +175,16 @@ def _short(r: Record) -> str:
 
 def _statement(tree: ast.Module, line: int) -> ast.stmt | None:
     """The innermost statement that starts on ``line`` (a simple one before an ``if`` or a loop there)."""
-    found = None
+    return _statements(tree).get(line)
+
+
+@functools.lru_cache(maxsize=8)
+def _statements(tree: ast.Module) -> dict[int, ast.stmt]:
+    """Each line's statement as :func:`_statement` finds it, for a whole tree at once (a tree is walked once)."""
+    found: dict[int, ast.stmt] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and node.lineno == line and (found is None or not hasattr(node, "body")):
-            found = node
+        if isinstance(node, ast.stmt) and (node.lineno not in found or not hasattr(node, "body")):
+            found[node.lineno] = node
     return found
 
 
@@ -268,7 +282,7 @@ def locate(exercise_id: str, topic: str, student: ScriptResult, reference: Scrip
     lines = student_source.splitlines()
     try:
         tree = ast.parse(student_source)
-        reference_tree = ast.parse(reference_text)
+        reference_tree = _parsed(reference_text)
     except SyntaxError:
         return None
     guided = level_of(exercise_id) == "guided"
@@ -304,6 +318,12 @@ def _numbers(r: Record) -> Record:
     if r.value is None or r.value.dtype.kind != "b":
         return r
     return Record(r.seq, r.line, r.function, r.role, r.name, r.kind, r.value.astype(np.float64), r.size)
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(text: str) -> ast.Module:
+    """The reference's file parsed (once per text: each location reads it)."""
+    return ast.parse(text)
 
 
 def _divergence(topic: str, s: Record, statement: ast.stmt | None, found: tuple[str, Record | None] | None,
