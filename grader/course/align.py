@@ -291,7 +291,7 @@ def locate(exercise_id: str, topic: str, student: ScriptResult, reference: Scrip
     if student.error is not None and student.error.get("where") == "trace":
         return None  # the trace itself could not start: nothing located
     if student.error is not None:
-        return _crash(topic, student, records, read(reference), lines, tree)
+        return _crash(topic, student, records, read(reference), lines, tree, reference_tree)
     state: dict[str, bool] = {}  # a name of the student's: whether its latest value matched
     for s in records:
         if s.value is None or s.value.dtype.kind == "b" or (s.value.ndim == 0 and s.value.dtype.kind != "f"):
@@ -362,7 +362,7 @@ def _made(records: list[Record], name: str) -> Record | None:
 
 
 def _crash(topic: str, student: ScriptResult, records: list[Record], reference: list[Record], lines: list[str],
-           tree: ast.Module) -> dict[str, Any] | None:
+           tree: ast.Module, reference_tree: ast.Module) -> dict[str, Any] | None:
     """The line of ``topic``'s file that raised, and the shapes (or None) of the values it reads.
 
     Where one of those values is None, the location is the line that made it None: its assignment, or for
@@ -385,7 +385,8 @@ def _crash(topic: str, student: ScriptResult, records: list[Record], reference: 
         return {"file": f"{topic}.py", "line": bad.line, "code": _code(lines, bad.line),
                 "words": f"`{bad.name}` is {what} here where the reference's is numbers ({error})"}
     line = int(frames[-1]["line"])
-    key = _key_origin(student.error, line, tree, {r.line for r in records} | {int(f["line"]) for f in frames})
+    key = _key_origin(student.error, line, tree, {r.line for r in records} | {int(f["line"]) for f in frames},
+                      _strings(reference_tree))
     if key is not None:
         return {"file": f"{topic}.py", "line": key[0], "code": _code(lines, key[0]),
                 "words": f"{key[1]}; line {line} (`{_code(lines, line)}`) then raised {error}"}
@@ -422,7 +423,10 @@ def _crash(topic: str, student: ScriptResult, records: list[Record], reference: 
         parts.append(said)
     test = _raising_test(tree, line) if origin is None else None
     if test is not None:
-        origin = (test, f"this test sends the input to the `raise` on line {line} ({error})")
+        none = _none_origin(_reads(_statement(tree, test)), records, tree)  # (a test reading a None: where it began)
+        origin = (none.line, f"`{none.name}` is None from here; the test on line {test} then sent the input to the"
+                             f" `raise` on line {line} ({error})") if none is not None else \
+            (test, f"this test sends the input to the `raise` on line {line} ({error})")
     if origin is None:
         shaped = _shape_origin(list(_reads(_statement(tree, line))), records, reference, tree)
         if shaped is not None:
@@ -520,7 +524,13 @@ def _shape_origin(names: list[str], records: list[Record], reference: list[Recor
     return found
 
 
-def _key_origin(error: dict[str, Any], line: int, tree: ast.Module, executed: set[int]) -> tuple[int, str] | None:
+def _strings(tree: ast.Module) -> set[str]:
+    """Every string constant of a file (the reference's: the keys it names)."""
+    return {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+
+
+def _key_origin(error: dict[str, Any], line: int, tree: ast.Module, executed: set[int],
+                reference_keys: set[str]) -> tuple[int, str] | None:
     """For a KeyError of a string key raised on ``line``: the line of the student's file that stored the key
     wrongly, with words, or None.
 
@@ -528,7 +538,9 @@ def _key_origin(error: dict[str, Any], line: int, tree: ast.Module, executed: se
     (``self.cache = {"x_hat": ...}``, ``grads["W"] = ...``), in statements that ran. The key looked up is
     stored on another line: that line named it (``{"W1x": ...}`` looked up by an optimiser that reads each key
     of the dict). Else the stored key nothing reads back and nearest the one looked up (``"inv_std"`` read,
-    ``"inv_sdt"`` stored): the stored key's own line (a dict literal over several lines: the key's line).
+    ``"inv_sdt"`` stored): the stored key's own line (a dict literal over several lines: the key's line), when
+    the reference names the key looked up and not the one stored (else the key read may be the wrong one: the
+    line that raised says so itself).
     """
     import difflib
 
@@ -562,4 +574,6 @@ def _key_origin(error: dict[str, Any], line: int, tree: ast.Module, executed: se
     if not near:
         return None
     wrong = next(k for k in unread if k.lower() == near[0])
+    if key not in reference_keys or wrong in reference_keys:
+        return None
     return unread[wrong], f"this line stores the key '{wrong}', and the key '{key}' is looked up"

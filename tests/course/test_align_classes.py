@@ -89,6 +89,14 @@ def test_a_key_stored_under_another_name_is_located_where_it_was_stored(tmp_path
     assert "'inv_sd'" in where["words"] and "KeyError" in where["words"]
 
 
+def test_a_key_misspelt_where_it_is_read_is_located_where_it_is_read(tmp_path: Path) -> None:
+    read = 'x_hat, inv_std, shape = self.cache["x_hat"], self.cache["inv_std"], self.cache["shape"]'
+    wrong = read.replace('self.cache["inv_std"]', 'self.cache["inv_sd"]')
+    folder, text = _solved(tmp_path, "normalization", read, wrong)
+    where = _where("normalization.GroupNorm", folder, text)
+    assert where is not None and where["line"] == _line_of(text, wrong)  # not the line that stores "inv_std"
+
+
 def test_a_cache_kept_under_other_keys_is_located_nowhere(tmp_path: Path) -> None:
     folder, text = _solved(tmp_path, "normalization", CACHE, 'self.cache = {"xh": x_hat, "s": inv_std, "shape": x.shape}')
     text = text.replace('self.cache["x_hat"], self.cache["inv_std"], self.cache["shape"]',
@@ -126,6 +134,13 @@ def test_a_valid_input_refused_is_located_at_the_test_that_refused_it(tmp_path: 
     where = _where("normalization.GroupNorm", folder, text)
     assert where is not None and where["line"] == _line_of(text, wrong)
     assert "raise" in where["words"]
+
+
+def test_a_test_reading_a_none_is_located_where_the_none_began(tmp_path: Path) -> None:
+    folder, text = _solved(tmp_path, "normalization", "self.num_channels = num_channels", "self.num_channels = None")
+    where = _where("normalization.GroupNorm", folder, text)
+    assert where is not None and where["line"] == _line_of(text, "self.num_channels = None")
+    assert "is None from here" in where["words"]
 
 
 def test_a_validation_written_otherwise_is_located_nowhere(tmp_path: Path) -> None:
