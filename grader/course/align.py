@@ -225,8 +225,16 @@ def differing(student: ast.AST, reference: ast.AST) -> tuple[str, str] | None:
     """The first place (outermost) where two expressions differ in structure, as (student's, reference's)
     source; names and attributes count as alike (the two name their variables differently)."""
     named = (ast.Name, ast.Attribute, ast.Constant)
+    if isinstance(student, ast.Constant) and isinstance(reference, ast.Constant) and \
+            isinstance(student.value, (int, float)) and isinstance(reference.value, (int, float)) and \
+            student.value != reference.value:  # (a number: ``x > 1`` where the reference has ``x > 0``)
+        return _plain(student), _plain(reference)
     if isinstance(student, named) and isinstance(reference, named):
         return None
+    if isinstance(student, ast.BinOp) and isinstance(reference, ast.BinOp) and \
+            type(student.op) is type(reference.op) and type(student.left) is not type(reference.left) and \
+            type(student.right) is not type(reference.right):  # grouped otherwise: ``c * x * 3`` for ``c * x ** 3``
+        return _plain(student), _plain(reference)
     if type(student) is not type(reference):
         return _plain(student), _plain(reference)
     if isinstance(student, (ast.BinOp, ast.BoolOp, ast.UnaryOp, ast.Compare)) and \
@@ -257,14 +265,16 @@ def _reference_expression(r: Record, reference_tree: ast.Module) -> ast.expr | N
 # --------------------------------------------------------------------------- locating
 
 
-def _nearest(value: np.ndarray, name: str, reference: list[Record]) -> Record | None:
-    """The reference value that stands where ``value`` does: the same name (last part), else the same shape
-    and nearest."""
-    last = name.split(".")[-1]
-    same_name = [r for r in reference if r.role == "assign" and r.name.split(".")[-1] == last
-                 and r.value is not None and r.value.size == value.size]
-    if same_name:
-        return same_name[0]
+def _nearest(value: np.ndarray, s: Record, reference: list[Record]) -> Record | None:
+    """The reference value that stands where ``value`` (the student's ``s``) does: the same name (last part) in the
+    same role (an assignment, a return), in the same function where the reference has it there; else the same
+    shape and nearest."""
+    last = s.name.split(".")[-1]
+    same_name = [r for r in reference if r.role == s.role and r.role in ("assign", "return")
+                 and r.name.split(".")[-1] == last and r.value is not None and r.value.size == value.size]
+    same_function = [r for r in same_name if r.function == s.function]
+    if same_function or same_name:
+        return (same_function or same_name)[0]
     best, best_error = None, np.inf
     for r in reference:
         if r.value is None or r.value.shape != value.shape or r.role not in ("assign", "expr", "return"):
@@ -333,7 +343,7 @@ def _divergence(topic: str, s: Record, statement: ast.stmt | None, found: tuple[
     if found is not None:
         words, counterpart = found
     else:
-        words, counterpart = "your value here matches nothing the reference computes", _nearest(s.value, s.name, refs)
+        words, counterpart = "your value here matches nothing the reference computes", _nearest(s.value, s, refs)
     if not guided:  # (the words above quote the reference's code)
         return {"file": f"{topic}.py", "line": s.line, "code": code,
                 "words": "your value here is the first that leaves the reference's computation"}
@@ -355,10 +365,10 @@ def _made(records: list[Record], name: str) -> Record | None:
     """The last record that gave the student's ``name`` its value (for an attribute, ``bn.mean`` and
     ``self.mean`` alike: a helper names the layer otherwise), or None."""
     made = [r for r in records if r.name == name and r.role in ("assign", "arg")]
-    if not made and "." in name:
-        made = [r for r in records if r.role == "assign" and r.name.split(".")[-1] == name.split(".")[-1]
-                and "." in r.name]
-    return made[-1] if made else None
+    if "." in name:  # (the latest of either: ``bn.dgamma = None`` in a helper after ``self.dgamma = None``)
+        made += [r for r in records if r.role == "assign" and r.name.split(".")[-1] == name.split(".")[-1]
+                 and "." in r.name and r.name != name]
+    return max(made, key=lambda r: r.seq) if made else None
 
 
 def _crash(topic: str, student: ScriptResult, records: list[Record], reference: list[Record], lines: list[str],

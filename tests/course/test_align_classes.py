@@ -228,3 +228,27 @@ def test_a_correct_submission_starts_no_location_worker_and_traces_nothing(
     report = grade(wrong, ["activations.ReLU"], "alice")
     assert report.exercises[0].status == "failed" and len(started) == 3  # then one more, for the location
     assert any(c.where for c in report.exercises[0].checks)
+
+
+# --------------------------------------------------------------------------- the words: what the reference has there
+
+
+def test_differing_names_a_number_and_a_regrouping() -> None:
+    import ast
+
+    def pair(mine: str, theirs: str) -> tuple[str, str] | None:
+        return align.differing(ast.parse(mine, mode="eval").body, ast.parse(theirs, mode="eval").body)
+
+    assert pair("np.where(x > 1, dout, 0.0)", "np.where(x > 0, dout, 0.0)") == ("1", "0")
+    assert pair("c * (x + 0.04 * x * 3)", "c * (x + 0.04 * x ** 3)") == ("0.04 * x * 3", "0.04 * x ** 3")
+    assert pair("np.where(x > 0, dout, 0.0)", "np.where(x > 0, dout, 0)") is None  # the same number
+    assert pair("a * b", "a * b") is None
+
+
+def test_a_wrong_return_is_said_against_the_references_return(tmp_path: Path) -> None:
+    right = "return 0.5 * x * (1.0 + np.tanh(inner))"
+    wrong = "return 0.5 * x * (1.0 - np.tanh(inner))"
+    folder, text = _solved(tmp_path, "activations", right, wrong)
+    where = _where("activations.GELU", folder, text)
+    assert where is not None and where["line"] == _line_of(text, wrong)
+    assert "where you have `1.0 - tanh(inner)` the reference has `1.0 + tanh(inner)`" in where["words"]
