@@ -440,9 +440,10 @@ def _crash(topic: str, student: ScriptResult, records: list[Record], reference: 
     if origin is None:
         shaped = _shape_origin(list(_reads(_statement(tree, line))), records, reference, tree)
         if shaped is not None:
-            made, theirs = shaped
-            origin = (made.line, f"`{made.name}` has shape {made.shape} here where the reference's `{theirs.name}` has"
-                                 f" shape {theirs.shape}; line {line} (`{_code(lines, line)}`) then raised {error}")
+            parted, counterpart = shaped
+            origin = (parted.line, f"`{parted.name}` has shape {parted.shape} here where the reference's"
+                                   f" `{counterpart.name}` has shape {counterpart.shape}; line {line}"
+                                   f" (`{_code(lines, line)}`) then raised {error}")
     if origin is not None:
         return {"file": f"{topic}.py", "line": origin[0], "code": _code(lines, origin[0]), "words": origin[1]}
     words = f"raised {error}" + (" — " + "; ".join(parts) if parts else "")
@@ -455,7 +456,8 @@ def _counterpart(s: Record, reference: list[Record]) -> Record | None:
     last = s.name.split(".")[-1]
     named = [r for r in reference if r.role == s.role and r.name.split(".")[-1] == last]
     same_function = [r for r in named if r.function == s.function]
-    return (same_function or named or [None])[-1]
+    found = same_function or named
+    return found[-1] if found else None
 
 
 def _shapes(s: Record, reference: list[Record]) -> set[tuple[int, ...] | None]:
