@@ -348,7 +348,13 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=0, help="print N named mutants drawn at random")
     parser.add_argument("--sample-values", type=int, default=0,
                         help="print N mutants named by what their values show (not by a crash's cause), drawn at random")
+    parser.add_argument("--sample-located", type=int, default=0,
+                        help="print N named and located mutants drawn at random: the name, the line located and the"
+                             " mutated line, each with its code, for a person to read")
+    parser.add_argument("--misses", action="store_true",
+                        help="print each killed mutant whose mutated line is not the line located (and what was)")
     parser.add_argument("--jsonl", type=Path, default=None, help="write one JSON line per mutant")
+    parser.add_argument("--keys", nargs="*", default=None, help="grade only these mutants (topic:number)")
     parser.add_argument("--draw", type=int, default=31, help="the random draws' seed")
     args = parser.parse_args()
     from bench import in_process as checks_util
@@ -357,7 +363,9 @@ def main() -> None:
     mutants = make_mutants(tuple(args.topics))
     made = Counter(m.topic for m in mutants)
     chosen = mutants
-    if args.limit:
+    if args.keys:
+        chosen = [m for m in mutants if m.key in set(args.keys)]
+    elif args.limit:
         chosen = random.Random(args.draw).sample(mutants, min(args.limit, len(mutants)))
     # the reference's results, computed once here and inherited by every forked child
     for exercise in sorted({e for m in chosen for e in m.exercises}):
@@ -408,6 +416,19 @@ def main() -> None:
           f" ({100.0 * len(at_line) / max(1, len(located)):.1f}%), a line located in {len(anywhere)}"
           f" ({100.0 * len(anywhere) / max(1, len(located)):.1f}%); specific (named by the values, or the mutated"
           f" line located) {len(specific)} ({100.0 * len(specific) / max(1, len(located)):.1f}%)")
+    if args.sample_located:
+        print_located_sample(rows, args.sample_located, args.draw)
+    if args.misses:
+        print("\n=== killed mutants not located at the mutated line")
+        for mutant, outcome, v in located:
+            if (mutant, outcome, v) in at_line:
+                continue
+            print(f"--- {mutant.key} (line {mutant.line}, {v}): {mutant.before}  ->  {mutant.after}")
+            for exercise, r in outcome.items():
+                where = r.get("where") if isinstance(r, dict) else None
+                first = next((f[3] for f in r.get("failing", [])), "") if isinstance(r, dict) else ""
+                print(f"  {exercise}: " + (f"line {where['line']}: {where['words'][:160]}" if where else
+                                           f"nothing located ({first[:120]})"))
     print("  named by (mutants whose names include each): "
           + ", ".join(f"{k} {n}" for k, n in by_family.most_common()))
     for count, verdicts in ((args.sample, ("named", "named (crash)")), (args.sample_values, ("named",))):
@@ -424,6 +445,28 @@ def main() -> None:
                     if f[1]:
                         print(f"  {exercise} {f[0]}: {f[1]} {f[2] or ''}\n    " + f[4].splitlines()[0][:300])
                         break
+
+
+def print_located_sample(rows: list[tuple[Mutant, dict[str, Any], str]], count: int, draw: int) -> None:
+    """``count`` named mutants with a location, drawn at random (seeded): per mutant its change and mutated line,
+    and per exercise that lost points the names said and the line located, each line with its code."""
+    located = [row for row in rows if row[2].startswith("named")
+               and any(isinstance(r, dict) and r.get("where") for r in row[1].values())]
+    print(f"\n=== {min(count, len(located))} of the {len(located)} named and located mutants, drawn at random")
+    for mutant, outcome, _ in random.Random(draw).sample(located, min(count, len(located))):
+        lines = mutant.source.splitlines()
+        mutated = lines[mutant.line - 1].strip() if 0 < mutant.line <= len(lines) else ""
+        at = "AT the mutated line" if mutated_line_located(mutant, outcome) else "elsewhere"
+        print(f"\n--- {mutant.key}: {mutant.before}  ->  {mutant.after} ({at})")
+        print(f"  mutated line {mutant.line}: {mutated[:160]}")
+        for exercise, r in outcome.items():
+            if not isinstance(r, dict) or r["score"] >= r["max"] - 1e-9:
+                continue
+            names = sorted({name for f in r["failing"] for name in [f[1], *f[2]] if name})
+            where = r.get("where")
+            print(f"  {exercise}: named {', '.join(names) or '(nothing)'}")
+            if where:
+                print(f"    located line {where['line']}: {where['code'][:140]}\n      {where['words'][:240]}")
 
 
 def mutated_line_located(mutant: Mutant, outcome: dict[str, Any]) -> bool:

@@ -287,13 +287,31 @@ class LiveSource:
         """Nothing to add: every check runs here."""
         return []
 
-    def locate(self, exercise_id: str, case: Case, student: ScriptResult, student_source: str) -> dict[str, Any] | None:
-        """Where the student's traced run of ``case`` leaves the reference's (:func:`grader.course.align.locate`)."""
+    def trace_reference(self, exercise_id: str, case: Case) -> ScriptResult | None:
+        """The reference's run of ``case`` with every intermediate recorded (:func:`grader.course.align.
+        reference_trace`), made while the sandbox runs the student's traced run; None where it fails."""
+        from grader.course import align
+
+        try:
+            return align.reference_trace(case, exercise_id.split(".", 1)[0])
+        except Exception:  # noqa: BLE001 - the grader's fault: locate then tries once more itself
+            return None
+
+    def locate(self, exercise_id: str, case: Case, student: ScriptResult, student_source: str,
+               reference: ScriptResult | None = None) -> dict[str, Any] | None:
+        """Where the student's traced run of ``case`` leaves the reference's (:func:`grader.course.align.locate`);
+        ``reference``: the reference's traced run when :meth:`trace_reference` made it already.
+
+        A location only adds to a verdict already reached: a fault of the locator itself (the grader's) leaves the
+        check without one, never the grading stopped."""
         from grader.course import align
 
         topic = exercise_id.split(".", 1)[0]
-        return align.locate(exercise_id, topic, student, align.reference_trace(case, topic), student_source,
-                            align.reference_source(topic))
+        try:
+            return align.locate(exercise_id, topic, student, reference or align.reference_trace(case, topic),
+                                student_source, align.reference_source(topic))
+        except Exception:  # noqa: BLE001 - the grader's fault: no location, the verdict stands
+            return None
 
 
 def grade(

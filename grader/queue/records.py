@@ -36,6 +36,7 @@ from typing import Any
 
 import sqlite_utils
 
+from grader.student.client.wire import where_of
 from grader.student.course import Course, parse_time
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.store import Store, jobs, results, utc_now
@@ -348,7 +349,7 @@ def exercise_of(store: Store, row: dict[str, Any], instructor: bool = False) -> 
     checks = [
         CheckResult(c["name"], bool(c["passed"]), c["score"], c["max_score"], c["message"] or "",
                     c["misconception"], c.get("figure"), c.get("also") or [],
-                    c.get("instructor_figure") if instructor else None)
+                    c.get("instructor_figure") if instructor else None, where_of(c))
         for c in store.check_results(row["id"])
     ]
     return ExerciseResult(row["exercise"], row["status"], row["score"], row["max_score"], checks,

@@ -319,15 +319,28 @@ def _graded(
     # Each exercise is evaluated as soon as its outcome arrives, by one evaluator thread,
     # while the sandboxed children run the others (the slots go on feeding their children).
     evaluated: dict[str, Future[ExerciseResult]] = {}
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluate") as evaluator:
+    locating: list[Workspace] = []  # the location's worker, started once a first exercise fails (see _located)
 
-        def evaluate(outcome: JobOutcome) -> None:
-            here = prepared[outcome.id]
-            evaluated[outcome.id] = evaluator.submit(
-                _exercise_result, outcome.id, here.seed, CHECKS[outcome.id], here.cases, outcome, here.expected, limits
-            )
+    def start_locating(done: Future[ExerciseResult]) -> None:
+        if not locating and done.exception() is None and _locatable(done.result(), source):
+            locating.append(prestart_workspace(limits, sandboxed, [done.result().id]))
 
-        run_cases(ingested, jobs, limits, on_outcome=evaluate, workspace=workspace, deps=deps)
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluate") as evaluator:
+
+            def evaluate(outcome: JobOutcome) -> None:
+                here = prepared[outcome.id]
+                evaluated[outcome.id] = evaluator.submit(
+                    _exercise_result, outcome.id, here.seed, CHECKS[outcome.id], here.cases, outcome, here.expected,
+                    limits
+                )
+                evaluated[outcome.id].add_done_callback(start_locating)
+
+            run_cases(ingested, jobs, limits, on_outcome=evaluate, workspace=workspace, deps=deps)
+    except BaseException:
+        for started in locating:
+            started.close()
+        raise
 
     exercises: list[ExerciseResult] = []
     for exercise_id in ids:
@@ -337,7 +350,7 @@ def _graded(
         else:
             exercises.append(evaluated[exercise_id].result())
     exercises = [_with_knock_on_note(ex, exercises, deps) for ex in exercises]
-    exercises = _located(exercises, prepared, source, folder, ingested, limits)
+    exercises = _located(exercises, prepared, source, folder, ingested, limits, locating[0] if locating else None)
     notices = sorted(set(ingested.refused.values())) + source.notices(ids)
     if getattr(source, "locate", None) is None and any(ex.status == "failed" for ex in exercises):
         notices.append(NEEDS_SERVER_TO_LOCATE)
@@ -356,13 +369,23 @@ NEEDS_SERVER_TO_LOCATE = ("the line of your code where a failing check goes wron
 LOCATE_CASES = 2
 
 
+def _locatable(ex: ExerciseResult, source: Source) -> bool:
+    """Whether ``ex`` is one :func:`_located` seeks a location for: failed, on the CPU, graded by a source that
+    locates (live grading)."""
+    from grader.student.engine.checks import CHECKS
+
+    return getattr(source, "locate", None) is not None and ex.status == "failed" and not CHECKS[ex.id].needs_opencl
+
+
 def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], source: Source, folder: Path,
-             ingested: Ingested, limits: Limits) -> list[ExerciseResult]:
+             ingested: Ingested, limits: Limits, workspace: Workspace | None = None) -> list[ExerciseResult]:
     """``exercises`` with each failing comparison's location (``CheckResult.where``, said first in its message).
 
     Only a source that can run the reference (``source.locate``: live grading) locates; a correct submission
     runs nothing here. The failing cases run once more in the sandbox with the topic's lines recorded
     (:func:`grader.student.engine.trace.traced`), and ``source.locate`` aligns them with the reference's.
+    ``workspace``: the worker started for it as soon as a first exercise failed (its start overlaps the other
+    exercises' evaluation); closed here.
     """
     from grader.student.engine.checks import CHECKS
     from grader.student.engine.trace import traced
@@ -370,12 +393,14 @@ def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], sou
     locate = getattr(source, "locate", None)
     wanted: dict[str, list[str]] = {}
     for ex in exercises:
-        if locate is None or ex.status != "failed" or CHECKS[ex.id].needs_opencl:
+        if not _locatable(ex, source):
             continue
         cases = list(dict.fromkeys(c.case for c in ex.checks if not c.passed and c.case))[:LOCATE_CASES]
         if cases:
             wanted[ex.id] = cases
     if locate is None or not wanted:
+        if workspace is not None:
+            workspace.close()
         return exercises
     jobs = []
     for exercise_id, names in wanted.items():
@@ -383,7 +408,12 @@ def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], sou
         topic = exercise_id.split(".", 1)[0]
         jobs.append(Job(exercise_id, [traced(by_name[name], topic) for name in names],
                         float(CHECKS[exercise_id].timeout), False))
-    outcomes = run_cases(ingested, jobs, limits)
+    ahead = getattr(source, "trace_reference", None)  # the reference's traces, made while the sandbox runs
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="locate") as pool:
+        references = {(exercise_id, name): pool.submit(ahead, exercise_id, case)
+                      for exercise_id, names in wanted.items() for name in names
+                      for case in prepared[exercise_id].cases if case.name == name} if ahead is not None else {}
+        outcomes = run_cases(ingested, jobs, limits, workspace=workspace)
     located = []
     for ex in exercises:
         outcome = outcomes.get(ex.id)
@@ -396,7 +426,9 @@ def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], sou
         places: dict[str, dict[str, Any] | None] = {}
         for name in wanted[ex.id]:
             result = outcome.results.get(f"{name}~trace")
-            places[name] = locate(ex.id, by_name[name], result, text) if result is not None and text else None
+            reference = references[(ex.id, name)].result() if (ex.id, name) in references else None
+            places[name] = locate(ex.id, by_name[name], result, text, reference) \
+                if result is not None and text else None
         checks = [_with_where(c, places.get(c.case)) if not c.passed else c for c in ex.checks]
         located.append(dataclasses.replace(ex, checks=checks))
     return located

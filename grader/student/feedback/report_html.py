@@ -57,6 +57,7 @@ CSS = """
 .ng-report .ng-mistakes li{margin:0.35em 0}
 .ng-report .ng-check{border:1px solid #e2e2e2;border-radius:6px;padding:0.4em 0.8em;margin:0.7em 0}
 .ng-report .ng-note{color:#555}
+.ng-report .ng-where code{background:#f6f6f6;padding:0.05em 0.3em;border-radius:3px;overflow-wrap:anywhere}
 .ng-report a{color:#0b57a4}
 """ + drawing.CSS
 
@@ -142,9 +143,12 @@ def check_html(ex: ExerciseResult, group: list[CheckResult], seen: set[tuple[str
     a pointer to the shared cause it states), the picture."""
     check = group[0]
     pointer = page.pointer(check.message)
-    body = diagnosis_lines(check) + ([] if pointer else once_per_traceback(check.message.splitlines(), seen))
+    message = check.message.splitlines()
+    if check.where and message and message[0].startswith("Where:"):
+        message = message[1:]  # (said by where_html, the location's own line)
+    body = diagnosis_lines(check) + ([] if pointer else once_per_traceback(message, seen))
     parts = [f'<div class="ng-check" id="{anchor(ex, check)}"><h3>{esc(", ".join(c.name for c in group))} '
-             f'<span class="ng-note">({group_points(group)})</span></h3>']
+             f'<span class="ng-note">({group_points(group)})</span></h3>', where_html(check)]
     if body:
         parts.append(f"<pre>{esc(chr(10).join(body))}</pre>")
     if pointer:
@@ -153,6 +157,19 @@ def check_html(ex: ExerciseResult, group: list[CheckResult], seen: set[tuple[str
         parts.append(drawing.figure_html(check.figure))
     parts.append("</div>")
     return "".join(parts)
+
+
+def where_html(check: CheckResult) -> str:
+    """The line of the student's own file where a failing check's computation leaves the reference's
+    (``check.where``): file:line, the code line, and what was found there; "" when nothing was located."""
+    if not check.where:
+        return ""
+    where = check.where
+    first = check.message.splitlines()[0] if check.message else ""
+    said = where.get("words") or (first.split(" — ", 1)[1] if first.startswith("Where:") and " — " in first else "")
+    words = f" — {esc(said)}" if said else ""  # (a report rebuilt from the store: the words are the message's)
+    return (f'<p class="ng-where">Where: <code>{esc(where.get("file", ""))}:{esc(where.get("line", ""))}</code> '
+            f'<code>{esc(where.get("code", ""))}</code>{words}</p>')
 
 
 def exercise_html(ex: ExerciseResult, page: Page) -> str:

@@ -96,6 +96,7 @@ def record(db: sqlite_utils.Database, report: GradeReport, grader_version: str, 
                 **({"instructor_figure": figure_text(c.instructor_figure)}
                    if c.instructor_figure is not None else {}),
                 **({"also": json.dumps(list(c.also))} if c.also else {}),
+                **({"location": json.dumps(c.to_json()["where"])} if c.where else {}),
             }
             for c in ex.checks
         )
@@ -132,11 +133,12 @@ def submissions(db: sqlite_utils.Database, student: str | None = None, exercise:
 
 
 def check_results(db: sqlite_utils.Database, submission_id: int) -> list[dict[str, Any]]:
-    """The check rows of a submission in grading order; ``passed`` as bool, ``figure`` and ``instructor_figure``
-    parsed dicts (None when none or unreadable), ``also`` a list."""
+    """The check rows of a submission in grading order; ``passed`` as bool, ``figure``, ``instructor_figure`` and
+    ``where`` (the stored ``location``) parsed dicts (None when none or unreadable), ``also`` a list."""
     rows = db.query("SELECT * FROM check_results WHERE submission_id = ? ORDER BY id", [submission_id])
     return [dict(row, passed=bool(row["passed"]), figure=figure_of_text(row.get("figure")),
-                 also=also_of_text(row.get("also")), instructor_figure=figure_of_text(row.get("instructor_figure")))
+                 also=also_of_text(row.get("also")), instructor_figure=figure_of_text(row.get("instructor_figure")),
+                 where=figure_of_text(row.get("location")))
             for row in rows]
 
 

@@ -337,9 +337,15 @@ def m12_practice_schedule(db: sqlite_utils.Database) -> None:
                                     "mastered": int, "reviewed": str}, pk=("student", "concept"))
 
 
+def m13_check_locations(db: sqlite_utils.Database) -> None:
+    """Version 13: where a failing check's computation leaves the reference's (``CheckResult.where``, round 5's
+    location: ``{"file", "line", "code"}``) as compact JSON, NULL when nothing was located."""
+    db.table("check_results").add_column("location", str)
+
+
 Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[Migration] = [
     m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures, m8_held_jobs,
-    m9_file_blobs, m10_instructor_figures, m11_lti, m12_practice_schedule,
+    m9_file_blobs, m10_instructor_figures, m11_lti, m12_practice_schedule, m13_check_locations,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -21,6 +21,7 @@ the same kind of bounds (``StatCheck``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import partial
@@ -113,13 +114,22 @@ class StatCheck(Check):
     peers: list["StatCheck"] = field(default_factory=list, repr=False)
 
     def run(self, ctx: Context) -> CheckResult:
+        """The judge's verdict; a failing one carries the last case the judge read (the one that failed it: where
+        a location is sought, as a comparison's case)."""
         assert self.judge is not None
-        verdict = self.judge(ctx.student_result)
+        read: list[str] = []
+
+        def student_result(case: str) -> ScriptResult:
+            read.append(case)
+            return ctx.student_result(case)
+
+        verdict = self.judge(student_result)
         if verdict.ok:
             return result(self.name, self.points, True)
         mistake = self.match(ctx, verdict) if verdict.fingerprint is not None else None
         figure = verdict.figure() if verdict.figure is not None else None
-        return result(self.name, self.points, False, verdict.message, mistake, figure)
+        failed = result(self.name, self.points, False, verdict.message, mistake, figure)
+        return dataclasses.replace(failed, case=read[-1]) if read else failed
 
     def match(self, ctx: Context, verdict: Verdict) -> Mistake | None:
         """The known mistake that fails this check the way the student does (see the class docstring)."""
