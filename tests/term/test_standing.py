@@ -274,13 +274,16 @@ POLICIES = {
 
 
 def canvas_points(db: Path, course: Course, now: datetime) -> dict[str, str]:
-    """ann's row of the Canvas gradebook export, by column title."""
+    """ann's row of the Canvas gradebook export, by column title (the Moodle export has the same columns)."""
     from grader.term import class_report
 
     with Store.open(db) as store:
         report = class_report.build(store, course=store.effective_course(course), with_mistakes=False,
                                     with_items=False, generated_at=now.isoformat(timespec="seconds"))
     rows = list(csv.reader(io.StringIO(class_report.format_canvas(report))))
+    moodle = next(csv.reader(io.StringIO(class_report.format_moodle(report))))
+    assert [t for t in rows[0] if t.startswith("Exercises:")] == [t.split(" (%")[0] for t in moodle
+                                                                    if t.startswith("Exercises:")]  # the same columns
     return dict(zip(rows[0], next(r for r in rows if r[2] == "ann"), strict=True))
 
 
