@@ -204,29 +204,29 @@ def test_a_fault_of_the_locator_leaves_the_check_without_a_location(monkeypatch:
 @pytest.mark.slow
 def test_a_correct_submission_starts_no_location_worker_and_traces_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The location's cost is a wrong submission's alone: no second worker, no reference trace, no alignment."""
+    """The location's cost is a wrong submission's alone: no second sandbox run, no reference trace, no alignment."""
     from grader.course.grading import LiveSource, grade
     from grader.student.engine import grading as engine_grading
 
-    started: list[list[str]] = []
-    prestart = engine_grading.prestart_workspace
+    runs: list[list[str]] = []
+    run_cases = engine_grading.run_cases
 
-    def counted(limits: object, sandboxed: bool, ids: list[str]) -> object:
-        started.append(list(ids))
-        return prestart(limits, sandboxed, ids)  # type: ignore[arg-type]
+    def counted(submission: object, jobs: list, *args: object, **kwargs: object) -> object:
+        runs.append([job.id for job in jobs])
+        return run_cases(submission, jobs, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(engine_grading, "prestart_workspace", counted)
+    monkeypatch.setattr(engine_grading, "run_cases", counted)
     monkeypatch.setattr(LiveSource, "trace_reference", lambda *a: pytest.fail("a correct submission traced"))
     monkeypatch.setattr(LiveSource, "locate", lambda *a: pytest.fail("a correct submission ran the locator"))
     folder, _ = _solved(tmp_path, "activations")
     assert grade(folder, ["activations.ReLU"], "alice").exercises[0].status == "passed"
-    assert started == [["activations.ReLU"]]  # the grading's own workers only
+    assert runs == [["activations.ReLU"]]  # the grading's own sandbox run only
     monkeypatch.undo()
-    monkeypatch.setattr(engine_grading, "prestart_workspace", counted)
+    monkeypatch.setattr(engine_grading, "run_cases", counted)
     wrong, _ = _solved(tmp_path / "wrong", "activations", "return np.where(self.x > 0, dout, 0.0)",
                        "return np.where(self.x > 0, 2 * dout, 0.0)")
     report = grade(wrong, ["activations.ReLU"], "alice")
-    assert report.exercises[0].status == "failed" and len(started) == 3  # then one more, for the location
+    assert report.exercises[0].status == "failed" and len(runs) == 3  # then one more, traced, for the location
     assert any(c.where for c in report.exercises[0].checks)
 
 

@@ -319,28 +319,15 @@ def _graded(
     # Each exercise is evaluated as soon as its outcome arrives, by one evaluator thread,
     # while the sandboxed children run the others (the slots go on feeding their children).
     evaluated: dict[str, Future[ExerciseResult]] = {}
-    locating: list[Workspace] = []  # the location's worker, started once a first exercise fails (see _located)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluate") as evaluator:
 
-    def start_locating(done: Future[ExerciseResult]) -> None:
-        if not locating and done.exception() is None and _locatable(done.result(), source):
-            locating.append(prestart_workspace(limits, sandboxed, [done.result().id]))
+        def evaluate(outcome: JobOutcome) -> None:
+            here = prepared[outcome.id]
+            evaluated[outcome.id] = evaluator.submit(
+                _exercise_result, outcome.id, here.seed, CHECKS[outcome.id], here.cases, outcome, here.expected, limits
+            )
 
-    try:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluate") as evaluator:
-
-            def evaluate(outcome: JobOutcome) -> None:
-                here = prepared[outcome.id]
-                evaluated[outcome.id] = evaluator.submit(
-                    _exercise_result, outcome.id, here.seed, CHECKS[outcome.id], here.cases, outcome, here.expected,
-                    limits
-                )
-                evaluated[outcome.id].add_done_callback(start_locating)
-
-            run_cases(ingested, jobs, limits, on_outcome=evaluate, workspace=workspace, deps=deps)
-    except BaseException:
-        for started in locating:
-            started.close()
-        raise
+        run_cases(ingested, jobs, limits, on_outcome=evaluate, workspace=workspace, deps=deps)
 
     exercises: list[ExerciseResult] = []
     for exercise_id in ids:
@@ -350,7 +337,7 @@ def _graded(
         else:
             exercises.append(evaluated[exercise_id].result())
     exercises = [_with_knock_on_note(ex, exercises, deps) for ex in exercises]
-    exercises = _located(exercises, prepared, source, folder, ingested, limits, locating[0] if locating else None)
+    exercises = _located(exercises, prepared, source, folder, ingested, limits)
     notices = sorted(set(ingested.refused.values())) + source.notices(ids)
     if getattr(source, "locate", None) is None and any(ex.status == "failed" for ex in exercises):
         notices.append(NEEDS_SERVER_TO_LOCATE)
@@ -378,14 +365,13 @@ def _locatable(ex: ExerciseResult, source: Source) -> bool:
 
 
 def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], source: Source, folder: Path,
-             ingested: Ingested, limits: Limits, workspace: Workspace | None = None) -> list[ExerciseResult]:
+             ingested: Ingested, limits: Limits) -> list[ExerciseResult]:
     """``exercises`` with each failing comparison's location (``CheckResult.where``, said first in its message).
 
     Only a source that can run the reference (``source.locate``: live grading) locates; a correct submission
     runs nothing here. The failing cases run once more in the sandbox with the topic's lines recorded
     (:func:`grader.student.engine.trace.traced`), and ``source.locate`` aligns them with the reference's.
-    ``workspace``: the worker started for it as soon as a first exercise failed (its start overlaps the other
-    exercises' evaluation); closed here.
+    The reference's traces (``source.trace_reference``) are made in a thread while the sandbox runs.
     """
     from grader.student.engine.checks import CHECKS
     from grader.student.engine.trace import traced
@@ -399,8 +385,6 @@ def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], sou
         if cases:
             wanted[ex.id] = cases
     if locate is None or not wanted:
-        if workspace is not None:
-            workspace.close()
         return exercises
     jobs = []
     for exercise_id, names in wanted.items():
@@ -413,7 +397,7 @@ def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], sou
         references = {(exercise_id, name): pool.submit(ahead, exercise_id, case)
                       for exercise_id, names in wanted.items() for name in names
                       for case in prepared[exercise_id].cases if case.name == name} if ahead is not None else {}
-        outcomes = run_cases(ingested, jobs, limits, workspace=workspace)
+        outcomes = run_cases(ingested, jobs, limits)
     located = []
     for ex in exercises:
         outcome = outcomes.get(ex.id)
