@@ -679,8 +679,11 @@ def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, i
     "!" for a crash or a time-out, a wrong answer plain), ``g<k>`` (the group
     the chapter filter keeps; -1 for a quiz chapter that is no exercise group),
     the score as text, a diamond when the latest upload has a named mistake,
-    and a ``title`` for hover: the exercise, the score, the status and the
-    named mistake with its sentence. Screen readers read the same words
+    a dagger when exam mode holds the score from the student, and a ``title``
+    for hover: the exercise, the score, the status, the named mistake with its
+    sentence and the cell's marks in the model's words (``ExerciseCell.marks``:
+    "held from the student until T", "late: counts 70%", "extension: due T",
+    "regrade accepted", "rescored"). Screen readers read the same words
     ("not submitted", "crashed", "named mistake: ...") from hidden text.
     """
     parts: list[str] = []
@@ -714,6 +717,12 @@ def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, i
             if c.override is not None:
                 title += ", override"
                 marks += '&#9998;<span class="sr-only"> override</span>'
+            held = [m for m in c.marks if "held from the student" in m]
+            if held:
+                marks += '&#8224;'
+            if c.marks:  # the model's words (standing.cell_marks): what the student sees of this score
+                title += "; " + escape("; ".join(c.marks))
+                marks += f'<span class="sr-only"> {escape("; ".join(c.marks))}</span>'
             lead = f'<span aria-hidden="true">{mark}</span>' if mark else ""
             classes = " ".join(filter(None, ("c", f"b-{band(c.fraction)}", look, "g", f"g{k}")))
             parts.append(f'<td class="{classes}" title="{title}">{lead}{text}{marks}</td>')

@@ -115,6 +115,12 @@ def held_label(release: datetime | None) -> str:
     return f"received, feedback at {format_time(release)}"
 
 
+def held_from_student(release: datetime | None, show_score: bool = False) -> str:
+    """What the instructor reads beside a held exercise's score (they see it; the student does not until T):
+    "held from the student until T", or "feedback held from the student until T" when the score is shown."""
+    return f"{'feedback ' if show_score else ''}held from the student until {format_time(release)}"
+
+
 def held_exercise(ex: ExerciseResult, release: datetime | None, show_score: bool) -> ExerciseResult:
     """An exercise's result as a student sees it before the release: "received, feedback at T", no checks (status
     ``received``, no score) or, with ``show_score``, its score with that line (status ``graded``)."""

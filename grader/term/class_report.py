@@ -41,7 +41,7 @@ from grader.student.engine.model import at_full_marks
 from grader import quiz as quiz_lib
 from grader.student.course import DEFAULT_COURSE, Course, counted_score, parse_time
 from grader.student.standing import format_time
-from grader.term import standing
+from grader.term import regrade, standing
 from grader.term.progress import DEFAULT_MAX_SCORE
 from grader.quiz import Quiz
 from grader.student.feedback.report import format_score, mistake_entry, round_score, status_style
@@ -68,6 +68,7 @@ class ExerciseCell:
     override: float | None = None  # the instructor's manual score, which counts instead of the graded one
     override_comment: str = ""
     graded_score: float = 0.0  # the counted graded score, whatever the override
+    marks: tuple[str, ...] = ()  # what the student sees of it, in the model's words (standing.cell_marks)
 
     @property
     def scored(self) -> bool:
@@ -95,6 +96,7 @@ class ExerciseCell:
             "mistakes": list(self.mistakes),
             "message": self.message,
             "late": self.late,
+            "marks": list(self.marks),
             "graded_score": round(self.graded_score, 6) if self.attempts else None,
             "override": None if self.override is None else {"score": self.override, "comment": self.override_comment},
         }
@@ -479,6 +481,8 @@ def build(
     wins where both name a student.
     """
     course = store.effective_course(course or DEFAULT_COURSE)  # with the dashboard's extensions
+    generated_at = generated_at or datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = parse_time(generated_at)
     ids = list(exercise_ids) if exercise_ids is not None else list(catalogue.EXERCISES)
     quizzes = list(quizzes or [])
     submissions = store.submission_rows()
@@ -520,6 +524,9 @@ def build(
         last_answer[row["student"]] = max(row["last_at"], last_answer.get(row["student"], ""))
     log = store.score_overrides()
     overridden = overrides_in_force(log)
+    rescored = {(r["student"], r["exercise"]) for r in submissions if r.get("rescoring_id") is not None}
+    regraded = {(r["student"], r["exercise"]) for r in regrade.requests(store, status="answered")
+                if r["override"] is not None}
 
     students: list[StudentRow] = []
     for name in names:
@@ -540,6 +547,10 @@ def build(
                 cell.override = float(override["score"])
                 cell.override_comment = str(override["comment"])
                 cell.best_score = cell.override
+            if cell.scored:
+                cell.marks = standing.cell_marks(
+                    course, ex, name, now, late=cell.late, rescored=(name, ex) in rescored,
+                    regrade_accepted=(name, ex) in regraded and override is not None)
             cells[ex] = cell
         standings, points = quiz_standings(quizzes, answers_of.get(name, []))
         entry = roster.get(name, {})
@@ -568,7 +579,7 @@ def build(
         )
 
     return ClassReport(
-        generated_at=generated_at or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        generated_at=generated_at,
         exercise_ids=ids,
         chapters=[(q.chapter, q.title) for q in quizzes],
         students=students,

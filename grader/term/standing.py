@@ -85,6 +85,33 @@ def student_progress(doc: dict[str, Any], course: Course, now: datetime) -> dict
     return doc
 
 
+def cell_marks(course: Course, exercise: str, student: str, now: datetime, *, late: bool = False,
+               regrade_accepted: bool = False, rescored: bool = False) -> tuple[str, ...]:
+    """What the instructor's dashboard says beside ``student``'s counted score of ``exercise`` at ``now``, in the
+    words the student reads, so the instructor sees what the student sees:
+
+    - "held from the student until T" (exam mode: the student sees "received, feedback at T"; "feedback held ..."
+      when the chapter shows the score);
+    - "late: counts S%" (the counted upload was late; the chapter's late rule, :func:`standing.late_work`);
+    - "extension: due T" (the student's own dates, :meth:`Course.extension_for`);
+    - "regrade accepted" (an answered regrade request's score is in force), "rescored" (the counted result is a
+      rescoring's)."""
+    chapter = course.chapter_of(exercise, student)
+    marks: list[str] = []
+    if chapter is not None:
+        if chapter.feedback_hidden(now):
+            marks.append(standing.held_from_student(chapter.release_feedback, chapter.show_score))
+        if late:
+            marks.append(f"late: {standing.late_work(chapter)}")
+        if course.extension_for(chapter.name, student) is not None:
+            marks.append(f"extension: due {standing.format_time(chapter.due or chapter.closes_at())}")
+    if regrade_accepted:
+        marks.append("regrade accepted")
+    if rescored:
+        marks.append("rescored")
+    return tuple(marks)
+
+
 def visible_chapters(course: Course, now: datetime) -> set[str]:
     """The chapters whose scores a student may see at ``now`` (and so the LMS may receive): every chapter but
     those whose exam feedback is held without ``show_score``."""

@@ -56,6 +56,12 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         server.stop()
 
 
+def widest_table(page: Any) -> float:
+    """The right edge of the widest table of the page's main, in CSS pixels (the window's width: it fits)."""
+    return float(page.evaluate("Math.max(0, ...Array.from(document.querySelectorAll('main table'))"
+                               ".map(t => t.getBoundingClientRect().right))"))
+
+
 def logged_in(browser: Any, course: dict[str, Any], width: int, who: str) -> tuple[Any, Watched]:  # noqa: F811
     context = browser.new_context(viewport={"width": width, "height": 900})
     watched = Watched(context.new_page())
@@ -82,6 +88,8 @@ def test_the_student_page_holds_the_exam_and_withholds_the_fix(browser: Any, cou
         assert_accessible(page, f"held exam upload at {width}px")
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"standing-exam-held-{width}.png"), full_page=True)
+        # the "received, feedback at T" cell wraps: no table wider than the window, no horizontal scroll
+        assert watched.overflow() <= 0 and widest_table(page) <= width, (width, widest_table(page))
         page.goto(f"{course['url']}/student/submissions/{course['jobs']['derive']}")
         text = page.inner_text("main")
         assert FIX not in text and "running_var follows the biased batch variance" in text
@@ -110,6 +118,9 @@ def test_the_drill_down_shows_the_instructor_the_model_total(browser: Any, cours
         assert total == 9.0 and re.search(r"^9 / \d+\nexercise points", text, re.M)  # the held score counts for them
         whole = page.text_content("main") or ""  # (the reports sit in closed <details>)
         assert "SECRET dx differs" in whole and FIX in whole  # the instructor sees every upload whole
+        # ... and the held score marked as the model says it: held from the student until T
+        release = standing.format_time(datetime.fromisoformat(iso(3).replace("Z", "+00:00")))
+        assert f"held from the student until {release}" in text
         assert_accessible(page, f"drill-down at {width}px")
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"standing-drill-down-{width}.png"), full_page=True)

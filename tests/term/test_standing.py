@@ -10,6 +10,7 @@ import csv
 import dataclasses
 import io
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 
 import grader.mistakes  # noqa: F401  (registers the known mistakes' sentences, fixes and hints)
 from grader.queue import records
+from grader.term import class_report
 from grader.server.app import closed_chapters
 from grader.student import standing
 from grader.student.client.remote import closed_course, closed_lines
@@ -215,7 +217,8 @@ class Policy:
     ``counted``: the course's counted score of BatchNorm1d the model gives (None: held by exam mode, in no total);
     ``shares``: the late shares the server names for the upload; ``then``: what happens after the upload
     (an accepted regrade request, a rescoring); ``hours``: when the upload was made, from now; ``state``: the
-    words the chapter's state is said with, wherever a student reads its dates."""
+    words the chapter's state is said with, wherever a student reads its dates; ``marks``: what the instructor's
+    dashboard says beside the score (grader/term/standing.py ``cell_marks``), "T+h" the time NOW + h hours."""
 
     text: str
     counted: float | None = 4.0
@@ -223,6 +226,7 @@ class Policy:
     then: Callable[[Path, int], None] | None = None
     hours: float = -1 / 12
     state: str = ""
+    marks: tuple[str, ...] = ()
 
 
 def accept_regrade(db: Path, job: int) -> None:
@@ -256,20 +260,25 @@ def rescored(db: Path, job: int) -> None:
 LATE = chapter_toml("normalization", ["normalization"], due=iso(-1), late_penalty="0.3", late_until=iso(24))
 POLICIES = {
     "on time": Policy(chapter_toml("normalization", ["normalization"], due=iso(24)), state="is open until"),
-    "late with a share": Policy(LATE, 2.8, {"normalization.BatchNorm1d": 0.7}, state="late uploads count 70%"),
+    "late with a share": Policy(LATE, 2.8, {"normalization.BatchNorm1d": 0.7}, state="late uploads count 70%",
+                                marks=("late: counts 70%",)),
     "extension": Policy(LATE + f'[[extension]]\nstudent = "ann"\nchapter = "normalization"\ndue = {iso(24)}\n'
-                               'reason = "r"\n', state="is open until"),
+                               'reason = "r"\n', state="is open until", marks=("extension: due T+24",)),
     "exam before opening": Policy(chapter_toml("normalization", ["normalization"], opens=iso(1), due=iso(2),
-                                               release_feedback=iso(3)), None, state="opens at"),
+                                               release_feedback=iso(3)), None, state="opens at",
+                                  marks=("held from the student until T+3",)),
     "exam open and held": Policy(chapter_toml("normalization", ["normalization"], opens=iso(-2), due=iso(1),
-                                              release_feedback=iso(3)), None, state="feedback at"),
+                                              release_feedback=iso(3)), None, state="feedback at",
+                                 marks=("held from the student until T+3",)),
     "exam released": Policy(chapter_toml("normalization", ["normalization"], opens=iso(-3), due=iso(-2),
                                          release_feedback=iso(-1)), hours=-2.5, state="closed at"),
     "scaffolding derive": Policy('[scaffolding.exercises]\n"normalization.BatchNorm1d" = "derive"\n'),
     "scaffolding contract": Policy('[scaffolding]\nlevel = "contract"\n'),
     "scaffolding guided": Policy(""),
-    "regrade accepted": Policy(chapter_toml("normalization", ["normalization"], due=iso(24)), 7.0, then=accept_regrade),
-    "rescored": Policy(chapter_toml("normalization", ["normalization"], due=iso(24)), 6.0, then=rescored),
+    "regrade accepted": Policy(chapter_toml("normalization", ["normalization"], due=iso(24)), 7.0, then=accept_regrade,
+                               marks=("regrade accepted",)),
+    "rescored": Policy(chapter_toml("normalization", ["normalization"], due=iso(24)), 6.0, then=rescored,
+                       marks=("rescored",)),
 }
 
 
@@ -285,6 +294,20 @@ def canvas_points(db: Path, course: Course, now: datetime) -> dict[str, str]:
     assert [t for t in rows[0] if t.startswith("Exercises:")] == [t.split(" (%")[0] for t in moodle
                                                                     if t.startswith("Exercises:")]  # the same columns
     return dict(zip(rows[0], next(r for r in rows if r[2] == "ann"), strict=True))
+
+
+def local_progress(db: Path, options: list[str], handout: bool = False) -> dict[str, Any]:
+    """`grade progress --local --json` over ``db`` for ann: the instructor's command, or the handout's."""
+    from click.testing import CliRunner
+
+    from grader.cli import cli
+    from grader.student.cli import HANDOUT, progress_command
+
+    command = progress_command(HANDOUT) if handout else cli
+    args = ([] if handout else ["progress"]) + ["--local", "--db", str(db), "--student", "ann", "--json", *options]
+    done = CliRunner().invoke(command, args)
+    assert done.exit_code == 0, done.output
+    return dict(json.loads(done.output))
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))
@@ -372,6 +395,33 @@ def test_policy_by_view_matrix(tmp_path: Path, policy: str) -> None:
         cell = env["client"].get("/instructor/export/class.json", headers=teacher).json()
         ann = next(s for s in cell["students"] if s["student"] == "ann")["exercises"]["normalization.BatchNorm1d"]
         assert ann["best_score"] == (4.0 if held else case.counted)
+        marks = [re.sub(r"T\+(\d+)", lambda m: standing.format_time(NOW + timedelta(hours=int(m[1]))), m)
+                 for m in case.marks]
+        assert ann["marks"] == marks  # the model's words, the held one marked
+        # the dashboard's drill-down: the same counted total and maximum, the marks, and no fix in what it says of
+        # the student's standing where the level withholds it (the instructor's copies of the reports are whole)
+        drill = env["client"].get("/instructor/students/ann", headers=teacher).text.replace("&#39;", "'")
+        with Store.open(env["db"]) as store:
+            row_of = class_report.build(store, course=course, with_items=False).student("ann")
+        assert row_of is not None
+        assert f"{row_of.total:g} / {row_of.max_total:g}</div><div class=\"label\">exercise points" in drill
+        assert row_of.total == (4.0 if held else case.counted)
+        assert row_of.max_total == progress["max_score"] + (8.0 if held else 0.0)  # the student's, and the held one
+        standing_html = drill.split("<h3>Exercises</h3>")[1].split("</table>")[0]
+        for mark in marks:
+            assert f">{mark}</span>" in standing_html, (policy, mark)
+        assert ("held from the student" in standing_html) is held and "late</span>" not in standing_html
+        assert FIX not in standing_html and FIX not in json.dumps(ann)
+        # local `grade progress`: the instructor's over the same store with the same course (--course) counts what
+        # the dashboard counts; the handout's (its own public checks, no course) says what counts is the record
+        instructor = local_progress(env["db"], ["--course", str(tmp_path / "course.toml")])
+        mine = next(e for c in instructor["chapters"] for e in c["exercises"] if e["id"] == "normalization.BatchNorm1d")
+        assert mine["best_score"] == row_of.exercises["normalization.BatchNorm1d"].best_score, policy
+        assert FIX not in json.dumps(instructor)
+        handout = local_progress(env["db"], [], handout=True)
+        theirs = next(e for c in handout["chapters"] for e in c["exercises"] if e["id"] == "normalization.BatchNorm1d")
+        assert theirs["max_score"] == 8.0 and FIX not in json.dumps(handout)
+        assert theirs["best_score"] == {"rescored": 6.0, "regrade accepted": 7.0}.get(policy, 4.0)  # no late rule
 
 
 def test_gradescope_results_hold_the_exam_and_withhold_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

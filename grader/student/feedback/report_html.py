@@ -48,6 +48,7 @@ CSS = """
 .ng-report .ng-label{display:inline-block;font-weight:700;font-size:0.85em;padding:0.05em 0.45em;border-radius:3px;
   white-space:nowrap}
 .ng-report th{white-space:nowrap}
+.ng-report td.ng-held{white-space:normal}
 .ng-report td{overflow-wrap:break-word}
 .ng-report .ng-cause{border:1px solid #e2c3b5;border-left:4px solid #D55E00;border-radius:6px;padding:0.4em 0.8em;
   margin:0.7em 0}
@@ -234,8 +235,9 @@ def body_html(report: GradeReport, text_href: str = TEXT_HREF,
     for ex in report.exercises:
         label, colour = exercise_label(ex)
         name = name_html(ex.id) if label == STATUS_LABELS["passed"][0] else f'<a href="#{anchor(ex)}">{name_html(ex.id)}</a>'
+        held = " ng-held" if ex.feedback_held else ""  # "received, feedback at T" wraps on a phone
         rows.append(f'<tr><td>{label_html(label, colour)}</td><td class="ng-name">{name}</td>'
-                    f'<td class="ng-num">{esc(score_text(ex))}</td></tr>')
+                    f'<td class="ng-num{held}">{esc(score_text(ex))}</td></tr>')
     parts.append('<table><thead><tr><th scope="col">Status</th><th scope="col">Exercise</th>'
                  f'<th scope="col" class="ng-num">Score</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
     todo = [ex for ex in report.exercises if ex.status == "not_implemented"]

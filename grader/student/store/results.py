@@ -154,7 +154,7 @@ def current_mistakes(db: sqlite_utils.Database, student: str) -> list[dict[str, 
 def submission_rows(db: sqlite_utils.Database) -> list[dict[str, Any]]:
     """Every submission's scoring columns (no output), oldest upload first: one query for a whole class."""
     return list(db.query(
-        "SELECT id, attempt_id, student, exercise, score, max_score, status, started_at, message "
+        "SELECT id, attempt_id, student, exercise, score, max_score, status, started_at, message, rescoring_id "
         "FROM submissions WHERE superseded_by IS NULL ORDER BY started_at, id"))
 
 
