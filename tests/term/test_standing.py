@@ -398,6 +398,9 @@ def test_policy_by_view_matrix(tmp_path: Path, policy: str) -> None:
         marks = [re.sub(r"T\+(\d+)", lambda m: standing.format_time(NOW + timedelta(hours=int(m[1]))), m)
                  for m in case.marks]
         assert ann["marks"] == marks  # the model's words, the held one marked
+        overview = env["client"].get("/instructor/", headers=teacher).text.replace("&#39;", "'")
+        assert all(mark in overview for mark in marks)  # the grid cell's hover and screen-reader text
+        assert ('&#8224;<span class="sr-only"> held from the student until' in overview) is held  # its dagger
         # the dashboard's drill-down: the same counted total and maximum, the marks, and no fix in what it says of
         # the student's standing where the level withholds it (the instructor's copies of the reports are whole)
         drill = env["client"].get("/instructor/students/ann", headers=teacher).text.replace("&#39;", "'")
