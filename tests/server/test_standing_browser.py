@@ -124,6 +124,12 @@ def test_the_drill_down_shows_the_instructor_the_model_total(browser: Any, cours
         assert_accessible(page, f"drill-down at {width}px")
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"standing-drill-down-{width}.png"), full_page=True)
+        page.goto(f"{course['url']}/instructor/")  # the overview's cell: the held score with its dagger
+        cell = page.locator("td[title*='activations.ReLU']")
+        assert cell.inner_text().startswith("5") and "\u2020" in cell.inner_text()
+        assert f"held from the student until {release}" in (cell.get_attribute("title") or "")
+        assert_accessible(page, f"overview with a held score at {width}px")
+        page.screenshot(path=str(ARTIFACTS / f"standing-overview-{width}.png"), full_page=True)
         assert watched.problems == []
     finally:
         context.close()
