@@ -711,15 +711,13 @@ def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, i
                     title += f" (and {escape(', '.join(c.mistakes[1:]))})"
                 marks += f'<span class="mk" aria-hidden="true">&#9670;</span><span class="sr-only"> named mistake:' \
                          f' {escape(", ".join(c.mistakes))}</span>'
-            if c.late:
-                title += ", late"
-                marks += '*<span class="sr-only"> late</span>'
+            if c.late:  # its words ("late: counts 70%") are the model's, among c.marks below
+                marks += '<span aria-hidden="true">*</span>'
             if c.override is not None:
                 title += ", override"
                 marks += '&#9998;<span class="sr-only"> override</span>'
-            held = [m for m in c.marks if "held from the student" in m]
-            if held:
-                marks += '&#8224;'
+            if any("held from the student" in m for m in c.marks):
+                marks += '<span aria-hidden="true">&#8224;</span>'
             if c.marks:  # the model's words (standing.cell_marks): what the student sees of this score
                 title += "; " + escape("; ".join(c.marks))
                 marks += f'<span class="sr-only"> {escape("; ".join(c.marks))}</span>'

@@ -400,7 +400,7 @@ def test_policy_by_view_matrix(tmp_path: Path, policy: str) -> None:
         assert ann["marks"] == marks  # the model's words, the held one marked
         overview = env["client"].get("/instructor/", headers=teacher).text.replace("&#39;", "'")
         assert all(mark in overview for mark in marks)  # the grid cell's hover and screen-reader text
-        assert ('&#8224;<span class="sr-only"> held from the student until' in overview) is held  # its dagger
+        assert ('&#8224;</span><span class="sr-only"> held from the student until' in overview) is held  # dagger
         # the dashboard's drill-down: the same counted total and maximum, the marks, and no fix in what it says of
         # the student's standing where the level withholds it (the instructor's copies of the reports are whole)
         drill = env["client"].get("/instructor/students/ann", headers=teacher).text.replace("&#39;", "'")
@@ -517,11 +517,26 @@ def test_the_docs_example_course_says_the_same_in_every_view(tmp_path: Path) -> 
             assert ("SECRET" in view) is not held
         progress = get(env, "ann", "/progress").json()
         cells = {e["id"]: e for c in progress["chapters"] for e in c["exercises"]}
+        # the instructor's local `grade progress` with the same course counts what the dashboard counts
+        instructor = local_progress(env["db"], ["--course", str(tmp_path / "course.toml")])
+        local = {e["id"]: e for c in instructor["chapters"] for e in c["exercises"]}
+
+        def cell_of(store: Store, exercise: str) -> float:
+            row = class_report.build(store, course=course, with_items=False).student("ann")
+            assert row is not None
+            return row.exercises[exercise].best_score
+
         with Store.open(env["db"]) as store:
             for exercise in ("normalization.BatchNorm1d", "init.xavier_uniform"):
                 model = counted_score(store.submissions("ann", exercise), course.chapter_of(exercise, "ann"),
                                       course.rule)
                 assert cells[exercise]["best_score"] == pytest.approx(model.score), exercise
+                assert local[exercise]["best_score"] == pytest.approx(cell_of(store, exercise)), exercise
+        # the instructor's drill-down marks the exam's score as held from ann until its release, while it is
+        drill = env["client"].get("/instructor/students/ann", headers={"Authorization": f"Bearer {env['teacher']}"})
+        marked = f"held from the student until {standing.format_time(exam.release_feedback)}"
+        assert (marked in drill.text) is bool(held) and FIX not in drill.text.split("<h3>Exercises</h3>")[1].split(
+            "</table>")[0]
 
 
 def test_full_marks_have_one_definition() -> None:
