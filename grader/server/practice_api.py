@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, Response
 from grader import quiz as quiz_lib
 from grader.quiz import graded, judging
 from grader.server import app as api
-from grader.server.api_schema import TEXT, body_object, takes
+from grader.server.api_schema import TEXT, Schema, body_object, takes
 from grader.student import practice_schedule as schedule
 from grader.student.quiz.concepts import CONCEPTS
 from grader.student.quiz.posing import PRACTICE_STUDENT
@@ -155,7 +155,7 @@ async def answer_practice(request: Request) -> Response:
     return JSONResponse(verdict)
 
 
-REVIEW_ROW: dict[str, Any] = body_object(
+REVIEW_ROW: Schema = body_object(
     {"id": {"type": "string", "pattern": "^[0-9a-f]{32}$"}, "concept": TEXT, "question": {"type": ["string", "null"]},
      "rating": {"enum": list(schedule.RATINGS)}, "reviewed_at": {"type": "string", "format": "date-time"},
      "origin": {"enum": ["local"]}}, ("id", "concept", "question", "rating", "reviewed_at", "origin"), closed=True)

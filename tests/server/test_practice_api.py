@@ -282,14 +282,15 @@ def test_grade_login_sends_the_handouts_schedule(env: Env, tmp_path: Path, monke
     monkeypatch.setenv("GRADE_DB", str(tmp_path / "progress.db"))
     monkeypatch.setenv("GRADE_STUDENT", "ada-laptop")
     with Store.open(tmp_path / "progress.db") as store:
-        store.save_practice_entries("ada-laptop", [ps.to_row(ps.missed(None, "optim.sgd", NOW))])
+        ps.record_reviews(store, "ada-laptop", [ps.new_review("optim.sgd", None, False, NOW, "local")])
     from grader.student import cli as student_cli
 
     logged = CliRunner().invoke(student_cli.login_command, ["http://127.0.0.1", "--token", env.tokens["ada"]])
     assert logged.exit_code == 0, logged.output
     assert "Practice schedule merged with the server's (1 concept(s))" in logged.output
-    with Store.open(env.db) as store:
+    with Store.open(env.db) as store, Store.open(tmp_path / "progress.db") as local:
         assert [r["concept"] for r in store.practice_entries("ada")] == ["optim.sgd"]
+        assert store.practice_reviews("ada") == local.practice_reviews("ada-laptop")  # the review itself
 
 
 def test_a_server_without_the_scheduler_says_so_in_one_line(env: Env, tmp_path: Path,
