@@ -309,7 +309,7 @@ class Collector(threading.Thread):
         if recorded is not None:  # the named mistakes the student is told of go on their practice schedule
             at = parse_time(job["received_at"])
             practice_schedule.record_report(store, self.practice_view(report, at) if self.practice_view else report,
-                                            at)
+                                            at, origin="server")
         if recorded is not None and recorded.held:
             self._held(int(job["id"]))
         if recorded is not None and report.not_graded:

@@ -8,9 +8,11 @@ A graded upload that names a mistake puts its concept on the student's schedule 
 - ``POST /practice/answers`` ``{"concept", "question": "chapter/id", "answer", "shown"}``: judged by the
   quizzes' judge (the same bounded process as a graded answer), **not recorded as a quiz attempt and no attempt
   spent**; the verdict is a review of the concept (right: a clean retrieval; wrong: a miss).
-- ``POST /practice/schedule`` ``{"entries": [...]}``: the handout's offline schedule (``grade login``): merged
-  with the server's by :func:`grader.student.practice_schedule.merge` (per concept the later review wins), kept,
-  and the merged schedule answered for the handout to keep too.
+- ``POST /practice/schedule`` ``{"reviews": [...], "entries": [...]}``: the handout's offline review log and
+  schedule (``grade login``): the union of its reviews and the server's (each review id once:
+  :func:`grader.student.practice_schedule.merge_logs`) is kept and replayed into each concept's entry
+  (:func:`grader.student.practice_schedule.merge_entries`; an entry kept before the log: the later review wins);
+  the union and the schedule are answered for the handout to keep too.
 
 Which questions practice may pose (:func:`practicable`): a parameterised question's practice instance (numbers no
 graded student is ever drawn), and a question with one key for everyone only once the student's graded attempts
@@ -20,7 +22,7 @@ at it are over (answered right or out of attempts): practice never tells an answ
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from starlette.requests import Request
@@ -29,13 +31,16 @@ from starlette.responses import JSONResponse, Response
 from grader import quiz as quiz_lib
 from grader.quiz import graded, judging
 from grader.server import app as api
-from grader.server.api_schema import TEXT, body_object, takes
+from grader.server.api_schema import TEXT, Schema, body_object, takes
 from grader.student import practice_schedule as schedule
 from grader.student.quiz.concepts import CONCEPTS
 from grader.student.quiz.posing import PRACTICE_STUDENT
 from grader.student.store import Store
 
 MAX_ENTRIES = 500  # schedule rows one merge may send (a course has a few dozen concepts)
+MAX_REVIEWS = 1000  # reviews one merge may send: those made offline (about 150 bytes each)
+MAX_MERGE_BYTES = 256 * 1024  # a merge's body: MAX_REVIEWS reviews and a course's schedule rows fit
+CLOCK_SLACK = timedelta(hours=1)  # how far ahead of the server's clock a handout's review may be
 
 
 def practicable(st: api.ServerState, store: Store, student: str) -> dict[str, quiz_lib.Question]:
@@ -115,7 +120,8 @@ async def practise_answer(st: api.ServerState, store: Store, student: str, conce
         raise api.fail(422, str(exc)) from exc
     except quiz_lib.ReferenceUnavailableError as exc:
         raise api.fail(503, f"the course server cannot judge this question ({exc}); tell your instructor") from exc
-    entry = schedule.record_practice(store, student, concept, verdict.correct, now)
+    entry = schedule.record_practice(store, student, concept, verdict.correct, now, question=question_id,
+                                     origin="server")
     return {"concept": concept, "question": question_id, "correct": verdict.correct,
             "explanation": posed.explanation(verdict.expected), "entry": entry_json(entry)}
 
@@ -149,17 +155,51 @@ async def answer_practice(request: Request) -> Response:
     return JSONResponse(verdict)
 
 
-@takes(body_object({"entries": {"type": "array", "items": {"type": "object"}, "maxItems": MAX_ENTRIES}}, ("entries",)))
+REVIEW_ROW: Schema = body_object(
+    {"id": {"type": "string", "pattern": "^[0-9a-f]{32}$"}, "concept": TEXT, "question": {"type": ["string", "null"]},
+     "rating": {"enum": list(schedule.RATINGS)}, "reviewed_at": {"type": "string", "format": "date-time"},
+     "origin": {"enum": ["local"]}}, ("id", "concept", "question", "rating", "reviewed_at", "origin"), closed=True)
+
+
+def sent_reviews(rows: list[Any], now: datetime) -> list[schedule.Review]:
+    """The reviews a handout sends to merge, each checked: a review row
+    (:func:`grader.student.practice_schedule.review_from_row`) made offline (``origin`` local: the server's own reviews are the server's), of a concept of the
+    course and one of its questions (or none: an upload's miss), not after ``now`` plus :data:`CLOCK_SLACK`.
+    HTTPException 400, naming the first row refused, for any other."""
+    reviews = []
+    for number, row in enumerate(rows, start=1):
+        try:
+            review = schedule.review_from_row(row)
+        except ValueError as exc:
+            raise api.fail(400, f"review {number} is not one ({exc}): send the rows `grade login` sends") from exc
+        concept = CONCEPTS.get(review.concept)
+        if review.origin != "local":
+            raise api.fail(400, f"review {number} says it was made on the server: send only the reviews made "
+                                "offline (origin local)")
+        if concept is None or (review.question is not None and review.question not in concept.questions):
+            raise api.fail(400, f"review {number} names no concept of the course, or a question not of its concept")
+        if review.at > now + CLOCK_SLACK:
+            raise api.fail(400, f"review {number} was made after now ({review.at.isoformat()}): check this "
+                                "machine's clock")
+        reviews.append(review)
+    return reviews
+
+
+@takes(body_object({"entries": {"type": "array", "items": {"type": "object"}, "maxItems": MAX_ENTRIES},
+                    "reviews": {"type": "array", "items": REVIEW_ROW, "maxItems": MAX_REVIEWS}}))
 async def merge_schedule(request: Request) -> Response:
-    """POST /practice/schedule {"entries": [...]}: merge the handout's schedule (later review wins), keep it."""
+    """POST /practice/schedule {"reviews": [...], "entries": [...]}: merge the handout's review log with the
+    server's (their union, each review once) and replay it into the schedule; keep both, answer both."""
     student = _student(request)
     store = api.db_store(request)
-    doc = await api.read_json(request, api.MAX_JSON_BYTES)
+    doc = await api.read_json(request, MAX_MERGE_BYTES)
     if not schedule.available():
         raise api.fail(503, f"the course server cannot keep practice: {schedule.UNAVAILABLE}; tell your instructor")
-    rows = doc.get("entries")
-    if not isinstance(rows, list) or len(rows) > MAX_ENTRIES:
-        raise api.fail(400, f'send {{"entries": [schedule rows]}} (at most {MAX_ENTRIES})')
+    rows, sent = doc.get("entries", []), doc.get("reviews", [])
+    if not (isinstance(rows, list) and len(rows) <= MAX_ENTRIES and isinstance(sent, list)
+            and len(sent) <= MAX_REVIEWS):
+        raise api.fail(400, f'send {{"reviews": [review rows], "entries": [schedule rows]}} (at most {MAX_REVIEWS} '
+                            f"reviews and {MAX_ENTRIES} rows)")
     try:
         local = [schedule.from_row(row) for row in rows]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -167,10 +207,16 @@ async def merge_schedule(request: Request) -> Response:
                             "`grade login` sends") from exc
     if not all(isinstance(e.concept, str) and e.concept in CONCEPTS and schedule.usable(e) for e in local):
         raise api.fail(400, "a schedule row names no concept of the course, or its card or times are not FSRS's")
+    reviews = sent_reviews(sent, api.now_utc())
+    try:
+        log = schedule.merge_logs(reviews, [schedule.review_from_row(r) for r in store.practice_reviews(student)])
+    except ValueError as exc:
+        raise api.fail(400, f"{exc}: send the rows `grade login` sends") from exc
     held = [schedule.from_row(row) for row in store.practice_entries(student)]
-    merged = schedule.merge(local, held)
-    store.save_practice_entries(student, [schedule.to_row(e) for e in merged])
-    return JSONResponse({"entries": [schedule.to_row(e) for e in merged]})
+    merged = schedule.merge_entries(log, local, held)
+    store.save_practice_entries(student, [schedule.to_row(e) for e in merged], [schedule.review_row(r) for r in reviews])
+    return JSONResponse({"entries": [schedule.to_row(e) for e in merged],
+                         "reviews": [schedule.review_row(r) for r in log]})
 
 
 # The practice API: (method, path under the API prefix, handler, who may call it), beside the course server's

@@ -7,9 +7,14 @@ fuzzing, so a missed concept is due again one day later (FSRS's first interval a
 clean retrieval pushes the next one further out (FSRS's stability grows). A concept is **mastered** after
 :data:`MASTERY_STREAK` (2) clean retrievals in a row; a miss sets the streak back to 0 and the mastery off.
 
-Time is always passed in (``now``, timezone-aware UTC): nothing here reads the clock. The entries are kept
-in the progress store (``practice_schedule``: :meth:`grader.student.store.Store.practice_entries`), on the
-server and in the handout alike; :func:`merge` joins the two on login (the later review of each concept wins).
+Every review is a :class:`Review` in the student's *review log* (the store's ``practice_reviews``), and a
+concept's entry is the **replay** of its reviews in time order (:func:`replay`): the schedule is a function of
+the log. Time is always passed in (``now``, timezone-aware UTC): nothing here reads the clock. Log and entries
+are kept in the progress store (:meth:`grader.student.store.Store.practice_reviews`, ``practice_entries``), on
+the server and in the handout alike; on login :func:`merge_logs` unions the two logs (a review id once) and each
+concept with reviews is replayed from the union (:func:`schedule_of`), so a merge loses no review and merging
+again changes nothing. Only an entry kept before the log (schema version 12) has no reviews: :func:`merge` keeps
+the one reviewed last.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 MASTERY_STREAK = 2
+RATINGS = ("again", "good")  # FSRS's ratings a review gives: a miss, a clean retrieval
+ORIGINS = ("local", "server")  # where a review was made: the handout's store, the course server
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,84 @@ def _review(entry: Entry | None, concept: str, right: bool, now: datetime) -> En
     return Entry(concept, dict(card.to_dict()), card.due, streak, streak >= MASTERY_STREAK, now)
 
 
+@dataclass(frozen=True)
+class Review:
+    """One review in the log: its unique ``id``, the concept, the question asked (``chapter/id``; None for a
+    graded upload's miss), ``right`` (FSRS ``Good``) or not (``Again``), when, and where it was made
+    (:data:`ORIGINS`)."""
+
+    id: str
+    concept: str
+    question: str | None
+    right: bool
+    at: datetime
+    origin: str
+
+
+def new_review(concept: str, question: str | None, right: bool, now: datetime, origin: str) -> Review:
+    """A review made now, under a fresh random id (so two sides' reviews never share one)."""
+    import uuid
+
+    if now.tzinfo is None:
+        raise ValueError("practice times must be timezone-aware (UTC)")
+    return Review(uuid.uuid4().hex, concept, question, right, now.astimezone(timezone.utc), origin)
+
+
+def review_row(review: Review) -> dict[str, Any]:
+    """The store's (and the merge's) row of a review: ``id, concept, question, rating, reviewed_at, origin``."""
+    return {"id": review.id, "concept": review.concept, "question": review.question,
+            "rating": "good" if review.right else "again", "reviewed_at": review.at.isoformat(), "origin": review.origin}
+
+
+REVIEW_ID_CHARS = frozenset("0123456789abcdef")
+
+
+def review_from_row(row: Any) -> Review:
+    """A review from its row (:func:`review_row`); ValueError, with what is wrong, for a row that is not one: other
+    fields, an id that is not 32 hex digits, a rating not in :data:`RATINGS`, an origin not in :data:`ORIGINS`, a
+    time without its zone."""
+    if not isinstance(row, dict) or set(row) != {"id", "concept", "question", "rating", "reviewed_at", "origin"}:
+        raise ValueError("a review row has exactly id, concept, question, rating, reviewed_at, origin")
+    ident, concept, question = row["id"], row["concept"], row["question"]
+    if not (isinstance(ident, str) and len(ident) == 32 and set(ident) <= REVIEW_ID_CHARS):
+        raise ValueError("a review id is 32 hex digits")
+    if not isinstance(concept, str) or not (question is None or isinstance(question, str)):
+        raise ValueError("a review's concept is text, its question text or null")
+    if row["rating"] not in RATINGS or row["origin"] not in ORIGINS:
+        raise ValueError(f"a review's rating is one of {', '.join(RATINGS)}, its origin one of {', '.join(ORIGINS)}")
+    at = datetime.fromisoformat(row["reviewed_at"]) if isinstance(row["reviewed_at"], str) else None
+    if at is None or at.tzinfo is None:
+        raise ValueError("a review's reviewed_at is an ISO 8601 time with its zone")
+    return Review(ident, concept, question, row["rating"] == "good", at.astimezone(timezone.utc), row["origin"])
+
+
+def replay(concept: str, reviews: list[Review]) -> Entry:
+    """The concept's entry: its reviews replayed through FSRS from a new card, in time order (the id breaks a tie),
+    so the same reviews give the same entry whichever side holds them."""
+    entry: Entry | None = None
+    for review in sorted((r for r in reviews if r.concept == concept), key=lambda r: (r.at, r.id)):
+        entry = _review(entry, concept, review.right, review.at)
+    if entry is None:
+        raise ValueError(f"no review of {concept} to replay")
+    return entry
+
+
+def schedule_of(reviews: list[Review]) -> list[Entry]:
+    """One entry per concept with reviews (:func:`replay`), in concept order."""
+    return [replay(concept, reviews) for concept in sorted({r.concept for r in reviews})]
+
+
+def merge_logs(local: list[Review], held: list[Review]) -> list[Review]:
+    """The union of two review logs, each review id once, in time order. ValueError when the two sides hold one id
+    with different contents (a forged or altered review)."""
+    union: dict[str, Review] = {}
+    for review in [*held, *local]:
+        kept = union.setdefault(review.id, review)
+        if kept != review:
+            raise ValueError(f"review {review.id} differs from the one with that id already kept")
+    return sorted(union.values(), key=lambda r: (r.at, r.id))
+
+
 def missed(entry: Entry | None, concept: str, now: datetime) -> Entry:
     """A mistake of ``concept`` at ``now``: due again a day later, streak 0, not mastered."""
     return _review(entry, concept, False, now)
@@ -79,7 +164,8 @@ def due_today(entries: list[Entry], now: datetime) -> list[Entry]:
 
 
 def merge(local: list[Entry], remote: list[Entry]) -> list[Entry]:
-    """One entry per concept: the one reviewed last (the remote one on a tie), in concept order."""
+    """One entry per concept: the one reviewed last (the remote one on a tie), in concept order (the rule for
+    entries kept before the review log; :func:`merge_entries`)."""
     epoch = datetime.min.replace(tzinfo=timezone.utc)
     chosen: dict[str, Entry] = {}
     for entry in [*local, *remote]:
@@ -87,6 +173,14 @@ def merge(local: list[Entry], remote: list[Entry]) -> list[Entry]:
         if held is None or (entry.reviewed or epoch) >= (held.reviewed or epoch):
             chosen[entry.concept] = entry
     return [chosen[c] for c in sorted(chosen)]
+
+
+def merge_entries(log: list[Review], local: list[Entry], remote: list[Entry]) -> list[Entry]:
+    """The schedule after a merge whose union log is ``log``: each concept with reviews replayed from them
+    (:func:`schedule_of`), each concept without (an entry kept before the log) by :func:`merge`; concept order."""
+    replayed = {e.concept: e for e in schedule_of(log)}
+    kept = {e.concept: e for e in merge(local, remote) if e.concept not in replayed}
+    return [{**kept, **replayed}[c] for c in sorted({*kept, *replayed})]
 
 
 def to_row(entry: Entry) -> dict[str, Any]:
@@ -209,21 +303,33 @@ def streak_of(store: Any, student: str, concept: str) -> int:
     return int(row["streak"]) if row else 0
 
 
-def record_practice(store: Any, student: str, concept: str, right: bool, now: datetime) -> Entry:
-    """A practice answer on ``concept`` judged at ``now`` is a review: right a clean retrieval (FSRS ``Good``),
-    wrong a miss (``Again``); the student's schedule in ``store`` is updated and the new entry returned."""
-    held = next((from_row(r) for r in store.practice_entries(student) if r["concept"] == concept), None)
-    entry = retrieved(held, right, now) if held else _review(None, concept, right, now)
-    store.save_practice_entries(student, [to_row(entry)])
+def record_reviews(store: Any, student: str, reviews: list[Review]) -> list[Entry]:
+    """Append ``reviews`` to the student's log in ``store`` (``Store``) and replay each of their concepts from its
+    whole log (:func:`replay`; an entry kept before the log is replaced by the replay): the new entries, kept,
+    in concept order."""
+    concepts = sorted({r.concept for r in reviews})
+    held = [review_from_row(row) for concept in concepts for row in store.practice_reviews(student, concept)]
+    entries = schedule_of(merge_logs(reviews, held))
+    store.save_practice_entries(student, [to_row(e) for e in entries], [review_row(r) for r in reviews])
+    return entries
+
+
+def record_practice(store: Any, student: str, concept: str, right: bool, now: datetime, *, question: str,
+                    origin: str) -> Entry:
+    """A practice answer to ``question`` on ``concept`` judged at ``now`` where ``origin`` says is a review: right
+    a clean retrieval (FSRS ``Good``), wrong a miss (``Again``); logged, the concept replayed
+    (:func:`record_reviews`) and its new entry returned."""
+    (entry,) = record_reviews(store, student, [new_review(concept, question, right, now, origin)])
     return entry
 
 
-def record_report(store: Any, report: Any, now: datetime) -> None:
+def record_report(store: Any, report: Any, now: datetime, origin: str = "local") -> None:
     """After a graded upload was recorded: each concept of the report's named mistakes (a failing check's
-    ``misconception``) is missed at ``now`` in the student's schedule in ``store`` (``Store``)."""
+    ``misconception``) is missed at ``now`` (a review without a question, made where ``origin`` says) in the
+    student's schedule in ``store`` (``Store``)."""
     mistakes = [(check.misconception, exercise.id) for exercise in report.exercises for check in exercise.checks
                 if not check.passed and check.misconception]
     if not mistakes or not available():
         return  # nothing named, or a handout installed before it needed fsrs: no schedule, never a failed upload
-    entries = [from_row(row) for row in store.practice_entries(report.student)]
-    store.save_practice_entries(report.student, [to_row(e) for e in record_mistakes(entries, mistakes, now)])
+    record_reviews(store, report.student, [new_review(concept, None, False, now, origin)
+                                           for concept, _ in practice_offer(mistakes)])

@@ -150,6 +150,9 @@ def test_a_graded_upload_puts_its_mistakes_concepts_on_the_practice_schedule(rig
     (entry,) = [practice_schedule.from_row(r) for r in rig["store"].practice_entries("ann")]
     received = datetime.fromisoformat(job(rig["store"], job_id)["received_at"])
     assert entry.concept == "activations.gelu" and entry.reviewed == received  # missed at the upload's time
+    (review,) = rig["store"].practice_reviews("ann")  # logged: a miss without a question, made on the server
+    assert (review["concept"], review["question"], review["rating"], review["origin"]) == (
+        "activations.gelu", None, "again", "server")
     assert rig["store"].practice_entries("bob") == []
 
 

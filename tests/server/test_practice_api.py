@@ -1,8 +1,9 @@
 """The practice loop on the course server (grader/server/practice_api.py), over HTTP in-process, time injected:
 a student's mistakes are offered as practice instances, answers are reviews (no quiz attempt spent), the
 concept comes back on schedule and is mastered after two clean retrievals; a question still open for grading is
-never practised; the handout's schedule merges on login (the later review wins); `grade practice` and
-`grade progress` ask the server."""
+never practised; the handout's review log merges with the server's on login (their union, replayed: no review
+lost, a second merge changes nothing, a forged review refused); `grade practice` and `grade progress` ask the
+server."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from grader.server import app as api
+from grader.server import practice_api
 from grader.server.app import ServerConfig
 from grader.server.web import create_app
 from grader.student import practice_schedule as ps
@@ -119,7 +121,69 @@ def test_practice_never_judges_a_question_open_for_grading_or_a_bad_request(env:
     assert env.api("teacher", "GET", "/practice").status_code == 403
 
 
-def test_the_handouts_schedule_merges_the_later_review_wins(env: Env) -> None:
+def test_an_offline_review_and_a_server_review_of_one_concept_both_survive_a_login(
+        env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    login = Login("http://127.0.0.1", env.tokens["ada"], "ada")
+    monkeypatch.setattr(remote, "_client", lambda _: Client(login.server, login.token,
+                                                             transport=env.client._transport))
+    local_db = tmp_path / "local" / "progress.db"
+    local_db.parent.mkdir()
+    yesterday = NOW - timedelta(days=1)
+    with Store.open(local_db) as store:  # offline yesterday, on this machine: a miss
+        ps.record_practice(store, "ada-laptop", CONCEPT, False, yesterday, question="initialisation/xavier-uniform-a",
+                           origin="local")
+    env.answer("initialisation/xavier-uniform-a", right=True)  # on the server now: a clean retrieval
+
+    def kept() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        with Store.open(env.db) as server, Store.open(local_db) as local:
+            return (server.practice_reviews("ada"), server.practice_entries("ada"), local.practice_reviews("ada"),
+                    local.practice_entries("ada"))
+
+    assert remote.merge_schedule(login, local_db, "ada-laptop") == 1
+    server_log, server_rows, local_log, local_rows = kept()
+    assert [(r["origin"], r["rating"]) for r in server_log] == [("local", "again"), ("server", "good")]
+    assert local_log == server_log and local_rows == server_rows  # both sides keep the union
+    (entry,) = [ps.from_row(r) for r in server_rows]
+    assert entry == ps.replay(CONCEPT, [ps.review_from_row(r) for r in server_log])
+    assert entry == ps.retrieved(ps.missed(None, CONCEPT, yesterday), True, NOW)  # the two, in time order
+    before = kept()
+    assert remote.merge_schedule(login, local_db, "ada-laptop") == 1  # merging twice changes nothing
+    assert remote.merge_schedule(login, local_db, "ada") == 1  # nor does sending the union back
+    assert kept() == before
+
+
+def test_a_forged_or_malformed_review_is_refused_in_one_line(env: Env) -> None:
+    env.answer("initialisation/xavier-uniform-a", right=True)
+    with Store.open(env.db) as store:
+        (held,) = store.practice_reviews("ada")
+        schedule_before = store.practice_entries("ada")
+
+    def offline(**change: Any) -> dict[str, Any]:  # a review made on the handout an hour ago (a fresh id)
+        return {**ps.review_row(ps.new_review(CONCEPT, "initialisation/xavier-uniform-a", False,
+                                              NOW - timedelta(hours=1), "local")), **change}
+
+    first = offline()
+    for bad, why in ((held, "made on the server"),  # the server's own review sent back: only offline ones are sent
+                     ({**held, "origin": "local", "rating": "again"}, "differs"),  # a kept review's id, altered
+                     ({**first, "rating": "good"}, "differs"),  # one id twice in the body, different contents
+                     (offline(concept="no.such"), "no concept"), (offline(question="activations/gelu-value"),
+                                                                  "not of its concept"),
+                     (offline(reviewed_at=(NOW + timedelta(days=2)).isoformat()), "after now"),
+                     (offline(reviewed_at="2026-03-02T10:00:00"), "zone"), (offline(rating="easy"), "rating"),
+                     (offline(id="1"), "32 hex"), (offline(extra=1), "exactly"), ("a row", "exactly")):
+        refused = env.api("ada", "POST", "/practice/schedule", json={"reviews": [first, bad]})
+        assert refused.status_code == 400 and why in refused.json()["error"], (bad, refused.json())
+        assert "\n" not in refused.json()["error"]
+    for body in ({"reviews": "x"}, {"reviews": [first] * (practice_api.MAX_REVIEWS + 1)}):
+        refused = env.api("ada", "POST", "/practice/schedule", json=body)
+        assert refused.status_code == 400 and "at most" in refused.json()["error"]
+    with Store.open(env.db) as store:  # nothing of a refused merge was kept
+        assert store.practice_reviews("ada") == [held] and store.practice_entries("ada") == schedule_before
+    accepted = env.api("ada", "POST", "/practice/schedule", json={"reviews": [first, first]})
+    assert accepted.status_code == 200 and [r["id"] for r in accepted.json()["reviews"]] == [first["id"], held["id"]]
+
+
+def test_entries_kept_before_the_review_log_merge_the_later_review_wins(env: Env) -> None:
     older = ps.missed(None, CONCEPT, NOW - timedelta(days=3))
     with Store.open(env.db) as store:
         store.save_practice_entries("ada", [ps.to_row(ps.missed(None, "optim.adamw", NOW - timedelta(days=2)))])
@@ -218,14 +282,15 @@ def test_grade_login_sends_the_handouts_schedule(env: Env, tmp_path: Path, monke
     monkeypatch.setenv("GRADE_DB", str(tmp_path / "progress.db"))
     monkeypatch.setenv("GRADE_STUDENT", "ada-laptop")
     with Store.open(tmp_path / "progress.db") as store:
-        store.save_practice_entries("ada-laptop", [ps.to_row(ps.missed(None, "optim.sgd", NOW))])
+        ps.record_reviews(store, "ada-laptop", [ps.new_review("optim.sgd", None, False, NOW, "local")])
     from grader.student import cli as student_cli
 
     logged = CliRunner().invoke(student_cli.login_command, ["http://127.0.0.1", "--token", env.tokens["ada"]])
     assert logged.exit_code == 0, logged.output
     assert "Practice schedule merged with the server's (1 concept(s))" in logged.output
-    with Store.open(env.db) as store:
+    with Store.open(env.db) as store, Store.open(tmp_path / "progress.db") as local:
         assert [r["concept"] for r in store.practice_entries("ada")] == ["optim.sgd"]
+        assert store.practice_reviews("ada") == local.practice_reviews("ada-laptop")  # the review itself
 
 
 def test_a_server_without_the_scheduler_says_so_in_one_line(env: Env, tmp_path: Path,

@@ -99,6 +99,10 @@ def test_a_mistake_is_practised_back_on_schedule_and_mastered_after_two_clean_re
         assert session.asked == ["normalization/bn-running-mean-momentum"]
         assert session.entry().mastered and "Mastered" in session.said[-1]
         assert session.run(first.due + timedelta(days=60)) == []
+        log = [(r["question"], r["rating"], r["origin"]) for r in store.practice_reviews("ada")]
+    assert log == [(None, "again", "local"), ("normalization/bn-running-var-batches", "again", "local"),
+                   ("normalization/bn-running-var-batches", "good", "local"),
+                   ("normalization/bn-running-mean-momentum", "good", "local")]  # every review, the skip none
 
 
 def test_grade_practice_runs_offline_and_says_what_it_needs(tmp_path: Path) -> None:

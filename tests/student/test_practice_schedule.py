@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -95,3 +96,50 @@ def test_a_recorded_report_schedules_its_mistakes_concepts(tmp_path: Path) -> No
         ps.record_report(store, report, MONDAY)
         (entry,) = [ps.from_row(r) for r in store.practice_entries("ada")]
     assert entry.concept == "normalization.batchnorm-running-stats" and entry.due == MONDAY + timedelta(days=1)
+
+
+def test_a_concepts_entry_is_the_replay_of_its_reviews_in_time_order() -> None:
+    miss = ps.new_review("optim.adamw", None, False, MONDAY, "server")
+    right = ps.new_review("optim.adamw", "dropout-weight-decay/adamw-first-step", True, MONDAY + timedelta(days=1), "local")
+    other = ps.new_review("optim.sgd", None, False, MONDAY, "local")
+    step_by_step = ps.retrieved(ps.missed(None, "optim.adamw", MONDAY), True, MONDAY + timedelta(days=1))
+    assert ps.replay("optim.adamw", [right, other, miss]) == step_by_step  # order given does not matter
+    assert ps.schedule_of([right, other, miss]) == [step_by_step, ps.missed(None, "optim.sgd", MONDAY)]
+    assert ps.review_from_row(ps.review_row(right)) == right
+
+
+def test_merging_two_logs_keeps_every_review_once_and_refuses_an_altered_one() -> None:
+    local = [ps.new_review("optim.adamw", None, False, MONDAY, "local")]
+    server = [ps.new_review("optim.adamw", None, True, MONDAY + timedelta(hours=1), "server")]
+    union = ps.merge_logs(local, server)
+    assert union == [local[0], server[0]]
+    assert ps.merge_logs(union, server) == union and ps.merge_logs(local, union) == union  # twice: nothing new
+    altered = dataclasses.replace(local[0], right=True)
+    with pytest.raises(ValueError, match="differs"):
+        ps.merge_logs([altered], union)
+
+
+@pytest.mark.parametrize("row", [
+    {"id": "x" * 32}, "not a row", {"extra": 1},
+    {"id": "ABC"}, {"id": "g" * 32}, {"rating": "easy"}, {"origin": "elsewhere"}, {"concept": 3},
+    {"question": ["a"]}, {"reviewed_at": "2026-03-02T10:00:00"}, {"reviewed_at": "monday"}, {"reviewed_at": 5},
+])
+def test_a_malformed_review_row_is_refused(row: object) -> None:
+    good = ps.review_row(ps.new_review("optim.adamw", None, False, MONDAY, "local"))
+    with pytest.raises(ValueError):
+        ps.review_from_row({**good, **row} if isinstance(row, dict) else row)
+
+
+def test_every_review_is_logged_and_the_entry_replayed_even_out_of_order(tmp_path: Path) -> None:
+    with Store.open(tmp_path / "progress.db") as store:
+        answered = ps.record_practice(store, "ada", "optim.adamw", True, MONDAY + timedelta(days=2),
+                                      question="dropout-weight-decay/adamw-first-step", origin="local")
+        assert answered.streak == 1
+        upload = ps.new_review("optim.adamw", None, False, MONDAY, "server")  # an upload graded late, made earlier
+        (entry,) = ps.record_reviews(store, "ada", [upload])
+        log = [ps.review_from_row(r) for r in store.practice_reviews("ada")]
+        assert [r.at for r in log] == [MONDAY, MONDAY + timedelta(days=2)]
+        assert entry == ps.replay("optim.adamw", log) and entry.streak == 1 and entry.reviewed == log[-1].at
+        assert [ps.from_row(r) for r in store.practice_entries("ada")] == [entry]
+        ps.record_reviews(store, "ada", [upload])  # the same review again: logged once
+        assert len(store.practice_reviews("ada")) == 2 and store.practice_reviews("ben") == []

@@ -361,21 +361,24 @@ def remote_practice(login: Login) -> int:
 
 
 def merge_schedule(login: Login, db: Path, local_student: str) -> int | None:
-    """The first remote call's merge (``grade login``): the handout's schedule in ``db`` (of ``local_student``,
-    the name it was kept under) goes to the server, which keeps per concept the later review
-    (:func:`grader.student.practice_schedule.merge`); the merged schedule is kept here too, under the login's
-    student. The number of concepts merged; None when there is no local store or the server keeps no practice."""
+    """The first remote call's merge (``grade login``): the handout's review log and schedule in ``db`` (of
+    ``local_student``, the name they were kept under) go to the server, which keeps the union of both logs and
+    replays it into the schedule (:func:`grader.student.practice_schedule.merge_entries`); the union and the
+    schedule are kept here too, under the login's student. Only the reviews made here are sent (the server's are
+    its own). The number of concepts merged; None when there is no local store or the server keeps no practice."""
     from grader.student.store import Store
 
     if not db.exists():
         return None
     with Store.open(db) as store:
         rows = store.practice_entries(local_student)
+        reviews = [r for r in store.practice_reviews(local_student) if r["origin"] == "local"]
         with _client(login) as client:
-            status, doc = client.call("POST", "/practice/schedule", {"entries": rows}, accept=(404, 503))
+            status, doc = client.call("POST", "/practice/schedule", {"reviews": reviews, "entries": rows},
+                                      accept=(404, 503))
         if status in (404, 503):  # an older server, or one without the scheduler: the login stands
             return None
-        store.save_practice_entries(login.student, doc["entries"])
+        store.save_practice_entries(login.student, doc["entries"], doc.get("reviews", []))
     return len(doc["entries"])
 
 

@@ -293,7 +293,8 @@ def run_spaced(store: Any, student: str, quizzes: dict[str, PracticeQuiz], read:
         right, typed = ask(pose(question, quiz.chapter, None), number, len(concepts), read, say, tries_allowed=1)
         if typed is None:
             continue
-        entry = schedule.record_practice(store, student, concept, right, now)
+        entry = schedule.record_practice(store, student, concept, right, now, question=question_id,
+                                         origin="local")
         say("  Mastered: two clean retrievals in a row." if entry.mastered else
             f"  Back on {entry.due:%Y-%m-%d}.")
         done.append((concept, right))

@@ -142,11 +142,14 @@ class Store:
 
     # -- writing --
 
-    def save_practice_entries(self, student: str, rows: list[dict[str, Any]]) -> None:
+    def save_practice_entries(self, student: str, rows: list[dict[str, Any]],
+                              reviews: list[dict[str, Any]] | None = None) -> None:
         """Write a student's schedule rows (:func:`grader.student.practice_schedule.to_row`), replacing each
-        concept's row, in one transaction."""
+        concept's row, and append the ``reviews`` they were replayed from to the log (a review id already kept is
+        skipped: :func:`grader.student.practice_schedule.review_row`), in one transaction."""
         with self.transaction() as db:
             students.ensure(db, student, utc_now())
+            practice.add_reviews(db, student, reviews or [])
             practice.save(db, student, rows)
 
     def record_report(
@@ -256,6 +259,10 @@ class Store:
     def practice_entries(self, student: str) -> list[dict[str, Any]]:
         """A student's spaced-retrieval rows (``practice_schedule``), by concept."""
         return practice.entries(self.db, student)
+
+    def practice_reviews(self, student: str, concept: str | None = None) -> list[dict[str, Any]]:
+        """A student's practice review log (``practice_reviews``; one ``concept``'s or all), in time order."""
+        return practice.reviews(self.db, student, concept)
 
     def quiz_attempts(self, student: str | None = None) -> list[dict[str, Any]]:
         """Quiz answer rows, oldest first; ``correct`` as bool."""

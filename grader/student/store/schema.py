@@ -343,9 +343,21 @@ def m13_check_locations(db: sqlite_utils.Database) -> None:
     db.table("check_results").add_column("location", str)
 
 
+def m14_practice_reviews(db: sqlite_utils.Database) -> None:
+    """Version 14: the practice review log, one row per review (:class:`grader.student.practice_schedule.Review`):
+    its id (unique, so a merge replayed adds nothing twice), the concept, the question asked (None: a graded
+    upload's miss), the rating (``again``/``good``), when (ISO 8601 UTC) and where it was made
+    (``local``/``server``). A concept's schedule row is the replay of its reviews."""
+    db.table("practice_reviews").create({"student": str, "id": str, "concept": str, "question": str, "rating": str,
+                                         "reviewed_at": str, "origin": str}, pk=("student", "id"),
+                                        not_null={"concept", "rating", "reviewed_at", "origin"})
+    db.execute("CREATE INDEX practice_reviews_by_time ON practice_reviews (student, concept, reviewed_at)")
+
+
 Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[Migration] = [
     m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures, m8_held_jobs,
     m9_file_blobs, m10_instructor_figures, m11_lti, m12_practice_schedule, m13_check_locations,
+    m14_practice_reviews,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
