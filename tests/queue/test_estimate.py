@@ -92,9 +92,12 @@ def test_on_a_synthetic_queue_of_known_service_times_the_estimate_is_the_queues(
     ahead = [upload(store, f"a{k}", [RELU] if k % 2 else four) for k in range(4)]
     mine = upload(store, "me", [RELU])
     work_ahead = 0.5 * one_mean + 0.5 * 5.0 + 2 * one_mean + 2 * 5.0
-    assert job_json(store, _job(store, mine["id"]))["estimate_s"] == pytest.approx(work_ahead / 2 + one_mean)
+    load = estimate.load_for(store, _job(store, mine["id"]))
+    assert load.ahead_s == pytest.approx(work_ahead) and load.own_s == pytest.approx(2.0)  # its own: the median
+    workers = load.workers  # measured: mean service over busy gaps between reports (test_estimate_queue.py)
+    assert job_json(store, _job(store, mine["id"]))["estimate_s"] == pytest.approx(work_ahead / workers + 2.0)
     first = job_json(store, _job(store, ahead[0]["id"]))["estimate_s"]  # first in line: the running ones ahead
-    assert first == pytest.approx((0.5 * one_mean + 0.5 * 5.0) / 2 + 5.0)
+    assert first == pytest.approx((0.5 * one_mean + 0.5 * 5.0) / workers + 5.0)
 
 
 def test_nothing_graded_yet_means_no_estimate_and_the_position_alone(store: Store) -> None:
@@ -119,9 +122,10 @@ def test_the_estimate_is_shown_and_updated_as_the_queue_ahead_drains(store: Stor
     records.mark_queued(store, second["id"], 1, "t-2")
     records.mark_running(store, second["id"], "host:1")
     doc = job_json(store, _job(store, mine["id"]))
-    # one running ahead (half of it left), one worker: 0.5 * 10 + 10 = 15 s
-    assert doc["estimate_s"] == pytest.approx(15.0)
-    assert describe_state(doc) == f"Submission {mine['id']}: queued; report in about 15 s"
+    # one running ahead (half of it left) over the workers measured (two reports now), then its own 10 s
+    expected = 0.5 * 10 / estimate.load_for(store, _job(store, mine["id"])).workers + 10
+    assert doc["estimate_s"] == pytest.approx(expected) and doc["estimate_s"] < 30
+    assert describe_state(doc) == f"Submission {mine['id']}: queued; {estimate_words(expected)}"
 
     records.mark_queued(store, mine["id"], 1, "t-3")
     records.mark_running(store, mine["id"], "host:2")
