@@ -16,7 +16,7 @@ from grader.queue import estimate, records
 from grader.server.app import job_json
 from grader.server.student_view import submission_view
 from grader.student.client.connection import describe_state, estimate_words
-from grader.student.course import DEFAULT_COURSE
+from grader.student.course import DEFAULT_COURSE, parse_time
 from grader.student.engine.model import ExerciseResult, GradeReport
 from grader.student.store import Store
 
@@ -159,3 +159,15 @@ def test_the_words_round_to_seconds_then_minutes() -> None:
     assert estimate_words(89.4) == "report in about 89 s"
     assert estimate_words(600) == "report in about 10 min"
     assert estimate_words(None) == "" and estimate_words(float("nan")) == "" and estimate_words("3") == ""
+
+
+def test_receipts_and_reports_are_stored_to_the_millisecond_and_old_whole_seconds_still_read(store: Store) -> None:
+    """A service under a second is measured as it was, not as 0 or 1 s of whole-second times."""
+    when = datetime(2026, 1, 1, 10, 0, 5, 300_000, UTC)
+    job = records.create_job(store, "ann", "k", {"activations.py": "x = 1\n"}, [RELU], DEFAULT_COURSE, when).job
+    assert parse_time(job["received_at"]) == when
+    graded(store, "ben", [RELU], seconds_each=0.1)
+    finished = records.jobs_of(store, "ben")[0]["finished_at"]
+    assert parse_time(finished).microsecond % 1000 == 0 and "." in finished  # milliseconds, always written
+    assert parse_time("2026-01-01T10:00:05+00:00") < parse_time(job["received_at"])  # an old row, whole seconds
+    assert "2026-01-01T10:00:05+00:00" < job["received_at"]  # and as text, as SQL orders and compares them
