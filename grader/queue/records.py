@@ -42,6 +42,10 @@ from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.store import Store, jobs, results, utc_now
 
 OPEN_STATES = jobs.OPEN  # a job not yet closed (done, held or error)
+# An upload's receipt and report are stored to the millisecond: the estimate measures the gaps between them
+# (grader/queue/estimate.py); whole seconds read 0 or 1 s for services under a second. Older rows, whole
+# seconds, still read (and order among these: "10:00:05+00:00" < "10:00:05.300+00:00" as text and in time).
+PRECISE = "milliseconds"
 HELD = "held"  # closed for now: some exercises wait for the grader's machine (``held``); graded again by the server
 
 
@@ -90,13 +94,13 @@ def create_job(store: Store, student: str, key: str, files: dict[str, str], exer
             if existing["files_hash"] != digest:
                 raise KeyReused(key)
             return NewJob(existing, False)
-        since = (now - course.rate_window).isoformat(timespec="seconds")
+        since = (now - course.rate_window).isoformat(timespec=PRECISE)
         recent = jobs.rate_counted_since(db, student, since)  # an upload the grader's machine could not grade is free
         if len(recent) >= course.rate_submissions:
             frees_at = parse_time(recent[0]) + course.rate_window
             raise RateLimited(max(1, int((frees_at - now).total_seconds()) + 1),
                               course.rate_submissions, course.rate_minutes)
-        when = now.isoformat(timespec="seconds")
+        when = now.isoformat(timespec=PRECISE)
         job_id = jobs.insert(db, {
             "student": student, "idempotency_key": key, "files_hash": digest,
             "selectors": json.dumps(exercise_ids), "status": "received", "received_at": when,
@@ -272,7 +276,7 @@ def record_done(store: Store, job_row: dict[str, Any], report: GradeReport, grad
         if held:
             closed = jobs.close_round_held(db, job_row["id"], attempt_id, json.dumps(held), reason, utc_now(), nothing)
         else:
-            closed = jobs.close_round_done(db, job_row["id"], attempt_id, utc_now())
+            closed = jobs.close_round_done(db, job_row["id"], attempt_id, utc_now(PRECISE))
         if not closed:
             raise _AlreadyRecorded()
 

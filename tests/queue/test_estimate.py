@@ -16,7 +16,7 @@ from grader.queue import estimate, records
 from grader.server.app import job_json
 from grader.server.student_view import submission_view
 from grader.student.client.connection import describe_state, estimate_words
-from grader.student.course import DEFAULT_COURSE
+from grader.student.course import DEFAULT_COURSE, parse_time
 from grader.student.engine.model import ExerciseResult, GradeReport
 from grader.student.store import Store
 
@@ -92,9 +92,12 @@ def test_on_a_synthetic_queue_of_known_service_times_the_estimate_is_the_queues(
     ahead = [upload(store, f"a{k}", [RELU] if k % 2 else four) for k in range(4)]
     mine = upload(store, "me", [RELU])
     work_ahead = 0.5 * one_mean + 0.5 * 5.0 + 2 * one_mean + 2 * 5.0
-    assert job_json(store, _job(store, mine["id"]))["estimate_s"] == pytest.approx(work_ahead / 2 + one_mean)
+    load = estimate.load_for(store, _job(store, mine["id"]))
+    assert load.ahead_s == pytest.approx(work_ahead) and load.own_s == pytest.approx(2.0)  # its own: the median
+    workers = load.workers  # measured: mean service over busy gaps between reports (test_estimate_queue.py)
+    assert job_json(store, _job(store, mine["id"]))["estimate_s"] == pytest.approx(work_ahead / workers + 2.0)
     first = job_json(store, _job(store, ahead[0]["id"]))["estimate_s"]  # first in line: the running ones ahead
-    assert first == pytest.approx((0.5 * one_mean + 0.5 * 5.0) / 2 + 5.0)
+    assert first == pytest.approx((0.5 * one_mean + 0.5 * 5.0) / workers + 5.0)
 
 
 def test_nothing_graded_yet_means_no_estimate_and_the_position_alone(store: Store) -> None:
@@ -119,9 +122,10 @@ def test_the_estimate_is_shown_and_updated_as_the_queue_ahead_drains(store: Stor
     records.mark_queued(store, second["id"], 1, "t-2")
     records.mark_running(store, second["id"], "host:1")
     doc = job_json(store, _job(store, mine["id"]))
-    # one running ahead (half of it left), one worker: 0.5 * 10 + 10 = 15 s
-    assert doc["estimate_s"] == pytest.approx(15.0)
-    assert describe_state(doc) == f"Submission {mine['id']}: queued; report in about 15 s"
+    # one running ahead (half of it left) over the workers measured (two reports now), then its own 10 s
+    expected = 0.5 * 10 / estimate.load_for(store, _job(store, mine["id"])).workers + 10
+    assert doc["estimate_s"] == pytest.approx(expected) and doc["estimate_s"] < 30
+    assert describe_state(doc) == f"Submission {mine['id']}: queued; {estimate_words(expected)}"
 
     records.mark_queued(store, mine["id"], 1, "t-3")
     records.mark_running(store, mine["id"], "host:2")
@@ -155,3 +159,15 @@ def test_the_words_round_to_seconds_then_minutes() -> None:
     assert estimate_words(89.4) == "report in about 89 s"
     assert estimate_words(600) == "report in about 10 min"
     assert estimate_words(None) == "" and estimate_words(float("nan")) == "" and estimate_words("3") == ""
+
+
+def test_receipts_and_reports_are_stored_to_the_millisecond_and_old_whole_seconds_still_read(store: Store) -> None:
+    """A service under a second is measured as it was, not as 0 or 1 s of whole-second times."""
+    when = datetime(2026, 1, 1, 10, 0, 5, 300_000, UTC)
+    job = records.create_job(store, "ann", "k", {"activations.py": "x = 1\n"}, [RELU], DEFAULT_COURSE, when).job
+    assert parse_time(job["received_at"]) == when
+    graded(store, "ben", [RELU], seconds_each=0.1)
+    finished = records.jobs_of(store, "ben")[0]["finished_at"]
+    assert parse_time(finished).microsecond % 1000 == 0 and "." in finished  # milliseconds, always written
+    assert parse_time("2026-01-01T10:00:05+00:00") < parse_time(job["received_at"])  # an old row, whole seconds
+    assert "2026-01-01T10:00:05+00:00" < job["received_at"]  # and as text, as SQL orders and compares them
