@@ -392,12 +392,14 @@ def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], sou
         topic = exercise_id.split(".", 1)[0]
         jobs.append(Job(exercise_id, [traced(by_name[name], topic) for name in names],
                         float(CHECKS[exercise_id].timeout), False))
-    ahead = getattr(source, "trace_reference", None)  # the reference's traces, made while the sandbox runs
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="locate") as pool:
-        references = {(exercise_id, name): pool.submit(ahead, exercise_id, case)
-                      for exercise_id, names in wanted.items() for name in names
-                      for case in prepared[exercise_id].cases if case.name == name} if ahead is not None else {}
-        outcomes = run_cases(ingested, jobs, limits)
+    # The reference's traces, made before the sandbox run and not beside it in a thread: CPython 3.11's AST
+    # constructor keeps its recursion depth in state shared by threads (python/cpython#106905), so an ast.parse in
+    # one thread while another builds an AST fails with "AST constructor recursion depth mismatch".
+    ahead = getattr(source, "trace_reference", None)
+    references = {(exercise_id, name): ahead(exercise_id, case)
+                  for exercise_id, names in wanted.items() for name in names
+                  for case in prepared[exercise_id].cases if case.name == name} if ahead is not None else {}
+    outcomes = run_cases(ingested, jobs, limits)
     located = []
     for ex in exercises:
         outcome = outcomes.get(ex.id)
@@ -410,7 +412,7 @@ def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], sou
         places: dict[str, dict[str, Any] | None] = {}
         for name in wanted[ex.id]:
             result = outcome.results.get(f"{name}~trace")
-            reference = references[(ex.id, name)].result() if (ex.id, name) in references else None
+            reference = references.get((ex.id, name))
             places[name] = locate(ex.id, by_name[name], result, text, reference) \
                 if result is not None and text else None
         checks = [_with_where(c, places.get(c.case)) if not c.passed else c for c in ex.checks]
