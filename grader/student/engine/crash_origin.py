@@ -294,3 +294,27 @@ def key_origin(error: dict[str, Any], line: int, tree: ast.Module, executed: set
     if key not in reference_keys or wrong in reference_keys:
         return None
     return unread[wrong], f"this line stores the key '{wrong}', and the key '{key}' is looked up"
+
+
+# --------------------------------------------------------------------------- what a case pack carries
+
+CARRIED_ROLES = ("assign", "arg", "return")  # the records a crash's location reads of the reference's
+KEY = re.compile(r"[A-Za-z_]\w{0,39}")  # a string of the reference's file that may be a key (never a message)
+
+
+def shapes_document(records: list[Record]) -> list[list[Any]]:
+    """The reference's records as a case pack carries them: [function, role, name, kind, shape or None] each, in
+    order, of the roles :func:`locate_crash` reads; no value and no line of the reference's file."""
+    return [[r.function, r.role, r.name, r.kind, None if r.shape is None else list(r.shape)]
+            for r in records if r.role in CARRIED_ROLES]
+
+
+def shapes_records(document: list[list[Any]]) -> list[Record]:
+    """The records of :func:`shapes_document`, read back (a value's shape as its ``size``, the value None)."""
+    return [Record(seq, 0, function, role, name, kind, None, None if shape is None else tuple(int(n) for n in shape))
+            for seq, (function, role, name, kind, shape) in enumerate(document)]
+
+
+def carried_keys(source: str) -> list[str]:
+    """The string constants of the reference's file that may be dict keys (identifiers), sorted."""
+    return sorted(k for k in strings(ast.parse(source)) if KEY.fullmatch(k))

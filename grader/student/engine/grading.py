@@ -339,7 +339,8 @@ def _graded(
     exercises = [_with_knock_on_note(ex, exercises, deps) for ex in exercises]
     exercises = _located(exercises, prepared, source, folder, ingested, limits)
     notices = sorted(set(ingested.refused.values())) + source.notices(ids)
-    if getattr(source, "locate", None) is None and any(ex.status == "failed" for ex in exercises):
+    if not getattr(source, "live", False) and any(ex.status == "failed" and all(c.where is None for c in ex.checks)
+                                                  for ex in exercises):
         notices.append(NEEDS_SERVER_TO_LOCATE)
     if not sandboxed:
         notices.append(f"graded without the OS sandbox ({clean_text(limits.sandbox_off_reason())})")
@@ -348,9 +349,11 @@ def _graded(
     )
 
 
-# Said by a grading without the reference (the handout's case packs) when a check fails.
-NEEDS_SERVER_TO_LOCATE = ("the line of your code where a failing check goes wrong is found by the course server's"
-                          " grading (grade login, then grade submit): these public checks show the numbers only")
+# Said by a grading without the reference (the handout's case packs) when a failing exercise has no location: a
+# crash is located from the case pack's shapes, where values leave the reference's only where the reference runs.
+NEEDS_SERVER_TO_LOCATE = ("the line of your code where a failing check's values leave the reference's is found by the"
+                          " course server's grading (grade login, then grade submit): these public checks locate a"
+                          " crash, and show the numbers only")
 
 # At most this many failing cases of one exercise are run again with their lines recorded.
 LOCATE_CASES = 2
@@ -358,7 +361,7 @@ LOCATE_CASES = 2
 
 def _locatable(ex: ExerciseResult, source: Source) -> bool:
     """Whether ``ex`` is one :func:`_located` seeks a location for: failed, on the CPU, graded by a source that
-    locates (live grading)."""
+    locates (live grading; a handout's case packs locate crashes alone)."""
     from grader.student.engine.checks import CHECKS
 
     return getattr(source, "locate", None) is not None and ex.status == "failed" and not CHECKS[ex.id].needs_opencl
@@ -368,7 +371,7 @@ def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], sou
              ingested: Ingested, limits: Limits) -> list[ExerciseResult]:
     """``exercises`` with each failing comparison's location (``CheckResult.where``, said first in its message).
 
-    Only a source that can run the reference (``source.locate``: live grading) locates; a correct submission
+    Only a source with ``locate`` locates (live grading; the case packs, crashes only); a correct submission
     runs nothing here. The failing cases run once more in the sandbox with the topic's lines recorded
     (:func:`grader.student.engine.trace.traced`), and ``source.locate`` aligns them with the reference's.
     The reference's traces (``source.trace_reference``) are made in a thread while the sandbox runs.
