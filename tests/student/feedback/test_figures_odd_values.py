@@ -137,7 +137,7 @@ class ScalarMask(Dropout):
         if not self.training:
             self.keep = None
             return np.asarray(x, dtype=np.float64).copy()
-        self.keep = self.rng.random(None) >= self.p
+        self.keep = np.asarray(self.rng.random(None) >= self.p)  # a 0-d mask: one draw for every element
         return x * self.keep / (1.0 - self.p)
 
 
