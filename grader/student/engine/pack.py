@@ -186,6 +186,8 @@ class PackSource:
     """The grading pipeline's source for a folder of case packs: public seeds, expected results from data."""
 
     live = False
+    # A pack holds the reference's shapes, not its values: only a case whose run crashed is traced (:meth:`locate`).
+    locates_crashes_only = True
 
     def __init__(self, folder: Path = DEFAULT_PACK_DIR) -> None:
         self.folder = Path(folder)
