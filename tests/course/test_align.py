@@ -171,7 +171,8 @@ def test_offline_grading_locates_a_shape_crash_from_the_pack_shapes_alone(tmp_pa
 
 
 @pytest.mark.slow
-def test_offline_grading_traces_a_crash_and_never_a_wrong_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_offline_grading_traces_a_crash_and_never_a_wrong_value(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A pack locates crashes only: a wrong value (eps outside the root) runs no second, traced, sandbox run;
     a crash (a shape error) does."""
     from grader.course.packs import write_packs

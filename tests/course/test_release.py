@@ -349,7 +349,8 @@ def test_the_handout_locates_a_shape_crash_offline(handout_grade: Path, tmp_path
     code, report = run_handout(handout_grade, folder, tmp_path, "normalization.LayerNorm")
     line = next(i for i, t in enumerate(text.splitlines(), 1) if wrong in t)
     located = [c["where"] for e in report["exercises"] for c in e["checks"] if "where" in c]
-    assert code == 1 and located and all(w == {"file": "normalization.py", "line": line, "code": wrong} for w in located)
+    assert code == 1 and located
+    assert all(w == {"file": "normalization.py", "line": line, "code": wrong} for w in located)
 
 
 def test_the_handout_report_says_which_checks_ran_and_where_the_hidden_ones_run(

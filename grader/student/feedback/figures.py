@@ -63,7 +63,7 @@ DECADE_LOW, DECADE_HIGH = -12, 3   # relative errors are shown as powers of ten 
 RATIO_DIGITS = 2     # hidden ratios keep this many significant digits
 CONSTANT_WITHIN = 0.02  # ratios within 2% of each other read as "one constant factor"
 LARGEST = 1e300      # a histogram's samples are clipped to [-LARGEST, LARGEST] (its range stays finite)
-NARROWEST = 1e-9     # a histogram's range is at least this times max(1, |lo|, |hi|) wide (its bins finite-sized)
+NARROWEST = 1e-9     # values closer than this times max(1, |lo|, |hi|) get a histogram range 1 wide (finite bins)
 
 YOURS = "yours"
 EXPECTED = "expected"
@@ -497,7 +497,8 @@ def finite_values(values: Any) -> np.ndarray:
 def histogram_range(ends: list[float]) -> tuple[float, float]:
     """The range a histogram's bins cover: the finite ``ends`` within [-LARGEST, LARGEST] (any order, [0, 1] when
     none), 1 wide around them when they are closer than NARROWEST * max(1, |lo|, |hi|) (MAX_BINS finite-sized bins
-    however close the values are), padded by 5% of its width on each side (the bounds and the density's tails inside the picture, not on its frame).
+    however close the values are), padded by 5% of its width on each side (the bounds and the density's tails
+    inside the picture, not on its frame).
     """
     finite = np.clip(finite_values(ends), -LARGEST, LARGEST)
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)

@@ -100,7 +100,8 @@ def test_histogram_of_values_a_few_ulps_apart() -> None:
 @pytest.mark.parametrize("exercise", ["dropout.Dropout", "init.kaiming_normal", "init.xavier_uniform"])
 def test_statistical_checks_judge_any_output(exercise: str) -> None:
     """One output of every case replaced by an odd array, or by the case's input over a factor (a scalar mask:
-    dropout:21's x * True / (1 - p)): each statistical check passes, or fails with a message and its picture is drawn."""
+    dropout:21's x * True / (1 - p)): each statistical check passes, or fails with a message and its picture is
+    drawn."""
     plan = CHECKS[exercise].checked_plan(SEEDS[0])
     checks = [c for c in plan.checks if isinstance(c, StatCheck)]
     reference = reference_runs(exercise, SEEDS[0])
