@@ -26,7 +26,9 @@ from grader.student.engine.checks.context import Context
 from grader.student.engine.checks.init import StatCheck, variant_verdict
 from grader.student.engine.diagnosis import REFERENCE_AGAIN
 from grader.student.errors import GraderError
+from grader.student.engine.crash_origin import carried_keys, shapes_document
 from grader.student.engine.ops import Case, ScriptResult
+from grader.student.engine.trace import read
 from grader.student.engine.pack import PACK_FORMAT, PackExpected, decode_fingerprint, encode_fingerprint, load_pack, pack_path
 
 # The pseudo-student whose per-exercise seeds are the public ones.
@@ -128,8 +130,22 @@ def build_pack(exercise_id: str) -> tuple[dict[str, Any], dict[str, np.ndarray],
                      for mid in [m.id for m in expected.mistakes] + common_pairs(expected)} if outputs else {},
         "verdicts": _verdicts(exercise_id, seed, expected),
         "mistakes": [{"id": m.id, "sentence": m.sentence, "fix": m.fix, "hint": m.hint} for m in expected.mistakes],
+        **crash_shapes(exercise_id, cases),
     }
     return meta, store.arrays, reference
+
+
+def crash_shapes(exercise_id: str, cases: list[Case]) -> dict[str, Any]:
+    """What the handout needs to locate a crash offline (grader.student.engine.crash_origin): per public case, the
+    reference's traced records as names, roles, kinds and shapes (``shapes``), and the string keys its file names
+    (``keys``); never a value. Nothing for an exercise whose code runs on the OpenCL device (never traced)."""
+    from grader.course import align
+
+    if CHECKS[exercise_id].needs_opencl:
+        return {}
+    topic = exercise_id.split(".", 1)[0]
+    return {"shapes": {c.name: shapes_document(read(align.reference_trace(c, topic))) for c in cases},
+            "keys": carried_keys(align.reference_source(topic))}
 
 
 def write_pack(folder: Path, exercise_id: str) -> tuple[Path, dict[str, ScriptResult]]:

@@ -146,6 +146,56 @@ def test_offline_grading_says_a_location_needs_the_course_server(tmp_path: Path)
     assert NEEDS_SERVER_TO_LOCATE not in grade_with(right, [BN], "bob", None, PackSource(tmp_path / "packs")).notices
 
 
+LN = "normalization.LayerNorm"
+LN_VAR = "var = x.var(axis=axes, keepdims=True)"
+LN_WRONG_VAR = "var = np.var(x, axis=axes)"  # (no keepdims: the next line's broadcast raises ValueError)
+
+
+@pytest.mark.slow
+def test_offline_grading_locates_a_shape_crash_from_the_pack_shapes_alone(tmp_path: Path) -> None:
+    """The case pack carries the reference's names, kinds and shapes (no value): the handout locates the line
+    where the shapes parted, and still says that a value divergence needs the course server."""
+    from grader.course.packs import write_packs
+    from grader.student.engine.grading import NEEDS_SERVER_TO_LOCATE, grade as grade_with
+    from grader.student.engine.pack import PackSource, load_pack, pack_path
+
+    write_packs(tmp_path / "packs", [LN])
+    pack = load_pack(pack_path(tmp_path / "packs", LN))
+    assert pack.shapes and all(r.value is None and r.line == 0 for records in pack.shapes.values() for r in records)
+    wrong, text = _folder(tmp_path, LN_VAR, LN_WRONG_VAR)
+    report = grade_with(wrong, [LN], "bob", None, PackSource(tmp_path / "packs"))
+    located = [c.where for c in report.exercises[0].checks if not c.passed and c.where is not None]
+    assert located and all(w["line"] == _line_of(text, LN_WRONG_VAR) for w in located)
+    assert "`var` has shape" in located[0]["words"] and "raised ValueError" in located[0]["words"]
+    assert NEEDS_SERVER_TO_LOCATE not in report.notices
+
+
+@pytest.mark.slow
+def test_offline_grading_traces_a_crash_and_never_a_wrong_value(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pack locates crashes only: a wrong value (eps outside the root) runs no second, traced, sandbox run;
+    a crash (a shape error) does."""
+    from grader.course.packs import write_packs
+    from grader.student.engine import grading as engine_grading
+    from grader.student.engine.pack import PackSource
+
+    write_packs(tmp_path / "packs", [BN, LN])
+    runs: list[list[str]] = []
+    run_cases = engine_grading.run_cases
+
+    def counted(submission: object, jobs: list, *args: object, **kwargs: object) -> object:
+        runs.append([job.id for job in jobs])
+        return run_cases(submission, jobs, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine_grading, "run_cases", counted)
+    wrong, _ = _folder(tmp_path / "value", EPS_LINE, "inv_std = _channel_view(1.0 / (np.sqrt(var) + bn.eps), x.ndim)")
+    report = engine_grading.grade(wrong, [BN], "bob", None, PackSource(tmp_path / "packs"))
+    assert report.exercises[0].status == "failed" and runs == [[BN]]
+    crash, _ = _folder(tmp_path / "crash", LN_VAR, LN_WRONG_VAR)
+    report = engine_grading.grade(crash, [LN], "bob", None, PackSource(tmp_path / "packs"))
+    assert runs[1:] == [[LN], [LN]] and any(c.where for c in report.exercises[0].checks)
+
+
 def test_below_guided_a_location_quotes_no_reference_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     wrong = "inv_std = _channel_view(1.0 / (np.sqrt(var) + bn.eps), x.ndim)"
     folder, text = _folder(tmp_path, EPS_LINE, wrong)

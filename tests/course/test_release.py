@@ -337,6 +337,22 @@ def test_the_handout_names_a_classic_mistake(handout_grade: Path, tmp_path: Path
     assert code == 1 and "bn-biased-running-var" in named
 
 
+def test_the_handout_locates_a_shape_crash_offline(handout_grade: Path, tmp_path: Path) -> None:
+    """The released case packs carry the reference's shapes (never its values): the installed handout, which has
+    no reference, points at the line where the student's shape left the reference's."""
+    folder = write_solution(tmp_path / "solution")
+    source = (folder / "normalization.py").read_text()
+    right, wrong = "var = x.var(axis=axes, keepdims=True)", "var = np.var(x, axis=axes)"
+    assert right in source
+    text = source.replace(right, wrong, 1)
+    (folder / "normalization.py").write_text(text)
+    code, report = run_handout(handout_grade, folder, tmp_path, "normalization.LayerNorm")
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if wrong in t)
+    located = [c["where"] for e in report["exercises"] for c in e["checks"] if "where" in c]
+    assert code == 1 and located
+    assert all(w == {"file": "normalization.py", "line": line, "code": wrong} for w in located)
+
+
 def test_the_handout_report_says_which_checks_ran_and_where_the_hidden_ones_run(
     handout_grade: Path, release: Path, tmp_path: Path
 ) -> None:

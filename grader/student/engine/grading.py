@@ -319,9 +319,11 @@ def _graded(
     # Each exercise is evaluated as soon as its outcome arrives, by one evaluator thread,
     # while the sandboxed children run the others (the slots go on feeding their children).
     evaluated: dict[str, Future[ExerciseResult]] = {}
+    crashed: dict[str, set[str]] = {}  # per exercise: the cases whose run stopped on an error (the student's code)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluate") as evaluator:
 
         def evaluate(outcome: JobOutcome) -> None:
+            crashed[outcome.id] = {name for name, r in outcome.results.items() if r.error is not None}
             here = prepared[outcome.id]
             evaluated[outcome.id] = evaluator.submit(
                 _exercise_result, outcome.id, here.seed, CHECKS[outcome.id], here.cases, outcome, here.expected, limits
@@ -337,9 +339,10 @@ def _graded(
         else:
             exercises.append(evaluated[exercise_id].result())
     exercises = [_with_knock_on_note(ex, exercises, deps) for ex in exercises]
-    exercises = _located(exercises, prepared, source, folder, ingested, limits)
+    exercises = _located(exercises, prepared, source, folder, ingested, limits, crashed)
     notices = sorted(set(ingested.refused.values())) + source.notices(ids)
-    if getattr(source, "locate", None) is None and any(ex.status == "failed" for ex in exercises):
+    if not getattr(source, "live", False) and any(ex.status == "failed" and all(c.where is None for c in ex.checks)
+                                                  for ex in exercises):
         notices.append(NEEDS_SERVER_TO_LOCATE)
     if not sandboxed:
         notices.append(f"graded without the OS sandbox ({clean_text(limits.sandbox_off_reason())})")
@@ -348,9 +351,11 @@ def _graded(
     )
 
 
-# Said by a grading without the reference (the handout's case packs) when a check fails.
-NEEDS_SERVER_TO_LOCATE = ("the line of your code where a failing check goes wrong is found by the course server's"
-                          " grading (grade login, then grade submit): these public checks show the numbers only")
+# Said by a grading without the reference (the handout's case packs) when a failing exercise has no location: a
+# crash is located from the case pack's shapes, where values leave the reference's only where the reference runs.
+NEEDS_SERVER_TO_LOCATE = ("the line of your code where a failing check's values leave the reference's is found by the"
+                          " course server's grading (grade login, then grade submit): these public checks locate a"
+                          " crash, and show the numbers only")
 
 # At most this many failing cases of one exercise are run again with their lines recorded.
 LOCATE_CASES = 2
@@ -358,20 +363,22 @@ LOCATE_CASES = 2
 
 def _locatable(ex: ExerciseResult, source: Source) -> bool:
     """Whether ``ex`` is one :func:`_located` seeks a location for: failed, on the CPU, graded by a source that
-    locates (live grading)."""
+    locates (live grading; a handout's case packs locate crashes alone)."""
     from grader.student.engine.checks import CHECKS
 
     return getattr(source, "locate", None) is not None and ex.status == "failed" and not CHECKS[ex.id].needs_opencl
 
 
 def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], source: Source, folder: Path,
-             ingested: Ingested, limits: Limits) -> list[ExerciseResult]:
+             ingested: Ingested, limits: Limits, crashed: dict[str, set[str]] | None = None) -> list[ExerciseResult]:
     """``exercises`` with each failing comparison's location (``CheckResult.where``, said first in its message).
 
-    Only a source that can run the reference (``source.locate``: live grading) locates; a correct submission
+    Only a source with ``locate`` locates (live grading; the case packs, crashes only); a correct submission
     runs nothing here. The failing cases run once more in the sandbox with the topic's lines recorded
     (:func:`grader.student.engine.trace.traced`), and ``source.locate`` aligns them with the reference's.
     The reference's traces (``source.trace_reference``) are made in a thread while the sandbox runs.
+    A source that locates crashes only (``locates_crashes_only``: the case packs) traces only the failing cases
+    that ``crashed`` (per exercise, the cases whose first run stopped on an error): a wrong value runs nothing more.
     """
     from grader.student.engine.checks import CHECKS
     from grader.student.engine.trace import traced
@@ -381,7 +388,10 @@ def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], sou
     for ex in exercises:
         if not _locatable(ex, source):
             continue
-        cases = list(dict.fromkeys(c.case for c in ex.checks if not c.passed and c.case))[:LOCATE_CASES]
+        cases = list(dict.fromkeys(c.case for c in ex.checks if not c.passed and c.case))
+        if getattr(source, "locates_crashes_only", False):
+            cases = [name for name in cases if name in (crashed or {}).get(ex.id, set())]
+        cases = cases[:LOCATE_CASES]
         if cases:
             wanted[ex.id] = cases
     if locate is None or not wanted:

@@ -11,7 +11,12 @@ init: ``ExerciseChecks.pack_outputs`` False) it stores, instead of the large
 sampled outputs, each statistical check's verdict (ok, fingerprint) on each
 variant, which is all that judging reads of them. Member ``meta`` is the JSON document (UTF-8 bytes as a
 uint8 array) that names the arrays; every other member is one array
-(``a0``, ``a1``, ...), stored once however many results share it.
+(``a0``, ``a1``, ...), stored once however many results share it. For an
+exercise that runs on the CPU, ``meta`` also carries, per case, the reference's
+traced records as names, roles, kinds and shapes (``shapes``: no value, no
+line) and the string keys its file names (``keys``): what
+:func:`grader.student.engine.crash_origin.locate_crash` needs to locate a
+crash in the student's file offline (:meth:`PackSource.locate`).
 
 :class:`PackExpected` serves these results to the same judging code that the
 instructor's live runs serve (:class:`grader.student.engine.diagnosis.Expected`);
@@ -22,16 +27,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from grader.student.engine.crash_origin import locate_crash, shapes_records
 from grader.student.engine.diagnosis import REFERENCE_AGAIN, KnownMistake, NeedsReference, combined_id, register_known
 from grader.student.errors import SetupError
 from grader.student.engine.grading import Prepared
 from grader.student.engine.ops import Case, ScriptResult
+from grader.student.engine.trace import Record, read
 
 PACK_FORMAT = 1
 # Where an installed handout keeps its packs (package data of the student package: grader/student/packs).
@@ -57,6 +64,8 @@ class Pack:
     variants: dict[str, dict[str, ScriptResult]]
     verdicts: dict[str, dict[str, tuple[bool, Any]]]
     mistakes: list[KnownMistake]
+    shapes: dict[str, list[Record]] = field(default_factory=dict)  # per case: the reference's records, shapes only
+    keys: set[str] = field(default_factory=set)  # the string keys the reference's file names
 
 
 def encode_fingerprint(value: Any) -> Any:
@@ -124,6 +133,8 @@ def load_pack(path: Path) -> Pack:
         },
         mistakes=[KnownMistake(m["id"], meta["exercise"], m["sentence"], m["fix"], m.get("hint", ""))
                   for m in meta["mistakes"]],
+        shapes={name: shapes_records(doc) for name, doc in meta.get("shapes", {}).items()},
+        keys=set(meta.get("keys", [])),
     )
 
 
@@ -175,6 +186,8 @@ class PackSource:
     """The grading pipeline's source for a folder of case packs: public seeds, expected results from data."""
 
     live = False
+    # A pack holds the reference's shapes, not its values: only a case whose run crashed is traced (:meth:`locate`).
+    locates_crashes_only = True
 
     def __init__(self, folder: Path = DEFAULT_PACK_DIR) -> None:
         self.folder = Path(folder)
@@ -198,6 +211,23 @@ class PackSource:
         """The pack's public seed and cases (the same for every student) and its expected results."""
         pack = self.pack(exercise_id)
         return Prepared(pack.seed, pack.cases, PackExpected(pack))
+
+    def locate(self, exercise_id: str, case: Case, student: ScriptResult, student_source: str,
+               reference: ScriptResult | None = None) -> dict[str, Any] | None:
+        """Where the student's traced run of ``case`` crashed, located from the pack's shapes of the reference's
+        values (:func:`grader.student.engine.crash_origin.locate_crash`); None for a run that did not crash (where
+        its values leave the reference's is found only where the reference runs: the course server) or a pack
+        without shapes. A fault of the locator (the grader's) leaves the check without a location."""
+        import ast
+
+        records = self.pack(exercise_id).shapes.get(case.name)
+        if student.error is None or student.error.get("where") == "trace" or records is None:
+            return None
+        try:
+            return locate_crash(exercise_id.split(".", 1)[0], student, read(student), records,
+                                student_source.splitlines(), ast.parse(student_source), self.pack(exercise_id).keys)
+        except Exception:  # noqa: BLE001 - the grader's fault: no location, the verdict stands
+            return None
 
     def notices(self, ids: list[str]) -> list[str]:
         """Which checks ran here (the public ones) and where the others run."""

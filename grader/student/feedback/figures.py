@@ -62,6 +62,8 @@ FOLLOWS_SPREAD = 0.5  # an axis "carries" the error when its per-index fractions
 DECADE_LOW, DECADE_HIGH = -12, 3   # relative errors are shown as powers of ten within these
 RATIO_DIGITS = 2     # hidden ratios keep this many significant digits
 CONSTANT_WITHIN = 0.02  # ratios within 2% of each other read as "one constant factor"
+LARGEST = 1e300      # a histogram's samples are clipped to [-LARGEST, LARGEST] (its range stays finite)
+NARROWEST = 1e-9     # values closer than this times max(1, |lo|, |hi|) get a histogram range 1 wide (finite bins)
 
 YOURS = "yours"
 EXPECTED = "expected"
@@ -456,19 +458,13 @@ def histogram_figure(
     "high"}: the judged statistic and its allowed interval (as the message
     states them).
     """
-    w = np.asarray(samples, dtype=np.float64).ravel()
-    w = w[np.isfinite(w)]
-    lo, hi = (float(w.min()), float(w.max())) if w.size else (0.0, 1.0)
+    w = np.clip(finite_values(samples), -LARGEST, LARGEST)
+    ends = [float(w.min()), float(w.max())] if w.size else []
     if density is not None:
         mean, std = float(density["mean"]), float(density["std"])
         reach = math.sqrt(3.0) * std if density["kind"] == "uniform" else 4.0 * std
-        lo, hi = min(lo, mean - reach), max(hi, mean + reach)
-    for b in bounds or []:
-        lo, hi = min(lo, b), max(hi, b)
-    if hi <= lo:
-        lo, hi = lo - 0.5, hi + 0.5
-    pad = 0.05 * (hi - lo)  # the bounds and the density's tails inside the picture, not on its frame
-    lo, hi = lo - pad, hi + pad
+        ends += [mean - reach, mean + reach]
+    lo, hi = histogram_range(ends + list(bounds or []))
     counts, edges = np.histogram(w, bins=MAX_BINS, range=(lo, hi))
     figure = {
         "kind": "histogram",
@@ -491,6 +487,29 @@ def histogram_figure(
     return figure
 
 
+def finite_values(values: Any) -> np.ndarray:
+    """The finite values of any numeric input (a scalar, an empty or N-D array of bool, int or float), flat, float64."""
+    with np.errstate(over="ignore"):
+        flat = np.asarray(values, dtype=np.float64).ravel()
+    return flat[np.isfinite(flat)]
+
+
+def histogram_range(ends: list[float]) -> tuple[float, float]:
+    """The range a histogram's bins cover: the finite ``ends`` within [-LARGEST, LARGEST] (any order, [0, 1] when
+    none), 1 wide around them when they are closer than NARROWEST * max(1, |lo|, |hi|) (MAX_BINS finite-sized bins
+    however close the values are), padded by 5% of its width on each side (the bounds and the density's tails
+    inside the picture, not on its frame).
+    """
+    finite = np.clip(finite_values(ends), -LARGEST, LARGEST)
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    narrowest = NARROWEST * max(1.0, abs(lo), abs(hi))
+    if hi - lo < narrowest:
+        middle, half = lo / 2 + hi / 2, max(0.5, narrowest / 2)
+        lo, hi = middle - half, middle + half
+    pad = 0.05 * (hi - lo)
+    return lo - pad, hi + pad
+
+
 def histogram_summary(figure: dict[str, Any]) -> str:
     text = f"Histogram of your {figure['n']} values"
     d = figure["density"]
@@ -499,7 +518,7 @@ def histogram_summary(figure: dict[str, Any]) -> str:
     text += "."
     s = figure["statistic"]
     if s is not None:
-        inside = s["value"] is not None and s["low"] <= s["value"] <= s["high"]
+        inside = None not in (s["value"], s["low"], s["high"]) and s["low"] <= s["value"] <= s["high"]
         text += (f" {s['name']}: yours is {fmt(s['value'])}, expected {fmt(s['expected'])}, allowed"
                  f" [{fmt(s['low'])}, {fmt(s['high'])}]: {'inside' if inside else 'outside'} the interval.")
     return text
@@ -507,8 +526,9 @@ def histogram_summary(figure: dict[str, Any]) -> str:
 
 def fit_figure(
     x: Any, received: Any, target: Any, *, title: str, full_marks_error: float,
-) -> dict[str, Any]:
-    """An approximation's curve g(x) over the target f(x) on the grid, at most FIT_POINTS points, and the worst point.
+) -> dict[str, Any] | None:
+    """An approximation's curve g(x) over the target f(x) on the grid, at most FIT_POINTS points, and the worst point;
+    None when there is no curve to draw (no points, or the curve's values do not match the grid one to one).
 
     The target is a stated formula (sin(2 pi x), a bump), never a secret: the
     figure is the same for hidden checks.
@@ -516,6 +536,8 @@ def fit_figure(
     xs = np.asarray(x, dtype=np.float64).ravel()
     ys = np.asarray(received, dtype=np.float64).ravel()
     ts = np.asarray(target, dtype=np.float64).ravel()
+    if xs.size == 0 or not xs.size == ys.size == ts.size:
+        return None
     with np.errstate(invalid="ignore"):
         diff = np.abs(ys - ts)
     worst = int(np.nanargmax(np.where(np.isfinite(diff), diff, np.inf))) if diff.size else 0
@@ -578,7 +600,7 @@ def masks_figure(panels: list[tuple[str, Any]], *, title: str, summary: str) -> 
     shown = []
     for label, mask in panels:
         m = np.asarray(mask, dtype=np.float64)
-        m = m.reshape(m.shape[0], -1) if m.ndim >= 2 else m.reshape(1, -1)
+        m = m.reshape(m.shape[0], -1) if m.ndim >= 2 and m.size else m.reshape(1, -1)
         cells, block = block_reduce(m, "mean", MAX_MASK_CELLS)
         shown.append({"label": label, "shape": list(np.shape(mask)), "block": list(block),
                       "values": [[round(float(v), 3) for v in row] for row in cells]})

@@ -245,23 +245,11 @@ class Context:
         return self._memo[key]
 
     def _reach(self, mistake: Mistake) -> int:
-        """Memoised per (mistake, case): :meth:`_compute_reach`."""
-        return self._memoised("_reach", mistake.id, "", lambda: self._compute_reach(mistake))
-
-    def _compute_reach(self, mistake: Mistake) -> int:
         """How many outputs of all cases ``mistake``'s variant changes (the student changed them too: no
         contradiction). Of two explanations of a check that reproduce as much, the one that also accounts for
         more of the student's other differences is the simpler (eps outside the root in training and eval,
-        rather than in eval only, when training differs too)."""
-        count = 0
-        for name, case in self.cases.items():
-            parts = self._comparable(name)
-            if parts is None:
-                continue
-            _, reference, keys = parts
-            variant = self.run_mistake(mistake, case)
-            count += sum(not _same_tight(variant.outputs.get(k), reference.outputs[k]) for k in keys)
-        return count
+        rather than in eval only, when training differs too). Counted with :meth:`explained`, in one walk."""
+        return self._explained_and_reach(mistake)[1]
 
     def _touches(self, mistake: Mistake, case: str) -> bool:
         """Memoised per (mistake, case): :meth:`_compute_touches`."""
@@ -440,12 +428,17 @@ class Context:
         return own
 
     def explained(self, mistake: Mistake) -> int:
-        """Memoised per (mistake, case): :meth:`_compute_explained`."""
-        return self._memoised("explained", mistake.id, "", lambda: self._compute_explained(mistake))
-
-    def _compute_explained(self, mistake: Mistake) -> int:
         """How many of the student's outputs that differ from the reference the variant reproduces."""
-        count = 0
+        return self._explained_and_reach(mistake)[0]
+
+    def _explained_and_reach(self, mistake: Mistake) -> tuple[int, int]:
+        """Memoised per mistake: (:meth:`explained`, :meth:`_reach`), counted in one walk over the cases' outputs
+        (each variant run once): explained counts the keys where the student differs from the reference and the
+        variant equals the student; reach the keys where the variant differs from the reference (tightly)."""
+        return self._memoised("explained_reach", mistake.id, "", lambda: self._count_explained_and_reach(mistake))
+
+    def _count_explained_and_reach(self, mistake: Mistake) -> tuple[int, int]:
+        explained = reach = 0
         for name, case in self.cases.items():
             parts = self._comparable(name)
             if parts is None:
@@ -456,8 +449,9 @@ class Context:
                 theirs = student.outputs.get(key)
                 if theirs is not None and not same_as(theirs, reference.outputs[key]) \
                         and same_as(theirs, variant.outputs.get(key)):
-                    count += 1
-        return count
+                    explained += 1
+                reach += not _same_tight(variant.outputs.get(key), reference.outputs[key])
+        return explained, reach
 
 
 def _same_tight(a: Any, b: Any) -> bool:
