@@ -7,7 +7,7 @@ here are the assertions and the ways of making a wrong submission.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from bench.in_process import (  # noqa: F401 (re-exported for the tests)
     SEEDS,
@@ -61,7 +61,15 @@ def patched(base: type, **methods: Any) -> type:
     return type(f"Wrong{base.__name__}", (base,), methods)
 
 
-def corrupt_forward(base: type, when: Any, how: Any) -> type:
+class Layer(Protocol):
+    """A layer class that corrupt_forward and corrupt_backward wrap."""
+
+    def forward(self, x: Any) -> Any: ...
+
+    def backward(self, dout: Any) -> Any: ...
+
+
+def corrupt_forward(base: type[Layer], when: Any, how: Any) -> type:
     """A subclass of ``base`` whose forward output y becomes ``how(y)`` when ``when(x)`` is true."""
 
     def forward(self: Any, x: Any) -> Any:
@@ -71,7 +79,7 @@ def corrupt_forward(base: type, when: Any, how: Any) -> type:
     return patched(base, forward=forward)
 
 
-def corrupt_backward(base: type, when: Any, how: Any) -> type:
+def corrupt_backward(base: type[Layer], when: Any, how: Any) -> type:
     """A subclass of ``base`` whose dx becomes ``how(dx)`` when ``when(dout)`` is true."""
 
     def backward(self: Any, dout: Any) -> Any:
