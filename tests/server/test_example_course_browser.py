@@ -97,7 +97,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         wait_for(up, 60, "grade serve --course docs/course.example.toml to answer on its [server] url", 0.1)
         yield {"url": url, "teacher": teacher, "log": log}
     finally:
-        stop_process(proc)  # type: ignore[arg-type]
+        stop_process(proc)
 
 
 def links_of(page: Any, base: str) -> list[str]:

@@ -455,7 +455,7 @@ def test_grade_serve_listens_on_the_port_of_the_courses_server_url(tmp_path: Pat
         wait_for(up, 60, "grade serve to answer on the course's port", interval=0.1)
         assert f"students reach it at http://127.0.0.1:{port}" in log.read_text()
     finally:
-        stop_process(proc)  # type: ignore[arg-type]
+        stop_process(proc)
     course.write_text('[server]\nurl = "http://127.0.0.1:99999"\n', encoding="utf-8")
     bad = subprocess.run([sys.executable, "-m", "grader.cli", "serve", "--course", str(course), "--db",
                           str(tmp_path / "c.db"), "--workers", "0"], capture_output=True, text=True, timeout=120)

@@ -175,7 +175,7 @@ def test_a_bug_in_one_slot_stops_the_slot_waiting_for_its_job(folder: Path, monk
 
     collect = sandbox._Run.collect
 
-    def broken(self, child, i, *args):  # type: ignore[no-untyped-def]
+    def broken(self, child, i, *args):
         if self.jobs[i].id == "loops.Fine":
             raise RuntimeError("a bug in the grader")
         return collect(self, child, i, *args)
