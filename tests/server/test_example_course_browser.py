@@ -120,7 +120,7 @@ def test_every_page_reachable_from_the_dashboard_answers_200(browser: Any, site:
         page.fill("#token", site["teacher"])
         page.click("button[type=submit]")
         page.wait_for_url(site["url"] + "/instructor/")
-        queue, seen, visited = [site["url"] + "/instructor/"], set(), []
+        queue, seen, visited = [site["url"] + "/instructor/"], set[str](), list[str]()
         while queue and len(visited) < MAX_PAGES:
             url = queue.pop(0)
             if url in seen:

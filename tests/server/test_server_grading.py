@@ -249,7 +249,8 @@ def test_a_result_is_recorded_once_however_often_it_is_collected(tmp_path: Path)
         assert records.record_done(store, job, report, "v") is not None
         assert records.record_done(store, job, report, "v") is None
         assert len(store.attempts("ann")) == 1
-        assert records.job(store, job["id"])["status"] == "done"
+        row = records.job(store, job["id"])
+        assert row is not None and row["status"] == "done"
 
 
 def test_a_job_begun_and_finished_between_two_collector_passes_still_names_its_worker(tmp_path: Path) -> None:
@@ -271,7 +272,7 @@ def test_a_job_begun_and_finished_between_two_collector_passes_still_names_its_w
         queue.huey.put(tid, {"ok": True, "report": report_to_dict(report)})
         collector.tick(store, queue)
         job = records.job(store, job_id)
-        assert job["status"] == "done" and job["worker"] == "machine-b:4242"
+        assert job is not None and job["status"] == "done" and job["worker"] == "machine-b:4242"
         assert len(store.attempts("ann")) == 1
 
 
@@ -380,11 +381,13 @@ def test_a_late_upload_says_what_share_counts_and_closed_chapters_are_listed(tmp
         assert "linear.Linear" in doc["closed_chapters"][0]["exercises"]
         report = GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)])
         records.record_done(store, job, report, "v")
-        doc = job_json(store, records.job(store, job["id"]), config)
+        row = records.job(store, job["id"])
+        assert row is not None
+        doc = job_json(store, row, config)
         assert doc["late"] == [{"exercise": "activations.ReLU", "chapter": "activations", "score": 10.0,
                                 "max_score": 10.0, "counts": 0.7, "counted_score": 7.0,
                                 "due": (now - timedelta(days=1)).isoformat(timespec="minutes")}]
-        on_time = job_json(store, records.job(store, job["id"]), ServerConfig(tmp_path / "c.db", ""))
+        on_time = job_json(store, row, ServerConfig(tmp_path / "c.db", ""))
         assert on_time["late"] == [] and on_time["closed_chapters"] == []
 
 
