@@ -48,8 +48,7 @@ INSTALL_HINT = "`grade doctor` says how to get one"
 class WorkGroupLimit(Protocol):
     """What :func:`reduction_local_size` reads of a device (a ``cl.Device`` has it)."""
 
-    @property
-    def max_work_group_size(self) -> int: ...
+    max_work_group_size: int
 
 
 class OpenCLUnavailable(RuntimeError):
