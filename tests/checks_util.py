@@ -7,7 +7,7 @@ here are the assertions and the ways of making a wrong submission.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from bench.in_process import (  # noqa: F401 (re-exported for the tests)
     SEEDS,
@@ -17,6 +17,7 @@ from bench.in_process import (  # noqa: F401 (re-exported for the tests)
     stub_namespace,
     variant_ns,
 )
+from gradcheck_util import Layer
 from grader.mistakes import reference_namespace
 from grader.student.engine.checks import CHECKS
 from grader.student.engine.model import CheckResult
@@ -59,14 +60,6 @@ def assert_named(exercise_id: str, mistake_id: str, seed: int = SEEDS[0]) -> Che
 def patched(base: type, **methods: Any) -> type:
     """A subclass of ``base`` with ``methods`` replaced (plain functions taking ``self`` first)."""
     return type(f"Wrong{base.__name__}", (base,), methods)
-
-
-class Layer(Protocol):
-    """A layer class that corrupt_forward and corrupt_backward wrap."""
-
-    def forward(self, x: Any) -> Any: ...
-
-    def backward(self, dout: Any) -> Any: ...
 
 
 def corrupt_forward(base: type[Layer], when: Any, how: Any) -> type:
