@@ -20,10 +20,13 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
+
+#: One wrong submission, run once: (exercise, label, the student's case results, the namespace it was loaded into).
+Submission = tuple[str, str, dict[str, Any], Any]
 
 
 @contextmanager
@@ -62,15 +65,25 @@ class Offline:
     def verdict(self, check: str, mistake_id: str, compute: Any) -> Any:
         return compute()
 
+    def live_check(self, name: str) -> Callable[..., Any]:
+        """As a case pack's: data, never code (live_only checks do not run offline)."""
+        from grader.student.engine.diagnosis import NeedsReference
 
-def prepared(seed: int, mutants: int, draw: int) -> list[tuple[str, Any, dict]]:
+        raise NeedsReference(f"check {name!r} needs the reference's code")
+
+    def public_twin(self) -> None:
+        """As a case pack's: no twin."""
+        return None
+
+
+def prepared(seed: int, mutants: int, draw: int) -> list[Submission]:
     """(exercise, label, the student's case results) of every submission, run once."""
     from bench import mistake_class as audit
     from bench.in_process import run_cases, variant_ns
 
     from bench import mutants as mutant_bench
 
-    work = []
+    work: list[Submission] = []
     for student in list(audit.BUGGY) + list(audit.ROUND2) + list(audit.ROUND3):
         topic, name = student.exercise.split(".")
         ns = variant_ns(topic, **{name: audit.student_class(student)})
@@ -86,21 +99,23 @@ def prepared(seed: int, mutants: int, draw: int) -> list[tuple[str, Any, dict]]:
     return work
 
 
-def evaluate_all(work: list[tuple[str, Any, dict]], seed: int, offline: bool = False) -> float:
+def evaluate_all(work: list[Submission], seed: int, offline: bool = False) -> float:
     """Seconds to evaluate every submission's checks (diagnosis included)."""
     from bench.in_process import reference_runs
 
     from grader.course.grading import LiveExpected
     from grader.student.engine.checks import CHECKS
+    from grader.student.engine.diagnosis import Expected
 
     start = time.perf_counter()
-    for exercise, _, student, *_ in work:
-        expected = LiveExpected(exercise, reference_runs(exercise, seed))
-        CHECKS[exercise].evaluate(student, Offline(expected) if offline else expected, seed)
+    for exercise, _, student, _ in work:
+        live = LiveExpected(exercise, reference_runs(exercise, seed))
+        expected: Expected = Offline(live) if offline else live
+        CHECKS[exercise].evaluate(student, expected, seed)
     return time.perf_counter() - start
 
 
-def locate_all(work: list[tuple[str, Any, dict, Any]], seed: int) -> float:
+def locate_all(work: list[Submission], seed: int) -> float:
     """Seconds to evaluate every submission and then locate its failing cases (round 5: each failing case, at
     most grading.LOCATE_CASES, traced and aligned with the reference's), the trace run in this process."""
     from bench.in_process import reference_runs

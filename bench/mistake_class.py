@@ -2461,7 +2461,7 @@ def student(fan_in, fan_out, rng, mode="fan_in", negative_slope=0.0):
 BY_KEY = {s.key: s for s in BUGGY + CORRECT + ROUND2 + ROUND2_CORRECT}
 
 
-def student_class(student: Student) -> Any:
+def student_class(student: Student | Several) -> Any:
     """The submission's class, named as the exercise's class, built on the stub (nothing from reference).
 
     For a function exercise (``init.kaiming_normal``) the source defines ``student``, returned as is.

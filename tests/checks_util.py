@@ -17,6 +17,7 @@ from bench.in_process import (  # noqa: F401 (re-exported for the tests)
     stub_namespace,
     variant_ns,
 )
+from gradcheck_util import Layer
 from grader.mistakes import reference_namespace
 from grader.student.engine.checks import CHECKS
 from grader.student.engine.model import CheckResult
@@ -61,7 +62,7 @@ def patched(base: type, **methods: Any) -> type:
     return type(f"Wrong{base.__name__}", (base,), methods)
 
 
-def corrupt_forward(base: type, when: Any, how: Any) -> type:
+def corrupt_forward(base: type[Layer], when: Any, how: Any) -> type:
     """A subclass of ``base`` whose forward output y becomes ``how(y)`` when ``when(x)`` is true."""
 
     def forward(self: Any, x: Any) -> Any:
@@ -71,7 +72,7 @@ def corrupt_forward(base: type, when: Any, how: Any) -> type:
     return patched(base, forward=forward)
 
 
-def corrupt_backward(base: type, when: Any, how: Any) -> type:
+def corrupt_backward(base: type[Layer], when: Any, how: Any) -> type:
     """A subclass of ``base`` whose dx becomes ``how(dx)`` when ``when(dout)`` is true."""
 
     def backward(self: Any, dout: Any) -> Any:

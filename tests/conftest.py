@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -188,12 +188,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(mark)
 
 
-def starts_server(args: object) -> str | None:
+#: what Popen takes as its command: one program, or the program and its arguments
+Command = str | bytes | os.PathLike[str] | os.PathLike[bytes] | Iterable[object]
+
+
+def starts_server(args: Command) -> str | None:
     """The server a command line starts (``redis-server`` or ``grade serve``/``worker``), else None."""
     if isinstance(args, (str, bytes, os.PathLike)):
         argv = [os.fsdecode(args)]
     else:
-        argv = [os.fsdecode(a) if isinstance(a, (str, bytes, os.PathLike)) else str(a) for a in args]  # type: ignore[union-attr]
+        argv = [os.fsdecode(a) if isinstance(a, (str, bytes, os.PathLike)) else str(a) for a in args]
     if argv and os.path.basename(argv[0]) == "redis-server":
         return "redis-server"
     for before, word in zip(argv, argv[1:], strict=False):
@@ -218,18 +222,20 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 _popen_init = subprocess.Popen.__init__
 
 
-def _guarded_popen_init(self: subprocess.Popen[bytes], args: object, *more: object, **options: object) -> None:
+def _guarded_popen_init(self: subprocess.Popen[bytes], args: Command, *more: object, **options: object) -> None:
     """subprocess.Popen, refusing to start a server process for a test without the `server` mark."""
     server = starts_server(args)
     item = _running
     if server is not None and item is not None and item.get_closest_marker("server") is None:
         pytest.fail(f"{item.nodeid} starts a server process ({server}) but is not marked `server`: name it (or the "
                     "fixture that starts it) in SERVER_TESTS or SERVER_FIXTURES in tests/conftest.py", pytrace=False)
-    _popen_init(self, args, *more, **options)  # type: ignore[arg-type]
+    # Popen's own arguments passed on unchanged: its overloads cannot be matched through *more and **options
+    _popen_init(self, args, *more, **options)  # type: ignore[call-overload]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    subprocess.Popen.__init__ = _guarded_popen_init  # type: ignore[method-assign]
+    # one plain function in place of Popen's overloaded __init__ (it takes every form they do)
+    subprocess.Popen.__init__ = _guarded_popen_init  # type: ignore[method-assign, assignment]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -11,8 +12,24 @@ from reference.gradcheck import numerical_gradient, rel_error
 TOLERANCE = 1e-7  # CS231n standard for float64 central differences
 
 
+class Affine(Protocol):
+    """A layer with a learnable scale (and maybe a shift, ``beta``)."""
+
+    gamma: np.ndarray
+
+    def forward(self, x: np.ndarray) -> np.ndarray: ...
+
+
+class Layer(Protocol):
+    """What the check calls: a layer's forward and backward (its parameters are read by name)."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray: ...
+
+    def backward(self, dout: np.ndarray) -> np.ndarray: ...
+
+
 def assert_layer_gradients(
-    layer: object,
+    layer: Layer,
     x: np.ndarray,
     rng: np.random.Generator,
     params: Sequence[str] = (),

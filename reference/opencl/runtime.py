@@ -35,7 +35,7 @@ import threading
 import warnings
 from importlib import resources
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from grader.student.engine import opencl_device
 
@@ -43,6 +43,12 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import pyopencl as cl
 
 INSTALL_HINT = "`grade doctor` says how to get one"
+
+
+class WorkGroupLimit(Protocol):
+    """What :func:`reduction_local_size` reads of a device (a ``cl.Device`` has it)."""
+
+    max_work_group_size: int
 
 
 class OpenCLUnavailable(RuntimeError):
@@ -153,7 +159,7 @@ def load_program(
     return build_program(read_source(name), filename=name, options=options, ctx=ctx)
 
 
-def reduction_local_size(D: int, device: "cl.Device | None" = None, max_size: int = 256) -> int:
+def reduction_local_size(D: int, device: WorkGroupLimit | None = None, max_size: int = 256) -> int:
     """Work-group size L for a one-work-group-per-row kernel over rows of length D.
 
     L is the smallest power of two >= D, capped at ``max_size`` and at the

@@ -206,13 +206,13 @@ def test_the_handout_quizzes_hold_no_answer_digest_or_explanation(release: Path)
     checked = 0
     for path in sorted((ROOT / "quizzes" / "source").glob("*.toml")):
         source = quiz_lib.load_source(path)
-        for q in source.questions:
-            explanation = str(q.data.get("explanation", ""))
+        for sq in source.questions:
+            explanation = str(sq.data.get("explanation", ""))
             for sentence in (s.strip() for s in explanation.split(". ") if len(s.strip()) > 25):
-                assert sentence not in text, f"{q.id}: explanation in plain text"
-            if q.kind == "short":
-                for answer in _texts(q.answer):
-                    assert len(answer) < 3 or json.dumps(answer)[1:-1] not in rest[q.id], f"{q.id}: {answer!r}"
+                assert sentence not in text, f"{sq.id}: explanation in plain text"
+            if sq.kind == "short":
+                for answer in _texts(sq.answer):
+                    assert len(answer) < 3 or json.dumps(answer)[1:-1] not in rest[sq.id], f"{sq.id}: {answer!r}"
                     checked += 1
     assert checked > 10
     for path in sorted(quiz_dir.glob("*.json")):
@@ -259,10 +259,10 @@ def test_the_text_pages_judge_each_practice_question_and_no_graded_one(release: 
     assert "grade quiz normalization" in pages["normalization"], "the pointer to `grade quiz` stays"
     everything = "\n".join(pages.values())
     for path in sorted((ROOT / "quizzes" / "source").glob("*.toml")):
-        for q in quiz_lib.load_source(path).questions:
-            if "params" not in q.data:
-                for sentence in (s.strip() for s in str(q.data["explanation"]).split(". ") if len(s.strip()) > 25):
-                    assert html.escape(sentence) not in everything, f"{q.id}: a graded explanation in a page"
+        for sq in quiz_lib.load_source(path).questions:
+            if "params" not in sq.data:
+                for sentence in (s.strip() for s in str(sq.data["explanation"]).split(". ") if len(s.strip()) > 25):
+                    assert html.escape(sentence) not in everything, f"{sq.id}: a graded explanation in a page"
 
 
 # --- the handout on its own -------------------------------------------------------------------------------
@@ -545,9 +545,9 @@ def test_the_handout_readme_runs_as_written_and_states_the_course(release: Path)
     assert "## Handing in: Gradescope" in readme and "quiz-answers.toml" in readme  # no course: Gradescope
     assert "## Allowed imports" in readme and "not SciPy" in readme
     assert "| activations | 16 |" in readme  # the quiz chapters with their questions and attempts
-    for named in ("--html report.html", "grade view", "## Notebooks", "normalization.ipynb", "jupyter notebook",
+    for phrase in ("--html report.html", "grade view", "## Notebooks", "normalization.ipynb", "jupyter notebook",
                   ".venv/bin/pip install '.[notebook]'"):
-        assert named in readme, named
+        assert phrase in readme, phrase
     declared = tomllib.loads((release / "student" / "pyproject.toml").read_text())
     assert any(d.startswith("notebook>=") for d in declared["project"]["optional-dependencies"]["notebook"])
     settings = json.loads((release / "student" / "grader" / "student" / "course.json").read_text())

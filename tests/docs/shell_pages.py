@@ -149,7 +149,11 @@ class Page:
     def fill(self, line: str) -> str:
         for pattern, value in self.placeholders:
             if re.search(pattern, line):
-                line = re.sub(pattern, lambda _, value=value: value(), line)
+
+                def replace(_: re.Match[str], value: Callable[[], str] = value) -> str:
+                    return value()  # once per match, as a placeholder's value may differ each time
+
+                line = re.sub(pattern, replace, line)
         return line
 
     def input_for(self, line: str) -> str:

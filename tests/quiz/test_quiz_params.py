@@ -85,6 +85,7 @@ def test_every_parameterised_question_has_an_independent_formula() -> None:
 @pytest.mark.parametrize("question", PARAMETERISED, ids=[q.id for q in PARAMETERISED])
 def test_reference_answers_match_the_course_formula_in_a_sensible_range(question: quiz.Question) -> None:
     source = next(sq for sq in SOURCES[question.chapter].questions if sq.id == question.id)
+    assert source.answer_range is not None
     low, high = source.answer_range
     instances = set()
     for student in STUDENTS:
@@ -118,6 +119,7 @@ def test_the_reference_answer_passes_and_beyond_the_tolerance_fails(question: qu
     posed = pose(question, "ada")
     _, answer = _answer(question, "ada")
     tol = question.tolerance
+    assert tol is not None
     assert judge(posed, repr(answer)).correct
     assert judge(posed, repr(answer + 0.9 * tol)).correct
     assert judge(posed, answer - 0.9 * tol).correct

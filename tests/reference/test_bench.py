@@ -80,6 +80,7 @@ def test_the_batch_benchmark_class_is_what_it_says(tmp_path) -> None:
 
     path = Path(__file__).resolve().parents[2] / "bench" / "batch.py"
     spec = importlib.util.spec_from_file_location("bench_batch", path)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     kinds = module.kinds(20)

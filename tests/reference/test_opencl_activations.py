@@ -69,6 +69,7 @@ def test_prelu_per_channel_and_dalpha(shape: tuple[int, ...]) -> None:
     dx_g, dx_c = g.backward(dy), c.backward(dy.astype(np.float64))
     np.testing.assert_allclose(y_g, y_c, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(dx_g, dx_c, rtol=RTOL, atol=ATOL)
+    assert g.dalpha is not None and c.dalpha is not None
     assert g.dalpha.shape == (3,) and g.dalpha.dtype == np.float32
     np.testing.assert_allclose(g.dalpha, c.dalpha, rtol=1e-4, atol=1e-4)
 

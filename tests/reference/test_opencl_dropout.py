@@ -10,6 +10,7 @@ below 1e-11 (and the seeds are fixed, so the outcome never changes).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -61,8 +62,8 @@ def test_mask_is_the_same_for_every_local_size(n: int) -> None:
         outputs.append(y.get())
         np.testing.assert_array_equal(gpu.dropout_uniform(n, 99, 4, local_size=local), host_uniform(n, 99, 4))
     assert not np.isnan(outputs[0]).any()
-    for y in outputs[1:]:
-        np.testing.assert_array_equal(y, outputs[0])
+    for other in outputs[1:]:
+        np.testing.assert_array_equal(other, outputs[0])
 
 
 def test_backward_regenerates_the_mask_of_the_last_forward() -> None:
@@ -114,7 +115,8 @@ def test_p_zero_is_identity_and_p_one_gives_zeros() -> None:
 
 def test_eval_is_identity_forward_and_backward() -> None:
     x, dy = nonzero_inputs((6, 70), 9), nonzero_inputs((6, 70), 10)
-    layer = gpu.Dropout(0.5, seed=3).eval()
+    layer = gpu.Dropout(0.5, seed=3)
+    layer.eval()
     np.testing.assert_array_equal(layer.forward(x), x)
     np.testing.assert_array_equal(layer.backward(dy), dy)
     assert layer.calls == 0  # eval draws nothing
@@ -145,7 +147,7 @@ def test_device_arrays_stay_on_the_device() -> None:
 
 
 @pytest.mark.parametrize("seed", [-1, 2**64, 1.5, True, "0"])
-def test_rejects_bad_seeds(seed: object) -> None:
+def test_rejects_bad_seeds(seed: Any) -> None:
     with pytest.raises(gpu.SeedError, match="seed must be an int"):
         gpu.Dropout(0.5, seed=seed)
 

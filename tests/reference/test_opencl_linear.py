@@ -22,6 +22,7 @@ def pair(in_features: int, out_features: int, bias: bool) -> tuple[gpu.Linear, c
     g = gpu.Linear(in_features, out_features, bias=bias, rng=np.random.default_rng(1))
     c = cpu.Linear(in_features, out_features, bias=bias, rng=np.random.default_rng(1))
     if bias:
+        assert g.b is not None
         g.b[:] = np.linspace(-1.0, 1.0, out_features, dtype=np.float32)
         c.b = g.b.astype(np.float64)
     c.W = g.W.astype(np.float64)
@@ -43,9 +44,11 @@ def test_forward_backward_match_cpu(x_shape: tuple[int, ...], out_features: int,
     dx = g.backward(dy)
     assert dx.dtype == np.float32 and dx.shape == x_shape
     np.testing.assert_allclose(dx, c.backward(dy.astype(np.float64)), rtol=1e-5, atol=1e-5)
+    assert g.dW is not None and c.dW is not None
     assert g.dW.shape == g.W.shape and g.dW.dtype == np.float32
     np.testing.assert_allclose(g.dW, c.dW, rtol=1e-4, atol=1e-4)
     if bias:
+        assert g.db is not None and c.db is not None
         assert g.db.shape == (out_features,)
         np.testing.assert_allclose(g.db, c.db, rtol=1e-4, atol=1e-4)
     else:
@@ -80,7 +83,8 @@ def test_matmul_tiled_every_tile_and_transpose(tile: int, trans_a: bool, trans_b
     ad, bd, biasd = (cl_array.to_device(queue, v) for v in (a, b, bias))
     c = cl_array.to_device(queue, np.full((M, N), np.nan, np.float32))
     kernel = cl.Kernel(load_program("linear.cl", options=(f"-DTILE={tile}",)), "matmul_tiled")
-    kernel.set_args(ad.data, bd.data, biasd.data, c.data, np.int32(M), np.int32(N), np.int32(K),
+    # pyopencl's stub types Array.data as any MemoryObjectHolder, set_args takes a Buffer (what to_device made)
+    kernel.set_args(ad.data, bd.data, biasd.data, c.data, np.int32(M), np.int32(N), np.int32(K),  # type: ignore[arg-type]
                     np.int32(trans_a), np.int32(trans_b))
     rounded = (-(-N // tile) * tile, -(-M // tile) * tile)
     cl.enqueue_nd_range_kernel(queue, kernel, rounded, (tile, tile))

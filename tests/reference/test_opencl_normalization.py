@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import reference.normalization as cpu
+from gradcheck_util import Affine
 from reference.opencl import host
 from reference.opencl import normalization as gpu
 
@@ -220,7 +221,10 @@ def test_gpu_layout_matches_cpu(monkeypatch: pytest.MonkeyPatch, cls: str, args:
 def test_parameters_edited_in_place_are_uploaded_again() -> None:
     rng = np.random.default_rng(11)
     x = rng.standard_normal((4, 8)).astype(np.float32)
-    for layer in (gpu.LayerNorm(8), gpu.BatchNorm1d(8).eval(), gpu.GroupNorm(2, 8), gpu.RMSNorm(8)):
+    batch_norm = gpu.BatchNorm1d(8)
+    batch_norm.eval()
+    layers: tuple[Affine, ...] = (gpu.LayerNorm(8), batch_norm, gpu.GroupNorm(2, 8), gpu.RMSNorm(8))
+    for layer in layers:
         first = layer.forward(x)
         layer.gamma *= 2.0  # in place: same array object
         if hasattr(layer, "beta"):

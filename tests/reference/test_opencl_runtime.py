@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import types
+from collections.abc import Iterator
 
 import pytest
 
@@ -23,7 +24,7 @@ OWN_KERNEL_FILES = ["activations.cl", "dropout.cl", "rmsnorm.cl", "layernorm.cl"
 
 
 @pytest.fixture
-def fresh_choice(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def fresh_choice(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[None]:
     """No memoised device choice, no cache of the developer's, no context of the process's."""
     monkeypatch.setenv("GRADE_OPENCL_CACHE", str(tmp_path / "device.json"))
     monkeypatch.delenv("GRADE_OPENCL_CHOICES", raising=False)
@@ -103,7 +104,9 @@ def test_reason_is_none_and_context_queue_are_memoised() -> None:
 def test_pyopencl_ctx_is_honoured(monkeypatch: pytest.MonkeyPatch, fresh_choice: None) -> None:
     import pyopencl as cl
 
-    real = cl.Context([opencl_device.choose().device])
+    device = opencl_device.choose().device
+    assert device is not None
+    real = cl.Context([device])
     opencl_device.forget()
     calls = []
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradcheck_util import assert_layer_gradients
+from gradcheck_util import Affine, assert_layer_gradients
+from reference.base import Module
 from reference.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm2d, LayerNorm, RMSNorm
 
 TRIO_X = np.array([[2.0, 4.0, 6.0], [4.0, 2.0, 0.0]])
 
 
-def randomise_affine(layer: object, rng: np.random.Generator) -> None:
+def randomise_affine(layer: Affine, rng: np.random.Generator) -> None:
     """gamma, beta away from their defaults so that a backward ignoring them fails."""
     layer.gamma = rng.uniform(0.5, 1.5, size=layer.gamma.shape) * rng.choice([-1.0, 1.0], size=layer.gamma.shape)
     if hasattr(layer, "beta"):
@@ -53,6 +54,7 @@ def test_rmsnorm_matches_course_scratch_example() -> None:
     np.testing.assert_allclose(out, expected_out, rtol=1e-14)
     np.testing.assert_allclose(dx, expected_dx, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(np.round(out, 4), [[0.3651, 0.7303, 1.0954, 1.4606]])
+    assert layer.dgamma is not None
     np.testing.assert_allclose(layer.dgamma, out[0], rtol=1e-14)
 
 
@@ -65,7 +67,7 @@ def test_rmsnorm_dgamma_sums_over_all_leading_axes() -> None:
     layer.forward(x)
     layer.backward(dout)
     x_norm = x / np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + 1e-6)
-    assert layer.dgamma.shape == (4,)
+    assert layer.dgamma is not None and layer.dgamma.shape == (4,)
     np.testing.assert_allclose(layer.dgamma, (dout * x_norm).sum(axis=(0, 1)), rtol=1e-13)
 
 
@@ -240,7 +242,7 @@ def test_instancenorm_gradients(shape: tuple[int, ...]) -> None:
 
 
 @pytest.mark.parametrize("layer", [LayerNorm(4), RMSNorm(4), GroupNorm(2, 4), InstanceNorm2d(4)], ids=type)
-def test_same_output_in_train_and_eval(layer: object) -> None:
+def test_same_output_in_train_and_eval(layer: Module) -> None:
     x = np.random.default_rng(14).standard_normal((2, 4, 3, 4))
     y_train = layer.train().forward(x)
     np.testing.assert_array_equal(layer.eval().forward(x), y_train)

@@ -72,9 +72,16 @@ def test_the_server_with_lti_holds_its_lock_through_fifty_starts(tmp_path: Path,
         thread = threading.Thread(target=server.run, name="tool", daemon=True)
         thread.start()
         try:
-            wait_for(lambda server=server: server.started, 30, "the server to listen")
+            def listening(server: uvicorn.Server = server) -> bool:
+                return server.started
+
+            wait_for(listening, 30, "the server to listen")
             poster = app.state.lti_poster
-            wait_for(lambda poster=poster: poster.seen is not None, 30, "the score poster's first round")  # its connection is open
+
+            def first_round(poster: Any = poster) -> bool:
+                return poster.seen is not None
+
+            wait_for(first_round, 30, "the score poster's first round")  # its connection is open
             if "POSIX" in locks(os.getpid(), db):
                 held += 1
         finally:

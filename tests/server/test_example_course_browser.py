@@ -97,7 +97,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         wait_for(up, 60, "grade serve --course docs/course.example.toml to answer on its [server] url", 0.1)
         yield {"url": url, "teacher": teacher, "log": log}
     finally:
-        stop_process(proc)  # type: ignore[arg-type]
+        stop_process(proc)
 
 
 def links_of(page: Any, base: str) -> list[str]:
@@ -120,7 +120,7 @@ def test_every_page_reachable_from_the_dashboard_answers_200(browser: Any, site:
         page.fill("#token", site["teacher"])
         page.click("button[type=submit]")
         page.wait_for_url(site["url"] + "/instructor/")
-        queue, seen, visited = [site["url"] + "/instructor/"], set(), []
+        queue, seen, visited = [site["url"] + "/instructor/"], set[str](), list[str]()
         while queue and len(visited) < MAX_PAGES:
             url = queue.pop(0)
             if url in seen:

@@ -113,6 +113,13 @@ def landed(client: httpx.Client, page: Any) -> tuple[str, str]:
     return student, token
 
 
+def score_given(lms: LmsPlatform, sub: str, item: int) -> float:
+    """The scoreGiven of the latest score the platform received for ``sub`` on line item ``item`` (one must have come)."""
+    score = lms.latest_score(sub, item)
+    assert score is not None, f"no score for {sub} on line item {item}"
+    return score["scoreGiven"]
+
+
 def start_login(client: httpx.Client, lms: LmsPlatform, **changes: str) -> dict[str, str]:
     """Login initiation only; the auth request's parameters (state, nonce)."""
     redirect = login_redirect(client, lms, **changes)
@@ -328,7 +335,7 @@ def test_bad_launches_are_refused_with_a_page_and_logged(tool: dict[str, Any], l
     params = start_login(client, lms)
     user = lms.users["ada"]
     now = int(time.time())
-    changes: dict[str, Any] = {
+    changes_of: dict[str, dict[str, Any]] = {
         "wrong audience": {"aud": "someone-else", "azp": None},
         "expired": {"exp": now - 3600, "iat": now - 3900},
         "unknown platform": {"iss": "https://evil.example.org"},
@@ -339,8 +346,11 @@ def test_bad_launches_are_refused_with_a_page_and_logged(tool: dict[str, Any], l
         "issued long ago": {"iat": now - 7200},
         "target elsewhere": {lti.CLAIM + "target_link_uri": "https://evil.example.org/lti/launch"},
         "no target": {lti.CLAIM + "target_link_uri": None},
-    }.get(case, {})
-    key = RSAKey.generate_key(2048, parameters={"kid": lms.key.kid}) if case == "bad signature" else None
+    }
+    changes = changes_of.get(case, {})
+    kid = lms.key.kid
+    assert kid is not None
+    key = RSAKey.generate_key(2048, parameters={"kid": kid}) if case == "bad signature" else None
     nonce = "not-the-nonce" if case == "wrong nonce" else params["nonce"]
     token = lms.id_token(lms.claims(user, nonce, **changes), key)
     with caplog.at_level(logging.WARNING, logger="normgrade.lti"):
@@ -637,7 +647,7 @@ def test_a_score_change_is_posted_to_one_line_item_found_by_resource_id(poster: 
     tick()
     run_tasks(queue)
     tick()
-    assert len(lms.line_items) == 1 and lms.latest_score("lms-ada", 1)["scoreGiven"] == 9.0
+    assert len(lms.line_items) == 1 and score_given(lms, "lms-ada", 1) == 9.0
     poster["thread"].seen = None  # a server restart: scanning again sends nothing new
     with store.transaction() as db:
         db.execute("DELETE FROM lti_line_items")  # and forgetting the line item finds it again by resourceId
@@ -645,7 +655,7 @@ def test_a_score_change_is_posted_to_one_line_item_found_by_resource_id(poster: 
     tick()
     run_tasks(queue)
     tick()
-    assert len(lms.line_items) == 1 and lms.latest_score("lms-ada", 1)["scoreGiven"] == 10.0
+    assert len(lms.line_items) == 1 and score_given(lms, "lms-ada", 1) == 10.0
     full = {"sub": "u", "score_given": 20.0, "score_maximum": 20.0, "timestamp": "t"}
     assert lti_services.score_payload(full)["activityProgress"] == "Completed"
 
@@ -689,7 +699,7 @@ def test_a_task_the_queue_lost_is_sent_again(poster: dict[str, Any], lms: LmsPla
     tick()
     assert run_tasks(queue) == 1
     tick()
-    assert lms.latest_score("lms-ada", 1)["scoreGiven"] == 6.0
+    assert score_given(lms, "lms-ada", 1) == 6.0
     assert lti_services.score_counts(store) == {"posted": 1}
 
 
@@ -747,7 +757,8 @@ def test_a_held_upload_posts_nothing_until_it_is_graded_by_itself_then_posts_onc
     job_id = int(records.create_job(store, "s2", "k", solution_files(folder, ["__init__.py", "kernels/activations.cl"]),
                                     ["kernels.relu_forward"], config.course, datetime.now(timezone.utc)).job["id"])
     collector.tick(store, queue)
-    assert records.job(store, job_id)["status"] == "held"
+    held = records.job(store, job_id)
+    assert held is not None and held["status"] == "held"
     for _ in range(3):
         tick()
         run_tasks(queue)
@@ -756,7 +767,8 @@ def test_a_held_upload_posts_nothing_until_it_is_graded_by_itself_then_posts_onc
     collector.tick(store, queue)  # graded again, by itself: the task waits for a worker
     assert run_tasks(queue) == 1
     collector.tick(store, queue)
-    assert records.job(store, job_id)["status"] == "done"
+    done = records.job(store, job_id)
+    assert done is not None and done["status"] == "done"
     for _ in range(3):
         tick()
         run_tasks(queue)
@@ -788,7 +800,7 @@ def test_a_4xx_ends_in_a_final_state_shown_on_the_dashboard_and_is_not_retried(p
     tick()
     assert run_tasks(queue) == 1
     tick()
-    assert lti_services.score_counts(store) == {"posted": 1} and lms.latest_score("lms-ada", 1)["scoreGiven"] == 7.0
+    assert lti_services.score_counts(store) == {"posted": 1} and score_given(lms, "lms-ada", 1) == 7.0
 
 
 @pytest.mark.parametrize("status", [401, 429, 503])
@@ -853,7 +865,7 @@ def test_line_items_are_found_on_every_page_of_the_container(poster: dict[str, A
     tick()
     assert run_tasks(queue) == 1
     tick()
-    assert lms.created == [] and lms.latest_score("lms-ada", 3)["scoreGiven"] == 6.0
+    assert lms.created == [] and score_given(lms, "lms-ada", 3) == 6.0
 
 
 def test_without_the_lineitem_scope_no_column_is_made_and_no_score_sent(poster: dict[str, Any], lms: LmsPlatform,
@@ -940,7 +952,7 @@ def test_a_graded_upload_is_posted_with_its_late_penalty(tool: dict[str, Any], l
     thread.tick(store, queue, connector, now=2.0)
     connector.close()
     assert [c["resourceId"] for c in lms.created] == ["exercises:activations"]
-    assert lms.latest_score("lms-ada", 1)["scoreGiven"] == 4.0  # 8 points, late: half counts
+    assert score_given(lms, "lms-ada", 1) == 4.0  # 8 points, late: half counts
 
 
 def test_a_bad_lti_table_stops_the_server_with_one_line(tmp_path: Path) -> None:

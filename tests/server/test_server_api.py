@@ -313,7 +313,7 @@ def test_the_course_page(env: dict[str, Any]) -> None:
 # --- quizzes ------------------------------------------------------------------------------------------
 
 
-def answer(env: dict[str, Any], student: str, question: str, raw: Any, shown: bool | None = None,
+def answer(env: dict[str, Any], student: str, question: str, raw: Any, shown: bool | str | None = None,
            chapter: str = "activations") -> Any:
     body: dict[str, Any] = {"question": question, "answer": raw}
     if shown is not None:
@@ -610,6 +610,6 @@ def test_unexpected_failures_are_one_line_json() -> None:
     from grader.student.errors import StoreError
 
     busy = asyncio.run(app_lib.server_error(None, StoreError("could not record (database is locked)")))  # type: ignore[arg-type]
-    assert busy.status_code == 503 and json.loads(busy.body)["error"].startswith("the course database is busy")
+    assert busy.status_code == 503 and json.loads(bytes(busy.body))["error"].startswith("the course database is busy")
     bug = asyncio.run(app_lib.server_error(None, KeyError("x")))  # type: ignore[arg-type]
-    assert bug.status_code == 500 and "the server failed (KeyError)" in json.loads(bug.body)["error"]
+    assert bug.status_code == 500 and "the server failed (KeyError)" in json.loads(bytes(bug.body))["error"]

@@ -270,7 +270,8 @@ def test_the_servers_worker_child_killed_leaves_no_orphan_and_the_job_is_graded_
         kill_quietly(consumer)
         wait_for(lambda: family_gone(family), 60, "every process of the killed worker child to exit (no orphans)")
         # the server starts another worker child, which grades the try put back
-        wait_for(lambda: [p for p in descendants(server.proc.pid) if p not in family], 60, "a new worker child")
+        pid = server.proc.pid
+        wait_for(lambda: [p for p in descendants(pid) if p not in family], 60, "a new worker child")
         finals = settled(db, queue_url, server.url, tokens, {"w1": job})
         assert finals["w1"]["status"] == "done" and finals["w1"]["tries"] == 2
         # SIGTERM to the server ends it and every worker process it started

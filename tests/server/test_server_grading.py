@@ -249,7 +249,8 @@ def test_a_result_is_recorded_once_however_often_it_is_collected(tmp_path: Path)
         assert records.record_done(store, job, report, "v") is not None
         assert records.record_done(store, job, report, "v") is None
         assert len(store.attempts("ann")) == 1
-        assert records.job(store, job["id"])["status"] == "done"
+        row = records.job(store, job["id"])
+        assert row is not None and row["status"] == "done"
 
 
 def test_a_job_begun_and_finished_between_two_collector_passes_still_names_its_worker(tmp_path: Path) -> None:
@@ -271,7 +272,7 @@ def test_a_job_begun_and_finished_between_two_collector_passes_still_names_its_w
         queue.huey.put(tid, {"ok": True, "report": report_to_dict(report)})
         collector.tick(store, queue)
         job = records.job(store, job_id)
-        assert job["status"] == "done" and job["worker"] == "machine-b:4242"
+        assert job is not None and job["status"] == "done" and job["worker"] == "machine-b:4242"
         assert len(store.attempts("ann")) == 1
 
 
@@ -380,11 +381,13 @@ def test_a_late_upload_says_what_share_counts_and_closed_chapters_are_listed(tmp
         assert "linear.Linear" in doc["closed_chapters"][0]["exercises"]
         report = GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)])
         records.record_done(store, job, report, "v")
-        doc = job_json(store, records.job(store, job["id"]), config)
+        row = records.job(store, job["id"])
+        assert row is not None
+        doc = job_json(store, row, config)
         assert doc["late"] == [{"exercise": "activations.ReLU", "chapter": "activations", "score": 10.0,
                                 "max_score": 10.0, "counts": 0.7, "counted_score": 7.0,
                                 "due": (now - timedelta(days=1)).isoformat(timespec="minutes")}]
-        on_time = job_json(store, records.job(store, job["id"]), ServerConfig(tmp_path / "c.db", ""))
+        on_time = job_json(store, row, ServerConfig(tmp_path / "c.db", ""))
         assert on_time["late"] == [] and on_time["closed_chapters"] == []
 
 
@@ -455,7 +458,7 @@ def test_grade_serve_listens_on_the_port_of_the_courses_server_url(tmp_path: Pat
         wait_for(up, 60, "grade serve to answer on the course's port", interval=0.1)
         assert f"students reach it at http://127.0.0.1:{port}" in log.read_text()
     finally:
-        stop_process(proc)  # type: ignore[arg-type]
+        stop_process(proc)
     course.write_text('[server]\nurl = "http://127.0.0.1:99999"\n', encoding="utf-8")
     bad = subprocess.run([sys.executable, "-m", "grader.cli", "serve", "--course", str(course), "--db",
                           str(tmp_path / "c.db"), "--workers", "0"], capture_output=True, text=True, timeout=120)

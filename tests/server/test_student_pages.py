@@ -301,6 +301,13 @@ def test_the_quiz_page_poses_each_question_for_its_student_without_keys(env: Env
     assert gelu not in html.unescape(env.page("ada", "/student/quizzes/activations").text), "not bob's numbers"
 
 
+def verdict_of(page: str, question_id: str) -> str:
+    """The verdict a quiz page shows under question ``question_id`` (it must show one)."""
+    found = re.search(rf'id="v-{question_id}">([^<]*)<', page)
+    assert found is not None, f"no verdict for {question_id}"
+    return found.group(1)
+
+
 def test_answers_in_the_browser_follow_the_graded_rules(env: Env) -> None:
     """normalization is due later: a wrong answer says "Not this one." and no more until the last attempt."""
     question = next(q for q in quiz_source("normalization").questions if q.kind == "single")
@@ -309,13 +316,13 @@ def test_answers_in_the_browser_follow_the_graded_rules(env: Env) -> None:
     explanation = posed_for("normalization", question.id, "ada").explanation()
     first = quiz_form(env, "ada", "normalization", question.id, wrong)
     assert first.status_code == 200
-    told = re.search(rf'id="v-{question.id}">([^<]*)<', first.text).group(1)
+    told = verdict_of(first.text, question.id)
     assert told == "Not this one. (1 attempt(s) left)" and explanation[:60] not in text_of(first.text)
     assert "Attempt 2 of 2" in first.text
     unreadable = quiz_form(env, "ada", "normalization", question.id, "seven")
     assert unreadable.status_code == 422 and "Not judged (no attempt used): &#39;seven&#39; is not a choice" in unreadable.text
     second = quiz_form(env, "ada", "normalization", question.id, wrong)
-    assert re.search(rf'id="v-{question.id}">([^<]*)<', second.text).group(1) == "Not this one. No attempts left."
+    assert verdict_of(second.text, question.id) == "Not this one. No attempts left."
     assert explanation[:60] in text_of(second.text), "the last attempt explains"
     closed = quiz_form(env, "ada", "normalization", question.id, right_answer("normalization", question, "ada", True))
     assert closed.status_code == 409 and "has no attempts left (2 of 2 used)" in html.unescape(closed.text)
@@ -329,7 +336,7 @@ def test_answers_in_the_browser_follow_the_graded_rules(env: Env) -> None:
     # right at once: "Correct." and the explanation; the page then shows it closed and explained
     other = next(q for q in quiz_source("normalization").questions if q.kind == "numeric" and q.answer_range is None)
     right = quiz_form(env, "ada", "normalization", other.id, right_answer("normalization", other, "ada", True))
-    assert re.search(rf'id="v-{other.id}">([^<]*)<', right.text).group(1) == "Correct."
+    assert verdict_of(right.text, other.id) == "Correct."
     again = env.page("ada", "/student/quizzes/normalization").text
     section = again[again.index(f'id="q-{other.id}"'):]
     section = section[:section.index("</section>")]
@@ -343,7 +350,7 @@ def test_a_parameterised_question_takes_the_students_own_numbers(env: Env) -> No
     theirs = reference_value("activations", "gelu-value", "bob")
     assert "Not this one" in quiz_form(env, "ada", "activations", "gelu-value", repr(theirs)).text
     right = quiz_form(env, "ada", "activations", "gelu-value", repr(mine))
-    assert re.search(r'id="v-gelu-value">([^<]*)<', right.text).group(1) == "Correct."
+    assert verdict_of(right.text, "gelu-value") == "Correct."
     assert [(r["correct"], r["first_try"]) for r in answers_of(env, "gelu-value")] == [(0, 1), (1, 0)]
 
 
@@ -548,7 +555,7 @@ def test_a_chapter_of_the_text_links_its_checkpoints_to_the_quiz_page_and_back(e
     question = next(q for q in quiz_source("activations").questions if q.id == "gelu-value")
     answered = env.client.post(link.group(1).split("#")[0], headers=env.bearer("ada"),
                                data={"question": "gelu-value", "answer": right_answer("activations", question, "ada", True)})
-    assert re.search(r'id="v-gelu-value">([^<]*)<', answered.text).group(1) == "Correct."
+    assert verdict_of(answered.text, "gelu-value") == "Correct."
     after = answered.text[answered.text.index('id="q-gelu-value"'):]
     assert back in after[:after.index("</section>")]
     # an unknown section id on the quiz page is ignored, not an error

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from grader.student.cli import cli as handout_cli
 
 
 @pytest.fixture(autouse=True)
-def own_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def own_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     monkeypatch.setenv(opencl_device.CACHE_VARIABLE, str(tmp_path / "device.json"))
     monkeypatch.delenv(opencl_device.FAULT_VARIABLE, raising=False)
     opencl_device.forget()
@@ -82,7 +83,7 @@ def test_the_operators_doctor_checks_the_queue(monkeypatch: pytest.MonkeyPatch, 
 
 
 def test_the_instructors_command_takes_the_queue(monkeypatch: pytest.MonkeyPatch) -> None:
-    seen = {}
+    seen: dict[str, str | None] = {}
 
     def report(role, as_json, queue=None, login=None):
         seen.update(role=role, queue=queue)

@@ -153,6 +153,13 @@ def test_json_holds_the_same_data(report: class_report.ClassReport) -> None:
     assert any(i["question"] == "q1" and i["difficulty"] == 0.5 for i in doc["quiz_items"])
 
 
+def part(pattern: str, page: str) -> str:
+    """The first stretch of ``page`` that ``pattern`` matches (``.`` spans lines); it must be there."""
+    found = re.search(pattern, page, re.S)
+    assert found is not None, pattern
+    return found.group(0)
+
+
 def test_html_is_self_contained_and_shows_every_part(report: class_report.ClassReport, store: Store) -> None:
     page = class_html.format_html(report, store)
     assert page.startswith("<!DOCTYPE html>")
@@ -165,7 +172,7 @@ def test_html_is_self_contained_and_shows_every_part(report: class_report.ClassR
                     "Quiz item analysis", "Exercises", "Students"):
         assert heading in text
     # the grid: a row per student, a cell per exercise with its score in words for hover and screen readers
-    grid = re.search(r'<table id="grid".*?</table>', page, re.S).group(0)
+    grid = part(r'<table id="grid".*?</table>', page)
     assert grid.count("<tr data-id=") == 4
     assert 'title="activations.ReLU: 9.5 / 10; named mistake relu-inplace: ' in grid  # bob's latest names it
     assert '<td class="c b-none g g0"><span class="sr-only">not submitted</span></td>' in grid    # bob's GELU
@@ -179,17 +186,17 @@ def test_html_is_self_contained_and_shows_every_part(report: class_report.ClassR
     # every exercise's section: mistakes ranked with the catalogue's sentence, unnamed failing checks
     for ex in IDS:
         assert f'id="exercise-{ex}"' in page
-    relu = re.search(r'id="exercise-activations.ReLU".*?</section>', page, re.S).group(0)
+    relu = part(r'id="exercise-activations.ReLU".*?</section>', page)
     assert CATALOGUE["relu-inplace"].sentence in html.unescape(relu)
     assert '<code>relu-inplace</code></td><td class="num" data-label="Students">2 of 4</td>' in relu
     assert "made-up-id" in relu and "(not in this grader&#39;s catalogue)" in relu
-    linear = html.unescape(re.search(r'id="exercise-linear.Linear".*?</section>', page, re.S).group(0))
+    linear = html.unescape(part(r'id="exercise-linear.Linear".*?</section>', page))
     assert '<td data-label="Check">check_1</td><td class="num" data-label="Students">1</td>' in linear  # unnamed
     # quiz items, every student's section with the report of the latest upload as the student saw it
     assert "Prompt of q1?" in text and "50% <span" in page
     for k, name in enumerate(["amy", "bob", "cy", "dee"]):
         assert re.search(rf'<h2 id="student-{k}-title">{name}</h2>', page)
-    bob = html.unescape(re.search(r'id="student-1".*?</section>', page, re.S).group(0))
+    bob = html.unescape(part(r'id="student-1".*?</section>', page))
     assert "normgrade report for bob" in bob and "killed by signal 11 (segfault) during linear.Linear" in bob
     assert "13.5 / 30" in bob and "Not submitted yet (1): activations.GELU." in bob
 

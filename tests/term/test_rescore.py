@@ -12,6 +12,7 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -81,7 +82,8 @@ def check_rescored(db: Path, uploads: dict[str, object], output: str) -> None:
     assert counted(db, "ann") == 10.0
     with Store.open(db) as store:
         report = class_report.build(store, RELU)  # the dashboard and the gradebook exports count the new result
-        assert report.student("ann").exercises["activations.ReLU"].best_score == 10.0
+        ann = report.student("ann")
+        assert ann is not None and ann.exercises["activations.ReLU"].best_score == 10.0
         rows = store.submissions(student="ann", superseded=True)
         old, new = rows
         assert old["score"] == old_score and old["grader_version"] == "old-grader"  # still readable
@@ -91,7 +93,8 @@ def check_rescored(db: Path, uploads: dict[str, object], output: str) -> None:
         last = rescore.last_rescoring(store)
         assert last is not None and last["uploads"] == 2 and last["changes"][0]["student"] == "ann"
         job = next(iter(store.db.query("SELECT * FROM jobs WHERE student = 'ann'")))
-        assert records.report_of(store, job).exercises[0].score == 10.0  # the job's report is the one in force
+        in_force = records.report_of(store, job)
+        assert in_force is not None and in_force.exercises[0].score == 10.0  # the job's report is the one in force
 
 
 def test_dry_run_then_rescore_on_the_embedded_queue(tmp_path: Path, uploads: dict[str, object]) -> None:
@@ -140,7 +143,7 @@ def test_a_worker_that_cannot_grade_leaves_the_recorded_result_and_says_why(
     db = course_db(tmp_path, uploads)
     reason = "this worker's self-test fails for them: bubblewrap is not installed (apt-get install bubblewrap)"
 
-    def refused(store: Store, queue: object, found: list[tuple[dict[str, object], list[str]]], *args: object,
+    def refused(store: Store, queue: object, found: list[tuple[dict[str, Any], list[str]]], *args: object,
                 **kwargs: object) -> dict[int, dict[str, object]]:
         return {int(job["id"]): {"ok": True, "report": report_to_dict(GradeReport(str(job["student"]), [
             ExerciseResult("activations.ReLU", "not_graded", 0.0, 10.0, [], reason)], "h", [], True))}

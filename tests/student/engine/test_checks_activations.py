@@ -290,7 +290,7 @@ def test_a_warning_in_backward_is_not_the_forward_checks_fault() -> None:
     the backward mistake (not elu-exp-overflow, whose fix the forward already applies)."""
 
     class ELU(ref.ELU):
-        def backward(self, dout):  # type: ignore[no-untyped-def]
+        def backward(self, dout):
             return np.where(self.x > 0, dout, dout * self.alpha * np.exp(self.x))
 
     results = by_name(grade_in_process("activations.ELU", variant_ns("activations", ELU=ELU)))
@@ -305,11 +305,11 @@ def test_nan_everywhere_earns_nothing() -> None:
     """Round 3: a ReLU whose every output is NaN used to score 4.25/10 (NaN equals NaN in consistency checks)."""
 
     class ReLU(ref.ReLU):
-        def forward(self, x):  # type: ignore[no-untyped-def]
+        def forward(self, x):
             self.x = np.array(x, dtype=float)
             return np.full(np.shape(x), np.nan)
 
-        def backward(self, dout):  # type: ignore[no-untyped-def]
+        def backward(self, dout):
             return np.full(np.shape(dout), np.nan)
 
     results = grade_in_process("activations.ReLU", variant_ns("activations", ReLU=ReLU))
@@ -322,7 +322,7 @@ def test_supporting_checks_still_count_beside_right_values() -> None:
     """A right forward with a wrong backward keeps its shape and mutation points (support needs something else)."""
 
     class ReLU(ref.ReLU):
-        def backward(self, dout):  # type: ignore[no-untyped-def]
+        def backward(self, dout):
             return 2.0 * np.asarray(dout) * (self.x > 0)
 
     results = by_name(grade_in_process("activations.ReLU", variant_ns("activations", ReLU=ReLU)))

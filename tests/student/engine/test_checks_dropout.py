@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -125,7 +128,7 @@ def test_not_implemented_scores_nothing() -> None:
     assert "implement forward first" in by_name(results)["value_error"].message
 
 
-ODD_OUTPUTS = [lambda x: 0.0, lambda x: np.zeros(3), lambda x: np.asarray(x)[:1], lambda x: np.asarray(x).astype(int),
+ODD_OUTPUTS: list[Callable[[Any], Any]] = [lambda x: 0.0, lambda x: np.zeros(3), lambda x: np.asarray(x)[:1], lambda x: np.asarray(x).astype(int),
                lambda x: np.full(np.shape(x), np.nan), lambda x: np.asarray(x).T]
 
 

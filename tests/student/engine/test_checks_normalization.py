@@ -390,7 +390,7 @@ def test_layernorm_and_rmsnorm_are_checked_on_4d_input() -> None:
     from reference import normalization as nref
 
     class LN(nref.LayerNorm):
-        def backward(self, dout):  # type: ignore[no-untyped-def]
+        def backward(self, dout):
             dx = super().backward(dout)
             axes = (0,) if dout.ndim == 2 else (0, 1)
             self.dgamma = (dout * self.cache["x_hat"]).sum(axis=axes)
@@ -398,7 +398,7 @@ def test_layernorm_and_rmsnorm_are_checked_on_4d_input() -> None:
             return dx
 
     class RMS(nref.RMSNorm):
-        def backward(self, dout):  # type: ignore[no-untyped-def]
+        def backward(self, dout):
             dx = super().backward(dout)
             self.dgamma = (dout * self.cache["x_norm"]).sum(axis=(0,) if dout.ndim == 2 else (0, 1))
             return dx

@@ -61,9 +61,9 @@ def test_each_known_mistake_keeps_the_picture_of_its_kind_and_a_correct_submissi
         if mistake is None:
             assert ex.status == "passed" and all(c.figure is None for c in ex.checks)
             continue
-        named = [c for c in failing(ex) if c.figure is not None]
+        named = [c.figure for c in failing(ex) if c.figure is not None]
         assert named, f"{exercise} {mistake}: no failing check kept a figure"
-        assert kind in {c.figure["kind"] for c in named}, (exercise, mistake, [c.figure["kind"] for c in named])
+        assert kind in {f["kind"] for f in named}, (exercise, mistake, [f["kind"] for f in named])
         for check in ex.checks:
             if check.passed:
                 assert check.figure is None
@@ -116,6 +116,7 @@ def test_the_axis_the_error_follows_in_3d_and_an_even_error() -> None:
     # every value wrong, but channel 2 ten times more: the public picture shows it with the mean error per index
     received[:, :2, :] = 0.1
     public = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y")
+    assert public is not None
     assert public["axes"][1]["error"] == [0.1, 0.1, 1.0] and public["axes"][1]["fraction"] == [1.0, 1.0, 1.0]
     assert "mean absolute error" in drawing.figure_html(public)
     assert "error" not in hidden_elements(received, expected)["axes"][1]
@@ -138,6 +139,7 @@ def test_nan_in_the_output_is_marked_not_lost() -> None:
     received = expected.copy()
     received[1, 2] = np.nan
     figure = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y")
+    assert figure is not None
     assert figure["received"][5] is None and figure["differs"][5] is True
     assert figure["heat"]["decades"][1][2] == figures.DECADE_HIGH  # NaN where a number was expected: the most
     json.dumps(figure, allow_nan=False)
@@ -231,15 +233,16 @@ def test_a_hidden_ratio_leaves_the_expected_value_a_band_wide() -> None:
     rng = np.random.default_rng(7)
     for true_ratio in rng.uniform(0.05, 20.0, 2000):
         shown = figures.two_digits(true_ratio)
+        assert shown is not None
         magnitude = 10 ** (math.floor(math.log10(shown)) - 1)
         band = [(shown - magnitude / 2) / shown, (shown + magnitude / 2) / shown]  # true / shown lies in there
         assert band[1] - band[0] >= 0.005 - 1e-12
     # AdamW without bias correction: each step's change, yours over expected, from a hidden figure
     ex = graded("optim.AdamW", "adamw-no-bias-correction")
     check = next(c for c in failing(ex) if c.figure and c.figure["kind"] == "trajectory")
-    shown, full = check.figure, check.instructor_figure
-    assert full is not None
-    for s_shown, s_full in zip(shown["series"], full["series"], strict=True):
+    hidden_figure, full = check.figure, check.instructor_figure
+    assert hidden_figure is not None and full is not None
+    for s_shown, s_full in zip(hidden_figure["series"], full["series"], strict=True):
         ratios, received, expected = s_shown["ratio"], s_shown["received"], s_full["expected"]
         for t in range(1, len(received)):  # estimate each expected step from the last true value and the ratio
             guess = expected[t - 1] + (received[t] - received[t - 1]) / ratios[t]
@@ -253,6 +256,7 @@ def test_a_power_of_ten_is_never_narrower_than_the_error_itself() -> None:
     expected = rng.standard_normal((6, 9))
     received = expected * (1 + rng.choice([-1, 1], expected.shape) * 10 ** rng.uniform(-5, 0, expected.shape))
     full = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y")
+    assert full is not None
     shown = figures.hidden_view(full)
     for r, e, k in zip(shown["received"], full["expected"], shown["decades"], strict=True):
         if k is None:
@@ -271,6 +275,7 @@ def test_the_biased_running_variance_shows_one_constant_factor_without_the_expec
     ex = next(e for e, (_, m, _) in zip(hidden.exercises, KNOWN, strict=True) if m == "bn-biased-running-var")
     check = next(c for c in failing(ex) if c.name == "running_var")
     figure = check.figure
+    assert figure is not None and check.instructor_figure is not None
     ratios = {r for s in figure["series"] for r in s["ratio"]}
     assert len(ratios) == 1 and 0.5 < ratios.pop() < 1.0  # m/(m-1) less: one factor, every step and channel
     assert "one constant factor" in figure["summary"] and all(s["expected"] is None for s in figure["series"])
@@ -283,6 +288,7 @@ def test_the_biased_running_variance_shows_one_constant_factor_without_the_expec
     twin = figure["public"]
     pex = next(e for e, (_, m, _) in zip(public.exercises, KNOWN, strict=True) if m == "bn-biased-running-var")
     own = next(c.figure for c in failing(pex) if c.name == "running_var")
+    assert own is not None
     same = ("series", "steps", "first", "ratio_of", "kind")
     assert {k: twin[k] for k in same} == {k: own[k] for k in same}
     assert twin["public_case"] == {"mistake": "bn-biased-running-var"}
@@ -296,9 +302,10 @@ def test_every_hidden_check_with_a_named_mistake_draws_the_public_case_where_it_
         for check in failing(hex_):
             twin = (check.figure or {}).get("public")
             if twin is None:
+                own_check = own[check.name]
                 assert not (check.misconception and check.figure and check.figure.get("from_reference")
-                            and not own[check.name].passed and own[check.name].misconception == check.misconception
-                            and own[check.name].figure and own[check.name].figure["kind"] == check.figure["kind"]), \
+                            and not own_check.passed and own_check.misconception == check.misconception
+                            and own_check.figure and own_check.figure["kind"] == check.figure["kind"]), \
                     (hex_.id, check.name)
                 continue
             pairs += 1
@@ -358,6 +365,7 @@ def test_differing_elements_are_crosses_not_only_another_colour() -> None:
     received = expected.copy()
     received[[2, 7]] = 1.0
     figure = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y")
+    assert figure is not None
     picture = drawing.figure_html(figure).split('<ul class="ng-legend">')[0]
     assert picture.count('stroke-width="2.2"') == 2          # two crosses
     assert picture.count("<circle") == 8                      # eight round markers
@@ -365,6 +373,7 @@ def test_differing_elements_are_crosses_not_only_another_colour() -> None:
 
 def test_damaged_figure_data_shows_its_words_and_never_breaks_the_page(hidden: GradeReport) -> None:
     figure = dict(next(f for f in all_figures(hidden) if f["kind"] == "elements"))
+    damage: dict[str, Any]
     for damage in ({"received": None}, {"received": ["x", "y"]}, {"first": {}}, {"heat": {"values": [[]]}},
                    {"differs": 3}, {"edges": []}):
         broken = {**figure, **damage}

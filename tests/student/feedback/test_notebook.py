@@ -94,6 +94,7 @@ def test_grade_magic_grades_through_the_pipeline_records_and_renders(shell: Any,
     ex = feedback.report.exercises[0]
     assert ex.id == "normalization.BatchNorm1d" and ex.status == "failed" and not feedback.full_marks
     check = next(c for c in ex.checks if c.name == "running_var")
+    assert check.figure is not None
     assert check.misconception == "bn-biased-running-var" and check.figure["kind"] == "trajectory"
     assert check.figure["hidden"] is False  # public checks: the pack's expected values are the student's already
     html = feedback._repr_html_()
@@ -165,6 +166,7 @@ def test_quiz_form_checks_answers_with_widgets(handout: Path) -> None:
     assert "✔ Right. m/(m-1)" in form.outputs["momentum"].value and form.buttons["momentum"].disabled
     text = form.controls["keep"]
     text.value = "a quarter"                # unreadable: said, and no try spent
+    assert isinstance(form.judge, notebook.PracticeJudge)
     assert form.check("keep").correct is None and form.judge.tries["keep"] == 0
     text.value = "0.25"
     assert form.check("keep").correct is True

@@ -115,7 +115,7 @@ def test_diagnosis_not_repeated_when_the_message_carries_it(catalogue: None) -> 
 
 def test_unknown_mistake_id_is_still_named(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = types.ModuleType("grader.mistakes")
-    fake.CATALOGUE = {}
+    vars(fake)["CATALOGUE"] = {}
     monkeypatch.setitem(sys.modules, "grader.mistakes", fake)
     report = GradeReport("bob", [ExerciseResult(
         "x.Y", "failed", 0.0, 10.0, [CheckResult("c", False, 0.0, 10.0, "differs", "some-mistake")])])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -71,7 +72,7 @@ def folder(tmp_path: Path) -> Path:
 
 def job(cls: str, timeout: float = 60.0) -> Job:
     """A job whose one case builds ``<cls>`` (module.Class) and calls its forward."""
-    script = [
+    script: list[dict[str, Any]] = [
         {"op": "new", "var": "m", "cls": cls},
         {"op": "call", "var": "m", "method": "forward", "args": [{"array": "x"}], "out": "y"},
     ]
@@ -175,7 +176,7 @@ def test_a_bug_in_one_slot_stops_the_slot_waiting_for_its_job(folder: Path, monk
 
     collect = sandbox._Run.collect
 
-    def broken(self, child, i, *args):  # type: ignore[no-untyped-def]
+    def broken(self, child, i, *args):
         if self.jobs[i].id == "loops.Fine":
             raise RuntimeError("a bug in the grader")
         return collect(self, child, i, *args)

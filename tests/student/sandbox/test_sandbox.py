@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -145,7 +146,7 @@ def folder(tmp_path: Path) -> Path:
 
 def forward_job(cls: str, timeout: float = 20.0, needs_opencl: bool = False, cases: int = 1) -> Job:
     """A job whose cases build ``toy.<cls>`` and record its forward of x = [0, 1, 2]."""
-    script = [
+    script: list[dict[str, Any]] = [
         {"op": "new", "var": "m", "cls": f"toy.{cls}"},
         {"op": "call", "var": "m", "method": "forward", "args": [{"array": "x"}], "out": "y"},
     ]
@@ -263,7 +264,8 @@ def test_runtime_import_guard(folder: Path) -> None:
 def test_non_numeric_output_is_a_case_error(folder: Path) -> None:
     outcome = run_cases(folder, [forward_job("Strings")], FAST)["toy.Strings"]
     assert outcome.status == "ok"
-    assert outcome.results["case0"].error["type"] == "BadOutputError"
+    error = outcome.results["case0"].error
+    assert error is not None and error["type"] == "BadOutputError"
 
 
 def test_results_beyond_the_results_limit_are_an_error(folder: Path) -> None:
@@ -335,6 +337,7 @@ def arrays_bytes(arrays: dict[str, np.ndarray], compressed: bool = False, pickle
     import io
     import zipfile
 
+    # numpy's stub reads **arrays as possibly naming allow_pickle (a bool); the names here are c<k>_o<k>
     buffer = io.BytesIO()
     if pickled:
         raw = io.BytesIO()
@@ -342,9 +345,9 @@ def arrays_bytes(arrays: dict[str, np.ndarray], compressed: bool = False, pickle
         with zipfile.ZipFile(buffer, "w") as z:
             z.writestr("c0_o0.npy", raw.getvalue())
     elif compressed:
-        np.savez_compressed(buffer, **arrays)
+        np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]
     else:
-        np.savez(buffer, **arrays)
+        np.savez(buffer, **arrays)  # type: ignore[arg-type]
     return buffer.getvalue()
 
 

@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,7 @@ def readable_by_others(path: Path) -> bool:
 
 
 @pytest.fixture
-def shared_tmp() -> Path:
+def shared_tmp() -> Iterator[Path]:
     """A folder an ordinary user can reach (pytest's own base folder is its owner's alone)."""
     folder = Path(tempfile.mkdtemp(prefix="normgrade-user-"))
     folder.chmod(0o777)
