@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from grader.student.engine import catalogue, loader
 from grader.student.errors import SetupError
 from grader.student.sandbox.ingest import Ingested, read_submission
-from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport, at_full_marks
+from grader.student.engine.model import WHERE_PREFIX, CheckResult, ExerciseResult, GradeReport, at_full_marks
 from grader.student.engine.ops import Case, ScriptResult
 from grader.student.sanitize import clean_text
 from grader.student.sandbox.runner import Job, JobOutcome, Limits, Workspace, human_bytes, prestart_workspace, run_cases
@@ -434,7 +434,7 @@ def _with_where(check: CheckResult, where: dict[str, Any] | None) -> CheckResult
     """``check`` with ``where`` (and its words as the message's first line), or as it is when None."""
     if where is None:
         return check
-    said = f"Where: {where['file']} line {where['line']}: `{where['code']}`" + \
+    said = f"{WHERE_PREFIX}{where['file']} line {where['line']}: `{where['code']}`" + \
         (f" — {where['words']}" if where.get("words") else "")
     return dataclasses.replace(check, where=where, message=said + ("\n" + check.message if check.message else ""))
 

@@ -22,7 +22,7 @@ from typing import Any
 from grader.student import practice_schedule
 from grader.student.coursetext import section_for, section_href
 from grader.student.feedback import drawing
-from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
+from grader.student.engine.model import WHERE_PREFIX, CheckResult, ExerciseResult, GradeReport
 from grader.student.feedback.report import (
     STATUS_LABELS, Cause, cause_key, check_groups, diagnosis_lines, exercise_label, group_heading,
     group_points, once_per_traceback, output_excerpt, score_text, shared_causes, total_line,
@@ -102,7 +102,10 @@ def known_mistakes(report: GradeReport) -> list[tuple[ExerciseResult, CheckResul
             if check.passed or not check.misconception or check.misconception in seen:
                 continue
             seen.add(check.misconception)
-            lines = diagnosis_lines(check) or check.message.splitlines()[:1]  # the mistake's sentence and fix
+            said = check.message.splitlines()
+            if check.where and said and said[0].startswith(WHERE_PREFIX):
+                said = said[1:]  # the location's line (shown with the check) comes before the mistake's sentence
+            lines = diagnosis_lines(check) or said[:1]  # the mistake's sentence and fix
             found.append((ex, check, lines))
     return found
 
