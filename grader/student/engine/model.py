@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+# A located check's message begins with this line (grader/student/engine/grading.py): "Where: FILE line N: `code`".
+WHERE_PREFIX = "Where: "
+
+
 @dataclass
 class CheckResult:
     """One graded check of one exercise (partial credit: score out of max_score)."""
