@@ -186,7 +186,7 @@ def sent_reviews(rows: list[Any], now: datetime) -> list[schedule.Review]:
 
 
 @takes(body_object({"entries": {"type": "array", "items": {"type": "object"}, "maxItems": MAX_ENTRIES},
-                    "reviews": {"type": "array", "items": REVIEW_ROW, "maxItems": MAX_REVIEWS}}))
+                    "reviews": {"type": "array", "items": REVIEW_ROW, "maxItems": MAX_REVIEWS}}, closed=True))
 async def merge_schedule(request: Request) -> Response:
     """POST /practice/schedule {"reviews": [...], "entries": [...]}: merge the handout's review log with the
     server's (their union, each review once) and replay it into the schedule; keep both, answer both."""
@@ -196,7 +196,7 @@ async def merge_schedule(request: Request) -> Response:
     if not schedule.available():
         raise api.fail(503, f"the course server cannot keep practice: {schedule.UNAVAILABLE}; tell your instructor")
     rows, sent = doc.get("entries", []), doc.get("reviews", [])
-    if not (isinstance(rows, list) and len(rows) <= MAX_ENTRIES and isinstance(sent, list)
+    if not doc or not set(doc) <= {"entries", "reviews"} or not (isinstance(rows, list) and len(rows) <= MAX_ENTRIES and isinstance(sent, list)
             and len(sent) <= MAX_REVIEWS):
         raise api.fail(400, f'send {{"reviews": [review rows], "entries": [schedule rows]}} (at most {MAX_REVIEWS} '
                             f"reviews and {MAX_ENTRIES} rows)")
