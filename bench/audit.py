@@ -38,7 +38,9 @@ from typing import Any, Iterator
 from unittest.mock import patch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
+sys.path.insert(
+    0, str(ROOT)
+)  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
 
 COLUMNS = ("runs", "caught", "named right", "partly", "named wrong", "unnamed", "honest")
 
@@ -83,16 +85,27 @@ def judge(student: Any, seed: int) -> tuple[str, str]:
     return topic, "partly" if names else "unnamed"
 
 
-def round2_diagnosis(self: Any, case: str, keys: list[str], passes: list[list[str]], rtol: float, atol: float,
-                     match_error: bool = False, match_warnings: Any = False) -> Any:
+def round2_diagnosis(
+    self: Any,
+    case: str,
+    keys: list[str],
+    passes: list[list[str]],
+    rtol: float,
+    atol: float,
+    match_error: bool = False,
+    match_warnings: Any = False,
+) -> Any:
     """Round 2's rule: the single mistake that reproduces the case and the student on every case it changes
     (of several, the one reproducing the most of the student's differences); no combinations."""
     for pass_keys in passes:
         if not pass_keys and not match_error and not match_warnings:
             continue
-        found = [m for m in self.mistakes
-                 if self.reproduces(m, case, pass_keys, rtol, atol, match_error, match_warnings)
-                 and all(self.explains_case(m, name) for name in self.cases)]
+        found = [
+            m
+            for m in self.mistakes
+            if self.reproduces(m, case, pass_keys, rtol, atol, match_error, match_warnings)
+            and all(self.explains_case(m, name) for name in self.cases)
+        ]
         if found:
             best = max(self.explained(m) for m in found)
             return next(m for m in found if self.explained(m) == best)
@@ -116,7 +129,7 @@ def table(seeds: list[int]) -> dict[str, dict[str, dict[str, int]]]:
     out: dict[str, dict[str, dict[str, int]]] = {}
     for rule in ("round 3 (part by part)", "round 2 (baseline)"):
         counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        with (round2_rule() if rule.startswith("round 2") else _nothing()):
+        with round2_rule() if rule.startswith("round 2") else _nothing():
             for student in buggy:
                 for seed in seeds:
                     topic, outcome = judge(student, seed)
@@ -159,8 +172,10 @@ def format_table(counts: dict[str, dict[str, dict[str, int]]]) -> str:
         total = by_topic["all"]
         named = total.get("named right", 0)
         catalogued = total.get("caught", 0) - total.get("honest", 0)
-        lines.append(f"  named right: {named} of {catalogued} caught runs of catalogued mistakes"
-                     f" ({100.0 * named / max(1, catalogued):.0f}%), named wrong: {total.get('named wrong', 0)}")
+        lines.append(
+            f"  named right: {named} of {catalogued} caught runs of catalogued mistakes"
+            f" ({100.0 * named / max(1, catalogued):.0f}%), named wrong: {total.get('named wrong', 0)}"
+        )
     return "\n".join(lines)
 
 
@@ -177,8 +192,10 @@ def pairs_table(per_exercise: int, seed: int) -> str:
     from grader.student.engine.checks import CHECKS
 
     chooser = random.Random(1)
-    lines = [f"  {'exercise':<32}" + "".join(f"{c:>13}" for c in ("pairs", "both named", "one named",
-                                                                 "named wrong", "unnamed", "missed"))]
+    lines = [
+        f"  {'exercise':<32}"
+        + "".join(f"{c:>13}" for c in ("pairs", "both named", "one named", "named wrong", "unnamed", "missed"))
+    ]
     totals = [0] * 6
     for exercise in CHECKS:
         mistakes = for_exercise(exercise)
@@ -196,8 +213,11 @@ def pairs_table(per_exercise: int, seed: int) -> str:
                 continue
             given = {r.misconception for r in results if r.misconception} | {m for r in results for m in r.also}
             for r in results:
-                if not r.passed and (r.misconception or "").startswith("generic-") or \
-                        any(m.startswith("generic-") for m in r.also):
+                if (
+                    not r.passed
+                    and (r.misconception or "").startswith("generic-")
+                    or any(m.startswith("generic-") for m in r.also)
+                ):
                     GENERIC_SEEN.append((f"pair {a.id} + {b.id}", r.name, r.message.splitlines()[0]))
             names = {n for n in given if not n.startswith("generic-")}  # judged by the catalogued names
             if names - {a.id, b.id}:
@@ -218,10 +238,14 @@ def pairs_table(per_exercise: int, seed: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=2, help="seeds per submission (the audit's first N)")
-    parser.add_argument("--pairs", type=int, default=0,
-                        help="also hand in up to N composable pairs of catalogued mistakes per exercise")
-    parser.add_argument("--generic", action="store_true",
-                        help="list every generic diagnosis given (round 4), with its words, for reading")
+    parser.add_argument(
+        "--pairs", type=int, default=0, help="also hand in up to N composable pairs of catalogued mistakes per exercise"
+    )
+    parser.add_argument(
+        "--generic",
+        action="store_true",
+        help="list every generic diagnosis given (round 4), with its words, for reading",
+    )
     args = parser.parse_args()
     from bench import in_process as checks_util
 
@@ -234,8 +258,10 @@ def main() -> None:
         print(f"pairs of catalogued mistakes composed (variants, not independent code), seed {seeds[0]}:")
         print(pairs_table(args.pairs, seeds[0]))
     seen = {(who, words) for who, _, words in GENERIC_SEEN}
-    print(f"generic diagnoses given beside the catalogue's names (both rules' runs and the pairs): {len(GENERIC_SEEN)}"
-          f" checks, {len(seen)} distinct (submission, words)")
+    print(
+        f"generic diagnoses given beside the catalogue's names (both rules' runs and the pairs): {len(GENERIC_SEEN)}"
+        f" checks, {len(seen)} distinct (submission, words)"
+    )
     if args.generic:
         for who, words in sorted(seen):
             print(f"  {who}: {words[:240]}")

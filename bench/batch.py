@@ -70,9 +70,11 @@ MIX = [("correct", 8), ("partial", 4), ("mistaken", 4), ("crashing", 3), ("loopi
 # Classic mistakes as edits of the correct solution: (file, the correct line, the mistaken line).
 MISTAKES = [
     ("dropout.py", "        return x * self.keep / (1.0 - self.p)", "        return x * self.keep"),
-    ("normalization.py",
-     "        bn.running_var = (1.0 - bn.momentum) * bn.running_var + bn.momentum * var * m / (m - 1)",
-     "        bn.running_var = (1.0 - bn.momentum) * bn.running_var + bn.momentum * var"),
+    (
+        "normalization.py",
+        "        bn.running_var = (1.0 - bn.momentum) * bn.running_var + bn.momentum * var * m / (m - 1)",
+        "        bn.running_var = (1.0 - bn.momentum) * bn.running_var + bn.momentum * var",
+    ),
 ]
 
 CRASH = "\n\nimport os as _os\n_Sigmoid = Sigmoid\n\n\nclass Sigmoid(_Sigmoid):\n    def forward(self, x):\n        _os.abort()\n"
@@ -136,7 +138,9 @@ def machine_cpu_seconds() -> float:
     The difference over a run is the machine CPU during the run, which includes
     anything else running (not only this process and its descendants).
     """
-    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()  # "cpu  user nice system idle iowait irq softirq ..."
+    fields = (
+        Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    )  # "cpu  user nice system idle iowait irq softirq ..."
     user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in fields[1:8])
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
@@ -192,7 +196,9 @@ class MemorySampler:
         self.thread.join()
 
 
-def one_run(n: int, jobs: int, tag: str, limits: Limits, queue: str | None = None) -> dict[str, float | list[tuple[int, int]]]:
+def one_run(
+    n: int, jobs: int, tag: str, limits: Limits, queue: str | None = None
+) -> dict[str, float | list[tuple[int, int]]]:
     """Grade a fresh class of n students (locally, or on the workers of ``queue``); the figures of the run."""
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         root = Path(tmp) / "class"
@@ -242,8 +248,22 @@ def redis_workers(workers: int) -> Iterator[str]:
         port = probe.getsockname()[1]
     url = f"redis://127.0.0.1:{port}/0"
     with tempfile.TemporaryDirectory(prefix="bench-redis-") as folder:
-        server = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-                                   "--appendonly", "no", "--dir", folder], stdout=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [
+                "redis-server",
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                folder,
+            ],
+            stdout=subprocess.DEVNULL,
+        )
         procs = []
         try:
             for _ in range(100):  # bounded wait for redis-server to listen
@@ -251,8 +271,14 @@ def redis_workers(workers: int) -> Iterator[str]:
                     if s.connect_ex(("127.0.0.1", port)) == 0:
                         break
                 time.sleep(0.05)
-            procs = [subprocess.Popen([sys.executable, "-m", "grader.cli", "worker", "--queue", url, "--workers", "1"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(workers)]
+            procs = [
+                subprocess.Popen(
+                    [sys.executable, "-m", "grader.cli", "worker", "--queue", url, "--workers", "1"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                for _ in range(workers)
+            ]
             yield url
         finally:
             for proc in procs + [server]:
@@ -268,24 +294,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=24, help="students in the class")
     parser.add_argument("--jobs", type=int, action="append", help="students at once (repeatable) [2]")
     parser.add_argument("--runs", type=int, default=1, help="runs per configuration (median reported)")
-    parser.add_argument("--redis", type=int, action="append", metavar="WORKERS",
-                        help="also grade on a local redis-server queue with this many `grade worker` processes"
-                             " (repeatable: the scaling from one count to the next)")
+    parser.add_argument(
+        "--redis",
+        type=int,
+        action="append",
+        metavar="WORKERS",
+        help="also grade on a local redis-server queue with this many `grade worker` processes"
+        " (repeatable: the scaling from one count to the next)",
+    )
     args = parser.parse_args(argv)
     print(f"load average before the benchmark (1, 5, 15 min): {load_average()}")
     problem = bwrap.problem()
     limits = Limits(sandbox=problem is None)
     mix = Counter(kinds(args.n))
-    print(f"grade batch on a generated class of {args.n}: "
-          + ", ".join(f"{mix[k]} {k}" for k, _ in MIX)
-          + f"; distinct kernel sources; sandbox {'on' if problem is None else 'OFF (' + problem + ')'}; "
-          + f"{batch.usable_cpus()} CPU(s)")
+    print(
+        f"grade batch on a generated class of {args.n}: "
+        + ", ".join(f"{mix[k]} {k}" for k, _ in MIX)
+        + f"; distinct kernel sources; sandbox {'on' if problem is None else 'OFF (' + problem + ')'}; "
+        + f"{batch.usable_cpus()} CPU(s)"
+    )
     floor = statistics.median(floor_seconds(f"floor-{k}") for k in range(3))
     print(f"floor (one process, the CPU exercises' cases and checks, reference as student): {floor:.2f} s per student")
     numpy_floor = numpy_floor_seconds()
     print(f'numpy floor (`python -c "import numpy"`, median of 5): {numpy_floor:.3f} s')
-    header = (f"{'jobs':>4} {'runs':>4} {'wall s/student':>15} {'x numpy':>8} {'machine CPU s/student':>22}"
-              f" {'median grading s':>17}  {'target':<13} grading processes: peak / final RSS MB")
+    header = (
+        f"{'jobs':>4} {'runs':>4} {'wall s/student':>15} {'x numpy':>8} {'machine CPU s/student':>22}"
+        f" {'median grading s':>17}  {'target':<13} grading processes: peak / final RSS MB"
+    )
     print(header)
     print("-" * len(header))
     serial = 0
@@ -300,8 +335,11 @@ def main(argv: list[str] | None = None) -> int:
         memory = ", ".join(f"{peak / 1024:.0f}/{last / 1024:.0f}" for peak, last in results[-1]["processes"])  # type: ignore[union-attr]
         ratio = wall / numpy_floor
         verdict = f"{'ok' if ratio <= TARGET_X else 'MISSED'} (<= {TARGET_X:g}x)" if jobs == 2 else ""
-        print(f"{jobs:>4} {len(results):>4} {wall:>15.2f} {ratio:>8.1f} {cpu:>22.2f} {median:>17.2f}  {verdict:<13}"
-              f" {memory}", flush=True)
+        print(
+            f"{jobs:>4} {len(results):>4} {wall:>15.2f} {ratio:>8.1f} {cpu:>22.2f} {median:>17.2f}  {verdict:<13}"
+            f" {memory}",
+            flush=True,
+        )
     first_wall = None
     for workers in args.redis or []:
         with redis_workers(workers) as queue:
@@ -310,11 +348,16 @@ def main(argv: list[str] | None = None) -> int:
         cpu = statistics.median(float(r["cpu"]) for r in results)  # type: ignore[arg-type]
         first_wall = first_wall or (wall, workers)
         scaling = f"; x{first_wall[0] / wall:.2f} the speed of {first_wall[1]}" if first_wall[1] != workers else ""
-        print(f"queue: redis-server and {workers} `grade worker` processes (one grading process each): "
-              f"{wall:.2f} s wall, {cpu:.2f} machine CPU s per student{scaling}", flush=True)
+        print(
+            f"queue: redis-server and {workers} `grade worker` processes (one grading process each): "
+            f"{wall:.2f} s wall, {cpu:.2f} machine CPU s per student{scaling}",
+            flush=True,
+        )
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print("machine CPU: the machine's busy CPU time during the run (/proc/stat), per student; it includes anything"
-          " else running")
+    print(
+        "machine CPU: the machine's busy CPU time during the run (/proc/stat), per student; it includes anything"
+        " else running"
+    )
     print(f"this process (the one writer): peak RSS {own:.0f} MB; load average now {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -37,6 +37,7 @@ from starlette.testclient import TestClient
 
 from grader import quiz as quiz_lib
 from grader.student.course import Course, load_course
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for bench.sample_class
 from bench import sample_class  # noqa: E402
 from grader.server.app import ServerConfig  # noqa: E402
@@ -74,12 +75,16 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with Store.open(db) as store:
         generated = sample_class.generate(store, args.students, quizzes, now)
-        counts = {t: store.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
-                  for t in ("attempts", "submissions", "check_results", "quiz_attempts")}
+        counts = {
+            t: store.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+            for t in ("attempts", "submissions", "check_results", "quiz_attempts")
+        }
     course_file = folder / "course.toml"
     course_file.write_text(sample_class.course_toml(now), encoding="utf-8")
-    print(f"generated {args.students} students in {time.perf_counter() - started:.1f} s: "
-          + ", ".join(f"{n} {t}" for t, n in counts.items()))
+    print(
+        f"generated {args.students} students in {time.perf_counter() - started:.1f} s: "
+        + ", ".join(f"{n} {t}" for t, n in counts.items())
+    )
     config = ServerConfig(db, f"sqlite://{folder / 'queue.db'}", course=load_course(course_file))
     headers = {"Authorization": f"Bearer {generated.instructor_token}"}
     student = sorted(generated.tokens)[3]
@@ -102,9 +107,11 @@ def main(argv: list[str] | None = None) -> int:
             median = statistics.median(times)
             failed = failed or (target and median >= TARGET_S)
             verdict = ("yes" if median < TARGET_S else "NO") if target else "(download)"
-            print(f"{what:<32} {1000 * median:>10.0f} {1000 * max(times):>8.0f} "
-                  f"{1000 * statistics.median(cpu):>8.0f} {size:>10}  "
-                  f"{verdict}")
+            print(
+                f"{what:<32} {1000 * median:>10.0f} {1000 * max(times):>8.0f} "
+                f"{1000 * statistics.median(cpu):>8.0f} {size:>10}  "
+                f"{verdict}"
+            )
     print_mistakes_cost(db, load_course(course_file), args.runs)
     return 1 if failed else 0
 
@@ -124,8 +131,10 @@ def print_mistakes_cost(db: Path, course: Course | None, runs: int) -> None:
         return statistics.median(times)
 
     without, with_named = cpu(False), cpu(True)
-    print(f"\noverview's class report, CPU ms: without named mistakes {1000 * without:.0f},"
-          f" with (each cell names its mistake) {1000 * with_named:.0f}, ratio {with_named / without:.2f}")
+    print(
+        f"\noverview's class report, CPU ms: without named mistakes {1000 * without:.0f},"
+        f" with (each cell names its mistake) {1000 * with_named:.0f}, ratio {with_named / without:.2f}"
+    )
 
 
 if __name__ == "__main__":

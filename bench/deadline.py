@@ -41,7 +41,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
+sys.path.insert(
+    0, str(REPO)
+)  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
 
 from bench.batch import machine_cpu_seconds  # noqa: E402
 from bench.procs import Redis, Server, issue_tokens, kill_tree, start_worker, stop_process  # noqa: E402
@@ -50,7 +52,7 @@ from grader.course.solution import write_solution  # noqa: E402
 from grader.student.client import connection as client_lib  # noqa: E402
 
 KINDS = ("right", "partial", "crash", "loop")
-LOOP = '''
+LOOP = """
 
 _CorrectReLU = ReLU
 
@@ -59,7 +61,7 @@ class ReLU(_CorrectReLU):
     def forward(self, x):
         while True:
             pass
-'''
+"""
 
 
 @dataclass
@@ -68,12 +70,12 @@ class Seen:
 
     student: str
     kind: str
-    arrival: float                       # seconds after the start, as scheduled
-    uploaded: float | None = None        # monotonic
+    arrival: float  # seconds after the start, as scheduled
+    uploaded: float | None = None  # monotonic
     reported: float | None = None
     estimate_s: float | None = None
     error: str | None = None
-    held: bool = False                   # answered "not graded yet" (the machine's fault), then graded later
+    held: bool = False  # answered "not graded yet" (the machine's fault), then graded later
 
 
 @dataclass
@@ -155,8 +157,11 @@ def recorded_twice(db: Path) -> int:
     """Students with more than one recorded attempt (each submitted once)."""
     conn = sqlite3.connect(db)
     try:
-        return int(conn.execute(
-            "SELECT COUNT(*) FROM (SELECT student FROM attempts GROUP BY student HAVING COUNT(*) > 1)").fetchone()[0])
+        return int(
+            conn.execute(
+                "SELECT COUNT(*) FROM (SELECT student FROM attempts GROUP BY student HAVING COUNT(*) > 1)"
+            ).fetchone()[0]
+        )
     finally:
         conn.close()
 
@@ -193,9 +198,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return summarize(seen, service, began, cpu, twice, once, faults, args.workers)
 
 
-def replay(server: Server, tokens: dict[str, str], folders: dict[str, Path], selectors: list[str],
-           seen: list[Seen], machines: list[Any], redis: Redis, logs: list[Path], faults: Faults,
-           args: argparse.Namespace) -> float:
+def replay(
+    server: Server,
+    tokens: dict[str, str],
+    folders: dict[str, Path],
+    selectors: list[str],
+    seen: list[Seen],
+    machines: list[Any],
+    redis: Redis,
+    logs: list[Path],
+    faults: Faults,
+    args: argparse.Namespace,
+) -> float:
     """The students' threads on their arrival times and the faults of the burst; returns the start (monotonic)."""
     lock = threading.Lock()
     done = threading.Event()
@@ -210,8 +224,9 @@ def replay(server: Server, tokens: dict[str, str], folders: dict[str, Path], sel
             time.sleep(max(0.0, began + one.arrival - time.monotonic()))
             one.uploaded = time.monotonic()
             try:
-                result = client_lib.submit(client, folders[one.kind], selectors, on_state=on_state,
-                                           max_wait_s=args.max_wait)
+                result = client_lib.submit(
+                    client, folders[one.kind], selectors, on_state=on_state, max_wait_s=args.max_wait
+                )
                 if result.status == "held":  # not graded yet (its workers killed): the server grades it later
                     one.held = True
                     result = graded_later(client, result.id, began + one.arrival + args.max_wait)
@@ -272,8 +287,16 @@ def graded_later(client: Any, submission: int, deadline: float) -> Any:
         time.sleep(HELD_POLL_S)
 
 
-def summarize(seen: list[Seen], service: dict[str, float], began: float, cpu: float, twice: int, once: int,
-              faults: Faults, workers: int) -> dict[str, Any]:
+def summarize(
+    seen: list[Seen],
+    service: dict[str, float],
+    began: float,
+    cpu: float,
+    twice: int,
+    once: int,
+    faults: Faults,
+    workers: int,
+) -> dict[str, Any]:
     """The figures of one run."""
     graded = [s for s in seen if s.reported is not None and s.uploaded is not None and s.error is None]
     latency = {s.student: s.reported - s.uploaded for s in graded}  # type: ignore[operator]
@@ -284,18 +307,35 @@ def summarize(seen: list[Seen], service: dict[str, float], began: float, cpu: fl
     values = list(latency.values())
     p95_bound = percentile(bound, 95)
     return {
-        "students": len(seen), "p50": percentile(values, 50), "p95": percentile(values, 95),
-        "p99": percentile(values, 99), "throughput": 60.0 * len(graded) / span if graded else 0.0,
-        "cpu_per_student": cpu / len(seen), "bound_p95": p95_bound,
+        "students": len(seen),
+        "p50": percentile(values, 50),
+        "p95": percentile(values, 95),
+        "p99": percentile(values, 99),
+        "throughput": 60.0 * len(graded) / span if graded else 0.0,
+        "cpu_per_student": cpu / len(seen),
+        "bound_p95": p95_bound,
         "p95_over_bound": percentile(values, 95) / p95_bound if p95_bound > 0 else float("nan"),
-        "estimated": len(estimated), "within_30": len(within),
+        "estimated": len(estimated),
+        "within_30": len(within),
         "estimate_ratio": percentile([s.estimate_s / latency[s.student] for s in estimated], 50),  # type: ignore[operator]
-        "estimate_ratio_by_kind": {kind: percentile([s.estimate_s / latency[s.student]  # type: ignore[operator]
-                                                     for s in estimated if s.kind == kind], 50)
-                                   for kind in KINDS if any(s.kind == kind for s in estimated)},
-        "lost": len(seen) - len(graded), "recorded_twice": twice, "recorded_once": once,
+        "estimate_ratio_by_kind": {
+            kind: percentile(
+                [
+                    s.estimate_s / latency[s.student]  # type: ignore[operator]
+                    for s in estimated
+                    if s.kind == kind
+                ],
+                50,
+            )
+            for kind in KINDS
+            if any(s.kind == kind for s in estimated)
+        },
+        "lost": len(seen) - len(graded),
+        "recorded_twice": twice,
+        "recorded_once": once,
         "held": sum(s.held for s in graded),
-        "kills": faults.kills, "redis_restarts": faults.redis_restarts,
+        "kills": faults.kills,
+        "redis_restarts": faults.redis_restarts,
         "errors": [f"{s.student} ({s.kind}): {s.error}" for s in seen if s.error][:5],
     }
 
@@ -307,34 +347,63 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ramp", type=float, default=60.0, help="seconds of the rising ramp (default 60)")
     parser.add_argument("--burst", type=float, default=30.0, help="seconds of the final burst (default 30)")
     parser.add_argument("--burst-share", type=float, default=0.7, help="share arriving in the burst (default 0.7)")
-    parser.add_argument("--kill-every", type=float, default=10.0,
-                        help="seconds between worker kills during the burst (default 10)")
+    parser.add_argument(
+        "--kill-every", type=float, default=10.0, help="seconds between worker kills during the burst (default 10)"
+    )
     parser.add_argument("--outage", type=float, default=2.0, help="seconds Redis stays down (default 2)")
     parser.add_argument("--lease-timeout", type=float, default=10.0, help="the server's --lease-timeout (default 10)")
-    parser.add_argument("--mix", type=float, nargs=4, default=[0.5, 0.25, 0.15, 0.10],
-                        metavar=("RIGHT", "PARTIAL", "CRASH", "LOOP"),
-                        help="shares of the kinds of submission (default 0.5 0.25 0.15 0.10)")
-    parser.add_argument("--exercises", nargs="+", default=["activations"],
-                        help="exercises or topics graded per submission (default: activations)")
+    parser.add_argument(
+        "--mix",
+        type=float,
+        nargs=4,
+        default=[0.5, 0.25, 0.15, 0.10],
+        metavar=("RIGHT", "PARTIAL", "CRASH", "LOOP"),
+        help="shares of the kinds of submission (default 0.5 0.25 0.15 0.10)",
+    )
+    parser.add_argument(
+        "--exercises",
+        nargs="+",
+        default=["activations"],
+        help="exercises or topics graded per submission (default: activations)",
+    )
     parser.add_argument("--max-wait", type=float, default=3600.0, help="seconds a student waits at most")
     args = parser.parse_args(argv)
     if shutil.which("redis-server") is None:
         parser.error("redis-server is not installed (Debian package redis-server)")
-    print(f"{args.students} students ({' '.join(f'{k} {v:g}' for k, v in zip(KINDS, args.mix, strict=True))}), "
-          f"{args.workers} workers, {args.ramp:g} s ramp then {args.burst_share:.0%} in a {args.burst:g} s burst; "
-          f"a worker killed every {args.kill_every:g} s of the burst, Redis restarted once "
-          f"({args.outage:g} s down); exercises: {' '.join(args.exercises)}", flush=True)
+    print(
+        f"{args.students} students ({' '.join(f'{k} {v:g}' for k, v in zip(KINDS, args.mix, strict=True))}), "
+        f"{args.workers} workers, {args.ramp:g} s ramp then {args.burst_share:.0%} in a {args.burst:g} s burst; "
+        f"a worker killed every {args.kill_every:g} s of the burst, Redis restarted once "
+        f"({args.outage:g} s down); exercises: {' '.join(args.exercises)}",
+        flush=True,
+    )
     r = run(args)
-    header = ("p50 s", "p95 s", "p99 s", "throughput/min", "CPU s/student", "bound p95 s", "p95/bound",
-              "estimate within 30%", "estimate/actual p50", "lost", "recorded twice", "held, then graded",
-              "workers killed", "Redis restarts")
+    header = (
+        "p50 s",
+        "p95 s",
+        "p99 s",
+        "throughput/min",
+        "CPU s/student",
+        "bound p95 s",
+        "p95/bound",
+        "estimate within 30%",
+        "estimate/actual p50",
+        "lost",
+        "recorded twice",
+        "held, then graded",
+        "workers killed",
+        "Redis restarts",
+    )
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     share = f"{r['within_30']}/{r['estimated']} ({r['within_30'] / r['estimated']:.0%})" if r["estimated"] else "-"
-    print(f"| {r['p50']:.1f} | {r['p95']:.1f} | {r['p99']:.1f} | {r['throughput']:.1f} | "
-          f"{r['cpu_per_student']:.2f} | {r['bound_p95']:.1f} | {r['p95_over_bound']:.2f} | {share} | "
-          f"{r['estimate_ratio']:.2f} | "
-          f"{r['lost']} | {r['recorded_twice']} | {r['held']} | {r['kills']} | {r['redis_restarts']} |", flush=True)
+    print(
+        f"| {r['p50']:.1f} | {r['p95']:.1f} | {r['p99']:.1f} | {r['throughput']:.1f} | "
+        f"{r['cpu_per_student']:.2f} | {r['bound_p95']:.1f} | {r['p95_over_bound']:.2f} | {share} | "
+        f"{r['estimate_ratio']:.2f} | "
+        f"{r['lost']} | {r['recorded_twice']} | {r['held']} | {r['kills']} | {r['redis_restarts']} |",
+        flush=True,
+    )
     by_kind = ", ".join(f"{kind} {ratio:.2f}" for kind, ratio in r["estimate_ratio_by_kind"].items())
     print(f"estimate/actual p50 by kind of submission: {by_kind or '-'}")
     for line in r["errors"]:

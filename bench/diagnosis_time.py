@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
+sys.path.insert(
+    0, str(ROOT)
+)  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
 
 #: One wrong submission, run once: (exercise, label, the student's case results, the namespace it was loaded into).
 Submission = tuple[str, str, dict[str, Any], Any]
@@ -138,8 +140,14 @@ def locate_all(work: list[Submission], seed: int) -> float:
         for name in failing:
             run = trace.traced(by_name[name], topic)
             traced = run_script(ns, run.script, run.arrays)
-            align.locate(exercise, topic, traced, align.reference_trace(by_name[name], topic), source,
-                         align.reference_source(topic))
+            align.locate(
+                exercise,
+                topic,
+                traced,
+                align.reference_trace(by_name[name], topic),
+                source,
+                align.reference_source(topic),
+            )
     return time.perf_counter() - start
 
 
@@ -160,9 +168,11 @@ def main() -> None:
     mutant_work = [w for w in work if w[1].startswith("mutant")]
     evaluate_all(work, seed)  # warm: the reference's results, the catalogue's variants imported
     rows = []
-    for label, subset, offline in (("audit's buggy students (catalogued)", audit_work, False),
-                                   ("mutants of the reference (live)", mutant_work, False),
-                                   ("mutants of the reference (offline, data families)", mutant_work, True)):
+    for label, subset, offline in (
+        ("audit's buggy students (catalogued)", audit_work, False),
+        ("mutants of the reference (live)", mutant_work, False),
+        ("mutants of the reference (offline, data families)", mutant_work, True),
+    ):
         with_times, without_times = [], []
         for _ in range(args.runs):
             with_times.append(evaluate_all(subset, seed, offline))
@@ -181,10 +191,14 @@ def main() -> None:
         base.append(evaluate_all(located, seed))
         times.append(locate_all(located, seed))
     a, b = statistics.median(times), statistics.median(base)
-    print(f"\nround 5: the same mutants evaluated and then located (traced in process; live grading runs the trace in"
-          f" the sandbox, one more start of a worker), median of {args.runs} runs")
-    print(f"{'mutants of the reference (live)':<52}{len(located):>6}{a:>11.3f}{b:>13.3f}{a / b if b else 0:>8.2f}"
-          f"{1000 * (a - b) / max(1, len(located)):>9.1f}   (with location, round 4, ratio, ms/run)")
+    print(
+        f"\nround 5: the same mutants evaluated and then located (traced in process; live grading runs the trace in"
+        f" the sandbox, one more start of a worker), median of {args.runs} runs"
+    )
+    print(
+        f"{'mutants of the reference (live)':<52}{len(located):>6}{a:>11.3f}{b:>13.3f}{a / b if b else 0:>8.2f}"
+        f"{1000 * (a - b) / max(1, len(located)):>9.1f}   (with location, round 4, ratio, ms/run)"
+    )
 
 
 if __name__ == "__main__":

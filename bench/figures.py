@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
+sys.path.insert(
+    0, str(ROOT)
+)  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
 
 NO_FIGURES = """
 import runpy, sys
@@ -67,11 +69,21 @@ def submit_row(runs: int) -> tuple[float, float]:
     write_solution(folder / "exercises")
     code = folder / "exercises" / "normalization.py"
     code.write_text(code.read_text().replace("bn.momentum * var * m / (m - 1)", "bn.momentum * var"))
-    args = ["submit", "normalization.BatchNorm1d", "--path", str(folder / "exercises"), "--student", "bench",
-            "--db", str(folder / "p.db")]
+    args = [
+        "submit",
+        "normalization.BatchNorm1d",
+        "--path",
+        str(folder / "exercises"),
+        "--student",
+        "bench",
+        "--db",
+        str(folder / "p.db"),
+    ]
 
     def run(wrapper: str) -> Callable[[], object]:
-        return lambda: subprocess.run([sys.executable, "-c", wrapper, *args], cwd=ROOT, capture_output=True, check=False)
+        return lambda: subprocess.run(
+            [sys.executable, "-c", wrapper, *args], cwd=ROOT, capture_output=True, check=False
+        )
 
     run(AS_SHIPPED)()  # warm the kernel and file caches once
     shipped, baseline = [], []
@@ -97,8 +109,17 @@ def grading_rows(runs: int) -> list[tuple[str, float, float]]:
         without_twin = median_time(known_report, runs, time.process_time)
     finally:
         Compare.public_picture = twin  # type: ignore[method-assign]
-    saved = {name: getattr(f, name) for name in ("elements_figure", "trajectory_figure", "histogram_figure",
-                                                  "fit_figure", "shapes_figure", "masks_figure")}
+    saved = {
+        name: getattr(f, name)
+        for name in (
+            "elements_figure",
+            "trajectory_figure",
+            "histogram_figure",
+            "fit_figure",
+            "shapes_figure",
+            "masks_figure",
+        )
+    }
     for name in saved:
         setattr(f, name, lambda *a, **k: None)
     try:
@@ -110,9 +131,11 @@ def grading_rows(runs: int) -> list[tuple[str, float, float]]:
     text = median_time(lambda: format_text(report), runs, time.process_time)
     checks = sum(1 for ex in report.exercises for c in ex.checks if c.figure)
     twins = sum(1 for ex in report.exercises for c in ex.checks if c.figure and c.figure.get("public"))
-    return [(f"grading {len(report.exercises)} known submissions ({checks} figures)", with_figures, without),
-            (f"... the public case beside {twins} hidden checks", with_figures, without_twin),
-            ("format_html vs format_text of that report", html, text)]
+    return [
+        (f"grading {len(report.exercises)} known submissions ({checks} figures)", with_figures, without),
+        (f"... the public case beside {twins} hidden checks", with_figures, without_twin),
+        ("format_html vs format_text of that report", html, text),
+    ]
 
 
 def main() -> None:
@@ -121,8 +144,10 @@ def main() -> None:
     runs = parser.parse_args().runs
     shipped, baseline = submit_row(runs)
     rows = [("grade submit normalization.BatchNorm1d (text)", shipped, baseline)] + grading_rows(runs)
-    print(f"median of {runs} runs; baseline: the same work without figures (or the text report);"
-          " the first row wall time, the others CPU time")
+    print(
+        f"median of {runs} runs; baseline: the same work without figures (or the text report);"
+        " the first row wall time, the others CPU time"
+    )
     print(f"{'what':<48} {'with (s)':>10} {'baseline (s)':>13} {'ratio':>7}")
     for name, value, base in rows:
         print(f"{name:<48} {value:>10.4f} {base:>13.4f} {value / base:>7.3f}")

@@ -65,14 +65,20 @@ from grader.course.solution import write_solution
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the checkout, for bench.batch
 from bench.batch import floor_seconds, load_average, machine_cpu_seconds, numpy_floor_seconds  # noqa: E402
+
 ONE_EXERCISE = "normalization.BatchNorm1d"
 FIRST_RUN = "all, first run"  # grade submit of all exercises with no kept kernels (each run compiles them)
 TARGETS = {"all exercises": 1.0, FIRST_RUN: 1.0, "one exercise": 0.3}
-TARGETS_X = {"one exercise": 3.0, "all exercises": 10.0}  # issue 47: grade submit, sandbox, x `python -c "import numpy"`
+TARGETS_X = {
+    "one exercise": 3.0,
+    "all exercises": 10.0,
+}  # issue 47: grade submit, sandbox, x `python -c "import numpy"`
 
 
 def median_time(
-    fn: Callable[[], object], runs: int, before: Callable[[], object] = lambda: None,
+    fn: Callable[[], object],
+    runs: int,
+    before: Callable[[], object] = lambda: None,
 ) -> tuple[float, float, float, float]:
     """(median, min, max) wall time in seconds of ``fn()`` over ``runs`` calls, and the median machine CPU.
 
@@ -91,8 +97,9 @@ def median_time(
 SPARE = "grade() in a spare"  # a long-lived grading process's spare workers (grader/student/sandbox/spares.py)
 
 
-def spare_timing(grade_fn: Callable[..., object], folder: Path, selectors: list[str],
-                 runs: int) -> tuple[float, float, float, float]:
+def spare_timing(
+    grade_fn: Callable[..., object], folder: Path, selectors: list[str], runs: int
+) -> tuple[float, float, float, float]:
     """Timing of ``grade_fn`` in a warm spare, as ``grade worker`` and ``grade batch`` grade between two jobs:
     before each run the spare's workers have imported NumPy (untimed); the run includes starting the
     replacement spare."""
@@ -139,20 +146,29 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per measurement (median reported)")
     parser.add_argument("--handout", type=Path, default=None, help="a release's student/ folder to measure instead")
-    parser.add_argument("--grade-command", type=Path, default=None, help="with --handout: the handout's installed grade")
-    parser.add_argument("--quick", action="store_true",
-                        help="grade submit of one and of all exercises with the sandbox only, --runs times (the test's "
-                             "small size; the full run takes at least 5 runs of every row)")
+    parser.add_argument(
+        "--grade-command", type=Path, default=None, help="with --handout: the handout's installed grade"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="grade submit of one and of all exercises with the sandbox only, --runs times (the test's "
+        "small size; the full run takes at least 5 runs of every row)",
+    )
     args = parser.parse_args()
     runs = max(1, args.runs) if args.quick else max(5, args.runs)
     print(f"load average before the benchmark (1, 5, 15 min): {load_average()}")
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "grader"), str(REPO / "reference")],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(REPO / "grader"), str(REPO / "reference")],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     grade_fn: Callable[..., object] = grade
     if args.handout is not None:
         source = PackSource(args.handout / "grader" / "student" / "packs")
         grade_fn = lambda folder, ids, student, limits, workspace=None: grade_with(  # noqa: E731
-            folder, ids, student, limits, source, workspace)
+            folder, ids, student, limits, source, workspace
+        )
         print(f"the handout at {args.handout}: public checks from its case packs")
 
     work = Path(tempfile.mkdtemp(prefix="normgrade-bench-"))
@@ -189,8 +205,11 @@ def main() -> int:
                 floor_seconds("floor-warm-up", exercises)
                 floors[name] = statistics.median(floor_seconds(f"floor-{k}", exercises) for k in range(runs))
             floors[FIRST_RUN] = floors["all exercises"]
-        cmd = grade_command() if args.handout is None else (
-            [str(args.grade_command)] if args.grade_command is not None else None)
+        cmd = (
+            grade_command()
+            if args.handout is None
+            else ([str(args.grade_command)] if args.grade_command is not None else None)
+        )
         if cmd is not None:
             kept_kernels = solution.parent / ".grade" / "kernels"  # grade submit's kept kernel cache
             forget_kernels = lambda: shutil.rmtree(kept_kernels, ignore_errors=True)  # noqa: E731
@@ -208,8 +227,10 @@ def main() -> int:
 
         print(f"grading time, median of {runs} runs ({os.cpu_count()} CPUs)")
         cores = os.cpu_count() or 1
-        print(f"{'scenario':<18} {'how':<13} {'mode':<11} {'median s':>9} {'min s':>7} {'max s':>7} {'x no sandbox':>13}"
-              f" {'floor s':>8} {'CPU s':>6} {'CPU/cores':>9}  target")
+        print(
+            f"{'scenario':<18} {'how':<13} {'mode':<11} {'median s':>9} {'min s':>7} {'max s':>7} {'x no sandbox':>13}"
+            f" {'floor s':>8} {'CPU s':>6} {'CPU/cores':>9}  target"
+        )
         plain = {(n, h): t[0] for n, h, m, t in rows if m == "no sandbox"}
         for name, how, mode, (med, lo, hi, cpu) in rows:
             target = TARGETS.get(name) if mode == "sandbox" and how == "grade submit" else None
@@ -218,14 +239,18 @@ def main() -> int:
             ratio = f"{med / plain[(name, how)]:.2f}" if (name, how) in plain else "-"
             floor = f"{floors[name]:.3f}" if name in floors else "-"
             used = f"{cpu:6.2f} {cpu / cores:9.2f}" if how == "grade submit" else f"{'-':>6} {'-':>9}"
-            print(f"{name:<18} {how:<13} {mode:<11} {med:9.3f} {lo:7.3f} {hi:7.3f} {ratio:>13} {floor:>8}"
-                  f" {used}  {verdict}")
+            print(
+                f"{name:<18} {how:<13} {mode:<11} {med:9.3f} {lo:7.3f} {hi:7.3f} {ratio:>13} {floor:>8}"
+                f" {used}  {verdict}"
+            )
         if cmd is None:
             print("`grade submit` is not available yet: only grade() was timed.")
         print("what was graded: " + "; ".join(verdicts))
         if floors:
-            print(f"floor s: one process, no processes or sandbox: the cases run on the reference as the student and"
-                  f" the checks evaluated, median of {runs} runs with fresh seeds; all exercises = the CPU ones")
+            print(
+                f"floor s: one process, no processes or sandbox: the cases run on the reference as the student and"
+                f" the checks evaluated, median of {runs} runs with fresh seeds; all exercises = the CPU ones"
+            )
         numpy_floor = statistics.median([numpy_floor, numpy_floor_seconds(max(5, runs))])  # before and after
         print(f'\nagainst the floor: `python -c "import numpy"` {numpy_floor:.3f} s (median, before and after)')
         print(f"{'sandbox':<22} {'how':<28} {'median s':>9} {'x floor':>8}  target")
@@ -233,8 +258,10 @@ def main() -> int:
             if how in ("grade submit", SPARE) and mode == "sandbox" and name in TARGETS_X:
                 times_floor, target_x = med / numpy_floor, TARGETS_X[name]
                 shown = "grade submit (cold)" if how == "grade submit" else "a spare (worker, batch)"
-                print(f"{name:<22} {shown:<28} {med:9.3f} {times_floor:8.1f}  <= {target_x:g}x "
-                      f"{'ok' if times_floor <= target_x else 'MISSED'}")
+                print(
+                    f"{name:<22} {shown:<28} {med:9.3f} {times_floor:8.1f}  <= {target_x:g}x "
+                    f"{'ok' if times_floor <= target_x else 'MISSED'}"
+                )
         print(f"load average now (1, 5, 15 min): {load_average()}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -26,19 +26,19 @@ from bench.in_process import grade_in_process, run_cases
 # (exercise, mistake id or None for the reference, the picture kind its first failing check draws)
 KNOWN: list[tuple[str, str | None, str]] = [
     ("normalization.BatchNorm1d", None, ""),
-    ("normalization.LayerNorm", "ln-batch-axis", "elements"),          # 2-D: heat map, the error follows an axis
-    ("normalization.BatchNorm1d", "bn-3d-stats-axis0", "elements"),    # 3-D: per-axis summary
+    ("normalization.LayerNorm", "ln-batch-axis", "elements"),  # 2-D: heat map, the error follows an axis
+    ("normalization.BatchNorm1d", "bn-3d-stats-axis0", "elements"),  # 3-D: per-axis summary
     ("normalization.BatchNorm1d", "bn-biased-running-var", "trajectory"),
     ("optim.AdamW", "adamw-no-bias-correction", "trajectory"),
     ("init.kaiming_normal", "init-kaiming-variance-as-std", "histogram"),
     ("init.xavier_uniform", "init-uniform-bound-std", "histogram"),
     ("dropout.Dropout", "dropout-gaussian-mask", "histogram"),
     ("approximation.fit_function", "(a straight line)", "fit"),
-    ("dropout.Dropout", "dropout-no-rescale", "histogram"),            # values: y / x against 1 / (1 - p)
-    ("dropout.Dropout", "dropout-mask-reused", "masks"),               # fresh_mask: the two masks side by side
-    ("linear.Linear", "linear-dW-transposed", "shapes"),               # dW of the other shape
-    ("activations.Sigmoid", "sigmoid-grad-incomplete", "elements"),    # numgrad: your dx against your own forward
-    ("activations.ReLU", "relu-inplace", "elements"),                  # no_mutation: x after the call against before
+    ("dropout.Dropout", "dropout-no-rescale", "histogram"),  # values: y / x against 1 / (1 - p)
+    ("dropout.Dropout", "dropout-mask-reused", "masks"),  # fresh_mask: the two masks side by side
+    ("linear.Linear", "linear-dW-transposed", "shapes"),  # dW of the other shape
+    ("activations.Sigmoid", "sigmoid-grad-incomplete", "elements"),  # numgrad: your dx against your own forward
+    ("activations.ReLU", "relu-inplace", "elements"),  # no_mutation: x after the call against before
 ]
 
 

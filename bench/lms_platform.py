@@ -79,14 +79,19 @@ class User:
 
 def autosubmit(action: str, fields: dict[str, str]) -> HTMLResponse:
     """A page whose form POSTs ``fields`` to ``action`` as soon as it loads (what LMSs do)."""
-    inputs = "".join(f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">' for k, v in fields.items())
-    return HTMLResponse(f'<!doctype html><html><body><form id="f" method="post" action="{html.escape(action)}">'
-                        f'{inputs}<noscript><button>Continue</button></noscript></form>'
-                        '<script>document.getElementById("f").submit()</script></body></html>')
+    inputs = "".join(
+        f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">' for k, v in fields.items()
+    )
+    return HTMLResponse(
+        f'<!doctype html><html><body><form id="f" method="post" action="{html.escape(action)}">'
+        f"{inputs}<noscript><button>Continue</button></noscript></form>"
+        '<script>document.getElementById("f").submit()</script></body></html>'
+    )
 
 
-def paged(request: Request, url: str, items: list[dict[str, Any]], size: int) -> tuple[list[dict[str, Any]],
-                                                                                         dict[str, str]]:
+def paged(
+    request: Request, url: str, items: list[dict[str, Any]], size: int
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """One page of ``items`` from ``?from=N`` and the ``Link: rel="next"`` header when more follow."""
     start = int(request.query_params.get("from", 0))
     headers = {}
@@ -95,7 +100,7 @@ def paged(request: Request, url: str, items: list[dict[str, Any]], size: int) ->
         from urllib.parse import urlencode
 
         headers["Link"] = f'<{url}?{urlencode(query)}>; rel="next"'
-    return items[start:start + size], headers
+    return items[start : start + size], headers
 
 
 @dataclass
@@ -127,8 +132,9 @@ class LmsPlatform:
     port: int = 0
     tls_port: int = 0
     tls_host: str = ""
-    key: RSAKey = field(default_factory=lambda: RSAKey.generate_key(
-        2048, parameters={"kid": "lms-key-1", "use": "sig", "alg": "RS256"}))
+    key: RSAKey = field(
+        default_factory=lambda: RSAKey.generate_key(2048, parameters={"kid": "lms-key-1", "use": "sig", "alg": "RS256"})
+    )
     servers: list[tuple[uvicorn.Server, threading.Thread]] = field(default_factory=list)
     cached_jwks: tuple[float, dict[str, Any]] | None = None
 
@@ -149,9 +155,16 @@ class LmsPlatform:
 
     def platform_table(self, client_id: str | None = None, **extra: Any) -> dict[str, Any]:
         """One [[lti.platform]] table for this platform (a registration), as parsed TOML."""
-        return {"name": "Test LMS", "issuer": self.issuer, "client_id": client_id or self.client_id,
-                "auth_url": self.browser_url + "/auth", "token_url": self.url + "/token",
-                "jwks_url": self.url + "/jwks", "deployments": [self.deployment_id], **extra}
+        return {
+            "name": "Test LMS",
+            "issuer": self.issuer,
+            "client_id": client_id or self.client_id,
+            "auth_url": self.browser_url + "/auth",
+            "token_url": self.url + "/token",
+            "jwks_url": self.url + "/jwks",
+            "deployments": [self.deployment_id],
+            **extra,
+        }
 
     def lti_table(self, **extra: Any) -> dict[str, Any]:
         """The [lti] table (Course.lti) with one registration per client id; ``extra`` goes into each."""
@@ -167,8 +180,9 @@ class LmsPlatform:
 
     # -- tokens ----------------------------------------------------------------------------------
 
-    def claims(self, user: User, nonce: str, context: str | None = None, client_id: str | None = None,
-               **changes: Any) -> dict[str, Any]:
+    def claims(
+        self, user: User, nonce: str, context: str | None = None, client_id: str | None = None, **changes: Any
+    ) -> dict[str, Any]:
         now = int(time.time())
         context = context or (user.contexts[0] if user.contexts else self.context_id)
         client = client_id or self.client_id
@@ -178,14 +192,26 @@ class LmsPlatform:
         else:
             ags["lineitems"] = f"{self.url}/ags/{context}/lineitems"
         claims: dict[str, Any] = {
-            "iss": self.issuer, "aud": client, "azp": client, "sub": user.sub,
-            "iat": now, "exp": now + 300, "nonce": nonce, "name": user.name, "email": user.email,
-            CLAIM + "message_type": "LtiResourceLinkRequest", CLAIM + "version": "1.3.0",
-            CLAIM + "deployment_id": self.deployment_id, CLAIM + "target_link_uri": self.tool_url + "/lti/launch",
-            CLAIM + "resource_link": {"id": "link-1", "title": "normgrade"}, CLAIM + "roles": user.roles,
+            "iss": self.issuer,
+            "aud": client,
+            "azp": client,
+            "sub": user.sub,
+            "iat": now,
+            "exp": now + 300,
+            "nonce": nonce,
+            "name": user.name,
+            "email": user.email,
+            CLAIM + "message_type": "LtiResourceLinkRequest",
+            CLAIM + "version": "1.3.0",
+            CLAIM + "deployment_id": self.deployment_id,
+            CLAIM + "target_link_uri": self.tool_url + "/lti/launch",
+            CLAIM + "resource_link": {"id": "link-1", "title": "normgrade"},
+            CLAIM + "roles": user.roles,
             CLAIM + "context": {"id": context, "title": self.titles.get(context, context)},
             "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice": {
-                "context_memberships_url": f"{self.url}/nrps/{context}", "service_versions": ["2.0"]},
+                "context_memberships_url": f"{self.url}/nrps/{context}",
+                "service_versions": ["2.0"],
+            },
             "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": ags,
         }
         claims.update(changes)
@@ -213,10 +239,17 @@ class LmsPlatform:
         def start(request: Request) -> Response:
             q = request.query_params
             context = q.get("context", "")
-            return autosubmit(self.tool_url + "/lti/login", {
-                "iss": self.issuer, "login_hint": q["user"], "target_link_uri": self.tool_url + "/lti/launch",
-                "lti_message_hint": f"link-1|{context}", "client_id": q.get("client", self.client_id),
-                "lti_deployment_id": self.deployment_id})
+            return autosubmit(
+                self.tool_url + "/lti/login",
+                {
+                    "iss": self.issuer,
+                    "login_hint": q["user"],
+                    "target_link_uri": self.tool_url + "/lti/launch",
+                    "lti_message_hint": f"link-1|{context}",
+                    "client_id": q.get("client", self.client_id),
+                    "lti_deployment_id": self.deployment_id,
+                },
+            )
 
         def course(request: Request) -> Response:
             q = request.query_params
@@ -227,7 +260,8 @@ class LmsPlatform:
                 '<h1 style="margin:.5rem">Deep networks 101</h1><p style="margin:.5rem">The course tool, inside the '
                 f'LMS:</p><iframe id="tool" title="normgrade" src="{html.escape(source)}" '
                 'style="display:block;width:100%;height:760px;border:1px solid #888;box-sizing:border-box">'
-                '</iframe></body></html>')
+                "</iframe></body></html>"
+            )
 
         def auth(request: Request) -> Response:
             q = request.query_params
@@ -237,7 +271,11 @@ class LmsPlatform:
             if q.get("redirect_uri") != self.tool_url + "/lti/launch":
                 problems.append("redirect_uri")
             if (q.get("response_type"), q.get("response_mode"), q.get("scope"), q.get("prompt")) != (
-                    "id_token", "form_post", "openid", "none"):
+                "id_token",
+                "form_post",
+                "openid",
+                "none",
+            ):
                 problems.append("response parameters")
             user = self.users.get(q.get("login_hint", ""))
             if user is None:
@@ -258,18 +296,27 @@ class LmsPlatform:
             from urllib.parse import parse_qs
 
             form = {k: v[0] for k, v in parse_qs((await request.body()).decode()).items()}
-            if form.get("grant_type") != "client_credentials" or form.get("client_assertion_type") != \
-                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
+            if (
+                form.get("grant_type") != "client_credentials"
+                or form.get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+            ):
                 return JSONResponse({"error": "unsupported_grant_type"}, 400)
             try:
-                decoded = jwt.decode(str(form.get("client_assertion")), KeySet.import_key_set(cast(KeySetSerialization, self.tool_keys())),
-                                     algorithms=["RS256"])
+                decoded = jwt.decode(
+                    str(form.get("client_assertion")),
+                    KeySet.import_key_set(cast(KeySetSerialization, self.tool_keys())),
+                    algorithms=["RS256"],
+                )
                 client = decoded.claims.get("iss")
                 if client not in (self.client_id, *self.other_clients):
                     raise ValueError("unknown client")
-                jwt.JWTClaimsRegistry(now=int(self.clock()), sub={"essential": True, "value": client},
-                                      aud={"essential": True, "value": self.url + "/token"},
-                                      exp={"essential": True}, jti={"essential": True}).validate(decoded.claims)
+                jwt.JWTClaimsRegistry(
+                    now=int(self.clock()),
+                    sub={"essential": True, "value": client},
+                    aud={"essential": True, "value": self.url + "/token"},
+                    exp={"essential": True},
+                    jti={"essential": True},
+                ).validate(decoded.claims)
             except Exception as exc:  # noqa: BLE001 - any bad assertion is invalid_client
                 self.token_requests.append(f"invalid_client: {type(exc).__name__}")
                 return JSONResponse({"error": "invalid_client", "detail": type(exc).__name__}, 401)
@@ -280,8 +327,9 @@ class LmsPlatform:
             self.token_requests.append("ok")
             access = secrets.token_urlsafe(16)
             self.tokens[access] = scopes
-            return JSONResponse({"access_token": access, "token_type": "Bearer", "expires_in": 3600,
-                                 "scope": form.get("scope", "")})
+            return JSONResponse(
+                {"access_token": access, "token_type": "Bearer", "expires_in": 3600, "scope": form.get("scope", "")}
+            )
 
         def authorized(request: Request, *scopes: str) -> bool:
             header = request.headers.get("authorization", "")
@@ -293,11 +341,16 @@ class LmsPlatform:
             if not authorized(request, "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"):
                 return JSONResponse({"error": "unauthorized"}, 401)
             context = request.path_params["ctx"]
-            members = [{"user_id": u.sub, "name": u.name, "email": u.email, "roles": u.roles, "status": u.status}
-                       for u in self.members_of(context)]
+            members = [
+                {"user_id": u.sub, "name": u.name, "email": u.email, "roles": u.roles, "status": u.status}
+                for u in self.members_of(context)
+            ]
             page, headers = paged(request, f"{self.url}/nrps/{context}", members, self.page_size)
-            return JSONResponse({"id": str(request.url), "context": {"id": context}, "members": page},
-                                headers=headers, media_type="application/vnd.ims.lti-nrps.v2.membershipcontainer+json")
+            return JSONResponse(
+                {"id": str(request.url), "context": {"id": context}, "members": page},
+                headers=headers,
+                media_type="application/vnd.ims.lti-nrps.v2.membershipcontainer+json",
+            )
 
         async def lineitems(request: Request) -> Response:
             if self.down:
@@ -307,17 +360,20 @@ class LmsPlatform:
                 if not authorized(request, AGS + "lineitem", AGS + "lineitem.readonly"):
                     return JSONResponse({"error": "unauthorized"}, 401)
                 wanted = request.query_params.get("resource_id") if self.filter_line_items else None
-                found = [i for i in self.line_items if i["context"] == context
-                         and (wanted is None or i["resourceId"] == wanted)]
+                found = [
+                    i
+                    for i in self.line_items
+                    if i["context"] == context and (wanted is None or i["resourceId"] == wanted)
+                ]
                 page, headers = paged(request, f"{self.url}/ags/{context}/lineitems", found, self.page_size)
-                return JSONResponse(page, headers=headers,
-                                    media_type="application/vnd.ims.lis.v2.lineitemcontainer+json")
+                return JSONResponse(
+                    page, headers=headers, media_type="application/vnd.ims.lis.v2.lineitemcontainer+json"
+                )
             if not authorized(request, AGS + "lineitem"):
                 return JSONResponse({"error": "unauthorized"}, 401)
             doc = json.loads(await request.body())
             self.created.append(doc)
-            item = {**doc, "id": f"{self.url}/ags/{context}/lineitems/{len(self.line_items) + 1}",
-                    "context": context}
+            item = {**doc, "id": f"{self.url}/ags/{context}/lineitems/{len(self.line_items) + 1}", "context": context}
             self.line_items.append(item)
             return JSONResponse(item, 201, media_type="application/vnd.ims.lis.v2.lineitem+json")
 
@@ -340,12 +396,18 @@ class LmsPlatform:
             self.scores.append({**doc, "lineitem": item})
             return Response(status_code=204)
 
-        return Starlette(routes=[
-            Route("/start", start), Route("/course", course), Route("/auth", auth), Route("/jwks", jwks),
-            Route("/token", token, methods=["POST"]), Route("/nrps/{ctx}", nrps),
-            Route("/ags/{ctx}/lineitems", lineitems, methods=["GET", "POST"]),
-            Route("/ags/{ctx}/lineitems/{n:int}/scores", scores, methods=["POST"]),
-        ])
+        return Starlette(
+            routes=[
+                Route("/start", start),
+                Route("/course", course),
+                Route("/auth", auth),
+                Route("/jwks", jwks),
+                Route("/token", token, methods=["POST"]),
+                Route("/nrps/{ctx}", nrps),
+                Route("/ags/{ctx}/lineitems", lineitems, methods=["GET", "POST"]),
+                Route("/ags/{ctx}/lineitems/{n:int}/scores", scores, methods=["POST"]),
+            ]
+        )
 
     # -- running -------------------------------------------------------------------------------------
 
@@ -381,8 +443,14 @@ class LmsPlatform:
 
 def login_redirect(client: Any, lms: LmsPlatform, user: str = "ada", **changes: str) -> Any:
     """The platform's login initiation at the tool (``client``: an httpx.Client on the tool's URL)."""
-    params = {"iss": lms.issuer, "login_hint": user, "target_link_uri": lms.tool_url + "/lti/launch",
-              "client_id": lms.client_id, "lti_deployment_id": lms.deployment_id, **changes}
+    params = {
+        "iss": lms.issuer,
+        "login_hint": user,
+        "target_link_uri": lms.tool_url + "/lti/launch",
+        "client_id": lms.client_id,
+        "lti_deployment_id": lms.deployment_id,
+        **changes,
+    }
     return client.post("/lti/login", data=params)
 
 
@@ -407,9 +475,23 @@ def form_fields(page: str) -> dict[str, str]:
     """The hidden fields of an auto-submitting form page."""
     import re
 
-    return {html.unescape(m.group(1)): html.unescape(m.group(2))
-            for m in re.finditer(r'<input type="hidden" name="([^"]*)" value="([^"]*)">', page)}
+    return {
+        html.unescape(m.group(1)): html.unescape(m.group(2))
+        for m in re.finditer(r'<input type="hidden" name="([^"]*)" value="([^"]*)">', page)
+    }
 
 
-__all__ = ["LmsPlatform", "User", "LEARNER", "INSTRUCTOR", "INSTITUTION_ADMIN", "SYSTEM_ADMIN", "CLAIM", "AGS",
-           "form_fields", "auth_url_params", "launch", "login_redirect"]
+__all__ = [
+    "LmsPlatform",
+    "User",
+    "LEARNER",
+    "INSTRUCTOR",
+    "INSTITUTION_ADMIN",
+    "SYSTEM_ADMIN",
+    "CLAIM",
+    "AGS",
+    "form_fields",
+    "auth_url_params",
+    "launch",
+    "login_redirect",
+]

@@ -51,7 +51,9 @@ import httpx
 import uvicorn
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
+sys.path.insert(
+    0, str(REPO)
+)  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
 
 from bench.lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User, form_fields, launch  # noqa: E402
 from bench.procs import HOST, Redis, free_port, issue_tokens, start_worker, stop_process, wait_for  # noqa: E402
@@ -115,9 +117,16 @@ def launch_times(folder: Path, launches: int) -> tuple[list[float], list[float]]
         with httpx.Client(base_url=tool.url, timeout=30) as client, httpx.Client(timeout=30) as browser_lms:
             for i in range(launches + 1):
                 start = time.perf_counter()
-                redirect = client.post("/lti/login", data={
-                    "iss": lms.issuer, "login_hint": "ada", "target_link_uri": tool.url + "/lti/launch",
-                    "client_id": lms.client_id, "lti_deployment_id": lms.deployment_id})
+                redirect = client.post(
+                    "/lti/login",
+                    data={
+                        "iss": lms.issuer,
+                        "login_hint": "ada",
+                        "target_link_uri": tool.url + "/lti/launch",
+                        "client_id": lms.client_id,
+                        "lti_deployment_id": lms.deployment_id,
+                    },
+                )
                 form = form_fields(browser_lms.get(redirect.headers["location"]).text)
                 page = client.post("/lti/launch", data=form)
                 elapsed = time.perf_counter() - start
@@ -187,8 +196,9 @@ def prepare(folder: Path, n: int, tag: str, queue_url: str) -> Prepared:
                 assert page.status_code == 200 and "url=/student/" in page.text, page.text[:300]
         with Store.open(db) as store:
             contexts = lti_services.contexts(store, lti.platforms_of(config.course))
-            members = store.db.execute("SELECT count(*) FROM lti_members WHERE role = 'learner' AND "
-                                       "status = 'active'").fetchone()[0]
+            members = store.db.execute(
+                "SELECT count(*) FROM lti_members WHERE role = 'learner' AND status = 'active'"
+            ).fetchone()[0]
         modes = [lti_services.ags_mode(c) for c in contexts]
         assert modes == ["columns"] and members == n, f"after {n} launches: contexts {modes}, {members} learners"
     except BaseException:
@@ -201,8 +211,16 @@ def give_scores(store: Store, students: list[str]) -> None:
     """An override of 7 points on activations.ReLU for each student (one transaction)."""
     with store.transaction() as d:
         for s in students:
-            d.table("score_overrides").insert({"student": s, "exercise": "activations.ReLU", "score": 7.0,
-                                         "comment": "bench", "author": "bench", "created_at": utc_now()})
+            d.table("score_overrides").insert(
+                {
+                    "student": s,
+                    "exercise": "activations.ReLU",
+                    "score": 7.0,
+                    "comment": "bench",
+                    "author": "bench",
+                    "created_at": utc_now(),
+                }
+            )
 
 
 def restart_redis(redis: Redis) -> None:
@@ -213,8 +231,23 @@ def restart_redis(redis: Redis) -> None:
     redis.proc.kill()
     redis.proc.wait(timeout=30)
     redis.proc = subprocess.Popen(
-        ["redis-server", "--bind", HOST, "--port", str(redis.port), "--save", "", "--appendonly", "no",
-         "--dir", str(redis.folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        [
+            "redis-server",
+            "--bind",
+            HOST,
+            "--port",
+            str(redis.port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(redis.folder),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     client = redis_lib.Redis(host=HOST, port=redis.port)
 
     def pong() -> bool:
@@ -249,8 +282,9 @@ def wait_steps(count: Any, target: int, what: str, explain: Any, interval: float
         if now_count > best:
             best, since = now_count, time.monotonic()
         elif time.monotonic() - since > STALL_S:
-            raise AssertionError(f"no progress for {STALL_S:.0f} s waiting for {what} ({now_count} of {target}); "
-                                 f"{explain()}")
+            raise AssertionError(
+                f"no progress for {STALL_S:.0f} s waiting for {what} ({now_count} of {target}); {explain()}"
+            )
         time.sleep(interval)
 
 
@@ -319,14 +353,23 @@ def direct_posts(folder: Path, n: int) -> float:
             platform_ = lti.platforms_of(prepared.config.course).platforms[0]
             context = lti_services.contexts(store)[0]
             start = time.perf_counter()
-            url = lti_services.ensure_line_item(store, connector, platform_, context, "exercises:activations",
-                                                "Exercises: activations", 80.0)
+            url = lti_services.ensure_line_item(
+                store, connector, platform_, context, "exercises:activations", "Exercises: activations", 80.0
+            )
             token = connector.token(platform_, lti_services.token_scopes(context))
             for s in students:
-                answer = connector.client.post(lti_services.scores_url(url), json={
-                    "userId": f"lms-{s}", "scoreGiven": 7.0, "scoreMaximum": 80.0, "activityProgress": "Submitted",
-                    "gradingProgress": "FullyGraded", "timestamp": lti_services.now_iso()},
-                    headers={"Authorization": f"Bearer {token}", "Content-Type": lti_services.SCORE_TYPE})
+                answer = connector.client.post(
+                    lti_services.scores_url(url),
+                    json={
+                        "userId": f"lms-{s}",
+                        "scoreGiven": 7.0,
+                        "scoreMaximum": 80.0,
+                        "activityProgress": "Submitted",
+                        "gradingProgress": "FullyGraded",
+                        "timestamp": lti_services.now_iso(),
+                    },
+                    headers={"Authorization": f"Bearer {token}", "Content-Type": lti_services.SCORE_TYPE},
+                )
                 assert answer.status_code == 204
             seconds = time.perf_counter() - start
             connector.close()
@@ -356,25 +399,32 @@ def main() -> None:
             rows["sqlite"].append(post_scores(folder, args.scores, "sqlite", False, f"sqlite{run}"))
             rows["redis"].append(post_scores(folder, args.scores, "redis", False, f"redis{run}"))
             rows["redis, restarted mid-posting"].append(
-                post_scores(folder, args.scores, "redis", True, f"restart{run}"))
+                post_scores(folder, args.scores, "redis", True, f"restart{run}")
+            )
     print(f"LTI on loopback: {args.launches} launches and {args.scores} score posts, median of {args.runs} run(s)")
     print()
     print("| what | median | p95 | baseline (same run) | ratio |")
     print("|---|---|---|---|---|")
     p95 = sorted(trips)[max(0, math.ceil(0.95 * len(trips)) - 1)]  # nearest rank
-    print(f"| launch round trip (login -> auth -> launch page) | {1000 * med(trips):.1f} ms | {1000 * p95:.1f} ms "
-          f"| GET /api/v1/me {1000 * med(plain):.1f} ms | {med(trips) / med(plain):.1f}x |")
+    print(
+        f"| launch round trip (login -> auth -> launch page) | {1000 * med(trips):.1f} ms | {1000 * p95:.1f} ms "
+        f"| GET /api/v1/me {1000 * med(plain):.1f} ms | {med(trips) / med(plain):.1f}x |"
+    )
     base = med(direct)
     print()
-    print(f"| {args.scores} score posts | until all posted | posts/s | received (distinct learners) | "
-          f"sent twice | vs direct POSTs ({base:.2f} s) |")
+    print(
+        f"| {args.scores} score posts | until all posted | posts/s | received (distinct learners) | "
+        f"sent twice | vs direct POSTs ({base:.2f} s) |"
+    )
     print("|---|---|---|---|---|---|")
     for label, results in rows.items():
         seconds = med(r.seconds for r in results)
         received = min(r.received for r in results)
         twice = max(r.twice for r in results)
-        print(f"| through the queue: {label} | {seconds:.2f} s | {args.scores / seconds:.0f} | "
-              f"{received}/{args.scores} | {twice} | {seconds / base:.1f}x |")
+        print(
+            f"| through the queue: {label} | {seconds:.2f} s | {args.scores / seconds:.0f} | "
+            f"{received}/{args.scores} | {twice} | {seconds / base:.1f}x |"
+        )
 
 
 if __name__ == "__main__":

@@ -39,14 +39,21 @@ class Student:
 
 
 BN1, BN2 = "normalization.BatchNorm1d", "normalization.BatchNorm2d"
-LN, RMS, GN, IN = "normalization.LayerNorm", "normalization.RMSNorm", "normalization.GroupNorm", \
-    "normalization.InstanceNorm2d"
+LN, RMS, GN, IN = (
+    "normalization.LayerNorm",
+    "normalization.RMSNorm",
+    "normalization.GroupNorm",
+    "normalization.InstanceNorm2d",
+)
 LIN = "linear.Linear"
 ACT = "activations."
 
 BUGGY: list[Student] = [
     # ------------------------------------------------------------------ BatchNorm1d
-    Student("bn1-running-var-biased", BN1, """
+    Student(
+        "bn1-running-var-biased",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         ax = (0,) if x.ndim == 2 else (0, 2)
@@ -75,8 +82,13 @@ class Student(Stub):
         m = dout.size // dout.shape[1]
         return self.istd / m * (m * g - g.sum(axis=self.ax, keepdims=True)
                                 - self.xh * (g * self.xh).sum(axis=self.ax, keepdims=True))
-""", "bn-biased-running-var"),
-    Student("bn1-momentum-swapped", BN1, """
+""",
+        "bn-biased-running-var",
+    ),
+    Student(
+        "bn1-momentum-swapped",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = tuple(i for i in range(x.ndim) if i != 1)
@@ -113,8 +125,13 @@ class Student(Stub):
         n = x.size // x.shape[1]
         return (n * dxhat - dxhat.sum(axis=axes, keepdims=True)
                 - xhat * np.sum(dxhat * xhat, axis=axes, keepdims=True)) / (n * std)
-""", "bn-momentum-inverted"),
-    Student("bn1-eps-outside-sqrt", BN1, """
+""",
+        "bn-momentum-inverted",
+    ),
+    Student(
+        "bn1-eps-outside-sqrt",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -143,8 +160,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) / self.std
-""", "bn-eps-outside-sqrt"),
-    Student("bn1-eps-missing", BN1, """
+""",
+        "bn-eps-outside-sqrt",
+    ),
+    Student(
+        "bn1-eps-missing",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -173,8 +195,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) / self.std
-""", "bn-eps-missing"),
-    Student("bn1-train-normalises-with-running-stats", BN1, """
+""",
+        "bn-eps-missing",
+    ),
+    Student(
+        "bn1-train-normalises-with-running-stats",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -201,8 +228,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * self.istd
-""", "bn-train-uses-running-stats"),
-    Student("bn1-eval-updates-running", BN1, """
+""",
+        "bn-train-uses-running-stats",
+    ),
+    Student(
+        "bn1-eval-updates-running",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -232,8 +264,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * self.istd
-""", "bn-eval-updates-running"),
-    Student("bn1-eval-uses-batch-stats", BN1, """
+""",
+        "bn-eval-updates-running",
+    ),
+    Student(
+        "bn1-eval-uses-batch-stats",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -258,8 +295,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * self.istd
-""", "bn-eval-uses-batch-stats"),
-    Student("bn1-3d-dgamma-axis0", BN1, """
+""",
+        "bn-eval-uses-batch-stats",
+    ),
+    Student(
+        "bn1-3d-dgamma-axis0",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -288,8 +330,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * self.istd
-""", "bn-3d-dgamma-axis0"),
-    Student("bn1-backward-missing-mean-term", BN1, """
+""",
+        "bn-3d-dgamma-axis0",
+    ),
+    Student(
+        "bn1-backward-missing-mean-term",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -321,8 +368,13 @@ class Student(Stub):
         dvar = np.sum(dxhat * self.xc * -0.5 * (self.var + self.eps) ** -1.5, axis=self.axes, keepdims=True)
         # dx = dxhat / std + dvar * 2 (x - mu) / m   (the path through mu is forgotten)
         return dxhat / std + dvar * 2.0 * self.xc / m
-""", "bn-backward-missing-mean-term"),
-    Student("bn1-backward-missing-var-term", BN1, """
+""",
+        "bn-backward-missing-mean-term",
+    ),
+    Student(
+        "bn1-backward-missing-var-term",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -354,8 +406,13 @@ class Student(Stub):
         dmu = -np.sum(dxhat / std, axis=self.axes, keepdims=True)
         # the variance is treated as a constant: only the path through mu is kept
         return dxhat / std + dmu / m
-""", "bn-backward-missing-xhat-term"),
-    Student("bn1-unbiased-normalisation", BN1, """
+""",
+        "bn-backward-missing-xhat-term",
+    ),
+    Student(
+        "bn1-unbiased-normalisation",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -384,8 +441,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * self.istd
-""", "bn-unbiased-normalisation"),
-    Student("bn1-dx-missing-gamma", BN1, """
+""",
+        "bn-unbiased-normalisation",
+    ),
+    Student(
+        "bn1-dx-missing-gamma",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -413,8 +475,13 @@ class Student(Stub):
         m = dout.size // dout.shape[1]
         return self.istd / m * (m * dout - dout.sum(axis=self.axes, keepdims=True)
                                 - self.xhat * (dout * self.xhat).sum(axis=self.axes, keepdims=True))
-""", "bn-dx-missing-gamma"),
-    Student("bn1-3d-stats-over-axis0", BN1, """
+""",
+        "bn-dx-missing-gamma",
+    ),
+    Student(
+        "bn1-3d-stats-over-axis0",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         m = x.shape[0]
@@ -443,8 +510,13 @@ class Student(Stub):
         if not self.was_training:
             return g * self.istd
         return self.istd * (g - g.mean(axis=0) - self.xhat * (g * self.xhat).mean(axis=0))
-""", "bn-3d-running-stats-axis0"),
-    Student("bn1-running-var-count-batch", BN1, """
+""",
+        "bn-3d-running-stats-axis0",
+    ),
+    Student(
+        "bn1-running-var-count-batch",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -473,8 +545,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * self.istd
-""", "bn-running-var-count-batch"),
-    Student("bn1-backward-count-batch", BN1, """
+""",
+        "bn-running-var-count-batch",
+    ),
+    Student(
+        "bn1-backward-count-batch",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -503,8 +580,13 @@ class Student(Stub):
             return g * self.istd
         return (1.0 / N) * self.istd * (N * g - np.sum(g, axis=self.axes, keepdims=True)
                                          - self.xhat * np.sum(g * self.xhat, axis=self.axes, keepdims=True))
-""", "bn-backward-count-batch"),
-    Student("bn1-inplace-centering", BN1, """
+""",
+        "bn-backward-count-batch",
+    ),
+    Student(
+        "bn1-inplace-centering",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -534,8 +616,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * self.istd
-""", "bn-inplace-centering"),
-    Student("bn1-eval-backward-through-stats", BN1, """
+""",
+        "bn-inplace-centering",
+    ),
+    Student(
+        "bn1-eval-backward-through-stats",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -562,8 +649,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * self.istd
-""", "bn-eval-backward-through-stats"),
-    Student("bn1-eval-eps-missing", BN1, """
+""",
+        "bn-eval-backward-through-stats",
+    ),
+    Student(
+        "bn1-eval-eps-missing",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -593,8 +685,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * self.istd
-""", "bn-eval-eps-missing"),
-    Student("bn1-3d-mean-without-keepdims", BN1, """
+""",
+        "bn-eval-eps-missing",
+    ),
+    Student(
+        "bn1-3d-mean-without-keepdims",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -620,8 +717,13 @@ class Student(Stub):
         if not self.was_training:
             return g * self.istd
         return self.istd * (g - g.mean(axis=self.axes) - self.xhat * (g * self.xhat).mean(axis=self.axes))
-""", "bn-3d-no-keepdims"),
-    Student("bn1-batch-of-one-not-refused", BN1, """
+""",
+        "bn-3d-no-keepdims",
+    ),
+    Student(
+        "bn1-batch-of-one-not-refused",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -649,9 +751,14 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * self.istd
-""", None),
+""",
+        None,
+    ),
     # ------------------------------------------------------------------ BatchNorm2d
-    Student("bn2-reshape-without-transpose", BN2, """
+    Student(
+        "bn2-reshape-without-transpose",
+        BN2,
+        """
 class Student(Stub):
     def forward(self, x):
         N, C, H, W = x.shape
@@ -681,8 +788,13 @@ class Student(Stub):
             return (g * self.istd).reshape(shape)
         dx = self.istd * (g - g.mean(axis=0) - self.xhat * (g * self.xhat).mean(axis=0))
         return dx.reshape(shape)
-""", "bn2d-reshape-without-transpose"),
-    Student("bn2-stats-over-axis0", BN2, """
+""",
+        "bn2d-reshape-without-transpose",
+    ),
+    Student(
+        "bn2-stats-over-axis0",
+        BN2,
+        """
 class Student(Stub):
     def forward(self, x):
         if self.training:
@@ -710,8 +822,13 @@ class Student(Stub):
             return g * self.istd
         return self.istd * (g - g.mean(axis=0, keepdims=True)
                             - self.xhat * (g * self.xhat).mean(axis=0, keepdims=True))
-""", "bn-stats-axis0-2d"),
-    Student("bn2-dgamma-axis0", BN2, """
+""",
+        "bn-stats-axis0-2d",
+    ),
+    Student(
+        "bn2-dgamma-axis0",
+        BN2,
+        """
 class Student(Stub):
     def forward(self, x):
         ax = (0, 2, 3)
@@ -738,8 +855,13 @@ class Student(Stub):
         ax = (0, 2, 3)
         return self.istd * (g - g.mean(axis=ax, keepdims=True)
                             - self.xhat * (g * self.xhat).mean(axis=ax, keepdims=True))
-""", "bn-dgamma-wrong-axes"),
-    Student("bn2-dgamma-axes-0-2", BN2, """
+""",
+        "bn-dgamma-wrong-axes",
+    ),
+    Student(
+        "bn2-dgamma-axes-0-2",
+        BN2,
+        """
 class Student(Stub):
     def forward(self, x):
         ax = (0, 2, 3)
@@ -766,8 +888,13 @@ class Student(Stub):
         ax = (0, 2, 3)
         return self.istd * (g - g.mean(axis=ax, keepdims=True)
                             - self.xhat * (g * self.xhat).mean(axis=ax, keepdims=True))
-""", None),
-    Student("bn2-running-var-biased", BN2, """
+""",
+        None,
+    ),
+    Student(
+        "bn2-running-var-biased",
+        BN2,
+        """
 class Student(Stub):
     def forward(self, x):
         N, C, H, W = x.shape
@@ -797,8 +924,13 @@ class Student(Stub):
         else:
             dx = g * self.istd
         return dx.reshape(N, H, W, C).transpose(0, 3, 1, 2)
-""", "bn-biased-running-var-2d"),
-    Student("bn2-running-var-count-batch", BN2, """
+""",
+        "bn-biased-running-var-2d",
+    ),
+    Student(
+        "bn2-running-var-count-batch",
+        BN2,
+        """
 class Student(Stub):
     def forward(self, x):
         N, C, H, W = x.shape
@@ -828,8 +960,13 @@ class Student(Stub):
         else:
             dx = g * self.istd
         return dx.reshape(N, H, W, C).transpose(0, 3, 1, 2)
-""", "bn-running-var-count-batch-2d"),
-    Student("bn2-gamma-on-last-axis", BN2, """
+""",
+        "bn-running-var-count-batch-2d",
+    ),
+    Student(
+        "bn2-gamma-on-last-axis",
+        BN2,
+        """
 class Student(Stub):
     def forward(self, x):
         ax = (0, 2, 3)
@@ -858,9 +995,14 @@ class Student(Stub):
             return g * self.istd
         return self.istd * (g - g.mean(axis=ax, keepdims=True)
                             - self.xhat * (g * self.xhat).mean(axis=ax, keepdims=True))
-""", "bn-affine-last-axis-2d"),
+""",
+        "bn-affine-last-axis-2d",
+    ),
     # ------------------------------------------------------------------ LayerNorm
-    Student("ln-batch-axis", LN, """
+    Student(
+        "ln-batch-axis",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         self.mu = x.mean(axis=0, keepdims=True)
@@ -877,8 +1019,13 @@ class Student(Stub):
         istd = 1.0 / np.sqrt(self.var + self.eps)
         return istd / n * (n * g - g.sum(axis=0, keepdims=True)
                            - self.xhat * (g * self.xhat).sum(axis=0, keepdims=True))
-""", "ln-batch-axis"),
-    Student("ln-last-axis-only", LN, """
+""",
+        "ln-batch-axis",
+    ),
+    Student(
+        "ln-last-axis-only",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         mu = x.mean(axis=-1, keepdims=True)
@@ -894,8 +1041,13 @@ class Student(Stub):
         g = dout * self.gamma
         return self.istd * (g - g.mean(axis=-1, keepdims=True)
                             - self.xhat * (g * self.xhat).mean(axis=-1, keepdims=True))
-""", "ln-last-axis-only"),
-    Student("ln-mean-without-keepdims", LN, """
+""",
+        "ln-last-axis-only",
+    ),
+    Student(
+        "ln-mean-without-keepdims",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
@@ -912,8 +1064,13 @@ class Student(Stub):
         self.dbeta = dout.sum(axis=lead)
         g = dout * self.gamma
         return self.istd * (g - g.mean(axis=self.axes) - self.xhat * (g * self.xhat).mean(axis=self.axes))
-""", "ln-no-keepdims"),
-    Student("ln-eps-outside-sqrt", LN, """
+""",
+        "ln-no-keepdims",
+    ),
+    Student(
+        "ln-eps-outside-sqrt",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
@@ -930,8 +1087,13 @@ class Student(Stub):
         g = dout * self.gamma
         a = self.axes
         return (g - g.mean(axis=a, keepdims=True) - self.xhat * (g * self.xhat).mean(axis=a, keepdims=True)) / self.std
-""", "ln-eps-outside-sqrt"),
-    Student("ln-unbiased-variance", LN, """
+""",
+        "ln-eps-outside-sqrt",
+    ),
+    Student(
+        "ln-unbiased-variance",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
@@ -950,8 +1112,13 @@ class Student(Stub):
         g = dout * self.gamma
         a = self.axes
         return self.istd * (g - g.mean(axis=a, keepdims=True) - self.xhat * (g * self.xhat).mean(axis=a, keepdims=True))
-""", "ln-unbiased-var"),
-    Student("ln-dgamma-axis0", LN, """
+""",
+        "ln-unbiased-var",
+    ),
+    Student(
+        "ln-dgamma-axis0",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
@@ -967,8 +1134,13 @@ class Student(Stub):
         g = dout * self.gamma
         a = self.axes
         return self.istd * (g - g.mean(axis=a, keepdims=True) - self.xhat * (g * self.xhat).mean(axis=a, keepdims=True))
-""", "ln-dgamma-axis0"),
-    Student("ln-backward-missing-var-term", LN, """
+""",
+        "ln-dgamma-axis0",
+    ),
+    Student(
+        "ln-backward-missing-var-term",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
@@ -984,8 +1156,13 @@ class Student(Stub):
         self.dbeta = dout.sum(axis=lead)
         g = dout * self.gamma
         return self.istd * (g - g.mean(axis=self.axes, keepdims=True))
-""", "ln-backward-missing-xhat-term"),
-    Student("ln-backward-missing-mean-term", LN, """
+""",
+        "ln-backward-missing-xhat-term",
+    ),
+    Student(
+        "ln-backward-missing-mean-term",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
@@ -1001,8 +1178,13 @@ class Student(Stub):
         self.dbeta = dout.sum(axis=lead)
         g = dout * self.gamma
         return self.istd * (g - self.xhat * (g * self.xhat).mean(axis=self.axes, keepdims=True))
-""", "ln-backward-missing-mean-term"),
-    Student("ln-dx-missing-gamma", LN, """
+""",
+        "ln-backward-missing-mean-term",
+    ),
+    Student(
+        "ln-dx-missing-gamma",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
@@ -1020,8 +1202,13 @@ class Student(Stub):
         a = self.axes
         return self.istd / D * (D * dout - dout.sum(axis=a, keepdims=True)
                                 - self.xhat * (dout * self.xhat).sum(axis=a, keepdims=True))
-""", "ln-dx-missing-gamma"),
-    Student("ln-backward-ignores-stats", LN, """
+""",
+        "ln-dx-missing-gamma",
+    ),
+    Student(
+        "ln-backward-ignores-stats",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
@@ -1036,8 +1223,13 @@ class Student(Stub):
         self.dgamma = (dout * self.xhat).sum(axis=lead)
         self.dbeta = dout.sum(axis=lead)
         return dout * self.gamma * self.istd
-""", "ln-backward-ignores-stats"),
-    Student("ln-inplace-centering", LN, """
+""",
+        "ln-backward-ignores-stats",
+    ),
+    Student(
+        "ln-inplace-centering",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
@@ -1055,9 +1247,14 @@ class Student(Stub):
         g = dout * self.gamma
         a = self.axes
         return self.istd * (g - g.mean(axis=a, keepdims=True) - self.xhat * (g * self.xhat).mean(axis=a, keepdims=True))
-""", "ln-inplace-centering"),
+""",
+        "ln-inplace-centering",
+    ),
     # ------------------------------------------------------------------ RMSNorm
-    Student("rms-subtracts-mean", RMS, """
+    Student(
+        "rms-subtracts-mean",
+        RMS,
+        """
 class Student(Stub):
     def forward(self, x):
         xc = x - x.mean(axis=-1, keepdims=True)
@@ -1069,8 +1266,13 @@ class Student(Stub):
         self.dgamma = (dout * self.n).reshape(-1, self.dim).sum(axis=0)
         g = dout * self.gamma
         return (g - g.mean(axis=-1, keepdims=True) - self.n * (g * self.n).mean(axis=-1, keepdims=True)) / self.r
-""", "rms-subtracts-mean"),
-    Student("rms-eps-outside-sqrt", RMS, """
+""",
+        "rms-subtracts-mean",
+    ),
+    Student(
+        "rms-eps-outside-sqrt",
+        RMS,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1082,8 +1284,13 @@ class Student(Stub):
         self.dgamma = np.sum((dout * x / r).reshape(-1, self.dim), axis=0)
         s = np.sum(dout * self.gamma * x, axis=-1, keepdims=True)
         return dout * self.gamma / r - x * s / (self.dim * r ** 3)
-""", "rms-eps-outside-sqrt"),
-    Student("rms-dgamma-axis0", RMS, """
+""",
+        "rms-eps-outside-sqrt",
+    ),
+    Student(
+        "rms-dgamma-axis0",
+        RMS,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1096,8 +1303,13 @@ class Student(Stub):
         self.dgamma = np.sum(dout * self.x_norm, axis=0)
         dx_norm = dout * self.gamma
         return (dx_norm - self.x_norm * np.mean(dx_norm * self.x_norm, axis=-1, keepdims=True)) / self.rms
-""", "rms-dgamma-axis0"),
-    Student("rms-grad-missing-term", RMS, """
+""",
+        "rms-dgamma-axis0",
+    ),
+    Student(
+        "rms-grad-missing-term",
+        RMS,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1107,8 +1319,13 @@ class Student(Stub):
     def backward(self, dout):
         self.dgamma = np.sum((dout * self.x / self.rms).reshape(-1, self.dim), axis=0)
         return dout * self.gamma / self.rms
-""", "rms-grad-missing-term"),
-    Student("rms-eps-missing", RMS, """
+""",
+        "rms-grad-missing-term",
+    ),
+    Student(
+        "rms-eps-missing",
+        RMS,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1120,8 +1337,13 @@ class Student(Stub):
         self.dgamma = np.sum((dout * x / r).reshape(-1, self.dim), axis=0)
         s = np.sum(dout * self.gamma * x, axis=-1, keepdims=True)
         return dout * self.gamma / r - x * s / (self.dim * r ** 3)
-""", "rms-eps-missing"),
-    Student("rms-grad-missing-1-over-D", RMS, """
+""",
+        "rms-eps-missing",
+    ),
+    Student(
+        "rms-grad-missing-1-over-D",
+        RMS,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1133,9 +1355,14 @@ class Student(Stub):
         self.dgamma = np.sum((dout * x / r).reshape(-1, self.dim), axis=0)
         s = np.sum(dout * self.gamma * x, axis=-1, keepdims=True)
         return dout * self.gamma / r - x * s / r ** 3
-""", "rms-grad-missing-1-over-d"),
+""",
+        "rms-grad-missing-1-over-d",
+    ),
     # ------------------------------------------------------------------ GroupNorm
-    Student("gn-groups-strided", GN, """
+    Student(
+        "gn-groups-strided",
+        GN,
+        """
 class Student(Stub):
     def forward(self, x):
         N, C = x.shape[:2]
@@ -1160,8 +1387,13 @@ class Student(Stub):
         ax = self.ax
         dx = self.istd * (g - g.mean(axis=ax, keepdims=True) - xh * (g * xh).mean(axis=ax, keepdims=True))
         return dx.reshape(dout.shape)
-""", "gn-groups-strided"),
-    Student("gn-per-channel", GN, """
+""",
+        "gn-groups-strided",
+    ),
+    Student(
+        "gn-per-channel",
+        GN,
+        """
 class Student(Stub):
     def forward(self, x):
         N, C = x.shape[:2]
@@ -1180,8 +1412,13 @@ class Student(Stub):
         g = d * self.gamma[None, :, None]
         dx = self.istd * (g - g.mean(axis=2, keepdims=True) - self.xhat * (g * self.xhat).mean(axis=2, keepdims=True))
         return dx.reshape(self.shape)
-""", "gn-per-channel"),
-    Student("gn-single-group", GN, """
+""",
+        "gn-per-channel",
+    ),
+    Student(
+        "gn-single-group",
+        GN,
+        """
 class Student(Stub):
     def forward(self, x):
         N = x.shape[0]
@@ -1202,8 +1439,13 @@ class Student(Stub):
         xh = self.xhat.reshape(N, -1)
         dx = self.istd * (g - g.mean(axis=1, keepdims=True) - xh * (g * xh).mean(axis=1, keepdims=True))
         return dx.reshape(dout.shape)
-""", "gn-single-group"),
-    Student("gn-gamma-tiled", GN, """
+""",
+        "gn-single-group",
+    ),
+    Student(
+        "gn-gamma-tiled",
+        GN,
+        """
 class Student(Stub):
     def forward(self, x):
         N, C = x.shape[:2]
@@ -1230,9 +1472,14 @@ class Student(Stub):
         xh = self.xhat
         dx = self.istd * (g - g.mean(axis=2, keepdims=True) - xh * (g * xh).mean(axis=2, keepdims=True))
         return dx.reshape(self.shape)
-""", "gn-gamma-tiled"),
+""",
+        "gn-gamma-tiled",
+    ),
     # ------------------------------------------------------------------ InstanceNorm2d
-    Student("in-over-channels", IN, """
+    Student(
+        "in-over-channels",
+        IN,
+        """
 class Student(Stub):
     def forward(self, x):
         mu = x.mean(axis=(1, 2, 3), keepdims=True)
@@ -1246,8 +1493,13 @@ class Student(Stub):
         g = dout * self.gamma[None, :, None, None]
         a = (1, 2, 3)
         return self.istd * (g - g.mean(axis=a, keepdims=True) - self.xhat * (g * self.xhat).mean(axis=a, keepdims=True))
-""", "in-over-channels"),
-    Student("in-batch-stats", IN, """
+""",
+        "in-over-channels",
+    ),
+    Student(
+        "in-batch-stats",
+        IN,
+        """
 class Student(Stub):
     def forward(self, x):
         mu = x.mean(axis=(0, 2, 3), keepdims=True)
@@ -1261,8 +1513,13 @@ class Student(Stub):
         g = dout * self.gamma[None, :, None, None]
         a = (0, 2, 3)
         return self.istd * (g - g.mean(axis=a, keepdims=True) - self.xhat * (g * self.xhat).mean(axis=a, keepdims=True))
-""", "in-batch-stats"),
-    Student("in-eps-outside-sqrt", IN, """
+""",
+        "in-batch-stats",
+    ),
+    Student(
+        "in-eps-outside-sqrt",
+        IN,
+        """
 class Student(Stub):
     def forward(self, x):
         mu = x.mean(axis=(2, 3), keepdims=True)
@@ -1276,9 +1533,14 @@ class Student(Stub):
         g = dout * self.gamma[None, :, None, None]
         a = (2, 3)
         return (g - g.mean(axis=a, keepdims=True) - self.xhat * (g * self.xhat).mean(axis=a, keepdims=True)) / self.std
-""", "in-eps-outside-sqrt"),
+""",
+        "in-eps-outside-sqrt",
+    ),
     # ------------------------------------------------------------------ activations
-    Student("sigmoid-naive-overflow", ACT + "Sigmoid", """
+    Student(
+        "sigmoid-naive-overflow",
+        ACT + "Sigmoid",
+        """
 class Student(Stub):
     def forward(self, x):
         self.y = 1.0 / (1.0 + np.exp(-x))
@@ -1286,8 +1548,13 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout * self.y * (1.0 - self.y)
-""", "sigmoid-overflow"),
-    Student("sigmoid-grad-of-input", ACT + "Sigmoid", """
+""",
+        "sigmoid-overflow",
+    ),
+    Student(
+        "sigmoid-grad-of-input",
+        ACT + "Sigmoid",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1296,8 +1563,13 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout * self.x * (1.0 - self.x)
-""", "sigmoid-grad-of-input"),
-    Student("tanh-derivative-of-x", ACT + "Tanh", """
+""",
+        "sigmoid-grad-of-input",
+    ),
+    Student(
+        "tanh-derivative-of-x",
+        ACT + "Tanh",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1305,8 +1577,13 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout * (1 - self.x ** 2)
-""", "tanh-grad-of-input"),
-    Student("tanh-derivative-not-squared", ACT + "Tanh", """
+""",
+        "tanh-grad-of-input",
+    ),
+    Student(
+        "tanh-derivative-not-squared",
+        ACT + "Tanh",
+        """
 class Student(Stub):
     def forward(self, x):
         self.t = np.tanh(x)
@@ -1314,8 +1591,13 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout * (1 - self.t)
-""", "tanh-grad-not-squared"),
-    Student("relu-grad-one-at-zero", ACT + "ReLU", """
+""",
+        "tanh-grad-not-squared",
+    ),
+    Student(
+        "relu-grad-one-at-zero",
+        ACT + "ReLU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.mask = x >= 0
@@ -1323,8 +1605,13 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout * self.mask
-""", "relu-grad-at-zero"),
-    Student("relu-inplace-clamp", ACT + "ReLU", """
+""",
+        "relu-grad-at-zero",
+    ),
+    Student(
+        "relu-inplace-clamp",
+        ACT + "ReLU",
+        """
 class Student(Stub):
     def forward(self, x):
         x[x < 0] = 0
@@ -1333,8 +1620,13 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout * (self.out > 0)
-""", "relu-inplace"),
-    Student("leaky-slope-on-positive-side", ACT + "LeakyReLU", """
+""",
+        "relu-inplace",
+    ),
+    Student(
+        "leaky-slope-on-positive-side",
+        ACT + "LeakyReLU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1342,8 +1634,13 @@ class Student(Stub):
 
     def backward(self, dout):
         return np.where(self.x > 0, self.negative_slope * dout, dout)
-""", "leaky-branches-swapped"),
-    Student("leaky-grad-like-relu", ACT + "LeakyReLU", """
+""",
+        "leaky-branches-swapped",
+    ),
+    Student(
+        "leaky-grad-like-relu",
+        ACT + "LeakyReLU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1351,8 +1648,13 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout * (self.x > 0)
-""", "leaky-grad-like-relu"),
-    Student("elu-derivative-y-only", ACT + "ELU", """
+""",
+        "leaky-grad-like-relu",
+    ),
+    Student(
+        "elu-derivative-y-only",
+        ACT + "ELU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1361,8 +1663,13 @@ class Student(Stub):
 
     def backward(self, dout):
         return np.where(self.x > 0, dout, dout * self.y)
-""", "elu-grad-uses-output"),
-    Student("elu-exp-everywhere", ACT + "ELU", """
+""",
+        "elu-grad-uses-output",
+    ),
+    Student(
+        "elu-exp-everywhere",
+        ACT + "ELU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1370,8 +1677,13 @@ class Student(Stub):
 
     def backward(self, dout):
         return np.where(self.x > 0, dout, dout * self.alpha * np.exp(np.minimum(self.x, 0)))
-""", "elu-exp-overflow"),
-    Student("elu-derivative-missing-alpha", ACT + "ELU", """
+""",
+        "elu-exp-overflow",
+    ),
+    Student(
+        "elu-derivative-missing-alpha",
+        ACT + "ELU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1379,8 +1691,13 @@ class Student(Stub):
 
     def backward(self, dout):
         return np.where(self.x > 0, dout, dout * np.exp(np.minimum(self.x, 0)))
-""", "elu-grad-missing-alpha"),
-    Student("gelu-tanh-always", ACT + "GELU", """
+""",
+        "elu-grad-missing-alpha",
+    ),
+    Student(
+        "gelu-tanh-always",
+        ACT + "GELU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1392,8 +1709,13 @@ class Student(Stub):
         x, t = self.x, self.t
         c = math.sqrt(2 / math.pi)
         return dout * (0.5 * (1 + t) + 0.5 * x * (1 - t ** 2) * c * (1 + 3 * 0.044715 * x ** 2))
-""", "gelu-tanh-approx"),
-    Student("gelu-derivative-missing-x-pdf", ACT + "GELU", """
+""",
+        "gelu-tanh-approx",
+    ),
+    Student(
+        "gelu-derivative-missing-x-pdf",
+        ACT + "GELU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1410,8 +1732,13 @@ class Student(Stub):
             t = np.tanh(c * (x + 0.044715 * x ** 3))
             return dout * (0.5 * (1 + t) + 0.5 * x * (1 - t ** 2) * c * (1 + 3 * 0.044715 * x ** 2))
         return dout * self.cdf
-""", "gelu-grad-missing-pdf"),
-    Student("silu-derivative-missing-beta", ACT + "SiLU", """
+""",
+        "gelu-grad-missing-pdf",
+    ),
+    Student(
+        "silu-derivative-missing-beta",
+        ACT + "SiLU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1423,8 +1750,13 @@ class Student(Stub):
     def backward(self, dout):
         s = self.s
         return dout * (s + self.x * s * (1 - s))
-""", "silu-grad-missing-beta"),
-    Student("prelu-dalpha-not-summed", ACT + "PReLU", """
+""",
+        "silu-grad-missing-beta",
+    ),
+    Student(
+        "prelu-dalpha-not-summed",
+        ACT + "PReLU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1435,8 +1767,13 @@ class Student(Stub):
     def backward(self, dout):
         self.dalpha = np.where(self.x > 0, 0.0, dout * self.x)
         return np.where(self.x > 0, dout, self.a * dout)
-""", "prelu-dalpha-not-summed"),
-    Student("prelu-dalpha-summed-over-axis0", ACT + "PReLU", """
+""",
+        "prelu-dalpha-not-summed",
+    ),
+    Student(
+        "prelu-dalpha-summed-over-axis0",
+        ACT + "PReLU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1451,8 +1788,13 @@ class Student(Stub):
         else:
             self.dalpha = neg.sum(axis=0)
         return np.where(self.x > 0, dout, self.a * dout)
-""", "prelu-dalpha-axis0"),
-    Student("prelu-alpha-on-last-axis", ACT + "PReLU", """
+""",
+        "prelu-dalpha-axis0",
+    ),
+    Student(
+        "prelu-alpha-on-last-axis",
+        ACT + "PReLU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1465,9 +1807,14 @@ class Student(Stub):
         else:
             self.dalpha = neg.reshape(-1, self.num_parameters).sum(axis=0)
         return np.where(self.x > 0, dout, self.alpha * dout)
-""", "prelu-alpha-last-axis"),
+""",
+        "prelu-alpha-last-axis",
+    ),
     # ------------------------------------------------------------------ Linear
-    Student("linear-dW-transposed", LIN, """
+    Student(
+        "linear-dW-transposed",
+        LIN,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1479,8 +1826,13 @@ class Student(Stub):
         if self.b is not None:
             self.db = dout.sum(axis=0)
         return dout @ self.W
-""", "linear-dW-transposed"),
-    Student("linear-db-not-summed", LIN, """
+""",
+        "linear-dW-transposed",
+    ),
+    Student(
+        "linear-db-not-summed",
+        LIN,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1494,8 +1846,13 @@ class Student(Stub):
         if self.b is not None:
             self.db = dout
         return np.dot(dout, self.W)
-""", "linear-db-not-summed"),
-    Student("linear-db-wrong-axis", LIN, """
+""",
+        "linear-db-not-summed",
+    ),
+    Student(
+        "linear-db-wrong-axis",
+        LIN,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1509,8 +1866,13 @@ class Student(Stub):
         if self.b is not None:
             self.db = np.sum(dout, axis=1)
         return np.dot(dout, self.W)
-""", "linear-db-wrong-axis"),
-    Student("linear-dx-uses-W-transpose", LIN, """
+""",
+        "linear-db-wrong-axis",
+    ),
+    Student(
+        "linear-dx-uses-W-transpose",
+        LIN,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1524,8 +1886,13 @@ class Student(Stub):
         if self.b is not None:
             self.db = np.sum(dout, axis=0)
         return np.dot(dout, self.W.T)
-""", "linear-dx-uses-WT"),
-    Student("linear-forward-x-at-W", LIN, """
+""",
+        "linear-dx-uses-WT",
+    ),
+    Student(
+        "linear-forward-x-at-W",
+        LIN,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1539,8 +1906,13 @@ class Student(Stub):
         if self.b is not None:
             self.db = dout.sum(axis=0)
         return dout.dot(self.W)
-""", "linear-forward-no-transpose"),
-    Student("linear-dW-averaged", LIN, """
+""",
+        "linear-forward-no-transpose",
+    ),
+    Student(
+        "linear-dW-averaged",
+        LIN,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1553,8 +1925,13 @@ class Student(Stub):
         if self.b is not None:
             self.db = dout.sum(axis=0)
         return dout @ self.W
-""", "linear-dW-mean"),
-    Student("bn1-momentum-hard-coded", BN1, """
+""",
+        "linear-dW-mean",
+    ),
+    Student(
+        "bn1-momentum-hard-coded",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -1583,8 +1960,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * self.istd
-""", "bn-momentum-ignored"),
-    Student("bn1-running-stats-never-updated", BN1, """
+""",
+        "bn-momentum-ignored",
+    ),
+    Student(
+        "bn1-running-stats-never-updated",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -1612,8 +1994,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * self.istd
-""", "bn-running-not-updated"),
-    Student("bn1-affine-forgotten", BN1, """
+""",
+        "bn-running-not-updated",
+    ),
+    Student(
+        "bn1-affine-forgotten",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -1642,8 +2029,13 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * self.istd
-""", "bn-affine-missing"),
-    Student("bn1-backward-treats-stats-as-constants", BN1, """
+""",
+        "bn-affine-missing",
+    ),
+    Student(
+        "bn1-backward-treats-stats-as-constants",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -1670,8 +2062,13 @@ class Student(Stub):
         if not self.was_training:
             return g * self.istd
         return g * self.istd
-""", "bn-backward-ignores-stats"),
-    Student("ln-affine-forgotten", LN, """
+""",
+        "bn-backward-ignores-stats",
+    ),
+    Student(
+        "ln-affine-forgotten",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
@@ -1688,8 +2085,13 @@ class Student(Stub):
         g = dout * self.gamma
         a = self.axes
         return self.istd * (g - g.mean(axis=a, keepdims=True) - self.xhat * (g * self.xhat).mean(axis=a, keepdims=True))
-""", "ln-affine-missing"),
-    Student("rms-l2-norm", RMS, """
+""",
+        "ln-affine-missing",
+    ),
+    Student(
+        "rms-l2-norm",
+        RMS,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1701,8 +2103,13 @@ class Student(Stub):
         self.dgamma = np.sum((dout * x / r).reshape(-1, self.dim), axis=0)
         g = dout * self.gamma
         return g / r - x * np.sum(g * x, axis=-1, keepdims=True) / r ** 3
-""", "rms-l2-norm"),
-    Student("gn-groups-count-swapped", GN, """
+""",
+        "rms-l2-norm",
+    ),
+    Student(
+        "gn-groups-count-swapped",
+        GN,
+        """
 class Student(Stub):
     def forward(self, x):
         N, C = x.shape[:2]
@@ -1724,8 +2131,13 @@ class Student(Stub):
         xh = self.xhat.reshape(self.gs)
         dx = self.istd * (g - g.mean(axis=2, keepdims=True) - xh * (g * xh).mean(axis=2, keepdims=True))
         return dx.reshape(dout.shape)
-""", "gn-groups-count-swapped"),
-    Student("gelu-approximate-ignored", ACT + "GELU", """
+""",
+        "gn-groups-count-swapped",
+    ),
+    Student(
+        "gelu-approximate-ignored",
+        ACT + "GELU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1735,8 +2147,13 @@ class Student(Stub):
     def backward(self, dout):
         pdf = np.exp(-0.5 * self.x ** 2) / math.sqrt(2 * math.pi)
         return dout * (self.cdf + self.x * pdf)
-""", "gelu-approximate-ignored"),
-    Student("silu-beta-forgotten", ACT + "SiLU", """
+""",
+        "gelu-approximate-ignored",
+    ),
+    Student(
+        "silu-beta-forgotten",
+        ACT + "SiLU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1747,8 +2164,13 @@ class Student(Stub):
     def backward(self, dout):
         s = self.s
         return dout * (s + self.x * s * (1 - s))
-""", "silu-beta-ignored"),
-    Student("sigmoid-derivative-y-only", ACT + "Sigmoid", """
+""",
+        "silu-beta-ignored",
+    ),
+    Student(
+        "sigmoid-derivative-y-only",
+        ACT + "Sigmoid",
+        """
 class Student(Stub):
     def forward(self, x):
         z = np.exp(-np.abs(x))
@@ -1757,16 +2179,26 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout * self.y
-""", "sigmoid-grad-incomplete"),
-    Student("relu-backward-no-mask", ACT + "ReLU", """
+""",
+        "sigmoid-grad-incomplete",
+    ),
+    Student(
+        "relu-backward-no-mask",
+        ACT + "ReLU",
+        """
 class Student(Stub):
     def forward(self, x):
         return np.maximum(x, 0)
 
     def backward(self, dout):
         return dout.copy()
-""", "relu-backward-identity"),
-    Student("linear-bias-forgotten", LIN, """
+""",
+        "relu-backward-identity",
+    ),
+    Student(
+        "linear-bias-forgotten",
+        LIN,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1777,8 +2209,13 @@ class Student(Stub):
         if self.b is not None:
             self.db = dout.sum(axis=0)
         return dout @ self.W
-""", "linear-forward-no-bias"),
-    Student("linear-db-averaged", LIN, """
+""",
+        "linear-forward-no-bias",
+    ),
+    Student(
+        "linear-db-averaged",
+        LIN,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1790,11 +2227,16 @@ class Student(Stub):
         if self.b is not None:
             self.db = np.mean(dout, axis=0)
         return dout @ self.W
-""", "linear-db-mean"),
+""",
+        "linear-db-mean",
+    ),
 ]
 
 CORRECT: list[Student] = [
-    Student("bn1-cs231n-staged-graph", BN1, """
+    Student(
+        "bn1-cs231n-staged-graph",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         if x.ndim == 3:
@@ -1848,8 +2290,12 @@ class Student(Stub):
         dmu = -1 * np.sum(dx1, axis=0)
         dx2 = 1.0 / N * np.ones_like(dout) * dmu
         return dx1 + dx2
-"""),
-    Student("bn2-transpose-reshape", BN2, """
+""",
+    ),
+    Student(
+        "bn2-transpose-reshape",
+        BN2,
+        """
 class Student(Stub):
     def forward(self, x):
         N, C, H, W = x.shape
@@ -1879,8 +2325,12 @@ class Student(Stub):
         else:
             dx = g * self.istd
         return dx.reshape(N, H, W, C).transpose(0, 3, 1, 2)
-"""),
-    Student("ln-flatten-features", LN, """
+""",
+    ),
+    Student(
+        "ln-flatten-features",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         k = len(self.normalized_shape)
@@ -1901,8 +2351,12 @@ class Student(Stub):
         dx = self.istd / D * (D * g - g.sum(axis=1, keepdims=True)
                               - self.xhat * (g * self.xhat).sum(axis=1, keepdims=True))
         return dx.reshape(self.shape)
-"""),
-    Student("gn-reshape-groups-channels", GN, """
+""",
+    ),
+    Student(
+        "gn-reshape-groups-channels",
+        GN,
+        """
 class Student(Stub):
     def forward(self, x):
         N, C = x.shape[:2]
@@ -1928,8 +2382,12 @@ class Student(Stub):
         a = self.ax
         dx = self.istd * (g - g.mean(axis=a, keepdims=True) - self.xhat * (g * self.xhat).mean(axis=a, keepdims=True))
         return dx.reshape(dout.shape)
-"""),
-    Student("rms-via-x-norm", RMS, """
+""",
+    ),
+    Student(
+        "rms-via-x-norm",
+        RMS,
+        """
 class Student(Stub):
     def forward(self, x):
         self.r = np.sqrt(np.mean(x ** 2, axis=-1, keepdims=True) + self.eps)
@@ -1940,8 +2398,12 @@ class Student(Stub):
         self.dgamma = np.sum(dout * self.n, axis=tuple(range(dout.ndim - 1)))
         g = dout * self.gamma
         return (g - self.n * np.mean(g * self.n, axis=-1, keepdims=True)) / self.r
-"""),
-    Student("relu-grad-from-output", ACT + "ReLU", """
+""",
+    ),
+    Student(
+        "relu-grad-from-output",
+        ACT + "ReLU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.out = np.maximum(0, x)
@@ -1949,8 +2411,12 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout * (self.out > 0)
-"""),
-    Student("elu-grad-y-plus-alpha", ACT + "ELU", """
+""",
+    ),
+    Student(
+        "elu-grad-y-plus-alpha",
+        ACT + "ELU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1959,8 +2425,12 @@ class Student(Stub):
 
     def backward(self, dout):
         return np.where(self.x > 0, dout, dout * (self.y + self.alpha))
-"""),
-    Student("sigmoid-tanh-identity", ACT + "Sigmoid", """
+""",
+    ),
+    Student(
+        "sigmoid-tanh-identity",
+        ACT + "Sigmoid",
+        """
 class Student(Stub):
     def forward(self, x):
         self.y = 0.5 * (1.0 + np.tanh(0.5 * x))
@@ -1968,8 +2438,12 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout * self.y * (1 - self.y)
-"""),
-    Student("prelu-per-channel-loop", ACT + "PReLU", """
+""",
+    ),
+    Student(
+        "prelu-per-channel-loop",
+        ACT + "PReLU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x.copy()
@@ -1994,8 +2468,12 @@ class Student(Stub):
             self.dalpha[c] = np.sum(dout[:, c][m] * x[:, c][m])
             dx[:, c] = np.where(m, self.alpha[c] * dout[:, c], dout[:, c])
         return dx
-"""),
-    Student("linear-einsum", LIN, """
+""",
+    ),
+    Student(
+        "linear-einsum",
+        LIN,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = np.array(x, dtype=float)
@@ -2007,7 +2485,8 @@ class Student(Stub):
         if self.b is not None:
             self.db = dout.sum(axis=0)
         return np.einsum("no,oi->ni", dout, self.W)
-"""),
+""",
+    ),
 ]
 
 
@@ -2021,7 +2500,10 @@ KN = "init.kaiming_normal"
 
 ROUND2: list[Student] = [
     # -- a false pass: mutation checked after every call on every array handed over
-    Student("r2-relu-backward-writes-x", ACT + "ReLU", """
+    Student(
+        "r2-relu-backward-writes-x",
+        ACT + "ReLU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x
@@ -2034,8 +2516,14 @@ class Student(Stub):
         mask[mask > 0] = 1
         mask[mask < 0] = 0
         return dout * mask
-""", "relu-backward-writes-x", ("no_mutation",)),
-    Student("r2-relu-backward-edits-dout", ACT + "ReLU", """
+""",
+        "relu-backward-writes-x",
+        ("no_mutation",),
+    ),
+    Student(
+        "r2-relu-backward-edits-dout",
+        ACT + "ReLU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.pos = x > 0
@@ -2044,8 +2532,14 @@ class Student(Stub):
     def backward(self, dout):
         dout[~self.pos] = 0.0
         return dout
-""", "relu-backward-writes-dout", ("no_mutation",)),
-    Student("r2-linear-forward-scales-W-in-place", LIN, """
+""",
+        "relu-backward-writes-dout",
+        ("no_mutation",),
+    ),
+    Student(
+        "r2-linear-forward-scales-W-in-place",
+        LIN,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x
@@ -2058,9 +2552,15 @@ class Student(Stub):
             self.db = dout.sum(0)
             self.b -= 0.0 * self.db + 1e-3   # a stray optimiser step left in backward
         return dout @ self.W
-""", None, ("no_mutation",)),
+""",
+        None,
+        ("no_mutation",),
+    ),
     # -- one bug costs once: BatchNorm's eval and 3-D update judged on their own
-    Student("r2-bn1-biased-running-var-only", BN1, """
+    Student(
+        "r2-bn1-biased-running-var-only",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         red = tuple(a for a in range(x.ndim) if a != 1)
@@ -2089,8 +2589,14 @@ class Student(Stub):
         m = dout.size / dout.shape[1]
         return (dxn - dxn.mean(axis=self.red, keepdims=True)
                 - self.xn * (dxn * self.xn).mean(axis=self.red, keepdims=True)) * self.inv
-""", "bn-biased-running-var", ("running_var",)),
-    Student("r2-bn1-eval-forgets-affine", BN1, """
+""",
+        "bn-biased-running-var",
+        ("running_var",),
+    ),
+    Student(
+        "r2-bn1-eval-forgets-affine",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -2120,8 +2626,14 @@ class Student(Stub):
             return g * self.istd
         return (g - g.mean(axis=self.axes, keepdims=True)
                 - self.xhat * (g * self.xhat).mean(axis=self.axes, keepdims=True)) * self.istd
-""", "bn-eval-no-affine", ("eval_forward",)),
-    Student("r2-bn1-biased-var-and-eval-eps-outside", BN1, """
+""",
+        "bn-eval-no-affine",
+        ("eval_forward",),
+    ),
+    Student(
+        "r2-bn1-biased-var-and-eval-eps-outside",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = tuple(i for i in range(x.ndim) if i != 1)
@@ -2153,8 +2665,15 @@ class Student(Stub):
         n = x.size // x.shape[1]
         return (n * dxhat - dxhat.sum(axis=axes, keepdims=True)
                 - xhat * (dxhat * xhat).sum(axis=axes, keepdims=True)) / (n * std)
-""", "bn-biased-running-var", ("running_var", "eval_forward"), ("bn-eval-eps-outside-sqrt",)),
-    Student("r2-bn2-momentum-keeps-90-percent", BN2, """
+""",
+        "bn-biased-running-var",
+        ("running_var", "eval_forward"),
+        ("bn-eval-eps-outside-sqrt",),
+    ),
+    Student(
+        "r2-bn2-momentum-keeps-90-percent",
+        BN2,
+        """
 class Student(Stub):
     def forward(self, x):
         N, C, H, W = x.shape
@@ -2183,8 +2702,14 @@ class Student(Stub):
         if not self.tr:
             return g * self.inv
         return self.inv * (g - g.mean(ax, keepdims=True) - self.xh * (g * self.xh).mean(ax, keepdims=True))
-""", "bn-momentum-inverted-2d", ("running_mean", "running_var")),
-    Student("r2-bn1-backward-without-eps", BN1, """
+""",
+        "bn-momentum-inverted-2d",
+        ("running_mean", "running_var"),
+    ),
+    Student(
+        "r2-bn1-backward-without-eps",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = (0,) if x.ndim == 2 else (0, 2)
@@ -2213,8 +2738,14 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xhat).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xhat * mgx) * istd
-""", "bn-backward-eps-missing", None),
-    Student("r2-ln-eps-outside-sqrt-with-its-own-exact-backward", LN, """
+""",
+        "bn-backward-eps-missing",
+        None,
+    ),
+    Student(
+        "r2-ln-eps-outside-sqrt-with-its-own-exact-backward",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         axes = tuple(range(x.ndim - len(self.normalized_shape), x.ndim))
@@ -2236,10 +2767,23 @@ class Student(Stub):
         dvar = ds / (2 * sd)                                 # s = sqrt(var) + eps
         dxc = dxc + dvar * 2 * xc / d
         return dxc - dxc.mean(axis=axes, keepdims=True)      # xc = x - mean(x)
-""", "ln-eps-outside-sqrt", ("forward_2d", "forward_3d", "forward_4d", "forward_tuple", "forward_batch1",
-                              "forward_tiny", "eval_same_as_train")),
+""",
+        "ln-eps-outside-sqrt",
+        (
+            "forward_2d",
+            "forward_3d",
+            "forward_4d",
+            "forward_tuple",
+            "forward_batch1",
+            "forward_tiny",
+            "eval_same_as_train",
+        ),
+    ),
     # -- names for bugs seen unnamed on real code
-    Student("r2-bn2-per-location-crashes-on-buffers", BN2, """
+    Student(
+        "r2-bn2-per-location-crashes-on-buffers",
+        BN2,
+        """
 class Student(Stub):
     def forward(self, x):
         if self.training:
@@ -2266,8 +2810,14 @@ class Student(Stub):
             return g / self.std
         n = dout.shape[0]
         return (n * g - g.sum(0) - self.xhat * (g * self.xhat).sum(0)) / (n * self.std)
-""", "bn2d-per-location", None),
-    Student("r2-bn2-per-location-keepdims-buffers", BN2, """
+""",
+        "bn2d-per-location",
+        None,
+    ),
+    Student(
+        "r2-bn2-per-location-keepdims-buffers",
+        BN2,
+        """
 class Student(Stub):
     def forward(self, x):
         C = x.shape[1]
@@ -2296,8 +2846,14 @@ class Student(Stub):
         if not self.training_step:
             return g * self.inv
         return self.inv * (g - g.mean(axis=0, keepdims=True) - self.xhat * (g * self.xhat).mean(axis=0, keepdims=True))
-""", "bn-stats-axis0-2d", None),
-    Student("r2-ln-backward-sums-over-batch", LN, """
+""",
+        "bn-stats-axis0-2d",
+        None,
+    ),
+    Student(
+        "r2-ln-backward-sums-over-batch",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         k = len(self.normalized_shape)
@@ -2315,8 +2871,14 @@ class Student(Stub):
         g = dout * self.gamma
         # the BatchNorm formula pasted over: means over the batch axis
         return self.r * (g - g.mean(axis=0, keepdims=True) - self.xh * (g * self.xh).mean(axis=0, keepdims=True))
-""", "ln-backward-wrong-axis", None),
-    Student("r2-gn-per-location-layernorm", GN, """
+""",
+        "ln-backward-wrong-axis",
+        None,
+    ),
+    Student(
+        "r2-gn-per-location-layernorm",
+        GN,
+        """
 class Student(Stub):
     def forward(self, x):
         N, C = x.shape[:2]
@@ -2337,9 +2899,15 @@ class Student(Stub):
         g = (dout * self.gamma.reshape(self.bshape)).reshape(self.xg_hat.shape)
         return (self.inv * (g - g.mean(axis=2, keepdims=True)
                             - self.xg_hat * (g * self.xg_hat).mean(axis=2, keepdims=True))).reshape(self.shape)
-""", "gn-per-location", None),
+""",
+        "gn-per-location",
+        None,
+    ),
     # -- leniency: inverted dropout is the rescaling; Kaiming's ValueError is required
-    Student("r2-dropout-no-rescale", DROP, """
+    Student(
+        "r2-dropout-no-rescale",
+        DROP,
+        """
 class Student(Stub):
     def forward(self, x):
         if not self.training:
@@ -2350,8 +2918,14 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout.copy() if self.keep is None else dout * self.keep
-""", "dropout-no-rescale", ("values",)),
-    Student("r2-dropout-cs231n-keep-prob", DROP, """
+""",
+        "dropout-no-rescale",
+        ("values",),
+    ),
+    Student(
+        "r2-dropout-cs231n-keep-prob",
+        DROP,
+        """
 class Student(Stub):
     def forward(self, x):
         if self.training:
@@ -2364,8 +2938,14 @@ class Student(Stub):
         if self.mask is None:
             return dout
         return dout * self.mask
-""", "dropout-p-is-keep-prob", None),
-    Student("r2-dropout-gaussian-mask", DROP, """
+""",
+        "dropout-p-is-keep-prob",
+        None,
+    ),
+    Student(
+        "r2-dropout-gaussian-mask",
+        DROP,
+        """
 class Student(Stub):
     def forward(self, x):
         if not self.training:
@@ -2379,8 +2959,14 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout if self.m is None else dout * self.m
-""", "dropout-gaussian-mask", None),
-    Student("r2-dropout-precedence-drops-nothing", DROP, """
+""",
+        "dropout-gaussian-mask",
+        None,
+    ),
+    Student(
+        "r2-dropout-precedence-drops-nothing",
+        DROP,
+        """
 class Student(Stub):
     def forward(self, x):
         if not self.training:
@@ -2392,8 +2978,14 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout if self.mask is None else dout * self.mask
-""", None, None),
-    Student("r2-dropout-p0-shortcut-leaves-no-mask", DROP, """
+""",
+        None,
+        None,
+    ),
+    Student(
+        "r2-dropout-p0-shortcut-leaves-no-mask",
+        DROP,
+        """
 class Student(Stub):
     def forward(self, x):
         if not self.training or self.p == 0:
@@ -2406,8 +2998,14 @@ class Student(Stub):
         if not self.training:
             return dout
         return dout * self.mask
-""", None, ("p_edges",)),
-    Student("r2-dropout-2d-only", DROP, """
+""",
+        None,
+        ("p_edges",),
+    ),
+    Student(
+        "r2-dropout-2d-only",
+        DROP,
+        """
 class Student(Stub):
     def forward(self, x):
         if not self.training:
@@ -2420,17 +3018,29 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout if self.mask is None else dout * self.mask
-""", "dropout-mask-2d-only", None),
-    Student("r2-kaiming-normal-never-raises", KN, """
+""",
+        "dropout-mask-2d-only",
+        None,
+    ),
+    Student(
+        "r2-kaiming-normal-never-raises",
+        KN,
+        """
 def student(fan_in, fan_out, rng, mode="fan_in", negative_slope=0.0):
     fan = fan_out if mode == "fan_out" else fan_in
     std = math.sqrt(2.0 / (1.0 + negative_slope ** 2) / fan)
     return rng.normal(0.0, std, size=(fan_out, fan_in))
-""", None, ("mode_value_error",)),
+""",
+        None,
+        ("mode_value_error",),
+    ),
 ]
 
 ROUND2_CORRECT: list[Student] = [
-    Student("r2-dropout-correct-where", DROP, """
+    Student(
+        "r2-dropout-correct-where",
+        DROP,
+        """
 class Student(Stub):
     def forward(self, x):
         if not self.training:
@@ -2443,8 +3053,12 @@ class Student(Stub):
 
     def backward(self, dout):
         return np.array(dout, dtype=float) if self.scale_mask is None else dout * self.scale_mask
-"""),
-    Student("r2-kaiming-normal-correct", KN, """
+""",
+    ),
+    Student(
+        "r2-kaiming-normal-correct",
+        KN,
+        """
 def student(fan_in, fan_out, rng, mode="fan_in", negative_slope=0.0):
     if mode == "fan_in":
         fan = fan_in
@@ -2454,7 +3068,8 @@ def student(fan_in, fan_out, rng, mode="fan_in", negative_slope=0.0):
         raise ValueError("mode must be fan_in or fan_out")
     gain = math.sqrt(2.0 / (1 + negative_slope * negative_slope))
     return rng.standard_normal((fan_out, fan_in)) * (gain / math.sqrt(fan))
-"""),
+""",
+    ),
 ]
 
 
@@ -2511,7 +3126,10 @@ class Student(Stub):
 """
 
 ROUND3: list[Several] = [
-    Several("r3-bn1-cs231n-biased-and-eps-on-std", BN1, """
+    Several(
+        "r3-bn1-cs231n-biased-and-eps-on-std",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         C = x.shape[1]
@@ -2541,8 +3159,13 @@ class Student(Stub):
         m = dout.size // dout.shape[1]
         return (m * dxhat - dxhat.sum(axis=self.axes, keepdims=True)
                 - self.xhat * (dxhat * self.xhat).sum(axis=self.axes, keepdims=True)) / (m * self.std)
-""", ("bn-biased-running-var", "bn-eps-outside-sqrt")),
-    Several("r3-bn1-biased-and-eval-drops-eps", BN1, """
+""",
+        ("bn-biased-running-var", "bn-eps-outside-sqrt"),
+    ),
+    Several(
+        "r3-bn1-biased-and-eval-drops-eps",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         ax = tuple(i for i in range(x.ndim) if i != 1)
@@ -2570,8 +3193,13 @@ class Student(Stub):
         if not training:
             return g * inv
         return inv * (g - g.mean(axis=ax, keepdims=True) - xh * (g * xh).mean(axis=ax, keepdims=True))
-""", ("bn-biased-running-var", "bn-eval-eps-missing")),
-    Several("r3-bn1-three-running-and-eval", BN1, """
+""",
+        ("bn-biased-running-var", "bn-eval-eps-missing"),
+    ),
+    Several(
+        "r3-bn1-three-running-and-eval",
+        BN1,
+        """
 class Student(Stub):
     def forward(self, x):
         if x.ndim == 3:
@@ -2611,8 +3239,15 @@ class Student(Stub):
         if len(shape) == 3:
             dx = dx.reshape(shape[0], shape[2], shape[1]).transpose(0, 2, 1)
         return dx
-""", ("bn-momentum-inverted", "bn-biased-running-var", "bn-eval-eps-outside-sqrt"), together=True),
-    Several("r3-bn1-biased-and-eval-centres-twice", BN1, _BN_TRAIN_HEAD + """
+""",
+        ("bn-momentum-inverted", "bn-biased-running-var", "bn-eval-eps-outside-sqrt"),
+        together=True,
+    ),
+    Several(
+        "r3-bn1-biased-and-eval-centres-twice",
+        BN1,
+        _BN_TRAIN_HEAD
+        + """
         if self.training:
             if m < 2:
                 raise ValueError("too few values")
@@ -2638,8 +3273,14 @@ class Student(Stub):
             return g * self.ivar
         return self.ivar * (g - g.mean(axis=self.axes, keepdims=True)
                             - self.xh * (g * self.xh).mean(axis=self.axes, keepdims=True))
-""", ("bn-biased-running-var", "bn-eval-double-mean")),
-    Several("r3-bn1-biased-and-backward-drops-eps", BN1, _BN_TRAIN_HEAD + """
+""",
+        ("bn-biased-running-var", "bn-eval-double-mean"),
+    ),
+    Several(
+        "r3-bn1-biased-and-backward-drops-eps",
+        BN1,
+        _BN_TRAIN_HEAD
+        + """
         if self.training:
             if m < 2:
                 raise ValueError("too few values")
@@ -2664,8 +3305,14 @@ class Student(Stub):
         m = dout.size // dout.shape[1]
         return (g - g.sum(axis=self.axes, keepdims=True) / m
                 - self.xh * (g * self.xh).sum(axis=self.axes, keepdims=True) / m) / std
-""", ("bn-biased-running-var", "bn-backward-eps-missing")),
-    Several("r3-bn1-var-plus-eps-accumulated", BN1, _BN_TRAIN_HEAD + """
+""",
+        ("bn-biased-running-var", "bn-backward-eps-missing"),
+    ),
+    Several(
+        "r3-bn1-var-plus-eps-accumulated",
+        BN1,
+        _BN_TRAIN_HEAD
+        + """
         if self.training:
             if m < 2:
                 raise ValueError("too few values")
@@ -2689,8 +3336,15 @@ class Student(Stub):
             return g / self.std
         return (g - g.mean(axis=self.axes, keepdims=True)
                 - self.xh * (g * self.xh).mean(axis=self.axes, keepdims=True)) / self.std
-""", ("bn-biased-running-var", "bn-running-var-plus-eps"), together=True),
-    Several("r3-bn1-no-axis-and-var-minus-eps", BN1, _BN_TRAIN_HEAD + """
+""",
+        ("bn-biased-running-var", "bn-running-var-plus-eps"),
+        together=True,
+    ),
+    Several(
+        "r3-bn1-no-axis-and-var-minus-eps",
+        BN1,
+        _BN_TRAIN_HEAD
+        + """
         if self.training:
             if m < 2:
                 raise ValueError("too few values")
@@ -2715,8 +3369,13 @@ class Student(Stub):
             return g * self.inv
         ax = self.tr_axes
         return self.inv * (g - g.mean(axis=ax, keepdims=True) - self.xh * (g * self.xh).mean(axis=ax, keepdims=True))
-""", ("bn-stats-no-axis", "bn-eps-subtracted")),
-    Several("r3-bn2d-biased-and-eval-forgets-affine", BN2, """
+""",
+        ("bn-stats-no-axis", "bn-eps-subtracted"),
+    ),
+    Several(
+        "r3-bn2d-biased-and-eval-forgets-affine",
+        BN2,
+        """
 class Student(Stub):
     def forward(self, x):
         N, C, H, W = x.shape
@@ -2746,8 +3405,13 @@ class Student(Stub):
         mg = g.mean(axis=(0, 2, 3), keepdims=True)
         mgx = (g * self.xhat).mean(axis=(0, 2, 3), keepdims=True)
         return self.inv * (g - mg - self.xhat * mgx)
-""", ("bn-biased-running-var-2d", "bn-eval-no-affine-2d")),
-    Several("r3-ln-eps-outside-and-dgamma-axis0", LN, """
+""",
+        ("bn-biased-running-var-2d", "bn-eval-no-affine-2d"),
+    ),
+    Several(
+        "r3-ln-eps-outside-and-dgamma-axis0",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         k = len(self.normalized_shape)
@@ -2765,8 +3429,14 @@ class Student(Stub):
         mg = g.mean(axis=self.axes, keepdims=True)
         mgx = (g * self.xn).mean(axis=self.axes, keepdims=True)
         return (g - mg - self.xn * mgx) / self.sd
-""", ("ln-eps-outside-sqrt", "ln-dgamma-axis0"), together=True),
-    Several("r3-ln-backward-batch-mean-and-gamma-outside", LN, """
+""",
+        ("ln-eps-outside-sqrt", "ln-dgamma-axis0"),
+        together=True,
+    ),
+    Several(
+        "r3-ln-backward-batch-mean-and-gamma-outside",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         k = len(self.normalized_shape)
@@ -2784,8 +3454,14 @@ class Student(Stub):
         term2 = dout.mean(axis=0, keepdims=True)                       # over the batch
         term3 = self.xh * (dout * self.xh).mean(axis=self.ax, keepdims=True)
         return self.gamma * self.rstd * (term1 - term2 - term3)        # gamma outside the sums
-""", ("ln-dx-mean-over-batch", "ln-dx-gamma-outside"), together=True),
-    Several("r3-gn-c-over-g-groups-per-pixel", GN, """
+""",
+        ("ln-dx-mean-over-batch", "ln-dx-gamma-outside"),
+        together=True,
+    ),
+    Several(
+        "r3-gn-c-over-g-groups-per-pixel",
+        GN,
+        """
 class Student(Stub):
     def forward(self, x):
         N, C = x.shape[:2]
@@ -2807,8 +3483,14 @@ class Student(Stub):
         g = (dout * self.gamma.reshape(self.bshape)).reshape(self.xh.shape)
         dx = self.inv * (g - g.mean(axis=2, keepdims=True) - self.xh * (g * self.xh).mean(axis=2, keepdims=True))
         return dx.reshape(self.shape)
-""", ("gn-groups-count-swapped", "gn-per-location"), together=True),
-    Several("r3-rms-eps-outside-and-term-doubled", RMS, """
+""",
+        ("gn-groups-count-swapped", "gn-per-location"),
+        together=True,
+    ),
+    Several(
+        "r3-rms-eps-outside-and-term-doubled",
+        RMS,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = x
@@ -2822,9 +3504,15 @@ class Student(Stub):
         D = self.x.shape[-1]
         s = np.sum(g * self.x, axis=-1, keepdims=True)
         return g / self.r - 2 * self.x * s / (D * self.r ** 3)    # the 1/2 of d sqrt lost
-""", ("rms-eps-outside-sqrt", "rms-grad-term-doubled"), together=True),
+""",
+        ("rms-eps-outside-sqrt", "rms-grad-term-doubled"),
+        together=True,
+    ),
     # one new mistake each (round 3's catalogue additions), written independently
-    Several("r3-ln-dgamma-over-features", LN, """
+    Several(
+        "r3-ln-dgamma-over-features",
+        LN,
+        """
 class Student(Stub):
     def forward(self, x):
         k = len(self.normalized_shape)
@@ -2840,8 +3528,13 @@ class Student(Stub):
         g = dout * self.gamma
         return self.rstd * (g - g.mean(axis=self.ax, keepdims=True)
                             - self.xh * (g * self.xh).mean(axis=self.ax, keepdims=True))
-""", ("ln-dgamma-feature-axis",)),
-    Several("r3-rms-diagonal-jacobian", RMS, """
+""",
+        ("ln-dgamma-feature-axis",),
+    ),
+    Several(
+        "r3-rms-diagonal-jacobian",
+        RMS,
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = np.array(x, dtype=float)
@@ -2853,8 +3546,13 @@ class Student(Stub):
         D = self.x.shape[-1]
         # d y_i / d x_i only
         return dout * self.gamma * (1.0 / self.rms - self.x ** 2 / (D * self.rms ** 3))
-""", ("rms-dx-diagonal-only",)),
-    Several("r3-gelu-half-pdf-term", ACT + "GELU", """
+""",
+        ("rms-dx-diagonal-only",),
+    ),
+    Several(
+        "r3-gelu-half-pdf-term",
+        ACT + "GELU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = np.array(x, dtype=float)
@@ -2872,8 +3570,13 @@ class Student(Stub):
             return dout * (0.5 * (1 + self.t) + 0.25 * x * (1 - self.t ** 2) * du)
         pdf = np.exp(-x ** 2 / 2) / np.sqrt(2 * np.pi)
         return dout * (self.cdf + 0.5 * x * pdf)
-""", ("gelu-grad-half-pdf-term",)),
-    Several("r3-gelu-six-digit-constants", ACT + "GELU", """
+""",
+        ("gelu-grad-half-pdf-term",),
+    ),
+    Several(
+        "r3-gelu-six-digit-constants",
+        ACT + "GELU",
+        """
 class Student(Stub):
     def forward(self, x):
         self.x = np.array(x, dtype=float)
@@ -2888,8 +3591,13 @@ class Student(Stub):
             return dout * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.797885 * (1 + 0.134145 * x * x))
         cdf = 0.5 * (1 + np.vectorize(math.erf)(x * 0.707107))
         return dout * (cdf + x * 0.398942 * np.exp(-0.5 * x * x))
-""", ("gelu-grad-rounded-constants",)),
-    Several("r3-dropout-global-random", DROP, """
+""",
+        ("gelu-grad-rounded-constants",),
+    ),
+    Several(
+        "r3-dropout-global-random",
+        DROP,
+        """
 class Student(Stub):
     def forward(self, x):
         if not self.training:
@@ -2903,8 +3611,13 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout if self.mask is None else dout * self.mask
-""", ("dropout-ignores-rng",)),
-    Several("r3-dropout-rand-below-p-over-p", DROP, """
+""",
+        ("dropout-ignores-rng",),
+    ),
+    Several(
+        "r3-dropout-rand-below-p-over-p",
+        DROP,
+        """
 class Student(Stub):
     def forward(self, x):
         if not self.training:
@@ -2915,5 +3628,7 @@ class Student(Stub):
 
     def backward(self, dout):
         return dout if self.mask is None else dout * self.mask
-""", ("dropout-mask-precedence",)),
+""",
+        ("dropout-mask-precedence",),
+    ),
 ]

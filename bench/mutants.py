@@ -36,8 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the checkout, for bench.* (never tests/)
 
 # The reference files whose mutants are graded (reference/base.py is the provided module contract).
-TOPICS = ("activations", "linear", "normalization", "dropout", "init", "optim", "gradcheck", "blocks",
-          "approximation")
+TOPICS = ("activations", "linear", "normalization", "dropout", "init", "optim", "gradcheck", "blocks", "approximation")
 TIMEOUT = 120.0
 
 
@@ -84,11 +83,18 @@ def make_mutants(topics: tuple[str, ...] = TOPICS) -> list[Mutant]:
             exercises = owners.get(id(owner)) or [f"{topic}.{name}" for name in TOPIC_EXERCISES[topic]]
             before = _short(module.code_for_node(mutation.original_node))
             after = _short(module.code_for_node(mutation.mutated_node))
-            mutants.append(Mutant(
-                key=f"{topic}:{number}", topic=topic, line=line, before=before, after=after,
-                exercises=exercises, source=mutated.code,
-                no_behaviour=no_behaviour(before, after, any(a <= line <= b for a, b in raises)),
-            ))
+            mutants.append(
+                Mutant(
+                    key=f"{topic}:{number}",
+                    topic=topic,
+                    line=line,
+                    before=before,
+                    after=after,
+                    exercises=exercises,
+                    source=mutated.code,
+                    no_behaviour=no_behaviour(before, after, any(a <= line <= b for a, b in raises)),
+                )
+            )
     return mutants
 
 
@@ -98,7 +104,7 @@ def make_mutants(topics: tuple[str, ...] = TOPICS) -> list[Mutant]:
 # text of an exception's message (the checks judge an exception by its type, as the contract does).
 NO_BEHAVIOUR = {
     "dtype": "a dtype=np.float64 conversion of float64 input dropped",
-    "initial": "an attribute's initial None replaced by \"\" (forward sets it before use)",
+    "initial": 'an attribute\'s initial None replaced by "" (forward sets it before use)',
     "message": "the message of a raised exception",
 }
 
@@ -250,8 +256,11 @@ def grade_mutant(mutant: Mutant, seed: int) -> dict[str, Any]:
         graded[exercise] = {
             "score": sum(r.score for r in results),
             "max": CHECKS[exercise].max_score,
-            "failing": [[r.name, r.misconception, list(r.also), r.message.splitlines()[0] if r.message else "",
-                         r.message] for r in results if not r.passed],
+            "failing": [
+                [r.name, r.misconception, list(r.also), r.message.splitlines()[0] if r.message else "", r.message]
+                for r in results
+                if not r.passed
+            ],
             "where": locate_mutant(mutant, ns, exercise, seed, [r.case for r in results if not r.passed and r.case]),
         }
     return graded
@@ -269,8 +278,14 @@ def locate_mutant(mutant: Mutant, ns: Any, exercise: str, seed: int, cases: list
     for name in list(dict.fromkeys(cases))[:2]:  # as grading.LOCATE_CASES
         run = trace.traced(by_name[name], mutant.topic)
         student = run_script(ns, run.script, run.arrays)
-        where = align.locate(exercise, mutant.topic, student, align.reference_trace(by_name[name], mutant.topic),
-                             mutant.source, align.reference_source(mutant.topic))
+        where = align.locate(
+            exercise,
+            mutant.topic,
+            student,
+            align.reference_trace(by_name[name], mutant.topic),
+            mutant.source,
+            align.reference_source(mutant.topic),
+        )
         if where is not None:
             return where
     return None
@@ -346,13 +361,24 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="grade a random N of the mutants (0: all)")
     parser.add_argument("--topics", nargs="*", default=list(TOPICS))
     parser.add_argument("--sample", type=int, default=0, help="print N named mutants drawn at random")
-    parser.add_argument("--sample-values", type=int, default=0,
-                        help="print N mutants named by what their values show (not by a crash's cause), drawn at random")
-    parser.add_argument("--sample-located", type=int, default=0,
-                        help="print N named and located mutants drawn at random: the name, the line located and the"
-                             " mutated line, each with its code, for a person to read")
-    parser.add_argument("--misses", action="store_true",
-                        help="print each killed mutant whose mutated line is not the line located (and what was)")
+    parser.add_argument(
+        "--sample-values",
+        type=int,
+        default=0,
+        help="print N mutants named by what their values show (not by a crash's cause), drawn at random",
+    )
+    parser.add_argument(
+        "--sample-located",
+        type=int,
+        default=0,
+        help="print N named and located mutants drawn at random: the name, the line located and the"
+        " mutated line, each with its code, for a person to read",
+    )
+    parser.add_argument(
+        "--misses",
+        action="store_true",
+        help="print each killed mutant whose mutated line is not the line located (and what was)",
+    )
     parser.add_argument("--jsonl", type=Path, default=None, help="write one JSON line per mutant")
     parser.add_argument("--keys", nargs="*", default=None, help="grade only these mutants (topic:number)")
     parser.add_argument("--draw", type=int, default=31, help="the random draws' seed")
@@ -389,13 +415,26 @@ def main() -> None:
                 by_family[family] += 1
         rows.append((mutant, outcome, v))
         if out:
-            out.write(json.dumps({"key": mutant.key, "line": mutant.line, "before": mutant.before,
-                                  "after": mutant.after, "no_behaviour": mutant.no_behaviour, "verdict": v,
-                                  "outcome": outcome}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "key": mutant.key,
+                        "line": mutant.line,
+                        "before": mutant.before,
+                        "after": mutant.after,
+                        "no_behaviour": mutant.no_behaviour,
+                        "verdict": v,
+                        "outcome": outcome,
+                    }
+                )
+                + "\n"
+            )
             out.flush()
         print(f"\r{i + 1}/{len(chosen)} graded, {time.time() - start:.0f} s", end="", file=sys.stderr)
     print(file=sys.stderr)
-    print(f"mutants of reference/ (mutmut {_version()}'s operators), seed {seed}, graded in {time.time() - start:.0f} s")
+    print(
+        f"mutants of reference/ (mutmut {_version()}'s operators), seed {seed}, graded in {time.time() - start:.0f} s"
+    )
     columns = ("made", "no behav.", "graded", "killed", "named", "of them crash", "unnamed", "crash", "survived")
     print(f"  {'topic':<14}" + "".join(f"{c:>14}" for c in columns))
     for topic in [*args.topics, "all"]:
@@ -403,19 +442,25 @@ def main() -> None:
         row = _row(c)
         print(f"  {topic:<14}" + "".join(f"{n:>14}" for n in [made[topic] if topic != "all" else len(mutants), *row]))
     no_behaviour, graded, killed, named, crash_named, unnamed, crashed, survived = _row(counts["all"])
-    print(f"  killed {killed} of {graded} graded ({100.0 * killed / max(1, graded):.1f}%); named {named} of {killed}"
-          f" killed ({100.0 * named / max(1, killed):.1f}%), {named - crash_named} of them by what the values show"
-          f" ({100.0 * (named - crash_named) / max(1, killed):.1f}% of killed), {crash_named} by the crash's cause alone")
-    print(f"  no behaviour by rule (NO_BEHAVIOUR, not counted as graded): {no_behaviour}, of which killed:"
-          f" {counts['all']['no behaviour, killed']}; not importable: {counts['all']['not graded']}")
+    print(
+        f"  killed {killed} of {graded} graded ({100.0 * killed / max(1, graded):.1f}%); named {named} of {killed}"
+        f" killed ({100.0 * named / max(1, killed):.1f}%), {named - crash_named} of them by what the values show"
+        f" ({100.0 * (named - crash_named) / max(1, killed):.1f}% of killed), {crash_named} by the crash's cause alone"
+    )
+    print(
+        f"  no behaviour by rule (NO_BEHAVIOUR, not counted as graded): {no_behaviour}, of which killed:"
+        f" {counts['all']['no behaviour, killed']}; not importable: {counts['all']['not graded']}"
+    )
     located = [row for row in rows if row[2].startswith("named") or row[2].startswith("unnamed")]
     at_line = [row for row in located if mutated_line_located(row[0], row[1])]
     anywhere = [row for row in located if any(r.get("where") for r in row[1].values() if isinstance(r, dict))]
     specific = [row for row in located if row[2] == "named" or row in at_line]
-    print(f"  location (round 5): the mutated line located in {len(at_line)} of {len(located)} killed"
-          f" ({100.0 * len(at_line) / max(1, len(located)):.1f}%), a line located in {len(anywhere)}"
-          f" ({100.0 * len(anywhere) / max(1, len(located)):.1f}%); specific (named by the values, or the mutated"
-          f" line located) {len(specific)} ({100.0 * len(specific) / max(1, len(located)):.1f}%)")
+    print(
+        f"  location (round 5): the mutated line located in {len(at_line)} of {len(located)} killed"
+        f" ({100.0 * len(at_line) / max(1, len(located)):.1f}%), a line located in {len(anywhere)}"
+        f" ({100.0 * len(anywhere) / max(1, len(located)):.1f}%); specific (named by the values, or the mutated"
+        f" line located) {len(specific)} ({100.0 * len(specific) / max(1, len(located)):.1f}%)"
+    )
     if args.sample_located:
         print_located_sample(rows, args.sample_located, args.draw)
     if args.misses:
@@ -427,10 +472,11 @@ def main() -> None:
             for exercise, r in outcome.items():
                 where = r.get("where") if isinstance(r, dict) else None
                 first = next((f[3] for f in r.get("failing", [])), "") if isinstance(r, dict) else ""
-                print(f"  {exercise}: " + (f"line {where['line']}: {where['words'][:160]}" if where else
-                                           f"nothing located ({first[:120]})"))
-    print("  named by (mutants whose names include each): "
-          + ", ".join(f"{k} {n}" for k, n in by_family.most_common()))
+                print(
+                    f"  {exercise}: "
+                    + (f"line {where['line']}: {where['words'][:160]}" if where else f"nothing located ({first[:120]})")
+                )
+    print("  named by (mutants whose names include each): " + ", ".join(f"{k} {n}" for k, n in by_family.most_common()))
     for count, verdicts in ((args.sample, ("named", "named (crash)")), (args.sample_values, ("named",))):
         if not count:
             continue
@@ -450,8 +496,11 @@ def main() -> None:
 def print_located_sample(rows: list[tuple[Mutant, dict[str, Any], str]], count: int, draw: int) -> None:
     """``count`` named mutants with a location, drawn at random (seeded): per mutant its change and mutated line,
     and per exercise that lost points the names said and the line located, each line with its code."""
-    located = [row for row in rows if row[2].startswith("named")
-               and any(isinstance(r, dict) and r.get("where") for r in row[1].values())]
+    located = [
+        row
+        for row in rows
+        if row[2].startswith("named") and any(isinstance(r, dict) and r.get("where") for r in row[1].values())
+    ]
     print(f"\n=== {min(count, len(located))} of the {len(located)} named and located mutants, drawn at random")
     for mutant, outcome, _ in random.Random(draw).sample(located, min(count, len(located))):
         lines = mutant.source.splitlines()
@@ -479,8 +528,16 @@ def _row(c: Counter) -> list[int]:
     named = c["named"] + c["named (crash)"]
     killed = named + c["unnamed"] + c["unnamed crash"]
     graded = killed + c["survived"]
-    return [c["no behaviour"] + c["no behaviour, killed"], graded, killed, named, c["named (crash)"], c["unnamed"],
-            c["unnamed crash"], c["survived"]]
+    return [
+        c["no behaviour"] + c["no behaviour, killed"],
+        graded,
+        killed,
+        named,
+        c["named (crash)"],
+        c["unnamed"],
+        c["unnamed crash"],
+        c["survived"],
+    ]
 
 
 def _version() -> str:

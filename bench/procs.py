@@ -88,8 +88,23 @@ class Server:
 
     def _start_on_port(self) -> bool:
         """True once the API answers; False when the port was taken before the server bound it."""
-        command = [sys.executable, "-m", "grader.cli", "serve", "--db", str(self.db), "--queue", self.queue,
-                   "--host", HOST, "--port", str(self.port), "--workers", str(self.workers), *self.extra]
+        command = [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "serve",
+            "--db",
+            str(self.db),
+            "--queue",
+            self.queue,
+            "--host",
+            HOST,
+            "--port",
+            str(self.port),
+            "--workers",
+            str(self.workers),
+            *self.extra,
+        ]
         if self.course is not None:
             command += ["--course", str(self.course)]
         self.log = self.db.with_name(f"serve-{self.port}.log")
@@ -139,14 +154,18 @@ class Server:
             kill_quietly(pid)
 
 
-def start_worker(queue: str, workers: int, log: Path, *extra: str,
-                 env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def start_worker(
+    queue: str, workers: int, log: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """A standalone `grade worker` process (the 'other machine' of the Redis tests); ``env`` adds variables
     (a rehearsed fault)."""
     with open(log, "wb") as fh:
         return subprocess.Popen(
             [sys.executable, "-m", "grader.cli", "worker", "--queue", queue, "--workers", str(workers), *extra],
-            stdout=fh, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **(env or {})},
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
         )
 
 
@@ -238,9 +257,24 @@ class Redis:
 
         self.port = port or free_port()
         self.proc = subprocess.Popen(
-            ["redis-server", "--bind", HOST, "--port", str(self.port), "--save", "", "--appendonly", "no",
-             "--dir", str(self.folder), "--protected-mode", "yes"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            [
+                "redis-server",
+                "--bind",
+                HOST,
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+                "--protected-mode",
+                "yes",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         client = redis.Redis(host=HOST, port=self.port)
 

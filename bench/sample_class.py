@@ -32,13 +32,19 @@ UNNAMED_MESSAGES = {
     "hidden cases": "max abs difference 0.031 on the hidden inputs (tolerance 1e-06)",
 }
 #: (topic, due: days before ``now`` (negative: after), late penalty) of the sample course's chapters
-CHAPTERS = (("activations", 21, 0.25), ("linear", 14, 0.25), ("normalization", 4, 0.5), ("dropout", -5, 0.25),
-            ("init", -12, 0.25), ("optim", -19, 0.25))
+CHAPTERS = (
+    ("activations", 21, 0.25),
+    ("linear", 14, 0.25),
+    ("normalization", 4, 0.5),
+    ("dropout", -5, 0.25),
+    ("init", -12, 0.25),
+    ("optim", -19, 0.25),
+)
 # The quiz chapter each chapter holds where it is not of its name, and the quiz held by a chapter of its own (no
 # exercises, no date): `grade serve` refuses a quiz chapter that no chapter holds (docs/term.md).
 QUIZ_OF = {"dropout": "dropout-weight-decay", "init": "initialisation"}
 QUIZ_ONLY = "universal-approximation"
-ODD_NAMES = ('=HYPERLINK("http://x.invalid","click")', "<b>Zoë</b> & \"Ö'Brien\"")
+ODD_NAMES = ('=HYPERLINK("http://x.invalid","click")', '<b>Zoë</b> & "Ö\'Brien"')
 
 
 COURSE_NAME = "Deep learning from scratch (generated class)"
@@ -52,7 +58,8 @@ def sample_course(now: datetime) -> Course:
         "chapter": [
             {"name": topic, "due": _due(now, days), "late_penalty": penalty, "quiz": QUIZ_OF.get(topic, topic)}
             for topic, days, penalty in CHAPTERS
-        ] + [{"name": QUIZ_ONLY, "exercises": [], "quiz": QUIZ_ONLY}],
+        ]
+        + [{"name": QUIZ_ONLY, "exercises": [], "quiz": QUIZ_ONLY}],
     }
     return parse_course(doc, Path("sample-course.toml"))
 
@@ -67,8 +74,14 @@ def course_toml(now: datetime) -> str:
     lines = [f'name = "{COURSE_NAME}"', ""]
     for topic, days, penalty in CHAPTERS:
         due = _due(now, days).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        lines += ["[[chapter]]", f'name = "{topic}"', f"due = {due}", f"late_penalty = {penalty}",
-                  f'quiz = "{QUIZ_OF.get(topic, topic)}"', ""]
+        lines += [
+            "[[chapter]]",
+            f'name = "{topic}"',
+            f"due = {due}",
+            f"late_penalty = {penalty}",
+            f'quiz = "{QUIZ_OF.get(topic, topic)}"',
+            "",
+        ]
     lines += ["[[chapter]]", f'name = "{QUIZ_ONLY}"', "exercises = []", f'quiz = "{QUIZ_ONLY}"', ""]
     return "\n".join(lines)
 
@@ -115,12 +128,16 @@ def _record_uploads(store: Store, rng: random.Random, student: str, skill: float
         ids = [f"{topic}.{name}" for topic, _, _ in CHAPTERS[:reached] for name in catalogue.TOPIC_EXERCISES[topic]]
         quality = min(0.98, 0.3 + 0.5 * skill + 0.06 * k)
         exercises = [_exercise_result(rng, exercise, quality) for exercise in ids]
-        store.record_report(GradeReport(student, exercises, f"hash-{student}-{k}"), "generated",
-                            started_at=when.isoformat(timespec="seconds"))
+        store.record_report(
+            GradeReport(student, exercises, f"hash-{student}-{k}"),
+            "generated",
+            started_at=when.isoformat(timespec="seconds"),
+        )
 
 
-def _record_quiz(store: Store, rng: random.Random, student: str, skill: float, quizzes: list[Quiz],
-                 now: datetime) -> None:
+def _record_quiz(
+    store: Store, rng: random.Random, student: str, skill: float, quizzes: list[Quiz], now: datetime
+) -> None:
     """Quiz answers: first answers right with a probability rising with skill and falling with difficulty."""
     rows = []
     when = now - timedelta(days=rng.uniform(1, 25))
@@ -138,22 +155,31 @@ def _record_quiz(store: Store, rng: random.Random, student: str, skill: float, q
                 else:
                     answer = "0.25" if right else rng.choice(["0.5", "1", "-1"])
                 params = json.dumps({"x": round(rng.uniform(-2, 2), 2)}) if question.params is not None else ""
-                rows.append({"student": student, "chapter": quiz.chapter, "question": question.id,
-                             "answer": answer, "correct": int(right), "params": params,
-                             "first_try": int(attempt == 0),
-                             "answered_at": (when + timedelta(minutes=index * 3 + attempt)).isoformat(
-                                 timespec="seconds")})
+                rows.append(
+                    {
+                        "student": student,
+                        "chapter": quiz.chapter,
+                        "question": question.id,
+                        "answer": answer,
+                        "correct": int(right),
+                        "params": params,
+                        "first_try": int(attempt == 0),
+                        "answered_at": (when + timedelta(minutes=index * 3 + attempt)).isoformat(timespec="seconds"),
+                    }
+                )
                 if right:
                     break
     if rows:
         with store.transaction() as db:
-            db.execute("INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)",
-                       [student, rows[0]["answered_at"]])
+            db.execute(
+                "INSERT OR IGNORE INTO students (name, created_at) VALUES (?, ?)", [student, rows[0]["answered_at"]]
+            )
             db.table("quiz_attempts").insert_all(rows)
 
 
-def generate(store: Store, students: int, quizzes: list[Quiz], now: datetime | None = None,
-             seed: int = 12) -> Generated:
+def generate(
+    store: Store, students: int, quizzes: list[Quiz], now: datetime | None = None, seed: int = 12
+) -> Generated:
     """Write a generated class of ``students`` into ``store`` (see the module docstring)."""
     now = now or datetime.now(timezone.utc)
     rng = random.Random(seed)
@@ -169,7 +195,14 @@ def generate(store: Store, students: int, quizzes: list[Quiz], now: datetime | N
         _record_uploads(store, rng, entry.id, skill, now)
         _record_quiz(store, rng, entry.id, skill, quizzes, now)
     with store.transaction() as db:
-        db.table("score_overrides").insert({"student": entries[0].id, "exercise": "activations.GELU", "score": 10.0,
-                                      "comment": "GELU graded by hand: the tanh approximation was allowed",
-                                      "author": "instructor", "created_at": now.isoformat(timespec="seconds")})
+        db.table("score_overrides").insert(
+            {
+                "student": entries[0].id,
+                "exercise": "activations.GELU",
+                "score": 10.0,
+                "comment": "GELU graded by hand: the tanh approximation was allowed",
+                "author": "instructor",
+                "created_at": now.isoformat(timespec="seconds"),
+            }
+        )
     return Generated({entry.id: token for entry, token in issued}, teacher, sample_course(now))

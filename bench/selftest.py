@@ -72,10 +72,13 @@ def main() -> None:
             broken = median_time(lambda: selftest.run(True), args.runs)
         finally:
             del os.environ["GRADE_OPENCL_FAULT"]
-        refused_doc = selftest.verdict({"cpu": {"ok": True, "reason": None, "exercise": PROBES[0]},
-                                        "opencl": {"ok": False, "reason": "bench", "exercise": PROBES[1]}})
-        refused = median_time(lambda: jobs.grade_here(folder, PROBES, "(bench)", Refusing(refused_doc)),
-                              args.runs)
+        refused_doc = selftest.verdict(
+            {
+                "cpu": {"ok": True, "reason": None, "exercise": PROBES[0]},
+                "opencl": {"ok": False, "reason": "bench", "exercise": PROBES[1]},
+            }
+        )
+        refused = median_time(lambda: jobs.grade_here(folder, PROBES, "(bench)", Refusing(refused_doc)), args.runs)
 
     rows = [
         ("self-test (ReLU + relu_forward, sandbox)", run, "an upload of the same two", upload),

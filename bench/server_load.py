@@ -49,14 +49,16 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # the checkout, for bench.procs (never tests/: its reference/ folder would shadow the package)
+sys.path.insert(
+    0, str(REPO)
+)  # the checkout, for bench.procs (never tests/: its reference/ folder would shadow the package)
 
 from bench.procs import Redis, Server, issue_tokens, start_worker, stop_process  # noqa: E402
 from grader.course.solution import write_solution  # noqa: E402
 from grader.student.client import connection as client_lib  # noqa: E402
 
 KINDS = ("correct", "partial", "crash")
-CRASH = '''
+CRASH = """
 
 import os as _os
 
@@ -66,20 +68,20 @@ _CorrectReLU = ReLU
 class ReLU(_CorrectReLU):
     def forward(self, x):
         _os.abort()
-'''
+"""
 
 
 @dataclass
 class RunResult:
     """One run's figures."""
 
-    throughput: float        # submissions per minute
-    p50: float               # seconds, upload -> report
+    throughput: float  # submissions per minute
+    p50: float  # seconds, upload -> report
     p95: float
-    api_p95_ms: float        # GET /progress during grading
+    api_p95_ms: float  # GET /progress during grading
     recorded_once: int
     students: int
-    lost: int = 0            # uploads that never got a report
+    lost: int = 0  # uploads that never got a report
 
 
 def write_folders(root: Path) -> dict[str, Path]:
@@ -110,15 +112,17 @@ def count_recorded_once(db: Path, students: list[str]) -> int:
     conn = sqlite3.connect(db)
     try:
         attempts = dict(conn.execute("SELECT student, COUNT(*) FROM attempts GROUP BY student"))
-        open_jobs = {r[0] for r in conn.execute(
-            "SELECT student FROM jobs WHERE status IN ('received', 'queued', 'running')")}
+        open_jobs = {
+            r[0] for r in conn.execute("SELECT student FROM jobs WHERE status IN ('received', 'queued', 'running')")
+        }
     finally:
         conn.close()
     return sum(1 for s in students if attempts.get(s) == 1 and s not in open_jobs)
 
 
-def one_run(queue: str, n: int, selectors: list[str], workers: int, outage: float = 5.0,
-            lease_timeout: float = 20.0) -> RunResult:
+def one_run(
+    queue: str, n: int, selectors: list[str], workers: int, outage: float = 5.0, lease_timeout: float = 20.0
+) -> RunResult:
     """Start the server (and Redis and workers), let n students submit at once, measure, stop everything.
 
     ``redis-restart``: Redis is killed once a third of the students have their report and started again,
@@ -145,6 +149,7 @@ def one_run(queue: str, n: int, selectors: list[str], workers: int, outage: floa
                 redis.kill()
                 time.sleep(outage)
                 redis.restart_empty()
+
         server.start()
         try:
             return measure(server, db, students, tokens, folders, selectors, fault)
@@ -156,8 +161,15 @@ def one_run(queue: str, n: int, selectors: list[str], workers: int, outage: floa
                 redis.stop()
 
 
-def measure(server: Server, db: Path, students: list[str], tokens: dict[str, str],
-            folders: dict[str, Path], selectors: list[str], fault: Any = None) -> RunResult:
+def measure(
+    server: Server,
+    db: Path,
+    students: list[str],
+    tokens: dict[str, str],
+    folders: dict[str, Path],
+    selectors: list[str],
+    fault: Any = None,
+) -> RunResult:
     """The submissions, the probe and the figures; ``fault()`` runs once a third of the reports are in."""
     latencies: list[float] = []
     finished_at: list[float] = []
@@ -199,8 +211,9 @@ def measure(server: Server, db: Path, students: list[str], tokens: dict[str, str
             fault()
 
     def probe() -> None:
-        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {tokens[students[0]]}"},
-                          timeout=60) as http:
+        with httpx.Client(
+            base_url=server.url, headers={"Authorization": f"Bearer {tokens[students[0]]}"}, timeout=60
+        ) as http:
             while not stop_probe.is_set():
                 t0 = time.monotonic()
                 http.get("/api/v1/progress").raise_for_status()
@@ -228,9 +241,12 @@ def measure(server: Server, db: Path, students: list[str], tokens: dict[str, str
     span = (max(finished_at) - began) if finished_at else float("nan")
     return RunResult(
         throughput=60.0 * len(latencies) / span if finished_at else 0.0,
-        p50=percentile(latencies, 50), p95=percentile(latencies, 95),
+        p50=percentile(latencies, 50),
+        p95=percentile(latencies, 95),
         api_p95_ms=percentile(probe_ms, 95),
-        recorded_once=count_recorded_once(db, students), students=len(students), lost=len(lost),
+        recorded_once=count_recorded_once(db, students),
+        students=len(students),
+        lost=len(lost),
     )
 
 
@@ -238,41 +254,58 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=200, help="simulated students (default 200)")
     parser.add_argument("--runs", type=int, default=1, help="runs per queue; figures are medians (default 1)")
-    parser.add_argument("--queue", choices=["sqlite", "redis", "redis-restart"], action="append",
-                        help="queue(s) to measure (default: all three; redis-restart: Redis killed and "
-                             "restarted empty mid-run)")
+    parser.add_argument(
+        "--queue",
+        choices=["sqlite", "redis", "redis-restart"],
+        action="append",
+        help="queue(s) to measure (default: all three; redis-restart: Redis killed and restarted empty mid-run)",
+    )
     parser.add_argument("--outage", type=float, default=5.0, help="seconds Redis stays down (default 5)")
-    parser.add_argument("--lease-timeout", type=float, default=20.0,
-                        help="the server's --lease-timeout (default 20, its own default)")
+    parser.add_argument(
+        "--lease-timeout", type=float, default=20.0, help="the server's --lease-timeout (default 20, its own default)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="grading processes (default 2)")
-    parser.add_argument("--exercises", nargs="+", default=["activations"],
-                        help="exercises or topics graded per submission (default: activations)")
+    parser.add_argument(
+        "--exercises",
+        nargs="+",
+        default=["activations"],
+        help="exercises or topics graded per submission (default: activations)",
+    )
     args = parser.parse_args()
     queues = args.queue or ["sqlite", "redis", "redis-restart"]
     if "redis-restart" in queues and "redis" not in queues:
         queues.insert(queues.index("redis-restart"), "redis")  # the baseline of "extra p95"
     if any(q.startswith("redis") for q in queues) and shutil.which("redis-server") is None:
         parser.error("redis-server is not installed (Debian package redis-server): or pass --queue sqlite")
-    print(f"{args.students} students, {args.runs} run(s) each, {args.workers} grading processes, "
-          f"exercises: {' '.join(args.exercises)}")
+    print(
+        f"{args.students} students, {args.runs} run(s) each, {args.workers} grading processes, "
+        f"exercises: {' '.join(args.exercises)}"
+    )
     header = ("queue", "throughput/min", "p50 s", "p95 s", "progress p95 ms", "recorded once", "lost", "extra p95 s")
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     baseline_p95 = None
     for queue in queues:
-        runs = [one_run(queue, args.students, args.exercises, args.workers, args.outage, args.lease_timeout)
-                for _ in range(args.runs)]
+        runs = [
+            one_run(queue, args.students, args.exercises, args.workers, args.outage, args.lease_timeout)
+            for _ in range(args.runs)
+        ]
         med = statistics.median
         p95 = med(r.p95 for r in runs)
         if queue == "redis":
             baseline_p95 = p95
-        label = {"sqlite": "sqlite (embedded, 2 workers)", "redis": f"redis ({args.workers} worker processes)",
-                 "redis-restart": f"redis, restarted empty mid-run ({args.outage:g} s down)"}[queue]
+        label = {
+            "sqlite": "sqlite (embedded, 2 workers)",
+            "redis": f"redis ({args.workers} worker processes)",
+            "redis-restart": f"redis, restarted empty mid-run ({args.outage:g} s down)",
+        }[queue]
         extra = f"{p95 - baseline_p95:+.1f}" if queue == "redis-restart" and baseline_p95 is not None else "-"
-        print(f"| {label} | {med(r.throughput for r in runs):.1f} | {med(r.p50 for r in runs):.1f} | "
-              f"{p95:.1f} | {med(r.api_p95_ms for r in runs):.0f} | "
-              f"{min(r.recorded_once for r in runs)}/{args.students} | {max(r.lost for r in runs)} | {extra} |",
-              flush=True)
+        print(
+            f"| {label} | {med(r.throughput for r in runs):.1f} | {med(r.p50 for r in runs):.1f} | "
+            f"{p95:.1f} | {med(r.api_p95_ms for r in runs):.0f} | "
+            f"{min(r.recorded_once for r in runs)}/{args.students} | {max(r.lost for r in runs)} | {extra} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

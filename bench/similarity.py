@@ -70,9 +70,25 @@ def rename_and_reformat(text: str) -> str:
     attributes of self), 2-space indents, comments and docstrings dropped, a blank line after every line.
     Names of the language, of NumPy and of the stub's API (class, methods, self.p, self.rng, self.training)
     stay, or the code would no longer run."""
-    keep = set(keyword.kwlist) | set(dir(builtins)) | {
-        "np", "self", "Module", "annotations", "Dropout", "forward", "backward", "training", "rng", "p",
-        "dtype", "size", "copy"}
+    keep = (
+        set(keyword.kwlist)
+        | set(dir(builtins))
+        | {
+            "np",
+            "self",
+            "Module",
+            "annotations",
+            "Dropout",
+            "forward",
+            "backward",
+            "training",
+            "rng",
+            "p",
+            "dtype",
+            "size",
+            "copy",
+        }
+    )
     names: dict[str, str] = {}
     tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     out = []
@@ -83,7 +99,7 @@ def rename_and_reformat(text: str) -> str:
             continue
         if kind == tokenize.STRING and previous in (tokenize.INDENT, tokenize.NEWLINE, tokenize.DEDENT):
             value = "None"  # a docstring becomes a no-op expression, dropped below
-        before = [t.string for t in tokens[max(0, index - 2):index]]
+        before = [t.string for t in tokens[max(0, index - 2) : index]]
         attribute = before[-1:] == ["."] and before[:1] != ["self"]
         imported = any(t.string in ("import", "from") for t in tokens[:index] if t.start[0] == token.start[0])
         if kind == tokenize.NAME and value not in keep and not attribute and not imported and value[:2] != "__":
@@ -131,8 +147,13 @@ def one_run() -> dict[str, object]:
             start = time.perf_counter()
             everything = similarity.find_pairs(store)
             seconds = time.perf_counter() - start
-    return {"share": {f"{p.a}~{p.b}": p.share for p in pairs}, "planted": [f"{o}~{c}" for c, o in planted.items()],
-            "seconds": seconds, "all": len(everything), "other": sum(p.topic != "dropout" for p in everything)}
+    return {
+        "share": {f"{p.a}~{p.b}": p.share for p in pairs},
+        "planted": [f"{o}~{c}" for c, o in planted.items()],
+        "seconds": seconds,
+        "all": len(everything),
+        "other": sum(p.topic != "dropout" for p in everything),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,15 +167,24 @@ def main(argv: list[str] | None = None) -> int:
     # copydetect hashes k-grams with Python's hash(), salted per process: each run is a process of its own
     runs = []
     for seed in range(args.runs):
-        done = subprocess.run([sys.executable, __file__, "--one"], capture_output=True, text=True, check=True,
-                              env={**os.environ, "PYTHONHASHSEED": str(seed + 1)})
+        done = subprocess.run(
+            [sys.executable, __file__, "--one"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": str(seed + 1)},
+        )
         runs.append(json.loads(done.stdout))
     copies = runs[0]["planted"]
     students = INDEPENDENT + len(copies)
-    print(f"dropout.py of {students} students ({INDEPENDENT} independent solutions, 2 planted copies: "
-          f"{', '.join(copies)}, the second renamed and reformatted); {students * (students - 1) // 2} pairs; "
-          f"{args.runs} runs (hash seeds 1..{args.runs}): worst case over the runs")
-    print(f"{'threshold':>9}  {'planted found (min)':>19}  {'largest independent':>19}  {'independent above (max)':>23}")
+    print(
+        f"dropout.py of {students} students ({INDEPENDENT} independent solutions, 2 planted copies: "
+        f"{', '.join(copies)}, the second renamed and reformatted); {students * (students - 1) // 2} pairs; "
+        f"{args.runs} runs (hash seeds 1..{args.runs}): worst case over the runs"
+    )
+    print(
+        f"{'threshold':>9}  {'planted found (min)':>19}  {'largest independent':>19}  {'independent above (max)':>23}"
+    )
     for threshold in THRESHOLDS:
         found = min(sum(r["share"].get(c, 0.0) >= threshold for c in copies) for r in runs)
         largest = max(max((v for k, v in r["share"].items() if k not in copies), default=0.0) for r in runs)
@@ -163,14 +193,20 @@ def main(argv: list[str] | None = None) -> int:
     for c in copies:
         values = [r["share"].get(c, 0.0) for r in runs]
         print(f"planted {c}: {min(values):.0%} .. {max(values):.0%}")
-    ranked = sorted({k for r in runs for k in r["share"] if k not in copies},
-                    key=lambda k: -max(r["share"].get(k, 0.0) for r in runs))[:3]
-    print("most similar independent pairs: " + ", ".join(
-        f"{k} up to {max(r['share'].get(k, 0.0) for r in runs):.0%}" for k in ranked))
-    print(f"\nall CPU topics at the default threshold {similarity.THRESHOLD:.0%}: {runs[0]['all']} pairs, "
-          f"{runs[0]['other']} of them in topics other than dropout (there the generator gives every student the "
-          f"reference's code); find_pairs over {students} students and every CPU topic: median "
-          f"{statistics.median(r['seconds'] for r in runs):.2f} s of {args.runs} runs")
+    ranked = sorted(
+        {k for r in runs for k in r["share"] if k not in copies},
+        key=lambda k: -max(r["share"].get(k, 0.0) for r in runs),
+    )[:3]
+    print(
+        "most similar independent pairs: "
+        + ", ".join(f"{k} up to {max(r['share'].get(k, 0.0) for r in runs):.0%}" for k in ranked)
+    )
+    print(
+        f"\nall CPU topics at the default threshold {similarity.THRESHOLD:.0%}: {runs[0]['all']} pairs, "
+        f"{runs[0]['other']} of them in topics other than dropout (there the generator gives every student the "
+        f"reference's code); find_pairs over {students} students and every CPU topic: median "
+        f"{statistics.median(r['seconds'] for r in runs):.2f} s of {args.runs} runs"
+    )
     return 0
 
 

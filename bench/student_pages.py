@@ -33,6 +33,7 @@ from grader.server import roster
 from grader.queue import records
 from grader.server.app import ServerConfig
 from grader.server.web import create_app
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for bench.sample_class
 from bench.sample_class import _exercise_result  # noqa: E402
 from grader.student.course import DEFAULT_COURSE  # noqa: E402
@@ -51,8 +52,9 @@ def write_student(db: Path, uploads: int) -> tuple[str, int]:
         for k in range(uploads):
             when = start + timedelta(hours=k)
             ids = list(catalogue.EXERCISES)
-            job = records.create_job(store, "ada", f"upload-{k}", {"activations.py": "# code\n"}, ids,
-                                     DEFAULT_COURSE, when).job
+            job = records.create_job(
+                store, "ada", f"upload-{k}", {"activations.py": "# code\n"}, ids, DEFAULT_COURSE, when
+            ).job
             exercises = [_exercise_result(rng, e, min(0.95, 0.3 + 0.01 * k)) for e in ids]
             records.record_done(store, job, GradeReport("ada", exercises, f"h{k}"), "bench")
             latest = int(job["id"])
@@ -80,8 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     db = folder / "course.db"
     started = time.perf_counter()
     token, latest = write_student(db, args.uploads)
-    print(f"wrote {args.uploads} uploads of {len(catalogue.EXERCISES)} exercises in "
-          f"{time.perf_counter() - started:.1f} s; load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"wrote {args.uploads} uploads of {len(catalogue.EXERCISES)} exercises in "
+        f"{time.perf_counter() - started:.1f} s; load average {os.getloadavg()[0]:.2f}"
+    )
     config = ServerConfig(db, f"sqlite:///{folder / 'queue.db'}", quiz_dir=quiz_lib.default_quiz_dir())
     headers = {"Authorization": f"Bearer {token}"}
     requests = [
@@ -101,8 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     baseline = rows[0][1]
     print(f"{'request':42} {'median ms':>10} {'slowest':>8} {'CPU ms':>7} {'size KB':>8} {'x API':>6}")
     for what, median, slowest, cpu, size in rows:
-        print(f"{what:42} {1000 * median:10.1f} {1000 * slowest:8.1f} {1000 * cpu:7.1f} {size / 1024:8.1f} "
-              f"{median / baseline:6.2f}")
+        print(
+            f"{what:42} {1000 * median:10.1f} {1000 * slowest:8.1f} {1000 * cpu:7.1f} {size / 1024:8.1f} "
+            f"{median / baseline:6.2f}"
+        )
     return 0
 
 

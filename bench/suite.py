@@ -69,8 +69,12 @@ def run(config: Config) -> None:
     load = float(Path("/proc/loadavg").read_text().split()[0])
     busy0, total0 = busy_and_total()
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *config.args],
-                          cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *config.args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     wall = time.monotonic() - started
     busy1, total1 = busy_and_total()
     lines = [line for line in done.stdout.splitlines() if line.strip()]
@@ -83,25 +87,44 @@ def run(config: Config) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, action="append",
-                        help="pytest-xdist workers (0: one process); repeat for several [default: 0 and 4]")
-    parser.add_argument("--fast", action="store_true", help="Also the fast tier at the last --jobs [default: on "
-                        "when --jobs is not given].")
-    parser.add_argument("--dist", action="append", help="xdist's --dist for the parallel runs; repeat to compare "
-                        "[default: load]")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        action="append",
+        help="pytest-xdist workers (0: one process); repeat for several [default: 0 and 4]",
+    )
+    parser.add_argument(
+        "--fast",
+        action="store_true",
+        help="Also the fast tier at the last --jobs [default: on when --jobs is not given].",
+    )
+    parser.add_argument(
+        "--dist", action="append", help="xdist's --dist for the parallel runs; repeat to compare [default: load]"
+    )
     parser.add_argument("--runs", type=int, default=1, help="Runs of each configuration, interleaved.")
-    parser.add_argument("--tests", action="append", default=[], metavar="PATH",
-                        help="Run only these tests (a pytest path; repeat for several) [default: the whole suite].")
+    parser.add_argument(
+        "--tests",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="Run only these tests (a pytest path; repeat for several) [default: the whole suite].",
+    )
     options = parser.parse_args()
     jobs = options.jobs or [0, 4]
     fast = options.fast or not options.jobs
     dists = options.dist or ["load"]
     configs = [Config("full, 1 process", [])] if 0 in jobs else []
-    configs += [Config(f"full, -n {j}" + (f" {d}" if len(dists) > 1 else ""), ["-n", str(j), "--dist", d])
-                for j in jobs if j != 0 for d in dists]
+    configs += [
+        Config(f"full, -n {j}" + (f" {d}" if len(dists) > 1 else ""), ["-n", str(j), "--dist", d])
+        for j in jobs
+        if j != 0
+        for d in dists
+    ]
     if fast:
         last = configs[-1]
-        configs.append(Config(f"fast tier, {last.name.split(', ')[1]}", [*last.args, "-m", makefile_value("FAST_TIER")]))
+        configs.append(
+            Config(f"fast tier, {last.name.split(', ')[1]}", [*last.args, "-m", makefile_value("FAST_TIER")])
+        )
     for config in configs:
         config.args += options.tests
     print(f"{os.cpu_count()} CPUs; {options.runs} run(s) each, interleaved", file=sys.stderr)
@@ -113,8 +136,10 @@ def main() -> int:
     print(f"{'configuration':<22}{'median s':>9}{'min s':>8}{'max s':>8}{'x faster':>9}{'busy':>6}{'load':>6}  pytest")
     for c in configs:
         median = statistics.median(c.walls)
-        print(f"{c.name:<22}{median:9.1f}{min(c.walls):8.1f}{max(c.walls):8.1f}{base / median:9.2f}"
-              f"{statistics.median(c.busy):6.0%}{statistics.median(c.loads):6.1f}  {c.last_line}")
+        print(
+            f"{c.name:<22}{median:9.1f}{min(c.walls):8.1f}{max(c.walls):8.1f}{base / median:9.2f}"
+            f"{statistics.median(c.busy):6.0%}{statistics.median(c.loads):6.1f}  {c.last_line}"
+        )
     return 0
 
 

@@ -82,8 +82,14 @@ def live_progress(store: Store | None, student: str, hint: str, course_file: Pat
     due dates of ``course_file`` (None: the best score ever)."""
     from grader.term import progress  # loads grader.quiz (Jinja2): only this command needs it
 
-    return progress.summarize(store, student, progress.course_exercises(), progress.course_quizzes(), hint,
-                              load_course(course_file) if course_file is not None else None)
+    return progress.summarize(
+        store,
+        student,
+        progress.course_exercises(),
+        progress.course_quizzes(),
+        hint,
+        load_course(course_file) if course_file is not None else None,
+    )
 
 
 # --- quiz ---------------------------------------------------------------------
@@ -92,8 +98,11 @@ def live_progress(store: Store | None, student: str, hint: str, course_file: Pat
 def quiz_dir_option(func: F) -> F:
     """``--quiz-dir DIR`` (or $GRADE_QUIZ_DIR); None means the checkout's quizzes/ folder."""
     return click.option(
-        "--quiz-dir", type=click.Path(file_okay=False, path_type=Path), envvar=QUIZ_DIR_ENV,
-        default=None, help="Folder of locked quizzes [default: $GRADE_QUIZ_DIR, else quizzes/].",
+        "--quiz-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar=QUIZ_DIR_ENV,
+        default=None,
+        help="Folder of locked quizzes [default: $GRADE_QUIZ_DIR, else quizzes/].",
     )(func)
 
 
@@ -104,9 +113,9 @@ def _quiz_lock(quiz_dir: Path, check: bool, as_json: bool) -> int:
     outcomes = quiz_lib.lock_all(quiz_dir, check=check)
     bad = [o for o in outcomes if o.status in ("stale", "orphan")]
     if as_json:
-        click.echo(json.dumps(
-            [{"file": str(o.path), "status": o.status, "detail": o.detail} for o in outcomes], indent=2
-        ))
+        click.echo(
+            json.dumps([{"file": str(o.path), "status": o.status, "detail": o.detail} for o in outcomes], indent=2)
+        )
     else:
         for o in outcomes:
             click.echo(f"{o.status:9} {o.path}" + (f" ({o.detail})" if o.detail else ""))
@@ -212,8 +221,10 @@ def recorded_quiz(request: QuizRequest) -> int:
             with one_line_errors():
                 done = set() if ask_all else quiz_lib.correct_questions(quiz, store.quiz_attempts(student))
             if len(done) == len(quiz.questions):
-                click.echo(f"Every question of {quiz.chapter} is answered correctly already. "
-                           f"Practise them again: grade quiz {quiz.chapter} --all")
+                click.echo(
+                    f"Every question of {quiz.chapter} is answered correctly already. "
+                    f"Practise them again: grade quiz {quiz.chapter} --all"
+                )
                 result = quiz_lib.QuizResult(quiz)
             else:
                 result = quiz_lib.run_session(quiz, student, on_answer=record, skip=done)
@@ -248,7 +259,10 @@ def _show_progress() -> bool:
 def class_db_option(func: F) -> F:
     """``--db FILE`` (or $GRADE_DB), required: the class database of batch and report."""
     return click.option(
-        "--db", type=click.Path(dir_okay=False, path_type=Path), envvar="GRADE_DB", required=True,
+        "--db",
+        type=click.Path(dir_okay=False, path_type=Path),
+        envvar="GRADE_DB",
+        required=True,
         help="The class database [or $GRADE_DB].",
     )(func)
 
@@ -258,25 +272,48 @@ def class_db_option(func: F) -> F:
 @click.argument("selectors", nargs=-1, metavar="[EXERCISE|TOPIC]...")
 @class_db_option
 @click.option(
-    "-j", "--jobs", type=click.IntRange(min=1), default=None, metavar="N",
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
     help="Students graded at once [default: the number of CPUs].",
 )
 @click.option("--force", is_flag=True, help="Regrade every student, also those unchanged since their last attempt.")
 @click.option(
-    "--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
     help="Cap on each exercise's wall-clock time [default: each exercise's own limit].",
 )
 @click.option(
-    "--queue", "queue_url", default=None, metavar="URL",
+    "--queue",
+    "queue_url",
+    default=None,
+    metavar="URL",
     help="Grade on the course server's queue (redis://HOST:PORT/DB: `grade worker --queue URL` on any machines).",
 )
-@click.option("--job-timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
-              help="With --queue: seconds a grading try may run before it is tried again (then an error).")
+@click.option(
+    "--job-timeout",
+    type=click.FloatRange(min=1),
+    default=600.0,
+    show_default=True,
+    help="With --queue: seconds a grading try may run before it is tried again (then an error).",
+)
 @json_option
 @no_sandbox_option
 def batch_command(
-    submissions_dir: Path, selectors: tuple[str, ...], db: Path, jobs: int | None,
-    force: bool, timeout: float | None, queue_url: str | None, job_timeout: float, as_json: bool, no_sandbox: bool,
+    submissions_dir: Path,
+    selectors: tuple[str, ...],
+    db: Path,
+    jobs: int | None,
+    force: bool,
+    timeout: float | None,
+    queue_url: str | None,
+    job_timeout: float,
+    as_json: bool,
+    no_sandbox: bool,
 ) -> None:
     """Grade every student in SUBMISSIONS_DIR into one database, as `grade submit` would.
 
@@ -308,20 +345,30 @@ def batch_command(
         store = Store.open(db, writer="grade batch")
     with store:
         if queue_url is not None:
-            click.echo(f"Grading on the queue {queue_url}: `grade worker --queue {queue_url}` processes grade it.",
-                       err=True)
+            click.echo(
+                f"Grading on the queue {queue_url}: `grade worker --queue {queue_url}` processes grade it.", err=True
+            )
             with one_line_errors():
                 summary = batch_lib.run_batch_on_queue(
-                    submissions_dir, store, live_grader_version(), queue_url, list(selectors) or None, force=force,
+                    submissions_dir,
+                    store,
+                    live_grader_version(),
+                    queue_url,
+                    list(selectors) or None,
+                    force=force,
                     job_timeout=job_timeout,
                 )
         elif _show_progress():
             with click.progressbar(
-                length=total, label="Grading", file=sys.stderr, show_pos=True,
+                length=total,
+                label="Grading",
+                file=sys.stderr,
+                show_pos=True,
                 item_show_func=lambda name: name,
             ) as bar:
-                summary = _run_batch(submissions_dir, store, selectors, jobs, force, limits,
-                                     lambda o: bar.update(1, o.student))
+                summary = _run_batch(
+                    submissions_dir, store, selectors, jobs, force, limits, lambda o: bar.update(1, o.student)
+                )
         else:
             summary = _run_batch(submissions_dir, store, selectors, jobs, force, limits, None)
     failed = sorted((o for o in summary.outcomes if o.status in ("failed", "error")), key=lambda o: o.student)
@@ -345,40 +392,69 @@ def live_grader_version() -> str:
 
 
 def _run_batch(
-    root: Path, store: Store, selectors: tuple[str, ...], jobs: int | None, force: bool,
-    limits: Limits, on_outcome: Callable[[batch_lib.StudentOutcome], None] | None,
+    root: Path,
+    store: Store,
+    selectors: tuple[str, ...],
+    jobs: int | None,
+    force: bool,
+    limits: Limits,
+    on_outcome: Callable[[batch_lib.StudentOutcome], None] | None,
 ) -> batch_lib.BatchSummary:
     """run_batch with the command's options (library errors become one-line errors)."""
     from grader.term import batch as batch_lib
 
     with one_line_errors():
         return batch_lib.run_batch(
-            root, store, live_grader_version(), list(selectors) or None, jobs=jobs, force=force,
-            limits=limits, on_outcome=on_outcome,
+            root,
+            store,
+            live_grader_version(),
+            list(selectors) or None,
+            jobs=jobs,
+            force=force,
+            limits=limits,
+            on_outcome=on_outcome,
         )
 
 
 @click.command("report")
 @class_db_option
 @click.option(
-    "--format", "fmt", type=click.Choice(["html", "csv", "json", "canvas", "moodle"]), default="html",
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "csv", "json", "canvas", "moodle"]),
+    default="html",
     show_default=True,
     help="html: the dashboard's pages in one self-contained file; csv: one row per student; json: the same "
-         "data; canvas, moodle: a gradebook import (CSV) of those systems.",
+    "data; canvas, moodle: a gradebook import (CSV) of those systems.",
 )
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
     help="Write the report to FILE [default: standard output].",
 )
 @quiz_dir_option
-@click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Apply the score rule and due dates of this course.toml [default: best score ever, late work "
-                   "in full: a warning says so].")
-@click.option("--roster", "roster_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              metavar="ROSTER.csv", help="Names and e-mails of the students (columns id,name,email, as for `grade "
-                                         "roster import`): a `grade batch` database has only the folder names.")
-def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | None, course_file: Path | None,
-                   roster_file: Path | None) -> None:
+@click.option(
+    "--course",
+    "course_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Apply the score rule and due dates of this course.toml [default: best score ever, late work "
+    "in full: a warning says so].",
+)
+@click.option(
+    "--roster",
+    "roster_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="ROSTER.csv",
+    help="Names and e-mails of the students (columns id,name,email, as for `grade "
+    "roster import`): a `grade batch` database has only the folder names.",
+)
+def report_command(
+    db: Path, fmt: str, output: Path | None, quiz_dir: Path | None, course_file: Path | None, roster_file: Path | None
+) -> None:
     """Write the class report from the database: summary, charts, mistakes, quiz items, students.
 
     The quiz chapters (CSV columns, item difficulty) are those of --quiz-dir.
@@ -433,8 +509,13 @@ def report_command(db: Path, fmt: str, output: Path | None, quiz_dir: Path | Non
 
 @click.command("bench")
 @click.option("--quick", is_flag=True, help="One small size (256x1024) and 3 repeats, for a smoke test.")
-@click.option("--repeats", type=click.IntRange(min=1), default=7, show_default=True,
-              help="Timed runs per measurement; the table shows the median.")
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1),
+    default=7,
+    show_default=True,
+    help="Timed runs per measurement; the table shows the median.",
+)
 def bench_command(quick: bool, repeats: int) -> None:
     """Time the NumPy and OpenCL references against a plain device copy (GB/s), per kernel.
 
@@ -445,41 +526,74 @@ def bench_command(quick: bool, repeats: int) -> None:
 
     reason = runtime.opencl_unavailable_reason()
     if reason is not None:
-        raise CommandError(f"no OpenCL device ({reason}): .venv/bin/pip install -e '.[pocl]' installs pyopencl and a"
-                           " CPU device (PoCL)")
+        raise CommandError(
+            f"no OpenCL device ({reason}): .venv/bin/pip install -e '.[pocl]' installs pyopencl and a CPU device (PoCL)"
+        )
     sizes, repeats = (bench.QUICK_SIZES, min(repeats, 3)) if quick else (bench.DEFAULT_SIZES, repeats)
     click.echo(bench.format_table(bench.run_bench(sizes=sizes, repeats=repeats), bench.launch_latency_s()))
 
 
 @click.command("release")
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder to write: student/ (the handout), autograder/autograder.zip (Gradescope), manifest.json.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder to write: student/ (the handout), autograder/autograder.zip (Gradescope), manifest.json.",
+)
 @click.option("--force", is_flag=True, help="Replace the contents of a non-empty --out folder.")
-@click.option("--no-practice", is_flag=True,
-              help="Quizzes with questions and choices only (no sealed explanations for offline practice).")
-@click.option("--gradescope-no-sandbox", is_flag=True,
-              help="The Gradescope bundle grades without the OS sandbox (for an image where bubblewrap cannot run).")
-@click.option("--level", type=click.Choice(["contract", "derive", "guided"]), default=None,
-              help="What the stubs give away: guided (the derived formulas), derive (definitions and contract),"
-                   " contract (signatures, shapes, conventions) [default: the course's level, else guided].")
-@click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="course.toml: its [server] url, hand_in and chapters' dates go into the handout (README and"
-                   " `grade login`), its [scaffolding] sets the stubs' levels.")
-def release_command(out: Path, force: bool, no_practice: bool, gradescope_no_sandbox: bool, level: str | None,
-                    course_file: Path | None) -> None:
+@click.option(
+    "--no-practice",
+    is_flag=True,
+    help="Quizzes with questions and choices only (no sealed explanations for offline practice).",
+)
+@click.option(
+    "--gradescope-no-sandbox",
+    is_flag=True,
+    help="The Gradescope bundle grades without the OS sandbox (for an image where bubblewrap cannot run).",
+)
+@click.option(
+    "--level",
+    type=click.Choice(["contract", "derive", "guided"]),
+    default=None,
+    help="What the stubs give away: guided (the derived formulas), derive (definitions and contract),"
+    " contract (signatures, shapes, conventions) [default: the course's level, else guided].",
+)
+@click.option(
+    "--course",
+    "course_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="course.toml: its [server] url, hand_in and chapters' dates go into the handout (README and"
+    " `grade login`), its [scaffolding] sets the stubs' levels.",
+)
+def release_command(
+    out: Path, force: bool, no_practice: bool, gradescope_no_sandbox: bool, level: str | None, course_file: Path | None
+) -> None:
     """Write the student handout (no answers; public checks as case packs) and the Gradescope autograder."""
     from grader.course.release import build_release
 
     with one_line_errors():
         course = load_course(course_file) if course_file is not None else None
-        release = build_release(out, force=force, practice=not no_practice, sandbox=not gradescope_no_sandbox,
-                                level=level, course=course, course_file=course_file)
+        release = build_release(
+            out,
+            force=force,
+            practice=not no_practice,
+            sandbox=not gradescope_no_sandbox,
+            level=level,
+            course=course,
+            course_file=course_file,
+        )
     student_files = len(release.files["student"])
     click.echo(f"Wrote release {release.version} to {release.out}")
-    click.echo(f"  student/                    the handout: {student_files} files; students install it as its README"
-               " says, in that folder: `python3 -m venv .venv && .venv/bin/pip install '.[opencl]'`")
-    click.echo(f"  case packs                  {release.packs_bytes / 1e6:.1f} MB for {len(release.pack_sizes)}"
-               " exercises (public checks, fixed seeds)")
+    click.echo(
+        f"  student/                    the handout: {student_files} files; students install it as its README"
+        " says, in that folder: `python3 -m venv .venv && .venv/bin/pip install '.[opencl]'`"
+    )
+    click.echo(
+        f"  case packs                  {release.packs_bytes / 1e6:.1f} MB for {len(release.pack_sizes)}"
+        " exercises (public checks, fixed seeds)"
+    )
     click.echo("  autograder/autograder.zip   Gradescope: setup.sh, run_autograder, the full grader and reference")
     click.echo(f"  manifest.json               reference sha256 {release.reference_sha256[:16]}...")
     counts = {lv: sum(v == lv for v in release.levels.values()) for lv in ("guided", "derive", "contract")}
@@ -502,34 +616,58 @@ def build_text_pages(text_dir: Path) -> Path:
 
 
 INSTRUCTOR = Edition(
-    grade=grade_live, progress=live_progress, quiz=recorded_quiz, text_pages=build_text_pages,
-    doctor_role="operator", no_wait_hint="run `grade login URL` or pass --server URL",
+    grade=grade_live,
+    progress=live_progress,
+    quiz=recorded_quiz,
+    text_pages=build_text_pages,
+    doctor_role="operator",
+    no_wait_hint="run `grade login URL` or pass --server URL",
     options={
         "submit": [
-            click.option("--format", "fmt", type=click.Choice(["text", "json", "gradescope"]), default=None,
-                         help="Report format [default: text]; gradescope writes Gradescope's results.json."),
-            click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-                         default=Path("results.json"), show_default=True,
-                         help="Where --format gradescope writes its results."),
+            click.option(
+                "--format",
+                "fmt",
+                type=click.Choice(["text", "json", "gradescope"]),
+                default=None,
+                help="Report format [default: text]; gradescope writes Gradescope's results.json.",
+            ),
+            click.option(
+                "-o",
+                "--output",
+                type=click.Path(dir_okay=False, path_type=Path),
+                default=Path("results.json"),
+                show_default=True,
+                help="Where --format gradescope writes its results.",
+            ),
         ],
         "progress": [
-            click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                         help="Apply the score rule and due dates of this course.toml [default: best score ever]."),
+            click.option(
+                "--course",
+                "course_file",
+                type=click.Path(dir_okay=False, path_type=Path),
+                default=None,
+                help="Apply the score rule and due dates of this course.toml [default: best score ever].",
+            ),
         ],
         "quiz": [
-            click.option("--check", is_flag=True, help="With `lock`: write nothing; exit 1 when a locked file is "
-                                                       "stale."),
-            quiz_dir_option, student_option, db_option, path_option,
+            click.option(
+                "--check", is_flag=True, help="With `lock`: write nothing; exit 1 when a locked file is stale."
+            ),
+            quiz_dir_option,
+            student_option,
+            db_option,
+            path_option,
         ],
         "doctor": [
-            click.option("--queue", default=None, metavar="redis://HOST:PORT/DB",
-                         help="Also check the Redis queue at this URL."),
+            click.option(
+                "--queue", default=None, metavar="redis://HOST:PORT/DB", help="Also check the Redis queue at this URL."
+            ),
         ],
     },
     notes={
         "submit": "Here, the hidden checks run on the live reference. Your own code runs in the OS sandbox where "
-                  "bubblewrap works, and with process isolation only (said once) where it does not; --format "
-                  "gradescope grades other people's code and requires the sandbox unless --no-sandbox.",
+        "bubblewrap works, and with process isolation only (said once) where it does not; --format "
+        "gradescope grades other people's code and requires the sandbox unless --no-sandbox.",
         "progress": "Here, this machine's record, over every exercise and the locked quizzes.",
         "quiz": """Otherwise the locked quizzes here, every answer recorded:
 
@@ -545,17 +683,24 @@ INSTRUCTOR = Edition(
     status for a chapter: 0 when every question has been answered correctly (now or before), 1 otherwise,
     2 for a usage error.""",
         "read": "With --html the pages are built from the Markdown first (KaTeX from `make text-deps`), into "
-                ".grade/text/ beside the text's folder.",
+        ".grade/text/ beside the text's folder.",
         "doctor": "The instructor's and operator's checks: the sandbox is required (batch, the course server and "
-                  "Gradescope run other people's code); --queue checks Redis too.",
+        "Gradescope run other people's code); --queue checks Redis too.",
     },
 )
 
 # Every command of the instructor's `grade`, in one table: those a handout ships too (grader/student/cli.py, built
 # for the instructor), the instructor's own (above), the term's (grader/term/cli.py) and the course server's
 # (grader/server/cli.py).
-for _command in (*student_cli.commands(INSTRUCTOR), batch_command, report_command, bench_command, release_command,
-                 *term_cli.COMMANDS, *remote_cli.COMMANDS):
+for _command in (
+    *student_cli.commands(INSTRUCTOR),
+    batch_command,
+    report_command,
+    bench_command,
+    release_command,
+    *term_cli.COMMANDS,
+    *remote_cli.COMMANDS,
+):
     cli.add_command(_command)
 
 

@@ -211,9 +211,7 @@ class GroupNorm(Module):
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5) -> None:
         if num_groups <= 0 or num_channels % num_groups != 0:
-            raise ValueError(
-                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
-            )
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
         self.num_groups = num_groups
         self.num_channels = num_channels
         self.eps = eps

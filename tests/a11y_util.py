@@ -104,8 +104,11 @@ MARK_CONTROLS = """() => {
 
 
 def focus_ring(page: Any) -> tuple[str, str]:
-    return tuple(page.evaluate("(() => { const s = getComputedStyle(document.activeElement);"
-                               " return [s.outlineStyle, s.outlineWidth]; })()"))
+    return tuple(
+        page.evaluate(
+            "(() => { const s = getComputedStyle(document.activeElement); return [s.outlineStyle, s.outlineWidth]; })()"
+        )
+    )
 
 
 def unreached_by_tab(page: Any) -> list[str]:

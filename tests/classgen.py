@@ -33,7 +33,15 @@ REPO = Path(__file__).resolve().parent.parent
 STUBS = REPO / "exercises"
 
 KINDS = (
-    "correct", "partial", "mistaken", "syntax", "loop", "crash", "hostile-import", "hostile-numpy", "held",
+    "correct",
+    "partial",
+    "mistaken",
+    "syntax",
+    "loop",
+    "crash",
+    "hostile-import",
+    "hostile-numpy",
+    "held",
 )
 
 # Appended to activations.py: rebinding ReLU to a subclass of the correct one.
@@ -51,7 +59,7 @@ class ReLU(_CorrectReLU):
         np.maximum(x, 0.0, out=x)
         return y
 ''',
-    "loop": '''
+    "loop": """
 
 _CorrectReLU = ReLU
 
@@ -61,8 +69,8 @@ class ReLU(_CorrectReLU):
         n = 0
         while True:
             n += 1
-''',
-    "crash": '''
+""",
+    "crash": """
 
 import os as _os
 
@@ -72,8 +80,8 @@ _CorrectReLU = ReLU
 class ReLU(_CorrectReLU):
     def forward(self, x):
         _os.abort()
-''',
-    "hostile-numpy": '''
+""",
+    "hostile-numpy": """
 
 np.allclose = lambda *args, **kwargs: True
 np.array_equal = lambda *args, **kwargs: True
@@ -87,10 +95,10 @@ class ReLU(_CorrectReLU):
     def forward(self, x):
         super().forward(x)
         return np.zeros_like(np.asarray(x, dtype=np.float64))
-''',
+""",
 }
 
-_HELD = '''
+_HELD = """
 
 import os as _os
 import time as _time
@@ -103,7 +111,7 @@ class ReLU(_CorrectReLU):
         while _os.path.exists({hold!r}):
             _time.sleep(0.02)
         return super().forward(x)
-'''
+"""
 
 
 def exercises_folder(student_dir: Path) -> Path:
@@ -170,9 +178,14 @@ MIXED_CLASS: dict[str, str] = {
 # --- A simulated quiz class (item statistics, grader/term/item_stats.py) ------------------------------------
 
 
-def simulated_quiz_class(students: int, a: list[float], b: list[float], seed: int = 0,
-                         unfair: tuple[int, str, float] | None = None,
-                         misconception_share: float = 0.7) -> tuple[list[Any], Any]:
+def simulated_quiz_class(
+    students: int,
+    a: list[float],
+    b: list[float],
+    seed: int = 0,
+    unfair: tuple[int, str, float] | None = None,
+    misconception_share: float = 0.7,
+) -> tuple[list[Any], Any]:
     """Students with known abilities θ ~ N(0, 1) answering items ``q0..`` by the 2PL model P = σ(a (θ - b)).
 
     Each item has three parameterised variants ``v0..v2``, drawn uniformly; ``unfair = (item, variant,
@@ -196,8 +209,9 @@ def simulated_quiz_class(students: int, a: list[float], b: list[float], seed: in
     return responses, theta
 
 
-def simulated_upload_class(planted: dict[tuple[str, str], int], students: int, start: Any, seed: int = 0,
-                           fix_share: float = 0.5) -> list[Any]:
+def simulated_upload_class(
+    planted: dict[tuple[str, str], int], students: int, start: Any, seed: int = 0, fix_share: float = 0.5
+) -> list[Any]:
     """Uploads of a class where ``planted[(exercise, mistake)]`` students (each student one mistake at most, drawn
     by seed) make that mistake; a share ``fix_share`` of them fix it on their next upload, 2 to 4 hours later."""
     import random
@@ -215,6 +229,7 @@ def simulated_upload_class(planted: dict[tuple[str, str], int], students: int, s
             uploads.append(Upload(student, exercise, at, frozenset({mistake}), len(uploads)))
             fixed = n < round(fix_share * count)
             later = at + timedelta(hours=2 + 2 * (n % 2))
-            uploads.append(Upload(student, exercise, later, frozenset() if fixed else frozenset({mistake}),
-                                  len(uploads)))
+            uploads.append(
+                Upload(student, exercise, later, frozenset() if fixed else frozenset({mistake}), len(uploads))
+            )
     return uploads

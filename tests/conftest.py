@@ -53,8 +53,10 @@ def program_missing_reason(program: str, package: str) -> str | None:
 
     if shutil.which(program):
         return None
-    return (f"{program} is not installed (Debian package {package}: `make system-deps` as root,"
-            f" or apt-get install {package})")
+    return (
+        f"{program} is not installed (Debian package {package}: `make system-deps` as root,"
+        f" or apt-get install {package})"
+    )
 
 
 def require_program(program: str, package: str) -> None:
@@ -174,8 +176,9 @@ def tier_marks(nodeid: str, fixtures: list[str] | tuple[str, ...]) -> set[str]:
     marks = set()
     if BROWSER_FIXTURE in fixtures:
         marks.add("browser")
-    if named(nodeid, SERVER_TESTS) or any(named(nodeid, [path]) and names.intersection(fixtures)
-                                           for path, names in SERVER_FIXTURES.items()):
+    if named(nodeid, SERVER_TESTS) or any(
+        named(nodeid, [path]) and names.intersection(fixtures) for path, names in SERVER_FIXTURES.items()
+    ):
         marks.add("server")
     if named(nodeid, SLOW_TESTS):
         marks.add("slow")
@@ -227,8 +230,11 @@ def _guarded_popen_init(self: subprocess.Popen[bytes], args: Command, *more: obj
     server = starts_server(args)
     item = _running
     if server is not None and item is not None and item.get_closest_marker("server") is None:
-        pytest.fail(f"{item.nodeid} starts a server process ({server}) but is not marked `server`: name it (or the "
-                    "fixture that starts it) in SERVER_TESTS or SERVER_FIXTURES in tests/conftest.py", pytrace=False)
+        pytest.fail(
+            f"{item.nodeid} starts a server process ({server}) but is not marked `server`: name it (or the "
+            "fixture that starts it) in SERVER_TESTS or SERVER_FIXTURES in tests/conftest.py",
+            pytrace=False,
+        )
     # Popen's own arguments passed on unchanged: its overloads cannot be matched through *more and **options
     _popen_init(self, args, *more, **options)  # type: ignore[call-overload]
 

@@ -33,9 +33,17 @@ def batchnorm_report() -> GradeReport:
     """A BatchNorm1d graded as the server grades it (every exercise guided): its message carries the fix."""
     mistake = known_mistake("bn-biased-running-var")
     assert mistake is not None and FIX in mistake.explain("guided")
-    checks = [CheckResult("forward", True, 4.0, 4.0),
-              CheckResult("running stats", False, 0.0, 4.0, mistake.explain("guided") + "\nrunning_var differs",
-                          "bn-biased-running-var")]
+    checks = [
+        CheckResult("forward", True, 4.0, 4.0),
+        CheckResult(
+            "running stats",
+            False,
+            0.0,
+            4.0,
+            mistake.explain("guided") + "\nrunning_var differs",
+            "bn-biased-running-var",
+        ),
+    ]
     return GradeReport("ann", [ExerciseResult("normalization.BatchNorm1d", "failed", 4.0, 8.0, checks)], "h")
 
 
@@ -50,8 +58,10 @@ def served(tmp_path: Path, text: str) -> Iterator[dict[str, Any]]:
     (tmp_path / "course.toml").write_text(text, encoding="utf-8")
     db = tmp_path / "course.db"
     tokens, teacher = issue_tokens(db, ["ann"])
-    app = create_app(ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}", load_course(tmp_path / "course.toml")),
-                     run_collector=False)
+    app = create_app(
+        ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}", load_course(tmp_path / "course.toml")),
+        run_collector=False,
+    )
     with TestClient(app, base_url="http://127.0.0.1") as client:
         yield {"client": client, "db": db, "ann": tokens["ann"], "teacher": teacher}
 

@@ -26,9 +26,9 @@ from figures_util import graded
 from server_util import Server, issue_tokens, with_quiz_chapters
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
-PAST_DUE = NOW - timedelta(days=3)          # activations: due then, late work counts 70 % until LATE_UNTIL
+PAST_DUE = NOW - timedelta(days=3)  # activations: due then, late work counts 70 % until LATE_UNTIL
 LATE_UNTIL = NOW + timedelta(days=30)
-FUTURE_DUE = NOW + timedelta(days=10)       # normalization: due then; ada's extension moves it to EXTENDED
+FUTURE_DUE = NOW + timedelta(days=10)  # normalization: due then; ada's extension moves it to EXTENDED
 EXTENDED = NOW + timedelta(days=17)
 EXTENSION_REASON = "medical note, week 3"
 
@@ -41,13 +41,15 @@ def course_toml(attempts: int = 2, exam_release: datetime | None = None) -> str:
     """The course: activations (past due, late counts 70 %), normalization (due later; ada's extension), init (its
     quiz: initialisation)."""
     exam = "" if exam_release is None else f"release_feedback = {_toml_time(exam_release)}\n"
-    return (f'name = "Deep networks (student pages)"\n\n[quiz]\nattempts = {attempts}\n\n'
-            f'[[chapter]]\nname = "activations"\ndue = {_toml_time(PAST_DUE)}\nlate_penalty = 0.3\n'
-            f'late_until = {_toml_time(LATE_UNTIL)}\n\n'
-            f'[[chapter]]\nname = "normalization"\ndue = {_toml_time(FUTURE_DUE)}\n{exam}\n'
-            f'[[chapter]]\nname = "init"\nquiz = "initialisation"\ndue = {_toml_time(FUTURE_DUE)}\n\n'
-            f'[[extension]]\nstudent = "ada"\nchapter = "normalization"\ndue = {_toml_time(EXTENDED)}\n'
-            f'reason = "{EXTENSION_REASON}"\n')
+    return (
+        f'name = "Deep networks (student pages)"\n\n[quiz]\nattempts = {attempts}\n\n'
+        f'[[chapter]]\nname = "activations"\ndue = {_toml_time(PAST_DUE)}\nlate_penalty = 0.3\n'
+        f"late_until = {_toml_time(LATE_UNTIL)}\n\n"
+        f'[[chapter]]\nname = "normalization"\ndue = {_toml_time(FUTURE_DUE)}\n{exam}\n'
+        f'[[chapter]]\nname = "init"\nquiz = "initialisation"\ndue = {_toml_time(FUTURE_DUE)}\n\n'
+        f'[[extension]]\nstudent = "ada"\nchapter = "normalization"\ndue = {_toml_time(EXTENDED)}\n'
+        f'reason = "{EXTENSION_REASON}"\n'
+    )
 
 
 @dataclass
@@ -76,20 +78,35 @@ def seed(root: Path, attempts: int = 2, exam_release: datetime | None = None) ->
     jobs: dict[str, int] = {}
     rules = load_course(course)
     with Store.open(db) as store:
-        pictures = _stored(store, rules, "ada", "pictures", ["normalization.LayerNorm", "init.kaiming_normal"],
-                           NOW - timedelta(days=5))
-        report = GradeReport("ada", [graded("normalization.LayerNorm", "ln-batch-axis"),
-                                     graded("init.kaiming_normal", "init-kaiming-variance-as-std")], "h1")
+        pictures = _stored(
+            store, rules, "ada", "pictures", ["normalization.LayerNorm", "init.kaiming_normal"], NOW - timedelta(days=5)
+        )
+        report = GradeReport(
+            "ada",
+            [
+                graded("normalization.LayerNorm", "ln-batch-axis"),
+                graded("init.kaiming_normal", "init-kaiming-variance-as-std"),
+            ],
+            "h1",
+        )
         records.record_done(store, pictures, report, "test")
         jobs["pictures"] = int(pictures["id"])
         late = _stored(store, rules, "ada", "late", ["activations.ReLU"], NOW - timedelta(days=1))
         relu = [CheckResult("forward", True, 5.0, 5.0), CheckResult("backward", True, 5.0, 5.0)]
-        records.record_done(store, late, GradeReport("ada", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0,
-                                                                            relu)], "h2"), "test")
+        records.record_done(
+            store,
+            late,
+            GradeReport("ada", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, relu)], "h2"),
+            "test",
+        )
         jobs["late"] = int(late["id"])
         other = _stored(store, rules, "bob", "bob", ["activations.ReLU"], NOW - timedelta(hours=3))
-        records.record_done(store, other, GradeReport("bob", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0,
-                                                                             relu)], "h3"), "test")
+        records.record_done(
+            store,
+            other,
+            GradeReport("bob", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, relu)], "h3"),
+            "test",
+        )
         jobs["bob"] = int(other["id"])
         error = _stored(store, rules, "ada", "error", ["activations.GELU"], NOW - timedelta(hours=2))
         records.mark_queued(store, int(error["id"]), 1, f"job-{error['id']}-try-1")
@@ -100,13 +117,11 @@ def seed(root: Path, attempts: int = 2, exam_release: datetime | None = None) ->
         records.mark_running(store, int(running["id"]), "grader-1:4242")
         jobs["running"] = int(running["id"])
         retried = _stored(store, rules, "ada", "retried", ["activations.SiLU"], NOW - timedelta(minutes=20))
-        records.mark_queued(store, int(retried["id"]), 2, f"job-{retried['id']}-try-2",
-                            "the worker's lease expired")
+        records.mark_queued(store, int(retried["id"]), 2, f"job-{retried['id']}-try-2", "the worker's lease expired")
         jobs["retried"] = int(retried["id"])
         queued = _stored(store, rules, "ada", "queued", ["activations.Tanh"], NOW - timedelta(minutes=10))
         jobs["queued"] = int(queued["id"])
     return Seeded(db, course, tokens, teacher, jobs)
-
 
 
 @contextmanager
@@ -114,8 +129,9 @@ def served(root: Path, **seeding: Any) -> Iterator[tuple[Server, Seeded]]:
     """The seeded course under ``root``, served by ``grade serve`` with no worker and a lease timeout of an hour,
     so that every upload stays in its state while a test reads the pages; stopped on leaving."""
     seeded = seed(root, **seeding)
-    server = Server(seeded.db, f"sqlite:///{root / 'queue.db'}", workers=0, course=seeded.course,
-                    extra=["--lease-timeout", "3600"]).start()
+    server = Server(
+        seeded.db, f"sqlite:///{root / 'queue.db'}", workers=0, course=seeded.course, extra=["--lease-timeout", "3600"]
+    ).start()
     try:
         yield server, seeded
     finally:

@@ -30,9 +30,15 @@ def offences(script: Path, names: set[str]) -> list[str]:
             modules = [node.module]
         line = getattr(node, "lineno", 0)
         found += [f"{script.name}:{line}: imports {m}" for m in modules if m.split(".")[0] in names]
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("insert", "append"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("insert", "append")
+        ):
             target = ast.unparse(node.func.value)
-            if target == "sys.path" and any('"tests"' in ast.unparse(a) or "'tests'" in ast.unparse(a) for a in node.args):
+            if target == "sys.path" and any(
+                '"tests"' in ast.unparse(a) or "'tests'" in ast.unparse(a) for a in node.args
+            ):
                 found.append(f"{script.name}:{line}: puts tests/ on sys.path")
     return found
 
@@ -46,8 +52,10 @@ def test_no_bench_imports_from_tests() -> None:
 
 def test_the_walk_finds_an_import_inside_a_function_and_a_path_entry(tmp_path: Path) -> None:
     script = tmp_path / "bench_x.py"
-    script.write_text('import sys\nsys.path.insert(0, str(ROOT / "tests"))\n\n\n'
-                      "def run():\n    import test_mistake_audit as audit\n    from checks_util import SEEDS\n")
+    script.write_text(
+        'import sys\nsys.path.insert(0, str(ROOT / "tests"))\n\n\n'
+        "def run():\n    import test_mistake_audit as audit\n    from checks_util import SEEDS\n"
+    )
     assert offences(script, modules_of_tests()) == [
         "bench_x.py:2: puts tests/ on sys.path",
         "bench_x.py:6: imports test_mistake_audit",

@@ -19,8 +19,27 @@ SMALL: dict[str, tuple[list[str], str]] = {
     "batch.py": (["--n", "2", "--runs", "1"], "wall s/student"),
     "dashboard.py": (["--students", "5", "--runs", "1"], "median ms"),
     # one kill (at the burst's start): a try is put back once (jobs.MAX_TRIES), so no upload can be killed twice
-    "deadline.py": (["--students", "8", "--workers", "2", "--ramp", "2", "--burst", "4", "--kill-every", "10",
-                     "--outage", "1", "--lease-timeout", "5", "--exercises", "activations.ReLU"], "p95/bound"),
+    "deadline.py": (
+        [
+            "--students",
+            "8",
+            "--workers",
+            "2",
+            "--ramp",
+            "2",
+            "--burst",
+            "4",
+            "--kill-every",
+            "10",
+            "--outage",
+            "1",
+            "--lease-timeout",
+            "5",
+            "--exercises",
+            "activations.ReLU",
+        ],
+        "p95/bound",
+    ),
     "diagnosis_time.py": (["--runs", "1", "--mutants", "1"], "round 3 (s)"),
     "figures.py": (["--runs", "1"], "baseline (s)"),
     "grading.py": (["--runs", "1", "--quick"], "x floor"),
@@ -29,8 +48,21 @@ SMALL: dict[str, tuple[list[str], str]] = {
     "mutants.py": (["--limit", "2", "--topics", "activations"], "survived"),
     "location_cost.py": (["--runs", "1"], "with location"),
     "selftest.py": (["--runs", "1"], "median s"),
-    "server_load.py": (["--students", "3", "--queue", "sqlite", "--queue", "redis-restart", "--outage", "1",
-                        "--exercises", "activations.ReLU"], "recorded once"),
+    "server_load.py": (
+        [
+            "--students",
+            "3",
+            "--queue",
+            "sqlite",
+            "--queue",
+            "redis-restart",
+            "--outage",
+            "1",
+            "--exercises",
+            "activations.ReLU",
+        ],
+        "recorded once",
+    ),
     "similarity.py": (["--runs", "1"], "planted found"),
     "student_pages.py": (["--uploads", "2", "--runs", "1"], "x API"),
     "suite.py": (["--jobs", "0", "--tests", "tests/test_boundary.py"], "configuration"),
@@ -64,8 +96,9 @@ def test_no_bench_imports_from_tests() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", [pytest.param(s, marks=[pytest.mark.server] if s in STARTS_SERVERS else [])
-                                    for s in sorted(SMALL)])
+@pytest.mark.parametrize(
+    "script", [pytest.param(s, marks=[pytest.mark.server] if s in STARTS_SERVERS else []) for s in sorted(SMALL)]
+)
 def test_the_bench_runs_small_and_prints_its_table(script: str, tmp_path: Path) -> None:
     if script in STARTS_SERVERS:
         from conftest import require_program
@@ -77,8 +110,14 @@ def test_the_bench_runs_small_and_prints_its_table(script: str, tmp_path: Path) 
         if (reason := opencl_unavailable_reason()) is not None:
             pytest.skip(reason)
     args, header = SMALL[script]
-    done = subprocess.run([sys.executable, str(BENCH / script), *args], check=False, cwd=tmp_path, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, f"{script} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     assert header in done.stdout, f"{script} printed no table:\n{done.stdout[-2000:]}"
     if script == "deadline.py":

@@ -65,9 +65,18 @@ def student_modules() -> list[Path]:
 
 def test_the_student_side_exists_and_is_walked() -> None:
     names = {p.relative_to(STUDENT).as_posix() for p in student_modules()}
-    assert {"engine/ops.py", "engine/ops_opencl.py", "engine/loader.py", "sandbox/worker.py", "sandbox/runner.py",
-             "engine/grading.py", "engine/checks/context.py"} <= names
-    assert any(forbidden(n) for _, n in imported_names(ROOT / "grader" / "course" / "grading.py"))  # the walker sees imports
+    assert {
+        "engine/ops.py",
+        "engine/ops_opencl.py",
+        "engine/loader.py",
+        "sandbox/worker.py",
+        "sandbox/runner.py",
+        "engine/grading.py",
+        "engine/checks/context.py",
+    } <= names
+    assert any(
+        forbidden(n) for _, n in imported_names(ROOT / "grader" / "course" / "grading.py")
+    )  # the walker sees imports
 
 
 @pytest.mark.parametrize("path", student_modules(), ids=lambda p: p.relative_to(ROOT).as_posix())
@@ -89,7 +98,10 @@ def test_the_package_root_imports_nothing() -> None:
     top_level = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     assert top_level == []
     names = [name for _, name in imported_names(ROOT / "grader" / "__init__.py")]
-    assert names in ([], ["grader.student.feedback.notebook", "grader.student.feedback.notebook.load_ipython_extension"])
+    assert names in (
+        [],
+        ["grader.student.feedback.notebook", "grader.student.feedback.notebook.load_ipython_extension"],
+    )
 
 
 def test_the_handout_reads_no_locked_quiz_and_no_key() -> None:

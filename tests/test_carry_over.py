@@ -24,7 +24,7 @@ SELECTION = ["activations.ReLU", "activations.Sigmoid", "linear.Linear"]
 LIMITS = Limits(wall_s=10.0)
 
 # Every trace one student's code can try to leave for the next one's (run at import, before any case).
-LEAVE = '''
+LEAVE = """
 import builtins as _b, os as _os, sys as _sys, tempfile as _t
 import numpy as _np
 _b.CARRIED = "builtins"
@@ -40,10 +40,10 @@ for _folder in (_t.gettempdir(), "/tmp", "/dev/shm", _os.getcwd(), _os.path.expa
             _fh.write("left behind")
     except OSError:
         pass
-'''
+"""
 
 # What the correct submission's ReLU checks first (each case): any trace of LEAVE raises.
-LOOK = '''
+LOOK = """
 import builtins as _b, os as _os, sys as _sys, tempfile as _t
 import numpy as _np
 
@@ -66,9 +66,9 @@ def _look_for_traces():
             found.append(f"a file in {folder}")
     if found:
         raise RuntimeError("carried over: " + ", ".join(found))
-'''
+"""
 
-LOOKING_RELU = '''
+LOOKING_RELU = """
 _CorrectReLU = ReLU
 
 
@@ -76,7 +76,7 @@ class ReLU(_CorrectReLU):
     def forward(self, x):
         _look_for_traces()
         return super().forward(x)
-'''
+"""
 
 
 def folder_with(root: Path, name: str, extra: str) -> Path:
@@ -88,12 +88,28 @@ def folder_with(root: Path, name: str, extra: str) -> Path:
 
 
 def test_the_look_sees_every_trace_when_both_run_in_one_plain_process() -> None:
-    done = subprocess.run([sys.executable, "-c", LEAVE.replace("__file__", "'/tmp/x.py'")
-                           + LOOK.replace("__file__", "'/tmp/x.py'") + "\n_look_for_traces()\n"],
-                          capture_output=True, text=True, check=False, cwd="/tmp")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            LEAVE.replace("__file__", "'/tmp/x.py'")
+            + LOOK.replace("__file__", "'/tmp/x.py'")
+            + "\n_look_for_traces()\n",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd="/tmp",
+    )
     assert done.returncode != 0
-    for trace in ("a builtin", "an attribute of numpy", "numpy patched", "a module", "an environment variable",
-                  "a file in /tmp"):
+    for trace in (
+        "a builtin",
+        "an attribute of numpy",
+        "numpy patched",
+        "a module",
+        "an environment variable",
+        "a file in /tmp",
+    ):
         assert trace in done.stderr
     Path("/tmp/carried.txt").unlink(missing_ok=True)
 

@@ -80,7 +80,9 @@ def test_batch_student_that_cannot_be_graded_exits_1(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["batch", "class", "linear", "--db", "class.db"])
     assert result.exit_code == 1, result.output
     assert "Not graded: empty: " in result.output and "has no exercise files" in result.output
-    assert "2 students: 1 graded, 0 unchanged (skipped), 1 could not be graded (error recorded), 0 failed" in result.output
+    assert (
+        "2 students: 1 graded, 0 unchanged (skipped), 1 could not be graded (error recorded), 0 failed" in result.output
+    )
 
 
 @pytest.mark.parametrize(
@@ -116,7 +118,7 @@ def test_report_csv_to_stdout(graded: Path) -> None:
     assert [r["student"] for r in rows] == sorted(KINDS)
     ada = rows[0]
     assert ada["total"] == "20" and ada["linear.Linear"] == "10" and ada["activations.ReLU"] == "10"
-    assert ada["activations.GELU"] == ""                     # never graded: empty cell
+    assert ada["activations.GELU"] == ""  # never graded: empty cell
     assert "quiz:activations" in ada and ada["quiz:activations"] == "0"
     assert {r["linear.Linear"] for r in rows if r["student"] in ("dee", "gus")} == {"0"}
 
@@ -133,9 +135,9 @@ def test_report_html_to_file(graded: Path, tmp_path: Path) -> None:
     text = html.unescape(page)
     for name in KINDS:
         assert re.search(rf'<h2 id="student-\d+-title">{name}</h2>', text)
-        assert f"normgrade report for {name}" in text          # the latest upload's report, as seen
+        assert f"normgrade report for {name}" in text  # the latest upload's report, as seen
     assert "relu-inplace" in text and "clamps the caller's array in place" in text
-    assert "gelu-why" in text                                 # a quiz item from the course's quizzes
+    assert "gelu-why" in text  # a quiz item from the course's quizzes
 
 
 def test_report_json_matches_the_database(graded: Path) -> None:

@@ -17,13 +17,24 @@ from grader.student.store import Store
 
 
 def short_report(student: str) -> GradeReport:
-    return GradeReport(student, [
-        ExerciseResult("normalization.LayerNorm", "failed", 7.0, 10.0, [
-            CheckResult("forward", True, 7.0, 7.0),
-            CheckResult("backward", False, 0.0, 3.0, "dx differs at [0, 3]: received 1.5, expected 1.25"),
-        ], duration=0.25),
-        ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, [CheckResult("forward", True, 10.0, 10.0)]),
-    ], files_hash="abc123")
+    return GradeReport(
+        student,
+        [
+            ExerciseResult(
+                "normalization.LayerNorm",
+                "failed",
+                7.0,
+                10.0,
+                [
+                    CheckResult("forward", True, 7.0, 7.0),
+                    CheckResult("backward", False, 0.0, 3.0, "dx differs at [0, 3]: received 1.5, expected 1.25"),
+                ],
+                duration=0.25,
+            ),
+            ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, [CheckResult("forward", True, 10.0, 10.0)]),
+        ],
+        files_hash="abc123",
+    )
 
 
 def full_report(student: str) -> GradeReport:
@@ -63,13 +74,12 @@ def invoke(*args: str) -> Any:
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
-def test_submit_prints_report_records_and_exits_1_when_short(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_submit_prints_report_records_and_exits_1_when_short(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = use_grading(monkeypatch, short_report)
     db = tmp_path / "p.db"
-    result = invoke("submit", "normalization", "activations.ReLU", "--path", "ex", "--student", "alice",
-                    "--db", str(db))
+    result = invoke(
+        "submit", "normalization", "activations.ReLU", "--path", "ex", "--student", "alice", "--db", str(db)
+    )
     assert result.exit_code == 1
     assert fake.calls == [(Path("ex"), ["normalization", "activations.ReLU"], "alice")]
     out = result.stdout
@@ -81,18 +91,30 @@ def test_submit_prints_report_records_and_exits_1_when_short(
     with Store.open(db) as store:
         rows = store.submissions("alice")
         assert [(r["exercise"], r["score"], r["status"]) for r in rows] == [
-            ("normalization.LayerNorm", 7.0, "failed"), ("activations.ReLU", 10.0, "passed")]
+            ("normalization.LayerNorm", 7.0, "failed"),
+            ("activations.ReLU", 10.0, "passed"),
+        ]
         assert rows[0]["files_hash"] == "abc123" and rows[0]["duration"] == 0.25
         assert rows[0]["grader_version"] not in ("", None)
         assert len(store.check_results(rows[0]["id"])) == 2
 
 
 def not_graded_report(student: str) -> GradeReport:
-    return GradeReport(student, [
-        ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, [CheckResult("forward", True, 10.0, 10.0)]),
-        ExerciseResult("kernels.relu_forward", "not_graded", 0.0, 10.0, [],
-                       "no OpenCL device here can build and run a kernel (`grade doctor` shows more)"),
-    ], files_hash="f")
+    return GradeReport(
+        student,
+        [
+            ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, [CheckResult("forward", True, 10.0, 10.0)]),
+            ExerciseResult(
+                "kernels.relu_forward",
+                "not_graded",
+                0.0,
+                10.0,
+                [],
+                "no OpenCL device here can build and run a kernel (`grade doctor` shows more)",
+            ),
+        ],
+        files_hash="f",
+    )
 
 
 def test_not_graded_is_exit_2_with_a_line_naming_doctor_and_no_score(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -160,7 +182,9 @@ def test_gradescope_writes_results_json(monkeypatch: pytest.MonkeyPatch, tmp_pat
     doc = json.loads(target.read_text())
     assert doc["score"] == 17.0
     assert [(t["name"], t["score"], t["max_score"], t["status"]) for t in doc["tests"]] == [
-        ("normalization.LayerNorm", 7.0, 10.0, "failed"), ("activations.ReLU", 10.0, 10.0, "passed")]
+        ("normalization.LayerNorm", 7.0, 10.0, "failed"),
+        ("activations.ReLU", 10.0, 10.0, "passed"),
+    ]
     assert "dx differs at [0, 3]" in doc["tests"][0]["output"]
     assert "normalization.LayerNorm" in result.stdout
     use_grading(monkeypatch, full_report)
@@ -176,10 +200,13 @@ def assert_one_line_error(result: Any, fragment: str) -> None:
     assert lines[0].startswith("Error: ") and fragment in lines[0]
 
 
-@pytest.mark.parametrize("error", [
-    UsageError("'BatchNorm' is not an exercise. Did you mean 'normalization.BatchNorm1d'?"),
-    SetupError("no exercises folder at ./exercises: pass --path DIR"),
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        UsageError("'BatchNorm' is not an exercise. Did you mean 'normalization.BatchNorm1d'?"),
+        SetupError("no exercises folder at ./exercises: pass --path DIR"),
+    ],
+)
 def test_usage_and_setup_errors_are_one_line_exit_2(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
     use_grading(monkeypatch, error)
     assert_one_line_error(invoke("submit", "normalization"), str(error))
@@ -237,14 +264,18 @@ def test_real_grading_of_the_stubs(tmp_path: Path) -> None:
     assert "NOT_IMPLEMENTED" in result.stdout and "activations.ReLU" in result.stdout
     with Store.open(db) as store:
         assert [(r["exercise"], r["status"]) for r in store.submissions("zoe")] == [
-            ("activations.ReLU", "not_implemented")]
-    assert_one_line_error(invoke("submit", "BatchNorm", "--path", str(folder), "--db", str(db)),
-                          "Did you mean 'normalization.BatchNorm1d'?")
+            ("activations.ReLU", "not_implemented")
+        ]
+    assert_one_line_error(
+        invoke("submit", "BatchNorm", "--path", str(folder), "--db", str(db)),
+        "Did you mean 'normalization.BatchNorm1d'?",
+    )
     assert_one_line_error(invoke("submit", "--path", str(tmp_path / "nowhere"), "--db", str(db)), "nowhere")
 
 
 def test_run_from_inside_exercises_uses_that_folder_and_its_progress(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """`grade submit` / `grade progress` from inside exercises/: that folder, the usual database beside it."""
     course = tmp_path / "course"
     shutil.copytree(REPO / "exercises", course / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
@@ -268,13 +299,19 @@ def test_python_dash_m_runs_the_command(module: str) -> None:
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=60,
-                          cwd=REPO)
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
     assert done.returncode == 0
     assert "submit" in done.stdout and "progress" in done.stdout
     assert f"python -m {module}" in done.stdout
-    missing = subprocess.run([sys.executable, "-m", module, "submit", "--path", "nowhere"], capture_output=True,
-                             text=True, timeout=60, cwd=REPO)
+    missing = subprocess.run(
+        [sys.executable, "-m", module, "submit", "--path", "nowhere"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
     assert missing.returncode == 2 and "nowhere" in missing.stderr
 
 
@@ -296,8 +333,9 @@ def test_an_overflowing_forward_is_graded_recorded_and_said_where(tmp_path: Path
     counted by kind in the check's message, and the attempt recorded with its figures."""
     folder = overflowing_gelu(tmp_path / "ex")
     db = tmp_path / "p.db"
-    result = CliRunner().invoke(cli, ["submit", "activations.GELU", "--path", str(folder), "--student", "alice",
-                                      "--db", str(db)])
+    result = CliRunner().invoke(
+        cli, ["submit", "activations.GELU", "--path", str(folder), "--student", "alice", "--db", str(db)]
+    )
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output

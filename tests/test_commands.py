@@ -22,12 +22,21 @@ def defined_commands(root: Path) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        decorators = {id(d) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                      for d in f.decorator_list}
+        decorators = {
+            id(d)
+            for f in ast.walk(tree)
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for d in f.decorator_list
+        }
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("command", "group") and node.args
-                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("command", "group")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
                 continue
             on_click = isinstance(node.func.value, ast.Name) and node.func.value.id == "click"
             if on_click or id(node) in decorators:
@@ -54,7 +63,9 @@ def test_the_instructor_reuses_every_command_of_the_handout() -> None:
         theirs = instructor_cli.commands[name]
         assert command.callback is not None and theirs.callback is not None
         assert (theirs.callback.__module__, theirs.callback.__qualname__) == (
-            command.callback.__module__, command.callback.__qualname__), name
+            command.callback.__module__,
+            command.callback.__qualname__,
+        ), name
 
 
 def listed(help_text: str) -> set[str]:
@@ -85,6 +96,7 @@ def test_each_program_help_lists_what_the_docs_say() -> None:
 
 def test_a_command_of_one_program_only_keeps_its_options_out_of_the_other() -> None:
     """The edition's own options: --format on the instructor's submit, --save-answers on the handout's quiz."""
+
     def options(group: click.Group, name: str) -> set[str]:
         return {o for p in group.commands[name].params for o in p.opts}
 

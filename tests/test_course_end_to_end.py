@@ -92,8 +92,14 @@ def install_handout(student: Path, venv: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     venv.chmod(0o755)  # readable by the sandbox's user, as any virtual environment
     python = venv / "bin" / "python"
-    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                  check=True, capture_output=True, text=True).stdout.strip())
+    purelib = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     (purelib / "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
     done = subprocess.run(pip + ["--no-index", "--no-build-isolation", str(student)], capture_output=True, text=True)
@@ -101,16 +107,33 @@ def install_handout(student: Path, venv: Path) -> Path:
         done = subprocess.run(pip + [str(student)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     declared = tomllib.loads((student / "pyproject.toml").read_text())["project"]
-    modules = {"numpy": "numpy", "click": "click", "sqlite-utils": "sqlite_utils", "sympy": "sympy",
-               "cryptography": "cryptography", "httpx": "httpx", "pyopencl": "pyopencl"}
-    names = [re.split(r"[<>=\[ ]", d)[0] for d in declared["dependencies"] + declared["optional-dependencies"]["opencl"]]
+    modules = {
+        "numpy": "numpy",
+        "click": "click",
+        "sqlite-utils": "sqlite_utils",
+        "sympy": "sympy",
+        "cryptography": "cryptography",
+        "httpx": "httpx",
+        "pyopencl": "pyopencl",
+    }
+    names = [
+        re.split(r"[<>=\[ ]", d)[0] for d in declared["dependencies"] + declared["optional-dependencies"]["opencl"]
+    ]
     imports = [modules[n] for n in names if n in modules]
     assert {"httpx", "numpy", "click"} <= set(imports), names
     probe = subprocess.run(
-        [str(python), "-c", "import importlib.util as u, grader, " + ", ".join(sorted(set(imports) - {"pyopencl"}))
-         + "; print(grader.__file__); print(u.find_spec('reference'), u.find_spec('grader.quiz'),"
-         " u.find_spec('grader.server'), u.find_spec('grader.course'))"],
-        capture_output=True, text=True, cwd=venv)
+        [
+            str(python),
+            "-c",
+            "import importlib.util as u, grader, "
+            + ", ".join(sorted(set(imports) - {"pyopencl"}))
+            + "; print(grader.__file__); print(u.find_spec('reference'), u.find_spec('grader.quiz'),"
+            " u.find_spec('grader.server'), u.find_spec('grader.course'))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=venv,
+    )
     assert probe.returncode == 0, probe.stderr
     where, missing = probe.stdout.splitlines()
     assert where.startswith(str(venv)) and missing == "None None None None"
@@ -123,13 +146,18 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     root.chmod(0o755)
     port = free_port()
     (root / "course.toml").write_text(course_toml(port))
-    released = CliRunner().invoke(cli, ["release", "--out", str(root / "release"), "--course", str(root / "course.toml")])
+    released = CliRunner().invoke(
+        cli, ["release", "--out", str(root / "release"), "--course", str(root / "course.toml")]
+    )
     assert released.exit_code == 0, released.output
     grade = install_handout(root / "release" / "student", root / "venv")
-    (root / "roster.csv").write_text(f"id,name,email\n{STUDENT},Ada Lovelace,ada@example.org\nbob,Bob,bob@example.org\n")
+    (root / "roster.csv").write_text(
+        f"id,name,email\n{STUDENT},Ada Lovelace,ada@example.org\nbob,Bob,bob@example.org\n"
+    )
     db = root / "course.db"
-    imported = CliRunner().invoke(cli, ["roster", "import", str(root / "roster.csv"), "--db", str(db),
-                                        "-o", str(root / "tokens.csv")])
+    imported = CliRunner().invoke(
+        cli, ["roster", "import", str(root / "roster.csv"), "--db", str(db), "-o", str(root / "tokens.csv")]
+    )
     assert imported.exit_code == 0, imported.output
     with open(root / "tokens.csv", newline="") as fh:
         tokens = {row["id"]: row["token"] for row in csv.DictReader(fh)}
@@ -143,20 +171,37 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     assert MISTAKE[0] in source
     (work / "exercises" / "normalization.py").write_text(source.replace(*MISTAKE))
     try:
-        yield {"root": root, "grade": grade, "url": server.url, "token": tokens[STUDENT], "tokens": tokens,
-               "teacher": teacher,
-               "work": work, "release": root / "release", "server": server}
+        yield {
+            "root": root,
+            "grade": grade,
+            "url": server.url,
+            "token": tokens[STUDENT],
+            "tokens": tokens,
+            "teacher": teacher,
+            "work": work,
+            "release": root / "release",
+            "server": server,
+        }
     finally:
         server.stop()
 
 
-def student_runs(course: dict[str, Any], *args: str, stdin: str = "", who: str = STUDENT,
-                 cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def student_runs(
+    course: dict[str, Any], *args: str, stdin: str = "", who: str = STUDENT, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """The handout's own ``grade ARGS`` in the student's folder (no terminal: a new session, no colour)."""
     env = {k: v for k, v in os.environ.items() if k not in ("GRADE_DB", "PYTHONPATH", "GRADE_TOKEN")}
     env.update({"GRADE_CONFIG": str(course["root"] / f"{who}-login.json"), "NO_COLOR": "1"})
-    return subprocess.run([str(course["grade"]), *args], input=stdin, capture_output=True, text=True,
-                          cwd=cwd or course["work"], env=env, timeout=600, start_new_session=True)
+    return subprocess.run(
+        [str(course["grade"]), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd or course["work"],
+        env=env,
+        timeout=600,
+        start_new_session=True,
+    )
 
 
 def test_a_student_takes_part_in_the_course_with_the_handout_alone(course: dict[str, Any]) -> None:
@@ -172,8 +217,7 @@ def test_a_student_takes_part_in_the_course_with_the_handout_alone(course: dict[
     # grade submit: everything, to the server (hidden checks).
     submit = student_runs(course, "submit")
     assert submit.returncode == 1, submit.stdout + submit.stderr  # the mistake keeps it short of full marks
-    assert "Closed: chapter 'init' closed at 2026-01-07 23:59 UTC; not graded: init." \
-        in submit.stderr
+    assert "Closed: chapter 'init' closed at 2026-01-07 23:59 UTC; not graded: init." in submit.stderr
     submission = int(re.search(r"Submission (\d+) received by", submit.stderr).group(1))  # type: ignore[union-attr]
     text = submit.stdout.rstrip("\n")
     relu = next(line for line in text.splitlines() if " activations.ReLU " in line)
@@ -190,13 +234,18 @@ def test_a_student_takes_part_in_the_course_with_the_handout_alone(course: dict[
     assert "bn-biased-running-var" in named
     again = student_runs(course, "result", str(submission))  # the stored submission's report, shown later
     assert again.returncode == 1 and again.stdout == submit.stdout
-    dashboard = httpx.get(f"{course['url']}/instructor/students/{STUDENT}",
-                          headers={"Authorization": f"Bearer {course['teacher']}"}, timeout=30)
+    dashboard = httpx.get(
+        f"{course['url']}/instructor/students/{STUDENT}",
+        headers={"Authorization": f"Bearer {course['teacher']}"},
+        timeout=30,
+    )
     assert dashboard.status_code == 200 and text in html.unescape(dashboard.text)  # late notes and total too
 
     # grade quiz on the server: an answers file with two right answers (ids from the author's source).
     source = quiz_source("activations")
-    answers = {q.id: right_answer("activations", q, STUDENT, typed=False) for q in source.questions if q.id in QUIZ_RIGHT}
+    answers = {
+        q.id: right_answer("activations", q, STUDENT, typed=False) for q in source.questions if q.id in QUIZ_RIGHT
+    }
     (course["work"] / "answers.json").write_text(json.dumps(answers))
     quiz = student_runs(course, "quiz", "activations", "--answers", "answers.json")
     questions = len(source.questions)  # the chapter's count, read from its quiz (never kept here)
@@ -217,8 +266,11 @@ def test_a_student_takes_part_in_the_course_with_the_handout_alone(course: dict[
     assert next_line.startswith("Next: normalization.BatchNorm1d (failed"), next_line
 
     # The instructor's Canvas CSV holds the counted scores: 70 % of each late activation, the quiz's points.
-    canvas = httpx.get(f"{course['url']}/instructor/export/canvas.csv",
-                       headers={"Authorization": f"Bearer {course['teacher']}"}, timeout=30)
+    canvas = httpx.get(
+        f"{course['url']}/instructor/export/canvas.csv",
+        headers={"Authorization": f"Bearer {course['teacher']}"},
+        timeout=30,
+    )
     assert canvas.status_code == 200, canvas.text
     rows = list(csv.reader(io.StringIO(canvas.text)))
     header, row = rows[0], next(r for r in rows if len(r) > 2 and r[2] == STUDENT)
@@ -231,27 +283,36 @@ def test_a_student_takes_part_in_the_course_with_the_handout_alone(course: dict[
     assert float(cell[quiz_column]) == pytest.approx(sum(points[q] for q in QUIZ_RIGHT))
 
 
-def test_the_same_handout_makes_a_gradescope_upload_that_the_bundle_grades(course: dict[str, Any],
-                                                                         tmp_path: Path) -> None:
+def test_the_same_handout_makes_a_gradescope_upload_that_the_bundle_grades(
+    course: dict[str, Any], tmp_path: Path
+) -> None:
     """The student's exercises/ folder and a quiz-answers.toml as the README shows, graded by the bundle."""
     root = tmp_path / "autograder"
     with zipfile.ZipFile(course["release"] / "autograder" / "autograder.zip") as zf:
         zf.extractall(root)
-    shutil.copytree(course["work"] / "exercises", root / "submission" / "exercises",
-                    ignore=shutil.ignore_patterns("__pycache__", ".grade"))
+    shutil.copytree(
+        course["work"] / "exercises",
+        root / "submission" / "exercises",
+        ignore=shutil.ignore_patterns("__pycache__", ".grade"),
+    )
     # The file `grade quiz activations --student EMAIL --save-answers quiz-answers.toml` writes: the choice as
     # numbered for that student (choices are shuffled per student), under the student's own name.
     from grader import quiz as quiz_lib
 
     email = "ada@example.org"
     (root / "submission_metadata.json").write_text(json.dumps({"users": [{"email": email, "name": "Ada"}]}))
-    question = next(q for q in quiz_lib.resolve_chapter("activations", quiz_lib.default_quiz_dir()).questions
-                    if q.id == "gelu-why")
+    question = next(
+        q for q in quiz_lib.resolve_chapter("activations", quiz_lib.default_quiz_dir()).questions if q.id == "gelu-why"
+    )
     shown = [c.id for c in quiz_lib.pose(question, email).choices].index("c") + 1
     (root / "submission" / "quiz-answers.toml").write_text(
-        f'student = "{email}"\n[activations]\ngelu-why = "{shown}"\n')
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "AUTOGRADER_ROOT": str(root),
-           "PYTHON": sys.executable}
+        f'student = "{email}"\n[activations]\ngelu-why = "{shown}"\n'
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        "AUTOGRADER_ROOT": str(root),
+        "PYTHON": sys.executable,
+    }
     done = subprocess.run(["bash", str(root / "run_autograder")], capture_output=True, text=True, env=env, timeout=600)
     results = json.loads((root / "results" / "results.json").read_text())
     tests = {t["name"]: t for t in results["tests"]}
@@ -271,8 +332,10 @@ def test_an_import_beyond_numpy_and_the_standard_library_is_refused_here_and_on_
     write_solution(work / "exercises")
     source = (work / "exercises" / "activations.py").read_text()
     (work / "exercises" / "activations.py").write_text("from scipy.special import erf\n" + source)
-    reason = ("activations.py line 1 imports 'scipy': a submission may import only numpy and the Python standard "
-              "library (math, functools, ...), so this file scores zero; remove the import")
+    reason = (
+        "activations.py line 1 imports 'scipy': a submission may import only numpy and the Python standard "
+        "library (math, functools, ...), so this file scores zero; remove the import"
+    )
     local = student_runs(course, "submit", "activations.ReLU", who="bob", cwd=work)
     assert local.returncode == 1 and reason in local.stdout and "ERROR" in local.stdout, local.stdout + local.stderr
     login = student_runs(course, "login", stdin=course["tokens"]["bob"] + "\n", who="bob", cwd=work)

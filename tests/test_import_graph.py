@@ -85,8 +85,9 @@ def import_edges(modules: Mapping[str, Path], root: Path = ROOT) -> dict[str, di
         for line, names in sorted(by_line.items()):
             for imported in names:
                 target = module_of(imported, modules)
-                passed_through = any(other.startswith(imported + ".") and module_of(other, modules) != target
-                                     for other in names)
+                passed_through = any(
+                    other.startswith(imported + ".") and module_of(other, modules) != target for other in names
+                )
                 if target is not None and target != name and not passed_through:
                     mine.setdefault(target, line)
     return edges
@@ -140,8 +141,12 @@ def layer_of(module: str) -> int:
 
 def upward_edges(edges: Mapping[str, Mapping[str, int]]) -> dict[tuple[str, str], int]:
     """(importer, imported) -> line, for every import of a higher layer."""
-    return {(src, dst): line for src, targets in edges.items() for dst, line in targets.items()
-            if layer_of(dst) > layer_of(src)}
+    return {
+        (src, dst): line
+        for src, targets in edges.items()
+        for dst, line in targets.items()
+        if layer_of(dst) > layer_of(src)
+    }
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +161,9 @@ def test_no_module_of_grader_or_reference_is_in_an_import_circle(edges: dict[str
 
 def test_imports_go_down_the_layers_except_the_named_ones(edges: dict[str, dict[str, int]]) -> None:
     upward = upward_edges(edges)
-    unnamed = [f"{src} (line {line}) imports {dst}" for (src, dst), line in sorted(upward.items()) if (src, dst) not in UPWARD]
+    unnamed = [
+        f"{src} (line {line}) imports {dst}" for (src, dst), line in sorted(upward.items()) if (src, dst) not in UPWARD
+    ]
     assert not unnamed, "imports up the layers of docs/design.md's map: " + "; ".join(unnamed)
     gone = sorted(set(UPWARD) - set(upward))
     assert not gone, f"named in UPWARD but no longer imported (remove them): {gone}"
@@ -182,7 +189,8 @@ def edges_of_package(root: Path, files: dict[str, str]) -> dict[str, dict[str, i
 
 
 def test_a_circle_through_a_function_level_import_is_found_and_moving_the_shared_piece_down_ends_it(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     files = {
         "grader/__init__.py": "",
         "grader/student/__init__.py": "",
@@ -222,13 +230,16 @@ def test_a_package_reexporting_its_modules_is_no_circle_unless_one_reads_the_pac
 
 
 def test_an_import_up_the_layers_is_found_with_its_line(tmp_path: Path) -> None:
-    edges = edges_of_package(tmp_path, {
-        "grader/__init__.py": "",
-        "grader/course/__init__.py": "",
-        "grader/course/packs.py": "import json\n\n\ndef f():\n    import importlib\n    importlib.import_module('grader.server.app')\n",
-        "grader/server/__init__.py": "",
-        "grader/server/app.py": "from grader.course import packs\n",
-    })
+    edges = edges_of_package(
+        tmp_path,
+        {
+            "grader/__init__.py": "",
+            "grader/course/__init__.py": "",
+            "grader/course/packs.py": "import json\n\n\ndef f():\n    import importlib\n    importlib.import_module('grader.server.app')\n",
+            "grader/server/__init__.py": "",
+            "grader/server/app.py": "from grader.course import packs\n",
+        },
+    )
     assert upward_edges(edges) == {("grader.course.packs", "grader.server.app"): 6}
 
 
@@ -240,8 +251,17 @@ def test_the_map_at_the_top_of_design_md_draws_every_layer() -> None:
         for package in packages:
             if package != "grader":
                 assert package.replace(".", "/").split("/")[-1] in drawn, f"the map does not draw {package}"
-    rows = [drawn.index(f"\n {folder}") for folder in ("grader/student/", "reference/", "grader/course/", "grader/term/",
-                                                        "grader/server/", "command lines")]
+    rows = [
+        drawn.index(f"\n {folder}")
+        for folder in (
+            "grader/student/",
+            "reference/",
+            "grader/course/",
+            "grader/term/",
+            "grader/server/",
+            "command lines",
+        )
+    ]
     assert rows == sorted(rows, reverse=True)  # drawn bottom up
     assert len(drawn.strip().splitlines()) <= 40  # one screen
 

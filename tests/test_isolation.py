@@ -35,8 +35,10 @@ def submission(tmp_path: Path, replacement: str, file: str = "activations.py", a
 
 def replaced_relu(body: str, prelude: str = "") -> str:
     """Source that rebinds ReLU to a subclass whose forward is ``body`` (indented 8 spaces)."""
-    return prelude + "\n_CorrectReLU = ReLU\n\n\nclass ReLU(_CorrectReLU):\n    def forward(self, x):\n" + textwrap.indent(
-        textwrap.dedent(body), " " * 8
+    return (
+        prelude
+        + "\n_CorrectReLU = ReLU\n\n\nclass ReLU(_CorrectReLU):\n    def forward(self, x):\n"
+        + textwrap.indent(textwrap.dedent(body), " " * 8)
     )
 
 
@@ -232,8 +234,11 @@ def test_reading_the_reference_by_path_scores_zero(tmp_path: Path, body: str) ->
     assert relu.score == 0
     if report.sandboxed:
         assert relu.status == "failed"
-        assert all("No such file or directory" in c.message or "FileNotFoundError" in c.message
-                   for c in relu.checks if not c.passed)
+        assert all(
+            "No such file or directory" in c.message or "FileNotFoundError" in c.message
+            for c in relu.checks
+            if not c.passed
+        )
     else:
         assert relu.status == "error"
         assert "reading the grader's files from a submission is not allowed" in relu.message

@@ -109,9 +109,7 @@ KERNELS: dict[str, dict[str, list[str]]] = {
 
 def load_exercises(path: Path, name: str) -> ModuleType:
     """Import the folder ``path`` as the package ``name`` (relative imports between its files work)."""
-    spec = importlib.util.spec_from_file_location(
-        name, path / "__init__.py", submodule_search_locations=[str(path)]
-    )
+    spec = importlib.util.spec_from_file_location(name, path / "__init__.py", submodule_search_locations=[str(path)])
     assert spec is not None and spec.loader is not None
     package = importlib.util.module_from_spec(spec)
     sys.modules[name] = package
@@ -474,9 +472,7 @@ def test_every_class_has_a_constructor_case() -> None:
     assert {case[0] for case in CONSTRUCTORS} == set(CLASS_IDS)
 
 
-@pytest.mark.parametrize(
-    ("exercise_id", "args", "kwargs"), CONSTRUCTORS, ids=[f"{c[0]}{c[1]}" for c in CONSTRUCTORS]
-)
+@pytest.mark.parametrize(("exercise_id", "args", "kwargs"), CONSTRUCTORS, ids=[f"{c[0]}{c[1]}" for c in CONSTRUCTORS])
 def test_stub_init_builds_the_reference_state(
     stubs: ModuleType, exercise_id: str, args: tuple[Any, ...], kwargs: Callable[[], dict[str, Any]]
 ) -> None:

@@ -26,20 +26,33 @@ STATEMENT = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 
+
 def sql_lines(source: str) -> list[int]:
     """The lines of ``source`` that issue SQL (see the module's docstring), in order."""
     found: set[int] = set()
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SQL_CALLS \
-                and (node.args or any(k.arg == "sql" for k in node.keywords)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in SQL_CALLS
+            and (node.args or any(k.arg == "sql" for k in node.keywords))
+        ):
             found.add(node.lineno)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "table" \
-                and _names_a_database(node.func.value):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "table"
+            and _names_a_database(node.func.value)
+        ):
             found.add(node.lineno)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and STATEMENT.match(node.value):
             found.add(node.lineno)
-        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
-                and isinstance(node.slice.value, str) and _names_a_database(node.value):
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+            and _names_a_database(node.value)
+        ):
             found.add(node.lineno)
     return sorted(found)
 

@@ -39,8 +39,11 @@ def test_node_id_prefixes_name_a_folder_a_file_or_one_test_with_its_parameters()
 
 
 def test_marks_come_from_the_fixtures_and_the_named_tests(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(conftest, "SERVER_FIXTURES", {"tests": frozenset({"redis_server"}),
-                                                      "tests/server/test_a.py": frozenset({"env"})})
+    monkeypatch.setattr(
+        conftest,
+        "SERVER_FIXTURES",
+        {"tests": frozenset({"redis_server"}), "tests/server/test_a.py": frozenset({"env"})},
+    )
     monkeypatch.setattr(conftest, "SERVER_TESTS", ("tests/term/test_b.py::test_serves",))
     monkeypatch.setattr(conftest, "SLOW_TESTS", ("tests/quiz/test_c.py",))
     assert tier_marks("tests/student/test_d.py::test_plain", ["tmp_path"]) == set()
@@ -52,21 +55,24 @@ def test_marks_come_from_the_fixtures_and_the_named_tests(monkeypatch: pytest.Mo
     assert tier_marks("tests/quiz/test_c.py::test_any", ["browser"]) == {"browser", "slow"}
 
 
-@pytest.mark.parametrize("argv, server", [
-    (["/usr/bin/redis-server", "--port", "7000"], "redis-server"),
-    ([sys.executable, "-m", "grader.cli", "serve", "--db", "c.db"], "grade serve"),
-    ([".venv/bin/grade", "worker", "--queue", "sqlite:///q.db"], "grade worker"),
-    ([sys.executable, "-c", "from grader.cli import main; main()", "serve"], "grade serve"),
-    ([sys.executable, "-m", "grader.cli", "submit", "--path", "serve"], None),
-    ([sys.executable, "-m", "grader.student.sandbox.worker", "/job"], None),
-    (["chromium", "--headless"], None),
-    ("redis-server", "redis-server"),
-])
+@pytest.mark.parametrize(
+    "argv, server",
+    [
+        (["/usr/bin/redis-server", "--port", "7000"], "redis-server"),
+        ([sys.executable, "-m", "grader.cli", "serve", "--db", "c.db"], "grade serve"),
+        ([".venv/bin/grade", "worker", "--queue", "sqlite:///q.db"], "grade worker"),
+        ([sys.executable, "-c", "from grader.cli import main; main()", "serve"], "grade serve"),
+        ([sys.executable, "-m", "grader.cli", "submit", "--path", "serve"], None),
+        ([sys.executable, "-m", "grader.student.sandbox.worker", "/job"], None),
+        (["chromium", "--headless"], None),
+        ("redis-server", "redis-server"),
+    ],
+)
 def test_what_counts_as_starting_a_server(argv: list[str] | str, server: str | None) -> None:
     assert starts_server(argv) == server
 
 
-GUARDED = '''
+GUARDED = """
 import subprocess, sys
 import pytest
 
@@ -86,7 +92,7 @@ def test_marked(tmp_path):
 
 def test_other_programs_run(tmp_path):
     assert subprocess.run([sys.executable, "-c", "print(1)"], capture_output=True).returncode == 0
-'''
+"""
 
 
 def test_a_server_started_without_the_server_mark_fails_the_test(tmp_path: Path) -> None:
@@ -94,22 +100,37 @@ def test_a_server_started_without_the_server_mark_fails_the_test(tmp_path: Path)
     (tmp_path / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
     (tmp_path / "test_guarded.py").write_text(GUARDED)
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    server: starts server processes\n")
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-rA"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-rA"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = done.stdout
     assert done.returncode == 1, out + done.stderr
     assert "PASSED test_guarded.py::test_marked" in out and "PASSED test_guarded.py::test_other_programs_run" in out
     assert "FAILED test_guarded.py::test_unmarked" in out
-    assert ("test_guarded.py::test_unmarked starts a server process (redis-server) but is not marked `server`" in out)
+    assert "test_guarded.py::test_unmarked starts a server process (redis-server) but is not marked `server`" in out
 
 
 def test_the_fast_tier_leaves_out_browsers_servers_and_slow_tests() -> None:
     expression = fast_tier_expression()
     assert expression == "not browser and not server and not slow"
-    files = ["tests/server/test_dashboard.py", "tests/server/test_dashboard_browser.py", "tests/course/test_release.py",
-             "tests/student/feedback/test_kept.py", "tests/server/test_server_grading.py"]
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                           "-m", expression, *files], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    files = [
+        "tests/server/test_dashboard.py",
+        "tests/server/test_dashboard_browser.py",
+        "tests/course/test_release.py",
+        "tests/student/feedback/test_kept.py",
+        "tests/server/test_server_grading.py",
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", expression, *files],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     collected = [line for line in done.stdout.splitlines() if "::" in line]
     modules = {line.split("::")[0] for line in collected}

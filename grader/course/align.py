@@ -47,8 +47,14 @@ from grader.student.engine.crash_origin import strings as _strings
 from grader.student.engine.trace import Record, read, traced
 
 RTOL = 1e-6
-REDUCTIONS: tuple[tuple[str, dict[str, int]], ...] = (("mean", {}), ("sum", {}), ("var", {"ddof": 0}), ("var", {"ddof": 1}), ("std", {"ddof": 0}),
-              ("std", {"ddof": 1}))
+REDUCTIONS: tuple[tuple[str, dict[str, int]], ...] = (
+    ("mean", {}),
+    ("sum", {}),
+    ("var", {"ddof": 0}),
+    ("var", {"ddof": 1}),
+    ("std", {"ddof": 0}),
+    ("std", {"ddof": 1}),
+)
 MAX_REDUCED_SIZE = 20_000  # reference values larger than this are not reduced over other axes
 
 
@@ -151,8 +157,10 @@ def variant(value: np.ndarray, reference: list[Record]) -> tuple[str, Record | N
                         continue
                     if matches(out, reference):
                         continue  # the reference computes it too: no variant
-                    return f"your value is {_reduction_words(how, kwargs, axes)} of the reference's `{_short(r)}`", \
-                        _reference_reduction(r, how, kwargs, reference)
+                    return (
+                        f"your value is {_reduction_words(how, kwargs, axes)} of the reference's `{_short(r)}`",
+                        _reference_reduction(r, how, kwargs, reference),
+                    )
     return None
 
 
@@ -193,20 +201,29 @@ def differing(student: ast.AST, reference: ast.AST) -> tuple[str, str] | None:
     """The first place (outermost) where two expressions differ in structure, as (student's, reference's)
     source; names and attributes count as alike (the two name their variables differently)."""
     named = (ast.Name, ast.Attribute, ast.Constant)
-    if isinstance(student, ast.Constant) and isinstance(reference, ast.Constant) and \
-            isinstance(student.value, (int, float)) and isinstance(reference.value, (int, float)) and \
-            student.value != reference.value:  # (a number: ``x > 1`` where the reference has ``x > 0``)
+    if (
+        isinstance(student, ast.Constant)
+        and isinstance(reference, ast.Constant)
+        and isinstance(student.value, (int, float))
+        and isinstance(reference.value, (int, float))
+        and student.value != reference.value
+    ):  # (a number: ``x > 1`` where the reference has ``x > 0``)
         return _plain(student), _plain(reference)
     if isinstance(student, named) and isinstance(reference, named):
         return None
-    if isinstance(student, ast.BinOp) and isinstance(reference, ast.BinOp) and \
-            type(student.op) is type(reference.op) and type(student.left) is not type(reference.left) and \
-            type(student.right) is not type(reference.right):  # grouped otherwise: ``c * x * 3`` for ``c * x ** 3``
+    if (
+        isinstance(student, ast.BinOp)
+        and isinstance(reference, ast.BinOp)
+        and type(student.op) is type(reference.op)
+        and type(student.left) is not type(reference.left)
+        and type(student.right) is not type(reference.right)
+    ):  # grouped otherwise: ``c * x * 3`` for ``c * x ** 3``
         return _plain(student), _plain(reference)
     if type(student) is not type(reference):
         return _plain(student), _plain(reference)
-    if isinstance(student, (ast.BinOp, ast.BoolOp, ast.UnaryOp, ast.Compare)) and \
-            type(getattr(student, "op", None)) is not type(getattr(reference, "op", None)):
+    if isinstance(student, (ast.BinOp, ast.BoolOp, ast.UnaryOp, ast.Compare)) and type(
+        getattr(student, "op", None)
+    ) is not type(getattr(reference, "op", None)):
         return _plain(student), _plain(reference)
     if isinstance(student, ast.Call) and _plain(student.func) != _plain(reference.func):  # type: ignore[attr-defined]
         return _plain(student), _plain(reference)
@@ -238,8 +255,15 @@ def _nearest(value: np.ndarray, s: Record, reference: list[Record]) -> Record | 
     same role (an assignment, a return), in the same function where the reference has it there; else the same
     shape and nearest."""
     last = s.name.split(".")[-1]
-    same_name = [r for r in reference if r.role == s.role and r.role in ("assign", "return")
-                 and r.name.split(".")[-1] == last and r.value is not None and r.value.size == value.size]
+    same_name = [
+        r
+        for r in reference
+        if r.role == s.role
+        and r.role in ("assign", "return")
+        and r.name.split(".")[-1] == last
+        and r.value is not None
+        and r.value.size == value.size
+    ]
     same_function = [r for r in same_name if r.function == s.function]
     if same_function or same_name:
         return (same_function or same_name)[0]
@@ -254,8 +278,14 @@ def _nearest(value: np.ndarray, s: Record, reference: list[Record]) -> Record | 
     return best
 
 
-def locate(exercise_id: str, topic: str, student: ScriptResult, reference: ScriptResult, student_source: str,
-           reference_text: str) -> dict[str, Any] | None:
+def locate(
+    exercise_id: str,
+    topic: str,
+    student: ScriptResult,
+    reference: ScriptResult,
+    student_source: str,
+    reference_text: str,
+) -> dict[str, Any] | None:
     """``{"file", "line", "code", "words"}`` where the student's run leaves the reference's, or None."""
     lines = student_source.splitlines()
     try:
@@ -304,8 +334,16 @@ def _parsed(text: str) -> ast.Module:
     return ast.parse(text)
 
 
-def _divergence(topic: str, s: Record, statement: ast.stmt | None, found: tuple[str, Record | None] | None,
-                refs: list[Record], reference_tree: ast.Module, lines: list[str], guided: bool) -> dict[str, Any]:
+def _divergence(
+    topic: str,
+    s: Record,
+    statement: ast.stmt | None,
+    found: tuple[str, Record | None] | None,
+    refs: list[Record],
+    reference_tree: ast.Module,
+    lines: list[str],
+    guided: bool,
+) -> dict[str, Any]:
     code = _code(lines, s.line)
     assert s.value is not None
     if found is not None:
@@ -313,8 +351,12 @@ def _divergence(topic: str, s: Record, statement: ast.stmt | None, found: tuple[
     else:
         words, counterpart = "your value here matches nothing the reference computes", _nearest(s.value, s, refs)
     if not guided:  # (the words above quote the reference's code)
-        return {"file": f"{topic}.py", "line": s.line, "code": code,
-                "words": "your value here is the first that leaves the reference's computation"}
+        return {
+            "file": f"{topic}.py",
+            "line": s.line,
+            "code": code,
+            "words": "your value here is the first that leaves the reference's computation",
+        }
     if counterpart is not None:
         theirs = _reference_expression(counterpart, reference_tree)
         mine = _expression(statement)
@@ -324,5 +366,3 @@ def _divergence(topic: str, s: Record, statement: ast.stmt | None, found: tuple[
         elif theirs is not None:
             words += f"; the reference computes `{_plain(theirs)}` here"
     return {"file": f"{topic}.py", "line": s.line, "code": code, "words": words}
-
-

@@ -116,17 +116,22 @@ def quiz_tests(submission: Path, root: Path | None = None) -> tuple[list[dict[st
     doc = quiz_lib.load_answers(files[0]) if files else {}
     named = doc.pop("student", None)
     if named is not None and str(named).strip().casefold() != student.casefold():
-        raise GraderError(f"{files[0].name} was written for '{named}', not for you ({student}): run "
-                          f"`grade quiz CHAPTER --student {student} --save-answers {files[0].name}` and upload it again")
+        raise GraderError(
+            f"{files[0].name} was written for '{named}', not for you ({student}): run "
+            f"`grade quiz CHAPTER --student {student} --save-answers {files[0].name}` and upload it again"
+        )
     for chapter, table in doc.items():
         if not isinstance(table, dict):
-            raise GraderError(f"{files[0].name}: '{chapter}' must be a table of question ids and answers "
-                              f"([{chapter}] then one line per question)")
+            raise GraderError(
+                f"{files[0].name}: '{chapter}' must be a table of question ids and answers "
+                f"([{chapter}] then one line per question)"
+            )
     chapters = list(doc) + sorted({key.split("/")[0] for key in prior} - set(doc))
     if doc:
         judging.warm_up()  # each answer is judged in a forked, time-bounded process: fork it ready
-    due_passed = graded.past_due(_time(meta.get("assignment", {}).get("due_date")),
-                                 _time(meta.get("created_at")) or datetime.now(timezone.utc))
+    due_passed = graded.past_due(
+        _time(meta.get("assignment", {}).get("due_date")), _time(meta.get("created_at")) or datetime.now(timezone.utc)
+    )
     attempts = course_attempts()
     tests, records = [], dict(prior)
     for chapter in chapters:
@@ -146,27 +151,37 @@ def quiz_tests(submission: Path, root: Path | None = None) -> tuple[list[dict[st
             if line:
                 lines.append(line)
         max_score = sum(q.points for q in quiz.questions)
-        tests.append({
-            "name": f"quiz {quiz.chapter}",
-            "score": round(score, 6),
-            "max_score": max_score,
-            "status": "passed" if at_full_marks(score, max_score) else "failed",
-            "output": f"{format_score(score)}/{format_score(max_score)}\n" + "\n".join(lines),
-            "visibility": "visible",
-        })
+        tests.append(
+            {
+                "name": f"quiz {quiz.chapter}",
+                "score": round(score, 6),
+                "max_score": max_score,
+                "status": "passed" if at_full_marks(score, max_score) else "failed",
+                "output": f"{format_score(score)}/{format_score(max_score)}\n" + "\n".join(lines),
+                "visibility": "visible",
+            }
+        )
     return tests, records
 
 
-def judge_file_answer(question: quiz_lib.Question, raw: Any, student: str, record: dict[str, Any] | None,
-                      course_attempts: int | None, due_passed: bool) -> tuple[str, dict[str, Any] | None]:
+def judge_file_answer(
+    question: quiz_lib.Question,
+    raw: Any,
+    student: str,
+    record: dict[str, Any] | None,
+    course_attempts: int | None,
+    due_passed: bool,
+) -> tuple[str, dict[str, Any] | None]:
     """One question of an answers file: (the line the student reads, the attempt record to keep)."""
     used = int(record["used"]) if record else 0
-    before = graded.GradedStanding(used, bool(record and record["correct"]),
-                                   graded.allowed_attempts(question, course_attempts))
+    before = graded.GradedStanding(
+        used, bool(record and record["correct"]), graded.allowed_attempts(question, course_attempts)
+    )
     posed = quiz_lib.pose(question, student)
     if raw is None:
-        return (f"{question.id}: {'right (earlier submission)' if before.correct else 'not answered'}"
-                if record else ""), record
+        return (
+            f"{question.id}: {'right (earlier submission)' if before.correct else 'not answered'}" if record else ""
+        ), record
     if before.closed:
         state = "right (earlier submission)" if before.correct else "no attempts left (attempts never reset)"
         return f"{question.id}: {state}: not judged again", record
@@ -200,13 +215,18 @@ def prior_records(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for sub in sorted((p for p in previous if isinstance(p, dict)), key=lambda p: str(p.get("submission_time", ""))):
         given = sub.get("results")
         results = given if isinstance(given, dict) else {}
-        kept = (results.get("extra_data") or {}).get(QUIZ_RECORDS) if isinstance(results.get("extra_data"), dict) else None
+        kept = (
+            (results.get("extra_data") or {}).get(QUIZ_RECORDS) if isinstance(results.get("extra_data"), dict) else None
+        )
         for key, rec in (kept or {}).items():
             if not isinstance(rec, dict) or not isinstance(rec.get("used"), int):
                 continue
             old = merged.get(key, {"used": 0, "correct": False})
-            merged[key] = {"used": max(old["used"], rec["used"]), "correct": bool(old["correct"] or rec.get("correct")),
-                           "answer": str(rec.get("answer", ""))}
+            merged[key] = {
+                "used": max(old["used"], rec["used"]),
+                "correct": bool(old["correct"] or rec.get("correct")),
+                "answer": str(rec.get("answer", "")),
+            }
     return merged
 
 
@@ -258,8 +278,19 @@ def run(root: Path, sandbox: bool = True) -> dict[str, Any]:
     try:
         extra, records = quiz_tests(submission, root)
     except GraderError as exc:  # the exercises still count; the quiz part says what to fix
-        extra, records = [{"name": "quiz answers", "score": 0.0, "max_score": 0.0, "status": "failed",
-                           "output": str(exc), "visibility": "visible"}], prior_records(metadata(root))
+        extra, records = (
+            [
+                {
+                    "name": "quiz answers",
+                    "score": 0.0,
+                    "max_score": 0.0,
+                    "status": "failed",
+                    "output": str(exc),
+                    "visibility": "visible",
+                }
+            ],
+            prior_records(metadata(root)),
+        )
     results["tests"] += extra
     results["score"] = round(results["score"] + sum(t["score"] for t in extra), 6)
     results["extra_data"] = {QUIZ_RECORDS: records}
@@ -273,16 +304,21 @@ def rerun_line(report: GradeReport) -> str:
     """The one line that flags a run with exercises the autograder's machine could not grade."""
     skipped = report.not_graded
     points = format_score(sum(e.max_score for e in skipped))
-    return (f"NOT GRADED YET: {len(skipped)} exercise(s) ({points} points) could not be graded on the autograder's"
-            f" machine, not your fault: they count when your instructor reruns the autograder (no need to submit"
-            f" again). {first_reason(skipped)}")
+    return (
+        f"NOT GRADED YET: {len(skipped)} exercise(s) ({points} points) could not be graded on the autograder's"
+        f" machine, not your fault: they count when your instructor reruns the autograder (no need to submit"
+        f" again). {first_reason(skipped)}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.course.gradescope", description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path("/autograder"), help="Gradescope's /autograder folder.")
-    parser.add_argument("--no-sandbox", action="store_true",
-                        help="Grade without the OS sandbox (bubblewrap) where the image cannot run it; noted in the results.")
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="Grade without the OS sandbox (bubblewrap) where the image cannot run it; noted in the results.",
+    )
     args = parser.parse_args(argv)
     output = args.root / "results" / "results.json"
     write_gradescope_placeholder(output)
@@ -293,8 +329,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # an autograder must always leave a results.json
-        write_json(gradescope_error(f"the grader failed ({type(exc).__name__}: {exc}); please tell your instructor"),
-                   output)
+        write_json(
+            gradescope_error(f"the grader failed ({type(exc).__name__}: {exc}); please tell your instructor"), output
+        )
         raise
     write_json(results, output)
     skipped = results.get("extra_data", {}).get(NOT_GRADED)

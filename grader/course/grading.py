@@ -113,7 +113,9 @@ _REFERENCE_LOCK = threading.Lock()
 
 def _reference_namespace() -> Any:
     """The ``reference`` package with its topic modules loaded (kernels are emulated by ops_opencl)."""
-    from reference.opencl.emulation import reference_namespace  # not grader.mistakes: the catalogue waits for a diagnosis
+    from reference.opencl.emulation import (
+        reference_namespace,
+    )  # not grader.mistakes: the catalogue waits for a diagnosis
 
     return reference_namespace()
 
@@ -209,8 +211,11 @@ class LiveExpected:
             parameters = inspect.signature(obj).parameters  # (a class: its __init__'s, without self)
         except (TypeError, ValueError):
             return {}
-        return {p.name: p.default for p in parameters.values()
-                if isinstance(p.default, (bool, float)) and p.kind is not p.VAR_KEYWORD}
+        return {
+            p.name: p.default
+            for p in parameters.values()
+            if isinstance(p.default, (bool, float)) and p.kind is not p.VAR_KEYWORD
+        }
 
     def terms(self, case: Case, student: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """The reference's results of ``case`` as named terms (grader/course/terms.py; running statistics from the
@@ -233,13 +238,14 @@ class LiveExpected:
         grouped = self.exercise_id == "normalization.GroupNorm"  # (its statistics' axes: of x as (N, groups, -1))
 
         def viewed(what: str) -> str:
-            return "x reshaped (N, groups, -1)" if grouped and what not in SUMS else \
-                f"x of shape {tuple(np.shape(x))}"
+            return "x reshaped (N, groups, -1)" if grouped and what not in SUMS else f"x of shape {tuple(np.shape(x))}"
 
-        return [(rule, what, viewed(what), AXIS_RULES[rule](3 if grouped and what not in SUMS
-                                                            else np.ndim(x)))
-                for rule in AXIS_RULES for what in REDUCTIONS
-                if set(REDUCTION_KEYS[what]) & set(keys) and self.axis_variant(case, rule, what) is not None]
+        return [
+            (rule, what, viewed(what), AXIS_RULES[rule](3 if grouped and what not in SUMS else np.ndim(x)))
+            for rule in AXIS_RULES
+            for what in REDUCTIONS
+            if set(REDUCTION_KEYS[what]) & set(keys) and self.axis_variant(case, rule, what) is not None
+        ]
 
     def axis_variant(self, case: Case, rule: str, what: str) -> dict[str, Any] | None:
         """The reference's results of ``case`` with one reduction over the axes of ``rule`` (terms.axis_variant)."""
@@ -297,8 +303,14 @@ class LiveSource:
         except Exception:  # noqa: BLE001 - the grader's fault: locate then tries once more itself
             return None
 
-    def locate(self, exercise_id: str, case: Case, student: ScriptResult, student_source: str,
-               reference: ScriptResult | None = None) -> dict[str, Any] | None:
+    def locate(
+        self,
+        exercise_id: str,
+        case: Case,
+        student: ScriptResult,
+        student_source: str,
+        reference: ScriptResult | None = None,
+    ) -> dict[str, Any] | None:
         """Where the student's traced run of ``case`` leaves the reference's (:func:`grader.course.align.locate`);
         ``reference``: the reference's traced run when :meth:`trace_reference` made it already.
 
@@ -308,14 +320,23 @@ class LiveSource:
 
         topic = exercise_id.split(".", 1)[0]
         try:
-            return align.locate(exercise_id, topic, student, reference or align.reference_trace(case, topic),
-                                student_source, align.reference_source(topic))
+            return align.locate(
+                exercise_id,
+                topic,
+                student,
+                reference or align.reference_trace(case, topic),
+                student_source,
+                align.reference_source(topic),
+            )
         except Exception:  # noqa: BLE001 - the grader's fault: no location, the verdict stands
             return None
 
 
 def grade(
-    path: Path | str, selectors: list[str] | None, student: str, limits: Limits | None = None,
+    path: Path | str,
+    selectors: list[str] | None,
+    student: str,
+    limits: Limits | None = None,
     workspace: Workspace | None = None,
 ) -> GradeReport:
     """Grade the exercises ``selectors`` (ids or topics; None or [] for all) of ``path`` with the hidden checks.
@@ -328,7 +349,14 @@ def grade(
 
 
 __all__ = [
-    "LiveExpected", "LiveSource", "Limits", "error_report", "files_hash", "grade", "grader_version", "judge_digest",
+    "LiveExpected",
+    "LiveSource",
+    "Limits",
+    "error_report",
+    "files_hash",
+    "grade",
+    "grader_version",
+    "judge_digest",
     "output_limit_reached",
     "reference_results",
 ]

@@ -82,7 +82,14 @@ from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.judging import judge, pose
 from grader.quiz.model import Posed, Question, Quiz, SourceQuiz
 from grader.quiz.reading import (
-    arithmetic, choices_quoted, concept_words, formulas, instantiated, near_concept, numbers, phrases,
+    arithmetic,
+    choices_quoted,
+    concept_words,
+    formulas,
+    instantiated,
+    near_concept,
+    numbers,
+    phrases,
 )
 from grader.student.quiz.answers import parse_number
 from grader.student.quiz.posing import PRACTICE_STUDENT
@@ -120,8 +127,9 @@ def _blank(template: str) -> str:
 
 def _notebook_text(path: Path) -> str:
     cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-    return "\n\n".join("".join(c["source"]) if isinstance(c.get("source"), list) else str(c.get("source", ""))
-                       for c in cells)
+    return "\n\n".join(
+        "".join(c["source"]) if isinstance(c.get("source"), list) else str(c.get("source", "")) for c in cells
+    )
 
 
 def handout_texts(student_dir: Path | str, stubs: bool = False) -> list[Text]:
@@ -136,14 +144,22 @@ def handout_texts(student_dir: Path | str, stubs: bool = False) -> list[Text]:
         doc = json.loads(path.read_text(encoding="utf-8"))
         for q in doc["questions"]:
             parts = [q["prompt"], _blank(q.get("template", "")), *(c["text"] for c in q.get("choices", []))]
-            texts.append(Text(f"quizzes/{path.name}: {q['id']}", "\n".join(p for p in parts if p),
-                              own=_key(doc["chapter"], q["id"])))
+            texts.append(
+                Text(
+                    f"quizzes/{path.name}: {q['id']}",
+                    "\n".join(p for p in parts if p),
+                    own=_key(doc["chapter"], q["id"]),
+                )
+            )
     if (root / "text").is_dir():
         texts += course_texts(root / "text")  # the course text the release ships
         texts += page_practice_texts(root / "text")  # and the practice its pages judge
     if stubs:
-        texts += [Text(p.relative_to(root).as_posix(), p.read_text(encoding="utf-8"))
-                  for p in sorted((root / "exercises").rglob("*")) if p.suffix in (".py", ".cl")]
+        texts += [
+            Text(p.relative_to(root).as_posix(), p.read_text(encoding="utf-8"))
+            for p in sorted((root / "exercises").rglob("*"))
+            if p.suffix in (".py", ".cl")
+        ]
     return texts
 
 
@@ -153,12 +169,18 @@ def course_texts(text_dir: Path | str) -> list[Text]:
     student reads every section before answering)."""
     from grader.student.coursetext import load_chapters, markdown_to_text
 
-    return [Text(f"text/{chapter.name}.md#{section.id}", f"{section.title}\n{markdown_to_text(section.body)}")
-            for chapter in load_chapters(text_dir).values() for section in chapter.sections]
+    return [
+        Text(f"text/{chapter.name}.md#{section.id}", f"{section.title}\n{markdown_to_text(section.body)}")
+        for chapter in load_chapters(text_dir).values()
+        for section in chapter.sections
+    ]
 
 
-_PRACTICE_FORM = re.compile(r'<form class="practice" data-question="([^"]+)" data-low="([^"]+)" '
-                            r'data-high="([^"]+)">(.*?)</form>', re.DOTALL)
+_PRACTICE_FORM = re.compile(
+    r'<form class="practice" data-question="([^"]+)" data-low="([^"]+)" '
+    r'data-high="([^"]+)">(.*?)</form>',
+    re.DOTALL,
+)
 
 
 def page_practice_texts(text_dir: Path | str) -> list[Text]:
@@ -172,8 +194,9 @@ def page_practice_texts(text_dir: Path | str) -> list[Text]:
         for qid, low, high, body in _PRACTICE_FORM.findall(page.read_text(encoding="utf-8")):
             words = html.unescape(re.sub(r"<[^>]+>", " ", body))
             middle = (float(low) + float(high)) / 2
-            texts.append(Text(f"text/{page.name}: {qid} (practice)", f"{words}\nRight: {middle:.6g}",
-                              own=_key(page.stem, qid)))
+            texts.append(
+                Text(f"text/{page.name}: {qid} (practice)", f"{words}\nRight: {middle:.6g}", own=_key(page.stem, qid))
+            )
     return texts
 
 
@@ -182,9 +205,14 @@ def contract_texts(exercises_dir: Path | str) -> list[Text]:
     from grader.course.scaffold import render_stub
 
     root = Path(exercises_dir)
-    return [Text(f"exercises/{p.relative_to(root).as_posix()} (contract)",
-                 render_stub(p.relative_to(root).as_posix(), p.read_text(encoding="utf-8"), {}, "contract"))
-            for p in sorted(root.rglob("*")) if p.suffix in (".py", ".cl") and "__pycache__" not in p.parts]
+    return [
+        Text(
+            f"exercises/{p.relative_to(root).as_posix()} (contract)",
+            render_stub(p.relative_to(root).as_posix(), p.read_text(encoding="utf-8"), {}, "contract"),
+        )
+        for p in sorted(root.rglob("*"))
+        if p.suffix in (".py", ".cl") and "__pycache__" not in p.parts
+    ]
 
 
 def instances(question: Question, students: Sequence[str]) -> list[dict[str, Any]]:
@@ -194,7 +222,10 @@ def instances(question: Question, students: Sequence[str]) -> list[dict[str, Any
     specs = params_lib.parse_specs(question.params)
     practice = pose(question, PRACTICE_STUDENT).values
     if math.prod(len(spec.values) for spec in specs.values()) <= ENUMERATED:
-        grid = [dict(zip(specs, combo, strict=True)) for combo in itertools.product(*(spec.values for spec in specs.values()))]
+        grid = [
+            dict(zip(specs, combo, strict=True))
+            for combo in itertools.product(*(spec.values for spec in specs.values()))
+        ]
     else:
         grid = [pose(question, student).values for student in students]
     return [values for values in grid if values != practice]
@@ -214,7 +245,9 @@ def quiz_texts(quizzes: Sequence[Quiz], students: Sequence[str], statements: boo
         for q in quiz.questions:
             own = _key(quiz.chapter, q.id)
             if statements:
-                texts.append(Text(f"prompt: {own}", "\n".join([_blank(q.prompt), *(c.text for c in q.choices)]), own=own))
+                texts.append(
+                    Text(f"prompt: {own}", "\n".join([_blank(q.prompt), *(c.text for c in q.choices)]), own=own)
+                )
             texts.append(Text(f"explanation: {own}", _blank(q.explanation), own=own))
             if not q.parameterised:
                 continue
@@ -275,8 +308,9 @@ def _accepted(posed: Posed, raw: Any) -> bool:
         return False
 
 
-def _found(text: Text, question: Question, posed: Posed, key: float | None,
-           concept: set[str] | None = None) -> list[str]:
+def _found(
+    text: Text, question: Question, posed: Posed, key: float | None, concept: set[str] | None = None
+) -> list[str]:
     """What ``text`` holds that ``question``'s judge accepts (``key``: a fixed numeric question's answer;
     ``concept``: a plain one's concept words, so that only the numbers written at its concept are tried)."""
     if question.kind == "numeric":
@@ -309,28 +343,42 @@ def _formula_answers(text: Text, question: Question, posed: Sequence[Posed]) -> 
     return [f for f in spans if all(_accepted(p, f) for p in posed)]
 
 
-def audit(texts: Iterable[Text], quizzes: Sequence[Quiz], keys: Mapping[str, float],
-          contract: Iterable[Text] = ()) -> Audit:
+def audit(
+    texts: Iterable[Text], quizzes: Sequence[Quiz], keys: Mapping[str, float], contract: Iterable[Text] = ()
+) -> Audit:
     """Try everything found in ``texts`` with the judges of ``quizzes``' fixed-key questions (see the module
     docstring). ``keys``: each fixed numeric question's answer (``source_keys``), used only to skip the numbers
     further than twice the tolerance from it, which the judge refuses (each would cost up to two thousand
     digests); every acceptance is the judge's. ``contract``: the exercise contract, read as a text for everyone
     except that a formula it states is a definition the exercise gives by design (``Audit.contract``)."""
-    fixed = [(_key(quiz.chapter, q.id), q, pose(q, AUDITOR)) for quiz in quizzes for q in quiz.questions
-             if not q.parameterised]
+    fixed = [
+        (_key(quiz.chapter, q.id), q, pose(q, AUDITOR))
+        for quiz in quizzes
+        for q in quiz.questions
+        if not q.parameterised
+    ]
     result = Audit(plain=[key for key, q, _ in fixed if q.kind == "numeric" and plain(keys[key])])
     answer = {key: keys.get(key) for key, _, _ in fixed}
     prompts = [q.prompt for quiz in quizzes for q in quiz.questions]
     concepts = {key: concept_words(q.prompt, prompts) for key, q, _ in fixed if key in result.plain}
     contract = list(contract)
     for text in contract:
-        result.contract += [key for key, q, posed in fixed if q.kind == "short" and q.symbols
-                            and key not in result.contract
-                            and any(_accepted(posed, f) for f in formulas(text.text, q))]
+        result.contract += [
+            key
+            for key, q, posed in fixed
+            if q.kind == "short"
+            and q.symbols
+            and key not in result.contract
+            and any(_accepted(posed, f) for f in formulas(text.text, q))
+        ]
     open_ = [(key, q, posed) for key, q, posed in fixed if key not in result.contract]
     numeric = [(key, q, posed) for key, q, posed in open_ if q.kind == "numeric" and answer[key] is not None]
-    drawn_questions = [(_key(quiz.chapter, q.id), q, [pose(q, s) for s in FORMULA_STUDENTS])
-                       for quiz in quizzes for q in quiz.questions if q.parameterised]
+    drawn_questions = [
+        (_key(quiz.chapter, q.id), q, [pose(q, s) for s in FORMULA_STUDENTS])
+        for quiz in quizzes
+        for q in quiz.questions
+        if q.parameterised
+    ]
     found: dict[tuple[str, str, str], None] = {}
     drawn: dict[tuple[str, str], dict[str, str]] = {}
     sizes: dict[str, int] = {}
@@ -340,7 +388,7 @@ def audit(texts: Iterable[Text], quizzes: Sequence[Quiz], keys: Mapping[str, flo
             for key, question, posed_all in drawn_questions:
                 if key != text.own:
                     found.update(((key, text.source, hit), None) for hit in _formula_answers(text, question, posed_all))
-        for key, question, posed in (open_ if text.instance is None else numeric):
+        for key, question, posed in open_ if text.instance is None else numeric:
             if key == text.own:
                 continue
             hits = _found(text, question, posed, answer[key], concepts.get(key))
@@ -361,8 +409,12 @@ def audit(texts: Iterable[Text], quizzes: Sequence[Quiz], keys: Mapping[str, flo
 
 def source_keys(sources: Iterable[SourceQuiz]) -> dict[str, float]:
     """Each fixed numeric question's answer, from the authors' sources (``audit``'s ``keys``)."""
-    return {_key(s.chapter, q.id): parse_number(q.answer) for s in sources for q in s.questions
-            if q.kind == "numeric" and q.answer_range is None}
+    return {
+        _key(s.chapter, q.id): parse_number(q.answer)
+        for s in sources
+        for q in s.questions
+        if q.kind == "numeric" and q.answer_range is None
+    }
 
 
 def students(count: int = STUDENTS) -> list[str]:
@@ -370,8 +422,15 @@ def students(count: int = STUDENTS) -> list[str]:
     return [f"student{i}@example.org" for i in range(count)]
 
 
-def run(student_dir: Path | str, quizzes: Sequence[Quiz], sources: Sequence[SourceQuiz], exercises_dir: Path | str,
-        count: int = STUDENTS, stubs: bool = False, text_dir: Path | str | None = None) -> Audit:
+def run(
+    student_dir: Path | str,
+    quizzes: Sequence[Quiz],
+    sources: Sequence[SourceQuiz],
+    exercises_dir: Path | str,
+    count: int = STUDENTS,
+    stubs: bool = False,
+    text_dir: Path | str | None = None,
+) -> Audit:
     """The whole audit: a handout folder's texts and the graders', every fixed-key question's judge; with
     ``text_dir``, every section of the course text too (:func:`course_texts`)."""
     texts = handout_texts(student_dir, stubs) + quiz_texts(quizzes, students(count), statements=False)
@@ -389,16 +448,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from grader.course.release import ROOT, build_release
 
     parser = argparse.ArgumentParser(prog="python -m grader.course.leaks", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--students", type=int, default=STUDENTS,
-                        help=f"students read for a question with over {ENUMERATED} instances")
+    parser.add_argument(
+        "--students", type=int, default=STUDENTS, help=f"students read for a question with over {ENUMERATED} instances"
+    )
     parser.add_argument("--stubs", action="store_true", help="read the stubs at the release's level too")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         build_release(Path(tmp) / "release")
         quizzes = quiz_lib.load_all(ROOT / "quizzes")
         sources = [quiz_lib.load_source(p) for p in sorted((ROOT / "quizzes" / "source").glob("*.toml"))]
-        result = run(Path(tmp) / "release" / "student", quizzes, sources, ROOT / "exercises", args.students,
-                     args.stubs)
+        result = run(Path(tmp) / "release" / "student", quizzes, sources, ROOT / "exercises", args.students, args.stubs)
     for leak in result.leaks:
         print(leak)
     print(f"{len(result.leaks)} leak(s) in {result.texts} texts")

@@ -74,8 +74,7 @@ def with_mask(
         return None
 
 
-def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str],
-                 what: str) -> Outcome:
+def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str], what: str) -> Outcome:
     """Outputs ``keys`` of train_dropout equal the reference block run with the student's own mask.
 
     The mask is read off the student's output (y != 0), so any way of drawing it is accepted;
@@ -106,11 +105,20 @@ def masked_check(ctx: Context, shape: tuple[int, int], p: float, keys: list[str]
             ):
                 mistake = candidate
                 break
-        figure = (figures.elements_figure(got[key], expected[key], RTOL, ATOL * scale_of(expected[key]),
-                                          title=f"p={p} in training: {key}", key=key)
-                  if np.shape(got[key]) == np.shape(expected[key])
-                  else figures.shapes_figure(np.shape(got[key]), np.shape(expected[key]),
-                                             title=f"p={p} in training: {key}", key=key))
+        figure = (
+            figures.elements_figure(
+                got[key],
+                expected[key],
+                RTOL,
+                ATOL * scale_of(expected[key]),
+                title=f"p={p} in training: {key}",
+                key=key,
+            )
+            if np.shape(got[key]) == np.shape(expected[key])
+            else figures.shapes_figure(
+                np.shape(got[key]), np.shape(expected[key]), title=f"p={p} in training: {key}", key=key
+            )
+        )
         return False, f"p={p} in training: {what}: {key}: {cmp.message}", mistake, figure
     return True, "", None
 

@@ -29,7 +29,14 @@ from grader.student.errors import GraderError
 from grader.student.engine.crash_origin import carried_keys, shapes_document
 from grader.student.engine.ops import Case, ScriptResult
 from grader.student.engine.trace import read
-from grader.student.engine.pack import PACK_FORMAT, PackExpected, decode_fingerprint, encode_fingerprint, load_pack, pack_path
+from grader.student.engine.pack import (
+    PACK_FORMAT,
+    PackExpected,
+    decode_fingerprint,
+    encode_fingerprint,
+    load_pack,
+    pack_path,
+)
 
 # The pseudo-student whose per-exercise seeds are the public ones.
 
@@ -71,8 +78,9 @@ def _verdicts(exercise_id: str, seed: int, expected: LiveExpected) -> dict[str, 
     """{statistical check: {mistake id: [ok, fingerprint]}}: every StatCheck of the plan on every variant."""
     definition = CHECKS[exercise_id]
     plan = definition.checked_plan(seed)
-    ctx = Context(exercise_id=exercise_id, seed=seed, cases={c.name: c for c in plan.cases}, student={},
-                  expected=expected)
+    ctx = Context(
+        exercise_id=exercise_id, seed=seed, cases={c.name: c for c in plan.cases}, student={}, expected=expected
+    )
     table: dict[str, dict[str, Any]] = {}
     for check in plan.checks:
         if not isinstance(check, StatCheck):
@@ -126,8 +134,12 @@ def build_pack(exercise_id: str) -> tuple[dict[str, Any], dict[str, np.ndarray],
         ],
         "reference": {name: store.result(r) for name, r in reference.items()} if outputs else {},
         "again": {c.name: store.result(expected.variant(REFERENCE_AGAIN, c)) for c in cases} if outputs else {},
-        "variants": {mid: {c.name: store.result(expected.variant(mid, c)) for c in cases}
-                     for mid in [m.id for m in expected.mistakes] + common_pairs(expected)} if outputs else {},
+        "variants": {
+            mid: {c.name: store.result(expected.variant(mid, c)) for c in cases}
+            for mid in [m.id for m in expected.mistakes] + common_pairs(expected)
+        }
+        if outputs
+        else {},
         "verdicts": _verdicts(exercise_id, seed, expected),
         "mistakes": [{"id": m.id, "sentence": m.sentence, "fix": m.fix, "hint": m.hint} for m in expected.mistakes],
         **crash_shapes(exercise_id, cases),
@@ -144,8 +156,10 @@ def crash_shapes(exercise_id: str, cases: list[Case]) -> dict[str, Any]:
     if CHECKS[exercise_id].needs_opencl:
         return {}
     topic = exercise_id.split(".", 1)[0]
-    return {"shapes": {c.name: shapes_document(read(align.reference_trace(c, topic))) for c in cases},
-            "keys": carried_keys(align.reference_source(topic))}
+    return {
+        "shapes": {c.name: shapes_document(read(align.reference_trace(c, topic))) for c in cases},
+        "keys": carried_keys(align.reference_source(topic)),
+    }
 
 
 def write_pack(folder: Path, exercise_id: str) -> tuple[Path, dict[str, ScriptResult]]:
@@ -175,8 +189,10 @@ def check_reference_passes(path: Path, reference: dict[str, ScriptResult]) -> No
     for check in definition.evaluate(reference, PackExpected(pack), pack.seed):
         if not check.passed:
             first = (check.message.splitlines() or [""])[0]
-            raise PackError(f"the reference fails its own public check {pack.exercise_id} {check.name}: {first}"
-                            " (fix reference/ or the check before releasing)")
+            raise PackError(
+                f"the reference fails its own public check {pack.exercise_id} {check.name}: {first}"
+                " (fix reference/ or the check before releasing)"
+            )
 
 
 def write_packs(folder: Path, ids: list[str] | None = None) -> dict[str, int]:

@@ -115,8 +115,10 @@ def prepare_out(out: Path, force: bool) -> None:
     if out == ROOT or out in ROOT.parents:
         raise ReleaseError(f"--out {out} holds this repository: choose a folder outside it, e.g. --out ../release")
     if out.is_relative_to(ROOT) and out.relative_to(ROOT).parts[0] in PROTECTED:
-        raise ReleaseError(f"--out {out} is inside the repository's {out.relative_to(ROOT).parts[0]}/: choose a"
-                           " folder outside it, e.g. --out ../release")
+        raise ReleaseError(
+            f"--out {out} is inside the repository's {out.relative_to(ROOT).parts[0]}/: choose a"
+            " folder outside it, e.g. --out ../release"
+        )
     if out.exists() and not out.is_dir():
         raise ReleaseError(f"--out {out} is a file: choose a folder")
     if out.exists() and any(out.iterdir()):
@@ -148,8 +150,9 @@ def write_quizzes(target: Path, practice: bool) -> list[str]:
     for path in sources:
         source = quiz_lib.load_source(path)
         quiz = handout_quiz(source, practice)  # what may ship, and what may not: grader/quiz/handout.py
-        (target / f"{source.chapter}.json").write_text(json.dumps(quiz.to_json(), indent=1, ensure_ascii=False) + "\n",
-                                                       encoding="utf-8")
+        (target / f"{source.chapter}.json").write_text(
+            json.dumps(quiz.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         chapters.append(source.chapter)
     return chapters
 
@@ -174,8 +177,11 @@ def write_text(target: Path, practice: bool = True) -> None:
         for path in sorted(course_text.TEXT_DIR.glob("*.md")):
             shutil.copyfile(path, target / path.name)
         # each question's prompt, its drawn numbers shown as "…" (every student gets their own)
-        prompts = {q.id: re.sub(r"\{\{.*?\}\}", "…", q.prompt)
-                   for quiz in quiz_lib.load_all(ROOT / "quizzes") for q in quiz.questions}
+        prompts = {
+            q.id: re.sub(r"\{\{.*?\}\}", "…", q.prompt)
+            for quiz in quiz_lib.load_all(ROOT / "quizzes")
+            for q in quiz.questions
+        }
         course_text.build_pages(target, chapters, prompts, practice=page_practice() if practice else None)
     except (TextError, course_text.TextBuildError) as exc:
         raise ReleaseError(str(exc)) from exc
@@ -414,8 +420,12 @@ def hand_in_text(course: Course) -> tuple[str, str, str, str]:
     if course.hand_in == "server":
         return ("the course server", server, "on the course server", "on the course server")
     if course.hand_in == "both":
-        return ("the course server and Gradescope", server + "\nGradescope too:\n\n" + HAND_IN_GRADESCOPE,
-                "on the course server and on Gradescope", "on the course server and on Gradescope")
+        return (
+            "the course server and Gradescope",
+            server + "\nGradescope too:\n\n" + HAND_IN_GRADESCOPE,
+            "on the course server and on Gradescope",
+            "on the course server and on Gradescope",
+        )
     return ("Gradescope", HAND_IN_GRADESCOPE, "on the course's Gradescope autograder", "on Gradescope")
 
 
@@ -426,44 +436,77 @@ def _date(value: Any) -> str:
 def deadlines_text(course: Course) -> str:
     """The handout's table of chapters: exercises, when uploads open, due date, what late work counts, when uploads
     close, and for an exam chapter when its feedback is shown (and a paragraph on exam mode)."""
-    rule = ("the best score counts (late ones as the rules below say)" if course.rule == "best"
-            else "the latest attempt counts (late ones as the rules below say)")
+    rule = (
+        "the best score counts (late ones as the rules below say)"
+        if course.rule == "best"
+        else "the latest attempt counts (late ones as the rules below say)"
+    )
     if not course.chapters:
         return f"No due dates: {rule}."
-    lines = [f"Which score counts: {rule}. Times are UTC.", "",
-             "| chapter | exercises | opens | due | late work | closes | feedback |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Which score counts: {rule}. Times are UTC.",
+        "",
+        "| chapter | exercises | opens | due | late work | closes | feedback |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for chapter in course.chapters:
         topics = sorted({catalogue.topic_of(e) for e in chapter.exercises}, key=catalogue.TOPICS.index)
-        shown = ", ".join(t if set(catalogue.resolve([t])) <= set(chapter.exercises) else
-                          ", ".join(e for e in chapter.exercises if catalogue.topic_of(e) == t) for t in topics)
+        shown = ", ".join(
+            t
+            if set(catalogue.resolve([t])) <= set(chapter.exercises)
+            else ", ".join(e for e in chapter.exercises if catalogue.topic_of(e) == t)
+            for t in topics
+        )
         late = late_work(chapter)
         opens = "-" if chapter.opens is None else _date(chapter.opens)
         feedback = "at once" if chapter.release_feedback is None else f"exam: {_date(chapter.release_feedback)}"
-        lines.append(f"| {chapter.name} | {shown} | {opens} | {_date(chapter.due)} | {late} | "
-                     f"{_date(chapter.closes_at())} | {feedback} |")
-    lines += ["", "Before a chapter opens the server takes none of its exercises (`grade submit` says when it opens);"
-              " after it closes, none either (`grade submit` says when it closed). Exercises in no chapter have no"
-              " due date."]
+        lines.append(
+            f"| {chapter.name} | {shown} | {opens} | {_date(chapter.due)} | {late} | "
+            f"{_date(chapter.closes_at())} | {feedback} |"
+        )
+    lines += [
+        "",
+        "Before a chapter opens the server takes none of its exercises (`grade submit` says when it opens);"
+        " after it closes, none either (`grade submit` says when it closed). Exercises in no chapter have no"
+        " due date.",
+    ]
     exams = [c for c in course.chapters if c.release_feedback is not None]
     if exams:
-        lines += ["", "Exam chapters (" + ", ".join(c.name for c in exams) + "): an upload is graded at once, but its"
-                  " report shows each exercise as \"received, feedback at T\" until the feedback time of the table:"
-                  " no checks' messages, no named mistakes, and no score unless the course shows it; those exercises"
-                  " count in no total until then. At that time the stored report is shown whole (nothing is graded"
-                  " again)." + (" On Gradescope the autograder's results hold them the same way; your instructor"
-                                " runs it again after the feedback time to show them." if course.graded_on_gradescope
-                                else "")]
+        lines += [
+            "",
+            "Exam chapters (" + ", ".join(c.name for c in exams) + "): an upload is graded at once, but its"
+            ' report shows each exercise as "received, feedback at T" until the feedback time of the table:'
+            " no checks' messages, no named mistakes, and no score unless the course shows it; those exercises"
+            " count in no total until then. At that time the stored report is shown whole (nothing is graded"
+            " again)."
+            + (
+                " On Gradescope the autograder's results hold them the same way; your instructor"
+                " runs it again after the feedback time to show them."
+                if course.graded_on_gradescope
+                else ""
+            ),
+        ]
     mapped = [c for c in course.chapters if c.quiz]
     if mapped:
-        lines += ["", "A chapter's quiz is due with it; these quizzes belong to a chapter of another name: "
-                  + ", ".join(f"{c.quiz} (chapter {c.name})" for c in mapped) + "."]
-    lines += ["", "A report totals the exercises of one upload (\"This upload: ...\"); `.venv/bin/grade progress`"
-              " totals the course (\"Course: ...\", every exercise with the score that counts)."]
+        lines += [
+            "",
+            "A chapter's quiz is due with it; these quizzes belong to a chapter of another name: "
+            + ", ".join(f"{c.quiz} (chapter {c.name})" for c in mapped)
+            + ".",
+        ]
+    lines += [
+        "",
+        'A report totals the exercises of one upload ("This upload: ..."); `.venv/bin/grade progress`'
+        ' totals the course ("Course: ...", every exercise with the score that counts).',
+    ]
     if course.graded_on_server:
-        lines += ["", "After a fix to the grader your instructor may rescore: the server grades every stored upload"
-                  " again and counts the new result (the old one stays on record), while the server goes on"
-                  " taking uploads; the upload's report, `.venv/bin/grade progress` and your page show the score"
-                  " that counts now."]
+        lines += [
+            "",
+            "After a fix to the grader your instructor may rescore: the server grades every stored upload"
+            " again and counts the new result (the old one stays on record), while the server goes on"
+            " taking uploads; the upload's report, `.venv/bin/grade progress` and your page show the score"
+            " that counts now.",
+        ]
     return "\n".join(lines)
 
 
@@ -477,30 +520,43 @@ def quizzes_text(course: Course) -> str:
         else:
             checkpoint = {q.attempts for q in quiz.questions if q.checkpoint}
             other = {q.attempts for q in quiz.questions if not q.checkpoint}
-            attempts = ", ".join(part for part in (
-                f"checkpoints {'/'.join(map(str, sorted(checkpoint)))}" if checkpoint else "",
-                f"others {'/'.join(map(str, sorted(other)))}" if other else "") if part)
+            attempts = ", ".join(
+                part
+                for part in (
+                    f"checkpoints {'/'.join(map(str, sorted(checkpoint)))}" if checkpoint else "",
+                    f"others {'/'.join(map(str, sorted(other)))}" if other else "",
+                )
+                if part
+            )
         lines.append(f"| {quiz.chapter} | {len(quiz.questions)} | {len(quiz.checkpoints)} | {attempts} |")
     table = "\n".join(lines)
-    rules = ("Each question has the attempts below, and they never reset. Before the chapter's due date a"
-             " wrong answer says only \"Not this one.\" and how many attempts are left; the explanation is shown"
-             " after a right answer, the"
-             " last attempt, or the due date. A question's points count once it is answered correctly; a"
-             " chapter is complete when every checkpoint question is.")
+    rules = (
+        "Each question has the attempts below, and they never reset. Before the chapter's due date a"
+        ' wrong answer says only "Not this one." and how many attempts are left; the explanation is shown'
+        " after a right answer, the"
+        " last attempt, or the due date. A question's points count once it is answered correctly; a"
+        " chapter is complete when every checkpoint question is."
+    )
     if course.graded_on_server:
-        scored = ("Logged in, `.venv/bin/grade quiz CHAPTER` is posed, judged and recorded by the course server"
-                  " (your own numbers and choice order; the answers never leave it). " + rules)
+        scored = (
+            "Logged in, `.venv/bin/grade quiz CHAPTER` is posed, judged and recorded by the course server"
+            " (your own numbers and choice order; the answers never leave it). " + rules
+        )
     else:
-        scored = ("Your course scores quizzes on Gradescope: the `quiz-answers.toml` of your upload (see"
-                  " Handing in), judged for you (your numbers and choice order), attempts counted over all"
-                  " your uploads. " + rules)
-    return (f"{scored}\n\n{table}\n\nOffline (not logged in, or `--local`), `.venv/bin/grade quiz` lists the"
-            " chapters and `.venv/bin/grade quiz activations` is **practice**: nothing is recorded, and each"
-            " question is shown with its id (e.g. `gelu-why`). Questions with numbers are checked on practice"
-            " numbers that no graded student gets (their explanation is encrypted under the practice answer);"
-            " questions with one answer for everyone are graded only by the course, so they are asked here"
-            " but not checked. What is often written wrong about these layers, `ERRATA.md` corrects, with the"
-            " papers that say otherwise and the section that explains it.\n")
+        scored = (
+            "Your course scores quizzes on Gradescope: the `quiz-answers.toml` of your upload (see"
+            " Handing in), judged for you (your numbers and choice order), attempts counted over all"
+            " your uploads. " + rules
+        )
+    return (
+        f"{scored}\n\n{table}\n\nOffline (not logged in, or `--local`), `.venv/bin/grade quiz` lists the"
+        " chapters and `.venv/bin/grade quiz activations` is **practice**: nothing is recorded, and each"
+        " question is shown with its id (e.g. `gelu-why`). Questions with numbers are checked on practice"
+        " numbers that no graded student gets (their explanation is encrypted under the practice answer);"
+        " questions with one answer for everyone are graded only by the course, so they are asked here"
+        " but not checked. What is often written wrong about these layers, `ERRATA.md` corrects, with the"
+        " papers that say otherwise and the section that explains it.\n"
+    )
 
 
 def notebooks_text(course: Course) -> str:
@@ -508,18 +564,24 @@ def notebooks_text(course: Course) -> str:
     import textwrap
 
     names = ", ".join(f"`{p.name}`" for p in sorted((ROOT / "notebooks").glob("*.ipynb")))
-    intro = (f"One notebook per chapter lies beside `exercises/`: {names}. Each loads the grader (`%load_ext"
-             " grader`), lets you try your code, grades it (`%grade`) with a picture of each failing check, and"
-             " asks the chapter's quiz (`%quiz`). Set up Jupyter once, then open them or run one without a"
-             " browser:")
+    intro = (
+        f"One notebook per chapter lies beside `exercises/`: {names}. Each loads the grader (`%load_ext"
+        " grader`), lets you try your code, grades it (`%grade`) with a picture of each failing check, and"
+        " asks the chapter's quiz (`%quiz`). Set up Jupyter once, then open them or run one without a"
+        " browser:"
+    )
     if course.graded_on_server:
-        does = ("`%grade` runs the public checks here, in the sandbox, and records the attempt on this machine:"
-                " running a notebook end to end (`nbconvert --execute` too) never hands in. To hand in, logged in"
-                " to the course server, write `%grade EXERCISE --hand-in`: the server grades with the hidden checks,"
-                " records it, and the cell shows its report.")
+        does = (
+            "`%grade` runs the public checks here, in the sandbox, and records the attempt on this machine:"
+            " running a notebook end to end (`nbconvert --execute` too) never hands in. To hand in, logged in"
+            " to the course server, write `%grade EXERCISE --hand-in`: the server grades with the hidden checks,"
+            " records it, and the cell shows its report."
+        )
     else:
-        does = ("`%grade` does what `.venv/bin/grade submit` does: it runs the public checks here, in the sandbox,"
-                " and records the attempt on this machine.")
+        does = (
+            "`%grade` does what `.venv/bin/grade submit` does: it runs the public checks here, in the sandbox,"
+            " and records the attempt on this machine."
+        )
     does += " Its first line says which it did."
     return NOTEBOOKS.format(intro=textwrap.fill(intro, 80), notebook_grade=textwrap.fill(does, 80)).rstrip("\n")
 
@@ -532,8 +594,14 @@ def student_readme(course: Course) -> str:
     title, hand_in, where, rule_where = hand_in_text(course)
     return STUDENT_README.format(
         notebooks=notebooks_text(course),
-        title=course.name, hand_in_title=title, hand_in=hand_in, deadlines=deadlines_text(course),
-        quizzes=quizzes_text(course), allowed=ALLOWED_IMPORTS_TEXT, graders_rule=rule_where, where=where,
+        title=course.name,
+        hand_in_title=title,
+        hand_in=hand_in,
+        deadlines=deadlines_text(course),
+        quizzes=quizzes_text(course),
+        allowed=ALLOWED_IMPORTS_TEXT,
+        graders_rule=rule_where,
+        where=where,
         live_only=live_only_checks(),
     )
 
@@ -556,8 +624,9 @@ def levels_json(levels: dict[str, str]) -> str:
     return json.dumps({"exercises": levels}, indent=1) + "\n"
 
 
-def write_student(out: Path, version: str, practice: bool, levels: dict[str, str],
-                  course: Course | None = None) -> dict[str, int]:
+def write_student(
+    out: Path, version: str, practice: bool, levels: dict[str, str], course: Course | None = None
+) -> dict[str, int]:
     """The handout folder, its stubs rendered at ``levels``, its README and settings from ``course``; the packs'
     sizes."""
     course = course or Course()
@@ -568,7 +637,8 @@ def write_student(out: Path, version: str, practice: bool, levels: dict[str, str
     copy_tree(STUDENT_DIR, student / "grader" / "student")
     (student / "grader" / "student" / "engine" / "scaffolding.json").write_text(levels_json(levels), encoding="utf-8")
     (student / "grader" / "student" / HANDOUT_SETTINGS.name).write_text(
-        json.dumps(course.handout_json(), indent=1) + "\n", encoding="utf-8")
+        json.dumps(course.handout_json(), indent=1) + "\n", encoding="utf-8"
+    )
     stale = student / "grader" / "student" / "packs"
     if stale.exists():
         shutil.rmtree(stale)  # never ship packs left in the source tree: the release writes fresh ones
@@ -577,8 +647,10 @@ def write_student(out: Path, version: str, practice: bool, levels: dict[str, str
     except PackError as exc:
         raise ReleaseError(str(exc)) from exc
     if sum(sizes.values()) > PACK_BUDGET:
-        raise ReleaseError(f"the case packs take {sum(sizes.values())} bytes, over the {PACK_BUDGET}-byte budget:"
-                           " make the public cases smaller")
+        raise ReleaseError(
+            f"the case packs take {sum(sizes.values())} bytes, over the {PACK_BUDGET}-byte budget:"
+            " make the public cases smaller"
+        )
     write_quizzes(student / "quizzes", practice)
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):  # one per chapter, beside exercises/ (%grade, %quiz)
         shutil.copyfile(notebook, student / notebook.name)
@@ -610,8 +682,9 @@ cd "$ROOT/source" && exec "${PYTHON:-$ROOT/venv/bin/python}" -m grader.course.gr
 """
 
 
-def write_autograder(out: Path, sandbox: bool = True, levels: dict[str, str] | None = None,
-                     course_file: Path | None = None) -> list[str]:
+def write_autograder(
+    out: Path, sandbox: bool = True, levels: dict[str, str] | None = None, course_file: Path | None = None
+) -> list[str]:
     """``out/autograder/autograder.zip``; returns its member names.
 
     ``sandbox`` False: ``run_autograder`` grades with ``--no-sandbox`` (for an
@@ -635,7 +708,9 @@ def write_autograder(out: Path, sandbox: bool = True, levels: dict[str, str] | N
         for tree in AUTOGRADER_TREES:
             for path in tree_files(ROOT / tree):
                 if path.is_relative_to(STUDENT_DIR / "packs") or path in (
-                        STUDENT_DIR / "engine" / "scaffolding.json", STUDENT_DIR / HANDOUT_SETTINGS.name):
+                    STUDENT_DIR / "engine" / "scaffolding.json",
+                    STUDENT_DIR / HANDOUT_SETTINGS.name,
+                ):
                     continue
                 name = "source/" + path.relative_to(ROOT).as_posix()
                 if tree == "exercises" and path.suffix in (".py", ".cl"):  # the stubs, as the handout has them
@@ -670,8 +745,15 @@ def release_levels(level: str | None, course: Course | None) -> dict[str, str]:
     return (course or Course()).scaffolding_levels(level)
 
 
-def build_release(out: Path | str, force: bool = False, practice: bool = True, sandbox: bool = True,
-                  level: str | None = None, course: Course | None = None, course_file: Path | None = None) -> Release:
+def build_release(
+    out: Path | str,
+    force: bool = False,
+    practice: bool = True,
+    sandbox: bool = True,
+    level: str | None = None,
+    course: Course | None = None,
+    course_file: Path | None = None,
+) -> Release:
     """Write the handout, the Gradescope bundle and the manifest into ``out`` (see the module docstring).
 
     ``level`` (``grade release --level``) is the stubs' scaffolding level, ``course``'s
@@ -688,10 +770,17 @@ def build_release(out: Path | str, force: bool = False, practice: bool = True, s
     release.pack_sizes = write_student(out, version, practice, levels, course)
     members = write_autograder(out, sandbox, levels, course_file)
     release.files = {
-        "student": [{"path": p.relative_to(out).as_posix(), "sha256": sha256_file(p), "bytes": p.stat().st_size}
-                    for p in tree_files(out / "student")],
-        "autograder": [{"path": "autograder/autograder.zip", "sha256": sha256_file(out / "autograder" / "autograder.zip"),
-                        "members": members}],
+        "student": [
+            {"path": p.relative_to(out).as_posix(), "sha256": sha256_file(p), "bytes": p.stat().st_size}
+            for p in tree_files(out / "student")
+        ],
+        "autograder": [
+            {
+                "path": "autograder/autograder.zip",
+                "sha256": sha256_file(out / "autograder" / "autograder.zip"),
+                "members": members,
+            }
+        ],
     }
     manifest = {
         "format": "normgrade-release-1",
@@ -699,8 +788,10 @@ def build_release(out: Path | str, force: bool = False, practice: bool = True, s
         "reference_sha256": release.reference_sha256,
         "practice_quizzes": practice,
         "packs": {"bytes": release.packs_bytes, "by_exercise": release.pack_sizes},
-        "scaffolding": {"level": level or (course.scaffolding_level if course else DEFAULT_LEVEL),
-                        "by_exercise": release.levels},
+        "scaffolding": {
+            "level": level or (course.scaffolding_level if course else DEFAULT_LEVEL),
+            "by_exercise": release.levels,
+        },
         "where": {
             "student/": "the handout: stubs, README, quizzes (no answers), the student-side grader and its case packs",
             "autograder/autograder.zip": "Gradescope: setup.sh, run_autograder, source/ (full grader and reference)",

@@ -69,7 +69,9 @@ def blocks(text: str, name: str = "<stub>") -> list[tuple[str, list[str]]]:
             continue
         closing, kind = marker.group(1) == "/", marker.group(2)
         if not closing and current is not None:
-            raise ScaffoldError(f"{name}:{number}: [{kind}] opens inside [{current[0]}]: close it first with [/{current[0]}]")
+            raise ScaffoldError(
+                f"{name}:{number}: [{kind}] opens inside [{current[0]}]: close it first with [/{current[0]}]"
+            )
         if closing and (current is None or current[0] != kind):
             raise ScaffoldError(f"{name}:{number}: [/{kind}] closes no open [{kind}]")
         if closing:
@@ -129,9 +131,11 @@ def exercises_in(relative: str, text: str) -> dict[str, tuple[int, int]]:
         return {f"kernels.{name}": (1, lines) for name in re.findall(r"__kernel\s+void\s+(\w+)", text)}
     topic = relative.removesuffix(".py")
     names = set(TOPIC_EXERCISES.get(topic, ()))
-    return {f"{topic}.{node.name}": (node.lineno, node.end_lineno or node.lineno)
-            for node in ast.parse(text).body
-            if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name in names}
+    return {
+        f"{topic}.{node.name}": (node.lineno, node.end_lineno or node.lineno)
+        for node in ast.parse(text).body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name in names
+    }
 
 
 def render_stub(relative: str, text: str, levels: Mapping[str, str], default: str = DEFAULT_LEVEL) -> str:
@@ -150,10 +154,10 @@ def render_stub(relative: str, text: str, levels: Mapping[str, str], default: st
     out: list[str] = []
     position = 1
     for first, last, level in cuts:
-        out.append(render("".join(lines[position - 1:first - 1]), file_level, relative))
-        out.append(render("".join(lines[first - 1:last]), level, relative))
+        out.append(render("".join(lines[position - 1 : first - 1]), file_level, relative))
+        out.append(render("".join(lines[first - 1 : last]), level, relative))
         position = last + 1
-    out.append(render("".join(lines[position - 1:]), file_level, relative))
+    out.append(render("".join(lines[position - 1 :]), file_level, relative))
     return "".join(out)
 
 
@@ -171,5 +175,15 @@ def render_tree(source: Path, target: Path, levels: Mapping[str, str], default: 
             shutil.copyfile(path, dest)
 
 
-__all__ = ["DEFAULT_LEVEL", "LEVELS", "ScaffoldError", "blocks", "check_level", "exercises_in", "render", "render_stub",
-           "render_tree", "shows"]
+__all__ = [
+    "DEFAULT_LEVEL",
+    "LEVELS",
+    "ScaffoldError",
+    "blocks",
+    "check_level",
+    "exercises_in",
+    "render",
+    "render_stub",
+    "render_tree",
+    "shows",
+]

@@ -34,14 +34,23 @@ Terms = dict[str, tuple[list[tuple[str, np.ndarray]], tuple[int, ...] | None]]
 def _layer_op(exercise_id: str, case: Case, backward: bool = True) -> dict[str, Any] | None:
     """The case's ``new`` op of the exercise's layer, when the case runs that layer's training forward on
     array ``x`` (and, with ``backward``, its backward on ``dout``), with no state set beforehand."""
-    op = next((o for o in case.script if o.get("op") == "new" and o.get("cls") == exercise_id and o.get("var") == "m"),
-              None)
+    op = next(
+        (o for o in case.script if o.get("op") == "new" and o.get("cls") == exercise_id and o.get("var") == "m"), None
+    )
     methods = [o.get("method") for o in case.script if o.get("op") == "call" and o.get("var") == "m"]
-    if op is None or "forward" not in methods or "eval" in methods or "x" not in case.arrays or \
-            backward and ("backward" not in methods or "dout" not in case.arrays):
+    if (
+        op is None
+        or "forward" not in methods
+        or "eval" in methods
+        or "x" not in case.arrays
+        or backward
+        and ("backward" not in methods or "dout" not in case.arrays)
+    ):
         return None
-    if any(o.get("op") == "set" and o.get("var") == "m" and o.get("attr") not in ("gamma", "beta", "W", "b")
-           for o in case.script):
+    if any(
+        o.get("op") == "set" and o.get("var") == "m" and o.get("attr") not in ("gamma", "beta", "W", "b")
+        for o in case.script
+    ):
         return None
     return op
 
@@ -57,16 +66,24 @@ def _setting(exercise_id: str, op: dict[str, Any], name: str) -> Any:
     return inspect.signature(getattr(getattr(reference, topic), cls).__init__).parameters[name].default
 
 
-def _normalised(x: np.ndarray, dout: np.ndarray, gamma: np.ndarray, eps: float, axes: tuple[int, ...],
-                groups: tuple[int, ...] | None) -> tuple[list[tuple[str, np.ndarray]], tuple[int, ...] | None]:
+def _normalised(
+    x: np.ndarray,
+    dout: np.ndarray,
+    gamma: np.ndarray,
+    eps: float,
+    axes: tuple[int, ...],
+    groups: tuple[int, ...] | None,
+) -> tuple[list[tuple[str, np.ndarray]], tuple[int, ...] | None]:
     """dx = g / sigma - mean(g) / sigma - x_hat mean(g x_hat) / sigma, g = dout gamma, means over ``axes``."""
     mean = x.mean(axis=axes, keepdims=True)
     inv_std = 1.0 / np.sqrt(x.var(axis=axes, keepdims=True) + eps)
     x_hat = (x - mean) * inv_std
     g = dout * gamma
-    named = [("g/sigma", inv_std * g),
-             ("-mean(g)/sigma", -inv_std * g.mean(axis=axes, keepdims=True)),
-             ("-x_hat*mean(g*x_hat)/sigma", -inv_std * x_hat * (g * x_hat).mean(axis=axes, keepdims=True))]
+    named = [
+        ("g/sigma", inv_std * g),
+        ("-mean(g)/sigma", -inv_std * g.mean(axis=axes, keepdims=True)),
+        ("-x_hat*mean(g*x_hat)/sigma", -inv_std * x_hat * (g * x_hat).mean(axis=axes, keepdims=True)),
+    ]
     return [(name, np.broadcast_to(term, x.shape).copy()) for name, term in named], groups
 
 
@@ -90,8 +107,7 @@ def _running_terms(exercise_id: str, case: Case, student: dict[str, np.ndarray])
     if exercise_id not in ("normalization.BatchNorm1d", "normalization.BatchNorm2d"):
         return {}
     op = next((o for o in case.script if o.get("op") == "new" and o.get("cls") == exercise_id), None)
-    if op is None or any(o.get("op") in ("set", "let") or o.get("method") in ("eval", "backward")
-                         for o in case.script):
+    if op is None or any(o.get("op") in ("set", "let") or o.get("method") in ("eval", "backward") for o in case.script):
         return {}
     momentum = _setting(exercise_id, op, "momentum")
     found: Terms = {}
@@ -106,17 +122,29 @@ def _running_terms(exercise_id: str, case: Case, student: dict[str, np.ndarray])
         m = x.size // x.shape[1]
         if m <= 1:
             return found  # (training raises there: no running statistics to explain)
-        stats = {"running_mean": ("batch_mean", x.mean(axis=axes)),
-                 "running_var": ("batch_var*m/(m-1)", x.var(axis=axes) * m / (m - 1))}
+        stats = {
+            "running_mean": ("batch_mean", x.mean(axis=axes)),
+            "running_var": ("batch_var*m/(m-1)", x.var(axis=axes) * m / (m - 1)),
+        }
         for name, (said, value) in stats.items():
             before = previous[name]
             if before is None:
-                before = np.zeros(x.shape[1]) if name == "running_mean" and k == 1 else \
-                    np.ones(x.shape[1]) if k == 1 else None
+                before = (
+                    np.zeros(x.shape[1])
+                    if name == "running_mean" and k == 1
+                    else np.ones(x.shape[1])
+                    if k == 1
+                    else None
+                )
             if before is None or np.shape(before) != value.shape:
                 continue
-            found[f"{name}_{k}"] = ([(f"(1-momentum)*{name}", (1.0 - momentum) * np.asarray(before, dtype=np.float64)),
-                                     (f"momentum*{said}", momentum * value)], None)
+            found[f"{name}_{k}"] = (
+                [
+                    (f"(1-momentum)*{name}", (1.0 - momentum) * np.asarray(before, dtype=np.float64)),
+                    (f"momentum*{said}", momentum * value),
+                ],
+                None,
+            )
             previous[name] = student.get(f"{name}_{k}")
     return found
 
@@ -131,8 +159,12 @@ def _forward_terms(exercise_id: str, case: Case) -> tuple[list[tuple[str, np.nda
         y = x @ case.arrays["param_W"].T
         return [("x@W.T", y), ("b", np.broadcast_to(case.arrays["param_b"], y.shape).copy())], None
     gamma, beta = case.arrays.get("param_gamma"), case.arrays.get("param_beta")
-    if op is None or name not in ("BatchNorm1d", "BatchNorm2d", "LayerNorm", "InstanceNorm2d", "GroupNorm") or \
-            gamma is None or beta is None:
+    if (
+        op is None
+        or name not in ("BatchNorm1d", "BatchNorm2d", "LayerNorm", "InstanceNorm2d", "GroupNorm")
+        or gamma is None
+        or beta is None
+    ):
         return None
     x = np.asarray(case.arrays["x"], dtype=np.float64)
     eps = _setting(exercise_id, op, "eps")
@@ -178,8 +210,7 @@ def _backward_terms(exercise_id: str, case: Case) -> tuple[list[tuple[str, np.nd
         axes = tuple(range(x.ndim - k, x.ndim))
         return _normalised(x, dout, gamma, _setting(exercise_id, op, "eps"), axes, tuple(range(x.ndim - k)))
     if name == "InstanceNorm2d":
-        return _normalised(x, dout, np.reshape(gamma, (1, -1, 1, 1)), _setting(exercise_id, op, "eps"), (2, 3),
-                           (0, 1))
+        return _normalised(x, dout, np.reshape(gamma, (1, -1, 1, 1)), _setting(exercise_id, op, "eps"), (2, 3), (0, 1))
     if name == "GroupNorm":
         groups = int(_setting(exercise_id, op, "num_groups"))
         grouped = x.reshape(x.shape[0], groups, -1)
@@ -190,14 +221,19 @@ def _backward_terms(exercise_id: str, case: Case) -> tuple[list[tuple[str, np.nd
         eps = _setting(exercise_id, op, "eps")
         rms = np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps)
         total = np.sum(dout * gamma * x, axis=-1, keepdims=True)
-        return ([("dout*gamma/RMS", dout * gamma / rms),
-                 ("-x*sum(dout*gamma*x)/(D*RMS^3)", -x / (x.shape[-1] * rms**3) * total)],
-                tuple(range(x.ndim - 1)))
+        return (
+            [
+                ("dout*gamma/RMS", dout * gamma / rms),
+                ("-x*sum(dout*gamma*x)/(D*RMS^3)", -x / (x.shape[-1] * rms**3) * total),
+            ],
+            tuple(range(x.ndim - 1)),
+        )
     return _activation_terms(exercise_id, name, op, x, dout)
 
 
-def _activation_terms(exercise_id: str, name: str, op: dict[str, Any], x: np.ndarray,
-                      dout: np.ndarray) -> tuple[list[tuple[str, np.ndarray]], tuple[int, ...] | None] | None:
+def _activation_terms(
+    exercise_id: str, name: str, op: dict[str, Any], x: np.ndarray, dout: np.ndarray
+) -> tuple[list[tuple[str, np.ndarray]], tuple[int, ...] | None] | None:
     from reference.activations import _phi_cdf, _sigmoid
 
     if name == "Sigmoid":
@@ -214,9 +250,10 @@ def _activation_terms(exercise_id: str, name: str, op: dict[str, Any], x: np.nda
         if _setting(exercise_id, op, "approximate") == "tanh":
             c = math.sqrt(2.0 / math.pi)
             t = np.tanh(c * (x + 0.044715 * x**3))
-            return [("dout*(1+t)/2", dout * 0.5 * (1 + t)),
-                    ("dout*x*(1-t^2)*c*(1+3*0.044715*x^2)/2",
-                     dout * 0.5 * x * (1 - t**2) * c * (1 + 3 * 0.044715 * x**2))], None
+            return [
+                ("dout*(1+t)/2", dout * 0.5 * (1 + t)),
+                ("dout*x*(1-t^2)*c*(1+3*0.044715*x^2)/2", dout * 0.5 * x * (1 - t**2) * c * (1 + 3 * 0.044715 * x**2)),
+            ], None
         with np.errstate(under="ignore"):
             pdf = np.exp(-0.5 * x**2) / math.sqrt(2 * math.pi)
         return [("dout*Phi(x)", dout * _phi_cdf(x)), ("dout*x*phi(x)", dout * x * pdf)], None
@@ -243,9 +280,16 @@ BACKWARD_MEANS = ("backward means", "the mean of g", "the mean of g * x_hat")
 # What may be reduced over other axes: the forward's statistics, the parameter gradients' sums, the backward's means.
 REDUCTIONS = ("statistics", "mean", "variance", "parameter gradients", "dgamma", "dbeta", "db") + BACKWARD_MEANS
 # The outputs each reduction changes.
-REDUCTION_KEYS = {"statistics": ("y",), "mean": ("y",), "variance": ("y",), "parameter gradients": ("dgamma", "dbeta"),
-                  "dgamma": ("dgamma",), "dbeta": ("dbeta",), "db": ("db",),
-                  **{what: ("dx",) for what in BACKWARD_MEANS}}
+REDUCTION_KEYS = {
+    "statistics": ("y",),
+    "mean": ("y",),
+    "variance": ("y",),
+    "parameter gradients": ("dgamma", "dbeta"),
+    "dgamma": ("dgamma",),
+    "dbeta": ("dbeta",),
+    "db": ("db",),
+    **{what: ("dx",) for what in BACKWARD_MEANS},
+}
 SUMS = ("parameter gradients", "dgamma", "dbeta", "db")  # reductions whose right axes are the parameters' sums
 
 
@@ -270,16 +314,29 @@ def axis_variant(exercise_id: str, case: Case, rule: str, what: str) -> dict[str
             return None
         return {"db": np.sum(dout, axis=axes)}
     gamma, beta = case.arrays.get("param_gamma"), case.arrays.get("param_beta")
-    if gamma is None or what == "db" or name not in ("BatchNorm1d", "BatchNorm2d", "LayerNorm", "InstanceNorm2d",
-                                                     "RMSNorm", "GroupNorm"):
+    if (
+        gamma is None
+        or what == "db"
+        or name not in ("BatchNorm1d", "BatchNorm2d", "LayerNorm", "InstanceNorm2d", "RMSNorm", "GroupNorm")
+    ):
         return None
     if name == "GroupNorm" and what not in SUMS:
-        return _grouped_variant(x, dout, gamma, beta, int(_setting(exercise_id, op, "num_groups")),
-                                _setting(exercise_id, op, "eps"), rule, what)
+        return _grouped_variant(
+            x,
+            dout,
+            gamma,
+            beta,
+            int(_setting(exercise_id, op, "num_groups")),
+            _setting(exercise_id, op, "eps"),
+            rule,
+            what,
+        )
     right, summed = _right_axes(name, x, gamma)
     if axes is None or tuple(sorted(axes)) == (summed if what in SUMS else right):
         return None
-    view = (1, -1) + (1,) * (x.ndim - 2) if name in ("BatchNorm1d", "BatchNorm2d", "InstanceNorm2d") else np.shape(gamma)
+    view = (
+        (1, -1) + (1,) * (x.ndim - 2) if name in ("BatchNorm1d", "BatchNorm2d", "InstanceNorm2d") else np.shape(gamma)
+    )
     g, b = np.reshape(gamma, view), (0.0 if beta is None else np.reshape(beta, view))
     eps = _setting(exercise_id, op, "eps")
     if name == "RMSNorm":
@@ -293,8 +350,10 @@ def axis_variant(exercise_id: str, case: Case, rule: str, what: str) -> dict[str
         gg = dout * g
         first = axes if what in ("backward means", "the mean of g") else right
         second = axes if what in ("backward means", "the mean of g * x_hat") else right
-        return {"dx": inv_std * (gg - gg.mean(axis=first, keepdims=True)
-                                 - x_hat * (gg * x_hat).mean(axis=second, keepdims=True))}
+        return {
+            "dx": inv_std
+            * (gg - gg.mean(axis=first, keepdims=True) - x_hat * (gg * x_hat).mean(axis=second, keepdims=True))
+        }
     mean_axes = axes if what in ("statistics", "mean") else right
     var_axes = axes if what in ("statistics", "variance") else right
     x_hat = (x - x.mean(axis=mean_axes, keepdims=True)) / np.sqrt(x.var(axis=var_axes, keepdims=True) + eps)
@@ -308,8 +367,16 @@ def axis_variant(exercise_id: str, case: Case, rule: str, what: str) -> dict[str
     return {"y": g * x_hat + b}
 
 
-def _grouped_variant(x: np.ndarray, dout: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None, groups: int,
-                     eps: float, rule: str, what: str) -> dict[str, np.ndarray] | None:
+def _grouped_variant(
+    x: np.ndarray,
+    dout: np.ndarray,
+    gamma: np.ndarray,
+    beta: np.ndarray | None,
+    groups: int,
+    eps: float,
+    rule: str,
+    what: str,
+) -> dict[str, np.ndarray] | None:
     """GroupNorm's :func:`axis_variant`: the rule's axes are those of x reshaped (N, groups, -1) (right: axis 2)."""
     grouped = x.reshape(x.shape[0], groups, -1)
     axes = AXIS_RULES[rule](grouped.ndim)
@@ -328,8 +395,9 @@ def _grouped_variant(x: np.ndarray, dout: np.ndarray, gamma: np.ndarray, beta: n
         return {"dx": dx.reshape(x.shape)}
     mean_axes = axes if what in ("statistics", "mean") else right
     var_axes = axes if what in ("statistics", "variance") else right
-    x_hat = (grouped - grouped.mean(axis=mean_axes, keepdims=True)) / \
-        np.sqrt(grouped.var(axis=var_axes, keepdims=True) + eps)
+    x_hat = (grouped - grouped.mean(axis=mean_axes, keepdims=True)) / np.sqrt(
+        grouped.var(axis=var_axes, keepdims=True) + eps
+    )
     return {"y": g * x_hat.reshape(x.shape) + b}
 
 

@@ -56,17 +56,25 @@ def structure_problems(chapters: Mapping[str, Chapter], banks: Mapping[str, Iter
                 placed.setdefault(qid, []).append(section.address)
         bank = list(banks.get(name, ()))
         if name not in banks:
-            problems += [f"{where}: checkpoint question '{qid}' but chapter '{name}' has no quiz bank"
-                         for qid, places in placed.items() for where in places]
+            problems += [
+                f"{where}: checkpoint question '{qid}' but chapter '{name}' has no quiz bank"
+                for qid, places in placed.items()
+                for where in places
+            ]
             continue
         for qid, places in placed.items():
             if qid not in bank:
                 problems.append(f"{places[0]}: checkpoint question '{qid}' is not in quizzes/source/{name}.toml")
             elif len(places) > 1:
-                problems.append(f"{name}: question '{qid}' is the checkpoint of {len(places)} sections "
-                                f"({', '.join(places)}); it checks one")
-        problems += [f"{name}: question '{qid}' of quizzes/source/{name}.toml is in no section's checkpoint"
-                     for qid in bank if qid not in placed]
+                problems.append(
+                    f"{name}: question '{qid}' is the checkpoint of {len(places)} sections "
+                    f"({', '.join(places)}); it checks one"
+                )
+        problems += [
+            f"{name}: question '{qid}' of quizzes/source/{name}.toml is in no section's checkpoint"
+            for qid in bank
+            if qid not in placed
+        ]
     problems += [f"quiz chapter '{name}' has no chapter in text/ ({name}.md)" for name in banks if name not in chapters]
     return problems
 
@@ -75,17 +83,31 @@ def quiz_banks() -> dict[str, list[str]]:
     """Each quiz chapter's question ids, from the authors' sources."""
     from grader import quiz as quiz_lib
 
-    return {s.chapter: [q.id for q in s.questions]
-            for s in (quiz_lib.load_source(p) for p in sorted((ROOT / "quizzes" / "source").glob("*.toml")))}
+    return {
+        s.chapter: [q.id for q in s.questions]
+        for s in (quiz_lib.load_source(p) for p in sorted((ROOT / "quizzes" / "source").glob("*.toml")))
+    }
 
 
 # --- citations ------------------------------------------------------------------------------------
 
 # The files whose text may cite the course text: what a student reads (stubs, messages, hints, ERRATA, quiz
 # explanations), the text itself, and the docs.
-CITING = ("exercises/**/*.py", "exercises/kernels/*.cl", "grader/mistakes/*.py", "grader/student/**/*.py",
-          "grader/quiz/*.py", "grader/course/*.py", "grader/templates/*.j2", "quizzes/errata.md",
-          "quizzes/source/*.toml", "text/*.md", "docs/*.md", "README.md", "notebooks/*.ipynb")
+CITING = (
+    "exercises/**/*.py",
+    "exercises/kernels/*.cl",
+    "grader/mistakes/*.py",
+    "grader/student/**/*.py",
+    "grader/quiz/*.py",
+    "grader/course/*.py",
+    "grader/templates/*.j2",
+    "quizzes/errata.md",
+    "quizzes/source/*.toml",
+    "text/*.md",
+    "docs/*.md",
+    "README.md",
+    "notebooks/*.ipynb",
+)
 
 
 @dataclass(frozen=True)
@@ -119,16 +141,26 @@ def unresolved(chapters: Mapping[str, Chapter], found: Iterable[Citation]) -> li
 # What a student reads as teaching (stubs, kernels, the mistakes' messages and hints, the reports, ERRATA, the
 # quiz sources, the text): a claim there cites its section, never "the course text says" of a text a student
 # cannot open, nor an ERRATA item by its number.
-TEACHING = ("exercises/**/*.py", "exercises/kernels/*.cl", "grader/mistakes/*.py", "grader/student/feedback/*.py",
-            "grader/student/engine/**/*.py", "quizzes/errata.md", "quizzes/source/*.toml", "text/*.md",
-            "notebooks/*.ipynb")
+TEACHING = (
+    "exercises/**/*.py",
+    "exercises/kernels/*.cl",
+    "grader/mistakes/*.py",
+    "grader/student/feedback/*.py",
+    "grader/student/engine/**/*.py",
+    "quizzes/errata.md",
+    "quizzes/source/*.toml",
+    "text/*.md",
+    "notebooks/*.ipynb",
+)
 VAGUE = re.compile(
     r"\b(?:course|source) (?:text|material|chapter|notes?|code)s? (?:says?|writes?|gives?|rounds?|states?|claims?|"
     r"calls?|uses?)\b"
     r"|\bthe chapter (?:says|writes|calls|gives|rounds|states|claims|uses)\b"
     r"|\b(?:given|stated|written|shown) in the (?:course text|course material|source|chapter|notes|lecture)\b"
     r"|\b(?:the|our|this) (?:source|course) (?:material|code)\b"
-    r"|\bERRATA(?:\.md)?,? (?:item|entry) \d+", re.IGNORECASE)
+    r"|\bERRATA(?:\.md)?,? (?:item|entry) \d+",
+    re.IGNORECASE,
+)
 
 
 def vague_citations(root: Path = ROOT) -> list[Citation]:
@@ -172,8 +204,11 @@ def section_href(address: str, prefix: str = "") -> str:
 
 def link_citations(body: str, prefix: str) -> str:
     """``§chapter.section`` in a piece of HTML as a link to the section's page."""
-    return re.sub(r"§([a-z0-9-]+\.[a-z0-9-]+[a-z0-9])",
-                  lambda m: f'<a href="{section_href(m.group(1), prefix)}">§{m.group(1)}</a>', body)
+    return re.sub(
+        r"§([a-z0-9-]+\.[a-z0-9-]+[a-z0-9])",
+        lambda m: f'<a href="{section_href(m.group(1), prefix)}">§{m.group(1)}</a>',
+        body,
+    )
 
 
 @dataclass(frozen=True)
@@ -192,17 +227,23 @@ def practice_form(qid: str, practice: PagePractice) -> str:
     """The in-page practice of one question: its practice prompt, an answer field and a Check button, judged by
     ``assets/practice.js`` against ``data-low``/``data-high``; the explanation is shown once the answer is right."""
     esc = html.escape
-    return (f'<form class="practice" data-question="{esc(qid)}" data-low="{practice.low!r}" '
-            f'data-high="{practice.high!r}"><p class="practice-prompt">Practice: {esc(practice.prompt)}</p>'
-            f'<label for="pa-{esc(qid)}">Your answer (a number)</label> '
-            f'<input id="pa-{esc(qid)}" name="answer" type="text" inputmode="decimal" autocomplete="off" '
-            f'spellcheck="false"> <button type="submit">Check</button>'
-            f'<p class="feedback" role="status" aria-live="polite"></p>'
-            f'<div class="explanation" hidden>{link_citations(esc(practice.explanation), "")}</div></form>')
+    return (
+        f'<form class="practice" data-question="{esc(qid)}" data-low="{practice.low!r}" '
+        f'data-high="{practice.high!r}"><p class="practice-prompt">Practice: {esc(practice.prompt)}</p>'
+        f'<label for="pa-{esc(qid)}">Your answer (a number)</label> '
+        f'<input id="pa-{esc(qid)}" name="answer" type="text" inputmode="decimal" autocomplete="off" '
+        f'spellcheck="false"> <button type="submit">Check</button>'
+        f'<p class="feedback" role="status" aria-live="polite"></p>'
+        f'<div class="explanation" hidden>{link_citations(esc(practice.explanation), "")}</div></form>'
+    )
 
 
-def checkpoint_html(section: Section, questions: Mapping[str, str], quiz_href: str | None,
-                    practice: Mapping[str, PagePractice] | None = None) -> str:
+def checkpoint_html(
+    section: Section,
+    questions: Mapping[str, str],
+    quiz_href: str | None,
+    practice: Mapping[str, PagePractice] | None = None,
+) -> str:
     """The checkpoint box of a section: its questions (id and prompt) and where to answer them: with ``quiz_href``
     (the student's quiz page on the server) each question links to its form there, ``?section=<id>`` bringing the
     student back to this section; without, ``grade quiz`` (the handout), and each question of ``practice`` (one
@@ -214,19 +255,28 @@ def checkpoint_html(section: Section, questions: Mapping[str, str], quiz_href: s
     def item(qid: str) -> str:
         prompt = html.escape(questions.get(qid, ""))
         if quiz_href:  # the quiz page, at this question, with a way back to this section
-            prompt = f'<a href="{html.escape(quiz_href)}?section={section.id}#q-{html.escape(qid)}">{prompt or "answer"}</a>'
+            prompt = (
+                f'<a href="{html.escape(quiz_href)}?section={section.id}#q-{html.escape(qid)}">{prompt or "answer"}</a>'
+            )
         if qid in practice and not quiz_href:  # its practice prompt stands for the prompt with numbers left out
             return f"<li><code>{html.escape(qid)}</code>{practice_form(qid, practice[qid])}</li>"
         return f"<li><code>{html.escape(qid)}</code> {prompt}</li>"
 
     items = "".join(item(qid) for qid in section.checkpoint)
-    where = (f'<a href="{html.escape(quiz_href)}?section={section.id}">Answer them on your quiz page</a>' if quiz_href
-             else f"Answer them with <code>grade quiz {html.escape(section.chapter)}</code> (offline: practice)")
+    where = (
+        f'<a href="{html.escape(quiz_href)}?section={section.id}">Answer them on your quiz page</a>'
+        if quiz_href
+        else f"Answer them with <code>grade quiz {html.escape(section.chapter)}</code> (offline: practice)"
+    )
     if not quiz_href and any(qid in practice for qid in section.checkpoint):
-        where += ("; a question with practice numbers is checked here too (nothing is recorded), the others only "
-                  "where your course grades quizzes")
-    return (f'<aside class="checkpoint" aria-labelledby="cp-{section.id}"><h3 id="cp-{section.id}">Checkpoint</h3>'
-            f"<ol>{items}</ol><p>{where}.</p></aside>")
+        where += (
+            "; a question with practice numbers is checked here too (nothing is recorded), the others only "
+            "where your course grades quizzes"
+        )
+    return (
+        f'<aside class="checkpoint" aria-labelledby="cp-{section.id}"><h3 id="cp-{section.id}">Checkpoint</h3>'
+        f"<ol>{items}</ol><p>{where}.</p></aside>"
+    )
 
 
 PAGE = """<!DOCTYPE html>
@@ -337,33 +387,51 @@ form.practice button { font: inherit; padding: 0.2rem 0.8rem; min-height: 24px; 
 """
 
 
-def render_chapter(chapter: Chapter, chapters: Iterable[str], questions: Mapping[str, str] | None = None,
-                   quiz_href: str | None = None, assets: str = ASSETS,
-                   practice: Mapping[str, PagePractice] | None = None) -> str:
+def render_chapter(
+    chapter: Chapter,
+    chapters: Iterable[str],
+    questions: Mapping[str, str] | None = None,
+    quiz_href: str | None = None,
+    assets: str = ASSETS,
+    practice: Mapping[str, PagePractice] | None = None,
+) -> str:
     """One chapter's page: the chapters' menu, a table of contents, the introduction, and each section under
     an ``<section id=...>`` with its checkpoint box (``questions``: id -> prompt; ``practice``: the questions
     answered in the page)."""
     esc = html.escape
     toc = "".join(f'<li><a href="#{s.id}">{esc(s.title)}</a></li>' for s in chapter.sections)
-    return PAGE.format(title=esc(chapter.title), assets=assets, chapters=chapter_menu(chapter.name, chapters),
-                       toc=toc, intro=render_markdown(chapter.intro),
-                       sections=sections_html(chapter, questions or {}, quiz_href, practice))
+    return PAGE.format(
+        title=esc(chapter.title),
+        assets=assets,
+        chapters=chapter_menu(chapter.name, chapters),
+        toc=toc,
+        intro=render_markdown(chapter.intro),
+        sections=sections_html(chapter, questions or {}, quiz_href, practice),
+    )
 
 
 def chapter_menu(current: str, chapters: Iterable[str]) -> str:
     """The chapters' menu (``<li>`` items, ``<chapter>.html`` each), the ``current`` one marked."""
     mark = ' aria-current="page"'
-    return "".join(f'<li><a href="{html.escape(name)}.html"{mark if name == current else ""}>{html.escape(name)}</a></li>'
-                   for name in chapters)
+    return "".join(
+        f'<li><a href="{html.escape(name)}.html"{mark if name == current else ""}>{html.escape(name)}</a></li>'
+        for name in chapters
+    )
 
 
-def sections_html(chapter: Chapter, questions: Mapping[str, str], quiz_href: str | None,
-                  practice: Mapping[str, PagePractice] | None = None) -> str:
+def sections_html(
+    chapter: Chapter,
+    questions: Mapping[str, str],
+    quiz_href: str | None,
+    practice: Mapping[str, PagePractice] | None = None,
+) -> str:
     """Each section of a chapter under an ``<section id=...>``, its address shown, its checkpoint box last."""
     return "".join(
         f'<section id="{s.id}" aria-labelledby="h-{s.id}"><h2 id="h-{s.id}">{html.escape(s.title)} '
         f'<span class="address">§{html.escape(s.address)}</span></h2>\n{render_markdown(s.body)}'
-        f"{checkpoint_html(s, questions, quiz_href, practice)}</section>\n" for s in chapter.sections)
+        f"{checkpoint_html(s, questions, quiz_href, practice)}</section>\n"
+        for s in chapter.sections
+    )
 
 
 def copy_assets(target: Path, katex_dir: Path = KATEX_DIR) -> None:
@@ -383,8 +451,13 @@ def copy_assets(target: Path, katex_dir: Path = KATEX_DIR) -> None:
     (target / "text.css").write_text(TEXT_CSS, encoding="utf-8")
 
 
-def build_pages(out: Path, chapters: Mapping[str, Chapter] | None = None, questions: Mapping[str, str] | None = None,
-                katex_dir: Path = KATEX_DIR, practice: Mapping[str, PagePractice] | None = None) -> list[Path]:
+def build_pages(
+    out: Path,
+    chapters: Mapping[str, Chapter] | None = None,
+    questions: Mapping[str, str] | None = None,
+    katex_dir: Path = KATEX_DIR,
+    practice: Mapping[str, PagePractice] | None = None,
+) -> list[Path]:
     """Write the text's pages into ``out`` (``<chapter>.html`` each, ``index.html``, and ``assets/``); the pages.
     ``practice``: the checkpoint questions answered in the page (question id -> its practice instance)."""
     chapters = dict(chapters if chapters is not None else load())
@@ -402,8 +475,7 @@ def build_pages(out: Path, chapters: Mapping[str, Chapter] | None = None, questi
 
 
 # The course's order of the chapters (the rest after them, by name).
-ORDER = ("universal-approximation", "activations", "normalization", "initialisation", "dropout-weight-decay",
-         "kernels")
+ORDER = ("universal-approximation", "activations", "normalization", "initialisation", "dropout-weight-decay", "kernels")
 
 
 def ordered(chapters: Iterable[str]) -> list[str]:

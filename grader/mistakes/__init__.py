@@ -25,7 +25,6 @@ from grader.student.engine.catalogue import CPU_TOPICS, TOPICS, name_of, topic_o
 from grader.student.engine.diagnosis import KnownMistake, diagnose, error_signature, outputs_match, register_known  # noqa: F401
 
 
-
 @dataclass
 class Mistake(KnownMistake):
     """A known mistake with its wrong namespace (the variant); what a report may say is :class:`KnownMistake`."""
@@ -61,8 +60,9 @@ def variant(exercise_id: str, replacement: Any) -> Any:
 
 def make(mistake_id: str, exercise_id: str, sentence: str, fix: str, replacement: Any) -> Mistake:
     """A Mistake whose namespace is ``variant(exercise_id, replacement)``."""
-    return Mistake(mistake_id, exercise_id, sentence, fix, namespace=variant(exercise_id, replacement),
-                   replacement=replacement)
+    return Mistake(
+        mistake_id, exercise_id, sentence, fix, namespace=variant(exercise_id, replacement), replacement=replacement
+    )
 
 
 def flagged(base: type, impl: dict[str, Any], flags: dict[str, set[str]], name: str | None = None) -> type:
@@ -118,8 +118,11 @@ def compose_replacement(mistakes: list[Mistake]) -> Any:
         return parts[0]
     seen: set[str] = set()
     for cls in parts:
-        own = {name for name, value in vars(cls).items() if callable(value) and not name.startswith("__")
-               or name == "__init__"}
+        own = {
+            name
+            for name, value in vars(cls).items()
+            if callable(value) and not name.startswith("__") or name == "__init__"
+        }
         if own & seen:
             return None
         seen |= own
@@ -132,8 +135,14 @@ def compose(mistakes: list[Mistake]) -> Mistake | None:
     if replacement is None:
         return None
     first = mistakes[0]
-    return Mistake("+".join(m.id for m in mistakes), first.exercise, "", "",
-                   namespace=variant(first.exercise, replacement), replacement=replacement)
+    return Mistake(
+        "+".join(m.id for m in mistakes),
+        first.exercise,
+        "",
+        "",
+        namespace=variant(first.exercise, replacement),
+        replacement=replacement,
+    )
 
 
 def _load_catalogue() -> dict[str, Mistake]:
@@ -166,5 +175,3 @@ register_known([m.info() for m in CATALOGUE.values()])  # reports name them (gra
 def for_exercise(exercise_id: str) -> list[Mistake]:
     """The known mistakes of one exercise, in catalogue order."""
     return [m for m in CATALOGUE.values() if m.exercise == exercise_id]
-
-

@@ -152,8 +152,9 @@ def _bn_backward(bn: Any, dout: np.ndarray, **flag: bool) -> np.ndarray:
         return inv_std * (g - g.mean(axis=axes, keepdims=True))
     if flag.get("count_batch"):
         n = dout.shape[0]
-        return inv_std / n * (n * g - g.sum(axis=axes, keepdims=True)
-                              - x_hat * (g * x_hat).sum(axis=axes, keepdims=True))
+        return (
+            inv_std / n * (n * g - g.sum(axis=axes, keepdims=True) - x_hat * (g * x_hat).sum(axis=axes, keepdims=True))
+        )
     return _normalized_grad(g, x_hat, inv_std, axes)
 
 
@@ -168,7 +169,10 @@ _BN_IMPL: dict[str, Any] = {"forward": _bn_forward, "backward": _bn_backward}  #
 
 def _bn_variant(base: type, name: str, forward_flag: str | None = None, backward_flag: str | None = None) -> type:
     """A subclass of a reference BatchNorm with one forward or backward flag on."""
-    flags = {"forward": {forward_flag} if forward_flag else set(), "backward": {backward_flag} if backward_flag else set()}
+    flags = {
+        "forward": {forward_flag} if forward_flag else set(),
+        "backward": {backward_flag} if backward_flag else set(),
+    }
     return _bn_flagged(base, flags, name)
 
 
@@ -184,7 +188,11 @@ class LNBatchAxis(ref.LayerNorm):
         var = x.var(axis=0, keepdims=True)
         inv_std = 1.0 / np.sqrt(var + self.eps)
         x_hat = (x - mean) * inv_std
-        self.cache = {"x_hat": x_hat, "inv_std": inv_std, "axes": tuple(range(x.ndim - len(self.normalized_shape), x.ndim))}
+        self.cache = {
+            "x_hat": x_hat,
+            "inv_std": inv_std,
+            "axes": tuple(range(x.ndim - len(self.normalized_shape), x.ndim)),
+        }
         self._stat_axes = (0,)
         return self.gamma * x_hat + self.beta
 
@@ -245,7 +253,11 @@ class LNLastAxisOnly(ref.LayerNorm):
         mean = x.mean(axis=-1, keepdims=True)
         inv_std = 1.0 / np.sqrt(x.var(axis=-1, keepdims=True) + self.eps)
         x_hat = (x - mean) * inv_std
-        self.cache = {"x_hat": x_hat, "inv_std": inv_std, "axes": tuple(range(x.ndim - len(self.normalized_shape), x.ndim))}
+        self.cache = {
+            "x_hat": x_hat,
+            "inv_std": inv_std,
+            "axes": tuple(range(x.ndim - len(self.normalized_shape), x.ndim)),
+        }
         return self.gamma * x_hat + self.beta
 
     def backward(self, dout: np.ndarray) -> np.ndarray:
@@ -346,8 +358,6 @@ def _rms_flagged(name: str, *flags: str) -> type:
 
 
 _RMS_IMPL = {"backward": _rms_backward}
-
-
 
 
 class RMSSubtractsMean(ref.RMSNorm):
@@ -564,8 +574,9 @@ class LNDxMissingGamma(ref.LayerNorm):
     def backward(self, dout: np.ndarray) -> np.ndarray:
         assert self.cache is not None  # set by forward
         super().backward(dout)
-        return _normalized_grad(np.asarray(dout, dtype=np.float64), self.cache["x_hat"], self.cache["inv_std"],
-                                self.cache["axes"])
+        return _normalized_grad(
+            np.asarray(dout, dtype=np.float64), self.cache["x_hat"], self.cache["inv_std"], self.cache["axes"]
+        )
 
 
 class RMSDxMissingGamma(ref.RMSNorm):
@@ -631,7 +642,6 @@ class GNGroupsCountSwapped(ref.GroupNorm):
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5) -> None:
         super().__init__(num_groups, num_channels, eps)
         self.num_groups = num_channels // num_groups
-
 
 
 class BN2dReshapeWithoutTranspose(ref.BatchNorm2d):
@@ -763,311 +773,573 @@ N = "normalization."
 BN1, BN2 = N + "BatchNorm1d", N + "BatchNorm2d"
 
 _BN_SENTENCES: list[tuple[str, str | None, str | None, str, str]] = [
-    ("bn-biased-running-var", "biased_running", None,
-     "running_var is updated with the biased batch variance (1/m); it takes the unbiased one.",
-     "Update running_var with var * m / (m - 1), m = values per channel (N, or N*L, or N*H*W)."),
-    ("bn-running-var-count-batch", "count_n", None,
-     "The unbiased correction uses the batch size N instead of m, the number of values per channel.",
-     "Use m = x.size // C (N*L for (N, C, L), N*H*W for (N, C, H, W)) in m / (m - 1)."),
-    ("bn-momentum-inverted", "momentum_inverted", None,
-     "The running statistics keep momentum of the old value: running = m running + (1 - m) batch.",
-     "Use running = (1 - momentum) * running + momentum * batch_stat (PyTorch's convention)."),
-    ("bn-eps-outside-sqrt", "eps_outside", None,
-     "eps is added after the square root: (x - mu) / (sqrt(var) + eps).",
-     "Put eps inside: (x - mu) / sqrt(var + eps)."),
-    ("bn-eval-uses-batch-stats", "eval_batch_stats", None,
-     "In eval mode the batch statistics normalise instead of the running ones.",
-     "When not self.training, normalise with running_mean and running_var."),
-    ("bn-eval-updates-running", "eval_updates", None,
-     "Eval mode still updates running_mean and running_var.",
-     "Update the running statistics only when self.training is True."),
-    ("bn-unbiased-normalisation", "unbiased_norm", None,
-     "The batch is normalised with the unbiased variance (ddof=1); normalisation uses the biased one.",
-     "Normalise with x.var(axis=...) (1/m); keep m/(m-1) for the running_var update only."),
-    ("bn-momentum-ignored", "momentum_default", None,
-     "The constructor's momentum is ignored: the running statistics always move by 0.1.",
-     "Use self.momentum in running = (1 - momentum) * running + momentum * batch_stat."),
-    ("bn-running-not-updated", "no_update", None,
-     "Training never updates running_mean and running_var.",
-     "In training, update both with momentum after computing the batch statistics."),
-    ("bn-eval-eps-missing", "eval_no_eps", None,
-     "Eval mode divides by sqrt(running_var) without eps.",
-     "Normalise with (x - running_mean) / sqrt(running_var + eps) in eval too."),
-    ("bn-eps-missing", "no_eps", None,
-     "eps is missing: (x - mu) / sqrt(var) divides 0 by 0 on a constant channel.",
-     "Normalise with (x - mu) / sqrt(var + eps)."),
-    ("bn-affine-missing", "no_affine", None,
-     "gamma and beta are not applied: forward returns x_hat.",
-     "Return gamma * x_hat + beta, with gamma and beta broadcast on the channel axis."),
-    ("bn-backward-missing-mean-term", None, "missing_mean_term",
-     "The training dx lacks the - mean(g) term that comes from mu depending on x.",
-     "dx = inv_std * (g - mean(g) - x_hat * mean(g * x_hat)), g = dout * gamma, means over the statistic axes."),
-    ("bn-backward-missing-xhat-term", None, "missing_xhat_term",
-     "The training dx lacks the - x_hat mean(g x_hat) term that comes from var depending on x.",
-     "dx = inv_std * (g - mean(g) - x_hat * mean(g * x_hat)), g = dout * gamma, means over the statistic axes."),
-    ("bn-eval-backward-through-stats", None, "eval_stats_grad",
-     "In eval mode backward still differentiates through batch statistics, but eval normalises with constants.",
-     "In eval mode dx = dout * gamma / sqrt(running_var + eps)."),
-    ("bn-dx-missing-gamma", None, "dx_missing_gamma",
-     "dx is computed from dout instead of g = dout * gamma: gamma is missing from the input gradient.",
-     "Multiply dout by gamma (on the channel axis) before the normalisation's backward."),
-    ("bn-backward-ignores-stats", None, "ignore_stats",
-     "In training, backward treats mu and var as constants: dx = dout gamma / sqrt(var + eps).",
-     "Include the batch statistics' gradient: dx = inv_std (g - mean(g) - x_hat mean(g x_hat)), g = dout gamma."),
-    ("bn-train-uses-running-stats", "train_running", None,
-     "In training the batch is normalised with the running statistics; they are only for eval.",
-     "In training normalise with the batch mean and biased batch variance; update the running ones on the side."),
-    ("bn-inplace-centering", "inplace", None,
-     "forward subtracts the mean from the caller's array in place (x -= mu), destroying the input.",
-     "Compute a new array: x_centered = x - mu (never x -= mu on the input)."),
-    ("bn-affine-last-axis", "affine_last_axis", None,
-     "gamma and beta of shape (C,) are used without reshaping, so NumPy broadcasts them on the last axis"
-     " instead of the channel axis 1.",
-     "Reshape gamma and beta to (1, C, 1) or (1, C, 1, 1) before multiplying and adding."),
-    ("bn-eval-no-affine", "eval_no_affine", None,
-     "In eval mode gamma and beta are not applied: eval forward returns x_hat.",
-     "In eval return gamma * x_hat + beta too, x_hat = (x - running_mean) / sqrt(running_var + eps)."),
-    ("bn-eval-eps-outside-sqrt", "eval_eps_outside", None,
-     "In eval mode eps is added after the square root: (x - running_mean) / (sqrt(running_var) + eps).",
-     "Put eps inside in eval too: (x - running_mean) / sqrt(running_var + eps)."),
-    ("bn-backward-eps-missing", None, "no_eps",
-     "backward divides by sqrt(var) without eps, while forward divided by sqrt(var + eps).",
-     "Use the same 1 / sqrt(var + eps) in backward as in forward (cache it in forward)."),
-    ("bn-running-var-plus-eps", "running_plus_eps", None,
-     "running_var accumulates var + eps: eps belongs inside the square root when normalising, not in the"
-     " running statistic.",
-     "Update running_var with the unbiased batch variance alone; add eps only in sqrt(var + eps)."),
-    ("bn-eval-double-mean", "eval_double_mean", None,
-     "In eval mode running_mean is subtracted twice (x - running_mean, then again when normalising).",
-     "Subtract running_mean once: x_hat = (x - running_mean) / sqrt(running_var + eps)."),
-    ("bn-stats-no-axis", "stats_no_axis", None,
-     "mean and var are taken over the whole batch with no axis (one number each) instead of per channel.",
-     "Average per channel: x.mean(axis=0) for (N, C), axes (0, 2) or (0, 2, 3) for more axes."),
-    ("bn-eps-subtracted", "eps_subtracted", None,
-     "eps is subtracted from the variance: sqrt(var - eps) is NaN on a constant channel.",
-     "Add eps inside the square root: (x - mu) / sqrt(var + eps)."),
-    ("bn-backward-count-batch", None, "count_batch",
-     "backward's compact formula uses N = dout.shape[0] where m, the number of values per channel, is needed.",
-     "Use m = dout.size // C (N*L or N*H*W) in dx = inv_std / m * (m g - sum(g) - x_hat sum(g x_hat))."),
+    (
+        "bn-biased-running-var",
+        "biased_running",
+        None,
+        "running_var is updated with the biased batch variance (1/m); it takes the unbiased one.",
+        "Update running_var with var * m / (m - 1), m = values per channel (N, or N*L, or N*H*W).",
+    ),
+    (
+        "bn-running-var-count-batch",
+        "count_n",
+        None,
+        "The unbiased correction uses the batch size N instead of m, the number of values per channel.",
+        "Use m = x.size // C (N*L for (N, C, L), N*H*W for (N, C, H, W)) in m / (m - 1).",
+    ),
+    (
+        "bn-momentum-inverted",
+        "momentum_inverted",
+        None,
+        "The running statistics keep momentum of the old value: running = m running + (1 - m) batch.",
+        "Use running = (1 - momentum) * running + momentum * batch_stat (PyTorch's convention).",
+    ),
+    (
+        "bn-eps-outside-sqrt",
+        "eps_outside",
+        None,
+        "eps is added after the square root: (x - mu) / (sqrt(var) + eps).",
+        "Put eps inside: (x - mu) / sqrt(var + eps).",
+    ),
+    (
+        "bn-eval-uses-batch-stats",
+        "eval_batch_stats",
+        None,
+        "In eval mode the batch statistics normalise instead of the running ones.",
+        "When not self.training, normalise with running_mean and running_var.",
+    ),
+    (
+        "bn-eval-updates-running",
+        "eval_updates",
+        None,
+        "Eval mode still updates running_mean and running_var.",
+        "Update the running statistics only when self.training is True.",
+    ),
+    (
+        "bn-unbiased-normalisation",
+        "unbiased_norm",
+        None,
+        "The batch is normalised with the unbiased variance (ddof=1); normalisation uses the biased one.",
+        "Normalise with x.var(axis=...) (1/m); keep m/(m-1) for the running_var update only.",
+    ),
+    (
+        "bn-momentum-ignored",
+        "momentum_default",
+        None,
+        "The constructor's momentum is ignored: the running statistics always move by 0.1.",
+        "Use self.momentum in running = (1 - momentum) * running + momentum * batch_stat.",
+    ),
+    (
+        "bn-running-not-updated",
+        "no_update",
+        None,
+        "Training never updates running_mean and running_var.",
+        "In training, update both with momentum after computing the batch statistics.",
+    ),
+    (
+        "bn-eval-eps-missing",
+        "eval_no_eps",
+        None,
+        "Eval mode divides by sqrt(running_var) without eps.",
+        "Normalise with (x - running_mean) / sqrt(running_var + eps) in eval too.",
+    ),
+    (
+        "bn-eps-missing",
+        "no_eps",
+        None,
+        "eps is missing: (x - mu) / sqrt(var) divides 0 by 0 on a constant channel.",
+        "Normalise with (x - mu) / sqrt(var + eps).",
+    ),
+    (
+        "bn-affine-missing",
+        "no_affine",
+        None,
+        "gamma and beta are not applied: forward returns x_hat.",
+        "Return gamma * x_hat + beta, with gamma and beta broadcast on the channel axis.",
+    ),
+    (
+        "bn-backward-missing-mean-term",
+        None,
+        "missing_mean_term",
+        "The training dx lacks the - mean(g) term that comes from mu depending on x.",
+        "dx = inv_std * (g - mean(g) - x_hat * mean(g * x_hat)), g = dout * gamma, means over the statistic axes.",
+    ),
+    (
+        "bn-backward-missing-xhat-term",
+        None,
+        "missing_xhat_term",
+        "The training dx lacks the - x_hat mean(g x_hat) term that comes from var depending on x.",
+        "dx = inv_std * (g - mean(g) - x_hat * mean(g * x_hat)), g = dout * gamma, means over the statistic axes.",
+    ),
+    (
+        "bn-eval-backward-through-stats",
+        None,
+        "eval_stats_grad",
+        "In eval mode backward still differentiates through batch statistics, but eval normalises with constants.",
+        "In eval mode dx = dout * gamma / sqrt(running_var + eps).",
+    ),
+    (
+        "bn-dx-missing-gamma",
+        None,
+        "dx_missing_gamma",
+        "dx is computed from dout instead of g = dout * gamma: gamma is missing from the input gradient.",
+        "Multiply dout by gamma (on the channel axis) before the normalisation's backward.",
+    ),
+    (
+        "bn-backward-ignores-stats",
+        None,
+        "ignore_stats",
+        "In training, backward treats mu and var as constants: dx = dout gamma / sqrt(var + eps).",
+        "Include the batch statistics' gradient: dx = inv_std (g - mean(g) - x_hat mean(g x_hat)), g = dout gamma.",
+    ),
+    (
+        "bn-train-uses-running-stats",
+        "train_running",
+        None,
+        "In training the batch is normalised with the running statistics; they are only for eval.",
+        "In training normalise with the batch mean and biased batch variance; update the running ones on the side.",
+    ),
+    (
+        "bn-inplace-centering",
+        "inplace",
+        None,
+        "forward subtracts the mean from the caller's array in place (x -= mu), destroying the input.",
+        "Compute a new array: x_centered = x - mu (never x -= mu on the input).",
+    ),
+    (
+        "bn-affine-last-axis",
+        "affine_last_axis",
+        None,
+        "gamma and beta of shape (C,) are used without reshaping, so NumPy broadcasts them on the last axis"
+        " instead of the channel axis 1.",
+        "Reshape gamma and beta to (1, C, 1) or (1, C, 1, 1) before multiplying and adding.",
+    ),
+    (
+        "bn-eval-no-affine",
+        "eval_no_affine",
+        None,
+        "In eval mode gamma and beta are not applied: eval forward returns x_hat.",
+        "In eval return gamma * x_hat + beta too, x_hat = (x - running_mean) / sqrt(running_var + eps).",
+    ),
+    (
+        "bn-eval-eps-outside-sqrt",
+        "eval_eps_outside",
+        None,
+        "In eval mode eps is added after the square root: (x - running_mean) / (sqrt(running_var) + eps).",
+        "Put eps inside in eval too: (x - running_mean) / sqrt(running_var + eps).",
+    ),
+    (
+        "bn-backward-eps-missing",
+        None,
+        "no_eps",
+        "backward divides by sqrt(var) without eps, while forward divided by sqrt(var + eps).",
+        "Use the same 1 / sqrt(var + eps) in backward as in forward (cache it in forward).",
+    ),
+    (
+        "bn-running-var-plus-eps",
+        "running_plus_eps",
+        None,
+        "running_var accumulates var + eps: eps belongs inside the square root when normalising, not in the"
+        " running statistic.",
+        "Update running_var with the unbiased batch variance alone; add eps only in sqrt(var + eps).",
+    ),
+    (
+        "bn-eval-double-mean",
+        "eval_double_mean",
+        None,
+        "In eval mode running_mean is subtracted twice (x - running_mean, then again when normalising).",
+        "Subtract running_mean once: x_hat = (x - running_mean) / sqrt(running_var + eps).",
+    ),
+    (
+        "bn-stats-no-axis",
+        "stats_no_axis",
+        None,
+        "mean and var are taken over the whole batch with no axis (one number each) instead of per channel.",
+        "Average per channel: x.mean(axis=0) for (N, C), axes (0, 2) or (0, 2, 3) for more axes.",
+    ),
+    (
+        "bn-eps-subtracted",
+        "eps_subtracted",
+        None,
+        "eps is subtracted from the variance: sqrt(var - eps) is NaN on a constant channel.",
+        "Add eps inside the square root: (x - mu) / sqrt(var + eps).",
+    ),
+    (
+        "bn-backward-count-batch",
+        None,
+        "count_batch",
+        "backward's compact formula uses N = dout.shape[0] where m, the number of values per channel, is needed.",
+        "Use m = dout.size // C (N*L or N*H*W) in dx = inv_std / m * (m g - sum(g) - x_hat sum(g x_hat)).",
+    ),
 ]
 
 MISTAKES: list[Mistake] = []
 for _base_id, _base in ((BN1, ref.BatchNorm1d), (BN2, ref.BatchNorm2d)):
     for _mid, _ff, _bf, _sentence, _fix in _BN_SENTENCES:
         _suffix = "" if _base_id == BN1 else "-2d"
-        MISTAKES.append(make(_mid + _suffix, _base_id, _sentence, _fix,
-                             _bn_variant(_base, _mid.title().replace("-", ""), _ff, _bf)))
+        MISTAKES.append(
+            make(_mid + _suffix, _base_id, _sentence, _fix, _bn_variant(_base, _mid.title().replace("-", ""), _ff, _bf))
+        )
 
 MISTAKES += [
-    make("bn-3d-stats-axis0", BN1,
-         "On (N, C, L) input the statistics are taken over axis 0 only (per position), not over axes 0 and 2.",
-         "For 3-D input, average over axes (0, 2): x.mean(axis=(0, 2)).",
-         _bn_variant(ref.BatchNorm1d, "BN3dStatsAxis0", "stats_axis0")),
-    make("bn-stats-axis0-2d", BN2,
-         "BatchNorm2d takes statistics over axis 0 only (per pixel), not over N, H and W per channel.",
-         "Average over axes (0, 2, 3).",
-         _bn_variant(ref.BatchNorm2d, "BN2dStatsAxis0", "stats_axis0")),
-    make("bn-dgamma-wrong-axes", BN2,
-         "dgamma and dbeta are summed over axis 0 only, giving shape (C, H, W) instead of (C,).",
-         "Sum over every axis but the channel axis: axis=(0, 2, 3).",
-         _bn_variant(ref.BatchNorm2d, "BNDgammaAxis0", None, "dgamma_axis0")),
-    make("ln-batch-axis", N + "LayerNorm",
-         "LayerNorm's statistics are taken over axis 0 (the batch, as in BatchNorm) instead of each sample's features.",
-         "Average over the trailing len(normalized_shape) axes with keepdims=True.",
-         LNBatchAxis),
-    make("ln-eps-outside-sqrt", N + "LayerNorm",
-         "eps is added after the square root: (x - mu) / (sqrt(var) + eps).",
-         "Put eps inside: (x - mu) / sqrt(var + eps).",
-         LNEpsOutsideSqrt),
-    make("ln-eps-missing", N + "LayerNorm",
-         "eps is missing: (x - mu) / sqrt(var) divides 0 by 0 on a constant sample.",
-         "Normalise with (x - mu) / sqrt(var + eps).",
-         LNEpsMissing),
-    make("ln-unbiased-var", N + "LayerNorm",
-         "The variance is the unbiased one (ddof=1); LayerNorm uses the biased 1/D variance.",
-         "Use x.var(axis=..., keepdims=True) with the default ddof=0.",
-         LNUnbiasedVar),
-    make("ln-last-axis-only", N + "LayerNorm",
-         "With a tuple normalized_shape only the last axis is normalised.",
-         "Average over all len(normalized_shape) trailing axes: axes = tuple(range(x.ndim - k, x.ndim)).",
-         LNLastAxisOnly),
-    make("ln-dgamma-axis0", N + "LayerNorm",
-         "dgamma and dbeta are summed over axis 0 only, which is wrong for 3-D input (shape (T, D)).",
-         "Sum over every leading axis: dgamma has normalized_shape's shape.",
-         LNDgammaAxis0),
-    make("ln-backward-ignores-stats", N + "LayerNorm",
-         "backward treats mu and var as constants: dx = dout gamma / sqrt(var + eps).",
-         "dx = inv_std (g - mean(g) - x_hat mean(g x_hat)) over the normalised axes, g = dout gamma.",
-         LNBackwardIgnoresStats),
-    make("ln-affine-missing", N + "LayerNorm",
-         "gamma and beta are not applied: forward returns x_hat.",
-         "Return gamma * x_hat + beta.",
-         LNAffineMissing),
-    make("ln-backward-missing-xhat-term", N + "LayerNorm",
-         "dx lacks the - x_hat mean(g x_hat) term that comes from var depending on x.",
-         "dx = inv_std (g - mean(g) - x_hat mean(g x_hat)) over the normalised axes, g = dout gamma.",
-         LNBackwardMissingXhatTerm),
-    make("ln-dx-missing-gamma", N + "LayerNorm",
-         "dx is computed from dout instead of g = dout * gamma: gamma is missing from the input gradient.",
-         "Use g = dout * gamma in dx = inv_std (g - mean(g) - x_hat mean(g x_hat)).",
-         LNDxMissingGamma),
-    make("rms-dx-missing-gamma", N + "RMSNorm",
-         "dx is computed from dout instead of dout * gamma: gamma is missing from the input gradient.",
-         "Use dx = dout gamma / RMS - x / (D RMS^3) * sum(dout gamma x).",
-         RMSDxMissingGamma),
-    make("rms-eps-missing", N + "RMSNorm",
-         "eps is missing: x / sqrt(mean(x^2)) divides 0 by 0 on an all-zero row.",
-         "Use RMS = sqrt(mean(x^2) + eps).",
-         RMSEpsMissing),
-    make("gn-single-group", N + "GroupNorm",
-         "All channels are normalised together (one group, as LayerNorm does), ignoring num_groups.",
-         "Reshape x to (N, num_groups, -1) and take the statistics over the last axis.",
-         GNSingleGroup),
-    make("rms-l2-norm", N + "RMSNorm",
-         "x is divided by its L2 norm sqrt(sum(x^2) + eps) instead of the root mean square sqrt(mean(x^2) + eps).",
-         "Average the squares over the last axis: np.mean(x**2, axis=-1, keepdims=True).",
-         RMSL2Norm),
-    make("rms-no-sqrt", N + "RMSNorm",
-         "x is divided by the mean square mean(x^2) + eps; the square root is missing.",
-         "Divide by RMS = sqrt(mean(x^2) + eps).",
-         RMSNoSqrt),
-    make("gn-groups-count-swapped", N + "GroupNorm",
-         "The channels are split into C // G groups of G channels instead of G groups of C // G channels.",
-         "Reshape x to (N, num_groups, -1): num_groups groups, each of C // num_groups channels.",
-         GNGroupsCountSwapped),
-    make("rms-subtracts-mean", N + "RMSNorm",
-         "RMSNorm subtracts the mean like LayerNorm; it only divides by the root mean square.",
-         "y = x / sqrt(mean(x^2) + eps) * gamma, without centring.",
-         RMSSubtractsMean),
-    make("rms-dgamma-axis0", N + "RMSNorm",
-         "dgamma is summed over axis 0 only: right for (N, D) input, shape (T, D) for (B, T, D) input.",
-         "Sum over every leading axis: (dout * x_norm).reshape(-1, D).sum(axis=0).",
-         RMSDgammaAxis0),
-    make("rms-eps-outside-sqrt", N + "RMSNorm",
-         "eps is added after the square root: sqrt(mean(x^2)) + eps.",
-         "Put eps inside: sqrt(mean(x^2) + eps).",
-         RMSEpsOutsideSqrt),
-    make("rms-grad-missing-term", N + "RMSNorm",
-         "backward treats RMS as a constant: dx = dout gamma / RMS.",
-         "Subtract x / (D RMS^3) * sum(dout gamma x) over the last axis.",
-         RMSGradMissingTerm),
-    make("gn-groups-strided", N + "GroupNorm",
-         "Channels are grouped with a stride (c % G) instead of in contiguous blocks of C/G channels.",
-         "Reshape x to (N, G, C // G, ...) so that group g holds channels g*C/G ... (g+1)*C/G - 1.",
-         GNGroupsStrided),
-    make("gn-per-channel", N + "GroupNorm",
-         "Statistics are taken per channel (InstanceNorm), ignoring num_groups.",
-         "Average over each group of C/G channels together: x.reshape(N, G, -1).",
-         GNPerChannel),
-    make("in-over-channels", N + "InstanceNorm2d",
-         "InstanceNorm's statistics are taken over (C, H, W) per sample (LayerNorm) instead of (H, W) per channel.",
-         "Average over axes (2, 3) only.",
-         INOverChannels),
-    make("in-batch-stats", N + "InstanceNorm2d",
-         "InstanceNorm's statistics are taken over the batch (N, H, W) per channel, as BatchNorm does.",
-         "Average over axes (2, 3) of each sample separately.",
-         INBatchStats),
-    make("bn-3d-dgamma-axis0", BN1,
-         "On (N, C, L) input dgamma and dbeta are summed over axis 0 only, giving shape (C, L) instead of (C,).",
-         "Sum over every axis but the channel axis: axis=(0, 2) for (N, C, L).",
-         _bn_variant(ref.BatchNorm1d, "BN3dDgammaAxis0", None, "dgamma_axis0")),
-    make("bn-3d-running-stats-axis0", BN1,
-         "On (N, C, L) input the statistics are taken over axis 0 only, so the running statistics get shape (C, L)"
-         " and their update fails (or broadcasts wrongly).",
-         "For 3-D input, average over axes (0, 2): x.mean(axis=(0, 2)), shape (C,).",
-         _bn_variant(ref.BatchNorm1d, "BN3dRunningStatsAxis0", "stats_axis0_update")),
-    make("bn2d-per-location", BN2,
-         "Statistics are taken over the batch axis only (per channel and pixel, shape (C, H, W)), and the running"
-         " statistics are updated with them, which cannot fit buffers of shape (C,).",
-         "Average over axes (0, 2, 3): x.mean(axis=(0, 2, 3)) has shape (C,), like the running buffers.",
-         _bn_variant(ref.BatchNorm2d, "BN2dPerLocation", "stats_axis0_update")),
-    make("bn-3d-no-keepdims", BN1,
-         "The (C,) statistics are subtracted from (N, C, L) input without reshaping, so they broadcast against L.",
-         "Reshape the statistics, gamma and beta to (1, C, 1) (or use keepdims=True) for 3-D input.",
-         _bn_variant(ref.BatchNorm1d, "BN3dNoKeepdims", "no_keepdims")),
-    make("bn2d-reshape-without-transpose", BN2,
-         "x (N, C, H, W) was reshaped straight to (-1, C): each row then mixes channels and pixels.",
-         "Move the channel axis last first: x.transpose(0, 2, 3, 1).reshape(-1, C), and undo it on the way back.",
-         BN2dReshapeWithoutTranspose),
-    make("ln-backward-wrong-axis", N + "LayerNorm",
-         "backward's sums (the mean(g) and mean(g x_hat) terms) run over axis 0, the batch, instead of each"
-         " sample's normalised features.",
-         "Take those means over the same trailing axes as forward's statistics, with keepdims=True.",
-         LNBackwardWrongAxis),
-    make("ln-backward-eps-missing", N + "LayerNorm",
-         "backward divides by sqrt(var) without eps, while forward divided by sqrt(var + eps).",
-         "Use the same 1 / sqrt(var + eps) in backward as in forward (cache it in forward).",
-         LNBackwardNoEps),
-    make("gn-per-location", N + "GroupNorm",
-         "The statistics are taken over the channels of each group at each spatial location (a per-location"
-         " LayerNorm over the group), not over the group's channels and all locations together.",
-         "Reshape x to (N, num_groups, -1) so that one group's channels and every location are averaged together.",
-         GNPerLocation),
-    make("ln-no-keepdims", N + "LayerNorm",
-         "mean and var are taken without keepdims=True, so x - mu broadcasts (N,) against (N, D).",
-         "Use x.mean(axis=axes, keepdims=True) and x.var(axis=axes, keepdims=True).",
-         LNNoKeepdims),
-    make("ln-backward-missing-mean-term", N + "LayerNorm",
-         "dx lacks the - mean(g) term that comes from mu depending on x.",
-         "dx = inv_std (g - mean(g) - x_hat mean(g x_hat)) over the normalised axes, g = dout gamma.",
-         LNBackwardMissingMeanTerm),
-    make("ln-inplace-centering", N + "LayerNorm",
-         "forward subtracts the mean from the caller's array in place (x -= mu), destroying the input.",
-         "Compute a new array: x_centered = x - mu (never x -= mu on the input).",
-         LNInplaceCentering),
-    make("rms-grad-missing-1-over-d", N + "RMSNorm",
-         "backward lacks the 1/D of d mean(x^2)/dx: dx = g / RMS - x sum(g x) / RMS^3.",
-         "Use dx = g / RMS - x / (D RMS^3) * sum(g x), g = dout gamma, sums over the last axis.",
-         RMSGradMissingOneOverD),
-    make("gn-gamma-tiled", N + "GroupNorm",
-         "gamma and beta are laid out on the grouped view with np.tile, which interleaves channels;"
-         " each channel's value must be repeated over its own spatial positions.",
-         "Reshape x_hat back to (N, C, *) and multiply by gamma.reshape(1, C, 1, ...) (or use np.repeat).",
-         GNGammaTiled),
-    make("in-eps-outside-sqrt", N + "InstanceNorm2d",
-         "eps is added after the square root: (x - mu) / (sqrt(var) + eps).",
-         "Put eps inside: (x - mu) / sqrt(var + eps).",
-         INEpsOutsideSqrt),
-    make("ln-dgamma-feature-axis", N + "LayerNorm",
-         "dgamma and dbeta are summed over the normalised feature axes (one value per sample) instead of over"
-         " the leading batch axes.",
-         "Sum over every leading axis: dgamma = (dout * x_hat).sum(axis=tuple(range(dout.ndim - k))), shape"
-         " normalized_shape.",
-         _ln_flagged("LNDgammaFeatureAxis", "dgamma_feature_axis")),
-    make("ln-dgamma-axes01", N + "LayerNorm",
-         "dgamma and dbeta are summed over axes (0, 1): right for 3-D input only (a scalar for 2-D input, the wrong"
-         " shape for 4-D).",
-         "Sum over every leading axis, however many: axis=tuple(range(dout.ndim - len(normalized_shape))).",
-         _ln_flagged("LNDgammaAxes01", "dgamma_axes01")),
-    make("ln-dx-mean-over-batch", N + "LayerNorm",
-         "In dx the - mean(g) term is averaged over the batch axis 0 instead of each sample's features.",
-         "Average both terms over the normalised feature axes: dx = inv_std (g - mean(g) - x_hat mean(g x_hat)).",
-         _ln_flagged("LNDxMeanOverBatch", "mean_over_batch")),
-    make("ln-dx-gamma-outside", N + "LayerNorm",
-         "gamma multiplies the whole dx bracket instead of entering the sums: mean(dout) and mean(dout x_hat)"
-         " are taken without gamma.",
-         "Multiply first, g = dout * gamma, then dx = inv_std (g - mean(g) - x_hat mean(g x_hat)).",
-         _ln_flagged("LNDxGammaOutside", "gamma_outside")),
-    make("ln-dx-diagonal-only", N + "LayerNorm",
-         "dx keeps only the diagonal of the Jacobian: each x_i's effect on the other features through mu and var"
-         " is missing.",
-         "Use the full Jacobian: dx = inv_std (g - mean(g) - x_hat mean(g x_hat)), g = dout * gamma.",
-         _ln_flagged("LNDxDiagonalOnly", "diagonal_only")),
-    make("rms-grad-term-doubled", N + "RMSNorm",
-         "The x sum(g x) term of dx is twice too large: the 1/2 of the square root's derivative is missing.",
-         "Use dx = g / RMS - x / (D RMS^3) * sum(g x), g = dout * gamma.",
-         _rms_flagged("RMSGradTermDoubled", "term_doubled")),
-    make("rms-grad-term-2rms", N + "RMSNorm",
-         "The x sum(g x) term of dx is off by a factor 2 RMS: it divides by RMS^2 and keeps a factor 2.",
-         "d RMS / dx = x / (D RMS): dx = g / RMS - x / (D RMS^3) * sum(g x), g = dout * gamma.",
-         _rms_flagged("RMSGradTerm2Rms", "term_2rms")),
-    make("rms-dx-diagonal-only", N + "RMSNorm",
-         "dx keeps only the diagonal of the Jacobian: each x_i's effect on the other outputs through RMS is missing.",
-         "Use the full Jacobian: dx = g / RMS - x / (D RMS^3) * sum(g x) over the last axis.",
-         _rms_flagged("RMSDxDiagonalOnly", "diagonal_only")),
-    make("rms-dgamma-axes01", N + "RMSNorm",
-         "dgamma is summed over axes (0, 1): a scalar for 2-D input, right only for 3-D input.",
-         "Sum over every leading axis: (dout * x_norm).reshape(-1, D).sum(axis=0).",
-         _rms_flagged("RMSDgammaAxes01", "dgamma_axes01")),
+    make(
+        "bn-3d-stats-axis0",
+        BN1,
+        "On (N, C, L) input the statistics are taken over axis 0 only (per position), not over axes 0 and 2.",
+        "For 3-D input, average over axes (0, 2): x.mean(axis=(0, 2)).",
+        _bn_variant(ref.BatchNorm1d, "BN3dStatsAxis0", "stats_axis0"),
+    ),
+    make(
+        "bn-stats-axis0-2d",
+        BN2,
+        "BatchNorm2d takes statistics over axis 0 only (per pixel), not over N, H and W per channel.",
+        "Average over axes (0, 2, 3).",
+        _bn_variant(ref.BatchNorm2d, "BN2dStatsAxis0", "stats_axis0"),
+    ),
+    make(
+        "bn-dgamma-wrong-axes",
+        BN2,
+        "dgamma and dbeta are summed over axis 0 only, giving shape (C, H, W) instead of (C,).",
+        "Sum over every axis but the channel axis: axis=(0, 2, 3).",
+        _bn_variant(ref.BatchNorm2d, "BNDgammaAxis0", None, "dgamma_axis0"),
+    ),
+    make(
+        "ln-batch-axis",
+        N + "LayerNorm",
+        "LayerNorm's statistics are taken over axis 0 (the batch, as in BatchNorm) instead of each sample's features.",
+        "Average over the trailing len(normalized_shape) axes with keepdims=True.",
+        LNBatchAxis,
+    ),
+    make(
+        "ln-eps-outside-sqrt",
+        N + "LayerNorm",
+        "eps is added after the square root: (x - mu) / (sqrt(var) + eps).",
+        "Put eps inside: (x - mu) / sqrt(var + eps).",
+        LNEpsOutsideSqrt,
+    ),
+    make(
+        "ln-eps-missing",
+        N + "LayerNorm",
+        "eps is missing: (x - mu) / sqrt(var) divides 0 by 0 on a constant sample.",
+        "Normalise with (x - mu) / sqrt(var + eps).",
+        LNEpsMissing,
+    ),
+    make(
+        "ln-unbiased-var",
+        N + "LayerNorm",
+        "The variance is the unbiased one (ddof=1); LayerNorm uses the biased 1/D variance.",
+        "Use x.var(axis=..., keepdims=True) with the default ddof=0.",
+        LNUnbiasedVar,
+    ),
+    make(
+        "ln-last-axis-only",
+        N + "LayerNorm",
+        "With a tuple normalized_shape only the last axis is normalised.",
+        "Average over all len(normalized_shape) trailing axes: axes = tuple(range(x.ndim - k, x.ndim)).",
+        LNLastAxisOnly,
+    ),
+    make(
+        "ln-dgamma-axis0",
+        N + "LayerNorm",
+        "dgamma and dbeta are summed over axis 0 only, which is wrong for 3-D input (shape (T, D)).",
+        "Sum over every leading axis: dgamma has normalized_shape's shape.",
+        LNDgammaAxis0,
+    ),
+    make(
+        "ln-backward-ignores-stats",
+        N + "LayerNorm",
+        "backward treats mu and var as constants: dx = dout gamma / sqrt(var + eps).",
+        "dx = inv_std (g - mean(g) - x_hat mean(g x_hat)) over the normalised axes, g = dout gamma.",
+        LNBackwardIgnoresStats,
+    ),
+    make(
+        "ln-affine-missing",
+        N + "LayerNorm",
+        "gamma and beta are not applied: forward returns x_hat.",
+        "Return gamma * x_hat + beta.",
+        LNAffineMissing,
+    ),
+    make(
+        "ln-backward-missing-xhat-term",
+        N + "LayerNorm",
+        "dx lacks the - x_hat mean(g x_hat) term that comes from var depending on x.",
+        "dx = inv_std (g - mean(g) - x_hat mean(g x_hat)) over the normalised axes, g = dout gamma.",
+        LNBackwardMissingXhatTerm,
+    ),
+    make(
+        "ln-dx-missing-gamma",
+        N + "LayerNorm",
+        "dx is computed from dout instead of g = dout * gamma: gamma is missing from the input gradient.",
+        "Use g = dout * gamma in dx = inv_std (g - mean(g) - x_hat mean(g x_hat)).",
+        LNDxMissingGamma,
+    ),
+    make(
+        "rms-dx-missing-gamma",
+        N + "RMSNorm",
+        "dx is computed from dout instead of dout * gamma: gamma is missing from the input gradient.",
+        "Use dx = dout gamma / RMS - x / (D RMS^3) * sum(dout gamma x).",
+        RMSDxMissingGamma,
+    ),
+    make(
+        "rms-eps-missing",
+        N + "RMSNorm",
+        "eps is missing: x / sqrt(mean(x^2)) divides 0 by 0 on an all-zero row.",
+        "Use RMS = sqrt(mean(x^2) + eps).",
+        RMSEpsMissing,
+    ),
+    make(
+        "gn-single-group",
+        N + "GroupNorm",
+        "All channels are normalised together (one group, as LayerNorm does), ignoring num_groups.",
+        "Reshape x to (N, num_groups, -1) and take the statistics over the last axis.",
+        GNSingleGroup,
+    ),
+    make(
+        "rms-l2-norm",
+        N + "RMSNorm",
+        "x is divided by its L2 norm sqrt(sum(x^2) + eps) instead of the root mean square sqrt(mean(x^2) + eps).",
+        "Average the squares over the last axis: np.mean(x**2, axis=-1, keepdims=True).",
+        RMSL2Norm,
+    ),
+    make(
+        "rms-no-sqrt",
+        N + "RMSNorm",
+        "x is divided by the mean square mean(x^2) + eps; the square root is missing.",
+        "Divide by RMS = sqrt(mean(x^2) + eps).",
+        RMSNoSqrt,
+    ),
+    make(
+        "gn-groups-count-swapped",
+        N + "GroupNorm",
+        "The channels are split into C // G groups of G channels instead of G groups of C // G channels.",
+        "Reshape x to (N, num_groups, -1): num_groups groups, each of C // num_groups channels.",
+        GNGroupsCountSwapped,
+    ),
+    make(
+        "rms-subtracts-mean",
+        N + "RMSNorm",
+        "RMSNorm subtracts the mean like LayerNorm; it only divides by the root mean square.",
+        "y = x / sqrt(mean(x^2) + eps) * gamma, without centring.",
+        RMSSubtractsMean,
+    ),
+    make(
+        "rms-dgamma-axis0",
+        N + "RMSNorm",
+        "dgamma is summed over axis 0 only: right for (N, D) input, shape (T, D) for (B, T, D) input.",
+        "Sum over every leading axis: (dout * x_norm).reshape(-1, D).sum(axis=0).",
+        RMSDgammaAxis0,
+    ),
+    make(
+        "rms-eps-outside-sqrt",
+        N + "RMSNorm",
+        "eps is added after the square root: sqrt(mean(x^2)) + eps.",
+        "Put eps inside: sqrt(mean(x^2) + eps).",
+        RMSEpsOutsideSqrt,
+    ),
+    make(
+        "rms-grad-missing-term",
+        N + "RMSNorm",
+        "backward treats RMS as a constant: dx = dout gamma / RMS.",
+        "Subtract x / (D RMS^3) * sum(dout gamma x) over the last axis.",
+        RMSGradMissingTerm,
+    ),
+    make(
+        "gn-groups-strided",
+        N + "GroupNorm",
+        "Channels are grouped with a stride (c % G) instead of in contiguous blocks of C/G channels.",
+        "Reshape x to (N, G, C // G, ...) so that group g holds channels g*C/G ... (g+1)*C/G - 1.",
+        GNGroupsStrided,
+    ),
+    make(
+        "gn-per-channel",
+        N + "GroupNorm",
+        "Statistics are taken per channel (InstanceNorm), ignoring num_groups.",
+        "Average over each group of C/G channels together: x.reshape(N, G, -1).",
+        GNPerChannel,
+    ),
+    make(
+        "in-over-channels",
+        N + "InstanceNorm2d",
+        "InstanceNorm's statistics are taken over (C, H, W) per sample (LayerNorm) instead of (H, W) per channel.",
+        "Average over axes (2, 3) only.",
+        INOverChannels,
+    ),
+    make(
+        "in-batch-stats",
+        N + "InstanceNorm2d",
+        "InstanceNorm's statistics are taken over the batch (N, H, W) per channel, as BatchNorm does.",
+        "Average over axes (2, 3) of each sample separately.",
+        INBatchStats,
+    ),
+    make(
+        "bn-3d-dgamma-axis0",
+        BN1,
+        "On (N, C, L) input dgamma and dbeta are summed over axis 0 only, giving shape (C, L) instead of (C,).",
+        "Sum over every axis but the channel axis: axis=(0, 2) for (N, C, L).",
+        _bn_variant(ref.BatchNorm1d, "BN3dDgammaAxis0", None, "dgamma_axis0"),
+    ),
+    make(
+        "bn-3d-running-stats-axis0",
+        BN1,
+        "On (N, C, L) input the statistics are taken over axis 0 only, so the running statistics get shape (C, L)"
+        " and their update fails (or broadcasts wrongly).",
+        "For 3-D input, average over axes (0, 2): x.mean(axis=(0, 2)), shape (C,).",
+        _bn_variant(ref.BatchNorm1d, "BN3dRunningStatsAxis0", "stats_axis0_update"),
+    ),
+    make(
+        "bn2d-per-location",
+        BN2,
+        "Statistics are taken over the batch axis only (per channel and pixel, shape (C, H, W)), and the running"
+        " statistics are updated with them, which cannot fit buffers of shape (C,).",
+        "Average over axes (0, 2, 3): x.mean(axis=(0, 2, 3)) has shape (C,), like the running buffers.",
+        _bn_variant(ref.BatchNorm2d, "BN2dPerLocation", "stats_axis0_update"),
+    ),
+    make(
+        "bn-3d-no-keepdims",
+        BN1,
+        "The (C,) statistics are subtracted from (N, C, L) input without reshaping, so they broadcast against L.",
+        "Reshape the statistics, gamma and beta to (1, C, 1) (or use keepdims=True) for 3-D input.",
+        _bn_variant(ref.BatchNorm1d, "BN3dNoKeepdims", "no_keepdims"),
+    ),
+    make(
+        "bn2d-reshape-without-transpose",
+        BN2,
+        "x (N, C, H, W) was reshaped straight to (-1, C): each row then mixes channels and pixels.",
+        "Move the channel axis last first: x.transpose(0, 2, 3, 1).reshape(-1, C), and undo it on the way back.",
+        BN2dReshapeWithoutTranspose,
+    ),
+    make(
+        "ln-backward-wrong-axis",
+        N + "LayerNorm",
+        "backward's sums (the mean(g) and mean(g x_hat) terms) run over axis 0, the batch, instead of each"
+        " sample's normalised features.",
+        "Take those means over the same trailing axes as forward's statistics, with keepdims=True.",
+        LNBackwardWrongAxis,
+    ),
+    make(
+        "ln-backward-eps-missing",
+        N + "LayerNorm",
+        "backward divides by sqrt(var) without eps, while forward divided by sqrt(var + eps).",
+        "Use the same 1 / sqrt(var + eps) in backward as in forward (cache it in forward).",
+        LNBackwardNoEps,
+    ),
+    make(
+        "gn-per-location",
+        N + "GroupNorm",
+        "The statistics are taken over the channels of each group at each spatial location (a per-location"
+        " LayerNorm over the group), not over the group's channels and all locations together.",
+        "Reshape x to (N, num_groups, -1) so that one group's channels and every location are averaged together.",
+        GNPerLocation,
+    ),
+    make(
+        "ln-no-keepdims",
+        N + "LayerNorm",
+        "mean and var are taken without keepdims=True, so x - mu broadcasts (N,) against (N, D).",
+        "Use x.mean(axis=axes, keepdims=True) and x.var(axis=axes, keepdims=True).",
+        LNNoKeepdims,
+    ),
+    make(
+        "ln-backward-missing-mean-term",
+        N + "LayerNorm",
+        "dx lacks the - mean(g) term that comes from mu depending on x.",
+        "dx = inv_std (g - mean(g) - x_hat mean(g x_hat)) over the normalised axes, g = dout gamma.",
+        LNBackwardMissingMeanTerm,
+    ),
+    make(
+        "ln-inplace-centering",
+        N + "LayerNorm",
+        "forward subtracts the mean from the caller's array in place (x -= mu), destroying the input.",
+        "Compute a new array: x_centered = x - mu (never x -= mu on the input).",
+        LNInplaceCentering,
+    ),
+    make(
+        "rms-grad-missing-1-over-d",
+        N + "RMSNorm",
+        "backward lacks the 1/D of d mean(x^2)/dx: dx = g / RMS - x sum(g x) / RMS^3.",
+        "Use dx = g / RMS - x / (D RMS^3) * sum(g x), g = dout gamma, sums over the last axis.",
+        RMSGradMissingOneOverD,
+    ),
+    make(
+        "gn-gamma-tiled",
+        N + "GroupNorm",
+        "gamma and beta are laid out on the grouped view with np.tile, which interleaves channels;"
+        " each channel's value must be repeated over its own spatial positions.",
+        "Reshape x_hat back to (N, C, *) and multiply by gamma.reshape(1, C, 1, ...) (or use np.repeat).",
+        GNGammaTiled,
+    ),
+    make(
+        "in-eps-outside-sqrt",
+        N + "InstanceNorm2d",
+        "eps is added after the square root: (x - mu) / (sqrt(var) + eps).",
+        "Put eps inside: (x - mu) / sqrt(var + eps).",
+        INEpsOutsideSqrt,
+    ),
+    make(
+        "ln-dgamma-feature-axis",
+        N + "LayerNorm",
+        "dgamma and dbeta are summed over the normalised feature axes (one value per sample) instead of over"
+        " the leading batch axes.",
+        "Sum over every leading axis: dgamma = (dout * x_hat).sum(axis=tuple(range(dout.ndim - k))), shape"
+        " normalized_shape.",
+        _ln_flagged("LNDgammaFeatureAxis", "dgamma_feature_axis"),
+    ),
+    make(
+        "ln-dgamma-axes01",
+        N + "LayerNorm",
+        "dgamma and dbeta are summed over axes (0, 1): right for 3-D input only (a scalar for 2-D input, the wrong"
+        " shape for 4-D).",
+        "Sum over every leading axis, however many: axis=tuple(range(dout.ndim - len(normalized_shape))).",
+        _ln_flagged("LNDgammaAxes01", "dgamma_axes01"),
+    ),
+    make(
+        "ln-dx-mean-over-batch",
+        N + "LayerNorm",
+        "In dx the - mean(g) term is averaged over the batch axis 0 instead of each sample's features.",
+        "Average both terms over the normalised feature axes: dx = inv_std (g - mean(g) - x_hat mean(g x_hat)).",
+        _ln_flagged("LNDxMeanOverBatch", "mean_over_batch"),
+    ),
+    make(
+        "ln-dx-gamma-outside",
+        N + "LayerNorm",
+        "gamma multiplies the whole dx bracket instead of entering the sums: mean(dout) and mean(dout x_hat)"
+        " are taken without gamma.",
+        "Multiply first, g = dout * gamma, then dx = inv_std (g - mean(g) - x_hat mean(g x_hat)).",
+        _ln_flagged("LNDxGammaOutside", "gamma_outside"),
+    ),
+    make(
+        "ln-dx-diagonal-only",
+        N + "LayerNorm",
+        "dx keeps only the diagonal of the Jacobian: each x_i's effect on the other features through mu and var"
+        " is missing.",
+        "Use the full Jacobian: dx = inv_std (g - mean(g) - x_hat mean(g x_hat)), g = dout * gamma.",
+        _ln_flagged("LNDxDiagonalOnly", "diagonal_only"),
+    ),
+    make(
+        "rms-grad-term-doubled",
+        N + "RMSNorm",
+        "The x sum(g x) term of dx is twice too large: the 1/2 of the square root's derivative is missing.",
+        "Use dx = g / RMS - x / (D RMS^3) * sum(g x), g = dout * gamma.",
+        _rms_flagged("RMSGradTermDoubled", "term_doubled"),
+    ),
+    make(
+        "rms-grad-term-2rms",
+        N + "RMSNorm",
+        "The x sum(g x) term of dx is off by a factor 2 RMS: it divides by RMS^2 and keeps a factor 2.",
+        "d RMS / dx = x / (D RMS): dx = g / RMS - x / (D RMS^3) * sum(g x), g = dout * gamma.",
+        _rms_flagged("RMSGradTerm2Rms", "term_2rms"),
+    ),
+    make(
+        "rms-dx-diagonal-only",
+        N + "RMSNorm",
+        "dx keeps only the diagonal of the Jacobian: each x_i's effect on the other outputs through RMS is missing.",
+        "Use the full Jacobian: dx = g / RMS - x / (D RMS^3) * sum(g x) over the last axis.",
+        _rms_flagged("RMSDxDiagonalOnly", "diagonal_only"),
+    ),
+    make(
+        "rms-dgamma-axes01",
+        N + "RMSNorm",
+        "dgamma is summed over axes (0, 1): a scalar for 2-D input, right only for 3-D input.",
+        "Sum over every leading axis: (dout * x_norm).reshape(-1, D).sum(axis=0).",
+        _rms_flagged("RMSDgammaAxes01", "dgamma_axes01"),
+    ),
 ]
-

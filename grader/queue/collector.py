@@ -86,8 +86,10 @@ def unreachable(exc: BaseException) -> bool:
     the tick is retried. Anything else raised while handling one job is that job's failure."""
     if isinstance(exc, (sqlite3.OperationalError, OSError)):
         return True
-    return any(c.__module__.startswith(("redis", "huey")) and c.__name__ in ("ConnectionError", "TimeoutError")
-               for c in type(exc).__mro__)
+    return any(
+        c.__module__.startswith(("redis", "huey")) and c.__name__ in ("ConnectionError", "TimeoutError")
+        for c in type(exc).__mro__
+    )
 
 
 def process_alive(pid: int) -> bool:
@@ -108,12 +110,18 @@ def process_alive(pid: int) -> bool:
 class Collector(threading.Thread):
     """Moves jobs from ``received`` to ``done``/``error``; see the module docstring."""
 
-    def __init__(self, db_path: Path, queue_url: str, grader_version: str,
-                 job_timeout: float = 600.0, interval: float = 0.2,
-                 on_closed: Callable[[int], None] | None = None,
-                 lease_timeout: float = DEFAULT_LEASE_TIMEOUT_S,
-                 selftest: SelfTest | None = None,
-                 practice_view: Callable[[GradeReport, datetime], GradeReport] | None = None) -> None:
+    def __init__(
+        self,
+        db_path: Path,
+        queue_url: str,
+        grader_version: str,
+        job_timeout: float = 600.0,
+        interval: float = 0.2,
+        on_closed: Callable[[int], None] | None = None,
+        lease_timeout: float = DEFAULT_LEASE_TIMEOUT_S,
+        selftest: SelfTest | None = None,
+        practice_view: Callable[[GradeReport, datetime], GradeReport] | None = None,
+    ) -> None:
         super().__init__(name="normgrade-collector", daemon=True)
         self.db_path = db_path
         self.queue_url = queue_url
@@ -207,19 +215,28 @@ class Collector(threading.Thread):
         microseconds, so a try is put back only when two sweeps (SWEEP_S
         apart) both find it marked, not pending, with no lease and no result.
         """
-        marked = [j for j in records.open_jobs(store) if j["status"] == "queued" and j["task_id"]
-                  and queue.waiting(j["task_id"])]
+        marked = [
+            j
+            for j in records.open_jobs(store)
+            if j["status"] == "queued" and j["task_id"] and queue.waiting(j["task_id"])
+        ]
         if not marked:
             self.suspects.clear()
             return []
         pending = queue.pending_ids()
-        missing = {j["task_id"]: j for j in marked if j["task_id"] not in pending
-                   and queue.lease(j["task_id"]) is None and queue.result(j["task_id"]) is None}
+        missing = {
+            j["task_id"]: j
+            for j in marked
+            if j["task_id"] not in pending and queue.lease(j["task_id"]) is None and queue.result(j["task_id"]) is None
+        }
         put_back = []
         for tid, job in missing.items():
             if tid in self.suspects:
-                log.warning("job %s try %s was taken from the queue by a worker that stopped before it began; "
-                            "enqueued again", job["id"], job["tries"])
+                log.warning(
+                    "job %s try %s was taken from the queue by a worker that stopped before it began; enqueued again",
+                    job["id"],
+                    job["tries"],
+                )
                 self._enqueue(store, queue, job, int(job["tries"]), None)
                 put_back.append(int(job["id"]))
         self.suspects = {tid for tid, job in missing.items() if int(job["id"]) not in put_back}
@@ -308,13 +325,15 @@ class Collector(threading.Thread):
         recorded = records.record_done(store, job, report, self.grader_version)
         if recorded is not None:  # the named mistakes the student is told of go on their practice schedule
             at = parse_time(job["received_at"])
-            practice_schedule.record_report(store, self.practice_view(report, at) if self.practice_view else report,
-                                            at, origin="server")
+            practice_schedule.record_report(
+                store, self.practice_view(report, at) if self.practice_view else report, at, origin="server"
+            )
         if recorded is not None and recorded.held:
             self._held(int(job["id"]))
         if recorded is not None and report.not_graded:
-            log.warning("job %s: %d exercise(s) not graded, held (%s)", job["id"],
-                        len(report.not_graded), recorded.reason)
+            log.warning(
+                "job %s: %d exercise(s) not graded, held (%s)", job["id"], len(report.not_graded), recorded.reason
+            )
             if self.selftest is not None:
                 self.selftest.want()  # the machine failed: test it again
 
@@ -322,10 +341,11 @@ class Collector(threading.Thread):
         """A result that cannot be recorded (not an outage): that one job ends ``error`` with the reason, the
         failure is logged and counted for /health (``unrecorded``), and the queue goes on."""
         what = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        reason = (f"the grader could not record this result ({what}): please tell your instructor; "
-                  "submitting again will not help until it is fixed")
-        log.error("job %s: its result could not be recorded (%s); the job is an error", job["id"], what,
-                  exc_info=True)
+        reason = (
+            f"the grader could not record this result ({what}): please tell your instructor; "
+            "submitting again will not help until it is fixed"
+        )
+        log.error("job %s: its result could not be recorded (%s); the job is an error", job["id"], what, exc_info=True)
         self.unrecorded += 1
         self.last_unrecorded = f"job {job['id']}: {what}"
         records.record_error(store, job["id"], reason)
@@ -340,8 +360,11 @@ class Collector(threading.Thread):
             if queue.lease(tid) is None:
                 if queue.result(tid) is not None:
                     return  # finished since _collect looked: recorded at the next tick
-                log.warning("job %s try %s was lost from the queue before a worker took it; enqueued again",
-                            job["id"], job["tries"])
+                log.warning(
+                    "job %s try %s was lost from the queue before a worker took it; enqueued again",
+                    job["id"],
+                    job["tries"],
+                )
                 self._enqueue(store, queue, job, int(job["tries"]), None)
                 return
             self._mark_running(store, queue, job, tid)
@@ -354,10 +377,19 @@ class Collector(threading.Thread):
             log.warning("job %s try %s failed (%s); retrying", job["id"], attempt, reason)
             self._enqueue(store, queue, job, attempt + 1, f"try {attempt}: {reason}")
         else:  # the grader's machine failed it on every try, not the student: held (not graded), never lost
-            log.warning("job %s try %s failed (%s), on each of %d tries; held until a self-test passes",
-                        job["id"], attempt, reason, MAX_TRIES)
-            records.hold(store, job, records.held_ids(job) + records.grading_ids(job),
-                         records.held_reason(f"{reason}, on each of {MAX_TRIES} tries"))
+            log.warning(
+                "job %s try %s failed (%s), on each of %d tries; held until a self-test passes",
+                job["id"],
+                attempt,
+                reason,
+                MAX_TRIES,
+            )
+            records.hold(
+                store,
+                job,
+                records.held_ids(job) + records.grading_ids(job),
+                records.held_reason(f"{reason}, on each of {MAX_TRIES} tries"),
+            )
             self._held(int(job["id"]))
             if self.selftest is not None:
                 self.selftest.want()  # the machine failed: test it again, then the job is sent again
@@ -372,8 +404,10 @@ class Collector(threading.Thread):
             last = self.seen[tid]
         if lease is None:
             if now - last[1] > self.lease_timeout:
-                return (f"the grading worker's lease was lost (no word from it for {self.lease_timeout:g} s: "
-                        "the queue restarted or the worker died)")
+                return (
+                    f"the grading worker's lease was lost (no word from it for {self.lease_timeout:g} s: "
+                    "the queue restarted or the worker died)"
+                )
             return None
         self.first_seen.setdefault(tid, now)
         pid, host = int(lease.get("pid", 0) or 0), str(lease.get("host", ""))
@@ -382,7 +416,9 @@ class Collector(threading.Thread):
         if host == self.host and not process_alive(pid):
             return f"the grading worker (process {pid}) stopped in the middle of the job"
         if now - last[1] > self.lease_timeout:
-            return f"the grading worker (process {pid} on {host}) stopped renewing its lease for {self.lease_timeout:g} s"
+            return (
+                f"the grading worker (process {pid} on {host}) stopped renewing its lease for {self.lease_timeout:g} s"
+            )
         elapsed = max(float(lease.get("elapsed", 0) or 0), now - self.first_seen[tid])
         if elapsed > self.job_timeout:
             return f"grading took longer than {self.job_timeout:g} s (worker {pid} on {host})"

@@ -54,10 +54,10 @@ PRIOR_GAPS = 3  # busy gaps the nominal interval (mean service / workers running
 class Load:
     """What the estimate reads off the store: the measured service times and the queue ahead of one upload."""
 
-    own_s: float | None     # this upload's service; None: nothing graded yet
-    ahead_s: float          # the open work ahead, in seconds (running ones count half)
-    workers: float          # the effective workers: mean service / mean busy gap (> 0)
-    running: bool           # this upload is being graded now
+    own_s: float | None  # this upload's service; None: nothing graded yet
+    ahead_s: float  # the open work ahead, in seconds (running ones count half)
+    workers: float  # the effective workers: mean service / mean busy gap (> 0)
+    running: bool  # this upload is being graded now
 
 
 def seconds_to_report(load: Load) -> float | None:
@@ -96,9 +96,12 @@ def busy_gaps(done: list[dict[str, Any]], open_rows: list[dict[str, Any]], worke
     first report of the two. Outages, restarts and loops are in them; idle time is not."""
     spans = [(_at(r["received_at"]), _at(r["finished_at"])) for r in done]
     spans += [(_at(r["received_at"]), math.inf) for r in open_rows]
-    reports = sorted(end for _, end in spans[:len(done)])
-    return [after - t for t, after in itertools.pairwise(reports)
-            if sum(1 for start, end in spans if start <= t < end) >= workers]
+    reports = sorted(end for _, end in spans[: len(done)])
+    return [
+        after - t
+        for t, after in itertools.pairwise(reports)
+        if sum(1 for start, end in spans if start <= t < end) >= workers
+    ]
 
 
 def effective_workers(mean_service: float, gaps: list[float], workers: int) -> float:
@@ -176,9 +179,12 @@ def load_of(done: list[dict[str, Any]], open_rows: list[dict[str, Any]], job_row
             service = window.of(records.exercise_ids(row))
             ahead += (service or 0.0) * (0.5 if row["status"] == "running" else 1.0)
     workers = max(1, sum(1 for row in open_rows if row["status"] == "running"))
-    return Load(window.typical(records.exercise_ids(job_row)), ahead,
-                effective_workers(window.mean(), busy_gaps(done, open_rows, workers), workers),
-                job_row["status"] == "running")
+    return Load(
+        window.typical(records.exercise_ids(job_row)),
+        ahead,
+        effective_workers(window.mean(), busy_gaps(done, open_rows, workers), workers),
+        job_row["status"] == "running",
+    )
 
 
 def load_for(store: Store, job_row: dict[str, Any]) -> Load:

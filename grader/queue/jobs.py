@@ -143,8 +143,13 @@ class Outage:
             self.logger.warning("%s cannot reach the queue (%s); retrying with back-off", self.what, reason)
         elif now - self.last_log >= OUTAGE_LOG_EVERY_S:
             self.last_log = now
-            self.logger.warning("%s still cannot reach the queue after %.0f s (%d tries; %s)",
-                                self.what, now - self.since, self.failures, reason)
+            self.logger.warning(
+                "%s still cannot reach the queue after %.0f s (%d tries; %s)",
+                self.what,
+                now - self.since,
+                self.failures,
+                reason,
+            )
         delay = self.delay
         self.delay = min(self.delay * 2, BACKOFF_MAX_S)
         return delay
@@ -169,7 +174,13 @@ class Lease:
         self.huey = huey
         self.task = task
         self.started = time.monotonic()
-        self.note: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid(), "at": time.time(), "elapsed": 0.0, "beat": 0}
+        self.note: dict[str, Any] = {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "at": time.time(),
+            "elapsed": 0.0,
+            "beat": 0,
+        }
         self.stop = threading.Event()
         self.outage = Outage(f"worker {os.getpid()} (lease of {task})")
         self.thread = threading.Thread(target=self._renew, name="normgrade-lease", daemon=True)
@@ -231,8 +242,9 @@ def without_folder(message: str, folder: Path) -> str:
     return message
 
 
-def grade_upload(job_id: int, attempt: int, student: str, exercise_ids: list[str], files: dict[str, str],
-                 queue: Huey) -> dict[str, Any]:
+def grade_upload(
+    job_id: int, attempt: int, student: str, exercise_ids: list[str], files: dict[str, str], queue: Huey
+) -> dict[str, Any]:
     """The task body: grade the uploaded files with ``grader.course.grading.grade`` and return the result.
 
     Runs on a worker, holding the try's lease (:class:`Lease`). Grading happens
@@ -253,8 +265,12 @@ def grade_upload(job_id: int, attempt: int, student: str, exercise_ids: list[str
                 return {"ok": False, "error": without_folder(str(exc), tmp)}
             except Exception as exc:  # a grader bug: the job is an error with the reason, the worker lives on
                 last = traceback.format_exc().strip().splitlines()[-1]
-                return {"ok": False, "error": without_folder(
-                    f"the grader failed ({type(exc).__name__}: {exc}; {last}): please report it", tmp)}
+                return {
+                    "ok": False,
+                    "error": without_folder(
+                        f"the grader failed ({type(exc).__name__}: {exc}; {last}): please report it", tmp
+                    ),
+                }
             doc = report_to_dict(report, instructor=True)  # to the server's store; students get it without
             return {"ok": True, "report": scrub(doc, tmp)}
 
@@ -287,12 +303,21 @@ def grade_here(folder: Path, exercise_ids: list[str], student: str, queue: Huey)
     for i in exercise_ids:
         if i not in results:
             reason = refused[selftest.kind_of(i)]
-            results[i] = ExerciseResult(i, "not_graded", 0.0, float(CHECKS[i].max_score), [],
-                                        f"this worker's self-test fails for them: {reason}")
-    return GradeReport(student, [results[i] for i in exercise_ids],
-                       graded.files_hash if graded is not None else grading.files_hash(folder),
-                       graded.notices if graded is not None else [],
-                       graded.sandboxed if graded is not None else True)
+            results[i] = ExerciseResult(
+                i,
+                "not_graded",
+                0.0,
+                float(CHECKS[i].max_score),
+                [],
+                f"this worker's self-test fails for them: {reason}",
+            )
+    return GradeReport(
+        student,
+        [results[i] for i in exercise_ids],
+        graded.files_hash if graded is not None else grading.files_hash(folder),
+        graded.notices if graded is not None else [],
+        graded.sandboxed if graded is not None else True,
+    )
 
 
 def run_selftest(tid: str, queue: Huey) -> dict[str, Any]:
@@ -373,13 +398,19 @@ def post_score(url: str, token: str, score: dict[str, Any]) -> dict[str, Any]:
     again unless the answer was a final refusal (grader/server/lti_services/ags.py).
     """
     try:
-        answer = _http_client().post(url, json=score, headers={
-            "Authorization": f"Bearer {token}", "Content-Type": "application/vnd.ims.lis.v1.score+json"})
+        answer = _http_client().post(
+            url,
+            json=score,
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/vnd.ims.lis.v1.score+json"},
+        )
     except Exception as exc:  # httpx.HTTPError and the like: the server sends it again
         return {"ok": False, "error": f"the LMS cannot be reached at {url} ({type(exc).__name__})"}
     if answer.status_code >= 300:
-        return {"ok": False, "status": answer.status_code, "error": f"the LMS answered {answer.status_code} at "
-                                                                    f"{url}: {' '.join(answer.text[:200].split())}"}
+        return {
+            "ok": False,
+            "status": answer.status_code,
+            "error": f"the LMS answered {answer.status_code} at {url}: {' '.join(answer.text[:200].split())}",
+        }
     return {"ok": True, "status": answer.status_code}
 
 
@@ -393,8 +424,7 @@ class Queue:
     score_task: TaskWrapper | None = None
     selftest_task: TaskWrapper | None = None
 
-    def enqueue(self, job_id: int, attempt: int, student: str, exercise_ids: list[str],
-                files: dict[str, str]) -> str:
+    def enqueue(self, job_id: int, attempt: int, student: str, exercise_ids: list[str], files: dict[str, str]) -> str:
         """Put one grading try on the queue (its ``queued:`` mark first); return its task id."""
         tid = task_id(job_id, attempt)
         self.huey.put(queued_key(tid), {"at": time.time()})
@@ -423,7 +453,6 @@ class Queue:
         """The worker's lease on ``tid`` (host, pid, at, elapsed, beat[, released]), or None."""
         value = self.huey.get(lease_key(tid), peek=True)
         return value if isinstance(value, dict) else None
-
 
     def waiting(self, tid: str) -> bool:
         """Whether ``tid`` is on the queue, not yet taken by a worker (its ``queued:`` mark)."""
@@ -480,8 +509,9 @@ def open_queue(url: str) -> Queue:
             import redis
 
             # bounded waits: a Redis that stops answering is an error after seconds, not a hang
-            pool = redis.ConnectionPool.from_url(url, socket_timeout=10, socket_connect_timeout=5,
-                                                 health_check_interval=5)
+            pool = redis.ConnectionPool.from_url(
+                url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=5
+            )
             huey: Huey = BackoffRedisHuey(QUEUE_NAME, connection_pool=pool, results=True, utc=True)
         except Exception as exc:  # redis.exceptions / ConfigurationError: one line, what to do
             raise SetupError(f"cannot use the Redis queue {url} ({exc}): check --queue") from exc
@@ -586,7 +616,13 @@ def run_consumer(url: str, workers: int, self_test: bool = True) -> None:
     queue.huey.on_startup()(_stop_on_sigterm)
     queue.huey.on_startup()(_start_spares)
     consumer = queue.huey.create_consumer(
-        workers=workers, worker_type="process", check_worker_health=True, health_check_interval=1,
-        periodic=False, initial_delay=0.05, max_delay=0.5, backoff=1.15,
+        workers=workers,
+        worker_type="process",
+        check_worker_health=True,
+        health_check_interval=1,
+        periodic=False,
+        initial_delay=0.05,
+        max_delay=0.5,
+        backoff=1.15,
     )
     consumer.run()

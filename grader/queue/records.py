@@ -81,8 +81,9 @@ def files_hash(files: dict[str, str], exercise_ids: list[str]) -> str:
     return digest.hexdigest()
 
 
-def create_job(store: Store, student: str, key: str, files: dict[str, str], exercise_ids: list[str],
-               course: Course, now: datetime) -> NewJob:
+def create_job(
+    store: Store, student: str, key: str, files: dict[str, str], exercise_ids: list[str], course: Course, now: datetime
+) -> NewJob:
     """Store an upload (its row and files, one transaction) unless this key was seen; enforce the rate limit.
 
     Raises KeyReused (same key, different content) or RateLimited.
@@ -98,14 +99,27 @@ def create_job(store: Store, student: str, key: str, files: dict[str, str], exer
         recent = jobs.rate_counted_since(db, student, since)  # an upload the grader's machine could not grade is free
         if len(recent) >= course.rate_submissions:
             frees_at = parse_time(recent[0]) + course.rate_window
-            raise RateLimited(max(1, int((frees_at - now).total_seconds()) + 1),
-                              course.rate_submissions, course.rate_minutes)
+            raise RateLimited(
+                max(1, int((frees_at - now).total_seconds()) + 1), course.rate_submissions, course.rate_minutes
+            )
         when = now.isoformat(timespec=PRECISE)
-        job_id = jobs.insert(db, {
-            "student": student, "idempotency_key": key, "files_hash": digest,
-            "selectors": json.dumps(exercise_ids), "status": "received", "received_at": when,
-            "tries": 0, "task_id": None, "worker": None, "attempt_id": None, "error": None, "finished_at": None,
-        })
+        job_id = jobs.insert(
+            db,
+            {
+                "student": student,
+                "idempotency_key": key,
+                "files_hash": digest,
+                "selectors": json.dumps(exercise_ids),
+                "status": "received",
+                "received_at": when,
+                "tries": 0,
+                "task_id": None,
+                "worker": None,
+                "attempt_id": None,
+                "error": None,
+                "finished_at": None,
+            },
+        )
         store_files(db, job_id, files)
         job = jobs.get(db, job_id)
     assert job is not None
@@ -151,17 +165,30 @@ def job_files(store: Store, job_id: int) -> dict[str, str]:
     return {name: data.decode("utf-8") for name, data in jobs.files(store.db, job_id).items()}
 
 
-def keep_graded_upload(db: sqlite_utils.Database, student: str, files: dict[str, str], exercise_ids: list[str],
-                       attempt_id: int, when: str) -> int:
+def keep_graded_upload(
+    db: sqlite_utils.Database, student: str, files: dict[str, str], exercise_ids: list[str], attempt_id: int, when: str
+) -> int:
     """Keep a hand-in graded outside the server (``grade batch``) as a closed upload: a ``jobs`` row done with its
     attempt, and its files (content-addressed), so ``grade rescore`` and ``grade similarity`` read it as they
     read the server's uploads. In the caller's transaction (the one recording the attempt); the job id."""
     digest = files_hash(files, exercise_ids)
-    job_id = jobs.insert(db, {
-        "student": student, "idempotency_key": f"batch:{digest}:{attempt_id}", "files_hash": digest,
-        "selectors": json.dumps(exercise_ids), "status": "done", "received_at": when, "tries": 0, "task_id": None,
-        "worker": "grade batch", "attempt_id": attempt_id, "error": None, "finished_at": when,
-    })
+    job_id = jobs.insert(
+        db,
+        {
+            "student": student,
+            "idempotency_key": f"batch:{digest}:{attempt_id}",
+            "files_hash": digest,
+            "selectors": json.dumps(exercise_ids),
+            "status": "done",
+            "received_at": when,
+            "tries": 0,
+            "task_id": None,
+            "worker": "grade batch",
+            "attempt_id": attempt_id,
+            "error": None,
+            "finished_at": when,
+        },
+    )
     store_files(db, job_id, files)
     return job_id
 
@@ -196,16 +223,25 @@ def mark_queued(store: Store, job_id: int, attempt: int, task: str, note: str | 
         jobs.mark_queued(db, job_id, attempt, task, note)
 
 
-def start_round(store: Store, job_row: dict[str, Any], send: list[str], keep: list[str], reason: str | None,
-                attempt: int, task: str) -> None:
+def start_round(
+    store: Store, job_row: dict[str, Any], send: list[str], keep: list[str], reason: str | None, attempt: int, task: str
+) -> None:
     """A round is on the queue as ``task`` (try ``attempt``): it grades ``send``; ``keep`` stays held (``reason``).
 
     The upload's first round comes from ``received``; a held job's next round from ``held`` (one more regrade).
     """
     regrade = 1 if job_row["status"] == HELD else 0
     with store.transaction() as db:
-        jobs.start_round(db, job_row["id"], attempt, task, json.dumps(send), json.dumps(keep) if keep else None,
-                         reason if keep else None, regrade)
+        jobs.start_round(
+            db,
+            job_row["id"],
+            attempt,
+            task,
+            json.dumps(send),
+            json.dumps(keep) if keep else None,
+            reason if keep else None,
+            regrade,
+        )
 
 
 def hold(store: Store, job_row: dict[str, Any], held: list[str], reason: str) -> None:
@@ -286,8 +322,9 @@ def record_done(store: Store, job_row: dict[str, Any], report: GradeReport, grad
             with store.transaction() as db:
                 mark(db, into)
             return Recorded(into, held, reason if held else None)
-        attempt_id = store.record_report(report, grader_version, started_at=job_row["received_at"], also=mark,
-                                         into=into)
+        attempt_id = store.record_report(
+            report, grader_version, started_at=job_row["received_at"], also=mark, into=into
+        )
     except _AlreadyRecorded:
         return None
     return Recorded(attempt_id, held, reason if held else None)
@@ -302,7 +339,6 @@ def record_error(store: Store, job_id: int, reason: str) -> None:
 def position_in_queue(store: Store, job_row: dict[str, Any]) -> int:
     """How many open jobs were received before this one (0: next or grading)."""
     return jobs.waiting_before(store.db, job_row["id"])
-
 
 
 def report_of(store: Store, job_row: dict[str, Any]) -> GradeReport | None:
@@ -330,18 +366,27 @@ def held_exercise(exercise_id: str, reason: str) -> ExerciseResult:
     """A held exercise as the report shows it: ``not_graded``, no score, the reason it waits."""
     from grader.student.engine.checks import CHECKS
 
-    return ExerciseResult(exercise_id, "not_graded", 0.0, float(CHECKS[exercise_id].max_score), [],
-                          f"held: the server grades it by itself once its machine is fixed ({reason})")
+    return ExerciseResult(
+        exercise_id,
+        "not_graded",
+        0.0,
+        float(CHECKS[exercise_id].max_score),
+        [],
+        f"held: the server grades it by itself once its machine is fixed ({reason})",
+    )
 
 
 def _recorded_exercises(store: Store, attempt_id: int) -> list[ExerciseResult]:
     """The exercises recorded in an attempt, from its rows in force."""
-    rows = results.in_force_of_attempt(store.db, attempt_id)  # the rows in force (grade rescore: grader/term/rescore.py)
+    rows = results.in_force_of_attempt(
+        store.db, attempt_id
+    )  # the rows in force (grade rescore: grader/term/rescore.py)
     return [exercise_of(store, row) for row in rows]
 
 
-def rebuild_report(store: Store, student: str, rows: list[dict[str, Any]], files_hash: str,
-                   instructor: bool = False) -> GradeReport:
+def rebuild_report(
+    store: Store, student: str, rows: list[dict[str, Any]], files_hash: str, instructor: bool = False
+) -> GradeReport:
     """The report of one upload from its recorded submission rows and their checks; ``instructor`` keeps the
     hidden checks' full pictures (``CheckResult.instructor_figure``: the dashboard's, never a student's)."""
     return GradeReport(student, [exercise_of(store, row, instructor) for row in rows], files_hash)
@@ -351,13 +396,30 @@ def exercise_of(store: Store, row: dict[str, Any], instructor: bool = False) -> 
     """One recorded submission row and its checks as an exercise result (``instructor``: with the full
     pictures of hidden checks)."""
     checks = [
-        CheckResult(c["name"], bool(c["passed"]), c["score"], c["max_score"], c["message"] or "",
-                    c["misconception"], c.get("figure"), c.get("also") or [],
-                    c.get("instructor_figure") if instructor else None, where_of(c))
+        CheckResult(
+            c["name"],
+            bool(c["passed"]),
+            c["score"],
+            c["max_score"],
+            c["message"] or "",
+            c["misconception"],
+            c.get("figure"),
+            c.get("also") or [],
+            c.get("instructor_figure") if instructor else None,
+            where_of(c),
+        )
         for c in store.check_results(row["id"])
     ]
-    return ExerciseResult(row["exercise"], row["status"], row["score"], row["max_score"], checks,
-                          row["message"] or "", row["duration"] or 0.0, row["output"] or "")
+    return ExerciseResult(
+        row["exercise"],
+        row["status"],
+        row["score"],
+        row["max_score"],
+        checks,
+        row["message"] or "",
+        row["duration"] or 0.0,
+        row["output"] or "",
+    )
 
 
 MAX_ROW_ID = 2**63 - 1  # SQLite's largest integer: an id past it is refused before any query (OverflowError)

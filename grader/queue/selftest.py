@@ -93,23 +93,27 @@ def banner(test: SelfTest | None, held: list[dict[str, Any]]) -> list[str]:
     import json
 
     lines = []
-    holding = {kind: sum(1 for j in held if any(kind_of(i) == kind for i in json.loads(j["held"] or "[]")))
-               for kind in PROBES}
+    holding = {
+        kind: sum(1 for j in held if any(kind_of(i) == kind for i in json.loads(j["held"] or "[]"))) for kind in PROBES
+    }
     refused = test.refused() if test is not None else {}
     for kind, reason in refused.items():
         count = holding[kind]
-        lines.append(f"{sentence(LABELS[kind])} are not being graded: {without_doctor(reason)}. {count} upload"
-                     f"{'s' if count != 1 else ''} held. {DOCTOR}")
+        lines.append(
+            f"{sentence(LABELS[kind])} are not being graded: {without_doctor(reason)}. {count} upload"
+            f"{'s' if count != 1 else ''} held. {DOCTOR}"
+        )
     if held and not refused:
-        lines.append(f"{len(held)} upload{'s' if len(held) != 1 else ''} held: graded again by "
-                     f"{'themselves' if len(held) != 1 else 'itself'} once a self-test passes.")
+        lines.append(
+            f"{len(held)} upload{'s' if len(held) != 1 else ''} held: graded again by "
+            f"{'themselves' if len(held) != 1 else 'itself'} once a self-test passes."
+        )
     return lines
 
 
 def verdict(kinds: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """A self-test document: its serial, where and when it ran, and each kind's ``ok``, ``reason``, ``exercise``."""
-    return {"serial": uuid.uuid4().hex, "host": socket.gethostname(), "pid": os.getpid(), "at": _now(),
-            "kinds": kinds}
+    return {"serial": uuid.uuid4().hex, "host": socket.gethostname(), "pid": os.getpid(), "at": _now(), "kinds": kinds}
 
 
 def failed_everywhere(reason: str) -> dict[str, Any]:
@@ -171,8 +175,11 @@ def refused_kinds(doc: dict[str, Any] | None) -> dict[str, str]:
     kinds = (doc or {}).get("kinds")
     if not isinstance(kinds, dict):
         return {}
-    return {kind: str(v.get("reason") or "the self-test failed") for kind, v in kinds.items()
-            if kind in PROBES and isinstance(v, dict) and v.get("ok") is False}
+    return {
+        kind: str(v.get("reason") or "the self-test failed")
+        for kind, v in kinds.items()
+        if kind in PROBES and isinstance(v, dict) and v.get("ok") is False
+    }
 
 
 def log_verdict(doc: dict[str, Any], where: str) -> None:
@@ -182,8 +189,9 @@ def log_verdict(doc: dict[str, Any], where: str) -> None:
     if passing:
         log.warning("self-test %s: %s pass", where, " and ".join(passing).replace(" exercises and ", " and "))
     for kind, reason in refused.items():
-        log.warning("self-test %s: %s FAIL and are refused (held until a self-test passes): %s",
-                    where, LABELS[kind], reason)
+        log.warning(
+            "self-test %s: %s FAIL and are refused (held until a self-test passes): %s", where, LABELS[kind], reason
+        )
 
 
 class SelfTest:
@@ -196,8 +204,13 @@ class SelfTest:
     worker's start-up run published since.
     """
 
-    def __init__(self, queue: Any, retry_first_s: float = RETRY_FIRST_S, retry_max_s: float = RETRY_MAX_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        queue: Any,
+        retry_first_s: float = RETRY_FIRST_S,
+        retry_max_s: float = RETRY_MAX_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.clock = clock
         self.retry_first_s, self.retry_max_s = retry_first_s, retry_max_s
         self.delay = retry_first_s
@@ -240,9 +253,15 @@ class SelfTest:
         with self.lock:
             latest = self.latest or {}
             kinds = latest.get("kinds") or {}
-            return {kind: {"ok": (kinds.get(kind) or {}).get("ok"), "reason": (kinds.get(kind) or {}).get("reason"),
-                           "exercise": exercise, "checked_at": latest.get("at")}
-                    for kind, exercise in PROBES.items()}
+            return {
+                kind: {
+                    "ok": (kinds.get(kind) or {}).get("ok"),
+                    "reason": (kinds.get(kind) or {}).get("reason"),
+                    "exercise": exercise,
+                    "checked_at": latest.get("at"),
+                }
+                for kind, exercise in PROBES.items()
+            }
 
     # -- the collector's side --------------------------------------------------------------------
 
@@ -263,9 +282,14 @@ class SelfTest:
             result = queue.result(self.task)
             if result is not None:
                 doc = result.get("selftest") if result.get("ok") else None
-                changed = self._adopt(doc if isinstance(doc, dict) else
-                                      failed_everywhere(str(result.get("error") or "the self-test task failed"))) \
+                changed = (
+                    self._adopt(
+                        doc
+                        if isinstance(doc, dict)
+                        else failed_everywhere(str(result.get("error") or "the self-test task failed"))
+                    )
                     or changed
+                )
                 self._done(queue)
             elif not queue.waiting(self.task) and queue.lease(self.task) is None:
                 log.warning("the self-test %s was lost from the queue; sent again", self.task)

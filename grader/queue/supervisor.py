@@ -55,8 +55,17 @@ class WorkerPool:
 
     def __init__(self, queue_url: str, workers: int, no_sandbox: bool = False, grace: float = 30.0) -> None:
         # --no-self-test: the server's own self-test is the first task this worker takes
-        self.command = [sys.executable, "-m", "grader.cli", "worker", "--queue", queue_url, "--workers", str(workers),
-                        "--no-self-test"]
+        self.command = [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "worker",
+            "--queue",
+            queue_url,
+            "--workers",
+            str(workers),
+            "--no-self-test",
+        ]
         self.command += ["--no-sandbox"] if no_sandbox else []
         self.grace = grace
         self.proc: subprocess.Popen[bytes] | None = None
@@ -67,8 +76,11 @@ class WorkerPool:
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         linux = sys.platform.startswith("linux")
-        return subprocess.Popen(self.command, process_group=0,  # noqa: PLW1509 (preexec: one prctl call)
-                                preexec_fn=_child_setup if linux else None)
+        return subprocess.Popen(
+            self.command,
+            process_group=0,  # noqa: PLW1509 (preexec: one prctl call)
+            preexec_fn=_child_setup if linux else None,
+        )
 
     def start(self) -> "WorkerPool":
         """Start the child and its watcher."""
@@ -88,8 +100,9 @@ class WorkerPool:
             kill_group(proc.pid, signal.SIGKILL)  # anything its group left behind
             if time.monotonic() - began > HEALTHY_S:
                 delay = RESTART_FIRST_S
-            log.warning("the grading worker process %s exited (status %s); starting another in %.0f s",
-                        proc.pid, code, delay)
+            log.warning(
+                "the grading worker process %s exited (status %s); starting another in %.0f s", proc.pid, code, delay
+            )
             if self.stopping.wait(delay):
                 return
             delay = min(delay * 2, RESTART_MAX_S)

@@ -16,13 +16,24 @@ from typing import Any
 from grader.quiz import params as params_lib
 from grader.quiz.errors import QuizError, QuizFileError, UnknownChapterError
 from grader.quiz.model import (
-    CHAPTER_ORDER, CHECKPOINT_ATTEMPTS, FORMAT, KINDS, LOCKED_FIELDS, QUIZ_DIR_ENV, Choice, Question, Quiz, _ID_RE,
+    CHAPTER_ORDER,
+    CHECKPOINT_ATTEMPTS,
+    FORMAT,
+    KINDS,
+    LOCKED_FIELDS,
+    QUIZ_DIR_ENV,
+    Choice,
+    Question,
+    Quiz,
+    _ID_RE,
 )
 from grader.student.quiz import expr
 from grader.student.quiz.answers import symbol_table
 from grader.student.quiz.quiz_text import (  # noqa: F401  (what a session shows: shared with the handout)
-    answers_for, load_answers,
+    answers_for,
+    load_answers,
 )
+
 
 def _require(data: Mapping[str, Any], key: str, types: type | tuple[type, ...], file: Path, qid: str | None) -> Any:
     if key not in data:
@@ -105,7 +116,7 @@ def _validate_symbols(raw: Mapping[str, Any], file: Path, qid: str, kind: str) -
         raise QuizFileError(file, qid, "symbols, aliases and subject belong to short (formula) questions")
     symbols = _require(raw, "symbols", list, file, qid)
     if not symbols or not all(isinstance(n, str) and re.fullmatch(r"[a-z][a-z0-9_]*", n) for n in symbols):
-        raise QuizFileError(file, qid, "symbols must be a list of lower-case names such as \"n_in\"")
+        raise QuizFileError(file, qid, 'symbols must be a list of lower-case names such as "n_in"')
     aliases = raw.get("aliases", {})
     if not isinstance(aliases, dict) or not all(
         isinstance(k, str) and re.fullmatch(r"[a-z][a-z0-9_]*", k) and v in symbols for k, v in aliases.items()
@@ -189,7 +200,9 @@ def load_quiz(path: str | Path) -> Quiz:
         salt, digests = "", []
         if "params" in raw:
             if "salt" in raw or "digests" in raw:
-                raise QuizFileError(path, qid, "a parameterised question has no salt or digests: the reference judges it")
+                raise QuizFileError(
+                    path, qid, "a parameterised question has no salt or digests: the reference judges it"
+                )
         else:
             salt = _require(raw, "salt", str, path, qid)
             if not re.fullmatch(r"[0-9a-f]{32,}", salt):
@@ -223,6 +236,7 @@ def load_quiz(path: str | Path) -> Quiz:
         )
     _check_unique_and_checkpoint([q.id for q in questions], len([q for q in questions if q.checkpoint]), path)
     return Quiz(chapter, title, questions, path)
+
 
 def default_quiz_dir() -> Path:
     """``$GRADE_QUIZ_DIR`` when set, else the ``quizzes/`` folder of this checkout."""
@@ -264,5 +278,3 @@ def resolve_chapter(name: str, quiz_dir: str | Path) -> Quiz:
 
 
 # --- grading ---------------------------------------------------------------------
-
-

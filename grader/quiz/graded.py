@@ -63,7 +63,9 @@ def allowed_attempts(question: Question, course_attempts: int | None = None) -> 
     return int(course_attempts) if course_attempts else question.attempts
 
 
-def standing(question: Question, rows: Iterable[Mapping[str, Any]], course_attempts: int | None = None) -> GradedStanding:
+def standing(
+    question: Question, rows: Iterable[Mapping[str, Any]], course_attempts: int | None = None
+) -> GradedStanding:
     """The standing from recorded answers (rows with chapter, question, correct; oldest first): every
     answer up to and including the first correct one counts; none after it."""
     used, correct = 0, False
@@ -98,5 +100,7 @@ def closed_message(question: Question, st: GradedStanding) -> str:
     """The one-line refusal of an answer to a closed question."""
     if st.correct:
         return f"'{question.id}' is answered correctly already: it counts, and no more answers are judged"
-    return (f"'{question.id}' has no attempts left ({st.used} of {st.allowed} used): "
-            "attempts never reset, so this answer is not judged")
+    return (
+        f"'{question.id}' has no attempts left ({st.used} of {st.allowed} used): "
+        "attempts never reset, so this answer is not judged"
+    )

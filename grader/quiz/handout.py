@@ -32,9 +32,13 @@ def handout_question(question: SourceQuestion, chapter: str, practice: bool = Tr
     """One source question as the handout holds it (see the module docstring)."""
     data = question.data
     out = PracticeQuestion(
-        id=question.id, kind=question.kind, prompt=str(data["prompt"]).strip(),
+        id=question.id,
+        kind=question.kind,
+        prompt=str(data["prompt"]).strip(),
         choices=tuple(Choice(c.id, c.text) for c in question.choices),
-        tolerance=question.tolerance, points=float(data.get("points", 1.0)), symbols=question.symbols,
+        tolerance=question.tolerance,
+        points=float(data.get("points", 1.0)),
+        symbols=question.symbols,
         subject=question.subject,
     )
     instance = practice_instance(question, chapter)
@@ -71,11 +75,16 @@ def practice_instance(question: SourceQuestion, chapter: str) -> PracticeInstanc
     specs = params_lib.parse_specs(data["params"])
     values = params_lib.draw(specs, PRACTICE_STUDENT, chapter, question.id, data.get("practice"))
     answer = params_lib.reference_answer(params_lib.parse_reference(data["reference"], set(values)), values)
-    return PracticeInstance(values, params_lib.render(str(data["prompt"]).strip(), values), answer,
-                            params_lib.render(str(data["explanation"]).strip(), {**values, "answer": answer}))
+    return PracticeInstance(
+        values,
+        params_lib.render(str(data["prompt"]).strip(), values),
+        answer,
+        params_lib.render(str(data["explanation"]).strip(), {**values, "answer": answer}),
+    )
 
 
 def handout_quiz(source: SourceQuiz, practice: bool = True) -> PracticeQuiz:
     """A chapter's handout quiz from its author source."""
-    return PracticeQuiz(source.chapter, source.title,
-                        [handout_question(q, source.chapter, practice) for q in source.questions])
+    return PracticeQuiz(
+        source.chapter, source.title, [handout_question(q, source.chapter, practice) for q in source.questions]
+    )

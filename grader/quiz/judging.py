@@ -17,11 +17,18 @@ from grader.quiz import params as params_lib
 from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.model import Choice, Posed, Question, Quiz, QuizResult, Verdict
 from grader.student.quiz.answers import (
-    _choice_ids, canonical_answers, check_numerals, digest, formula_message, parse_drawn_number, parse_number,
+    _choice_ids,
+    canonical_answers,
+    check_numerals,
+    digest,
+    formula_message,
+    parse_drawn_number,
+    parse_number,
 )
 from grader.student.quiz import expr
 from grader.student.errors import UsageError
 from grader.student.quiz import posing
+
 
 def recorded_form(question: Question, raw: Any, shown: tuple[Choice, ...] | None = None) -> str:
     """The answer as stored in the progress database: choice ids, or the text given."""
@@ -68,7 +75,9 @@ def judge(posed: Posed, raw: Any, shown: bool = False) -> Verdict:
         expected = params_lib.reference_answer(call, posed.values)
         correct = abs(value - expected) <= float(question.tolerance or 0) * (1 + 1e-9)
         return Verdict(question.id, answer, correct, values=dict(posed.values), expected=expected)
-    candidates = numeric_candidates(question, raw) if question.kind == "numeric" else canonical_answers(question, raw, order)
+    candidates = (
+        numeric_candidates(question, raw) if question.kind == "numeric" else canonical_answers(question, raw, order)
+    )
     if not _matches(question, candidates) and question.kind == "short" and question.symbols:
         candidates = [formula_message(question, raw, question.salt)]
     return Verdict(question.id, answer, _matches(question, candidates))
@@ -111,8 +120,10 @@ def candidate_range(question: Question, x: float) -> range:
     slack = 1e-9 * max(1.0, abs(low), abs(high))
     keys = range(math.ceil(low - slack), math.floor(high + slack) + 1)
     if len(keys) > 2 * steps + 1 + EXTRA_CANDIDATES:
-        raise AnswerFormatError(f"{x:g} is too large to judge to this question's tolerance ({t:g}): give the "
-                                "answer the question asks for, rounded")
+        raise AnswerFormatError(
+            f"{x:g} is too large to judge to this question's tolerance ({t:g}): give the "
+            "answer the question asks for, rounded"
+        )
     return keys
 
 
@@ -152,8 +163,9 @@ def grade_answer(question: Question, raw: Any, student: str = "", shown: bool = 
         return Verdict(question.id, recorded_form(question, raw), False, str(exc))
 
 
-def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers", student: str = "",
-                  shown: bool = False) -> QuizResult:
+def grade_answers(
+    quiz: Quiz, answers: Mapping[str, Any], source: str = "answers", student: str = "", shown: bool = False
+) -> QuizResult:
     """Grade a mapping question id -> answer for ``student`` (whose numbers parameterised questions use);
     unknown ids raise UsageError, missing ones stay unanswered."""
     known = {q.id for q in quiz.questions}
@@ -168,7 +180,6 @@ def grade_answers(quiz: Quiz, answers: Mapping[str, Any], source: str = "answers
             result.posed[q.id] = pose(q, student)
             result.verdicts[q.id] = grade_answer(q, answers[q.id], student, shown)
     return result
-
 
 
 # --- bounded judging ----------------------------------------------------------------
@@ -230,8 +241,9 @@ def warm_up() -> None:
         pass  # chapters with drawn numbers answer 503 where the reference is missing
 
 
-def judge_bounded(posed: Posed, raw: Any, shown: bool = False, seconds: float | None = None,
-                  who: str | None = None) -> Verdict:
+def judge_bounded(
+    posed: Posed, raw: Any, shown: bool = False, seconds: float | None = None, who: str | None = None
+) -> Verdict:
     """``judge`` in a separate process that is killed after ``seconds``: TooComplexError (one line,
     no attempt spent) when it runs out of time. An answer beyond the bounds of :func:`check_bounds` is refused
     before a judge starts; ``who`` (the student) may hold one judge at a time. Blocking: the server calls it
@@ -252,8 +264,9 @@ def _bounded(work: Callable[..., Any], args: tuple[Any, ...], seconds: float | N
     seconds = JUDGE_SECONDS if seconds is None else seconds
     with _HOLDERS_LOCK:
         if who is not None and who in _HOLDERS:
-            raise TooComplexError("your previous answer is still being judged: send this one when it is done "
-                                  "(no attempt was used)")
+            raise TooComplexError(
+                "your previous answer is still being judged: send this one when it is done (no attempt was used)"
+            )
         if who is not None:
             _HOLDERS.add(who)
     try:
@@ -277,12 +290,14 @@ def _in_child(work: Callable[..., Any], args: tuple[Any, ...], seconds: float) -
     child.close()
     try:
         if not parent.poll(seconds):
-            raise TooComplexError("this answer is too complex to judge in time: write it more simply "
-                                  "(no attempt was used)")
+            raise TooComplexError(
+                "this answer is too complex to judge in time: write it more simply (no attempt was used)"
+            )
         kind, payload = parent.recv()
     except EOFError:
-        raise TooComplexError("this answer could not be judged (the judge stopped): write it more simply "
-                              "(no attempt was used)") from None
+        raise TooComplexError(
+            "this answer could not be judged (the judge stopped): write it more simply (no attempt was used)"
+        ) from None
     finally:
         parent.close()
         if process.is_alive():

@@ -16,6 +16,7 @@ from grader.quiz.errors import AnswerFormatError, QuizError, QuizFileError
 from grader.quiz.model import FORMAT, SALT_BYTES, SOURCE_FIELDS, Quiz, SourceQuestion, SourceQuiz
 from grader.student.quiz.answers import canonical_answers, digest, formula_message, parse_number
 
+
 def _answer_forms(question: SourceQuestion) -> list[Any]:
     """The accepted answers of a source question as a list (short answers may list several; none when parameterised)."""
     if question.answer_range is not None:
@@ -207,4 +208,3 @@ def lock_all(quiz_dir: str | Path, check: bool = False) -> list[LockOutcome]:
         if locked.stem not in chapters:
             outcomes.append(LockOutcome(locked, "orphan", "has no source"))
     return outcomes
-

@@ -11,7 +11,8 @@ from typing import Any
 from grader.quiz import params as params_lib
 from grader.student.quiz.answers import symbol_table
 from grader.student.quiz.quiz_text import (  # noqa: F401  (what a session shows: shared with the handout)
-    KIND_HINTS, ChapterProgress,
+    KIND_HINTS,
+    ChapterProgress,
 )
 
 KINDS = ("single", "multiple", "numeric", "short")
@@ -29,8 +30,22 @@ CHECKPOINT_ATTEMPTS = 2
 
 _ID_RE = re.compile(r"[a-z][a-z0-9-]*")  # matched whole (fullmatch)
 _COMMON_FIELDS = {
-    "id", "kind", "prompt", "explanation", "choices", "tolerance", "points", "checkpoint", "ladder",
-    "attempts", "symbols", "aliases", "subject", "params", "reference", "practice",
+    "id",
+    "kind",
+    "prompt",
+    "explanation",
+    "choices",
+    "tolerance",
+    "points",
+    "checkpoint",
+    "ladder",
+    "attempts",
+    "symbols",
+    "aliases",
+    "subject",
+    "params",
+    "reference",
+    "practice",
 }
 LOCKED_FIELDS = _COMMON_FIELDS | {"salt", "digests", "steps"}
 SOURCE_FIELDS = _COMMON_FIELDS | {"answer", "wrong", "answer_range"}
@@ -84,8 +99,11 @@ class Question:
 
         def shown(match: re.Match[str]) -> str:
             values = sorted(specs[match.group(1)].values)
-            span = "{" + ", ".join(f"{v:g}" for v in values) + "}" if len(values) <= 4 else \
-                f"{values[0]:g} … {values[-1]:g}"
+            span = (
+                "{" + ", ".join(f"{v:g}" for v in values) + "}"
+                if len(values) <= 4
+                else f"{values[0]:g} … {values[-1]:g}"
+            )
             return f"{'± ' if match.group(2) else ''}[{match.group(1)}: {span}]"
 
         return _TEMPLATE_FIELD.sub(shown, self.prompt)
@@ -251,5 +269,3 @@ class QuizResult:
             "complete": complete,
             "questions": questions,
         }
-
-

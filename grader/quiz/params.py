@@ -101,12 +101,18 @@ def parse_specs(raw: Any) -> dict[str, ParamSpec]:
     return {name: ParamSpec.from_dict(name, spec) for name, spec in sorted(raw.items())}
 
 
-def draw(specs: Mapping[str, ParamSpec], student: str, chapter: str, question_id: str,
-         practice: Mapping[str, Number] | None = None) -> dict[str, Number]:
+def draw(
+    specs: Mapping[str, ParamSpec],
+    student: str,
+    chapter: str,
+    question_id: str,
+    practice: Mapping[str, Number] | None = None,
+) -> dict[str, Number]:
     """The student's values, in name order, from the student's seed for this question (never the practice
     instance's, unless the student is the practice one: ``grader.student.quiz.posing.draw_values``)."""
-    return posing.draw_values({name: spec.values for name, spec in specs.items()}, student, chapter, question_id,
-                              practice)
+    return posing.draw_values(
+        {name: spec.values for name, spec in specs.items()}, student, chapter, question_id, practice
+    )
 
 
 def check_practice(specs: Mapping[str, ParamSpec], practice: Any) -> dict[str, Number]:

@@ -181,7 +181,9 @@ def mlp_parameter_count(ref: ModuleType, inputs: int, width: int, outputs: int) 
     return float(sum(layer.W.size + layer.b.size for layer in layers))
 
 
-def _two_unit_network(ref: ModuleType, activation: Any, w: list[float], b: list[float], alpha: list[float], x: float) -> float:
+def _two_unit_network(
+    ref: ModuleType, activation: Any, w: list[float], b: list[float], alpha: list[float], x: float
+) -> float:
     """Σ_i alpha_i act(w_i x + b_i): one input, two hidden units, a linear output without bias."""
     hidden = ref.linear.Linear(1, len(w), rng=np.random.default_rng(0))
     hidden.W[:, 0] = w
@@ -205,10 +207,26 @@ Probe = Callable[..., float]
 PROBES: dict[str, Probe] = {
     f.__name__: f
     for f in (
-        gelu, elu, silu_derivative, prelu_dalpha,
-        layernorm_output, rmsnorm_output, batchnorm_running_var, batchnorm_running_mean, batchnorm_eval_output,
-        dropout_kept_value, dropout_output_variance, sgd_step, adamw_first_step, rel_error,
-        kaiming_normal_std, kaiming_normal_std_fan_out, xavier_uniform_bound, kaiming_uniform_bound,
-        mlp_parameter_count, sigmoid_network_output, relu_network_output,
+        gelu,
+        elu,
+        silu_derivative,
+        prelu_dalpha,
+        layernorm_output,
+        rmsnorm_output,
+        batchnorm_running_var,
+        batchnorm_running_mean,
+        batchnorm_eval_output,
+        dropout_kept_value,
+        dropout_output_variance,
+        sgd_step,
+        adamw_first_step,
+        rel_error,
+        kaiming_normal_std,
+        kaiming_normal_std_fan_out,
+        xavier_uniform_bound,
+        kaiming_uniform_bound,
+        mlp_parameter_count,
+        sigmoid_network_output,
+        relu_network_output,
     )
 }

@@ -101,7 +101,7 @@ def arithmetic_pieces(text: str) -> list[str]:
         if not _OPERATOR.search(match.group(0)):
             continue
         stripped = match.group(0).lstrip(" \t\n)")
-        before = text[:match.end() - len(stripped)].rstrip()
+        before = text[: match.end() - len(stripped)].rstrip()
         piece = _trim(stripped)
         if piece[:1] in MINUS and (before[-1:].isalnum() or before[-1:] == ")"):
             piece = _trim(piece[1:])  # "x - 0.75", "f(x) - 2/3": a difference whose left side is not arithmetic
@@ -129,7 +129,7 @@ def instantiated(text: str, question: Question) -> set[str]:
         for names in itertools.product(symbols, repeat=len(sizes)):
             written, end = [], 0
             for match, name in zip(sizes, names, strict=True):
-                written += [piece[end:match.start()], f" {name} "]
+                written += [piece[end : match.start()], f" {name} "]
                 end = match.end()
             out.add(re.sub(r"\s+", " ", "".join(written) + piece[end:]).strip())
     return out
@@ -141,6 +141,7 @@ _SENTENCE = re.compile(r"(?<!\d)[.;!?](?!\d)|\n")
 def concept_words(prompt: str, prompts: list[str], most: int = 3) -> set[str]:
     """A question's concept: the words of its prompt (four letters or more, not a common word) that at most
     ``most`` of the bank's ``prompts`` hold (``dropout`` is in many, ``naive`` in one)."""
+
     def words(text: str) -> set[str]:
         return {w.casefold() for w in re.findall(r"[^\W\d_]{4,}", text)} - _COMMON
 
@@ -213,8 +214,33 @@ def choices_quoted(text: str, question: Question) -> list[str]:
     return found
 
 
-_COMMON = {"which", "what", "with", "that", "this", "under", "from", "into", "have", "does", "when", "where", "there",
-           "their", "them", "they", "than", "then", "these", "those", "words", "each", "every", "over", "about"}
+_COMMON = {
+    "which",
+    "what",
+    "with",
+    "that",
+    "this",
+    "under",
+    "from",
+    "into",
+    "have",
+    "does",
+    "when",
+    "where",
+    "there",
+    "their",
+    "them",
+    "they",
+    "than",
+    "then",
+    "these",
+    "those",
+    "words",
+    "each",
+    "every",
+    "over",
+    "about",
+}
 
 
 def phrases(text: str, question: Question) -> set[str]:
@@ -226,7 +252,7 @@ def phrases(text: str, question: Question) -> set[str]:
     for i, word in enumerate(words):
         if word.casefold() not in anchors:
             continue
-        window = words[max(0, i - 3): i + 4]
+        window = words[max(0, i - 3) : i + 4]
         for n in (1, 2, 3):
-            out.update(" ".join(window[j: j + n]) for j in range(len(window) - n + 1))
+            out.update(" ".join(window[j : j + n]) for j in range(len(window) - n + 1))
     return out

@@ -13,7 +13,13 @@ from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.judging import judge, pose
 from grader.quiz.model import ChapterProgress, Posed, Question, Quiz, QuizResult, Verdict
 from grader.student.quiz.quiz_text import (  # noqa: F401  (what a session shows: shared with the handout)
-    format_listing, answer_hint, show_question, attempt_label, feedback_line, session_intro, summary_text,
+    format_listing,
+    answer_hint,
+    show_question,
+    attempt_label,
+    feedback_line,
+    session_intro,
+    summary_text,
 )
 
 
@@ -103,8 +109,13 @@ def summary_line(result: QuizResult) -> str:
     """One line: questions right, points, checkpoints right in this pass."""
     cps = result.quiz.checkpoints
     return summary_text(
-        result.quiz.chapter, result.correct_count, len(result.quiz.questions), result.score, result.max_score,
-        sum(1 for q in cps if result._correct(q.id)), len(cps),
+        result.quiz.chapter,
+        result.correct_count,
+        len(result.quiz.questions),
+        result.score,
+        result.max_score,
+        sum(1 for q in cps if result._correct(q.id)),
+        len(cps),
     )
 
 
@@ -112,7 +123,8 @@ def correct_questions(quiz: Quiz, attempts: Iterable[Mapping[str, Any]]) -> set[
     """The ids of ``quiz``'s questions with at least one correct row in ``attempts`` (store rows)."""
     ids = {q.id for q in quiz.questions}
     return {
-        row["question"] for row in attempts
+        row["question"]
+        for row in attempts
         if row["chapter"] == quiz.chapter and row["question"] in ids and row["correct"]
     }
 

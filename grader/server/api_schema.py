@@ -31,8 +31,13 @@ class Declared:
     public: bool = False  # answers without a token (outside the API table, which says who may call each route)
 
 
-def takes(body: Schema | None = None, query: dict[str, Schema] | None = None, path: dict[str, Schema] | None = None,
-          headers: dict[str, Schema] | None = None, public: bool = False) -> Callable[[H], H]:
+def takes(
+    body: Schema | None = None,
+    query: dict[str, Schema] | None = None,
+    path: dict[str, Schema] | None = None,
+    headers: dict[str, Schema] | None = None,
+    public: bool = False,
+) -> Callable[[H], H]:
     """Declare what the decorated handler reads (kept on it as ``handler.takes``)."""
 
     def mark(handler: H) -> H:

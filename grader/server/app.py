@@ -155,8 +155,11 @@ def who(request: Request) -> Principal:
         raise fail(401, "no token sent: run `grade login URL` with the token your instructor gave you")
     principal = auth.lookup(db_store(request).db, token)
     if principal is None:
-        raise fail(401, "the token is not valid (mistyped, revoked or replaced): "
-                        "run `grade login URL` again with your current token")
+        raise fail(
+            401,
+            "the token is not valid (mistyped, revoked or replaced): "
+            "run `grade login URL` again with your current token",
+        )
     return principal
 
 
@@ -180,8 +183,10 @@ def student_of(principal: Principal, request: Request) -> str:
         if not student:
             raise fail(400, "the instructor reads a student's data under /api/v1/students/{id}/...")
         if not known_student(db_store(request), str(student)):
-            raise fail(404, f"there is no student {str(student)[:64]!r} in this course: "
-                            f"list them with GET {API_PREFIX}/students")
+            raise fail(
+                404,
+                f"there is no student {str(student)[:64]!r} in this course: list them with GET {API_PREFIX}/students",
+            )
         return str(student)
     return principal.student
 
@@ -193,8 +198,12 @@ def known_student(store: Store, student: str) -> bool:
     return students.known(store.db, student)
 
 
-def path_id(request: Request, name: str = "id", what: str = "a submission id",
-            hint: str = "use the number `grade submit` printed") -> int:
+def path_id(
+    request: Request,
+    name: str = "id",
+    what: str = "a submission id",
+    hint: str = "use the number `grade submit` printed",
+) -> int:
     """A numeric id of the path, refused with 400 unless it is an integer from 1 to MAX_ID."""
     raw = str(request.path_params.get(name, ""))
     value = records.row_id(raw)
@@ -207,8 +216,9 @@ async def read_body(request: Request, limit: int) -> bytes:
     """The request body, refused with 413 as soon as it passes ``limit`` bytes (also when chunked)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise fail(413, f"the request is {int(declared)} bytes; at most {limit} are accepted: "
-                        "upload only your exercise files")
+        raise fail(
+            413, f"the request is {int(declared)} bytes; at most {limit} are accepted: upload only your exercise files"
+        )
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
@@ -254,8 +264,11 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
     that cannot be taken (grader/server/text_input.py) is a 400 too."""
     body = await read_body(request, limit)
     if too_deep(body, MAX_JSON_DEPTH):
-        raise fail(400, f"the body is nested more than {MAX_JSON_DEPTH} levels deep (or its brackets do not "
-                        "match): send a flat JSON object")
+        raise fail(
+            400,
+            f"the body is nested more than {MAX_JSON_DEPTH} levels deep (or its brackets do not "
+            "match): send a flat JSON object",
+        )
     try:
         doc = json.loads(body, parse_constant=_no_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -314,8 +327,12 @@ def job_json(store: Store, job: dict[str, Any], config: ServerConfig | None = No
     report = records.report_of(store, job)
     if job["status"] == records.HELD and report is not None:
         held = report.not_graded
-        doc["held"] = {"exercises": [e.id for e in held], "points": sum(e.max_score for e in held),
-                       "reason": job["held_reason"], "regrades": int(job["regrades"] or 0)}
+        doc["held"] = {
+            "exercises": [e.id for e in held],
+            "points": sum(e.max_score for e in held),
+            "reason": job["held_reason"],
+            "regrades": int(job["regrades"] or 0),
+        }
     doc["phase"] = phase(doc)
     doc["where"] = where(doc)
     received = parse_time(job["received_at"])
@@ -361,9 +378,11 @@ def where(doc: dict[str, Any]) -> str:
 def held_line(job_id: int, held: dict[str, Any]) -> str:
     """The one line a student reads about a held job: how much waits, that the server grades it, and why."""
     count = len(held["exercises"])
-    return (f"{count} exercise{'s' if count != 1 else ''} ({held['points']:g} points) not graded yet: the server "
-            f"grades {'them' if count != 1 else 'it'} by itself once its machine is fixed (no new upload needed; "
-            f"`grade result {job_id}` shows {'them' if count != 1 else 'it'} then): {held['reason']}")
+    return (
+        f"{count} exercise{'s' if count != 1 else ''} ({held['points']:g} points) not graded yet: the server "
+        f"grades {'them' if count != 1 else 'it'} by itself once its machine is fixed (no new upload needed; "
+        f"`grade result {job_id}` shows {'them' if count != 1 else 'it'} then): {held['reason']}"
+    )
 
 
 def closed_chapters(course: Course, when: datetime, student: str | None = None) -> list[dict[str, Any]]:
@@ -375,9 +394,15 @@ def closed_chapters(course: Course, when: datetime, student: str | None = None) 
         found = student_standing.chapter_state(standing.student_chapter(course, chapter, student), when)
         if found.state in (student_standing.NOT_OPEN, student_standing.CLOSED):
             closes = chapter.closes_at()
-            out.append({"chapter": chapter.name, "state": found.state, "message": found.message(),
-                        "closed_at": closes.isoformat(timespec="minutes") if closes else None,
-                        "exercises": list(chapter.exercises)})
+            out.append(
+                {
+                    "chapter": chapter.name,
+                    "state": found.state,
+                    "message": found.message(),
+                    "closed_at": closes.isoformat(timespec="minutes") if closes else None,
+                    "exercises": list(chapter.exercises),
+                }
+            )
     return out
 
 
@@ -398,16 +423,17 @@ def selected_exercises(course: Course, selectors: list[str], when: datetime, stu
         found = student_standing.chapter_state(chapter, when)
         if found.state == student_standing.NOT_OPEN:
             raise fail(403, f"{found.message()} ({first}): submit it then")
-        raise fail(403, f"{found.message()} ({first}): it takes no more uploads; submit the exercises of open "
-                        "chapters")
+        raise fail(403, f"{found.message()} ({first}): it takes no more uploads; submit the exercises of open chapters")
     ids = [i for i in ids if i not in closed]
     if not ids:
         raise fail(403, "every chapter's deadline has passed: submissions are closed")
     return ids
 
 
-@takes(body_object({"files": {"type": "object", "additionalProperties": TEXT}, "exercises": TEXTS}, ("files",)),
-       headers={"Idempotency-Key": TEXT})
+@takes(
+    body_object({"files": {"type": "object", "additionalProperties": TEXT}, "exercises": TEXTS}, ("files",)),
+    headers={"Idempotency-Key": TEXT},
+)
 async def create_submission(request: Request) -> Response:
     """POST /submissions: store the upload (files + row, one transaction), then answer 202."""
     st = state(request)
@@ -427,8 +453,11 @@ async def create_submission(request: Request) -> Response:
     if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
         raise fail(400, "exercises must be a list of exercise ids or topics")
     if len(selectors) > MAX_SELECTORS or any(len(s) > MAX_SELECTOR_CHARS for s in selectors):
-        raise fail(400, f"exercises must be at most {MAX_SELECTORS} exercise ids or topics of at most "
-                        f"{MAX_SELECTOR_CHARS} characters each")
+        raise fail(
+            400,
+            f"exercises must be at most {MAX_SELECTORS} exercise ids or topics of at most "
+            f"{MAX_SELECTOR_CHARS} characters each",
+        )
     when = now_utc()
     try:
         taken = records.replayed_job(store, principal.student, key, files)  # a retry: answered as it was taken
@@ -438,10 +467,16 @@ async def create_submission(request: Request) -> Response:
             ids = selected_exercises(store.effective_course(st.config.course), selectors, when, principal.student)
             new = records.create_job(store, principal.student, key, files, ids, st.config.course, when)
     except records.KeyReused as exc:
-        raise fail(409, "this Idempotency-Key was used for different files: send a new key for a new submission") from exc
+        raise fail(
+            409, "this Idempotency-Key was used for different files: send a new key for a new submission"
+        ) from exc
     except records.RateLimited as exc:
-        raise fail(429, f"rate limit reached: {exc.limit} submissions per {exc.minutes:g} minutes; "
-                        f"try again in {exc.retry_after} s", {"Retry-After": str(exc.retry_after)}) from exc
+        raise fail(
+            429,
+            f"rate limit reached: {exc.limit} submissions per {exc.minutes:g} minutes; "
+            f"try again in {exc.retry_after} s",
+            {"Retry-After": str(exc.retry_after)},
+        ) from exc
     body = for_student(request, principal, job_json(store, new.job, st.config))  # a replay answers the held report
     body["replayed"] = not new.created
     return JSONResponse(body, status_code=202, headers={"Location": body["url"]})
@@ -501,8 +536,14 @@ async def list_submissions(request: Request) -> Response:
     principal = who(request)
     student = student_of(principal, request)
     config = state(request).config
-    return JSONResponse({"student": student, "submissions": [for_student(request, principal, job_json(store, j, config))
-                                                             for j in records.jobs_of(store, student)]})
+    return JSONResponse(
+        {
+            "student": student,
+            "submissions": [
+                for_student(request, principal, job_json(store, j, config)) for j in records.jobs_of(store, student)
+            ],
+        }
+    )
 
 
 # --- progress, roster -----------------------------------------------------------------------------
@@ -524,8 +565,11 @@ def progress_json(st: ServerState, store: Store, student: str) -> dict[str, Any]
         for exercise in chapter.exercises:
             override = in_force.get((student, exercise.id))
             if override is not None:
-                applied[exercise.id] = {"score": float(override["score"]), "graded": exercise.best_score,
-                                        "comment": str(override["comment"])}
+                applied[exercise.id] = {
+                    "score": float(override["score"]),
+                    "graded": exercise.best_score,
+                    "comment": str(override["comment"]),
+                }
                 exercise.best_score = float(override["score"])
     doc = summary.to_json()
     doc["overrides"] = applied
@@ -535,8 +579,9 @@ def progress_json(st: ServerState, store: Store, student: str) -> dict[str, Any]
 def own_progress(st: ServerState, store: Store, student: str) -> dict[str, Any]:
     """A student's progress as they may see it (the API's GET /progress and their page): exam-mode chapters
     held until their release (grader/term/standing.py)."""
-    return standing.student_progress(progress_json(st, store, student), store.effective_course(st.config.course),
-                                 now_utc())
+    return standing.student_progress(
+        progress_json(st, store, student), store.effective_course(st.config.course), now_utc()
+    )
 
 
 async def get_progress(request: Request) -> Response:
@@ -558,8 +603,9 @@ async def list_students(request: Request) -> Response:
     rows = []
     for entry in store_roster.rows(store.db):
         summary = progress_json(st, store, entry["student"])
-        rows.append({**entry, "score": summary["score"], "max_score": summary["max_score"],
-                     "percent": summary["percent"]})
+        rows.append(
+            {**entry, "score": summary["score"], "max_score": summary["max_score"], "percent": summary["percent"]}
+        )
     return JSONResponse({"students": rows})
 
 
@@ -615,8 +661,9 @@ async def list_quizzes(request: Request) -> Response:
     store = db_store(request)
     student = student_of(who(request), request)
     answers = store.quiz_attempts(student)
-    return JSONResponse({"student": student,
-                         "chapters": [quiz_lib.chapter_progress(q, answers).to_json() for q in st.quizzes]})
+    return JSONResponse(
+        {"student": student, "chapters": [quiz_lib.chapter_progress(q, answers).to_json() for q in st.quizzes]}
+    )
 
 
 async def get_quiz(request: Request) -> Response:
@@ -632,21 +679,33 @@ async def get_quiz(request: Request) -> Response:
     reference_or_503(quiz)
     answers = store.quiz_attempts(principal.student)
     attempts = st.config.course.quiz_attempts
-    return JSONResponse({
-        "student": principal.student, "chapter": quiz.chapter, "title": quiz.title,
-        "standing": quiz_lib.chapter_progress(quiz, answers).to_json(),
-        "questions": [public_question(quiz_lib.pose(q, principal.student), graded.standing(q, answers, attempts))
-                      for q in quiz.questions],
-    })
+    return JSONResponse(
+        {
+            "student": principal.student,
+            "chapter": quiz.chapter,
+            "title": quiz.title,
+            "standing": quiz_lib.chapter_progress(quiz, answers).to_json(),
+            "questions": [
+                public_question(quiz_lib.pose(q, principal.student), graded.standing(q, answers, attempts))
+                for q in quiz.questions
+            ],
+        }
+    )
 
 
-def closed_answer(question: quiz_lib.Question, posed: quiz_lib.Posed, st: graded.GradedStanding
-                  ) -> tuple[int, dict[str, Any]]:
+def closed_answer(
+    question: quiz_lib.Question, posed: quiz_lib.Posed, st: graded.GradedStanding
+) -> tuple[int, dict[str, Any]]:
     """409 for an answer to a closed question (right already, or out of attempts): not judged, not recorded;
     the one-line reason, whether it counts as right, and its explanation (a closed question may be explained)."""
-    return 409, {"error": " ".join(graded.closed_message(question, st).split()), "question": question.id,
-                 "correct": st.correct, "params": dict(posed.values) or None, "attempts_left": 0,
-                 "explanation": closed_explanation(posed)}
+    return 409, {
+        "error": " ".join(graded.closed_message(question, st).split()),
+        "question": question.id,
+        "correct": st.correct,
+        "params": dict(posed.values) or None,
+        "attempts_left": 0,
+        "explanation": closed_explanation(posed),
+    }
 
 
 def closed_explanation(posed: quiz_lib.Posed) -> str:
@@ -689,8 +748,11 @@ async def answer_quiz(request: Request) -> Response:
     try:
         question = quiz.question(str(question_id))
     except KeyError:
-        raise fail(400, f"'{question_id}' is not a question of chapter '{quiz.chapter}': "
-                        f"list them with GET {API_PREFIX}/quizzes/{quiz.chapter}") from None
+        raise fail(
+            400,
+            f"'{question_id}' is not a question of chapter '{quiz.chapter}': "
+            f"list them with GET {API_PREFIX}/quizzes/{quiz.chapter}",
+        ) from None
     shown = doc.get("shown", False)
     if not isinstance(shown, bool):
         raise fail(400, "shown must be true (choice numbers as listed) or false (choice ids)")
@@ -698,8 +760,9 @@ async def answer_quiz(request: Request) -> Response:
     return JSONResponse(answer, status_code=status)
 
 
-async def judge_and_record(st: ServerState, store: Store, student: str, quiz: quiz_lib.Quiz,
-                           question: quiz_lib.Question, raw: Any, shown: bool) -> tuple[int, dict[str, Any]]:
+async def judge_and_record(
+    st: ServerState, store: Store, student: str, quiz: quiz_lib.Quiz, question: quiz_lib.Question, raw: Any, shown: bool
+) -> tuple[int, dict[str, Any]]:
     """One answer of ``student``, judged as posed for them, recorded, then told: (200, the verdict) or (409,
     the question is closed, not judged); the API's POST .../answers and the student's page both go here.
 
@@ -721,16 +784,22 @@ async def judge_and_record(st: ServerState, store: Store, student: str, quiz: qu
     before = graded.standing(question, store.quiz_attempts(student), attempts)
     if before.closed:  # a concurrent answer used the last attempt while this one was judged
         return closed_answer(question, posed, before)
-    first_try = store.record_quiz_answer(student, quiz.chapter, question.id, verdict.answer,
-                                         verdict.correct, verdict.values)
+    first_try = store.record_quiz_answer(
+        student, quiz.chapter, question.id, verdict.answer, verdict.correct, verdict.values
+    )
     after = before.after(verdict.correct)
     due_passed = graded.past_due(st.config.course.quiz_due(quiz.chapter), datetime.now(timezone.utc))
     reveal = graded.reveals_explanation(after, due_passed)
     standing = quiz_lib.chapter_progress(quiz, store.quiz_attempts(student))
     return 200, {
-        "question": question.id, "answer": verdict.answer, "correct": verdict.correct,
-        "params": dict(verdict.values) or None, "first_try": first_try,
-        "attempt": after.used, "attempts": after.allowed, "attempts_left": after.left,
+        "question": question.id,
+        "answer": verdict.answer,
+        "correct": verdict.correct,
+        "params": dict(verdict.values) or None,
+        "first_try": first_try,
+        "attempt": after.used,
+        "attempts": after.allowed,
+        "attempts_left": after.left,
         "feedback": graded.feedback(after),
         "explanation": posed.explanation(verdict.expected) if reveal else None,
         "chapter": standing.to_json(),
@@ -761,8 +830,9 @@ async def create_regrade(request: Request) -> Response:
     if job_id is not None and records.row_id(job_id) is None:
         raise fail(400, f"submission must be the id of one of your submissions (a number from 1 to {MAX_ID})")
     try:
-        row = regrade.file_request(db_store(request), principal.student, _text(doc, "exercise"),
-                                   _text(doc, "reason"), job_id)
+        row = regrade.file_request(
+            db_store(request), principal.student, _text(doc, "exercise"), _text(doc, "reason"), job_id
+        )
     except regrade.RegradeError as exc:
         raise fail(exc.status, str(exc)) from exc
     return JSONResponse(regrade.public(row), status_code=201)
@@ -787,9 +857,13 @@ async def answer_regrade(request: Request) -> Response:
     principal = instructor(request)
     doc = await read_json(request, MAX_JSON_BYTES)
     try:
-        row = regrade.answer(db_store(request), path_id(request, what="a regrade request id",
-                                                        hint="use the # of GET /api/v1/regrades"), _text(doc, "reply"),
-                             _text(doc, "score"), principal.student or "instructor")
+        row = regrade.answer(
+            db_store(request),
+            path_id(request, what="a regrade request id", hint="use the # of GET /api/v1/regrades"),
+            _text(doc, "reply"),
+            _text(doc, "score"),
+            principal.student or "instructor",
+        )
     except regrade.RegradeError as exc:
         raise fail(exc.status, str(exc)) from exc
     return JSONResponse(row)
@@ -802,18 +876,32 @@ async def list_extensions(request: Request) -> Response:
     return JSONResponse({"extensions": extensions.listing(db_store(request), st.config.course)})
 
 
-@takes(body_object({k: TEXT for k in ("student", "group", "chapter", "due", "reason", "late_until")}
-                   | {"late_penalty": {"type": ["number", "string"]}}, ("chapter", "due", "reason")))
+@takes(
+    body_object(
+        {k: TEXT for k in ("student", "group", "chapter", "due", "reason", "late_until")}
+        | {"late_penalty": {"type": ["number", "string"]}},
+        ("chapter", "due", "reason"),
+    )
+)
 async def create_extension(request: Request) -> Response:
     """POST /extensions (instructor): {student or group, chapter, due, reason, late_penalty?, late_until?}."""
     principal = instructor(request)
     doc = await read_json(request, MAX_JSON_BYTES)
     st = state(request)
     try:
-        row = extensions.grant(db_store(request), st.config.course, _text(doc, "student"), _text(doc, "group"),
-                               _text(doc, "chapter"), _text(doc, "due"), _text(doc, "reason"),
-                               principal.student or "instructor", _text(doc, "late_penalty"),
-                               _text(doc, "late_until"), via="API")
+        row = extensions.grant(
+            db_store(request),
+            st.config.course,
+            _text(doc, "student"),
+            _text(doc, "group"),
+            _text(doc, "chapter"),
+            _text(doc, "due"),
+            _text(doc, "reason"),
+            principal.student or "instructor",
+            _text(doc, "late_penalty"),
+            _text(doc, "late_until"),
+            via="API",
+        )
     except GraderError as exc:
         raise fail(400, str(exc)) from exc
     return JSONResponse(row, status_code=201)
@@ -838,13 +926,17 @@ async def get_health(request: Request) -> Response:
     verdicts = test.as_json() if test is not None else None
     held = records.held_jobs(db_store(request))
     collector = st.collector
-    return JSONResponse({
-        "ok": verdicts is not None and all(v["ok"] for v in verdicts.values()),
-        "selftest": verdicts,
-        "held": {"uploads": len(held), "exercises": sum(len(records.held_ids(j)) for j in held)},
-        "unrecorded": {"jobs": collector.unrecorded if collector is not None else 0,
-                       "last_reason": collector.last_unrecorded if collector is not None else None},
-    })
+    return JSONResponse(
+        {
+            "ok": verdicts is not None and all(v["ok"] for v in verdicts.values()),
+            "selftest": verdicts,
+            "held": {"uploads": len(held), "exercises": sum(len(records.held_ids(j)) for j in held)},
+            "unrecorded": {
+                "jobs": collector.unrecorded if collector is not None else 0,
+                "last_reason": collector.last_unrecorded if collector is not None else None,
+            },
+        }
+    )
 
 
 @takes(body_object({}, closed=True))
@@ -873,8 +965,11 @@ async def rescore_now(request: Request) -> Response:
     instructor(request)
     doc = await read_json(request, MAX_JSON_BYTES)
     selectors, dry_run = doc.get("exercises", []), doc.get("dry_run", False)
-    if not isinstance(selectors, list) or not all(isinstance(x, str) for x in selectors) or \
-            not isinstance(dry_run, bool):
+    if (
+        not isinstance(selectors, list)
+        or not all(isinstance(x, str) for x in selectors)
+        or not isinstance(dry_run, bool)
+    ):
         raise fail(400, 'send {"exercises": [exercise ids or topics], "dry_run": false}')
     try:
         outcome = await rescore_in_thread(request.app, catalogue.resolve(selectors) if selectors else [], dry_run)
@@ -889,8 +984,15 @@ async def rescore_in_thread(app: Any, exercises: list[str], dry_run: bool = Fals
 
     def run() -> rescore.Outcome:
         with Store.open(st.config.db_path) as store:
-            return rescore.rescore(store, open_queue(st.config.queue_url), store.effective_course(st.config.course),
-                                   exercises, st.grader_version, dry_run, timeout=float(st.config.job_timeout))
+            return rescore.rescore(
+                store,
+                open_queue(st.config.queue_url),
+                store.effective_course(st.config.course),
+                exercises,
+                st.grader_version,
+                dry_run,
+                timeout=float(st.config.job_timeout),
+            )
 
     return await asyncio.to_thread(run)
 
@@ -924,10 +1026,14 @@ API: list[tuple[str, str, Handler, str]] = [  # (method, path, handler, who may 
 
 async def api_index(request: Request) -> Response:
     """GET /api/v1/: every endpoint with its method, who may call it and its summary (first docstring line)."""
-    return JSONResponse({"endpoints": [
-        {"method": m, "path": API_PREFIX + p, "who": w, "summary": (h.__doc__ or "").strip().splitlines()[0]}
-        for m, p, h, w in api_table(request)
-    ]})
+    return JSONResponse(
+        {
+            "endpoints": [
+                {"method": m, "path": API_PREFIX + p, "who": w, "summary": (h.__doc__ or "").strip().splitlines()[0]}
+                for m, p, h, w in api_table(request)
+            ]
+        }
+    )
 
 
 def api_table(request: Request) -> list[tuple[str, str, Any, str]]:
@@ -940,7 +1046,13 @@ async def server_error(request: Request, exc: Exception) -> Response:
     """Anything unexpected: a JSON 500 (503 when the database is busy) with one line, never a traceback."""
     headers = security_headers()  # (this handler answers outside the middleware)
     if isinstance(exc, (StoreError, sqlite3.OperationalError)):
-        return JSONResponse({"error": f"the course database is busy ({' '.join(str(exc).split())[:200]}): try again"},
-                            status_code=503, headers={"Retry-After": "5", **headers})
-    return JSONResponse({"error": f"the server failed ({type(exc).__name__}): try again later, "
-                                  "and tell your instructor if it goes on"}, status_code=500, headers=headers)
+        return JSONResponse(
+            {"error": f"the course database is busy ({' '.join(str(exc).split())[:200]}): try again"},
+            status_code=503,
+            headers={"Retry-After": "5", **headers},
+        )
+    return JSONResponse(
+        {"error": f"the server failed ({type(exc).__name__}): try again later, and tell your instructor if it goes on"},
+        status_code=500,
+        headers=headers,
+    )

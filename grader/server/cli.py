@@ -33,9 +33,11 @@ def _load_course(course: Path | None) -> Any:
 
 
 ALLOW_SHARED_FILES = click.option(
-    "--allow-shared-files", is_flag=True,
+    "--allow-shared-files",
+    is_flag=True,
     help="Run even when the course database (token hashes, keys) or the embedded queue (uploads) is readable by "
-         "its group or others (a warning then; without it such a file stops the command with the `chmod 600`).")
+    "its group or others (a warning then; without it such a file stops the command with the `chmod 600`).",
+)
 
 
 def check_shared_files(command: str, db: Path | None, queue_url: str, allow: bool) -> None:
@@ -55,32 +57,85 @@ def check_shared_files(command: str, db: Path | None, queue_url: str, allow: boo
 
 
 @click.command("serve")
-@click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="The course.toml [default: no deadlines, best score counts, 30 uploads per hour].")
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
-              help="The course database [or $GRADE_DB]; created when missing, never overwritten.")
+@click.option(
+    "--course",
+    "course_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The course.toml [default: no deadlines, best score counts, 30 uploads per hour].",
+)
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    envvar="GRADE_DB",
+    help="The course database [or $GRADE_DB]; created when missing, never overwritten.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=None,
-              help=f"Port to listen on [default: the port of the course's [server] url when it is http://, else "
-                   f"{DEFAULT_PORT}; behind a reverse proxy (an https:// url) pass the port the proxy forwards to].")
-@click.option("--queue", "queue_url", default=None, metavar="URL",
-              help="Grading queue: sqlite:///PATH or redis://HOST:PORT/DB [default: COURSE-queue.db beside --db].")
-@click.option("--workers", type=click.IntRange(min=0), default=2, show_default=True,
-              help="Grading worker processes started with the server (0: only `grade worker` elsewhere).")
-@click.option("--quiz-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Locked quizzes [default: the checkout's quizzes/].")
-@click.option("--job-timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
-              help="Seconds a grading try may run before it is tried again (then failed).")
-@click.option("--lease-timeout", type=click.FloatRange(min=5), default=20.0, show_default=True,
-              help="Seconds without word from a grading worker (its lease not renewed) before its try is "
-                   "put back on the queue.")
-@click.option("--header-timeout", type=click.FloatRange(min=1), default=10.0, show_default=True,
-              help="Seconds a client has to send a request's line and headers; a connection past it is closed.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help=f"Port to listen on [default: the port of the course's [server] url when it is http://, else "
+    f"{DEFAULT_PORT}; behind a reverse proxy (an https:// url) pass the port the proxy forwards to].",
+)
+@click.option(
+    "--queue",
+    "queue_url",
+    default=None,
+    metavar="URL",
+    help="Grading queue: sqlite:///PATH or redis://HOST:PORT/DB [default: COURSE-queue.db beside --db].",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Grading worker processes started with the server (0: only `grade worker` elsewhere).",
+)
+@click.option(
+    "--quiz-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Locked quizzes [default: the checkout's quizzes/].",
+)
+@click.option(
+    "--job-timeout",
+    type=click.FloatRange(min=1),
+    default=600.0,
+    show_default=True,
+    help="Seconds a grading try may run before it is tried again (then failed).",
+)
+@click.option(
+    "--lease-timeout",
+    type=click.FloatRange(min=5),
+    default=20.0,
+    show_default=True,
+    help="Seconds without word from a grading worker (its lease not renewed) before its try is put back on the queue.",
+)
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=1),
+    default=10.0,
+    show_default=True,
+    help="Seconds a client has to send a request's line and headers; a connection past it is closed.",
+)
 @click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
 @ALLOW_SHARED_FILES
-def serve_command(course_file: Path | None, db: Path, host: str, port: int | None, queue_url: str | None,
-                  workers: int, quiz_dir: Path | None, job_timeout: float, lease_timeout: float,
-                  header_timeout: float, no_sandbox: bool, allow_shared_files: bool) -> None:
+def serve_command(
+    course_file: Path | None,
+    db: Path,
+    host: str,
+    port: int | None,
+    queue_url: str | None,
+    workers: int,
+    quiz_dir: Path | None,
+    job_timeout: float,
+    lease_timeout: float,
+    header_timeout: float,
+    no_sandbox: bool,
+    allow_shared_files: bool,
+) -> None:
     """Run the course server: the API under /api/v1/, the grading queue and its workers.
 
     Before it hands out a job it has a worker grade the reference solution (one
@@ -111,8 +166,11 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int | Non
         course.check_quizzes(quiz_lib.chapter_ids(quizzes) if quizzes.is_dir() else [])  # matched by name or `quiz`
         port = listen_port(port, course.server_url)
         open_queue(queue_url).pending()  # an unusable queue stops here, with its reason
-        app = create_app(ServerConfig(db, queue_url, course, quiz_dir, job_timeout, lease_timeout=lease_timeout,
-                                      url=local_url(host, port)))
+        app = create_app(
+            ServerConfig(
+                db, queue_url, course, quiz_dir, job_timeout, lease_timeout=lease_timeout, url=local_url(host, port)
+            )
+        )
     except GraderError as exc:
         raise one_line(exc) from exc
     except Exception as exc:  # redis.ConnectionError and the like: one line
@@ -127,13 +185,22 @@ def serve_command(course_file: Path | None, db: Path, host: str, port: int | Non
             raise one_line(exc) from exc
     pool = WorkerPool(queue_url, workers, no_sandbox).start() if workers else None
     reached = f"; students reach it at {course.server_url}" if course.server_url else ""
-    click.echo(f"Serving {course.name} at http://{host}:{port} (database {db}, queue {queue_url}, "
-               f"{workers} worker process{'es' if workers != 1 else ''}{reached})", err=True)
+    click.echo(
+        f"Serving {course.name} at http://{host}:{port} (database {db}, queue {queue_url}, "
+        f"{workers} worker process{'es' if workers != 1 else ''}{reached})",
+        err=True,
+    )
     try:
         from grader.server.deadline import header_deadline
 
-        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=5,
-                    http=header_deadline(header_timeout))
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=5,
+            http=header_deadline(header_timeout),
+        )
     finally:
         if pool is not None:
             pool.stop()
@@ -167,18 +234,30 @@ def check_port(host: str, port: int) -> None:
         with socket.create_server((host, port)):
             pass
     except OSError as exc:
-        raise RemoteError(f"cannot listen on {host}:{port} ({exc.strerror or exc}): pass another --port or --host") from exc
+        raise RemoteError(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}): pass another --port or --host"
+        ) from exc
 
 
 @click.command("worker")
-@click.option("--queue", "queue_url", required=True, metavar="URL",
-              help="The server's queue: sqlite:///PATH (same machine) or redis://HOST:PORT/DB.")
-@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
-              help="Grading processes.")
+@click.option(
+    "--queue",
+    "queue_url",
+    required=True,
+    metavar="URL",
+    help="The server's queue: sqlite:///PATH (same machine) or redis://HOST:PORT/DB.",
+)
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True, help="Grading processes."
+)
 @click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
-@click.option("--self-test/--no-self-test", default=True, show_default=True,
-              help="Grade the reference solution (one NumPy, one kernel exercise) before taking jobs; a kind that "
-                   "fails is refused here (its exercises held by the server) until a self-test passes.")
+@click.option(
+    "--self-test/--no-self-test",
+    default=True,
+    show_default=True,
+    help="Grade the reference solution (one NumPy, one kernel exercise) before taking jobs; a kind that "
+    "fails is refused here (its exercises held by the server) until a self-test passes.",
+)
 @ALLOW_SHARED_FILES
 def worker_command(queue_url: str, workers: int, no_sandbox: bool, self_test: bool, allow_shared_files: bool) -> None:
     """Grade submissions from the server's queue until stopped (Ctrl-C or SIGTERM).
@@ -205,10 +284,21 @@ def roster_group() -> None:
 
 @roster_group.command("import")
 @click.argument("roster_csv", type=click.Path(dir_okay=False, path_type=Path), metavar="ROSTER.csv")
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
-              help="The course database [or $GRADE_DB].")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("tokens.csv"),
-              show_default=True, help="Where the new tokens go (mode 0600), to hand out.")
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    envvar="GRADE_DB",
+    help="The course database [or $GRADE_DB].",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("tokens.csv"),
+    show_default=True,
+    help="Where the new tokens go (mode 0600), to hand out.",
+)
 @click.option("--reissue", is_flag=True, help="New tokens for every listed student (their old ones stop working).")
 def roster_import_command(roster_csv: Path, db: Path, output: Path, reissue: bool) -> None:
     """Add the students of ROSTER.csv (columns id,name,email) and issue their tokens.
@@ -229,15 +319,23 @@ def roster_import_command(roster_csv: Path, db: Path, output: Path, reissue: boo
     except OSError as exc:
         raise RemoteError(f"cannot write {output} ({exc.strerror}): pass another -o FILE") from exc
     kept = len(entries) - len(issued)
-    click.echo(f"{len(entries)} students in the roster; {len(issued)} new tokens written to {output}"
-               + (f"; {kept} students kept their tokens (--reissue to replace them)" if kept else "") + ".")
+    click.echo(
+        f"{len(entries)} students in the roster; {len(issued)} new tokens written to {output}"
+        + (f"; {kept} students kept their tokens (--reissue to replace them)" if kept else "")
+        + "."
+    )
     if warning:
         click.echo(warning, err=True)
 
 
 @roster_group.command("instructor")
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
-              help="The course database [or $GRADE_DB].")
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    envvar="GRADE_DB",
+    help="The course database [or $GRADE_DB].",
+)
 def roster_instructor_command(db: Path) -> None:
     """Issue an instructor token and print it (keep it secret; it reads every student's data).
 
@@ -255,15 +353,35 @@ def roster_instructor_command(db: Path) -> None:
 
 
 @roster_group.command("sync")
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
-              help="The course database [or $GRADE_DB].")
-@click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="The course.toml with the [lti] platforms.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=Path("tokens.csv"),
-              show_default=True, help="Where the new students' tokens go (mode 0600).")
-@click.option("--token", envvar="GRADE_TOKEN", default=None,
-              help="An instructor token, for a sync through the running server [default: $GRADE_TOKEN, else "
-                   "the saved `grade login` when it is to that server].")
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    envvar="GRADE_DB",
+    help="The course database [or $GRADE_DB].",
+)
+@click.option(
+    "--course",
+    "course_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The course.toml with the [lti] platforms.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("tokens.csv"),
+    show_default=True,
+    help="Where the new students' tokens go (mode 0600).",
+)
+@click.option(
+    "--token",
+    envvar="GRADE_TOKEN",
+    default=None,
+    help="An instructor token, for a sync through the running server [default: $GRADE_TOKEN, else "
+    "the saved `grade login` when it is to that server].",
+)
 def roster_sync_command(db: Path, course_file: Path, output: Path, token: str | None) -> None:
     """Pull the LMS's membership (LTI NRPS) into the roster: new students get tokens, dropped ones are marked.
 
@@ -289,24 +407,35 @@ def roster_sync_command(db: Path, course_file: Path, output: Path, token: str | 
         raise RemoteError(f"cannot write {output} ({exc.strerror}): pass another -o FILE") from exc
     click.echo(result.summary() + (f"; new tokens written to {output}" if result.tokens else "") + ".")
     if result.errors:
-        raise RemoteError("the roster sync did not reach every course: launch the tool once from each LMS course, "
-                          "check [lti] in course.toml, and run it again")
+        raise RemoteError(
+            "the roster sync did not reach every course: launch the tool once from each LMS course, "
+            "check [lti] in course.toml, and run it again"
+        )
     if not result.contexts:
-        raise RemoteError("no LMS course to sync yet: launch the tool once from the LMS course (as instructor), "
-                          "then run it again")
+        raise RemoteError(
+            "no LMS course to sync yet: launch the tool once from the LMS course (as instructor), then run it again"
+        )
 
 
 def sync_through_server(db: Path, server: dict[str, Any], token: str | None) -> Any:
     """The roster sync done by the server that serves ``db`` (its API), with an instructor token."""
     from grader.server import lti_services
 
-    doc = through_server(db, server, token, "/roster/sync", {}, SYNC_TIMEOUT_S,
-                         "sync through it, or press Sync the roster now on the dashboard's LMS page")
+    doc = through_server(
+        db,
+        server,
+        token,
+        "/roster/sync",
+        {},
+        SYNC_TIMEOUT_S,
+        "sync through it, or press Sync the roster now on the dashboard's LMS page",
+    )
     return lti_services.SyncResult.from_json(doc)
 
 
-def through_server(db: Path, server: dict[str, Any], token: str | None, path: str, body: dict[str, Any],
-                   timeout: float, instead: str) -> dict[str, Any]:
+def through_server(
+    db: Path, server: dict[str, Any], token: str | None, path: str, body: dict[str, Any], timeout: float, instead: str
+) -> dict[str, Any]:
     """POST ``body`` to ``path`` of the server that serves ``db`` (only it writes the database), with an instructor
     token (``--token``/$GRADE_TOKEN, else the saved `grade login` to that server); ``instead`` ends the refusal
     when there is none ("sync through it, or ...")."""
@@ -318,8 +447,10 @@ def through_server(db: Path, server: dict[str, Any], token: str | None, path: st
         token = login.token if login is not None and url and login.server == url.rstrip("/") else None
     if not url or not token:
         where = f" at {url}" if url else ""
-        raise RemoteError(f"{db} is served by grade serve (pid {server.get('pid', '?')}{where}): only the server "
-                          f"writes it. Pass --token <instructor token> (or $GRADE_TOKEN) to {instead}")
+        raise RemoteError(
+            f"{db} is served by grade serve (pid {server.get('pid', '?')}{where}): only the server "
+            f"writes it. Pass --token <instructor token> (or $GRADE_TOKEN) to {instead}"
+        )
     with connection.Client(url, token, timeout=timeout) as client:
         _, doc = client.call("POST", path, body)
     return dict(doc)

@@ -35,7 +35,15 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from grader.term.class_report import (
-    Bar, Chart, ClassReport, ExerciseStats, StudentRow, _mistake_texts, _number, environment, histogram_chart,
+    Bar,
+    Chart,
+    ClassReport,
+    ExerciseStats,
+    StudentRow,
+    _mistake_texts,
+    _number,
+    environment,
+    histogram_chart,
     pass_rate_chart,
 )
 from markupsafe import Markup, escape
@@ -102,8 +110,14 @@ class Filters:
 
     def query(self, **changes: Any) -> str:
         """The query string of these filters with some values changed (``?...``)."""
-        values = {"chapter": self.chapter, "struggling": "1" if self.struggling else "",
-                  "threshold": f"{self.threshold:g}", "days": f"{self.days:g}", "sort": self.sort, "order": self.order}
+        values = {
+            "chapter": self.chapter,
+            "struggling": "1" if self.struggling else "",
+            "threshold": f"{self.threshold:g}",
+            "days": f"{self.days:g}",
+            "sort": self.sort,
+            "order": self.order,
+        }
         values.update({k: v for k, v in changes.items()})
         return "?" + urlencode({k: v for k, v in values.items() if v != ""})
 
@@ -122,8 +136,13 @@ class Filters:
 
 def due_exercises(report: ClassReport, now: datetime) -> list[str]:
     """The exercises of the chapters whose due date has passed (all exercises while none has)."""
-    due = [e for c in report.course.chapters if c.due is not None and c.due <= now for e in c.exercises
-           if e in report.exercise_ids]
+    due = [
+        e
+        for c in report.course.chapters
+        if c.due is not None and c.due <= now
+        for e in c.exercises
+        if e in report.exercise_ids
+    ]
     return due or list(report.exercise_ids)
 
 
@@ -139,8 +158,9 @@ def struggling_percent(report: ClassReport, student: StudentRow, chapter: str, d
     return student.group_percent(group.exercise_ids if group else due)
 
 
-def is_struggling(report: ClassReport, student: StudentRow, filters: Filters, now: datetime,
-                  due: list[str] | None = None) -> bool:
+def is_struggling(
+    report: ClassReport, student: StudentRow, filters: Filters, now: datetime, due: list[str] | None = None
+) -> bool:
     """Below the threshold or no progress in ``filters.days`` days, once something was due (see the module
     docstring)."""
     if nothing_due_yet(report, filters.chapter, now):
@@ -187,8 +207,15 @@ def overview_rows(report: ClassReport, filters: Filters, now: datetime) -> list[
     due = due_exercises(report, now)
     for s in report.students:
         struggling = is_struggling(report, s, filters, now, due)
-        rows.append(OverviewRow(s, struggling or not filters.struggling, struggling,
-                                [s.group_percent(g.exercise_ids) for g in report.groups], s.group_percent(due)))
+        rows.append(
+            OverviewRow(
+                s,
+                struggling or not filters.struggling,
+                struggling,
+                [s.group_percent(g.exercise_ids) for g in report.groups],
+                s.group_percent(due),
+            )
+        )
     rows.sort(key=lambda r: sort_key(r, filters.sort), reverse=filters.order == "desc")
     return rows
 
@@ -221,8 +248,15 @@ class LineChart:
         return " ".join(out)
 
 
-def line_chart(series: list[tuple[datetime, float, str]], y_max: float, y_format: str, label: str,
-               end: datetime | None = None, width: float = 560, height: float = 200) -> LineChart:
+def line_chart(
+    series: list[tuple[datetime, float, str]],
+    y_max: float,
+    y_format: str,
+    label: str,
+    end: datetime | None = None,
+    width: float = 560,
+    height: float = 200,
+) -> LineChart:
     """A step line of (time, value, tooltip) from the first time to ``end`` (default: the last)."""
     left, right, top, bottom = 44.0, 12.0, 10.0, 30.0
     plot_w, plot_h = width - left - right, height - top - bottom
@@ -253,8 +287,11 @@ def line_chart(series: list[tuple[datetime, float, str]], y_max: float, y_format
 
 
 # Tick spacings of a time axis, the shortest first: minutes, hours, days, weeks, months.
-TICK_STEPS = ([timedelta(minutes=m) for m in (1, 2, 5, 10, 15, 30)] + [timedelta(hours=h) for h in (1, 2, 3, 6, 12)]
-              + [timedelta(days=d) for d in (1, 2, 7, 14, 28, 56, 91)])
+TICK_STEPS = (
+    [timedelta(minutes=m) for m in (1, 2, 5, 10, 15, 30)]
+    + [timedelta(hours=h) for h in (1, 2, 3, 6, 12)]
+    + [timedelta(days=d) for d in (1, 2, 7, 14, 28, 56, 91)]
+)
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -307,11 +344,13 @@ class AttemptView:
     started_at: str
     score: float
     max_score: float
-    total_after: float          # the student's counted exercise total right after this upload
-    late_exercises: list[str]   # exercises graded after their chapter's due date
-    report_text: str            # what the student saw (grader.student.feedback.report.format_text); "" when left out
-    pictures_html: str = ""     # the failing checks' pictures the student saw (grader.student.feedback.drawing); "" when none
-    label: str = ""             # "Submission 38" (the number the student was given) or "Upload 12" (no server)
+    total_after: float  # the student's counted exercise total right after this upload
+    late_exercises: list[str]  # exercises graded after their chapter's due date
+    report_text: str  # what the student saw (grader.student.feedback.report.format_text); "" when left out
+    pictures_html: str = (
+        ""  # the failing checks' pictures the student saw (grader.student.feedback.drawing); "" when none
+    )
+    label: str = ""  # "Submission 38" (the number the student was given) or "Upload 12" (no server)
 
 
 @dataclass
@@ -347,7 +386,7 @@ class StudentDetail:
     """Everything the student's page shows."""
 
     row: StudentRow
-    attempts: list[AttemptView]     # newest first
+    attempts: list[AttemptView]  # newest first
     chart: LineChart
     quizzes: list[tuple[str, list[QuestionView]]]  # (chapter title, questions)
     overrides: list[dict[str, Any]]  # this student's override log, newest first
@@ -371,8 +410,11 @@ def pictures_html(report: GradeReport) -> str:
         for c in ex.checks:
             if c.passed or not c.figure:
                 continue
-            picture = (drawing.figure_html(c.instructor_figure, instructor=True) if c.instructor_figure
-                       else drawing.figure_html(c.figure))
+            picture = (
+                drawing.figure_html(c.instructor_figure, instructor=True)
+                if c.instructor_figure
+                else drawing.figure_html(c.figure)
+            )
             parts.append(f"<h4>{name_html(ex.id)}, {html.escape(c.name)}</h4>{picture}")
     return f"<style>{drawing.CSS}</style>{''.join(parts)}" if parts else ""
 
@@ -402,8 +444,9 @@ def attempt_label(attempt_id: int, submission_of: Mapping[int, int]) -> str:
     return f"Submission {job}" if job is not None else f"Upload {attempt_id}"
 
 
-def student_detail(store: Store, report: ClassReport, student: str, reports_kept: int | None = None
-                   ) -> StudentDetail | None:
+def student_detail(
+    store: Store, report: ClassReport, student: str, reports_kept: int | None = None
+) -> StudentDetail | None:
     """The student's page (None: not in the class). ``reports_kept``: how many of the latest uploads
     carry their full report (all when None; the offline report keeps one)."""
     row = report.student(student)
@@ -426,31 +469,55 @@ def student_detail(store: Store, report: ClassReport, student: str, reports_kept
             if chapter is not None and chapter.effective(sub["score"], parse_time(sub["started_at"]))[1]:  # its rule
                 late.append(sub["exercise"])
         total = sum(counted_score(h, course.chapter_of(ex, student), course.rule).score for ex, h in history.items())
-        views.append(AttemptView(attempt["id"], attempt["started_at"], attempt["score"], attempt["max_score"],
-                                 total, late, "", label=attempt_label(attempt["id"], submission_of)))
-        series.append((parse_time(attempt["started_at"]), total,
-                       f"{attempt['started_at']}: total {_number(total)} of {_number(row.max_total)}"))
+        views.append(
+            AttemptView(
+                attempt["id"],
+                attempt["started_at"],
+                attempt["score"],
+                attempt["max_score"],
+                total,
+                late,
+                "",
+                label=attempt_label(attempt["id"], submission_of),
+            )
+        )
+        series.append(
+            (
+                parse_time(attempt["started_at"]),
+                total,
+                f"{attempt['started_at']}: total {_number(total)} of {_number(row.max_total)}",
+            )
+        )
     views.reverse()
     keep = len(views) if reports_kept is None else reports_kept
     for view in views[:keep]:
         rows = by_attempt.get(view.id, [])
         rebuilt = _rebuild_report(store, student, rows) if rows else None
-        shares = {} if rebuilt is None else {  # the late notes the student's copy of this report carried
-            item["exercise"]: item["counts"]
-            for item in late_exercises(course, rebuilt.graded_exercises, parse_time(view.started_at), student)}
+        shares = (
+            {}
+            if rebuilt is None
+            else {  # the late notes the student's copy of this report carried
+                item["exercise"]: item["counts"]
+                for item in late_exercises(course, rebuilt.graded_exercises, parse_time(view.started_at), student)
+            }
+        )
         view.report_text = clean_text(format_text(rebuilt, late_shares=shares)) if rebuilt is not None else ""
         view.pictures_html = Markup(pictures_html(rebuilt)) if rebuilt is not None else ""  # drawn escaped: safe
     end = parse_time(report.generated_at)
-    chart = line_chart(series, row.max_total, "{:.0f}", f"{row.label}'s exercise total after each upload", end,
-                       width=440, height=180)  # narrow enough to stay readable when a phone shrinks it
+    chart = line_chart(
+        series, row.max_total, "{:.0f}", f"{row.label}'s exercise total after each upload", end, width=440, height=180
+    )  # narrow enough to stay readable when a phone shrinks it
 
     answers: dict[tuple[str, str], list[AnswerView]] = {}
     for a in store.quiz_attempts(student):
         answers.setdefault((a["chapter"], a["question"]), []).append(
-            AnswerView(clean_text(a["answer"], 200), bool(a["correct"]), a["answered_at"], _params_text(a["params"])))
+            AnswerView(clean_text(a["answer"], 200), bool(a["correct"]), a["answered_at"], _params_text(a["params"]))
+        )
     quizzes = []
     for quiz in report.quizzes:
-        questions = [QuestionView(q.id, q.display_prompt, answers.get((quiz.chapter, q.id), [])) for q in quiz.questions]
+        questions = [
+            QuestionView(q.id, q.display_prompt, answers.get((quiz.chapter, q.id), [])) for q in quiz.questions
+        ]
         quizzes.append((quiz.title or quiz.chapter, questions))
     overrides = [o for o in report.overrides if o["student"] == student][::-1]
     return StudentDetail(row, views, chart, quizzes, overrides)
@@ -476,7 +543,7 @@ class ExerciseDetail:
     stats: ExerciseStats
     pass_chart: LineChart
     distribution: Chart
-    never: int                   # students who never submitted it
+    never: int  # students who never submitted it
     unnamed: list[UnnamedCheck]
 
 
@@ -494,8 +561,17 @@ def distribution_chart(fractions: list[float], width: float = 560, height: float
         h = plot_h * count / most
         label = "100%" if k == 10 else f"{10 * k}%"
         what = "at full marks" if k == 10 else f"with {10 * k}% to {10 * k + 10}%"
-        bars.append(Bar(left + k * step + 2, top + plot_h - h, step - 4, h, label, str(count),
-                        f"{count} student{'s' if count != 1 else ''} {what}"))
+        bars.append(
+            Bar(
+                left + k * step + 2,
+                top + plot_h - h,
+                step - 4,
+                h,
+                label,
+                str(count),
+                f"{count} student{'s' if count != 1 else ''} {what}",
+            )
+        )
     ticks = [(top + plot_h - plot_h * v / most, str(v)) for v in sorted({0, most // 2, most})]
     return Chart(width, height, bars, ticks, baseline=top + plot_h, label_x=left)
 
@@ -526,12 +602,13 @@ def pass_rate_series(store: Store, report: ClassReport, exercise: str) -> list[t
         else:
             full.discard(row["student"])
         if len(full) != before:
-            series.append((when, len(full) / size, f"{when:%Y-%m-%d %H:%M}: {len(full)} of {size} students at full marks"))
+            series.append(
+                (when, len(full) / size, f"{when:%Y-%m-%d %H:%M}: {len(full)} of {size} students at full marks")
+            )
     final = sum(1 for s in report.students if s.exercises[exercise].passed)
     if series and final != len(full):  # overrides in force
         end = parse_time(report.generated_at)
-        series.append((end, final / size, f"with the instructor's overrides: {final} of {size} students at "
-                                          "full marks"))
+        series.append((end, final / size, f"with the instructor's overrides: {final} of {size} students at full marks"))
     return series
 
 
@@ -554,17 +631,25 @@ def exercise_detail(store: Store, report: ClassReport, exercise: str) -> Exercis
         entry["students"].add(check["student"])
         entry["failures"] += 1
         entry["example"] = entry["example"] or clean_text(check["message"] or "", 300)
-    unnamed = sorted((UnnamedCheck(name, len(e["students"]), e["failures"], e["example"])
-                      for name, e in failing.items()), key=lambda u: (-u.students, -u.failures, u.name))
-    return ExerciseDetail(stats, pass_chart, distribution_chart([float(f) for f in fractions]),
-                          len(cells) - len(fractions), unnamed[:UNNAMED_TOP])
+    unnamed = sorted(
+        (UnnamedCheck(name, len(e["students"]), e["failures"], e["example"]) for name, e in failing.items()),
+        key=lambda u: (-u.students, -u.failures, u.name),
+    )
+    return ExerciseDetail(
+        stats,
+        pass_chart,
+        distribution_chart([float(f) for f in fractions]),
+        len(cells) - len(fractions),
+        unnamed[:UNNAMED_TOP],
+    )
 
 
 # --- overrides -------------------------------------------------------------------------------------
 
 
-def record_override(store: Store, report: ClassReport, student: str, exercise: str, score: str, comment: str,
-                    author: str = "instructor") -> dict[str, Any]:
+def record_override(
+    store: Store, report: ClassReport, student: str, exercise: str, score: str, comment: str, author: str = "instructor"
+) -> dict[str, Any]:
     """Append an override to the log (an empty ``score`` withdraws the one in force); the row written.
 
     DashboardError (one line) for an unknown student or exercise, a score that
@@ -590,8 +675,14 @@ def record_override(store: Store, report: ClassReport, student: str, exercise: s
     elif row.exercises[exercise].override is None:
         raise DashboardError(f"{exercise} has no override to withdraw: give a score")
     when = utc_now()
-    entry = {"student": student, "exercise": exercise, "score": value, "comment": comment,
-             "author": author, "created_at": when}
+    entry = {
+        "student": student,
+        "exercise": exercise,
+        "score": value,
+        "comment": comment,
+        "author": author,
+        "created_at": when,
+    }
     with store.transaction() as db:
         entry["id"] = override_log.add(db, student, exercise, value, comment, author, when)
     return entry
@@ -643,12 +734,18 @@ def overview_context(report: ClassReport, filters: Filters, now: datetime) -> di
     index = {g.name: k for k, g in enumerate(report.groups)}
     quiz_group = {c: index.get(c, -1) for c, _ in report.chapters}
     return {
-        "report": report, "summary": report.summary(), "rows": rows, "filters": filters,
-        "visible": sum(r.visible for r in rows), "struggling_count": sum(r.struggling for r in rows),
+        "report": report,
+        "summary": report.summary(),
+        "rows": rows,
+        "filters": filters,
+        "visible": sum(r.visible for r in rows),
+        "struggling_count": sum(r.struggling for r in rows),
         "now_iso": now.isoformat(timespec="seconds"),
-        "quiz_group": quiz_group, "chapter_index": index.get(filters.chapter, ""),
+        "quiz_group": quiz_group,
+        "chapter_index": index.get(filters.chapter, ""),
         "cells": {r.student.name: grid_cells(report, r.student, quiz_group) for r in rows},
-        "histogram": histogram_chart(report.histogram()), "pass_rate_chart": pass_rate_chart(report.exercises),
+        "histogram": histogram_chart(report.histogram()),
+        "pass_rate_chart": pass_rate_chart(report.exercises),
     }
 
 
@@ -692,8 +789,7 @@ def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, i
             c = student.exercises[ex]
             shown = escape(ex)
             if not c.scored:
-                parts.append(f'<td class="c b-none g g{k}">'
-                             '<span class="sr-only">not submitted</span></td>')
+                parts.append(f'<td class="c b-none g g{k}"><span class="sr-only">not submitted</span></td>')
                 continue
             text = format_score(c.best_score)
             look, mark, words = STATUS_LOOKS.get(c.last_status or "", ("", "", ""))
@@ -709,8 +805,10 @@ def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, i
                 title += f"; named mistake {escape(named)}" + (f": {escape(sentence)}" if sentence else "")
                 if len(c.mistakes) > 1:
                     title += f" (and {escape(', '.join(c.mistakes[1:]))})"
-                marks += f'<span class="mk" aria-hidden="true">&#9670;</span><span class="sr-only"> named mistake:' \
-                         f' {escape(", ".join(c.mistakes))}</span>'
+                marks += (
+                    f'<span class="mk" aria-hidden="true">&#9670;</span><span class="sr-only"> named mistake:'
+                    f" {escape(', '.join(c.mistakes))}</span>"
+                )
             if c.late:  # its words ("late: counts 70%") are the model's, among c.marks below
                 marks += '<span aria-hidden="true">*</span>'
             if c.override is not None:
@@ -729,12 +827,16 @@ def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, i
         fraction = q.questions_correct / q.questions if q.attempts and q.questions else None
         done = '&#10003;<span class="sr-only"> complete</span>' if q.complete else ""
         if not q.attempts:  # the dash alone (from the stylesheet), as an exercise never submitted
-            parts.append(f'<td class="c b-none g g{quiz_group[chapter]}" title="Quiz {escape(chapter)}: not started, '
-                         f'0 of {q.questions} right"><span class="sr-only">not started</span></td>')
+            parts.append(
+                f'<td class="c b-none g g{quiz_group[chapter]}" title="Quiz {escape(chapter)}: not started, '
+                f'0 of {q.questions} right"><span class="sr-only">not started</span></td>'
+            )
             continue
-        parts.append(f'<td class="c b-{band(fraction)} g g{quiz_group[chapter]}" title="Quiz {escape(chapter)}: '
-                     f'{q.questions_correct} of {q.questions} right, {q.state}">'
-                     f'{q.questions_correct}/{q.questions}{done}</td>')
+        parts.append(
+            f'<td class="c b-{band(fraction)} g g{quiz_group[chapter]}" title="Quiz {escape(chapter)}: '
+            f'{q.questions_correct} of {q.questions} right, {q.state}">'
+            f"{q.questions_correct}/{q.questions}{done}</td>"
+        )
     return Markup("".join(parts))
 
 
@@ -751,11 +853,21 @@ def offline_html(report: ClassReport, store: Store | None, title: str) -> str:
     links = Links(offline=True, anchors={s.name: k for k, s in enumerate(report.students)})
     now = parse_time(report.generated_at)
     exercises = [] if store is None else [exercise_detail(store, report, e) for e in report.exercise_ids]
-    students = [] if store is None else [student_detail(store, report, s.name, reports_kept=1)
-                                         for s in report.students]
+    students = [] if store is None else [student_detail(store, report, s.name, reports_kept=1) for s in report.students]
     return render(
-        "report.html.j2", title=title, course_name=report.course.name, links=links, with_script=True, csrf="",
-        items_by_chapter=items_by_chapter(report.items), chapters=report.chapters, exercise_details=exercises, student_details=students,
-        heading="h2", open_first=False, notice="", notice_error=False,
+        "report.html.j2",
+        title=title,
+        course_name=report.course.name,
+        links=links,
+        with_script=True,
+        csrf="",
+        items_by_chapter=items_by_chapter(report.items),
+        chapters=report.chapters,
+        exercise_details=exercises,
+        student_details=students,
+        heading="h2",
+        open_first=False,
+        notice="",
+        notice_error=False,
         **overview_context(report, Filters(), now),
     )

@@ -47,8 +47,17 @@ async def http_error(request: Request, exc: Exception) -> Response:
     if request.url.path.startswith(DASHBOARD_PREFIX):
         page = instructor.message(request, exc.status_code, heading(exc.status_code), str(exc.detail), error=True)
     else:
-        page = student_pages.html_page(request, "student_message.html.j2", exc.status_code, None,
-                                       title=heading(exc.status_code), heading=heading(exc.status_code),
-                                       message=str(exc.detail), error=True, login=False, back="/student/")
+        page = student_pages.html_page(
+            request,
+            "student_message.html.j2",
+            exc.status_code,
+            None,
+            title=heading(exc.status_code),
+            heading=heading(exc.status_code),
+            message=str(exc.detail),
+            error=True,
+            login=False,
+            back="/student/",
+        )
     page.headers.update(headers)
     return page

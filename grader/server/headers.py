@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 NO_FRAMING = "frame-ancestors 'none'"
-BASE_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
-               "base-uri 'none'; " + NO_FRAMING)
+BASE_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
+    "base-uri 'none'; " + NO_FRAMING
+)
 OTHER_HEADERS = [
     ("X-Frame-Options", "DENY"),
     ("X-Content-Type-Options", "nosniff"),
@@ -46,8 +48,7 @@ SCRIPT = re.compile(r"<script>(.*?)</script>", re.DOTALL)
 
 def policy_for(html: str) -> str:
     """The CSP of a page: the base policy, plus ``script-src`` with the hash of each inline script it has."""
-    hashes = [base64.b64encode(hashlib.sha256(body.encode("utf-8")).digest()).decode()
-              for body in SCRIPT.findall(html)]
+    hashes = [base64.b64encode(hashlib.sha256(body.encode("utf-8")).digest()).decode() for body in SCRIPT.findall(html)]
     if not hashes:
         return BASE_POLICY
     return BASE_POLICY + "; script-src " + " ".join(f"'sha256-{h}'" for h in hashes)
@@ -56,8 +57,10 @@ def policy_for(html: str) -> str:
 def with_own_files(policy: str) -> str:
     """A policy that also lets the page load scripts, style sheets and fonts from this server (``'self'``): the
     course text's pages, whose maths KaTeX typesets from the files the server itself serves (never a CDN)."""
-    return (policy.replace("style-src 'unsafe-inline'", "style-src 'self' 'unsafe-inline'")
-            + "; script-src 'self'; font-src 'self'")
+    return (
+        policy.replace("style-src 'unsafe-inline'", "style-src 'self' 'unsafe-inline'")
+        + "; script-src 'self'; font-src 'self'"
+    )
 
 
 def as_dict(html: str | None = None) -> dict[str, str]:
@@ -99,9 +102,13 @@ class SecurityHeaders:
                 names = {name.lower() for name, _ in headers}
                 headers += [(name, value) for name, value in self.defaults if name not in names]
                 if framed is not None:
-                    headers = [(name, value.replace(NO_FRAMING.encode(), framed.encode()))
-                               if name.lower() == b"content-security-policy" else (name, value)
-                               for name, value in headers if name.lower() != b"x-frame-options"]
+                    headers = [
+                        (name, value.replace(NO_FRAMING.encode(), framed.encode()))
+                        if name.lower() == b"content-security-policy"
+                        else (name, value)
+                        for name, value in headers
+                        if name.lower() != b"x-frame-options"
+                    ]
                 message["headers"] = headers
             await send(message)
 

@@ -36,17 +36,23 @@ def insight_page(request: Request, title: str, page: str, status: int = 200, **c
     """An insight page (dash_insight.html.j2, on the dashboard's base) with the dashboard's shared context."""
     st = request.app.state.normgrade
     values: dict[str, Any] = {
-        "title": f"{title} - {st.config.course.name}", "course_name": st.config.course.name,
-        "links": Links(offline=False), "csrf": csrf_token(request), "with_script": False, "heading": title,
-        "banner": grading_banner(request), "page": page,
+        "title": f"{title} - {st.config.course.name}",
+        "course_name": st.config.course.name,
+        "links": Links(offline=False),
+        "csrf": csrf_token(request),
+        "with_script": False,
+        "heading": title,
+        "banner": grading_banner(request),
+        "page": page,
         "open_regrades": len(regrade.requests(store_of(request), status="open")),
     }
     if "since" in context:  # the window's first and last day, as the page writes them
         values["since_day"] = f"{context['since']:%Y-%m-%d}"
         values["last_day"] = f"{context['until'] - timedelta(seconds=1):%Y-%m-%d}"
     values.update(context)
-    return HTMLResponse(render("dash_insight.html.j2", **values), status_code=status,
-                        headers={"Cache-Control": "no-store"})
+    return HTMLResponse(
+        render("dash_insight.html.j2", **values), status_code=status, headers={"Cache-Control": "no-store"}
+    )
 
 
 class NotADay(ValueError):
@@ -63,8 +69,9 @@ def week_of(request: Request) -> tuple[datetime, datetime]:
     try:
         since = datetime.strptime(given, "%Y-%m-%d").replace(tzinfo=timezone.utc)
     except ValueError:
-        raise NotADay(f"since={given[:20]!r} is not a day: write it as YYYY-MM-DD, or leave it out for the "
-                      "last 7 days") from None
+        raise NotADay(
+            f"since={given[:20]!r} is not a day: write it as YYYY-MM-DD, or leave it out for the last 7 days"
+        ) from None
     return since, since + WEEK
 
 
@@ -105,34 +112,62 @@ async def mistakes_page(request: Request, mode: str) -> Response:
     """GET /instructor/mistakes: the most frequent named mistakes of the week, who fixed them and how fast."""
     since, until = week_of(request)
     rows = class_mistakes_of(request, since, until)
-    return insight_page(request, "Class mistakes", "mistakes", since=since, until=until, mistakes=rows,
-                        concept_title=concept_title, hours_text=hours_text,
-                        since_query=request.query_params.get("since", ""))
+    return insight_page(
+        request,
+        "Class mistakes",
+        "mistakes",
+        since=since,
+        until=until,
+        mistakes=rows,
+        concept_title=concept_title,
+        hours_text=hours_text,
+        since_query=request.query_params.get("since", ""),
+    )
 
 
 async def mistake_page(request: Request, mode: str) -> Response:
     """GET /instructor/mistakes/{exercise}/{mistake}: the students who made it this week and their uploads."""
     since, until = week_of(request)
     exercise, mistake = request.path_params["exercise"], request.path_params["mistake"]
-    found = next((m for m in class_mistakes_of(request, since, until)
-                  if m.exercise == exercise and m.mistake == mistake), None)
+    found = next(
+        (m for m in class_mistakes_of(request, since, until) if m.exercise == exercise and m.mistake == mistake), None
+    )
     if found is None:
-        return insight_page(request, "Class mistakes", "mistake", status=404, mistake=None, exercise=exercise,
-                            mistake_id=mistake, since=since, until=until)
-    return insight_page(request, f"{mistake} in {exercise}", "mistake", mistake=found, exercise=exercise,
-                        mistake_id=mistake, since=since, until=until, concept_title=concept_title,
-                        hours_text=hours_text)
+        return insight_page(
+            request,
+            "Class mistakes",
+            "mistake",
+            status=404,
+            mistake=None,
+            exercise=exercise,
+            mistake_id=mistake,
+            since=since,
+            until=until,
+        )
+    return insight_page(
+        request,
+        f"{mistake} in {exercise}",
+        "mistake",
+        mistake=found,
+        exercise=exercise,
+        mistake_id=mistake,
+        since=since,
+        until=until,
+        concept_title=concept_title,
+        hours_text=hours_text,
+    )
 
 
 async def mistakes_csv(request: Request, mode: str) -> Response:
     """GET /instructor/mistakes.csv: the page's rows (class_mistakes.to_csv_rows) for a spreadsheet."""
     since, until = week_of(request)
     out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(class_mistakes.to_csv_rows(class_mistakes_of(request, since,
-                                                                                                until)))
-    return Response(out.getvalue(), media_type="text/csv; charset=utf-8",
-                    headers={"Content-Disposition": 'attachment; filename="class-mistakes.csv"',
-                             "Cache-Control": "no-store"})
+    csv.writer(out, lineterminator="\n").writerows(class_mistakes.to_csv_rows(class_mistakes_of(request, since, until)))
+    return Response(
+        out.getvalue(),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": 'attachment; filename="class-mistakes.csv"', "Cache-Control": "no-store"},
+    )
 
 
 def variant_text(params: str) -> str:
@@ -156,9 +191,11 @@ async def item_stats_page(request: Request, mode: str) -> Response:
     irt = None
     note = ""
     if students < item_stats.IRT_MIN_STUDENTS:
-        note = (f"The two-parameter IRT fit needs at least {item_stats.IRT_MIN_STUDENTS} students who answered; "
-                f"this class has {students}, too few for its estimates to mean anything, so it is not shown. "
-                "Facility, discrimination and the flags below do not need it.")
+        note = (
+            f"The two-parameter IRT fit needs at least {item_stats.IRT_MIN_STUDENTS} students who answered; "
+            f"this class has {students}, too few for its estimates to mean anything, so it is not shown. "
+            "Facility, discrimination and the flags below do not need it."
+        )
     else:
         try:
             fitted = item_stats.fit_2pl(responses)
@@ -166,13 +203,25 @@ async def item_stats_page(request: Request, mode: str) -> Response:
             note = "The IRT fit needs SciPy on the server (the `learning` extra); it is not installed."
         else:
             irt = {i.question: i for i in fitted or []}
-    return insight_page(request, "Item statistics", "items", stats=stats, irt=irt, irt_note=note,
-                        students=students, unfair_gap=item_stats.UNFAIR_GAP, variant_text=variant_text)
+    return insight_page(
+        request,
+        "Item statistics",
+        "items",
+        stats=stats,
+        irt=irt,
+        irt_note=note,
+        students=students,
+        unfair_gap=item_stats.UNFAIR_GAP,
+        variant_text=variant_text,
+    )
 
 
 def routes() -> list[BaseRoute]:
     """The insight pages, behind the dashboard's login (mounted by grader/server/pages.py)."""
-    pages = [("/instructor/mistakes", mistakes_page, True), ("/instructor/mistakes.csv", mistakes_csv, False),
-             ("/instructor/mistakes/{exercise}/{mistake}", mistake_page, True),
-             ("/instructor/item-stats", item_stats_page, True)]
+    pages = [
+        ("/instructor/mistakes", mistakes_page, True),
+        ("/instructor/mistakes.csv", mistakes_csv, False),
+        ("/instructor/mistakes/{exercise}/{mistake}", mistake_page, True),
+        ("/instructor/item-stats", item_stats_page, True),
+    ]
     return [Route(path, guarded(refused(handler), is_page), methods=["GET"]) for path, handler, is_page in pages]

@@ -41,7 +41,14 @@ from grader.queue import records, selftest
 from grader.server.headers import as_dict as security_headers
 from grader.server.text_input import refuse_unsafe_text
 from grader.server.dashboard import (
-    DashboardError, Filters, Links, exercise_detail, items_by_chapter, overview_context, record_override, render,
+    DashboardError,
+    Filters,
+    Links,
+    exercise_detail,
+    items_by_chapter,
+    overview_context,
+    record_override,
+    render,
     student_detail,
 )
 from grader.student.store import Store, tokens
@@ -161,20 +168,38 @@ def require_instructor(request: Request, page: bool = True) -> str:
     if header is not None:
         principal = auth.lookup(store.db, auth.bearer(header))
         if principal is None:
-            raise Denied(message(request, 401, "The token is not valid",
-                                 "The token sent is not valid (mistyped, revoked or replaced): use the current "
-                                 "instructor token.", error=True))
+            raise Denied(
+                message(
+                    request,
+                    401,
+                    "The token is not valid",
+                    "The token sent is not valid (mistyped, revoked or replaced): use the current instructor token.",
+                    error=True,
+                )
+            )
         if not principal.is_instructor:
-            raise Denied(message(request, 403, "For the instructor only",
-                                 "This page is for the instructor only: a student's token cannot open it.",
-                                 error=True))
+            raise Denied(
+                message(
+                    request,
+                    403,
+                    "For the instructor only",
+                    "This page is for the instructor only: a student's token cannot open it.",
+                    error=True,
+                )
+            )
         return "bearer"
     if session_valid(request, store, request.cookies.get(COOKIE)):
         return "session"
     if not page:
-        raise Denied(message(request, 401, "Log in first",
-                             "Log in at /instructor/login, or send the instructor token as a Bearer header.",
-                             error=True))
+        raise Denied(
+            message(
+                request,
+                401,
+                "Log in first",
+                "Log in at /instructor/login, or send the instructor token as a Bearer header.",
+                error=True,
+            )
+        )
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     raise Denied(RedirectResponse("/instructor/login?next=" + quote(target, safe=""), status_code=303))
 
@@ -207,20 +232,46 @@ def check_csrf(request: Request, form: dict[str, str], mode: str) -> None:
         return
     expected = csrf_token(request)
     if not expected or not hmac.compare_digest(form.get("csrf", ""), expected):
-        raise Denied(message(request, 403, "Form expired",
-                             "The form is from another session: reload the page and submit it again.", error=True))
+        raise Denied(
+            message(
+                request,
+                403,
+                "Form expired",
+                "The form is from another session: reload the page and submit it again.",
+                error=True,
+            )
+        )
 
 
 # --- responses ------------------------------------------------------------------------------------
 
 
-def message(request: Request, status: int, heading: str, text: str, error: bool = False, login: bool = False,
-            next_url: str = "/instructor/") -> HTMLResponse:
+def message(
+    request: Request,
+    status: int,
+    heading: str,
+    text: str,
+    error: bool = False,
+    login: bool = False,
+    next_url: str = "/instructor/",
+) -> HTMLResponse:
     """A short page: a heading, one line, and the login form when asked."""
     st = request.app.state.normgrade
-    page = render("dash_message.html.j2", title=heading, course_name=st.config.course.name, links=None,
-                  with_script=False, heading=heading, message=text, error=error, login=login, next=next_url,
-                  hours=SESSION_HOURS, back="" if login else "/instructor/", back_text="Back to the dashboard")
+    page = render(
+        "dash_message.html.j2",
+        title=heading,
+        course_name=st.config.course.name,
+        links=None,
+        with_script=False,
+        heading=heading,
+        message=text,
+        error=error,
+        login=login,
+        next=next_url,
+        hours=SESSION_HOURS,
+        back="" if login else "/instructor/",
+        back_text="Back to the dashboard",
+    )
     return HTMLResponse(page, status_code=status, headers={"Cache-Control": "no-store", **security_headers(page)})
 
 
@@ -241,9 +292,15 @@ def page(request: Request, title: str, status: int = 200, **context: Any) -> HTM
     """A dashboard page (dash_page.html.j2): the shared context, then the page's own."""
     st = request.app.state.normgrade
     values: dict[str, Any] = {
-        "title": f"{title} - {st.config.course.name}", "course_name": st.config.course.name,
-        "links": Links(offline=False), "csrf": csrf_token(request), "heading": "h1", "open_first": True,
-        "notice": "", "notice_error": False, "with_script": context.get("page") == "overview",
+        "title": f"{title} - {st.config.course.name}",
+        "course_name": st.config.course.name,
+        "links": Links(offline=False),
+        "csrf": csrf_token(request),
+        "heading": "h1",
+        "open_first": True,
+        "notice": "",
+        "notice_error": False,
+        "with_script": context.get("page") == "overview",
         "banner": grading_banner(request),
         "open_regrades": len(regrade.requests(store_of(request), status="open")),  # the menu and the overview
     }
@@ -276,8 +333,14 @@ def safe_next(value: str) -> str:
 
 async def login_form(request: Request) -> Response:
     """GET /instructor/login: the form asking for the instructor token."""
-    return message(request, 200, "Instructor login", "", login=True,
-                   next_url=safe_next(request.query_params.get("next", "/instructor/")))
+    return message(
+        request,
+        200,
+        "Instructor login",
+        "",
+        login=True,
+        next_url=safe_next(request.query_params.get("next", "/instructor/")),
+    )
 
 
 async def login(request: Request) -> Response:
@@ -290,15 +353,35 @@ async def login(request: Request) -> Response:
     next_url = safe_next(form.get("next", "/instructor/"))
     principal = auth.lookup(store.db, form.get("token", "").strip())
     if principal is None:
-        return message(request, 401, "Instructor login", "That token is not valid (mistyped, revoked or replaced): "
-                       "paste the instructor token from `grade roster`.", error=True, login=True, next_url=next_url)
+        return message(
+            request,
+            401,
+            "Instructor login",
+            "That token is not valid (mistyped, revoked or replaced): paste the instructor token from `grade roster`.",
+            error=True,
+            login=True,
+            next_url=next_url,
+        )
     if not principal.is_instructor:
-        return message(request, 403, "Instructor login", "That is a student's token: the dashboard needs the "
-                       "instructor token.", error=True, login=True, next_url=next_url)
+        return message(
+            request,
+            403,
+            "Instructor login",
+            "That is a student's token: the dashboard needs the instructor token.",
+            error=True,
+            login=True,
+            next_url=next_url,
+        )
     response = RedirectResponse(next_url, status_code=303)
-    response.set_cookie(COOKIE, new_session(request, auth.hash_token(form["token"].strip())),
-                        max_age=SESSION_HOURS * 3600, path="/instructor", httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https")
+    response.set_cookie(
+        COOKIE,
+        new_session(request, auth.hash_token(form["token"].strip())),
+        max_age=SESSION_HOURS * 3600,
+        path="/instructor",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
     return response
 
 
@@ -331,8 +414,15 @@ async def student_page(request: Request, mode: str) -> Response:
     if detail is None:
         return message(request, 404, "No such student", f"There is no student '{name}' in this course.", error=True)
     notice = request.query_params.get("saved", "")
-    return page(request, detail.row.label, page="student", d=detail, anchor="student", report=report,
-                notice="Override saved." if notice else "")
+    return page(
+        request,
+        detail.row.label,
+        page="student",
+        d=detail,
+        anchor="student",
+        report=report,
+        notice="Override saved." if notice else "",
+    )
 
 
 async def exercise_page(request: Request, mode: str) -> Response:
@@ -349,8 +439,13 @@ async def items_page(request: Request, mode: str) -> Response:
     """GET /instructor/quizzes: item analysis (difficulty, discrimination, most chosen wrong answer)."""
     st = request.app.state.normgrade
     items = class_report.item_stats(store_of(request).quiz_answer_rows(), st.quizzes)
-    return page(request, "Quiz item analysis", page="items", chapters=[(q.chapter, q.title) for q in st.quizzes],
-                items_by_chapter=items_by_chapter(items))
+    return page(
+        request,
+        "Quiz item analysis",
+        page="items",
+        chapters=[(q.chapter, q.title) for q in st.quizzes],
+        items_by_chapter=items_by_chapter(items),
+    )
 
 
 async def held_page(request: Request, mode: str) -> Response:
@@ -370,16 +465,31 @@ async def save_override(request: Request, mode: str) -> Response:
     student = form.get("student", "")
     report = class_now(request, with_items=False, with_mistakes=False)
     try:
-        entry = record_override(store_of(request), report, student, form.get("exercise", ""),
-                                form.get("score", ""), form.get("comment", ""))
+        entry = record_override(
+            store_of(request), report, student, form.get("exercise", ""), form.get("score", ""), form.get("comment", "")
+        )
     except DashboardError as exc:
         detail = student_detail(store_of(request), report, student)
         if detail is None:
             return message(request, 400, "Override not saved", str(exc), error=True)
-        return page(request, detail.row.label, status=400, page="student", d=detail, anchor="student",
-                    report=report, notice=f"Override not saved: {exc}", notice_error=True)
-    LOG.warning("score override: %r %r -> %s (%r)", entry["student"], entry["exercise"],
-                "withdrawn" if entry["score"] is None else entry["score"], entry["comment"])
+        return page(
+            request,
+            detail.row.label,
+            status=400,
+            page="student",
+            d=detail,
+            anchor="student",
+            report=report,
+            notice=f"Override not saved: {exc}",
+            notice_error=True,
+        )
+    LOG.warning(
+        "score override: %r %r -> %s (%r)",
+        entry["student"],
+        entry["exercise"],
+        "withdrawn" if entry["score"] is None else entry["score"],
+        entry["comment"],
+    )
     return RedirectResponse("/instructor/students/" + quote(student, safe="") + "?saved=1#override", status_code=303)
 
 
@@ -387,8 +497,11 @@ async def save_override(request: Request, mode: str) -> Response:
 
 
 def _download(text: str, media: str, filename: str) -> Response:
-    return Response(text, media_type=media, headers={
-        "Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"})
+    return Response(
+        text,
+        media_type=media,
+        headers={"Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"},
+    )
 
 
 async def export(request: Request, mode: str) -> Response:

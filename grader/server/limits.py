@@ -22,8 +22,9 @@ class PerClient:
     memory is bounded too (at most ``max_clients * limit`` times).
     """
 
-    def __init__(self, limit: int, window_s: float, max_clients: int = 10_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, limit: int, window_s: float, max_clients: int = 10_000, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.limit, self.window_s, self.max_clients, self.clock = limit, window_s, max_clients, clock
         self._seen: OrderedDict[str, deque[float]] = OrderedDict()
 

@@ -28,8 +28,11 @@ ERROR: Schema = {"type": "object", "properties": {"error": {"type": "string"}}, 
 
 def json_routes(routes: Iterable[BaseRoute], api_prefix: str) -> list[Route]:
     """The routes described: every route under ``api_prefix``, and every other one whose handler declares itself."""
-    return [r for r in routes if isinstance(r, Route)
-            and (r.path.startswith(api_prefix) or api_schema.declared(r.endpoint) is not None)]
+    return [
+        r
+        for r in routes
+        if isinstance(r, Route) and (r.path.startswith(api_prefix) or api_schema.declared(r.endpoint) is not None)
+    ]
 
 
 def operation(route: Route, method: str, who: str) -> dict[str, Any]:
@@ -37,18 +40,23 @@ def operation(route: Route, method: str, who: str) -> dict[str, Any]:
     takes = api_schema.declared(route.endpoint) or api_schema.Declared()
     params: list[dict[str, Any]] = [
         {"name": name, "in": "path", "required": True, "schema": takes.path.get(name, api_schema.TEXT)}
-        for name in PATH_PARAM.findall(route.path)]
+        for name in PATH_PARAM.findall(route.path)
+    ]
     params += [{"name": name, "in": "query", "required": False, "schema": s} for name, s in takes.query.items()]
     params += [{"name": name, "in": "header", "required": False, "schema": s} for name, s in takes.headers.items()]
     doc = (route.endpoint.__doc__ or "").strip()
     op: dict[str, Any] = {
-        "operationId": f"{method.lower()} {route.path}", "summary": doc.splitlines()[0] if doc else route.path,
-        "description": f"Who may call it: {who}.", "parameters": params,
+        "operationId": f"{method.lower()} {route.path}",
+        "summary": doc.splitlines()[0] if doc else route.path,
+        "description": f"Who may call it: {who}.",
+        "parameters": params,
         "security": [] if who == "anyone" else [{"bearer": []}],
         "responses": {
             "2XX": {"description": "the answer", "content": {"application/json": {"schema": {"type": "object"}}}},
-            "4XX": {"description": "refused: one line saying what was wrong and what to do",
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+            "4XX": {
+                "description": "refused: one line saying what was wrong and what to do",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            },
         },
     }
     if takes.body is not None:
@@ -56,8 +64,9 @@ def operation(route: Route, method: str, who: str) -> dict[str, Any]:
     return op
 
 
-def describe(routes: Iterable[BaseRoute], api_prefix: str, who: dict[tuple[str, str], str],
-             title: str, version: str) -> dict[str, Any]:
+def describe(
+    routes: Iterable[BaseRoute], api_prefix: str, who: dict[tuple[str, str], str], title: str, version: str
+) -> dict[str, Any]:
     """The OpenAPI document of ``routes``; ``who`` maps (method, path) to who may call it ("anyone": no token)."""
     paths: dict[str, dict[str, Any]] = {}
     for route in json_routes(routes, api_prefix):
@@ -68,12 +77,18 @@ def describe(routes: Iterable[BaseRoute], api_prefix: str, who: dict[tuple[str, 
             paths.setdefault(path, {})[method.lower()] = operation(route, method, caller)
     return {
         "openapi": "3.1.0",
-        "info": {"title": f"{title}: the normgrade course server", "version": version,
-                 "description": "Every error is {\"error\": \"<one line>\"} with a 4xx status (docs/server.md)."},
+        "info": {
+            "title": f"{title}: the normgrade course server",
+            "version": version,
+            "description": 'Every error is {"error": "<one line>"} with a 4xx status (docs/server.md).',
+        },
         "paths": paths,
-        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                                                      "description": "a student's or the instructor's token"}},
-                       "schemas": {"Error": ERROR}},
+        "components": {
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "description": "a student's or the instructor's token"}
+            },
+            "schemas": {"Error": ERROR},
+        },
     }
 
 

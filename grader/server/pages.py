@@ -25,7 +25,7 @@ TEMPLATES = Jinja2Templates(env=class_report.environment())  # the one environme
 
 
 def rate_text(submissions: int, minutes: float) -> str:
-    """"30 uploads per hour", "5 uploads per 10 minutes" (never "60.0 minutes")."""
+    """ "30 uploads per hour", "5 uploads per 10 minutes" (never "60.0 minutes")."""
     if minutes == 60:
         window = "hour"
     elif minutes % 60 == 0:
@@ -43,11 +43,21 @@ def chapter_rows(course: Course, now: datetime) -> list[dict[str, Any]]:
         state = standing.chapter_state(chapter, now)
         late = standing.late_work(chapter)
         now_text = state.message().removeprefix(f"chapter '{chapter.name}' ")  # the row names the chapter
-        rows.append({"name": chapter.name, "state": now_text, "opens": standing.format_time(chapter.opens),
-                     "due": standing.format_time(chapter.due) or "no due date", "late": late,
-                     "closes": standing.format_time(chapter.closes_at()) or "never",
-                     "feedback": (f"exam: at {standing.format_time(chapter.release_feedback)}"
-                                  if chapter.release_feedback else "at once")})
+        rows.append(
+            {
+                "name": chapter.name,
+                "state": now_text,
+                "opens": standing.format_time(chapter.opens),
+                "due": standing.format_time(chapter.due) or "no due date",
+                "late": late,
+                "closes": standing.format_time(chapter.closes_at()) or "never",
+                "feedback": (
+                    f"exam: at {standing.format_time(chapter.release_feedback)}"
+                    if chapter.release_feedback
+                    else "at once"
+                ),
+            }
+        )
     return rows
 
 
@@ -55,17 +65,28 @@ async def course_page(request: Request) -> Response:
     """GET /: the course name, each chapter's state, dates and exam mode, the score rule, and how to start."""
     course: Course = request.app.state.normgrade.config.course
     return TEMPLATES.TemplateResponse(
-        request, "server_index.html.j2",
-        {"title": course.name, "course_name": course.name, "course": course.to_json(),
-         "student": None, "bearer": False, "csrf": "",  # the student pages' frame, with nobody logged in
-         "chapters": chapter_rows(course, datetime.now(timezone.utc)),
-         "rate": rate_text(course.rate_submissions, course.rate_minutes),
-         "exams": [c.name for c in course.chapters if c.release_feedback is not None],
-         "base_url": str(request.base_url).rstrip("/")},
+        request,
+        "server_index.html.j2",
+        {
+            "title": course.name,
+            "course_name": course.name,
+            "course": course.to_json(),
+            "student": None,
+            "bearer": False,
+            "csrf": "",  # the student pages' frame, with nobody logged in
+            "chapters": chapter_rows(course, datetime.now(timezone.utc)),
+            "rate": rate_text(course.rate_submissions, course.rate_minutes),
+            "exams": [c.name for c in course.chapters if c.release_feedback is not None],
+            "base_url": str(request.base_url).rstrip("/"),
+        },
     )
 
 
 def routes() -> list[BaseRoute]:
     """The course page, then the instructor's dashboard."""
-    return [Route("/", course_page, methods=["GET"]), *instructor.routes(), *term_pages.routes(),
-            *insight_pages.routes()]
+    return [
+        Route("/", course_page, methods=["GET"]),
+        *instructor.routes(),
+        *term_pages.routes(),
+        *insight_pages.routes(),
+    ]

@@ -47,8 +47,12 @@ def practicable(st: api.ServerState, store: Store, student: str) -> dict[str, qu
     """The served questions ``student`` may practise, by ``chapter/id`` (the rule of the module's docstring)."""
     answers = store.quiz_attempts(student)
     allowed = st.config.course.quiz_attempts
-    return {f"{quiz.chapter}/{q.id}": q for quiz in st.quizzes for q in quiz.questions
-            if q.parameterised or graded.standing(q, answers, allowed).closed}
+    return {
+        f"{quiz.chapter}/{q.id}": q
+        for quiz in st.quizzes
+        for q in quiz.questions
+        if q.parameterised or graded.standing(q, answers, allowed).closed
+    }
 
 
 def posed_practice(question: quiz_lib.Question) -> quiz_lib.Posed:
@@ -59,16 +63,22 @@ def posed_practice(question: quiz_lib.Question) -> quiz_lib.Posed:
 def entry_json(entry: schedule.Entry) -> dict[str, Any]:
     """One concept's schedule as the API and the pages show it."""
     concept = CONCEPTS.get(entry.concept)
-    return {"concept": entry.concept, "title": concept.title if concept else entry.concept,
-            "due": entry.due.isoformat(), "streak": entry.streak, "mastered": entry.mastered,
-            "reviewed": entry.reviewed.isoformat() if entry.reviewed else None}
+    return {
+        "concept": entry.concept,
+        "title": concept.title if concept else entry.concept,
+        "due": entry.due.isoformat(),
+        "streak": entry.streak,
+        "mastered": entry.mastered,
+        "reviewed": entry.reviewed.isoformat() if entry.reviewed else None,
+    }
 
 
 def due_today(store: Store, student: str, now: datetime) -> list[dict[str, Any]]:
     """The student's concepts due today (:func:`grader.student.practice_schedule.due_today`), as the pages show
     them: the practice page's due list and the line of the student's home page."""
-    return [entry_json(e) for e in schedule.due_today([schedule.from_row(r) for r in store.practice_entries(student)],
-                                                       now)]
+    return [
+        entry_json(e) for e in schedule.due_today([schedule.from_row(r) for r in store.practice_entries(student)], now)
+    ]
 
 
 def practice_doc(st: api.ServerState, store: Store, student: str, now: datetime) -> dict[str, Any]:
@@ -90,29 +100,54 @@ def practice_doc(st: api.ServerState, store: Store, student: str, now: datetime)
         question = None
         if question_id is not None:
             posed = posed_practice(questions[question_id])
-            question = {"id": question_id, "kind": posed.question.kind, "prompt": posed.prompt,
-                        "choices": [{"id": c.id, "text": c.text} for c in posed.choices],
-                        "tolerance": posed.question.tolerance}
-        items.append({"concept": concept_id, "title": concept.title if concept else concept_id,
-                      "sections": list(concept.sections) if concept else [], "question": question})
-    return {"student": student, "practise": items,
-            "due": due_today(store, student, now),
-            "schedule": [entry_json(e) for e in entries]}
+            question = {
+                "id": question_id,
+                "kind": posed.question.kind,
+                "prompt": posed.prompt,
+                "choices": [{"id": c.id, "text": c.text} for c in posed.choices],
+                "tolerance": posed.question.tolerance,
+            }
+        items.append(
+            {
+                "concept": concept_id,
+                "title": concept.title if concept else concept_id,
+                "sections": list(concept.sections) if concept else [],
+                "question": question,
+            }
+        )
+    return {
+        "student": student,
+        "practise": items,
+        "due": due_today(store, student, now),
+        "schedule": [entry_json(e) for e in entries],
+    }
 
 
-async def practise_answer(st: api.ServerState, store: Store, student: str, concept: str, question_id: str,
-                          raw: Any, shown: bool, now: datetime) -> dict[str, Any]:
+async def practise_answer(
+    st: api.ServerState,
+    store: Store,
+    student: str,
+    concept: str,
+    question_id: str,
+    raw: Any,
+    shown: bool,
+    now: datetime,
+) -> dict[str, Any]:
     """One practice answer: judged on the practice instance, recorded as a review of ``concept`` only (no quiz
     attempt). HTTPException 400 for a concept or question practice does not pose, 422 for an unreadable answer."""
     if not schedule.available():
         raise api.fail(503, f"the course server cannot keep practice: {schedule.UNAVAILABLE}; tell your instructor")
     if concept not in CONCEPTS:
-        raise api.fail(400, f"'{concept}' is not a concept of the course: GET {api.API_PREFIX}/practice lists "
-                            "what to practise")
+        raise api.fail(
+            400, f"'{concept}' is not a concept of the course: GET {api.API_PREFIX}/practice lists what to practise"
+        )
     question = practicable(st, store, student).get(question_id)
     if question is None or question_id not in CONCEPTS[concept].questions:
-        raise api.fail(400, f"'{question_id}' is not a question to practise {concept} with (a question still "
-                            f"open for grading is answered in its quiz): GET {api.API_PREFIX}/practice")
+        raise api.fail(
+            400,
+            f"'{question_id}' is not a question to practise {concept} with (a question still "
+            f"open for grading is answered in its quiz): GET {api.API_PREFIX}/practice",
+        )
     posed = posed_practice(question)
     try:
         verdict = await asyncio.to_thread(judging.judge_bounded, posed, raw, shown, None, student)
@@ -120,10 +155,16 @@ async def practise_answer(st: api.ServerState, store: Store, student: str, conce
         raise api.fail(422, str(exc)) from exc
     except quiz_lib.ReferenceUnavailableError as exc:
         raise api.fail(503, f"the course server cannot judge this question ({exc}); tell your instructor") from exc
-    entry = schedule.record_practice(store, student, concept, verdict.correct, now, question=question_id,
-                                     origin="server")
-    return {"concept": concept, "question": question_id, "correct": verdict.correct,
-            "explanation": posed.explanation(verdict.expected), "entry": entry_json(entry)}
+    entry = schedule.record_practice(
+        store, student, concept, verdict.correct, now, question=question_id, origin="server"
+    )
+    return {
+        "concept": concept,
+        "question": question_id,
+        "correct": verdict.correct,
+        "explanation": posed.explanation(verdict.expected),
+        "entry": entry_json(entry),
+    }
 
 
 def _student(request: Request) -> str:
@@ -139,8 +180,12 @@ async def get_practice(request: Request) -> Response:
     return JSONResponse(practice_doc(api.state(request), api.db_store(request), student, api.now_utc()))
 
 
-@takes(body_object({"concept": TEXT, "question": TEXT, "answer": {}, "shown": {"type": "boolean"}},
-                   ("concept", "question", "answer")))
+@takes(
+    body_object(
+        {"concept": TEXT, "question": TEXT, "answer": {}, "shown": {"type": "boolean"}},
+        ("concept", "question", "answer"),
+    )
+)
 async def answer_practice(request: Request) -> Response:
     """POST /practice/answers {"concept", "question", "answer", "shown"}: judged, a review; no attempt spent."""
     student = _student(request)
@@ -150,15 +195,31 @@ async def answer_practice(request: Request) -> Response:
     shown = doc.get("shown", False)
     if not isinstance(shown, bool):
         raise api.fail(400, "shown must be true (choice numbers as listed) or false (choice ids)")
-    verdict = await practise_answer(api.state(request), api.db_store(request), student, doc["concept"],
-                                    doc["question"], doc["answer"], shown, api.now_utc())
+    verdict = await practise_answer(
+        api.state(request),
+        api.db_store(request),
+        student,
+        doc["concept"],
+        doc["question"],
+        doc["answer"],
+        shown,
+        api.now_utc(),
+    )
     return JSONResponse(verdict)
 
 
 REVIEW_ROW: Schema = body_object(
-    {"id": {"type": "string", "pattern": "^[0-9a-f]{32}$"}, "concept": TEXT, "question": {"type": ["string", "null"]},
-     "rating": {"enum": list(schedule.RATINGS)}, "reviewed_at": {"type": "string", "format": "date-time"},
-     "origin": {"enum": ["local"]}}, ("id", "concept", "question", "rating", "reviewed_at", "origin"), closed=True)
+    {
+        "id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+        "concept": TEXT,
+        "question": {"type": ["string", "null"]},
+        "rating": {"enum": list(schedule.RATINGS)},
+        "reviewed_at": {"type": "string", "format": "date-time"},
+        "origin": {"enum": ["local"]},
+    },
+    ("id", "concept", "question", "rating", "reviewed_at", "origin"),
+    closed=True,
+)
 
 
 def sent_reviews(rows: list[Any], now: datetime) -> list[schedule.Review]:
@@ -174,19 +235,29 @@ def sent_reviews(rows: list[Any], now: datetime) -> list[schedule.Review]:
             raise api.fail(400, f"review {number} is not one ({exc}): send the rows `grade login` sends") from exc
         concept = CONCEPTS.get(review.concept)
         if review.origin != "local":
-            raise api.fail(400, f"review {number} says it was made on the server: send only the reviews made "
-                                "offline (origin local)")
+            raise api.fail(
+                400,
+                f"review {number} says it was made on the server: send only the reviews made offline (origin local)",
+            )
         if concept is None or (review.question is not None and review.question not in concept.questions):
             raise api.fail(400, f"review {number} names no concept of the course, or a question not of its concept")
         if review.at > now + CLOCK_SLACK:
-            raise api.fail(400, f"review {number} was made after now ({review.at.isoformat()}): check this "
-                                "machine's clock")
+            raise api.fail(
+                400, f"review {number} was made after now ({review.at.isoformat()}): check this machine's clock"
+            )
         reviews.append(review)
     return reviews
 
 
-@takes(body_object({"entries": {"type": "array", "items": {"type": "object"}, "maxItems": MAX_ENTRIES},
-                    "reviews": {"type": "array", "items": REVIEW_ROW, "maxItems": MAX_REVIEWS}}, closed=True))
+@takes(
+    body_object(
+        {
+            "entries": {"type": "array", "items": {"type": "object"}, "maxItems": MAX_ENTRIES},
+            "reviews": {"type": "array", "items": REVIEW_ROW, "maxItems": MAX_REVIEWS},
+        },
+        closed=True,
+    )
+)
 async def merge_schedule(request: Request) -> Response:
     """POST /practice/schedule {"reviews": [...], "entries": [...]}: merge the handout's review log with the
     server's (their union, each review once) and replay it into the schedule; keep both, answer both."""
@@ -196,15 +267,24 @@ async def merge_schedule(request: Request) -> Response:
     if not schedule.available():
         raise api.fail(503, f"the course server cannot keep practice: {schedule.UNAVAILABLE}; tell your instructor")
     rows, sent = doc.get("entries", []), doc.get("reviews", [])
-    if not doc or not set(doc) <= {"entries", "reviews"} or not (isinstance(rows, list) and len(rows) <= MAX_ENTRIES and isinstance(sent, list)
-            and len(sent) <= MAX_REVIEWS):
-        raise api.fail(400, f'send {{"reviews": [review rows], "entries": [schedule rows]}} (at most {MAX_REVIEWS} '
-                            f"reviews and {MAX_ENTRIES} rows)")
+    if (
+        not doc
+        or not set(doc) <= {"entries", "reviews"}
+        or not (
+            isinstance(rows, list) and len(rows) <= MAX_ENTRIES and isinstance(sent, list) and len(sent) <= MAX_REVIEWS
+        )
+    ):
+        raise api.fail(
+            400,
+            f'send {{"reviews": [review rows], "entries": [schedule rows]}} (at most {MAX_REVIEWS} '
+            f"reviews and {MAX_ENTRIES} rows)",
+        )
     try:
         local = [schedule.from_row(row) for row in rows]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise api.fail(400, f"a schedule row is not one ({type(exc).__name__}: {str(exc)[:80]}): send the rows "
-                            "`grade login` sends") from exc
+        raise api.fail(
+            400, f"a schedule row is not one ({type(exc).__name__}: {str(exc)[:80]}): send the rows `grade login` sends"
+        ) from exc
     if not all(isinstance(e.concept, str) and e.concept in CONCEPTS and schedule.usable(e) for e in local):
         raise api.fail(400, "a schedule row names no concept of the course, or its card or times are not FSRS's")
     reviews = sent_reviews(sent, api.now_utc())
@@ -214,9 +294,12 @@ async def merge_schedule(request: Request) -> Response:
         raise api.fail(400, f"{exc}: send the rows `grade login` sends") from exc
     held = [schedule.from_row(row) for row in store.practice_entries(student)]
     merged = schedule.merge_entries(log, local, held)
-    store.save_practice_entries(student, [schedule.to_row(e) for e in merged], [schedule.review_row(r) for r in reviews])
-    return JSONResponse({"entries": [schedule.to_row(e) for e in merged],
-                         "reviews": [schedule.review_row(r) for r in log]})
+    store.save_practice_entries(
+        student, [schedule.to_row(e) for e in merged], [schedule.review_row(r) for r in reviews]
+    )
+    return JSONResponse(
+        {"entries": [schedule.to_row(e) for e in merged], "reviews": [schedule.review_row(r) for r in log]}
+    )
 
 
 # The practice API: (method, path under the API prefix, handler, who may call it), beside the course server's

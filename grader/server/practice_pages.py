@@ -25,8 +25,11 @@ def practice_page(request: Request, who: Visitor, status: int = 200, **context: 
     """The page: the due list and the concepts to practise, with what the last answer was told (``context``)."""
     doc = practice_api.practice_doc(api.state(request), api.db_store(request), who.student, api.now_utc())
     for item in doc["practise"]:  # the concept's main section, on the served course text
-        item["reading"] = ({"address": item["sections"][0], "href": section_href(item["sections"][0], TEXT_URL)}
-                           if item["sections"] else None)
+        item["reading"] = (
+            {"address": item["sections"][0], "href": section_href(item["sections"][0], TEXT_URL)}
+            if item["sections"]
+            else None
+        )
     values: dict[str, Any] = {"verdict": None, "error": ""}
     values.update(context)
     return html_page(request, "student_practice.html.j2", status, who, title="Practice", doc=doc, **values)
@@ -44,8 +47,9 @@ async def practice_post(request: Request, who: Visitor) -> Response:
     concept, question = first(form, "concept"), first(form, "question")
     raw = ", ".join(v.strip() for v in form.get("answer", []) if v.strip())
     try:
-        verdict = await practice_api.practise_answer(api.state(request), api.db_store(request), who.student,
-                                                     concept, question, raw, True, api.now_utc())
+        verdict = await practice_api.practise_answer(
+            api.state(request), api.db_store(request), who.student, concept, question, raw, True, api.now_utc()
+        )
     except HTTPException as exc:  # 400: not a question to practise; 422: unreadable (no review)
         return practice_page(request, who, exc.status_code, error=str(exc.detail))
     return practice_page(request, who, verdict=verdict)
@@ -53,5 +57,7 @@ async def practice_post(request: Request, who: Visitor) -> Response:
 
 def routes() -> list[BaseRoute]:
     """The practice page's routes, behind the student check (mounted by grader/server/web.py)."""
-    return [Route("/student/practice", for_students(practice_get), methods=["GET"]),
-            Route("/student/practice", for_students(practice_post), methods=["POST"])]
+    return [
+        Route("/student/practice", for_students(practice_get), methods=["GET"]),
+        Route("/student/practice", for_students(practice_post), methods=["POST"]),
+    ]

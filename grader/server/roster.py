@@ -64,12 +64,12 @@ def read_roster(path: Path) -> list[RosterEntry]:
     for number, row in enumerate(reader, start=2):
         student = (row.get("id") or "").strip()
         if not ID_RE.fullmatch(student):
-            raise UsageError(
-                f"{path} line {number}: id {student!r} is not valid: use 1 to 64 letters, digits or ._@-"
-            )
+            raise UsageError(f"{path} line {number}: id {student!r} is not valid: use 1 to 64 letters, digits or ._@-")
         if student.lower() in RESERVED_IDS:
-            raise UsageError(f"{path} line {number}: id {student!r} is reserved for the instructor's token: "
-                             "give that student another id")
+            raise UsageError(
+                f"{path} line {number}: id {student!r} is reserved for the instructor's token: "
+                "give that student another id"
+            )
         if student in seen:
             raise UsageError(f"{path} line {number}: id {student!r} appears twice: give each student one row")
         seen.add(student)
@@ -88,8 +88,9 @@ def import_roster(store: Store, entries: list[RosterEntry], reissue: bool = Fals
     now = utc_now()
     for entry in entries:  # read_roster refuses them; a caller building entries itself is refused here
         if entry.id.lower() in RESERVED_IDS:
-            raise UsageError(f"roster id {entry.id!r} is reserved for the instructor's token: give that student "
-                             "another id")
+            raise UsageError(
+                f"roster id {entry.id!r} is reserved for the instructor's token: give that student another id"
+            )
     with store.transaction() as db:
         for entry in entries:
             known = store_roster.add_or_update(db, entry.id, entry.name, entry.email, now)
@@ -122,18 +123,22 @@ def unignored_secret(path: Path) -> str:
     `git add .` would commit the students' tokens; "" when it is ignored, outside any work tree, or git is absent."""
     folder = path.resolve().parent
     try:
-        inside = subprocess.run(["git", "-C", str(folder), "rev-parse", "--is-inside-work-tree"],
-                                capture_output=True, text=True, timeout=10)
+        inside = subprocess.run(
+            ["git", "-C", str(folder), "rev-parse", "--is-inside-work-tree"], capture_output=True, text=True, timeout=10
+        )
         if inside.returncode != 0 or inside.stdout.strip() != "true":
             return ""
-        ignored = subprocess.run(["git", "-C", str(folder), "check-ignore", "-q", path.name],
-                                 capture_output=True, timeout=10)
+        ignored = subprocess.run(
+            ["git", "-C", str(folder), "check-ignore", "-q", path.name], capture_output=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return ""
     if ignored.returncode == 0:
         return ""
-    return (f"Warning: {path} holds students' tokens inside a git work tree that does not ignore it: add "
-            f"'{path.name}' to .gitignore, or write the tokens outside the repository with -o FILE.")
+    return (
+        f"Warning: {path} holds students' tokens inside a git work tree that does not ignore it: add "
+        f"'{path.name}' to .gitignore, or write the tokens outside the repository with -o FILE."
+    )
 
 
 def roster(store: Store) -> list[dict[str, str]]:

@@ -66,7 +66,13 @@ from grader.server.dashboard import render
 from grader.server.headers import as_dict as security_headers, with_own_files
 from grader.server.student_sessions import COOKIE, MAX_AGE_S, open_session, session_key, sessions, tokens_to_show
 from grader.server.student_view import (
-    ChapterView, SubmissionView, chapter_plan, chapter_url, chapter_views, quiz_url, submission_view,
+    ChapterView,
+    SubmissionView,
+    chapter_plan,
+    chapter_url,
+    chapter_views,
+    quiz_url,
+    submission_view,
 )
 from grader.student.coursetext import Section
 from grader.student.feedback.report_html import format_html
@@ -133,8 +139,11 @@ def visitor(request: Request) -> Visitor:
     if header is not None:
         principal = auth.lookup(store.db, auth.bearer(header))
         if principal is None:
-            raise PageError(401, "The token is not valid", "The token sent is not valid (mistyped, revoked or "
-                            "replaced): use your current token.")
+            raise PageError(
+                401,
+                "The token is not valid",
+                "The token sent is not valid (mistyped, revoked or replaced): use your current token.",
+            )
         return _student(principal, "bearer")
     cookie = request.cookies.get(COOKIE, "")
     token_hash = sessions(request).token_hash(cookie)
@@ -147,8 +156,11 @@ def visitor(request: Request) -> Visitor:
 
 def _student(principal: auth.Principal, mode: str, cookie: str = "") -> Visitor:
     if principal.is_instructor:
-        raise PageError(403, "For students", "These are a student's own pages: the instructor's token opens "
-                        "the dashboard at /instructor/.")
+        raise PageError(
+            403,
+            "For students",
+            "These are a student's own pages: the instructor's token opens the dashboard at /instructor/.",
+        )
     return Visitor(principal.student, mode, cookie)
 
 
@@ -178,22 +190,26 @@ def check_csrf(request: Request, form: dict[str, list[str]], who: Visitor) -> No
         return
     expected = csrf_field(request, who)
     if not expected or not hmac.compare_digest(first(form, "csrf"), expected):
-        raise PageError(403, "Form expired", "The form is from another session: reload the page and send it "
-                        "again.")
+        raise PageError(403, "Form expired", "The form is from another session: reload the page and send it again.")
 
 
 # --- responses --------------------------------------------------------------------------------------
 
 
-def html_page(request: Request, template: str, status: int = 200, who: Visitor | None = None,
-              **context: Any) -> HTMLResponse:
+def html_page(
+    request: Request, template: str, status: int = 200, who: Visitor | None = None, **context: Any
+) -> HTMLResponse:
     """A student page: the shared context (course, student, CSRF field), the page's own, the security
     headers (its inline script allowed by hash, fetching from this server only), never cached."""
     st = api.state(request)
     values: dict[str, Any] = {
-        "course_name": st.config.course.name, "student": who.student if who else "",
-        "csrf": csrf_field(request, who) if who else "", "bearer": who is not None and who.mode == "bearer",
-        "notice": "", "notice_error": False, "title": "",
+        "course_name": st.config.course.name,
+        "student": who.student if who else "",
+        "csrf": csrf_field(request, who) if who else "",
+        "bearer": who is not None and who.mode == "bearer",
+        "notice": "",
+        "notice_error": False,
+        "title": "",
     }
     values.update(context)
     values["title"] = f"{values['title']} - {st.config.course.name}" if values["title"] else st.config.course.name
@@ -205,8 +221,17 @@ def html_page(request: Request, template: str, status: int = 200, who: Visitor |
 
 
 def message(request: Request, status: int, heading: str, text: str, who: Visitor | None = None) -> HTMLResponse:
-    return html_page(request, "student_message.html.j2", status, who, title=heading, heading=heading,
-                     message=text, error=status >= 400, login=False)
+    return html_page(
+        request,
+        "student_message.html.j2",
+        status,
+        who,
+        title=heading,
+        heading=heading,
+        message=text,
+        error=status >= 400,
+        login=False,
+    )
 
 
 Handler = Callable[[Request, Visitor], Awaitable[Response]]
@@ -225,8 +250,13 @@ def for_students(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         except PageError as exc:
             return message(request, exc.status, exc.heading, exc.text, who)
         except HTTPException as exc:  # the API helpers' refusals (app.fail): the same line, as a page
-            return message(request, exc.status_code, "Not found" if exc.status_code == 404 else "Not possible",
-                           str(exc.detail), who)
+            return message(
+                request,
+                exc.status_code,
+                "Not found" if exc.status_code == 404 else "Not possible",
+                str(exc.detail),
+                who,
+            )
 
     run.__doc__ = handler.__doc__
     return run
@@ -243,9 +273,20 @@ def safe_next(value: str) -> str:
 def login_page(request: Request, status: int, text: str = "", next_url: str = "/student/") -> HTMLResponse:
     """The login form, with a fresh login cookie whose HMAC is the form's CSRF field."""
     value = secrets.token_urlsafe(24)
-    response = html_page(request, "student_message.html.j2", status, None, title="Log in", heading="Log in",
-                         message=text, error=bool(text), login=True, next=next_url,
-                         login_csrf=instructor.csrf_of(request, value), hours=instructor.SESSION_HOURS)
+    response = html_page(
+        request,
+        "student_message.html.j2",
+        status,
+        None,
+        title="Log in",
+        heading="Log in",
+        message=text,
+        error=bool(text),
+        login=True,
+        next=next_url,
+        login_csrf=instructor.csrf_of(request, value),
+        hours=instructor.SESSION_HOURS,
+    )
     set_cookie(request, response, LOGIN_COOKIE, value, 3600)
     return response
 
@@ -268,11 +309,15 @@ async def login(request: Request) -> Response:
     token = first(form, "token").strip()
     principal = auth.lookup(api.db_store(request).db, token)
     if principal is None:
-        return login_page(request, 401, "That token is not valid (mistyped, revoked or replaced): paste the "
-                          "token your instructor gave you, or open the course from the LMS.", next_url)
+        return login_page(
+            request,
+            401,
+            "That token is not valid (mistyped, revoked or replaced): paste the "
+            "token your instructor gave you, or open the course from the LMS.",
+            next_url,
+        )
     if principal.is_instructor:
-        return login_page(request, 403, "That is the instructor's token: the dashboard is at /instructor/.",
-                          next_url)
+        return login_page(request, 403, "That is the instructor's token: the dashboard is at /instructor/.", next_url)
     response = RedirectResponse(next_url, status_code=303)
     start_session(request, response, token)
     set_cookie(request, response, LOGIN_COOKIE, "", 0)  # deleted with its own attributes (partitioned too)
@@ -304,8 +349,9 @@ def _chapters(request: Request, who: Visitor) -> list[ChapterView]:
     return views
 
 
-def _submissions(request: Request, who: Visitor, limit: int, exercises: set[str] | None = None
-                 ) -> tuple[list[SubmissionView], int]:
+def _submissions(
+    request: Request, who: Visitor, limit: int, exercises: set[str] | None = None
+) -> tuple[list[SubmissionView], int]:
     """The student's latest ``limit`` uploads (of those grading one of ``exercises``, when given), newest first,
     each as the API shows it to them; and how many there are in all (of the latest records.jobs_of gives)."""
     store = api.db_store(request)
@@ -313,8 +359,10 @@ def _submissions(request: Request, who: Visitor, limit: int, exercises: set[str]
     jobs = records.jobs_of(store, who.student)
     if exercises is not None:  # chosen on the row, before any report is rebuilt
         jobs = [j for j in jobs if exercises & set(records.exercise_ids(j))]
-    return [submission_view(api.for_student(request, who.principal, api.job_json(store, job, config)))
-            for job in jobs[:limit]], len(jobs)
+    return [
+        submission_view(api.for_student(request, who.principal, api.job_json(store, job, config)))
+        for job in jobs[:limit]
+    ], len(jobs)
 
 
 def _grade_login(request: Request, who: Visitor) -> str:
@@ -333,12 +381,19 @@ async def home(request: Request, who: Visitor) -> Response:
     st = api.state(request)
     store = api.db_store(request)
     progress = api.own_progress(st, store, who.student)
-    return html_page(request, "student_home.html.j2", who=who, title="Your page", chapters=_chapters(request, who),
-                     progress=progress, uploads=_submissions(request, who, LATEST_UPLOADS)[0],
-                     regrades=[regrade.public(r) for r in regrade.requests(store, who.student)],
-                     login_command=_grade_login(request, who),
-                     server=st.config.course.server_url or lti.tool_url(request),
-                     practice_due=practice_api.due_today(store, who.student, api.now_utc()))
+    return html_page(
+        request,
+        "student_home.html.j2",
+        who=who,
+        title="Your page",
+        chapters=_chapters(request, who),
+        progress=progress,
+        uploads=_submissions(request, who, LATEST_UPLOADS)[0],
+        regrades=[regrade.public(r) for r in regrade.requests(store, who.student)],
+        login_command=_grade_login(request, who),
+        server=st.config.course.server_url or lti.tool_url(request),
+        practice_due=practice_api.due_today(store, who.student, api.now_utc()),
+    )
 
 
 async def chapter_page(request: Request, who: Visitor) -> Response:
@@ -349,8 +404,15 @@ async def chapter_page(request: Request, who: Visitor) -> Response:
         raise PageError(404, "No such chapter", f"'{name[:80]}' is not a chapter of this course: see your page.")
     chapter.submissions, uploads = _submissions(request, who, CHAPTER_UPLOADS, {e.id for e in chapter.exercises})
     text_link = f"{TEXT_URL}{quote(name)}.html" if name in course_text.load() else ""
-    return html_page(request, "student_chapter.html.j2", who=who, title=f"Chapter {name}", chapter=chapter,
-                     uploads=uploads, text_link=text_link)
+    return html_page(
+        request,
+        "student_chapter.html.j2",
+        who=who,
+        title=f"Chapter {name}",
+        chapter=chapter,
+        uploads=uploads,
+        text_link=text_link,
+    )
 
 
 def _own_submission(request: Request, who: Visitor) -> SubmissionView:
@@ -363,17 +425,39 @@ def _own_submission(request: Request, who: Visitor) -> SubmissionView:
     return submission_view(api.for_student(request, who.principal, api.job_json(store, job, api.state(request).config)))
 
 
-def submission_page(request: Request, who: Visitor, status: int = 200, notice: str = "",
-                    notice_error: bool = False, reason: str = "", asked: str = "") -> HTMLResponse:
+def submission_page(
+    request: Request,
+    who: Visitor,
+    status: int = 200,
+    notice: str = "",
+    notice_error: bool = False,
+    reason: str = "",
+    asked: str = "",
+) -> HTMLResponse:
     """The page of one upload (shared by GET and the regrade form's answer)."""
     upload = _own_submission(request, who)
     asks = [regrade.public(r) for r in regrade.requests(api.db_store(request), who.student) if r["job_id"] == upload.id]
     # format_html escapes every value it writes: its HTML is marked safe here, by name (the templates escape the rest)
-    report = (Markup(format_html(upload.report, fragment=True, text_href=TEXT_URL, late_shares=upload.late_shares))
-              if upload.report is not None else "")
-    return html_page(request, "student_submission.html.j2", status, who, title=upload.label, upload=upload,
-                     report_html=report, requests=asks, notice=notice, notice_error=notice_error,
-                     reason=reason, asked=asked, reason_max=regrade.REASON_MAX)
+    report = (
+        Markup(format_html(upload.report, fragment=True, text_href=TEXT_URL, late_shares=upload.late_shares))
+        if upload.report is not None
+        else ""
+    )
+    return html_page(
+        request,
+        "student_submission.html.j2",
+        status,
+        who,
+        title=upload.label,
+        upload=upload,
+        report_html=report,
+        requests=asks,
+        notice=notice,
+        notice_error=notice_error,
+        reason=reason,
+        asked=asked,
+        reason_max=regrade.REASON_MAX,
+    )
 
 
 async def submission(request: Request, who: Visitor) -> Response:
@@ -406,12 +490,12 @@ class QuestionView:
     posed: quiz_lib.Posed
     standing: graded.GradedStanding
     hint: str
-    previewable: bool                # a number or a formula: the box shows how the answer is read
-    explanation: str = ""            # shown once the question is closed (or with a verdict that reveals it)
+    previewable: bool  # a number or a formula: the box shows how the answer is read
+    explanation: str = ""  # shown once the question is closed (or with a verdict that reveals it)
     verdict: dict[str, Any] | None = None  # the answer just judged (the API's document), for this question
-    error: str = ""                  # an unreadable answer's reason (not judged, no attempt spent)
-    answer: str = ""                 # what was typed (kept in the box after an error or a preview)
-    reading: str = ""                # how the typed answer is read (a preview)
+    error: str = ""  # an unreadable answer's reason (not judged, no attempt spent)
+    answer: str = ""  # what was typed (kept in the box after an error or a preview)
+    reading: str = ""  # how the typed answer is read (a preview)
 
     @property
     def id(self) -> str:
@@ -430,8 +514,13 @@ def _question_views(request: Request, who: Visitor, quiz: quiz_lib.Quiz) -> list
         posed = quiz_lib.pose(question, who.student)
         standing = graded.standing(question, answers, st.config.course.quiz_attempts)
         names = sorted(set(question.symbols))  # a drawn question's answer is a number: no names
-        view = QuestionView(number, posed, standing, answer_hint(question.kind, question.tolerance, names),
-                            question.kind == "numeric" or (question.kind == "short" and bool(question.symbols)))
+        view = QuestionView(
+            number,
+            posed,
+            standing,
+            answer_hint(question.kind, question.tolerance, names),
+            question.kind == "numeric" or (question.kind == "short" and bool(question.symbols)),
+        )
         if standing.closed:
             view.explanation = api.closed_explanation(posed)
         views.append(view)
@@ -445,16 +534,29 @@ def _quiz(request: Request) -> quiz_lib.Quiz:
     return quiz
 
 
-def quiz_page(request: Request, who: Visitor, quiz: quiz_lib.Quiz, views: list[QuestionView],
-              status: int = 200) -> HTMLResponse:
+def quiz_page(
+    request: Request, who: Visitor, quiz: quiz_lib.Quiz, views: list[QuestionView], status: int = 200
+) -> HTMLResponse:
     st = api.state(request)
     standing = quiz_lib.chapter_progress(quiz, api.db_store(request).quiz_attempts(who.student))
     due = st.config.course.quiz_due(quiz.chapter)
     past = graded.past_due(due, datetime.now(timezone.utc))
-    return html_page(request, "student_quiz.html.j2", status, who, title=f"Quiz: {quiz.title or quiz.chapter}",
-                     quiz=quiz, questions=views, standing=standing, due=due, past_due=past,
-                     action=quiz_url(quiz.chapter), chapter_link=chapter_url(quiz.chapter),
-                     back=_back_section(request, quiz.chapter), text_url=TEXT_URL)
+    return html_page(
+        request,
+        "student_quiz.html.j2",
+        status,
+        who,
+        title=f"Quiz: {quiz.title or quiz.chapter}",
+        quiz=quiz,
+        questions=views,
+        standing=standing,
+        due=due,
+        past_due=past,
+        action=quiz_url(quiz.chapter),
+        chapter_link=chapter_url(quiz.chapter),
+        back=_back_section(request, quiz.chapter),
+        text_url=TEXT_URL,
+    )
 
 
 def _back_section(request: Request, chapter: str) -> Section | None:
@@ -495,8 +597,9 @@ async def quiz_answer(request: Request, who: Visitor) -> Response:
             view.error = str(exc)
         return quiz_page(request, who, quiz, views)
     try:
-        status, doc = await api.judge_and_record(api.state(request), api.db_store(request), who.student, quiz,
-                                                 view.posed.question, raw, True)
+        status, doc = await api.judge_and_record(
+            api.state(request), api.db_store(request), who.student, quiz, view.posed.question, raw, True
+        )
     except HTTPException as exc:  # 422: unreadable (no attempt spent); 503: the reference is missing
         view.error = str(exc.detail)
         return quiz_page(request, who, quiz, views, exc.status_code)
@@ -533,8 +636,13 @@ async def quiz_preview(request: Request, who: Visitor) -> Response:
 
 # --- the course text --------------------------------------------------------------------------------
 
-ASSET_TYPES = {".js": "text/javascript", ".css": "text/css", ".woff2": "font/woff2", ".woff": "font/woff",
-               ".ttf": "font/ttf"}
+ASSET_TYPES = {
+    ".js": "text/javascript",
+    ".css": "text/css",
+    ".woff2": "font/woff2",
+    ".woff": "font/woff",
+    ".ttf": "font/ttf",
+}
 
 
 def _text_page(request: Request, who: Visitor, heading: str, **context: Any) -> HTMLResponse:
@@ -547,8 +655,10 @@ def _text_page(request: Request, who: Visitor, heading: str, **context: Any) -> 
 async def text_index(request: Request, who: Visitor) -> Response:
     """GET /student/text/: the chapters of the course text."""
     chapters = course_text.load()
-    menu = "".join(f'<li><a href="{quote(n)}.html">{Markup.escape(chapters[n].title)}</a></li>'
-                   for n in course_text.ordered(chapters))
+    menu = "".join(
+        f'<li><a href="{quote(n)}.html">{Markup.escape(chapters[n].title)}</a></li>'
+        for n in course_text.ordered(chapters)
+    )
     return _text_page(request, who, "The course text", menu=Markup(menu), chapter=None)
 
 
@@ -559,16 +669,21 @@ async def text_chapter(request: Request, who: Visitor) -> Response:
     chapters = course_text.load()
     chapter = chapters.get(name)
     if chapter is None:
-        raise PageError(404, "No such chapter", f"'{name[:80]}' is not a chapter of the course text: see "
-                        f"{TEXT_URL}.")
+        raise PageError(404, "No such chapter", f"'{name[:80]}' is not a chapter of the course text: see {TEXT_URL}.")
     quiz = next((q for q in api.state(request).quizzes if q.chapter == name), None)
     prompts = {q.id: quiz_lib.pose(q, who.student).prompt for q in quiz.questions} if quiz else {}
     quiz_link = quiz_url(name) if quiz else None
-    return _text_page(request, who, chapter.title, chapter=chapter, chapter_link=chapter_url(name),
-                      quiz_link=quiz_link,
-                      menu=Markup(course_text.chapter_menu(name, course_text.ordered(chapters))),
-                      intro=Markup(course_text.render_markdown(chapter.intro)),
-                      sections=Markup(course_text.sections_html(chapter, prompts, quiz_link)))
+    return _text_page(
+        request,
+        who,
+        chapter.title,
+        chapter=chapter,
+        chapter_link=chapter_url(name),
+        quiz_link=quiz_link,
+        menu=Markup(course_text.chapter_menu(name, course_text.ordered(chapters))),
+        intro=Markup(course_text.render_markdown(chapter.intro)),
+        sections=Markup(course_text.sections_html(chapter, prompts, quiz_link)),
+    )
 
 
 async def text_section(request: Request, who: Visitor) -> Response:
@@ -577,8 +692,11 @@ async def text_section(request: Request, who: Visitor) -> Response:
     name, section_id = request.path_params["chapter"], request.path_params["section"]
     chapter = course_text.load().get(name)
     if chapter is None or chapter.section(section_id) is None:
-        raise PageError(404, "No such section", f"The course text has no section '{name[:60]}.{section_id[:60]}': "
-                        f"see its chapters at {TEXT_URL}.")
+        raise PageError(
+            404,
+            "No such section",
+            f"The course text has no section '{name[:60]}.{section_id[:60]}': see its chapters at {TEXT_URL}.",
+        )
     return RedirectResponse(f"{TEXT_URL}{quote(name)}.html#{quote(section_id)}", status_code=303)
 
 

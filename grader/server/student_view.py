@@ -30,7 +30,11 @@ from grader.student.feedback.report import format_score
 from grader.student.quiz.quiz_text import ChapterProgress as QuizStanding
 
 PHASES = {  # a job's phase (app.phase) in the words of the page
-    "queued": "Queued", "running": "Running", "retried": "Retried", "done": "Graded", "error": "Not graded",
+    "queued": "Queued",
+    "running": "Running",
+    "retried": "Retried",
+    "done": "Graded",
+    "error": "Not graded",
 }
 
 
@@ -48,8 +52,9 @@ def chapter_plan(course: Course, quizzes: list[Quiz]) -> list[PlannedChapter]:
     planned: list[PlannedChapter] = []
     taken_quizzes: set[str] = set()
     for chapter in course.chapters:
-        ids = [e for e in catalogue.EXERCISES
-               if (c := course.by_exercise.get(e)) is not None and c.name == chapter.name]
+        ids = [
+            e for e in catalogue.EXERCISES if (c := course.by_exercise.get(e)) is not None and c.name == chapter.name
+        ]
         quiz = next((q for q in quizzes if q.chapter not in taken_quizzes and q.chapter == chapter.quiz_chapter), None)
         if quiz is not None:
             taken_quizzes.add(quiz.chapter)
@@ -81,15 +86,15 @@ class ExerciseLine:
     """One exercise as its chapter page shows it: the score that counts, how it came about."""
 
     id: str
-    counted: float                 # under the course's rule, late penalties applied, or the override in force
+    counted: float  # under the course's rule, late penalties applied, or the override in force
     max_score: float
     attempts: int
     last_status: str | None
     latest: float | None
-    late: bool                     # the counted upload was late (penalised)
-    late_note: str = ""            # what late work counts in this chapter, for the student
+    late: bool  # the counted upload was late (penalised)
+    late_note: str = ""  # what late work counts in this chapter, for the student
     override: dict[str, Any] | None = None  # the instructor's override in force: score, graded, comment
-    held: str = ""                 # exam mode: "received, feedback at T" in place of the score (term/standing.py)
+    held: str = ""  # exam mode: "received, feedback at T" in place of the score (term/standing.py)
 
 
 @dataclass
@@ -98,11 +103,11 @@ class ChapterView:
 
     name: str
     exercises: list[ExerciseLine]
-    dates: dict[str, Any] | None        # the student's own dates (Course.student_dates), None without any
+    dates: dict[str, Any] | None  # the student's own dates (Course.student_dates), None without any
     quiz: Quiz | None
     standing: QuizStanding | None
     submissions: list["SubmissionView"] = field(default_factory=list)
-    state: str = ""                     # its state now, in the model's words (grader.student.standing.ChapterState)
+    state: str = ""  # its state now, in the model's words (grader.student.standing.ChapterState)
 
     @property
     def url(self) -> str:
@@ -133,8 +138,9 @@ def late_share(dates: dict[str, Any] | None) -> str:
     return "late work counts nothing" if penalty >= 1 else f"late work counts {1 - penalty:.0%}"
 
 
-def chapter_views(plan: list[PlannedChapter], progress: dict[str, Any],
-                  standings: dict[str, QuizStanding]) -> list[ChapterView]:
+def chapter_views(
+    plan: list[PlannedChapter], progress: dict[str, Any], standings: dict[str, QuizStanding]
+) -> list[ChapterView]:
     """Each planned chapter with the student's counted scores (from their progress document, exam mode and
     overrides applied), their own dates and their quiz standing."""
     exercises = {e["id"]: e for c in progress.get("chapters", []) for e in c.get("exercises", [])}
@@ -148,11 +154,20 @@ def chapter_views(plan: list[PlannedChapter], progress: dict[str, Any],
         lines = []
         for exercise in chapter.exercises:
             doc = exercises.get(exercise, {"best_score": 0.0, "max_score": DEFAULT_MAX_SCORE, "attempts": 0})
-            lines.append(ExerciseLine(
-                exercise, float(doc["best_score"]), float(doc["max_score"]), int(doc.get("attempts", 0)),
-                doc.get("last_status"), doc.get("latest_score"), bool(doc.get("late")),
-                late_share(own) if doc.get("late") else "", overrides.get(exercise),
-                str(doc.get("held") or "") if doc.get("last_status") == "received" else ""))
+            lines.append(
+                ExerciseLine(
+                    exercise,
+                    float(doc["best_score"]),
+                    float(doc["max_score"]),
+                    int(doc.get("attempts", 0)),
+                    doc.get("last_status"),
+                    doc.get("latest_score"),
+                    bool(doc.get("late")),
+                    late_share(own) if doc.get("late") else "",
+                    overrides.get(exercise),
+                    str(doc.get("held") or "") if doc.get("last_status") == "received" else "",
+                )
+            )
         standing = standings.get(chapter.quiz.chapter) if chapter.quiz is not None else None
         views.append(ChapterView(chapter.name, lines, own, chapter.quiz, standing))
     return views
@@ -164,18 +179,18 @@ class SubmissionView:
 
     id: int
     received_at: str
-    phase: str                       # queued, running, retried, done, error (app.phase)
-    status: str                      # the job's row: received, queued, running, done, error
-    where: str                       # the API's one line for it (app.where): shown for a phase not known here
+    phase: str  # queued, running, retried, done, error (app.phase)
+    status: str  # the job's row: received, queued, running, done, error
+    where: str  # the API's one line for it (app.where): shown for a phase not known here
     exercises: list[str]
-    report: GradeReport | None       # as the student may see it (exam mode applied); None until graded
-    late: list[dict[str, Any]]       # app.late_exercises: the late ones with the share that counts
-    error: str | None                # why it was not graded (phase error)
-    ahead: int = 0                   # uploads received before it and not yet taken (queued)
+    report: GradeReport | None  # as the student may see it (exam mode applied); None until graded
+    late: list[dict[str, Any]]  # app.late_exercises: the late ones with the share that counts
+    error: str | None  # why it was not graded (phase error)
+    ahead: int = 0  # uploads received before it and not yet taken (queued)
     tries: int = 0
     max_tries: int = 0
     retry_reason: str | None = None  # what failed the try before this one (retried)
-    worker: str | None = None        # the worker grading it (running)
+    worker: str | None = None  # the worker grading it (running)
     estimate_s: float | None = None  # the server's estimate of the time to the report (grader/queue/estimate.py)
 
     @property
@@ -201,8 +216,10 @@ class SubmissionView:
         one is still to come ("" for a plain graded upload)."""
         if self.phase == "done":
             if self.report is not None and self.report.not_graded:
-                return (f"except {len(self.report.not_graded)} exercise(s) the grader's machine could not grade "
-                        "(not_graded: no fault of your work and nothing counted; the report says why)")
+                return (
+                    f"except {len(self.report.not_graded)} exercise(s) the grader's machine could not grade "
+                    "(not_graded: no fault of your work and nothing counted; the report says why)"
+                )
             if self.report is not None and any(e.status in ("graded", "received") for e in self.report.exercises):
                 return "the feedback of exam-mode chapters is held until their release time"
             return ""
@@ -230,7 +247,7 @@ class SubmissionView:
 
     @property
     def score_text(self) -> str:
-        """"7.5 / 10": the counted total of the report (late shares applied, held exercises out: the one
+        """ "7.5 / 10": the counted total of the report (late shares applied, held exercises out: the one
         definition of grader/student/standing.py), "" while it waits, when it has none, or when exam mode holds
         every score (never "0 / 0": the state says they are held)."""
         if self.report is None or not self.report.graded_exercises:
@@ -244,8 +261,20 @@ class SubmissionView:
 def submission_view(doc: dict[str, Any]) -> SubmissionView:
     """A submission document as the API gives it to its student (``app.for_student(app.job_json(...))``)."""
     report = report_from_dict(doc["report"]) if doc.get("report") is not None else None
-    return SubmissionView(int(doc["id"]), str(doc["received_at"]), str(doc["phase"]), str(doc["status"]),
-                          str(doc.get("where") or ""), list(doc.get("exercises") or []), report, list(doc.get("late") or []), doc.get("error"),
-                          int(doc.get("queue_position") or 0), int(doc.get("tries") or 0),
-                          int(doc.get("max_tries") or 0), doc.get("retry_reason"), doc.get("worker"),
-                          doc.get("estimate_s"))
+    return SubmissionView(
+        int(doc["id"]),
+        str(doc["received_at"]),
+        str(doc["phase"]),
+        str(doc["status"]),
+        str(doc.get("where") or ""),
+        list(doc.get("exercises") or []),
+        report,
+        list(doc.get("late") or []),
+        doc.get("error"),
+        int(doc.get("queue_position") or 0),
+        int(doc.get("tries") or 0),
+        int(doc.get("max_tries") or 0),
+        doc.get("retry_reason"),
+        doc.get("worker"),
+        doc.get("estimate_s"),
+    )

@@ -38,14 +38,21 @@ def term_page(request: Request, title: str, status: int = 200, **context: Any) -
     """A term page (term_page.html.j2, on the dashboard's base): the shared context, then the page's own."""
     st = request.app.state.normgrade
     values: dict[str, Any] = {
-        "title": f"{title} - {st.config.course.name}", "course_name": st.config.course.name,
-        "links": Links(offline=False), "csrf": csrf_token(request), "with_script": False, "notice": "",
-        "notice_error": False, "heading": title, "banner": grading_banner(request),
+        "title": f"{title} - {st.config.course.name}",
+        "course_name": st.config.course.name,
+        "links": Links(offline=False),
+        "csrf": csrf_token(request),
+        "with_script": False,
+        "notice": "",
+        "notice_error": False,
+        "heading": title,
+        "banner": grading_banner(request),
         "open_regrades": len(regrade.requests(store_of(request), status="open")),
     }
     values.update(context)
-    return HTMLResponse(render("term_page.html.j2", **values), status_code=status,
-                        headers={"Cache-Control": "no-store"})
+    return HTMLResponse(
+        render("term_page.html.j2", **values), status_code=status, headers={"Cache-Control": "no-store"}
+    )
 
 
 def upload_report(store: Any, request_row: dict[str, Any]) -> str:
@@ -64,9 +71,13 @@ def term_context(request: Request) -> dict[str, Any]:
     open_requests = [{**r, "report": upload_report(store, r)} for r in regrade.requests(store, status="open")]
     answered = list(reversed(regrade.requests(store, status="answered")))[:20]
     return {
-        "page": "term", "requests": open_requests, "answered": answered,
-        "extensions": extensions.listing(store, course), "chapters": [c.name for c in course.chapters if c.due],
-        "groups": sorted(course.groups), "rescoring": rescore.last_rescoring(store),
+        "page": "term",
+        "requests": open_requests,
+        "answered": answered,
+        "extensions": extensions.listing(store, course),
+        "chapters": [c.name for c in course.chapters if c.due],
+        "groups": sorted(course.groups),
+        "rescoring": rescore.last_rescoring(store),
     }
 
 
@@ -83,14 +94,25 @@ async def answer_request(request: Request, mode: str) -> Response:
     check_csrf(request, form, mode)
     request_id = records.row_id(request.path_params["id"])
     if request_id is None:
-        return message(request, 400, "No such request", "That is not the number of a regrade request: go back to "
-                       "the Term page.", error=True, next_url="/instructor/term")
+        return message(
+            request,
+            400,
+            "No such request",
+            "That is not the number of a regrade request: go back to the Term page.",
+            error=True,
+            next_url="/instructor/term",
+        )
     try:
-        row = regrade.answer(store_of(request), request_id, form.get("reply", ""),
-                             form.get("score", ""), "instructor")
+        row = regrade.answer(store_of(request), request_id, form.get("reply", ""), form.get("score", ""), "instructor")
     except regrade.RegradeError as exc:
-        return term_page(request, "Term: requests, extensions, rescoring", status=exc.status,
-                         notice=f"Answer not saved: {exc}", notice_error=True, **term_context(request))
+        return term_page(
+            request,
+            "Term: requests, extensions, rescoring",
+            status=exc.status,
+            notice=f"Answer not saved: {exc}",
+            notice_error=True,
+            **term_context(request),
+        )
     LOG.warning("regrade request %s answered: %s", row["id"], "override" if row["override"] is not None else "reply")
     return RedirectResponse("/instructor/term?saved=answer#requests", status_code=303)
 
@@ -101,14 +123,30 @@ async def grant_extension(request: Request, mode: str) -> Response:
     check_csrf(request, form, mode)
     course = request.app.state.normgrade.config.course
     try:
-        row = extensions.grant(store_of(request), course, form.get("student", ""), form.get("group", ""),
-                               form.get("chapter", ""), form.get("due", ""), form.get("reason", ""), "instructor",
-                               form.get("late_penalty", ""), form.get("late_until", ""))
+        row = extensions.grant(
+            store_of(request),
+            course,
+            form.get("student", ""),
+            form.get("group", ""),
+            form.get("chapter", ""),
+            form.get("due", ""),
+            form.get("reason", ""),
+            "instructor",
+            form.get("late_penalty", ""),
+            form.get("late_until", ""),
+        )
     except GraderError as exc:
-        return term_page(request, "Term: requests, extensions, rescoring", status=400,
-                         notice=f"Extension not saved: {exc}", notice_error=True, **term_context(request))
-    LOG.warning("extension: %r %r -> %s (%r)", row.get("student") or row.get("group"), row["chapter"], row["due"],
-                row["reason"])
+        return term_page(
+            request,
+            "Term: requests, extensions, rescoring",
+            status=400,
+            notice=f"Extension not saved: {exc}",
+            notice_error=True,
+            **term_context(request),
+        )
+    LOG.warning(
+        "extension: %r %r -> %s (%r)", row.get("student") or row.get("group"), row["chapter"], row["due"], row["reason"]
+    )
     return RedirectResponse("/instructor/term?saved=extension#extensions", status_code=303)
 
 
@@ -124,8 +162,14 @@ async def rescore_now(request: Request, mode: str) -> Response:
         selectors = form.get("exercises", "").split()
         outcome = await rescore_in_thread(request.app, catalogue.resolve(selectors) if selectors else [])
     except GraderError as exc:
-        return term_page(request, "Term: requests, extensions, rescoring", status=400,
-                         notice=f"Not rescored: {exc}", notice_error=True, **term_context(request))
+        return term_page(
+            request,
+            "Term: requests, extensions, rescoring",
+            status=400,
+            notice=f"Not rescored: {exc}",
+            notice_error=True,
+            **term_context(request),
+        )
     LOG.warning("rescoring %s: %d uploads, %d changes", outcome.rescoring_id, outcome.uploads, len(outcome.changes))
     said = rescore.format_text(outcome).splitlines()[0]
     return term_page(request, "Term: requests, extensions, rescoring", notice=said, **term_context(request))
@@ -152,8 +196,15 @@ async def similarity_page(request: Request, mode: str) -> Response:
         pairs = await _pairs(request)
     except GraderError as exc:
         return message(request, 503, "Similarity", str(exc), error=True)
-    return term_page(request, "Similarity", page="similarity", pairs=pairs, threshold=similarity.THRESHOLD,
-                     meaning=similarity.MEANING, quote=quote)
+    return term_page(
+        request,
+        "Similarity",
+        page="similarity",
+        pairs=pairs,
+        threshold=similarity.THRESHOLD,
+        meaning=similarity.MEANING,
+        quote=quote,
+    )
 
 
 async def pair_page(request: Request, mode: str) -> Response:
@@ -165,15 +216,20 @@ async def pair_page(request: Request, mode: str) -> Response:
         return message(request, 503, "Similarity", str(exc), error=True)
     pair = next((p for p in pairs if (p.topic, p.a, p.b) == (topic, a, b)), None)
     if pair is None:
-        return message(request, 404, "No such pair", "That pair is not above the threshold (or no longer): "
-                       "go back to the similarity page.", error=True, next_url="/instructor/similarity")
+        return message(
+            request,
+            404,
+            "No such pair",
+            "That pair is not above the threshold (or no longer): go back to the similarity page.",
+            error=True,
+            next_url="/instructor/similarity",
+        )
     store = store_of(request)
     texts = {}
     for name, job_id, ranges in ((a, pair.job_a, pair.slices_a), (b, pair.job_b, pair.slices_b)):
         text = records.job_files(store, job_id).get(f"{topic}.py", "")
         texts[name] = [(clean_text(piece), matched) for piece, matched in similarity.segments(text, ranges)]
-    return term_page(request, f"{topic}: {a} and {b}", page="pair", pair=pair, texts=texts,
-                     meaning=similarity.MEANING)
+    return term_page(request, f"{topic}: {a} and {b}", page="pair", pair=pair, texts=texts, meaning=similarity.MEANING)
 
 
 PAGES: list[tuple[str, str, Any]] = [

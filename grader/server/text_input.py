@@ -38,8 +38,7 @@ def unsafe_text(value: Any, where: str = "the body") -> str | None:
         if found is None:
             return None
         char = found.group()
-        return (f"{where} holds U+{ord(char):04X} ({kind_of(char)}) at character {found.start() + 1}: "
-                "send plain text")
+        return f"{where} holds U+{ord(char):04X} ({kind_of(char)}) at character {found.start() + 1}: send plain text"
     if isinstance(value, Mapping):
         for key, item in value.items():
             name = ascii(str(key))[:MAX_NAME]

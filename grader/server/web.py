@@ -44,12 +44,15 @@ API_TABLE = api.API + practice_api.API
 def routes(with_lti: bool = True) -> list[BaseRoute]:
     """The API routes, then the pages (grader/server/pages.py), the student's pages, the dashboard's LMS page and,
     ``with_lti`` (the course has an ``[lti]`` section), the LTI routes ``/lti/...``."""
-    endpoints: list[BaseRoute] = [Route(API_PREFIX + "/", api.api_index, methods=["GET"]),
-                                  Route(API_PREFIX + openapi.OPENAPI_PATH, openapi.openapi_json, methods=["GET"])]
+    endpoints: list[BaseRoute] = [
+        Route(API_PREFIX + "/", api.api_index, methods=["GET"]),
+        Route(API_PREFIX + openapi.OPENAPI_PATH, openapi.openapi_json, methods=["GET"]),
+    ]
     endpoints += [Route(API_PREFIX + path, handler, methods=[method]) for method, path, handler, _ in API_TABLE]
     launch = lti.routes() if with_lti else []
-    return (endpoints + pages.routes() + practice_pages.routes() + student_pages.routes() + launch
-            + lti_services.routes())
+    return (
+        endpoints + pages.routes() + practice_pages.routes() + student_pages.routes() + launch + lti_services.routes()
+    )
 
 
 def create_app(config: ServerConfig, run_collector: bool = True) -> Starlette:
@@ -85,13 +88,17 @@ def _build(config: ServerConfig, run_collector: bool, serving: store_lib.Serving
                     def closed(job_id: int) -> None:  # (from the collector's thread: st.wake runs on the loop)
                         loop.call_soon_threadsafe(st.wake, job_id)
 
-                    st.collector = Collector(config.db_path, config.queue_url, st.grader_version,
-                                             config.job_timeout, config.collect_interval,
-                                             on_closed=closed,
-                                             lease_timeout=config.lease_timeout,
-                                             selftest=SelfTest(open_queue(config.queue_url), config.selftest_retry),
-                                             practice_view=lambda report, at: standing.student_report(
-                                                 report, config.course, at))  # exam mode: held, not scheduled
+                    st.collector = Collector(
+                        config.db_path,
+                        config.queue_url,
+                        st.grader_version,
+                        config.job_timeout,
+                        config.collect_interval,
+                        on_closed=closed,
+                        lease_timeout=config.lease_timeout,
+                        selftest=SelfTest(open_queue(config.queue_url), config.selftest_retry),
+                        practice_view=lambda report, at: standing.student_report(report, config.course, at),
+                    )  # exam mode: held, not scheduled
                     st.collector.start()
                 poster = lti_services.start_poster(app)  # beside the collector, when [lti] names platforms
                 with scaffolding.levels_in_force(standing.scaffolding_levels(config.course)):  # as the handout's
@@ -108,8 +115,12 @@ def _build(config: ServerConfig, run_collector: bool, serving: store_lib.Serving
             serving.release()
 
     framing = Framing(lti.platforms_of(config.course).frame_origins(), lti.FRAMED_PATHS)  # who may frame the launch
-    app = Starlette(routes=routes(bool(config.course.lti)), lifespan=lifespan, middleware=[Middleware(SecurityHeaders, framing=framing)],
-                    exception_handlers={HTTPException: http_error, Exception: server_error})
+    app = Starlette(
+        routes=routes(bool(config.course.lti)),
+        lifespan=lifespan,
+        middleware=[Middleware(SecurityHeaders, framing=framing)],
+        exception_handlers={HTTPException: http_error, Exception: server_error},
+    )
     app.state.normgrade = st
     app.state.api_table = API_TABLE
     lti_services.install(app)  # LTI 1.3: its settings, tables and key (the poster starts with the lifespan)

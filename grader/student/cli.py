@@ -91,7 +91,10 @@ def one_maths_thread() -> None:
 def path_option(func: F) -> F:
     """``--path DIR``: the student's exercises folder (default ./exercises)."""
     return click.option(
-        "--path", type=click.Path(path_type=Path), default=DEFAULT_EXERCISES_DIR, show_default=True,
+        "--path",
+        type=click.Path(path_type=Path),
+        default=DEFAULT_EXERCISES_DIR,
+        show_default=True,
         help="The exercises folder to grade.",
     )(func)
 
@@ -100,7 +103,9 @@ def student_option(func: F) -> F:
     """``--student NAME`` (or $GRADE_STUDENT); None means the logged-in student, else the OS user name, see
     default_student()."""
     return click.option(
-        "--student", envvar="GRADE_STUDENT", default=None,
+        "--student",
+        envvar="GRADE_STUDENT",
+        default=None,
         help="Student name [default: $GRADE_STUDENT, else the student of `grade login`, else your user name].",
     )(func)
 
@@ -108,7 +113,10 @@ def student_option(func: F) -> F:
 def db_option(func: F) -> F:
     """``--db FILE`` (or $GRADE_DB); None means .grade/progress.db beside the exercises folder."""
     return click.option(
-        "--db", type=click.Path(dir_okay=False, path_type=Path), envvar="GRADE_DB", default=None,
+        "--db",
+        type=click.Path(dir_okay=False, path_type=Path),
+        envvar="GRADE_DB",
+        default=None,
         help="Progress database [default: $GRADE_DB, else .grade/progress.db beside the exercises folder].",
     )(func)
 
@@ -121,7 +129,11 @@ def json_option(func: F) -> F:
 def html_option(func: F) -> F:
     """``--html FILE``: also write the report as a self-contained web page with a picture per failing check."""
     return click.option(
-        "--html", "html", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+        "--html",
+        "html",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        metavar="FILE",
         help="Also write the report as a web page with a picture of each failing check (open it with `grade view`).",
     )(func)
 
@@ -129,7 +141,8 @@ def html_option(func: F) -> F:
 def arrays_option(func: F) -> F:
     """``--arrays`` (with ``--json``): each check also carries its ``figure``, the data of its picture."""
     return click.option(
-        "--arrays", is_flag=True,
+        "--arrays",
+        is_flag=True,
         help="With --json: add each failing check's figure (a bounded sample of received and expected values).",
     )(func)
 
@@ -138,19 +151,23 @@ def server_options(func: F) -> F:
     """``--server URL`` and ``--local``: use the course server (default after `grade login`) or not."""
     func = click.option("--local", is_flag=True, help="Work locally even when logged in to a course server.")(func)
     return click.option(
-        "--server", default=None, metavar="URL",
+        "--server",
+        default=None,
+        metavar="URL",
         help="The course server [default: the one of `grade login`, unless --local or --db].",
     )(func)
 
 
 def no_wait_option(func: F) -> F:
-    return click.option("--no-wait", is_flag=True,
-                        help="With a course server: print the submission id, do not wait.")(func)
+    return click.option("--no-wait", is_flag=True, help="With a course server: print the submission id, do not wait.")(
+        func
+    )
 
 
 def no_sandbox_option(func: F) -> F:
     return click.option(
-        "--no-sandbox", is_flag=True,
+        "--no-sandbox",
+        is_flag=True,
         help="Grade without the OS sandbox (bubblewrap); recorded in the report. Only for code you trust.",
     )(func)
 
@@ -228,15 +245,21 @@ def submit_command(edition: Edition) -> click.Command:
     """`grade submit`: hand in when logged in, else grade here with ``edition.grade``
     (:func:`grader.student.submit.submit`, the one rule)."""
 
-    @click.command("submit", help=_help(
-        """Grade the named exercises or topics (all when none), record the attempt, print a report.
+    @click.command(
+        "submit",
+        help=_help(
+            """Grade the named exercises or topics (all when none), record the attempt, print a report.
 
     After `grade login` (or with --server URL), your files go to the course server: it runs the hidden
     checks (inputs drawn for you), records the attempt that counts, and prints the same report. Otherwise
     (or with --local) they are graded here.
 
     Exit status: 0 when every graded exercise has full marks, 1 when any falls
-    short, 2 for a usage or setup error.""", edition, "submit"))
+    short, 2 for a usage or setup error.""",
+            edition,
+            "submit",
+        ),
+    )
     @click.argument("selectors", nargs=-1, metavar="[EXERCISE|TOPIC]...")
     @path_option
     @student_option
@@ -249,9 +272,19 @@ def submit_command(edition: Edition) -> click.Command:
     @no_wait_option
     @no_sandbox_option
     def command(
-        selectors: tuple[str, ...], path: Path, student: str | None, db: Path | None, as_json: bool, arrays: bool,
-        html: Path | None, server: str | None, local: bool, no_wait: bool, no_sandbox: bool,
-        fmt: str | None = None, output: Path = Path("results.json"),
+        selectors: tuple[str, ...],
+        path: Path,
+        student: str | None,
+        db: Path | None,
+        as_json: bool,
+        arrays: bool,
+        html: Path | None,
+        server: str | None,
+        local: bool,
+        no_wait: bool,
+        no_sandbox: bool,
+        fmt: str | None = None,
+        output: Path = Path("results.json"),
     ) -> None:
         if as_json and fmt not in (None, "json"):
             raise CommandError(f"--json and --format {fmt} cannot be combined: pass one of them")
@@ -261,10 +294,25 @@ def submit_command(edition: Edition) -> click.Command:
         note = None  # (a handout whose course hands in to the server says that grading here hands in nothing)
         if not local and handout_settings().get("hand_in") in ("server", "both"):
             note = f"public checks only, nothing is handed in. To hand in: {LOGIN_HINT}, then `grade submit`."
-        click.get_current_context().exit(submit(
-            list(selectors), path, edition.grade, student=student, db=db, fmt=fmt, output=output, server=server,
-            local=local, no_wait=no_wait, no_sandbox=no_sandbox, html=html, arrays=arrays,
-            no_wait_hint=edition.no_wait_hint, local_note=note).exit_status)
+        click.get_current_context().exit(
+            submit(
+                list(selectors),
+                path,
+                edition.grade,
+                student=student,
+                db=db,
+                fmt=fmt,
+                output=output,
+                server=server,
+                local=local,
+                no_wait=no_wait,
+                no_sandbox=no_sandbox,
+                html=html,
+                arrays=arrays,
+                no_wait_hint=edition.no_wait_hint,
+                local_note=note,
+            ).exit_status
+        )
 
     return command
 
@@ -272,25 +320,39 @@ def submit_command(edition: Edition) -> click.Command:
 def progress_command(edition: Edition) -> click.Command:
     """`grade progress`: the course server's record when logged in, else this machine's (``edition.progress``)."""
 
-    @click.command("progress", help=_help(
-        """Show, per chapter, each exercise's score and last status, quiz completion and what to do next.
+    @click.command(
+        "progress",
+        help=_help(
+            """Show, per chapter, each exercise's score and last status, quiz completion and what to do next.
 
     After `grade login` (or with --server URL) this is the course server's record (what counts); otherwise
-    (or with --local) this machine's record.""", edition, "progress"))
+    (or with --local) this machine's record.""",
+            edition,
+            "progress",
+        ),
+    )
     @student_option
     @db_option
     @path_option
     @json_option
     @server_options
     @_with(edition.options.get("progress", ()))
-    def command(student: str | None, db: Path | None, path: Path, as_json: bool, server: str | None, local: bool,
-                course_file: Path | None = None) -> None:
+    def command(
+        student: str | None,
+        db: Path | None,
+        path: Path,
+        as_json: bool,
+        server: str | None,
+        local: bool,
+        course_file: Path | None = None,
+    ) -> None:
         login = remote.remote_login(server, local, db)
         if login is not None:
             remote.remote_progress(login, as_json)
             return
-        local_progress(student, db, path, as_json,
-                       lambda store, name, hint: edition.progress(store, name, hint, course_file))
+        local_progress(
+            student, db, path, as_json, lambda store, name, hint: edition.progress(store, name, hint, course_file)
+        )
 
     return command
 
@@ -298,23 +360,41 @@ def progress_command(edition: Edition) -> click.Command:
 def quiz_command(edition: Edition) -> click.Command:
     """`grade quiz`: the course server's quiz when logged in, else ``edition.quiz``'s (practice, or recorded)."""
 
-    @click.command("quiz", help=_help(
-        """Take a chapter's quiz (list the chapters without CHAPTER). Each question shows its id (e.g. gelu-why).
+    @click.command(
+        "quiz",
+        help=_help(
+            """Take a chapter's quiz (list the chapters without CHAPTER). Each question shows its id (e.g. gelu-why).
 
     After `grade login` (or with --server URL) the course server poses the questions, judges and records
     every answer (this is what counts); --answers FILE sends a file of answers (TOML or JSON: question id ->
-    answer) and --all asks every question again.""", edition, "quiz"))
+    answer) and --all asks every question again.""",
+            edition,
+            "quiz",
+        ),
+    )
     @click.argument("chapter", required=False, metavar="[CHAPTER]")
-    @click.option("--answers", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                  help="Grade a file of answers instead of asking (TOML or JSON: question id -> answer).")
+    @click.option(
+        "--answers",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Grade a file of answers instead of asking (TOML or JSON: question id -> answer).",
+    )
     @click.option("--all", "ask_all", is_flag=True, help="Ask every question again, also those answered correctly.")
     @json_option
     @server_options
     @_with(edition.options.get("quiz", ()))
-    def command(chapter: str | None, answers: Path | None, ask_all: bool, as_json: bool, server: str | None,
-                local: bool, **own: Any) -> None:
-        click.get_current_context().exit(edition.quiz(QuizRequest(chapter, answers, ask_all, as_json, server, local,
-                                                                  own)))
+    def command(
+        chapter: str | None,
+        answers: Path | None,
+        ask_all: bool,
+        as_json: bool,
+        server: str | None,
+        local: bool,
+        **own: Any,
+    ) -> None:
+        click.get_current_context().exit(
+            edition.quiz(QuizRequest(chapter, answers, ask_all, as_json, server, local, own))
+        )
 
     return command
 
@@ -333,17 +413,28 @@ def remote_quiz(request: QuizRequest, db: Path | None = None) -> int | None:
 def read_command(edition: Edition) -> click.Command:
     """`grade read`: a section of the course text, as text or (``--html``) its page."""
 
-    @click.command("read", help=_help(
-        """Read a section of the course text (list the sections without CHAPTER.SECTION).
+    @click.command(
+        "read",
+        help=_help(
+            """Read a section of the course text (list the sections without CHAPTER.SECTION).
 
     Reports, stubs and ERRATA.md cite sections as §chapter.section, e.g.
     `grade read normalization.batchnorm-backward`. Each section ends with its
-    checkpoint: the quiz questions that check it (`grade quiz CHAPTER`).""", edition, "read"))
+    checkpoint: the quiz questions that check it (`grade quiz CHAPTER`).""",
+            edition,
+            "read",
+        ),
+    )
     @click.argument("address", required=False, metavar="[CHAPTER.SECTION]")
     @click.option("--html", "as_html", is_flag=True, help="Open the section's page in your web browser instead.")
     @click.option("--no-open", is_flag=True, help="With --html: print where the page is; do not start a browser.")
-    @click.option("--text-dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_TEXT_DIR,
-                  show_default=True, help="The course text's folder (text/).")
+    @click.option(
+        "--text-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=DEFAULT_TEXT_DIR,
+        show_default=True,
+        help="The course text's folder (text/).",
+    )
     def command(address: str | None, as_html: bool, no_open: bool, text_dir: Path) -> None:
         pages = edition.text_pages(text_dir) if as_html and edition.text_pages is not None else None
         read_section(address, text_dir, as_html, no_open, pages)
@@ -354,11 +445,17 @@ def read_command(edition: Edition) -> click.Command:
 def doctor_command(edition: Edition) -> click.Command:
     """`grade doctor`: what this machine grades with, checked for ``edition.doctor_role``."""
 
-    @click.command("doctor", help=_help(
-        """Check what this machine grades with: Python, NumPy, each OpenCL device, the sandbox.
+    @click.command(
+        "doctor",
+        help=_help(
+            """Check what this machine grades with: Python, NumPy, each OpenCL device, the sandbox.
 
     One line an item, with the fix beside each failure. Exit status 0 when everything the course
-    needs works, 1 otherwise.""", edition, "doctor"))
+    needs works, 1 otherwise.""",
+            edition,
+            "doctor",
+        ),
+    )
     @_with(edition.options.get("doctor", ()))
     @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of the lines.")
     def command(as_json: bool, queue: str | None = None) -> None:
@@ -377,8 +474,13 @@ def doctor_command(edition: Edition) -> click.Command:
 
 @click.command("view")
 @path_option
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Where to write the page [default: .grade/last-report.html beside the exercises folder].")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to write the page [default: .grade/last-report.html beside the exercises folder].",
+)
 @click.option("--no-open", is_flag=True, help="Write the page and print its path; do not start a browser.")
 def view_command(path: Path, output: Path | None, no_open: bool) -> None:
     """Open the last `grade submit` report in your web browser, with a picture of each failing check."""
@@ -417,8 +519,10 @@ def read_section(address: str | None, text_dir: Path, as_html: bool, no_open: bo
         except (OSError, coursetext.TextError) as exc:
             raise CommandError(str(exc)) from None
         if not chapters:
-            raise CommandError(f"no course text in '{text_dir}': run this from your handout's folder, or pass "
-                               "--text-dir to its text/ folder")
+            raise CommandError(
+                f"no course text in '{text_dir}': run this from your handout's folder, or pass "
+                "--text-dir to its text/ folder"
+            )
         if address is None:
             for chapter in chapters.values():
                 click.echo(f"{chapter.name}: {chapter.title}")
@@ -435,8 +539,10 @@ def read_section(address: str | None, text_dir: Path, as_html: bool, no_open: bo
             return
         page = (pages or text_dir) / f"{section.chapter}.html"
         if not page.is_file():
-            raise CommandError(f"no page {page}: the handout's text/ holds the built pages (`grade release` "
-                               "builds them); without --html the section prints here")
+            raise CommandError(
+                f"no page {page}: the handout's text/ holds the built pages (`grade release` "
+                "builds them); without --html the section prints here"
+            )
         url = page.resolve().as_uri() + f"#{section.id}"
         click.echo(f"The section is at {url}")
         if not no_open:
@@ -459,8 +565,12 @@ def text_sections(text_dir: Path) -> dict[str, str]:
 
 @click.command("login")
 @click.argument("server", metavar="[URL]", required=False)
-@click.option("--token", envvar="GRADE_TOKEN", default=None,
-              help="The token [default: $GRADE_TOKEN, else asked for without echo].")
+@click.option(
+    "--token",
+    envvar="GRADE_TOKEN",
+    default=None,
+    help="The token [default: $GRADE_TOKEN, else asked for without echo].",
+)
 def login_command(server: str | None, token: str | None) -> None:
     """Log in to the course server with the token your instructor gave you.
 
@@ -473,8 +583,9 @@ def login_command(server: str | None, token: str | None) -> None:
     if server is None:
         server = handout_settings().get("server")
         if not server:
-            raise remote.RemoteError("this handout names no course server: run `grade login URL` with the address "
-                              "your instructor gave you")
+            raise remote.RemoteError(
+                "this handout names no course server: run `grade login URL` with the address your instructor gave you"
+            )
     if token is None:
         token = click.prompt("Token", hide_input=True)
     local_student = os.environ.get("GRADE_STUDENT") or client_lib.default_student()  # whose practice this machine kept
@@ -485,8 +596,10 @@ def login_command(server: str | None, token: str | None) -> None:
         raise remote.one_line(exc) from exc
     except OSError as exc:
         raise remote.RemoteError(f"cannot save the login in {client_lib.config_path()} ({exc.strerror})") from exc
-    click.echo(f"Logged in to {me['course']['name']} at {saved.server} as {saved.student} ({me['role']}). "
-               f"Saved in {path} (readable only by you).")
+    click.echo(
+        f"Logged in to {me['course']['name']} at {saved.server} as {saved.student} ({me['role']}). "
+        f"Saved in {path} (readable only by you)."
+    )
     if me["role"] == "student":
         try:
             merged = remote.merge_schedule(saved, default_db_path(DEFAULT_EXERCISES_DIR), local_student)
@@ -522,8 +635,12 @@ def result_command(submission: int, as_json: bool) -> None:
 @click.command("regrade")
 @click.argument("exercise")
 @click.argument("reason")
-@click.option("--submission", type=click.IntRange(min=1), default=None,
-              help="The submission asked about [default: your latest graded one holding EXERCISE].")
+@click.option(
+    "--submission",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The submission asked about [default: your latest graded one holding EXERCISE].",
+)
 @click.option("--server", default=None, metavar="URL", help="The course server [default: the one you logged in to].")
 def regrade_command(exercise: str, reason: str, submission: int | None, server: str | None) -> None:
     """Ask the instructor to look at one exercise's result again, saying why.
@@ -541,9 +658,10 @@ def regrade_command(exercise: str, reason: str, submission: int | None, server: 
             _, doc = client.call("POST", "/regrades", body)
     except GraderError as exc:
         raise remote.one_line(exc) from exc
-    click.echo(f"Regrade request #{doc['id']} about {doc['exercise']} (submission {doc['job_id']}) is filed; "
-               "the answer will show in `grade progress`.")
-
+    click.echo(
+        f"Regrade request #{doc['id']} about {doc['exercise']} (submission {doc['job_id']}) is filed; "
+        "the answer will show in `grade progress`."
+    )
 
 
 @click.command("practice")
@@ -551,10 +669,16 @@ def regrade_command(exercise: str, reason: str, submission: int | None, server: 
 @db_option
 @path_option
 @server_options
-@click.option("--quiz-dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_QUIZ_DIR,
-              show_default=True, help="The handout's quizzes folder.")
-def practice_command(student: str | None, db: Path | None, path: Path, server: str | None, local: bool,
-                     quiz_dir: Path) -> None:
+@click.option(
+    "--quiz-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_QUIZ_DIR,
+    show_default=True,
+    help="The handout's quizzes folder.",
+)
+def practice_command(
+    student: str | None, db: Path | None, path: Path, server: str | None, local: bool, quiz_dir: Path
+) -> None:
     """Practise what your mistakes show and what your schedule brings back today: one question per concept.
 
     Not graded, no attempts spent. Each answer is a review of its concept: a
@@ -578,21 +702,33 @@ def practice_command(student: str | None, db: Path | None, path: Path, server: s
         if not practice_schedule.available():
             raise CommandError(practice_schedule.UNAVAILABLE)
         if not db_path.exists():
-            raise CommandError(f"no progress database at '{db_path}': practice follows your graded uploads, "
-                               "so `grade submit` first (or pass --db)")
+            raise CommandError(
+                f"no progress database at '{db_path}': practice follows your graded uploads, "
+                "so `grade submit` first (or pass --db)"
+            )
         quizzes = {name: load_practice(quiz_dir / f"{name}.json") for name in chapters(quiz_dir)}
         with Store.open(db_path) as store:
             try:
-                run_spaced(store, student, quizzes, lambda prompt: click.prompt(prompt, prompt_suffix="", default="",
-                                                                               show_default=False),
-                           click.echo, datetime.now(timezone.utc))
+                run_spaced(
+                    store,
+                    student,
+                    quizzes,
+                    lambda prompt: click.prompt(prompt, prompt_suffix="", default="", show_default=False),
+                    click.echo,
+                    datetime.now(timezone.utc),
+                )
             except click.Abort:
                 click.echo("\nStopped.", err=True)
                 sys.exit(1)
 
 
-def local_progress(student: str | None, db: Path | None, path: Path, as_json: bool,
-                   summarize: Callable[[Store | None, str, str], Progress]) -> None:
+def local_progress(
+    student: str | None,
+    db: Path | None,
+    path: Path,
+    as_json: bool,
+    summarize: Callable[[Store | None, str, str], Progress],
+) -> None:
     """``grade progress`` from the local database beside ``path`` (or ``db``), shared by both CLIs:
     ``summarize(store or None, student, submit hint)`` builds the summary (the handout's without quizzes,
     the instructor's over the locked quizzes); printed as text or ``--json``."""
@@ -625,9 +761,19 @@ def local_progress(student: str | None, db: Path | None, path: Path, as_json: bo
 
 def commands(edition: Edition) -> list[click.Command]:
     """The commands both `grade` programs ship, built for ``edition``; the instructor's adds its own."""
-    return [submit_command(edition), progress_command(edition), quiz_command(edition), read_command(edition),
-            doctor_command(edition), view_command, login_command, logout_command, result_command, regrade_command,
-            practice_command]
+    return [
+        submit_command(edition),
+        progress_command(edition),
+        quiz_command(edition),
+        read_command(edition),
+        doctor_command(edition),
+        view_command,
+        login_command,
+        logout_command,
+        result_command,
+        regrade_command,
+        practice_command,
+    ]
 
 
 # --- the handout's program ---------------------------------------------------------------------------------
@@ -645,8 +791,15 @@ def practice_progress(store: Store | None, student: str, hint: str, course_file:
     """The handout's `grade progress` here: the public-check attempts of this machine, without quizzes."""
     from grader.student.feedback import progress
 
-    return progress.summarize(store, student, list(catalogue.EXERCISES), [], hint, None,
-                              "public checks on this machine; what counts is the course's record")
+    return progress.summarize(
+        store,
+        student,
+        list(catalogue.EXERCISES),
+        [],
+        hint,
+        None,
+        "public checks on this machine; what counts is the course's record",
+    )
 
 
 def practice_quiz(request: QuizRequest) -> int:
@@ -662,15 +815,18 @@ def practice_quiz(request: QuizRequest) -> int:
     if handed is not None:
         return handed
     if request.answers is not None or request.ask_all or request.as_json:
-        raise CommandError(f"--answers, --all and --json go with the course server: {LOGIN_HINT} "
-                           "(offline quizzes are practice)")
+        raise CommandError(
+            f"--answers, --all and --json go with the course server: {LOGIN_HINT} (offline quizzes are practice)"
+        )
     chapter, quiz_dir = request.chapter, request.own["quiz_dir"]
     student, save_answers = request.own["student"], request.own["save_answers"]
     with one_line_errors():
         names = chapters(quiz_dir)
         if not names:
-            raise CommandError(f"no quizzes in '{quiz_dir}': run this from your handout's folder, or pass "
-                               "--quiz-dir to its quizzes/ folder")
+            raise CommandError(
+                f"no quizzes in '{quiz_dir}': run this from your handout's folder, or pass "
+                "--quiz-dir to its quizzes/ folder"
+            )
         if chapter is None:
             for name in names:
                 click.echo(f"{name}: {load_practice(quiz_dir / f'{name}.json').title}")
@@ -681,14 +837,19 @@ def practice_quiz(request: QuizRequest) -> int:
             hint = f"Did you mean '{guess[0]}'?" if guess else f"Chapters: {', '.join(names)}."
             raise CommandError(f"'{chapter}' is not a quiz chapter. {hint}")
         if save_answers is not None and not (student or "").strip():
-            raise CommandError("--save-answers needs --student YOUR_GRADESCOPE_EMAIL: the numbers and the choice "
-                               "order you answer are your own")
+            raise CommandError(
+                "--save-answers needs --student YOUR_GRADESCOPE_EMAIL: the numbers and the choice "
+                "order you answer are your own"
+            )
         quiz = load_practice(quiz_dir / f"{chapter}.json")
         try:
-            _, _, given = run_practice(quiz, lambda prompt: click.prompt(prompt, prompt_suffix="", default="",
-                                                                           show_default=False), click.echo,
-                                         student=(student or "").strip() or None,
-                                         sections=text_sections(quiz_dir.parent / DEFAULT_TEXT_DIR))
+            _, _, given = run_practice(
+                quiz,
+                lambda prompt: click.prompt(prompt, prompt_suffix="", default="", show_default=False),
+                click.echo,
+                student=(student or "").strip() or None,
+                sections=text_sections(quiz_dir.parent / DEFAULT_TEXT_DIR),
+            )
         except click.Abort:
             click.echo("\nStopped.", err=True)
             sys.exit(1)
@@ -699,25 +860,44 @@ def practice_quiz(request: QuizRequest) -> int:
 
 
 HANDOUT = Edition(
-    grade=grade_on_packs, progress=practice_progress, quiz=practice_quiz, text_pages=None, doctor_role="student",
+    grade=grade_on_packs,
+    progress=practice_progress,
+    quiz=practice_quiz,
+    text_pages=None,
+    doctor_role="student",
     no_wait_hint=f"{LOGIN_HINT}, then `grade submit --no-wait`",
-    options={"quiz": [
-        click.option("--quiz-dir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_QUIZ_DIR,
-                     show_default=True, help="The handout's quizzes folder (practice)."),
-        click.option("--student", default=None, metavar="ID",
-                     help="Practice: pose your own questions (your numbers, your choice order): your Gradescope "
-                          "email."),
-        click.option("--save-answers", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                     metavar="FILE", help="Practice: add your answers to FILE (quiz-answers.toml) for your "
-                                          "Gradescope upload; needs --student."),
-    ]},
+    options={
+        "quiz": [
+            click.option(
+                "--quiz-dir",
+                type=click.Path(file_okay=False, path_type=Path),
+                default=DEFAULT_QUIZ_DIR,
+                show_default=True,
+                help="The handout's quizzes folder (practice).",
+            ),
+            click.option(
+                "--student",
+                default=None,
+                metavar="ID",
+                help="Practice: pose your own questions (your numbers, your choice order): your Gradescope email.",
+            ),
+            click.option(
+                "--save-answers",
+                type=click.Path(dir_okay=False, path_type=Path),
+                default=None,
+                metavar="FILE",
+                help="Practice: add your answers to FILE (quiz-answers.toml) for your "
+                "Gradescope upload; needs --student.",
+            ),
+        ]
+    },
     notes={
         "submit": "In this handout, graded here means the public checks, with the expected results shipped in it.",
         "progress": "Here, this machine's record of your public-check attempts, labelled as such. Offline quizzes "
-                    "are practice and not recorded.",
+        "are practice and not recorded.",
         "quiz": "Otherwise (or with --local) it is practice from the handout's quizzes/ folder: nothing is "
-                "recorded; with --student and --save-answers your answers go into the file your Gradescope "
-                "upload carries.",
+        "recorded; with --student and --save-answers your answers go into the file your Gradescope "
+        "upload carries.",
         "doctor": "It also checks the course server you logged in to.",
     },
 )
@@ -731,8 +911,14 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Show the version and exit.")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def cli() -> None:
     """Grade your implementations of deep-network building blocks, take the quizzes, follow your progress.
 

@@ -117,10 +117,10 @@ class Chapter:
     due: datetime | None = None
     late_penalty: float = 1.0
     late_until: datetime | None = None
-    opens: datetime | None = None              # exam mode: no upload before this
-    release_feedback: datetime | None = None   # exam mode: checks' messages and named mistakes hidden until then
-    show_score: bool = False                   # exam mode: the score is shown before the release
-    quiz: str = ""                             # its quiz chapter (quizzes/<quiz>.json); "": the chapter's name
+    opens: datetime | None = None  # exam mode: no upload before this
+    release_feedback: datetime | None = None  # exam mode: checks' messages and named mistakes hidden until then
+    show_score: bool = False  # exam mode: the score is shown before the release
+    quiz: str = ""  # its quiz chapter (quizzes/<quiz>.json); "": the chapter's name
 
     @property
     def quiz_chapter(self) -> str:
@@ -175,21 +175,29 @@ class Extension:
     chapter: str
     due: datetime
     reason: str
-    student: str | None = None      # exactly one of student and group
+    student: str | None = None  # exactly one of student and group
     group: str | None = None
     late_penalty: float | None = None
     late_until: datetime | None = None
-    source: str = "course.toml"     # or "dashboard, <author> at <time>", "API, <author> at <time>"
+    source: str = "course.toml"  # or "dashboard, <author> at <time>", "API, <author> at <time>"
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "chapter": self.chapter, "student": self.student, "group": self.group, "due": _iso(self.due),
-            "late_penalty": self.late_penalty, "late_until": _iso(self.late_until), "reason": self.reason,
+            "chapter": self.chapter,
+            "student": self.student,
+            "group": self.group,
+            "due": _iso(self.due),
+            "late_penalty": self.late_penalty,
+            "late_until": _iso(self.late_until),
+            "reason": self.reason,
             "source": self.source,
         }
 
 
-EXTENSION_VIAS = ("dashboard", "API")  # where a logged extension is granted: the dashboard's form, POST /api/v1/extensions
+EXTENSION_VIAS = (
+    "dashboard",
+    "API",
+)  # where a logged extension is granted: the dashboard's form, POST /api/v1/extensions
 
 
 def logged_by(author: str) -> str:
@@ -210,12 +218,12 @@ class Course:
     by_exercise: Mapping[str, Chapter] = field(default_factory=dict)
     scaffolding_level: str = DEFAULT_LEVEL
     scaffolding_exercises: Mapping[str, str] = field(default_factory=dict)  # exercise id -> level
-    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)      # group -> its students
-    extensions: tuple[Extension, ...] = ()                                    # in the order written
-    log_applied: bool = False   # the dashboard's extension log is in ``extensions`` (Store.effective_course)
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # group -> its students
+    extensions: tuple[Extension, ...] = ()  # in the order written
+    log_applied: bool = False  # the dashboard's extension log is in ``extensions`` (Store.effective_course)
     lti: Mapping[str, Any] = field(default_factory=dict)  # the raw [lti] table, read by grader/server/lti/platforms.py
     server_url: str | None = None  # [server] url: the course server students log in to
-    hand_in: str = "gradescope"    # where work is graded: "server", "gradescope" or "both"
+    hand_in: str = "gradescope"  # where work is graded: "server", "gradescope" or "both"
 
     @property
     def graded_on_server(self) -> bool:
@@ -228,6 +236,7 @@ class Course:
     def handout_json(self) -> dict[str, Any]:
         """What the handout keeps of the course (:data:`HANDOUT_SETTINGS`): the public part, server, hand-in."""
         return {**self.to_json(), "server": self.server_url, "hand_in": self.hand_in}
+
     quiz_attempts: int | None = None  # [quiz] attempts: tries per graded question (None: each question's own)
 
     def chapter_of_quiz(self, quiz: str) -> Chapter | None:
@@ -249,8 +258,10 @@ class Course:
         names = ", ".join(c.name for c in self.chapters)
         for quiz in quizzes:
             if self.chapter_of_quiz(quiz) is None:
-                raise CourseError(f"quiz chapter '{quiz}' matches no chapter of the course ({names}): rename the "
-                                  f"chapter to '{quiz}', or add quiz = \"{quiz}\" to the [[chapter]] that holds it")
+                raise CourseError(
+                    f"quiz chapter '{quiz}' matches no chapter of the course ({names}): rename the "
+                    f"chapter to '{quiz}', or add quiz = \"{quiz}\" to the [[chapter]] that holds it"
+                )
 
     def scaffolding_levels(self, default: str | None = None) -> dict[str, str]:
         """Every exercise's stub level: its override, else ``default`` (``grade release --level``), else the
@@ -295,8 +306,9 @@ class Course:
                 extensions.append(item)
             else:
                 student, group, chapter = item
-                extensions = [e for e in extensions
-                              if not (e.student == student and e.group == group and e.chapter == chapter)]
+                extensions = [
+                    e for e in extensions if not (e.student == student and e.group == group and e.chapter == chapter)
+                ]
         return replace(self, extensions=tuple(extensions))
 
     def student_dates(self, student: str) -> list[dict[str, Any]]:
@@ -309,11 +321,17 @@ class Course:
         for chapter in self.chapters:
             extension = self.extension_for(chapter.name, student) if self.extensions else None
             own = chapter if extension is None else chapter.extended(extension)
-            dates.append({
-                "name": chapter.name, "due": _iso(own.due), "late_penalty": own.late_penalty,
-                "closes": _iso(own.closes_at()), "extension": None if extension is None else extension.reason,
-                "opens": _iso(own.opens), "release_feedback": _iso(own.release_feedback),
-            })
+            dates.append(
+                {
+                    "name": chapter.name,
+                    "due": _iso(own.due),
+                    "late_penalty": own.late_penalty,
+                    "closes": _iso(own.closes_at()),
+                    "extension": None if extension is None else extension.reason,
+                    "opens": _iso(own.opens),
+                    "release_feedback": _iso(own.release_feedback),
+                }
+            )
         return dates
 
     def closed_exercises(self, ids: Iterable[str], when: datetime, student: str | None = None) -> dict[str, Chapter]:
@@ -370,17 +388,18 @@ def parse_time(text: str) -> datetime:
 class Counted:
     """The score that counts for one exercise, and what it was chosen from."""
 
-    score: float          # the counted (effective) score
+    score: float  # the counted (effective) score
     max_score: float
-    best_raw: float       # the best score ever graded, penalties aside
-    latest: float         # the latest attempt's graded score
-    late: bool            # the counted attempt was late
+    best_raw: float  # the best score ever graded, penalties aside
+    latest: float  # the latest attempt's graded score
+    late: bool  # the counted attempt was late
     last_status: str
     attempts: int
 
 
-def late_exercises(course: Course, results: Iterable[Any], when: datetime, student: str | None = None
-                   ) -> list[dict[str, Any]]:
+def late_exercises(
+    course: Course, results: Iterable[Any], when: datetime, student: str | None = None
+) -> list[dict[str, Any]]:
     """The exercise results (anything with ``id``, ``score``, ``max_score``) of an upload at ``when`` that missed
     their chapter's due date, for ``student`` (their extensions): each with the share of its score that counts
     (``counts``: 1 - late_penalty, 0 past late_until) and the counted score. The course server sends this list
@@ -393,9 +412,17 @@ def late_exercises(course: Course, results: Iterable[Any], when: datetime, stude
         counted, late = chapter.effective(float(result.score), when)
         if late:
             share = 0.0 if chapter.late_until is not None and when > chapter.late_until else 1.0 - chapter.late_penalty
-            out.append({"exercise": result.id, "chapter": chapter.name, "score": result.score,
-                        "max_score": result.max_score, "counts": round(share, 4), "counted_score": round(counted, 2),
-                        "due": chapter.due.isoformat(timespec="minutes") if chapter.due else None})
+            out.append(
+                {
+                    "exercise": result.id,
+                    "chapter": chapter.name,
+                    "score": result.score,
+                    "max_score": result.max_score,
+                    "counts": round(share, 4),
+                    "counted_score": round(counted, 2),
+                    "due": chapter.due.isoformat(timespec="minutes") if chapter.due else None,
+                }
+            )
     return out
 
 
@@ -446,8 +473,17 @@ def _chapter(raw: Any, index: int, path: Path) -> Chapter:
         raise CourseError(f"{path}: {where} needs a name = \"...\" (a topic such as 'normalization')")
     name = raw["name"]
     where = f"chapter '{name}'"
-    fields = ("name", "exercises", "due", "late_penalty", "late_until", "opens", "release_feedback", "show_score",
-              "quiz")
+    fields = (
+        "name",
+        "exercises",
+        "due",
+        "late_penalty",
+        "late_until",
+        "opens",
+        "release_feedback",
+        "show_score",
+        "quiz",
+    )
     unknown = sorted(set(raw) - set(fields))
     if unknown:
         raise CourseError(f"{path}: {where} has an unknown field '{unknown[0]}': use {', '.join(fields)}")
@@ -459,8 +495,10 @@ def _chapter(raw: Any, index: int, path: Path) -> Chapter:
     except GraderError as exc:
         raise CourseError(f"{path}: {where}: {exc}") from exc
     if not ids and not (selectors == [] and "quiz" in raw):  # exercises = [] with a quiz: a chapter of its quiz alone
-        raise CourseError(f"{path}: {where}: exercises is empty: list topics or exercise ids (or, for a chapter "
-                          "of a quiz alone, give its quiz = \"...\")")
+        raise CourseError(
+            f"{path}: {where}: exercises is empty: list topics or exercise ids (or, for a chapter "
+            'of a quiz alone, give its quiz = "...")'
+        )
     due = _time(raw["due"], f"{where} due", path) if "due" in raw else None
     penalty = raw.get("late_penalty", 1.0)
     if isinstance(penalty, bool) or not isinstance(penalty, (int, float)) or not 0 <= penalty <= 1:
@@ -480,26 +518,29 @@ def _chapter(raw: Any, index: int, path: Path) -> Chapter:
         raise CourseError(f"{path}: {where}: show_score needs release_feedback = DATE-TIME (exam mode)")
     quiz = raw.get("quiz", "")
     if not isinstance(quiz, str):
-        raise CourseError(f"{path}: {where}: quiz = \"NAME\" names its quiz chapter (quizzes/NAME.json)")
+        raise CourseError(f'{path}: {where}: quiz = "NAME" names its quiz chapter (quizzes/NAME.json)')
     return Chapter(name, ids, due, float(penalty), late_until, opens, release, show_score, quiz)
 
 
 def _scaffolding(raw: Any, path: Path) -> tuple[str, dict[str, str]]:
     """(default level, exercise id -> level) of a [scaffolding] table."""
     if not isinstance(raw, dict) or set(raw) - {"level", "exercises"}:
-        raise CourseError(f"{path}: [scaffolding] takes level = \"derive\" and a table [scaffolding.exercises]")
+        raise CourseError(f'{path}: [scaffolding] takes level = "derive" and a table [scaffolding.exercises]')
     level = raw.get("level", DEFAULT_LEVEL)
     if level not in LEVELS:
         raise CourseError(f"{path}: scaffolding.level = {level!r} is not a level: use {', '.join(LEVELS)}")
     overrides = raw.get("exercises", {})
     if not isinstance(overrides, dict):
-        raise CourseError(f"{path}: [scaffolding.exercises] maps exercise ids to levels, like"
-                          " \"normalization.BatchNorm1d\" = \"contract\"")
+        raise CourseError(
+            f"{path}: [scaffolding.exercises] maps exercise ids to levels, like"
+            ' "normalization.BatchNorm1d" = "contract"'
+        )
     resolved: list[tuple[list[str], str]] = []
     for selector, value in overrides.items():
         if value not in LEVELS:
-            raise CourseError(f"{path}: scaffolding.exercises.\"{selector}\" = {value!r} is not a level:"
-                              f" use {', '.join(LEVELS)}")
+            raise CourseError(
+                f'{path}: scaffolding.exercises."{selector}" = {value!r} is not a level: use {", ".join(LEVELS)}'
+            )
         try:
             resolved.append((catalogue.resolve([selector]), value))
         except GraderError as exc:
@@ -513,7 +554,7 @@ def _scaffolding(raw: Any, path: Path) -> tuple[str, dict[str, str]]:
 def _groups(raw: Any, path: Path) -> dict[str, tuple[str, ...]]:
     """A [groups] table: group name -> list of student ids."""
     if not isinstance(raw, dict):
-        raise CourseError(f"{path}: [groups] maps a group name to its students, like team-3 = [\"alice\", \"bob\"]")
+        raise CourseError(f'{path}: [groups] maps a group name to its students, like team-3 = ["alice", "bob"]')
     groups = {}
     for name, members in raw.items():
         if not isinstance(members, list) or not members or not all(isinstance(m, str) and m for m in members):
@@ -525,8 +566,9 @@ def _groups(raw: Any, path: Path) -> dict[str, tuple[str, ...]]:
 EXTENSION_FIELDS = ("student", "group", "chapter", "due", "late_penalty", "late_until", "reason")
 
 
-def check_extension(extension: Extension, chapters: Mapping[str, Chapter], groups: Mapping[str, Any],
-                    where: str) -> Extension:
+def check_extension(
+    extension: Extension, chapters: Mapping[str, Chapter], groups: Mapping[str, Any], where: str
+) -> Extension:
     """Validate an extension against the course (CourseError naming ``where``); also used for the dashboard's."""
     chapter = chapters.get(extension.chapter)
     if chapter is None:
@@ -535,11 +577,11 @@ def check_extension(extension: Extension, chapters: Mapping[str, Chapter], group
     if chapter.due is None:
         raise CourseError(f"{where}: chapter '{extension.chapter}' has no due date to extend")
     if (extension.student is None) == (extension.group is None):
-        raise CourseError(f"{where}: give either student = \"ID\" or group = \"NAME\"")
+        raise CourseError(f'{where}: give either student = "ID" or group = "NAME"')
     if extension.group is not None and extension.group not in groups:
         raise CourseError(f"{where}: group '{extension.group}' is not in [groups]")
     if not extension.reason.strip():
-        raise CourseError(f"{where}: an extension needs a reason = \"...\" (it is logged)")
+        raise CourseError(f'{where}: an extension needs a reason = "..." (it is logged)')
     penalty = extension.late_penalty
     if penalty is not None and (isinstance(penalty, bool) or not 0 <= penalty <= 1):
         raise CourseError(f"{where}: late_penalty must be a number from 0 to 1 (the fraction lost)")
@@ -548,8 +590,9 @@ def check_extension(extension: Extension, chapters: Mapping[str, Chapter], group
     return extension
 
 
-def _extension(raw: Any, index: int, path: Path, chapters: Mapping[str, Chapter],
-               groups: Mapping[str, Any]) -> Extension:
+def _extension(
+    raw: Any, index: int, path: Path, chapters: Mapping[str, Chapter], groups: Mapping[str, Any]
+) -> Extension:
     where = f"{path}: extension {index}"
     if not isinstance(raw, dict):
         raise CourseError(f"{where}: write extensions as [[extension]] tables")
@@ -560,13 +603,16 @@ def _extension(raw: Any, index: int, path: Path, chapters: Mapping[str, Chapter]
         if key in raw and not isinstance(raw[key], str):
             raise CourseError(f"{where}: {key} must be a string")
     if "chapter" not in raw or "due" not in raw:
-        raise CourseError(f"{where} needs chapter = \"NAME\" and due = DATE-TIME")
+        raise CourseError(f'{where} needs chapter = "NAME" and due = DATE-TIME')
     penalty = raw.get("late_penalty")
     if penalty is not None and (isinstance(penalty, bool) or not isinstance(penalty, (int, float))):
         raise CourseError(f"{where}: late_penalty must be a number from 0 to 1 (the fraction lost)")
     extension = Extension(
-        chapter=raw["chapter"], due=_time(raw["due"], f"extension {index} due", path), reason=raw.get("reason", ""),
-        student=raw.get("student"), group=raw.get("group"),
+        chapter=raw["chapter"],
+        due=_time(raw["due"], f"extension {index} due", path),
+        reason=raw.get("reason", ""),
+        student=raw.get("student"),
+        group=raw.get("group"),
         late_penalty=None if penalty is None else float(penalty),
         late_until=_time(raw["late_until"], f"extension {index} late_until", path) if "late_until" in raw else None,
     )
@@ -577,39 +623,58 @@ def _server(doc: Mapping[str, Any], path: Path) -> tuple[str | None, str]:
     """([server] url or None, hand_in) of a course file."""
     raw = doc.get("server", {})
     if not isinstance(raw, dict) or set(raw) - {"url"}:
-        raise CourseError(f"{path}: [server] takes url = \"https://...\" (the course server's address)")
+        raise CourseError(f'{path}: [server] takes url = "https://..." (the course server\'s address)')
     url = raw.get("url")
     if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
-        raise CourseError(f"{path}: server.url = {url!r} is not a URL: write it like \"https://grader.example.org\"")
+        raise CourseError(f'{path}: server.url = {url!r} is not a URL: write it like "https://grader.example.org"')
     if url is not None:
         from urllib.parse import urlsplit
 
         try:
             _ = urlsplit(url).port  # reading the port raises ValueError on a bad one
         except ValueError:
-            raise CourseError(f"{path}: server.url = {url!r} has no valid port: write it like "
-                              "\"http://127.0.0.1:8000\"") from None
+            raise CourseError(
+                f'{path}: server.url = {url!r} has no valid port: write it like "http://127.0.0.1:8000"'
+            ) from None
     hand_in = doc.get("hand_in", "server" if url else "gradescope")
     if hand_in not in HAND_IN:
-        raise CourseError(f"{path}: hand_in = {hand_in!r} is not a path: use \"server\", \"gradescope\" or \"both\"")
+        raise CourseError(f'{path}: hand_in = {hand_in!r} is not a path: use "server", "gradescope" or "both"')
     if hand_in != "gradescope" and not url:
-        raise CourseError(f"{path}: hand_in = {hand_in!r} needs the server's address: add [server] url = \"https://...\"")
+        raise CourseError(
+            f'{path}: hand_in = {hand_in!r} needs the server\'s address: add [server] url = "https://..."'
+        )
     return (url.rstrip("/") if url else None), hand_in
 
 
 def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
     """Validate a parsed TOML document into a Course (CourseError on the first problem)."""
-    unknown = sorted(set(doc) - {"name", "score", "rate_limit", "chapter", "scaffolding", "groups", "extension", "lti",
-                                 "server", "hand_in", "quiz"})
+    unknown = sorted(
+        set(doc)
+        - {
+            "name",
+            "score",
+            "rate_limit",
+            "chapter",
+            "scaffolding",
+            "groups",
+            "extension",
+            "lti",
+            "server",
+            "hand_in",
+            "quiz",
+        }
+    )
     if unknown:
-        raise CourseError(f"{path}: unknown field '{unknown[0]}': use name, score, rate_limit, hand_in, [server],"
-                          " [[chapter]], [scaffolding], [groups], [[extension]], [lti]")
+        raise CourseError(
+            f"{path}: unknown field '{unknown[0]}': use name, score, rate_limit, hand_in, [server],"
+            " [[chapter]], [scaffolding], [groups], [[extension]], [lti]"
+        )
     name = doc.get("name", DEFAULT_COURSE.name)
     if not isinstance(name, str):
         raise CourseError(f"{path}: name must be a string")
     rule = doc.get("score", "best")
     if rule not in RULES:
-        raise CourseError(f"{path}: score = {rule!r} is not a rule: use \"best\" or \"latest\"")
+        raise CourseError(f'{path}: score = {rule!r} is not a rule: use "best" or "latest"')
     rate = doc.get("rate_limit", {})
     if not isinstance(rate, dict) or set(rate) - {"submissions", "per_minutes"}:
         raise CourseError(f"{path}: [rate_limit] takes submissions = N and per_minutes = M")
@@ -626,8 +691,10 @@ def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
     by_quiz: dict[str, str] = {}
     for chapter in chapters:
         if chapter.quiz_chapter in by_quiz:
-            raise CourseError(f"{path}: chapters '{by_quiz[chapter.quiz_chapter]}' and '{chapter.name}' both hold quiz "
-                              f"'{chapter.quiz_chapter}': give each quiz chapter to one chapter (quiz = \"...\")")
+            raise CourseError(
+                f"{path}: chapters '{by_quiz[chapter.quiz_chapter]}' and '{chapter.name}' both hold quiz "
+                f"'{chapter.quiz_chapter}': give each quiz chapter to one chapter (quiz = \"...\")"
+            )
         by_quiz[chapter.quiz_chapter] = chapter.name
     by_exercise: dict[str, Chapter] = {}
     for chapter in chapters:
@@ -651,11 +718,28 @@ def parse_course(doc: Mapping[str, Any], path: Path) -> Course:
     url, hand_in = _server(doc, path)
     quiz = doc.get("quiz", {})
     attempts = quiz.get("attempts") if isinstance(quiz, dict) else None
-    if not isinstance(quiz, dict) or set(quiz) - {"attempts"} or (
-            "attempts" in quiz and (isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1)):
+    if (
+        not isinstance(quiz, dict)
+        or set(quiz) - {"attempts"}
+        or ("attempts" in quiz and (isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1))
+    ):
         raise CourseError(f"{path}: [quiz] takes attempts = N, a whole number of at least 1")
-    return Course(name, rule, chapters, submissions, float(minutes), by_exercise, level, levels, groups, extensions,
-                  lti=lti, server_url=url, hand_in=hand_in, quiz_attempts=attempts)
+    return Course(
+        name,
+        rule,
+        chapters,
+        submissions,
+        float(minutes),
+        by_exercise,
+        level,
+        levels,
+        groups,
+        extensions,
+        lti=lti,
+        server_url=url,
+        hand_in=hand_in,
+        quiz_attempts=attempts,
+    )
 
 
 def load_course(path: Path | str) -> Course:

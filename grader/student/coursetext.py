@@ -85,7 +85,7 @@ def _claims(markdown: str, where: str) -> list[Claim]:
     """Each claim marker of ``markdown`` with the maths just before it; TextError when no maths precedes one."""
     out = []
     for match in CLAIM.finditer(markdown):
-        before = markdown[:match.start()].rstrip()
+        before = markdown[: match.start()].rstrip()
         maths = re.search(r"\$\$(?P<display>(?:(?!\$\$).)+)\$\$$|(?<!\$)\$(?P<inline>[^$]+)\$$", before, re.S)
         if maths is None:
             raise TextError(f"{where}: the claim '{match['id']}' does not follow a piece of maths ($...$ or $$...$$)")
@@ -177,15 +177,73 @@ def citations(text: str) -> list[str]:
 # --- plain text: the terminal's rendering, and what the leak audit reads -----------------------------
 
 _SYMBOLS = {
-    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "eta": "η",
-    "theta": "θ", "lambda": "λ", "mu": "μ", "nu": "ν", "xi": "ξ", "pi": "π", "rho": "ρ", "sigma": "σ",
-    "tau": "τ", "phi": "ϕ", "varphi": "φ", "psi": "ψ", "omega": "ω", "Phi": "Φ", "Sigma": "Σ", "Delta": "Δ",
-    "Gamma": "Γ", "Omega": "Ω", "cdot": "·", "times": "×", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥",
-    "ne": "≠", "neq": "≠", "approx": "≈", "in": "∈", "to": "→", "mapsto": "↦", "leftarrow": "←",
-    "rightarrow": "→", "infty": "∞", "sum": "Σ", "prod": "Π", "partial": "∂", "nabla": "∇", "odot": "⊙",
-    "pm": "±", "dots": "…", "ldots": "…", "cdots": "⋯", "top": "ᵀ", "lVert": "‖", "rVert": "‖", "mid": "|",
-    "forall": "∀", "exists": "∃", "log": "log", "exp": "exp", "max": "max", "min": "min", "tanh": "tanh",
-    "sqrt": "√", "quad": "  ", "qquad": "    ", "blacksquare": "∎", "implies": "⟹", "lvert": "|", "rvert": "|",
+    "alpha": "α",
+    "beta": "β",
+    "gamma": "γ",
+    "delta": "δ",
+    "epsilon": "ε",
+    "varepsilon": "ε",
+    "eta": "η",
+    "theta": "θ",
+    "lambda": "λ",
+    "mu": "μ",
+    "nu": "ν",
+    "xi": "ξ",
+    "pi": "π",
+    "rho": "ρ",
+    "sigma": "σ",
+    "tau": "τ",
+    "phi": "ϕ",
+    "varphi": "φ",
+    "psi": "ψ",
+    "omega": "ω",
+    "Phi": "Φ",
+    "Sigma": "Σ",
+    "Delta": "Δ",
+    "Gamma": "Γ",
+    "Omega": "Ω",
+    "cdot": "·",
+    "times": "×",
+    "le": "≤",
+    "leq": "≤",
+    "ge": "≥",
+    "geq": "≥",
+    "ne": "≠",
+    "neq": "≠",
+    "approx": "≈",
+    "in": "∈",
+    "to": "→",
+    "mapsto": "↦",
+    "leftarrow": "←",
+    "rightarrow": "→",
+    "infty": "∞",
+    "sum": "Σ",
+    "prod": "Π",
+    "partial": "∂",
+    "nabla": "∇",
+    "odot": "⊙",
+    "pm": "±",
+    "dots": "…",
+    "ldots": "…",
+    "cdots": "⋯",
+    "top": "ᵀ",
+    "lVert": "‖",
+    "rVert": "‖",
+    "mid": "|",
+    "forall": "∀",
+    "exists": "∃",
+    "log": "log",
+    "exp": "exp",
+    "max": "max",
+    "min": "min",
+    "tanh": "tanh",
+    "sqrt": "√",
+    "quad": "  ",
+    "qquad": "    ",
+    "blacksquare": "∎",
+    "implies": "⟹",
+    "lvert": "|",
+    "rvert": "|",
 }
 _BLACKBOARD = {"R": "ℝ", "N": "ℕ", "Z": "ℤ", "E": "𝔼"}
 _ACCENTS = {"hat": "\u0302", "tilde": "\u0303", "bar": "\u0304"}
@@ -208,8 +266,8 @@ def _group(text: str, start: int) -> tuple[str, int]:
     for i in range(start, len(text)):
         depth += {"{": 1, "}": -1}.get(text[i], 0)
         if depth == 0:
-            return text[start + 1:i], i + 1
-    return text[start + 1:], len(text)
+            return text[start + 1 : i], i + 1
+    return text[start + 1 :], len(text)
 
 
 def _wrap(piece: str) -> str:
@@ -222,12 +280,18 @@ def latex_to_text(latex: str) -> str:
     (a)/(b), \\sqrt{x} -> √(x), Greek letters, x^{2} -> x^(2)). Not a typesetter: a faithful transcription."""
     latex = re.sub(r"(?<=[\w}])\\operatorname", r" \\operatorname", latex)  # n_\text{in}\operatorname{Var}: two words
     latex = re.sub(r"\\(?:text|mathrm|operatorname|mathit)\{([^{}]*)\}", r"\1", latex)  # n_\text{in} -> n_in
-    text = re.sub(r"\\begin\{[bp]?matrix\}(.*?)\\end\{[bp]?matrix\}",
-                  lambda m: "[" + "; ".join(r.replace("&", ",") for r in m.group(1).split("\\\\")) + "]", latex,
-                  flags=re.S)
-    text = re.sub(r"\\begin\{cases\}(.*?)\\end\{cases\}",
-                  lambda m: "(" + "; ".join(r.replace("&", " if ").strip() for r in m.group(1).split("\\\\"))
-                  + ")", text, flags=re.S)
+    text = re.sub(
+        r"\\begin\{[bp]?matrix\}(.*?)\\end\{[bp]?matrix\}",
+        lambda m: "[" + "; ".join(r.replace("&", ",") for r in m.group(1).split("\\\\")) + "]",
+        latex,
+        flags=re.S,
+    )
+    text = re.sub(
+        r"\\begin\{cases\}(.*?)\\end\{cases\}",
+        lambda m: "(" + "; ".join(r.replace("&", " if ").strip() for r in m.group(1).split("\\\\")) + ")",
+        text,
+        flags=re.S,
+    )
     text = _SPACING.sub(lambda m: " " if m.group(0) in ("\\,", "\\;", "\\:", "\\ ") else "", text)
     out: list[str] = []
     i = 0
@@ -236,7 +300,7 @@ def latex_to_text(latex: str) -> str:
         if char == "\\":
             match = re.match(r"\\([A-Za-z]+)", text[i:])
             if not match:
-                out.append(text[i + 1:i + 2])
+                out.append(text[i + 1 : i + 2])
                 i += 2
                 continue
             name = match.group(1)
@@ -245,7 +309,7 @@ def latex_to_text(latex: str) -> str:
                 top, i = _group(text, i)
                 bottom, i = _group(text, i)
                 out.append(f"{_wrap(latex_to_text(top))}/{_wrap(latex_to_text(bottom))}")
-                if text[i:i + 1].isalpha() or text[i:i + 1] == "\\":
+                if text[i : i + 1].isalpha() or text[i : i + 1] == "\\":
                     out.append(" ")
             elif name == "sqrt":
                 inside, i = _group(text, i)
@@ -287,8 +351,12 @@ def markdown_to_text(markdown: str) -> str:
     """A section's Markdown as plain text for the terminal (and the leak audit): directives removed, maths
     transcribed (:func:`latex_to_text`), emphasis and code marks dropped, tables and lists kept as lines."""
     text = COMMENT.sub("", markdown)
-    text = _MATHS.sub(lambda m: ("\n    " + latex_to_text(m["display"]) + "\n") if m["display"] is not None
-                      else latex_to_text(m["inline"]), text)
+    text = _MATHS.sub(
+        lambda m: (
+            ("\n    " + latex_to_text(m["display"]) + "\n") if m["display"] is not None else latex_to_text(m["inline"])
+        ),
+        text,
+    )
     text = re.sub(r"\*\*(.+?)\*\*|\*(.+?)\*", lambda m: m.group(1) or m.group(2), text, flags=re.S)
     text = re.sub(r"`([^`]+)`", r"\1", text)
     text = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text)
@@ -302,18 +370,25 @@ def section_text(section: Section, title: str = "") -> str:
     lines = [f"{section.title}  (§{section.address}{', ' + title if title else ''})", ""]
     lines.append(markdown_to_text(section.body))
     if section.checkpoint:
-        lines.append(f"Checkpoint: {', '.join(section.checkpoint)}. Answer them with `grade quiz {section.chapter}`"
-                     " (each question shows its id).")
+        lines.append(
+            f"Checkpoint: {', '.join(section.checkpoint)}. Answer them with `grade quiz {section.chapter}`"
+            " (each question shows its id)."
+        )
     return "\n".join(lines).rstrip() + "\n"
 
 
 def checkpoint_sections(chapters: Mapping[str, Chapter]) -> dict[str, str]:
     """Each checkpoint question's id -> the address of the section whose checkpoint holds it."""
-    return {qid: section.address for chapter in chapters.values() for section in chapter.sections
-            for qid in section.checkpoint}
+    return {
+        qid: section.address
+        for chapter in chapters.values()
+        for section in chapter.sections
+        for qid in section.checkpoint
+    }
 
 
 # --- where each exercise is explained: the reports' links back to the text ----------------------------
+
 
 def mistake_section(mistake_id: str) -> str | None:
     """The address of the section a known mistake sends a student to: its concept's main section (one table,

@@ -29,12 +29,15 @@ from typing import Any
 from grader.student.sandbox import bwrap
 from grader.student.engine import opencl_device
 
-ROOT_FIX = ("as root: `apt-get install pocl-opencl-icd` (Debian's PoCL, LLVM 15: builds on CPUs newer than the"
-            " pip PoCL knows)")
-PIP_FIX = ("without root: `.venv/bin/pip install '.[opencl]'` in the handout (`.venv/bin/pip install -e"
-           " '.[pocl]'` in the course repository); where that PoCL does not know the CPU either, Intel's CPU"
-           " runtime from PyPI: `.venv/bin/pip install intel-opencl-rt intel-cmplr-lib-rt` and"
-           " `export OCL_ICD_VENDORS=$PWD/.venv/lib/libintelocl.so` (about 900 MB)")
+ROOT_FIX = (
+    "as root: `apt-get install pocl-opencl-icd` (Debian's PoCL, LLVM 15: builds on CPUs newer than the pip PoCL knows)"
+)
+PIP_FIX = (
+    "without root: `.venv/bin/pip install '.[opencl]'` in the handout (`.venv/bin/pip install -e"
+    " '.[pocl]'` in the course repository); where that PoCL does not know the CPU either, Intel's CPU"
+    " runtime from PyPI: `.venv/bin/pip install intel-opencl-rt intel-cmplr-lib-rt` and"
+    " `export OCL_ICD_VENDORS=$PWD/.venv/lib/libintelocl.so` (about 900 MB)"
+)
 
 
 @dataclass
@@ -61,8 +64,12 @@ def check_numpy() -> Item:
     try:
         import numpy
     except Exception as exc:  # not installed, or a broken build
-        return Item("numpy", False, f"NumPy cannot be imported ({opencl_device.first_line(str(exc))})",
-                    "reinstall the grader: `.venv/bin/pip install .` (in the handout)")
+        return Item(
+            "numpy",
+            False,
+            f"NumPy cannot be imported ({opencl_device.first_line(str(exc))})",
+            "reinstall the grader: `.venv/bin/pip install .` (in the handout)",
+        )
     return Item("numpy", True, f"NumPy {numpy.__version__}, BLAS: {blas_name(numpy)}")
 
 
@@ -79,17 +86,32 @@ def blas_name(numpy: Any) -> str:
 def check_opencl() -> tuple[list[Item], opencl_device.Choice]:
     """One item per device tried (every one: the cache is not used) and one for the device chosen."""
     choice = opencl_device.survey()
-    items = [Item("opencl", None if t.reason else True,
-                  f"{t.label}: " + ("builds and runs the probe kernel" if t.reason is None
-                                    else f"skipped: {opencl_device.first_line(t.reason)}"))
-             for t in choice.tried]
+    items = [
+        Item(
+            "opencl",
+            None if t.reason else True,
+            f"{t.label}: "
+            + (
+                "builds and runs the probe kernel"
+                if t.reason is None
+                else f"skipped: {opencl_device.first_line(t.reason)}"
+            ),
+        )
+        for t in choice.tried
+    ]
     if choice.device is not None:
         opencl_device.remember(choice.as_dict())
         items.append(Item("opencl", True, f"kernels are graded on {choice.label}"))
     else:
         what = "no OpenCL device is installed" if not choice.tried else "no OpenCL device here builds a kernel"
-        items.append(Item("opencl", False, f"{what}: the kernel exercises cannot be graded (they are not_graded,"
-                                           " never a zero)", f"{ROOT_FIX}; {PIP_FIX}"))
+        items.append(
+            Item(
+                "opencl",
+                False,
+                f"{what}: the kernel exercises cannot be graded (they are not_graded, never a zero)",
+                f"{ROOT_FIX}; {PIP_FIX}",
+            )
+        )
     return items, choice
 
 
@@ -109,8 +131,12 @@ def check_sandbox(role: str, outside: opencl_device.Choice) -> Item:
     problem = bwrap.problem()
     if problem is not None:
         note = "" if required else " (your own code then runs with process isolation: fine for a student)"
-        return Item("sandbox", False if required else None, f"the OS sandbox is off: {problem}{note}",
-                    f"as root: `apt-get install {bwrap.INSTALL_HINT.split()[-1]}`")
+        return Item(
+            "sandbox",
+            False if required else None,
+            f"the OS sandbox is off: {problem}{note}",
+            f"as root: `apt-get install {bwrap.INSTALL_HINT.split()[-1]}`",
+        )
     from grader.student.sandbox.private_tmp import PrivateFolder
     from grader.student.sandbox.runner import Limits
 
@@ -128,17 +154,26 @@ def check_sandbox(role: str, outside: opencl_device.Choice) -> Item:
         folder.remove()
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        return Item("sandbox", False, f"the sandbox starts but the grading worker's Python fails in it: {last[:200]}",
-                    "run `grade doctor --json` and report it")
+        return Item(
+            "sandbox",
+            False,
+            f"the sandbox starts but the grading worker's Python fails in it: {last[:200]}",
+            "run `grade doctor --json` and report it",
+        )
     try:
         inside = json.loads(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         return Item("sandbox", False, "the sandbox ran NumPy but said nothing readable", "")
     if outside.device is not None and inside.get("device") is None:
-        reasons = "; ".join(f"{t['device']}: {opencl_device.first_line(t.get('reason') or '')}"
-                            for t in inside.get("tried", []))
-        return Item("sandbox", False, f"NumPy runs in the sandbox, but no OpenCL device does ({reasons or 'none'})",
-                    "run `grade doctor --json` and report it: the sandbox must show the device's files")
+        reasons = "; ".join(
+            f"{t['device']}: {opencl_device.first_line(t.get('reason') or '')}" for t in inside.get("tried", [])
+        )
+        return Item(
+            "sandbox",
+            False,
+            f"NumPy runs in the sandbox, but no OpenCL device does ({reasons or 'none'})",
+            "run `grade doctor --json` and report it: the sandbox must show the device's files",
+        )
     where = f", OpenCL on {inside['device']}" if inside.get("device") else ""
     return Item("sandbox", True, f"bubblewrap runs NumPy{where}")
 
@@ -150,8 +185,12 @@ def check_queue(url: str) -> Item:
 
         redis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=3).ping()
     except Exception as exc:
-        return Item("queue", False, f"Redis at {url} does not answer ({opencl_device.first_line(str(exc))})",
-                    "start redis-server, or check the URL given to --queue")
+        return Item(
+            "queue",
+            False,
+            f"Redis at {url} does not answer ({opencl_device.first_line(str(exc))})",
+            "start redis-server, or check the URL given to --queue",
+        )
     return Item("queue", True, f"Redis at {url} answers")
 
 
@@ -199,6 +238,9 @@ def report(role: str, as_json_output: bool, queue: str | None = None, login: Any
     else:
         for item in items:
             click.echo(item.line())
-        click.echo("Everything the course needs works." if healthy(items)
-                   else "Something the course needs does not work: see the fix beside each FAIL.")
+        click.echo(
+            "Everything the course needs works."
+            if healthy(items)
+            else "Something the course needs does not work: see the fix beside each FAIL."
+        )
     return 0 if healthy(items) else 1

@@ -42,8 +42,10 @@ class Entry:
     reviewed: datetime | None = None
 
 
-UNAVAILABLE = ("practice needs the FSRS scheduler (the `fsrs` package: the handout installs it; the instructor's "
-               "repository with the `learning` extra)")
+UNAVAILABLE = (
+    "practice needs the FSRS scheduler (the `fsrs` package: the handout installs it; the instructor's "
+    "repository with the `learning` extra)"
+)
 
 
 def available() -> bool:
@@ -94,8 +96,14 @@ def new_review(concept: str, question: str | None, right: bool, now: datetime, o
 
 def review_row(review: Review) -> dict[str, Any]:
     """The store's (and the merge's) row of a review: ``id, concept, question, rating, reviewed_at, origin``."""
-    return {"id": review.id, "concept": review.concept, "question": review.question,
-            "rating": "good" if review.right else "again", "reviewed_at": review.at.isoformat(), "origin": review.origin}
+    return {
+        "id": review.id,
+        "concept": review.concept,
+        "question": review.question,
+        "rating": "good" if review.right else "again",
+        "reviewed_at": review.at.isoformat(),
+        "origin": review.origin,
+    }
 
 
 REVIEW_ID_CHARS = frozenset("0123456789abcdef")
@@ -187,9 +195,14 @@ def to_row(entry: Entry) -> dict[str, Any]:
     """The store's row of an entry (times as ISO 8601 text, the card as its JSON)."""
     import json
 
-    return {"concept": entry.concept, "card": json.dumps(entry.card, sort_keys=True), "due": entry.due.isoformat(),
-            "streak": entry.streak, "mastered": int(entry.mastered),
-            "reviewed": entry.reviewed.isoformat() if entry.reviewed else None}
+    return {
+        "concept": entry.concept,
+        "card": json.dumps(entry.card, sort_keys=True),
+        "due": entry.due.isoformat(),
+        "streak": entry.streak,
+        "mastered": int(entry.mastered),
+        "reviewed": entry.reviewed.isoformat() if entry.reviewed else None,
+    }
 
 
 def usable(entry: Entry) -> bool:
@@ -207,13 +220,18 @@ def from_row(row: dict[str, Any]) -> Entry:
     """An entry from its store row (:func:`to_row`)."""
     import json
 
-    return Entry(row["concept"], json.loads(row["card"]), datetime.fromisoformat(row["due"]), int(row["streak"]),
-                 bool(row["mastered"]), datetime.fromisoformat(row["reviewed"]) if row["reviewed"] else None)
-
+    return Entry(
+        row["concept"],
+        json.loads(row["card"]),
+        datetime.fromisoformat(row["due"]),
+        int(row["streak"]),
+        bool(row["mastered"]),
+        datetime.fromisoformat(row["reviewed"]) if row["reviewed"] else None,
+    )
 
 
 def practice_offer(mistakes: list[tuple[str, str]]) -> list[tuple[str, tuple[str, ...]]]:
-    """"Practice this" after a graded upload: each concept of the named ``(mistake id, exercise)``\\ s, once, with
+    """ "Practice this" after a graded upload: each concept of the named ``(mistake id, exercise)``\\ s, once, with
     its questions (``chapter/question-id``), in the order the mistakes came."""
     from grader.student.quiz.concepts import concept_of
 
@@ -235,8 +253,9 @@ def report_offer(exercise: Any) -> list[str]:
 def report_line(exercise: Any) -> str | None:
     """The text report's "practice this" line of an exercise, or None when it names no mistake."""
     titles = report_offer(exercise)
-    return (f"Practice this (not graded, no attempts spent): {'; '.join(titles)}. Run `grade practice`."
-            if titles else None)
+    return (
+        f"Practice this (not graded, no attempts spent): {'; '.join(titles)}. Run `grade practice`." if titles else None
+    )
 
 
 def record_mistakes(entries: list[Entry], mistakes: list[tuple[str, str]], now: datetime) -> list[Entry]:
@@ -280,8 +299,13 @@ def to_practise(store: Any, student: str, now: datetime, shown: Callable[[str], 
     whether the student may see that exercise's mistakes now (the server's exam mode); None: all."""
     entries = {e.concept: e for e in (from_row(row) for row in store.practice_entries(student))}
     due = [e.concept for e in due_today(list(entries.values()), now)]
-    offer = practice_offer([(row["misconception"], row["exercise"]) for row in store.current_mistakes(student)
-                            if shown is None or shown(row["exercise"])])
+    offer = practice_offer(
+        [
+            (row["misconception"], row["exercise"])
+            for row in store.current_mistakes(student)
+            if shown is None or shown(row["exercise"])
+        ]
+    )
     fresh = [c for c, _ in offer if c not in entries or entries[c].streak == 0]
     return list(dict.fromkeys(due + fresh))
 
@@ -314,8 +338,9 @@ def record_reviews(store: Any, student: str, reviews: list[Review]) -> list[Entr
     return entries
 
 
-def record_practice(store: Any, student: str, concept: str, right: bool, now: datetime, *, question: str,
-                    origin: str) -> Entry:
+def record_practice(
+    store: Any, student: str, concept: str, right: bool, now: datetime, *, question: str, origin: str
+) -> Entry:
     """A practice answer to ``question`` on ``concept`` judged at ``now`` where ``origin`` says is a review: right
     a clean retrieval (FSRS ``Good``), wrong a miss (``Again``); logged, the concept replayed
     (:func:`record_reviews`) and its new entry returned."""
@@ -327,9 +352,16 @@ def record_report(store: Any, report: Any, now: datetime, origin: str = "local")
     """After a graded upload was recorded: each concept of the report's named mistakes (a failing check's
     ``misconception``) is missed at ``now`` (a review without a question, made where ``origin`` says) in the
     student's schedule in ``store`` (``Store``)."""
-    mistakes = [(check.misconception, exercise.id) for exercise in report.exercises for check in exercise.checks
-                if not check.passed and check.misconception]
+    mistakes = [
+        (check.misconception, exercise.id)
+        for exercise in report.exercises
+        for check in exercise.checks
+        if not check.passed and check.misconception
+    ]
     if not mistakes or not available():
         return  # nothing named, or a handout installed before it needed fsrs: no schedule, never a failed upload
-    record_reviews(store, report.student, [new_review(concept, None, False, now, origin)
-                                           for concept, _ in practice_offer(mistakes)])
+    record_reviews(
+        store,
+        report.student,
+        [new_review(concept, None, False, now, origin) for concept, _ in practice_offer(mistakes)],
+    )

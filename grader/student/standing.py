@@ -57,13 +57,13 @@ class ChapterState:
     """A chapter at one moment: its state word, the time that state names, the late share and the exam hold."""
 
     chapter: str
-    state: str                        # NOT_OPEN, OPEN, LATE or CLOSED
-    at: datetime | None = None        # NOT_OPEN: when it opens; CLOSED: when it closed; OPEN/LATE: when it closes
-    share: float = 1.0                # LATE: the share of a score that counts
-    exam: bool = False                # the chapter holds its feedback until ``release``
-    release: datetime | None = None   # exam: when the feedback is shown
-    held: bool = False                # exam: the feedback is held now
-    show_score: bool = False          # exam: the score is shown while the feedback is held
+    state: str  # NOT_OPEN, OPEN, LATE or CLOSED
+    at: datetime | None = None  # NOT_OPEN: when it opens; CLOSED: when it closed; OPEN/LATE: when it closes
+    share: float = 1.0  # LATE: the share of a score that counts
+    exam: bool = False  # the chapter holds its feedback until ``release``
+    release: datetime | None = None  # exam: when the feedback is shown
+    held: bool = False  # exam: the feedback is held now
+    show_score: bool = False  # exam: the score is shown while the feedback is held
 
     def message(self) -> str:
         """One line a student reads: "chapter 'x' opens at T", "... closed at T", "... is late: counts 70%"."""
@@ -105,9 +105,16 @@ def chapter_state(chapter: "Chapter", now: datetime) -> ChapterState:
         state, at, share = LATE, closes, 1.0 - chapter.late_penalty
     else:
         state, at, share = OPEN, chapter.due or closes, 1.0
-    return ChapterState(chapter.name, state, at, share, exam=chapter.release_feedback is not None,
-                        release=chapter.release_feedback, held=chapter.feedback_hidden(now),
-                        show_score=chapter.show_score)
+    return ChapterState(
+        chapter.name,
+        state,
+        at,
+        share,
+        exam=chapter.release_feedback is not None,
+        release=chapter.release_feedback,
+        held=chapter.feedback_hidden(now),
+        show_score=chapter.show_score,
+    )
 
 
 def held_label(release: datetime | None) -> str:
@@ -152,12 +159,12 @@ def counted(report: GradeReport) -> list[ExerciseResult]:
 class Totals:
     """The totals of a report as the course counts them (see the module docstring)."""
 
-    counted: float      # sum of score x share over the counted exercises
-    graded: float       # sum of score over the counted exercises (before late shares)
-    maximum: float      # sum of max_score over the counted exercises
-    full: int           # counted exercises at full marks
-    shown: int          # counted exercises
-    held: int           # exercises held by exam mode
+    counted: float  # sum of score x share over the counted exercises
+    graded: float  # sum of score over the counted exercises (before late shares)
+    maximum: float  # sum of max_score over the counted exercises
+    full: int  # counted exercises at full marks
+    shown: int  # counted exercises
+    held: int  # exercises held by exam mode
 
     @property
     def percent(self) -> float:
@@ -212,7 +219,10 @@ def withhold_fixes(report: GradeReport, levels: Mapping[str, str]) -> GradeRepor
     for ex in report.exercises:
         level = levels.get(ex.id, "guided")
         if level != "guided":
-            ex = dataclasses.replace(ex, checks=[withhold_check(c, level) for c in ex.checks],
-                                     message=withhold_check(CheckResult("", True, 0.0, 0.0, ex.message), level).message)
+            ex = dataclasses.replace(
+                ex,
+                checks=[withhold_check(c, level) for c in ex.checks],
+                message=withhold_check(CheckResult("", True, 0.0, 0.0, ex.message), level).message,
+            )
         exercises.append(ex)
     return dataclasses.replace(report, exercises=exercises)

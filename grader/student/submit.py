@@ -55,7 +55,6 @@ def one_line_errors() -> Iterator[None]:
         raise CommandError(str(exc)) from exc
 
 
-
 def exercises_dir(path: Path) -> Path:
     """The exercises folder to use: ``path``, or the current folder when run from inside exercises/.
 
@@ -73,7 +72,6 @@ def exercises_dir(path: Path) -> Path:
     return path
 
 
-
 def grader_version() -> str:
     """The installed grader's version (repository or handout), recorded with every attempt."""
     from importlib import metadata  # here: importing it costs as much as a small grading run's start
@@ -84,7 +82,6 @@ def grader_version() -> str:
         except metadata.PackageNotFoundError:
             continue
     return "unknown"
-
 
 
 def record_attempt(report: GradeReport, store: Store | None, exercises_dir: Path) -> None:
@@ -134,8 +131,17 @@ class Submitted:
 
 
 def local_submit(
-    selectors: list[str], path: Path, student: str | None, db: Path | None, fmt: str, output: Path,
-    no_sandbox: bool, grade: GradeFunction, html: Path | None = None, arrays: bool = False, show: bool = True,
+    selectors: list[str],
+    path: Path,
+    student: str | None,
+    db: Path | None,
+    fmt: str,
+    output: Path,
+    no_sandbox: bool,
+    grade: GradeFunction,
+    html: Path | None = None,
+    arrays: bool = False,
+    show: bool = True,
 ) -> Submitted:
     """Grade here with ``grade`` (live or on packs), record the attempt, print the report (unless not ``show``).
 
@@ -160,8 +166,10 @@ def local_submit(
             ids = catalogue.resolve(selectors or None)
             # One's own kernels are built once and kept (other people's code never shares a cache).
             keep_kernels = not others_code and any(catalogue.topic_of(i) not in catalogue.CPU_TOPICS for i in ids)
-            limits = Limits(sandbox=sandbox_setting(no_sandbox, others_code),
-                            kernel_cache=kernel_cache_folder(path, student) if keep_kernels else None)
+            limits = Limits(
+                sandbox=sandbox_setting(no_sandbox, others_code),
+                kernel_cache=kernel_cache_folder(path, student) if keep_kernels else None,
+            )
             # The workers start first, in the sandbox unless it surely cannot run, while the sandbox probe
             # runs on another core: they load NumPy while the store and the grading pipeline load here.
             workspace = prestart_workspace(limits, limits.sandbox_expected(), ids)
@@ -169,8 +177,11 @@ def local_submit(
                 store = Store.open(db)  # an explicit --db that is unusable stops here (exit 2)
             sandboxed = limits.sandboxed()
             if limits.sandbox is None and not sandboxed:
-                click.echo(f"Note: the OS sandbox is off ({limits.sandbox_off_reason()}); your code runs with "
-                           "process isolation only, which is fine for your own code.", err=True)
+                click.echo(
+                    f"Note: the OS sandbox is off ({limits.sandbox_off_reason()}); your code runs with "
+                    "process isolation only, which is fine for your own code.",
+                    err=True,
+                )
             if workspace.sandboxed != sandboxed:  # the probe failed: workers without the sandbox instead
                 workspace.close()
                 workspace = prestart_workspace(limits, sandboxed, ids)
@@ -206,10 +217,22 @@ def local_submit(
 
 
 def submit(
-    selectors: list[str], path: Path, grade: GradeFunction, *, student: str | None = None, db: Path | None = None,
-    fmt: str = "text", output: Path = Path("results.json"), server: str | None = None, local: bool = False,
-    no_wait: bool = False, no_sandbox: bool = False, html: Path | None = None, arrays: bool = False,
-    no_wait_hint: str = "run `grade login URL` or pass --server URL", local_note: str | None = None,
+    selectors: list[str],
+    path: Path,
+    grade: GradeFunction,
+    *,
+    student: str | None = None,
+    db: Path | None = None,
+    fmt: str = "text",
+    output: Path = Path("results.json"),
+    server: str | None = None,
+    local: bool = False,
+    no_wait: bool = False,
+    no_sandbox: bool = False,
+    html: Path | None = None,
+    arrays: bool = False,
+    no_wait_hint: str = "run `grade login URL` or pass --server URL",
+    local_note: str | None = None,
     show: bool = True,
 ) -> Submitted:
     """Hand in to the course server when logged in (and not ``local``), else grade here; what it did.
@@ -224,17 +247,19 @@ def submit(
 
     login = remote.remote_login(server, local or fmt == "gradescope", db)
     if login is not None and show:
-        return Submitted(remote.remote_submit(login, path, selectors, fmt, wait=not no_wait, html=html,
-                                              arrays=arrays))
+        return Submitted(remote.remote_submit(login, path, selectors, fmt, wait=not no_wait, html=html, arrays=arrays))
     if login is not None:
         done, course = remote.hand_in(login, path, selectors)
         report, shares = remote.kept_report(done, course, path)
-        where = (f"Handed in to {login.server}: submission {done.id}, graded with the hidden checks and recorded "
-                 f"as {login.student}." + "".join(f" {line}" for line in remote.closed_notes(done, course, selectors)))
+        where = (
+            f"Handed in to {login.server}: submission {done.id}, graded with the hidden checks and recorded "
+            f"as {login.student}." + "".join(f" {line}" for line in remote.closed_notes(done, course, selectors))
+        )
         return Submitted(report.exit_status, report, where, shares)
     if no_wait:
         raise CommandError(f"--no-wait goes with the course server: {no_wait_hint}")
     if local_note:
         click.echo(f"Note: {local_note}", err=True)
-    return local_submit(selectors, path, student, db, fmt, output, no_sandbox, grade, html=html, arrays=arrays,
-                        show=show)
+    return local_submit(
+        selectors, path, student, db, fmt, output, no_sandbox, grade, html=html, arrays=arrays, show=show
+    )

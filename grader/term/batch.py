@@ -133,9 +133,11 @@ class BatchSummary:
         """One line: how many exercises of how many students the grader's machine could not grade, and why."""
         held = self.not_graded
         exercises = sum(len(o.not_graded) for o in held)
-        return (f"NOT_GRADED: {exercises} exercise(s) of {len(held)} student(s) were not graded: the grader's machine"
-                f" is at fault, nothing was recorded for them; run `grade batch` again once `grade doctor` passes"
-                f" and it grades them. {held[0].message if held else ''}").rstrip()
+        return (
+            f"NOT_GRADED: {exercises} exercise(s) of {len(held)} student(s) were not graded: the grader's machine"
+            f" is at fault, nothing was recorded for them; run `grade batch` again once `grade doctor` passes"
+            f" and it grades them. {held[0].message if held else ''}"
+        ).rstrip()
 
     def line(self) -> str:
         """The one-line summary: 'N students: G graded, S unchanged (skipped), F failed in T s'."""
@@ -146,8 +148,11 @@ class BatchSummary:
             f"{n} student{'s' if n != 1 else ''}: {len(graded)} graded, "
             f"{self.count('skipped')} unchanged (skipped), "
             + (f"{self.count('error')} could not be graded (error recorded), " if self.count("error") else "")
-            + (f"{exercises} exercise(s) of {len(self.not_graded)} student(s) not graded (the grader's machine), "
-               if exercises else "")
+            + (
+                f"{exercises} exercise(s) of {len(self.not_graded)} student(s) not graded (the grader's machine), "
+                if exercises
+                else ""
+            )
             + f"{self.count('failed')} failed "
             f"in {self.wall_s:.1f} s"
         )
@@ -207,9 +212,7 @@ def find_submissions(root: Path | str) -> list[Submission]:
     """
     root = Path(root)
     if not root.is_dir():
-        raise SetupError(
-            f"'{root}' is not a folder: pass the folder holding one subfolder per student"
-        )
+        raise SetupError(f"'{root}' is not a folder: pass the folder holding one subfolder per student")
     found: list[Submission] = []
     for entry in sorted(os.scandir(root), key=lambda p: p.name):
         if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
@@ -284,8 +287,10 @@ def _grade_in_worker(path: Path, selectors: list[str] | None, student: str, limi
 def _process_pool(jobs: int) -> Executor:
     """``jobs`` spawned grading processes (a fresh interpreter each: never a fork of this one)."""
     return ProcessPoolExecutor(
-        max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-        initializer=_worker_init, initargs=(os.getpid(),),
+        max_workers=jobs,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_init,
+        initargs=(os.getpid(),),
     )
 
 
@@ -453,8 +458,10 @@ def _record(
     except GraderError as exc:
         return _record_error(store, sub, exercise_ids, str(exc), grader_version, duration)
     except BaseException as exc:  # a grader bug on one student must not stop the class
-        message = (f"the grader failed on this hand-in: {type(exc).__name__}: {clean_text(exc, 500)}"
-                   " (a grader bug: please report it)")
+        message = (
+            f"the grader failed on this hand-in: {type(exc).__name__}: {clean_text(exc, 500)}"
+            " (a grader bug: please report it)"
+        )
         return _record_error(store, sub, exercise_ids, message, grader_version, duration)
     files = graded_files(sub.path, report)
     graded = [e.id for e in report.graded_exercises]
@@ -472,13 +479,21 @@ def _record(
     return graded_outcome(sub.student, report.score, report.max_score, report.not_graded, duration)
 
 
-def graded_outcome(student: str, score: float, max_score: float, not_graded: list[ExerciseResult],
-                   duration: float = 0.0) -> StudentOutcome:
+def graded_outcome(
+    student: str, score: float, max_score: float, not_graded: list[ExerciseResult], duration: float = 0.0
+) -> StudentOutcome:
     """A student graded (and recorded) but for the exercises the grader's machine could not grade: those are
     listed, with the first reason; ``not_graded`` when none was graded."""
     status = "not_graded" if not_graded and max_score <= 0 else "graded"
-    return StudentOutcome(student, status, score, max_score, first_reason(not_graded) if not_graded else "",
-                          duration, [e.id for e in not_graded])
+    return StudentOutcome(
+        student,
+        status,
+        score,
+        max_score,
+        first_reason(not_graded) if not_graded else "",
+        duration,
+        [e.id for e in not_graded],
+    )
 
 
 def graded_files(path: Path, report: GradeReport) -> dict[str, str] | None:
@@ -505,8 +520,9 @@ def _record_error(
         store.record_report(report, grader_version)
     except GraderError as exc:
         return StudentOutcome(sub.student, "failed", message=clean_text(exc), duration=duration)
-    return StudentOutcome(sub.student, "error", 0.0, report.max_score, message=clean_text(reason, 2000),
-                          duration=duration)
+    return StudentOutcome(
+        sub.student, "error", 0.0, report.max_score, message=clean_text(reason, 2000), duration=duration
+    )
 
 
 # --- past one machine: the course server's queue --------------------------------------------------
@@ -567,15 +583,17 @@ def run_batch_on_queue(
             reason = str(exc) if isinstance(exc, GraderError) else f"cannot read the hand-in ({exc})"
             finish(_record_error(store, sub, exercise_ids, reason, grader_version, 0.0))
             continue
-        todo[sub.student] = (exercise_ids if force
-                             else missing_exercises(store, sub.student, ingested.files_hash(), exercise_ids))
+        todo[sub.student] = (
+            exercise_ids if force else missing_exercises(store, sub.student, ingested.files_hash(), exercise_ids)
+        )
         if not todo[sub.student]:
             latest = store.attempts(sub.student)[-1]
             finish(StudentOutcome(sub.student, "skipped", latest["score"], latest["max_score"]))
             continue
         key = f"batch:{ingested.files_hash()}:{secrets.token_hex(8)}"
-        job = records.create_job(store, sub.student, key, files, todo[sub.student], unlimited,
-                                 datetime.now(timezone.utc)).job
+        job = records.create_job(
+            store, sub.student, key, files, todo[sub.student], unlimited, datetime.now(timezone.utc)
+        ).job
         waiting[int(job["id"])] = sub
     if waiting:
         closed = _threading.Condition()

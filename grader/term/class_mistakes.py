@@ -64,8 +64,17 @@ def frequent_mistakes(uploads: list[Upload], since: datetime, until: datetime) -
     for (exercise, mistake), students in made.items():
         hours = list(fix_hours[(exercise, mistake)].values())
         concept = concept_of(mistake, exercise)
-        out.append(ClassMistake(exercise, mistake, concept.id if concept else None, len(students), len(hours),
-                                statistics.median(hours) if hours else None, students))
+        out.append(
+            ClassMistake(
+                exercise,
+                mistake,
+                concept.id if concept else None,
+                len(students),
+                len(hours),
+                statistics.median(hours) if hours else None,
+                students,
+            )
+        )
     return sorted(out, key=lambda m: (-m.students, m.exercise, m.mistake))
 
 
@@ -73,8 +82,16 @@ def to_csv_rows(mistakes: list[ClassMistake]) -> list[list[str]]:
     """The CSV export: a header, then one row per mistake (median hours rounded to 0.1, empty when none fixed)."""
     rows = [["exercise", "mistake", "concept", "students", "fixed_next_upload", "median_hours_to_fix"]]
     for m in mistakes:
-        rows.append([m.exercise, m.mistake, m.concept or "", str(m.students), str(m.fixed),
-                     "" if m.median_hours is None else f"{m.median_hours:.1f}"])
+        rows.append(
+            [
+                m.exercise,
+                m.mistake,
+                m.concept or "",
+                str(m.students),
+                str(m.fixed),
+                "" if m.median_hours is None else f"{m.median_hours:.1f}",
+            ]
+        )
     return rows
 
 
@@ -84,5 +101,13 @@ def uploads_of(submissions: list[dict[str, Any]], diagnosed: list[dict[str, Any]
     named: dict[int, set[str]] = defaultdict(set)
     for row in diagnosed:
         named[int(row["submission_id"])].add(str(row["misconception"]))
-    return [Upload(row["student"], row["exercise"], parse_time(row["started_at"]), frozenset(named[int(row["id"])]),
-                   int(row["id"])) for row in submissions]
+    return [
+        Upload(
+            row["student"],
+            row["exercise"],
+            parse_time(row["started_at"]),
+            frozenset(named[int(row["id"])]),
+            int(row["id"]),
+        )
+        for row in submissions
+    ]

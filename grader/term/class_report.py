@@ -110,11 +110,11 @@ class StudentRow:
     exercises: dict[str, ExerciseCell]
     quizzes: dict[str, quiz_lib.ChapterProgress]
     last_attempt: str | None = None
-    full_name: str = ""            # the roster's name (the course server's), "" without a roster
+    full_name: str = ""  # the roster's name (the course server's), "" without a roster
     email: str = ""
     last_activity: str | None = None  # the latest upload or quiz answer
     last_progress: str | None = None  # the latest upload that raised the best score of an exercise
-    late_uploads: int = 0          # uploads with at least one exercise after its chapter's due date
+    late_uploads: int = 0  # uploads with at least one exercise after its chapter's due date
     quiz_points: dict[str, float] = field(default_factory=dict)  # chapter -> points of questions answered right
 
     @property
@@ -194,10 +194,10 @@ class ExerciseStats:
 
     id: str
     max_score: float
-    attempted: int        # students with at least one graded submission
-    passed: int           # students whose best score is full marks
-    students: int         # students in the report
-    mean_best: float      # mean best score over all students (0 for never graded)
+    attempted: int  # students with at least one graded submission
+    passed: int  # students whose best score is full marks
+    students: int  # students in the report
+    mean_best: float  # mean best score over all students (0 for never graded)
     mistakes: list[MistakeCount] = field(default_factory=list)
 
     @property
@@ -226,9 +226,9 @@ class ItemStats:
     question: str
     prompt: str
     checkpoint: bool
-    answered: int          # students with at least one answer
-    first_correct: int     # of those, whose first answer was correct
-    answers: int           # answers recorded, all attempts
+    answered: int  # students with at least one answer
+    first_correct: int  # of those, whose first answer was correct
+    answers: int  # answers recorded, all attempts
     discrimination: float | None = None  # upper minus lower group's first-try rate (None: too few students)
     wrong_answer: str = ""  # the wrong answer given by the most students ("" when none was wrong)
     wrong_students: int = 0
@@ -286,7 +286,7 @@ class ClassReport:
 
     generated_at: str
     exercise_ids: list[str]
-    chapters: list[tuple[str, str]]       # (chapter, title) of the quiz chapters
+    chapters: list[tuple[str, str]]  # (chapter, title) of the quiz chapters
     students: list[StudentRow]
     exercises: list[ExerciseStats]
     items: list[ItemStats]
@@ -434,8 +434,9 @@ def _late_flags(rows: list[dict[str, Any]], course: Course) -> list[bool]:
         if chapter.due is not None:
             text = chapter.due.astimezone(timezone.utc).isoformat(timespec="seconds")
             due.update({e: (text, chapter.due) for e in chapter.exercises})
-    extended = {e.student for e in course.extensions} | {s for e in course.extensions if e.group
-                                                         for s in course.groups.get(e.group, ())}
+    extended = {e.student for e in course.extensions} | {
+        s for e in course.extensions if e.group for s in course.groups.get(e.group, ())
+    }
     flags = []
     for row in rows:
         limit = due.get(row["exercise"])
@@ -525,8 +526,9 @@ def build(
     log = store.score_overrides()
     overridden = overrides_in_force(log)
     rescored = {(r["student"], r["exercise"]) for r in submissions if r.get("rescoring_id") is not None}
-    regraded = {(r["student"], r["exercise"]) for r in regrade.requests(store, status="answered")
-                if r["override"] is not None}
+    regraded = {
+        (r["student"], r["exercise"]) for r in regrade.requests(store, status="answered") if r["override"] is not None
+    }
 
     students: list[StudentRow] = []
     for name in names:
@@ -538,8 +540,13 @@ def build(
                 counted = counted_score(rows, course.chapter_of(ex, name), course.rule)
                 last = rows[-1]
                 cell = ExerciseCell(
-                    counted.score, counted.max_score, counted.last_status, counted.attempts,
-                    list(diagnosed.get(last["id"], [])), str(last.get("message") or ""), counted.late,
+                    counted.score,
+                    counted.max_score,
+                    counted.last_status,
+                    counted.attempts,
+                    list(diagnosed.get(last["id"], [])),
+                    str(last.get("message") or ""),
+                    counted.late,
                     graded_score=counted.score,
                 )
             override = overridden.get((name, ex))
@@ -549,17 +556,32 @@ def build(
                 cell.best_score = cell.override
             if cell.scored:
                 cell.marks = standing.cell_marks(
-                    course, ex, name, now, late=cell.late, rescored=(name, ex) in rescored,
-                    regrade_accepted=(name, ex) in regraded and override is not None)
+                    course,
+                    ex,
+                    name,
+                    now,
+                    late=cell.late,
+                    rescored=(name, ex) in rescored,
+                    regrade_accepted=(name, ex) in regraded and override is not None,
+                )
             cells[ex] = cell
         standings, points = quiz_standings(quizzes, answers_of.get(name, []))
         entry = roster.get(name, {})
         activity = max(last_attempt.get(name, ""), last_answer.get(name, "")) or None
-        students.append(StudentRow(
-            name, cells, standings, last_attempt.get(name), str(entry.get("name") or ""),
-            str(entry.get("email") or ""), activity, last_progress.get(name), len(late_attempts.get(name, ())),
-            points,
-        ))
+        students.append(
+            StudentRow(
+                name,
+                cells,
+                standings,
+                last_attempt.get(name),
+                str(entry.get("name") or ""),
+                str(entry.get("email") or ""),
+                activity,
+                last_progress.get(name),
+                len(late_attempts.get(name, ())),
+                points,
+            )
+        )
 
     exercises: list[ExerciseStats] = []
     for ex in ids:
@@ -592,8 +614,9 @@ def build(
     )
 
 
-def quiz_standings(quizzes: list[Quiz], summary: list[dict[str, Any]]
-                   ) -> tuple[dict[str, quiz_lib.ChapterProgress], dict[str, float]]:
+def quiz_standings(
+    quizzes: list[Quiz], summary: list[dict[str, Any]]
+) -> tuple[dict[str, quiz_lib.ChapterProgress], dict[str, float]]:
     """One student's standing per quiz chapter (as ``grader.quiz.chapter_progress``; ``attempts``
     counts every answer recorded for the chapter) and the points of the questions they answered
     right, from their rows of ``Store.quiz_answer_summary``."""
@@ -606,14 +629,20 @@ def quiz_standings(quizzes: list[Quiz], summary: list[dict[str, Any]]
         checkpoints = {q.id for q in quiz.questions if q.checkpoint}
         correct = row["right"] & ids
         standings[quiz.chapter] = quiz_lib.ChapterProgress(
-            quiz.chapter, quiz.title, len(ids), len(checkpoints), len(checkpoints & correct), len(correct),
-            int(row["answers"]))
+            quiz.chapter,
+            quiz.title,
+            len(ids),
+            len(checkpoints),
+            len(checkpoints & correct),
+            len(correct),
+            int(row["answers"]),
+        )
         points[quiz.chapter] = sum(q.points for q in quiz.questions if q.id in correct)
     return standings, points
 
 
 DISCRIMINATION_GROUP = 0.27  # the upper and lower 27 % of the students who answered an item
-DISCRIMINATION_MIN = 4       # fewer students who answered: no discrimination index
+DISCRIMINATION_MIN = 4  # fewer students who answered: no discrimination index
 
 
 def _answer_text(question: Any, answer: str) -> str:
@@ -648,7 +677,7 @@ def item_stats(answers: list[dict[str, Any]], quizzes: list[Quiz]) -> list[ItemS
     :func:`discrimination` over the chapter's first-try scores. The most
     chosen wrong answer: the wrong answer given by the most students (any try).
     """
-    first: dict[tuple[str, str], dict[str, bool]] = {}   # (chapter, question) -> student -> first correct
+    first: dict[tuple[str, str], dict[str, bool]] = {}  # (chapter, question) -> student -> first correct
     counts: dict[tuple[str, str], int] = {}
     wrong: dict[tuple[str, str], dict[str, set[str]]] = {}  # item -> wrong answer -> students
     for row in answers:
@@ -669,9 +698,16 @@ def item_stats(answers: list[dict[str, Any]], quizzes: list[Quiz]) -> list[ItemS
         wrongs = sorted(wrong.get(key, {}).items(), key=lambda kv: (-len(kv[1]), kv[0]))
         top, who = wrongs[0] if wrongs else ("", set())
         return ItemStats(
-            chapter, qid, getattr(question, "display_prompt", getattr(question, "prompt", "")), bool(getattr(question, "checkpoint", False)),
-            len(firsts), sum(firsts.values()), counts.get(key, 0), discrimination(scored),
-            _answer_text(question, top) if top else "", len(who),
+            chapter,
+            qid,
+            getattr(question, "display_prompt", getattr(question, "prompt", "")),
+            bool(getattr(question, "checkpoint", False)),
+            len(firsts),
+            sum(firsts.values()),
+            counts.get(key, 0),
+            discrimination(scored),
+            _answer_text(question, top) if top else "",
+            len(who),
         )
 
     items: list[ItemStats] = []
@@ -752,14 +788,22 @@ def gradebook_columns(report: ClassReport, released: bool = False) -> list[Grade
     """
     held = held_groups(report) if released else set()
     columns = [
-        GradebookColumn(f"Exercises: {g.name}", sum(report.exercises[report.exercise_ids.index(e)].max_score
-                                                   for e in g.exercise_ids),
-                        {s.name: g.score(s) for s in report.students})
-        for g in report.groups if g.name not in held
+        GradebookColumn(
+            f"Exercises: {g.name}",
+            sum(report.exercises[report.exercise_ids.index(e)].max_score for e in g.exercise_ids),
+            {s.name: g.score(s) for s in report.students},
+        )
+        for g in report.groups
+        if g.name not in held
     ]
     for quiz in report.quizzes:
-        columns.append(GradebookColumn(f"Quiz: {quiz.title or quiz.chapter}", sum(q.points for q in quiz.questions),
-                                       {s.name: s.quiz_points.get(quiz.chapter, 0.0) for s in report.students}))
+        columns.append(
+            GradebookColumn(
+                f"Quiz: {quiz.title or quiz.chapter}",
+                sum(q.points for q in quiz.questions),
+                {s.name: s.quiz_points.get(quiz.chapter, 0.0) for s in report.students},
+            )
+        )
     return columns
 
 
@@ -774,8 +818,11 @@ def _override_notes(report: ClassReport, student: str) -> str:
     cells = report.student(student)
     if cells is None:
         return ""
-    return "; ".join(f"{ex} = {_number(c.override)} ({' '.join(c.override_comment.split())})"
-                     for ex, c in cells.exercises.items() if c.override is not None)
+    return "; ".join(
+        f"{ex} = {_number(c.override)} ({' '.join(c.override_comment.split())})"
+        for ex, c in cells.exercises.items()
+        if c.override is not None
+    )
 
 
 def format_canvas(report: ClassReport) -> str:
@@ -787,12 +834,16 @@ def format_canvas(report: ClassReport) -> str:
     left empty. Every text cell is neutralised.
     """
     columns = gradebook_columns(report, released=True)
-    rows: list[list[Any]] = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-                             + [c.title for c in columns] + ["Final Score"]]
+    rows: list[list[Any]] = [
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + [c.title for c in columns] + ["Final Score"]
+    ]
     rows.append(["Points Possible", "", "", "", ""] + [_number(c.points_possible) for c in columns] + ["(read only)"])
     for s in report.students:
-        rows.append([s.label, "", s.name, s.email, ""] + [_number(c.points[s.name]) for c in columns]
-                    + [f"{released_percent(report, s):.2f}"])
+        rows.append(
+            [s.label, "", s.name, s.email, ""]
+            + [_number(c.points[s.name]) for c in columns]
+            + [f"{released_percent(report, s):.2f}"]
+        )
     return _write_csv(rows)
 
 
@@ -807,14 +858,20 @@ def format_moodle(report: ClassReport) -> str:
     whatever the group's points; weight the items in Moodle's gradebook setup as the points say.
     """
     columns = gradebook_columns(report, released=True)
-    rows: list[list[Any]] = [["ID number", "Email address", "Full name"]
-                             + [f"{c.title} (% of {_number(c.points_possible)} points)" for c in columns]
-                             + ["Percent", "Override notes"]]
+    rows: list[list[Any]] = [
+        ["ID number", "Email address", "Full name"]
+        + [f"{c.title} (% of {_number(c.points_possible)} points)" for c in columns]
+        + ["Percent", "Override notes"]
+    ]
     for s in report.students:
-        rows.append([s.name, s.email, s.label]
-                    + [_number(round(100 * c.points[s.name] / c.points_possible, 2)) if c.points_possible else "0"
-                       for c in columns]
-                    + [f"{released_percent(report, s):.2f}", _override_notes(report, s.name)])
+        rows.append(
+            [s.name, s.email, s.label]
+            + [
+                _number(round(100 * c.points[s.name] / c.points_possible, 2)) if c.points_possible else "0"
+                for c in columns
+            ]
+            + [f"{released_percent(report, s):.2f}", _override_notes(report, s.name)]
+        )
     return _write_csv(rows)
 
 
@@ -825,12 +882,16 @@ def gradebook_warnings(report: ClassReport, course_given: bool) -> list[str]:
     out = []
     unnamed = [s.name for s in report.students if not s.email]
     if unnamed:
-        out.append(f"{len(unnamed)} of {len(report.students)} students have no name or e-mail here (e.g. "
-                   f"'{unnamed[0][:40]}'): Canvas matches its SIS User ID column and Moodle its ID number to these "
-                   "ids (a `grade batch` database names students by folder); pass --roster ROSTER.csv (id,name,email)")
+        out.append(
+            f"{len(unnamed)} of {len(report.students)} students have no name or e-mail here (e.g. "
+            f"'{unnamed[0][:40]}'): Canvas matches its SIS User ID column and Moodle its ID number to these "
+            "ids (a `grade batch` database names students by folder); pass --roster ROSTER.csv (id,name,email)"
+        )
     if not course_given:
-        out.append("no --course: no due dates or late penalties apply, so late work counts in full; pass --course "
-                   "course.toml for the course's rules")
+        out.append(
+            "no --course: no due dates or late penalties apply, so late work counts in full; pass --course "
+            "course.toml for the course's rules"
+        )
     return out
 
 
@@ -878,11 +939,17 @@ def histogram_chart(bins: list[Bin], width: float = 560, height: float = 240) ->
     for k, b in enumerate(bins):
         h = plot_h * b.count / most
         high = "100" if k == len(bins) - 1 else f"{b.high:g}"
-        bars.append(Bar(
-            x=left + k * step + 2, y=top + plot_h - h, width=step - 4, height=h,
-            label=f"{b.low:g}-{high}", value=str(b.count),
-            title=f"{b.count} student{'s' if b.count != 1 else ''} with {b.low:g}% to {high}%",
-        ))
+        bars.append(
+            Bar(
+                x=left + k * step + 2,
+                y=top + plot_h - h,
+                width=step - 4,
+                height=h,
+                label=f"{b.low:g}-{high}",
+                value=str(b.count),
+                title=f"{b.count} student{'s' if b.count != 1 else ''} with {b.low:g}% to {high}%",
+            )
+        )
     ticks = [(top + plot_h - plot_h * v / most, str(v)) for v in sorted({0, most // 2, most})]
     return Chart(width, height, bars, ticks, baseline=top + plot_h, label_x=left)
 
@@ -893,8 +960,12 @@ def pass_rate_chart(stats: list[ExerciseStats], width: float = 560) -> Chart:
     plot_w = width - label_w - value_w
     bars = [
         Bar(
-            x=label_w, y=top + k * row, width=plot_w * s.pass_rate, height=row - 4,
-            label=s.id, value=f"{100 * s.pass_rate:.0f}%",
+            x=label_w,
+            y=top + k * row,
+            width=plot_w * s.pass_rate,
+            height=row - 4,
+            label=s.id,
+            value=f"{100 * s.pass_rate:.0f}%",
             title=f"{s.id}: {s.passed} of {s.students} students at full marks",
         )
         for k, s in enumerate(stats)

@@ -22,27 +22,70 @@ from grader.student.errors import GraderError
 
 @click.command("rescore")
 @click.argument("selectors", nargs=-1)
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
-              help="The course database [or $GRADE_DB].")
-@click.option("--course", "course_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="The course.toml whose rule and dates decide which score counts [default: the best ever].")
-@click.option("--queue", "queue_url", default=None, metavar="URL",
-              help="Grading queue: sqlite:///PATH or redis://HOST:PORT/DB [default: COURSE-queue.db beside --db].")
-@click.option("--workers", type=click.IntRange(min=0), default=2, show_default=True,
-              help="Grading worker processes started for the rescoring (0: those of `grade serve` or "
-                   "`grade worker` on the queue).")
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    envvar="GRADE_DB",
+    help="The course database [or $GRADE_DB].",
+)
+@click.option(
+    "--course",
+    "course_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The course.toml whose rule and dates decide which score counts [default: the best ever].",
+)
+@click.option(
+    "--queue",
+    "queue_url",
+    default=None,
+    metavar="URL",
+    help="Grading queue: sqlite:///PATH or redis://HOST:PORT/DB [default: COURSE-queue.db beside --db].",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Grading worker processes started for the rescoring (0: those of `grade serve` or "
+    "`grade worker` on the queue).",
+)
 @click.option("--dry-run", is_flag=True, help="Grade again and show what would change; record nothing.")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the changes to this CSV file.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True,
-              help="Seconds to wait for the next result before the rest are listed as not graded.")
+@click.option(
+    "--csv",
+    "csv_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the changes to this CSV file.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=600.0,
+    show_default=True,
+    help="Seconds to wait for the next result before the rest are listed as not graded.",
+)
 @click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
-@click.option("--token", envvar="GRADE_TOKEN", default=None,
-              help="An instructor token, to rescore through the server that serves --db [default: $GRADE_TOKEN, "
-                   "else the saved `grade login` when it is to that server].")
-def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | None, queue_url: str | None,
-                    workers: int, dry_run: bool, csv_path: Path | None, timeout: float, no_sandbox: bool,
-                    token: str | None) -> None:
+@click.option(
+    "--token",
+    envvar="GRADE_TOKEN",
+    default=None,
+    help="An instructor token, to rescore through the server that serves --db [default: $GRADE_TOKEN, "
+    "else the saved `grade login` when it is to that server].",
+)
+def rescore_command(
+    selectors: tuple[str, ...],
+    db: Path,
+    course_file: Path | None,
+    queue_url: str | None,
+    workers: int,
+    dry_run: bool,
+    csv_path: Path | None,
+    timeout: float,
+    no_sandbox: bool,
+    token: str | None,
+) -> None:
     """Grade every stored upload again with the current grader; list whose counted score changed.
 
     New results are recorded beside the old ones (nothing is overwritten);
@@ -65,9 +108,15 @@ def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | No
         exercises = catalogue.resolve(list(selectors)) if selectors else []
         server = served_by(db)
         if server is not None:
-            doc = remote_cli.through_server(db, server, token, "/rescore", {"exercises": exercises, "dry_run": dry_run},
-                                            timeout, "rescore through it, or press Rescore now on the dashboard's "
-                                            "Term page")
+            doc = remote_cli.through_server(
+                db,
+                server,
+                token,
+                "/rescore",
+                {"exercises": exercises, "dry_run": dry_run},
+                timeout,
+                "rescore through it, or press Rescore now on the dashboard's Term page",
+            )
             _print_outcome(rescore.Outcome.from_json(doc), csv_path)
             return
         course = remote_cli._load_course(course_file)
@@ -78,7 +127,13 @@ def rescore_command(selectors: tuple[str, ...], db: Path, course_file: Path | No
             consumer = WorkerPool(queue_url, workers, no_sandbox).start()  # dies with this command
         with Store.open(db, writer="grade rescore") as store:
             outcome = rescore.rescore(
-                store, queue, course, exercises, grader_version(), dry_run, timeout,
+                store,
+                queue,
+                course,
+                exercises,
+                grader_version(),
+                dry_run,
+                timeout,
                 on_result=lambda done, total: click.echo(f"\rgraded {done}/{total}", nl=done == total, err=True),
                 unavailable=unavailable,
             )
@@ -113,15 +168,29 @@ def _print_outcome(outcome: Any, csv_path: Path | None) -> None:
 
 @click.command("similarity")
 @click.argument("topics", nargs=-1)
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), required=True, envvar="GRADE_DB",
-              help="The course database [or $GRADE_DB].")
-@click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help="Share of a file matched in the other from which a pair is listed [default: 0.6].")
-@click.option("--stubs", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="The released stubs, removed as boilerplate [default: the checkout's exercises/].")
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    envvar="GRADE_DB",
+    help="The course database [or $GRADE_DB].",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=None,
+    help="Share of a file matched in the other from which a pair is listed [default: 0.6].",
+)
+@click.option(
+    "--stubs",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The released stubs, removed as boilerplate [default: the checkout's exercises/].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the pairs as JSON.")
-def similarity_command(topics: tuple[str, ...], db: Path, threshold: float | None, stubs: Path | None,
-                       as_json: bool) -> None:
+def similarity_command(
+    topics: tuple[str, ...], db: Path, threshold: float | None, stubs: Path | None, as_json: bool
+) -> None:
     """Compare the latest upload of every student per topic (copydetect); list pairs above the threshold.
 
     A listed pair is a reason to read the two files side by side, not a finding.
@@ -140,13 +209,14 @@ def similarity_command(topics: tuple[str, ...], db: Path, threshold: float | Non
     except GraderError as exc:
         raise remote_cli.one_line(exc) from exc
     if as_json:
-        click.echo(json.dumps({"threshold": threshold, "meaning": similarity.MEANING,
-                               "pairs": [p.to_json() for p in pairs]}, indent=2))
+        click.echo(
+            json.dumps(
+                {"threshold": threshold, "meaning": similarity.MEANING, "pairs": [p.to_json() for p in pairs]}, indent=2
+            )
+        )
     else:
         click.echo(similarity.format_text(pairs, threshold))
 
 
 # The term's commands of the instructor's `grade` (registered in grader/cli.py).
 COMMANDS = (rescore_command, similarity_command)
-
-

@@ -30,12 +30,25 @@ def parse_when(text: str, field: str) -> datetime:
     try:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise ExtensionError(f"{field} '{text[:40]}' is not a date-time: write it like 2026-12-04T23:59 (UTC)") from None
+        raise ExtensionError(
+            f"{field} '{text[:40]}' is not a date-time: write it like 2026-12-04T23:59 (UTC)"
+        ) from None
     return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
 
-def grant(store: Store, course: Course, student: str, group: str, chapter: str, due: str, reason: str,
-          author: str, late_penalty: str = "", late_until: str = "", via: str = "dashboard") -> dict[str, Any]:
+def grant(
+    store: Store,
+    course: Course,
+    student: str,
+    group: str,
+    chapter: str,
+    due: str,
+    reason: str,
+    author: str,
+    late_penalty: str = "",
+    late_until: str = "",
+    via: str = "dashboard",
+) -> dict[str, Any]:
     """Validate and log one extension (``due`` empty: withdraw theirs for the chapter); the row written.
 
     Exactly one of ``student`` (a student of the course: on the roster or with
@@ -70,21 +83,32 @@ def grant(store: Store, course: Course, student: str, group: str, chapter: str, 
         if chapter not in chapters:
             raise ExtensionError(f"chapter '{chapter[:40]}' is not a chapter of the course")
         effective = store.effective_course(course)
-        if not any(e.chapter == chapter and e.student == (student or None) and e.group == (group or None)
-                   for e in effective.extensions):
+        if not any(
+            e.chapter == chapter and e.student == (student or None) and e.group == (group or None)
+            for e in effective.extensions
+        ):
             raise ExtensionError(f"{student or group} has no extension of chapter '{chapter}' to withdraw")
         row_id = store.add_extension(student or None, group or None, chapter, None, reason, author)
-        return {"id": row_id, "student": student or None, "group": group or None, "chapter": chapter,
-                "due": None, "reason": reason, "author": author}
+        return {
+            "id": row_id,
+            "student": student or None,
+            "group": group or None,
+            "chapter": chapter,
+            "due": None,
+            "reason": reason,
+            "author": author,
+        }
     until = parse_when(late_until, "late_until") if late_until.strip() else None
-    extension = Extension(chapter, parse_when(due, "due"), reason, student or None, group or None, penalty, until,
-                          source=author)
+    extension = Extension(
+        chapter, parse_when(due, "due"), reason, student or None, group or None, penalty, until, source=author
+    )
     try:
         check_extension(extension, chapters, course.groups, "extension")
     except CourseError as exc:
         raise ExtensionError(str(exc)) from exc
-    row_id = store.add_extension(extension.student, extension.group, chapter, extension.due, reason, author,
-                                 penalty, until)
+    row_id = store.add_extension(
+        extension.student, extension.group, chapter, extension.due, reason, author, penalty, until
+    )
     return {"id": row_id, **extension.to_json(), "author": author}
 
 
@@ -92,11 +116,17 @@ def listing(store: Store, course: Course) -> list[dict[str, Any]]:
     """Every extension, the course file's then the log's, each with where it comes from (withdrawals included)."""
     rows: list[dict[str, Any]] = [{**e.to_json(), "withdrawn": False} for e in course.extensions]
     for row in store.extension_log():
-        rows.append({
-            "chapter": row["chapter"], "student": row["student"], "group": row["grp"], "due": row["due"],
-            "late_penalty": row["late_penalty"], "late_until": row["late_until"], "reason": row["reason"],
-            "source": f"{logged_by(row['author'])} at {row['created_at']}",
-            "withdrawn": row["due"] is None,
-        })
+        rows.append(
+            {
+                "chapter": row["chapter"],
+                "student": row["student"],
+                "group": row["grp"],
+                "due": row["due"],
+                "late_penalty": row["late_penalty"],
+                "late_until": row["late_until"],
+                "reason": row["reason"],
+                "source": f"{logged_by(row['author'])} at {row['created_at']}",
+                "withdrawn": row["due"] is None,
+            }
+        )
     return rows
-

@@ -86,8 +86,11 @@ def _rest_scores(responses: list[Response]) -> dict[tuple[str, str], float]:
     for r in responses:
         right[r.student] += r.correct
         total[r.student] += 1
-    return {(r.student, r.question): (right[r.student] - r.correct) / (total[r.student] - 1)
-            for r in responses if total[r.student] > 1}
+    return {
+        (r.student, r.question): (right[r.student] - r.correct) / (total[r.student] - 1)
+        for r in responses
+        if total[r.student] > 1
+    }
 
 
 def _correlation(x: np.ndarray, y: np.ndarray) -> float | None:
@@ -96,8 +99,7 @@ def _correlation(x: np.ndarray, y: np.ndarray) -> float | None:
     return float(np.corrcoef(x, y)[0, 1])
 
 
-def item_stats(responses: list[Response],
-               misconceptions: dict[tuple[str, str], str] | None = None) -> list[ItemStats]:
+def item_stats(responses: list[Response], misconceptions: dict[tuple[str, str], str] | None = None) -> list[ItemStats]:
     """The statistics of each question (sorted by id); ``misconceptions[(question, choice)]`` names distractors."""
     misconceptions = misconceptions or {}
     rest = _rest_scores(responses)
@@ -112,10 +114,21 @@ def item_stats(responses: list[Response],
         for r in answers:
             if not r.correct and r.choice is not None:
                 wrong_choices[r.choice] += 1
-        distractors = [Distractor(c, n / len(answers), misconceptions.get((question, c)))
-                       for c, n in sorted(wrong_choices.items(), key=lambda kv: (-kv[1], kv[0]))]
-        out.append(ItemStats(question, len(answers), sum(r.correct for r in answers) / len(answers), d,
-                             d is not None and d < 0, distractors, _variants(answers)))
+        distractors = [
+            Distractor(c, n / len(answers), misconceptions.get((question, c)))
+            for c, n in sorted(wrong_choices.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
+        out.append(
+            ItemStats(
+                question,
+                len(answers),
+                sum(r.correct for r in answers) / len(answers),
+                d,
+                d is not None and d < 0,
+                distractors,
+                _variants(answers),
+            )
+        )
     return out
 
 
@@ -149,8 +162,9 @@ def _matrix(responses: list[Response]) -> tuple[list[str], np.ndarray, np.ndarra
     return questions, x, seen
 
 
-def _loglik_and_scores(params: np.ndarray, x: np.ndarray, seen: np.ndarray, theta: np.ndarray,
-                       weight: np.ndarray) -> tuple[float, np.ndarray]:
+def _loglik_and_scores(
+    params: np.ndarray, x: np.ndarray, seen: np.ndarray, theta: np.ndarray, weight: np.ndarray
+) -> tuple[float, np.ndarray]:
     """The marginal log-likelihood, and each student's score vector (d log L_i / d (a, b)), shape (N, 2J)."""
     j = x.shape[1]
     a, b = params[:j], params[j:]
@@ -191,8 +205,10 @@ def fit_2pl(responses: list[Response]) -> list[IrtItem] | None:
     _, scores = _loglik_and_scores(fit.x, x, seen, nodes, weights)
     covariance = np.linalg.pinv(scores.T @ scores)
     se = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
-    return [IrtItem(q, float(fit.x[k]), float(fit.x[j + k]), float(se[k]), float(se[j + k]))
-            for k, q in enumerate(questions)]
+    return [
+        IrtItem(q, float(fit.x[k]), float(fit.x[j + k]), float(se[k]), float(se[j + k]))
+        for k, q in enumerate(questions)
+    ]
 
 
 def responses_of(rows: list[dict[str, Any]]) -> list[Response]:
@@ -202,6 +218,10 @@ def responses_of(rows: list[dict[str, Any]]) -> list[Response]:
     first: dict[tuple[str, str], Response] = {}
     for row in rows:
         question = f"{row['chapter']}/{row['question']}"
-        first.setdefault((row["student"], question), Response(
-            row["student"], question, bool(row["correct"]), str(row.get("answer") or ""), row.get("params") or ""))
+        first.setdefault(
+            (row["student"], question),
+            Response(
+                row["student"], question, bool(row["correct"]), str(row.get("answer") or ""), row.get("params") or ""
+            ),
+        )
     return list(first.values())

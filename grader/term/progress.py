@@ -59,5 +59,6 @@ def summarize(
     answers = store.quiz_attempts(student) if store is not None else []
     standings = [quiz_lib.chapter_progress(quiz, answers) for quiz in quizzes]
     regrades = [regrade.public(r) for r in regrade.requests(store, student)] if store is not None else []
-    return student_progress.summarize(store, student, exercise_ids, standings, submit_hint, course, source,
-                                      regrades=regrades)
+    return student_progress.summarize(
+        store, student, exercise_ids, standings, submit_hint, course, source, regrades=regrades
+    )

@@ -35,8 +35,10 @@ def instructor_score(text: str, max_score: float, when_empty: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise ValueError(f"the score '{text[:20]}' is not a number: write one from 0 to {round_score(max_score, 4)}, "
-                         f"or leave it empty to {when_empty}") from None
+        raise ValueError(
+            f"the score '{text[:20]}' is not a number: write one from 0 to {round_score(max_score, 4)}, "
+            f"or leave it empty to {when_empty}"
+        ) from None
     if not math.isfinite(value) or not 0 <= value <= max_score:
         raise ValueError(f"the score must be from 0 to {round_score(max_score, 4)} (the exercise's max score)")
     return value
@@ -55,8 +57,10 @@ def _upload(store: Store, student: str, exercise: str, job_id: int | None) -> di
     rows = [r for r in jobs.done_of(store.db, student, job_id) if exercise in json.loads(r["selectors"])][:1]
     if not rows:
         if job_id is not None:
-            raise RegradeError(f"there is no graded submission {job_id} of yours holding {exercise}: "
-                               "list yours with `grade progress`", 404)
+            raise RegradeError(
+                f"there is no graded submission {job_id} of yours holding {exercise}: list yours with `grade progress`",
+                404,
+            )
         raise RegradeError(f"you have no graded submission of {exercise} to ask about: submit it first", 404)
     return rows[0]
 
@@ -78,23 +82,36 @@ def file_request(store: Store, student: str, exercise: str, reason: str, job_id:
         exercise = ids[0]
     reason = " ".join(str(reason).split())
     if not reason:
-        raise RegradeError("say why you ask for a regrade: `grade regrade EXERCISE \"why\"`")
+        raise RegradeError('say why you ask for a regrade: `grade regrade EXERCISE "why"`')
     if len(reason) > REASON_MAX:
         raise RegradeError(f"the reason is {len(reason)} characters; keep it under {REASON_MAX}")
     with store.transaction() as db:  # BEGIN IMMEDIATE: two requests at once cannot both pass the checks
         upload = _upload(store, student, exercise, job_id)
         open_rows = regrades.open_exercises(db, student)
         if exercise in open_rows:
-            raise RegradeError(f"you already have an open regrade request for {exercise}: wait for the answer "
-                               "(`grade progress` shows it)", 409)
+            raise RegradeError(
+                f"you already have an open regrade request for {exercise}: wait for the answer "
+                "(`grade progress` shows it)",
+                409,
+            )
         if len(open_rows) >= MAX_OPEN:
             raise RegradeError(f"you have {len(open_rows)} open regrade requests: wait for answers first", 429)
         found = results.in_force_id(db, upload["attempt_id"], exercise)
         if found is None:
             raise RegradeError(f"submission {upload['id']} did not grade {exercise}: name another", 404)
-        row = {"student": student, "exercise": exercise, "job_id": upload["id"], "submission_id": found,
-               "reason": reason, "created_at": utc_now(), "status": "open", "reply": None, "override": None,
-               "answered_by": None, "answered_at": None}
+        row = {
+            "student": student,
+            "exercise": exercise,
+            "job_id": upload["id"],
+            "submission_id": found,
+            "reason": reason,
+            "created_at": utc_now(),
+            "status": "open",
+            "reply": None,
+            "override": None,
+            "answered_by": None,
+            "answered_at": None,
+        }
         row["id"] = regrades.insert(db, row)
     return row
 
@@ -119,8 +136,15 @@ def answer(store: Store, request_id: int, reply: str, score: str, author: str) -
                 value = instructor_score(str(score), max_score, "reply only")
             except ValueError as exc:
                 raise RegradeError(str(exc)) from None
-            overrides.add(db, request["student"], request["exercise"], value,
-                          f"regrade request #{request_id}: {reply}", author, utc_now())
+            overrides.add(
+                db,
+                request["student"],
+                request["exercise"],
+                value,
+                f"regrade request #{request_id}: {reply}",
+                author,
+                utc_now(),
+            )
         regrades.mark_answered(db, request_id, reply, value, author, utc_now())
         answered = regrades.get(db, request_id)
         assert answered is not None  # the row read above, in this transaction
@@ -134,5 +158,7 @@ def requests(store: Store, student: str | None = None, status: str | None = None
 
 def public(row: dict[str, Any]) -> dict[str, Any]:
     """What the student sees of a request: everything but who answered."""
-    return {k: row[k] for k in ("id", "exercise", "job_id", "reason", "created_at", "status", "reply", "override",
-                                "answered_at")}
+    return {
+        k: row[k]
+        for k in ("id", "exercise", "job_id", "reason", "created_at", "status", "reply", "override", "answered_at")
+    }

@@ -69,12 +69,12 @@ class Change:
 class Outcome:
     """What a rescoring did: the uploads graded again, the changes, the uploads it could not grade."""
 
-    rescoring_id: int | None           # None for a dry run
+    rescoring_id: int | None  # None for a dry run
     grader_version: str
     exercises: list[str]
     uploads: int
     changes: list[Change]
-    errors: list[dict[str, Any]]       # {"job", "student", "error"}
+    errors: list[dict[str, Any]]  # {"job", "student", "error"}
     dry_run: bool
 
     def to_json(self) -> dict[str, Any]:
@@ -84,8 +84,15 @@ class Outcome:
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> "Outcome":
         """The inverse of :meth:`to_json` (``grade rescore`` through the server that serves the database)."""
-        return cls(doc.get("rescoring_id"), str(doc["grader_version"]), list(doc["exercises"]), int(doc["uploads"]),
-                   [Change(**c) for c in doc["changes"]], list(doc["errors"]), bool(doc["dry_run"]))
+        return cls(
+            doc.get("rescoring_id"),
+            str(doc["grader_version"]),
+            list(doc["exercises"]),
+            int(doc["uploads"]),
+            [Change(**c) for c in doc["changes"]],
+            list(doc["errors"]),
+            bool(doc["dry_run"]),
+        )
 
 
 def stored_uploads(store: Store, exercises: list[str]) -> list[tuple[dict[str, Any], list[str]]]:
@@ -102,8 +109,14 @@ def rescore_task_id(run: str, job_id: int) -> str:
     return f"rescore-{run}-job-{job_id}"
 
 
-def grade_again(store: Store, queue: Queue, uploads: list[tuple[dict[str, Any], list[str]]], timeout: float,
-                on_result: Callable[[int, int], None] | None = None, poll: float = 0.2) -> dict[int, dict[str, Any]]:
+def grade_again(
+    store: Store,
+    queue: Queue,
+    uploads: list[tuple[dict[str, Any], list[str]]],
+    timeout: float,
+    on_result: Callable[[int, int], None] | None = None,
+    poll: float = 0.2,
+) -> dict[int, dict[str, Any]]:
     """Put every upload on the queue and wait for the results; job id -> the task's result dict.
 
     An upload whose worker died, or that has no result within ``timeout``
@@ -151,8 +164,9 @@ def flips(store: Store, old_row: dict[str, Any], new: ExerciseResult) -> list[st
     out = []
     for check in new.checks:
         if check.name in old and old[check.name] != check.passed:
-            out.append(f"{check.name} {'passed' if old[check.name] else 'failed'} -> "
-                       f"{'passed' if check.passed else 'failed'}")
+            out.append(
+                f"{check.name} {'passed' if old[check.name] else 'failed'} -> {'passed' if check.passed else 'failed'}"
+            )
         elif check.name not in old:
             out.append(f"{check.name} new, {'passed' if check.passed else 'failed'}")
     names = {c.name for c in new.checks}
@@ -174,8 +188,14 @@ def changes(store: Store, course: Course, new_results: dict[int, ExerciseResult]
     out = []
     for (student, exercise), ids in sorted(touched.items()):
         rows = store.submissions(student=student, exercise=exercise)
-        after_rows = [({**r, "score": new_results[r["id"]].score, "status": new_results[r["id"]].status}
-                       if r["id"] in new_results else r) for r in rows]
+        after_rows = [
+            (
+                {**r, "score": new_results[r["id"]].score, "status": new_results[r["id"]].status}
+                if r["id"] in new_results
+                else r
+            )
+            for r in rows
+        ]
         chapter = course.chapter_of(exercise, student)
         before = counted_score(rows, chapter, course.rule)
         after = counted_score(after_rows, chapter, course.rule)
@@ -184,14 +204,15 @@ def changes(store: Store, course: Course, new_results: dict[int, ExerciseResult]
         flipped = []
         for sub_id in ids:
             if abs(float(old_rows[sub_id]["score"]) - new_results[sub_id].score) > 1e-9:
-                flipped += [f"upload of {old_rows[sub_id]['started_at']}: {f}"
-                            for f in flips(store, old_rows[sub_id], new_results[sub_id])]
+                flipped += [
+                    f"upload of {old_rows[sub_id]['started_at']}: {f}"
+                    for f in flips(store, old_rows[sub_id], new_results[sub_id])
+                ]
         out.append(Change(student, exercise, before.score, after.score, after.max_score, flipped))
     return out
 
 
-def _record(store: Store, rescoring_id: int, rows: list[tuple[dict[str, Any], ExerciseResult]],
-            version: str) -> None:
+def _record(store: Store, rescoring_id: int, rows: list[tuple[dict[str, Any], ExerciseResult]], version: str) -> None:
     """One upload's new rows beside the old (same attempt, same upload time), each old row pointed at its new
     one, in one transaction."""
     with store.transaction() as db:
@@ -205,9 +226,17 @@ class _Lost(Exception):
     """Rolls back one upload's recording when another rescoring recorded it first."""
 
 
-def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], grader_version: str,
-            dry_run: bool = False, timeout: float = 600.0,
-            on_result: Callable[[int, int], None] | None = None, unavailable: str | None = None) -> Outcome:
+def rescore(
+    store: Store,
+    queue: Queue,
+    course: Course,
+    exercises: list[str],
+    grader_version: str,
+    dry_run: bool = False,
+    timeout: float = 600.0,
+    on_result: Callable[[int, int], None] | None = None,
+    unavailable: str | None = None,
+) -> Outcome:
     """Grade every stored upload of ``exercises`` (all: []) again on ``queue``; record beside (unless a dry run).
 
     A fault of the grading machine is never a new result: an exercise that comes back ``not_graded`` (its
@@ -218,9 +247,11 @@ def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], gr
     """
     uploads = stored_uploads(store, exercises)
     if not uploads:
-        raise RescoreError("no graded upload with stored files holds those exercises: nothing to rescore "
-                           "(uploads to the course server and hand-ins graded by `grade batch` keep their files; "
-                           "`grade submit` keeps none)")
+        raise RescoreError(
+            "no graded upload with stored files holds those exercises: nothing to rescore "
+            "(uploads to the course server and hand-ins graded by `grade batch` keep their files; "
+            "`grade submit` keeps none)"
+        )
     results = grade_again(store, queue, uploads, timeout, on_result) if unavailable is None else {}
     errors: list[dict[str, Any]] = []
     new_results: dict[int, ExerciseResult] = {}
@@ -239,8 +270,13 @@ def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], gr
         current = _current_rows(store, int(job["attempt_id"]))
         refused = [e for e in report.exercises if e.status == "not_graded"]
         if refused:
-            errors.append({"job": job["id"], "student": job["student"],
-                           "error": _not_graded(f"{', '.join(e.id for e in refused)}: {refused[0].message}")})
+            errors.append(
+                {
+                    "job": job["id"],
+                    "student": job["student"],
+                    "error": _not_graded(f"{', '.join(e.id for e in refused)}: {refused[0].message}"),
+                }
+            )
         graded += len(refused) < len(report.exercises)
         for exercise in report.exercises:
             if exercise.status == "not_graded":
@@ -253,8 +289,9 @@ def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], gr
     rescoring_id = None
     if not dry_run:
         with store.transaction() as db:
-            rescoring_id = rescorings.start(db, utc_now(), grader_version, json.dumps(exercises), graded,
-                                            json.dumps(errors))
+            rescoring_id = rescorings.start(
+                db, utc_now(), grader_version, json.dumps(exercises), graded, json.dumps(errors)
+            )
         by_upload: dict[int, list[tuple[dict[str, Any], ExerciseResult]]] = {}
         for sub_id, new in new_results.items():
             by_upload.setdefault(int(old_of[sub_id]["attempt_id"]), []).append((old_of[sub_id], new))
@@ -262,8 +299,13 @@ def rescore(store: Store, queue: Queue, course: Course, exercises: list[str], gr
             try:
                 _record(store, rescoring_id, rows, grader_version)
             except _Lost:
-                errors.append({"job": None, "student": rows[0][0]["student"],
-                               "error": "this upload was rescored by another run meanwhile (its result kept)"})
+                errors.append(
+                    {
+                        "job": None,
+                        "student": rows[0][0]["student"],
+                        "error": "this upload was rescored by another run meanwhile (its result kept)",
+                    }
+                )
         with store.transaction() as db:
             rescorings.finish(db, rescoring_id, utc_now(), json.dumps([asdict(c) for c in found]), json.dumps(errors))
     return Outcome(rescoring_id, grader_version, exercises, graded, found, errors, dry_run)
@@ -279,18 +321,27 @@ def last_rescoring(store: Store) -> dict[str, Any] | None:
     row = rescorings.latest(store.db)
     if row is None:
         return None
-    return {**row, "exercises": json.loads(row["exercises"]), "changes": json.loads(row["changes"] or "[]"),
-            "errors": json.loads(row["errors"] or "[]")}
+    return {
+        **row,
+        "exercises": json.loads(row["exercises"]),
+        "changes": json.loads(row["changes"] or "[]"),
+        "errors": json.loads(row["errors"] or "[]"),
+    }
 
 
 def format_text(outcome: Outcome) -> str:
     """The changes as lines: who, which exercise, before -> after, and the checks that flipped."""
     what = "would change" if outcome.dry_run else "changed"
-    head = (f"{'Dry run: ' if outcome.dry_run else ''}{outcome.uploads} upload"
-            f"{'s' if outcome.uploads != 1 else ''} graded again with {outcome.grader_version}; "
-            f"{len(outcome.changes)} counted score{'s' if len(outcome.changes) != 1 else ''} {what}")
-    lines = [head + ("" if outcome.dry_run else f" (rescoring {outcome.rescoring_id}; nothing recorded before"
-                                                 " was overwritten)") + "."]
+    head = (
+        f"{'Dry run: ' if outcome.dry_run else ''}{outcome.uploads} upload"
+        f"{'s' if outcome.uploads != 1 else ''} graded again with {outcome.grader_version}; "
+        f"{len(outcome.changes)} counted score{'s' if len(outcome.changes) != 1 else ''} {what}"
+    )
+    lines = [
+        head
+        + ("" if outcome.dry_run else f" (rescoring {outcome.rescoring_id}; nothing recorded before was overwritten)")
+        + "."
+    ]
     for c in outcome.changes:
         lines.append(f"  {c.student}  {c.exercise}  {c.before:g} -> {c.after:g} of {c.max_score:g}")
         lines += [f"      {f}" for f in c.flipped]
@@ -307,6 +358,14 @@ def format_csv(outcome: Outcome) -> str:
     writer = csv.writer(out)
     writer.writerow(["student", "exercise", "before", "after", "max_score", "flipped"])
     for c in outcome.changes:
-        writer.writerow([csv_cell(c.student), c.exercise, f"{c.before:g}", f"{c.after:g}", f"{c.max_score:g}",
-                         csv_cell("; ".join(c.flipped))])
+        writer.writerow(
+            [
+                csv_cell(c.student),
+                c.exercise,
+                f"{c.before:g}",
+                f"{c.after:g}",
+                f"{c.max_score:g}",
+                csv_cell("; ".join(c.flipped)),
+            ]
+        )
     return out.getvalue()

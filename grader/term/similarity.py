@@ -34,16 +34,18 @@ from grader.student.errors import GraderError
 from grader.student.engine.scaffolding import LEVELS
 from grader.student.store import Store, jobs
 
-NOISE_TOKENS = 25      # copydetect's noise threshold k: shorter matches are never counted
+NOISE_TOKENS = 25  # copydetect's noise threshold k: shorter matches are never counted
 GUARANTEE_TOKENS = 30  # matches this long are always found (the winnowing window is the difference + 1)
-THRESHOLD = 0.6        # share of a file's tokens matched in the other (see bench/similarity.py)
+THRESHOLD = 0.6  # share of a file's tokens matched in the other (see bench/similarity.py)
 STUBS = Path(__file__).resolve().parents[2] / "exercises"
 
-MEANING = ("A match means that the two files share long runs of the same code after names, comments and layout "
-           "are normalised and the released stubs are removed. It is a reason to read the two files side by side, "
-           "not a finding of misconduct: short exercises have few ways to be written, collaboration may be "
-           "allowed, and the course text gives formulas everyone uses. Nothing here changes a score or is "
-           "shown to students.")
+MEANING = (
+    "A match means that the two files share long runs of the same code after names, comments and layout "
+    "are normalised and the released stubs are removed. It is a reason to read the two files side by side, "
+    "not a finding of misconduct: short exercises have few ways to be written, collaboration may be "
+    "allowed, and the course text gives formulas everyone uses. Nothing here changes a score or is "
+    "shown to students."
+)
 
 
 class SimilarityError(GraderError):
@@ -57,7 +59,7 @@ class Pair:
     topic: str
     a: str
     b: str
-    share_a: float          # matched tokens / tokens of a's file (0..1)
+    share_a: float  # matched tokens / tokens of a's file (0..1)
     share_b: float
     job_a: int
     job_b: int
@@ -69,8 +71,15 @@ class Pair:
         return max(self.share_a, self.share_b)
 
     def to_json(self) -> dict[str, Any]:
-        return {"topic": self.topic, "a": self.a, "b": self.b, "share_a": round(self.share_a, 4),
-                "share_b": round(self.share_b, 4), "job_a": self.job_a, "job_b": self.job_b}
+        return {
+            "topic": self.topic,
+            "a": self.a,
+            "b": self.b,
+            "share_a": round(self.share_a, 4),
+            "share_b": round(self.share_b, 4),
+            "job_a": self.job_a,
+            "job_b": self.job_b,
+        }
 
 
 def _detector() -> Any:
@@ -89,8 +98,9 @@ def fingerprint(text: str, boilerplate: Any = None, name: str = "code.py") -> An
     copydetect = _detector()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return copydetect.CodeFingerprint(name, NOISE_TOKENS, GUARANTEE_TOKENS - NOISE_TOKENS + 1,
-                                          boilerplate=boilerplate, fp=io.StringIO(text))
+        return copydetect.CodeFingerprint(
+            name, NOISE_TOKENS, GUARANTEE_TOKENS - NOISE_TOKENS + 1, boilerplate=boilerplate, fp=io.StringIO(text)
+        )
 
 
 def stub_boilerplate(topic: str, stubs: Path = STUBS) -> Any:
@@ -118,11 +128,22 @@ def compare(topic: str, files: dict[str, tuple[int, str]], boilerplate: Any, thr
     names = sorted(prints)
     pairs = []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             _, (share_a, share_b), (slices_a, slices_b) = copydetect.compare_files(prints[a], prints[b])
             if max(share_a, share_b) >= threshold:
-                pairs.append(Pair(topic, a, b, float(share_a), float(share_b), files[a][0], files[b][0],
-                                  _ranges(slices_a), _ranges(slices_b)))
+                pairs.append(
+                    Pair(
+                        topic,
+                        a,
+                        b,
+                        float(share_a),
+                        float(share_b),
+                        files[a][0],
+                        files[b][0],
+                        _ranges(slices_a),
+                        _ranges(slices_b),
+                    )
+                )
     return sorted(pairs, key=lambda p: -p.share)
 
 
@@ -138,8 +159,9 @@ def latest_files(store: Store, topic: str) -> dict[str, tuple[int, str]]:
     return {r["student"]: (int(r["id"]), bytes(r["content"]).decode("utf-8", "replace")) for r in rows}
 
 
-def find_pairs(store: Store, topics: list[str] | None = None, threshold: float = THRESHOLD,
-               stubs: Path = STUBS) -> list[Pair]:
+def find_pairs(
+    store: Store, topics: list[str] | None = None, threshold: float = THRESHOLD, stubs: Path = STUBS
+) -> list[Pair]:
     """The pairs above ``threshold`` over the CPU topics (or those named), most similar first."""
     if not 0 < threshold <= 1:
         raise SimilarityError(f"the threshold must be a share from 0 to 1 (got {threshold:g})")
@@ -172,10 +194,14 @@ def segments(text: str, ranges: list[tuple[int, int]]) -> Iterator[tuple[str, bo
 
 def format_text(pairs: list[Pair], threshold: float) -> str:
     """The pairs as lines, with what a match means."""
-    lines = [f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''} at or above {threshold:.0%} similar "
-             "(latest upload per student and topic; released stubs removed)."]
+    lines = [
+        f"{len(pairs)} pair{'s' if len(pairs) != 1 else ''} at or above {threshold:.0%} similar "
+        "(latest upload per student and topic; released stubs removed)."
+    ]
     for p in pairs:
-        lines.append(f"  {p.topic:<14} {p.a} ({p.share_a:.0%} of submission {p.job_a})  ~  "
-                     f"{p.b} ({p.share_b:.0%} of submission {p.job_b})")
+        lines.append(
+            f"  {p.topic:<14} {p.a} ({p.share_a:.0%} of submission {p.job_a})  ~  "
+            f"{p.b} ({p.share_b:.0%} of submission {p.job_b})"
+        )
     lines.append(MEANING)
     return "\n".join(lines)

@@ -74,8 +74,12 @@ def student_progress(doc: dict[str, Any], course: Course, now: datetime) -> dict
                 hidden += float(ex["best_score"])
                 hidden_max += float(ex.get("max_score") or 0.0)
                 ex.update(last_status="received", best_score=0.0, latest_score=None, late=False)
-    names = [ex["id"] for c in doc.get("chapters", []) for ex in c.get("exercises", [])
-             if ex.get("last_status") in ("graded", "received")]
+    names = [
+        ex["id"]
+        for c in doc.get("chapters", [])
+        for ex in c.get("exercises", [])
+        if ex.get("last_status") in ("graded", "received")
+    ]
     if any(name in str(doc.get("next", "")) for name in names):
         doc["next"] = "work on the open chapters; the feedback of exam chapters appears at their release"
     if hidden or hidden_max:
@@ -85,8 +89,16 @@ def student_progress(doc: dict[str, Any], course: Course, now: datetime) -> dict
     return doc
 
 
-def cell_marks(course: Course, exercise: str, student: str, now: datetime, *, late: bool = False,
-               regrade_accepted: bool = False, rescored: bool = False) -> tuple[str, ...]:
+def cell_marks(
+    course: Course,
+    exercise: str,
+    student: str,
+    now: datetime,
+    *,
+    late: bool = False,
+    regrade_accepted: bool = False,
+    rescored: bool = False,
+) -> tuple[str, ...]:
     """What the instructor's dashboard says beside ``student``'s counted score of ``exercise`` at ``now``, in the
     words the student reads, so the instructor sees what the student sees:
 

@@ -184,8 +184,16 @@ class PReLU(Module):
         _elementwise("prelu_backward", xd.size, xd, param(self.alpha), dy, dx, C, inner)
         L = reduction_local_size(outer * inner)
         run(
-            kernel("activations.cl", "prelu_dalpha"), (C * L,), (L,),
-            xd, dy, dalpha, C, inner, outer, local_memory(L),
+            kernel("activations.cl", "prelu_dalpha"),
+            (C * L,),
+            (L,),
+            xd,
+            dy,
+            dalpha,
+            C,
+            inner,
+            outer,
+            local_memory(L),
         )
         self.dalpha = dalpha.get().reshape(self.alpha.shape)
         return result(dx, on_device)

@@ -291,18 +291,39 @@ def _norm_cases(R: int, D: int, rng: np.random.Generator) -> list[_Case]:
     # also reads x and dy once more in the dgamma/dbeta column reduction (a separate kernel).
     Costs = tuple[int, int, int, int]
     layers: list[tuple[str, Any, Any, tuple[int, ...], Costs | None, Costs | None]] = [
-        ("rmsnorm", cpu.RMSNorm(D), gpu.RMSNorm(D), (R, D),
-         (f * (2 * nd + D + R), f * (3 * nd + D + R), 1, 2),
-         (f * (5 * nd + 2 * D + R), f * (7 * nd + 2 * D + R), 2, 3)),
-        ("layernorm", cpu.LayerNorm(D), gpu.LayerNorm(D), (R, D),
-         (f * (2 * nd + 2 * D + 2 * R), f * (3 * nd + 2 * D + 2 * R), 1, 2),
-         (f * (5 * nd + 3 * D + 2 * R), f * (7 * nd + 3 * D + 2 * R), 2, 3)),
+        (
+            "rmsnorm",
+            cpu.RMSNorm(D),
+            gpu.RMSNorm(D),
+            (R, D),
+            (f * (2 * nd + D + R), f * (3 * nd + D + R), 1, 2),
+            (f * (5 * nd + 2 * D + R), f * (7 * nd + 2 * D + R), 2, 3),
+        ),
+        (
+            "layernorm",
+            cpu.LayerNorm(D),
+            gpu.LayerNorm(D),
+            (R, D),
+            (f * (2 * nd + 2 * D + 2 * R), f * (3 * nd + 2 * D + 2 * R), 1, 2),
+            (f * (5 * nd + 3 * D + 2 * R), f * (7 * nd + 3 * D + 2 * R), 2, 3),
+        ),
         # BatchNorm: statistics and elementwise pass are separate kernels over the whole tensor
-        ("batchnorm1d", cpu.BatchNorm1d(D), gpu.BatchNorm1d(D), (R, D),
-         (f * (3 * nd + 8 * D), f * (3 * nd + 8 * D), 1, 2),
-         (f * (5 * nd + 6 * D), f * (5 * nd + 6 * D), 1, 2)),
-        ("groupnorm", cpu.GroupNorm(GROUPNORM_GROUPS, GROUPNORM_CHANNELS),
-         gpu.GroupNorm(GROUPNORM_GROUPS, GROUPNORM_CHANNELS), gn_shape, None, None),
+        (
+            "batchnorm1d",
+            cpu.BatchNorm1d(D),
+            gpu.BatchNorm1d(D),
+            (R, D),
+            (f * (3 * nd + 8 * D), f * (3 * nd + 8 * D), 1, 2),
+            (f * (5 * nd + 6 * D), f * (5 * nd + 6 * D), 1, 2),
+        ),
+        (
+            "groupnorm",
+            cpu.GroupNorm(GROUPNORM_GROUPS, GROUPNORM_CHANNELS),
+            gpu.GroupNorm(GROUPNORM_GROUPS, GROUPNORM_CHANNELS),
+            gn_shape,
+            None,
+            None,
+        ),
     ]
     for name, c, g, shape, fwd, bwd in layers:
         n = int(np.prod(shape))
@@ -380,8 +401,7 @@ def _activation_cases(R: int, D: int, rng: np.random.Generator) -> list[_Case]:
             kernel.set_args(xd.data, yd.data, np.int32(n))  # type: ignore[arg-type]  # (stubs: .data may be None; not here)
             cl.enqueue_nd_range_kernel(queue, kernel, global_size, (local,))
 
-        cases.append(_Case(f"{name} forward", (R, D), 8 * n, 8 * n, 0, 1,
-                           partial(cpu_layer.forward, x), launch))
+        cases.append(_Case(f"{name} forward", (R, D), 8 * n, 8 * n, 0, 1, partial(cpu_layer.forward, x), launch))
     return cases
 
 
@@ -396,8 +416,19 @@ def run_bench(sizes: tuple[tuple[int, int], ...] = DEFAULT_SIZES, repeats: int =
             device_times.append(_median_times([case.opencl_fn, _copier(case.bytes_moved // 2)], repeats))
         for case, (opencl_s, copy_s) in zip(cases, device_times, strict=True):
             (numpy_s,) = _median_times([case.numpy_fn], repeats)
-            rows.append(Row(case.op, case.shape, case.bytes_moved, numpy_s, opencl_s, copy_s,
-                            case.reductions, case.x_passes, case.row_pass_bytes))
+            rows.append(
+                Row(
+                    case.op,
+                    case.shape,
+                    case.bytes_moved,
+                    numpy_s,
+                    opencl_s,
+                    copy_s,
+                    case.reductions,
+                    case.x_passes,
+                    case.row_pass_bytes,
+                )
+            )
     return rows
 
 
@@ -463,8 +494,10 @@ def size_limits(rows: list[Row], latency_s: float) -> list[str]:
         if share >= 0.25:
             cause = "launch latency: an empty kernel already takes a large part of each kernel's time"
         elif share_of_copy < 0.6 * big_share:
-            cause = (f"fixed costs per kernel and per work-group (scheduling, barriers), not bandwidth: the "
-                     f"kernels reach {share_of_copy:.0f}% of the copy here against {big_share:.0f}% at the largest size")
+            cause = (
+                f"fixed costs per kernel and per work-group (scheduling, barriers), not bandwidth: the "
+                f"kernels reach {share_of_copy:.0f}% of the copy here against {big_share:.0f}% at the largest size"
+            )
         elif copy < 0.6 * big_copy:
             cause = "transfers too small to reach DRAM bandwidth: memory latency is not hidden"
         elif copy > 1.5 * big_copy:

@@ -47,9 +47,7 @@ def counter_word(value: int) -> np.int32:
     return np.array([value & 0xFFFFFFFF], dtype=np.uint32).view(np.int32)[0]
 
 
-def launch_blocks(
-    name: str, n: int, *args: Any, local_size: int = BLOCK_LOCAL, filename: str = "dropout.cl"
-) -> None:
+def launch_blocks(name: str, n: int, *args: Any, local_size: int = BLOCK_LOCAL, filename: str = "dropout.cl") -> None:
     """Launch ``<filename>:name(*args, n)`` with one work-item per block of four elements (the Philox kernels)."""
     if n == 0:
         return
@@ -72,7 +70,7 @@ class Dropout(Module):
         philox_key(seed)  # validate now, not on the first forward
         self.p = p
         self.seed = seed
-        self.calls = 0           # training forwards so far: the next call counter
+        self.calls = 0  # training forwards so far: the next call counter
         self.last_call: int | None = None  # counter of the last forward (None after an eval forward)
         self.shape: tuple[int, ...] | None = None
 
@@ -87,9 +85,7 @@ class Dropout(Module):
         self.calls += 1
         y = empty(xd.shape)
         lo, hi = philox_key(self.seed)
-        launch_blocks(
-            "dropout_philox_forward", xd.size, xd, y, float(self.p), lo, hi, counter_word(self.last_call)
-        )
+        launch_blocks("dropout_philox_forward", xd.size, xd, y, float(self.p), lo, hi, counter_word(self.last_call))
         return result(y, on_device)
 
     def backward(self, dout: Any) -> Any:
@@ -103,9 +99,7 @@ class Dropout(Module):
             return result(dy.copy(), on_device)
         dx = empty(dy.shape)
         lo, hi = philox_key(self.seed)
-        launch_blocks(
-            "dropout_philox_backward", dy.size, dy, dx, float(self.p), lo, hi, counter_word(self.last_call)
-        )
+        launch_blocks("dropout_philox_backward", dy.size, dy, dx, float(self.p), lo, hi, counter_word(self.last_call))
         return result(dx, on_device)
 
 

@@ -32,25 +32,19 @@ class KernelSpec:
     """One exercise kernel: its file, its arguments in order and how it is launched."""
 
     filename: str
-    args: tuple[str, ...]       # names in the kernel's argument order
-    inputs: tuple[str, ...]     # __global const float * arguments
-    outputs: tuple[str, ...]    # __global float * arguments
-    per_row: tuple[str, ...]    # outputs with one value per row (the rest are shaped like x)
-    rowwise: bool               # one work-group per row (else one work-item per element)
+    args: tuple[str, ...]  # names in the kernel's argument order
+    inputs: tuple[str, ...]  # __global const float * arguments
+    outputs: tuple[str, ...]  # __global float * arguments
+    per_row: tuple[str, ...]  # outputs with one value per row (the rest are shaped like x)
+    rowwise: bool  # one work-group per row (else one work-item per element)
 
 
 EXERCISE_KERNELS: dict[str, KernelSpec] = {
     "relu_forward": KernelSpec("activations.cl", ("x", "y", "n"), ("x",), ("y",), (), False),
-    "relu_backward": KernelSpec(
-        "activations.cl", ("x", "dy", "dx", "n"), ("x", "dy"), ("dx",), (), False
-    ),
+    "relu_backward": KernelSpec("activations.cl", ("x", "dy", "dx", "n"), ("x", "dy"), ("dx",), (), False),
     "gelu_forward": KernelSpec("activations.cl", ("x", "y", "n"), ("x",), ("y",), (), False),
-    "gelu_backward": KernelSpec(
-        "activations.cl", ("x", "dy", "dx", "n"), ("x", "dy"), ("dx",), (), False
-    ),
-    "dropout_forward": KernelSpec(
-        "dropout.cl", ("x", "u", "y", "p", "n"), ("x", "u"), ("y",), (), False
-    ),
+    "gelu_backward": KernelSpec("activations.cl", ("x", "dy", "dx", "n"), ("x", "dy"), ("dx",), (), False),
+    "dropout_forward": KernelSpec("dropout.cl", ("x", "u", "y", "p", "n"), ("x", "u"), ("y",), (), False),
     "rmsnorm_forward": KernelSpec(
         "rmsnorm.cl",
         ("x", "gamma", "y", "rstd", "D", "eps", "scratch"),
@@ -95,9 +89,7 @@ def run_exercise_kernel(
     import pyopencl as cl
 
     if name not in EXERCISE_KERNELS:
-        raise ExerciseKernelError(
-            f"{name!r} is not an exercise kernel; expected one of {sorted(EXERCISE_KERNELS)}"
-        )
+        raise ExerciseKernelError(f"{name!r} is not an exercise kernel; expected one of {sorted(EXERCISE_KERNELS)}")
     spec = EXERCISE_KERNELS[name]
     scalars = dict(scalars or {})
     missing = [k for k in spec.inputs if k not in arrays]
@@ -125,10 +117,7 @@ def run_exercise_kernel(
         rows = 0
         global_size, local = (round_up(n, local_size),), (local_size,)
 
-    out_host = {
-        k: np.full((rows,) if k in spec.per_row else x.shape, np.nan, dtype=np.float32)
-        for k in spec.outputs
-    }
+    out_host = {k: np.full((rows,) if k in spec.per_row else x.shape, np.nan, dtype=np.float32) for k in spec.outputs}
     buffers = {}
     for k, a in host.items():
         buffers[k] = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a if a.size else np.zeros(1, np.float32))

@@ -18,11 +18,11 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import pyopencl.array as cl_array
     import pyopencl.tools as cl_tools
 
-CPU_ROW_LOCAL = 16       # work-group size of the row kernels on CPU devices (measured best 8-32 on PoCL)
-COLUMN_LOCAL = 64        # work-group width of the column kernels
-COLUMN_ROWS = 32          # rows summed by one work-item of a (c, p) column reduction
-ROW_BLOCK = 64            # rows streamed by one work-group of a *_rows4 column reduction
-ELEMENTWISE_LOCAL = 64    # work-group size of the one-work-item-per-element kernels
+CPU_ROW_LOCAL = 16  # work-group size of the row kernels on CPU devices (measured best 8-32 on PoCL)
+COLUMN_LOCAL = 64  # work-group width of the column kernels
+COLUMN_ROWS = 32  # rows summed by one work-item of a (c, p) column reduction
+ROW_BLOCK = 64  # rows streamed by one work-group of a *_rows4 column reduction
+ELEMENTWISE_LOCAL = 64  # work-group size of the one-work-item-per-element kernels
 
 _kernels: dict[tuple[int, str, str, tuple[str, ...]], "cl.Kernel"] = {}
 _pools: dict[int, Any] = {}

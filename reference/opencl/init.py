@@ -26,7 +26,7 @@ from .dropout import BLOCK_LOCAL, SEED_LIMIT, launch_blocks, philox_key
 from .host import empty, kernel, round_up, run
 
 UNIFORM_STREAM = 0x756E6966  # "unif": last counter word of the uniform draws (init.cl)
-NORMAL_STREAM = 0x6E6F726D   # "norm": last counter word of the normal draws (init.cl)
+NORMAL_STREAM = 0x6E6F726D  # "norm": last counter word of the normal draws (init.cl)
 
 
 def _seed(rng: int | np.random.Generator) -> int:
@@ -36,7 +36,9 @@ def _seed(rng: int | np.random.Generator) -> int:
     return rng  # philox_key checks type and range
 
 
-def _draw(kernel_name: str, scale: float, fan_in: int, fan_out: int, rng: int | np.random.Generator, on_device: bool) -> Any:
+def _draw(
+    kernel_name: str, scale: float, fan_in: int, fan_out: int, rng: int | np.random.Generator, on_device: bool
+) -> Any:
     """init.cl:<kernel_name>(w, scale, seed words, n) over a new (fan_out, fan_in) float32 array."""
     lo, hi = philox_key(_seed(rng))
     w = empty((fan_out, fan_in))

@@ -51,9 +51,7 @@ def _linear_kernel(name: str) -> tuple[Any, int]:
     return kernel, tile
 
 
-def matmul(
-    a: Any, b: Any, M: int, N: int, K: int, trans_a: bool, trans_b: bool, bias: Any = None
-) -> Any:
+def matmul(a: Any, b: Any, M: int, N: int, K: int, trans_a: bool, trans_b: bool, bias: Any = None) -> Any:
     """C (M, N) = op(a) op(b) (+ bias on every row) on the device; a, b, bias are device arrays.
 
     bias None is passed to the kernel as a NULL pointer.
@@ -64,8 +62,18 @@ def matmul(
     c = empty((M, N))
     if M and N:
         run(
-            kernel, (round_up(N, tile), round_up(M, tile)), (tile, tile),
-            a, b, bias, c, M, N, K, int(trans_a), int(trans_b),
+            kernel,
+            (round_up(N, tile), round_up(M, tile)),
+            (tile, tile),
+            a,
+            b,
+            bias,
+            c,
+            M,
+            N,
+            K,
+            int(trans_a),
+            int(trans_b),
         )
     return c
 
@@ -122,8 +130,13 @@ class Linear(Module):
             db = empty((self.out_features,))
             kernel, _ = _linear_kernel("column_sum")
             run(
-                kernel, (round_up(self.out_features, COLUMN_LOCAL),), (COLUMN_LOCAL,),
-                dy, db, M, self.out_features,
+                kernel,
+                (round_up(self.out_features, COLUMN_LOCAL),),
+                (COLUMN_LOCAL,),
+                dy,
+                db,
+                M,
+                self.out_features,
             )
             self.db = db.get()
         return result(dx.reshape(tuple(xd.shape)), on_device)

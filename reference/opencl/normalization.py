@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import pyopencl as cl
     import pyopencl.array as cl_array
 
+
 def _column_layout(N: int, C: int) -> tuple[int, int, int, int]:
     """(P, R, global width, local width) for the (c, p) partial kernels: P blocks of R rows.
 
@@ -91,13 +92,41 @@ def _channel_grads(
         P, R = _row_blocks(N)
         part_g, part_b = empty((P, C)), empty((P, C))
         L = row_local_size(C // 4)
-        run(kernel("normalization.cl", "column_grad_rows4"), (P * L,), (L,),
-             x, dy, *stats, part_g, part_b, N, C // 4, R, per_row, mean is not None)
+        run(
+            kernel("normalization.cl", "column_grad_rows4"),
+            (P * L,),
+            (L,),
+            x,
+            dy,
+            *stats,
+            part_g,
+            part_b,
+            N,
+            C // 4,
+            R,
+            per_row,
+            mean is not None,
+        )
     else:
         P, R, width, local = _column_layout(N, C)
         part_g, part_b = empty((P, C)), empty((P, C))
-        run(kernel("normalization.cl", "channel_grad_partial"), (width, P), (local, 1),
-             x, dy, *stats, part_g, part_b, N, C, S, R, Cg, stat_n, mean is not None)
+        run(
+            kernel("normalization.cl", "channel_grad_partial"),
+            (width, P),
+            (local, 1),
+            x,
+            dy,
+            *stats,
+            part_g,
+            part_b,
+            N,
+            C,
+            S,
+            R,
+            Cg,
+            stat_n,
+            mean is not None,
+        )
     dgamma, dbeta = empty((C,)), empty((C,))
     _one_group(kernel("normalization.cl", "channel_grad_finalize"), C, part_g, part_b, dgamma, dbeta, P, C)
     return dgamma, dbeta
@@ -127,8 +156,16 @@ class RMSNorm(Module):
         y, rstd = empty(xd.shape), empty((rows,))
         if rows:
             run(
-                kernel("rmsnorm.cl", "rmsnorm_forward"), (rows * L,), (L,),
-                xd, self._uploads.get("gamma", self.gamma), y, rstd, self.dim, float(self.eps), local_memory(L),
+                kernel("rmsnorm.cl", "rmsnorm_forward"),
+                (rows * L,),
+                (L,),
+                xd,
+                self._uploads.get("gamma", self.gamma),
+                y,
+                rstd,
+                self.dim,
+                float(self.eps),
+                local_memory(L),
             )
         self.cache = {"x": xd, "rstd": rstd, "rows": rows}
         return result(y, on_device)
@@ -143,8 +180,16 @@ class RMSNorm(Module):
         L = row_local_size(self.dim)
         if rows:
             run(
-                kernel("rmsnorm.cl", "rmsnorm_backward"), (rows * L,), (L,),
-                xd, self._uploads.get("gamma", self.gamma), dy, rstd, dx, self.dim, local_memory(L),
+                kernel("rmsnorm.cl", "rmsnorm_backward"),
+                (rows * L,),
+                (L,),
+                xd,
+                self._uploads.get("gamma", self.gamma),
+                dy,
+                rstd,
+                dx,
+                self.dim,
+                local_memory(L),
             )
         dgamma, _ = _channel_grads(xd, dy, None, rstd, rows, self.dim, 1, self.dim, 1)
         self.dgamma = dgamma.get().reshape(self.gamma.shape)
@@ -172,7 +217,7 @@ class LayerNorm(Module):
     def forward(self, x: Any) -> Any:
         """One work-group per row of D = prod(normalized_shape): mean, centred variance, then y."""
         k = len(self.normalized_shape)
-        if len(x.shape) < k or tuple(x.shape[len(x.shape) - k:]) != self.normalized_shape:
+        if len(x.shape) < k or tuple(x.shape[len(x.shape) - k :]) != self.normalized_shape:
             raise ValueError(
                 f"LayerNorm{self.normalized_shape} expects input (*, {', '.join(map(str, self.normalized_shape))}), "
                 f"got shape {tuple(x.shape)}"
@@ -184,8 +229,18 @@ class LayerNorm(Module):
         y, mean, rstd = empty(xd.shape), empty((rows,)), empty((rows,))
         if rows:
             run(
-                kernel("layernorm.cl", "layernorm_forward"), (rows * L,), (L,),
-                xd, self._uploads.get("gamma", self.gamma), self._uploads.get("beta", self.beta), y, mean, rstd, D, float(self.eps), local_memory(L),
+                kernel("layernorm.cl", "layernorm_forward"),
+                (rows * L,),
+                (L,),
+                xd,
+                self._uploads.get("gamma", self.gamma),
+                self._uploads.get("beta", self.beta),
+                y,
+                mean,
+                rstd,
+                D,
+                float(self.eps),
+                local_memory(L),
             )
         self.cache = {"x": xd, "mean": mean, "rstd": rstd, "rows": rows, "D": D}
         return result(y, on_device)
@@ -201,8 +256,17 @@ class LayerNorm(Module):
         L = row_local_size(D)
         if rows:
             run(
-                kernel("layernorm.cl", "layernorm_backward"), (rows * L,), (L,),
-                xd, self._uploads.get("gamma", self.gamma), dy, c["mean"], c["rstd"], dx, D, local_memory(2 * L),
+                kernel("layernorm.cl", "layernorm_backward"),
+                (rows * L,),
+                (L,),
+                xd,
+                self._uploads.get("gamma", self.gamma),
+                dy,
+                c["mean"],
+                c["rstd"],
+                dx,
+                D,
+                local_memory(2 * L),
             )
         dgamma, dbeta = _channel_grads(xd, dy, c["mean"], c["rstd"], rows, D, 1, D, 1)
         self.dgamma = dgamma.get().reshape(self.normalized_shape)
@@ -256,24 +320,77 @@ class _BatchNorm(Module):
                 P, R = _row_blocks(N)
                 part_s1, part_s2 = empty((P, C)), empty((P, C))
                 L = row_local_size(C // 4)
-                run(kernel("normalization.cl", "batchnorm_stats_rows4"), (P * L,), (L,),
-                     xd, part_s1, part_s2, N, C // 4, R)
+                run(
+                    kernel("normalization.cl", "batchnorm_stats_rows4"),
+                    (P * L,),
+                    (L,),
+                    xd,
+                    part_s1,
+                    part_s2,
+                    N,
+                    C // 4,
+                    R,
+                )
             else:
                 P, R, width, local = _column_layout(N, C)
                 part_s1, part_s2 = empty((P, C)), empty((P, C))
-                run(kernel("normalization.cl", "batchnorm_stats_partial"), (width, P), (local, 1),
-                     xd, part_s1, part_s2, N, C, S, R)
-            _one_group(kernel("normalization.cl", "batchnorm_stats_finalize"), C,
-                       xd, part_s1, part_s2, mean, rstd, running_mean, running_var,
-                       P, C, S, m, float(self.eps), float(self.momentum))
+                run(
+                    kernel("normalization.cl", "batchnorm_stats_partial"),
+                    (width, P),
+                    (local, 1),
+                    xd,
+                    part_s1,
+                    part_s2,
+                    N,
+                    C,
+                    S,
+                    R,
+                )
+            _one_group(
+                kernel("normalization.cl", "batchnorm_stats_finalize"),
+                C,
+                xd,
+                part_s1,
+                part_s2,
+                mean,
+                rstd,
+                running_mean,
+                running_var,
+                P,
+                C,
+                S,
+                m,
+                float(self.eps),
+                float(self.momentum),
+            )
             self.running_mean = running_mean.get()
             self.running_var = running_var.get()
         else:
             _, _, width, local = _column_layout(1, C)
-            run(kernel("normalization.cl", "batchnorm_eval_stats"), (width,), (local,),
-                 param(self.running_mean), param(self.running_var), mean, rstd, C, float(self.eps))
+            run(
+                kernel("normalization.cl", "batchnorm_eval_stats"),
+                (width,),
+                (local,),
+                param(self.running_mean),
+                param(self.running_var),
+                mean,
+                rstd,
+                C,
+                float(self.eps),
+            )
         y = empty(xd.shape)
-        self._elementwise("forward", N, C, S, xd, mean, rstd, self._uploads.get("gamma", self.gamma), self._uploads.get("beta", self.beta), y)
+        self._elementwise(
+            "forward",
+            N,
+            C,
+            S,
+            xd,
+            mean,
+            rstd,
+            self._uploads.get("gamma", self.gamma),
+            self._uploads.get("beta", self.beta),
+            y,
+        )
         self.cache = {"x": xd, "mean": mean, "rstd": rstd, "N": N, "S": S, "training": self.training}
         return result(y, on_device)
 
@@ -288,7 +405,18 @@ class _BatchNorm(Module):
         dgamma, dbeta = _channel_grads(xd, dy, c["mean"], c["rstd"], N, C, S, 1, 0)
         dx = empty(xd.shape)
         self._elementwise(
-            "backward", N, C, S, xd, dy, c["mean"], c["rstd"], self._uploads.get("gamma", self.gamma), dgamma, dbeta, dx,
+            "backward",
+            N,
+            C,
+            S,
+            xd,
+            dy,
+            c["mean"],
+            c["rstd"],
+            self._uploads.get("gamma", self.gamma),
+            dgamma,
+            dbeta,
+            dx,
             extra=(N * S, c["training"]),
         )
         self.dgamma = dgamma.get()
@@ -358,8 +486,20 @@ class GroupNorm(Module):
         y, mean, rstd = empty(xd.shape), empty((rows,)), empty((rows,))
         if rows and M:
             run(
-                kernel("normalization.cl", "groupnorm_forward"), (rows * L,), (L,),
-                xd, self._uploads.get("gamma", self.gamma), self._uploads.get("beta", self.beta), y, mean, rstd, M, S, Cg, G, float(self.eps),
+                kernel("normalization.cl", "groupnorm_forward"),
+                (rows * L,),
+                (L,),
+                xd,
+                self._uploads.get("gamma", self.gamma),
+                self._uploads.get("beta", self.beta),
+                y,
+                mean,
+                rstd,
+                M,
+                S,
+                Cg,
+                G,
+                float(self.eps),
                 local_memory(L),
             )
         self.cache = {"x": xd, "mean": mean, "rstd": rstd, "N": N, "S": S}
@@ -379,8 +519,20 @@ class GroupNorm(Module):
         L = row_local_size(M)
         if N * G and M:
             run(
-                kernel("normalization.cl", "groupnorm_backward"), (N * G * L,), (L,),
-                xd, self._uploads.get("gamma", self.gamma), dy, c["mean"], c["rstd"], dx, M, S, Cg, G, local_memory(2 * L),
+                kernel("normalization.cl", "groupnorm_backward"),
+                (N * G * L,),
+                (L,),
+                xd,
+                self._uploads.get("gamma", self.gamma),
+                dy,
+                c["mean"],
+                c["rstd"],
+                dx,
+                M,
+                S,
+                Cg,
+                G,
+                local_memory(2 * L),
             )
         dgamma, dbeta = _channel_grads(xd, dy, c["mean"], c["rstd"], N, C, S, Cg, G)
         self.dgamma = dgamma.get()

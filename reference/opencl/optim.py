@@ -33,7 +33,9 @@ def _device_param(param: Any) -> Any:
             )
         return param
     if not isinstance(param, np.ndarray):
-        raise ParameterError(f"a parameter must be a NumPy or pyopencl array (updated in place), got {type(param).__name__}")
+        raise ParameterError(
+            f"a parameter must be a NumPy or pyopencl array (updated in place), got {type(param).__name__}"
+        )
     return to_device(param)[0]
 
 
@@ -47,7 +49,9 @@ def _gradient(grad: Any, param: Any, key: str) -> Any:
     """grads[key] on the device as float32, with the parameter's shape checked."""
     g, _ = to_device(grad)
     if tuple(g.shape) != tuple(param.shape):
-        raise ParameterError(f"grads[{key!r}] has shape {tuple(g.shape)}, expected {tuple(param.shape)} (params[{key!r}]'s)")
+        raise ParameterError(
+            f"grads[{key!r}] has shape {tuple(g.shape)}, expected {tuple(param.shape)} (params[{key!r}]'s)"
+        )
     return g
 
 
@@ -85,8 +89,15 @@ class SGD:
                 if first:
                     self.buffers[key] = empty(tuple(p.shape))
                 _launch(
-                    "sgd_momentum_step", p.size, p, g, self.buffers[key],
-                    float(self.lr), float(self.momentum), float(self.weight_decay), int(first),
+                    "sgd_momentum_step",
+                    p.size,
+                    p,
+                    g,
+                    self.buffers[key],
+                    float(self.lr),
+                    float(self.momentum),
+                    float(self.weight_decay),
+                    int(first),
                 )
             else:
                 _launch("sgd_step", p.size, p, g, float(self.lr), float(self.weight_decay))
@@ -128,8 +139,18 @@ class AdamW:
             self.t[key] += 1
             t = self.t[key]
             _launch(
-                "adamw_step", p.size, p, g, self.m[key], self.v[key],
-                float(self.lr), beta1, beta2, float(self.eps),
-                1.0 - self.lr * self.weight_decay, 1.0 - beta1**t, 1.0 - beta2**t,
+                "adamw_step",
+                p.size,
+                p,
+                g,
+                self.m[key],
+                self.v[key],
+                float(self.lr),
+                beta1,
+                beta2,
+                float(self.eps),
+                1.0 - self.lr * self.weight_decay,
+                1.0 - beta1**t,
+                1.0 - beta2**t,
             )
             _write_back(param, p)

@@ -63,9 +63,7 @@ class KernelBuildError(RuntimeError):
         self.options = tuple(options)
         self.log = log
         shown = " ".join(self.options) if self.options else "(none)"
-        super().__init__(
-            f"OpenCL build of {filename} failed (options: {shown}):\n{log.strip()}"
-        )
+        super().__init__(f"OpenCL build of {filename} failed (options: {shown}):\n{log.strip()}")
 
 
 _lock = threading.RLock()
@@ -79,9 +77,7 @@ def _import_cl() -> ModuleType:
     try:
         import pyopencl as cl
     except Exception as exc:  # ImportError or a broken ICD loader
-        raise OpenCLUnavailable(
-            f"pyopencl cannot be imported ({exc}); install it with `pip install pyopencl`"
-        ) from exc
+        raise OpenCLUnavailable(f"pyopencl cannot be imported ({exc}); install it with `pip install pyopencl`") from exc
     return cl
 
 
@@ -111,9 +107,7 @@ def get_queue(ctx: "cl.Context | None" = None) -> "cl.CommandQueue":
         ctx = get_context() if ctx is None else ctx
         queue = _queues.get(id(ctx))
         if queue is None or queue.context != ctx:
-            queue = cl.CommandQueue(
-                ctx, properties=cl.command_queue_properties.PROFILING_ENABLE
-            )
+            queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
             _queues[id(ctx)] = queue
         return queue
 
@@ -152,9 +146,7 @@ def read_source(name: str) -> str:
     return resources.files("reference.opencl").joinpath(name).read_text(encoding="utf-8")
 
 
-def load_program(
-    name: str, options: tuple[str, ...] = (), ctx: "cl.Context | None" = None
-) -> "cl.Program":
+def load_program(name: str, options: tuple[str, ...] = (), ctx: "cl.Context | None" = None) -> "cl.Program":
     """Build the kernel file ``reference/opencl/<name>`` (e.g. ``"rmsnorm.cl"``)."""
     return build_program(read_source(name), filename=name, options=options, ctx=ctx)
 

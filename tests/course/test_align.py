@@ -35,8 +35,14 @@ def _locate(folder: Path, text: str, case_name: str = "main") -> dict | None:
     case = next(c for c in CHECKS[BN].checked_plan(7).cases if c.name == case_name)
     run = trace.traced(case, "normalization")
     student = run_script(load_exercises(folder), run.script, run.arrays)
-    return align.locate(BN, "normalization", student, align.reference_trace(case, "normalization"), text,
-                        align.reference_source("normalization"))
+    return align.locate(
+        BN,
+        "normalization",
+        student,
+        align.reference_trace(case, "normalization"),
+        text,
+        align.reference_source("normalization"),
+    )
 
 
 def _line_of(text: str, code: str) -> int:
@@ -61,8 +67,9 @@ def test_a_correct_submission_is_located_nowhere(tmp_path: Path) -> None:
 
 
 def test_a_correct_alternative_formulation_is_located_nowhere(tmp_path: Path) -> None:
-    folder, text = _folder(tmp_path, EPS_LINE, "std = np.sqrt(var + bn.eps)\n"
-                                               "    inv_std = _channel_view(1 / std, x.ndim)")
+    folder, text = _folder(
+        tmp_path, EPS_LINE, "std = np.sqrt(var + bn.eps)\n    inv_std = _channel_view(1 / std, x.ndim)"
+    )
     assert _locate(folder, text) is None
 
 
@@ -103,7 +110,8 @@ def test_differing_names_the_first_structural_difference() -> None:
 
 @pytest.mark.slow
 def test_live_grading_locates_a_wrong_submission_and_runs_nothing_for_a_right_one(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     right, _ = _folder(tmp_path / "right")
     monkeypatch.setattr(LiveSource, "locate", lambda *a: pytest.fail("a correct submission ran the locator"))
     report = grade(right, [BN], "alice")
@@ -114,10 +122,17 @@ def test_live_grading_locates_a_wrong_submission_and_runs_nothing_for_a_right_on
     report = grade(wrong, [BN], "alice")
     forward = next(c for c in report.exercises[0].checks if c.name == "forward")
     assert forward.where is not None
-    assert forward.where == {"file": "normalization.py", "line": _line_of(text, wrong_code), "code": wrong_code,
-                             "words": forward.where["words"]}
-    assert forward.to_json()["where"] == {"file": "normalization.py", "line": _line_of(text, wrong_code),
-                                          "code": wrong_code}
+    assert forward.where == {
+        "file": "normalization.py",
+        "line": _line_of(text, wrong_code),
+        "code": wrong_code,
+        "words": forward.where["words"],
+    }
+    assert forward.to_json()["where"] == {
+        "file": "normalization.py",
+        "line": _line_of(text, wrong_code),
+        "code": wrong_code,
+    }
     assert forward.message.startswith(f"Where: normalization.py line {_line_of(text, wrong_code)}:")
     assert forward.misconception == "bn-eps-outside-sqrt"
 
@@ -171,8 +186,9 @@ def test_offline_grading_locates_a_shape_crash_from_the_pack_shapes_alone(tmp_pa
 
 
 @pytest.mark.slow
-def test_offline_grading_traces_a_crash_and_never_a_wrong_value(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_offline_grading_traces_a_crash_and_never_a_wrong_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A pack locates crashes only: a wrong value (eps outside the root) runs no second, traced, sandbox run;
     a crash (a shape error) does."""
     from grader.course.packs import write_packs

@@ -43,8 +43,14 @@ def _where(exercise: str, folder: Path, text: str) -> dict | None:
     for name in dict.fromkeys(failing):
         assert name, "a failing check carries the case it failed on"
         run = trace.traced(cases[name], topic)
-        where = align.locate(exercise, topic, run_script(ns, run.script, run.arrays),
-                             align.reference_trace(cases[name], topic), text, align.reference_source(topic))
+        where = align.locate(
+            exercise,
+            topic,
+            run_script(ns, run.script, run.arrays),
+            align.reference_trace(cases[name], topic),
+            text,
+            align.reference_source(topic),
+        )
         if where is not None:
             return where
     return None
@@ -69,8 +75,9 @@ def test_an_initialiser_is_located_at_the_number_it_gets_wrong(tmp_path: Path) -
 
 
 def test_an_initialiser_written_otherwise_is_located_nowhere(tmp_path: Path) -> None:
-    folder, text = _solved(tmp_path, "init", KAIMING, "gain = math.sqrt(2.0 / (1.0 + negative_slope**2))\n"
-                                                      "    return gain / math.sqrt(fan)")
+    folder, text = _solved(
+        tmp_path, "init", KAIMING, "gain = math.sqrt(2.0 / (1.0 + negative_slope**2))\n    return gain / math.sqrt(fan)"
+    )
     assert _where("init.kaiming_normal", folder, text) is None
 
 
@@ -98,9 +105,13 @@ def test_a_key_misspelt_where_it_is_read_is_located_where_it_is_read(tmp_path: P
 
 
 def test_a_cache_kept_under_other_keys_is_located_nowhere(tmp_path: Path) -> None:
-    folder, text = _solved(tmp_path, "normalization", CACHE, 'self.cache = {"xh": x_hat, "s": inv_std, "shape": x.shape}')
-    text = text.replace('self.cache["x_hat"], self.cache["inv_std"], self.cache["shape"]',
-                        'self.cache["xh"], self.cache["s"], self.cache["shape"]')
+    folder, text = _solved(
+        tmp_path, "normalization", CACHE, 'self.cache = {"xh": x_hat, "s": inv_std, "shape": x.shape}'
+    )
+    text = text.replace(
+        'self.cache["x_hat"], self.cache["inv_std"], self.cache["shape"]',
+        'self.cache["xh"], self.cache["s"], self.cache["shape"]',
+    )
     (folder / "normalization.py").write_text(text)
     assert _where("normalization.GroupNorm", folder, text) is None
 
@@ -144,7 +155,9 @@ def test_a_test_reading_a_none_is_located_where_the_none_began(tmp_path: Path) -
 
 
 def test_a_validation_written_otherwise_is_located_nowhere(tmp_path: Path) -> None:
-    folder, text = _solved(tmp_path, "normalization", GN_CHECK, "if not (x.ndim >= 2 and x.shape[1] == self.num_channels):")
+    folder, text = _solved(
+        tmp_path, "normalization", GN_CHECK, "if not (x.ndim >= 2 and x.shape[1] == self.num_channels):"
+    )
     assert _where("normalization.GroupNorm", folder, text) is None
 
 
@@ -203,7 +216,8 @@ def test_a_fault_of_the_locator_leaves_the_check_without_a_location(monkeypatch:
 
 @pytest.mark.slow
 def test_a_correct_submission_starts_no_location_worker_and_traces_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The location's cost is a wrong submission's alone: no second sandbox run, no reference trace, no alignment."""
     from grader.course.grading import LiveSource, grade
     from grader.student.engine import grading as engine_grading
@@ -223,8 +237,12 @@ def test_a_correct_submission_starts_no_location_worker_and_traces_nothing(
     assert runs == [["activations.ReLU"]]  # the grading's own sandbox run only
     monkeypatch.undo()
     monkeypatch.setattr(engine_grading, "run_cases", counted)
-    wrong, _ = _solved(tmp_path / "wrong", "activations", "return np.where(self.x > 0, dout, 0.0)",
-                       "return np.where(self.x > 0, 2 * dout, 0.0)")
+    wrong, _ = _solved(
+        tmp_path / "wrong",
+        "activations",
+        "return np.where(self.x > 0, dout, 0.0)",
+        "return np.where(self.x > 0, 2 * dout, 0.0)",
+    )
     report = grade(wrong, ["activations.ReLU"], "alice")
     assert report.exercises[0].status == "failed" and len(runs) == 3  # then one more, traced, for the location
     assert any(c.where for c in report.exercises[0].checks)

@@ -22,26 +22,28 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "authoring.md"
 EXERCISE = "activations.Softplus"
-WHERE = re.compile(r"^# (?P<path>\S+): (?P<where>at the end|(?:before|after|in place of) the line containing (?P<text>.+))$")
+WHERE = re.compile(
+    r"^# (?P<path>\S+): (?P<where>at the end|(?:before|after|in place of) the line containing (?P<text>.+))$"
+)
 
 pytestmark = pytest.mark.slow
 
-RIGHT = '''
+RIGHT = """
     def forward(self, x):
         self.x = np.array(x, dtype=np.float64)
         return np.maximum(self.x, 0.0) + np.log1p(np.exp(-np.abs(self.x)))
 
     def backward(self, dout):
         return dout * np.exp(-np.logaddexp(0.0, -self.x))  # sigma(x), computed without overflow
-'''
-WRONG = '''
+"""
+WRONG = """
     def forward(self, x):
         self.x = np.array(x, dtype=np.float64)
         return np.log(1.0 + np.exp(self.x))
 
     def backward(self, dout):
         return dout * np.exp(-np.logaddexp(0.0, -self.x))  # sigma(x), computed without overflow
-'''
+"""
 
 
 def page_blocks() -> list[str]:
@@ -89,8 +91,15 @@ def copy_of_repository(to: Path) -> Path:
 def grade(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``grade ARGS`` run from the copy, with the copy's grader and reference first on the path."""
     env = {**os.environ, "PYTHONPATH": str(copy), "GRADE_STUDENT": "author"}
-    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=copy, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "grader", *args],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def implemented(copy: Path, folder: str, methods: str) -> Path:
@@ -105,8 +114,13 @@ def implemented(copy: Path, folder: str, methods: str) -> Path:
 
 def test_the_page_names_the_five_places_of_an_exercise_and_nothing_else() -> None:
     places = {WHERE.match(block.partition("\n")[0])["path"] for block in page_blocks()}  # type: ignore[index]
-    assert places == {"reference/activations.py", "exercises/activations.py", "grader/student/engine/catalogue.py",
-                      "grader/student/engine/checks/activations.py", "grader/mistakes/activations.py"}
+    assert places == {
+        "reference/activations.py",
+        "exercises/activations.py",
+        "grader/student/engine/catalogue.py",
+        "grader/student/engine/checks/activations.py",
+        "grader/mistakes/activations.py",
+    }
 
 
 def test_the_steps_add_an_exercise_that_grades_names_its_mistake_and_ships(tmp_path: Path) -> None:
@@ -114,15 +128,33 @@ def test_the_steps_add_an_exercise_that_grades_names_its_mistake_and_ships(tmp_p
     for block in page_blocks():
         apply_block(copy, block)
 
-    right = grade(copy, "submit", EXERCISE, "--path", str(implemented(copy, "right", RIGHT)), "--local", "--json",
-                  "--db", str(tmp_path / "right.db"))
+    right = grade(
+        copy,
+        "submit",
+        EXERCISE,
+        "--path",
+        str(implemented(copy, "right", RIGHT)),
+        "--local",
+        "--json",
+        "--db",
+        str(tmp_path / "right.db"),
+    )
     report = json.loads(right.stdout)
     assert right.returncode == 0, right.stdout + right.stderr
     [softplus] = report["exercises"]
     assert softplus["id"] == EXERCISE and softplus["score"] == softplus["max_score"] == 10
 
-    wrong = grade(copy, "submit", EXERCISE, "--path", str(implemented(copy, "wrong", WRONG)), "--local", "--json",
-                  "--db", str(tmp_path / "wrong.db"))
+    wrong = grade(
+        copy,
+        "submit",
+        EXERCISE,
+        "--path",
+        str(implemented(copy, "wrong", WRONG)),
+        "--local",
+        "--json",
+        "--db",
+        str(tmp_path / "wrong.db"),
+    )
     assert wrong.returncode == 1, wrong.stdout + wrong.stderr
     [softplus] = json.loads(wrong.stdout)["exercises"]
     assert "softplus-overflow" in {c["misconception"] for c in softplus["checks"]}, softplus["checks"]
@@ -131,6 +163,8 @@ def test_the_steps_add_an_exercise_that_grades_names_its_mistake_and_ships(tmp_p
     assert released.returncode == 0, released.stdout + released.stderr
     handout = tmp_path / "release" / "student"
     assert "class Softplus(Module):" in (handout / "exercises" / "activations.py").read_text(encoding="utf-8")
-    assert "class Softplus" not in (handout / "exercises" / "activations.py").read_text(encoding="utf-8").split(
-        "class Softplus", 1)[1]  # the stub once, never the reference's body
+    assert (
+        "class Softplus"
+        not in (handout / "exercises" / "activations.py").read_text(encoding="utf-8").split("class Softplus", 1)[1]
+    )  # the stub once, never the reference's body
     assert "np.log1p" not in (handout / "exercises" / "activations.py").read_text(encoding="utf-8")

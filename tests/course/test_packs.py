@@ -84,7 +84,8 @@ def test_only_live_only_checks_are_left_out_of_a_pack(packs: tuple[Path, dict[st
         seed = source.pack(exercise_id).seed
         left_out = [c.name for c in definition.checked_plan(seed).checks if c.live_only]
         assert definition.points_here(seed, live=False) == pytest.approx(
-            definition.max_score - sum(c.points for c in definition.checked_plan(seed).checks if c.live_only))
+            definition.max_score - sum(c.points for c in definition.checked_plan(seed).checks if c.live_only)
+        )
         if exercise_id == "blocks.MLPBlock":
             assert left_out == ["dropout_train", "backward_dropout"]
         else:

@@ -18,14 +18,19 @@ FUTURE = (datetime.now(timezone.utc) + timedelta(days=30)).isoformat()
 PAST = (datetime.now(timezone.utc) - timedelta(days=30)).isoformat()
 
 
-def upload(tmp_path: Path, email: str, answers: str | None, previous: list[dict[str, Any]] | None = None,
-           due: str = FUTURE) -> Path:
+def upload(
+    tmp_path: Path, email: str, answers: str | None, previous: list[dict[str, Any]] | None = None, due: str = FUTURE
+) -> Path:
     root = tmp_path / f"root{len(list(tmp_path.iterdir()))}"
     (root / "submission").mkdir(parents=True)
     if answers is not None:
         (root / "submission" / "quiz-answers.toml").write_text(answers, encoding="utf-8")
-    meta = {"created_at": datetime.now(timezone.utc).isoformat(), "users": [{"email": email, "name": "S"}],
-            "assignment": {"due_date": due}, "previous_submissions": previous or []}
+    meta = {
+        "created_at": datetime.now(timezone.utc).isoformat(),
+        "users": [{"email": email, "name": "S"}],
+        "assignment": {"due_date": due},
+        "previous_submissions": previous or [],
+    }
     (root / "submission_metadata.json").write_text(json.dumps(meta), encoding="utf-8")
     return root
 
@@ -36,8 +41,11 @@ def grade(root: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
 
 
 def previous(records: dict[str, Any], when: int) -> dict[str, Any]:
-    return {"submission_time": f"2026-11-0{when}T10:00:00Z", "score": 0,
-            "results": {"extra_data": {gradescope.QUIZ_RECORDS: records}}}
+    return {
+        "submission_time": f"2026-11-0{when}T10:00:00Z",
+        "score": 0,
+        "results": {"extra_data": {gradescope.QUIZ_RECORDS: records}},
+    }
 
 
 def shown(question_id: str, student: str) -> str:
@@ -53,14 +61,19 @@ def test_an_answers_file_is_judged_for_its_submitter_only(tmp_path: Path) -> Non
     text = "\n".join(lines) + "\n"
     tests, records = grade(upload(tmp_path, ann, text))
     assert tests["quiz activations"]["score"] == 4, tests["quiz activations"]["output"]
-    assert all(records[f"activations/{q}"] == {"used": 1, "correct": True, "answer": records[f"activations/{q}"]
-                                               ["answer"]} for q in ("gelu-why", "gelu-value"))
+    assert all(
+        records[f"activations/{q}"] == {"used": 1, "correct": True, "answer": records[f"activations/{q}"]["answer"]}
+        for q in ("gelu-why", "gelu-value")
+    )
     with pytest.raises(GraderError, match="was written for 'ann@example.org', not for you"):
         grade(upload(tmp_path, "bob@example.org", text))
     copied = text.replace(f'student = "{ann}"\n', "")
     scores = [grade(upload(tmp_path, f"s{i}@example.org", copied))[0]["quiz activations"]["score"] for i in range(8)]
     assert sum(scores) / len(scores) < 2.5, "Ann's file is not right for other students (their order, their numbers)"
-    assert posed_for("activations", "gelu-value", ann).values != posed_for("activations", "gelu-value", "s0@example.org").values
+    assert (
+        posed_for("activations", "gelu-value", ann).values
+        != posed_for("activations", "gelu-value", "s0@example.org").values
+    )
 
 
 def test_attempts_are_counted_across_submissions_and_never_reset(tmp_path: Path) -> None:
@@ -79,15 +92,19 @@ def test_attempts_are_counted_across_submissions_and_never_reset(tmp_path: Path)
     assert "Explanation: " in tests["quiz activations"]["output"], "attempts spent: explained"
     history = [previous(first, 1), previous(second, 2)]
     tests, third = grade(upload(tmp_path, me, f"[activations]\ngelu-why = {right}\n", history))
-    assert tests["quiz activations"]["score"] == 0 and "no attempts left (attempts never reset)" in \
-        tests["quiz activations"]["output"]
+    assert (
+        tests["quiz activations"]["score"] == 0
+        and "no attempts left (attempts never reset)" in tests["quiz activations"]["output"]
+    )
     assert third["activations/gelu-why"]["used"] == 2 and not third["activations/gelu-why"]["correct"]
 
 
 def test_a_right_answer_keeps_counting_in_later_submissions(tmp_path: Path) -> None:
     me = "keep@example.org"
-    tests, records = grade(upload(tmp_path, me, f'[activations]\ngelu-why = {shown("gelu-why", me)}\n'))
-    assert tests["quiz activations"]["score"] == 1 and "Correct.\n  Explanation: " in tests["quiz activations"]["output"]
+    tests, records = grade(upload(tmp_path, me, f"[activations]\ngelu-why = {shown('gelu-why', me)}\n"))
+    assert (
+        tests["quiz activations"]["score"] == 1 and "Correct.\n  Explanation: " in tests["quiz activations"]["output"]
+    )
     tests, _ = grade(upload(tmp_path, me, None, [previous(records, 1)]))
     assert tests["quiz activations"]["score"] == 1, "an upload without answers keeps the earlier right ones"
 

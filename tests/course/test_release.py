@@ -74,15 +74,26 @@ def test_the_release_holds_the_handout_the_bundle_and_a_manifest(release: Path) 
     listed = {f["path"] for f in manifest["files"]["student"]}
     on_disk = {p.relative_to(release).as_posix() for p in (release / "student").rglob("*") if p.is_file()}
     assert listed == on_disk
-    for name in ("README.md", "pyproject.toml", "exercises/linear.py", "exercises/kernels/rmsnorm.cl",
-                 "grader/__init__.py", "grader/student/cli.py", "grader/student/packs/linear.Linear.npz",
-                 "quizzes/activations.json", "normalization.ipynb", "ERRATA.md"):
+    for name in (
+        "README.md",
+        "pyproject.toml",
+        "exercises/linear.py",
+        "exercises/kernels/rmsnorm.cl",
+        "grader/__init__.py",
+        "grader/student/cli.py",
+        "grader/student/packs/linear.Linear.npz",
+        "quizzes/activations.json",
+        "normalization.ipynb",
+        "ERRATA.md",
+    ):
         assert (release / "student" / name).is_file(), name
     readme = (release / "student" / "README.md").read_text()
     assert "Quick start" in readme and "grade submit" in readme and "practice" in readme
     assert "`blocks.MLPBlock`: dropout_train, backward_dropout" in readme
     members = zipfile.ZipFile(release / "autograder" / "autograder.zip").namelist()
-    assert {"setup.sh", "run_autograder", "source/grader/course/gradescope.py", "source/reference/linear.py"} <= set(members)
+    assert {"setup.sh", "run_autograder", "source/grader/course/gradescope.py", "source/reference/linear.py"} <= set(
+        members
+    )
     assert manifest["files"]["autograder"][0]["members"] == members
 
 
@@ -91,7 +102,8 @@ def test_release_refuses_a_non_empty_folder_without_force(tmp_path: Path) -> Non
     result = CliRunner().invoke(cli, ["release", "--out", str(tmp_path)])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        f"Error: '{tmp_path.resolve()}' is not empty: pass --force to replace its contents, or choose another --out"]
+        f"Error: '{tmp_path.resolve()}' is not empty: pass --force to replace its contents, or choose another --out"
+    ]
     assert (tmp_path / "keep.txt").read_text() == "mine"
 
 
@@ -106,15 +118,18 @@ def test_release_stops_with_one_line_when_the_reference_fails_its_checks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def failing(folder: Path) -> dict[str, int]:
-        raise PackError("the reference fails its own public check linear.Linear forward: y differs"
-                        " (fix reference/ or the check before releasing)")
+        raise PackError(
+            "the reference fails its own public check linear.Linear forward: y differs"
+            " (fix reference/ or the check before releasing)"
+        )
 
     monkeypatch.setattr("grader.course.release.write_packs", failing)
     result = CliRunner().invoke(cli, ["release", "--out", str(tmp_path / "out")])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
         "Error: the reference fails its own public check linear.Linear forward: y differs"
-        " (fix reference/ or the check before releasing)"]
+        " (fix reference/ or the check before releasing)"
+    ]
 
 
 # --- leaks ----------------------------------------------------------------------------------------------
@@ -130,8 +145,12 @@ def normalised_functions(path: Path) -> dict[str, str]:
         node = ast.parse(ast.unparse(node)).body[0]  # a copy
         assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             body = body[1:] or [ast.Pass()]
         node.body, node.name, node.returns, node.decorator_list = body, "_", None, []
         for arg in ast.walk(node.args):
@@ -148,8 +167,11 @@ def python_files(folder: Path) -> list[Path]:
 def secret_sources() -> list[Path]:
     """The instructor-only code that writes answers: the reference, the mistake variants, the reference kernels'
     NumPy emulation, the live-only checks (a dropout with a fixed mask) and the solution writer."""
-    return python_files(ROOT / "reference") + python_files(ROOT / "grader" / "mistakes") + [
-        ROOT / "grader" / "course" / "live_checks.py", ROOT / "grader" / "course" / "solution.py"]  # emulation: reference/
+    return (
+        python_files(ROOT / "reference")
+        + python_files(ROOT / "grader" / "mistakes")
+        + [ROOT / "grader" / "course" / "live_checks.py", ROOT / "grader" / "course" / "solution.py"]
+    )  # emulation: reference/
 
 
 def test_no_function_of_the_reference_the_variants_or_the_solution_writer_ships(release: Path) -> None:
@@ -169,13 +191,19 @@ def test_no_function_of_the_reference_the_variants_or_the_solution_writer_ships(
 
 
 def test_no_file_of_the_reference_the_quiz_sources_or_the_variants_ships(release: Path) -> None:
-    secret_files = secret_sources() + sorted((ROOT / "quizzes" / "source").iterdir()) \
+    secret_files = (
+        secret_sources()
+        + sorted((ROOT / "quizzes" / "source").iterdir())
         + sorted((ROOT / "reference" / "opencl").glob("*.cl"))
+    )
     secret = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in secret_files if p.is_file()}
     stubs = {hashlib.sha256(p.read_bytes()).hexdigest() for p in (ROOT / "exercises").rglob("*") if p.is_file()}
     shipped = [p for p in (release / "student").rglob("*") if p.is_file()]
-    same = [f"{p} = {secret[h]}" for p in shipped
-            if (h := hashlib.sha256(p.read_bytes()).hexdigest()) in secret and h not in stubs]
+    same = [
+        f"{p} = {secret[h]}"
+        for p in shipped
+        if (h := hashlib.sha256(p.read_bytes()).hexdigest()) in secret and h not in stubs
+    ]
     assert not same, same
     names = {part for p in shipped for part in p.relative_to(release / "student").parts}
     assert not names & {"reference", "mistakes", "solution.py", "source", "checks.py"}
@@ -199,8 +227,21 @@ def test_the_handout_quizzes_hold_no_answer_digest_or_explanation(release: Path)
     rest = {}
     for path in sorted(quiz_dir.glob("*.json")):
         for q in json.loads(path.read_text())["questions"]:
-            assert set(q) <= {"id", "kind", "prompt", "choices", "points", "tolerance", "symbols", "subject", "salt",
-                              "sealed", "template", "params", "practice"}, q["id"]
+            assert set(q) <= {
+                "id",
+                "kind",
+                "prompt",
+                "choices",
+                "points",
+                "tolerance",
+                "symbols",
+                "subject",
+                "salt",
+                "sealed",
+                "template",
+                "params",
+                "practice",
+            }, q["id"]
             assert "sealed" not in q or "params" in q, f"{q['id']}: a question with one key for all carries no seal"
             rest[q["id"]] = json.dumps([q.get("symbols"), q.get("subject")])  # the only free text besides the prompt
     checked = 0
@@ -244,9 +285,13 @@ def test_the_text_pages_judge_each_practice_question_and_no_graded_one(release: 
 
     pages = {p.stem: p.read_text(encoding="utf-8") for p in (release / "student" / "text").glob("*.html")}
     assert (release / "student" / "text" / "assets" / "practice.js").is_file()
-    forms = {qid: (page, float(low), float(high)) for page, text in pages.items() for qid, low, high in
-             re_.findall(r'<form class="practice" data-question="([^"]+)" data-low="([^"]+)" data-high="([^"]+)"',
-                         text)}
+    forms = {
+        qid: (page, float(low), float(high))
+        for page, text in pages.items()
+        for qid, low, high in re_.findall(
+            r'<form class="practice" data-question="([^"]+)" data-low="([^"]+)" data-high="([^"]+)"', text
+        )
+    }
     for path in sorted((release / "student" / "quizzes").glob("*.json")):
         quiz = load_practice(path)
         for q in quiz.questions:
@@ -280,24 +325,38 @@ def handout_grade(release: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     venv = tmp_path_factory.mktemp("handout-venv")
     venv.chmod(0o755)  # as any virtual environment: readable by the sandbox's user (mktemp makes it private)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    purelib = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                  check=True, capture_output=True, text=True).stdout.strip())
+    purelib = Path(
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     (purelib / "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-deps"]
     # Offline first (the build backend from this environment: needs a setuptools that builds wheels), else
     # pip's isolated build, which fetches setuptools from the package index or pip's cache.
-    install = subprocess.run(pip + ["--no-index", "--no-build-isolation", str(release / "student")],
-                             capture_output=True, text=True, cwd=venv)
+    install = subprocess.run(
+        pip + ["--no-index", "--no-build-isolation", str(release / "student")], capture_output=True, text=True, cwd=venv
+    )
     if install.returncode != 0:
         install = subprocess.run(pip + [str(release / "student")], capture_output=True, text=True, cwd=venv)
     assert install.returncode == 0, install.stderr[-2000:]
     left = [p.name for p in (release / "student").iterdir() if p.name == "build" or p.name.endswith(".egg-info")]
     assert not left, f"`pip install .` left {left} in the handout"
     probe = subprocess.run(
-        [str(venv / "bin" / "python"), "-c",
-         "import importlib.util as u, grader; print(grader.__file__);"
-         " print(u.find_spec('reference'), u.find_spec('grader.mistakes'), u.find_spec('grader.checks'))"],
-        capture_output=True, text=True, cwd=venv, check=True)
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import importlib.util as u, grader; print(grader.__file__);"
+            " print(u.find_spec('reference'), u.find_spec('grader.mistakes'), u.find_spec('grader.checks'))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=venv,
+        check=True,
+    )
     where, missing = probe.stdout.splitlines()
     assert where.startswith(str(venv)) and missing == "None None None"
     return venv / "bin" / "grade"
@@ -305,9 +364,14 @@ def handout_grade(release: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 def run_handout(grade: Path, folder: Path, tmp_path: Path, *selectors: str) -> tuple[int, dict[str, Any]]:
     env = {k: v for k, v in os.environ.items() if k not in ("GRADE_DB", "PYTHONPATH")}
-    done = subprocess.run([str(grade), "submit", *selectors, "--path", str(folder), "--json",
-                           "--db", str(tmp_path / "progress.db")], capture_output=True, text=True, cwd=tmp_path,
-                          env=env, timeout=300)
+    done = subprocess.run(
+        [str(grade), "submit", *selectors, "--path", str(folder), "--json", "--db", str(tmp_path / "progress.db")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode in (0, 1), done.stderr
     return done.returncode, json.loads(done.stdout)
 
@@ -315,7 +379,9 @@ def run_handout(grade: Path, folder: Path, tmp_path: Path, *selectors: str) -> t
 def test_the_handout_grades_the_stubs_as_not_implemented(handout_grade: Path, release: Path, tmp_path: Path) -> None:
     code, report = run_handout(handout_grade, release / "student" / "exercises", tmp_path)
     assert code == 1 and report["score"] == 0
-    assert {e["status"] for e in report["exercises"]} == {"not_implemented"} and len(report["exercises"]) == len(EXERCISES), [(e["id"], e["status"], e["checks"][:1]) for e in report["exercises"] if e["status"] != "not_implemented"]
+    assert {e["status"] for e in report["exercises"]} == {"not_implemented"} and len(report["exercises"]) == len(
+        EXERCISES
+    ), [(e["id"], e["status"], e["checks"][:1]) for e in report["exercises"] if e["status"] != "not_implemented"]
 
 
 def test_the_handout_passes_a_correct_solution_on_every_public_check(handout_grade: Path, tmp_path: Path) -> None:
@@ -356,18 +422,34 @@ def test_the_handout_locates_a_shape_crash_offline(handout_grade: Path, tmp_path
 def test_the_handout_report_says_which_checks_ran_and_where_the_hidden_ones_run(
     handout_grade: Path, release: Path, tmp_path: Path
 ) -> None:
-    done = subprocess.run([str(handout_grade), "submit", "linear", "--path", str(release / "student" / "exercises"),
-                           "--db", str(tmp_path / "p.db")], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [
+            str(handout_grade),
+            "submit",
+            "linear",
+            "--path",
+            str(release / "student" / "exercises"),
+            "--db",
+            str(tmp_path / "p.db"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 1
-    assert "Ran the public checks" in done.stdout and "hidden checks (your own seeds) run where the reference is" \
-        in done.stdout
+    assert (
+        "Ran the public checks" in done.stdout
+        and "hidden checks (your own seeds) run where the reference is" in done.stdout
+    )
 
 
 # --- the Gradescope bundle ------------------------------------------------------------------------------
 
 
-def autograde(release: Path, tmp_path: Path, files: dict[str, str],
-              env_extra: dict[str, str] | None = None) -> dict[str, Any]:
+def autograde(
+    release: Path, tmp_path: Path, files: dict[str, str], env_extra: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Unzip the bundle into an /autograder-like tree, upload ``files``, run run_autograder, read results.json.
 
     A test tagged ``not_graded`` (the autograder's machine could not grade it) has no score."""
@@ -377,8 +459,12 @@ def autograde(release: Path, tmp_path: Path, files: dict[str, str],
     for name, text in files.items():
         (root / "submission" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "submission" / name).write_text(text)
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "AUTOGRADER_ROOT": str(root),
-           "PYTHON": sys.executable, **(env_extra or {})}
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        "AUTOGRADER_ROOT": str(root),
+        "PYTHON": sys.executable,
+        **(env_extra or {}),
+    }
     done = subprocess.run(["bash", str(root / "run_autograder")], capture_output=True, text=True, env=env, timeout=300)
     results = json.loads((root / "results" / "results.json").read_text())
     assert isinstance(results["score"], (int, float)) and isinstance(results["tests"], list)
@@ -395,16 +481,24 @@ def autograde(release: Path, tmp_path: Path, files: dict[str, str],
 
 def solution_files(tmp_path: Path, prefix: str) -> dict[str, str]:
     folder = write_solution(tmp_path / "sol")
-    return {f"{prefix}{p.relative_to(folder).as_posix()}": p.read_text() for p in folder.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts}
+    return {
+        f"{prefix}{p.relative_to(folder).as_posix()}": p.read_text()
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 def test_gradescope_grades_a_correct_upload_and_its_quiz_answers(release: Path, tmp_path: Path) -> None:
     files = solution_files(tmp_path, "exercises/")
-    shown = [c.id for c in quiz_lib.pose(quiz_lib.load_quiz(ROOT / "quizzes" / "activations.json")
-                                         .question("gelu-why"), "student").choices]  # no metadata: "student"
-    files["quiz-answers.toml"] = (f'[activations]\ngelu-why = "{shown.index("c") + 1}"\ngelu-min-x = "-0.75"\n'
-                                  'sigmoid-max-derivative = "0.3"\n')
+    shown = [
+        c.id
+        for c in quiz_lib.pose(
+            quiz_lib.load_quiz(ROOT / "quizzes" / "activations.json").question("gelu-why"), "student"
+        ).choices
+    ]  # no metadata: "student"
+    files["quiz-answers.toml"] = (
+        f'[activations]\ngelu-why = "{shown.index("c") + 1}"\ngelu-min-x = "-0.75"\nsigmoid-max-derivative = "0.3"\n'
+    )
     results = autograde(release, tmp_path, files)
     exercises = [t for t in results["tests"] if not t["name"].startswith("quiz ")]
     assert results["returncode"] == 0 and len(exercises) == len(EXERCISES)
@@ -414,7 +508,9 @@ def test_gradescope_grades_a_correct_upload_and_its_quiz_answers(release: Path, 
 
 
 def test_gradescope_grades_a_partial_upload_of_top_level_files(release: Path, tmp_path: Path) -> None:
-    files = {name: text for name, text in solution_files(tmp_path, "").items() if name in ("linear.py", "activations.py")}
+    files = {
+        name: text for name, text in solution_files(tmp_path, "").items() if name in ("linear.py", "activations.py")
+    }
     results = autograde(release, tmp_path, files)
     by_name = {t["name"]: t for t in results["tests"]}
     assert by_name["linear.Linear"]["score"] == 10 and by_name["activations.GELU"]["score"] == 10
@@ -423,20 +519,25 @@ def test_gradescope_grades_a_partial_upload_of_top_level_files(release: Path, tm
 
 @pytest.mark.opencl
 def test_gradescope_on_an_image_whose_compiler_does_not_know_the_cpu_leaves_kernels_scoreless(
-        release: Path, tmp_path: Path) -> None:
+    release: Path, tmp_path: Path
+) -> None:
     """Every kernel build fails as PoCL's does on a CPU its LLVM does not know: the kernel exercises
     are scoreless tests tagged not_graded (never a zero), the rest are graded, the top-level output starts
     with the line that flags the run, extra_data lists them, and run_autograder exits 2."""
-    results = autograde(release, tmp_path, solution_files(tmp_path, "exercises/"),
-                        {"GRADE_OPENCL_FAULT": "unknown-cpu"})
+    results = autograde(
+        release, tmp_path, solution_files(tmp_path, "exercises/"), {"GRADE_OPENCL_FAULT": "unknown-cpu"}
+    )
     skipped = [t for t in results["tests"] if "not_graded" in t.get("tags", [])]
     assert [t["name"] for t in skipped] == KERNEL_IDS
-    assert all("unknown target CPU 'generic'" in t["output"] and "reruns the autograder" in t["output"]
-               for t in skipped)
+    assert all(
+        "unknown target CPU 'generic'" in t["output"] and "reruns the autograder" in t["output"] for t in skipped
+    )
     graded = [t for t in results["tests"] if "score" in t]
     assert len(graded) == len(CPU_IDS) and all(t["score"] == t["max_score"] == 10 for t in graded)
     assert results["score"] == 10 * len(CPU_IDS)
-    assert results["output"].startswith(f"NOT GRADED YET: {len(KERNEL_IDS)} exercise(s) ({10 * len(KERNEL_IDS)} points)")
+    assert results["output"].startswith(
+        f"NOT GRADED YET: {len(KERNEL_IDS)} exercise(s) ({10 * len(KERNEL_IDS)} points)"
+    )
     assert results["extra_data"]["normgrade_not_graded"] == [t["name"] for t in skipped]
     assert results["returncode"] == 2 and "Error: NOT GRADED YET" in results["stderr"]
 
@@ -464,10 +565,13 @@ def test_the_handout_quiz_practice_session(release: Path) -> None:
     first = quiz.questions[0]
     assert first.id == "gelu-why"
     answers = ["2", "zzz", ""] + [""] * (len(quiz.questions) - 1)  # kept; unreadable then skipped; skips
-    session = CliRunner().invoke(student_cli, ["quiz", "activations", "--quiz-dir", str(quiz_dir)],
-                                 input="\n".join(answers) + "\n")
+    session = CliRunner().invoke(
+        student_cli, ["quiz", "activations", "--quiz-dir", str(quiz_dir)], input="\n".join(answers) + "\n"
+    )
     assert session.exit_code == 0, session.output
-    assert "nothing is recorded" in session.output and "Question 1/" in session.output and " gelu-why [" in session.output
+    assert (
+        "nothing is recorded" in session.output and "Question 1/" in session.output and " gelu-why [" in session.output
+    )
     assert "not checked here" in session.output and "Kept." in session.output and "Skipped." in session.output
     assert " gelu-why [single] (§activations.gelu): " in session.output, "the section beside the quizzes (text/)"
     unknown = CliRunner().invoke(student_cli, ["quiz", "nope", "--quiz-dir", str(quiz_dir)])
@@ -490,9 +594,25 @@ def run_handout_in_place(student: Path, folder: Path, tmp_path: Path, *selectors
     """The handout's own grader (its ``grader/`` first on the path, not this repository's) grading ``folder``."""
     env = {k: v for k, v in os.environ.items() if k not in ("GRADE_DB", "PYTHONPATH")}
     env["PYTHONPATH"] = str(student)
-    done = subprocess.run([sys.executable, "-m", "grader.student.cli", "submit", *selectors, "--path", str(folder),
-                           "--json", "--db", str(tmp_path / "p.db")], capture_output=True, text=True, cwd=tmp_path,
-                          env=env, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader.student.cli",
+            "submit",
+            *selectors,
+            "--path",
+            str(folder),
+            "--json",
+            "--db",
+            str(tmp_path / "p.db"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode in (0, 1), done.stderr
     return json.loads(done.stdout)
 
@@ -535,8 +655,11 @@ def test_the_handout_readme_runs_as_written_and_states_the_course(release: Path)
     readme = (release / "student" / "README.md").read_text()
     quick = readme.split("## Quick start", 1)[1].split("```sh", 1)[1].split("```", 1)[0].strip().splitlines()
     assert quick == ["python3 -m venv .venv && .venv/bin/pip install '.[opencl]'", ".venv/bin/grade submit"]
-    commands = [line.split("#")[0].strip() for line in readme.splitlines() if "grade " in line and
-                line.lstrip().startswith((".venv/bin/grade", "grade "))]
+    commands = [
+        line.split("#")[0].strip()
+        for line in readme.splitlines()
+        if "grade " in line and line.lstrip().startswith((".venv/bin/grade", "grade "))
+    ]
     assert commands and all(c.startswith(".venv/bin/grade ") for c in commands), commands  # never a bare `grade`
     from grader.student.cli import cli as student_cli
 
@@ -545,8 +668,14 @@ def test_the_handout_readme_runs_as_written_and_states_the_course(release: Path)
     assert "## Handing in: Gradescope" in readme and "quiz-answers.toml" in readme  # no course: Gradescope
     assert "## Allowed imports" in readme and "not SciPy" in readme
     assert "| activations | 16 |" in readme  # the quiz chapters with their questions and attempts
-    for phrase in ("--html report.html", "grade view", "## Notebooks", "normalization.ipynb", "jupyter notebook",
-                  ".venv/bin/pip install '.[notebook]'"):
+    for phrase in (
+        "--html report.html",
+        "grade view",
+        "## Notebooks",
+        "normalization.ipynb",
+        "jupyter notebook",
+        ".venv/bin/pip install '.[notebook]'",
+    ):
         assert phrase in readme, phrase
     declared = tomllib.loads((release / "student" / "pyproject.toml").read_text())
     assert any(d.startswith("notebook>=") for d in declared["project"]["optional-dependencies"]["notebook"])
@@ -563,8 +692,14 @@ def test_the_handout_readme_s_reading_commands_run_as_written(handout_grade: Pat
     env = {k: v for k, v in os.environ.items() if k not in ("GRADE_DB", "PYTHONPATH")}
     out = {}
     for line in reads:
-        done = subprocess.run([str(handout_grade), *line.split()[1:]], capture_output=True, text=True,
-                              cwd=release / "student", env=env, timeout=120)
+        done = subprocess.run(
+            [str(handout_grade), *line.split()[1:]],
+            capture_output=True,
+            text=True,
+            cwd=release / "student",
+            env=env,
+            timeout=120,
+        )
         assert done.returncode == 0 and not done.stderr, (line, done.stderr)
         out[line] = done.stdout
     listing, section, page = out.values()
@@ -579,8 +714,10 @@ def test_the_hand_in_section_follows_the_course(tmp_path: Path) -> None:
     from grader.student.course import Course, load_course
 
     path = tmp_path / "course.toml"
-    path.write_text('hand_in = "both"\n[server]\nurl = "https://grader.example.org"\n[[chapter]]\nname = "init"\n'
-                    'due = 2026-12-01T23:59:00Z\nlate_penalty = 0.25\nlate_until = 2026-12-08T23:59:00Z\n')
+    path.write_text(
+        'hand_in = "both"\n[server]\nurl = "https://grader.example.org"\n[[chapter]]\nname = "init"\n'
+        "due = 2026-12-01T23:59:00Z\nlate_penalty = 0.25\nlate_until = 2026-12-08T23:59:00Z\n"
+    )
     course = load_course(path)
     title, text, where, _ = hand_in_text(course)
     assert title == "the course server and Gradescope" and "https://grader.example.org" in text
@@ -589,8 +726,9 @@ def test_the_hand_in_section_follows_the_course(tmp_path: Path) -> None:
     assert "**Your page in the browser**: https://grader.example.org/student/." in text  # where the page is
     assert "the same report and pictures as `grade submit --html`" in " ".join(text.split())  # what it shows
     assert "/student/" not in hand_in_text(Course(hand_in="gradescope"))[1]  # no course server, no page there
-    assert ("| init | init | - | 2026-12-01 23:59 UTC | counts 75% | 2026-12-08 23:59 UTC | at once |"
-            in deadlines_text(course))
+    assert "| init | init | - | 2026-12-01 23:59 UTC | counts 75% | 2026-12-08 23:59 UTC | at once |" in deadlines_text(
+        course
+    )
 
 
 def test_the_readme_says_exams_quiz_chapters_totals_and_rescoring_as_they_work() -> None:

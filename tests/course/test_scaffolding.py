@@ -45,7 +45,11 @@ def without_docstrings(source: str) -> str:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 node.body = node.body[1:] or [ast.Pass()]
     return ast.dump(tree, include_attributes=False)
 
@@ -68,17 +72,21 @@ EXAMPLE = '''def f(x):
 
 
 def test_each_level_keeps_its_blocks_and_drops_the_markers() -> None:
-    assert render(EXAMPLE, "guided") == EXAMPLE.replace("    [derive]\n", "").replace("    [/derive]\n", "") \
-        .replace("    [guided]\n", "").replace("    [/guided]\n", "")
+    assert render(EXAMPLE, "guided") == EXAMPLE.replace("    [derive]\n", "").replace("    [/derive]\n", "").replace(
+        "    [guided]\n", ""
+    ).replace("    [/guided]\n", "")
     assert render(EXAMPLE, "derive") == 'def f(x):\n    """Summary.\n\n    Cache x.\n\n    Never modify x.\n    """\n'
     assert render(EXAMPLE, "contract") == 'def f(x):\n    """Summary.\n\n    Never modify x.\n    """\n'
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("[guided]\nx\n", "[guided] is never closed"),
-    ("[guided]\n[derive]\n[/derive]\n[/guided]\n", "[derive] opens inside [guided]"),
-    ("x\n[/derive]\n", "[/derive] closes no open [derive]"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("[guided]\nx\n", "[guided] is never closed"),
+        ("[guided]\n[derive]\n[/derive]\n[/guided]\n", "[derive] opens inside [guided]"),
+        ("x\n[/derive]\n", "[/derive] closes no open [derive]"),
+    ],
+)
 def test_malformed_markers_are_one_line_errors(text: str, fragment: str) -> None:
     with pytest.raises(ScaffoldError) as excinfo:
         render(text, "derive", "stub.py")
@@ -103,7 +111,9 @@ def test_every_stub_renders_without_markers_and_keeps_its_code(relative: str, le
         assert without_docstrings(text) == without_docstrings(source)  # code and signatures exactly as exercises/
     else:
         code = [line for line in text.splitlines() if "__kernel" in line or "TODO" in line]
-        kept = [line for line in (EXERCISES_DIR / relative).read_text().splitlines() if "__kernel" in line or "TODO" in line]
+        kept = [
+            line for line in (EXERCISES_DIR / relative).read_text().splitlines() if "__kernel" in line or "TODO" in line
+        ]
         assert code == kept
 
 
@@ -129,16 +139,29 @@ def test_contract_kernel_stubs_build_on_the_opencl_device(filename: str) -> None
 def test_the_stubs_mark_the_derivations_of_the_issue() -> None:
     """The answers named in the issue are marked [guided]: BatchNorm's dx and running-variance update, RMSNorm's dx,
     an initialiser's constant, a kernel's reduction strategy."""
-    marked = {rel: " ".join(normal("\n".join(lines)) for kind, lines in blocks((EXERCISES_DIR / rel).read_text())
-                            if kind == "guided") for rel in STUB_IDS}
+    marked = {
+        rel: " ".join(
+            normal("\n".join(lines)) for kind, lines in blocks((EXERCISES_DIR / rel).read_text()) if kind == "guided"
+        )
+        for rel in STUB_IDS
+    }
     assert "m / (m - 1)" in marked["normalization.py"]
     assert "(m * dout - sum(dout) - x_hat * sum(dout * x_hat))" in marked["normalization.py"]
     assert "x_i / (d * rms^3)" in marked["normalization.py"]
     assert "sqrt(6 / (fan_in + fan_out))" in marked["init.py"]
     assert "tree reduction" in marked["kernels/rmsnorm.cl"] and "tree reduction" in marked["kernels/layernorm.cl"]
     every_marked_file = {rel for rel, text in marked.items() if text}
-    assert every_marked_file >= {"activations.py", "linear.py", "normalization.py", "dropout.py", "init.py", "optim.py",
-                                 "gradcheck.py", "blocks.py", "kernels/activations.cl"}
+    assert every_marked_file >= {
+        "activations.py",
+        "linear.py",
+        "normalization.py",
+        "dropout.py",
+        "init.py",
+        "optim.py",
+        "gradcheck.py",
+        "blocks.py",
+        "kernels/activations.cl",
+    }
 
 
 @pytest.mark.parametrize("relative", STUB_IDS)
@@ -161,8 +184,11 @@ def test_contract_and_derive_contain_none_of_the_marked_formulas(relative: str) 
 def test_guided_is_the_source_without_its_marker_lines() -> None:
     for relative in STUB_IDS:
         source = (EXERCISES_DIR / relative).read_text(encoding="utf-8")
-        bare = "".join(line for line in source.splitlines(keepends=True)
-                       if not re.match(r"^\s*(\*\s*)?\[/?(guided|derive)\]\s*$", line))
+        bare = "".join(
+            line
+            for line in source.splitlines(keepends=True)
+            if not re.match(r"^\s*(\*\s*)?\[/?(guided|derive)\]\s*$", line)
+        )
         assert rendered(relative, "guided") == bare, relative
 
 
@@ -179,7 +205,7 @@ def stated(level: str) -> dict[str, str]:
         module = "" if relative.endswith(".cl") else (ast.get_docstring(ast.parse(text)) or "")
         lines = text.splitlines()
         for exercise, (first, last) in exercises_in(relative, text).items():
-            out[exercise] = normal("\n".join(lines[first - 1:last]) + "\n" + module + "\n" + package)
+            out[exercise] = normal("\n".join(lines[first - 1 : last]) + "\n" + module + "\n" + package)
     return out
 
 
@@ -200,8 +226,15 @@ def test_every_level_states_every_requirement_a_check_tests(level: str) -> None:
 
 
 def test_course_scaffolding_sets_the_level_with_overrides_by_topic_and_exercise() -> None:
-    course = parse_course({"scaffolding": {"level": "derive", "exercises": {
-        "normalization.BatchNorm1d": "contract", "normalization": "guided"}}}, Path("course.toml"))
+    course = parse_course(
+        {
+            "scaffolding": {
+                "level": "derive",
+                "exercises": {"normalization.BatchNorm1d": "contract", "normalization": "guided"},
+            }
+        },
+        Path("course.toml"),
+    )
     levels = course.scaffolding_levels()
     assert levels["normalization.BatchNorm1d"] == "contract" and levels["normalization.LayerNorm"] == "guided"
     assert levels["linear.Linear"] == "derive" and set(levels) == set(EXERCISES)
@@ -209,12 +242,15 @@ def test_course_scaffolding_sets_the_level_with_overrides_by_topic_and_exercise(
     assert course.scaffolding_levels("contract")["normalization.BatchNorm1d"] == "contract"
 
 
-@pytest.mark.parametrize("scaffolding, fragment", [
-    ({"level": "easy"}, "scaffolding.level = 'easy' is not a level: use contract, derive, guided"),
-    ({"exercises": {"linear.Linear": "full"}}, "scaffolding.exercises.\"linear.Linear\" = 'full' is not a level"),
-    ({"exercises": {"batchnorm": "derive"}}, "scaffolding.exercises: 'batchnorm' is not an exercise or topic"),
-    ({"levels": "derive"}, "[scaffolding] takes level"),
-])
+@pytest.mark.parametrize(
+    "scaffolding, fragment",
+    [
+        ({"level": "easy"}, "scaffolding.level = 'easy' is not a level: use contract, derive, guided"),
+        ({"exercises": {"linear.Linear": "full"}}, "scaffolding.exercises.\"linear.Linear\" = 'full' is not a level"),
+        ({"exercises": {"batchnorm": "derive"}}, "scaffolding.exercises: 'batchnorm' is not an exercise or topic"),
+        ({"levels": "derive"}, "[scaffolding] takes level"),
+    ],
+)
 def test_bad_scaffolding_tables_are_one_line_errors(scaffolding: dict, fragment: str) -> None:
     with pytest.raises(CourseError) as excinfo:
         parse_course({"scaffolding": scaffolding}, Path("course.toml"))
@@ -222,22 +258,30 @@ def test_bad_scaffolding_tables_are_one_line_errors(scaffolding: dict, fragment:
 
 
 def test_a_per_exercise_level_renders_only_that_exercise_lower() -> None:
-    text = render_stub("normalization.py", (EXERCISES_DIR / "normalization.py").read_text(),
-                       {"normalization.BatchNorm1d": "contract"}, "guided")
+    text = render_stub(
+        "normalization.py",
+        (EXERCISES_DIR / "normalization.py").read_text(),
+        {"normalization.BatchNorm1d": "contract"},
+        "guided",
+    )
     spans = exercises_in("normalization.py", text)
     lines = text.splitlines()
-    bn1d = normal("\n".join(lines[spans["normalization.BatchNorm1d"][0] - 1:spans["normalization.BatchNorm1d"][1]]))
-    bn2d = normal("\n".join(lines[spans["normalization.BatchNorm2d"][0] - 1:spans["normalization.BatchNorm2d"][1]]))
+    bn1d = normal("\n".join(lines[spans["normalization.BatchNorm1d"][0] - 1 : spans["normalization.BatchNorm1d"][1]]))
+    bn2d = normal("\n".join(lines[spans["normalization.BatchNorm2d"][0] - 1 : spans["normalization.BatchNorm2d"][1]]))
     assert "m / (m - 1)" not in bn1d and "cache x_hat" not in bn1d
     assert "(m * dout - sum(dout) - x_hat * sum(dout * x_hat))" in bn2d
 
 
 def test_render_tree_writes_every_file(tmp_path: Path) -> None:
     render_tree(EXERCISES_DIR, tmp_path / "exercises", {}, "contract")
-    written = sorted(p.relative_to(tmp_path / "exercises").as_posix() for p in (tmp_path / "exercises").rglob("*")
-                     if p.is_file())
-    assert written == sorted(p.relative_to(EXERCISES_DIR).as_posix() for p in EXERCISES_DIR.rglob("*")
-                             if p.is_file() and "__pycache__" not in p.parts)
+    written = sorted(
+        p.relative_to(tmp_path / "exercises").as_posix() for p in (tmp_path / "exercises").rglob("*") if p.is_file()
+    )
+    assert written == sorted(
+        p.relative_to(EXERCISES_DIR).as_posix()
+        for p in EXERCISES_DIR.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
     assert (tmp_path / "exercises" / "normalization.py").read_text() == rendered("normalization.py", "contract")
 
 
@@ -257,8 +301,14 @@ def test_below_guided_a_named_mistake_gets_its_hint_and_no_fix(monkeypatch: pyte
 
     mistake = diagnosis.known_mistake("bn-biased-running-var")
     assert mistake is not None and mistake.hint
-    check = CheckResult(name="running_var", passed=False, score=0.0, max_score=2.0, message="running_var differs",
-                        misconception="bn-biased-running-var")
+    check = CheckResult(
+        name="running_var",
+        passed=False,
+        score=0.0,
+        max_score=2.0,
+        message="running_var differs",
+        misconception="bn-biased-running-var",
+    )
     levels = {"normalization.BatchNorm1d": "guided"}
     monkeypatch.setattr(diagnosis, "level_of", lambda exercise: levels.get(exercise, "guided"))
     guided = diagnosis_lines(check)
@@ -269,7 +319,10 @@ def test_below_guided_a_named_mistake_gets_its_hint_and_no_fix(monkeypatch: pyte
         assert lines == [f"Likely mistake (bn-biased-running-var): {mistake.hint}"]
         assert mistake.explain() == f"Known mistake bn-biased-running-var: {mistake.hint}"
     no_hint = diagnosis.KnownMistake("x-mistake", "normalization.BatchNorm1d", "What is wrong.", "Paste y = 2x.")
-    assert no_hint.said("derive") == ("What is wrong.", "") and no_hint.said("guided") == ("What is wrong.", "Paste y = 2x.")
+    assert no_hint.said("derive") == ("What is wrong.", "") and no_hint.said("guided") == (
+        "What is wrong.",
+        "Paste y = 2x.",
+    )
 
 
 def test_no_hint_repeats_a_formula_the_stubs_mark_guided() -> None:

@@ -12,12 +12,25 @@ import pytest
 
 from grader.course import text as course_text
 from grader.student.coursetext import (
-    TextError, citations, find_section, latex_to_text, load_chapters, markdown_to_text, parse_chapter, section_text,
+    TextError,
+    citations,
+    find_section,
+    latex_to_text,
+    load_chapters,
+    markdown_to_text,
+    parse_chapter,
+    section_text,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-CHAPTERS = {"universal-approximation", "activations", "normalization", "initialisation", "dropout-weight-decay",
-            "kernels"}
+CHAPTERS = {
+    "universal-approximation",
+    "activations",
+    "normalization",
+    "initialisation",
+    "dropout-weight-decay",
+    "kernels",
+}
 
 
 @pytest.fixture(scope="module")
@@ -59,29 +72,40 @@ def test_structure_problems_name_each_break(chapters: dict) -> None:
     assert any("quiz chapter 'extra' has no chapter" in p for p in problems)
     twice = dict(chapters)
     twice["activations"] = parse_chapter(
-        (ROOT / "text" / "activations.md").read_text(encoding="utf-8").replace(
+        (ROOT / "text" / "activations.md")
+        .read_text(encoding="utf-8")
+        .replace(
             "<!-- checkpoint: dead-relu-cause dead-relu-remedies -->",
-            "<!-- checkpoint: dead-relu-cause dead-relu-remedies gelu-why -->"), "activations")
-    assert any("'gelu-why' is the checkpoint of 2 sections" in p
-               for p in course_text.structure_problems(twice, course_text.quiz_banks()))
+            "<!-- checkpoint: dead-relu-cause dead-relu-remedies gelu-why -->",
+        ),
+        "activations",
+    )
+    assert any(
+        "'gelu-why' is the checkpoint of 2 sections" in p
+        for p in course_text.structure_problems(twice, course_text.quiz_banks())
+    )
 
 
-@pytest.mark.parametrize("markdown, message", [
-    ("# T {#other}\n", "not the file's name"),
-    ("# T {#c}\n## No id\n", "needs a stable id"),
-    ("# T {#c}\n## A {#a}\ntext\n## B {#a}\n", "two sections have this id"),
-    ("# T {#c}\n## A {#a}\n<!-- checkpoint: q -->\nmore text\n", "must end its section"),
-    ("# T {#c}\n## A {#a}\n<!-- a note -->\n", "only comments"),
-    ("# T {#c}\n## A {#a}\nfive<!-- claim: x -->\n", "does not follow a piece of maths"),
-])
+@pytest.mark.parametrize(
+    "markdown, message",
+    [
+        ("# T {#other}\n", "not the file's name"),
+        ("# T {#c}\n## No id\n", "needs a stable id"),
+        ("# T {#c}\n## A {#a}\ntext\n## B {#a}\n", "two sections have this id"),
+        ("# T {#c}\n## A {#a}\n<!-- checkpoint: q -->\nmore text\n", "must end its section"),
+        ("# T {#c}\n## A {#a}\n<!-- a note -->\n", "only comments"),
+        ("# T {#c}\n## A {#a}\nfive<!-- claim: x -->\n", "does not follow a piece of maths"),
+    ],
+)
 def test_a_broken_chapter_is_refused_in_one_line(markdown: str, message: str) -> None:
     with pytest.raises(TextError, match=message):
         parse_chapter(markdown, "c")
 
 
 def test_a_claim_is_the_maths_it_follows() -> None:
-    chapter = parse_chapter("# T {#c}\n## A {#a}\nbetween $-0.8$<!-- claim: lo --> and\n$$x^2$$\n"
-                            "<!-- claim: sq -->\n", "c")
+    chapter = parse_chapter(
+        "# T {#c}\n## A {#a}\nbetween $-0.8$<!-- claim: lo --> and\n$$x^2$$\n<!-- claim: sq -->\n", "c"
+    )
     assert [(c.id, c.latex) for c in chapter.sections[0].claims] == [("lo", "-0.8"), ("sq", "x^2")]
 
 
@@ -113,14 +137,17 @@ def test_what_a_student_reads_cites_sections_not_a_vague_course_text() -> None:
     assert course_text.vague_citations() == []
 
 
-@pytest.mark.parametrize("line, phrase", [
-    ("gives x ≈ -0.7518; the course text rounds it to -0.75.", "course text rounds"),
-    ("remedies for dead ReLUs given in the course text?", "given in the course text"),
-    ("The chapter says ReLU halves the variance.", "The chapter says"),
-    ("# Errata: where the source material and the papers disagree", "the source material"),
-    ("the second moment (ERRATA.md, item 10).", "ERRATA.md, item 10"),
-    ("right on 2-D input (the course code's bug).", "the course code"),
-])
+@pytest.mark.parametrize(
+    "line, phrase",
+    [
+        ("gives x ≈ -0.7518; the course text rounds it to -0.75.", "course text rounds"),
+        ("remedies for dead ReLUs given in the course text?", "given in the course text"),
+        ("The chapter says ReLU halves the variance.", "The chapter says"),
+        ("# Errata: where the source material and the papers disagree", "the source material"),
+        ("the second moment (ERRATA.md, item 10).", "ERRATA.md, item 10"),
+        ("right on 2-D input (the course code's bug).", "the course code"),
+    ],
+)
 def test_a_vague_citation_is_found(tmp_path: Path, line: str, phrase: str) -> None:
     (tmp_path / "quizzes").mkdir()
     (tmp_path / "quizzes" / "errata.md").write_text(f"Fine: §activations.gelu.\n{line}\n", encoding="utf-8")
@@ -167,8 +194,9 @@ def _audit(text_dir: Path):
 
     quizzes = quiz_lib.load_all(ROOT / "quizzes")
     sources = [quiz_lib.load_source(p) for p in sorted((ROOT / "quizzes" / "source").glob("*.toml"))]
-    return leaks.audit(leaks.course_texts(text_dir), quizzes, leaks.source_keys(sources),
-                       leaks.contract_texts(ROOT / "exercises"))
+    return leaks.audit(
+        leaks.course_texts(text_dir), quizzes, leaks.source_keys(sources), leaks.contract_texts(ROOT / "exercises")
+    )
 
 
 def test_the_text_prints_no_graded_answer() -> None:
@@ -181,13 +209,19 @@ def test_a_graded_answer_printed_in_a_section_is_a_leak(tmp_path: Path) -> None:
     for path in (ROOT / "text").glob("*.md"):
         (tmp_path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
     gelu = tmp_path / "activations.md"
-    gelu.write_text(gelu.read_text(encoding="utf-8").replace(
-        "the checkpoint asks for\nboth more precisely.", "the minimum is at $x \\approx -0.7518$.")
-        .replace("(find its maximum at the checkpoint)", "(at most $\\frac{1}{4}$)"), encoding="utf-8")
+    gelu.write_text(
+        gelu.read_text(encoding="utf-8")
+        .replace("the checkpoint asks for\nboth more precisely.", "the minimum is at $x \\approx -0.7518$.")
+        .replace("(find its maximum at the checkpoint)", "(at most $\\frac{1}{4}$)"),
+        encoding="utf-8",
+    )
     init = tmp_path / "initialisation.md"
-    init.write_text(init.read_text(encoding="utf-8").replace(
-        "Solve it for the variance at the checkpoint", "So $\\operatorname{Var}(W) = 2/n_\\text{in}$"),
-        encoding="utf-8")
+    init.write_text(
+        init.read_text(encoding="utf-8").replace(
+            "Solve it for the variance at the checkpoint", "So $\\operatorname{Var}(W) = 2/n_\\text{in}$"
+        ),
+        encoding="utf-8",
+    )
     found = {(leak.question, leak.source) for leak in _audit(tmp_path).leaks}
     assert ("activations/gelu-min-x", "text/activations.md#gelu") in found
     assert ("initialisation/kaiming-variance", "text/initialisation.md#kaiming") in found
@@ -208,7 +242,8 @@ def test_a_report_naming_a_known_mistake_sends_the_student_to_the_mistake_s_sect
 
     named = failing(None, "bn-biased-running-var")
     assert "Read §normalization.batchnorm-running-stats (grade read normalization.batchnorm-running-stats)." in (
-        format_text(named))
+        format_text(named)
+    )
     assert 'href="text/normalization.html#batchnorm-running-stats"' in format_html(named, text_href="text/")
     assert HINTS["bn-biased-running-var"].endswith("See §normalization.batchnorm-running-stats.")  # the same
     assert "Read §normalization.batchnorm-forward " in format_text(failing(None))  # no mistake named

@@ -28,8 +28,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if not (course_text.KATEX_DIR / "katex.min.js").is_file():
         pytest.skip("KaTeX is not installed: `make text-deps` (npm ci in text/)")
     out = tmp_path_factory.mktemp("text-pages")
-    course_text.build_pages(out, questions={"bn-dgamma": "What is dL/dγ?", "bn-dx-constant": "What is dL/dx?"},
-                            practice=page_practice())
+    course_text.build_pages(
+        out, questions={"bn-dgamma": "What is dL/dγ?", "bn-dx-constant": "What is dL/dx?"}, practice=page_practice()
+    )
+
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
             pass
@@ -84,8 +86,11 @@ def test_a_practice_question_is_answered_in_the_page_wrong_then_right(browser: A
         assert "grade quiz normalization" in checkpoint.inner_text(), "the pointer to `grade quiz` stays"
         form = checkpoint.locator('form.practice[data-question="bn-running-var-batches"]')
         assert practice.prompt in form.inner_text()
-        answer, feedback, explanation = form.get_by_label("Your answer"), form.locator(".feedback"), form.locator(
-            ".explanation")
+        answer, feedback, explanation = (
+            form.get_by_label("Your answer"),
+            form.locator(".feedback"),
+            form.locator(".explanation"),
+        )
         answer.fill("a lot")
         form.get_by_role("button", name="Check").click()
         assert "Write a number" in feedback.inner_text() and answer.get_attribute("aria-invalid") == "true"

@@ -22,7 +22,7 @@ from grader.student.coursetext import load_chapters
 ROOT = Path(__file__).resolve().parents[2]
 RNG = np.random.default_rng(46)
 Z = np.linspace(-12.0, 12.0, 240001)  # E over N(0, 1): a fine grid weighted by the density (ReLU has a kink)
-W = np.exp(-Z**2 / 2) / math.sqrt(2 * math.pi) * (Z[1] - Z[0])
+W = np.exp(-(Z**2) / 2) / math.sqrt(2 * math.pi) * (Z[1] - Z[0])
 
 
 def number(latex: str) -> float:
@@ -35,10 +35,12 @@ def number(latex: str) -> float:
 
 def gelu_minimum() -> tuple[float, float]:
     """GELU's minimum from the reference: bisection on its backward (the derivative) between -1 and -1/2."""
+
     def slope(x: float) -> float:
         layer = act.GELU()
         layer.forward(np.array([x]))
         return float(layer.backward(np.array([1.0]))[0])
+
     lo, hi = -1.0, -0.5
     for _ in range(80):
         mid = (lo + hi) / 2
@@ -55,7 +57,7 @@ def check_gelu_derivatives() -> None:
     x = np.linspace(-4, 4, 801)
     layer = act.GELU()
     first = grad(layer, x, np.ones_like(x))
-    phi = np.exp(-x**2 / 2) / math.sqrt(2 * math.pi)
+    phi = np.exp(-(x**2) / 2) / math.sqrt(2 * math.pi)
     Phi = act._phi_cdf(x)
     assert np.allclose(first, Phi + x * phi)
     h = 1e-5
@@ -65,9 +67,11 @@ def check_gelu_derivatives() -> None:
 
 def check_convex_interval() -> None:
     h = 1e-4
+
     def second(x: float) -> float:
         f = lambda v: float(act.GELU().forward(np.array([v]))[0])  # noqa: E731
         return (f(x + h) - 2 * f(x) + f(x - h)) / h**2
+
     edge = math.sqrt(2)
     assert all(second(x) > 0 for x in np.linspace(-edge + 0.01, edge - 0.01, 50))
     assert second(edge + 0.05) < 0 and second(-edge - 0.05) < 0
@@ -206,43 +210,80 @@ CLAIMS: dict[str, tuple[str | None, Check]] = {
     "gelu-min-above": (None, lambda v: None if v < YSTAR else pytest.fail(f"{v} is not below {YSTAR}")),
     "gelu-min-below": (None, lambda v: None if YSTAR < v else pytest.fail(f"{v} is not above {YSTAR}")),
     "gelu-tanh-error": (None, check_tanh_error),
-    "gelu-derivatives": (r"\operatorname{GELU}'(x) = \Phi(x) + x\,\varphi(x), \qquad \operatorname{GELU}''(x) = "
-                         r"\varphi(x)\,(2 - x^2).", check_gelu_derivatives),
+    "gelu-derivatives": (
+        r"\operatorname{GELU}'(x) = \Phi(x) + x\,\varphi(x), \qquad \operatorname{GELU}''(x) = "
+        r"\varphi(x)\,(2 - x^2).",
+        check_gelu_derivatives,
+    ),
     "gelu-convex-bound": (r"(-\sqrt{2}, \sqrt{2})", check_convex_interval),
-    "elu-derivative": (r"\operatorname{ELU}(z) = \begin{cases} z & z > 0 \\ \alpha\,(e^{z} - 1) & z \le 0 "
-                       r"\end{cases} \qquad \operatorname{ELU}'(z) = \begin{cases} 1 & z > 0 \\ \alpha e^{z} = "
-                       r"\operatorname{ELU}(z) + \alpha & z \le 0. \end{cases}", check_elu_derivative),
-    "swish-derivative": (r"f'(x) = \sigma(\beta x) + \beta x\,\sigma(\beta x)\,\bigl(1 - \sigma(\beta x)\bigr).",
-                         check_swish_derivative),
-    "relu-moments": (r"\operatorname{E}[\operatorname{ReLU}(z)] = \frac{s}{\sqrt{2\pi}}, \qquad "
-                     r"\operatorname{E}[\operatorname{ReLU}(z)^2] = \frac{s^2}{2}.", check_relu_moments),
-    "linear-variance": (r"\operatorname{Var}(z) = n_\text{in}\,\operatorname{Var}(W)\,\operatorname{E}[x^2],",
-                        check_linear_variance),
-    "bn-running-update": (r"\hat{\mu} \leftarrow (1 - \rho)\,\hat{\mu} + \rho\,\mu_B, \qquad \hat{\sigma}^2 "
-                          r"\leftarrow (1 - \rho)\,\hat{\sigma}^2 + \rho\,\frac{m}{m - 1}\,\sigma_B^2.",
-                          check_bn_running_update),
-    "bn-backward": (r"\frac{\partial L}{\partial x_i} = \frac{\gamma}{m\,s}\left[m\,g_i - \sum_{j=1}^m g_j - "
-                    r"\hat{x}_i\sum_{j=1}^m g_j\,\hat{x}_j\right].", check_bn_backward),
-    "bn-backward-identities": (r"\sum_{i=1}^m \frac{\partial L}{\partial x_i} = 0 \qquad\text{and}\qquad "
-                               r"\sum_{i=1}^m \hat{x}_i\,\frac{\partial L}{\partial x_i} = 0,", check_bn_identities),
-    "rmsnorm-backward": (r"\frac{\partial L}{\partial x_j} = \frac{\gamma_j\,g_j}{r} - \frac{x_j}{D\,r^3}"
-                         r"\sum_{i=1}^D g_i\,\gamma_i\,x_i, \qquad \frac{\partial L}{\partial \gamma_i} = "
-                         r"\sum_{\text{rows}} g_i\,\frac{x_i}{r}.", check_rmsnorm_backward),
-    "dropout-expectation": (r"\operatorname{E}[\tilde{a}] = \frac{\operatorname{E}[r]\,a}{1 - p} = a.",
-                            check_dropout_expectation),
+    "elu-derivative": (
+        r"\operatorname{ELU}(z) = \begin{cases} z & z > 0 \\ \alpha\,(e^{z} - 1) & z \le 0 "
+        r"\end{cases} \qquad \operatorname{ELU}'(z) = \begin{cases} 1 & z > 0 \\ \alpha e^{z} = "
+        r"\operatorname{ELU}(z) + \alpha & z \le 0. \end{cases}",
+        check_elu_derivative,
+    ),
+    "swish-derivative": (
+        r"f'(x) = \sigma(\beta x) + \beta x\,\sigma(\beta x)\,\bigl(1 - \sigma(\beta x)\bigr).",
+        check_swish_derivative,
+    ),
+    "relu-moments": (
+        r"\operatorname{E}[\operatorname{ReLU}(z)] = \frac{s}{\sqrt{2\pi}}, \qquad "
+        r"\operatorname{E}[\operatorname{ReLU}(z)^2] = \frac{s^2}{2}.",
+        check_relu_moments,
+    ),
+    "linear-variance": (
+        r"\operatorname{Var}(z) = n_\text{in}\,\operatorname{Var}(W)\,\operatorname{E}[x^2],",
+        check_linear_variance,
+    ),
+    "bn-running-update": (
+        r"\hat{\mu} \leftarrow (1 - \rho)\,\hat{\mu} + \rho\,\mu_B, \qquad \hat{\sigma}^2 "
+        r"\leftarrow (1 - \rho)\,\hat{\sigma}^2 + \rho\,\frac{m}{m - 1}\,\sigma_B^2.",
+        check_bn_running_update,
+    ),
+    "bn-backward": (
+        r"\frac{\partial L}{\partial x_i} = \frac{\gamma}{m\,s}\left[m\,g_i - \sum_{j=1}^m g_j - "
+        r"\hat{x}_i\sum_{j=1}^m g_j\,\hat{x}_j\right].",
+        check_bn_backward,
+    ),
+    "bn-backward-identities": (
+        r"\sum_{i=1}^m \frac{\partial L}{\partial x_i} = 0 \qquad\text{and}\qquad "
+        r"\sum_{i=1}^m \hat{x}_i\,\frac{\partial L}{\partial x_i} = 0,",
+        check_bn_identities,
+    ),
+    "rmsnorm-backward": (
+        r"\frac{\partial L}{\partial x_j} = \frac{\gamma_j\,g_j}{r} - \frac{x_j}{D\,r^3}"
+        r"\sum_{i=1}^D g_i\,\gamma_i\,x_i, \qquad \frac{\partial L}{\partial \gamma_i} = "
+        r"\sum_{\text{rows}} g_i\,\frac{x_i}{r}.",
+        check_rmsnorm_backward,
+    ),
+    "dropout-expectation": (
+        r"\operatorname{E}[\tilde{a}] = \frac{\operatorname{E}[r]\,a}{1 - p} = a.",
+        check_dropout_expectation,
+    ),
     "dropout-variance": (r"\operatorname{Var}(\tilde{a}) = \frac{p}{1 - p}\,a^2,", check_dropout_expectation),
-    "sgd-l2": (r"\theta \leftarrow \theta - \eta\,(\nabla L + \lambda\theta) = (1 - \eta\lambda)\,\theta - "
-               r"\eta\,\nabla L,", check_sgd_l2),
-    "adam-step": (r"m \leftarrow \beta_1 m + (1 - \beta_1) g, \quad v \leftarrow \beta_2 v + (1 - \beta_2) g^2, "
-                  r"\quad \theta \leftarrow \theta - \eta\,\frac{m/(1 - \beta_1^t)}{\sqrt{v/(1 - \beta_2^t)} + "
-                  r"\epsilon}.", check_adam_step),
-    "shifted-sums": (r"\mu = K + \frac{t_1}{D}, \qquad \sigma^2 = \frac{t_2}{D} - \left(\frac{t_1}{D}\right)^2.",
-                     check_shifted_sums),
+    "sgd-l2": (
+        r"\theta \leftarrow \theta - \eta\,(\nabla L + \lambda\theta) = (1 - \eta\lambda)\,\theta - "
+        r"\eta\,\nabla L,",
+        check_sgd_l2,
+    ),
+    "adam-step": (
+        r"m \leftarrow \beta_1 m + (1 - \beta_1) g, \quad v \leftarrow \beta_2 v + (1 - \beta_2) g^2, "
+        r"\quad \theta \leftarrow \theta - \eta\,\frac{m/(1 - \beta_1^t)}{\sqrt{v/(1 - \beta_2^t)} + "
+        r"\epsilon}.",
+        check_adam_step,
+    ),
+    "shifted-sums": (
+        r"\mu = K + \frac{t_1}{D}, \qquad \sigma^2 = \frac{t_2}{D} - \left(\frac{t_1}{D}\right)^2.",
+        check_shifted_sums,
+    ),
 }
 
-TEXT_CLAIMS = {claim.id: (section.address, claim.latex)
-               for chapter in load_chapters(ROOT / "text").values()
-               for section in chapter.sections for claim in section.claims}
+TEXT_CLAIMS = {
+    claim.id: (section.address, claim.latex)
+    for chapter in load_chapters(ROOT / "text").values()
+    for section in chapter.sections
+    for claim in section.claims
+}
 
 
 def test_every_claim_of_the_text_is_checked_here_and_every_check_is_in_the_text() -> None:

@@ -38,8 +38,8 @@ from sybil import Document, Example, Region, Sybil
 from sybil.parsers.markdown import SkipParser
 from sybil.parsers.markdown.lexers import FencedCodeBlockLexer
 
-RUN_TIMEOUT_S = 900       # one command (an install of the notebook extra is the longest)
-READY_TIMEOUT_S = 180     # a server to answer
+RUN_TIMEOUT_S = 900  # one command (an install of the notebook extra is the longest)
+READY_TIMEOUT_S = 180  # a server to answer
 SHORT_OF_FULL_MARKS = re.compile(r"\bgrade (submit|quiz|result)\b")  # exit 1: "not full marks yet"
 LANGUAGES_READ = ("text", "toml", "python", "ipython", "json")  # blocks that are read, not run (tests/docs checks toml)
 
@@ -72,8 +72,10 @@ def run_shell_block(example: Example) -> None:
 
 
 def unknown_block(example: Example) -> None:
-    raise AssertionError(f"{example.path}:{example.line}: a fenced block marked {example.parsed!r}: mark it ```sh "
-                         f"(a shell block: it runs) or one of {', '.join(LANGUAGES_READ)} (read only)")
+    raise AssertionError(
+        f"{example.path}:{example.line}: a fenced block marked {example.parsed!r}: mark it ```sh "
+        f"(a shell block: it runs) or one of {', '.join(LANGUAGES_READ)} (read only)"
+    )
 
 
 SYBIL = Sybil(parsers=[SkipParser(), FenceParser()])
@@ -125,7 +127,11 @@ def _answers(url_pattern: str, path: str = "") -> Callable[[str], bool]:
 DAEMONS = [
     Daemon(re.compile(r"\bgrade serve\b"), "serve", _answers(r"Serving .*? at (http://[\d.]+:\d+)", "/api/v1/")),
     Daemon(re.compile(r"\bgrade worker\b"), "worker", lambda log: True),
-    Daemon(re.compile(r"\bjupyter notebook\b"), "notebook", _answers(r"(http://(?:127\.0\.0\.1|localhost):\d+/tree\?token=\w+)")),
+    Daemon(
+        re.compile(r"\bjupyter notebook\b"),
+        "notebook",
+        _answers(r"(http://(?:127\.0\.0\.1|localhost):\d+/tree\?token=\w+)"),
+    ),
 ]
 
 
@@ -139,7 +145,7 @@ class Page:
     placeholders: list[tuple[str, Callable[[], str]]] = field(default_factory=list)
     stdin: list[tuple[re.Pattern[str], Callable[[], str]]] = field(default_factory=list)
     logs: Path | None = None
-    ran: list[str] = field(default_factory=list)        # "file:line: command -> status"
+    ran: list[str] = field(default_factory=list)  # "file:line: command -> status"
     outputs: list[str] = field(default_factory=list)
     running: dict[str, tuple[subprocess.Popen[bytes], Path]] = field(default_factory=dict)
     cwd: Path = Path()
@@ -188,15 +194,25 @@ class Page:
         if daemon is not None:
             self.start(daemon, line, where)
             return
-        done = subprocess.run(["bash", "-c", line], cwd=self.cwd, env=self.env, input=self.input_for(line),
-                              capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        done = subprocess.run(
+            ["bash", "-c", line],
+            cwd=self.cwd,
+            env=self.env,
+            input=self.input_for(line),
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+        )
         output = done.stdout + done.stderr
         self.outputs.append(output)
         self.ran.append(f"{where}: {line} -> {done.returncode}")
         allowed = {0, 1} if SHORT_OF_FULL_MARKS.search(command) else {0}
-        assert done.returncode in allowed, (f"{where}: `{line}` exited {done.returncode} in {self.cwd}:\n"
-                                            f"{output[-3000:]}")
-        assert "Traceback (most recent call last)" not in output, f"{where}: `{line}` printed a traceback:\n{output[-3000:]}"
+        assert done.returncode in allowed, (
+            f"{where}: `{line}` exited {done.returncode} in {self.cwd}:\n{output[-3000:]}"
+        )
+        assert "Traceback (most recent call last)" not in output, (
+            f"{where}: `{line}` printed a traceback:\n{output[-3000:]}"
+        )
 
     def start(self, daemon: Daemon, line: str, where: str) -> None:
         """Start a command that serves until stopped, as in another terminal; wait until it answers."""
@@ -204,15 +220,23 @@ class Page:
         assert self.logs is not None
         log = self.logs / f"{daemon.kind}-{len(self.ran)}.log"
         with open(log, "wb") as fh:
-            proc = subprocess.Popen(["bash", "-c", f"exec {line}"], cwd=self.cwd, env=self.env, stdout=fh,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                ["bash", "-c", f"exec {line}"],
+                cwd=self.cwd,
+                env=self.env,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         self.running[daemon.kind] = (proc, log)
         self.ran.append(f"{where}: {line} -> started")
         deadline = time.monotonic() + READY_TIMEOUT_S
         while not daemon.ready(log.read_text(errors="replace")):
             assert proc.poll() is None, f"{where}: `{line}` exited {proc.returncode}:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"{where}: `{line}` did not answer in {READY_TIMEOUT_S} s:\n" \
-                                                f"{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, (
+                f"{where}: `{line}` did not answer in {READY_TIMEOUT_S} s:\n{log.read_text()[-3000:]}"
+            )
             time.sleep(0.2)
         time.sleep(1.0)  # still there a moment later (a worker that cannot reach its queue exits at once)
         assert proc.poll() is None, f"{where}: `{line}` exited {proc.returncode}:\n{log.read_text()[-3000:]}"

@@ -39,8 +39,12 @@ REPO = Path(__file__).resolve().parents[2]
 VENV = Path(sys.prefix)
 EXAMPLE_COURSE = "docs/course.example.toml"
 EXAMPLE_DATES_FROM = datetime(2026, 11, 30, tzinfo=timezone.utc)  # the example course's dates lie after this
-ROSTER = [("alice", "Alice Ahmed", "alice@uni.edu"), ("bob", "Bob Brown", "bob@uni.edu"),
-          ("carol", "Carol Chen", "carol@uni.edu"), ("dan", "Dan Diaz", "dan@uni.edu")]
+ROSTER = [
+    ("alice", "Alice Ahmed", "alice@uni.edu"),
+    ("bob", "Bob Brown", "bob@uni.edu"),
+    ("carol", "Carol Chen", "carol@uni.edu"),
+    ("dan", "Dan Diaz", "dan@uni.edu"),
+]
 CLASS = {"ada": "correct", "ben": "partial", "cy": "mistaken"}  # a submissions/ folder (tests/classgen.py)
 QUIZ_ANSWERS = "1\n" * 400  # typed at `grade quiz`: the first choice, or 1, to every question
 pytestmark = pytest.mark.slow
@@ -55,8 +59,11 @@ def tracked_files() -> list[str]:
     if listed.returncode == 0 and listed.stdout:
         return [name for name in listed.stdout.decode().split("\0") if name and (REPO / name).is_file()]
     skip = {".git", ".venv", "__pycache__", ".grade", ".pytest_cache", "artifacts"}
-    return [p.relative_to(REPO).as_posix() for p in REPO.rglob("*") if p.is_file()
-            and not skip & set(p.relative_to(REPO).parts)]
+    return [
+        p.relative_to(REPO).as_posix()
+        for p in REPO.rglob("*")
+        if p.is_file() and not skip & set(p.relative_to(REPO).parts)
+    ]
 
 
 def shifted_dates(text: str, now: datetime) -> str:
@@ -91,11 +98,19 @@ def scratch_course(root: Path, port: int, venv: bool = True) -> Path:
 def reader_env(root: Path, activated: bool) -> dict[str, str]:
     """The reader's environment: their own login file, no colour, a browser that opens nothing; with the
     repository's .venv activated or not."""
-    env = {k: v for k, v in os.environ.items() if k not in ("GRADE_DB", "GRADE_TOKEN", "GRADE_STUDENT", "PYTHONPATH",
-                                                          "VIRTUAL_ENV", "GRADE_CONFIG")}
-    env.update(GRADE_CONFIG=str(root / "login" / "config.json"), NO_COLOR="1", BROWSER="true",
-               JUPYTER_RUNTIME_DIR=str(root / "jupyter-runtime"), IPYTHONDIR=str(root / "ipython"),
-               JUPYTER_CONFIG_DIR=str(root / "jupyter-config"))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("GRADE_DB", "GRADE_TOKEN", "GRADE_STUDENT", "PYTHONPATH", "VIRTUAL_ENV", "GRADE_CONFIG")
+    }
+    env.update(
+        GRADE_CONFIG=str(root / "login" / "config.json"),
+        NO_COLOR="1",
+        BROWSER="true",
+        JUPYTER_RUNTIME_DIR=str(root / "jupyter-runtime"),
+        IPYTHONDIR=str(root / "ipython"),
+        JUPYTER_CONFIG_DIR=str(root / "jupyter-config"),
+    )
     if os.geteuid() == 0:  # a student is not root; this machine (CI) is: Jupyter's server refuses root unless told
         (root / "jupyter-config").mkdir(exist_ok=True)
         (root / "jupyter-config" / "jupyter_server_config.py").write_text("c.ServerApp.allow_root = True\n")
@@ -117,8 +132,10 @@ def new_page(root: Path, base: Path, activated: bool, redis: Any = None) -> Page
     if redis is not None:
         address = redis.url.split("//", 1)[1].split("/", 1)[0]
         page.placeholders.append((r"(?:HOST|127\.0\.0\.1):6379", lambda: address))
-    page.stdin = [(re.compile(r"\bgrade login\b"), lambda: token_of(root / "course" / "tokens.csv", "alice") + "\n"),
-                  (re.compile(r"\bgrade quiz \w"), lambda: QUIZ_ANSWERS)]
+    page.stdin = [
+        (re.compile(r"\bgrade login\b"), lambda: token_of(root / "course" / "tokens.csv", "alice") + "\n"),
+        (re.compile(r"\bgrade quiz \w"), lambda: QUIZ_ANSWERS),
+    ]
     return page
 
 
@@ -153,9 +170,21 @@ def course_in(scratch: tuple[Path, list[Page]], activated: bool, redis: Any = No
 # --- the pages ---------------------------------------------------------------------------------------------
 
 DESIGN_PAGES = sorted(f"docs/design/{p.name}" for p in (REPO / "docs" / "design").glob("*.md"))  # beside the map
-PAGES = ["README.md", "docs/authoring.md", "docs/design.md", "docs/feedback.md", "docs/instructor.md",
-         "docs/lti.md", "docs/measured.md", "docs/operator.md", "docs/quizzes.md", "docs/server.md", "docs/student.md",
-         "docs/term.md", *DESIGN_PAGES]
+PAGES = [
+    "README.md",
+    "docs/authoring.md",
+    "docs/design.md",
+    "docs/feedback.md",
+    "docs/instructor.md",
+    "docs/lti.md",
+    "docs/measured.md",
+    "docs/operator.md",
+    "docs/quizzes.md",
+    "docs/server.md",
+    "docs/student.md",
+    "docs/term.md",
+    *DESIGN_PAGES,
+]
 
 
 def test_every_page_of_the_docs_is_run_here() -> None:
@@ -176,7 +205,8 @@ def test_readme_make_grade_installs_and_grades(scratch: tuple[Path, list[Page]])
     page = course_in(scratch, activated=False, venv=False)
     skipped = run_page(REPO / "README.md", page)
     assert [s.split(": ", 1)[1] for s in skipped] == [
-        "make test runs the whole suite, and tests/docs/ (which runs this page) is part of it"]
+        "make test runs the whole suite, and tests/docs/ (which runs this page) is part of it"
+    ]
     assert "NOT_IMPLEMENTED" in page.outputs[-1] and (page.base / ".venv" / "bin" / "grade").exists()
 
 
@@ -209,8 +239,18 @@ def test_term_page(scratch: tuple[Path, list[Page]]) -> None:
 
     page = course_in(scratch, activated=True)
     make_class(page.base / "submissions", CLASS)
-    graded = CliRunner().invoke(cli, ["batch", str(page.base / "submissions"), "--db", str(page.base / "course.db"),
-                                      "activations", "normalization", "dropout"])
+    graded = CliRunner().invoke(
+        cli,
+        [
+            "batch",
+            str(page.base / "submissions"),
+            "--db",
+            str(page.base / "course.db"),
+            "activations",
+            "normalization",
+            "dropout",
+        ],
+    )
     assert graded.exit_code == 0, graded.output
     run_page(REPO / "docs/term.md", page)
     assert (page.base / "changes.csv").exists()
@@ -243,8 +283,10 @@ def test_lti_page(scratch: tuple[Path, list[Page]]) -> None:
 
     page = course_in(scratch, activated=True)
     lms = LmsPlatform()
-    lms.users = {"prof": User("lms-prof", "Grace Hopper", "grace@example.org", [INSTRUCTOR]),
-                 "new": User("lms-new", "Newton Isaac", "newton@example.org", [LEARNER])}
+    lms.users = {
+        "prof": User("lms-prof", "Grace Hopper", "grace@example.org", [INSTRUCTOR]),
+        "new": User("lms-new", "Newton Isaac", "newton@example.org", [LEARNER]),
+    }
     lms.start()
     db = page.base / "course.db"
     (page.base / "course.toml").write_text('name = "LTI course"\n' + lms.course_toml(), encoding="utf-8")
@@ -266,8 +308,9 @@ def test_lti_page(scratch: tuple[Path, list[Page]]) -> None:
         lms.stop()
 
 
-def test_the_course_from_the_operators_page_to_the_students_handout(scratch: tuple[Path, list[Page]],
-                                                                    redis_server: Any) -> None:
+def test_the_course_from_the_operators_page_to_the_students_handout(
+    scratch: tuple[Path, list[Page]], redis_server: Any
+) -> None:
     """docs/operator.md (serve the example course, release it, the students install the handout), then every
     block of the handout's README in the handout against that server, then docs/quizzes.md's answers file."""
     root, _ = scratch

@@ -29,8 +29,19 @@ EXAMPLE = REPO / "docs" / "course.example.toml"
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 # The top-level names a course file takes (grader.student.course.parse_course): a ```toml block of the docs
 # made only of these is a course file's; others (a quiz source's params, say) are not.
-COURSE_FIELDS = {"name", "score", "rate_limit", "chapter", "scaffolding", "groups", "extension", "lti", "server",
-                 "hand_in", "quiz"}
+COURSE_FIELDS = {
+    "name",
+    "score",
+    "rate_limit",
+    "chapter",
+    "scaffolding",
+    "groups",
+    "extension",
+    "lti",
+    "server",
+    "hand_in",
+    "quiz",
+}
 
 
 def toml_blocks() -> Iterator[tuple[str, str]]:
@@ -38,8 +49,8 @@ def toml_blocks() -> Iterator[tuple[str, str]]:
     for path in DOCS:
         text = path.read_text(encoding="utf-8")
         for match in re.finditer(r"^( *)```toml\n(.*?)^\1```", text, re.S | re.M):
-            body = "\n".join(line[len(match.group(1)):] for line in match.group(2).splitlines())
-            yield f"{path.relative_to(REPO)}:{text[:match.start()].count(chr(10)) + 1}", body
+            body = "\n".join(line[len(match.group(1)) :] for line in match.group(2).splitlines())
+            yield f"{path.relative_to(REPO)}:{text[: match.start()].count(chr(10)) + 1}", body
 
 
 def key_paths(doc: Any, prefix: str = "") -> set[str]:
@@ -76,8 +87,14 @@ def test_the_example_course_parses_with_its_exam_extensions_groups_and_lti() -> 
     from grader.server import lti
 
     course = load_course(EXAMPLE)
-    assert [c.name for c in course.chapters] == ["activations", "normalization", "initialisation", "kernels",
-                                                 "dropout", "approximation"]
+    assert [c.name for c in course.chapters] == [
+        "activations",
+        "normalization",
+        "initialisation",
+        "kernels",
+        "dropout",
+        "approximation",
+    ]
     # issue 43: the exam chapter is named as its quiz, so the quiz has the chapter's due date (and one row)
     assert course.quiz_due("initialisation") == course.chapters[2].due is not None
     assert course.chapter_of("blocks.MLPBlock") is course.chapters[1]
@@ -102,21 +119,33 @@ def class_db(tmp_path: Path) -> Path:
     """A course database with one graded attempt (a late one for carol: her extension decides what counts)."""
     db = tmp_path / "course.db"
     with Store.open(db) as store:
-        store.record_report(GradeReport("carol", [ExerciseResult("normalization.RMSNorm", "passed", 10.0, 10.0)]),
-                            "v", started_at="2026-12-16T10:00:00+00:00")
+        store.record_report(
+            GradeReport("carol", [ExerciseResult("normalization.RMSNorm", "passed", 10.0, 10.0)]),
+            "v",
+            started_at="2026-12-16T10:00:00+00:00",
+        )
     return db
 
 
 # How each command that takes --course is run here, and what it must say (it got past the course file).
 RUNS: dict[tuple[str, ...], tuple[list[str], int, str]] = {
     ("report",): (["report", "--db", "{db}", "--format", "csv", "--course", "{course}"], 0, "carol"),
-    ("progress",): (["progress", "--db", "{db}", "--student", "carol", "--course", "{course}"], 0,
-                    "your extension: medical note seen 2026-12-10"),
-    ("rescore",): (["rescore", "--db", "{db}", "--course", "{course}", "--dry-run", "--workers", "0"], 2,
-                   "nothing to rescore"),
-    ("roster", "sync"): (["roster", "sync", "--db", "{db}", "--course", "{course}", "-o", "{tmp}/tokens.csv"], 2,
-                         "no LMS course to sync yet"),
-    ("serve",): ([], 0, ""),    # tests/server/test_example_course_browser.py, tests/docs/test_docs_run.py
+    ("progress",): (
+        ["progress", "--db", "{db}", "--student", "carol", "--course", "{course}"],
+        0,
+        "your extension: medical note seen 2026-12-10",
+    ),
+    ("rescore",): (
+        ["rescore", "--db", "{db}", "--course", "{course}", "--dry-run", "--workers", "0"],
+        2,
+        "nothing to rescore",
+    ),
+    ("roster", "sync"): (
+        ["roster", "sync", "--db", "{db}", "--course", "{course}", "-o", "{tmp}/tokens.csv"],
+        2,
+        "no LMS course to sync yet",
+    ),
+    ("serve",): ([], 0, ""),  # tests/server/test_example_course_browser.py, tests/docs/test_docs_run.py
     ("release",): ([], 0, ""),  # test_grade_release_takes_the_example_course below (slow)
 }
 
@@ -143,12 +172,18 @@ def test_grade_release_takes_the_example_course(tmp_path: Path) -> None:
     assert "`grade login` in the handout goes to http://127.0.0.1:8000" in result.output
     handout = tmp_path / "release" / "student"
     settings = json.loads((handout / "grader" / "student" / "course.json").read_text())
-    assert settings["server"] == "http://127.0.0.1:8000" and "initialisation" in [c["name"] for c in settings["chapters"]]
+    assert settings["server"] == "http://127.0.0.1:8000" and "initialisation" in [
+        c["name"] for c in settings["chapters"]
+    ]
     readme = (handout / "README.md").read_text()
     # the exam chapter says it is one: when it opens and when its feedback comes (issue 43)
-    assert ("| initialisation | init | 2026-12-10 09:00 UTC | 2026-12-10 11:00 UTC | counts nothing | 2026-12-10 11:00 UTC |"
-            " exam: 2026-12-10 14:00 UTC |") in readme
-    assert 'Exam chapters (initialisation): an upload is graded at once, but its report shows each exercise as "received,' \
+    assert (
+        "| initialisation | init | 2026-12-10 09:00 UTC | 2026-12-10 11:00 UTC | counts nothing | 2026-12-10 11:00 UTC |"
+        " exam: 2026-12-10 14:00 UTC |"
+    ) in readme
+    assert (
+        'Exam chapters (initialisation): an upload is graded at once, but its report shows each exercise as "received,'
         ' feedback at T"' in readme
+    )
     levels = json.loads((handout / "grader" / "student" / "engine" / "scaffolding.json").read_text())
     assert levels["exercises"]["normalization.BatchNorm1d"] == "derive"

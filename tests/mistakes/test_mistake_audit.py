@@ -67,8 +67,9 @@ def test_round2_one_bug_costs_once_and_is_named_right(key: str, seed: int) -> No
     if student.failing is not None:
         assert set(failing) == set(student.failing), {n: r.message[:200] for n, r in failing.items()}
     named = catalogued({r.misconception for r in failing.values()})
-    assert named == ({student.named, *student.also} if student.named else set()), \
-        {n: (r.misconception, r.message[:200]) for n, r in failing.items()}
+    assert named == ({student.named, *student.also} if student.named else set()), {
+        n: (r.misconception, r.message[:200]) for n, r in failing.items()
+    }
     assert all(r.misconception is None for r in results if r.passed)
 
 
@@ -132,9 +133,14 @@ def test_sandboxed_pipeline_names_the_same_mistakes(tmp_path: Path) -> None:
 
     folder = tmp_path / "exercises"
     shutil.copytree(EXERCISES, folder, ignore=shutil.ignore_patterns("__pycache__", "kernels"))
-    chosen = [BY_KEY["bn1-running-var-biased"], BY_KEY["linear-dx-uses-W-transpose"],
-              BY_KEY["prelu-alpha-on-last-axis"], BY_KEY["r2-relu-backward-writes-x"],
-              BY_KEY["r2-dropout-cs231n-keep-prob"], BY_KEY["r2-gn-per-location-layernorm"]]
+    chosen = [
+        BY_KEY["bn1-running-var-biased"],
+        BY_KEY["linear-dx-uses-W-transpose"],
+        BY_KEY["prelu-alpha-on-last-axis"],
+        BY_KEY["r2-relu-backward-writes-x"],
+        BY_KEY["r2-dropout-cs231n-keep-prob"],
+        BY_KEY["r2-gn-per-location-layernorm"],
+    ]
     for student in chosen:
         _install(folder, student)
     report = grade(folder, [s.exercise for s in chosen], "audit")

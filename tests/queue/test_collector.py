@@ -41,8 +41,15 @@ def rig(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 
 def upload(rig: dict[str, Any], student: str) -> int:
-    created = records.create_job(rig["store"], student, f"key-{student}", {"activations.py": "x = 1\n"}, [GELU],
-                                 DEFAULT_COURSE, datetime.now(timezone.utc))
+    created = records.create_job(
+        rig["store"],
+        student,
+        f"key-{student}",
+        {"activations.py": "x = 1\n"},
+        [GELU],
+        DEFAULT_COURSE,
+        datetime.now(timezone.utc),
+    )
     return int(created.job["id"])
 
 
@@ -55,23 +62,31 @@ def answer(rig: dict[str, Any], job_id: int, report: GradeReport) -> None:
 
 def overflowed(student: str) -> GradeReport:
     """A GELU whose forward returned inf: the figures hold inf, -inf, NaN and 1e308."""
-    figure = {"kind": "elements", "title": "forward: y", "key": "y", "shape": [3], "size": 3,
-              "index": [0, 1, 2], "received": [math.inf, -math.inf, 1e308], "expected": [0.5, -0.1, 0.2],
-              "differs": [True, True, True], "summary": "y: 3 of 3 values differ",
-              "axes": [{"axis": 0, "size": 3, "step": 1, "fraction": [1.0, 1.0, 1.0],
-                        "error": [math.inf, math.nan, 1e308]}]}
+    figure = {
+        "kind": "elements",
+        "title": "forward: y",
+        "key": "y",
+        "shape": [3],
+        "size": 3,
+        "index": [0, 1, 2],
+        "received": [math.inf, -math.inf, 1e308],
+        "expected": [0.5, -0.1, 0.2],
+        "differs": [True, True, True],
+        "summary": "y: 3 of 3 values differ",
+        "axes": [{"axis": 0, "size": 3, "step": 1, "fraction": [1.0, 1.0, 1.0], "error": [math.inf, math.nan, 1e308]}],
+    }
     check = CheckResult("forward_1d", False, 0.0, 1.0, "forward returned inf", None, figure, [], figure)
     return GradeReport(student, [ExerciseResult(GELU, "failed", 0.0, 10.0, [check])], "h")
 
 
 def correct(student: str) -> GradeReport:
-    return GradeReport(student, [ExerciseResult(GELU, "passed", 10.0, 10.0, [CheckResult("forward_1d", True, 1.0, 1.0)])],
-                       "h")
+    return GradeReport(
+        student, [ExerciseResult(GELU, "passed", 10.0, 10.0, [CheckResult("forward_1d", True, 1.0, 1.0)])], "h"
+    )
 
 
 def tick(rig: dict[str, Any]) -> None:
     rig["collector"].tick(rig["store"], rig["queue"])
-
 
 
 def job(store: Store, job_id: int) -> dict[str, Any]:
@@ -79,6 +94,7 @@ def job(store: Store, job_id: int) -> dict[str, Any]:
     row = records.job(store, job_id)
     assert row is not None
     return row
+
 
 def test_a_result_holding_inf_and_nan_is_recorded_and_the_next_job_too(rig: dict[str, Any]) -> None:
     first, second = upload(rig, "ann"), upload(rig, "bob")
@@ -141,8 +157,15 @@ def test_only_an_unreachable_database_or_queue_is_an_outage() -> None:
 def test_a_graded_upload_puts_its_mistakes_concepts_on_the_practice_schedule(rig: dict[str, Any]) -> None:
     from grader.student import practice_schedule
 
-    named = GradeReport("ann", [ExerciseResult(GELU, "failed", 0.0, 10.0, [
-        CheckResult("forward_1d", False, 0.0, 1.0, "differs", "gelu-tanh-approx")])], "h")
+    named = GradeReport(
+        "ann",
+        [
+            ExerciseResult(
+                GELU, "failed", 0.0, 10.0, [CheckResult("forward_1d", False, 0.0, 1.0, "differs", "gelu-tanh-approx")]
+            )
+        ],
+        "h",
+    )
     job_id = upload(rig, "ann")
     tick(rig)
     answer(rig, job_id, named)
@@ -152,7 +175,11 @@ def test_a_graded_upload_puts_its_mistakes_concepts_on_the_practice_schedule(rig
     assert entry.concept == "activations.gelu" and entry.reviewed == received  # missed at the upload's time
     (review,) = rig["store"].practice_reviews("ann")  # logged: a miss without a question, made on the server
     assert (review["concept"], review["question"], review["rating"], review["origin"]) == (
-        "activations.gelu", None, "again", "server")
+        "activations.gelu",
+        None,
+        "again",
+        "server",
+    )
     assert rig["store"].practice_entries("bob") == []
 
 
@@ -161,12 +188,20 @@ def test_a_held_exercises_mistakes_are_not_scheduled_in_exam_mode(rig: dict[str,
     from grader.term import standing
 
     course_file = tmp_path / "course.toml"
-    course_file.write_text('[[chapter]]\nname = "activations"\nrelease_feedback = 2099-01-01T00:00:00Z\n',
-                           encoding="utf-8")
+    course_file.write_text(
+        '[[chapter]]\nname = "activations"\nrelease_feedback = 2099-01-01T00:00:00Z\n', encoding="utf-8"
+    )
     course = load_course(course_file)
     rig["collector"].practice_view = lambda report, at: standing.student_report(report, course, at)
-    named = GradeReport("ann", [ExerciseResult(GELU, "failed", 0.0, 10.0, [
-        CheckResult("forward_1d", False, 0.0, 1.0, "differs", "gelu-tanh-approx")])], "h")
+    named = GradeReport(
+        "ann",
+        [
+            ExerciseResult(
+                GELU, "failed", 0.0, 10.0, [CheckResult("forward_1d", False, 0.0, 1.0, "differs", "gelu-tanh-approx")]
+            )
+        ],
+        "h",
+    )
     job_id = upload(rig, "ann")
     tick(rig)
     answer(rig, job_id, named)

@@ -30,8 +30,9 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 
 def upload(store: Store, student: str, ids: list[str]) -> dict:
-    return records.create_job(store, student, "k", {"activations.py": "x = 1\n"}, ids, DEFAULT_COURSE,
-                              datetime.now(UTC)).job
+    return records.create_job(
+        store, student, "k", {"activations.py": "x = 1\n"}, ids, DEFAULT_COURSE, datetime.now(UTC)
+    ).job
 
 
 def graded(store: Store, student: str, ids: list[str], seconds_each: float) -> None:
@@ -39,7 +40,6 @@ def graded(store: Store, student: str, ids: list[str], seconds_each: float) -> N
     job = upload(store, student, ids)
     report = GradeReport(student, [ExerciseResult(i, "passed", 1.0, 1.0, [], "", seconds_each) for i in ids])
     assert records.record_done(store, _job(store, job["id"]), report, "v") is not None
-
 
 
 def _job(store: Store, job_id: int) -> dict[str, Any]:
@@ -60,10 +60,14 @@ def test_the_rule_is_work_ahead_over_workers_plus_own_work() -> None:
 def served(store: Store, student: str, ids: list[str], worker: str, received: float, finished: float) -> None:
     """An upload of ``ids`` graded by ``worker``: received and reported at those seconds of a synthetic clock."""
     graded(store, student, ids, seconds_each=0.1)
-    at = {k: datetime.fromtimestamp(1_800_000_000 + t, UTC).isoformat() for k, t in
-          (("received", received), ("finished", finished))}
-    store.db.execute("UPDATE jobs SET worker = ?, received_at = ?, finished_at = ? WHERE student = ?",
-                     [worker, at["received"], at["finished"], student])
+    at = {
+        k: datetime.fromtimestamp(1_800_000_000 + t, UTC).isoformat()
+        for k, t in (("received", received), ("finished", finished))
+    }
+    store.db.execute(
+        "UPDATE jobs SET worker = ?, received_at = ?, finished_at = ? WHERE student = ?",
+        [worker, at["received"], at["finished"], student],
+    )
     store.db.conn.commit()
 
 
@@ -141,15 +145,19 @@ def test_the_estimate_is_shown_and_updated_as_the_queue_ahead_drains(store: Stor
 def test_a_worker_grading_back_to_back_is_measured_as_the_server_saw_it(store: Store) -> None:
     """Service = report less the later of receipt and that worker's previous report: the queue's own cost
     included, whatever the attempt's grading time says."""
-    for k, (student, worker, received, finished) in enumerate([
-        ("ann", "host:1", "2026-01-01T10:00:00+00:00", "2026-01-01T10:00:04+00:00"),
-        ("ben", "host:1", "2026-01-01T10:00:00+00:00", "2026-01-01T10:00:10+00:00"),   # 6 s after ann's
-        ("cy", "host:1", "2026-01-01T10:00:20+00:00", "2026-01-01T10:00:28+00:00"),    # idle, then 8 s
-        ("dee", "host:2", "2026-01-01T10:00:00+00:00", "2026-01-01T10:00:30+00:00"),   # its first: not counted
-    ]):
+    for k, (student, worker, received, finished) in enumerate(
+        [
+            ("ann", "host:1", "2026-01-01T10:00:00+00:00", "2026-01-01T10:00:04+00:00"),
+            ("ben", "host:1", "2026-01-01T10:00:00+00:00", "2026-01-01T10:00:10+00:00"),  # 6 s after ann's
+            ("cy", "host:1", "2026-01-01T10:00:20+00:00", "2026-01-01T10:00:28+00:00"),  # idle, then 8 s
+            ("dee", "host:2", "2026-01-01T10:00:00+00:00", "2026-01-01T10:00:30+00:00"),  # its first: not counted
+        ]
+    ):
         graded(store, student, [RELU, GELU] if k == 2 else [RELU], seconds_each=0.5)
-        store.db.execute("UPDATE jobs SET worker = ?, received_at = ?, finished_at = ? WHERE student = ?",
-                         [worker, received, finished, student])
+        store.db.execute(
+            "UPDATE jobs SET worker = ?, received_at = ?, finished_at = ? WHERE student = ?",
+            [worker, received, finished, student],
+        )
     store.db.conn.commit()
     assert estimate.seconds_per_exercise(store) == pytest.approx((6 + 8) / 3)  # ben's 1 exercise, cy's 2
 

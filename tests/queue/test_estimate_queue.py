@@ -44,10 +44,15 @@ class Upload:
         """The upload's jobs row as the store holds it at ``now``."""
         done = self.finished is not None and self.finished <= now
         running = any(start <= now < end for start, end in self.runs)
-        return {"id": self.id, "selectors": json.dumps(["activations.ReLU"]), "received_at": _iso(self.received),
-                "status": "done" if done else "running" if running else "queued", "worker": self.worker,
-                "finished_at": _iso(self.finished) if done and self.finished is not None else None,
-                "duration": self.service}
+        return {
+            "id": self.id,
+            "selectors": json.dumps(["activations.ReLU"]),
+            "received_at": _iso(self.received),
+            "status": "done" if done else "running" if running else "queued",
+            "worker": self.worker,
+            "finished_at": _iso(self.finished) if done and self.finished is not None else None,
+            "duration": self.service,
+        }
 
 
 def simulate(arrivals: list[float], kinds: list[str], workers: int, kills: list[float]) -> list[Upload]:
@@ -99,7 +104,7 @@ def estimates_on_upload(uploads: list[Upload], nominal: bool = False) -> list[tu
     for u in uploads:
         before = u.received - 1e-6  # the instant the upload is stored, before a worker takes it
         rows = [other.row(before) for other in uploads if other.received < u.received]
-        done = sorted((r for r in rows if r["status"] == "done"), key=lambda r: r["finished_at"])[-estimate.RECENT:]
+        done = sorted((r for r in rows if r["status"] == "done"), key=lambda r: r["finished_at"])[-estimate.RECENT :]
         mine = {**u.row(before), "status": "received"}
         open_rows = [r for r in rows if r["status"] != "done"] + [mine]
         load = estimate.load_of(done, open_rows, mine)
@@ -146,6 +151,7 @@ def test_on_a_deadline_with_kills_and_loops_the_measured_capacity_beats_the_nomi
 def test_busy_gaps_count_only_while_the_server_had_work_for_every_worker() -> None:
     def row(received: float, finished: float) -> dict[str, Any]:
         return {"received_at": _iso(received), "finished_at": _iso(finished)}
+
     done = [row(0, 1), row(0, 2), row(5, 6), row(5.5, 8)]  # idle from 2 to 5: not a gap of the server's
     assert estimate.busy_gaps(done, [], workers=1) == pytest.approx([1.0, 2.0])
     # two workers: only after the report at 6 s were two uploads in (one of them still open)

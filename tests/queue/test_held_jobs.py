@@ -51,8 +51,12 @@ class Clock:
 
 def published(kinds: dict[str, bool], reason: str = NO_DEVICE) -> dict[str, Any]:
     """A self-test as a worker publishes it: each kind ok or failing with ``reason``."""
-    return verdict({kind: {"ok": ok, "reason": None if ok else reason, "exercise": selftest.PROBES[kind]}
-                    for kind, ok in kinds.items()})
+    return verdict(
+        {
+            kind: {"ok": ok, "reason": None if ok else reason, "exercise": selftest.PROBES[kind]}
+            for kind, ok in kinds.items()
+        }
+    )
 
 
 @pytest.fixture
@@ -66,8 +70,15 @@ def rig(tmp_path: Path) -> Iterator[dict[str, Any]]:
     closed: list[int] = []
     collector.on_closed = closed.append
     with Store.open(db) as store:
-        yield {"store": store, "queue": queue, "collector": collector, "test": test, "clock": clock,
-               "closed": closed, "root": tmp_path}
+        yield {
+            "store": store,
+            "queue": queue,
+            "collector": collector,
+            "test": test,
+            "clock": clock,
+            "closed": closed,
+            "root": tmp_path,
+        }
 
 
 def upload(rig: dict[str, Any], ids: list[str], student: str = "ann", key: str = "k") -> int:
@@ -253,8 +264,7 @@ def test_a_held_round_whose_worker_dies_twice_is_held_again_not_an_error(rig: di
     for attempt in (2, 3):  # the round's two tries: taken, then their workers vanish
         rig["queue"].huey.dequeue()
         tid = task_id(job_id, attempt)
-        rig["queue"].huey.put(lease_key(tid), {"host": "machine-b", "pid": 4242, "at": 0.0, "elapsed": 0.0,
-                                               "beat": 0})
+        rig["queue"].huey.put(lease_key(tid), {"host": "machine-b", "pid": 4242, "at": 0.0, "elapsed": 0.0, "beat": 0})
         rig["queue"].huey.delete(f"queued:{tid}")
         tick(rig)
         rig["queue"].huey.delete(lease_key(tid))
@@ -283,8 +293,10 @@ def test_a_job_whose_worker_is_killed_on_each_try_is_held_then_graded_once(rig: 
     for attempt in (1, 2):  # each try is taken by a worker of this host, then that worker is SIGKILLed
         rig["queue"].huey.dequeue()
         tid = task_id(job_id, attempt)
-        rig["queue"].huey.put(lease_key(tid), {"host": rig["collector"].host, "pid": killed_worker_pid(),
-                                               "at": 0.0, "elapsed": 0.0, "beat": 0})
+        rig["queue"].huey.put(
+            lease_key(tid),
+            {"host": rig["collector"].host, "pid": killed_worker_pid(), "at": 0.0, "elapsed": 0.0, "beat": 0},
+        )
         rig["queue"].huey.delete(f"queued:{tid}")
         tick(rig)
     row = job(rig, job_id)
@@ -333,12 +345,16 @@ def run_queue(rig: dict[str, Any]) -> int:
 @pytest.mark.slow
 @pytest.mark.opencl
 def test_the_real_self_test_refuses_kernels_on_a_machine_whose_compiler_does_not_know_the_cpu(
-        rig: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    rig: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GRADE_OPENCL_FAULT", "unknown-cpu")
     folder = write_solution(rig["root"] / "solution")
     files = solution_files(folder, UPLOAD)
-    job_id = int(records.create_job(rig["store"], "ann", "k", files, [RELU, KERNEL], DEFAULT_COURSE,
-                                    datetime.now(timezone.utc)).job["id"])
+    job_id = int(
+        records.create_job(
+            rig["store"], "ann", "k", files, [RELU, KERNEL], DEFAULT_COURSE, datetime.now(timezone.utc)
+        ).job["id"]
+    )
     tick(rig)  # the self-test goes out first
     assert run_queue(rig) == 1
     tick(rig)
@@ -365,13 +381,21 @@ def test_the_real_self_test_refuses_kernels_on_a_machine_whose_compiler_does_not
 
 
 @pytest.mark.slow
-def test_a_worker_whose_own_self_test_failed_holds_that_kind_without_grading_it(
-        rig: dict[str, Any]) -> None:
+def test_a_worker_whose_own_self_test_failed_holds_that_kind_without_grading_it(rig: dict[str, Any]) -> None:
     rig["queue"].huey.put(selftest.host_key(), published({"cpu": True, "opencl": False}))  # this machine's
     publish(rig, {"cpu": True, "opencl": True})  # the server's: kernels work (another worker said so)
     folder = write_solution(rig["root"] / "solution")
-    job_id = int(records.create_job(rig["store"], "ann", "k", solution_files(folder, UPLOAD), [RELU, KERNEL],
-                                    DEFAULT_COURSE, datetime.now(timezone.utc)).job["id"])
+    job_id = int(
+        records.create_job(
+            rig["store"],
+            "ann",
+            "k",
+            solution_files(folder, UPLOAD),
+            [RELU, KERNEL],
+            DEFAULT_COURSE,
+            datetime.now(timezone.utc),
+        ).job["id"]
+    )
     tick(rig)
     rig["queue"].huey.revoke_by_id(rig["test"].task)  # (the server's start-up self-test is not this test's subject)
     assert sent_ids(rig, job_id) == [RELU, KERNEL]
@@ -383,8 +407,9 @@ def test_a_worker_whose_own_self_test_failed_holds_that_kind_without_grading_it(
     assert [ex for _, ex, _ in recorded(rig)] == [RELU]
 
 
-def test_a_sandbox_that_cannot_start_on_the_worker_holds_every_exercise(rig: dict[str, Any],
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sandbox_that_cannot_start_on_the_worker_holds_every_exercise(
+    rig: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from grader.queue import jobs
     from grader.student.sandbox import bwrap
 

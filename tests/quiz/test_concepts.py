@@ -55,14 +55,17 @@ def test_every_exercise_is_sent_to_a_section_of_the_text_by_its_concept() -> Non
         assert address in concepts.concept_of_exercise(exercise).sections  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize(("exercise", "section"), [
-    ("activations.ReLU", "activations.relu"),
-    ("kernels.relu_forward", "kernels.elementwise"),  # the concept's section in the exercise's own chapter
-    ("kernels.layernorm_forward", "kernels.one-pass"),
-    ("normalization.LayerNorm", "normalization.layernorm"),
-    ("linear.Linear", "universal-approximation.constructive"),  # none in its chapter: the concept's first
-    ("linear.Linear2", "universal-approximation.constructive"),  # a course's new exercise: its topic's concept
-])
+@pytest.mark.parametrize(
+    ("exercise", "section"),
+    [
+        ("activations.ReLU", "activations.relu"),
+        ("kernels.relu_forward", "kernels.elementwise"),  # the concept's section in the exercise's own chapter
+        ("kernels.layernorm_forward", "kernels.one-pass"),
+        ("normalization.LayerNorm", "normalization.layernorm"),
+        ("linear.Linear", "universal-approximation.constructive"),  # none in its chapter: the concept's first
+        ("linear.Linear2", "universal-approximation.constructive"),  # a course's new exercise: its topic's concept
+    ],
+)
 def test_a_report_reads_its_concepts_section(exercise: str, section: str) -> None:
     assert coursetext.section_for(exercise) == section
     assert coursetext.read_line(exercise) == f"Read §{section} (grade read {section})."
@@ -83,15 +86,18 @@ def test_every_named_concept_exists_and_every_rule_is_used() -> None:
     assert [p for p, _ in concepts.RULES if p not in used] == []
 
 
-@pytest.mark.parametrize(("mistake", "concept"), [
-    ("bn-biased-running-var", "normalization.batchnorm-running-stats"),
-    ("bn-eval-uses-batch-stats", "normalization.train-vs-eval"),
-    ("bn-backward-missing-mean-term", "normalization.batchnorm-backward"),
-    ("ln-backward-wrong-axis", "normalization.layernorm-backward"),
-    ("kernel-rmsnorm-eps-outside", "normalization.rmsnorm"),
-    ("generic-terms", "backprop.chain-rule"),
-    ("bn-eval-uses-batch-stats+bn-eps-missing", "normalization.train-vs-eval"),
-])
+@pytest.mark.parametrize(
+    ("mistake", "concept"),
+    [
+        ("bn-biased-running-var", "normalization.batchnorm-running-stats"),
+        ("bn-eval-uses-batch-stats", "normalization.train-vs-eval"),
+        ("bn-backward-missing-mean-term", "normalization.batchnorm-backward"),
+        ("ln-backward-wrong-axis", "normalization.layernorm-backward"),
+        ("kernel-rmsnorm-eps-outside", "normalization.rmsnorm"),
+        ("generic-terms", "backprop.chain-rule"),
+        ("bn-eval-uses-batch-stats+bn-eps-missing", "normalization.train-vs-eval"),
+    ],
+)
 def test_the_first_matching_rule_wins(mistake: str, concept: str) -> None:
     found = concepts.concept_of(mistake)
     assert found is not None and found.id == concept

@@ -136,12 +136,8 @@ def _wrong_answers(sq: quiz.SourceQuestion) -> list[object]:
     return wrong
 
 
-@pytest.mark.parametrize(
-    "chapter,sq", KEYED_QUESTIONS, ids=[f"{c}:{q.id}" for c, q in KEYED_QUESTIONS]
-)
-def test_locked_question_accepts_right_answers_and_rejects_wrong_ones(
-    chapter: str, sq: quiz.SourceQuestion
-) -> None:
+@pytest.mark.parametrize("chapter,sq", KEYED_QUESTIONS, ids=[f"{c}:{q.id}" for c, q in KEYED_QUESTIONS])
+def test_locked_question_accepts_right_answers_and_rejects_wrong_ones(chapter: str, sq: quiz.SourceQuestion) -> None:
     locked = _locked(chapter, sq.id)
     rights = sq.answer if sq.kind == "short" else [sq.answer]
     for right in rights:
@@ -305,8 +301,28 @@ def test_parse_number_reads_plain_arithmetic(text: str, value: float) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["abc", "", "__import__('os')", "9**9**9", "1/0", "[1, 2]", "x", "1e999", True, "a.b", "().__class__",
-     "(-8)^(1/3)", "sqrt(-1)", "log(0)", "1" * 300, "lambda: 1", "2 = 2", "sqrt", "'1'", "exp(1000)^1000"],
+    [
+        "abc",
+        "",
+        "__import__('os')",
+        "9**9**9",
+        "1/0",
+        "[1, 2]",
+        "x",
+        "1e999",
+        True,
+        "a.b",
+        "().__class__",
+        "(-8)^(1/3)",
+        "sqrt(-1)",
+        "log(0)",
+        "1" * 300,
+        "lambda: 1",
+        "2 = 2",
+        "sqrt",
+        "'1'",
+        "exp(1000)^1000",
+    ],
 )
 def test_parse_number_refuses_anything_else(text: object) -> None:
     with pytest.raises(AnswerFormatError):
@@ -448,8 +464,12 @@ def test_bad_source_files_are_reported(tmp_path: Path) -> None:
         ('answer = ["x*Phi(x)"]', 'symbols = ["x"]\nanswer = ["Phi"]', "word", "no accepted answer is a formula"),
         ('answer = ["x*Phi(x)"]', 'symbols = ["lambda"]\nanswer = ["x*Phi(x)"]', "word", "Python keyword"),
         ('answer = ["x*Phi(x)"]', 'symbols = ["sqrt"]\nanswer = ["x*Phi(x)"]', "word", "function, constant"),
-        ('answer = ["x*Phi(x)"]', 'symbols = ["x"]\naliases = {{ y = "z" }}\nanswer = ["x*Phi(x)"]', "word",
-         "aliases must map"),
+        (
+            'answer = ["x*Phi(x)"]',
+            'symbols = ["x"]\naliases = {{ y = "z" }}\nanswer = ["x*Phi(x)"]',
+            "word",
+            "aliases must map",
+        ),
         ('answer = "b"', 'symbols = ["x"]\nanswer = "b"', "pick", "belong to short (formula) questions"),
         ('answer = "1/(1-0.4)"', 'answer = "1/(1-0.4)"\nanswer_range = [0, 1]', "num", "belongs to parameterised"),
     ],

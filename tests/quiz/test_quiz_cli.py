@@ -167,8 +167,13 @@ def test_wrong_answers_get_more_attempts_then_the_explanation(tiny_dir: Path, db
     assert "not complete yet: 1/2 checkpoints" in out
     rows = attempts(db)
     assert [(r["question"], r["correct"], r["first_try"]) for r in rows] == [
-        ("pick", False, 1), ("pick", True, 0), ("scale", False, 1), ("scale", False, 0),
-        ("many", False, 1), ("word", False, 1), ("gelu", False, 1),
+        ("pick", False, 1),
+        ("pick", True, 0),
+        ("scale", False, 1),
+        ("scale", False, 0),
+        ("many", False, 1),
+        ("word", False, 1),
+        ("gelu", False, 1),
     ]
 
 
@@ -209,7 +214,10 @@ def test_reference_missing_is_one_line_before_any_question(
     result = grade(["tiny"], tiny_dir, db, input="1\n")
     assert result.exit_code == 2 and "Q1/" not in result.output
     assert result.stderr.count("\n") == 1
-    assert "chapter 'tiny': questions with numbers drawn for you are judged by the reference implementation" in result.stderr
+    assert (
+        "chapter 'tiny': questions with numbers drawn for you are judged by the reference implementation"
+        in result.stderr
+    )
     assert "take this quiz where the course grader runs" in result.stderr
     assert grade([], tiny_dir, db).exit_code == 0, "listing needs no reference"
 
@@ -273,7 +281,8 @@ def test_answers_file_text_report_and_records(tiny_dir: Path, db: Path, tmp_path
     assert "  Explanation: Only BatchNorm reduces over the batch." in out
     assert "not complete yet: 1/2 checkpoints" in out
     assert [(r["question"], r["answer"], r["correct"]) for r in attempts(db)] == [
-        ("pick", "ln", True), ("many", "gn,ln", True),
+        ("pick", "ln", True),
+        ("many", "gn,ln", True),
     ], "an unreadable answer is reported, not recorded"
 
 
@@ -302,12 +311,23 @@ def test_answers_file_json_output(tiny_dir: Path, db: Path, tmp_path: Path) -> N
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert (doc["student"], doc["chapter"], doc["score"], doc["max_score"], doc["complete"]) == (
-        "ada", "tiny", 5.0, 5.0, True,
+        "ada",
+        "tiny",
+        5.0,
+        5.0,
+        True,
     )
     assert [q["id"] for q in doc["questions"]] == ["pick", "scale", "many", "word", "gelu"]
     assert doc["questions"][0] == {
-        "id": "pick", "kind": "single", "checkpoint": True, "points": 1.0, "answered": True,
-        "answer": "ln", "correct": True, "error": None, "params": None,
+        "id": "pick",
+        "kind": "single",
+        "checkpoint": True,
+        "points": 1.0,
+        "answered": True,
+        "answer": "ln",
+        "correct": True,
+        "error": None,
+        "params": None,
         "explanation": "LayerNorm: statistics per token.",
     }
     x = doc["questions"][4]["params"]["x"]
@@ -327,10 +347,18 @@ def test_listing_json_shows_completion(tiny_dir: Path, db: Path, tmp_path: Path)
     after = json.loads(grade(["--json"], tiny_dir, db).stdout)
     assert after == {
         "student": "ada",
-        "chapters": [{
-            "chapter": "tiny", "title": "Tiny quiz", "questions": 5, "questions_correct": 2,
-            "checkpoints": 2, "checkpoints_correct": 2, "attempts": 2, "complete": True,
-        }],
+        "chapters": [
+            {
+                "chapter": "tiny",
+                "title": "Tiny quiz",
+                "questions": 5,
+                "questions_correct": 2,
+                "checkpoints": 2,
+                "checkpoints_correct": 2,
+                "attempts": 2,
+                "complete": True,
+            }
+        ],
     }
     other = json.loads(grade(["--json"], tiny_dir, db, student="bob").stdout)
     assert other["chapters"][0]["complete"] is False
@@ -361,7 +389,9 @@ def test_usage_errors_exit_2(tiny_dir: Path, db: Path, tmp_path: Path) -> None:
     path = tmp_path / "a.json"
     path.write_text(json.dumps({"pik": "ln"}), encoding="utf-8")
     unknown = grade(["tiny", "--answers", str(path)], tiny_dir, db)
-    assert unknown.exit_code == 2 and "'pik' is not a question of chapter 'tiny'. Did you mean 'pick'?" in unknown.stderr
+    assert (
+        unknown.exit_code == 2 and "'pik' is not a question of chapter 'tiny'. Did you mean 'pick'?" in unknown.stderr
+    )
 
 
 def test_bad_quiz_file_names_file_question_and_problem(tiny_dir: Path, db: Path) -> None:
@@ -372,8 +402,10 @@ def test_bad_quiz_file_names_file_question_and_problem(tiny_dir: Path, db: Path)
     for args in (["tiny"], []):
         result = grade(args, tiny_dir, db)
         assert result.exit_code == 2
-        assert result.stderr == (f"Error: {locked}: question 'scale': unknown kind 'essay'"
-                                 " (expected one of single, multiple, numeric, short)\n")
+        assert result.stderr == (
+            f"Error: {locked}: question 'scale': unknown kind 'essay'"
+            " (expected one of single, multiple, numeric, short)\n"
+        )
 
 
 def test_unusable_database_stops_before_any_question(tiny_dir: Path, tmp_path: Path) -> None:

@@ -51,10 +51,18 @@ def test_the_balance_checks_catch_a_gameable_set() -> None:
     """The two checks above fail on the pattern the audit found (key longest and in position b)."""
     gamed = [
         quiz.SourceQuestion(
-            {"id": f"q{i}", "kind": "single", "choices": [
-                {"id": "a", "text": "short"}, {"id": "b", "text": "the long, careful, qualified key"},
-                {"id": "c", "text": "short too"}, {"id": "d", "text": "tiny"}]},
-            "b", [],
+            {
+                "id": f"q{i}",
+                "kind": "single",
+                "choices": [
+                    {"id": "a", "text": "short"},
+                    {"id": "b", "text": "the long, careful, qualified key"},
+                    {"id": "c", "text": "short too"},
+                    {"id": "d", "text": "tiny"},
+                ],
+            },
+            "b",
+            [],
         )
         for i in range(10)
     ]
@@ -79,7 +87,9 @@ def test_choices_are_shuffled_per_student_and_stable() -> None:
     assert pose(question, "ada").choices == pose(question, "ada").choices
     first_keys = Counter(
         [c.id for c in pose(q, "ada").choices].index(QUESTIONS[q.id].answer)
-        for qz in quiz.load_all(QUIZ_DIR) for q in qz.questions if q.kind == "single"
+        for qz in quiz.load_all(QUIZ_DIR)
+        for q in qz.questions
+        if q.kind == "single"
     )
     assert max(first_keys.values()) < len(SINGLES) / 2, first_keys
 
@@ -151,7 +161,8 @@ def test_explanations_say_what_the_papers_say() -> None:
 
 def test_the_dropout_scale_is_no_longer_asked_five_times() -> None:
     about_scale = [
-        q.id for q in QUESTIONS.values()
+        q.id
+        for q in QUESTIONS.values()
         if q.id.startswith(("dropout", "inverted", "naive")) and "1/(1 - p)" in _texts(q, keyed_only=False)
     ]
     assert len(about_scale) <= 4, about_scale

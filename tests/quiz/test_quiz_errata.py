@@ -17,15 +17,26 @@ ENTRIES = dict(re.findall(r"^(\d+)\. \*\*(.+?)\*\*", ERRATA, flags=re.M))
 
 def _entry(number: str) -> str:
     start = ERRATA.index(f"\n{number}. **")
-    nxt = re.search(r"\n(\d+)\. \*\*|\n## ", ERRATA[start + 3:])
-    return ERRATA[start: start + 3 + nxt.start()] if nxt else ERRATA[start:]
+    nxt = re.search(r"\n(\d+)\. \*\*|\n## ", ERRATA[start + 3 :])
+    return ERRATA[start : start + 3 + nxt.start()] if nxt else ERRATA[start:]
 
 
-@pytest.mark.parametrize("words", [
-    "ELU'(z) = α·e^z", "GELU''(x) = φ(x)(2 - x²)", "preserves the expectation only", "one pass",
-    "batch size 1", "invert", "second moment", "n_in·Var(W) > 1", "σ(βz) + βz·σ(βz)(1 - σ(βz))",
-    "not a polynomial", "GELU(x) = x·Φ(x) is the expectation",
-])
+@pytest.mark.parametrize(
+    "words",
+    [
+        "ELU'(z) = α·e^z",
+        "GELU''(x) = φ(x)(2 - x²)",
+        "preserves the expectation only",
+        "one pass",
+        "batch size 1",
+        "invert",
+        "second moment",
+        "n_in·Var(W) > 1",
+        "σ(βz) + βz·σ(βz)(1 - σ(βz))",
+        "not a polynomial",
+        "GELU(x) = x·Φ(x) is the expectation",
+    ],
+)
 def test_each_known_error_of_the_course_text_has_an_entry(words: str) -> None:
     assert words in ERRATA
 

@@ -15,14 +15,17 @@ from grader.student.quiz.answers import AnswerFormatError, parse_number
 QUIZ_DIR = Path(__file__).resolve().parents[2] / "quizzes"
 
 
-@pytest.mark.parametrize("text,reason", [
-    ("x)(x", "unbalanced parentheses"),
-    ("z) - (z", "unbalanced parentheses"),
-    ("g( )", "empty parentheses"),
-    ("sqrt()", "empty parentheses"),
-    ("x(1, x)", "without commas"),
-    ("1,024", "without commas"),
-])
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ("x)(x", "unbalanced parentheses"),
+        ("z) - (z", "unbalanced parentheses"),
+        ("g( )", "empty parentheses"),
+        ("sqrt()", "empty parentheses"),
+        ("x(1, x)", "without commas"),
+        ("1,024", "without commas"),
+    ],
+)
 def test_the_reader_refuses_in_one_line(text: str, reason: str) -> None:
     with pytest.raises(expr.ExpressionError, match=reason) as caught:
         expr.fingerprint(text, {"x": "x", "z": "z", "g": "g"}, "00" * 16)
@@ -32,11 +35,14 @@ def test_the_reader_refuses_in_one_line(text: str, reason: str) -> None:
         parse_number(numeric)
 
 
-@pytest.mark.parametrize("chapter,question_id,answer", [
-    ("dropout-weight-decay", "sgd-l2-update", "g( )"),
-    ("activations", "gelu-definition", "x)(Phi(x)"),
-    ("dropout-weight-decay", "dropout-subnetworks", "1,024"),
-])
+@pytest.mark.parametrize(
+    "chapter,question_id,answer",
+    [
+        ("dropout-weight-decay", "sgd-l2-update", "g( )"),
+        ("activations", "gelu-definition", "x)(Phi(x)"),
+        ("dropout-weight-decay", "dropout-subnetworks", "1,024"),
+    ],
+)
 def test_such_an_answer_is_unreadable_not_a_crash(chapter: str, question_id: str, answer: str) -> None:
     question = quiz_lib.load_quiz(QUIZ_DIR / f"{chapter}.json").question(question_id)
     verdict = quiz_lib.grade_answer(question, answer)
@@ -47,4 +53,6 @@ def test_what_was_read_before_still_is() -> None:
     assert parse_number("2*sqrt(3/2)") == pytest.approx(2.449489742783178)
     assert parse_number("(1/2 - 1/(2π))") == pytest.approx(0.3408450569)
     salt = "00" * 16
-    assert expr.fingerprint("σ(z)(1 - σ(z))", {"z": "z"}, salt) == expr.fingerprint("sigmoid(z)-sigmoid(z)^2", {"z": "z"}, salt)
+    assert expr.fingerprint("σ(z)(1 - σ(z))", {"z": "z"}, salt) == expr.fingerprint(
+        "sigmoid(z)-sigmoid(z)^2", {"z": "z"}, salt
+    )

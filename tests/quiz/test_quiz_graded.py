@@ -31,7 +31,7 @@ from server_util import QUIZ_DIR, Server, api, issue_tokens, posed_for, quiz_sou
 STUDENTS = ["brute", "race", "late", "early", "hostile", "other", "choice"]
 FUTURE = (datetime.now(timezone.utc) + timedelta(days=30)).isoformat(timespec="seconds").replace("+00:00", "Z")
 PAST = (datetime.now(timezone.utc) - timedelta(days=1)).isoformat(timespec="seconds").replace("+00:00", "Z")
-COURSE = f'''
+COURSE = f"""
 name = "graded quizzes"
 [quiz]
 attempts = 2
@@ -42,7 +42,7 @@ due = {FUTURE}
 name = "normalization"
 due = {PAST}
 late_penalty = 0.5
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -60,15 +60,23 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
 
 def answer(env: dict[str, Any], student: str, chapter: str, question: str, raw: Any, shown: bool = False) -> Any:
-    return api(env["url"], env["tokens"][student], "POST", f"/quizzes/{chapter}/answers",
-               json={"question": question, "answer": raw, "shown": shown})
+    return api(
+        env["url"],
+        env["tokens"][student],
+        "POST",
+        f"/quizzes/{chapter}/answers",
+        json={"question": question, "answer": raw, "shown": shown},
+    )
 
 
 def recorded(db: Path, student: str, question: str) -> int:
     conn = sqlite3.connect(db)
     try:
-        return int(conn.execute("SELECT COUNT(*) FROM quiz_attempts WHERE student = ? AND question = ?",
-                                [student, question]).fetchone()[0])
+        return int(
+            conn.execute(
+                "SELECT COUNT(*) FROM quiz_attempts WHERE student = ? AND question = ?", [student, question]
+            ).fetchone()[0]
+        )
     finally:
         conn.close()
 
@@ -90,7 +98,7 @@ def test_standing_counts_every_answer_until_the_first_right_one_and_never_resets
     assert st.correct and st.used == 2 and st.closed
     fresh = graded.standing(question, [], course_attempts=None)
     assert fresh.allowed == question.attempts and fresh.left == question.attempts and not fresh.closed
-    assert graded.feedback(fresh.after(False)) .startswith("Not this one.")
+    assert graded.feedback(fresh.after(False)).startswith("Not this one.")
     assert graded.feedback(fresh.after(True)) == "Correct."
 
 
@@ -111,8 +119,12 @@ def test_the_course_file_sets_the_attempts(tmp_path: Path) -> None:
 def test_a_multiple_select_cannot_be_brute_forced(env: dict[str, Any]) -> None:
     sq = source_question("activations", "dead-relu-remedies")
     ids = [c.id for c in sq.choices]
-    subsets = [list(s) for n in range(1, len(ids) + 1) for s in itertools.combinations(ids, n)
-               if sorted(s) != sorted(sq.answer)]
+    subsets = [
+        list(s)
+        for n in range(1, len(ids) + 1)
+        for s in itertools.combinations(ids, n)
+        if sorted(s) != sorted(sq.answer)
+    ]
     first = answer(env, "brute", "activations", sq.id, subsets[0]).json()
     assert first["correct"] is False and first["feedback"] == "Not this one. (1 attempt(s) left)"
     assert first["explanation"] is None, "before the due date a wrong answer says nothing more"
@@ -122,8 +134,9 @@ def test_a_multiple_select_cannot_be_brute_forced(env: dict[str, Any]) -> None:
         response = answer(env, "brute", "activations", sq.id, subset)
         assert response.status_code == 409 and "no attempts left (2 of 2 used)" in response.json()["error"]
     assert recorded(env["db"], "brute", sq.id) == 2
-    listed = {q["id"]: q for q in api(env["url"], env["tokens"]["brute"], "GET", "/quizzes/activations").json()
-              ["questions"]}
+    listed = {
+        q["id"]: q for q in api(env["url"], env["tokens"]["brute"], "GET", "/quizzes/activations").json()["questions"]
+    }
     assert listed[sq.id]["attempts_left"] == 0 and listed[sq.id]["answered_correctly"] is False
 
 
@@ -152,8 +165,9 @@ def test_after_the_due_date_a_wrong_answer_is_explained(env: dict[str, Any]) -> 
     assert late["correct"] is False and late["attempts_left"] == 1
     assert late["explanation"] == question.data["explanation"].strip(), "past the due date: explained"
     early_q = source_question("activations", "gelu-why")
-    early = answer(env, "early", "activations", early_q.id, next(c.id for c in early_q.choices
-                                                                  if c.id != early_q.answer)).json()
+    early = answer(
+        env, "early", "activations", early_q.id, next(c.id for c in early_q.choices if c.id != early_q.answer)
+    ).json()
     assert early["explanation"] is None and early["attempts_left"] == 1
 
 
@@ -212,8 +226,9 @@ def _dying_judge(posed: Any, raw: Any, shown: bool = False) -> Any:
 
 
 @pytest.mark.parametrize("work, bounded", [("judge", "judge_bounded"), ("preview", "preview_bounded")])
-def test_a_judge_that_never_ends_is_stopped_and_refused(monkeypatch: pytest.MonkeyPatch, work: str,
-                                                        bounded: str) -> None:
+def test_a_judge_that_never_ends_is_stopped_and_refused(
+    monkeypatch: pytest.MonkeyPatch, work: str, bounded: str
+) -> None:
     """The judge, and the live preview of an answer under the judge's bounds: killed after the time budget."""
     monkeypatch.setattr(judging, work, _stuck_judge)
     _release.set()
@@ -223,8 +238,9 @@ def test_a_judge_that_never_ends_is_stopped_and_refused(monkeypatch: pytest.Monk
     assert not [p for p in multiprocessing.active_children() if p.is_alive()], "the judging process was killed"
 
 
-def test_the_event_loop_answers_others_while_an_answer_is_judged(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_event_loop_answers_others_while_an_answer_is_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "course.db"
     tokens, _ = issue_tokens(db, ["slow", "fast"])
     config = app_lib.ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}", quiz_dir=QUIZ_DIR)
@@ -233,9 +249,13 @@ def test_the_event_loop_answers_others_while_an_answer_is_judged(tmp_path: Path,
     _release.clear()
     order: list[str] = []
     with TestClient(web.create_app(config, run_collector=False)) as client:
+
         def slow() -> None:
-            response = client.post("/api/v1/quizzes/activations/answers", json={"question": "gelu-why", "answer": "a"},
-                                   headers={"Authorization": f"Bearer {tokens['slow']}"})
+            response = client.post(
+                "/api/v1/quizzes/activations/answers",
+                json={"question": "gelu-why", "answer": "a"},
+                headers={"Authorization": f"Bearer {tokens['slow']}"},
+            )
             order.append(f"slow {response.status_code} {response.json().get('error', '')}")
 
         thread = threading.Thread(target=slow)
@@ -263,14 +283,13 @@ def test_judging_processes_are_bounded_in_number() -> None:
     assert judging.judge_bounded(posed, "a").question_id == "gelu-why"
 
 
-
 # --- bounds before judging: magnitude, digits, candidates; memory; one judge per student --------------------
 
 
-@pytest.mark.parametrize("answer", ["1234567890123", "9223372036854775808", "1e300", 1e300, 2**63, "1e300*2",
-                                    "12345678.1234567891"])
-def test_a_huge_numeric_answer_is_refused_before_any_judge_starts(monkeypatch: pytest.MonkeyPatch,
-                                                                   answer: Any) -> None:
+@pytest.mark.parametrize(
+    "answer", ["1234567890123", "9223372036854775808", "1e300", 1e300, 2**63, "1e300*2", "12345678.1234567891"]
+)
+def test_a_huge_numeric_answer_is_refused_before_any_judge_starts(monkeypatch: pytest.MonkeyPatch, answer: Any) -> None:
     def no_judge(*args: Any) -> Any:
         raise AssertionError("a judge was started")
 

@@ -34,8 +34,9 @@ def _by(key: Callable[[Choice], float], rank: int = 0) -> Rule:
 
 def _longest(count: Callable[[int], int]) -> SubsetRule:
     """Pick the ``count(k)`` longest of the k choices shown (ties: the first shown)."""
-    return lambda shown: {c.id for _, c in sorted(enumerate(shown), key=lambda p: (-len(p[1].text), p[0]))
-                          [:count(len(shown))]}
+    return lambda shown: {
+        c.id for _, c in sorted(enumerate(shown), key=lambda p: (-len(p[1].text), p[0]))[: count(len(shown))]
+    }
 
 
 RULES: dict[str, Rule] = {
@@ -85,6 +86,10 @@ def test_no_multiple_select_length_rule_beats_chance_by_more_than_five_points(ru
 
 
 def test_the_length_rule_catches_a_keyed_longest_half() -> None:
-    shown = [Choice("a", "a long and careful key"), Choice("b", "short"), Choice("c", "another long, careful key"),
-             Choice("d", "tiny")]
+    shown = [
+        Choice("a", "a long and careful key"),
+        Choice("b", "short"),
+        Choice("c", "another long, careful key"),
+        Choice("d", "tiny"),
+    ]
     assert SUBSET_RULES["the longest ⌊k/2⌋"](shown) == {"a", "c"}

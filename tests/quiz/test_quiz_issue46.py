@@ -29,9 +29,23 @@ def _locked(chapter: str, question_id: str) -> quiz_lib.Question:
 # --- right answers that were refused -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("answer", ["the supremum norm", "the uniform norm", "L^inf", "‖·‖∞", "the sup norm",
-                                    "the L∞ norm", "||·||_∞", "‖·‖_∞", "L_inf", "the maximum norm",
-                                    "The Supremum Norm.", "the Chebyshev norm"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "the supremum norm",
+        "the uniform norm",
+        "L^inf",
+        "‖·‖∞",
+        "the sup norm",
+        "the L∞ norm",
+        "||·||_∞",
+        "‖·‖_∞",
+        "L_inf",
+        "the maximum norm",
+        "The Supremum Norm.",
+        "the Chebyshev norm",
+    ],
+)
 def test_uat_norm_accepts_the_supremum_norm_however_it_is_written(answer: str) -> None:
     assert quiz_lib.check_answer(_locked("universal-approximation", "uat-norm"), answer).correct
 
@@ -62,17 +76,23 @@ def _grid(question: quiz_lib.Question) -> list[dict[str, Any]]:
     specs = params_lib.parse_specs(question.params)
     if math.prod(len(spec.values) for spec in specs.values()) > ENUMERATED:
         return [quiz_lib.pose(question, f"student{i}").values for i in range(SAMPLE)]
-    grid = [dict(zip(specs, combo, strict=True)) for combo in itertools.product(*(spec.values for spec in specs.values()))]
+    grid = [
+        dict(zip(specs, combo, strict=True)) for combo in itertools.product(*(spec.values for spec in specs.values()))
+    ]
     return [values for values in grid if values != question.practice]
 
 
 @pytest.mark.parametrize("chapter,question", PARAMETERISED, ids=[q.id for _, q in PARAMETERISED])
 def test_no_graded_answer_lies_within_twice_the_tolerance_of_the_practice_answer(
-        chapter: str, question: quiz_lib.Question) -> None:
+    chapter: str, question: quiz_lib.Question
+) -> None:
     call = params_lib.parse_reference(question.reference, set(question.params or {}))
     practice = params_lib.reference_answer(call, question.practice or {})
-    near = [values for values in _grid(question)
-            if abs(params_lib.reference_answer(call, values) - practice) <= 2 * float(question.tolerance or 0)]
+    near = [
+        values
+        for values in _grid(question)
+        if abs(params_lib.reference_answer(call, values) - practice) <= 2 * float(question.tolerance or 0)
+    ]
     assert not near, f"{question.id}: {len(near)} graded draws near the practice answer {practice}, e.g. {near[:3]}"
 
 

@@ -69,9 +69,15 @@ ROUND_2_LEAKS = {
     ("normalization/trio-batchnorm", "prompt: normalization/layernorm-output"),
     ("normalization/trio-batchnorm", "quizzes/normalization.json: layernorm-output"),
 }
-PLAIN = {"activations/sigmoid-max-derivative", "normalization/trio-batchnorm", "normalization/bn-dx-constant",
-         "dropout-weight-decay/naive-dropout-test-scale", "dropout-weight-decay/dropout-subnetworks",
-         "initialisation/linear-variance", "universal-approximation/relu-pieces"}
+PLAIN = {
+    "activations/sigmoid-max-derivative",
+    "normalization/trio-batchnorm",
+    "normalization/bn-dx-constant",
+    "dropout-weight-decay/naive-dropout-test-scale",
+    "dropout-weight-decay/dropout-subnetworks",
+    "initialisation/linear-variance",
+    "universal-approximation/relu-pieces",
+}
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +101,14 @@ def test_no_graded_answer_is_printed_anywhere_a_student_reads_first(handout: Pat
 
 def test_the_audit_reads_what_the_release_hands_out_and_what_the_graders_show(handout: Path) -> None:
     read = {t.source.split(":")[0] for t in leaks.handout_texts(handout)}
-    assert {"README.md", "ERRATA.md", "activations.ipynb", "quizzes/normalization.json", "text/activations.md#gelu",
-            "text/activations.html"} <= read
+    assert {
+        "README.md",
+        "ERRATA.md",
+        "activations.ipynb",
+        "quizzes/normalization.json",
+        "text/activations.md#gelu",
+        "text/activations.html",
+    } <= read
     shown = leaks.quiz_texts(quiz_lib.load_all(QUIZ_DIR), leaks.students(3))
     kinds = {t.source.split(":")[0] for t in shown}
     assert kinds == {"prompt", "explanation", "practice explanation"}
@@ -105,16 +117,23 @@ def test_the_audit_reads_what_the_release_hands_out_and_what_the_graders_show(ha
     assert not any("{{" in t.text for t in shown)
 
 
-def _round_2(handout: Path, tmp_path: Path, commit: str = ROUND_2
-             ) -> tuple[Path, list[quiz_lib.Quiz], list[quiz_lib.SourceQuiz]]:
+def _round_2(
+    handout: Path, tmp_path: Path, commit: str = ROUND_2
+) -> tuple[Path, list[quiz_lib.Quiz], list[quiz_lib.SourceQuiz]]:
     """The handout and the locked quizzes as ``commit`` (round 2) wrote them, from its sources and errata in git."""
+
     def show(path: str) -> str:
-        return subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"], capture_output=True,
-                              text=True, check=True).stdout
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{commit}:{path}"], capture_output=True, text=True, check=True
+        ).stdout
 
     try:
-        names = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", f"{commit}:quizzes/source"],
-                               capture_output=True, text=True, check=True).stdout.split()
+        names = subprocess.run(
+            ["git", "-C", str(ROOT), "ls-tree", "--name-only", f"{commit}:quizzes/source"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
     except (OSError, subprocess.CalledProcessError):
         pytest.skip(f"commit {commit} (the quiz texts of an earlier round) is not in this checkout's git history")
     locked = tmp_path / "quizzes"
@@ -126,8 +145,9 @@ def _round_2(handout: Path, tmp_path: Path, commit: str = ROUND_2
     (old / "quizzes").mkdir(parents=True)
     for source in sources:
         (locked / f"{source.chapter}.json").write_text(dump_locked(lock_quiz(source)), encoding="utf-8")
-        (old / "quizzes" / f"{source.chapter}.json").write_text(json.dumps(handout_quiz(source).to_json()),
-                                                                encoding="utf-8")
+        (old / "quizzes" / f"{source.chapter}.json").write_text(
+            json.dumps(handout_quiz(source).to_json()), encoding="utf-8"
+        )
     for path in [handout / "README.md", *handout.glob("*.ipynb")]:
         shutil.copyfile(path, old / path.name)
     (old / "ERRATA.md").write_text(show("quizzes/errata.md"), encoding="utf-8")
@@ -137,16 +157,20 @@ def _round_2(handout: Path, tmp_path: Path, commit: str = ROUND_2
 def test_the_audit_finds_exactly_the_leaks_of_round_2(handout: Path, tmp_path: Path) -> None:
     old, quizzes, sources = _round_2(handout, tmp_path)
     result = leaks.run(old, quizzes, sources, ROOT / "exercises")
-    assert result.pairs() == ROUND_2_LEAKS, (sorted(result.pairs() - ROUND_2_LEAKS),
-                                             sorted(ROUND_2_LEAKS - result.pairs()))
+    assert result.pairs() == ROUND_2_LEAKS, (
+        sorted(result.pairs() - ROUND_2_LEAKS),
+        sorted(ROUND_2_LEAKS - result.pairs()),
+    )
     found = {(leak.question, leak.source): leak.answer for leak in result.leaks}
     assert found[("initialisation/relu-variance", "ERRATA.md")] in {"0.341", "0.340845"}
     assert found[("activations/gelu-min-x", "ERRATA.md")] == "-0.75"
     assert found[("normalization/trio-layernorm", "quizzes/normalization.json: bn-dgamma")] == "-1.2247"
     drawn = {leak.source: leak.share for leak in result.leaks if leak.share is not None}
-    assert drawn == {"explanation: activations/swish-derivative": pytest.approx(3 / 48),
-                     "prompt: dropout-weight-decay/adamw-first-step": 1.0,
-                     "prompt: normalization/layernorm-output": 1.0}
+    assert drawn == {
+        "explanation: activations/swish-derivative": pytest.approx(3 / 48),
+        "prompt: dropout-weight-decay/adamw-first-step": 1.0,
+        "prompt: normalization/layernorm-output": 1.0,
+    }
 
 
 # --- reading ---------------------------------------------------------------------------------------
@@ -176,8 +200,9 @@ def test_formulas_are_spans_in_the_question_s_own_names() -> None:
 
 
 def test_choices_are_found_where_a_text_quotes_them() -> None:
-    question = _question(kind="multiple", choices=(Choice("a", "Tanh"), Choice("b", "Leaky ReLU (α = 0.01)"),
-                                                   Choice("c", "ReLU")))
+    question = _question(
+        kind="multiple", choices=(Choice("a", "Tanh"), Choice("b", "Leaky ReLU (α = 0.01)"), Choice("c", "ReLU"))
+    )
     assert choices_quoted("Negative: tanh and Leaky ReLU (α = 0.01).", question) == ["a", "b", "c"]
     assert choices_quoted("Negative: tanh.", question) == ["a"]
     assert choices_quoted("Tanhs", question) == []
@@ -218,12 +243,18 @@ def test_each_kind_of_answer_is_found_with_its_own_judge(quizzes: list[quiz_lib.
         leaks.Text("its own explanation", "-0.7518", own="activations/gelu-min-x"),
     ]
     found = leaks.audit(texts, quizzes, keys).pairs()
-    assert found == {("activations/gelu-min-value", "numbers"), ("activations/gelu-min-x", "numbers"),
-                     ("activations/gelu-why", "a choice"), ("activations/tanh-derivative", "a formula"),
-                     ("universal-approximation/uat-norm", "a phrase")}
+    assert found == {
+        ("activations/gelu-min-value", "numbers"),
+        ("activations/gelu-min-x", "numbers"),
+        ("activations/gelu-why", "a choice"),
+        ("activations/tanh-derivative", "a formula"),
+        ("universal-approximation/uat-norm", "a phrase"),
+    }
 
 
-def test_drawn_numbers_leak_only_above_the_coincidence_bar(quizzes: list[quiz_lib.Quiz], keys: dict[str, float]) -> None:
+def test_drawn_numbers_leak_only_above_the_coincidence_bar(
+    quizzes: list[quiz_lib.Quiz], keys: dict[str, float]
+) -> None:
     def drawn(hits: int, of: int) -> list[leaks.Text]:
         return [leaks.Text("drawn", "-0.17" if i < hits else "0.5", f"i{i}", None, of) for i in range(of)]
 
@@ -234,15 +265,18 @@ def test_drawn_numbers_leak_only_above_the_coincidence_bar(quizzes: list[quiz_li
 
 
 def test_the_practice_a_text_page_judges_is_read_as_its_own_question_s_text(
-        quizzes: list[quiz_lib.Quiz], keys: dict[str, float], tmp_path: Path) -> None:
+    quizzes: list[quiz_lib.Quiz], keys: dict[str, float], tmp_path: Path
+) -> None:
     from grader.course.text import PagePractice, practice_form
 
     practice = PagePractice("What is GELU(0.5)?", 0.345, 0.347, "GELU dips to −0.170 near x = −0.752.")
-    (tmp_path / "activations.html").write_text(f"<main>{practice_form('gelu-value', practice)}</main>",
-                                               encoding="utf-8")
+    (tmp_path / "activations.html").write_text(
+        f"<main>{practice_form('gelu-value', practice)}</main>", encoding="utf-8"
+    )
     texts = leaks.page_practice_texts(tmp_path)
-    assert [(t.source, t.own) for t in texts] == [("text/activations.html: gelu-value (practice)",
-                                                   "activations/gelu-value")]
+    assert [(t.source, t.own) for t in texts] == [
+        ("text/activations.html: gelu-value (practice)", "activations/gelu-value")
+    ]
     assert "What is GELU(0.5)?" in texts[0].text and "Right: 0.346" in texts[0].text
     found = leaks.audit(texts, quizzes, keys).pairs()
     assert found == {("activations/gelu-min-value", texts[0].source), ("activations/gelu-min-x", texts[0].source)}
@@ -253,8 +287,9 @@ def test_the_practice_a_text_page_judges_is_read_as_its_own_question_s_text(
 ISSUE_46 = "b4f6c1b"  # main before issue 46's checkpoint fixes: its texts, judged as its judge judged
 
 
-def test_the_audit_finds_the_classes_of_issue_46_in_its_texts(handout: Path, tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_audit_finds_the_classes_of_issue_46_in_its_texts(
+    handout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from grader.quiz import judging
     from grader.student.quiz.answers import parse_number
 
@@ -276,9 +311,13 @@ def test_the_audit_finds_the_classes_of_issue_46_in_its_texts(handout: Path, tmp
 
 
 def test_plain_numbers_are_found_at_their_concept_only(quizzes: list[quiz_lib.Quiz], keys: dict[str, float]) -> None:
-    texts = [leaks.Text("at its concept", "Naive dropout: at test time the weights are multiplied by 0.6."),
-             leaks.Text("elsewhere", "Inverted dropout with p = 0.6 keeps 40% of the units."),
-             leaks.Text("at its concept, as arithmetic", "The sigmoid's derivative is largest at 0: 1/4 there.")]
+    texts = [
+        leaks.Text("at its concept", "Naive dropout: at test time the weights are multiplied by 0.6."),
+        leaks.Text("elsewhere", "Inverted dropout with p = 0.6 keeps 40% of the units."),
+        leaks.Text("at its concept, as arithmetic", "The sigmoid's derivative is largest at 0: 1/4 there."),
+    ]
     found = leaks.audit(texts, quizzes, keys).pairs()
-    assert found == {("dropout-weight-decay/naive-dropout-test-scale", "at its concept"),
-                     ("activations/sigmoid-max-derivative", "at its concept, as arithmetic")}
+    assert found == {
+        ("dropout-weight-decay/naive-dropout-test-scale", "at its concept"),
+        ("activations/sigmoid-max-derivative", "at its concept, as arithmetic"),
+    }

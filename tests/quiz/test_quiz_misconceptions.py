@@ -103,11 +103,15 @@ MISCONCEPTIONS: dict[tuple[str, str], dict[str, Misconception]] = {
         "running_var starting at 0": lambda v: _running(v, start=0.0),
     },
     ("normalization", "bn-running-mean-momentum"): {
-        "Keras momentum convention": lambda v: (1 - v["mom"]) * v["mom"] * 0 + v["mom"] * (1 - v["mom"])
-        * (v["p1"] + v["q1"]) / 2 + (1 - v["mom"]) * (v["p2"] + v["q2"]) / 2,
+        "Keras momentum convention": lambda v: (
+            (1 - v["mom"]) * v["mom"] * 0
+            + v["mom"] * (1 - v["mom"]) * (v["p1"] + v["q1"]) / 2
+            + (1 - v["mom"]) * (v["p2"] + v["q2"]) / 2
+        ),
         "a plain average of the batch means": lambda v: (v["p1"] + v["q1"] + v["p2"] + v["q2"]) / 4,
-        "running_mean starting at the first batch's mean": lambda v: (1 - v["mom"]) * (v["p1"] + v["q1"]) / 2
-        + v["mom"] * (v["p2"] + v["q2"]) / 2,
+        "running_mean starting at the first batch's mean": lambda v: (
+            (1 - v["mom"]) * (v["p1"] + v["q1"]) / 2 + v["mom"] * (v["p2"] + v["q2"]) / 2
+        ),
     },
     ("dropout-weight-decay", "dropout-variance"): {
         "dropout preserves the variance": lambda v: 0.0,
@@ -129,12 +133,17 @@ MISCONCEPTIONS: dict[tuple[str, str], dict[str, Misconception]] = {
         "forgets the height h": lambda v: max(0.0, v["x"] - v["s"]) - max(0.0, v["x"] - v["t"]),
     },
     ("activations", "swish-derivative"): {
-        "ignores β (SiLU's derivative)": lambda v: _sigmoid(v["x"]) + v["x"] * _sigmoid(v["x"]) * (1 - _sigmoid(v["x"])),
-        "the course text's formula βσ(βz) + σ(βz)(1 - βzσ(βz))": lambda v: v["beta"] * _sigmoid(v["beta"] * v["x"])
-        + _sigmoid(v["beta"] * v["x"]) * (1 - v["beta"] * v["x"] * _sigmoid(v["beta"] * v["x"])),
+        "ignores β (SiLU's derivative)": lambda v: (
+            _sigmoid(v["x"]) + v["x"] * _sigmoid(v["x"]) * (1 - _sigmoid(v["x"]))
+        ),
+        "the course text's formula βσ(βz) + σ(βz)(1 - βzσ(βz))": lambda v: (
+            v["beta"] * _sigmoid(v["beta"] * v["x"])
+            + _sigmoid(v["beta"] * v["x"]) * (1 - v["beta"] * v["x"] * _sigmoid(v["beta"] * v["x"]))
+        ),
         "no product rule, σ(βx)": lambda v: _sigmoid(v["beta"] * v["x"]),
-        "no inner β in the chain rule": lambda v: _sigmoid(v["beta"] * v["x"])
-        + v["x"] * _sigmoid(v["beta"] * v["x"]) * (1 - _sigmoid(v["beta"] * v["x"])),
+        "no inner β in the chain rule": lambda v: (
+            _sigmoid(v["beta"] * v["x"]) + v["x"] * _sigmoid(v["beta"] * v["x"]) * (1 - _sigmoid(v["beta"] * v["x"]))
+        ),
         "f(x) = x·σ(βx) itself, not its derivative": lambda v: v["x"] * _sigmoid(v["beta"] * v["x"]),
         "zero (the tail, where every reading is near 0)": lambda v: 0.0,
     },
@@ -163,7 +172,9 @@ MISCONCEPTIONS: dict[tuple[str, str], dict[str, Misconception]] = {
         "RMSNorm's scale": lambda v: v["b"] / math.sqrt((v["a"] ** 2 + v["b"] ** 2 + v["c"] ** 2 + v["d"] ** 2) / 4),
     },
     ("normalization", "rmsnorm-output"): {
-        "LayerNorm (centred)": lambda v: (v["c"] - sum(_rms_inputs(v)) / 3) / math.sqrt(_std(_rms_inputs(v)) ** 2 + 1e-6),
+        "LayerNorm (centred)": lambda v: (
+            (v["c"] - sum(_rms_inputs(v)) / 3) / math.sqrt(_std(_rms_inputs(v)) ** 2 + 1e-6)
+        ),
         "the standard deviation for the RMS": lambda v: v["c"] / _std(_rms_inputs(v)),
         "the norm for the RMS (no 1/D)": lambda v: v["c"] / math.sqrt(sum(t * t for t in _rms_inputs(v))),
     },
@@ -202,11 +213,13 @@ MISCONCEPTIONS: dict[tuple[str, str], dict[str, Misconception]] = {
         "no output bias": lambda v: _mlp(v, "hidden"),
     },
     ("universal-approximation", "sigmoid-network-output"): {
-        "adds the second unit": lambda v: v["a1"] * _sigmoid(v["w1"] * v["x"] + v["b1"])
-        + v["a2"] * _sigmoid(v["w2"] * v["x"] + v["b2"]),
+        "adds the second unit": lambda v: (
+            v["a1"] * _sigmoid(v["w1"] * v["x"] + v["b1"]) + v["a2"] * _sigmoid(v["w2"] * v["x"] + v["b2"])
+        ),
         "the first unit alone": lambda v: v["a1"] * _sigmoid(v["w1"] * v["x"] + v["b1"]),
-        "σ read as a step (0 or 1)": lambda v: v["a1"] * (v["w1"] * v["x"] + v["b1"] > 0)
-        - v["a2"] * (v["w2"] * v["x"] + v["b2"] > 0),
+        "σ read as a step (0 or 1)": lambda v: (
+            v["a1"] * (v["w1"] * v["x"] + v["b1"] > 0) - v["a2"] * (v["w2"] * v["x"] + v["b2"] > 0)
+        ),
     },
 }
 
@@ -216,12 +229,15 @@ def _instances(question: quiz_lib.Question) -> list[dict[str, Any]]:
     specs = params_lib.parse_specs(question.params)
     if math.prod(len(spec.values) for spec in specs.values()) > ENUMERATED:
         return [quiz_lib.pose(question, f"student{i}").values for i in range(SAMPLE)]
-    return [dict(zip(specs, combo, strict=True)) for combo in itertools.product(*(spec.values for spec in specs.values()))]
+    return [
+        dict(zip(specs, combo, strict=True)) for combo in itertools.product(*(spec.values for spec in specs.values()))
+    ]
 
 
 def test_every_parameterised_question_names_its_misconceptions() -> None:
-    parameterised = {(quiz.chapter, q.id) for quiz in quiz_lib.load_all(QUIZ_DIR) for q in quiz.questions
-                     if q.parameterised}
+    parameterised = {
+        (quiz.chapter, q.id) for quiz in quiz_lib.load_all(QUIZ_DIR) for q in quiz.questions if q.parameterised
+    }
     assert parameterised == set(MISCONCEPTIONS), sorted(parameterised ^ set(MISCONCEPTIONS))
     assert all(len(named) >= 2 for named in MISCONCEPTIONS.values()), "at least two named per question"
 

@@ -52,8 +52,10 @@ def _layernorm_second(v: dict) -> float:
 # The course formulas, written out independently of the reference and of the probes.
 FORMULAS: dict[str, Callable[[dict], float]] = {
     "gelu-value": lambda v: v["x"] * _phi(v["x"]),
-    "swish-derivative": lambda v: _sigmoid(v["beta"] * v["x"])
-    + v["beta"] * v["x"] * _sigmoid(v["beta"] * v["x"]) * (1 - _sigmoid(v["beta"] * v["x"])),
+    "swish-derivative": lambda v: (
+        _sigmoid(v["beta"] * v["x"])
+        + v["beta"] * v["x"] * _sigmoid(v["beta"] * v["x"]) * (1 - _sigmoid(v["beta"] * v["x"]))
+    ),
     "elu-value": lambda v: v["alpha"] * (math.exp(v["x"]) - 1),
     "prelu-dalpha": lambda v: v["a"] + v["c"],
     "layernorm-output": _layernorm_second,
@@ -68,11 +70,13 @@ FORMULAS: dict[str, Callable[[dict], float]] = {
     "xavier-uniform-a": lambda v: math.sqrt(6 / (v["fan_in"] + v["fan_out"])),
     "kaiming-uniform-b": lambda v: math.sqrt(3) * math.sqrt(2 / ((1 + v["slope"] ** 2) * v["fan_in"])),
     "mlp-parameter-count": lambda v: v["d"] * v["width"] + v["width"] + v["width"] * v["outputs"] + v["outputs"],
-    "sigmoid-network-output": lambda v: v["a1"] * _sigmoid(v["w1"] * v["x"] + v["b1"])
-    - v["a2"] * _sigmoid(v["w2"] * v["x"] + v["b2"]),
+    "sigmoid-network-output": lambda v: (
+        v["a1"] * _sigmoid(v["w1"] * v["x"] + v["b1"]) - v["a2"] * _sigmoid(v["w2"] * v["x"] + v["b2"])
+    ),
     "relu-ramp-output": lambda v: v["h"] * (max(0.0, v["x"] - v["s"]) - max(0.0, v["x"] - v["t"])),
-    "bn-running-mean-momentum": lambda v: (1 - v["mom"]) * v["mom"] * (v["p1"] + v["q1"]) / 2
-    + v["mom"] * (v["p2"] + v["q2"]) / 2,
+    "bn-running-mean-momentum": lambda v: (
+        (1 - v["mom"]) * v["mom"] * (v["p1"] + v["q1"]) / 2 + v["mom"] * (v["p2"] + v["q2"]) / 2
+    ),
     "dropout-variance": lambda v: v["a"] ** 2 * v["p"] / (1 - v["p"]),
     "kaiming-fan-out-std": lambda v: math.sqrt(2 / ((1 + v["slope"] ** 2) * v["fan_out"])),
 }
@@ -132,8 +136,10 @@ def test_the_reference_answer_passes_and_beyond_the_tolerance_fails(question: qu
 PASTED = {
     ("activations", "gelu-value"): ["x·Φ(x)", "x*Phi(x)", "x/2*(1 + erf(x/sqrt(2)))"],
     ("dropout-weight-decay", "dropout-variance"): ["a²·p/(1 - p)", "a^2*p/(1-p)"],
-    ("activations", "swish-derivative"): ["σ(βx) + βx·σ(βx)(1 - σ(βx))",
-                                          "sigmoid(beta*x) + beta*x*sigmoid(beta*x)*(1 - sigmoid(beta*x))"],
+    ("activations", "swish-derivative"): [
+        "σ(βx) + βx·σ(βx)(1 - σ(βx))",
+        "sigmoid(beta*x) + beta*x*sigmoid(beta*x)*(1 - sigmoid(beta*x))",
+    ],
     ("initialisation", "kaiming-normal-std"): ["sqrt(2/((1 + slope^2)*fan_in))"],
 }
 
@@ -226,9 +232,14 @@ def test_reference_calls_are_read_not_run(call: object, words: str) -> None:
 
 
 def test_reference_call_arguments_take_lists_numbers_and_negated_parameters() -> None:
-    call = params_lib.parse_reference("relu_network_output(w=[1, 1], b=[-s, -0.5], alpha=[h, -h], x=x)", {"s", "h", "x"})
+    call = params_lib.parse_reference(
+        "relu_network_output(w=[1, 1], b=[-s, -0.5], alpha=[h, -h], x=x)", {"s", "h", "x"}
+    )
     assert call.resolve({"s": 0.25, "h": 2.0, "x": 0.5}) == {
-        "w": [1, 1], "b": [-0.25, -0.5], "alpha": [2.0, -2.0], "x": 0.5,
+        "w": [1, 1],
+        "b": [-0.25, -0.5],
+        "alpha": [2.0, -2.0],
+        "x": 0.5,
     }
 
 
@@ -262,10 +273,10 @@ def _source(tmp_path: Path, extra: str = "", **replace: str) -> Path:
 @pytest.mark.parametrize(
     "extra,replace,words",
     [
-        ('answer = 0.5', {}, "has no 'answer' or 'wrong'"),
-        ("", {'answer_range = [-0.2, 1.0]': ""}, "missing field 'answer_range'"),
-        ("", {'answer_range = [-0.2, 1.0]': "answer_range = [1, 0]"}, "low < high"),
-        ("", {'kind = "numeric"': 'kind = "short"', 'tolerance = 0.001': ""}, "is numeric and has both"),
+        ("answer = 0.5", {}, "has no 'answer' or 'wrong'"),
+        ("", {"answer_range = [-0.2, 1.0]": ""}, "missing field 'answer_range'"),
+        ("", {"answer_range = [-0.2, 1.0]": "answer_range = [1, 0]"}, "low < high"),
+        ("", {'kind = "numeric"': 'kind = "short"', "tolerance = 0.001": ""}, "is numeric and has both"),
         ("", {'reference = "gelu(x=x)"': ""}, "is numeric and has both"),
         ("", {"{{ x }})?": "{{ y }})?"}, "template cannot be rendered ('y' is undefined)"),
         ("", {'reference = "gelu(x=x)"': 'reference = "gelu(z=q)"'}, "uses 'q', which is not a parameter"),
@@ -287,11 +298,18 @@ def test_a_locked_parameterised_question_keeps_template_ranges_and_call_only(tmp
     doc = json.loads((tmp_path / "tiny.json").read_text(encoding="utf-8"))
     locked = doc["questions"][0]
     assert set(locked) == {
-        "id", "kind", "prompt", "tolerance", "points", "checkpoint", "params", "reference", "explanation",
+        "id",
+        "kind",
+        "prompt",
+        "tolerance",
+        "points",
+        "checkpoint",
+        "params",
+        "reference",
+        "explanation",
     }
     assert locked["params"] == {"x": {"low": -1.0, "high": 1.0, "step": 0.5}}
     locked["digests"] = ["0" * 64]
     (tmp_path / "tiny.json").write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(QuizFileError, match="has no salt or digests"):
         quiz.load_quiz(tmp_path / "tiny.json")
-

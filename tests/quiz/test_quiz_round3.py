@@ -29,7 +29,7 @@ def _locked(chapter: str, question_id: str) -> quiz_lib.Question:
 
 def _entry(number: int) -> str:
     start = ERRATA.index(f"\n{number}. **")
-    return ERRATA[start: ERRATA.index(f"\n{number + 1}. **", start) if f"\n{number + 1}. **" in ERRATA else None]
+    return ERRATA[start : ERRATA.index(f"\n{number + 1}. **", start) if f"\n{number + 1}. **" in ERRATA else None]
 
 
 # --- misleading and unclear keys ----------------------------------------------------------------------
@@ -44,11 +44,11 @@ def test_init_gelu_silu_asks_for_the_usual_start_and_says_the_signal_still_decay
     assert "keeps the scale" not in text and "does not keep the scale" in text
     assert "Without normalisation layers the signal still decays" in text
     z = np.linspace(-12, 12, 400_001)
-    density = np.exp(-z ** 2 / 2) / math.sqrt(2 * math.pi) * (z[1] - z[0])
+    density = np.exp(-(z**2) / 2) / math.sqrt(2 * math.pi) * (z[1] - z[0])
     gelu = ref.activations.GELU().forward(z)
     silu = z / (1 + np.exp(-z))
-    assert f"{np.sum(gelu ** 2 * density):.3f}" == "0.425" and "0.425·Var(z)" in text
-    assert f"{np.sum(silu ** 2 * density):.3f}" == "0.356" and "SiLU: 0.356" in text
+    assert f"{np.sum(gelu**2 * density):.3f}" == "0.425" and "0.425·Var(z)" in text
+    assert f"{np.sum(silu**2 * density):.3f}" == "0.356" and "SiLU: 0.356" in text
 
 
 def test_groupnorm_choose_g_argues_both_sides_and_credits_the_ablation() -> None:
@@ -64,8 +64,20 @@ def test_groupnorm_choose_g_argues_both_sides_and_credits_the_ablation() -> None
 # --- forms that were refused -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("answer", ["L infinity", "L infinity norm", "Linfinity", "L∞-norm", "∞-norm", "L^∞",
-                                    "Tchebychev norm", "Chebyshev norm", "sup norm"])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "L infinity",
+        "L infinity norm",
+        "Linfinity",
+        "L∞-norm",
+        "∞-norm",
+        "L^∞",
+        "Tchebychev norm",
+        "Chebyshev norm",
+        "sup norm",
+    ],
+)
 def test_uat_norm_accepts_every_name_of_the_supremum_norm(answer: str) -> None:
     assert quiz_lib.check_answer(_locked("universal-approximation", "uat-norm"), answer).correct
 
@@ -75,24 +87,30 @@ def test_uat_norm_still_refuses_the_other_norms(answer: str) -> None:
     assert not quiz_lib.check_answer(_locked("universal-approximation", "uat-norm"), answer).correct
 
 
-@pytest.mark.parametrize("question_id,answer", [
-    ("gelu-definition", "GELU(x) = x·Φ(x)"),
-    ("gelu-definition", "gelu(x) = x*Phi(x)"),
-    ("sigmoid-derivative", "σ'(z) = σ(z)(1 - σ(z))"),
-    ("sigmoid-derivative", "sigmoid'(z) = sigmoid(z) - sigmoid(z)^2"),
-    ("sigmoid-derivative", "σ′(z) = σ(1-σ)"),
-    ("tanh-derivative", "tanh'(z) = 1 - tanh(z)^2"),
-    ("tanh-derivative", "tanh'(x) = 1 - tanh²(x)"),
-])
+@pytest.mark.parametrize(
+    "question_id,answer",
+    [
+        ("gelu-definition", "GELU(x) = x·Φ(x)"),
+        ("gelu-definition", "gelu(x) = x*Phi(x)"),
+        ("sigmoid-derivative", "σ'(z) = σ(z)(1 - σ(z))"),
+        ("sigmoid-derivative", "sigmoid'(z) = sigmoid(z) - sigmoid(z)^2"),
+        ("sigmoid-derivative", "σ′(z) = σ(1-σ)"),
+        ("tanh-derivative", "tanh'(z) = 1 - tanh(z)^2"),
+        ("tanh-derivative", "tanh'(x) = 1 - tanh²(x)"),
+    ],
+)
 def test_a_formula_with_its_subject_is_read(question_id: str, answer: str) -> None:
     assert quiz_lib.check_answer(_locked("activations", question_id), answer).correct
 
 
-@pytest.mark.parametrize("question_id,answer", [
-    ("gelu-definition", "GELU(x) = x·φ(x)"),
-    ("sigmoid-derivative", "σ'(z) = 1 - σ(z)^2"),
-    ("tanh-derivative", "tanh'(z) = 1 - tanh(z)"),
-])
+@pytest.mark.parametrize(
+    "question_id,answer",
+    [
+        ("gelu-definition", "GELU(x) = x·φ(x)"),
+        ("sigmoid-derivative", "σ'(z) = 1 - σ(z)^2"),
+        ("tanh-derivative", "tanh'(z) = 1 - tanh(z)"),
+    ],
+)
 def test_a_wrong_formula_with_its_subject_is_still_wrong(question_id: str, answer: str) -> None:
     assert not quiz_lib.check_answer(_locked("activations", question_id), answer).correct
 
@@ -122,15 +140,19 @@ def test_batch_size_one_is_told_apart_in_training_and_generation() -> None:
     assert "Batch size 1 is a problem in training" in entry and "dependence on the training mini-batch" in entry
 
 
-BAD_RENDERING = re.compile(r"(?:[·×*/^]|[+\-] ) ?-\d|-0\.0+(?![0-9])|(?<![·×\d])\b1 (?:inputs|outputs|units|"
-                           r"biases|weights|layers)\b|\{\{")
+BAD_RENDERING = re.compile(
+    r"(?:[·×*/^]|[+\-] ) ?-\d|-0\.0+(?![0-9])|(?<![·×\d])\b1 (?:inputs|outputs|units|"
+    r"biases|weights|layers)\b|\{\{"
+)
 
 
 def _instances(question: quiz_lib.Question) -> list[Posed]:
     specs = params_lib.parse_specs(question.params)
     if math.prod(len(spec.values) for spec in specs.values()) > 5000:
         return [quiz_lib.pose(question, f"student{i}") for i in range(300)]
-    grid = (dict(zip(specs, combo, strict=True)) for combo in itertools.product(*(spec.values for spec in specs.values())))
+    grid = (
+        dict(zip(specs, combo, strict=True)) for combo in itertools.product(*(spec.values for spec in specs.values()))
+    )
     return [Posed(question, values, params_lib.render(question.prompt, values), ()) for values in grid]
 
 
@@ -148,7 +170,10 @@ def test_no_rendered_prompt_or_explanation_writes_an_unbracketed_negative_a_minu
 
 
 def test_the_rendering_filters() -> None:
-    assert params_lib.render("{{ a | decimals(4) }} {{ b | decimals(6) }}", {"a": -0.00001, "b": -0.25}) == "0.0000 -0.250000"
+    assert (
+        params_lib.render("{{ a | decimals(4) }} {{ b | decimals(6) }}", {"a": -0.00001, "b": -0.25})
+        == "0.0000 -0.250000"
+    )
     assert params_lib.render("0.05·{{ w | paren }} + {{ v | paren }}", {"w": -2.0, "v": 1.5}) == "0.05·(-2.0) + 1.5"
     assert BAD_RENDERING.search("g' = 0.1 + 0.05·-2.0") and BAD_RENDERING.search("= -0.0000.")
     assert BAD_RENDERING.search("with 1 inputs") and not BAD_RENDERING.search("128·1 weights")
@@ -157,18 +182,21 @@ def test_the_rendering_filters() -> None:
 # --- parameter values that let a misconception through ------------------------------------------------
 
 
-@pytest.mark.parametrize("question_id,name,excluded", [
-    ("bn-eval-output", "var", {1.0}),
-    ("bn-eval-output", "gamma", {1.0}),
-    ("bn-eval-output", "beta", {0.0}),
-    ("dropout-kept-value", "p", {0.5}),
-    ("dropout-variance", "p", {0.5}),
-    ("elu-value", "alpha", {1.0}),
-    ("swish-derivative", "beta", {1.0}),
-    ("swish-derivative", "x", {1.0}),
-    ("kaiming-uniform-b", "slope", {0.0}),
-    ("adamw-first-step", "g", {-1.0, 1.0}),
-])
+@pytest.mark.parametrize(
+    "question_id,name,excluded",
+    [
+        ("bn-eval-output", "var", {1.0}),
+        ("bn-eval-output", "gamma", {1.0}),
+        ("bn-eval-output", "beta", {0.0}),
+        ("dropout-kept-value", "p", {0.5}),
+        ("dropout-variance", "p", {0.5}),
+        ("elu-value", "alpha", {1.0}),
+        ("swish-derivative", "beta", {1.0}),
+        ("swish-derivative", "x", {1.0}),
+        ("kaiming-uniform-b", "slope", {0.0}),
+        ("adamw-first-step", "g", {-1.0, 1.0}),
+    ],
+)
 def test_no_value_lets_a_named_misconception_through(question_id: str, name: str, excluded: set[float]) -> None:
     specs = params_lib.parse_specs(QUESTIONS[question_id].data["params"])
     assert not excluded & set(specs[name].values), f"{question_id}: {name} takes {excluded & set(specs[name].values)}"

@@ -11,8 +11,12 @@ from grader import quiz as quiz_lib
 from grader.student.quiz.answers import parse_number
 
 QUIZ_DIR = Path(__file__).resolve().parents[2] / "quizzes"
-FIXED = [(s.chapter, q) for s in (quiz_lib.load_source(p) for p in sorted((QUIZ_DIR / "source").glob("*.toml")))
-         for q in s.questions if q.kind == "numeric" and q.answer_range is None]
+FIXED = [
+    (s.chapter, q)
+    for s in (quiz_lib.load_source(p) for p in sorted((QUIZ_DIR / "source").glob("*.toml")))
+    for q in s.questions
+    if q.kind == "numeric" and q.answer_range is None
+]
 
 
 @pytest.mark.parametrize("chapter,source", FIXED, ids=[q.id for _, q in FIXED])

@@ -29,10 +29,19 @@ def test_table_names_the_device_and_every_op(rows: list[bench.Row]) -> None:
     table = bench.format_table(rows)
     assert bench.device_description() in table
     expected = {
-        "rmsnorm forward", "rmsnorm backward", "rmsnorm_forward kernel",
-        "layernorm forward", "layernorm backward", "layernorm_forward kernel", "layernorm two-pass kernel",
-        "batchnorm1d forward", "batchnorm1d backward", "groupnorm forward", "groupnorm backward",
-        "relu forward", "gelu forward",
+        "rmsnorm forward",
+        "rmsnorm backward",
+        "rmsnorm_forward kernel",
+        "layernorm forward",
+        "layernorm backward",
+        "layernorm_forward kernel",
+        "layernorm two-pass kernel",
+        "batchnorm1d forward",
+        "batchnorm1d backward",
+        "groupnorm forward",
+        "groupnorm backward",
+        "relu forward",
+        "gelu forward",
     }
     assert {r.op for r in rows} == expected
     for op in expected:
@@ -55,8 +64,13 @@ def test_two_pass_layernorm_kernel_matches_numpy() -> None:
     for D in (300, 1001):
         x = (rng.standard_normal((4, D)) * 3 + 10).astype(np.float32)
         gamma, beta = rng.standard_normal(D), rng.standard_normal(D)
-        out = run_exercise_kernel(bench.layernorm_two_pass_program(), "layernorm_forward",
-                                  {"x": x, "gamma": gamma, "beta": beta}, {"eps": 1e-5}, L=64)
+        out = run_exercise_kernel(
+            bench.layernorm_two_pass_program(),
+            "layernorm_forward",
+            {"x": x, "gamma": gamma, "beta": beta},
+            {"eps": 1e-5},
+            L=64,
+        )
         x64 = x.astype(np.float64)
         mean, var = x64.mean(axis=1), x64.var(axis=1)
         y = (x64 - mean[:, None]) / np.sqrt(var[:, None] + 1e-5) * gamma + beta
@@ -84,7 +98,13 @@ def test_the_batch_benchmark_class_is_what_it_says(tmp_path) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     kinds = module.kinds(20)
-    assert {k: kinds.count(k) for k in set(kinds)} == {"correct": 8, "partial": 4, "mistaken": 4, "crashing": 3, "looping": 1}
+    assert {k: kinds.count(k) for k in set(kinds)} == {
+        "correct": 8,
+        "partial": 4,
+        "mistaken": 4,
+        "crashing": 3,
+        "looping": 1,
+    }
     assert len(set(module.kinds(5))) >= 4  # a small class is mixed too
     for serial, kind in enumerate(["correct", "mistaken", "mistaken", "partial"]):
         module.write_student(tmp_path / f"s{serial}", f"s{serial}", kind, serial)
@@ -94,6 +114,7 @@ def test_the_batch_benchmark_class_is_what_it_says(tmp_path) -> None:
 
 def test_what_limits_a_small_size_is_said_from_the_measurements() -> None:
     """The size lines follow the measured numbers: launch latency, small transfers, cache, or bandwidth."""
+
     def row(shape: tuple[int, int], kernel_ms: float, copy_ms: float) -> bench.Row:
         return bench.Row("op", shape, 8_000_000, 1.0, kernel_ms / 1e3, copy_ms / 1e3, 1, 2, 8_000_000)
 

@@ -84,8 +84,17 @@ def test_matmul_tiled_every_tile_and_transpose(tile: int, trans_a: bool, trans_b
     c = cl_array.to_device(queue, np.full((M, N), np.nan, np.float32))
     kernel = cl.Kernel(load_program("linear.cl", options=(f"-DTILE={tile}",)), "matmul_tiled")
     # pyopencl's stub types Array.data as any MemoryObjectHolder, set_args takes a Buffer (what to_device made)
-    kernel.set_args(ad.data, bd.data, biasd.data, c.data, np.int32(M), np.int32(N), np.int32(K),  # type: ignore[arg-type]
-                    np.int32(trans_a), np.int32(trans_b))
+    kernel.set_args(
+        ad.data,  # type: ignore[arg-type]
+        bd.data,  # type: ignore[arg-type]
+        biasd.data,  # type: ignore[arg-type]
+        c.data,  # type: ignore[arg-type]
+        np.int32(M),
+        np.int32(N),
+        np.int32(K),
+        np.int32(trans_a),
+        np.int32(trans_b),
+    )
     rounded = (-(-N // tile) * tile, -(-M // tile) * tile)
     cl.enqueue_nd_range_kernel(queue, kernel, rounded, (tile, tile))
     a64 = a.astype(np.float64).T if trans_a else a.astype(np.float64)

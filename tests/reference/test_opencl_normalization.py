@@ -163,7 +163,13 @@ def test_device_arrays_in_device_arrays_out() -> None:
     rng = np.random.default_rng(10)
     x = rng.standard_normal((4, 6, 5, 3)).astype(np.float32)
     dout = rng.standard_normal(x.shape).astype(np.float32)
-    for layer in (gpu.GroupNorm(3, 6), gpu.BatchNorm2d(6), gpu.InstanceNorm2d(6), gpu.LayerNorm((5, 3)), gpu.RMSNorm(3)):
+    for layer in (
+        gpu.GroupNorm(3, 6),
+        gpu.BatchNorm2d(6),
+        gpu.InstanceNorm2d(6),
+        gpu.LayerNorm((5, 3)),
+        gpu.RMSNorm(3),
+    ):
         host_y = layer.forward(x)
         host_dx = layer.backward(dout)
         y = layer.forward(cl_array.to_device(get_queue(), x))

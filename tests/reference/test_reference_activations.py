@@ -32,6 +32,7 @@ def scalar_erf_phi(v: float) -> float:
 
 def expected_forward(name: str, x: np.ndarray) -> np.ndarray:
     """The formulas of the course table, written elementwise in plain Python."""
+
     def one(v: float) -> float:
         if name == "Sigmoid":
             return 1.0 / (1.0 + math.exp(-v))

@@ -64,8 +64,11 @@ def student_server(tmp_path: Path) -> Iterator[tuple[Server, Seeded]]:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_every_student_page_meets_wcag_2_2_aa(browser: Any, student_server: tuple[Server, Seeded],  # noqa: F811
-                                              width: int) -> None:
+def test_every_student_page_meets_wcag_2_2_aa(
+    browser: Any,
+    student_server: tuple[Server, Seeded],  # noqa: F811
+    width: int,
+) -> None:
     server, seeded = student_server
     context, watched = open_page(browser, width)
     page = watched.page
@@ -129,12 +132,20 @@ def class_with_term(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassS
     with Store.open(db) as store:
         generated = sample_class.generate(store, 6, quiz_lib.load_all(quiz_lib.default_quiz_dir()), now)
         report = known_report(student="s0002")
-        job = records.create_job(store, "s0002", "pictures", {"normalization.py": "# code\n"},
-                                 [e.id for e in report.exercises[:2]], generated.course, now - timedelta(days=1)).job
+        job = records.create_job(
+            store,
+            "s0002",
+            "pictures",
+            {"normalization.py": "# code\n"},
+            [e.id for e in report.exercises[:2]],
+            generated.course,
+            now - timedelta(days=1),
+        ).job
         records.record_done(store, job, GradeReport("s0002", report.exercises[:2], "h"), "test")
         regrade.file_request(store, "s0002", "normalization.LayerNorm", "my axes follow the course text", job["id"])
-        extensions.grant(store, generated.course, "s0003", "", "dropout", "2099-01-01T00:00", "sick leave",
-                         "instructor")
+        extensions.grant(
+            store, generated.course, "s0003", "", "dropout", "2099-01-01T00:00", "sick leave", "instructor"
+        )
     course = root / "course.toml"
     course.write_text(sample_class.course_toml(now), encoding="utf-8")
     server = Server(db, f"sqlite:///{root / 'queue.db'}", workers=0, course=course).start()
@@ -145,9 +156,11 @@ def class_with_term(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClassS
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_every_dashboard_page_linked_from_the_overview_meets_wcag_2_2_aa(browser: Any,  # noqa: F811
-                                                                        class_with_term: ClassServer,
-                                                                        width: int) -> None:
+def test_every_dashboard_page_linked_from_the_overview_meets_wcag_2_2_aa(
+    browser: Any,  # noqa: F811
+    class_with_term: ClassServer,
+    width: int,
+) -> None:
     cls = class_with_term
     context, watched = open_page(browser, width)
     page = watched.page
@@ -159,8 +172,11 @@ def test_every_dashboard_page_linked_from_the_overview_meets_wcag_2_2_aa(browser
         page.wait_for_url(cls.url + "/instructor/")
         check_page(watched, "/instructor/")
         links = page.eval_on_selector_all("a[href]", "as => as.map(a => a.getAttribute('href').split('#')[0])")
-        pages = [p for p in dict.fromkeys(links) if p.startswith("/instructor/") and "/export/" not in p
-                 and p.split("?")[0] != "/instructor/"]
+        pages = [
+            p
+            for p in dict.fromkeys(links)
+            if p.startswith("/instructor/") and "/export/" not in p and p.split("?")[0] != "/instructor/"
+        ]
         assert {"/instructor/term", "/instructor/similarity", "/instructor/lti", "/instructor/quizzes"} <= set(pages)
         assert sum(p.startswith("/instructor/students/") for p in pages) == 6
         assert sum(p.startswith("/instructor/exercises/") for p in pages) >= 30
@@ -192,8 +208,12 @@ def report_pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("which", ["hidden", "public"])
-def test_the_html_report_meets_wcag_2_2_aa(browser: Any, report_pages: dict[str, Path], which: str,  # noqa: F811
-                                           width: int) -> None:
+def test_the_html_report_meets_wcag_2_2_aa(
+    browser: Any,
+    report_pages: dict[str, Path],
+    which: str,  # noqa: F811
+    width: int,
+) -> None:
     context, watched = open_page(browser, width)
     try:
         watched.page.goto(report_pages[which].as_uri())
@@ -203,4 +223,3 @@ def test_the_html_report_meets_wcag_2_2_aa(browser: Any, report_pages: dict[str,
         assert watched.problems == []
     finally:
         context.close()
-

@@ -55,8 +55,9 @@ class ClassServer:
     def report(self) -> class_report.ClassReport:
         """The class report as the server counts it (same course, same quizzes)."""
         with Store.open(self.db) as store:
-            return class_report.build(store, quizzes=quiz_lib.load_all(quiz_lib.default_quiz_dir()),
-                                      course=self.generated.course)
+            return class_report.build(
+                store, quizzes=quiz_lib.load_all(quiz_lib.default_quiz_dir()), course=self.generated.course
+            )
 
 
 def class_server(root: Path, students: int = STUDENTS) -> ClassServer:
@@ -100,9 +101,17 @@ def csrf_of(page: str) -> str:
 
 # --- who may see it --------------------------------------------------------------------------
 
-PAGES = ["/instructor/", "/instructor/?struggling=1", "/instructor/students/s0004",
-         "/instructor/exercises/activations.ReLU", "/instructor/quizzes", "/instructor/held", "/instructor/export/canvas.csv",
-         "/instructor/export/moodle.csv", "/instructor/export/class.json"]
+PAGES = [
+    "/instructor/",
+    "/instructor/?struggling=1",
+    "/instructor/students/s0004",
+    "/instructor/exercises/activations.ReLU",
+    "/instructor/quizzes",
+    "/instructor/held",
+    "/instructor/export/canvas.csv",
+    "/instructor/export/moodle.csv",
+    "/instructor/export/class.json",
+]
 
 
 def test_every_dashboard_route_is_listed_here() -> None:
@@ -120,13 +129,16 @@ def test_a_student_token_gets_403_on_every_page(cls: ClassServer, path: str) -> 
     answer = get(cls, path, headers={"Authorization": f"Bearer {cls.student_token()}"})
     assert answer.status_code == 403
     assert "for the instructor only" in answer.text
-    assert "s0004" not in answer.text and "activations.ReLU" not in answer.text     # nothing of the class leaks
+    assert "s0004" not in answer.text and "activations.ReLU" not in answer.text  # nothing of the class leaks
 
 
 def test_a_student_cannot_post_an_override_or_log_in(cls: ClassServer) -> None:
     token = cls.student_token(1)
-    answer = httpx.post(cls.url + "/instructor/overrides", headers={"Authorization": f"Bearer {token}"},
-                        data={"student": "s0002", "exercise": "linear.Linear", "score": "10", "comment": "me"})
+    answer = httpx.post(
+        cls.url + "/instructor/overrides",
+        headers={"Authorization": f"Bearer {token}"},
+        data={"student": "s0002", "exercise": "linear.Linear", "score": "10", "comment": "me"},
+    )
     assert answer.status_code == 403
     answer = httpx.post(cls.url + "/instructor/login", data={"token": token, "next": "/instructor/"})
     assert answer.status_code == 403 and "That is a student&#39;s token" in answer.text
@@ -154,15 +166,17 @@ def test_a_wrong_token_or_a_forged_cookie_gets_nothing(cls: ClassServer) -> None
 
 
 def test_login_sets_an_httponly_strict_session_and_logout_ends_it(cls: ClassServer) -> None:
-    answer = httpx.post(cls.url + "/instructor/login",
-                        data={"token": cls.generated.instructor_token, "next": "/instructor/quizzes"})
+    answer = httpx.post(
+        cls.url + "/instructor/login", data={"token": cls.generated.instructor_token, "next": "/instructor/quizzes"}
+    )
     assert answer.status_code == 303 and answer.headers["location"] == "/instructor/quizzes"
     cookie = answer.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/instructor" in cookie
-    assert cls.generated.instructor_token not in cookie                   # the token never goes in the cookie
+    assert cls.generated.instructor_token not in cookie  # the token never goes in the cookie
     # an open redirect is refused: only dashboard paths follow a login
-    evil = httpx.post(cls.url + "/instructor/login", data={"token": cls.generated.instructor_token,
-                                                            "next": "https://evil.example/"})
+    evil = httpx.post(
+        cls.url + "/instructor/login", data={"token": cls.generated.instructor_token, "next": "https://evil.example/"}
+    )
     assert evil.headers["location"] == "/instructor/"
     with contextlib.closing(login(cls)) as client:
         page = client.get("/instructor/")
@@ -170,15 +184,15 @@ def test_login_sets_an_httponly_strict_session_and_logout_ends_it(cls: ClassServ
         assert client.post("/instructor/logout", data={"csrf": "wrong"}).status_code == 403
         out = client.post("/instructor/logout", data={"csrf": csrf_of(page.text)})
         assert out.status_code == 303
-        assert client.get("/instructor/").status_code == 303                 # the cookie is gone
+        assert client.get("/instructor/").status_code == 303  # the cookie is gone
 
 
 # --- the overview without JavaScript -------------------------------------------------------------
 
+
 def rows_of(page: str) -> list[tuple[str, bool]]:
     """(student id, shown) of each grid row, in page order."""
-    return [(m.group(1), "hidden" not in m.group(2))
-            for m in re.finditer(r'<tr data-id="([^"]+)"([^>]*)>', page)]
+    return [(m.group(1), "hidden" not in m.group(2)) for m in re.finditer(r'<tr data-id="([^"]+)"([^>]*)>', page)]
 
 
 def test_overview_sorts_and_filters_on_the_server(cls: ClassServer) -> None:
@@ -218,16 +232,17 @@ def test_grid_cells_carry_their_numbers_for_screen_readers_and_hover(cls: ClassS
 
 # --- the student's and the exercise's pages ---------------------------------------------------------
 
+
 def test_student_page_shows_history_reports_quiz_answers_and_lateness(cls: ClassServer) -> None:
     report = cls.report()
     late = next(s for s in report.students if s.late_uploads > 0)
     page = get(cls, f"/instructor/students/{late.name}", headers=cls.teacher).text
     text = html.unescape(page)
-    assert f"<h1 id=\"student-title\">{late.label}" in text
+    assert f'<h1 id="student-title">{late.label}' in text
     assert page.count('<details class="attempt"') >= late.late_uploads
     assert '<span class="badge">late: ' in page and "Uploaded after the due date of:" in text
-    assert f"normgrade report for {late.name}" in text                    # the report the student saw
-    assert '<polyline class="line"' in page                               # the total over time
+    assert f"normgrade report for {late.name}" in text  # the report the student saw
+    assert '<polyline class="line"' in page  # the total over time
     assert "right at the first try" in text and re.search(r'<span class="(right|wrong)">(right|wrong)</span>', page)
     assert get(cls, "/instructor/students/nobody", headers=cls.teacher).status_code == 404
 
@@ -235,13 +250,20 @@ def test_student_page_shows_history_reports_quiz_answers_and_lateness(cls: Class
 def test_exercise_page_ranks_named_mistakes_and_unnamed_checks(cls: ClassServer) -> None:
     page = get(cls, "/instructor/exercises/activations.ReLU", headers=cls.teacher).text
     text = html.unescape(page)
-    for part in ("Pass rate over time", "Score distribution", "Named mistakes, by students who made them",
-                 "Checks failing without a named mistake"):
+    for part in (
+        "Pass rate over time",
+        "Score distribution",
+        "Named mistakes, by students who made them",
+        "Checks failing without a named mistake",
+    ):
         assert part in text
-    counts = [int(n) for n in re.findall(r'<code>relu-[^<]+</code></td><td class="num" data-label="Students">(\d+) of', page)]
+    counts = [
+        int(n) for n in re.findall(r'<code>relu-[^<]+</code></td><td class="num" data-label="Students">(\d+) of', page)
+    ]
     assert counts and counts == sorted(counts, reverse=True)
-    unnamed = re.findall(r'<tr><td data-label="Check">([a-z ]+)</td><td class="num" data-label="Students">(\d+)</td>',
-                         page)
+    unnamed = re.findall(
+        r'<tr><td data-label="Check">([a-z ]+)</td><td class="num" data-label="Students">(\d+)</td>', page
+    )
     assert unnamed and [int(n) for _, n in unnamed] == sorted((int(n) for _, n in unnamed), reverse=True)
     assert get(cls, "/instructor/exercises/nope.Nope", headers=cls.teacher).status_code == 404
 
@@ -254,12 +276,18 @@ def test_quiz_items_show_difficulty_discrimination_and_wrong_answers(cls: ClassS
 
 # --- overrides ---------------------------------------------------------------------------------------
 
+
 def test_override_needs_csrf_and_a_comment_then_shows_in_the_exports(cls: ClassServer) -> None:
     with contextlib.closing(login(cls)) as client:
         page = client.get("/instructor/students/s0010").text
-        form = {"student": "s0010", "exercise": "linear.Linear", "score": "9", "comment": "viva: derived it",
-                "csrf": "0" * 64}
-        assert client.post("/instructor/overrides", data=form).status_code == 403          # a forged form
+        form = {
+            "student": "s0010",
+            "exercise": "linear.Linear",
+            "score": "9",
+            "comment": "viva: derived it",
+            "csrf": "0" * 64,
+        }
+        assert client.post("/instructor/overrides", data=form).status_code == 403  # a forged form
         form["csrf"] = csrf_of(page)
         refused = client.post("/instructor/overrides", data={**form, "comment": "  "})
         assert refused.status_code == 400 and "needs a comment" in refused.text
@@ -284,7 +312,7 @@ def test_exports_import_shape_and_neutralised_cells(cls: ClassServer) -> None:
     assert all(float(p) > 0 for p in rows[1][5:-1])
     assert len(rows) == 2 + STUDENTS
     names = [r[0] for r in rows[2:]]
-    assert "'=HYPERLINK(\"http://x.invalid\",\"click\")" in names                   # neutralised
+    assert '\'=HYPERLINK("http://x.invalid","click")' in names  # neutralised
     assert not any(cell.startswith(("=", "+", "-", "@")) for r in rows for cell in r)
     doc = json.loads(get(cls, "/instructor/export/class.json", headers=cls.teacher).text)
     assert doc["summary"]["students"] == STUDENTS and doc["overrides"]
@@ -293,9 +321,10 @@ def test_exports_import_shape_and_neutralised_cells(cls: ClassServer) -> None:
 
 # --- contrast ------------------------------------------------------------------------------------------
 
+
 def luminance(colour: str) -> float:
     """WCAG relative luminance of #rrggbb."""
-    channels = [int(colour[k:k + 2], 16) / 255 for k in (1, 3, 5)]
+    channels = [int(colour[k : k + 2], 16) / 255 for k in (1, 3, 5)]
     linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
     return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
@@ -309,15 +338,36 @@ def test_text_colours_have_sufficient_contrast() -> None:
     """WCAG AA (4.5:1) for every text colour of the stylesheet on the backgrounds it is used on."""
     css = (Path(class_report.__file__).parents[1] / "templates" / "dash_style.css.j2").read_text(encoding="utf-8")
     var = dict(re.findall(r"--([a-z]+): (#[0-9a-f]{6})", css))
-    pairs = [("ink", band) for band in ("none", "zero", "low", "part", "full")]   # the grid's numbers
+    pairs = [("ink", band) for band in ("none", "zero", "low", "part", "full")]  # the grid's numbers
     pairs += [("muted", "none"), ("pass", "full")]
-    pairs += [("badge", band) for band in ("zero", "low", "part", "full")]      # a named mistake's diamond
-    pairs += [("fail", band) for band in ("zero", "low", "part")]               # a crash's "!"
-    colours = {**var, "white": "#ffffff", "header": "#1d2f45", "filters": "#f4f6f8", "th": "#e7ebef",
-               "button": "#24507f", "badge-bg": "#f7cdc8", "badge": "#5c130e", "code-bg": "#f6f8fa"}
-    pairs += [("ink", "white"), ("muted", "white"), ("link", "white"), ("pass", "white"), ("fail", "white"),
-              ("white", "header"), ("muted", "filters"), ("ink", "th"), ("link", "th"), ("white", "button"),
-              ("badge", "badge-bg"), ("ink", "code-bg"), ("focus", "white")]
+    pairs += [("badge", band) for band in ("zero", "low", "part", "full")]  # a named mistake's diamond
+    pairs += [("fail", band) for band in ("zero", "low", "part")]  # a crash's "!"
+    colours = {
+        **var,
+        "white": "#ffffff",
+        "header": "#1d2f45",
+        "filters": "#f4f6f8",
+        "th": "#e7ebef",
+        "button": "#24507f",
+        "badge-bg": "#f7cdc8",
+        "badge": "#5c130e",
+        "code-bg": "#f6f8fa",
+    }
+    pairs += [
+        ("ink", "white"),
+        ("muted", "white"),
+        ("link", "white"),
+        ("pass", "white"),
+        ("fail", "white"),
+        ("white", "header"),
+        ("muted", "filters"),
+        ("ink", "th"),
+        ("link", "th"),
+        ("white", "button"),
+        ("badge", "badge-bg"),
+        ("ink", "code-bg"),
+        ("focus", "white"),
+    ]
     for text, background in pairs:
         ratio = contrast(colours[text], colours[background])
         assert ratio >= 4.5, f"{text} on {background}: {ratio:.2f}:1"
@@ -344,7 +394,9 @@ def test_class_report_and_dashboard_do_not_import_each_other() -> None:
                 found.update(a.name for a in node.names)
         return found
 
-    assert not any("dashboard" in m or m.startswith("grader.server") for m in imports(root / "term" / "class_report.py"))
+    assert not any(
+        "dashboard" in m or m.startswith("grader.server") for m in imports(root / "term" / "class_report.py")
+    )
     assert "grader.term.class_report" in imports(root / "server" / "dashboard.py")  # one direction only
 
 
@@ -366,8 +418,9 @@ def late_class(tmp_path: Path) -> Iterator[tuple[Store, class_report.ClassReport
 
     now = datetime.now(timezone.utc)
     due = now - timedelta(days=2)
-    course = parse_course({"chapter": [{"name": "activations", "due": due, "late_penalty": 0.3}]},
-                          tmp_path / "course.toml")
+    course = parse_course(
+        {"chapter": [{"name": "activations", "due": due, "late_penalty": 0.3}]}, tmp_path / "course.toml"
+    )
     with Store.open(tmp_path / "course.db") as store:
         for student, when in (("ann", due - timedelta(hours=1)), ("bob", due + timedelta(days=1))):
             report = GradeReport(student, [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)])
@@ -376,10 +429,11 @@ def late_class(tmp_path: Path) -> Iterator[tuple[Store, class_report.ClassReport
 
 
 def test_the_pass_rate_chart_ends_where_the_pages_figure_stands(
-        late_class: tuple[Store, class_report.ClassReport]) -> None:
+    late_class: tuple[Store, class_report.ClassReport],
+) -> None:
     store, report = late_class
     stats = report.exercises[0]
-    assert stats.passed == 1 and stats.students == 2                     # bob's late 10 counts 7
+    assert stats.passed == 1 and stats.students == 2  # bob's late 10 counts 7
     series = dashboard.pass_rate_series(store, report, "activations.ReLU")
     assert series[-1][1] == stats.passed / stats.students and "1 of 2" in series[-1][2]
     detail = dashboard.exercise_detail(store, report, "activations.ReLU")
@@ -387,7 +441,8 @@ def test_the_pass_rate_chart_ends_where_the_pages_figure_stands(
 
 
 def test_the_dashboards_copy_of_a_late_report_carries_the_late_note_and_the_counted_total(
-        late_class: tuple[Store, class_report.ClassReport]) -> None:
+    late_class: tuple[Store, class_report.ClassReport],
+) -> None:
     """The report as the student saw it after a late upload: "(late: counts 70%)" beside the score and the
     counted total, the figure the dashboard counts."""
     store, report = late_class
@@ -407,10 +462,24 @@ def test_an_upload_is_named_as_the_student_knows_it(tmp_path: Path) -> None:
 
     with Store.open(tmp_path / "course.db") as store:
         for _ in range(3):  # earlier jobs take the first numbers: job ids and attempt ids differ
-            records.create_job(store, "eve", f"k{_}", {"activations.py": "x = 1\n"}, ["activations.ReLU"],
-                               DEFAULT_COURSE, datetime.now(timezone.utc))
-        job = records.create_job(store, "ann", "k", {"activations.py": "x = 1\n"}, ["activations.ReLU"],
-                                 DEFAULT_COURSE, datetime.now(timezone.utc)).job
+            records.create_job(
+                store,
+                "eve",
+                f"k{_}",
+                {"activations.py": "x = 1\n"},
+                ["activations.ReLU"],
+                DEFAULT_COURSE,
+                datetime.now(timezone.utc),
+            )
+        job = records.create_job(
+            store,
+            "ann",
+            "k",
+            {"activations.py": "x = 1\n"},
+            ["activations.ReLU"],
+            DEFAULT_COURSE,
+            datetime.now(timezone.utc),
+        ).job
         report = GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)])
         records.record_done(store, job, report, "v")
         store.record_report(GradeReport("ann", [ExerciseResult("activations.ReLU", "failed", 2.0, 10.0)]), "v")
@@ -427,8 +496,9 @@ def test_a_quiz_never_started_is_the_dash_alone(cls: ClassServer) -> None:
         for chapter, _ in report.chapters:
             if not student.quizzes[chapter].attempts:
                 cells = str(dashboard.grid_cells(report, student, quiz_group))
-                cell = re.search(rf'<td class="c b-none[^"]*" title="Quiz {re.escape(chapter)}: not started[^"]*">(.*?)</td>',
-                                 cells)
+                cell = re.search(
+                    rf'<td class="c b-none[^"]*" title="Quiz {re.escape(chapter)}: not started[^"]*">(.*?)</td>', cells
+                )
                 assert cell is not None and cell.group(1) == '<span class="sr-only">not started</span>'  # no "-0/16"
                 return
     pytest.skip("every generated student started every quiz")
@@ -464,33 +534,44 @@ def test_a_cell_says_the_named_mistake_and_looks_different_for_a_stub_a_crash_an
     from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 
     wrong = CheckResult("backward", False, 0.0, 4.0, "dx differs", "tanh-grad-not-squared")
-    report = GradeReport("ann", [
-        ExerciseResult("activations.ReLU", "not_implemented", 0.0, 10.0, [], "NotImplementedError: forward"),
-        ExerciseResult("activations.GELU", "error", 0.0, 10.0, [], "activations.py line 3: SyntaxError"),
-        ExerciseResult("activations.Sigmoid", "timeout", 0.0, 10.0, [], "timed out after 10 s"),
-        ExerciseResult("activations.Tanh", "failed", 6.0, 10.0, [CheckResult("forward", True, 6.0, 6.0), wrong]),
-        ExerciseResult("activations.ELU", "failed", 0.0, 10.0, [CheckResult("forward", False, 0.0, 10.0, "y")]),
-        ExerciseResult("linear.Linear", "passed", 10.0, 10.0, [CheckResult("forward", True, 10.0, 10.0)]),
-    ])
+    report = GradeReport(
+        "ann",
+        [
+            ExerciseResult("activations.ReLU", "not_implemented", 0.0, 10.0, [], "NotImplementedError: forward"),
+            ExerciseResult("activations.GELU", "error", 0.0, 10.0, [], "activations.py line 3: SyntaxError"),
+            ExerciseResult("activations.Sigmoid", "timeout", 0.0, 10.0, [], "timed out after 10 s"),
+            ExerciseResult("activations.Tanh", "failed", 6.0, 10.0, [CheckResult("forward", True, 6.0, 6.0), wrong]),
+            ExerciseResult("activations.ELU", "failed", 0.0, 10.0, [CheckResult("forward", False, 0.0, 10.0, "y")]),
+            ExerciseResult("linear.Linear", "passed", 10.0, 10.0, [CheckResult("forward", True, 10.0, 10.0)]),
+        ],
+    )
     with Store.open(tmp_path / "c.db") as store:
         store.record_report(report, "v")
         built = class_report.build(store)
     row = built.student("ann")
     assert row is not None
     cells = cells_by_exercise(str(dashboard.grid_cells(built, row, {})))
-    stub, crash, slow, named, plain, right = (cells[e] for e in (
-        "activations.ReLU", "activations.GELU", "activations.Sigmoid", "activations.Tanh", "activations.ELU",
-        "linear.Linear"))
-    assert 's-todo' in stub and "not implemented yet" in stub and "s-crash" not in stub
-    assert 's-crash' in crash and '<span aria-hidden="true">!</span>0' in crash and "crashed" in crash
-    assert 's-crash' in slow and "ran out of time" in slow
+    stub, crash, slow, named, plain, right = (
+        cells[e]
+        for e in (
+            "activations.ReLU",
+            "activations.GELU",
+            "activations.Sigmoid",
+            "activations.Tanh",
+            "activations.ELU",
+            "linear.Linear",
+        )
+    )
+    assert "s-todo" in stub and "not implemented yet" in stub and "s-crash" not in stub
+    assert "s-crash" in crash and '<span aria-hidden="true">!</span>0' in crash and "crashed" in crash
+    assert "s-crash" in slow and "ran out of time" in slow
     # the hover and the cell name the mistake: its id and sentence in the title, a diamond and its id in the text
     sentence = dashboard.mistake_sentence("tanh-grad-not-squared")
     assert sentence and f"named mistake tanh-grad-not-squared: {html.escape(sentence)}" in named
     assert "&#9670;" in named and '<span class="sr-only"> named mistake: tanh-grad-not-squared</span>' in named
     assert "s-todo" not in named and "s-crash" not in named and "latest upload" not in named
     # a wrong answer without a named mistake: the plain score, no mark; the two zeros do not look alike
-    assert "&#9670;" not in plain and "s-" not in plain.split('title')[0] and ">0</td>" in plain
+    assert "&#9670;" not in plain and "s-" not in plain.split("title")[0] and ">0</td>" in plain
     assert stub.split('"')[1] != plain.split('"')[1] != crash.split('"')[1]
     assert "latest upload" not in right and "b-full" in right
 
@@ -520,8 +601,17 @@ def test_a_cell_of_an_exercise_the_graders_machine_could_not_grade_says_so(tmp_p
     from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 
     with Store.open(tmp_path / "c.db") as store:
-        store.record_report(GradeReport("ann", [ExerciseResult("kernels.relu_forward", "failed", 5.0, 10.0,
-                                                               [CheckResult("values", False, 0.0, 5.0, "y")])]), "v")
+        store.record_report(
+            GradeReport(
+                "ann",
+                [
+                    ExerciseResult(
+                        "kernels.relu_forward", "failed", 5.0, 10.0, [CheckResult("values", False, 0.0, 5.0, "y")]
+                    )
+                ],
+            ),
+            "v",
+        )
         store.db.execute("UPDATE submissions SET status = 'not_graded'")
         store.db.conn.commit()
         built = class_report.build(store)
@@ -529,5 +619,7 @@ def test_a_cell_of_an_exercise_the_graders_machine_could_not_grade_says_so(tmp_p
     assert row is not None
     cell = cells_by_exercise(str(dashboard.grid_cells(built, row, {})))["kernels.relu_forward"]
     assert "s-ng" in cell and '<span aria-hidden="true">?</span>' in cell
-    assert "the grader&#39;s machine failed, not the student&#39;s code" in cell or \
-        "the grader's machine failed, not the student's code" in cell
+    assert (
+        "the grader&#39;s machine failed, not the student&#39;s code" in cell
+        or "the grader's machine failed, not the student's code" in cell
+    )

@@ -69,12 +69,13 @@ class Watched:
     def __init__(self, page: Any) -> None:
         self.page = page
         self.problems: list[str] = []
-        page.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text}")
-                if m.type in ("error", "warning") else None)
+        page.on(
+            "console",
+            lambda m: self.problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None,
+        )
         page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         page.on("requestfailed", lambda r: self.problems.append(f"request failed: {r.url} {r.failure}"))
-        page.on("response", lambda r: self.problems.append(f"HTTP {r.status}: {r.url}")
-                if r.status >= 400 else None)
+        page.on("response", lambda r: self.problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
 
     def overflow(self) -> int:
         """How many pixels the page is wider than the window (0: no horizontal scrolling)."""
@@ -87,7 +88,7 @@ def open_page(browser: Any, width: int) -> tuple[Any, Watched]:
 
 
 def log_in(cls: ClassServer, watched: Watched) -> None:
-    watched.page.goto(cls.url + "/instructor/")           # redirected to the login form
+    watched.page.goto(cls.url + "/instructor/")  # redirected to the login form
     assert "/instructor/login" in watched.page.url
     watched.page.fill("#token", cls.generated.instructor_token)
     watched.page.click("button[type=submit]")
@@ -111,8 +112,12 @@ def test_every_page_reads_at_this_width_without_errors(browser: Any, cls: ClassS
 
 
 def visible_totals(page: Any) -> list[float]:
-    return [float(v) for v in page.eval_on_selector_all(
-        "#grid tbody tr:not([hidden])", "rows => rows.map(r => r.getAttribute('data-total'))")]
+    return [
+        float(v)
+        for v in page.eval_on_selector_all(
+            "#grid tbody tr:not([hidden])", "rows => rows.map(r => r.getAttribute('data-total'))"
+        )
+    ]
 
 
 def test_sort_and_filter_in_the_page(browser: Any, cls: ClassServer) -> None:
@@ -132,7 +137,7 @@ def test_sort_and_filter_in_the_page(browser: Any, cls: ClassServer) -> None:
         assert ids == re.findall(r'<tr data-id="([^"]+)"', served)
         total.click()
         assert visible_totals(page) == sorted(totals, reverse=True)
-        assert "sort=total" in page.url and "order=desc" in page.url          # kept in the address
+        assert "sort=total" in page.url and "order=desc" in page.url  # kept in the address
         # struggling: the rows the server would show for the same filter
         page.fill("#f-threshold", "40")
         page.fill("#f-days", "10")
@@ -140,15 +145,18 @@ def test_sort_and_filter_in_the_page(browser: Any, cls: ClassServer) -> None:
         shown = page.eval_on_selector_all("#grid tbody tr:not([hidden])", "rows => rows.map(r => r.dataset.id)")
         report = cls.report()
         now = datetime.fromisoformat(page.get_attribute("#grid", "data-now"))
-        expected = [s.name for s in report.students if dashboard.is_struggling(
-            report, s, dashboard.Filters(struggling=True, threshold=40, days=10), now)]
+        expected = [
+            s.name
+            for s in report.students
+            if dashboard.is_struggling(report, s, dashboard.Filters(struggling=True, threshold=40, days=10), now)
+        ]
         assert sorted(shown) == sorted(expected) and 0 < len(shown) < 40
         assert page.inner_text("#shown") == f"Showing {len(shown)} of 40 students."
         # a chapter: its columns only
         page.select_option("#f-chapter", "linear")
         assert page.locator('#grid thead a[title="linear.Linear"]').is_visible()
         assert not page.locator('#grid thead a[title="activations.ReLU"]').is_visible()
-        assert not page.locator('#grid tbody tr:not([hidden]) td.g0').first.is_visible()
+        assert not page.locator("#grid tbody tr:not([hidden]) td.g0").first.is_visible()
         # reloading the address gives the same view from the server, without the script's help
         page.reload()
         assert page.get_attribute("#grid", "data-show") is not None and page.is_checked("#f-struggling")
@@ -168,18 +176,18 @@ def test_follow_a_student_and_an_exercise(browser: Any, cls: ClassServer) -> Non
         link.click()
         page.wait_for_url(re.compile(r".*/instructor/students/s\d+$"))
         assert name in page.inner_text("h1")
-        assert page.locator("svg polyline.line").count() == 1                 # the total over time
-        latest = page.locator("details.attempt").first                        # the report as the student saw it
+        assert page.locator("svg polyline.line").count() == 1  # the total over time
+        latest = page.locator("details.attempt").first  # the report as the student saw it
         assert latest.get_attribute("open") is not None
         assert "normgrade report for" in latest.locator("pre").inner_text()
-        latest.locator("summary").click()                                      # folds away
+        latest.locator("summary").click()  # folds away
         assert not latest.locator("pre").is_visible()
-        page.locator("table.data a", has_text="activations.").first.click()   # to an exercise
+        page.locator("table.data a", has_text="activations.").first.click()  # to an exercise
         page.wait_for_url(re.compile(r".*/instructor/exercises/activations\.\w+$"))
         assert page.inner_text("h1").startswith("activations.")
         page.go_back()
         page.go_back()
-        page.locator('#grid thead th.ex a[title="linear.Linear"]').click()    # from the grid's header
+        page.locator('#grid thead th.ex a[title="linear.Linear"]').click()  # from the grid's header
         page.wait_for_url(cls.url + "/instructor/exercises/linear.Linear")
         assert "Pass rate over time" in page.inner_text("main")
         assert watched.problems == []
@@ -194,15 +202,16 @@ def test_keyboard_reaches_the_controls_with_a_visible_focus(browser: Any, cls: C
         log_in(cls, watched)
         page.keyboard.press("Tab")
         assert page.evaluate("document.activeElement.className") == "skip"
-        assert page.evaluate("getComputedStyle(document.activeElement).left") == "8px"   # shown when focused
+        assert page.evaluate("getComputedStyle(document.activeElement).left") == "8px"  # shown when focused
         for _ in range(40):
             page.keyboard.press("Tab")
             if page.evaluate("document.activeElement.closest('th[data-sort=\"late\"]') !== null"):
                 break
         else:
             raise AssertionError("Tab never reached the Late column's sort link")
-        outline = page.evaluate("(() => { const s = getComputedStyle(document.activeElement);"
-                                " return [s.outlineStyle, s.outlineWidth]; })()")
+        outline = page.evaluate(
+            "(() => { const s = getComputedStyle(document.activeElement); return [s.outlineStyle, s.outlineWidth]; })()"
+        )
         assert outline[0] != "none" and outline[1] == "3px"
         page.keyboard.press("Enter")
         assert page.get_attribute('th[data-sort="late"]', "aria-sort") == "descending"
@@ -249,10 +258,14 @@ def test_offline_report_file_works_in_the_browser(browser: Any, cls: ClassServer
             page.screenshot(path=str(ARTIFACTS / f"report-{width}.png"))
             assert watched.overflow() <= 0
             page.locator('th[data-sort="late"] a').click()
-            late = [int(v) for v in page.eval_on_selector_all(
-                "#grid tbody tr", "rows => rows.map(r => r.getAttribute('data-late'))")]
+            late = [
+                int(v)
+                for v in page.eval_on_selector_all(
+                    "#grid tbody tr", "rows => rows.map(r => r.getAttribute('data-late'))"
+                )
+            ]
             assert late == sorted(late, reverse=True)
-            page.locator("#grid tbody tr").first.locator("th a").click()       # an anchor in the same file
+            page.locator("#grid tbody tr").first.locator("th a").click()  # an anchor in the same file
             assert re.search(r"#student-\d+$", page.url)
             assert watched.problems == []
         finally:
@@ -269,13 +282,13 @@ def test_the_overview_reads_without_javascript(browser: Any, cls: ClassServer) -
         page.fill("#token", cls.generated.instructor_token)
         page.click("button[type=submit]")
         page.wait_for_url(cls.url + "/instructor/")
-        page.click('th[data-sort="total"] a')                                  # a plain link now
+        page.click('th[data-sort="total"] a')  # a plain link now
         page.wait_for_url(re.compile(r".*sort=total&order=asc.*"))
         assert visible_totals(page) == sorted(visible_totals(page))
         page.check("#f-struggling")
         page.fill("#f-threshold", "40")
         page.fill("#f-days", "10")
-        page.click("#filters button[type=submit]")                             # a GET of the form
+        page.click("#filters button[type=submit]")  # a GET of the form
         page.wait_for_url(re.compile(r".*struggling=1.*"))
         shown = page.locator("#grid tbody tr:not([hidden])").count()
         assert 0 < shown < 40 and page.inner_text("#shown") == f"Showing {shown} of 40 students."
@@ -292,10 +305,12 @@ def test_the_grids_overflow_is_visible_at_1280_px(browser: Any, cls: ClassServer
     try:
         log_in(cls, watched)
         wrap = page.locator(".grid-wrap")
-        sizes = page.evaluate("(() => { const w = document.querySelector('.grid-wrap'); w.scrollIntoView();"
-                              " const r = w.getBoundingClientRect();"
-                              " return {scroll: w.scrollWidth, client: w.clientWidth,"
-                              " bottom: r.bottom, top: r.top, inner: window.innerHeight}; })()")
+        sizes = page.evaluate(
+            "(() => { const w = document.querySelector('.grid-wrap'); w.scrollIntoView();"
+            " const r = w.getBoundingClientRect();"
+            " return {scroll: w.scrollWidth, client: w.clientWidth,"
+            " bottom: r.bottom, top: r.top, inner: window.innerHeight}; })()"
+        )
         assert sizes["scroll"] > sizes["client"], "at 1280 px the grid is wider than its box"
         assert sizes["bottom"] <= sizes["inner"], "the grid's box, scrollbar included, fits in the window"
         assert page.locator("#grid-more").is_visible() and "quiz columns" in page.inner_text("#grid-more")
@@ -337,8 +352,10 @@ def test_the_offline_report_shows_one_page_at_a_time(browser: Any, cls: ClassSer
     target = ARTIFACTS / "report-pages.html"
     ARTIFACTS.mkdir(exist_ok=True)
     target.write_text(text, encoding="utf-8")
-    shown = "(() => Array.from(document.querySelectorAll('.page')).filter(p => p.offsetParent !== null)" \
-            ".map(p => p.querySelector('[id]').id))()"
+    shown = (
+        "(() => Array.from(document.querySelectorAll('.page')).filter(p => p.offsetParent !== null)"
+        ".map(p => p.querySelector('[id]').id))()"
+    )
     for width in WIDTHS:
         context, watched = open_page(browser, width)
         page = watched.page
@@ -346,16 +363,21 @@ def test_the_offline_report_shows_one_page_at_a_time(browser: Any, cls: ClassSer
             page.goto(target.as_uri())
             assert page.evaluate(shown) == ["overview"]
             home = page.evaluate("document.documentElement.scrollHeight")
-            for anchor, first in (("#students", "students"), ("#student-3", "student-3"), ("#exercises", "exercises"),
-                                  ("#exercise-activations.ReLU", "exercise-activations.ReLU"),
-                                  (f"#quiz-{report.chapters[0][0]}", "quiz-items"), ("#overview", "overview")):
+            for anchor, first in (
+                ("#students", "students"),
+                ("#student-3", "student-3"),
+                ("#exercises", "exercises"),
+                ("#exercise-activations.ReLU", "exercise-activations.ReLU"),
+                (f"#quiz-{report.chapters[0][0]}", "quiz-items"),
+                ("#overview", "overview"),
+            ):
                 page.goto(target.as_uri() + anchor)
                 assert page.evaluate(shown) == [first], anchor
             page.goto(target.as_uri() + "#student-3")
             page.screenshot(path=str(ARTIFACTS / f"report-student-{width}.png"), full_page=True)
             student = page.evaluate("document.documentElement.scrollHeight")
             page.goto(target.as_uri() + "#students")
-            page.locator("#students .index a").nth(5).click()                         # its own navigation
+            page.locator("#students .index a").nth(5).click()  # its own navigation
             assert re.search(r"#student-5$", page.url) and page.evaluate(shown) == ["student-5"]
             total = page.evaluate("Array.from(document.querySelectorAll('.page')).length")
             assert total == 1 + 1 + 1 + len(report.exercise_ids) + 1 + len(report.students)

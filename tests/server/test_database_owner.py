@@ -49,9 +49,11 @@ def locks(pid: int, path: Path) -> list[str]:
 @pytest.fixture
 def lms() -> Iterator[LmsPlatform]:
     platform = LmsPlatform()
-    platform.users = {"ada": User("lms-ada", "Ada Lovelace", "ada@example.org", [LEARNER]),
-                      "new": User("lms-new", "Newton Isaac", "newton@example.org", [LEARNER]),
-                      "prof": User("lms-prof", "Grace Hopper", "grace@example.org", [INSTRUCTOR])}
+    platform.users = {
+        "ada": User("lms-ada", "Ada Lovelace", "ada@example.org", [LEARNER]),
+        "new": User("lms-new", "Newton Isaac", "newton@example.org", [LEARNER]),
+        "prof": User("lms-prof", "Grace Hopper", "grace@example.org", [INSTRUCTOR]),
+    }
     platform.start()
     yield platform
     platform.stop()
@@ -63,8 +65,9 @@ def test_the_server_with_lti_holds_its_lock_through_fifty_starts(tmp_path: Path,
     db = tmp_path / "course.db"
     (tmp_path / "no-quizzes").mkdir()
     course = DEFAULT_COURSE.__class__(name="LTI course", lti=lms.lti_table(contexts=[lms.context_id]))
-    config = ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}", course, quiz_dir=tmp_path / "no-quizzes",
-                          collect_interval=0.05)
+    config = ServerConfig(
+        db, f"sqlite:///{tmp_path / 'queue.db'}", course, quiz_dir=tmp_path / "no-quizzes", collect_interval=0.05
+    )
     held = 0
     for _ in range(50):
         app = create_app(config)
@@ -72,6 +75,7 @@ def test_the_server_with_lti_holds_its_lock_through_fifty_starts(tmp_path: Path,
         thread = threading.Thread(target=server.run, name="tool", daemon=True)
         thread.start()
         try:
+
             def listening(server: uvicorn.Server = server) -> bool:
                 return server.started
 
@@ -116,21 +120,26 @@ def served(tmp_path: Path, lms: LmsPlatform) -> Iterator[dict[str, Any]]:
     db = tmp_path / "course.db"
     _, teacher = issue_tokens(db, ["s1"])
     (tmp_path / "no-quizzes").mkdir()
-    server = Server(db, f"sqlite:///{tmp_path / 'queue.db'}", workers=0, course=write_course(tmp_path, lms),
-                    extra=["--quiz-dir", str(tmp_path / "no-quizzes")])
+    server = Server(
+        db,
+        f"sqlite:///{tmp_path / 'queue.db'}",
+        workers=0,
+        course=write_course(tmp_path, lms),
+        extra=["--quiz-dir", str(tmp_path / "no-quizzes")],
+    )
     try:
         server.start()
         lms.tool_url = server.url
         lms.tool_jwks = lambda: httpx.get(server.url + "/lti/jwks", timeout=10).json()
         with httpx.Client(base_url=server.url, timeout=30) as client:
-            yield {"server": server, "db": db, "teacher": teacher, "client": client,
-                   "course": tmp_path / "course.toml"}
+            yield {"server": server, "db": db, "teacher": teacher, "client": client, "course": tmp_path / "course.toml"}
     finally:
         server.stop()
 
 
-def test_roster_sync_beside_the_server_goes_through_it_and_loses_no_row(served: dict[str, Any], lms: LmsPlatform,
-                                                                         tmp_path: Path) -> None:
+def test_roster_sync_beside_the_server_goes_through_it_and_loses_no_row(
+    served: dict[str, Any], lms: LmsPlatform, tmp_path: Path
+) -> None:
     server, db, client = served["server"], served["db"], served["client"]
     assert "url=/student/" in launch(client, lms, "ada").text  # rows the server writes
     assert "url=/instructor/" in launch(client, lms, "prof").text
@@ -149,8 +158,11 @@ def test_roster_sync_beside_the_server_goes_through_it_and_loses_no_row(served: 
     assert "url=/student/" in launch(client, lms, "new").text  # the server writes on after the sync
     assert api(server.url, issued["eve@example.org"], "GET", "/me").json()["student"] == "eve@example.org"
     assert "POSIX" in locks(server.proc.pid, db) and "FLOCK" in locks(server.proc.pid, serving_file(db))
-    for command in (["roster", "import", str(write_roster(tmp_path)), "--db", str(db), "-o", str(tmp_path / "t.csv")],
-                    ["roster", "instructor", "--db", str(db)], ["rescore", "--db", str(db), "--workers", "0"]):
+    for command in (
+        ["roster", "import", str(write_roster(tmp_path)), "--db", str(db), "-o", str(tmp_path / "t.csv")],
+        ["roster", "instructor", "--db", str(db)],
+        ["rescore", "--db", str(db), "--workers", "0"],
+    ):
         other = CliRunner().invoke(cli, command)  # commands that write the file themselves refuse while it is served
         assert other.exit_code == 2 and f"is served by grade serve (pid {server.proc.pid}" in other.output, other.output
     server.stop()
@@ -159,10 +171,12 @@ def test_roster_sync_beside_the_server_goes_through_it_and_loses_no_row(served: 
         assert {"s1", "ada@example.org", "eve@example.org", "newton@example.org"} <= students
         assert {r["sub"] for r in store.db.query("SELECT sub FROM lti_users")} == {"lms-ada", "lms-eve", "lms-new"}
         assert len(list(store.db.query("SELECT 1 FROM lti_tokens"))) == 3  # ada's, prof's, newton's launches
-        assert {r["student"] for r in store.db.query(
-            "SELECT student FROM tokens WHERE revoked = 0 AND role = 'student'")} >= {"eve@example.org", "s1"}
-    after = CliRunner().invoke(cli, ["roster", "import", str(write_roster(tmp_path)), "--db", str(db),
-                                     "-o", str(tmp_path / "t.csv")])
+        assert {
+            r["student"] for r in store.db.query("SELECT student FROM tokens WHERE revoked = 0 AND role = 'student'")
+        } >= {"eve@example.org", "s1"}
+    after = CliRunner().invoke(
+        cli, ["roster", "import", str(write_roster(tmp_path)), "--db", str(db), "-o", str(tmp_path / "t.csv")]
+    )
     assert after.exit_code == 0, after.output  # the server gone, the file is the commands' again
 
 
@@ -174,17 +188,38 @@ def write_roster(tmp_path: Path) -> Path:
 
 def serve_again(db: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """A second `grade serve` on ``db`` (it must stop at once, with one line)."""
-    return subprocess.run([sys.executable, "-m", "grader.cli", "serve", "--db", str(db), "--queue",
-                           f"sqlite:///{tmp_path / 'queue2.db'}", "--host", HOST, "--port", str(free_port()),
-                           "--workers", "0", "--quiz-dir", str(tmp_path / "no-quizzes")],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "serve",
+            "--db",
+            str(db),
+            "--queue",
+            f"sqlite:///{tmp_path / 'queue2.db'}",
+            "--host",
+            HOST,
+            "--port",
+            str(free_port()),
+            "--workers",
+            "0",
+            "--quiz-dir",
+            str(tmp_path / "no-quizzes"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_a_second_server_on_a_served_database_is_refused(served: dict[str, Any], tmp_path: Path) -> None:
     second = serve_again(served["db"], tmp_path)
     assert second.returncode == 2
-    assert second.stderr.strip() == (f"Error: {served['db']} is already served by another grade serve "
-                                     f"(pid {served['server'].proc.pid} at {served['server'].url})")
+    assert second.stderr.strip() == (
+        f"Error: {served['db']} is already served by another grade serve "
+        f"(pid {served['server'].proc.pid} at {served['server'].url})"
+    )
     assert "POSIX" in locks(served["server"].proc.pid, served["db"])  # the first one kept its lock
 
 

@@ -44,14 +44,19 @@ def assert_page(answer: httpx.Response, status: int, line: str, back: str) -> No
 
 @pytest.mark.parametrize("path, back", [("/instructor/login", "/instructor/"), ("/student/login", "/student/")])
 def test_a_login_form_refused_by_the_text_rule_answers_a_page_with_a_link_back(
-        env: dict[str, Any], path: str, back: str) -> None:
+    env: dict[str, Any], path: str, back: str
+) -> None:
     answer = httpx.post(env["url"] + path, content=NUL_FORM, headers={**FORM, "Accept": "text/html"}, timeout=30)
     assert_page(answer, 400, "U+0000", back)
 
 
 def test_a_dashboard_form_refused_by_the_text_rule_answers_a_page(env: dict[str, Any]) -> None:
-    answer = httpx.post(env["url"] + "/instructor/overrides", content=b"student=ann&exercise=a%01b&score=1",
-                        headers={**FORM, "Authorization": f"Bearer {env['teacher']}"}, timeout=30)
+    answer = httpx.post(
+        env["url"] + "/instructor/overrides",
+        content=b"student=ann&exercise=a%01b&score=1",
+        headers={**FORM, "Authorization": f"Bearer {env['teacher']}"},
+        timeout=30,
+    )
     assert_page(answer, 400, "U+0001", "/instructor/")
 
 
@@ -61,18 +66,27 @@ def test_a_page_not_found_is_a_page_too(env: dict[str, Any]) -> None:
 
 
 def test_the_api_and_a_script_asking_for_json_still_get_json(env: dict[str, Any]) -> None:
-    api = httpx.post(env["url"] + "/api/v1/regrades", json={"exercise": "a\x00", "reason": "r"},
-                     headers={"Authorization": f"Bearer {env['ann']}", "Accept": "text/html"}, timeout=30)
+    api = httpx.post(
+        env["url"] + "/api/v1/regrades",
+        json={"exercise": "a\x00", "reason": "r"},
+        headers={"Authorization": f"Bearer {env['ann']}", "Accept": "text/html"},
+        timeout=30,
+    )
     assert api.status_code == 400 and "U+0000" in api.json()["error"]
-    script = httpx.post(env["url"] + "/instructor/login", content=NUL_FORM,
-                        headers={**FORM, "Accept": "application/json"}, timeout=30)
+    script = httpx.post(
+        env["url"] + "/instructor/login", content=NUL_FORM, headers={**FORM, "Accept": "application/json"}, timeout=30
+    )
     assert script.status_code == 400 and "U+0000" in script.json()["error"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_page_of_a_refused_form_meets_wcag_2_2_aa(browser: Any, env: dict[str, Any], width: int,  # noqa: F811
-                                                      tmp_path: Path) -> None:
+def test_the_page_of_a_refused_form_meets_wcag_2_2_aa(
+    browser: Any,
+    env: dict[str, Any],
+    width: int,  # noqa: F811
+    tmp_path: Path,
+) -> None:
     context, watched = open_page(browser, width)
     page = watched.page
     try:
@@ -83,7 +97,8 @@ def test_the_page_of_a_refused_form_meets_wcag_2_2_aa(browser: Any, env: dict[st
             page.wait_for_selector("h1")
             assert page.inner_text("h1") == heading and "U+0001" in page.inner_text("main")
             assert_accessible(page, f"the refusal of {login} at {width} px")
-            page.screenshot(path=str(tmp_path / f"refused-{login.strip('/').replace('/', '-')}-{width}.png"),
-                            full_page=True)
+            page.screenshot(
+                path=str(tmp_path / f"refused-{login.strip('/').replace('/', '-')}-{width}.png"), full_page=True
+            )
     finally:
         context.close()

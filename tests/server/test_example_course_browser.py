@@ -36,8 +36,12 @@ from test_dashboard_browser import ARTIFACTS, WIDTHS, Watched, browser  # noqa: 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "docs" / "course.example.toml"
 SOLUTIONS = REPO / "bench" / "similarity_class"
-STUDENTS = [("alice", "Alice Ahmed", "alice@uni.edu"), ("bob", "Bob Brown", "bob@uni.edu"),
-            ("carol", "Carol Chen", "carol@uni.edu"), ("dan", "Dan Diaz", "dan@uni.edu")]
+STUDENTS = [
+    ("alice", "Alice Ahmed", "alice@uni.edu"),
+    ("bob", "Bob Brown", "bob@uni.edu"),
+    ("carol", "Carol Chen", "carol@uni.edu"),
+    ("dan", "Dan Diaz", "dan@uni.edu"),
+]
 MAX_PAGES = 400
 pytestmark = pytest.mark.slow
 
@@ -51,24 +55,65 @@ def seed(db: Path, course_file: Path) -> str:
         roster.import_roster(store, [roster.RosterEntry(*s) for s in STUDENTS])
         teacher = roster.issue_instructor_token(store)
         for k, (student, _, _) in enumerate(STUDENTS[:3]):
-            files = {"dropout.py": dropout if k < 2 else (SOLUTIONS / "dropout_6.py").read_text(encoding="utf-8"),
-                     "activations.py": f"# {student}\n"}
-            job = records.create_job(store, student, f"k-{student}", files, ["activations.ReLU", "dropout.dropout"],
-                                     course, datetime(2026, 12, 8, 10, tzinfo=timezone.utc)).job
-            checks = [CheckResult("forward_1d", True, 5.0, 5.0, ""),
-                      CheckResult("backward_1d", k == 0, 5.0 * (k == 0), 5.0, "" if k == 0 else
-                                  "dx differs at [0, 3]: got 0.0, expected 1.0", None if k == 0 else "relu-inplace")]
-            report = GradeReport(student, [ExerciseResult("activations.ReLU", "passed" if k == 0 else "failed",
-                                                          10.0 if k == 0 else 5.0, 10.0, checks)], "h")
+            files = {
+                "dropout.py": dropout if k < 2 else (SOLUTIONS / "dropout_6.py").read_text(encoding="utf-8"),
+                "activations.py": f"# {student}\n",
+            }
+            job = records.create_job(
+                store,
+                student,
+                f"k-{student}",
+                files,
+                ["activations.ReLU", "dropout.dropout"],
+                course,
+                datetime(2026, 12, 8, 10, tzinfo=timezone.utc),
+            ).job
+            checks = [
+                CheckResult("forward_1d", True, 5.0, 5.0, ""),
+                CheckResult(
+                    "backward_1d",
+                    k == 0,
+                    5.0 * (k == 0),
+                    5.0,
+                    "" if k == 0 else "dx differs at [0, 3]: got 0.0, expected 1.0",
+                    None if k == 0 else "relu-inplace",
+                ),
+            ]
+            report = GradeReport(
+                student,
+                [
+                    ExerciseResult(
+                        "activations.ReLU", "passed" if k == 0 else "failed", 10.0 if k == 0 else 5.0, 10.0, checks
+                    )
+                ],
+                "h",
+            )
             records.record_done(store, job, report, "0.1.0+000000000000")
         regrade.file_request(store, "bob", "activations.ReLU", "My backward follows the course text at x = 0.")
         extensions.grant(store, course, "bob", "", "normalization", "2026-12-20T23:59", "hospital stay", "instructor")
         with store.transaction() as sdb:
-            sdb.table("rescorings").insert({
-                "started_at": utc_now(), "finished_at": utc_now(), "grader_version": "0.1.0+111111111111",
-                "exercises": "[]", "uploads": 3, "errors": "[]", "changes": json.dumps([{
-                    "student": "bob", "exercise": "activations.ReLU", "before": 5.0, "after": 10.0,
-                    "max_score": 10.0, "flipped": ["upload of 2026-12-08T10:00:00+00:00: backward_1d failed -> passed"]}])})
+            sdb.table("rescorings").insert(
+                {
+                    "started_at": utc_now(),
+                    "finished_at": utc_now(),
+                    "grader_version": "0.1.0+111111111111",
+                    "exercises": "[]",
+                    "uploads": 3,
+                    "errors": "[]",
+                    "changes": json.dumps(
+                        [
+                            {
+                                "student": "bob",
+                                "exercise": "activations.ReLU",
+                                "before": 5.0,
+                                "after": 10.0,
+                                "max_score": 10.0,
+                                "flipped": ["upload of 2026-12-08T10:00:00+00:00: backward_1d failed -> passed"],
+                            }
+                        ]
+                    ),
+                }
+            )
     return teacher
 
 
@@ -77,16 +122,22 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = tmp_path_factory.mktemp("example-course")
     port = free_port()
     course = root / "course.toml"  # the example course, its port swapped for a free one (the only change)
-    course.write_text(EXAMPLE.read_text(encoding="utf-8").replace("127.0.0.1:8000", f"127.0.0.1:{port}"),
-                      encoding="utf-8")
+    course.write_text(
+        EXAMPLE.read_text(encoding="utf-8").replace("127.0.0.1:8000", f"127.0.0.1:{port}"), encoding="utf-8"
+    )
     db = root / "course.db"
     teacher = seed(db, course)
     log = root / "serve.log"
     with open(log, "wb") as fh:  # no --port: `grade serve` listens where [server] url says
-        proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "serve", "--course", str(course), "--db", str(db),
-                                 "--workers", "0"], stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "grader.cli", "serve", "--course", str(course), "--db", str(db), "--workers", "0"],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
+
         def up() -> bool:
             assert proc.poll() is None, log.read_text()
             try:
@@ -129,8 +180,9 @@ def test_every_page_reachable_from_the_dashboard_answers_200(browser: Any, site:
             fetched = context.request.get(url)  # the session's cookie; downloads too
             assert fetched.status == 200, f"{url}: HTTP {fetched.status}"
             visited.append(urlsplit(url).path)
-            if not fetched.headers.get("content-type", "").startswith("text/html") or \
-                    "attachment" in fetched.headers.get("content-disposition", ""):
+            if not fetched.headers.get("content-type", "").startswith(
+                "text/html"
+            ) or "attachment" in fetched.headers.get("content-disposition", ""):
                 continue
             answer = page.goto(url)
             assert answer is not None and answer.status == 200, url
@@ -140,16 +192,28 @@ def test_every_page_reachable_from_the_dashboard_answers_200(browser: Any, site:
     finally:
         context.close()
     paths = set(visited)
-    for expected in ("/instructor/", "/instructor/term", "/instructor/similarity", "/instructor/quizzes",
-                     "/instructor/lti", "/instructor/students/carol", "/instructor/exercises/activations.ReLU",
-                     "/instructor/similarity/dropout/alice/bob", "/instructor/export/canvas.csv",
-                     "/instructor/export/moodle.csv", "/instructor/export/class.json"):
+    for expected in (
+        "/instructor/",
+        "/instructor/term",
+        "/instructor/similarity",
+        "/instructor/quizzes",
+        "/instructor/lti",
+        "/instructor/students/carol",
+        "/instructor/exercises/activations.ReLU",
+        "/instructor/similarity/dropout/alice/bob",
+        "/instructor/export/canvas.csv",
+        "/instructor/export/moodle.csv",
+        "/instructor/export/class.json",
+    ):
         assert expected in paths, f"{expected} is not reachable from /instructor/ ({len(paths)} pages seen)"
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_term_page_of_the_example_course_reads_at_this_width(browser: Any, site: dict[str, Any],  # noqa: F811
-                                                                 width: int) -> None:
+def test_the_term_page_of_the_example_course_reads_at_this_width(
+    browser: Any,
+    site: dict[str, Any],  # noqa: F811
+    width: int,
+) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     context = browser.new_context(viewport={"width": width, "height": 900})
     watched = Watched(context.new_page())

@@ -59,14 +59,21 @@ def with_text(value: Any, text: str) -> Any:
     return value
 
 
-def fuzz(operation: Any, mode: GenerationMode, url: str, token: str, session: requests.Session,
-         statuses: list[int]) -> list[str]:
+def fuzz(
+    operation: Any, mode: GenerationMode, url: str, token: str, session: requests.Session, statuses: list[int]
+) -> list[str]:
     """Run MAX_EXAMPLES cases of ``operation`` (each answer's status added to ``statuses``); the 5xx answers
     found (one line each)."""
     found: list[str] = []
 
-    @settings(max_examples=MAX_EXAMPLES, derandomize=True, database=None, deadline=None,
-              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=MAX_EXAMPLES,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
     @given(case=operation.as_strategy(generation_mode=mode), unsafe=st.sampled_from(UNSAFE_TEXT))
     def run(case: Any, unsafe: str) -> None:
         if isinstance(case.query, dict) and "wait" in case.query:
@@ -78,8 +85,10 @@ def fuzz(operation: Any, mode: GenerationMode, url: str, token: str, session: re
         answer = session.request(**request, timeout=RESPONSE_BOUND_S)
         statuses.append(answer.status_code)
         if answer.status_code >= 500:
-            found.append(f"{case.method} {case.formatted_path} {mode.value}: {answer.status_code} "
-                         f"{answer.text[:200]} (body {str(case.body)[:120]!r}{unsafe!r}, query {case.query!r})")
+            found.append(
+                f"{case.method} {case.formatted_path} {mode.value}: {answer.status_code} "
+                f"{answer.text[:200]} (body {str(case.body)[:120]!r}{unsafe!r}, query {case.query!r})"
+            )
 
     try:
         run()

@@ -25,8 +25,9 @@ def port() -> Iterator[int]:
 
     app = Starlette(routes=[Route("/", hello)])
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning",
-                                           http=header_deadline(0.5), timeout_keep_alive=60))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=HOST, port=port, log_level="warning", http=header_deadline(0.5), timeout_keep_alive=60)
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     wait_for(lambda: server.started, 30, "the server to listen")

@@ -40,8 +40,11 @@ def log_in(served: dict[str, Any], watched: Watched) -> None:  # noqa: F811  (th
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_banner_and_the_held_page_read_at_this_width(browser: Any, held: dict[str, Any],  # noqa: F811
-                                                        width: int) -> None:
+def test_the_banner_and_the_held_page_read_at_this_width(
+    browser: Any,
+    held: dict[str, Any],  # noqa: F811
+    width: int,
+) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     context, watched = open_page(browser, width)
     page = watched.page

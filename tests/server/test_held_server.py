@@ -54,8 +54,14 @@ def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str
     save_login(Login(url, tokens["ann"], "ann"))
     monkeypatch.setenv("NO_COLOR", "1")
     try:
-        yield {"url": url, "db": db, "token": tokens["ann"], "teacher": teacher, "queue": open_queue(config.queue_url),
-               "root": tmp_path}
+        yield {
+            "url": url,
+            "db": db,
+            "token": tokens["ann"],
+            "teacher": teacher,
+            "queue": open_queue(config.queue_url),
+            "root": tmp_path,
+        }
     finally:
         server.should_exit = True
         thread.join(timeout=10)
@@ -89,9 +95,10 @@ def run_queue(served: dict[str, Any]) -> int:
 
 def test_the_health_says_nothing_is_known_before_the_first_self_test(served: dict[str, Any]) -> None:
     doc = health(served)
-    assert doc["ok"] is False and doc["selftest"]["opencl"]["ok"] is None and doc["held"] == {"uploads": 0,
-                                                                                               "exercises": 0}
-    assert "class=\"grading-banner\"" not in instructor_page(served, "/instructor/")  # nothing failing: no banner
+    assert (
+        doc["ok"] is False and doc["selftest"]["opencl"]["ok"] is None and doc["held"] == {"uploads": 0, "exercises": 0}
+    )
+    assert 'class="grading-banner"' not in instructor_page(served, "/instructor/")  # nothing failing: no banner
 
 
 @pytest.mark.slow
@@ -129,7 +136,7 @@ def test_a_held_upload_is_told_shown_and_graded_by_itself_once_kernels_work(serv
         assert "Kernel exercises are not being graded: no OpenCL device here can build and run a kernel" in page
         assert "1 upload held. <code>grade doctor</code> on the worker shows more" in page
     held_page = instructor_page(served, "/instructor/held")
-    assert f"<td data-label=\"Submission\">{job_id}</td>" in held_page and KERNEL in held_page
+    assert f'<td data-label="Submission">{job_id}</td>' in held_page and KERNEL in held_page
     assert "fails: refused" in held_page
 
     publish(served, {"cpu": True, "opencl": True})  # a worker's self-test passes again
@@ -150,4 +157,4 @@ def test_a_held_upload_is_told_shown_and_graded_by_itself_once_kernels_work(serv
         done = records.job(store, job_id)
         assert done is not None and done["status"] == "done"
     assert health(served)["ok"] is True
-    assert "class=\"grading-banner\"" not in instructor_page(served, "/instructor/")
+    assert 'class="grading-banner"' not in instructor_page(served, "/instructor/")

@@ -36,8 +36,9 @@ def upload(store: Store, course: Any, student: str, key: str, mistake: str | Non
     """An upload of LayerNorm graded at ``when``: naming ``mistake``, or passed when None."""
     job = records.create_job(store, student, key, {"normalization.py": "# code\n"}, [LN], course, when).job
     check = CheckResult("forward", mistake is None, 10.0 if mistake is None else 0.0, 10.0, "", mistake)
-    report = GradeReport(student, [ExerciseResult(LN, "passed" if mistake is None else "failed",
-                                                  check.score, 10.0, [check])], key)
+    report = GradeReport(
+        student, [ExerciseResult(LN, "passed" if mistake is None else "failed", check.score, 10.0, [check])], key
+    )
     records.record_done(store, job, report, "test")
     return int(job["id"])
 
@@ -58,8 +59,9 @@ def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Te
             for q in ("gelu-why", "elu-value"):
                 store.record_quiz_answer(f"s{s}", "activations", q, "1", rng.random() < 0.7)
             n = 8 if s % 2 else 16
-            store.record_quiz_answer(f"s{s}", "activations", "gelu-value", "0.1", n == 16 and rng.random() < 0.9,
-                                     {"n": n})
+            store.record_quiz_answer(
+                f"s{s}", "activations", "gelu-value", "0.1", n == 16 and rng.random() < 0.9, {"n": n}
+            )
     monkeypatch.setattr(api, "now_utc", lambda: NOW)
     config = ServerConfig(seeded.db, f"sqlite:///{tmp_path / 'queue.db'}", course)
     with TestClient(create_app(config, run_collector=False), base_url="http://127.0.0.1") as http:
@@ -82,8 +84,9 @@ def test_the_most_frequent_mistake_of_the_week_first_with_who_fixed_it(client: A
     for name in ("cy", "dee", "eve"):
         assert f'href="/instructor/students/{name}"' in detail.text and str(planted[name]) in detail.text
     assert http.get(f"/instructor/mistakes/{LN}/no-such", headers=teacher).status_code == 404
-    earlier = http.get("/instructor/mistakes.csv", params={"since": f"{NOW - timedelta(days=21):%Y-%m-%d}"},
-                       headers=teacher)
+    earlier = http.get(
+        "/instructor/mistakes.csv", params={"since": f"{NOW - timedelta(days=21):%Y-%m-%d}"}, headers=teacher
+    )
     assert "ln-eps-missing" in earlier.text
     bad = http.get("/instructor/mistakes", params={"since": "last week"}, headers=teacher)
     assert bad.status_code == 400 and "write it as YYYY-MM-DD" in bad.text and "Traceback" not in bad.text

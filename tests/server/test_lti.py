@@ -32,11 +32,19 @@ from grader.server.web import create_app
 from grader.queue.jobs import open_queue
 from grader.student.course import DEFAULT_COURSE, CourseError, load_course
 from grader.student.store import MIGRATIONS, SCHEMA_VERSION, Store, m11_lti
-from bench.lms_platform import (AGS, INSTITUTION_ADMIN, INSTRUCTOR, LEARNER, SYSTEM_ADMIN, LmsPlatform, User,
-                          auth_url_params, launch, login_redirect)
+from bench.lms_platform import (
+    AGS,
+    INSTITUTION_ADMIN,
+    INSTRUCTOR,
+    LEARNER,
+    SYSTEM_ADMIN,
+    LmsPlatform,
+    User,
+    auth_url_params,
+    launch,
+    login_redirect,
+)
 from server_util import HOST, free_port, issue_tokens, wait_for
-
-
 
 
 @pytest.fixture
@@ -81,8 +89,16 @@ def serve_tool(tmp_path: Path, lms: LmsPlatform, lti_table: dict[str, Any]) -> I
     wait_for(lambda: server.started, 30, "the tool to listen")
     try:
         with httpx.Client(base_url=url, follow_redirects=False, timeout=30) as client:
-            yield {"client": client, "db": db, "app": app, "store": side, "teacher": teacher, "config": config,
-                   "tokens": tokens, "url": url}
+            yield {
+                "client": client,
+                "db": db,
+                "app": app,
+                "store": side,
+                "teacher": teacher,
+                "config": config,
+                "tokens": tokens,
+                "url": url,
+            }
     finally:
         server.should_exit = True
         thread.join(timeout=10)
@@ -136,12 +152,18 @@ def refusals(store: Store) -> list[str]:
 
 def test_lti_platforms_are_read_from_course_toml(tmp_path: Path, lms: LmsPlatform) -> None:
     path = tmp_path / "course.toml"
-    second = ('\n[[lti.platform]]\nname = "Moodle"\nissuer = "https://moodle.example.edu"\nclient_id = "abc"\n'
-              'auth_url = "https://moodle.example.edu/mod/lti/auth.php"\n'
-              'token_url = "https://moodle.example.edu/mod/lti/token.php"\n'
-              'jwks_url = "https://moodle.example.edu/mod/lti/certs.php"\ndeployments = ["1", "2"]\n')
-    path.write_text('name = "c"\n' + lms.course_toml(contexts=["course-101"]) + second +
-                    'contexts = ["7"]\nframe_origins = ["https://*.instructure.com", "https://lms.example.edu:8443"]\n')
+    second = (
+        '\n[[lti.platform]]\nname = "Moodle"\nissuer = "https://moodle.example.edu"\nclient_id = "abc"\n'
+        'auth_url = "https://moodle.example.edu/mod/lti/auth.php"\n'
+        'token_url = "https://moodle.example.edu/mod/lti/token.php"\n'
+        'jwks_url = "https://moodle.example.edu/mod/lti/certs.php"\ndeployments = ["1", "2"]\n'
+    )
+    path.write_text(
+        'name = "c"\n'
+        + lms.course_toml(contexts=["course-101"])
+        + second
+        + 'contexts = ["7"]\nframe_origins = ["https://*.instructure.com", "https://lms.example.edu:8443"]\n'
+    )
     config = lti.platforms_of(load_course(path))
     assert [p.name for p in config.platforms] == ["Test LMS", "Moodle"]
     assert config.platforms[1].deployments == ("1", "2")
@@ -151,23 +173,92 @@ def test_lti_platforms_are_read_from_course_toml(tmp_path: Path, lms: LmsPlatfor
     assert config.frame_origins() == (lms.url, "https://*.instructure.com", "https://lms.example.edu:8443")
 
 
-@pytest.mark.parametrize("table, fragment", [
-    ({"platform": [{"issuer": "x"}]}, "needs client_id"),
-    ({"platform": [{"issuer": "i", "client_id": "c", "auth_url": "ftp://a", "token_url": "https://t",
-                    "jwks_url": "https://j", "deployments": ["d"]}]}, r"auth_url must be an http\(s\) URL"),
-    ({"platform": [{"issuer": "i", "client_id": "c", "auth_url": "https://a", "token_url": "https://t",
-                    "jwks_url": "https://j", "deployments": []}]}, "needs deployments"),
-    ({"platforms": []}, "unknown field lti.platforms"),
-    ({"contexts": ["x"]}, "unknown field lti.contexts: .* go in each"),
-    ({"platform": [{"issuer": "i", "client_id": "c", "auth_url": "https://a", "token_url": "https://t",
-                    "jwks_url": "https://j", "deployments": ["d"], "contexts": "course-1"}]}, "contexts must be a list"),
-    ({"platform": [{"issuer": "i", "client_id": "c", "auth_url": "https://a", "token_url": "https://t",
-                    "jwks_url": "https://j", "deployments": ["d"],
-                    "frame_origins": ["https://lms.example.edu/course"]}]}, "is not an origin"),
-    ({"platform": [{"issuer": "i", "client_id": "c", "auth_url": "https://a", "token_url": "https://t",
-                    "jwks_url": "https://j", "deployments": ["d"],
-                    "frame_origins": ["https://a.edu; script-src *"]}]}, "is not an origin"),
-])
+@pytest.mark.parametrize(
+    "table, fragment",
+    [
+        ({"platform": [{"issuer": "x"}]}, "needs client_id"),
+        (
+            {
+                "platform": [
+                    {
+                        "issuer": "i",
+                        "client_id": "c",
+                        "auth_url": "ftp://a",
+                        "token_url": "https://t",
+                        "jwks_url": "https://j",
+                        "deployments": ["d"],
+                    }
+                ]
+            },
+            r"auth_url must be an http\(s\) URL",
+        ),
+        (
+            {
+                "platform": [
+                    {
+                        "issuer": "i",
+                        "client_id": "c",
+                        "auth_url": "https://a",
+                        "token_url": "https://t",
+                        "jwks_url": "https://j",
+                        "deployments": [],
+                    }
+                ]
+            },
+            "needs deployments",
+        ),
+        ({"platforms": []}, "unknown field lti.platforms"),
+        ({"contexts": ["x"]}, "unknown field lti.contexts: .* go in each"),
+        (
+            {
+                "platform": [
+                    {
+                        "issuer": "i",
+                        "client_id": "c",
+                        "auth_url": "https://a",
+                        "token_url": "https://t",
+                        "jwks_url": "https://j",
+                        "deployments": ["d"],
+                        "contexts": "course-1",
+                    }
+                ]
+            },
+            "contexts must be a list",
+        ),
+        (
+            {
+                "platform": [
+                    {
+                        "issuer": "i",
+                        "client_id": "c",
+                        "auth_url": "https://a",
+                        "token_url": "https://t",
+                        "jwks_url": "https://j",
+                        "deployments": ["d"],
+                        "frame_origins": ["https://lms.example.edu/course"],
+                    }
+                ]
+            },
+            "is not an origin",
+        ),
+        (
+            {
+                "platform": [
+                    {
+                        "issuer": "i",
+                        "client_id": "c",
+                        "auth_url": "https://a",
+                        "token_url": "https://t",
+                        "jwks_url": "https://j",
+                        "deployments": ["d"],
+                        "frame_origins": ["https://a.edu; script-src *"],
+                    }
+                ]
+            },
+            "is not an origin",
+        ),
+    ],
+)
 def test_a_bad_lti_table_is_one_line_naming_the_field(table: dict[str, Any], fragment: str) -> None:
     with pytest.raises(lti.LtiConfigError, match=fragment):
         lti.parse_lti(table)
@@ -205,8 +296,9 @@ def test_the_jwks_publishes_the_next_key_before_it_signs(tool: dict[str, Any]) -
     assert lti.signing_key(store).kid == third_kid  # (its time has come on the real clock)
 
 
-def test_a_platform_caching_our_jwks_takes_every_token_request_across_a_rotation(tool: dict[str, Any],
-                                                                                lms: LmsPlatform) -> None:
+def test_a_platform_caching_our_jwks_takes_every_token_request_across_a_rotation(
+    tool: dict[str, Any], lms: LmsPlatform
+) -> None:
     """The platform keeps a copy of our JWKS for JWKS_MAX_AGE_S and does not fetch it for an unknown kid."""
     store = tool["store"]
     start = time.time()
@@ -241,15 +333,25 @@ def test_an_older_course_database_gains_the_new_columns_and_keeps_its_key(tmp_pa
     old = Store(sqlite_utils.Database(sqlite3.connect(path), execute_plugins=False), path)
     old.migrate(target=MIGRATIONS.index(m11_lti))
     with old.transaction() as db:
-        db.execute("CREATE TABLE lti_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT NULL, "
-                   "created_at TEXT NOT NULL, retired INTEGER NOT NULL DEFAULT 0)")
-        db.execute("CREATE TABLE lti_contexts (key TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_id TEXT NOT "
-                   "NULL, deployment_id TEXT NOT NULL, context_id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '', "
-                   "memberships_url TEXT NOT NULL DEFAULT '', lineitems_url TEXT NOT NULL DEFAULT '', "
-                   "scopes TEXT NOT NULL DEFAULT '[]', updated_at TEXT NOT NULL)")
+        db.execute(
+            "CREATE TABLE lti_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT NULL, "
+            "created_at TEXT NOT NULL, retired INTEGER NOT NULL DEFAULT 0)"
+        )
+        db.execute(
+            "CREATE TABLE lti_contexts (key TEXT PRIMARY KEY, issuer TEXT NOT NULL, client_id TEXT NOT "
+            "NULL, deployment_id TEXT NOT NULL, context_id TEXT NOT NULL, title TEXT NOT NULL DEFAULT '', "
+            "memberships_url TEXT NOT NULL DEFAULT '', lineitems_url TEXT NOT NULL DEFAULT '', "
+            "scopes TEXT NOT NULL DEFAULT '[]', updated_at TEXT NOT NULL)"
+        )
         key = RSAKey.generate_key(2048, parameters={"kid": "old-key"})
-        db.table("lti_keys").insert({"kid": "old-key", "private_pem": key.as_pem(private=True).decode(),
-                               "created_at": "2026-01-01T00:00:00+00:00", "retired": 0})
+        db.table("lti_keys").insert(
+            {
+                "kid": "old-key",
+                "private_pem": key.as_pem(private=True).decode(),
+                "created_at": "2026-01-01T00:00:00+00:00",
+                "retired": 0,
+            }
+        )
     old.close()
     with Store.open(path) as store:
         assert store.version == SCHEMA_VERSION
@@ -266,7 +368,9 @@ def test_a_new_course_database_holds_the_lti_tables_from_the_store_alone(tmp_pat
 # --- the launch ----------------------------------------------------------------------------------------
 
 
-def test_login_initiation_redirects_to_the_platform_with_state_and_nonce(tool: dict[str, Any], lms: LmsPlatform) -> None:
+def test_login_initiation_redirects_to_the_platform_with_state_and_nonce(
+    tool: dict[str, Any], lms: LmsPlatform
+) -> None:
     answer = login_redirect(tool["client"], lms)
     assert answer.status_code == 302
     params = auth_url_params(answer.headers["location"])
@@ -286,7 +390,7 @@ def test_a_student_launch_matches_the_roster_by_email_then_by_sub(tool: dict[str
     assert me["student"] == "s2" and me["role"] == "student"
     assert "--token" not in client.get("/student/").text  # shown once
     student, second = landed(client, launch(client, lms, "ada"))  # found by (iss, sub) now; the first launch's
-    assert student == "s2" and second != token                    # token stops working
+    assert student == "s2" and second != token  # token stops working
     assert client.get("/api/v1/me", headers={"Authorization": f"Bearer {token}"}).status_code == 401
     assert list(store.db.query("SELECT student FROM lti_users WHERE sub = 'lms-ada'")) == [{"student": "s2"}]
     context = next(iter(store.db.query("SELECT * FROM lti_contexts")))
@@ -302,7 +406,7 @@ def test_an_unknown_learner_joins_the_roster(tool: dict[str, Any], lms: LmsPlatf
 def test_an_instructor_launch_opens_the_dashboard(tool: dict[str, Any], lms: LmsPlatform) -> None:
     client = tool["client"]
     page = launch(client, lms, "prof")
-    assert page.status_code == 200 and 'url=/instructor/' in page.text
+    assert page.status_code == 200 and "url=/instructor/" in page.text
     assert "--token" not in page.text  # the instructor's token is never shown
     dashboard = client.get("/instructor/")
     assert dashboard.status_code == 200 and "Class overview" in dashboard.text
@@ -314,23 +418,26 @@ def post_launch(client: httpx.Client, id_token: str, state: str) -> Any:
     return client.post("/lti/launch", data={"id_token": id_token, "state": state})
 
 
-@pytest.mark.parametrize("case, status, fragment", [
-    ("wrong audience", 403, "not this tool's client id"),
-    ("expired", 403, "has expired"),
-    ("unknown platform", 403, "is not registered with this course"),
-    ("bad signature", 403, "signature does not verify"),
-    ("wrong nonce", 403, "nonce is not the one this login sent"),
-    ("unknown deployment", 403, "deployment 'other-deployment'"),
-    ("wrong message type", 400, "message type 'LtiDeepLinkingRequest'"),
-    ("wrong version", 400, "LTI version '1.1'"),
-    ("azp", 403, "authorized party (azp)"),
-    ("issued long ago", 403, "issued at a time too far from now"),
-    ("target elsewhere", 400, "target link 'https://evil.example.org/lti/launch' is not this tool"),
-    ("no target", 400, "target link None is not this tool"),
-])
-def test_bad_launches_are_refused_with_a_page_and_logged(tool: dict[str, Any], lms: LmsPlatform, case: str,
-                                                         status: int, fragment: str,
-                                                         caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "case, status, fragment",
+    [
+        ("wrong audience", 403, "not this tool's client id"),
+        ("expired", 403, "has expired"),
+        ("unknown platform", 403, "is not registered with this course"),
+        ("bad signature", 403, "signature does not verify"),
+        ("wrong nonce", 403, "nonce is not the one this login sent"),
+        ("unknown deployment", 403, "deployment 'other-deployment'"),
+        ("wrong message type", 400, "message type 'LtiDeepLinkingRequest'"),
+        ("wrong version", 400, "LTI version '1.1'"),
+        ("azp", 403, "authorized party (azp)"),
+        ("issued long ago", 403, "issued at a time too far from now"),
+        ("target elsewhere", 400, "target link 'https://evil.example.org/lti/launch' is not this tool"),
+        ("no target", 400, "target link None is not this tool"),
+    ],
+)
+def test_bad_launches_are_refused_with_a_page_and_logged(
+    tool: dict[str, Any], lms: LmsPlatform, case: str, status: int, fragment: str, caplog: pytest.LogCaptureFixture
+) -> None:
     client = tool["client"]
     params = start_login(client, lms)
     user = lms.users["ada"]
@@ -400,8 +507,9 @@ def test_a_garbage_id_token_is_refused_in_one_line(tool: dict[str, Any], lms: Lm
     assert answer.status_code == 400 and "not a readable JWT" in answer.text
 
 
-def test_the_instructor_landing_cookie_over_http_is_strict_and_the_page_forwards(tool: dict[str, Any],
-                                                                                   lms: LmsPlatform) -> None:
+def test_the_instructor_landing_cookie_over_http_is_strict_and_the_page_forwards(
+    tool: dict[str, Any], lms: LmsPlatform
+) -> None:
     page = launch(tool["client"], lms, "prof")
     cookie = page.headers["set-cookie"]
     assert "normgrade_session=" in cookie and "samesite=strict" in cookie.lower() and "Partitioned" not in cookie
@@ -419,10 +527,16 @@ def test_over_https_the_launch_cookies_work_in_a_cross_site_frame(tmp_path: Path
         assert "SameSite=none" in cookie and "Secure" in cookie and cookie.endswith("; Partitioned")
         assert "HttpOnly" in cookie
         params = auth_url_params(answer.headers["location"])
-        claims = lms.claims(lms.users["prof"], params["nonce"],
-                            **{lti.CLAIM + "target_link_uri": "https://grader.example.edu/lti/launch"})
-        landed = tool["client"].post("/lti/launch", data={"id_token": lms.id_token(claims), "state": params["state"]},
-                                     headers={"Cookie": f"{lti.STATE_COOKIE}={params['state']}"})
+        claims = lms.claims(
+            lms.users["prof"],
+            params["nonce"],
+            **{lti.CLAIM + "target_link_uri": "https://grader.example.edu/lti/launch"},
+        )
+        landed = tool["client"].post(
+            "/lti/launch",
+            data={"id_token": lms.id_token(claims), "state": params["state"]},
+            headers={"Cookie": f"{lti.STATE_COOKIE}={params['state']}"},
+        )
         assert landed.status_code == 200 and "url=/instructor/" in landed.text, landed.text
         session = landed.headers["set-cookie"]
         assert session.startswith("normgrade_session=") and "Path=/instructor" in session
@@ -435,8 +549,9 @@ def framing_of(answer: httpx.Response) -> tuple[str, str | None]:
     return directive, answer.headers.get("x-frame-options")
 
 
-def test_only_the_launch_and_the_pages_it_lands_on_may_be_framed_by_the_platforms(tool: dict[str, Any],
-                                                                                 lms: LmsPlatform) -> None:
+def test_only_the_launch_and_the_pages_it_lands_on_may_be_framed_by_the_platforms(
+    tool: dict[str, Any], lms: LmsPlatform
+) -> None:
     client = tool["client"]
     allowed = f"frame-ancestors {lms.url}"
     page = launch(client, lms, "prof")
@@ -456,8 +571,9 @@ def test_without_platforms_nothing_may_be_framed(tmp_path: Path, lms: LmsPlatfor
             assert framing_of(tool["client"].get(path)) == ("frame-ancestors 'none'", "DENY"), path
 
 
-def test_a_launch_from_another_course_of_the_lms_is_refused(tool: dict[str, Any], lms: LmsPlatform,
-                                                           caplog: pytest.LogCaptureFixture) -> None:
+def test_a_launch_from_another_course_of_the_lms_is_refused(
+    tool: dict[str, Any], lms: LmsPlatform, caplog: pytest.LogCaptureFixture
+) -> None:
     """A site-level tool: one deployment id for every course; course-202 is not this course (contexts)."""
     client, store = tool["client"], tool["store"]
     before = {r["student"] for r in roster.roster(store)}
@@ -479,14 +595,16 @@ def test_a_launch_from_another_course_of_the_lms_is_refused(tool: dict[str, Any]
     assert "Another course" in page and "listed in course.toml" in page
 
 
-def test_the_first_instructor_launch_binds_the_course_and_students_wait_for_it(unbound: dict[str, Any],
-                                                                              lms: LmsPlatform) -> None:
+def test_the_first_instructor_launch_binds_the_course_and_students_wait_for_it(
+    unbound: dict[str, Any], lms: LmsPlatform
+) -> None:
     client, store = unbound["client"], unbound["store"]
     early = launch(client, lms, "ada")
     assert early.status_code == 403 and "not bound to an LMS course yet" in early.text
     assert "url=/instructor/" in launch(client, lms, "prof").text  # binds course-101
     assert [(r["context_id"], r["title"], r["bound_by"]) for r in store.db.query("SELECT * FROM lti_bindings")] == [
-        ("course-101", "Deep networks 101", "lms-prof")]
+        ("course-101", "Deep networks 101", "lms-prof")
+    ]
     assert landed(client, launch(client, lms, "ada"))[0]  # on their own page, logged in
     for user in ("other-prof", "other-student"):  # the same deployment, another course: refused, binds nothing
         refused = launch(client, lms, user)
@@ -517,17 +635,24 @@ def test_a_token_for_another_registration_is_refused_on_this_login(tmp_path: Pat
         forged = lms.id_token(lms.claims(lms.users["ada"], params["nonce"], client_id="tool-2"))
         answer = post_launch(client, forged, params["state"])
         text = html.unescape(answer.text)
-        assert answer.status_code == 403 and "registration 'tool-2'" in text and "started for 'normgrade-client-1'" in text
+        assert (
+            answer.status_code == 403 and "registration 'tool-2'" in text and "started for 'normgrade-client-1'" in text
+        )
         params = start_login(client, lms, client_id="tool-2")  # the same token on its own registration's login
-        assert "url=/student/" in post_launch(client, lms.id_token(lms.claims(
-            lms.users["ada"], params["nonce"], client_id="tool-2")), params["state"]).text
+        assert (
+            "url=/student/"
+            in post_launch(
+                client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"], client_id="tool-2")), params["state"]
+            ).text
+        )
 
 
 # --- the roster (NRPS) ----------------------------------------------------------------------------------
 
 
-def test_roster_sync_adds_new_students_marks_dropped_ones_and_deletes_nothing(tool: dict[str, Any],
-                                                                           lms: LmsPlatform) -> None:
+def test_roster_sync_adds_new_students_marks_dropped_ones_and_deletes_nothing(
+    tool: dict[str, Any], lms: LmsPlatform
+) -> None:
     store = tool["store"]
     launch(tool["client"], lms, "ada")  # the launch tells the tool where the membership service is
     lms.users["eve"] = User("lms-eve", "Eve", "eve@example.org", [LEARNER])  # three pages of two
@@ -596,9 +721,16 @@ def test_the_dashboard_sync_button_needs_the_csrf_field(tool: dict[str, Any], lm
 
 def override(store: Store, student: str, exercise: str, score: float) -> None:
     with store.transaction() as db:
-        db.table("score_overrides").insert({"student": student, "exercise": exercise, "score": score,
-                                      "comment": "test", "author": "instructor",
-                                      "created_at": "2026-01-01T00:00:00+00:00"})
+        db.table("score_overrides").insert(
+            {
+                "student": student,
+                "exercise": exercise,
+                "score": score,
+                "comment": "test",
+                "author": "instructor",
+                "created_at": "2026-01-01T00:00:00+00:00",
+            }
+        )
 
 
 def run_tasks(queue: Any) -> int:
@@ -627,8 +759,9 @@ def poster(tool: dict[str, Any], lms: LmsPlatform) -> Iterator[dict[str, Any]]:
     connector.close()
 
 
-def test_a_score_change_is_posted_to_one_line_item_found_by_resource_id(poster: dict[str, Any],
-                                                                     lms: LmsPlatform) -> None:
+def test_a_score_change_is_posted_to_one_line_item_found_by_resource_id(
+    poster: dict[str, Any], lms: LmsPlatform
+) -> None:
     tick, queue, store = poster["tick"], poster["queue"], poster["store"]
     tick()
     assert lms.scores == [] and run_tasks(queue) == 0  # nothing earned: nothing sent
@@ -660,8 +793,7 @@ def test_a_score_change_is_posted_to_one_line_item_found_by_resource_id(poster: 
     assert lti_services.score_payload(full)["activityProgress"] == "Completed"
 
 
-def test_no_score_is_lost_while_the_lms_is_down(poster: dict[str, Any], lms: LmsPlatform,
-                                               tool: dict[str, Any]) -> None:
+def test_no_score_is_lost_while_the_lms_is_down(poster: dict[str, Any], lms: LmsPlatform, tool: dict[str, Any]) -> None:
     tick, queue, store = poster["tick"], poster["queue"], poster["store"]
     override(store, "s2", "activations.ReLU", 5.0)
     tick()
@@ -733,7 +865,8 @@ def test_a_pending_score_is_superseded_by_a_newer_one(poster: dict[str, Any], lm
 @pytest.mark.slow
 @pytest.mark.opencl
 def test_a_held_upload_posts_nothing_until_it_is_graded_by_itself_then_posts_once(
-        poster: dict[str, Any], tool: dict[str, Any], lms: LmsPlatform) -> None:
+    poster: dict[str, Any], tool: dict[str, Any], lms: LmsPlatform
+) -> None:
     """Kernel exercises refused (a worker's self-test failed): Ada's kernel upload is held and no column changes;
     once a self-test passes, the server grades it by itself (the task run here, as a worker would) and the
     kernels column is posted once."""
@@ -754,8 +887,17 @@ def test_a_held_upload_posts_nothing_until_it_is_graded_by_itself_then_posts_onc
     queue.huey.revoke_by_id(test.task)  # (the start-up self-test: this test publishes the verdicts itself)
     queue.huey.put(LATEST_KEY, published({"cpu": True, "opencl": False}))
     folder = write_solution(Path(str(config.db_path)).parent / "solution")
-    job_id = int(records.create_job(store, "s2", "k", solution_files(folder, ["__init__.py", "kernels/activations.cl"]),
-                                    ["kernels.relu_forward"], config.course, datetime.now(timezone.utc)).job["id"])
+    job_id = int(
+        records.create_job(
+            store,
+            "s2",
+            "k",
+            solution_files(folder, ["__init__.py", "kernels/activations.cl"]),
+            ["kernels.relu_forward"],
+            config.course,
+            datetime.now(timezone.utc),
+        ).job["id"]
+    )
     collector.tick(store, queue)
     held = records.job(store, job_id)
     assert held is not None and held["status"] == "held"
@@ -777,9 +919,9 @@ def test_a_held_upload_posts_nothing_until_it_is_graded_by_itself_then_posts_onc
     assert lti_services.score_counts(store) == {"posted": 1}
 
 
-def test_a_4xx_ends_in_a_final_state_shown_on_the_dashboard_and_is_not_retried(poster: dict[str, Any],
-                                                                              lms: LmsPlatform,
-                                                                              tool: dict[str, Any]) -> None:
+def test_a_4xx_ends_in_a_final_state_shown_on_the_dashboard_and_is_not_retried(
+    poster: dict[str, Any], lms: LmsPlatform, tool: dict[str, Any]
+) -> None:
     tick, queue, store = poster["tick"], poster["queue"], poster["store"]
     lms.score_status = 400
     override(store, "s2", "activations.ReLU", 7.0)
@@ -804,8 +946,9 @@ def test_a_4xx_ends_in_a_final_state_shown_on_the_dashboard_and_is_not_retried(p
 
 
 @pytest.mark.parametrize("status", [401, 429, 503])
-def test_an_answer_that_sending_again_can_cure_is_retried(poster: dict[str, Any], lms: LmsPlatform,
-                                                          status: int) -> None:
+def test_an_answer_that_sending_again_can_cure_is_retried(
+    poster: dict[str, Any], lms: LmsPlatform, status: int
+) -> None:
     tick, queue, store = poster["tick"], poster["queue"], poster["store"]
     lms.score_status = status
     override(store, "s2", "activations.ReLU", 7.0)
@@ -820,8 +963,7 @@ def test_an_answer_that_sending_again_can_cure_is_retried(poster: dict[str, Any]
     assert lti_services.score_counts(store) == {"posted": 1}
 
 
-def test_a_newer_score_waits_until_the_older_one_on_its_way_is_taken(poster: dict[str, Any],
-                                                                    lms: LmsPlatform) -> None:
+def test_a_newer_score_waits_until_the_older_one_on_its_way_is_taken(poster: dict[str, Any], lms: LmsPlatform) -> None:
     """One score per learner and line item on its way: the LMS receives them in order, never one out of order."""
     tick, queue, store = poster["tick"], poster["queue"], poster["store"]
     override(store, "s2", "activations.ReLU", 3.0)
@@ -837,8 +979,9 @@ def test_a_newer_score_waits_until_the_older_one_on_its_way_is_taken(poster: dic
     assert lti_services.score_counts(store) == {"posted": 2}
 
 
-def test_an_older_score_that_fails_while_a_newer_one_waits_is_superseded(poster: dict[str, Any],
-                                                                        lms: LmsPlatform) -> None:
+def test_an_older_score_that_fails_while_a_newer_one_waits_is_superseded(
+    poster: dict[str, Any], lms: LmsPlatform
+) -> None:
     tick, queue, store = poster["tick"], poster["queue"], poster["store"]
     override(store, "s2", "activations.ReLU", 3.0)
     tick()
@@ -859,8 +1002,15 @@ def test_line_items_are_found_on_every_page_of_the_container(poster: dict[str, A
     tick, queue, store = poster["tick"], poster["queue"], poster["store"]
     lms.filter_line_items, lms.page_size = False, 1
     for n, resource in enumerate(["other-tool:1", "quiz:elsewhere", "exercises:activations"], 1):
-        lms.line_items.append({"id": f"{lms.url}/ags/course-101/lineitems/{n}", "resourceId": resource,
-                               "label": resource, "scoreMaximum": 10, "context": "course-101"})
+        lms.line_items.append(
+            {
+                "id": f"{lms.url}/ags/course-101/lineitems/{n}",
+                "resourceId": resource,
+                "label": resource,
+                "scoreMaximum": 10,
+                "context": "course-101",
+            }
+        )
     override(store, "s2", "activations.ReLU", 6.0)
     tick()
     assert run_tasks(queue) == 1
@@ -868,8 +1018,9 @@ def test_line_items_are_found_on_every_page_of_the_container(poster: dict[str, A
     assert lms.created == [] and score_given(lms, "lms-ada", 3) == 6.0
 
 
-def test_without_the_lineitem_scope_no_column_is_made_and_no_score_sent(poster: dict[str, Any], lms: LmsPlatform,
-                                                                       tool: dict[str, Any]) -> None:
+def test_without_the_lineitem_scope_no_column_is_made_and_no_score_sent(
+    poster: dict[str, Any], lms: LmsPlatform, tool: dict[str, Any]
+) -> None:
     tick, queue, store = poster["tick"], poster["queue"], poster["store"]
     lms.ags_scopes = [AGS + "score"]  # the scope list of the launch's AGS claim: no lineitem, no single line item
     launch(tool["client"], lms, "ada")
@@ -881,8 +1032,9 @@ def test_without_the_lineitem_scope_no_column_is_made_and_no_score_sent(poster: 
     assert "no score is sent" in page
 
 
-def test_a_single_lineitem_claim_gets_the_course_total(poster: dict[str, Any], lms: LmsPlatform,
-                                                       tool: dict[str, Any]) -> None:
+def test_a_single_lineitem_claim_gets_the_course_total(
+    poster: dict[str, Any], lms: LmsPlatform, tool: dict[str, Any]
+) -> None:
     """Moodle's "grade sync only": the score scope and one line item; the tool may make no columns."""
     tick, queue, store = poster["tick"], poster["queue"], poster["store"]
     lms.grade_sync_only, lms.ags_scopes = True, [AGS + "score", AGS + "lineitem.readonly"]
@@ -938,9 +1090,14 @@ def test_a_graded_upload_is_posted_with_its_late_penalty(tool: dict[str, Any], l
     from grader.student.engine.model import ExerciseResult, GradeReport
 
     launch(tool["client"], lms, "ada")
-    course = parse_course({"name": "late", "lti": lms.lti_table(contexts=[lms.context_id]), "chapter": [
-        {"name": "activations", "due": datetime(2020, 1, 1, tzinfo=timezone.utc), "late_penalty": 0.5}]},
-        Path("course.toml"))
+    course = parse_course(
+        {
+            "name": "late",
+            "lti": lms.lti_table(contexts=[lms.context_id]),
+            "chapter": [{"name": "activations", "due": datetime(2020, 1, 1, tzinfo=timezone.utc), "late_penalty": 0.5}],
+        },
+        Path("course.toml"),
+    )
     config = tool["config"]
     thread = lti_services.ScorePoster(config.db_path, config.queue_url, course, [])
     queue = open_queue(config.queue_url)
@@ -961,8 +1118,9 @@ def test_a_bad_lti_table_stops_the_server_with_one_line(tmp_path: Path) -> None:
         create_app(ServerConfig(tmp_path / "c.db", f"sqlite:///{tmp_path / 'q.db'}", course), run_collector=False)
 
 
-def test_logins_in_progress_are_capped_by_evicting_the_oldest(tool: dict[str, Any], lms: LmsPlatform,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_logins_in_progress_are_capped_by_evicting_the_oldest(
+    tool: dict[str, Any], lms: LmsPlatform, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(lti.web, "MAX_STATES", 2)
     first = start_login(tool["client"], lms)["state"]
     second = start_login(tool["client"], lms)["state"]
@@ -971,8 +1129,9 @@ def test_logins_in_progress_are_capped_by_evicting_the_oldest(tool: dict[str, An
     assert states == {second, third} and first not in states
 
 
-def test_a_login_flood_from_one_address_delays_only_that_address(tool: dict[str, Any], lms: LmsPlatform,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_login_flood_from_one_address_delays_only_that_address(
+    tool: dict[str, Any], lms: LmsPlatform, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(lti.web, "MAX_STATES", 5)
     tool["app"].state.lti_logins = limits.PerClient(3, 60.0)
     flooder = httpx.Client(base_url=tool["url"], timeout=30, transport=httpx.HTTPTransport(local_address="127.0.0.2"))
@@ -999,8 +1158,9 @@ def test_the_login_limit_slides_with_the_clock() -> None:
 def test_a_request_cannot_write_a_line_of_the_log(tool: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
     forged = "x\ngrade serve: normgrade.dashboard: score override: ann activations.ReLU -> 100 (ok)"
     with caplog.at_level(logging.INFO):
-        answer = tool["client"].get("/lti/login", params={"iss": forged, "login_hint": "h",
-                                                           "target_link_uri": tool["url"] + "/lti/launch"})
+        answer = tool["client"].get(
+            "/lti/login", params={"iss": forged, "login_hint": "h", "target_link_uri": tool["url"] + "/lti/launch"}
+        )
     assert 400 <= answer.status_code < 500
     lines = [r.getMessage() for r in caplog.records if r.name.startswith("normgrade")]
     assert any("score override" in line for line in lines)  # the value is logged, quoted on the refusal's line
@@ -1014,12 +1174,15 @@ def test_refusal_rows_are_capped(tool: dict[str, Any], lms: LmsPlatform, monkeyp
     assert len(refusals(tool["store"])) == 3
 
 
-def test_an_unknown_kid_refetches_the_platform_keys_at_most_once_in_a_while(tool: dict[str, Any],
-                                                                         lms: LmsPlatform) -> None:
+def test_an_unknown_kid_refetches_the_platform_keys_at_most_once_in_a_while(
+    tool: dict[str, Any], lms: LmsPlatform
+) -> None:
     client = tool["client"]
     params = start_login(client, lms)
-    assert "url=/student/" in post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"])),
-                                          params["state"]).text
+    assert (
+        "url=/student/"
+        in post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"])), params["state"]).text
+    )
     fetched: list[int] = []
     original = httpx.AsyncClient.get
 
@@ -1033,12 +1196,14 @@ def test_an_unknown_kid_refetches_the_platform_keys_at_most_once_in_a_while(tool
     with unittest.mock.patch.object(httpx.AsyncClient, "get", counting):
         for _ in range(3):
             params = start_login(client, lms)
-            answer = post_launch(client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"]), rotated),
-                                 params["state"])
+            answer = post_launch(
+                client, lms.id_token(lms.claims(lms.users["ada"], params["nonce"]), rotated), params["state"]
+            )
             assert answer.status_code == 403
     assert fetched == []  # the key set was fetched moments ago: forged kids cost the platform nothing
-    tool["app"].state.lti_jwks.sets = {u: (t - lti.JWKS_REFETCH_S - 1, k)
-                                       for u, (t, k) in tool["app"].state.lti_jwks.sets.items()}
+    tool["app"].state.lti_jwks.sets = {
+        u: (t - lti.JWKS_REFETCH_S - 1, k) for u, (t, k) in tool["app"].state.lti_jwks.sets.items()
+    }
     lms.key = rotated  # the platform really rotated: the next launch fetches the new set and passes
     params = start_login(client, lms)
     with unittest.mock.patch.object(httpx.AsyncClient, "get", counting):
@@ -1058,8 +1223,23 @@ def restart_redis(server: Any) -> None:
     server.proc.kill()
     server.proc.wait(timeout=30)
     server.proc = subprocess.Popen(
-        ["redis-server", "--bind", HOST, "--port", str(server.port), "--save", "", "--appendonly", "no",
-         "--dir", str(server.folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        [
+            "redis-server",
+            "--bind",
+            HOST,
+            "--port",
+            str(server.port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(server.folder),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     client = redis_lib.Redis(host=HOST, port=server.port)
 
     def pong() -> bool:
@@ -1072,8 +1252,7 @@ def restart_redis(server: Any) -> None:
     client.close()
 
 
-def test_a_redis_restart_while_scores_wait_loses_none(tool: dict[str, Any], lms: LmsPlatform,
-                                                      tmp_path: Path) -> None:
+def test_a_redis_restart_while_scores_wait_loses_none(tool: dict[str, Any], lms: LmsPlatform, tmp_path: Path) -> None:
     from conftest import require_program
     from server_util import Redis
 
@@ -1103,20 +1282,23 @@ def test_a_redis_restart_while_scores_wait_loses_none(tool: dict[str, Any], lms:
         redis_server.stop()
 
 
-@pytest.mark.parametrize("roles, role", [
-    ([LEARNER], "learner"),
-    (["Learner"], "learner"),
-    ([INSTRUCTOR], "instructor"),
-    (["http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"], "instructor"),
-    ([INSTRUCTOR, LEARNER], "instructor"),
-    ([INSTITUTION_ADMIN, LEARNER], "learner"),  # a Canvas account admin enrolled as a student
-    ([INSTITUTION_ADMIN], None),  # Administrator roles alone say nothing about this course
-    ([SYSTEM_ADMIN], None),
-    (["http://purl.imsglobal.org/vocab/lis/v2/membership#Administrator"], None),
-    (["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Instructor"], None),  # faculty, not this course's
-    (["http://purl.imsglobal.org/vocab/lis/v2/membership#ContentDeveloper"], None),
-    ([], None),
-])
+@pytest.mark.parametrize(
+    "roles, role",
+    [
+        ([LEARNER], "learner"),
+        (["Learner"], "learner"),
+        ([INSTRUCTOR], "instructor"),
+        (["http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"], "instructor"),
+        ([INSTRUCTOR, LEARNER], "instructor"),
+        ([INSTITUTION_ADMIN, LEARNER], "learner"),  # a Canvas account admin enrolled as a student
+        ([INSTITUTION_ADMIN], None),  # Administrator roles alone say nothing about this course
+        ([SYSTEM_ADMIN], None),
+        (["http://purl.imsglobal.org/vocab/lis/v2/membership#Administrator"], None),
+        (["http://purl.imsglobal.org/vocab/lis/v2/institution/person#Instructor"], None),  # faculty, not this course's
+        (["http://purl.imsglobal.org/vocab/lis/v2/membership#ContentDeveloper"], None),
+        ([], None),
+    ],
+)
 def test_the_context_roles_alone_decide_who_opens_the_dashboard(roles: list[str], role: str | None) -> None:
     platform = lti.Platform("p", "https://lms", "c", "https://lms/a", "https://lms/t", "https://lms/j", ("d",))
     launched = lti.Launch(platform, {lti.CLAIM + "roles": roles})
@@ -1131,10 +1313,19 @@ def test_markup_sent_to_the_lti_pages_is_shown_escaped(tool: dict[str, Any], lms
     """An error or an issuer holding markup (a script, a <meta> refresh that sends the browser away) is shown as
     text on the refusal page, never rendered."""
     client = tool["client"]
-    answers = [client.get("/lti/launch", params={"error": HOSTILE, "error_description": HOSTILE}),
-               client.get("/lti/login", params={"iss": HOSTILE, "login_hint": "ada", "client_id": lms.client_id,
-                                                 "target_link_uri": lms.tool_url + "/lti/launch"}),
-               login_redirect(client, lms, iss=HOSTILE)]
+    answers = [
+        client.get("/lti/launch", params={"error": HOSTILE, "error_description": HOSTILE}),
+        client.get(
+            "/lti/login",
+            params={
+                "iss": HOSTILE,
+                "login_hint": "ada",
+                "client_id": lms.client_id,
+                "target_link_uri": lms.tool_url + "/lti/launch",
+            },
+        ),
+        login_redirect(client, lms, iss=HOSTILE),
+    ]
     for answer in answers:
         assert answer.status_code in (400, 403), answer.text
         assert "<script>" not in answer.text and "<meta http-equiv=refresh" not in answer.text, answer.text
@@ -1147,8 +1338,7 @@ def test_without_an_lti_section_the_lti_routes_are_not_mounted(tmp_path: Path, l
             assert served["client"].get(path, params={"error": HOSTILE}).status_code == 404, path
 
 
-def test_early_lms_passback_holds_an_exam_score_until_its_release(poster: dict[str, Any],
-                                                                  lms: LmsPlatform) -> None:
+def test_early_lms_passback_holds_an_exam_score_until_its_release(poster: dict[str, Any], lms: LmsPlatform) -> None:
     """Issue 43: the LMS received a held exam chapter's score before ``release_feedback`` (its columns came from
     the instructor's view). Before the release nothing of the chapter is posted; at the release it is."""
     import dataclasses

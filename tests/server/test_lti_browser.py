@@ -70,8 +70,10 @@ def browser(playwright: Any) -> Iterator[Any]:
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[tuple[Server, LmsPlatform]]:
     lms = LmsPlatform()
-    lms.users = {"ada": User("lms-ada", "Ada Lovelace", "ada@example.org", [LEARNER]),
-                 "prof": User("lms-prof", "Grace Hopper", "grace@example.org", [INSTRUCTOR])}
+    lms.users = {
+        "ada": User("lms-ada", "Ada Lovelace", "ada@example.org", [LEARNER]),
+        "prof": User("lms-prof", "Grace Hopper", "grace@example.org", [INSTRUCTOR]),
+    }
     lms.start()
     course = tmp_path / "course.toml"
     course.write_text('name = "Deep networks (LTI)"\n' + lms.course_toml(contexts=[lms.context_id]))
@@ -94,8 +96,9 @@ def shoot(page: Any, name: str) -> None:
         page.screenshot(path=str(ARTIFACTS / f"lti-{name}-{width}.png"), full_page=True)
 
 
-def test_a_full_launch_in_the_browser_and_the_score_reaches_the_lms(browser: Any,
-                                                                   running: tuple[Server, LmsPlatform]) -> None:
+def test_a_full_launch_in_the_browser_and_the_score_reaches_the_lms(
+    browser: Any, running: tuple[Server, LmsPlatform]
+) -> None:
     server, lms = running
     errors: list[str] = []
     context = browser.new_context()
@@ -112,12 +115,20 @@ def test_a_full_launch_in_the_browser_and_the_score_reaches_the_lms(browser: Any
     assert me["student"] == "ada@example.org" and me["role"] == "student"
 
     question = quiz_source("activations").questions[0]  # a choice question: one point when right
-    answer = api(server.url, token, "POST", "/quizzes/activations/answers",
-                 json={"question": question.id, "answer": right_answer("activations", question, me["student"],
-                                                                        typed=False)})
+    answer = api(
+        server.url,
+        token,
+        "POST",
+        "/quizzes/activations/answers",
+        json={"question": question.id, "answer": right_answer("activations", question, me["student"], typed=False)},
+    )
     assert answer.status_code == 200 and answer.json()["correct"], answer.text
-    received = wait_for(lambda: [s for s in lms.scores if s["userId"] == "lms-ada"], 90,
-                        "the LMS fixture to receive the quiz score", interval=0.2)
+    received = wait_for(
+        lambda: [s for s in lms.scores if s["userId"] == "lms-ada"],
+        90,
+        "the LMS fixture to receive the quiz score",
+        interval=0.2,
+    )
     assert received[-1]["scoreGiven"] > 0 and received[-1]["gradingProgress"] == "FullyGraded"
     assert [i["resourceId"] for i in lms.line_items] == ["quiz:activations"]
 
@@ -125,6 +136,7 @@ def test_a_full_launch_in_the_browser_and_the_score_reaches_the_lms(browser: Any
     teacher.goto(lms.url + "/start?user=prof")
     teacher.wait_for_url(server.url + "/instructor/")
     assert "Class overview" in teacher.content()
+
     # The LMS has the score before the poster's next round marks it posted: wait on that state, not a tick.
     def posted() -> bool:
         teacher.goto(server.url + "/instructor/lti")
@@ -159,25 +171,37 @@ def self_signed(folder: Path) -> tuple[str, str]:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "normgrade test")])
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in NAMES]
-                                                       + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(n) for n in NAMES] + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
     certfile, keyfile = folder / "cert.pem", folder / "key.pem"
     certfile.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    keyfile.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()))
+    keyfile.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return str(certfile), str(keyfile)
 
 
 @pytest.fixture(scope="module")
 def framing_browser(playwright: Any) -> Iterator[Any]:
     """Chromium resolving NAMES to 127.0.0.1 and blocking third-party cookies (as browsers now do)."""
-    args = ["--host-resolver-rules=" + ", ".join(f"MAP {n} 127.0.0.1" for n in NAMES),
-            "--test-third-party-cookie-phaseout"] + sandbox_args()
+    args = [
+        "--host-resolver-rules=" + ", ".join(f"MAP {n} 127.0.0.1" for n in NAMES),
+        "--test-third-party-cookie-phaseout",
+    ] + sandbox_args()
     launched = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=args)
     yield launched
     launched.close()
@@ -199,17 +223,25 @@ def framed(tmp_path: Path) -> Iterator[tuple[str, LmsPlatform]]:
 
     certfile, keyfile = self_signed(tmp_path)
     lms = LmsPlatform()
-    lms.users = {"ada": User("lms-ada", "Ada Lovelace", "ada@example.org", [LEARNER]),
-                 "prof": User("lms-prof", "Grace Hopper", "grace@example.org", [INSTRUCTOR])}
+    lms.users = {
+        "ada": User("lms-ada", "Ada Lovelace", "ada@example.org", [LEARNER]),
+        "prof": User("lms-prof", "Grace Hopper", "grace@example.org", [INSTRUCTOR]),
+    }
     lms.start().start_tls(certfile, keyfile, "lms.test")
     port = free_port()
     tool = f"https://tool.test:{port}"
     db = tmp_path / "course.db"
-    table = {"tool_url": tool, "platform": [lms.platform_table(contexts=[lms.context_id],
-                                                               frame_origins=[lms.browser_url])]}
+    table = {
+        "tool_url": tool,
+        "platform": [lms.platform_table(contexts=[lms.context_id], frame_origins=[lms.browser_url])],
+    }
     (tmp_path / "no-quizzes").mkdir()
-    config = ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}", DEFAULT_COURSE.__class__(
-        name="Deep networks (LTI)", lti=table), quiz_dir=tmp_path / "no-quizzes")
+    config = ServerConfig(
+        db,
+        f"sqlite:///{tmp_path / 'queue.db'}",
+        DEFAULT_COURSE.__class__(name="Deep networks (LTI)", lti=table),
+        quiz_dir=tmp_path / "no-quizzes",
+    )
     app = create_app(config, run_collector=False)
     app.state.lti_poster_enabled = False
 
@@ -218,8 +250,11 @@ def framed(tmp_path: Path) -> Iterator[tuple[str, LmsPlatform]]:
             return lti.public_jwks(store)
 
     lms.tool_url, lms.tool_jwks = tool, tool_jwks
-    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning", lifespan="on",
-                                           ssl_certfile=certfile, ssl_keyfile=keyfile))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host=HOST, port=port, log_level="warning", lifespan="on", ssl_certfile=certfile, ssl_keyfile=keyfile
+        )
+    )
     thread = threading.Thread(target=server.run, name="tool-tls", daemon=True)
     thread.start()
     try:
@@ -231,8 +266,9 @@ def framed(tmp_path: Path) -> Iterator[tuple[str, LmsPlatform]]:
         lms.stop()
 
 
-def test_the_launch_renders_inside_an_iframe_of_the_platform(framing_browser: Any,
-                                                            framed: tuple[str, LmsPlatform]) -> None:
+def test_the_launch_renders_inside_an_iframe_of_the_platform(
+    framing_browser: Any, framed: tuple[str, LmsPlatform]
+) -> None:
     tool, lms = framed
     context = framing_browser.new_context(ignore_https_errors=True)
     try:
@@ -262,8 +298,12 @@ def framed_dashboard_and_student(framing_browser: Any, context: Any, tool: str, 
         student = other.new_page()
         student.goto(lms.browser_url + "/course?user=ada")
         student.frame_locator("#tool").locator("h1", has_text="Your page").wait_for(timeout=60_000)
-        assert student.frame_locator("#tool").locator("#login-command").inner_text().startswith(
-            f".venv/bin/grade login {tool} --token ")
+        assert (
+            student.frame_locator("#tool")
+            .locator("#login-command")
+            .inner_text()
+            .startswith(f".venv/bin/grade login {tool} --token ")
+        )
         shoot(student, "iframe-student")
     finally:
         other.close()
@@ -275,8 +315,7 @@ def test_another_site_cannot_frame_the_launch(framing_browser: Any, framed: tupl
     context = framing_browser.new_context(ignore_https_errors=True)
     try:
         page = context.new_page()
-        with page.expect_event("console", predicate=lambda m: "frame-ancestors" in m.text,
-                               timeout=60_000) as refused:
+        with page.expect_event("console", predicate=lambda m: "frame-ancestors" in m.text, timeout=60_000) as refused:
             page.goto(f"https://evil.test:{lms.tls_port}/course?user=ada")
         assert "has been blocked" in refused.value.text
         assert f"frame-ancestors {lms.browser_url}" in refused.value.text

@@ -22,16 +22,22 @@ with warnings.catch_warnings():  # starlette asks for httpx2 in its test client;
 
 
 def routes_of(table: list[Any]) -> set[tuple[str, str]]:
-    return {(m.lower(), openapi.PATH_PARAM.sub(lambda g: "{" + g.group(1) + "}", r.path))
-            for r in table if isinstance(r, Route) for m in (r.methods or set()) - {"HEAD"}}
+    return {
+        (m.lower(), openapi.PATH_PARAM.sub(lambda g: "{" + g.group(1) + "}", r.path))
+        for r in table
+        if isinstance(r, Route)
+        for m in (r.methods or set()) - {"HEAD"}
+    }
 
 
 @pytest.fixture
 def doc(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """The description as the server publishes it (GET /api/v1/openapi.json)."""
     (tmp_path / "quizzes").mkdir()
-    app = create_app(ServerConfig(tmp_path / "course.db", f"sqlite:///{tmp_path / 'queue.db'}",
-                                  quiz_dir=tmp_path / "quizzes"), run_collector=False)
+    app = create_app(
+        ServerConfig(tmp_path / "course.db", f"sqlite:///{tmp_path / 'queue.db'}", quiz_dir=tmp_path / "quizzes"),
+        run_collector=False,
+    )
     with TestClient(app, base_url="http://127.0.0.1") as client:
         answer = client.get("/api/v1/openapi.json")
         assert answer.status_code == 200 and answer.headers["content-type"] == "application/json"
@@ -54,8 +60,10 @@ def test_the_lti_json_routes_are_described_when_mounted() -> None:
     table = web.routes(with_lti=True)
     doc = openapi.describe(table, api.API_PREFIX, {}, "c", "v")
     assert {("get", "/lti/jwks"), ("get", "/lti/config")} <= described(doc) <= routes_of(table)
-    assert not any(p.startswith("/lti/") for _, p in described(openapi.describe(web.routes(with_lti=False),
-                                                                               api.API_PREFIX, {}, "c", "v")))
+    assert not any(
+        p.startswith("/lti/")
+        for _, p in described(openapi.describe(web.routes(with_lti=False), api.API_PREFIX, {}, "c", "v"))
+    )
 
 
 def test_bodies_parameters_and_security_come_from_the_handlers(doc: dict[str, Any]) -> None:
@@ -65,7 +73,8 @@ def test_bodies_parameters_and_security_come_from_the_handlers(doc: dict[str, An
             if method == "post" and path.startswith(api.API_PREFIX):
                 assert "requestBody" in op, f"POST {path} declares no body (grader/server/api_schema.py @takes)"
     assert paths["/api/v1/health"]["get"]["security"] == [] and paths["/api/v1/me"]["get"]["security"] == [
-        {"bearer": []}]
+        {"bearer": []}
+    ]
     assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     wait = [p for p in paths["/api/v1/submissions/{id}"]["get"]["parameters"] if p["name"] == "wait"]
     assert wait and wait[0]["schema"]["maximum"] == api.MAX_WAIT_S

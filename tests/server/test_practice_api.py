@@ -60,8 +60,12 @@ class Env:
         chapter, _, qid = question.partition("/")
         source = next(q for q in quiz_source(chapter).questions if q.id == qid)
         typed = right_answer(chapter, source, PRACTICE_STUDENT, typed=True) if right else "12345.6"
-        return self.api("ada", "POST", "/practice/answers",
-                        json={"concept": concept, "question": question, "answer": str(typed), "shown": True})
+        return self.api(
+            "ada",
+            "POST",
+            "/practice/answers",
+            json={"concept": concept, "question": question, "answer": str(typed), "shown": True},
+        )
 
 
 @pytest.fixture
@@ -105,16 +109,32 @@ def test_a_mistake_is_practised_on_schedule_without_spending_attempts_and_master
 
 
 def test_practice_never_judges_a_question_open_for_grading_or_a_bad_request(env: Env) -> None:
-    open_question = env.api("ada", "POST", "/practice/answers", json={
-        "concept": "normalization.axes", "question": "normalization/norm-axes-instance", "answer": "1"})
+    open_question = env.api(
+        "ada",
+        "POST",
+        "/practice/answers",
+        json={"concept": "normalization.axes", "question": "normalization/norm-axes-instance", "answer": "1"},
+    )
     assert open_question.status_code == 400 and "open for grading" in open_question.json()["error"]
-    for body in ({"concept": "no.such", "question": "initialisation/xavier-uniform-a", "answer": "1"},
-                 {"concept": CONCEPT, "question": "activations/gelu-value", "answer": "1"},
-                 {"concept": CONCEPT, "answer": "1"}, {"concept": CONCEPT, "question": "x", "answer": 1, "shown": 2}):
+    for body in (
+        {"concept": "no.such", "question": "initialisation/xavier-uniform-a", "answer": "1"},
+        {"concept": CONCEPT, "question": "activations/gelu-value", "answer": "1"},
+        {"concept": CONCEPT, "answer": "1"},
+        {"concept": CONCEPT, "question": "x", "answer": 1, "shown": 2},
+    ):
         refused = env.api("ada", "POST", "/practice/answers", json=body)
         assert refused.status_code == 400 and "\n" not in refused.json()["error"], body
-    unreadable = env.api("ada", "POST", "/practice/answers", json={
-        "concept": CONCEPT, "question": "initialisation/xavier-uniform-a", "answer": "not a number ((", "shown": True})
+    unreadable = env.api(
+        "ada",
+        "POST",
+        "/practice/answers",
+        json={
+            "concept": CONCEPT,
+            "question": "initialisation/xavier-uniform-a",
+            "answer": "not a number ((",
+            "shown": True,
+        },
+    )
     assert unreadable.status_code == 422
     with Store.open(env.db) as store:
         assert store.practice_entries("ada") == []  # nothing refused was a review
@@ -122,22 +142,27 @@ def test_practice_never_judges_a_question_open_for_grading_or_a_bad_request(env:
 
 
 def test_an_offline_review_and_a_server_review_of_one_concept_both_survive_a_login(
-        env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     login = Login("http://127.0.0.1", env.tokens["ada"], "ada")
-    monkeypatch.setattr(remote, "_client", lambda _: Client(login.server, login.token,
-                                                             transport=env.client._transport))
+    monkeypatch.setattr(remote, "_client", lambda _: Client(login.server, login.token, transport=env.client._transport))
     local_db = tmp_path / "local" / "progress.db"
     local_db.parent.mkdir()
     yesterday = NOW - timedelta(days=1)
     with Store.open(local_db) as store:  # offline yesterday, on this machine: a miss
-        ps.record_practice(store, "ada-laptop", CONCEPT, False, yesterday, question="initialisation/xavier-uniform-a",
-                           origin="local")
+        ps.record_practice(
+            store, "ada-laptop", CONCEPT, False, yesterday, question="initialisation/xavier-uniform-a", origin="local"
+        )
     env.answer("initialisation/xavier-uniform-a", right=True)  # on the server now: a clean retrieval
 
     def kept() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
         with Store.open(env.db) as server, Store.open(local_db) as local:
-            return (server.practice_reviews("ada"), server.practice_entries("ada"), local.practice_reviews("ada"),
-                    local.practice_entries("ada"))
+            return (
+                server.practice_reviews("ada"),
+                server.practice_entries("ada"),
+                local.practice_reviews("ada"),
+                local.practice_entries("ada"),
+            )
 
     assert remote.merge_schedule(login, local_db, "ada-laptop") == 1
     server_log, server_rows, local_log, local_rows = kept()
@@ -159,18 +184,27 @@ def test_a_forged_or_malformed_review_is_refused_in_one_line(env: Env) -> None:
         schedule_before = store.practice_entries("ada")
 
     def offline(**change: Any) -> dict[str, Any]:  # a review made on the handout an hour ago (a fresh id)
-        return {**ps.review_row(ps.new_review(CONCEPT, "initialisation/xavier-uniform-a", False,
-                                              NOW - timedelta(hours=1), "local")), **change}
+        return {
+            **ps.review_row(
+                ps.new_review(CONCEPT, "initialisation/xavier-uniform-a", False, NOW - timedelta(hours=1), "local")
+            ),
+            **change,
+        }
 
     first = offline()
-    for bad, why in ((held, "made on the server"),  # the server's own review sent back: only offline ones are sent
-                     ({**held, "origin": "local", "rating": "again"}, "differs"),  # a kept review's id, altered
-                     ({**first, "rating": "good"}, "differs"),  # one id twice in the body, different contents
-                     (offline(concept="no.such"), "no concept"), (offline(question="activations/gelu-value"),
-                                                                  "not of its concept"),
-                     (offline(reviewed_at=(NOW + timedelta(days=2)).isoformat()), "after now"),
-                     (offline(reviewed_at="2026-03-02T10:00:00"), "zone"), (offline(rating="easy"), "rating"),
-                     (offline(id="1"), "32 hex"), (offline(extra=1), "exactly"), ("a row", "exactly")):
+    for bad, why in (
+        (held, "made on the server"),  # the server's own review sent back: only offline ones are sent
+        ({**held, "origin": "local", "rating": "again"}, "differs"),  # a kept review's id, altered
+        ({**first, "rating": "good"}, "differs"),  # one id twice in the body, different contents
+        (offline(concept="no.such"), "no concept"),
+        (offline(question="activations/gelu-value"), "not of its concept"),
+        (offline(reviewed_at=(NOW + timedelta(days=2)).isoformat()), "after now"),
+        (offline(reviewed_at="2026-03-02T10:00:00"), "zone"),
+        (offline(rating="easy"), "rating"),
+        (offline(id="1"), "32 hex"),
+        (offline(extra=1), "exactly"),
+        ("a row", "exactly"),
+    ):
         refused = env.api("ada", "POST", "/practice/schedule", json={"reviews": [first, bad]})
         assert refused.status_code == 400 and why in refused.json()["error"], (bad, refused.json())
         assert "\n" not in refused.json()["error"]
@@ -197,22 +231,26 @@ def test_entries_kept_before_the_review_log_merge_the_later_review_wins(env: Env
     assert rows["optim.sgd"] == local[1]
     with Store.open(env.db) as store:
         assert {r["concept"] for r in store.practice_entries("ada")} == set(rows)
-    for bad in ({"entries": "x"}, {"entries": [{"concept": CONCEPT}]},
-                {"entries": [{**ps.to_row(older), "concept": "no.such"}]},
-                {"entries": [{**ps.to_row(older), "card": "{\"state\": \"x\"}"}]},
-                {"entries": [{**ps.to_row(older), "concept": ["a"]}]}, {"entries": [1, None]},
-                {"entries": [{**ps.to_row(older), "due": "2026-03-02T10:00:00"}]}):
+    for bad in (
+        {"entries": "x"},
+        {"entries": [{"concept": CONCEPT}]},
+        {"entries": [{**ps.to_row(older), "concept": "no.such"}]},
+        {"entries": [{**ps.to_row(older), "card": '{"state": "x"}'}]},
+        {"entries": [{**ps.to_row(older), "concept": ["a"]}]},
+        {"entries": [1, None]},
+        {"entries": [{**ps.to_row(older), "due": "2026-03-02T10:00:00"}]},
+    ):
         refused = env.api("ada", "POST", "/practice/schedule", json=bad)
         assert refused.status_code == 400 and "\n" not in refused.json()["error"], bad
 
 
 def test_grade_login_merges_and_grade_practice_and_progress_ask_the_server(
-        env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from grader.student.cli import cli as student_cli
 
     login = Login("http://127.0.0.1", env.tokens["ada"], "ada")
-    monkeypatch.setattr(remote, "_client", lambda _: Client(login.server, login.token,
-                                                             transport=env.client._transport))
+    monkeypatch.setattr(remote, "_client", lambda _: Client(login.server, login.token, transport=env.client._transport))
     local_db = tmp_path / "local" / "progress.db"
     local_db.parent.mkdir()
     with Store.open(local_db) as store:
@@ -225,8 +263,9 @@ def test_grade_login_merges_and_grade_practice_and_progress_ask_the_server(
     monkeypatch.setattr(remote, "remote_login", lambda *_: login)
     question = env.item()["question"]["id"]
     chapter, _, qid = question.partition("/")
-    typed = right_answer(chapter, next(q for q in quiz_source(chapter).questions if q.id == qid), PRACTICE_STUDENT,
-                         typed=True)
+    typed = right_answer(
+        chapter, next(q for q in quiz_source(chapter).questions if q.id == qid), PRACTICE_STUDENT, typed=True
+    )
     items = env.api("ada", "GET", "/practice").json()["practise"]
     answers = [str(typed) if i["concept"] == CONCEPT else "12345.6" for i in items if i["question"]]
     ran = CliRunner().invoke(student_cli, ["practice"], input="\n".join(answers) + "\n")
@@ -244,19 +283,26 @@ def test_the_practice_page_lists_what_is_due_and_answers_on_the_page(env: Env) -
     env.clock.now = NOW + timedelta(days=1, hours=1)
     page = env.client.get("/student/practice", headers=bearer)
     assert page.status_code == 200 and 'href="/student/practice"' in page.text
-    due = page.text[page.text.index("Due today"):page.text.index("Practise now")]
+    due = page.text[page.text.index("Due today") : page.text.index("Practise now")]
     assert "Variance, standard deviation and the uniform bound" in due and 'href="#c-init-variance-vs-std"' in due
     assert 'id="c-init-variance-vs-std"' in page.text and "initialisation/xavier-uniform-a" in page.text
     assert 'href="/student/text/initialisation.html#variance-propagation"' in page.text  # the concept's section
     chapter, qid = "initialisation", "xavier-uniform-a"
-    typed = right_answer(chapter, next(q for q in quiz_source(chapter).questions if q.id == qid), PRACTICE_STUDENT,
-                         typed=True)
-    answered = env.client.post("/student/practice", headers=bearer, data={
-        "concept": CONCEPT, "question": f"{chapter}/{qid}", "answer": str(typed)})
+    typed = right_answer(
+        chapter, next(q for q in quiz_source(chapter).questions if q.id == qid), PRACTICE_STUDENT, typed=True
+    )
+    answered = env.client.post(
+        "/student/practice",
+        headers=bearer,
+        data={"concept": CONCEPT, "question": f"{chapter}/{qid}", "answer": str(typed)},
+    )
     assert answered.status_code == 200
     assert "Right." in answered.text and "Explanation." in answered.text and "comes back on" in answered.text
-    refused = env.client.post("/student/practice", headers=bearer, data={
-        "concept": "normalization.axes", "question": "normalization/norm-axes-instance", "answer": "1"})
+    refused = env.client.post(
+        "/student/practice",
+        headers=bearer,
+        data={"concept": "normalization.axes", "question": "normalization/norm-axes-instance", "answer": "1"},
+    )
     assert refused.status_code == 400 and "open for grading" in refused.text
     with Store.open(env.db) as store:
         assert store.quiz_attempts("ada") == []  # practice spent no attempt
@@ -293,23 +339,24 @@ def test_grade_login_sends_the_handouts_schedule(env: Env, tmp_path: Path, monke
         assert store.practice_reviews("ada") == local.practice_reviews("ada-laptop")  # the review itself
 
 
-def test_a_server_without_the_scheduler_says_so_in_one_line(env: Env, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_server_without_the_scheduler_says_so_in_one_line(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(ps, "available", lambda: False)
     refused = env.answer("initialisation/xavier-uniform-a", right=True)
     assert refused.status_code == 503 and "fsrs" in refused.json()["error"]
     merged = env.api("ada", "POST", "/practice/schedule", json={"entries": []})
     assert merged.status_code == 503
     login = Login("http://127.0.0.1", env.tokens["ada"], "ada")
-    monkeypatch.setattr(remote, "_client", lambda _: Client(login.server, login.token,
-                                                             transport=env.client._transport))
+    monkeypatch.setattr(remote, "_client", lambda _: Client(login.server, login.token, transport=env.client._transport))
     with Store.open(tmp_path / "local.db") as store:
         store.save_practice_entries("ada", [ps.to_row(ps.missed(None, "optim.sgd", NOW))])
     assert remote.merge_schedule(login, tmp_path / "local.db", "ada") is None  # the login stands
 
 
-def test_exam_mode_offers_no_practice_of_a_held_exercises_mistakes(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exam_mode_offers_no_practice_of_a_held_exercises_mistakes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seeded = seed(tmp_path, exam_release=NOW + timedelta(days=3))  # normalization's feedback held until then
     monkeypatch.setattr(api, "now_utc", lambda: NOW)
     config = ServerConfig(seeded.db, f"sqlite:///{tmp_path / 'queue.db'}", load_course(seeded.course))

@@ -35,19 +35,35 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, See
     with Store.open(seeded.db) as store:
         for k, name in enumerate(["cy", "dee", "a-student-with-a-rather-long-identifier"]):
             for step, mistake in enumerate(["ln-no-keepdims", None if k < 2 else "ln-no-keepdims"]):
-                job = records.create_job(store, name, f"{name}-{step}", {"normalization.py": "# code\n"}, [LN],
-                                         course, NOW - timedelta(days=2, hours=-3 * step * (k + 1))).job
+                job = records.create_job(
+                    store,
+                    name,
+                    f"{name}-{step}",
+                    {"normalization.py": "# code\n"},
+                    [LN],
+                    course,
+                    NOW - timedelta(days=2, hours=-3 * step * (k + 1)),
+                ).job
                 check = CheckResult("forward", mistake is None, 10.0 if mistake is None else 0.0, 10.0, "", mistake)
-                records.record_done(store, job, GradeReport(name, [ExerciseResult(
-                    LN, "passed" if mistake is None else "failed", check.score, 10.0, [check])], "h"), "test")
+                records.record_done(
+                    store,
+                    job,
+                    GradeReport(
+                        name,
+                        [ExerciseResult(LN, "passed" if mistake is None else "failed", check.score, 10.0, [check])],
+                        "h",
+                    ),
+                    "test",
+                )
         rng = random.Random(3)
         for s in range(30):
             for q in ("gelu-why", "elu-value"):
                 store.record_quiz_answer(f"s{s}", "activations", q, "1", rng.random() < 0.7)
             n = 8 if s % 2 else 16
             store.record_quiz_answer(f"s{s}", "activations", "gelu-value", "0.1", n == 16, {"n": n})
-    server = Server(seeded.db, f"sqlite:///{root / 'queue.db'}", workers=0, course=seeded.course,
-                    extra=["--lease-timeout", "3600"]).start()
+    server = Server(
+        seeded.db, f"sqlite:///{root / 'queue.db'}", workers=0, course=seeded.course, extra=["--lease-timeout", "3600"]
+    ).start()
     try:
         yield server, seeded
     finally:
@@ -62,8 +78,11 @@ def look(watched: Watched, name: str, width: int) -> None:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_practice_page_is_answered_in_the_browser(browser: Any, site: tuple[Server, Seeded],  # noqa: F811
-                                                      width: int) -> None:
+def test_the_practice_page_is_answered_in_the_browser(
+    browser: Any,
+    site: tuple[Server, Seeded],  # noqa: F811
+    width: int,
+) -> None:
     server, seeded = site
     ARTIFACTS.mkdir(exist_ok=True)
     context = browser.new_context(viewport={"width": width, "height": 900})
@@ -94,8 +113,11 @@ def test_the_practice_page_is_answered_in_the_browser(browser: Any, site: tuple[
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_class_mistakes_and_item_statistics_pages(browser: Any, site: tuple[Server, Seeded],  # noqa: F811
-                                                      width: int) -> None:
+def test_the_class_mistakes_and_item_statistics_pages(
+    browser: Any,
+    site: tuple[Server, Seeded],  # noqa: F811
+    width: int,
+) -> None:
     server, seeded = site
     ARTIFACTS.mkdir(exist_ok=True)
     context = browser.new_context(viewport={"width": width, "height": 900})

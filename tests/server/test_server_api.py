@@ -22,14 +22,36 @@ from grader.server import app as app_lib
 from grader.course.solution import write_solution
 from grader import quiz as quiz_lib
 from server_util import (
-    QUIZ_DIR, Server, api, issue_tokens, posed_for, quiz_source, reference_value, right_answer, solution_files,
+    QUIZ_DIR,
+    Server,
+    api,
+    issue_tokens,
+    posed_for,
+    quiz_source,
+    reference_value,
+    right_answer,
+    solution_files,
     with_quiz_chapters,
 )
 
-STUDENTS = ["ann", "bob", "rate", "conc", "idem", "late", "quiz", "up", "keys", "para", "para2", "para3", "att",
-            "retry"]
+STUDENTS = [
+    "ann",
+    "bob",
+    "rate",
+    "conc",
+    "idem",
+    "late",
+    "quiz",
+    "up",
+    "keys",
+    "para",
+    "para2",
+    "para3",
+    "att",
+    "retry",
+]
 PAST = (datetime.now(timezone.utc) - timedelta(days=1)).isoformat(timespec="seconds").replace("+00:00", "Z")
-COURSE = f'''
+COURSE = f"""
 name = "API test course"
 [rate_limit]
 submissions = 3
@@ -37,7 +59,7 @@ per_minutes = 60
 [[chapter]]
 name = "linear"
 due = {PAST}
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +77,19 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         server.stop()
 
 
-def upload(env: dict[str, Any], student: str, files: dict[str, str] | None = None,
-           exercises: list[str] | None = None, key: str | None = None) -> Any:
-    body = {"files": files if files is not None else solution_files(env["folder"], ["activations.py", "base.py", "__init__.py"]),
-            "exercises": exercises if exercises is not None else ["activations.ReLU"]}
+def upload(
+    env: dict[str, Any],
+    student: str,
+    files: dict[str, str] | None = None,
+    exercises: list[str] | None = None,
+    key: str | None = None,
+) -> Any:
+    body = {
+        "files": files
+        if files is not None
+        else solution_files(env["folder"], ["activations.py", "base.py", "__init__.py"]),
+        "exercises": exercises if exercises is not None else ["activations.ReLU"],
+    }
     headers = {"Idempotency-Key": key} if key else {}
     return api(env["url"], env["tokens"][student], "POST", "/submissions", json=body, headers=headers)
 
@@ -80,9 +111,14 @@ def one_line_error(response: Any, status: int, fragment: str) -> None:
 # --- tokens ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method, path", [(m, p.replace("{id}", "1").replace("{chapter}", "activations")
-                                          .replace("{student}", "ann")) for m, p, _, w in app_lib.API
-                                         if w != "anyone"])
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        (m, p.replace("{id}", "1").replace("{chapter}", "activations").replace("{student}", "ann"))
+        for m, p, _, w in app_lib.API
+        if w != "anyone"
+    ],
+)
 def test_every_endpoint_refuses_missing_and_invalid_tokens(env: dict[str, Any], method: str, path: str) -> None:
     one_line_error(api(env["url"], None, method, path), 401, "run `grade login URL`")
     one_line_error(api(env["url"], "not-a-token", method, path), 401, "not valid")
@@ -128,9 +164,17 @@ def test_a_student_reads_only_their_own_data_on_every_endpoint(env: dict[str, An
     assert api(url, ann, "GET", "/me").json()["student"] == "ann"
     check("GET", "/me")
     # POST /submissions: the student comes from the token; a "student" field in the body is ignored
-    doc = api(url, ann, "POST", "/submissions", json={
-        "student": "bob", "files": solution_files(env["folder"], ["activations.py"]), "exercises": ["activations.ReLU"],
-    }).json()
+    doc = api(
+        url,
+        ann,
+        "POST",
+        "/submissions",
+        json={
+            "student": "bob",
+            "files": solution_files(env["folder"], ["activations.py"]),
+            "exercises": ["activations.ReLU"],
+        },
+    ).json()
     assert doc["student"] == "ann"
     check("POST", "/submissions")
     # GET /submissions: only one's own
@@ -159,7 +203,9 @@ def test_a_student_reads_only_their_own_data_on_every_endpoint(env: dict[str, An
     assert gelu_value["prompt"] == posed_for("activations", "gelu-value", "ann").prompt
     check("GET", "/quizzes/{chapter}")
     # POST answers: recorded for the token's student only
-    api(url, ann, "POST", "/quizzes/activations/answers", json={"student": "bob", "question": "gelu-why", "answer": "a"})
+    api(
+        url, ann, "POST", "/quizzes/activations/answers", json={"student": "bob", "question": "gelu-why", "answer": "a"}
+    )
     bob_standing = api(url, teacher, "GET", "/students/bob/quizzes").json()
     assert next(c for c in bob_standing["chapters"] if c["chapter"] == "activations")["attempts"] == 1
     check("POST", "/quizzes/{chapter}/answers")
@@ -170,13 +216,20 @@ def test_a_student_reads_only_their_own_data_on_every_endpoint(env: dict[str, An
     assert {s["id"] for s in api(url, teacher, "GET", "/students/bob/submissions").json()["submissions"]} == {bob_job}
     assert api(url, teacher, "GET", "/students/bob/progress").json()["student"] == "bob"
     assert api(url, teacher, "GET", f"/submissions/{bob_job}").json()["student"] == "bob"
-    for path in ("/students", "/students/{student}/submissions", "/students/{student}/progress",
-                 "/students/{student}/quizzes"):
+    for path in (
+        "/students",
+        "/students/{student}/submissions",
+        "/students/{student}/progress",
+        "/students/{student}/quizzes",
+    ):
         check("GET", path)
     # regrade requests (grader/term/regrade.py): only about one's own uploads, only one's own listed, answered by the
     # instructor; extensions (grader/term/extensions.py): the instructor's
-    one_line_error(api(url, ann, "POST", "/regrades", json={"exercise": "activations.ReLU", "reason": "x",
-                                                            "submission": bob_job}), 404, f"submission {bob_job}")
+    one_line_error(
+        api(url, ann, "POST", "/regrades", json={"exercise": "activations.ReLU", "reason": "x", "submission": bob_job}),
+        404,
+        f"submission {bob_job}",
+    )
     check("POST", "/regrades")
     assert api(url, ann, "GET", "/regrades", params={"student": "bob"}).json()["requests"] == []
     check("GET", "/regrades")
@@ -189,9 +242,17 @@ def test_a_student_reads_only_their_own_data_on_every_endpoint(env: dict[str, An
     check("POST", "/roster/sync")
     one_line_error(api(url, ann, "POST", "/rescore", json={}), 403, "instructor only")  # (rescoring the course)
     check("POST", "/rescore")
-    one_line_error(api(url, ann, "POST", "/extensions", json={"student": "ann", "chapter": "linear",
-                                                              "due": "2030-01-01T00:00Z", "reason": "x"}),
-                   403, "instructor only")
+    one_line_error(
+        api(
+            url,
+            ann,
+            "POST",
+            "/extensions",
+            json={"student": "ann", "chapter": "linear", "due": "2030-01-01T00:00Z", "reason": "x"},
+        ),
+        403,
+        "instructor only",
+    )
     check("POST", "/extensions")
     # GET /health: anyone's, and no student's data: counts and the self-test
     health = api(url, ann, "GET", "/health").json()
@@ -203,11 +264,25 @@ def test_a_student_reads_only_their_own_data_on_every_endpoint(env: dict[str, An
 # --- uploads ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", [
-    "../activations.py", "/etc/passwd", "kernels/../base.py", "sub/activations.py", "kernels\\x.cl",
-    "activations.PY", "notes.txt", "kernels/relu.CL", "kernels/sub/x.cl", ".activations.py", "activations.py/",
-    "kernels/.cl", "", "base.py\x00.cl",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../activations.py",
+        "/etc/passwd",
+        "kernels/../base.py",
+        "sub/activations.py",
+        "kernels\\x.cl",
+        "activations.PY",
+        "notes.txt",
+        "kernels/relu.CL",
+        "kernels/sub/x.cl",
+        ".activations.py",
+        "activations.py/",
+        "kernels/.cl",
+        "",
+        "base.py\x00.cl",
+    ],
+)
 def test_unknown_names_and_path_traversal_are_refused(env: dict[str, Any], name: str) -> None:
     before = job_count(env["db"], "up")
     response = upload(env, "up", files={name: "x = 1\n", "activations.py": "x = 2\n"})
@@ -226,19 +301,24 @@ def test_a_request_larger_than_the_cap_is_refused(env: dict[str, Any]) -> None:
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: the server counts as it reads
         for start in range(0, len(body), 65536):
-            yield body[start:start + 65536]
+            yield body[start : start + 65536]
 
     response = api(env["url"], env["tokens"]["up"], "POST", "/submissions", content=chunks())
     one_line_error(response, 413, "larger than 1048576 bytes")
     assert job_count(env["db"], "up") == before
 
 
-@pytest.mark.parametrize("body, fragment", [
-    (b"not json", "not JSON"), (b"[1, 2]", "must be a JSON object"), (b'{"files": {}}', "has no files"),
-    (b'{"files": {"activations.py": 3}}', "must be text"),
-    (b'{"files": {"activations.py": "x"}, "exercises": ["ReLUU"]}', "Did you mean"),
-    (b'{"files": {"base.py": "x"}}', "holds no exercise file"),
-])
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        (b"not json", "not JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+        (b'{"files": {}}', "has no files"),
+        (b'{"files": {"activations.py": 3}}', "must be text"),
+        (b'{"files": {"activations.py": "x"}, "exercises": ["ReLUU"]}', "Did you mean"),
+        (b'{"files": {"base.py": "x"}}', "holds no exercise file"),
+    ],
+)
 def test_malformed_uploads_are_one_line_errors(env: dict[str, Any], body: bytes, fragment: str) -> None:
     response = api(env["url"], env["tokens"]["up"], "POST", "/submissions", content=body)
     one_line_error(response, 400, fragment)
@@ -249,8 +329,13 @@ def test_an_upload_is_stored_before_the_answer(env: dict[str, Any]) -> None:
     response = upload(env, "up", files=files)
     assert response.status_code == 202 and response.headers["location"].endswith(str(response.json()["id"]))
     conn = sqlite3.connect(env["db"])
-    stored = dict(conn.execute("SELECT f.name, COALESCE(b.content, f.content) FROM job_files f LEFT JOIN blobs b "
-                               "ON b.sha256 = f.sha256 WHERE f.job_id = ?", [response.json()["id"]]))
+    stored = dict(
+        conn.execute(
+            "SELECT f.name, COALESCE(b.content, f.content) FROM job_files f LEFT JOIN blobs b "
+            "ON b.sha256 = f.sha256 WHERE f.job_id = ?",
+            [response.json()["id"]],
+        )
+    )
     conn.close()
     assert {k: v.decode() for k, v in stored.items()} == files
 
@@ -313,8 +398,14 @@ def test_the_course_page(env: dict[str, Any]) -> None:
 # --- quizzes ------------------------------------------------------------------------------------------
 
 
-def answer(env: dict[str, Any], student: str, question: str, raw: Any, shown: bool | str | None = None,
-           chapter: str = "activations") -> Any:
+def answer(
+    env: dict[str, Any],
+    student: str,
+    question: str,
+    raw: Any,
+    shown: bool | str | None = None,
+    chapter: str = "activations",
+) -> Any:
     body: dict[str, Any] = {"question": question, "answer": raw}
     if shown is not None:
         body["shown"] = shown
@@ -325,15 +416,31 @@ def recorded(db: Path, student: str) -> list[tuple[str, str, int, str, int]]:
     """(question, answer, correct, params, first_try) of the student's recorded quiz answers, oldest first."""
     conn = sqlite3.connect(db)
     try:
-        return [tuple(r) for r in conn.execute(
-            "SELECT question, answer, correct, params, first_try FROM quiz_attempts WHERE student = ? ORDER BY id",
-            [student])]
+        return [
+            tuple(r)
+            for r in conn.execute(
+                "SELECT question, answer, correct, params, first_try FROM quiz_attempts WHERE student = ? ORDER BY id",
+                [student],
+            )
+        ]
     finally:
         conn.close()
 
 
-PUBLIC_FIELDS = {"id", "kind", "prompt", "choices", "params", "tolerance", "symbols", "points", "checkpoint",
-                 "attempts", "attempts_left", "answered_correctly"}
+PUBLIC_FIELDS = {
+    "id",
+    "kind",
+    "prompt",
+    "choices",
+    "params",
+    "tolerance",
+    "symbols",
+    "points",
+    "checkpoint",
+    "attempts",
+    "attempts_left",
+    "answered_correctly",
+}
 
 
 @pytest.mark.parametrize("chapter", quiz_lib.CHAPTER_ORDER)
@@ -393,15 +500,17 @@ def test_a_parameterised_question_is_judged_with_the_students_own_numbers(env: d
     assert right["explanation"] == posed.explanation(mine) and f"{mine:.4f}" in right["explanation"]
     assert "{{" not in right["explanation"]
     x = posed.values["x"]
-    one_line_error(answer(env, "para", "gelu-value", mine + 10 * posed.question.tolerance), 409,
-                   "answered correctly already")
+    one_line_error(
+        answer(env, "para", "gelu-value", mine + 10 * posed.question.tolerance), 409, "answered correctly already"
+    )
     rows = recorded(env["db"], "para")
     assert [(r[0], r[2], r[4]) for r in rows] == [("gelu-value", 1, 1)], "a closed question records nothing"
     assert all(json.loads(r[3]) == {"x": x} for r in rows), "the drawn numbers are recorded"
     assert json.loads(recorded(env["db"], "para2")[0][3]) == other.values
     # a formula in their own x is no answer to a parameterised question (issue 46): refused, no attempt spent
-    one_line_error(answer(env, "para3", "gelu-value", "x/2*(1 + erf(x/sqrt(2)))"), 422,
-                   "write the number itself, not the formula")
+    one_line_error(
+        answer(env, "para3", "gelu-value", "x/2*(1 + erf(x/sqrt(2)))"), 422, "write the number itself, not the formula"
+    )
     assert recorded(env["db"], "para3") == []
 
 
@@ -422,28 +531,56 @@ def test_attempts_rule_unreadable_answers_and_first_try(env: dict[str, Any]) -> 
     one_attempt = answer(env, "att", "gelu-min-value", "5").json()
     assert one_attempt["correct"] is False and one_attempt["attempts_left"] == 0 and one_attempt["explanation"]
     assert [(r[0], r[2], r[4]) for r in recorded(env["db"], "att")] == [
-        ("gelu-min-x", 0, 1), ("gelu-min-x", 0, 0), ("gelu-min-value", 0, 1),
+        ("gelu-min-x", 0, 1),
+        ("gelu-min-x", 0, 0),
+        ("gelu-min-value", 0, 1),
     ], "the unreadable answer and the answer after the last attempt were not recorded"
-    quiz = {q["id"]: q for q in api(env["url"], env["tokens"]["att"], "GET", "/quizzes/activations").json()["questions"]}
+    quiz = {
+        q["id"]: q for q in api(env["url"], env["tokens"]["att"], "GET", "/quizzes/activations").json()["questions"]
+    }
     assert quiz["gelu-min-x"]["answered_correctly"] is False and quiz["gelu-min-x"]["attempts_left"] == 0
     assert quiz["gelu-min-value"]["answered_correctly"] is False
 
 
 def test_choices_are_ids_or_the_numbers_shown(env: dict[str, Any]) -> None:
     order = [c.id for c in posed_for("activations", "dead-relu-cause", "keys").choices]
-    key = quiz_source("activations").questions[[q.id for q in quiz_source("activations").questions]
-                                               .index("dead-relu-cause")].answer
+    key = (
+        quiz_source("activations")
+        .questions[[q.id for q in quiz_source("activations").questions].index("dead-relu-cause")]
+        .answer
+    )
     shown_number = str(order.index(key) + 1)
-    one_line_error(answer(env, "keys", "dead-relu-cause", key, shown=True), 422,
-                   f"'{key}' is not a choice: answer with 1-{len(order)}")
+    one_line_error(
+        answer(env, "keys", "dead-relu-cause", key, shown=True),
+        422,
+        f"'{key}' is not a choice: answer with 1-{len(order)}",
+    )
     one_line_error(answer(env, "keys", "dead-relu-cause", "zz"), 422, "'zz' is not a choice")
     one_line_error(answer(env, "keys", "dead-relu-cause", key, shown="yes"), 400, "shown must be true")
-    one_line_error(api(env["url"], env["tokens"]["keys"], "POST", "/quizzes/activations/answers",
-                       json={"question": "dead-relu-cause"}), 400, 'no "answer"')
+    one_line_error(
+        api(
+            env["url"],
+            env["tokens"]["keys"],
+            "POST",
+            "/quizzes/activations/answers",
+            json={"question": "dead-relu-cause"},
+        ),
+        400,
+        'no "answer"',
+    )
     one_line_error(api(env["url"], env["tokens"]["keys"], "GET", "/quizzes/activatons"), 404, "not a quiz chapter")
     one_line_error(answer(env, "keys", "nope", 1), 400, "not a question of chapter")
-    one_line_error(api(env["url"], env["teacher"], "POST", "/quizzes/activations/answers",
-                       json={"question": "dead-relu-cause", "answer": key}), 403, "cannot answer quizzes")
+    one_line_error(
+        api(
+            env["url"],
+            env["teacher"],
+            "POST",
+            "/quizzes/activations/answers",
+            json={"question": "dead-relu-cause", "answer": key},
+        ),
+        403,
+        "cannot answer quizzes",
+    )
     assert answer(env, "keys", "dead-relu-cause", shown_number, shown=True).json()["correct"] is True
     one_line_error(answer(env, "keys", "dead-relu-cause", key), 409, "answered correctly already")
     assert answer(env, "keys", "dead-relu-remedies", "a").json()["attempt"] == 1, "choice ids are read without shown"
@@ -539,7 +676,10 @@ def test_interactive_remote_quiz_reasks_unreadable_answers(env: dict[str, Any]) 
     assert out.count("Error:") == 1, "the unreadable answer was asked again"
     param = next(q for q in source.questions if q.answer_range is not None)
     assert posed_for(chapter, param.id, "quiz").prompt in out, "the student's own numbers"
-    assert f"Explanation: {posed_for(chapter, param.id, 'quiz').explanation(reference_value(chapter, param.id, 'quiz'))}" in out
+    assert (
+        f"Explanation: {posed_for(chapter, param.id, 'quiz').explanation(reference_value(chapter, param.id, 'quiz'))}"
+        in out
+    )
     assert f"{chapter}: {n}/{n} correct" in out and f"Chapter {chapter} complete" in out
     standing = api(env["url"], env["tokens"]["quiz"], "GET", "/quizzes").json()
     chapter_row = next(c for c in standing["chapters"] if c["chapter"] == chapter)
@@ -562,7 +702,9 @@ def test_remote_retry_asks_only_what_is_not_yet_right_and_gives_attempts(env: di
     failed = run_cli("quiz", chapter, input=f"{wrong}\n{wrong}\n")
     assert failed.exit_code == 1, failed.output
     out = failed.stdout
-    assert f"{n - 1} already answered correctly; asking the other 1." in out and re.search(r"Q1/1 [a-z0-9-]+ \[checkpoint\]: ", out)
+    assert f"{n - 1} already answered correctly; asking the other 1." in out and re.search(
+        r"Q1/1 [a-z0-9-]+ \[checkpoint\]: ", out
+    )
     assert out.index("Not this one. 1 attempt left.") < out.index("Attempt 2 of 2")
     assert out.index("Attempt 2 of 2") < out.index("Not this one.\nExplanation: ")
     assert f"({n - 1} answered correctly before.)" in out and f"Chapter {chapter} not complete yet" in out

@@ -37,8 +37,18 @@ from grader.queue.jobs import Outage, job_of_key, lease_key, open_queue, queued_
 from grader.student.course import DEFAULT_COURSE
 from grader.student.store import Store
 from server_util import (
-    Redis, Server, alive, api, descendants, issue_tokens, kill_quietly, solution_files, start_worker, stop_process,
-    wait_for, wait_graded,
+    Redis,
+    Server,
+    alive,
+    api,
+    descendants,
+    issue_tokens,
+    kill_quietly,
+    solution_files,
+    start_worker,
+    stop_process,
+    wait_for,
+    wait_graded,
 )
 
 RELU = ["activations.ReLU"]
@@ -67,8 +77,9 @@ def rig(tmp_path: Path) -> Iterator[dict[str, Any]]:
     collector.clock = clock
     queue = open_queue(url)
     with Store.open(db) as store:
-        job = records.create_job(store, "ann", "k", {"activations.py": "x = 1\n"}, RELU, DEFAULT_COURSE,
-                                 datetime.now(timezone.utc)).job
+        job = records.create_job(
+            store, "ann", "k", {"activations.py": "x = 1\n"}, RELU, DEFAULT_COURSE, datetime.now(timezone.utc)
+        ).job
         yield {"store": store, "queue": queue, "collector": collector, "clock": clock, "job": int(job["id"])}
 
 
@@ -83,8 +94,9 @@ def take(rig: dict[str, Any], attempt: int, pid: int = 4242, **lease: Any) -> st
     """What a worker on another machine does when it takes try ``attempt``: lease first, then the mark."""
     tid = task_id(rig["job"], attempt)
     rig["queue"].huey.dequeue()
-    rig["queue"].huey.put(lease_key(tid), {"host": "machine-b", "pid": pid, "at": 0.0, "elapsed": 0.0, "beat": 0,
-                                           **lease})
+    rig["queue"].huey.put(
+        lease_key(tid), {"host": "machine-b", "pid": pid, "at": 0.0, "elapsed": 0.0, "beat": 0, **lease}
+    )
     rig["queue"].huey.delete(queued_key(tid))
     return tid
 
@@ -96,8 +108,8 @@ def keys_of(rig: dict[str, Any]) -> list[str]:
 def test_a_try_lost_from_the_queue_before_a_worker_took_it_is_enqueued_again(rig: dict[str, Any]) -> None:
     assert tick(rig)["status"] == "queued"
     assert rig["queue"].pending() == 1
-    assert tick(rig)["status"] == "queued"           # still waiting: its mark is there, nothing happens
-    rig["queue"].huey.flush()                         # the queue restarted empty
+    assert tick(rig)["status"] == "queued"  # still waiting: its mark is there, nothing happens
+    rig["queue"].huey.flush()  # the queue restarted empty
     job = tick(rig)
     assert job["status"] == "queued" and job["tries"] == 1  # put back as the same try: it never ran
     assert rig["queue"].pending() == 1 and rig["queue"].waiting(task_id(rig["job"], 1))
@@ -107,8 +119,8 @@ def test_a_lease_that_vanishes_expires_then_the_job_is_held_and_leaves_no_key(ri
     tick(rig)
     take(rig, 1)
     assert tick(rig)["status"] == "running"
-    rig["queue"].huey.flush()                         # Redis emptied mid-job: the lease is gone
-    assert tick(rig)["tries"] == 1                    # first seen missing: the lease timeout starts now
+    rig["queue"].huey.flush()  # Redis emptied mid-job: the lease is gone
+    assert tick(rig)["tries"] == 1  # first seen missing: the lease timeout starts now
     rig["clock"].now += 9
     assert tick(rig)["tries"] == 1
     rig["clock"].now += 2
@@ -116,21 +128,22 @@ def test_a_lease_that_vanishes_expires_then_the_job_is_held_and_leaves_no_key(ri
     assert job["status"] == "queued" and job["tries"] == 2 and "lease was lost" in job["error"]
     take(rig, 2, pid=4343)
     assert tick(rig)["status"] == "running"
-    rig["clock"].now += 11                            # try 2's worker stops renewing
+    rig["clock"].now += 11  # try 2's worker stops renewing
     job = tick(rig)
     assert job["status"] == "held" and "stopped renewing its lease" in job["held_reason"]  # never lost
     assert "on each of 2 tries" in job["held_reason"] and records.held_ids(job) == RELU
-    assert keys_of(rig) == []                          # no start note, lease or mark of a closed job stays
+    assert keys_of(rig) == []  # no start note, lease or mark of a closed job stays
 
 
 def test_a_renewed_lease_holds_until_the_job_timeout(rig: dict[str, Any]) -> None:
     tick(rig)
     tid = take(rig, 1)
     tick(rig)
-    for beat in range(1, 10):                        # renewed every 9 s: never 10 s unchanged
+    for beat in range(1, 10):  # renewed every 9 s: never 10 s unchanged
         rig["clock"].now += 9
-        rig["queue"].huey.put(lease_key(tid), {"host": "machine-b", "pid": 4242, "at": 0.0, "elapsed": 9.0 * beat,
-                                               "beat": beat})
+        rig["queue"].huey.put(
+            lease_key(tid), {"host": "machine-b", "pid": 4242, "at": 0.0, "elapsed": 9.0 * beat, "beat": beat}
+        )
         assert tick(rig)["tries"] == 1
     rig["clock"].now += 9
     rig["queue"].huey.put(lease_key(tid), {"host": "machine-b", "pid": 4242, "at": 0.0, "elapsed": 101.0, "beat": 10})
@@ -160,8 +173,9 @@ def test_the_sweep_deletes_keys_of_closed_jobs_only(rig: dict[str, Any]) -> None
     records.record_error(rig["store"], rig["job"], "closed elsewhere")
     rig["queue"].huey.put(lease_key(task_id(rig["job"], 1)), {"pid": 1, "beat": 3})  # a late lease and result
     rig["queue"].huey.put(task_id(rig["job"], 1), {"ok": False, "error": "late"})
-    other = records.create_job(rig["store"], "bob", "k", {"activations.py": "x = 1\n"}, RELU, DEFAULT_COURSE,
-                               datetime.now(timezone.utc)).job
+    other = records.create_job(
+        rig["store"], "bob", "k", {"activations.py": "x = 1\n"}, RELU, DEFAULT_COURSE, datetime.now(timezone.utc)
+    ).job
     rig["collector"].tick(rig["store"], rig["queue"])  # bob's job is enqueued (its mark stays)
     assert rig["collector"].sweep(rig["store"], rig["queue"]) == 3
     assert keys_of(rig) == []
@@ -181,7 +195,9 @@ def test_an_outage_of_any_length_logs_a_few_lines(caplog: pytest.LogCaptureFixtu
 
 
 def submit(url: str, token: str, folder: Path) -> int:
-    response = api(url, token, "POST", "/submissions", json={"files": solution_files(folder, UPLOAD), "exercises": RELU})
+    response = api(
+        url, token, "POST", "/submissions", json={"files": solution_files(folder, UPLOAD), "exercises": RELU}
+    )
     assert response.status_code == 202, response.text
     return int(response.json()["id"])
 
@@ -236,8 +252,11 @@ def test_redis_killed_and_restarted_empty_mid_job(redis_server: Redis, tmp_path:
         redis_server.kill()
         # uploads go on being stored while the queue is away
         stored = submit(server.url, tokens["r2"], make_student(tmp_path / "good", "correct"))
-        wait_for(lambda: "cannot reach the queue" in worker_log.read_text(errors="replace"), 120,
-                 "the worker to notice the lost queue")
+        wait_for(
+            lambda: "cannot reach the queue" in worker_log.read_text(errors="replace"),
+            120,
+            "the worker to notice the lost queue",
+        )
         before = len(worker_log.read_text(errors="replace").splitlines())
         redis_server.restart_empty()
         doc = api(server.url, tokens["r1"], "GET", f"/submissions/{job}").json()
@@ -337,8 +356,9 @@ def test_a_standalone_workers_main_process_killed_takes_its_children_and_the_job
         server.stop()
 
 
-def test_a_lease_is_renewed_while_grading_and_released_on_sigterm(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lease_is_renewed_while_grading_and_released_on_sigterm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from grader.queue import jobs
 
     monkeypatch.setattr(jobs, "RENEW_S", 0.01)
@@ -347,20 +367,20 @@ def test_a_lease_is_renewed_while_grading_and_released_on_sigterm(tmp_path: Path
     queue.huey.put(queued_key(tid), {"at": 0})
     with pytest.raises(KeyboardInterrupt):
         with jobs.Lease(queue.huey, tid):
-            assert not queue.waiting(tid)                       # taken: the mark is gone, the lease is there
+            assert not queue.waiting(tid)  # taken: the mark is gone, the lease is there
             wait_for(lambda: (queue.lease(tid) or {}).get("beat", 0) >= 3, 60, "three renewals")
-            raise KeyboardInterrupt                             # what the SIGTERM handler raises
+            raise KeyboardInterrupt  # what the SIGTERM handler raises
     lease = queue.lease(tid)
     assert lease is not None and "SIGTERM" in lease["released"]
 
 
 def test_a_try_taken_by_a_worker_that_died_before_its_lease_is_put_back(rig: dict[str, Any]) -> None:
     tick(rig)
-    rig["queue"].huey.dequeue()                       # taken, then the worker died: no lease, the mark stays
-    assert rig["collector"].recover_taken(rig["store"], rig["queue"]) == []   # once could be a worker mid-take
+    rig["queue"].huey.dequeue()  # taken, then the worker died: no lease, the mark stays
+    assert rig["collector"].recover_taken(rig["store"], rig["queue"]) == []  # once could be a worker mid-take
     assert tick(rig)["status"] == "queued" and rig["queue"].pending() == 0
     assert rig["collector"].recover_taken(rig["store"], rig["queue"]) == [rig["job"]]
     assert rig["queue"].pending() == 1 and tick(rig)["tries"] == 1
-    take(rig, 1)                                       # a live worker takes it: never put back again
+    take(rig, 1)  # a live worker takes it: never put back again
     assert rig["collector"].recover_taken(rig["store"], rig["queue"]) == []
     assert rig["collector"].recover_taken(rig["store"], rig["queue"]) == []

@@ -45,8 +45,14 @@ def attempts_of(db: Path, student: str) -> int:
 
 def submit(url: str, token: str, folder: Path, key: str | None = None) -> int:
     headers = {"Idempotency-Key": key} if key else {}
-    response = api(url, token, "POST", "/submissions", json={"files": solution_files(folder, UPLOAD), "exercises": RELU},
-                   headers=headers)
+    response = api(
+        url,
+        token,
+        "POST",
+        "/submissions",
+        json={"files": solution_files(folder, UPLOAD), "exercises": RELU},
+        headers=headers,
+    )
     assert response.status_code == 202, response.text
     return int(response.json()["id"])
 
@@ -97,7 +103,9 @@ def test_remote_submit_prints_the_local_report_and_exit_status(
 
     progress = runner.invoke(cli, ["progress", "--json"])
     assert progress.exit_code == 0
-    relu = next(e for c in json.loads(progress.stdout)["chapters"] for e in c["exercises"] if e["id"] == "activations.ReLU")
+    relu = next(
+        e for c in json.loads(progress.stdout)["chapters"] for e in c["exercises"] if e["id"] == "activations.ReLU"
+    )
     assert relu["best_score"] == 10.0 and relu["attempts"] == 4
     text = runner.invoke(cli, ["progress"])
     assert text.exit_code == 0 and "Progress of s1" in text.stdout
@@ -118,7 +126,9 @@ def test_a_long_poll_answers_when_the_job_closes(served: dict[str, Any], tmp_pat
     assert bad.status_code == 400 and "wait must be a number" in bad.json()["error"]
 
 
-def test_remote_quiz_from_an_answers_file(served: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_remote_quiz_from_an_answers_file(
+    served: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from server_util import posed_for, quiz_source, reference_value, right_answer
 
     logged_in(served, "s2", monkeypatch)
@@ -156,7 +166,7 @@ def test_remote_quiz_from_an_answers_file(served: dict[str, Any], tmp_path: Path
     conn.close()
     assert len(recorded) == n + 1, "the unreadable answer was not recorded, closed questions were not judged again"
     assert [f for _, f in recorded[: n - 1]] == [1] * (n - 1)
-    assert recorded[n - 1:] == [("gelu-min-x", 0), ("gelu-value", 1)], "its first readable answer is its first try"
+    assert recorded[n - 1 :] == [("gelu-min-x", 0), ("gelu-value", 1)], "its first readable answer is its first try"
     file.write_text(json.dumps({"gelu-valeu": "a"}), encoding="utf-8")
     bad = CliRunner().invoke(cli, ["quiz", "activations", "--answers", str(file)])
     assert bad.exit_code == 2 and "is not a question of chapter 'activations'. Did you mean 'gelu-value'?" in bad.stderr
@@ -191,7 +201,8 @@ def running_worker(url: str, token: str, job_id: int, attempt: int) -> int:
 
 @pytest.mark.slow
 def test_a_worker_killed_mid_job_is_retried_once_then_held_and_graded_once_after_a_self_test(
-        fresh: dict[str, Any]) -> None:
+    fresh: dict[str, Any],
+) -> None:
     server = fresh["server"].start()
     token = fresh["tokens"]["k1"]
     looping = make_student(fresh["root"] / "loop", "loop")  # ReLU.forward never returns
@@ -230,8 +241,15 @@ def test_server_killed_with_jobs_pending_loses_none_and_counts_each_once(fresh: 
     server.kill()  # SIGKILL: no shutdown; its worker dies with it (whatever it was doing)
     # an upload stored just before a crash, never enqueued (the window between the row and the queue):
     with Store.open(fresh["db"]) as store:
-        stored = records.create_job(store, "k3", "crash-window", solution_files(folder, UPLOAD), RELU,
-                                    DEFAULT_COURSE, datetime.now(timezone.utc))
+        stored = records.create_job(
+            store,
+            "k3",
+            "crash-window",
+            solution_files(folder, UPLOAD),
+            RELU,
+            DEFAULT_COURSE,
+            datetime.now(timezone.utc),
+        )
     jobs["k3"] = int(stored.job["id"])
     server.start()
     for student, job in jobs.items():
@@ -243,8 +261,9 @@ def test_server_killed_with_jobs_pending_loses_none_and_counts_each_once(fresh: 
 
 def test_a_result_is_recorded_once_however_often_it_is_collected(tmp_path: Path) -> None:
     with Store.open(tmp_path / "course.db") as store:
-        job = records.create_job(store, "ann", "k", {"activations.py": "x = 1\n"}, RELU, DEFAULT_COURSE,
-                                 datetime.now(timezone.utc)).job
+        job = records.create_job(
+            store, "ann", "k", {"activations.py": "x = 1\n"}, RELU, DEFAULT_COURSE, datetime.now(timezone.utc)
+        ).job
         report = GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)])
         assert records.record_done(store, job, report, "v") is not None
         assert records.record_done(store, job, report, "v") is None
@@ -263,8 +282,11 @@ def test_a_job_begun_and_finished_between_two_collector_passes_still_names_its_w
     db, url = tmp_path / "course.db", f"sqlite:///{tmp_path / 'queue.db'}"
     collector, queue = Collector(db, url, "v"), open_queue(url)
     with Store.open(db) as store:
-        job_id = int(records.create_job(store, "ann", "k", {"activations.py": "x = 1\n"}, RELU, DEFAULT_COURSE,
-                                        datetime.now(timezone.utc)).job["id"])
+        job_id = int(
+            records.create_job(
+                store, "ann", "k", {"activations.py": "x = 1\n"}, RELU, DEFAULT_COURSE, datetime.now(timezone.utc)
+            ).job["id"]
+        )
         collector.tick(store, queue)  # enqueued: queued
         tid = task_id(job_id, 1)
         queue.huey.put(lease_key(tid), {"host": "machine-b", "pid": 4242, "at": 0.0, "beat": 0})  # a worker elsewhere
@@ -292,9 +314,23 @@ def test_a_corrupt_database_at_start_up_is_reported_and_not_overwritten(tmp_path
         leftover.unlink(missing_ok=True)
     before = db.read_bytes()
     result = subprocess.run(
-        [sys.executable, "-m", "grader.cli", "serve", "--db", str(db), "--port", "0", "--workers", "0",
-         "--queue", f"sqlite:///{tmp_path / 'queue.db'}"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "serve",
+            "--db",
+            str(db),
+            "--port",
+            "0",
+            "--workers",
+            "0",
+            "--queue",
+            f"sqlite:///{tmp_path / 'queue.db'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
@@ -313,16 +349,29 @@ def test_bad_course_file_and_queue_stop_grade_serve_with_one_line(tmp_path: Path
     assert bad_queue.returncode == 2 and "is not a queue URL" in bad_queue.stderr
 
 
-
 def test_a_port_in_use_stops_grade_serve_with_one_line(tmp_path: Path) -> None:
     import socket
 
     with socket.create_server(("127.0.0.1", 0)) as busy:
         port = busy.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "grader.cli", "serve", "--db", str(tmp_path / "c.db"), "--workers", "0",
-             "--port", str(port), "--queue", f"sqlite:///{tmp_path / 'q.db'}"],
-            capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "grader.cli",
+                "serve",
+                "--db",
+                str(tmp_path / "c.db"),
+                "--workers",
+                "0",
+                "--port",
+                str(port),
+                "--queue",
+                f"sqlite:///{tmp_path / 'q.db'}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     assert result.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -368,10 +417,20 @@ def test_a_late_upload_says_what_share_counts_and_closed_chapters_are_listed(tmp
     from grader.student.course import parse_course
 
     now = datetime.now(timezone.utc)
-    course = parse_course({"chapter": [
-        {"name": "activations", "due": now - timedelta(days=1), "late_penalty": 0.3, "late_until": now + timedelta(days=1)},
-        {"name": "linear", "due": now - timedelta(days=2)},
-    ]}, tmp_path / "course.toml")
+    course = parse_course(
+        {
+            "chapter": [
+                {
+                    "name": "activations",
+                    "due": now - timedelta(days=1),
+                    "late_penalty": 0.3,
+                    "late_until": now + timedelta(days=1),
+                },
+                {"name": "linear", "due": now - timedelta(days=2)},
+            ]
+        },
+        tmp_path / "course.toml",
+    )
     config = ServerConfig(tmp_path / "course.db", "", course)
     with Store.open(tmp_path / "course.db") as store:
         job = records.create_job(store, "ann", "k", {"activations.py": "x = 1\n"}, RELU, course, now).job
@@ -384,9 +443,17 @@ def test_a_late_upload_says_what_share_counts_and_closed_chapters_are_listed(tmp
         row = records.job(store, job["id"])
         assert row is not None
         doc = job_json(store, row, config)
-        assert doc["late"] == [{"exercise": "activations.ReLU", "chapter": "activations", "score": 10.0,
-                                "max_score": 10.0, "counts": 0.7, "counted_score": 7.0,
-                                "due": (now - timedelta(days=1)).isoformat(timespec="minutes")}]
+        assert doc["late"] == [
+            {
+                "exercise": "activations.ReLU",
+                "chapter": "activations",
+                "score": 10.0,
+                "max_score": 10.0,
+                "counts": 0.7,
+                "counted_score": 7.0,
+                "due": (now - timedelta(days=1)).isoformat(timespec="minutes"),
+            }
+        ]
         on_time = job_json(store, row, ServerConfig(tmp_path / "c.db", ""))
         assert on_time["late"] == [] and on_time["closed_chapters"] == []
 
@@ -404,26 +471,43 @@ def test_a_report_from_the_worker_names_no_server_folder(tmp_path: Path) -> None
     text = json.dumps(result)
     assert result["ok"] and "RuntimeError: activations.py" in text
     assert "normgrade-" not in text and "/tmp" not in text
-    message = jobs.without_folder("folder /tmp/normgrade-job10-x1/exercises has no base.py",
-                                  Path("/tmp/normgrade-job10-x1"))
+    message = jobs.without_folder(
+        "folder /tmp/normgrade-job10-x1/exercises has no base.py", Path("/tmp/normgrade-job10-x1")
+    )
     assert message == "folder your exercises folder has no base.py"
 
 
 def test_where_a_job_is_in_one_word_and_one_line() -> None:
     from grader.server.app import phase, where
 
-    base = {"id": 7, "status": "queued", "tries": 1, "max_tries": 2, "queue_position": 3, "worker": None,
-            "retry_reason": None, "error": None}
+    base = {
+        "id": 7,
+        "status": "queued",
+        "tries": 1,
+        "max_tries": 2,
+        "queue_position": 3,
+        "worker": None,
+        "retry_reason": None,
+        "error": None,
+    }
     assert (phase(base), where(base)) == ("queued", "queued (3 ahead)")
     running = {**base, "status": "running", "worker": "vm:42", "queue_position": 0}
     assert (phase(running), where(running)) == ("running", "running on worker vm:42")
-    retried = {**running, "tries": 2, "retry_reason": "try 1: the grading worker (process 41) stopped in the middle of the job"}
+    retried = {
+        **running,
+        "tries": 2,
+        "retry_reason": "try 1: the grading worker (process 41) stopped in the middle of the job",
+    }
     assert phase(retried) == "retried"
-    assert where(retried) == ("running on worker vm:42, try 2 of 2 (after try 1: the grading worker (process 41) "
-                              "stopped in the middle of the job)")
+    assert where(retried) == (
+        "running on worker vm:42, try 2 of 2 (after try 1: the grading worker (process 41) "
+        "stopped in the middle of the job)"
+    )
     failed = {**base, "status": "error", "error": "grading took longer than 600 s, on each of 2 tries: submit again"}
-    assert (phase(failed), where(failed)) == ("error", "not graded: grading took longer than 600 s, on each of 2 "
-                                                        "tries: submit again")
+    assert (phase(failed), where(failed)) == (
+        "error",
+        "not graded: grading took longer than 600 s, on each of 2 tries: submit again",
+    )
 
 
 def test_grade_serve_listens_on_the_port_of_the_courses_server_url(tmp_path: Path) -> None:
@@ -444,10 +528,27 @@ def test_grade_serve_listens_on_the_port_of_the_courses_server_url(tmp_path: Pat
     course.write_text(f'[server]\nurl = "http://127.0.0.1:{port}"\n', encoding="utf-8")
     log = tmp_path / "serve.log"
     with open(log, "wb") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "serve", "--course", str(course), "--db",
-                                 str(tmp_path / "c.db"), "--workers", "0", "--queue", f"sqlite:///{tmp_path / 'q.db'}"],
-                                stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "grader.cli",
+                "serve",
+                "--course",
+                str(course),
+                "--db",
+                str(tmp_path / "c.db"),
+                "--workers",
+                "0",
+                "--queue",
+                f"sqlite:///{tmp_path / 'q.db'}",
+            ],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
+
         def up() -> bool:
             assert proc.poll() is None, log.read_text()
             try:
@@ -460,22 +561,49 @@ def test_grade_serve_listens_on_the_port_of_the_courses_server_url(tmp_path: Pat
     finally:
         stop_process(proc)
     course.write_text('[server]\nurl = "http://127.0.0.1:99999"\n', encoding="utf-8")
-    bad = subprocess.run([sys.executable, "-m", "grader.cli", "serve", "--course", str(course), "--db",
-                          str(tmp_path / "c.db"), "--workers", "0"], capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "serve",
+            "--course",
+            str(course),
+            "--db",
+            str(tmp_path / "c.db"),
+            "--workers",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "has no valid port" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
-def test_an_overflowing_upload_is_recorded_and_the_next_upload_is_graded(served: dict[str, Any], tmp_path: Path) -> None:
+def test_an_overflowing_upload_is_recorded_and_the_next_upload_is_graded(
+    served: dict[str, Any], tmp_path: Path
+) -> None:
     """The upload whose GELU.forward returns ``x * 1e308 * 10`` once stopped all grading (its figures held inf):
     it is recorded with its non-finite values, and the correct upload after it is graded too."""
     from test_cli_submit import overflowing_gelu
 
     token = served["tokens"]["s1"]
     gelu = ["activations.GELU"]
-    bad = api(served["url"], token, "POST", "/submissions",
-              json={"files": solution_files(overflowing_gelu(tmp_path / "overflow"), UPLOAD), "exercises": gelu})
-    good = api(served["url"], token, "POST", "/submissions",
-               json={"files": solution_files(write_solution(tmp_path / "good"), UPLOAD), "exercises": gelu})
+    bad = api(
+        served["url"],
+        token,
+        "POST",
+        "/submissions",
+        json={"files": solution_files(overflowing_gelu(tmp_path / "overflow"), UPLOAD), "exercises": gelu},
+    )
+    good = api(
+        served["url"],
+        token,
+        "POST",
+        "/submissions",
+        json={"files": solution_files(write_solution(tmp_path / "good"), UPLOAD), "exercises": gelu},
+    )
     assert bad.status_code == good.status_code == 202, (bad.text, good.text)
     second = wait_graded(served["url"], token, int(good.json()["id"]))
     assert second["status"] == "done" and second["json"]["score"] == 10.0

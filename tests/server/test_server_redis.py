@@ -19,7 +19,9 @@ UPLOAD = ["__init__.py", "base.py", "activations.py"]
 
 
 def submit(url: str, token: str, folder: Path) -> int:
-    response = api(url, token, "POST", "/submissions", json={"files": solution_files(folder, UPLOAD), "exercises": RELU})
+    response = api(
+        url, token, "POST", "/submissions", json={"files": solution_files(folder, UPLOAD), "exercises": RELU}
+    )
     assert response.status_code == 202, response.text
     return int(response.json()["id"])
 

@@ -60,15 +60,24 @@ def course(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str
     save_login(Login(server.url, tokens["ann"], "ann"))
     monkeypatch.setenv("NO_COLOR", "1")
     try:
-        yield {"server": server, "db": db, "queue": queue, "token": tokens["ann"], "teacher": teacher,
-               "root": tmp_path, "workers": workers}
+        yield {
+            "server": server,
+            "db": db,
+            "queue": queue,
+            "token": tokens["ann"],
+            "teacher": teacher,
+            "root": tmp_path,
+            "workers": workers,
+        }
     finally:
         for proc in workers:
             stop_process(proc)
         server.stop()
 
 
-def worker(course: dict[str, Any], name: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def worker(
+    course: dict[str, Any], name: str, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     proc = start_worker(course["queue"], 1, course["root"] / f"{name}.log", *extra, env=env)
     course["workers"].append(proc)
     return proc
@@ -100,22 +109,27 @@ def recorded(course: dict[str, Any]) -> list[tuple[int, str]]:
 
 
 def banner(course: dict[str, Any]) -> str:
-    page = httpx.get(course["server"].url + "/instructor/", headers={"Authorization": f"Bearer {course['teacher']}"},
-                     timeout=30)
+    page = httpx.get(
+        course["server"].url + "/instructor/", headers={"Authorization": f"Bearer {course['teacher']}"}, timeout=30
+    )
     assert page.status_code == 200
     return page.text
 
 
 @pytest.mark.opencl
 def test_kernels_are_refused_on_a_machine_whose_compiler_does_not_know_the_cpu_then_graded_by_themselves(
-        course: dict[str, Any]) -> None:
+    course: dict[str, Any],
+) -> None:
     broken = worker(course, "broken", env={"GRADE_OPENCL_FAULT": "unknown-cpu"})
     wait_for(lambda: kind_is(course, "opencl", False), WAIT_S, "the server to refuse kernel exercises")
     doc = health(course)
     assert doc["ok"] is False and doc["selftest"]["cpu"]["ok"] is True
     assert "unknown target CPU 'generic'" in doc["selftest"]["opencl"]["reason"]
-    wait_for(lambda: "kernel exercises FAIL" in (course["root"] / "broken.log").read_text(), WAIT_S,
-             "the worker's own self-test line")
+    wait_for(
+        lambda: "kernel exercises FAIL" in (course["root"] / "broken.log").read_text(),
+        WAIT_S,
+        "the worker's own self-test line",
+    )
     assert "kernel exercises FAIL and are refused" in course["server"].log_text()  # the server's log line too
 
     folder = write_solution(course["root"] / "solution")
@@ -140,7 +154,8 @@ def test_kernels_are_refused_on_a_machine_whose_compiler_does_not_know_the_cpu_t
 
 
 def test_a_numpy_exercise_whose_worker_cannot_start_is_held_until_a_good_worker_comes_back(
-        course: dict[str, Any]) -> None:
+    course: dict[str, Any],
+) -> None:
     good = worker(course, "good")
     wait_for(lambda: kind_is(course, "cpu", True), WAIT_S, "the first self-test")
     queue = open_queue(course["queue"])
@@ -156,8 +171,13 @@ def test_a_numpy_exercise_whose_worker_cannot_start_is_held_until_a_good_worker_
     (fake / "bwrap").chmod(0o755)
     worker(course, "broken", "--no-self-test", env={"PATH": f"{fake}:{os.environ['PATH']}"})
     folder = write_solution(course["root"] / "solution")
-    answer = api(course["server"].url, course["token"], "POST", "/submissions",
-                 json={"files": solution_files(folder, ["__init__.py", "base.py", "activations.py"]), "exercises": [RELU]})
+    answer = api(
+        course["server"].url,
+        course["token"],
+        "POST",
+        "/submissions",
+        json={"files": solution_files(folder, ["__init__.py", "base.py", "activations.py"]), "exercises": [RELU]},
+    )
     assert answer.status_code == 202
     job_id = int(answer.json()["id"])
     wait_for(lambda: job_row(course, job_id)["status"] == "held", WAIT_S, "the upload to be held")

@@ -26,9 +26,11 @@ from test_dashboard_browser import ARTIFACTS, Watched, browser  # noqa: F401  (t
 
 pytestmark = pytest.mark.slow
 
-COURSE = (f'[[chapter]]\nname = "activations"\nopens = {iso(-2)}\ndue = {iso(1)}\nrelease_feedback = {iso(3)}\n'
-          f'[[chapter]]\nname = "normalization"\ndue = {iso(24)}\n'
-          '[scaffolding.exercises]\n"normalization.BatchNorm1d" = "derive"\n')
+COURSE = (
+    f'[[chapter]]\nname = "activations"\nopens = {iso(-2)}\ndue = {iso(1)}\nrelease_feedback = {iso(3)}\n'
+    f'[[chapter]]\nname = "normalization"\ndue = {iso(24)}\n'
+    '[scaffolding.exercises]\n"normalization.BatchNorm1d" = "derive"\n'
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,29 +39,42 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     (root / "course.toml").write_text(with_quiz_chapters(COURSE), encoding="utf-8")
     db = root / "course.db"
     tokens, teacher = issue_tokens(db, ["ann"])
-    exam = GradeReport("ann", [ExerciseResult("activations.ReLU", "failed", 5.0, 10.0,
-                                              [CheckResult("backward", False, 0.0, 5.0, "SECRET dx differs")])], "h")
+    exam = GradeReport(
+        "ann",
+        [
+            ExerciseResult(
+                "activations.ReLU", "failed", 5.0, 10.0, [CheckResult("backward", False, 0.0, 5.0, "SECRET dx differs")]
+            )
+        ],
+        "h",
+    )
     jobs = {}
     with Store.open(db) as store:
         loaded = load_course(root / "course.toml")
-        for name, report, files in (("exam", exam, {"activations.py": "# a\n"}),
-                                    ("derive", batchnorm_report(), {"normalization.py": "# n\n"})):
-            job = records.create_job(store, "ann", name, files, [e.id for e in report.exercises], loaded,
-                                     NOW - timedelta(minutes=5)).job
+        for name, report, files in (
+            ("exam", exam, {"activations.py": "# a\n"}),
+            ("derive", batchnorm_report(), {"normalization.py": "# n\n"}),
+        ):
+            job = records.create_job(
+                store, "ann", name, files, [e.id for e in report.exercises], loaded, NOW - timedelta(minutes=5)
+            ).job
             records.record_done(store, job, report, "v")
             jobs[name] = int(job["id"])
     server = Server(db, f"sqlite:///{root / 'queue.db'}", workers=0, course=root / "course.toml").start()
     try:
-        yield {"url": server.url, "ann": tokens["ann"], "teacher": teacher, "jobs": jobs, "db": db,
-               "course": loaded}
+        yield {"url": server.url, "ann": tokens["ann"], "teacher": teacher, "jobs": jobs, "db": db, "course": loaded}
     finally:
         server.stop()
 
 
 def widest_table(page: Any) -> float:
     """The right edge of the widest table of the page's main, in CSS pixels (the window's width: it fits)."""
-    return float(page.evaluate("Math.max(0, ...Array.from(document.querySelectorAll('main table'))"
-                               ".map(t => t.getBoundingClientRect().right))"))
+    return float(
+        page.evaluate(
+            "Math.max(0, ...Array.from(document.querySelectorAll('main table'))"
+            ".map(t => t.getBoundingClientRect().right))"
+        )
+    )
 
 
 def logged_in(browser: Any, course: dict[str, Any], width: int, who: str) -> tuple[Any, Watched]:  # noqa: F811
@@ -74,8 +89,11 @@ def logged_in(browser: Any, course: dict[str, Any], width: int, who: str) -> tup
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_the_student_page_holds_the_exam_and_withholds_the_fix(browser: Any, course: dict[str, Any],  # noqa: F811
-                                                               width: int) -> None:
+def test_the_student_page_holds_the_exam_and_withholds_the_fix(
+    browser: Any,
+    course: dict[str, Any],  # noqa: F811
+    width: int,
+) -> None:
     context, watched = logged_in(browser, course, width, "ann")
     page = watched.page
     try:
@@ -104,8 +122,11 @@ def test_the_student_page_holds_the_exam_and_withholds_the_fix(browser: Any, cou
 
 
 @pytest.mark.parametrize("width", [1280, 390])
-def test_the_drill_down_shows_the_instructor_the_model_total(browser: Any, course: dict[str, Any],  # noqa: F811
-                                                             width: int) -> None:
+def test_the_drill_down_shows_the_instructor_the_model_total(
+    browser: Any,
+    course: dict[str, Any],  # noqa: F811
+    width: int,
+) -> None:
     context, watched = logged_in(browser, course, width, "teacher")
     page = watched.page
     try:
@@ -113,8 +134,10 @@ def test_the_drill_down_shows_the_instructor_the_model_total(browser: Any, cours
         text = page.inner_text("main")
         loaded = course["course"]
         with Store.open(course["db"]) as store:
-            total = sum(counted_score(store.submissions("ann", e), loaded.chapter_of(e, "ann"), loaded.rule).score
-                        for e in ("activations.ReLU", "normalization.BatchNorm1d"))
+            total = sum(
+                counted_score(store.submissions("ann", e), loaded.chapter_of(e, "ann"), loaded.rule).score
+                for e in ("activations.ReLU", "normalization.BatchNorm1d")
+            )
         assert total == 9.0 and re.search(r"^9 / \d+\nexercise points", text, re.M)  # the held score counts for them
         whole = page.text_content("main") or ""  # (the reports sit in closed <details>)
         assert "SECRET dx differs" in whole and FIX in whole  # the instructor sees every upload whole

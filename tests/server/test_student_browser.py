@@ -21,7 +21,16 @@ import pytest
 
 from grader.course.solution import write_solution
 from bench.lms_platform import INSTRUCTOR, LEARNER, LmsPlatform, User
-from server_util import Server, api, issue_tokens, quiz_source, right_answer, solution_files, wait_graded, with_quiz_chapters
+from server_util import (
+    Server,
+    api,
+    issue_tokens,
+    quiz_source,
+    right_answer,
+    solution_files,
+    wait_graded,
+    with_quiz_chapters,
+)
 from a11y_util import focus_ring, unreached_by_tab
 from student_pages_util import Seeded, served
 from test_dashboard_browser import ARTIFACTS, Watched, browser  # noqa: F401  (the browser fixture)
@@ -35,12 +44,20 @@ def lti_course(tmp_path: Path) -> Iterator[tuple[Server, LmsPlatform, str]]:
     """``grade serve`` with one worker and an [lti] naming the LMS fixture; Ada and a teacher in the LMS, Bob on
     the roster only."""
     lms = LmsPlatform()
-    lms.users = {"ada": User("lms-ada", "Ada Lovelace", "ada@example.org", [LEARNER]),
-                 "prof": User("lms-prof", "Grace Hopper", "grace@example.org", [INSTRUCTOR])}
+    lms.users = {
+        "ada": User("lms-ada", "Ada Lovelace", "ada@example.org", [LEARNER]),
+        "prof": User("lms-prof", "Grace Hopper", "grace@example.org", [INSTRUCTOR]),
+    }
     lms.start()
     course = tmp_path / "course.toml"
-    course.write_text(with_quiz_chapters('name = "Deep networks (LTI)"\n' + lms.course_toml(contexts=[lms.context_id])
-                                         + '\n[[chapter]]\nname = "init"\ndue = 2099-01-01T00:00:00Z\n'), encoding="utf-8")
+    course.write_text(
+        with_quiz_chapters(
+            'name = "Deep networks (LTI)"\n'
+            + lms.course_toml(contexts=[lms.context_id])
+            + '\n[[chapter]]\nname = "init"\ndue = 2099-01-01T00:00:00Z\n'
+        ),
+        encoding="utf-8",
+    )
     db = tmp_path / "course.db"
     bob = issue_tokens(db, ["bob"])[0]["bob"]
     server = Server(db, f"sqlite:///{tmp_path / 'queue.db'}", workers=1, course=course)
@@ -65,8 +82,11 @@ def mistaken_init(folder: Path) -> dict[str, str]:
     return solution_files(folder, ["__init__.py", "base.py", "init.py"])
 
 
-def test_the_students_journey_from_the_lms(browser: Any, lti_course: tuple[Server, LmsPlatform, str],  # noqa: F811
-                                           tmp_path: Path) -> None:
+def test_the_students_journey_from_the_lms(
+    browser: Any,
+    lti_course: tuple[Server, LmsPlatform, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
     server, lms, bob = lti_course
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     watched = Watched(context.new_page())
@@ -94,8 +114,13 @@ def test_the_students_journey_from_the_lms(browser: Any, lti_course: tuple[Serve
     assert standing["chapter"] == "activations" and standing["attempts"] == 1 and standing["questions_correct"] == 1
     shoot(page, "student-quiz")
     # an upload (as `grade submit` sends it), graded by the server's worker: its report with its pictures
-    sent = api(server.url, token, "POST", "/submissions",
-               json={"files": mistaken_init(tmp_path / "hand-in"), "exercises": ["init.kaiming_normal"]}).json()
+    sent = api(
+        server.url,
+        token,
+        "POST",
+        "/submissions",
+        json={"files": mistaken_init(tmp_path / "hand-in"), "exercises": ["init.kaiming_normal"]},
+    ).json()
     done = wait_graded(server.url, token, sent["id"])
     assert done["status"] == "done", done
     page.goto(server.url + "/student/")
@@ -104,8 +129,11 @@ def test_the_students_journey_from_the_lms(browser: Any, lti_course: tuple[Serve
     assert "init-kaiming-variance-as-std" in page.locator(".ng-mistakes").inner_text()
     pictures = page.locator(".ng-figure svg[role=img]")
     assert pictures.count() >= 1 and pictures.first.is_visible()
-    labels = page.eval_on_selector_all("svg[role=img]", "els => els.map(e => e.getAttribute('aria-labelledby')"
-                                       ".split(' ').map(id => document.getElementById(id).textContent).join(' '))")
+    labels = page.eval_on_selector_all(
+        "svg[role=img]",
+        "els => els.map(e => e.getAttribute('aria-labelledby')"
+        ".split(' ').map(id => document.getElementById(id).textContent).join(' '))",
+    )
     assert labels and all(len(label) > 20 for label in labels), "every picture keeps its text alternative"
     shoot(page, "student-upload")
     # a regrade filed from the upload's page ...
@@ -141,9 +169,14 @@ def test_the_students_journey_from_the_lms(browser: Any, lti_course: tuple[Serve
     assert "Score set to 9." in watched.page.locator("#regrades ~ ul").inner_text()
     assert watched.problems == []
     # another student's upload is "not found", the same answer as for no upload at all
-    bobs = api(server.url, bob, "POST", "/submissions", json={"files": {"init.py": "# bob's\n"},
-                                                             "exercises": ["init.kaiming_normal"]}).json()["id"]
-    for job in (bobs, 10 ** 9):
+    bobs = api(
+        server.url,
+        bob,
+        "POST",
+        "/submissions",
+        json={"files": {"init.py": "# bob's\n"}, "exercises": ["init.kaiming_normal"]},
+    ).json()["id"]
+    for job in (bobs, 10**9):
         shown = watched.page.goto(server.url + f"/student/submissions/{job}")
         assert shown is not None and shown.status == 404
         assert f"There is no submission {job} of yours" in watched.page.locator("main").inner_text()
@@ -182,16 +215,23 @@ def test_every_control_is_reached_by_tab(browser: Any, seeded_server: tuple[Serv
         page.fill("#token", seeded.tokens["ada"])
         page.keyboard.press("Enter")  # the form submits from its field
         page.wait_for_url(server.url + "/student/")
-        for path in ("/student/", "/student/chapters/normalization", "/student/quizzes/activations",
-                     f"/student/submissions/{seeded.jobs['pictures']}", f"/student/submissions/{seeded.jobs['queued']}"):
+        for path in (
+            "/student/",
+            "/student/chapters/normalization",
+            "/student/quizzes/activations",
+            f"/student/submissions/{seeded.jobs['pictures']}",
+            f"/student/submissions/{seeded.jobs['queued']}",
+        ):
             page.goto(server.url + path)
             assert unreached_by_tab(page) == [], path
     finally:
         context.close()
 
 
-def test_the_keyboard_alone_answers_a_quiz_and_asks_for_a_regrade(browser: Any,  # noqa: F811
-                                                                 seeded_server: tuple[Server, Seeded]) -> None:
+def test_the_keyboard_alone_answers_a_quiz_and_asks_for_a_regrade(
+    browser: Any,  # noqa: F811
+    seeded_server: tuple[Server, Seeded],
+) -> None:
     server, seeded = seeded_server
     context = browser.new_context(viewport={"width": 390, "height": 900})
     watched = Watched(context.new_page())
@@ -203,7 +243,7 @@ def test_the_keyboard_alone_answers_a_quiz_and_asks_for_a_regrade(browser: Any, 
         page.keyboard.press("Enter")
         page.wait_for_url(server.url + "/student/")
         page.keyboard.press("Tab")
-        assert page.evaluate("document.activeElement.className") == "skip"   # the skip link comes first
+        assert page.evaluate("document.activeElement.className") == "skip"  # the skip link comes first
         # a choice: Tab into the group, the arrows to the right choice, Tab to the button, Enter
         page.goto(server.url + "/student/quizzes/initialisation")
         question = next(q for q in quiz_source("initialisation").questions if q.kind == "single")
@@ -251,8 +291,12 @@ def test_the_keyboard_alone_answers_a_quiz_and_asks_for_a_regrade(browser: Any, 
 
 
 @pytest.mark.parametrize("width,question_id", [(1280, "bn-dgamma"), (390, "bn-dx-constant")])
-def test_a_student_reads_a_section_and_answers_its_checkpoint(browser: Any, seeded_server: tuple[Server, Seeded],  # noqa: F811
-                                                              width: int, question_id: str) -> None:
+def test_a_student_reads_a_section_and_answers_its_checkpoint(
+    browser: Any,
+    seeded_server: tuple[Server, Seeded],  # noqa: F811
+    width: int,
+    question_id: str,
+) -> None:
     from a11y_util import assert_accessible
     from grader.course import text as course_text
 
@@ -292,7 +336,8 @@ def test_a_student_reads_a_section_and_answers_its_checkpoint(browser: Any, seed
             # would abort it, a failed request)
             box.locator(f"#a-{question_id}").fill(answer)
             pytest.importorskip("playwright.sync_api").expect(page.locator(f"#p-{question_id}")).to_contain_text(
-                "Read as")
+                "Read as"
+            )
         box.locator("button", has_text="Check the answer").click()
         page.wait_for_url(re.compile(rf".*\?section=batchnorm-backward#q-{question_id}$"))
         assert page.locator(f"#v-{question_id}").inner_text() == "Correct."

@@ -78,8 +78,9 @@ def log_in(client: TestClient, token: str) -> Any:
     """The login form as a browser fills it (its CSRF field, the login cookie); the answer to the POST."""
     client.cookies.clear()
     form = client.get("/student/login")
-    return client.post("/student/login", data={"token": token, "csrf": csrf_of(form.text), "next": "/student/"},
-                       follow_redirects=False)
+    return client.post(
+        "/student/login", data={"token": token, "csrf": csrf_of(form.text), "next": "/student/"}, follow_redirects=False
+    )
 
 
 def text_of(page: str) -> str:
@@ -102,8 +103,12 @@ def test_a_bearer_token_a_login_or_nothing(env: Env) -> None:
     # the login: the form's CSRF field, a session cookie kept to /student (HttpOnly, SameSite=Strict over http)
     answer = log_in(client, env.seeded.tokens["ada"])
     assert answer.status_code == 303 and answer.headers["location"] == "/student/"
-    cookie = next(v for k, v in answer.headers.multi_items() if k == "set-cookie" and v.startswith("normgrade_student="))
-    assert "HttpOnly" in cookie and "Path=/student" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+    cookie = next(
+        v for k, v in answer.headers.multi_items() if k == "set-cookie" and v.startswith("normgrade_student=")
+    )
+    assert (
+        "HttpOnly" in cookie and "Path=/student" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+    )
     home = client.get("/student/")
     assert home.status_code == 200 and "Signed in as <strong>ada</strong>" in home.text
     # logging out needs the form's CSRF field; then every copy of the cookie is dead
@@ -117,14 +122,19 @@ def test_a_bearer_token_a_login_or_nothing(env: Env) -> None:
 
 def test_a_login_is_refused_in_one_line_and_sets_no_session(env: Env) -> None:
     client = env.client
-    for token, status, words in ((env.seeded.teacher, 403, "That is the instructor's token"),
-                                 ("mistyped", 401, "That token is not valid")):
+    for token, status, words in (
+        (env.seeded.teacher, 403, "That is the instructor's token"),
+        ("mistyped", 401, "That token is not valid"),
+    ):
         answer = log_in(client, token)
         assert answer.status_code == status and words in text_of(answer.text)
         assert "normgrade_student" not in client.cookies
     client.cookies.clear()  # no login cookie: the form's CSRF field cannot be checked
-    forged = client.post("/student/login", data={"token": env.seeded.tokens["ada"], "csrf": "x", "next": "/student/"},
-                         follow_redirects=False)
+    forged = client.post(
+        "/student/login",
+        data={"token": env.seeded.tokens["ada"], "csrf": "x", "next": "/student/"},
+        follow_redirects=False,
+    )
     assert forged.status_code == 403 and "normgrade_student" not in client.cookies
     outside = client.get("/student/login?next=https://evil.example.org/")
     assert 'name="next" value="/student/"' in outside.text  # no open redirect
@@ -155,8 +165,11 @@ def test_a_student_reaches_only_their_own_rows_on_every_page(env: Env) -> None:
     assert env.page("bob", f"/student/submissions/{jobs['bob']}").status_code == 200
     checked.add(("GET", "/student/submissions/{id}"))
     # a regrade about someone else's upload: 404, nothing filed
-    filed = env.client.post(f"/student/submissions/{jobs['bob']}/regrades", headers=env.bearer("ada"),
-                            data={"exercise": "activations.ReLU", "reason": "mine?"})
+    filed = env.client.post(
+        f"/student/submissions/{jobs['bob']}/regrades",
+        headers=env.bearer("ada"),
+        data={"exercise": "activations.ReLU", "reason": "mine?"},
+    )
     assert filed.status_code == 404 and env.api("bob", "GET", "/regrades").json()["requests"] == []
     checked.add(("POST", "/student/submissions/{id}/regrades"))
     # the lists: one's own uploads only, never a "student" taken from the request
@@ -170,22 +183,31 @@ def test_a_student_reaches_only_their_own_rows_on_every_page(env: Env) -> None:
     checked.add(("GET", "/student/chapters/{chapter:path}"))
     # quizzes: answered and read for the token's student only
     bob_right = right_answer("activations", quiz_source("activations").questions[0], "bob", typed=True)
-    env.client.post("/student/quizzes/activations", headers=env.bearer("bob"),
-                    data={"question": "gelu-why", "answer": bob_right, "student": "ada"})
+    env.client.post(
+        "/student/quizzes/activations",
+        headers=env.bearer("bob"),
+        data={"question": "gelu-why", "answer": bob_right, "student": "ada"},
+    )
     assert [r["student"] for r in answers_of(env, "gelu-why")] == ["bob"]
     checked.add(("POST", "/student/quizzes/{chapter}"))
     quiz = env.page("ada", "/student/quizzes/activations", params={"student": "bob"})
     assert "Answered correctly" not in quiz.text
     checked.add(("GET", "/student/quizzes/{chapter}"))
-    preview = env.client.post("/student/quizzes/activations/preview", headers=env.bearer("ada"),
-                              data={"question": "gelu-value", "answer": "2*x", "student": "bob"}).json()
+    preview = env.client.post(
+        "/student/quizzes/activations/preview",
+        headers=env.bearer("ada"),
+        data={"question": "gelu-value", "answer": "2*x", "student": "bob"},
+    ).json()
     assert preview["error"].startswith("write the number itself, not the formula: 'x' is one of your values")
     checked.add(("POST", "/student/quizzes/{chapter}/preview"))
     text = html.unescape(env.page("ada", "/student/text/activations.html", params={"student": "bob"}).text)
     assert posed_for("activations", "gelu-value", "ada").prompt in text
     assert posed_for("activations", "gelu-value", "bob").prompt not in text, "the checkpoints are posed for ada"
-    checked |= {("GET", "/student/text/"), ("GET", "/student/text/{chapter}.html"),  # the same text for everyone
-                ("GET", "/student/text/{chapter}/{section}")}
+    checked |= {
+        ("GET", "/student/text/"),
+        ("GET", "/student/text/{chapter}.html"),  # the same text for everyone
+        ("GET", "/student/text/{chapter}/{section}"),
+    }
     checked.add(("POST", "/student/logout"))  # a session of one's own (test_a_bearer_token_a_login_or_nothing)
     assert checked == {(m, p) for m, p, _ in student_pages.PAGES}, "a new page needs its ownership check here"
 
@@ -203,7 +225,7 @@ def test_an_upload_shows_the_report_and_pictures_of_grade_submit_html(env: Env) 
     doc = env.api("ada", "GET", f"/submissions/{job}").json()
     report = report_from_dict(doc["report"])  # what `grade submit --html` writes its page from
     written = format_html(report, text_href=student_pages.TEXT_URL)  # its "Read §..." links to the served text
-    body = written[written.index("<body>") + len("<body>"):written.index("</body>")]
+    body = written[written.index("<body>") + len("<body>") : written.index("</body>")]
     page = env.page("ada", f"/student/submissions/{job}").text
     assert body in page, "the very report of grade submit --html, pictures included"
     pictures = sum(1 for e in report.exercises for c in e.checks if c.figure and not c.passed)
@@ -214,13 +236,16 @@ def test_an_upload_shows_the_report_and_pictures_of_grade_submit_html(env: Env) 
     assert body not in other  # the report of that upload, not of another
 
 
-@pytest.mark.parametrize("state, words", [
-    ("queued", "Queued : 1 upload(s) ahead of it in the queue"),
-    ("running", "Running : being graded now (worker grader-1:4242)"),
-    ("retried", "Retried : try 2 of 2, after the worker's lease expired; next in the queue"),
-    ("error", "Not graded : the worker stopped twice while grading (out of memory); no attempt was recorded"),
-    ("pictures", "Graded 10.25 / 20."),
-])
+@pytest.mark.parametrize(
+    "state, words",
+    [
+        ("queued", "Queued : 1 upload(s) ahead of it in the queue"),
+        ("running", "Running : being graded now (worker grader-1:4242)"),
+        ("retried", "Retried : try 2 of 2, after the worker's lease expired; next in the queue"),
+        ("error", "Not graded : the worker stopped twice while grading (out of memory); no attempt was recorded"),
+        ("pictures", "Graded 10.25 / 20."),
+    ],
+)
 def test_an_upload_says_where_it_is_while_it_waits(env: Env, state: str, words: str) -> None:
     job = env.seeded.jobs[state]
     doc = env.api("ada", "GET", f"/submissions/{job}").json()
@@ -239,33 +264,64 @@ def test_a_not_graded_exercise_and_a_phase_without_words_of_its_own_are_said_as_
     from grader.student.engine.model import ExerciseResult, GradeReport
     from grader.server.student_view import submission_view
 
-    report = GradeReport("ada", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0),
-                                 ExerciseResult("kernels.relu_forward", "not_graded", 0.0, 10.0, [],
-                                                "no OpenCL device builds a kernel here: see `grade doctor`")], "h")
-    doc = {"id": 3, "received_at": NOW.isoformat(), "phase": "done", "status": "done", "where": "graded",
-           "exercises": ["activations.ReLU", "kernels.relu_forward"], "report": report_to_dict(report)}
+    report = GradeReport(
+        "ada",
+        [
+            ExerciseResult("activations.ReLU", "passed", 10.0, 10.0),
+            ExerciseResult(
+                "kernels.relu_forward",
+                "not_graded",
+                0.0,
+                10.0,
+                [],
+                "no OpenCL device builds a kernel here: see `grade doctor`",
+            ),
+        ],
+        "h",
+    )
+    doc = {
+        "id": 3,
+        "received_at": NOW.isoformat(),
+        "phase": "done",
+        "status": "done",
+        "where": "graded",
+        "exercises": ["activations.ReLU", "kernels.relu_forward"],
+        "report": report_to_dict(report),
+    }
     done = submission_view(doc)
     assert done.score_text == "10 / 10" and not done.waiting
     assert done.state.startswith("except 1 exercise(s) the grader's machine could not grade (not_graded")
-    held = submission_view({**doc, "phase": "held", "status": "held", "report": None,
-                            "where": "held: the grader's machine has no OpenCL device; graded by itself once it has"})
-    assert held.waiting and held.state == "held: the grader's machine has no OpenCL device; graded by itself once it has"
+    held = submission_view(
+        {
+            **doc,
+            "phase": "held",
+            "status": "held",
+            "report": None,
+            "where": "held: the grader's machine has no OpenCL device; graded by itself once it has",
+        }
+    )
+    assert (
+        held.waiting and held.state == "held: the grader's machine has no OpenCL device; graded by itself once it has"
+    )
     assert held.phase_label == "Held"
 
 
 def test_chapters_come_in_the_courses_order_with_late_notes_and_own_dates(env: Env) -> None:
     home = env.page("ada", "/student/").text
     names = re.findall(r'<a href="/student/chapters/([^"]+)">', home)
-    assert names[:5] == ["activations", "normalization", "init", "dropout-weight-decay", "universal-approximation"], \
+    assert names[:5] == ["activations", "normalization", "init", "dropout-weight-decay", "universal-approximation"], (
         "the course file's chapters first, in its order (the last two: chapters of a quiz alone)"
+    )
     assert names[5:] == ["linear", "dropout", "optim", "gradcheck", "blocks", "approximation", "kernels"]  # issue 43:
     # the quiz initialisation is init's (quiz = "initialisation"), never a chapter of its own beside it
     words = text_of(home)
     assert f"your extension : {EXTENSION_REASON}" in words and EXTENDED.strftime("%Y-%m-%d %H:%M") in words
     assert EXTENSION_REASON not in text_of(env.page("bob", "/student/").text), "an extension is its student's"
     activations = text_of(env.page("ada", "/student/chapters/activations").text)
-    assert "activations.ReLU 7 / 10 1 PASSED late the upload that counts came after the due date " \
-           "(late work counts 70%)" in activations
+    assert (
+        "activations.ReLU 7 / 10 1 PASSED late the upload that counts came after the due date "
+        "(late work counts 70%)" in activations
+    )
     late = text_of(env.page("ada", f"/student/submissions/{env.seeded.jobs['late']}").text)
     assert "activations.ReLU : uploaded after the due date" in late and "counts 70%, 7 of 10" in late
     progress = env.api("ada", "GET", "/progress").json()
@@ -278,8 +334,9 @@ def test_chapters_come_in_the_courses_order_with_late_notes_and_own_dates(env: E
 
 
 def quiz_form(env: Env, who: str, chapter: str, question: str, answer: str, **extra: str) -> Any:
-    return env.client.post(f"/student/quizzes/{chapter}", headers=env.bearer(who),
-                           data={"question": question, "answer": answer, **extra})
+    return env.client.post(
+        f"/student/quizzes/{chapter}", headers=env.bearer(who), data={"question": question, "answer": answer, **extra}
+    )
 
 
 def test_the_quiz_page_poses_each_question_for_its_student_without_keys(env: Env) -> None:
@@ -320,7 +377,10 @@ def test_answers_in_the_browser_follow_the_graded_rules(env: Env) -> None:
     assert told == "Not this one. (1 attempt(s) left)" and explanation[:60] not in text_of(first.text)
     assert "Attempt 2 of 2" in first.text
     unreadable = quiz_form(env, "ada", "normalization", question.id, "seven")
-    assert unreadable.status_code == 422 and "Not judged (no attempt used): &#39;seven&#39; is not a choice" in unreadable.text
+    assert (
+        unreadable.status_code == 422
+        and "Not judged (no attempt used): &#39;seven&#39; is not a choice" in unreadable.text
+    )
     second = quiz_form(env, "ada", "normalization", question.id, wrong)
     assert verdict_of(second.text, question.id) == "Not this one. No attempts left."
     assert explanation[:60] in text_of(second.text), "the last attempt explains"
@@ -328,18 +388,34 @@ def test_answers_in_the_browser_follow_the_graded_rules(env: Env) -> None:
     assert closed.status_code == 409 and "has no attempts left (2 of 2 used)" in html.unescape(closed.text)
     assert [r["correct"] for r in answers_of(env, question.id)] == [0, 0], "neither the unreadable nor the closed one"
     # the same answers through the API give the same verdicts (one judge): bob answers there
-    api = [env.api("bob", "POST", "/quizzes/normalization/answers",
-                   json={"question": question.id, "answer": wrong_for, "shown": True}).json().get("feedback")
-           for wrong_for in [str(next(i for i, c in enumerate(
-               [c.id for c in posed_for("normalization", question.id, "bob").choices], 1) if c != question.answer))] * 2]
+    api = [
+        env.api(
+            "bob",
+            "POST",
+            "/quizzes/normalization/answers",
+            json={"question": question.id, "answer": wrong_for, "shown": True},
+        )
+        .json()
+        .get("feedback")
+        for wrong_for in [
+            str(
+                next(
+                    i
+                    for i, c in enumerate([c.id for c in posed_for("normalization", question.id, "bob").choices], 1)
+                    if c != question.answer
+                )
+            )
+        ]
+        * 2
+    ]
     assert api == ["Not this one. (1 attempt(s) left)", "Not this one. No attempts left."]
     # right at once: "Correct." and the explanation; the page then shows it closed and explained
     other = next(q for q in quiz_source("normalization").questions if q.kind == "numeric" and q.answer_range is None)
     right = quiz_form(env, "ada", "normalization", other.id, right_answer("normalization", other, "ada", True))
     assert verdict_of(right.text, other.id) == "Correct."
     again = env.page("ada", "/student/quizzes/normalization").text
-    section = again[again.index(f'id="q-{other.id}"'):]
-    section = section[:section.index("</section>")]
+    section = again[again.index(f'id="q-{other.id}"') :]
+    section = section[: section.index("</section>")]
     assert "Answered correctly (1 of" in section and 'name="answer"' not in section and 'class="explanation"' in section
 
 
@@ -356,8 +432,11 @@ def test_a_parameterised_question_takes_the_students_own_numbers(env: Env) -> No
 
 def test_the_preview_reads_an_answer_without_judging_it(env: Env) -> None:
     def preview(question: str, answer: str, chapter: str = "activations") -> dict[str, Any]:
-        found = env.client.post(f"/student/quizzes/{chapter}/preview", headers=env.bearer("ada"),
-                                data={"question": question, "answer": answer})
+        found = env.client.post(
+            f"/student/quizzes/{chapter}/preview",
+            headers=env.bearer("ada"),
+            data={"question": question, "answer": answer},
+        )
         assert found.status_code == 200 and found.headers["cache-control"] == "no-store"
         return found.json()
 
@@ -380,16 +459,22 @@ def test_every_form_carries_its_csrf_field_and_a_forged_one_changes_nothing(env:
     client = env.client
     assert log_in(client, env.seeded.tokens["ada"]).status_code == 303
     job = env.seeded.jobs["pictures"]
-    for path in ("/student/", "/student/chapters/normalization", "/student/quizzes/activations",
-                 f"/student/submissions/{job}"):
+    for path in (
+        "/student/",
+        "/student/chapters/normalization",
+        "/student/quizzes/activations",
+        f"/student/submissions/{job}",
+    ):
         page = client.get(path).text
         forms = re.findall(r"<form\b.*?</form>", page, re.DOTALL)
         assert forms and all('method="post"' in f for f in forms)
         fields = [re.findall(r'name="csrf" value="([0-9a-f]{64})"', f) for f in forms]
         assert all(len(f) == 1 for f in fields) and len({f[0] for f in fields}) == 1, path  # the session's one
-    for path, data in ((f"/student/submissions/{job}/regrades", {"exercise": "init.kaiming_normal", "reason": "why"}),
-                       ("/student/quizzes/activations", {"question": "gelu-why", "answer": "1"}),
-                       ("/student/quizzes/activations/preview", {"question": "gelu-value", "answer": "1"})):
+    for path, data in (
+        (f"/student/submissions/{job}/regrades", {"exercise": "init.kaiming_normal", "reason": "why"}),
+        ("/student/quizzes/activations", {"question": "gelu-why", "answer": "1"}),
+        ("/student/quizzes/activations/preview", {"question": "gelu-value", "answer": "1"}),
+    ):
         for forged in ({}, {"csrf": "0" * 64}):
             answer = client.post(path, data={**data, **forged})
             assert answer.status_code == 403 and "Form expired" in answer.text, path
@@ -403,21 +488,32 @@ def test_a_regrade_is_filed_from_the_upload_and_its_answer_shown_there(env: Env)
     client, job = env.client, env.seeded.jobs["pictures"]
     assert log_in(client, env.seeded.tokens["ada"]).status_code == 303
     page = client.get(f"/student/submissions/{job}").text
-    empty = client.post(f"/student/submissions/{job}/regrades", data={"csrf": csrf_of(page),
-                        "exercise": "init.kaiming_normal", "reason": "  "})
+    empty = client.post(
+        f"/student/submissions/{job}/regrades",
+        data={"csrf": csrf_of(page), "exercise": "init.kaiming_normal", "reason": "  "},
+    )
     assert empty.status_code == 400 and "Not sent: say why you ask for a regrade" in empty.text
-    filed = client.post(f"/student/submissions/{job}/regrades", follow_redirects=False, data={
-        "csrf": csrf_of(page), "exercise": "init.kaiming_normal", "reason": "my std is sqrt(2/fan), see line 12"})
+    filed = client.post(
+        f"/student/submissions/{job}/regrades",
+        follow_redirects=False,
+        data={"csrf": csrf_of(page), "exercise": "init.kaiming_normal", "reason": "my std is sqrt(2/fan), see line 12"},
+    )
     assert filed.status_code == 303 and filed.headers["location"] == f"/student/submissions/{job}?filed=1#regrades"
     shown = text_of(client.get(filed.headers["location"]).text)
     assert "Your regrade request was sent to the instructor." in shown and "Open : waiting for the instructor" in shown
-    again = client.post(f"/student/submissions/{job}/regrades", data={
-        "csrf": csrf_of(page), "exercise": "init.kaiming_normal", "reason": "again"})
+    again = client.post(
+        f"/student/submissions/{job}/regrades",
+        data={"csrf": csrf_of(page), "exercise": "init.kaiming_normal", "reason": "again"},
+    )
     assert again.status_code == 409 and "already have an open regrade request" in again.text
     request = env.api("ada", "GET", "/regrades").json()["requests"][0]
     assert request["job_id"] == job and request["exercise"] == "init.kaiming_normal"
-    answered = env.api("teacher", "POST", f"/regrades/{request['id']}/answer",
-                       json={"reply": "Right: the check read the variance.", "score": 9})
+    answered = env.api(
+        "teacher",
+        "POST",
+        f"/regrades/{request['id']}/answer",
+        json={"reply": "Right: the check read the variance.", "score": 9},
+    )
     assert answered.status_code == 200
     shown = text_of(client.get(f"/student/submissions/{job}").text)
     assert "Answered" in shown and "Right: the check read the variance. Score set to 9." in shown
@@ -444,8 +540,14 @@ def test_exam_mode_holds_the_feedback_on_the_page_as_in_the_api(tmp_path: Path) 
 
 def test_the_pages_carry_the_dashboards_security_headers(env: Env) -> None:
     job = env.seeded.jobs["pictures"]
-    for path in ("/student/", "/student/chapters/activations", f"/student/submissions/{job}",
-                 "/student/quizzes/activations", "/student/login", "/student/submissions/999"):
+    for path in (
+        "/student/",
+        "/student/chapters/activations",
+        f"/student/submissions/{job}",
+        "/student/quizzes/activations",
+        "/student/login",
+        "/student/submissions/999",
+    ):
         answer = env.page("ada", path)
         csp = answer.headers["content-security-policy"]
         assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp and "form-action 'self'" in csp
@@ -459,13 +561,22 @@ def test_the_pages_carry_the_dashboards_security_headers(env: Env) -> None:
 # --- hostile requests -------------------------------------------------------------------------------------
 
 HOSTILE_FORMS: list[bytes] = [
-    b"", b"x" * (student_pages.MAX_FORM_BYTES + 10), b"\xff\xfe\x00garbage", b"%00=%00&%ff=%fe",
-    b"question=gelu-why&answer=" + b"1" * 5000, b"question=" + b"q" * 3000 + b"&answer=1",
+    b"",
+    b"x" * (student_pages.MAX_FORM_BYTES + 10),
+    b"\xff\xfe\x00garbage",
+    b"%00=%00&%ff=%fe",
+    b"question=gelu-why&answer=" + b"1" * 5000,
+    b"question=" + b"q" * 3000 + b"&answer=1",
     b"question=gelu-definition&answer=" + b"(" * 300 + b"x" + b")" * 300,
-    b"question=gelu-value&answer=9%5E9%5E9%5E9", b"question=gelu-value&answer=" + b"1e999999",
-    b"question=negative-outputs&answer=1&answer=2&answer=99&answer=-1", b"question=gelu-why&answer=1&answer=2",
-    b"exercise=no.such&reason=x", b"exercise=init.kaiming_normal&reason=" + b"r" * 1500,
-    b"exercise=" + b"e" * 5000 + b"&reason=why", b"csrf=" + b"c" * 5000, b"preview=1&question=gelu-why&answer=1",
+    b"question=gelu-value&answer=9%5E9%5E9%5E9",
+    b"question=gelu-value&answer=" + b"1e999999",
+    b"question=negative-outputs&answer=1&answer=2&answer=99&answer=-1",
+    b"question=gelu-why&answer=1&answer=2",
+    b"exercise=no.such&reason=x",
+    b"exercise=init.kaiming_normal&reason=" + b"r" * 1500,
+    b"exercise=" + b"e" * 5000 + b"&reason=why",
+    b"csrf=" + b"c" * 5000,
+    b"preview=1&question=gelu-why&answer=1",
 ]
 HOSTILE_IDS = ["99999999999999999999999", "0", "-1", "abc", "1e5", "%00", "..%2F..", "x" * 5000, "%F0%9F%92%A9"]
 HOSTILE_NAMES = ["nobody", "..%2F..%2Fetc", "x" * 5000, "%00", "a%20b", "%F0%9F%92%A9", "activations%2F..%2F.."]
@@ -477,15 +588,20 @@ def test_every_page_answers_hostile_input_with_a_short_page_never_a_500(env: Env
     for method, path, _ in student_pages.PAGES:
         params = re.findall(r"\{([^}:]+)", path)
         values = HOSTILE_IDS if "id" in params else HOSTILE_NAMES if params else [""]
-        values = values + ([str(env.seeded.jobs["pictures"])] if "id" in params else
-                           ["activations"] if params else [])
+        values = values + ([str(env.seeded.jobs["pictures"])] if "id" in params else ["activations"] if params else [])
         for value in values:
             target = re.sub(r"\{[^}]+\}", value, path)
             if method == "GET":
                 answers = [env.client.get(target, headers=env.bearer("ada"), follow_redirects=False)]
             else:
-                answers = [env.client.post(target, content=body, headers={
-                    **env.bearer("ada"), "Content-Type": "application/x-www-form-urlencoded"}) for body in HOSTILE_FORMS]
+                answers = [
+                    env.client.post(
+                        target,
+                        content=body,
+                        headers={**env.bearer("ada"), "Content-Type": "application/x-www-form-urlencoded"},
+                    )
+                    for body in HOSTILE_FORMS
+                ]
             for answer in answers:
                 assert answer.status_code < 500, f"{method} {target[:60]}: {answer.status_code}"
                 if answer.status_code >= 400 and answer.headers["content-type"].startswith("text/html"):
@@ -500,13 +616,15 @@ def test_over_https_the_session_cookie_can_reach_the_page_inside_the_lms_frame(t
     """A cross-site frame (the LMS showing the page) gets only SameSite=None cookies; Secure is then required and
     Partitioned keeps the cookie to that LMS's site (CHIPS) where third-party cookies are blocked."""
     seeded = seed(tmp_path)
-    app = create_app(ServerConfig(seeded.db, f"sqlite:///{tmp_path / 'queue.db'}", load_course(seeded.course)),
-                     run_collector=False)
+    app = create_app(
+        ServerConfig(seeded.db, f"sqlite:///{tmp_path / 'queue.db'}", load_course(seeded.course)), run_collector=False
+    )
     with TestClient(app, base_url="https://127.0.0.1") as client:
         answer = log_in(client, seeded.tokens["ada"])
         assert answer.status_code == 303
-        cookie = next(v for k, v in answer.headers.multi_items()
-                      if k == "set-cookie" and v.startswith("normgrade_student="))
+        cookie = next(
+            v for k, v in answer.headers.multi_items() if k == "set-cookie" and v.startswith("normgrade_student=")
+        )
         attributes = {a.strip().split("=")[0].lower() for a in cookie.split(";")}
         assert {"secure", "httponly", "partitioned"} <= attributes and "samesite=none" in cookie.lower()
         home = client.get("/student/")
@@ -520,7 +638,11 @@ def test_over_https_the_session_cookie_can_reach_the_page_inside_the_lms_frame(t
 
 
 def test_the_course_text_is_for_a_logged_in_student_and_an_unknown_section_is_a_404(env: Env) -> None:
-    for path in ("/student/text/", "/student/text/normalization.html", "/student/text/normalization/batchnorm-backward"):
+    for path in (
+        "/student/text/",
+        "/student/text/normalization.html",
+        "/student/text/normalization/batchnorm-backward",
+    ):
         anonymous = env.client.get(path, follow_redirects=False)
         assert anonymous.status_code == 303 and anonymous.headers["location"].startswith("/student/login?next="), path
         assert env.page("teacher", path).status_code == 403, path
@@ -545,19 +667,25 @@ def test_a_chapter_of_the_text_links_its_checkpoints_to_the_quiz_page_and_back(e
     assert "http" not in policy and '<script defer src="/student/text/assets/katex.min.js">' in page.text
     # each checkpoint question, posed for ada, links to its form on the quiz page with the way back
     prompt = posed_for("activations", "gelu-value", "ada").prompt
-    link = re.search(r'<a href="(/student/quizzes/activations\?section=([a-z0-9-]+)#q-gelu-value)">([^<]*)</a>',
-                     page.text)
+    link = re.search(
+        r'<a href="(/student/quizzes/activations\?section=([a-z0-9-]+)#q-gelu-value)">([^<]*)</a>', page.text
+    )
     assert link is not None and html.unescape(link.group(3)) == prompt
     quiz = env.page("ada", link.group(1).split("#")[0])
     back = f'href="/student/text/activations.html#{link.group(2)}"'
-    assert back in quiz.text and f'action="/student/quizzes/activations?section={link.group(2)}#q-gelu-value"' in quiz.text
+    assert (
+        back in quiz.text and f'action="/student/quizzes/activations?section={link.group(2)}#q-gelu-value"' in quiz.text
+    )
     # answering there (the one judge) keeps the way back beside the verdict
     question = next(q for q in quiz_source("activations").questions if q.id == "gelu-value")
-    answered = env.client.post(link.group(1).split("#")[0], headers=env.bearer("ada"),
-                               data={"question": "gelu-value", "answer": right_answer("activations", question, "ada", True)})
+    answered = env.client.post(
+        link.group(1).split("#")[0],
+        headers=env.bearer("ada"),
+        data={"question": "gelu-value", "answer": right_answer("activations", question, "ada", True)},
+    )
     assert verdict_of(answered.text, "gelu-value") == "Correct."
-    after = answered.text[answered.text.index('id="q-gelu-value"'):]
-    assert back in after[:after.index("</section>")]
+    after = answered.text[answered.text.index('id="q-gelu-value"') :]
+    assert back in after[: after.index("</section>")]
     # an unknown section id on the quiz page is ignored, not an error
     assert env.page("ada", "/student/quizzes/activations?section=nope").status_code == 200
 
@@ -566,8 +694,14 @@ def test_the_text_assets_are_served_from_the_server_and_nothing_else_is(env: Env
     from grader.course import text as course_text
 
     assert env.client.get("/student/text/assets/render.js").headers["content-type"].startswith("text/javascript")
-    for name in ("../../../pyproject.toml", "..%2F..%2Fpackage.json", "katex.mjs", "fonts/../../../README.md", "%00",
-                 "fonts/%00"):
+    for name in (
+        "../../../pyproject.toml",
+        "..%2F..%2Fpackage.json",
+        "katex.mjs",
+        "fonts/../../../README.md",
+        "%00",
+        "fonts/%00",
+    ):
         assert env.client.get(f"/student/text/assets/{name}").status_code == 404, name
     if (course_text.KATEX_DIR / "katex.min.js").is_file():
         assert env.client.get("/student/text/assets/katex.min.js").status_code == 200
@@ -581,8 +715,11 @@ def test_the_pages_link_to_the_text(env: Env) -> None:
 
 
 def test_a_reports_read_line_links_to_the_served_section(env: Env) -> None:
-    links = [link for job in env.seeded.jobs.values()
-             for link in re.findall(r'Read <a href="([^"]*)"', env.page("ada", f"/student/submissions/{job}").text)]
+    links = [
+        link
+        for job in env.seeded.jobs.values()
+        for link in re.findall(r'Read <a href="([^"]*)"', env.page("ada", f"/student/submissions/{job}").text)
+    ]
     assert links, "a seeded report sends the student to a section"
     for link in links:
         assert link.startswith("/student/text/"), link

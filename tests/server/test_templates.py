@@ -54,7 +54,11 @@ class Hostile(str):
         return Hostile(self.depth + 1)
 
     def __add__(self, other: Any) -> Any:
-        return Hostile(self.depth) if isinstance(other, Hostile) or not isinstance(other, str) else str.__add__(self, other)
+        return (
+            Hostile(self.depth)
+            if isinstance(other, Hostile) or not isinstance(other, str)
+            else str.__add__(self, other)
+        )
 
     def __radd__(self, other: Any) -> Any:
         return Hostile(self.depth) if not isinstance(other, str) else other + str(self)

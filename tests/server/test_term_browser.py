@@ -46,29 +46,69 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     _, teacher = issue_tokens(db, ["ann", "bob", "a-student-with-a-rather-long-identifier"])
     due = (datetime.now(timezone.utc) + timedelta(days=3)).isoformat(timespec="seconds").replace("+00:00", "Z")
     course = root / "course.toml"
-    course.write_text(with_quiz_chapters(f'[[chapter]]\nname = "activations"\ndue = {due}\nlate_penalty = 0.3\n'
-                                         f'[groups]\nteam-1 = ["ann", "bob"]\n'), encoding="utf-8")
+    course.write_text(
+        with_quiz_chapters(
+            f'[[chapter]]\nname = "activations"\ndue = {due}\nlate_penalty = 0.3\n[groups]\nteam-1 = ["ann", "bob"]\n'
+        ),
+        encoding="utf-8",
+    )
     dropout = (SOLUTIONS / "dropout_3.py").read_text(encoding="utf-8")
     with Store.open(db) as store:
-        for student, files in (("ann", {"activations.py": "# ann\n", "dropout.py": dropout}),
-                               ("bob", {"dropout.py": dropout}),
-                               ("a-student-with-a-rather-long-identifier", {"dropout.py": dropout})):
-            job = records.create_job(store, student, "k", files, ["activations.ReLU"], DEFAULT_COURSE,
-                                     datetime.now(timezone.utc)).job
-            checks = [CheckResult("forward_1d", True, 5.0, 5.0, ""),
-                      CheckResult("backward_1d", False, 0.0, 5.0, "dx differs from the expected values at "
-                                  "[0, 3]: got 0.0, expected 1.0 " + "x" * 200, "relu-inplace")]
-            records.record_done(store, job, GradeReport(student, [ExerciseResult(
-                "activations.ReLU", "failed", 5.0, 10.0, checks)], "h"), "v1")
-        regrade.file_request(store, "ann", "activations.ReLU",
-                             "My backward follows equation 3.2 of the course text; the check expects the other "
-                             "convention at x = 0. " * 3)
+        for student, files in (
+            ("ann", {"activations.py": "# ann\n", "dropout.py": dropout}),
+            ("bob", {"dropout.py": dropout}),
+            ("a-student-with-a-rather-long-identifier", {"dropout.py": dropout}),
+        ):
+            job = records.create_job(
+                store, student, "k", files, ["activations.ReLU"], DEFAULT_COURSE, datetime.now(timezone.utc)
+            ).job
+            checks = [
+                CheckResult("forward_1d", True, 5.0, 5.0, ""),
+                CheckResult(
+                    "backward_1d",
+                    False,
+                    0.0,
+                    5.0,
+                    "dx differs from the expected values at [0, 3]: got 0.0, expected 1.0 " + "x" * 200,
+                    "relu-inplace",
+                ),
+            ]
+            records.record_done(
+                store,
+                job,
+                GradeReport(student, [ExerciseResult("activations.ReLU", "failed", 5.0, 10.0, checks)], "h"),
+                "v1",
+            )
+        regrade.file_request(
+            store,
+            "ann",
+            "activations.ReLU",
+            "My backward follows equation 3.2 of the course text; the check expects the other "
+            "convention at x = 0. " * 3,
+        )
         with store.transaction() as sdb:
-            sdb.table("rescorings").insert({
-                "started_at": utc_now(), "finished_at": utc_now(), "grader_version": "0.1.0", "exercises": "[]",
-                "uploads": 3, "errors": "[]", "changes": json.dumps([{
-                    "student": "bob", "exercise": "activations.ReLU", "before": 5.0, "after": 10.0,
-                    "max_score": 10.0, "flipped": ["upload of 2026-12-01T10:00:00+00:00: backward_1d failed -> passed"]}])})
+            sdb.table("rescorings").insert(
+                {
+                    "started_at": utc_now(),
+                    "finished_at": utc_now(),
+                    "grader_version": "0.1.0",
+                    "exercises": "[]",
+                    "uploads": 3,
+                    "errors": "[]",
+                    "changes": json.dumps(
+                        [
+                            {
+                                "student": "bob",
+                                "exercise": "activations.ReLU",
+                                "before": 5.0,
+                                "after": 10.0,
+                                "max_score": 10.0,
+                                "flipped": ["upload of 2026-12-01T10:00:00+00:00: backward_1d failed -> passed"],
+                            }
+                        ]
+                    ),
+                }
+            )
     server = Server(db, f"sqlite:///{root / 'queue.db'}", workers=0, course=course).start()
     try:
         yield {"url": server.url, "teacher": teacher, "db": db}
@@ -80,8 +120,9 @@ def watched_page(browser: Any, width: int) -> tuple[Any, Any, list[str]]:
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
     problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning")
-            else None)
+    page.on(
+        "console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None
+    )
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
     return context, page, problems
@@ -100,8 +141,11 @@ def test_the_term_pages_read_at_this_width(browser: Any, site: dict[str, Any], w
     context, page, problems = watched_page(browser, width)
     try:
         log_in(site, page, "/instructor/term")
-        for name, path in (("term", "/instructor/term"), ("similarity", "/instructor/similarity"),
-                           ("pair", "/instructor/similarity/dropout/ann/bob")):
+        for name, path in (
+            ("term", "/instructor/term"),
+            ("similarity", "/instructor/similarity"),
+            ("pair", "/instructor/similarity/dropout/ann/bob"),
+        ):
             page.goto(site["url"] + path)
             page.screenshot(path=str(ARTIFACTS / f"term-{name}-{width}.png"), full_page=True)
             overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")

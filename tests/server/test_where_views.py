@@ -20,15 +20,22 @@ from grader.term import class_report
 
 BN = "normalization.BatchNorm1d"
 CODE = "y = x * (x < 0) & <b>mask</b>"
-WHERE = {"file": "normalization.py", "line": 57, "code": CODE,
-         "words": "your value here is the first that leaves the reference's computation"}
+WHERE = {
+    "file": "normalization.py",
+    "line": 57,
+    "code": CODE,
+    "words": "your value here is the first that leaves the reference's computation",
+}
 
 
 def _report(where: dict | None = WHERE) -> GradeReport:
     said = f"Where: normalization.py line 57: `{CODE}` — {WHERE['words']}\n" if where else ""
-    failing = CheckResult("forward", False, 0.0, 4.0, said + "y: first significant difference at index (0, 0)",
-                          where=where)
-    return GradeReport("ann", [ExerciseResult(BN, "failed", 6.0, 10.0, [CheckResult("shape", True, 6.0, 6.0), failing])])
+    failing = CheckResult(
+        "forward", False, 0.0, 4.0, said + "y: first significant difference at index (0, 0)", where=where
+    )
+    return GradeReport(
+        "ann", [ExerciseResult(BN, "failed", 6.0, 10.0, [CheckResult("shape", True, 6.0, 6.0), failing])]
+    )
 
 
 def _rebuilt(store: Store) -> GradeReport:
@@ -76,8 +83,9 @@ def test_the_text_and_html_reports_show_the_line_escaped(tmp_path: Path) -> None
     assert "normalization.py line 57" in text and CODE in text
     page = format_html(report)
     escaped = "y = x * (x &lt; 0) &amp; &lt;b&gt;mask&lt;/b&gt;"
-    assert (f'<p class="ng-where">Where: <code>normalization.py:57</code> <code>{escaped}</code> — your value here'
-            in page)
+    assert (
+        f'<p class="ng-where">Where: <code>normalization.py:57</code> <code>{escaped}</code> — your value here' in page
+    )
     assert "<b>mask" not in page and page.count("normalization.py:57") == 1
     assert page.count("leaves the reference&#x27;s computation") == 1  # the words once, not again in the message
 

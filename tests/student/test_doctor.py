@@ -60,7 +60,9 @@ def test_a_cpu_the_compiler_does_not_know_fails_with_the_fix(monkeypatch: pytest
     result = CliRunner().invoke(handout_cli, ["doctor"])
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert any(line.startswith("warn opencl") and "skipped: error: unknown target CPU 'generic'" in line for line in lines)
+    assert any(
+        line.startswith("warn opencl") and "skipped: error: unknown target CPU 'generic'" in line for line in lines
+    )
     failing = [i for i, line in enumerate(lines) if line.startswith("FAIL opencl")]
     assert failing and "apt-get install pocl-opencl-icd" in lines[failing[0] + 1]
     assert lines[-1].startswith("Something the course needs does not work")

@@ -25,12 +25,18 @@ from grader.student.feedback.report import format_json
 from grader.student.store import Store, figure_of_text, figure_text
 
 floats = st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True) | st.sampled_from(
-    [1e308, -1e308, 1.7976931348623157e308, 5e-324, math.inf, -math.inf, math.nan, -0.0])
-dtypes = st.sampled_from(["float16", "float32", "float64", "int8", "int64", "uint16", "bool", "complex64", "complex128"])
+    [1e308, -1e308, 1.7976931348623157e308, 5e-324, math.inf, -math.inf, math.nan, -0.0]
+)
+dtypes = st.sampled_from(
+    ["float16", "float32", "float64", "int8", "int64", "uint16", "bool", "complex64", "complex128"]
+)
 arrays = dtypes.flatmap(lambda d: hnp.arrays(d, hnp.array_shapes(min_dims=0, max_dims=3, max_side=4)))
 leaves = floats | st.integers() | st.text(max_size=8) | st.booleans() | st.none() | arrays
-values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner,
-                                                                                         max_size=4), max_leaves=20)
+values = st.recursive(
+    leaves,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
 figures = st.dictionaries(st.text(max_size=6), values, max_size=6)
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -93,7 +99,6 @@ def test_a_figure_of_any_array_is_recorded(tmp_path_factory: Any, array: np.ndar
     figure = {"kind": "elements", "received": array, "summary": "any dtype"}
     check = CheckResult("forward", False, 0.0, 1.0, "", None, figure, [], figure)
     with Store.open(path) as store:
-        store.record_report(GradeReport("ann", [ExerciseResult("activations.GELU", "failed", 0.0, 10.0, [check])]),
-                            "v")
+        store.record_report(GradeReport("ann", [ExerciseResult("activations.GELU", "failed", 0.0, 10.0, [check])]), "v")
         row = store.check_results(store.submissions(student="ann")[0]["id"])[0]
     assert same(row["figure"]["received"], restored_plain(array))

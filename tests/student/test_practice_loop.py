@@ -34,8 +34,14 @@ def handout(tmp_path: Path) -> Path:
 
 def biased_running_var(student: str = "ada") -> GradeReport:
     wrong = CheckResult("running_var_ema", False, 0.0, 2.0, "differs", "bn-biased-running-var")
-    return GradeReport(student, [ExerciseResult("normalization.BatchNorm1d", "failed", 8.0, 10.0,
-                                                [CheckResult("forward", True, 8.0, 8.0), wrong])])
+    return GradeReport(
+        student,
+        [
+            ExerciseResult(
+                "normalization.BatchNorm1d", "failed", 8.0, 10.0, [CheckResult("forward", True, 8.0, 8.0), wrong]
+            )
+        ],
+    )
 
 
 def practice_answer(question_id: str) -> str:
@@ -100,9 +106,12 @@ def test_a_mistake_is_practised_back_on_schedule_and_mastered_after_two_clean_re
         assert session.entry().mastered and "Mastered" in session.said[-1]
         assert session.run(first.due + timedelta(days=60)) == []
         log = [(r["question"], r["rating"], r["origin"]) for r in store.practice_reviews("ada")]
-    assert log == [(None, "again", "local"), ("normalization/bn-running-var-batches", "again", "local"),
-                   ("normalization/bn-running-var-batches", "good", "local"),
-                   ("normalization/bn-running-mean-momentum", "good", "local")]  # every review, the skip none
+    assert log == [
+        (None, "again", "local"),
+        ("normalization/bn-running-var-batches", "again", "local"),
+        ("normalization/bn-running-var-batches", "good", "local"),
+        ("normalization/bn-running-mean-momentum", "good", "local"),
+    ]  # every review, the skip none
 
 
 def test_grade_practice_runs_offline_and_says_what_it_needs(tmp_path: Path) -> None:
@@ -126,8 +135,9 @@ def test_grade_practice_runs_offline_and_says_what_it_needs(tmp_path: Path) -> N
     assert row["streak"] == 1
 
 
-def test_grade_practice_without_the_scheduler_says_what_to_install(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_grade_practice_without_the_scheduler_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(ps, "available", lambda: False)
     ran = CliRunner().invoke(student_cli, ["practice", "--db", str(tmp_path / "p.db"), "--local"])
     assert ran.exit_code == 2 and "the `fsrs` package" in ran.output and "Traceback" not in ran.output

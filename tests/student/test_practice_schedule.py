@@ -15,9 +15,13 @@ MONDAY = datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc)
 
 
 def test_a_mistake_offers_its_concepts_questions_once() -> None:
-    offer = ps.practice_offer([("bn-biased-running-var", "normalization.BatchNorm1d"),
-                               ("bn-momentum-inverted", "normalization.BatchNorm1d"),
-                               ("generic-none", "optim.AdamW")])
+    offer = ps.practice_offer(
+        [
+            ("bn-biased-running-var", "normalization.BatchNorm1d"),
+            ("bn-momentum-inverted", "normalization.BatchNorm1d"),
+            ("generic-none", "optim.AdamW"),
+        ]
+    )
     assert [c for c, _ in offer] == ["normalization.batchnorm-running-stats", "optim.adamw"]
     assert "normalization/bn-running-var-batches" in offer[0][1]
 
@@ -74,8 +78,14 @@ def test_progress_offers_the_practice_of_current_mistakes_and_what_is_due(tmp_pa
     from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 
     wrong = CheckResult("running_var_ema", False, 0.0, 2.0, "differs", "bn-biased-running-var")
-    report = GradeReport("ada", [ExerciseResult("normalization.BatchNorm1d", "failed", 8.0, 10.0,
-                                                [CheckResult("forward", True, 8.0, 8.0), wrong])])
+    report = GradeReport(
+        "ada",
+        [
+            ExerciseResult(
+                "normalization.BatchNorm1d", "failed", 8.0, 10.0, [CheckResult("forward", True, 8.0, 8.0), wrong]
+            )
+        ],
+    )
     with Store.open(tmp_path / "progress.db") as store:
         assert ps.progress_lines(store, "ada", MONDAY) == []
         store.record_report(report, "0.1.0")
@@ -90,8 +100,14 @@ def test_a_recorded_report_schedules_its_mistakes_concepts(tmp_path: Path) -> No
     from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 
     wrong = CheckResult("running_var_ema", False, 0.0, 2.0, "differs", "bn-biased-running-var")
-    report = GradeReport("ada", [ExerciseResult("normalization.BatchNorm1d", "failed", 8.0, 10.0,
-                                                [CheckResult("forward", True, 8.0, 8.0), wrong])])
+    report = GradeReport(
+        "ada",
+        [
+            ExerciseResult(
+                "normalization.BatchNorm1d", "failed", 8.0, 10.0, [CheckResult("forward", True, 8.0, 8.0), wrong]
+            )
+        ],
+    )
     with Store.open(tmp_path / "progress.db") as store:
         ps.record_report(store, report, MONDAY)
         (entry,) = [ps.from_row(r) for r in store.practice_entries("ada")]
@@ -100,7 +116,9 @@ def test_a_recorded_report_schedules_its_mistakes_concepts(tmp_path: Path) -> No
 
 def test_a_concepts_entry_is_the_replay_of_its_reviews_in_time_order() -> None:
     miss = ps.new_review("optim.adamw", None, False, MONDAY, "server")
-    right = ps.new_review("optim.adamw", "dropout-weight-decay/adamw-first-step", True, MONDAY + timedelta(days=1), "local")
+    right = ps.new_review(
+        "optim.adamw", "dropout-weight-decay/adamw-first-step", True, MONDAY + timedelta(days=1), "local"
+    )
     other = ps.new_review("optim.sgd", None, False, MONDAY, "local")
     step_by_step = ps.retrieved(ps.missed(None, "optim.adamw", MONDAY), True, MONDAY + timedelta(days=1))
     assert ps.replay("optim.adamw", [right, other, miss]) == step_by_step  # order given does not matter
@@ -119,11 +137,23 @@ def test_merging_two_logs_keeps_every_review_once_and_refuses_an_altered_one() -
         ps.merge_logs([altered], union)
 
 
-@pytest.mark.parametrize("row", [
-    {"id": "x" * 32}, "not a row", {"extra": 1},
-    {"id": "ABC"}, {"id": "g" * 32}, {"rating": "easy"}, {"origin": "elsewhere"}, {"concept": 3},
-    {"question": ["a"]}, {"reviewed_at": "2026-03-02T10:00:00"}, {"reviewed_at": "monday"}, {"reviewed_at": 5},
-])
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"id": "x" * 32},
+        "not a row",
+        {"extra": 1},
+        {"id": "ABC"},
+        {"id": "g" * 32},
+        {"rating": "easy"},
+        {"origin": "elsewhere"},
+        {"concept": 3},
+        {"question": ["a"]},
+        {"reviewed_at": "2026-03-02T10:00:00"},
+        {"reviewed_at": "monday"},
+        {"reviewed_at": 5},
+    ],
+)
 def test_a_malformed_review_row_is_refused(row: object) -> None:
     good = ps.review_row(ps.new_review("optim.adamw", None, False, MONDAY, "local"))
     with pytest.raises(ValueError):
@@ -132,8 +162,15 @@ def test_a_malformed_review_row_is_refused(row: object) -> None:
 
 def test_every_review_is_logged_and_the_entry_replayed_even_out_of_order(tmp_path: Path) -> None:
     with Store.open(tmp_path / "progress.db") as store:
-        answered = ps.record_practice(store, "ada", "optim.adamw", True, MONDAY + timedelta(days=2),
-                                      question="dropout-weight-decay/adamw-first-step", origin="local")
+        answered = ps.record_practice(
+            store,
+            "ada",
+            "optim.adamw",
+            True,
+            MONDAY + timedelta(days=2),
+            question="dropout-weight-decay/adamw-first-step",
+            origin="local",
+        )
         assert answered.streak == 1
         upload = ps.new_review("optim.adamw", None, False, MONDAY, "server")  # an upload graded late, made earlier
         (entry,) = ps.record_reviews(store, "ada", [upload])

@@ -32,8 +32,16 @@ def test_migration_3_keeps_older_quiz_rows(tmp_path: Path) -> None:
     old = Store(sqlite_utils.Database(sqlite3.connect(path), execute_plugins=False), path)
     old.migrate(target=MIGRATIONS.index(m3_quiz_items))
     old.db.table("students").insert({"name": "ada", "created_at": "2026-01-01T00:00:00+00:00"})
-    old.db.table("quiz_attempts").insert({"student": "ada", "chapter": "normalization", "question": "bn-fold",
-                                    "answer": "d", "correct": 1, "answered_at": "2026-01-01T00:00:00+00:00"})
+    old.db.table("quiz_attempts").insert(
+        {
+            "student": "ada",
+            "chapter": "normalization",
+            "question": "bn-fold",
+            "answer": "d",
+            "correct": 1,
+            "answered_at": "2026-01-01T00:00:00+00:00",
+        }
+    )
     assert "first_try" not in old.db["quiz_attempts"].columns_dict
     old.close()
     with Store.open(path) as store:

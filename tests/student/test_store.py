@@ -24,12 +24,19 @@ def make_report(student: str = "alice", n_exercises: int = 2, files_hash: str = 
     for k in range(n_exercises):
         checks = [
             CheckResult("forward", True, 6.0, 6.0, "ok"),
-            CheckResult("backward", k % 2 == 0, 4.0 if k % 2 == 0 else 0.0, 4.0,
-                        "dx differs at [0, 1]", None if k % 2 == 0 else "bn-wrong-axis"),
+            CheckResult(
+                "backward",
+                k % 2 == 0,
+                4.0 if k % 2 == 0 else 0.0,
+                4.0,
+                "dx differs at [0, 1]",
+                None if k % 2 == 0 else "bn-wrong-axis",
+            ),
         ]
         score = sum(c.score for c in checks)
-        exercises.append(ExerciseResult(f"topic.Ex{k}", "passed" if score == 10 else "failed",
-                                        score, 10.0, checks, duration=0.5))
+        exercises.append(
+            ExerciseResult(f"topic.Ex{k}", "passed" if score == 10 else "failed", score, 10.0, checks, duration=0.5)
+        )
     return GradeReport(student, exercises, files_hash)
 
 
@@ -44,9 +51,7 @@ def test_open_creates_folder_file_wal_and_latest_schema(db_path: Path) -> None:
         assert store.db.journal_mode == "wal"
         assert store.db.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
         assert store.db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
-        assert {"students", "attempts", "submissions", "check_results", "quiz_attempts"} <= set(
-            store.db.table_names()
-        )
+        assert {"students", "attempts", "submissions", "check_results", "quiz_attempts"} <= set(store.db.table_names())
     assert db_path.is_file()
 
 
@@ -75,10 +80,14 @@ def test_record_report_round_trip(db_path: Path) -> None:
 
 def test_a_not_graded_exercise_leaves_no_score(db_path: Path) -> None:
     """The grader's machine failed on it: no submissions row, so no best score, no count, no attempt of it."""
-    report = GradeReport("alice", [
-        ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, [CheckResult("forward", True, 10.0, 10.0)]),
-        ExerciseResult("kernels.relu_forward", "not_graded", 0.0, 10.0, [], "no OpenCL device (`grade doctor`)"),
-    ], files_hash="h")
+    report = GradeReport(
+        "alice",
+        [
+            ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, [CheckResult("forward", True, 10.0, 10.0)]),
+            ExerciseResult("kernels.relu_forward", "not_graded", 0.0, 10.0, [], "no OpenCL device (`grade doctor`)"),
+        ],
+        files_hash="h",
+    )
     with Store.open(db_path) as store:
         store.record_report(report, "0.1.0")
         assert [s["exercise"] for s in store.submissions(student="alice")] == ["activations.ReLU"]
@@ -93,10 +102,17 @@ def test_best_scores_keeps_best_and_last_status(db_path: Path) -> None:
         store.record_report(good, "v")
         store.record_report(bad, "v")
         best = store.best_scores("alice")
-        assert best == {"a.X": {
-            "best_score": 10.0, "max_score": 10.0, "last_status": "error", "attempts": 2,
-            "latest_score": 0.0, "best_raw": 10.0, "late": False,
-        }}
+        assert best == {
+            "a.X": {
+                "best_score": 10.0,
+                "max_score": 10.0,
+                "last_status": "error",
+                "attempts": 2,
+                "latest_score": 0.0,
+                "best_raw": 10.0,
+                "late": False,
+            }
+        }
         assert store.best_scores("nobody") == {}
 
 
@@ -112,9 +128,7 @@ def test_quiz_attempts(db_path: Path) -> None:
         assert store.students() == ["bob", "carol"]
 
 
-def test_failure_inside_the_attempt_leaves_no_half_attempt(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failure_inside_the_attempt_leaves_no_half_attempt(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with Store.open(db_path) as store:
         store.record_report(make_report(files_hash="earlier"), "v")
         calls = []
@@ -319,10 +333,17 @@ def test_default_db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 def test_further_mistakes_of_a_check_survive_the_store(db_path: Path) -> None:
     """A check explained by two known mistakes keeps both through the store ("and also"), as the server's report
     of an upload and the dashboard rebuild it from there; a check with one keeps an empty list."""
-    two = CheckResult("running_var_ema", False, 0.0, 2.0, "differs", "bn-biased-running-var",
-                      also=["bn-running-var-plus-eps"])
-    report = GradeReport("alice", [ExerciseResult("normalization.BatchNorm1d", "failed", 8.0, 10.0,
-                                                  [CheckResult("forward", True, 8.0, 8.0), two])])
+    two = CheckResult(
+        "running_var_ema", False, 0.0, 2.0, "differs", "bn-biased-running-var", also=["bn-running-var-plus-eps"]
+    )
+    report = GradeReport(
+        "alice",
+        [
+            ExerciseResult(
+                "normalization.BatchNorm1d", "failed", 8.0, 10.0, [CheckResult("forward", True, 8.0, 8.0), two]
+            )
+        ],
+    )
     with Store.open(db_path) as store:
         store.record_report(report, "0.1.0")
         submission = store.submissions(student="alice")[0]
@@ -338,8 +359,11 @@ def test_a_writing_command_opens_a_new_database_in_a_new_folder(tmp_path: Path) 
 
     def flocks() -> list[str]:
         inode = str(serving.stat().st_ino)
-        return [line for line in Path("/proc/locks").read_text().splitlines()
-                if " FLOCK " in line and f" {os.getpid()} " in line and line.split()[5].endswith(":" + inode)]
+        return [
+            line
+            for line in Path("/proc/locks").read_text().splitlines()
+            if " FLOCK " in line and f" {os.getpid()} " in line and line.split()[5].endswith(":" + inode)
+        ]
 
     with Store.open(path, writer="grade batch") as store:
         assert store.version == SCHEMA_VERSION
@@ -354,9 +378,12 @@ def test_a_figure_holding_inf_nan_and_1e308_survives_the_store(db_path: Path) ->
 
     import numpy as np
 
-    figure = {"kind": "elements", "received": [math.inf, -math.inf, math.nan, 1e308, -1.7976931348623157e308, 5e-324],
-              "axes": [{"axis": 0, "error": [np.float32(np.inf), np.float16(2.5), np.int64(7)]}],
-              "summary": "y: received inf"}
+    figure = {
+        "kind": "elements",
+        "received": [math.inf, -math.inf, math.nan, 1e308, -1.7976931348623157e308, 5e-324],
+        "axes": [{"axis": 0, "error": [np.float32(np.inf), np.float16(2.5), np.int64(7)]}],
+        "summary": "y: received inf",
+    }
     check = CheckResult("forward", False, 0.0, 1.0, "forward returned inf", None, figure, [], figure)
     report = GradeReport("alice", [ExerciseResult("activations.GELU", "failed", 0.0, 10.0, [check])])
     with Store.open(db_path) as store:

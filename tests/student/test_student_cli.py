@@ -27,10 +27,20 @@ from grader.student.store import Store
 
 COURSE = {
     "chapters": [
-        {"name": "activations", "exercises": ["activations.ReLU", "activations.Tanh"],
-         "due": "2026-01-07T23:59:00+00:00", "late_penalty": 0.3, "closes": "2099-01-01T00:00:00+00:00"},
-        {"name": "init", "exercises": ["init.kaiming_normal", "init.xavier_uniform"],
-         "due": "2026-01-07T23:59:00+00:00", "late_penalty": 1.0, "closes": "2026-01-07T23:59:00+00:00"},
+        {
+            "name": "activations",
+            "exercises": ["activations.ReLU", "activations.Tanh"],
+            "due": "2026-01-07T23:59:00+00:00",
+            "late_penalty": 0.3,
+            "closes": "2099-01-01T00:00:00+00:00",
+        },
+        {
+            "name": "init",
+            "exercises": ["init.kaiming_normal", "init.xavier_uniform"],
+            "due": "2026-01-07T23:59:00+00:00",
+            "late_penalty": 1.0,
+            "closes": "2026-01-07T23:59:00+00:00",
+        },
     ],
 }
 
@@ -42,21 +52,28 @@ def test_a_late_upload_says_how_much_counts_beside_the_score_and_in_the_total() 
     shares = late_shares(COURSE, ["activations.ReLU", "linear.Linear"], "2026-02-01T10:00:00+00:00")
     assert shares == {"activations.ReLU": 0.7}
     assert late_shares(COURSE, ["activations.ReLU"], "2026-01-07T23:00:00+00:00") == {}  # on time: no note
-    report = GradeReport("s1", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, []),
-                                ExerciseResult("linear.Linear", "passed", 10.0, 10.0, [])])
+    report = GradeReport(
+        "s1",
+        [
+            ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, []),
+            ExerciseResult("linear.Linear", "passed", 10.0, 10.0, []),
+        ],
+    )
     lines = format_text(report, late_shares=shares).splitlines()
     assert lines[1].endswith("10/10  (late: counts 70%)")
     # the total is what counts, not 20/20 (100%) under the late line it just showed
-    assert lines[-1] == ("This upload: 17/20 (85.0%) counted (20/20 as graded, late work penalised), "
-                         "2 of 2 exercises at full marks")
+    assert lines[-1] == (
+        "This upload: 17/20 (85.0%) counted (20/20 as graded, late work penalised), 2 of 2 exercises at full marks"
+    )
     assert format_text(report).splitlines()[-1] == "This upload: 20/20 (100.0%), 2 of 2 exercises at full marks"
 
 
 def test_a_closed_chapter_is_listed_as_closed_when_everything_was_asked_for() -> None:
     graded = [e for e in EXERCISES if e not in ("init.kaiming_normal", "init.xavier_uniform")]
     lines = closed_lines(COURSE, [], graded)
-    assert lines == ["Closed: chapter 'init' closed at 2026-01-07 23:59 UTC; not graded: "
-                     "init.kaiming_normal, init.xavier_uniform"]
+    assert lines == [
+        "Closed: chapter 'init' closed at 2026-01-07 23:59 UTC; not graded: init.kaiming_normal, init.xavier_uniform"
+    ]
     assert closed_lines(COURSE, ["activations.ReLU"], ["activations.ReLU"]) == []
 
 
@@ -106,8 +123,9 @@ def test_the_handout_has_the_student_commands_and_suggests_a_mistyped_one() -> N
     assert typo.exit_code == 2 and "Did you mean 'progress'?" in typo.output
 
 
-def test_login_without_a_url_needs_a_course_server_named_by_the_handout(monkeypatch: pytest.MonkeyPatch,
-                                                                         tmp_path: Path) -> None:
+def test_login_without_a_url_needs_a_course_server_named_by_the_handout(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(course_lib, "HANDOUT_SETTINGS", tmp_path / "course.json")
     refused = CliRunner().invoke(cli, ["login"], input="token\n")
     assert refused.exit_code == 2
@@ -124,8 +142,11 @@ def test_offline_quiz_options_that_need_the_server_say_how_to_log_in(tmp_path: P
 
 
 def test_offline_quiz_suggests_the_chapter_meant(tmp_path: Path) -> None:
-    (tmp_path / "activations.json").write_text(json.dumps(
-        {"format": "normgrade-practice-1", "chapter": "activations", "title": "Activations", "questions": []}))
+    (tmp_path / "activations.json").write_text(
+        json.dumps(
+            {"format": "normgrade-practice-1", "chapter": "activations", "title": "Activations", "questions": []}
+        )
+    )
     done = CliRunner().invoke(cli, ["quiz", "activatons", "--quiz-dir", str(tmp_path)])
     assert done.exit_code == 2 and "'activatons' is not a quiz chapter. Did you mean 'activations'?" in done.output
 
@@ -170,9 +191,11 @@ def test_progress_points_past_closed_chapters_and_late_full_marks() -> None:
     closed = ExerciseProgress("init.kaiming_normal")
     todo = ExerciseProgress("linear.Linear", 4.0, 10.0, "failed", 1, 4.0)
     assert next_step([late_full, closed, todo], [], "grade submit", {"init.kaiming_normal"}).startswith(
-        "linear.Linear (failed, best 4/10): run `grade submit linear.Linear`")
+        "linear.Linear (failed, best 4/10): run `grade submit linear.Linear`"
+    )
     assert next_step([late_full, closed], [], "grade submit", {"init.kaiming_normal"}).startswith(
-        "nothing more to gain")
+        "nothing more to gain"
+    )
     assert next_step([closed], [], "grade submit").startswith("init.kaiming_normal (not graded yet)")
 
 
@@ -184,7 +207,9 @@ def test_the_servers_late_list_is_used_over_the_course_dates() -> None:
     notes; without one (an older server) the course's dates do."""
     from grader.student.client.remote import server_late_shares
 
-    doc = {"late": [{"exercise": "activations.ReLU", "counts": 0.7}, {"exercise": "init.kaiming_normal", "counts": 0.0}]}
+    doc = {
+        "late": [{"exercise": "activations.ReLU", "counts": 0.7}, {"exercise": "init.kaiming_normal", "counts": 0.0}]
+    }
     assert server_late_shares(doc) == {"activations.ReLU": 0.7, "init.kaiming_normal": 0.0}
     assert server_late_shares({"late": []}) == {}  # an extension: nothing late, whatever the chapter's date says
     assert server_late_shares({}) is None
@@ -193,11 +218,19 @@ def test_the_servers_late_list_is_used_over_the_course_dates() -> None:
 def test_the_servers_closed_chapters_name_what_was_left_out() -> None:
     from grader.student.client.remote import closed_course
 
-    doc = {"closed_chapters": [{"chapter": "init", "closed_at": "2026-01-07T23:59+00:00",
-                                "exercises": ["init.kaiming_normal", "init.xavier_uniform"]}]}
+    doc = {
+        "closed_chapters": [
+            {
+                "chapter": "init",
+                "closed_at": "2026-01-07T23:59+00:00",
+                "exercises": ["init.kaiming_normal", "init.xavier_uniform"],
+            }
+        ]
+    }
     lines = closed_lines(closed_course(doc, COURSE), ["init.kaiming_normal", "init.xavier_uniform"], [])
-    assert lines == ["Closed: chapter 'init' closed at 2026-01-07 23:59 UTC; "
-                     "not graded: init.kaiming_normal, init.xavier_uniform"]
+    assert lines == [
+        "Closed: chapter 'init' closed at 2026-01-07 23:59 UTC; not graded: init.kaiming_normal, init.xavier_uniform"
+    ]
     assert closed_course({}, COURSE) is COURSE
 
 

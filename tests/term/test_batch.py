@@ -99,8 +99,15 @@ def test_each_student_recorded_once_then_skipped_when_unchanged(tmp_path: Path, 
     small_class(tmp_path / "class", ["amy", "bob-nested", "cy"])
     fake = FakeGrade()
     seen: list[str] = []
-    first = batch.run_batch(tmp_path / "class", store, VERSION, ["linear"], jobs=2, grade_fn=fake,
-                            on_outcome=lambda o: seen.append(o.student))
+    first = batch.run_batch(
+        tmp_path / "class",
+        store,
+        VERSION,
+        ["linear"],
+        jobs=2,
+        grade_fn=fake,
+        on_outcome=lambda o: seen.append(o.student),
+    )
     assert sorted(fake.calls) == ["amy", "bob-nested", "cy"]
     assert sorted(seen) == ["amy", "bob-nested", "cy"]
     assert first.count("graded") == 3 and first.ok
@@ -136,8 +143,9 @@ def test_a_wider_selection_regrades_unchanged_folders(tmp_path: Path, store: Sto
     fake = FakeGrade()
     batch.run_batch(tmp_path / "class", store, VERSION, ["linear"], grade_fn=fake)
     assert batch.is_unchanged(store, "amy", files_hash(tmp_path / "class" / "amy"), ["linear.Linear"])
-    assert not batch.is_unchanged(store, "amy", files_hash(tmp_path / "class" / "amy"),
-                                  ["linear.Linear", "activations.ReLU"])
+    assert not batch.is_unchanged(
+        store, "amy", files_hash(tmp_path / "class" / "amy"), ["linear.Linear", "activations.ReLU"]
+    )
     fake.calls.clear()
     batch.run_batch(tmp_path / "class", store, VERSION, ["linear", "activations.ReLU"], grade_fn=fake)
     assert fake.calls == ["amy"]
@@ -170,9 +178,7 @@ def dying_grade(path: Path, selectors: list[str] | None, student: str, limits: L
     return FakeGrade()(path, selectors, student, limits)
 
 
-def test_a_dead_grading_process_costs_one_retry(
-    tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_dead_grading_process_costs_one_retry(tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """The pool is rebuilt; the students it held are graded again alone; only the one that kills it fails."""
     small_class(tmp_path / "class", ["always-dies", "amy", "bob", "dies-once"])
     monkeypatch.setattr(batch, "_grade_in_worker", dying_grade)
@@ -223,12 +229,12 @@ def test_mixed_class_end_to_end(tmp_path: Path, store: Store) -> None:
     assert status("cy", "activations.ReLU") == "failed"
     relu = store.submissions("cy", "activations.ReLU")[-1]
     assert "relu-inplace" in {c["misconception"] for c in store.check_results(relu["id"])}
-    assert status("dee", "linear.Linear") == "error"            # syntax error
-    assert status("eli", "activations.ReLU") == "timeout"       # the busy loop was stopped ...
-    assert status("eli", "activations.GELU") == "passed"        # ... and the rest of eli was graded
-    assert status("fay", "activations.ReLU") == "error"         # the child aborted
-    assert status("gus", "linear.Linear") == "error"            # imports reference
-    assert status("hal", "activations.ReLU") == "failed"        # numpy patched in the child only
+    assert status("dee", "linear.Linear") == "error"  # syntax error
+    assert status("eli", "activations.ReLU") == "timeout"  # the busy loop was stopped ...
+    assert status("eli", "activations.GELU") == "passed"  # ... and the rest of eli was graded
+    assert status("fay", "activations.ReLU") == "error"  # the child aborted
+    assert status("gus", "linear.Linear") == "error"  # imports reference
+    assert status("hal", "activations.ReLU") == "failed"  # numpy patched in the child only
     for student in ("dee", "eli", "fay", "gus", "hal"):
         assert 0 < score(student) < full
 
@@ -286,8 +292,20 @@ def test_killed_batch_leaves_an_intact_database_and_resumes(tmp_path: Path) -> N
     make_class(tmp_path / "class", kinds, hold=hold)
     db = tmp_path / "class.db"
     env = dict(os.environ, TMPDIR=str(tmp_path), GRADE_DB="")
-    command = [sys.executable, "-c", "from grader.cli import main; main()", "batch", str(tmp_path / "class"),
-               *SELECTED, "--db", str(db), "--jobs", "1", "--timeout", "600"]
+    command = [
+        sys.executable,
+        "-c",
+        "from grader.cli import main; main()",
+        "batch",
+        str(tmp_path / "class"),
+        *SELECTED,
+        "--db",
+        str(db),
+        "--jobs",
+        "1",
+        "--timeout",
+        "600",
+    ]
     log = tmp_path / "first.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -304,7 +322,7 @@ def test_killed_batch_leaves_an_intact_database_and_resumes(tmp_path: Path) -> N
             proc.wait()
             hold.unlink()  # releases the held student's orphaned worker too
     assert proc.returncode == -signal.SIGKILL
-    _wait_for_no_processes_in(tmp_path)   # grading processes and sandbox children end with the batch
+    _wait_for_no_processes_in(tmp_path)  # grading processes and sandbox children end with the batch
 
     conn = sqlite3.connect(db)
     try:
@@ -367,16 +385,22 @@ class HalfBrokenGrade(FakeGrade):
         results = []
         for exercise_id in selectors or []:
             if exercise_id == "kernels.relu_forward" and self.broken:
-                results.append(ExerciseResult(exercise_id, "not_graded", 0.0, 10.0, [],
-                                              "no OpenCL device here can build and run a kernel (`grade doctor` "
-                                              "shows more)"))
+                results.append(
+                    ExerciseResult(
+                        exercise_id,
+                        "not_graded",
+                        0.0,
+                        10.0,
+                        [],
+                        "no OpenCL device here can build and run a kernel (`grade doctor` shows more)",
+                    )
+                )
             else:
                 results.append(ExerciseResult(exercise_id, "passed", 10.0, 10.0))
         return GradeReport(student, results, files_hash=files_hash(Path(path)))
 
 
-def test_not_graded_exercises_are_not_recorded_and_the_next_run_grades_them_alone(tmp_path: Path,
-                                                                                 store: Store) -> None:
+def test_not_graded_exercises_are_not_recorded_and_the_next_run_grades_them_alone(tmp_path: Path, store: Store) -> None:
     small_class(tmp_path / "class", ["amy", "bob"])
     fake = HalfBrokenGrade()
     ids = ["linear.Linear", "kernels.relu_forward"]
@@ -411,8 +435,9 @@ def test_a_hand_in_none_of_whose_exercises_was_graded_records_nothing(tmp_path: 
 
 @pytest.mark.slow
 @pytest.mark.opencl
-def test_grade_batch_on_a_machine_whose_compiler_does_not_know_the_cpu(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_grade_batch_on_a_machine_whose_compiler_does_not_know_the_cpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The real pipeline in spawned grading processes, the fault passed into their sandboxes: the kernel is
     not graded (never error, never 0), the rest is, the exit status is 2 with one line naming `grade doctor`;
     the next run, on a fixed machine, grades the kernel alone."""
@@ -438,5 +463,7 @@ def test_grade_batch_on_a_machine_whose_compiler_does_not_know_the_cpu(tmp_path:
     assert fixed.exit_code == 0, fixed.output
     with Store.open(db) as store:
         rows = store.submissions(student="amy")
-        assert [(r["exercise"], r["score"]) for r in rows] == [("activations.ReLU", 10.0), ("kernels.relu_forward",
-                                                                                              10.0)]
+        assert [(r["exercise"], r["score"]) for r in rows] == [
+            ("activations.ReLU", 10.0),
+            ("kernels.relu_forward", 10.0),
+        ]

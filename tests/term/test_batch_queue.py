@@ -30,14 +30,15 @@ def test_a_class_graded_on_the_queue_is_recorded_once_here(tmp_path: Path, worke
     root = tmp_path / "class"
     write_solution(root / "amy" / "exercises")
     crashing = write_solution(root / "bob" / "exercises")
-    (crashing / "linear.py").write_text((crashing / "linear.py").read_text()
-                                        + "\n\nimport os\n_L = Linear\n\n\nclass Linear(_L):\n"
-                                          "    def forward(self, x):\n        os.abort()\n")
+    (crashing / "linear.py").write_text(
+        (crashing / "linear.py").read_text() + "\n\nimport os\n_L = Linear\n\n\nclass Linear(_L):\n"
+        "    def forward(self, x):\n        os.abort()\n"
+    )
     (root / "empty").mkdir()
     db = tmp_path / "class.db"
     result = CliRunner().invoke(cli, ["batch", str(root), "linear", "--db", str(db), "--queue", worker, "--json"])
     assert result.exit_code == 1, result.output  # 'empty' could not be graded
-    doc = json.loads(result.output[result.output.index("{"):result.output.rindex("}") + 1])
+    doc = json.loads(result.output[result.output.index("{") : result.output.rindex("}") + 1])
     outcomes = {o["student"]: o for o in doc["outcomes"]}
     assert outcomes["amy"]["status"] == "graded" and outcomes["amy"]["score"] == 10.0
     assert outcomes["bob"]["status"] == "graded" and outcomes["bob"]["score"] == 0.0
@@ -99,8 +100,9 @@ def test_two_worker_machines_on_redis_share_a_class(tmp_path: Path) -> None:
         for name in ("amy", "bob", "cy", "dee"):
             write_solution(root / name / "exercises")
         db = tmp_path / "class.db"
-        result = CliRunner().invoke(cli, ["batch", str(root), "activations.ReLU", "--db", str(db),
-                                          "--queue", redis_server.url])
+        result = CliRunner().invoke(
+            cli, ["batch", str(root), "activations.ReLU", "--db", str(db), "--queue", redis_server.url]
+        )
         assert result.exit_code == 0, result.output
         assert "4 students: 4 graded" in result.output
         with sqlite3.connect(db) as conn:

@@ -21,9 +21,12 @@ from exam_util import NOW, get, iso
 from exam_util import served as server
 from server_util import solution_files
 
+
 def course_text(opens: float = -1, due: float = 2, release: float = 3, show_score: bool | None = None) -> str:
-    text = (f'[[chapter]]\nname = "activations"\nopens = {iso(opens)}\ndue = {iso(due)}\n'
-            f'release_feedback = {iso(release)}\n')
+    text = (
+        f'[[chapter]]\nname = "activations"\nopens = {iso(opens)}\ndue = {iso(due)}\n'
+        f"release_feedback = {iso(release)}\n"
+    )
     if show_score is not None:
         text += f"show_score = {'true' if show_score else 'false'}\n"
     return text
@@ -32,12 +35,24 @@ def course_text(opens: float = -1, due: float = 2, release: float = 3, show_scor
 def graded(env: dict[str, Any]) -> int:
     """A graded upload of ann with a failing check that names a known mistake; the job id."""
     with Store.open(env["db"]) as store:
-        job = records.create_job(store, "ann", "k1", {"activations.py": "# x\n"}, ["activations.ReLU"],
-                                 load_course_of(env), NOW - timedelta(minutes=5)).job
-        checks = [CheckResult("forward", True, 5.0, 5.0, ""),
-                  CheckResult("backward", False, 0.0, 5.0, "SECRET: dx differs at [0, 3]", "relu-inplace")]
-        report = GradeReport("ann", [ExerciseResult("activations.ReLU", "failed", 5.0, 10.0, checks,
-                                                    "SECRET message", 0.1, "SECRET print")], "h")
+        job = records.create_job(
+            store,
+            "ann",
+            "k1",
+            {"activations.py": "# x\n"},
+            ["activations.ReLU"],
+            load_course_of(env),
+            NOW - timedelta(minutes=5),
+        ).job
+        checks = [
+            CheckResult("forward", True, 5.0, 5.0, ""),
+            CheckResult("backward", False, 0.0, 5.0, "SECRET: dx differs at [0, 3]", "relu-inplace"),
+        ]
+        report = GradeReport(
+            "ann",
+            [ExerciseResult("activations.ReLU", "failed", 5.0, 10.0, checks, "SECRET message", 0.1, "SECRET print")],
+            "h",
+        )
         records.record_done(store, job, report, "v")
         return int(job["id"])
 
@@ -57,13 +72,16 @@ def test_feedback_and_score_are_hidden_until_the_release(tmp_path: Path) -> None
         text = format_text(report)
         assert "RECEIVED" in text and "received, feedback at " in text and "0/0" not in text
         # never "at full marks" (and never exit 0: that would tell the hidden verdict)
-        assert text.splitlines()[-1] == ("This upload: none shown yet; 1 exercise received and graded: score and feedback "
-                                         "held until the feedback release (exam mode)")
+        assert text.splitlines()[-1] == (
+            "This upload: none shown yet; 1 exercise received and graded: score and feedback "
+            "held until the feedback release (exam mode)"
+        )
         assert report.exit_status == 1
         assert "SECRET" not in str(get(env, "ann", "/submissions").json())
         mine = get(env, "ann", "/progress").json()
-        cell = mine["chapters"][0]["exercises"][[e["id"] for e in mine["chapters"][0]["exercises"]].index(
-            "activations.ReLU")]
+        cell = mine["chapters"][0]["exercises"][
+            [e["id"] for e in mine["chapters"][0]["exercises"]].index("activations.ReLU")
+        ]
         assert cell["last_status"] == "received" and cell["best_score"] == 0.0 and mine["score"] == 0.0
         assert "activations.ReLU" not in mine["next"]
         shown = progress.format_progress(progress.Progress.from_json(mine))
@@ -115,11 +133,14 @@ def test_uploads_only_inside_the_window(tmp_path: Path) -> None:
         assert late.status_code == 403 and "closed at" in late.json()["error"]
 
 
-@pytest.mark.parametrize("extra, fragment", [
-    ('opens = 2026-12-09T00:00:00Z', "opens must be before the chapter closes"),
-    ('show_score = true', "show_score needs release_feedback"),
-    ('release_feedback = 2026-12-09', "release_feedback must be a date-time with its time zone"),
-])
+@pytest.mark.parametrize(
+    "extra, fragment",
+    [
+        ("opens = 2026-12-09T00:00:00Z", "opens must be before the chapter closes"),
+        ("show_score = true", "show_score needs release_feedback"),
+        ("release_feedback = 2026-12-09", "release_feedback must be a date-time with its time zone"),
+    ],
+)
 def test_bad_exam_settings_are_one_line_errors(tmp_path: Path, extra: str, fragment: str) -> None:
     path = tmp_path / "course.toml"
     path.write_text(f'[[chapter]]\nname = "activations"\ndue = 2026-12-08T00:00:00Z\n{extra}\n', encoding="utf-8")

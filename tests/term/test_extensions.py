@@ -18,7 +18,7 @@ from grader.student.course import Chapter, Course, CourseError, load_course
 from grader.student.engine.model import ExerciseResult, GradeReport
 from grader.student.store import Store
 
-COURSE = '''
+COURSE = """
 name = "Term"
 [[chapter]]
 name = "activations"
@@ -27,23 +27,23 @@ late_penalty = 0.5
 late_until = 2026-12-03T12:00:00Z
 [groups]
 team-3 = ["bob", "cat"]
-'''
-ANN_EXT = '''
+"""
+ANN_EXT = """
 [[extension]]
 student = "ann"
 chapter = "activations"
 due = 2026-12-05T12:00:00Z
 reason = "medical note"
-'''
-GROUP_EXT = '''
+"""
+GROUP_EXT = """
 [[extension]]
 group = "team-3"
 chapter = "activations"
 due = 2026-12-02T12:00:00Z
 late_penalty = 0.0
 reason = "the group's laptop was stolen"
-'''
-LATE = "2026-12-04T00:00:00+00:00"        # after the chapter's late_until, before ann's extension
+"""
+LATE = "2026-12-04T00:00:00+00:00"  # after the chapter's late_until, before ann's extension
 SLIGHTLY_LATE = "2026-12-02T06:00:00+00:00"  # after the due date, before the group's
 
 
@@ -55,8 +55,9 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def record(store: Store, student: str, score: float, when: str) -> None:
     status = "passed" if score == 10.0 else "failed"
-    store.record_report(GradeReport(student, [ExerciseResult("activations.ReLU", status, score, 10.0)]),
-                        "v", started_at=when)
+    store.record_report(
+        GradeReport(student, [ExerciseResult("activations.ReLU", status, score, 10.0)]), "v", started_at=when
+    )
 
 
 def counted(store: Store, course_path: Path, student: str) -> float:
@@ -72,8 +73,8 @@ def test_a_students_extension_counts_their_late_upload(tmp_path: Path) -> None:
         without = write(tmp_path, COURSE)
         assert counted(store, without, "ann") == 0.0  # after late_until: nothing
         path = write(tmp_path, COURSE + ANN_EXT)
-        assert counted(store, path, "ann") == 10.0   # on time by her own date
-        assert counted(store, path, "dan") == 0.0    # nobody else's dates move
+        assert counted(store, path, "ann") == 10.0  # on time by her own date
+        assert counted(store, path, "dan") == 0.0  # nobody else's dates move
         course = load_course(path)
         report = class_report.build(store, ["activations.ReLU"], course=course)
         cells = {s.name: s.exercises["activations.ReLU"] for s in report.students}
@@ -103,36 +104,59 @@ def test_a_groups_extension_and_its_late_rule(tmp_path: Path) -> None:
 
 
 def test_own_extension_wins_over_the_groups(tmp_path: Path) -> None:
-    own = GROUP_EXT + '''
+    own = (
+        GROUP_EXT
+        + """
 [[extension]]
 student = "bob"
 chapter = "activations"
 due = 2026-12-01T13:00:00Z
 reason = "asked for one hour"
-'''
+"""
+    )
     course = load_course(write(tmp_path, COURSE + own))
     assert relu_chapter(course, "bob").due == datetime(2026, 12, 1, 13, tzinfo=timezone.utc)
     assert relu_chapter(course, "cat").due == datetime(2026, 12, 2, 12, tzinfo=timezone.utc)
     assert relu_chapter(course).due == datetime(2026, 12, 1, 12, tzinfo=timezone.utc)
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ('[[extension]]\nstudent = "ann"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z',
-     "an extension needs a reason"),
-    ('[[extension]]\nstudent = "ann"\nchapter = "linear"\ndue = 2026-12-05T12:00:00Z\nreason = "x"',
-     "chapter 'linear' is not a chapter of the course"),
-    ('[[extension]]\ngroup = "team-9"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z\nreason = "x"',
-     "group 'team-9' is not in [groups]"),
-    ('[[extension]]\nstudent = "ann"\ngroup = "team-3"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z\n'
-     'reason = "x"', "give either student"),
-    ('[[extension]]\nstudent = "ann"\nchapter = "activations"\ndue = 2026-12-05\nreason = "x"',
-     "due must be a date-time with its time zone"),
-    ('[[extension]]\nstudent = "ann"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z\nreason = "x"\n'
-     'late_until = 2026-12-04T12:00:00Z', "late_until must not be before the extension's due date"),
-    ('[[extension]]\nstudent = "ann"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z\nreason = "x"\n'
-     'days = 3', "unknown field 'days'"),
-    ('[groups]\nteam-4 = []', "groups.team-4 must be a non-empty list"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        (
+            '[[extension]]\nstudent = "ann"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z',
+            "an extension needs a reason",
+        ),
+        (
+            '[[extension]]\nstudent = "ann"\nchapter = "linear"\ndue = 2026-12-05T12:00:00Z\nreason = "x"',
+            "chapter 'linear' is not a chapter of the course",
+        ),
+        (
+            '[[extension]]\ngroup = "team-9"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z\nreason = "x"',
+            "group 'team-9' is not in [groups]",
+        ),
+        (
+            '[[extension]]\nstudent = "ann"\ngroup = "team-3"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z\n'
+            'reason = "x"',
+            "give either student",
+        ),
+        (
+            '[[extension]]\nstudent = "ann"\nchapter = "activations"\ndue = 2026-12-05\nreason = "x"',
+            "due must be a date-time with its time zone",
+        ),
+        (
+            '[[extension]]\nstudent = "ann"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z\nreason = "x"\n'
+            "late_until = 2026-12-04T12:00:00Z",
+            "late_until must not be before the extension's due date",
+        ),
+        (
+            '[[extension]]\nstudent = "ann"\nchapter = "activations"\ndue = 2026-12-05T12:00:00Z\nreason = "x"\n'
+            "days = 3",
+            "unknown field 'days'",
+        ),
+        ("[groups]\nteam-4 = []", "groups.team-4 must be a non-empty list"),
+    ],
+)
 def test_bad_extensions_are_one_line_errors(tmp_path: Path, text: str, fragment: str) -> None:
     base = COURSE.replace('[groups]\nteam-3 = ["bob", "cat"]\n', "") if "[groups]" in text else COURSE
     with pytest.raises(CourseError) as info:
@@ -146,8 +170,9 @@ def test_the_dashboards_log_counts_everywhere_and_can_be_withdrawn(tmp_path: Pat
     with Store.open(db) as store:
         record(store, "ann", 10.0, LATE)
         assert counted(store, path, "ann") == 0.0
-        store.add_extension("ann", None, "activations", datetime(2026, 12, 5, tzinfo=timezone.utc),
-                            "flu, note seen", "instructor")
+        store.add_extension(
+            "ann", None, "activations", datetime(2026, 12, 5, tzinfo=timezone.utc), "flu, note seen", "instructor"
+        )
         assert counted(store, path, "ann") == 10.0
         assert store.extension_log("ann")[0]["reason"] == "flu, note seen"
     runner = CliRunner()
@@ -169,8 +194,9 @@ def test_progress_shows_only_the_students_own_dates(tmp_path: Path) -> None:
     path = write(tmp_path, COURSE + ANN_EXT)
     with Store.open(tmp_path / "c.db") as store:
         record(store, "dan", 1.0, LATE)
-        text = progress.format_progress(progress.summarize(store, "dan", ["activations.ReLU"], [],
-                                                           course=load_course(path)))
+        text = progress.format_progress(
+            progress.summarize(store, "dan", ["activations.ReLU"], [], course=load_course(path))
+        )
     assert "due 2026-12-01 12:00 UTC" in text and "extension" not in text and "medical" not in text
 
 
@@ -199,13 +225,14 @@ def test_the_server_grants_extensions_and_lets_only_that_student_upload_late(tmp
     files = solution_files(write_solution(tmp_path / "solution"), ["activations.py", "base.py", "__init__.py"])
     app = create_app(ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}", load_course(path)), run_collector=False)
     with TestClient(app, base_url="http://127.0.0.1") as client:
+
         def call(token: str, method: str, route: str, body: Mapping[str, object]) -> httpx.Response:
             return client.request(method, "/api/v1" + route, json=body, headers={"Authorization": f"Bearer {token}"})
 
         upload = {"files": files, "exercises": ["activations.ReLU"]}
         assert call(tokens["ann"], "POST", "/submissions", upload).status_code == 403  # closed for everyone
         grant = {"student": "ann", "chapter": "activations", "due": future, "reason": "hospital, note seen"}
-        assert call(tokens["ann"], "POST", "/extensions", grant).status_code == 403   # the instructor's
+        assert call(tokens["ann"], "POST", "/extensions", grant).status_code == 403  # the instructor's
         no_reason = call(teacher, "POST", "/extensions", {**grant, "reason": " "})
         assert no_reason.status_code == 400 and "needs a reason" in no_reason.json()["error"]
         unknown = call(teacher, "POST", "/extensions", {**grant, "student": "zed"})
@@ -219,8 +246,13 @@ def test_the_server_grants_extensions_and_lets_only_that_student_upload_late(tmp
         assert dates[0]["extension"] == "hospital, note seen"
         # withdrawn (logged with its reason): ann is closed out again; nothing to withdraw for bob
         nothing = call(teacher, "POST", "/extensions", {**grant, "student": "bob", "due": "", "reason": "x"})
-        assert nothing.status_code == 400 and "no extension of chapter 'activations' to withdraw" in nothing.json()["error"]
-        assert call(teacher, "POST", "/extensions", {**grant, "due": "", "reason": "granted in error"}).status_code == 201
+        assert (
+            nothing.status_code == 400
+            and "no extension of chapter 'activations' to withdraw" in nothing.json()["error"]
+        )
+        assert (
+            call(teacher, "POST", "/extensions", {**grant, "due": "", "reason": "granted in error"}).status_code == 201
+        )
         assert call(tokens["ann"], "POST", "/submissions", upload).status_code == 403
 
 
@@ -247,8 +279,12 @@ def test_the_dashboard_form_grants_an_extension_with_its_reason(tmp_path: Path) 
         form = {"student": "ann", "chapter": "activations", "due": "2026-12-05T00:00", "reason": ""}
         refused = client.post("/instructor/term/extensions", headers=headers, data=form)
         assert refused.status_code == 400 and "needs a reason" in refused.text
-        saved = client.post("/instructor/term/extensions", headers=headers, follow_redirects=False,
-                            data={**form, "reason": "bereavement"})
+        saved = client.post(
+            "/instructor/term/extensions",
+            headers=headers,
+            follow_redirects=False,
+            data={**form, "reason": "bereavement"},
+        )
         assert saved.status_code == 303
         page = client.get("/instructor/term", headers=headers).text
         assert "bereavement" in page and "2026-12-05T00:00:00+00:00" in page
@@ -303,9 +339,13 @@ def test_the_term_page_lists_the_course_files_extensions_beside_the_logged_ones(
         body = {"student": "bob", "chapter": "activations", "due": "2026-12-06T00:00", "reason": "by script"}
         assert client.post("/api/v1/extensions", headers=headers, json=body).status_code == 201
         form = {**body, "reason": "by hand", "student": "ann"}
-        assert client.post("/instructor/term/extensions", headers=headers, data=form,
-                           follow_redirects=False).status_code == 303
-        listed = {e["reason"]: e["source"] for e in client.get("/api/v1/extensions", headers=headers).json()["extensions"]}
+        assert (
+            client.post("/instructor/term/extensions", headers=headers, data=form, follow_redirects=False).status_code
+            == 303
+        )
+        listed = {
+            e["reason"]: e["source"] for e in client.get("/api/v1/extensions", headers=headers).json()["extensions"]
+        }
         assert listed["medical note"] == "course.toml"
         assert listed["by script"].startswith("API, instructor at ")
         assert listed["by hand"].startswith("dashboard, instructor at ")

@@ -32,12 +32,22 @@ STUDENTS = ["ann", "bob"]
 def graded_upload(db: Path, student: str, score: float, exercise: str = "activations.ReLU") -> int:
     """A stored upload and its recorded result, as the collector would leave them; the job id."""
     with Store.open(db) as store:
-        job = records.create_job(store, student, f"key-{student}-{score}", {"activations.py": "# code\n"},
-                                 [exercise], DEFAULT_COURSE, datetime.now(timezone.utc)).job
-        checks = [CheckResult("forward", score >= 5, min(score, 5.0), 5.0, "" if score >= 5 else "wrong sign"),
-                  CheckResult("backward", score >= 10, max(score - 5, 0.0), 5.0, "")]
-        report = GradeReport(student, [ExerciseResult(exercise, "passed" if score == 10 else "failed", score, 10.0,
-                                                      checks)], "hash")
+        job = records.create_job(
+            store,
+            student,
+            f"key-{student}-{score}",
+            {"activations.py": "# code\n"},
+            [exercise],
+            DEFAULT_COURSE,
+            datetime.now(timezone.utc),
+        ).job
+        checks = [
+            CheckResult("forward", score >= 5, min(score, 5.0), 5.0, "" if score >= 5 else "wrong sign"),
+            CheckResult("backward", score >= 10, max(score - 5, 0.0), 5.0, ""),
+        ]
+        report = GradeReport(
+            student, [ExerciseResult(exercise, "passed" if score == 10 else "failed", score, 10.0, checks)], "hash"
+        )
         assert records.record_done(store, job, report, "v1") is not None
         return int(job["id"])
 
@@ -58,8 +68,13 @@ def call(env: dict[str, Any], who: str, method: str, path: str, **kwargs: Any) -
 
 def test_a_request_is_filed_answered_with_an_override_and_seen_by_the_student(env: dict[str, Any]) -> None:
     job = graded_upload(env["db"], "ann", 4.0)
-    filed = call(env, "ann", "POST", "/regrades", json={"exercise": "activations.ReLU",
-                                                         "reason": "my backward matches the paper's eq. 3"})
+    filed = call(
+        env,
+        "ann",
+        "POST",
+        "/regrades",
+        json={"exercise": "activations.ReLU", "reason": "my backward matches the paper's eq. 3"},
+    )
     assert filed.status_code == 201, filed.text
     request = filed.json()
     assert request["job_id"] == job and request["status"] == "open"
@@ -67,16 +82,22 @@ def test_a_request_is_filed_answered_with_an_override_and_seen_by_the_student(en
     assert [r["id"] for r in call(env, "teacher", "GET", "/regrades?status=open").json()["requests"]] == [request["id"]]
     assert call(env, "bob", "GET", "/regrades").json()["requests"] == []
     # a student cannot answer; an empty reply or a score out of range is refused, nothing recorded
-    assert call(env, "ann", "POST", f"/regrades/{request['id']}/answer", json={"reply": "ok", "score": 10}
-                ).status_code == 403
+    assert (
+        call(env, "ann", "POST", f"/regrades/{request['id']}/answer", json={"reply": "ok", "score": 10}).status_code
+        == 403
+    )
     bad = call(env, "teacher", "POST", f"/regrades/{request['id']}/answer", json={"reply": "ok", "score": 11})
     assert bad.status_code == 400 and "from 0 to 10" in bad.json()["error"]
     assert call(env, "teacher", "POST", f"/regrades/{request['id']}/answer", json={"reply": " "}).status_code == 400
-    answered = call(env, "teacher", "POST", f"/regrades/{request['id']}/answer",
-                    json={"reply": "You are right: the check's tolerance was too tight.", "score": 9})
+    answered = call(
+        env,
+        "teacher",
+        "POST",
+        f"/regrades/{request['id']}/answer",
+        json={"reply": "You are right: the check's tolerance was too tight.", "score": 9},
+    )
     assert answered.status_code == 200 and answered.json()["override"] == 9.0
-    assert call(env, "teacher", "POST", f"/regrades/{request['id']}/answer", json={"reply": "again"}
-                ).status_code == 409
+    assert call(env, "teacher", "POST", f"/regrades/{request['id']}/answer", json={"reply": "again"}).status_code == 409
     progress = call(env, "ann", "GET", "/progress").json()
     assert progress["regrades"][0]["reply"] == "You are right: the check's tolerance was too tight."
     assert progress["score"] == 9.0  # the override counts in the student's progress as in the class report
@@ -88,16 +109,20 @@ def test_a_request_is_filed_answered_with_an_override_and_seen_by_the_student(en
         assert cell.override == 9.0 and "regrade request #" in cell.override_comment
 
 
-@pytest.mark.parametrize("body, status, fragment", [
-    ({"exercise": "activations.ReLU", "reason": ""}, 400, "say why"),
-    ({"exercise": "activations.ReLUU", "reason": "x"}, 400, "Did you mean"),
-    ({"exercise": "linear.Linear", "reason": "x"}, 404, "no graded submission of linear.Linear"),
-    ({"exercise": "activations.ReLU", "reason": "x", "submission": 999}, 404, "no graded submission 999"),
-    ({"exercise": "activations.ReLU", "reason": "x" * 1001}, 400, "keep it under 1000"),
-    ({"exercise": ["activations.ReLU"], "reason": "x"}, 400, "exercise must be text"),
-])
-def test_bad_requests_are_one_line_errors(env: dict[str, Any], body: dict[str, Any], status: int,
-                                          fragment: str) -> None:
+@pytest.mark.parametrize(
+    "body, status, fragment",
+    [
+        ({"exercise": "activations.ReLU", "reason": ""}, 400, "say why"),
+        ({"exercise": "activations.ReLUU", "reason": "x"}, 400, "Did you mean"),
+        ({"exercise": "linear.Linear", "reason": "x"}, 404, "no graded submission of linear.Linear"),
+        ({"exercise": "activations.ReLU", "reason": "x", "submission": 999}, 404, "no graded submission 999"),
+        ({"exercise": "activations.ReLU", "reason": "x" * 1001}, 400, "keep it under 1000"),
+        ({"exercise": ["activations.ReLU"], "reason": "x"}, 400, "exercise must be text"),
+    ],
+)
+def test_bad_requests_are_one_line_errors(
+    env: dict[str, Any], body: dict[str, Any], status: int, fragment: str
+) -> None:
     graded_upload(env["db"], "ann", 4.0)
     response = call(env, "ann", "POST", "/regrades", json=body)
     assert response.status_code == status and fragment in response.json()["error"], response.text
@@ -108,18 +133,24 @@ def test_bad_requests_are_one_line_errors(env: dict[str, Any], body: dict[str, A
 def test_one_open_request_per_exercise_and_not_about_someone_elses_upload(env: dict[str, Any]) -> None:
     bobs = graded_upload(env["db"], "bob", 4.0)
     graded_upload(env["db"], "ann", 4.0)
-    stolen = call(env, "ann", "POST", "/regrades", json={"exercise": "activations.ReLU", "reason": "x",
-                                                          "submission": bobs})
+    stolen = call(
+        env, "ann", "POST", "/regrades", json={"exercise": "activations.ReLU", "reason": "x", "submission": bobs}
+    )
     assert stolen.status_code == 404
-    assert call(env, "ann", "POST", "/regrades", json={"exercise": "activations.ReLU", "reason": "x"}).status_code == 201
+    assert (
+        call(env, "ann", "POST", "/regrades", json={"exercise": "activations.ReLU", "reason": "x"}).status_code == 201
+    )
     again = call(env, "ann", "POST", "/regrades", json={"exercise": "activations.ReLU", "reason": "y"})
     assert again.status_code == 409 and "already have an open regrade request" in again.json()["error"]
-    assert call(env, "teacher", "POST", "/regrades", json={"exercise": "activations.ReLU", "reason": "x"}
-                ).status_code == 403
+    assert (
+        call(env, "teacher", "POST", "/regrades", json={"exercise": "activations.ReLU", "reason": "x"}).status_code
+        == 403
+    )
 
 
-def test_the_cli_files_a_request_and_progress_shows_the_reply(env: dict[str, Any], tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cli_files_a_request_and_progress_shows_the_reply(
+    env: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     graded_upload(env["db"], "ann", 4.0)
     client = env["client"]
 
@@ -134,15 +165,18 @@ def test_the_cli_files_a_request_and_progress_shows_the_reply(env: dict[str, Any
             pass
 
         def call(self, method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
-            response = client.request(method, "/api/v1" + path, json=body,
-                                      headers={"Authorization": f"Bearer {self.token}"})
+            response = client.request(
+                method, "/api/v1" + path, json=body, headers={"Authorization": f"Bearer {self.token}"}
+            )
             if response.status_code >= 400:
                 from grader.student.client.connection import ClientError
+
                 raise ClientError(response.json()["error"])
             return response.status_code, response.json()
 
     from grader.student.client import connection as client_lib
     from grader.student.client import remote
+
     monkeypatch.setattr(client_lib, "Client", Through)
     monkeypatch.setattr(remote, "_client", lambda login: Through(login.server, login.token))
     client_lib.save_login(client_lib.Login("http://127.0.0.1", env["tokens"]["ann"], "ann"))
@@ -165,12 +199,15 @@ def test_the_dashboard_lists_open_requests_with_the_report_and_answers_them(env:
     assert page.status_code == 200
     assert "&lt;b&gt;sign&lt;/b&gt; of eq. 3" in page.text  # the student's text, escaped
     assert "wrong sign" in page.text and "activations.ReLU" in page.text  # the upload's report
-    assert env["client"].get("/instructor/term", headers={"Authorization": f"Bearer {env['tokens']['ann']}"}
-                             ).status_code == 403
+    assert (
+        env["client"].get("/instructor/term", headers={"Authorization": f"Bearer {env['tokens']['ann']}"}).status_code
+        == 403
+    )
     bad = env["client"].post("/instructor/term/regrades/1", headers=headers, data={"reply": "", "score": "7"})
     assert bad.status_code == 400 and "needs a reply" in bad.text
-    done = env["client"].post("/instructor/term/regrades/1", headers=headers, data={"reply": "Agreed.", "score": "7"},
-                              follow_redirects=False)
+    done = env["client"].post(
+        "/instructor/term/regrades/1", headers=headers, data={"reply": "Agreed.", "score": "7"}, follow_redirects=False
+    )
     assert done.status_code == 303
     after = env["client"].get("/instructor/term", headers=headers).text
     assert "Open regrade requests (0)" in after and "Agreed." in after

@@ -35,8 +35,9 @@ UPLOAD = ["__init__.py", "base.py", "activations.py"]
 def store_upload(db: Path, student: str, files: dict[str, str], report: GradeReport) -> int:
     """An upload and its recorded result, as the server leaves them; the job id."""
     with Store.open(db) as store:
-        job = records.create_job(store, student, f"k-{student}", files, RELU, DEFAULT_COURSE,
-                                 datetime.now(timezone.utc)).job
+        job = records.create_job(
+            store, student, f"k-{student}", files, RELU, DEFAULT_COURSE, datetime.now(timezone.utc)
+        ).job
         assert records.record_done(store, job, report, "old-grader") is not None
         return int(job["id"])
 
@@ -58,8 +59,12 @@ def uploads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     files = solution_files(folder, UPLOAD)
     right = {s: grading.grade(folder, RELU, s) for s in ("ann", "bob")}
     assert all(r.full_marks for r in right.values())
-    return {"files": files, "ann": with_first_check_failed(right["ann"]), "bob": right["bob"],
-            "check": right["ann"].exercises[0].checks[0].name}
+    return {
+        "files": files,
+        "ann": with_first_check_failed(right["ann"]),
+        "bob": right["bob"],
+        "check": right["ann"].exercises[0].checks[0].name,
+    }
 
 
 def course_db(tmp_path: Path, uploads: dict[str, object]) -> Path:
@@ -137,32 +142,49 @@ def test_no_worker_means_listed_as_not_graded_and_nothing_recorded(tmp_path: Pat
 
 
 def test_a_worker_that_cannot_grade_leaves_the_recorded_result_and_says_why(
-        tmp_path: Path, uploads: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, uploads: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An exercise back ``not_graded`` (its worker's self-test fails, the sandbox cannot start there) is the
     machine's fault: listed as not graded again with the reason, never recorded over the old result."""
     db = course_db(tmp_path, uploads)
     reason = "this worker's self-test fails for them: bubblewrap is not installed (apt-get install bubblewrap)"
 
-    def refused(store: Store, queue: object, found: list[tuple[dict[str, Any], list[str]]], *args: object,
-                **kwargs: object) -> dict[int, dict[str, object]]:
-        return {int(job["id"]): {"ok": True, "report": report_to_dict(GradeReport(str(job["student"]), [
-            ExerciseResult("activations.ReLU", "not_graded", 0.0, 10.0, [], reason)], "h", [], True))}
-            for job, _ in found}
+    def refused(
+        store: Store, queue: object, found: list[tuple[dict[str, Any], list[str]]], *args: object, **kwargs: object
+    ) -> dict[int, dict[str, object]]:
+        return {
+            int(job["id"]): {
+                "ok": True,
+                "report": report_to_dict(
+                    GradeReport(
+                        str(job["student"]),
+                        [ExerciseResult("activations.ReLU", "not_graded", 0.0, 10.0, [], reason)],
+                        "h",
+                        [],
+                        True,
+                    )
+                ),
+            }
+            for job, _ in found
+        }
 
     monkeypatch.setattr(rescore, "grade_again", refused)
     with Store.open(db) as store:
         outcome = rescore.rescore(store, None, DEFAULT_COURSE, [], "new")  # type: ignore[arg-type]
     assert outcome.uploads == 0 and outcome.changes == [] and len(outcome.errors) == 2
-    assert all("bubblewrap is not installed" in e["error"] and "recorded result stands" in e["error"]
-               for e in outcome.errors)
+    assert all(
+        "bubblewrap is not installed" in e["error"] and "recorded result stands" in e["error"] for e in outcome.errors
+    )
     assert counted(db, "ann") == uploads["ann"].score  # type: ignore[attr-defined]
     with Store.open(db) as store:
-        assert all(r["superseded_by"] is None and r["status"] != "not_graded"
-                   for r in store.submissions(superseded=True))
+        assert all(
+            r["superseded_by"] is None and r["status"] != "not_graded" for r in store.submissions(superseded=True)
+        )
 
 
 def test_without_bubblewrap_rescore_ends_at_once_not_graded_then_heals_when_run_again(
-        tmp_path: Path, uploads: dict[str, object]) -> None:
+    tmp_path: Path, uploads: dict[str, object]
+) -> None:
     """The workers `grade rescore` starts cannot run without bubblewrap: it says so for each upload at once (it
     waited for --timeout, 600 s, before), records no zero, and a run once bubblewrap is back rescores the same
     stored files."""
@@ -174,8 +196,13 @@ def test_without_bubblewrap_rescore_ends_at_once_not_graded_then_heals_when_run_
             if program.name != "bwrap" and not (no_bwrap / program.name).exists():
                 (no_bwrap / program.name).symlink_to(program)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{no_bwrap}"}
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "rescore", "--db", str(db), "--workers", "1"],
-                          env=env, capture_output=True, text=True, timeout=120)  # (the timeout: a hang fails)
+    done = subprocess.run(
+        [sys.executable, "-m", "grader.cli", "rescore", "--db", str(db), "--workers", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # (the timeout: a hang fails)
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("bubblewrap is not installed") == 2 and "0 uploads graded again" in done.stdout
     assert "recorded result stands" in done.stdout and "exited" not in done.stderr  # no worker started
@@ -185,8 +212,9 @@ def test_without_bubblewrap_rescore_ends_at_once_not_graded_then_heals_when_run_
     check_rescored(db, uploads, healed.output)
 
 
-def test_rescore_on_redis_with_two_worker_processes(tmp_path: Path, uploads: dict[str, object],
-                                                    redis_server: Redis) -> None:
+def test_rescore_on_redis_with_two_worker_processes(
+    tmp_path: Path, uploads: dict[str, object], redis_server: Redis
+) -> None:
     db = course_db(tmp_path, uploads)
     workers = [start_worker(redis_server.url, 1, tmp_path / f"worker-{k}.log") for k in range(2)]
     try:
@@ -236,8 +264,7 @@ def test_a_class_graded_with_grade_batch_can_be_rescored(tmp_path: Path) -> None
     make_class(tmp_path / "submissions", {"ada": "correct", "ben": "partial", "cy": "mistaken"})
     db = tmp_path / "class.db"
     runner = CliRunner()
-    graded = runner.invoke(cli, ["batch", str(tmp_path / "submissions"), "--db", str(db), "--jobs", "2",
-                                 "activations"])
+    graded = runner.invoke(cli, ["batch", str(tmp_path / "submissions"), "--db", str(db), "--jobs", "2", "activations"])
     assert graded.exit_code == 0, graded.output
     with Store.open(db) as store:
         kept = list(store.db.query("SELECT id, student, status, attempt_id FROM jobs ORDER BY student"))

@@ -30,8 +30,9 @@ def class_db(tmp_path: Path, texts: dict[str, str]) -> Path:
     db = tmp_path / "course.db"
     with Store.open(db) as store:
         for name, text in texts.items():
-            records.create_job(store, name, f"k-{name}", {"dropout.py": text}, [], DEFAULT_COURSE,
-                               datetime.now(timezone.utc))
+            records.create_job(
+                store, name, f"k-{name}", {"dropout.py": text}, [], DEFAULT_COURSE, datetime.now(timezone.utc)
+            )
     return db
 
 
@@ -62,8 +63,9 @@ def test_only_the_latest_upload_of_each_student_counts(tmp_path: Path) -> None:
     db = class_db(tmp_path, {"a": solution(1), "b": solution(1)})
     assert ("a", "b") in pairs_of(db)
     with Store.open(db) as store:
-        records.create_job(store, "b", "k-b2", {"dropout.py": solution(5)}, [], DEFAULT_COURSE,
-                           datetime.now(timezone.utc))
+        records.create_job(
+            store, "b", "k-b2", {"dropout.py": solution(5)}, [], DEFAULT_COURSE, datetime.now(timezone.utc)
+        )
     assert pairs_of(db) == {}
 
 
@@ -108,8 +110,7 @@ def test_the_dashboard_page_and_the_side_by_side_view(tmp_path: Path) -> None:
         warnings.simplefilter("ignore")
         from starlette.testclient import TestClient
 
-    db = class_db(tmp_path, {"a": solution(3) + "\n# <script>alert(1)</script>\n", "b": solution(3),
-                             "c": solution(6)})
+    db = class_db(tmp_path, {"a": solution(3) + "\n# <script>alert(1)</script>\n", "b": solution(3), "c": solution(6)})
     _, teacher = issue_tokens(db, ["a", "b", "c"])
     app = create_app(ServerConfig(db, f"sqlite:///{tmp_path / 'queue.db'}"), run_collector=False)
     with TestClient(app, base_url="http://127.0.0.1") as client:
@@ -123,8 +124,9 @@ def test_the_dashboard_page_and_the_side_by_side_view(tmp_path: Path) -> None:
         assert client.get("/instructor/similarity/dropout/a/c", headers=headers).status_code == 404
 
 
-def test_without_copydetect_both_similarity_pages_say_so_with_503(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_copydetect_both_similarity_pages_say_so_with_503(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The list page and a pair's page alike: 503 and the extra to install, never a 500."""
     import warnings
 

@@ -33,13 +33,26 @@ from grader.student.store import Store
 from exam_util import FIX, NOW, batchnorm_report, get, iso, served
 from test_student_pages import log_in
 
-def record(env: dict[str, Any], report: GradeReport, key: str = "k1", files: dict[str, str] | None = None,
-           hours: float = -1 / 12) -> int:
+
+def record(
+    env: dict[str, Any],
+    report: GradeReport,
+    key: str = "k1",
+    files: dict[str, str] | None = None,
+    hours: float = -1 / 12,
+) -> int:
     """``report`` recorded for an upload of ann made ``hours`` from now (5 minutes ago by default); the job id."""
     with Store.open(env["db"]) as store:
         course = load_course(env["db"].with_name("course.toml"))
-        job = records.create_job(store, "ann", key, files or {"normalization.py": "# x\n"},
-                                 [e.id for e in report.exercises], course, NOW + timedelta(hours=hours)).job
+        job = records.create_job(
+            store,
+            "ann",
+            key,
+            files or {"normalization.py": "# x\n"},
+            [e.id for e in report.exercises],
+            course,
+            NOW + timedelta(hours=hours),
+        ).job
         records.record_done(store, job, report, "v")
         return int(job["id"])
 
@@ -80,11 +93,18 @@ def test_scaffolding_contract_and_guided_levels_of_one_report() -> None:
 def exam_report() -> GradeReport:
     """On time 8/8, late 4/8 (counts 70%), and an exam exercise held (graded 10/10, not shown)."""
     held = ExerciseResult("activations.ReLU", "received", 0.0, 10.0, [], standing.held_label(NOW))
-    return GradeReport("ann", [ExerciseResult("linear.Linear", "passed", 8.0, 8.0),
-                               ExerciseResult("dropout.Dropout", "failed", 4.0, 8.0,
-                                              [CheckResult("mask", False, 0.0, 4.0, "mask differs")]),
-                               held, ExerciseResult("activations.Tanh", "received", 0.0, 6.0, [],
-                                                    standing.held_label(NOW))], "h")
+    return GradeReport(
+        "ann",
+        [
+            ExerciseResult("linear.Linear", "passed", 8.0, 8.0),
+            ExerciseResult(
+                "dropout.Dropout", "failed", 4.0, 8.0, [CheckResult("mask", False, 0.0, 4.0, "mask differs")]
+            ),
+            held,
+            ExerciseResult("activations.Tanh", "received", 0.0, 6.0, [], standing.held_label(NOW)),
+        ],
+        "h",
+    )
 
 
 def test_exam_totals_are_the_same_in_the_text_and_html_reports() -> None:
@@ -96,7 +116,9 @@ def test_exam_totals_are_the_same_in_the_text_and_html_reports() -> None:
     assert (totals.counted, totals.maximum, totals.full, totals.shown, totals.held) == (10.8, 16.0, 1, 2, 2)
     text, page = format_text(report, late_shares=shares), format_html(report, late_shares=shares)
     line = text.splitlines()[-1]
-    assert line.startswith("This upload: 10.8/16 (67.5%) counted (12/16 as graded, late work penalised), 1 of 2 exercises")
+    assert line.startswith(
+        "This upload: 10.8/16 (67.5%) counted (12/16 as graded, late work penalised), 1 of 2 exercises"
+    )
     assert line in page.replace("&#x27;", "'")
     for view in (text, page):
         assert "0/0" not in view and "0/10" not in view and "One cause behind" not in view
@@ -108,11 +130,21 @@ def test_replayed_upload_does_not_return_the_held_report(tmp_path: Path) -> None
     text = f'[[chapter]]\nname = "activations"\nopens = {iso(-1)}\ndue = {iso(2)}\nrelease_feedback = {iso(3)}\n'
     with served(tmp_path, text) as env:
         files = {"activations.py": "# x\n"}
-        report = GradeReport("ann", [ExerciseResult("activations.ReLU", "failed", 5.0, 10.0,
-                                                    [CheckResult("backward", False, 0.0, 5.0, "SECRET dx")])], "h")
+        report = GradeReport(
+            "ann",
+            [
+                ExerciseResult(
+                    "activations.ReLU", "failed", 5.0, 10.0, [CheckResult("backward", False, 0.0, 5.0, "SECRET dx")]
+                )
+            ],
+            "h",
+        )
         record(env, report, key="same", files=files)
-        replay = env["client"].post("/api/v1/submissions", json={"files": files, "exercises": ["activations.ReLU"]},
-                                    headers={"Authorization": f"Bearer {env['ann']}", "Idempotency-Key": "same"})
+        replay = env["client"].post(
+            "/api/v1/submissions",
+            json={"files": files, "exercises": ["activations.ReLU"]},
+            headers={"Authorization": f"Bearer {env['ann']}", "Idempotency-Key": "same"},
+        )
         assert replay.status_code == 202 and replay.json()["replayed"] is True
         assert "SECRET" not in replay.text and report_from_dict(replay.json()["report"]).exercises[0].score_hidden
 
@@ -121,31 +153,48 @@ def test_closed_before_it_opens_is_said_as_opens_at() -> None:
     """Issue 43, bug 3: before an exam chapter opened, `grade submit` said it "stopped taking submissions at" its
     future due time. Every client path says "opens at T" before and "closed at T" after."""
     opens, due = NOW + timedelta(hours=1), NOW + timedelta(hours=2)
-    course = Course(chapters=(Chapter("activations", ("activations.ReLU",), due=due, opens=opens,
-                                      release_feedback=due),
-                              Chapter("linear", ("linear.Linear",), due=NOW - timedelta(hours=1))))
+    course = Course(
+        chapters=(
+            Chapter("activations", ("activations.ReLU",), due=due, opens=opens, release_feedback=due),
+            Chapter("linear", ("linear.Linear",), due=NOW - timedelta(hours=1)),
+        )
+    )
     job = {"closed_chapters": closed_chapters(course, NOW)}
     assert [c["state"] for c in job["closed_chapters"]] == ["not open yet", "closed"]
     lines = closed_lines(closed_course(job, {}), ["activations.ReLU", "linear.Linear"], [])
-    assert lines == [f"Not open yet: chapter 'activations' opens at {standing.format_time(opens)}; exam: feedback at "
-                     f"{standing.format_time(due)}; not graded: activations.ReLU",
-                     f"Closed: chapter 'linear' closed at {standing.format_time(NOW - timedelta(hours=1))}; "
-                     "not graded: linear.Linear"]
+    assert lines == [
+        f"Not open yet: chapter 'activations' opens at {standing.format_time(opens)}; exam: feedback at "
+        f"{standing.format_time(due)}; not graded: activations.ReLU",
+        f"Closed: chapter 'linear' closed at {standing.format_time(NOW - timedelta(hours=1))}; "
+        "not graded: linear.Linear",
+    ]
     # the course's dates alone (a server without closed_chapters) say the same
-    plain = {"chapters": [{"name": "activations", "exercises": ["activations.ReLU"], "opens": opens.isoformat(),
-                           "closes": due.isoformat()}]}
+    plain = {
+        "chapters": [
+            {
+                "name": "activations",
+                "exercises": ["activations.ReLU"],
+                "opens": opens.isoformat(),
+                "closes": due.isoformat(),
+            }
+        ]
+    }
     assert closed_lines(plain, ["activations.ReLU"], [], NOW)[0].startswith(
-        f"Not open yet: chapter 'activations' opens at {standing.format_time(opens)}")
+        f"Not open yet: chapter 'activations' opens at {standing.format_time(opens)}"
+    )
 
 
 def test_chapter_states_name_each_state_once() -> None:
     due = NOW + timedelta(hours=1)
-    late = Chapter("c", ("linear.Linear",), due=NOW - timedelta(hours=1), late_penalty=0.3,
-                   late_until=NOW + timedelta(hours=5))
-    cases = [(Chapter("c", (), opens=due, due=due + timedelta(hours=1)), "not open yet", "opens at"),
-             (Chapter("c", (), due=due), "open", "is open until"),
-             (late, "late", "late uploads count 70%"),
-             (Chapter("c", (), due=NOW - timedelta(hours=1)), "closed", "closed at")]
+    late = Chapter(
+        "c", ("linear.Linear",), due=NOW - timedelta(hours=1), late_penalty=0.3, late_until=NOW + timedelta(hours=5)
+    )
+    cases = [
+        (Chapter("c", (), opens=due, due=due + timedelta(hours=1)), "not open yet", "opens at"),
+        (Chapter("c", (), due=due), "open", "is open until"),
+        (late, "late", "late uploads count 70%"),
+        (Chapter("c", (), due=NOW - timedelta(hours=1)), "closed", "closed at"),
+    ]
     for chapter, word, phrase in cases:
         found = standing.chapter_state(chapter, NOW)
         assert found.state == word and phrase in found.message()
@@ -155,8 +204,10 @@ def test_chapter_states_name_each_state_once() -> None:
 def test_the_course_page_says_exams_states_and_one_date_format(tmp_path: Path) -> None:
     """Issue 43, bugs 4 and 8: `/` showed an exam chapter as an ordinary one, raw ISO dates, "60.0 minutes",
     "best before the due date", and had no link to /student/."""
-    text = (f'[rate_limit]\nsubmissions = 30\nper_minutes = 60\n[[chapter]]\nname = "activations"\n'
-            f'opens = {iso(1)}\ndue = {iso(2)}\nrelease_feedback = {iso(3)}\n')
+    text = (
+        f'[rate_limit]\nsubmissions = 30\nper_minutes = 60\n[[chapter]]\nname = "activations"\n'
+        f"opens = {iso(1)}\ndue = {iso(2)}\nrelease_feedback = {iso(3)}\n"
+    )
     with served(tmp_path, text) as env:
         page = env["client"].get("/").text
     opens = standing.format_time(datetime.fromisoformat(iso(1).replace("Z", "+00:00")))
@@ -243,16 +294,31 @@ def rescored(db: Path, job: int) -> None:
     from grader.term import rescore
 
     report = batchnorm_report()
-    new = dataclasses.replace(report.exercises[0], score=6.0,
-                              checks=[*report.exercises[0].checks[:1], CheckResult("running stats", True, 2.0, 4.0)])
+    new = dataclasses.replace(
+        report.exercises[0],
+        score=6.0,
+        checks=[*report.exercises[0].checks[:1], CheckResult("running stats", True, 2.0, 4.0)],
+    )
     with Store.open(db) as store:
         row = records.job(store, job)
         assert row is not None
         rows = rescore._current_rows(store, int(row["attempt_id"]))
         with store.transaction() as tx:
-            run = tx.table("rescorings").insert({
-                "started_at": NOW.isoformat(), "finished_at": NOW.isoformat(), "grader_version": "v2",
-                "exercises": "[]", "uploads": 1, "changes": "[]", "errors": "[]"}).last_pk
+            run = (
+                tx.table("rescorings")
+                .insert(
+                    {
+                        "started_at": NOW.isoformat(),
+                        "finished_at": NOW.isoformat(),
+                        "grader_version": "v2",
+                        "exercises": "[]",
+                        "uploads": 1,
+                        "changes": "[]",
+                        "errors": "[]",
+                    }
+                )
+                .last_pk
+            )
         assert isinstance(run, int)
         rescore._record(store, run, [(rows["normalization.BatchNorm1d"], new)], "v2")
 
@@ -260,25 +326,43 @@ def rescored(db: Path, job: int) -> None:
 LATE = chapter_toml("normalization", ["normalization"], due=iso(-1), late_penalty="0.3", late_until=iso(24))
 POLICIES = {
     "on time": Policy(chapter_toml("normalization", ["normalization"], due=iso(24)), state="is open until"),
-    "late with a share": Policy(LATE, 2.8, {"normalization.BatchNorm1d": 0.7}, state="late uploads count 70%",
-                                marks=("late: counts 70%",)),
-    "extension": Policy(LATE + f'[[extension]]\nstudent = "ann"\nchapter = "normalization"\ndue = {iso(24)}\n'
-                               'reason = "r"\n', state="is open until", marks=("extension: due T+24",)),
-    "exam before opening": Policy(chapter_toml("normalization", ["normalization"], opens=iso(1), due=iso(2),
-                                               release_feedback=iso(3)), None, state="opens at",
-                                  marks=("held from the student until T+3",)),
-    "exam open and held": Policy(chapter_toml("normalization", ["normalization"], opens=iso(-2), due=iso(1),
-                                              release_feedback=iso(3)), None, state="feedback at",
-                                 marks=("held from the student until T+3",)),
-    "exam released": Policy(chapter_toml("normalization", ["normalization"], opens=iso(-3), due=iso(-2),
-                                         release_feedback=iso(-1)), hours=-2.5, state="closed at"),
+    "late with a share": Policy(
+        LATE, 2.8, {"normalization.BatchNorm1d": 0.7}, state="late uploads count 70%", marks=("late: counts 70%",)
+    ),
+    "extension": Policy(
+        LATE + f'[[extension]]\nstudent = "ann"\nchapter = "normalization"\ndue = {iso(24)}\nreason = "r"\n',
+        state="is open until",
+        marks=("extension: due T+24",),
+    ),
+    "exam before opening": Policy(
+        chapter_toml("normalization", ["normalization"], opens=iso(1), due=iso(2), release_feedback=iso(3)),
+        None,
+        state="opens at",
+        marks=("held from the student until T+3",),
+    ),
+    "exam open and held": Policy(
+        chapter_toml("normalization", ["normalization"], opens=iso(-2), due=iso(1), release_feedback=iso(3)),
+        None,
+        state="feedback at",
+        marks=("held from the student until T+3",),
+    ),
+    "exam released": Policy(
+        chapter_toml("normalization", ["normalization"], opens=iso(-3), due=iso(-2), release_feedback=iso(-1)),
+        hours=-2.5,
+        state="closed at",
+    ),
     "scaffolding derive": Policy('[scaffolding.exercises]\n"normalization.BatchNorm1d" = "derive"\n'),
     "scaffolding contract": Policy('[scaffolding]\nlevel = "contract"\n'),
     "scaffolding guided": Policy(""),
-    "regrade accepted": Policy(chapter_toml("normalization", ["normalization"], due=iso(24)), 7.0, then=accept_regrade,
-                               marks=("regrade accepted",)),
-    "rescored": Policy(chapter_toml("normalization", ["normalization"], due=iso(24)), 6.0, then=rescored,
-                       marks=("rescored",)),
+    "regrade accepted": Policy(
+        chapter_toml("normalization", ["normalization"], due=iso(24)),
+        7.0,
+        then=accept_regrade,
+        marks=("regrade accepted",),
+    ),
+    "rescored": Policy(
+        chapter_toml("normalization", ["normalization"], due=iso(24)), 6.0, then=rescored, marks=("rescored",)
+    ),
 }
 
 
@@ -287,12 +371,18 @@ def canvas_points(db: Path, course: Course, now: datetime) -> dict[str, str]:
     from grader.term import class_report
 
     with Store.open(db) as store:
-        report = class_report.build(store, course=store.effective_course(course), with_mistakes=False,
-                                    with_items=False, generated_at=now.isoformat(timespec="seconds"))
+        report = class_report.build(
+            store,
+            course=store.effective_course(course),
+            with_mistakes=False,
+            with_items=False,
+            generated_at=now.isoformat(timespec="seconds"),
+        )
     rows = list(csv.reader(io.StringIO(class_report.format_canvas(report))))
     moodle = next(csv.reader(io.StringIO(class_report.format_moodle(report))))
-    assert [t for t in rows[0] if t.startswith("Exercises:")] == [t.split(" (%")[0] for t in moodle
-                                                                    if t.startswith("Exercises:")]  # the same columns
+    assert [t for t in rows[0] if t.startswith("Exercises:")] == [
+        t.split(" (%")[0] for t in moodle if t.startswith("Exercises:")
+    ]  # the same columns
     return dict(zip(rows[0], next(r for r in rows if r[2] == "ann"), strict=True))
 
 
@@ -357,10 +447,15 @@ def test_policy_by_view_matrix(tmp_path: Path, policy: str) -> None:
         assert ("score" not in test and test["tags"] == ["held"]) if held else test["score"] == totals.graded
         assert results["score"] == totals.graded
         has_fix = not withheld and not held and FIX in str(graded.to_json())  # (a rescored pass has none)
-        replay = env["client"].post("/api/v1/submissions", headers={"Authorization": f"Bearer {env['ann']}",
-                                                                    "Idempotency-Key": "k1"},
-                                    json={"files": {"normalization.py": "# x\n"},
-                                          "exercises": ["normalization.BatchNorm1d"]}).json()
+        replay = (
+            env["client"]
+            .post(
+                "/api/v1/submissions",
+                headers={"Authorization": f"Bearer {env['ann']}", "Idempotency-Key": "k1"},
+                json={"files": {"normalization.py": "# x\n"}, "exercises": ["normalization.BatchNorm1d"]},
+            )
+            .json()
+        )
         assert replay.get("replayed") is True, replay
         assert format_text(report_from_dict(replay["report"]), late_shares=said).splitlines()[-1] == line
         for view in (str(doc), html, page, json.dumps(results), json.dumps(replay)):
@@ -395,8 +490,9 @@ def test_policy_by_view_matrix(tmp_path: Path, policy: str) -> None:
         cell = env["client"].get("/instructor/export/class.json", headers=teacher).json()
         ann = next(s for s in cell["students"] if s["student"] == "ann")["exercises"]["normalization.BatchNorm1d"]
         assert ann["best_score"] == (4.0 if held else case.counted)
-        marks = [re.sub(r"T\+(\d+)", lambda m: standing.format_time(NOW + timedelta(hours=int(m[1]))), m)
-                 for m in case.marks]
+        marks = [
+            re.sub(r"T\+(\d+)", lambda m: standing.format_time(NOW + timedelta(hours=int(m[1]))), m) for m in case.marks
+        ]
         assert ann["marks"] == marks  # the model's words, the held one marked
         overview = env["client"].get("/instructor/", headers=teacher).text.replace("&#39;", "'")
         assert all(mark in overview for mark in marks)  # the grid cell's hover and screen-reader text
@@ -407,7 +503,7 @@ def test_policy_by_view_matrix(tmp_path: Path, policy: str) -> None:
         with Store.open(env["db"]) as store:
             row_of = class_report.build(store, course=course, with_items=False).student("ann")
         assert row_of is not None
-        assert f"{row_of.total:g} / {row_of.max_total:g}</div><div class=\"label\">exercise points" in drill
+        assert f'{row_of.total:g} / {row_of.max_total:g}</div><div class="label">exercise points' in drill
         assert row_of.total == (4.0 if held else case.counted)
         assert row_of.max_total == progress["max_score"] + (8.0 if held else 0.0)  # the student's, and the held one
         standing_html = drill.split("<h3>Exercises</h3>")[1].split("</table>")[0]
@@ -441,7 +537,8 @@ def test_gradescope_results_hold_the_exam_and_withhold_the_fix(tmp_path: Path, m
     assert FIX not in json.dumps(results) and "running_var follows the biased batch variance" in json.dumps(results)
     assert results["score"] == 4.0 and results["tests"][0]["score"] == 4.0
     (tmp_path / "course.toml").write_text(
-        f'[[chapter]]\nname = "normalization"\nopens = {iso(-1)}\ndue = {iso(1)}\nrelease_feedback = {iso(2)}\n')
+        f'[[chapter]]\nname = "normalization"\nopens = {iso(-1)}\ndue = {iso(1)}\nrelease_feedback = {iso(2)}\n'
+    )
     results = gradescope.run(tmp_path, sandbox=False)
     test = results["tests"][0]
     assert results["score"] == 0.0 and "score" not in test and test["tags"] == ["held"]
@@ -458,8 +555,13 @@ def test_a_report_totals_its_upload_and_grade_progress_the_course(tmp_path: Path
 
     text = chapter_toml("normalization", ["normalization"], due=iso(-1), late_penalty="0.3", late_until=iso(24))
     with served(tmp_path, text) as env:
-        first = record(env, GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)], "h"),
-                       key="a", files={"activations.py": "# a\n"}, hours=-3)
+        first = record(
+            env,
+            GradeReport("ann", [ExerciseResult("activations.ReLU", "passed", 10.0, 10.0)], "h"),
+            key="a",
+            files={"activations.py": "# a\n"},
+            hours=-3,
+        )
         second = record(env, batchnorm_report(), key="b")  # late: counts 70%
         doc = get(env, "ann", f"/submissions/{second}").json()
         report = report_from_dict(doc["report"])
@@ -470,15 +572,19 @@ def test_a_report_totals_its_upload_and_grade_progress_the_course(tmp_path: Path
         progress = get(env, "ann", "/progress").json()
         course = load_course(tmp_path / "course.toml")
         with Store.open(env["db"]) as store:
-            counted = {e: counted_score(store.submissions("ann", e), course.chapter_of(e, "ann"), course.rule).score
-                       for e in ("activations.ReLU", "normalization.BatchNorm1d")}
+            counted = {
+                e: counted_score(store.submissions("ann", e), course.chapter_of(e, "ann"), course.rule).score
+                for e in ("activations.ReLU", "normalization.BatchNorm1d")
+            }
         assert counted == {"activations.ReLU": 10.0, "normalization.BatchNorm1d": pytest.approx(2.8)}
         cells = [e for c in progress["chapters"] for e in c["exercises"]]
         assert progress["score"] == pytest.approx(sum(counted.values()))
         assert progress["max_score"] == sum(e["max_score"] for e in cells)
         said = format_progress(Progress.from_json(progress))
-        assert (f"Course: {progress['score']:g}/{progress['max_score']:g} exercise points ({progress['percent']:.1f}%)"
-                f" over all {len(cells)} exercises, each with the score that counts") in said
+        assert (
+            f"Course: {progress['score']:g}/{progress['max_score']:g} exercise points ({progress['percent']:.1f}%)"
+            f" over all {len(cells)} exercises, each with the score that counts"
+        ) in said
         assert "This upload" not in said and "Course:" not in line
 
 
@@ -493,8 +599,9 @@ def test_the_docs_example_course_says_the_same_in_every_view(tmp_path: Path) -> 
     example = Path(__file__).resolve().parents[2] / "docs" / "course.example.toml"
     with served(tmp_path, example.read_text(encoding="utf-8")) as env:
         course = load_course(tmp_path / "course.toml")
-        xavier = ExerciseResult("init.xavier_uniform", "failed", 3.0, 10.0,
-                                [CheckResult("bound", False, 0.0, 7.0, "SECRET bound differs")])
+        xavier = ExerciseResult(
+            "init.xavier_uniform", "failed", 3.0, 10.0, [CheckResult("bound", False, 0.0, 7.0, "SECRET bound differs")]
+        )
         graded = GradeReport("ann", [*batchnorm_report().exercises, xavier], "h")
         job = record(env, graded, files={"normalization.py": "# n\n", "init.py": "# i\n"})
         now = datetime.now(timezone.utc)
@@ -528,15 +635,17 @@ def test_the_docs_example_course_says_the_same_in_every_view(tmp_path: Path) -> 
 
         with Store.open(env["db"]) as store:
             for exercise in ("normalization.BatchNorm1d", "init.xavier_uniform"):
-                model = counted_score(store.submissions("ann", exercise), course.chapter_of(exercise, "ann"),
-                                      course.rule)
+                model = counted_score(
+                    store.submissions("ann", exercise), course.chapter_of(exercise, "ann"), course.rule
+                )
                 assert cells[exercise]["best_score"] == pytest.approx(model.score), exercise
                 assert local[exercise]["best_score"] == pytest.approx(cell_of(store, exercise)), exercise
         # the instructor's drill-down marks the exam's score as held from ann until its release, while it is
         drill = env["client"].get("/instructor/students/ann", headers={"Authorization": f"Bearer {env['teacher']}"})
         marked = f"held from the student until {standing.format_time(exam.release_feedback)}"
         assert (marked in drill.text) is bool(held) and FIX not in drill.text.split("<h3>Exercises</h3>")[1].split(
-            "</table>")[0]
+            "</table>"
+        )[0]
 
 
 def test_full_marks_have_one_definition() -> None:
@@ -565,8 +674,9 @@ def test_a_retried_upload_is_answered_after_its_chapter_closed(tmp_path: Path) -
         body = {"files": {"normalization.py": "# x\n"}, "exercises": ["normalization.BatchNorm1d"]}
         replay = env["client"].post("/api/v1/submissions", headers=headers, json=body)
         assert replay.status_code == 202 and replay.json()["replayed"] is True and replay.json()["id"] == job
-        other = env["client"].post("/api/v1/submissions", headers=headers,
-                                   json={**body, "files": {"normalization.py": "# y\n"}})
+        other = env["client"].post(
+            "/api/v1/submissions", headers=headers, json={**body, "files": {"normalization.py": "# y\n"}}
+        )
         assert other.status_code == 409 and "different files" in other.json()["error"]
         fresh = env["client"].post("/api/v1/submissions", headers={**headers, "Idempotency-Key": "k2"}, json=body)
         assert fresh.status_code != 202 and "closed at" in fresh.json()["error"]

@@ -15,7 +15,7 @@ from joserfc.jwk import RSAKey
 from grader.student.errors import GraderError
 from grader.student.store import Store, lti_keys, utc_now
 
-JWKS_MAX_AGE_S = 300     # our JWKS's Cache-Control max-age; a rotated key signs only this long after it is published
+JWKS_MAX_AGE_S = 300  # our JWKS's Cache-Control max-age; a rotated key signs only this long after it is published
 
 
 # --- the tool's keys --------------------------------------------------------------------------------
@@ -63,8 +63,9 @@ def rotate_key(store: Store, now: float | None = None) -> str:
         waiting = lti_keys.waiting(db, now)
         if waiting:
             starts = datetime.fromtimestamp(waiting[0]["signs_from"], timezone.utc).isoformat(timespec="seconds")
-            raise RotationWaiting(f"the next key {waiting[0]['kid']} is published and signs from {starts}: "
-                                  "rotate again after that")
+            raise RotationWaiting(
+                f"the next key {waiting[0]['kid']} is published and signs from {starts}: rotate again after that"
+            )
         kid = _new_key(db, now + JWKS_MAX_AGE_S)
         keep = {kid, current.kid}
         previous = lti_keys.signed_before(db, current.kid, now)
@@ -84,4 +85,3 @@ def public_jwks(store: Store) -> dict[str, Any]:
     """The tool's JWKS: the public halves of the keys not retired (newest first, the next key included)."""
     signing_key(store)
     return {"keys": [_key_of(row).as_dict(private=False) for row in lti_keys.published_pems(store.db)]}
-

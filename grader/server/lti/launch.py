@@ -23,11 +23,11 @@ from grader.student.store import Store, lti_courses, lti_launches, utc_now
 
 LOG = logging.getLogger("normgrade.lti")
 
-LEEWAY_S = 60            # clock difference allowed on exp/iat
-MAX_TOKEN_AGE_S = 600    # an id_token issued longer ago than this is refused (with exp in the future or not)
-STATE_TTL_S = 600        # a login must be completed within this time
-JWKS_TTL_S = 600         # a platform's JWKS is fetched again after this long (or when a kid is unknown)
-JWKS_REFETCH_S = 30      # ... but for an unknown kid at most once per this many seconds (forged kids cost nothing)
+LEEWAY_S = 60  # clock difference allowed on exp/iat
+MAX_TOKEN_AGE_S = 600  # an id_token issued longer ago than this is refused (with exp in the future or not)
+STATE_TTL_S = 600  # a login must be completed within this time
+JWKS_TTL_S = 600  # a platform's JWKS is fetched again after this long (or when a kid is unknown)
+JWKS_REFETCH_S = 30  # ... but for an unknown kid at most once per this many seconds (forged kids cost nothing)
 ALGORITHMS = ["RS256"]
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
@@ -59,8 +59,10 @@ class JwksCache:
             answer.raise_for_status()
             key_set = KeySet.import_key_set(answer.json())
         except (httpx.HTTPError, ValueError, jose_errors.JoseError) as exc:
-            raise LaunchRefused(f"the platform's key set at {url} could not be read ({type(exc).__name__}): "
-                                "try the launch again later", 502) from exc
+            raise LaunchRefused(
+                f"the platform's key set at {url} could not be read ({type(exc).__name__}): try the launch again later",
+                502,
+            ) from exc
         self.sets[url] = (time.time(), key_set)
         return key_set
 
@@ -79,6 +81,7 @@ def context_role(roles: list[str]) -> str | None:
     an institution's ``#Instructor`` faculty) say nothing about this course,
     and a context Administrator, Mentor or ContentDeveloper is neither.
     """
+
     def has(name: str) -> bool:
         return any(r in (f"{MEMBERSHIP}#{name}", name) or r.startswith(f"{MEMBERSHIP}/{name}#") for r in roles)
 
@@ -164,12 +167,20 @@ def _registration(config: LtiConfig, issuer: str, auds: list[str], azp: Any) -> 
     if len(named) > 1:
         named = [p for p in named if p.client_id == azp]
         if not named:
-            raise LaunchRefused("the id_token's audience names several of this tool's registrations and its azp "
-                                "none of them: launch again from the LMS", 403, issuer)
+            raise LaunchRefused(
+                "the id_token's audience names several of this tool's registrations and its azp "
+                "none of them: launch again from the LMS",
+                403,
+                issuer,
+            )
     if not named:
-        raise LaunchRefused(f"the id_token is for audience {auds!r}, not this tool's client id "
-                            f"({', '.join(p.client_id for p in candidates)}): check the client id in "
-                            "course.toml", 403, issuer)
+        raise LaunchRefused(
+            f"the id_token is for audience {auds!r}, not this tool's client id "
+            f"({', '.join(p.client_id for p in candidates)}): check the client id in "
+            "course.toml",
+            403,
+            issuer,
+        )
     return named[0]
 
 
@@ -179,17 +190,27 @@ def same_origin(url: str, base: str) -> bool:
     return bool(a.scheme) and (a.scheme, a.netloc.lower()) == (b.scheme, b.netloc.lower())
 
 
-async def validate_launch(store: Store, config: LtiConfig, jwks: JwksCache, id_token: str, state: str,
-                          cookie_state: str | None, tool: str, now: float | None = None) -> Launch:
+async def validate_launch(
+    store: Store,
+    config: LtiConfig,
+    jwks: JwksCache,
+    id_token: str,
+    state: str,
+    cookie_state: str | None,
+    tool: str,
+    now: float | None = None,
+) -> Launch:
     """The launch chain (module docstring, step 2); LaunchRefused with the first check that fails.
 
     ``tool`` is this tool's base URL: the token's ``target_link_uri`` must be on it.
     """
     now = time.time() if now is None else now
     if not state or not cookie_state or not secrets.compare_digest(state, cookie_state):
-        raise LaunchRefused("the launch's state does not match this browser's login (the cookie is missing or "
-                            "another login replaced it): launch again from the LMS; if the tool opens inside "
-                            "a frame, let it open in a new window")
+        raise LaunchRefused(
+            "the launch's state does not match this browser's login (the cookie is missing or "
+            "another login replaced it): launch again from the LMS; if the tool opens inside "
+            "a frame, let it open in a new window"
+        )
     header, unverified = unverified_header_and_claims(id_token)
     issuer = unverified.get("iss")
     if not isinstance(issuer, str):
@@ -203,69 +224,111 @@ async def validate_launch(store: Store, config: LtiConfig, jwks: JwksCache, id_t
     try:
         token = jwt.decode(id_token, key_set, algorithms=ALGORITHMS)
     except (jose_errors.JoseError, ValueError) as exc:
-        raise LaunchRefused(f"the id_token's signature does not verify with the platform's keys "
-                            f"({type(exc).__name__}): it was not made by {issuer}", 403, issuer) from exc
+        raise LaunchRefused(
+            f"the id_token's signature does not verify with the platform's keys "
+            f"({type(exc).__name__}): it was not made by {issuer}",
+            403,
+            issuer,
+        ) from exc
     claims = dict(token.claims)
     azp = claims.get("azp")
     if (len(auds) > 1 or azp is not None) and azp != platform.client_id:
-        raise LaunchRefused(f"the id_token's authorized party (azp) is {azp!r}, not this tool's client id "
-                            f"{platform.client_id!r}", 403, issuer)
-    registry = jwt.JWTClaimsRegistry(now=int(now), leeway=LEEWAY_S, exp={"essential": True},
-                                     iat={"essential": True}, sub={"essential": True},
-                                     nonce={"essential": True})
+        raise LaunchRefused(
+            f"the id_token's authorized party (azp) is {azp!r}, not this tool's client id {platform.client_id!r}",
+            403,
+            issuer,
+        )
+    registry = jwt.JWTClaimsRegistry(
+        now=int(now),
+        leeway=LEEWAY_S,
+        exp={"essential": True},
+        iat={"essential": True},
+        sub={"essential": True},
+        nonce={"essential": True},
+    )
     try:
         registry.validate(claims)
     except jose_errors.ExpiredTokenError as exc:
-        raise LaunchRefused("the id_token has expired: launch again from the LMS (if this repeats, check the "
-                            "server's clock)", 403, issuer) from exc
+        raise LaunchRefused(
+            "the id_token has expired: launch again from the LMS (if this repeats, check the server's clock)",
+            403,
+            issuer,
+        ) from exc
     except jose_errors.JoseError as exc:
-        raise LaunchRefused(f"the id_token's claims are not valid ({exc.description or type(exc).__name__}): "
-                            "launch again from the LMS", 403, issuer) from exc
+        raise LaunchRefused(
+            f"the id_token's claims are not valid ({exc.description or type(exc).__name__}): launch again from the LMS",
+            403,
+            issuer,
+        ) from exc
     iat = claims["iat"]
     if not isinstance(iat, (int, float)) or iat > now + LEEWAY_S or iat < now - MAX_TOKEN_AGE_S:
-        raise LaunchRefused("the id_token was issued at a time too far from now (iat): launch again from the "
-                            "LMS (if this repeats, check the server's clock)", 403, issuer)
+        raise LaunchRefused(
+            "the id_token was issued at a time too far from now (iat): launch again from the "
+            "LMS (if this repeats, check the server's clock)",
+            403,
+            issuer,
+        )
     nonce = str(claims["nonce"])
     with store.transaction() as db:
         lti_launches.forget_nonces(db, now - 2 * MAX_TOKEN_AGE_S)
         if lti_launches.nonce_seen(db, nonce):
-            raise LaunchRefused("this launch was already used (its nonce was seen before): a replayed launch "
-                                "is refused; launch again from the LMS", 403, issuer)
+            raise LaunchRefused(
+                "this launch was already used (its nonce was seen before): a replayed launch "
+                "is refused; launch again from the LMS",
+                403,
+                issuer,
+            )
         login = lti_launches.state(db, state)
         if login is None or login["created"] < now - STATE_TTL_S:
             raise LaunchRefused("this login is unknown or too old (state): launch again from the LMS", 400, issuer)
         if not secrets.compare_digest(login["nonce"], nonce):
-            raise LaunchRefused("the id_token's nonce is not the one this login sent: launch again from the LMS",
-                                403, issuer)
+            raise LaunchRefused(
+                "the id_token's nonce is not the one this login sent: launch again from the LMS", 403, issuer
+            )
         if (login["issuer"], login["client_id"]) != (issuer, platform.client_id):
-            raise LaunchRefused(f"the id_token is for the registration {platform.client_id!r} of {issuer}, but this "
-                                f"login was started for {login['client_id']!r} of {login['issuer']}: "
-                                "launch again from the LMS", 403, issuer)
+            raise LaunchRefused(
+                f"the id_token is for the registration {platform.client_id!r} of {issuer}, but this "
+                f"login was started for {login['client_id']!r} of {login['issuer']}: "
+                "launch again from the LMS",
+                403,
+                issuer,
+            )
         lti_launches.use_nonce(db, nonce, issuer, now)
         lti_launches.drop_states(db, state, now - STATE_TTL_S)
     deployment = claims.get(CLAIM + "deployment_id")
     if deployment not in platform.deployments:
-        raise LaunchRefused(f"the deployment {deployment!r} of {platform.name} is not one of this course's "
-                            f"({', '.join(platform.deployments)}): add it to deployments in course.toml",
-                            403, issuer)
+        raise LaunchRefused(
+            f"the deployment {deployment!r} of {platform.name} is not one of this course's "
+            f"({', '.join(platform.deployments)}): add it to deployments in course.toml",
+            403,
+            issuer,
+        )
     if claims.get(CLAIM + "message_type") != RESOURCE_LINK:
-        raise LaunchRefused(f"the message type {claims.get(CLAIM + 'message_type')!r} is not supported: this tool "
-                            f"takes {RESOURCE_LINK}", 400, issuer)
+        raise LaunchRefused(
+            f"the message type {claims.get(CLAIM + 'message_type')!r} is not supported: this tool "
+            f"takes {RESOURCE_LINK}",
+            400,
+            issuer,
+        )
     if claims.get(CLAIM + "version") != "1.3.0":
-        raise LaunchRefused(f"the LTI version {claims.get(CLAIM + 'version')!r} is not supported: 1.3.0 is",
-                            400, issuer)
+        raise LaunchRefused(
+            f"the LTI version {claims.get(CLAIM + 'version')!r} is not supported: 1.3.0 is", 400, issuer
+        )
     link = claims.get(CLAIM + "resource_link")
     if not isinstance(link, dict) or not link.get("id"):
         raise LaunchRefused("the launch has no resource link id: launch from a link in the course", 400, issuer)
     target = claims.get(CLAIM + "target_link_uri")
     if not isinstance(target, str) or not same_origin(target, tool):
-        raise LaunchRefused(f"the launch's target link {target!r} is not this tool ({tool}): set the tool's "
-                            "launch URL in the LMS to this server's /lti/launch", 400, issuer)
+        raise LaunchRefused(
+            f"the launch's target link {target!r} is not this tool ({tool}): set the tool's "
+            "launch URL in the LMS to this server's /lti/launch",
+            400,
+            issuer,
+        )
     if not isinstance(claims.get(CLAIM + "roles"), list):
         raise LaunchRefused("the launch has no roles claim: launch again from the LMS", 400, issuer)
     if not str(claims["sub"]).strip():
-        raise LaunchRefused("the launch has an empty user id (sub): anonymous launches are not accepted",
-                            400, issuer)
+        raise LaunchRefused("the launch has an empty user id (sub): anonymous launches are not accepted", 400, issuer)
     return Launch(platform, claims)
 
 
@@ -296,8 +359,9 @@ def check_context(store: Store, launch: Launch) -> None:
     """
     platform, issuer, context_id = launch.platform, launch.platform.issuer, launch.context_id
     if not context_id:
-        raise LaunchRefused("the launch has no course context: add the tool to a course and launch it from there",
-                            400, issuer)
+        raise LaunchRefused(
+            "the launch has no course context: add the tool to a course and launch it from there", 400, issuer
+        )
     with store.transaction() as db:  # read and bind in one transaction: two first launches bind one context
         bound = bound_contexts(store, platform)
         if context_id in bound:
@@ -305,25 +369,41 @@ def check_context(store: Store, launch: Launch) -> None:
         here = _course_name(context_id, launch.context_title)
         if bound:
             ours = ", ".join(_course_name(c, t) for c, t in bound.items())
-            raise LaunchRefused(f"this launch comes from the LMS course {here} of {platform.name}, but this course "
-                                f"is bound to {ours}: add the tool to that course, or run a server of its own for "
-                                "this one (a tool set up for the whole LMS shares one deployment among its courses)",
-                                403, issuer)
+            raise LaunchRefused(
+                f"this launch comes from the LMS course {here} of {platform.name}, but this course "
+                f"is bound to {ours}: add the tool to that course, or run a server of its own for "
+                "this one (a tool set up for the whole LMS shares one deployment among its courses)",
+                403,
+                issuer,
+            )
         if not launch.is_instructor:
-            raise LaunchRefused(f"this course is not bound to an LMS course yet: its instructor launches the tool "
-                                f"once from the LMS course (yours is {here}), then launch again", 403, issuer)
-        lti_courses.bind(db, issuer, platform.client_id, context_id, launch.context_title[:200], utc_now(),
-                         launch.sub[:200])
-    LOG.warning("LTI: this course is now bound to the LMS course %r of %s (first instructor launch, %r)",
-                here, platform.name, launch.sub)
+            raise LaunchRefused(
+                f"this course is not bound to an LMS course yet: its instructor launches the tool "
+                f"once from the LMS course (yours is {here}), then launch again",
+                403,
+                issuer,
+            )
+        lti_courses.bind(
+            db, issuer, platform.client_id, context_id, launch.context_title[:200], utc_now(), launch.sub[:200]
+        )
+    LOG.warning(
+        "LTI: this course is now bound to the LMS course %r of %s (first instructor launch, %r)",
+        here,
+        platform.name,
+        launch.sub,
+    )
 
 
 def admit(store: Store, launch: Launch) -> None:
     """The launch's user may enter: a teacher or a student of this course (LaunchRefused otherwise)."""
     if launch.role is None:
         shown = ", ".join(r.rsplit("/", 1)[-1] for r in launch.roles[:5]) or "none"
-        raise LaunchRefused(f"your role in this LMS course ({shown}) is neither a teacher's nor a student's: "
-                            "ask to be enrolled in the course as one", 403, launch.platform.issuer)
+        raise LaunchRefused(
+            f"your role in this LMS course ({shown}) is neither a teacher's nor a student's: "
+            "ask to be enrolled in the course as one",
+            403,
+            launch.platform.issuer,
+        )
     check_context(store, launch)
 
 
@@ -337,17 +417,27 @@ def save_context(store: Store, launch: Launch) -> str:
     key = launch.context_key
     with store.transaction() as db:
         old = lti_courses.context(db, key)
-        row = {"key": key, "issuer": launch.platform.issuer, "client_id": launch.platform.client_id,
-               "deployment_id": launch.deployment_id, "context_id": launch.context_id,
-               "title": launch.context_title, "updated_at": utc_now(),
-               "memberships_url": old.get("memberships_url", ""), "lineitems_url": old.get("lineitems_url", ""),
-               "lineitem_url": old.get("lineitem_url", ""), "scopes": old.get("scopes", "[]")}
+        row = {
+            "key": key,
+            "issuer": launch.platform.issuer,
+            "client_id": launch.platform.client_id,
+            "deployment_id": launch.deployment_id,
+            "context_id": launch.context_id,
+            "title": launch.context_title,
+            "updated_at": utc_now(),
+            "memberships_url": old.get("memberships_url", ""),
+            "lineitems_url": old.get("lineitems_url", ""),
+            "lineitem_url": old.get("lineitem_url", ""),
+            "scopes": old.get("scopes", "[]"),
+        }
         if nrps is not None:
             row["memberships_url"] = str(nrps.get("context_memberships_url") or "")
         if ags is not None:
             scopes = ags.get("scope")
-            row.update(lineitems_url=str(ags.get("lineitems") or ""), lineitem_url=str(ags.get("lineitem") or ""),
-                       scopes=json.dumps([str(x) for x in scopes] if isinstance(scopes, list) else []))
+            row.update(
+                lineitems_url=str(ags.get("lineitems") or ""),
+                lineitem_url=str(ags.get("lineitem") or ""),
+                scopes=json.dumps([str(x) for x in scopes] if isinstance(scopes, list) else []),
+            )
         lti_courses.save_context(db, row)
     return key
-

@@ -21,8 +21,9 @@ def new_student_id(store: Store, issuer: str, sub: str, email: str) -> str:
     return "lti-" + context_key(issuer, "", sub)[:16]
 
 
-def match_member(store: Store, issuer: str, context_key: str, sub: str, email: str, name: str, role: str,
-                 issue_token: bool = True) -> str:
+def match_member(
+    store: Store, issuer: str, context_key: str, sub: str, email: str, name: str, role: str, issue_token: bool = True
+) -> str:
     """The roster id of an LMS user, adding them to the roster when new; records the membership (active).
 
     Matched by ``(iss, sub)`` first, then by e-mail (case-insensitive) among
@@ -56,7 +57,7 @@ def launch_token(store: Store, student: str, launch: Launch) -> str:
     with store.transaction() as db:
         role = auth.INSTRUCTOR if launch.is_instructor else "student"
         token = auth.issue(db, student, role)
-        lti_courses.replace_launch_token(db, launch.platform.issuer, launch.sub, auth.hash_token(token), student,
-                                         utc_now())
+        lti_courses.replace_launch_token(
+            db, launch.platform.issuer, launch.sub, auth.hash_token(token), student, utc_now()
+        )
     return token
-

@@ -70,13 +70,25 @@ class LtiConfig:
         if not matches:
             known = [p for p in self.platforms if p.issuer == issuer]
             if known:
-                raise LaunchRefused(f"the platform {issuer!r} has no registration with client id {client_id!r} in "
-                                    "this course: add it to [[lti.platform]] in course.toml", 403, issuer)
-            raise LaunchRefused(f"the platform {issuer!r} is not registered with this course: the instructor adds "
-                                "it to [[lti.platform]] in course.toml (docs/lti.md)", 403, issuer)
+                raise LaunchRefused(
+                    f"the platform {issuer!r} has no registration with client id {client_id!r} in "
+                    "this course: add it to [[lti.platform]] in course.toml",
+                    403,
+                    issuer,
+                )
+            raise LaunchRefused(
+                f"the platform {issuer!r} is not registered with this course: the instructor adds "
+                "it to [[lti.platform]] in course.toml (docs/lti.md)",
+                403,
+                issuer,
+            )
         if len(matches) > 1:
-            raise LaunchRefused(f"the platform {issuer!r} has several registrations and the login named no "
-                                "client_id: configure the platform to send client_id", 400, issuer)
+            raise LaunchRefused(
+                f"the platform {issuer!r} has several registrations and the login named no "
+                "client_id: configure the platform to send client_id",
+                400,
+                issuer,
+            )
         return matches[0]
 
     def frame_origins(self) -> tuple[str, ...]:
@@ -84,8 +96,18 @@ class LtiConfig:
         return tuple(dict.fromkeys(o for p in self.platforms for o in p.framing))
 
 
-PLATFORM_FIELDS = ("name", "issuer", "client_id", "auth_url", "token_url", "jwks_url", "deployments",
-                   "token_audience", "contexts", "frame_origins")
+PLATFORM_FIELDS = (
+    "name",
+    "issuer",
+    "client_id",
+    "auth_url",
+    "token_url",
+    "jwks_url",
+    "deployments",
+    "token_audience",
+    "contexts",
+    "frame_origins",
+)
 # a CSP source for frame-ancestors: scheme://host[:port], the host optionally starting with "*." (Canvas's
 # *.instructure.com); nothing that could end the directive or start another (no quote, space, ';' or ',')
 ORIGIN_RE = re.compile(r"https?://(\*\.)?[A-Za-z0-9.-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
@@ -108,8 +130,10 @@ def parse_lti(raw: Mapping[str, Any]) -> LtiConfig:
     """Validate the [lti] table (Course.lti) into an LtiConfig; LtiConfigError on the first problem."""
     unknown = sorted(set(raw) - {"tool_url", "platform"})
     if unknown:
-        raise LtiConfigError(f"course.toml: unknown field lti.{unknown[0]}: use tool_url and [[lti.platform]] "
-                             "(contexts and frame_origins go in each [[lti.platform]])")
+        raise LtiConfigError(
+            f"course.toml: unknown field lti.{unknown[0]}: use tool_url and [[lti.platform]] "
+            "(contexts and frame_origins go in each [[lti.platform]])"
+        )
     tool_url = raw.get("tool_url", "")
     if tool_url:
         tool_url = _url(tool_url, "lti.tool_url").rstrip("/")
@@ -123,31 +147,47 @@ def parse_lti(raw: Mapping[str, Any]) -> LtiConfig:
             raise LtiConfigError(f"course.toml: {where} must be a table")
         extra = sorted(set(item) - set(PLATFORM_FIELDS))
         if extra:
-            raise LtiConfigError(f"course.toml: {where} has an unknown field '{extra[0]}': use "
-                                 + ", ".join(PLATFORM_FIELDS))
+            raise LtiConfigError(
+                f"course.toml: {where} has an unknown field '{extra[0]}': use " + ", ".join(PLATFORM_FIELDS)
+            )
         for key in ("issuer", "client_id", "auth_url", "token_url", "jwks_url"):
             if not isinstance(item.get(key), str) or not item[key]:
                 raise LtiConfigError(f"course.toml: {where} needs {key} (a string; docs/lti.md lists the values)")
         deployments = item.get("deployments")
-        if (not isinstance(deployments, list) or not deployments
-                or not all(isinstance(d, str) and d for d in deployments)):
-            raise LtiConfigError(f"course.toml: {where} needs deployments = [\"<deployment id>\", ...] "
-                                 "(the LMS shows it when the tool is deployed)")
+        if (
+            not isinstance(deployments, list)
+            or not deployments
+            or not all(isinstance(d, str) and d for d in deployments)
+        ):
+            raise LtiConfigError(
+                f'course.toml: {where} needs deployments = ["<deployment id>", ...] '
+                "(the LMS shows it when the tool is deployed)"
+            )
         contexts = _strings(item, "contexts", where, "the LMS course ids of this course; docs/lti.md")
-        origins = _strings(item, "frame_origins", where, "like \"https://school.instructure.com\"")
+        origins = _strings(item, "frame_origins", where, 'like "https://school.instructure.com"')
         for origin in origins:
             if not ORIGIN_RE.fullmatch(origin):
-                raise LtiConfigError(f"course.toml: {where}.frame_origins: {origin!r} is not an origin: write "
-                                     "scheme://host[:port] with no path, like \"https://school.instructure.com\"")
+                raise LtiConfigError(
+                    f"course.toml: {where}.frame_origins: {origin!r} is not an origin: write "
+                    'scheme://host[:port] with no path, like "https://school.instructure.com"'
+                )
         platform = Platform(
-            str(item.get("name") or item["issuer"]), item["issuer"], item["client_id"],
-            _url(item["auth_url"], f"{where}.auth_url"), _url(item["token_url"], f"{where}.token_url"),
-            _url(item["jwks_url"], f"{where}.jwks_url"), tuple(deployments), str(item.get("token_audience", "")),
-            contexts, origins,
+            str(item.get("name") or item["issuer"]),
+            item["issuer"],
+            item["client_id"],
+            _url(item["auth_url"], f"{where}.auth_url"),
+            _url(item["token_url"], f"{where}.token_url"),
+            _url(item["jwks_url"], f"{where}.jwks_url"),
+            tuple(deployments),
+            str(item.get("token_audience", "")),
+            contexts,
+            origins,
         )
         if any(p.issuer == platform.issuer and p.client_id == platform.client_id for p in platforms):
-            raise LtiConfigError(f"course.toml: {where} repeats issuer {platform.issuer!r} with client id "
-                                 f"{platform.client_id!r}: list its deployments in one table")
+            raise LtiConfigError(
+                f"course.toml: {where} repeats issuer {platform.issuer!r} with client id "
+                f"{platform.client_id!r}: list its deployments in one table"
+            )
         platforms.append(platform)
     return LtiConfig(tuple(platforms), tool_url)
 
@@ -155,4 +195,3 @@ def parse_lti(raw: Mapping[str, Any]) -> LtiConfig:
 def platforms_of(course: Course) -> LtiConfig:
     """The course's LTI configuration (no platforms when course.toml has no [lti])."""
     return parse_lti(course.lti)
-

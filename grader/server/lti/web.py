@@ -27,11 +27,11 @@ from grader.term import class_report
 LOG = logging.getLogger("normgrade.lti")
 TEMPLATES = Jinja2Templates(env=class_report.environment())  # the one environment: every template autoescaped
 
-MAX_STATES = 10_000      # logins in progress at once (each unauthenticated login initiation stores one);
-                         # a new login beyond them evicts the oldest
-LOGINS_PER_CLIENT = 60   # login initiations one source address may start per LOGIN_WINDOW_S (more: 429 to it alone)
+MAX_STATES = 10_000  # logins in progress at once (each unauthenticated login initiation stores one);
+# a new login beyond them evicts the oldest
+LOGINS_PER_CLIENT = 60  # login initiations one source address may start per LOGIN_WINDOW_S (more: 429 to it alone)
 LOGIN_WINDOW_S = 60.0
-MAX_REFUSALS = 1_000     # refusal rows kept for the dashboard (the log keeps every one)
+MAX_REFUSALS = 1_000  # refusal rows kept for the dashboard (the log keeps every one)
 MAX_FORM_BYTES = 64 * 1024
 STATE_COOKIE = "normgrade_lti_state"
 
@@ -57,15 +57,20 @@ def tool_url(request: Request) -> str:
 def page(request: Request, status: int, title: str, **context: Any) -> HTMLResponse:
     st = request.app.state.normgrade
     defaults = {"refused": None, "forward": None, "forward_text": None}  # (the environment refuses undefined names)
-    return TEMPLATES.TemplateResponse(request, "lti_page.html.j2",
-                                      {**defaults, "title": title, "course_name": st.config.course.name, **context},
-                                      status_code=status, headers={"Cache-Control": "no-store"})
+    return TEMPLATES.TemplateResponse(
+        request,
+        "lti_page.html.j2",
+        {**defaults, "title": title, "course_name": st.config.course.name, **context},
+        status_code=status,
+        headers={"Cache-Control": "no-store"},
+    )
 
 
 def refuse(request: Request, refused: LaunchRefused) -> HTMLResponse:
     """The refusal page, the log line and the row on the dashboard."""
-    LOG.warning("LTI launch refused (%s): %r", repr(refused.issuer) if refused.issuer else "unknown issuer",
-                refused.reason)  # quoted (%r): a request's newline cannot start a line of the log
+    LOG.warning(
+        "LTI launch refused (%s): %r", repr(refused.issuer) if refused.issuer else "unknown issuer", refused.reason
+    )  # quoted (%r): a request's newline cannot start a line of the log
     try:
         with store_of(request).transaction() as db:
             lti_launches.add_refusal(db, utc_now(), refused.issuer[:200], refused.reason[:500], MAX_REFUSALS)
@@ -98,36 +103,58 @@ async def login_initiation(request: Request) -> Response:
     logins: limits.PerClient = request.app.state.lti_logins
     if not logins.allow(client):
         wait = logins.retry_after(client)  # not logged nor recorded: the flood would fill both
-        answer = page(request, 429, "Launch refused", refused=f"more than {logins.limit} logins from {client!r} "
-                                                              f"within {logins.window_s:g} s: try again in {wait} s")
+        answer = page(
+            request,
+            429,
+            "Launch refused",
+            refused=f"more than {logins.limit} logins from {client!r} "
+            f"within {logins.window_s:g} s: try again in {wait} s",
+        )
         answer.headers["Retry-After"] = str(wait)
         return answer
     try:
         params = await read_params(request)
         issuer = params.get("iss", "")
         if not issuer or not params.get("login_hint") or not params.get("target_link_uri"):
-            raise LaunchRefused("a login initiation needs iss, login_hint and target_link_uri: start the launch "
-                                "from the LMS", 400, issuer)
+            raise LaunchRefused(
+                "a login initiation needs iss, login_hint and target_link_uri: start the launch from the LMS",
+                400,
+                issuer,
+            )
         platform = config_of(request).find(issuer, params.get("client_id"))
         deployment = params.get("lti_deployment_id")
         if deployment and deployment not in platform.deployments:
-            raise LaunchRefused(f"the deployment {deployment!r} of {platform.name} is not one of this course's "
-                                f"({', '.join(platform.deployments)}): add it to deployments in course.toml",
-                                403, issuer)
+            raise LaunchRefused(
+                f"the deployment {deployment!r} of {platform.name} is not one of this course's "
+                f"({', '.join(platform.deployments)}): add it to deployments in course.toml",
+                403,
+                issuer,
+            )
         target = params["target_link_uri"]
         if not same_origin(target, tool_url(request)):
-            raise LaunchRefused(f"the target link {target!r} is not on this server ({tool_url(request)}): set the "
-                                "tool's launch URL in the LMS to this server", 400, issuer)
+            raise LaunchRefused(
+                f"the target link {target!r} is not on this server ({tool_url(request)}): set the "
+                "tool's launch URL in the LMS to this server",
+                400,
+                issuer,
+            )
     except LaunchRefused as refused:
         return refuse(request, refused)
     state, nonce = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     with store_of(request).transaction() as db:
-        lti_launches.add_state(db, state, nonce, issuer, platform.client_id, time.time(),
-                               time.time() - STATE_TTL_S, MAX_STATES - 1)  # the oldest beyond MAX_STATES - 1 go
+        lti_launches.add_state(
+            db, state, nonce, issuer, platform.client_id, time.time(), time.time() - STATE_TTL_S, MAX_STATES - 1
+        )  # the oldest beyond MAX_STATES - 1 go
     query = {
-        "scope": "openid", "response_type": "id_token", "response_mode": "form_post", "prompt": "none",
-        "client_id": platform.client_id, "redirect_uri": tool_url(request) + "/lti/launch",
-        "login_hint": params["login_hint"], "state": state, "nonce": nonce,
+        "scope": "openid",
+        "response_type": "id_token",
+        "response_mode": "form_post",
+        "prompt": "none",
+        "client_id": platform.client_id,
+        "redirect_uri": tool_url(request) + "/lti/launch",
+        "login_hint": params["login_hint"],
+        "state": state,
+        "nonce": nonce,
     }
     if params.get("lti_message_hint"):
         query["lti_message_hint"] = params["lti_message_hint"]
@@ -138,8 +165,9 @@ async def login_initiation(request: Request) -> Response:
     return response
 
 
-def set_launch_cookie(request: Request, response: Response, name: str, value: str, max_age: int, path: str,
-                      over_http: str) -> None:
+def set_launch_cookie(
+    request: Request, response: Response, name: str, value: str, max_age: int, path: str, over_http: str
+) -> None:
     """A cookie the launch sets, made to work inside the LMS's frame.
 
     Over https: ``SameSite=None; Secure; Partitioned``: SameSite=None so that
@@ -153,8 +181,15 @@ def set_launch_cookie(request: Request, response: Response, name: str, value: st
     the attribute is added to the header Starlette wrote.
     """
     secure = tool_url(request).startswith("https://")
-    response.set_cookie(name, value, max_age=max_age, path=path, httponly=True, secure=secure,
-                        samesite="none" if secure else over_http)  # type: ignore[arg-type]
+    response.set_cookie(
+        name,
+        value,
+        max_age=max_age,
+        path=path,
+        httponly=True,
+        secure=secure,
+        samesite="none" if secure else over_http,  # type: ignore[arg-type]
+    )
     if secure:
         index = max(i for i, (key, _) in enumerate(response.raw_headers) if key == b"set-cookie")
         response.raw_headers[index] = (b"set-cookie", response.raw_headers[index][1] + b"; Partitioned")
@@ -165,13 +200,22 @@ async def launch_endpoint(request: Request) -> Response:
     try:
         params = await read_params(request)
         if "error" in params:
-            raise LaunchRefused(f"the platform answered the login with an error: {params['error']} "
-                                f"{params.get('error_description', '')}".strip(), 400)
+            raise LaunchRefused(
+                f"the platform answered the login with an error: {params['error']} "
+                f"{params.get('error_description', '')}".strip(),
+                400,
+            )
         if request.method != "POST" or "id_token" not in params:
             raise LaunchRefused("a launch is a form POST with id_token and state: start it from the LMS", 400)
-        launch = await validate_launch(store_of(request), config_of(request), request.app.state.lti_jwks,
-                                       params["id_token"], params.get("state", ""), request.cookies.get(STATE_COOKIE),
-                                       tool_url(request))
+        launch = await validate_launch(
+            store_of(request),
+            config_of(request),
+            request.app.state.lti_jwks,
+            params["id_token"],
+            params.get("state", ""),
+            request.cookies.get(STATE_COOKIE),
+            tool_url(request),
+        )
         admit(store_of(request), launch)
     except LaunchRefused as refused:
         return refuse(request, refused)
@@ -195,8 +239,16 @@ def land(request: Request, launch: Launch) -> Response:
     key = save_context(store, launch)
     if launch.is_instructor:
         return instructor_session(request, launch)
-    member = match_member(store, launch.platform.issuer, key, launch.sub, str(launch.claims.get("email", "")),
-                          str(launch.claims.get("name", "")), "learner", issue_token=False)
+    member = match_member(
+        store,
+        launch.platform.issuer,
+        key,
+        launch.sub,
+        str(launch.claims.get("email", "")),
+        str(launch.claims.get("name", "")),
+        "learner",
+        issue_token=False,
+    )
     token = launch_token(store, member, launch)
     LOG.info("LTI launch: %r (%r) from %r", member, launch.sub, launch.platform.issuer)
     return student_landing(request, token)
@@ -208,10 +260,16 @@ def student_landing(request: Request, token: str) -> Response:
     command. The page forwards with a same-site navigation, as an instructor's launch does, so the session
     cookie comes with it after the platform's cross-site POST."""
     response = page(request, 200, "Opening your page", forward="/student/", forward_text="your page")
-    set_launch_cookie(request, response, student_sessions.COOKIE, student_sessions.open_session(request, token, True),
-                      student_sessions.MAX_AGE_S, "/student", over_http="strict")
+    set_launch_cookie(
+        request,
+        response,
+        student_sessions.COOKIE,
+        student_sessions.open_session(request, token, True),
+        student_sessions.MAX_AGE_S,
+        "/student",
+        over_http="strict",
+    )
     return response
-
 
 
 def instructor_session(request: Request, launch: Launch) -> Response:
@@ -229,8 +287,15 @@ def instructor_session(request: Request, launch: Launch) -> Response:
     token = launch_token(store, "instructor", launch)
     LOG.info("LTI instructor launch: %r from %r", launch.sub, launch.platform.issuer)
     response = page(request, 200, "Opening the dashboard", forward="/instructor/")
-    set_launch_cookie(request, response, instructor.COOKIE, instructor.new_session(request, auth.hash_token(token)),
-                      instructor.SESSION_HOURS * 3600, "/instructor", over_http="strict")
+    set_launch_cookie(
+        request,
+        response,
+        instructor.COOKIE,
+        instructor.new_session(request, auth.hash_token(token)),
+        instructor.SESSION_HOURS * 3600,
+        "/instructor",
+        over_http="strict",
+    )
     return response
 
 
@@ -244,21 +309,33 @@ async def jwks_endpoint(request: Request) -> Response:
 async def tool_configuration(request: Request) -> Response:
     """GET /lti/config: the URLs and claims to enter in the LMS (JSON; docs/lti.md explains each)."""
     base = tool_url(request)
-    return JSONResponse({
-        "title": request.app.state.normgrade.config.course.name,
-        "description": f"Hidden checks, quizzes and progress of {request.app.state.normgrade.config.course.name}",
-        "oidc_initiation_url": base + "/lti/login", "target_link_uri": base + "/lti/launch",
-        "redirect_uris": [base + "/lti/launch"], "public_jwk_url": base + "/lti/jwks",
-        "scopes": [
-            "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
-            "https://purl.imsglobal.org/spec/lti-ags/scope/score",
-            "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly",
-        ],
-        "claims": ["iss", "sub", "name", "email"],
-        "platforms": [{"name": p.name, "issuer": p.issuer, "client_id": p.client_id,
-                       "deployments": list(p.deployments), "contexts": list(p.contexts),
-                       "frame_origins": list(p.framing)} for p in config_of(request).platforms],
-    })
+    return JSONResponse(
+        {
+            "title": request.app.state.normgrade.config.course.name,
+            "description": f"Hidden checks, quizzes and progress of {request.app.state.normgrade.config.course.name}",
+            "oidc_initiation_url": base + "/lti/login",
+            "target_link_uri": base + "/lti/launch",
+            "redirect_uris": [base + "/lti/launch"],
+            "public_jwk_url": base + "/lti/jwks",
+            "scopes": [
+                "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
+                "https://purl.imsglobal.org/spec/lti-ags/scope/score",
+                "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly",
+            ],
+            "claims": ["iss", "sub", "name", "email"],
+            "platforms": [
+                {
+                    "name": p.name,
+                    "issuer": p.issuer,
+                    "client_id": p.client_id,
+                    "deployments": list(p.deployments),
+                    "contexts": list(p.contexts),
+                    "frame_origins": list(p.framing),
+                }
+                for p in config_of(request).platforms
+            ],
+        }
+    )
 
 
 def routes() -> list[BaseRoute]:

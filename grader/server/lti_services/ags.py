@@ -145,8 +145,15 @@ def scores_url(lineitem_url: str) -> str:
     return urlunparse(parts._replace(path=parts.path.rstrip("/") + "/scores"))
 
 
-def ensure_line_item(store: Store, connector: ServiceConnector, platform: lti.Platform, context: dict[str, Any],
-                     column_id: str, label: str, maximum: float) -> str:
+def ensure_line_item(
+    store: Store,
+    connector: ServiceConnector,
+    platform: lti.Platform,
+    context: dict[str, Any],
+    column_id: str,
+    label: str,
+    maximum: float,
+) -> str:
     """The URL of the line item a score of this column goes to: the context's single one, or the column's own:
     kept, found on the platform (every page of the container), or created once."""
     if ags_mode(context) == "single":
@@ -157,15 +164,24 @@ def ensure_line_item(store: Store, connector: ServiceConnector, platform: lti.Pl
     token = connector.token(platform, [SCOPE_LINEITEM, SCOPE_SCORE])
     base = context["lineitems_url"]
     separator = "&" if urlparse(base).query else "?"
-    items = paged(connector, base + separator + urlencode({"resource_id": column_id}), token, LINEITEMS_TYPE,
-                  "items", f"the line items of {platform.name}")
+    items = paged(
+        connector,
+        base + separator + urlencode({"resource_id": column_id}),
+        token,
+        LINEITEMS_TYPE,
+        "items",
+        f"the line items of {platform.name}",
+    )
     url = next((i["id"] for i in items if i.get("resourceId") == column_id and isinstance(i.get("id"), str)), None)
     if url is None:
         try:
-            answer = connector.client.post(base, headers={"Authorization": f"Bearer {token}",
-                                                          "Content-Type": LINEITEM_TYPE, "Accept": LINEITEM_TYPE},
-                                           content=json.dumps({"scoreMaximum": maximum, "label": label,
-                                                               "resourceId": column_id, "tag": "normgrade"}))
+            answer = connector.client.post(
+                base,
+                headers={"Authorization": f"Bearer {token}", "Content-Type": LINEITEM_TYPE, "Accept": LINEITEM_TYPE},
+                content=json.dumps(
+                    {"scoreMaximum": maximum, "label": label, "resourceId": column_id, "tag": "normgrade"}
+                ),
+            )
         except httpx.HTTPError as exc:
             raise ServiceError(f"the line items of {platform.name} cannot be reached ({type(exc).__name__})") from exc
         created = json_of(answer, f"creating a line item in {platform.name}")
@@ -182,8 +198,11 @@ def score_payload(row: dict[str, Any]) -> dict[str, Any]:
     """The AGS score of an outbox row (IMS AGS 2.0, score publish service)."""
     full = row["score_given"] >= row["score_maximum"] > 0
     return {
-        "userId": row["sub"], "scoreGiven": row["score_given"], "scoreMaximum": row["score_maximum"],
-        "activityProgress": "Completed" if full else "Submitted", "gradingProgress": "FullyGraded",
+        "userId": row["sub"],
+        "scoreGiven": row["score_given"],
+        "scoreMaximum": row["score_maximum"],
+        "activityProgress": "Completed" if full else "Submitted",
+        "gradingProgress": "FullyGraded",
         "timestamp": row["timestamp"],
     }
 
@@ -209,8 +228,7 @@ def posted_columns(store: Store, course: Course, quizzes: list[Any], now: dateti
     return [c for c in columns(store, course, quizzes) if c.resource_id not in held]
 
 
-def scan(store: Store, course: Course, quizzes: list[Any], config: lti.LtiConfig,
-         now: datetime | None = None) -> int:
+def scan(store: Store, course: Course, quizzes: list[Any], config: lti.LtiConfig, now: datetime | None = None) -> int:
     """Queue an outbox row for each learner's line item whose counted score changed; returns how many.
     A held exam chapter's score is not sent before its release (:func:`posted_columns`)."""
     by_context = {c["key"]: c for c in contexts(store, config) if ags_mode(c) != "none"}
@@ -230,12 +248,23 @@ def scan(store: Store, course: Course, quizzes: list[Any], config: lti.LtiConfig
             if last is not None and last["score_given"] == given and last["score_maximum"] == column.maximum:
                 continue
             with store.transaction() as db:
-                lti_scores.add(db, {
-                    "context_key": learner["context_key"], "student": learner["student"], "sub": learner["sub"],
-                    "resource_id": column.resource_id, "label": column.label, "score_given": given,
-                    "score_maximum": column.maximum, "timestamp": stamp, "status": "pending", "tries": 0,
-                    "next_try": 0.0, "error": "",
-                })
+                lti_scores.add(
+                    db,
+                    {
+                        "context_key": learner["context_key"],
+                        "student": learner["student"],
+                        "sub": learner["sub"],
+                        "resource_id": column.resource_id,
+                        "label": column.label,
+                        "score_given": given,
+                        "score_maximum": column.maximum,
+                        "timestamp": stamp,
+                        "status": "pending",
+                        "tries": 0,
+                        "next_try": 0.0,
+                        "error": "",
+                    },
+                )
             made += 1
     return made
 
@@ -266,8 +295,15 @@ def score_counts(store: Store) -> dict[str, int]:
 class ScorePoster(threading.Thread):
     """The server's thread that turns counted-score changes into AGS posts through the queue (module docstring)."""
 
-    def __init__(self, db_path: Path, queue_url: str, course: Course, quizzes: list[Any],
-                 interval: float = 1.0, lost_after: float = 120.0) -> None:
+    def __init__(
+        self,
+        db_path: Path,
+        queue_url: str,
+        course: Course,
+        quizzes: list[Any],
+        interval: float = 1.0,
+        lost_after: float = 120.0,
+    ) -> None:
         super().__init__(name="normgrade-lti-scores", daemon=True)
         self.db_path = db_path
         self.queue_url = queue_url
@@ -325,8 +361,9 @@ class ScorePoster(threading.Thread):
                 continue
             try:
                 platform = platform_of(self.config, context)
-                url = ensure_line_item(store, connector, platform, context, row["resource_id"], row["label"],
-                                       row["score_maximum"])
+                url = ensure_line_item(
+                    store, connector, platform, context, row["resource_id"], row["label"], row["score_maximum"]
+                )
                 token = connector.token(platform, token_scopes(context))
             except ServiceError as exc:
                 if not exc.final:
@@ -354,8 +391,13 @@ class ScorePoster(threading.Thread):
             else:
                 status = result.get("status")
                 self.tokens_refused = self.tokens_refused or status == 401
-                self._retry_later(store, row, str(result.get("error") or "the LMS refused the score"), now,
-                                  final=is_final(status if isinstance(status, int) else None))
+                self._retry_later(
+                    store,
+                    row,
+                    str(result.get("error") or "the LMS refused the score"),
+                    now,
+                    final=is_final(status if isinstance(status, int) else None),
+                )
             queue.forget(row["task_id"])
 
     def _look_for_lost(self, store: Store, row: dict[str, Any], waiting: bool, now: float) -> None:
@@ -373,8 +415,9 @@ class ScorePoster(threading.Thread):
         elif now - float(row["missing_since"]) > self.lost_after:
             self._retry_later(store, row, "the queue lost the task (no result): sent again", now, backoff=False)
 
-    def _retry_later(self, store: Store, row: dict[str, Any], error: str, now: float, backoff: bool = True,
-                     final: bool = False) -> None:
+    def _retry_later(
+        self, store: Store, row: dict[str, Any], error: str, now: float, backoff: bool = True, final: bool = False
+    ) -> None:
         """A score not taken: superseded when a newer one for its line item waits, refused when final, else
         pending again after the back-off."""
         delay = min(MAX_BACKOFF_S, 2.0 ** max(int(row["tries"]), 0)) if backoff else 0.0
@@ -382,10 +425,13 @@ class ScorePoster(threading.Thread):
             status = "superseded" if lti_scores.newer_waiting(db, row) else "refused" if final else "pending"
             lti_scores.set_outcome(db, row["id"], status, error[:500], now + delay)
         if status == "refused":
-            LOG.warning("LTI score %s for %r refused by the LMS for good (%r): shown on the dashboard, not sent "
-                        "again", row["id"], row["student"], error)
+            LOG.warning(
+                "LTI score %s for %r refused by the LMS for good (%r): shown on the dashboard, not sent again",
+                row["id"],
+                row["student"],
+                error,
+            )
         elif status == "pending":
-            LOG.warning("LTI score %s for %r not posted (%r); retrying in %.0f s", row["id"], row["student"], error,
-                        delay)
-
-
+            LOG.warning(
+                "LTI score %s for %r not posted (%r); retrying in %.0f s", row["id"], row["student"], error, delay
+            )

@@ -33,9 +33,9 @@ LINEITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
 LINEITEMS_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 MEMBERSHIP_TYPE = "application/vnd.ims.lti-nrps.v2.membershipcontainer+json"
-MAX_PAGES = 100           # pages of a container (NRPS members, AGS line items) followed at most
+MAX_PAGES = 100  # pages of a container (NRPS members, AGS line items) followed at most
 RETRIED_4XX = (401, 408, 429)  # client errors that sending again can cure (a token expired, a timeout, a rate limit)
-TOTAL = "total"           # the resourceId of the course total (a context with a single line item)
+TOTAL = "total"  # the resourceId of the course total (a context with a single line item)
 HTTP_TIMEOUT_S = 15.0
 MAX_BACKOFF_S = 300.0
 
@@ -64,8 +64,9 @@ def is_final(status: int | None) -> bool:
 class ServiceConnector:
     """Access tokens from the platforms' token endpoints (client credentials, JWT assertion), cached."""
 
-    def __init__(self, store: Store, client: httpx.Client | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, store: Store, client: httpx.Client | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
         self.store = store
         self.client = client or httpx.Client(timeout=HTTP_TIMEOUT_S)
         self.clock = clock
@@ -75,8 +76,14 @@ class ServiceConnector:
         """The signed client assertion for one token request (signed by the key that signs now)."""
         key = lti.signing_key(self.store, self.clock())
         now = int(self.clock())
-        claims = {"iss": platform.client_id, "sub": platform.client_id, "aud": platform.assertion_audience,
-                  "iat": now, "exp": now + 300, "jti": secrets.token_urlsafe(16)}
+        claims = {
+            "iss": platform.client_id,
+            "sub": platform.client_id,
+            "aud": platform.assertion_audience,
+            "iat": now,
+            "exp": now + 300,
+            "jti": secrets.token_urlsafe(16),
+        }
         return jwt.encode({"alg": "RS256", "kid": key.kid}, claims, key)
 
     def token(self, platform: lti.Platform, scopes: list[str]) -> str:
@@ -87,19 +94,26 @@ class ServiceConnector:
         if cached is not None and cached[0] > time.time() + 60:
             return cached[1]
         try:
-            answer = self.client.post(platform.token_url, data={
-                "grant_type": "client_credentials",
-                "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
-                "client_assertion": self.assertion(platform), "scope": scope,
-            })
+            answer = self.client.post(
+                platform.token_url,
+                data={
+                    "grant_type": "client_credentials",
+                    "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                    "client_assertion": self.assertion(platform),
+                    "scope": scope,
+                },
+            )
         except httpx.HTTPError as exc:
-            raise ServiceError(f"the token endpoint of {platform.name} ({platform.token_url}) cannot be reached "
-                               f"({type(exc).__name__})") from exc
+            raise ServiceError(
+                f"the token endpoint of {platform.name} ({platform.token_url}) cannot be reached ({type(exc).__name__})"
+            ) from exc
         doc = json_of(answer, f"the token endpoint of {platform.name}")
         token = doc.get("access_token")
         if not isinstance(token, str) or not token:
-            raise ServiceError(f"the token endpoint of {platform.name} gave no access_token: check the tool's "
-                               "JWKS URL and scopes in the LMS")
+            raise ServiceError(
+                f"the token endpoint of {platform.name} gave no access_token: check the tool's "
+                "JWKS URL and scopes in the LMS"
+            )
         expires = doc.get("expires_in", 3600)
         self.cache[key] = (time.time() + (float(expires) if isinstance(expires, (int, float)) else 3600.0), token)
         return token
@@ -110,8 +124,9 @@ class ServiceConnector:
 
 def json_of(answer: httpx.Response, what: str) -> dict[str, Any]:
     if answer.status_code >= 400:
-        raise ServiceError(f"{what} answered {answer.status_code}: {' '.join(answer.text[:200].split())}",
-                           answer.status_code)
+        raise ServiceError(
+            f"{what} answered {answer.status_code}: {' '.join(answer.text[:200].split())}", answer.status_code
+        )
     try:
         doc = answer.json()
     except ValueError as exc:
@@ -125,8 +140,9 @@ def platform_of(config: lti.LtiConfig, context: dict[str, Any]) -> lti.Platform:
     try:
         return config.find(context["issuer"], context["client_id"])
     except lti.LaunchRefused as exc:
-        raise ServiceError(f"the context '{context['title']}' belongs to a platform no longer in course.toml "
-                           f"({exc.reason})") from exc
+        raise ServiceError(
+            f"the context '{context['title']}' belongs to a platform no longer in course.toml ({exc.reason})"
+        ) from exc
 
 
 def contexts(store: Store, config: lti.LtiConfig | None = None) -> list[dict[str, Any]]:
@@ -141,8 +157,7 @@ def contexts(store: Store, config: lti.LtiConfig | None = None) -> list[dict[str
     return [r for r in rows if r["context_id"] in bound.get((r["issuer"], r["client_id"]), set())]
 
 
-def paged(connector: ServiceConnector, url: str, token: str, accept: str, key: str,
-          what: str) -> list[dict[str, Any]]:
+def paged(connector: ServiceConnector, url: str, token: str, accept: str, key: str, what: str) -> list[dict[str, Any]]:
     """Every item of a container, following ``Link: rel="next"`` (NRPS members, AGS line items)."""
     items: list[dict[str, Any]] = []
     for _ in range(MAX_PAGES):
@@ -158,4 +173,3 @@ def paged(connector: ServiceConnector, url: str, token: str, accept: str, key: s
             return items
         url = following
     raise ServiceError(f"{what} gave more than {MAX_PAGES} pages")
-

@@ -74,22 +74,47 @@ def dashboard_context(store: Store, config: lti.LtiConfig) -> dict[str, Any]:
         rows = {r["context_id"]: r for r in lti_courses.bindings(store.db, platform.issuer, platform.client_id)}
         for context_id, title in lti.bound_contexts(store, platform).items():
             row = rows.get(context_id, {})
-            how = ("listed in course.toml" if platform.contexts else
-                   f"bound by the first instructor launch, {row.get('bound_at', '')}")
-            bindings.append({"platform": platform.name, "context_id": context_id,
-                             "title": title or next((c["title"] for c in contexts(store) if
-                                                     c["context_id"] == context_id and c["issuer"] == platform.issuer),
-                                                    ""), "how": how})
+            how = (
+                "listed in course.toml"
+                if platform.contexts
+                else f"bound by the first instructor launch, {row.get('bound_at', '')}"
+            )
+            bindings.append(
+                {
+                    "platform": platform.name,
+                    "context_id": context_id,
+                    "title": title
+                    or next(
+                        (
+                            c["title"]
+                            for c in contexts(store)
+                            if c["context_id"] == context_id and c["issuer"] == platform.issuer
+                        ),
+                        "",
+                    ),
+                    "how": how,
+                }
+            )
     now = time.time()
-    keys = [{**k, "next": k["signs_from"] > now,
-             "starts": datetime.fromtimestamp(k["signs_from"], timezone.utc).isoformat(timespec="seconds")}
-            for k in lti.published_keys(store)]
+    keys = [
+        {
+            **k,
+            "next": k["signs_from"] > now,
+            "starts": datetime.fromtimestamp(k["signs_from"], timezone.utc).isoformat(timespec="seconds"),
+        }
+        for k in lti.published_keys(store)
+    ]
     return {
-        "platforms": config.platforms, "contexts": contexts(store, config), "bindings": bindings,
-        "members": members, "pending": pending_scores(store, 100), "refused": refused_scores(store, 100),
+        "platforms": config.platforms,
+        "contexts": contexts(store, config),
+        "bindings": bindings,
+        "members": members,
+        "pending": pending_scores(store, 100),
+        "refused": refused_scores(store, 100),
         "counts": score_counts(store),
         "refusals": lti_launches.recent_refusals(store.db, 20),
-        "signing_keys": keys, "signing": lti.signing_key(store).kid,
+        "signing_keys": keys,
+        "signing": lti.signing_key(store).kid,
         "modes": {c["key"]: ags_mode(c) for c in contexts(store, config)},
     }
 
@@ -97,17 +122,28 @@ def dashboard_context(store: Store, config: lti.LtiConfig) -> dict[str, Any]:
 async def dashboard_page(request: Any, mode: str, notice: str = "", error: bool = False) -> Any:
     """GET /instructor/lti: the LMS connection: roster sync, scores waiting for the LMS, refused launches."""
     store = instructor.store_of(request)
-    return instructor.page(request, "LMS (LTI 1.3)", page="lti", notice=notice, notice_error=error,
-                           lti_view=dashboard_context(store, request.app.state.lti_config))
+    return instructor.page(
+        request,
+        "LMS (LTI 1.3)",
+        page="lti",
+        notice=notice,
+        notice_error=error,
+        lti_view=dashboard_context(store, request.app.state.lti_config),
+    )
 
 
 async def dashboard_sync(request: Any, mode: str) -> Any:
     """POST /instructor/lti/sync: pull the LMS's membership into the roster now (the roster sync)."""
     instructor.check_csrf(request, await instructor.read_form(request), mode)
     result = await sync_in_thread(request.app)
-    return await dashboard_page(request, mode, "Roster sync: " + result.summary() +
-                                (". New students get their token by launching from the LMS." if result.new_students
-                                 else ""), bool(result.errors))
+    return await dashboard_page(
+        request,
+        mode,
+        "Roster sync: "
+        + result.summary()
+        + (". New students get their token by launching from the LMS." if result.new_students else ""),
+        bool(result.errors),
+    )
 
 
 async def dashboard_rotate(request: Any, mode: str) -> Any:
@@ -118,9 +154,13 @@ async def dashboard_rotate(request: Any, mode: str) -> Any:
     except lti.RotationWaiting as exc:
         return await dashboard_page(request, mode, f"Not rotated: {exc}", True)
     LOG.warning("LTI signing key rotated: %s is published and signs in %d s", kid, lti.JWKS_MAX_AGE_S)
-    return await dashboard_page(request, mode, f"New signing key {kid} published; it signs from "
-                                f"{lti.JWKS_MAX_AGE_S // 60} minutes from now (platforms' copies of the key set "
-                                "have expired by then); the current key signs until then and stays published.")
+    return await dashboard_page(
+        request,
+        mode,
+        f"New signing key {kid} published; it signs from "
+        f"{lti.JWKS_MAX_AGE_S // 60} minutes from now (platforms' copies of the key set "
+        "have expired by then); the current key signs until then and stays published.",
+    )
 
 
 async def dashboard_retry(request: Any, mode: str) -> Any:

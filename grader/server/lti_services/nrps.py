@@ -55,18 +55,28 @@ class SyncResult:
     errors: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        changes = (f"{len(self.new_students)} new student(s), {len(self.dropped)} dropped"
-                   + (f", {len(self.returned)} back" if self.returned else "")
-                   if self.new_students or self.dropped or self.returned else "no change")
-        return (f"{self.members} members in {self.contexts} course(s): {changes}" +
-                (f"; {len(self.errors)} error(s): " + "; ".join(self.errors) if self.errors else ""))
+        changes = (
+            f"{len(self.new_students)} new student(s), {len(self.dropped)} dropped"
+            + (f", {len(self.returned)} back" if self.returned else "")
+            if self.new_students or self.dropped or self.returned
+            else "no change"
+        )
+        return f"{self.members} members in {self.contexts} course(s): {changes}" + (
+            f"; {len(self.errors)} error(s): " + "; ".join(self.errors) if self.errors else ""
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The API's answer (``POST /api/v1/roster/sync``): the counts, the lists, the new tokens."""
-        return {"contexts": self.contexts, "members": self.members, "new_students": self.new_students,
-                "dropped": self.dropped, "returned": self.returned, "errors": self.errors,
-                "summary": self.summary(),
-                "tokens": [{"id": e.id, "name": e.name, "email": e.email, "token": t} for e, t in self.tokens]}
+        return {
+            "contexts": self.contexts,
+            "members": self.members,
+            "new_students": self.new_students,
+            "dropped": self.dropped,
+            "returned": self.returned,
+            "errors": self.errors,
+            "summary": self.summary(),
+            "tokens": [{"id": e.id, "name": e.name, "email": e.email, "token": t} for e, t in self.tokens],
+        }
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> "SyncResult":
@@ -74,10 +84,23 @@ class SyncResult:
             value = doc.get(key)
             return [str(v) for v in value] if isinstance(value, list) else []
 
-        tokens = [(RosterEntry(str(t.get("id", "")), str(t.get("name", "")), str(t.get("email", ""))),
-                   str(t.get("token", ""))) for t in doc.get("tokens", []) if isinstance(t, dict)]
-        return cls(int(doc.get("contexts", 0)), int(doc.get("members", 0)), strings("new_students"),
-                   strings("dropped"), strings("returned"), tokens, strings("errors"))
+        tokens = [
+            (
+                RosterEntry(str(t.get("id", "")), str(t.get("name", "")), str(t.get("email", ""))),
+                str(t.get("token", "")),
+            )
+            for t in doc.get("tokens", [])
+            if isinstance(t, dict)
+        ]
+        return cls(
+            int(doc.get("contexts", 0)),
+            int(doc.get("members", 0)),
+            strings("new_students"),
+            strings("dropped"),
+            strings("returned"),
+            tokens,
+            strings("errors"),
+        )
 
 
 def membership(connector: ServiceConnector, platform: lti.Platform, url: str) -> list[dict[str, Any]]:
@@ -109,8 +132,9 @@ def sync_roster(store: Store, config: lti.LtiConfig, connector: ServiceConnector
     return result
 
 
-def _sync_context(store: Store, platform: lti.Platform, key: str, members: list[dict[str, Any]],
-                  result: SyncResult) -> None:
+def _sync_context(
+    store: Store, platform: lti.Platform, key: str, members: list[dict[str, Any]], result: SyncResult
+) -> None:
     """One context's members into the roster: the status first, then the match (module docstring)."""
     recorded = lti_courses.learner_statuses(store.db, key)
     active: set[str] = set()
@@ -142,4 +166,3 @@ def _sync_context(store: Store, platform: lti.Platform, key: str, members: list[
 def dropped_students(store: Store) -> set[str]:
     """Students an LMS no longer lists in any of their contexts (marked by the roster sync)."""
     return lti_courses.dropped_students(store.db)
-

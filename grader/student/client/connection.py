@@ -115,13 +115,15 @@ def remove_login() -> bool:
 class Client:
     """A thin JSON client for one server and token."""
 
-    def __init__(self, server: str, token: str, timeout: float = TIMEOUT_S,
-                 transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self, server: str, token: str, timeout: float = TIMEOUT_S, transport: httpx.BaseTransport | None = None
+    ) -> None:
         self.server = server.rstrip("/")
         import httpx  # imported when a server is used: `grade submit` on local work does not pay for it
 
-        self.http = httpx.Client(base_url=self.server, timeout=timeout, transport=transport,
-                                 headers={"Authorization": f"Bearer {token}"})
+        self.http = httpx.Client(
+            base_url=self.server, timeout=timeout, transport=transport, headers={"Authorization": f"Bearer {token}"}
+        )
 
     def close(self) -> None:
         self.http.close()
@@ -132,9 +134,15 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def call(self, method: str, path: str, body: dict[str, Any] | None = None,
-             headers: dict[str, str] | None = None, tries: int = 1,
-             accept: tuple[int, ...] = ()) -> tuple[int, dict[str, Any]]:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        tries: int = 1,
+        accept: tuple[int, ...] = (),
+    ) -> tuple[int, dict[str, Any]]:
         """Send one request (again on a network error, up to ``tries``); (status, JSON body).
 
         Raises ClientError for a network failure, a non-JSON answer, or an
@@ -153,8 +161,10 @@ class Client:
                 last = exc
         else:
             if isinstance(last, httpx.TimeoutException):
-                raise ClientError(f"the course server at {self.server} did not answer in time: try again later, "
-                                  "or work on this machine with --local (submit, quiz, progress)")
+                raise ClientError(
+                    f"the course server at {self.server} did not answer in time: try again later, "
+                    "or work on this machine with --local (submit, quiz, progress)"
+                )
             raise ClientError(
                 f"cannot reach the course server at {self.server} ({last}): the server may be down, "
                 "or check the address and your network; then try again, or work on this machine with --local "
@@ -172,8 +182,10 @@ class Client:
             return status, doc if isinstance(doc, dict) else {}
         message = str(doc.get("error") if isinstance(doc, dict) else "") or response.reason_phrase
         if status >= 500:
-            raise ClientError(f"the course server failed (HTTP {status}: {message}): try again later, "
-                              "and tell your instructor if it goes on")
+            raise ClientError(
+                f"the course server failed (HTTP {status}: {message}): try again later, "
+                "and tell your instructor if it goes on"
+            )
         raise ClientError(message)
 
 
@@ -200,17 +212,28 @@ class Submitted:
     document: dict[str, Any]
 
 
-def submit(client: Client, folder: Path, selectors: list[str], wait: bool = True,
-           on_state: Callable[[dict[str, Any]], None] | None = None, max_wait_s: float = 3600.0,
-           key: str | None = None) -> Submitted:
+def submit(
+    client: Client,
+    folder: Path,
+    selectors: list[str],
+    wait: bool = True,
+    on_state: Callable[[dict[str, Any]], None] | None = None,
+    max_wait_s: float = 3600.0,
+    key: str | None = None,
+) -> Submitted:
     """Upload the exercise files of ``folder`` and (``wait``) poll until graded.
 
     ``on_state`` is called with every state the server reports (progress display).
     """
     files = collect_files(folder)
     key = key or uuid.uuid4().hex
-    _, doc = client.call("POST", "/submissions", {"files": files, "exercises": selectors},
-                         headers={"Idempotency-Key": key}, tries=SEND_TRIES)
+    _, doc = client.call(
+        "POST",
+        "/submissions",
+        {"files": files, "exercises": selectors},
+        headers={"Idempotency-Key": key},
+        tries=SEND_TRIES,
+    )
     if not wait:
         return _submitted(doc)
     return wait_for(client, int(doc["id"]), on_state, max_wait_s, doc)
@@ -219,8 +242,13 @@ def submit(client: Client, folder: Path, selectors: list[str], wait: bool = True
 SETTLED = ("done", "error", "held")  # a held job waits for the server's machine, not for this client
 
 
-def wait_for(client: Client, submission: int, on_state: Callable[[dict[str, Any]], None] | None = None,
-             max_wait_s: float = 3600.0, doc: dict[str, Any] | None = None) -> Submitted:
+def wait_for(
+    client: Client,
+    submission: int,
+    on_state: Callable[[dict[str, Any]], None] | None = None,
+    max_wait_s: float = 3600.0,
+    doc: dict[str, Any] | None = None,
+) -> Submitted:
     """Poll submission ``submission`` (long polls) until it is graded, closed as an error, or held (some
     exercises wait for the server's machine: it grades them by itself later).
 
@@ -229,8 +257,10 @@ def wait_for(client: Client, submission: int, on_state: Callable[[dict[str, Any]
     `grade result ID`, the command that shows its report later.
     """
     deadline = time.monotonic() + max_wait_s
-    later = f"submission {submission} is stored on the server and will be graded: see its result later with " \
-            f"`grade result {submission}`"
+    later = (
+        f"submission {submission} is stored on the server and will be graded: see its result later with "
+        f"`grade result {submission}`"
+    )
     while doc is None or doc["status"] not in SETTLED:
         if doc is not None and on_state is not None:
             on_state(doc)

@@ -118,13 +118,22 @@ def closed_course(document: dict[str, Any], course: dict[str, Any]) -> dict[str,
     closed = document.get("closed_chapters")
     if not isinstance(closed, list):
         return course
-    return {"chapters": [{"name": c["chapter"], "exercises": c["exercises"], "closes": c.get("closed_at"),
-                          "message": c.get("message")}
-                         for c in closed]}
+    return {
+        "chapters": [
+            {
+                "name": c["chapter"],
+                "exercises": c["exercises"],
+                "closes": c.get("closed_at"),
+                "message": c.get("message"),
+            }
+            for c in closed
+        ]
+    }
 
 
-def closed_lines(course: dict[str, Any], selectors: list[str], graded: list[str],
-                 now: datetime | None = None) -> list[str]:
+def closed_lines(
+    course: dict[str, Any], selectors: list[str], graded: list[str], now: datetime | None = None
+) -> list[str]:
     """One line per chapter whose exercises an upload of ``selectors`` left out because the chapter takes no
     upload: "opens at T" before it opens, "closed at T" after (the server's ``message``, else the course's dates)."""
     try:
@@ -152,8 +161,14 @@ def closed_lines(course: dict[str, Any], selectors: list[str], graded: list[str]
     return lines
 
 
-def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], path: Path | None = None,
-                 html: Path | None = None, arrays: bool = False) -> int:
+def print_report(
+    done: client_lib.Submitted,
+    fmt: str,
+    course: dict[str, Any],
+    path: Path | None = None,
+    html: Path | None = None,
+    arrays: bool = False,
+) -> int:
     """Print a graded submission as local grading prints it (late notes beside the scores); the exit status.
 
     A held submission (exercises the server's machine could not grade yet: it
@@ -182,8 +197,9 @@ def print_report(done: client_lib.Submitted, fmt: str, course: dict[str, Any], p
     return report.exit_status
 
 
-def kept_report(done: client_lib.Submitted, course: dict[str, Any],
-                path: Path | None) -> tuple[GradeReport, dict[str, float]]:
+def kept_report(
+    done: client_lib.Submitted, course: dict[str, Any], path: Path | None
+) -> tuple[GradeReport, dict[str, float]]:
     """A graded submission's report and late shares (the server's, else worked out from the course's dates),
     the report kept for ``grade view`` beside ``path`` (when given); RemoteError when it could not be graded."""
     if done.status == "error" or done.report is None:
@@ -196,8 +212,13 @@ def kept_report(done: client_lib.Submitted, course: dict[str, Any],
     return done.report, shares
 
 
-def hand_in(login: Login, path: Path, selectors: list[str], wait: bool = True,
-            on_state: Callable[[dict[str, Any]], None] | None = None) -> tuple[client_lib.Submitted, dict[str, Any]]:
+def hand_in(
+    login: Login,
+    path: Path,
+    selectors: list[str],
+    wait: bool = True,
+    on_state: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[client_lib.Submitted, dict[str, Any]]:
     """Upload ``path``'s exercise files and (``wait``) wait for the hidden checks' report: the submission and
     the course as the server describes it (its dates); RemoteError (one line) when the server cannot take it."""
     try:
@@ -240,8 +261,9 @@ class _StatusLine:
             click.echo("", err=True)
 
 
-def remote_submit(login: Login, path: Path, selectors: list[str], fmt: str, wait: bool,
-                  html: Path | None = None, arrays: bool = False) -> int:
+def remote_submit(
+    login: Login, path: Path, selectors: list[str], fmt: str, wait: bool, html: Path | None = None, arrays: bool = False
+) -> int:
     """``grade submit`` against the server: upload, wait, print the same report; the exit status.
 
     Chapters left out because they are closed are listed; a server lost while
@@ -317,8 +339,9 @@ def _practice_lines(login: Login) -> list[str]:
         raise one_line(exc) from exc
     if status == 404:
         return []
-    offer: list[tuple[str, tuple[str, ...]]] = [(item["title"], (item["question"]["id"],) if item["question"] else ())
-                                                for item in doc["practise"]]
+    offer: list[tuple[str, tuple[str, ...]]] = [
+        (item["title"], (item["question"]["id"],) if item["question"] else ()) for item in doc["practise"]
+    ]
     return practice_lines(offer, [entry["title"] for entry in doc["due"]])
 
 
@@ -332,19 +355,29 @@ def remote_practice(login: Login) -> int:
             if not items:
                 click.echo("Nothing to practise today: a graded upload that names a mistake puts its concept here.")
                 return 0
-            click.echo(f"Practice ({len(items)} concept(s); not graded, no attempts spent): one question each, "
-                       "one try.")
+            click.echo(
+                f"Practice ({len(items)} concept(s); not graded, no attempts spent): one question each, one try."
+            )
             for number, item in enumerate(items, start=1):
                 question = item["question"]
                 click.echo(f"\n{item['title']}")
-                quiz_text.show_question(number, len(items), question["id"], question["prompt"],
-                                        [c["text"] for c in question["choices"]], False)
+                quiz_text.show_question(
+                    number,
+                    len(items),
+                    question["id"],
+                    question["prompt"],
+                    [c["text"] for c in question["choices"]],
+                    False,
+                )
                 hint = quiz_text.answer_hint(question["kind"], question["tolerance"])
 
                 def send(raw: str, concept: str = item["concept"], qid: str = question["id"]) -> dict[str, Any]:
-                    status, verdict = client.call("POST", "/practice/answers", {"concept": concept, "question": qid,
-                                                                                "answer": raw, "shown": True},
-                                                  accept=(422,))
+                    status, verdict = client.call(
+                        "POST",
+                        "/practice/answers",
+                        {"concept": concept, "question": qid, "answer": raw, "shown": True},
+                        accept=(422,),
+                    )
                     if status == 422:
                         raise click.UsageError(str(verdict.get("error")))  # click prints it and asks again
                     return verdict
@@ -353,8 +386,9 @@ def remote_practice(login: Login) -> int:
                 entry = verdict["entry"]
                 click.echo(quiz_text.feedback_line(verdict["correct"], 0) if verdict["correct"] else "Not this one.")
                 click.echo(f"Explanation: {verdict['explanation']}")
-                click.echo("Mastered: two clean retrievals in a row." if entry["mastered"]
-                           else f"Back on {entry['due'][:10]}.")
+                click.echo(
+                    "Mastered: two clean retrievals in a row." if entry["mastered"] else f"Back on {entry['due'][:10]}."
+                )
     except GraderError as exc:
         raise one_line(exc) from exc
     return 0
@@ -374,8 +408,9 @@ def merge_schedule(login: Login, db: Path, local_student: str) -> int | None:
         rows = store.practice_entries(local_student)
         reviews = [r for r in store.practice_reviews(local_student) if r["origin"] == "local"]
         with _client(login) as client:
-            status, doc = client.call("POST", "/practice/schedule", {"reviews": reviews, "entries": rows},
-                                      accept=(404, 503))
+            status, doc = client.call(
+                "POST", "/practice/schedule", {"reviews": reviews, "entries": rows}, accept=(404, 503)
+            )
         if status in (404, 503):  # an older server, or one without the scheduler: the login stands
             return None
         store.save_practice_entries(login.student, doc["entries"], doc.get("reviews", []))
@@ -388,16 +423,23 @@ def merge_schedule(login: Login, db: Path, local_student: str) -> int | None:
 def _send(client: Client, chapter: str, question: str, raw: Any, shown: bool) -> tuple[int, dict[str, Any]]:
     """POST one answer; (status, body), where 422 means unreadable (the reason in ``error``, not recorded) and
     409 a closed question (answered correctly already or out of attempts: not judged, not recorded)."""
-    return client.call("POST", f"/quizzes/{chapter}/answers",
-                       {"question": question, "answer": raw, "shown": shown}, accept=(422, 409))
+    return client.call(
+        "POST", f"/quizzes/{chapter}/answers", {"question": question, "answer": raw, "shown": shown}, accept=(422, 409)
+    )
 
 
 def _ask(client: Client, chapter: str, question: dict[str, Any], number: int, total: int) -> dict[str, Any]:
     """Show one posed question as the local quiz does and send what is typed (choice numbers as shown);
     an unreadable answer is asked again, a wrong one while the server says attempts are left.
     The server's last verdict, whose explanation is printed."""
-    quiz_text.show_question(number, total, str(question["id"]), question["prompt"],
-                            [c["text"] for c in question["choices"]], question["checkpoint"])
+    quiz_text.show_question(
+        number,
+        total,
+        str(question["id"]),
+        question["prompt"],
+        [c["text"] for c in question["choices"]],
+        question["checkpoint"],
+    )
     hint = quiz_text.answer_hint(question["kind"], question["tolerance"])  # a drawn answer is a number
 
     def send(raw: str) -> dict[str, Any]:
@@ -408,8 +450,9 @@ def _ask(client: Client, chapter: str, question: dict[str, Any], number: int, to
 
     attempt = 1
     while True:
-        verdict: dict[str, Any] = click.prompt(quiz_text.attempt_label(attempt, question["attempts"], hint),
-                                               value_proc=send)
+        verdict: dict[str, Any] = click.prompt(
+            quiz_text.attempt_label(attempt, question["attempts"], hint), value_proc=send
+        )
         click.echo(quiz_text.feedback_line(verdict["correct"], verdict["attempts_left"]))
         if verdict["correct"] or not verdict["attempts_left"]:
             break
@@ -435,34 +478,57 @@ def _file_report(questions: list[dict[str, Any]], verdicts: dict[str, dict[str, 
         if v.get("explanation"):
             click.echo(f"  Explanation: {v['explanation']}")
         elif v.get("attempts_left"):
-            click.echo(f"  {v['attempts_left']} attempt(s) left: the server explains after a correct answer "
-                       "or the last attempt")
+            click.echo(
+                f"  {v['attempts_left']} attempt(s) left: the server explains after a correct answer "
+                "or the last attempt"
+            )
 
 
 def _pass_summary(chapter: str, questions: list[dict[str, Any]], verdicts: dict[str, dict[str, Any]]) -> str:
     right = [q for q in questions if verdicts.get(q["id"], {}).get("correct")]
     return quiz_text.summary_text(
-        chapter, len(right), len(questions), sum(q["points"] for q in right), sum(q["points"] for q in questions),
-        sum(1 for q in right if q["checkpoint"]), sum(1 for q in questions if q["checkpoint"]),
+        chapter,
+        len(right),
+        len(questions),
+        sum(q["points"] for q in right),
+        sum(q["points"] for q in questions),
+        sum(1 for q in right if q["checkpoint"]),
+        sum(1 for q in questions if q["checkpoint"]),
     )
 
 
-def _pass_json(student: str, chapter: str, questions: list[dict[str, Any]],
-               verdicts: dict[str, dict[str, Any]], complete: bool) -> dict[str, Any]:
+def _pass_json(
+    student: str, chapter: str, questions: list[dict[str, Any]], verdicts: dict[str, dict[str, Any]], complete: bool
+) -> dict[str, Any]:
     """The ``--json`` document of a graded answers file, shaped as the local one (QuizResult.to_json)."""
     right = [q for q in questions if verdicts.get(q["id"], {}).get("correct")]
     rows = []
     for q in questions:
         v = verdicts.get(q["id"])
-        rows.append({
-            "id": q["id"], "kind": q["kind"], "checkpoint": q["checkpoint"], "points": q["points"],
-            "answered": v is not None, "answer": v["answer"] if v else None, "correct": bool(v and v["correct"]),
-            "error": v.get("error") if v else None, "params": v.get("params") if v else None,
-            "explanation": v.get("explanation") if v else None,
-        })
-    return {"student": student, "chapter": chapter, "score": sum(q["points"] for q in right),
-            "max_score": sum(q["points"] for q in questions), "correct": len(right), "total": len(questions),
-            "complete": complete, "questions": rows}
+        rows.append(
+            {
+                "id": q["id"],
+                "kind": q["kind"],
+                "checkpoint": q["checkpoint"],
+                "points": q["points"],
+                "answered": v is not None,
+                "answer": v["answer"] if v else None,
+                "correct": bool(v and v["correct"]),
+                "error": v.get("error") if v else None,
+                "params": v.get("params") if v else None,
+                "explanation": v.get("explanation") if v else None,
+            }
+        )
+    return {
+        "student": student,
+        "chapter": chapter,
+        "score": sum(q["points"] for q in right),
+        "max_score": sum(q["points"] for q in questions),
+        "correct": len(right),
+        "total": len(questions),
+        "complete": complete,
+        "questions": rows,
+    }
 
 
 def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json: bool, ask_all: bool = False) -> int:
@@ -503,12 +569,23 @@ def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json
                         continue
                     status, verdict = _send(client, chapter, q["id"], given[q["id"]], shown=shown)
                     if status == 422:  # reported, not recorded (as locally)
-                        verdict = {"question": q["id"], "answer": str(given[q["id"]]), "correct": False,
-                                   "error": verdict.get("error"), "params": None, "explanation": None}
+                        verdict = {
+                            "question": q["id"],
+                            "answer": str(given[q["id"]]),
+                            "correct": False,
+                            "error": verdict.get("error"),
+                            "params": None,
+                            "explanation": None,
+                        }
                     elif status == 409:  # closed: counts as before, not judged again
-                        verdict = {"question": q["id"], "answer": str(given[q["id"]]), "correct": verdict["correct"],
-                                   "error": None if verdict["correct"] else verdict.get("error"),
-                                   "params": verdict.get("params"), "explanation": verdict.get("explanation")}
+                        verdict = {
+                            "question": q["id"],
+                            "answer": str(given[q["id"]]),
+                            "correct": verdict["correct"],
+                            "error": None if verdict["correct"] else verdict.get("error"),
+                            "params": verdict.get("params"),
+                            "explanation": verdict.get("explanation"),
+                        }
                     verdicts[q["id"]] = verdict
             else:
                 # graded on the server: a question answered correctly or out of attempts is closed for good
@@ -516,17 +593,24 @@ def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json
                 todo = [q for q in questions if not q["answered_correctly"] and q.get("attempts_left", 1) > 0]
                 done = len(questions) - len(todo) - len(spent)
                 if spent:
-                    click.echo(f"{len(spent)} question(s) of {chapter} have no attempts left (attempts never "
-                               f"reset): {', '.join(q['id'] for q in spent)}")
+                    click.echo(
+                        f"{len(spent)} question(s) of {chapter} have no attempts left (attempts never "
+                        f"reset): {', '.join(q['id'] for q in spent)}"
+                    )
                 if not todo and not spent:
-                    click.echo(f"Every question of {chapter} is answered correctly already. "
-                               f"Practise offline: grade quiz {chapter} --local")
+                    click.echo(
+                        f"Every question of {chapter} is answered correctly already. "
+                        f"Practise offline: grade quiz {chapter} --local"
+                    )
                 elif not todo:
-                    click.echo(f"Every question of {chapter} is answered or out of attempts: nothing left to answer "
-                               f"on the server. Practise offline: grade quiz {chapter} --local")
+                    click.echo(
+                        f"Every question of {chapter} is answered or out of attempts: nothing left to answer "
+                        f"on the server. Practise offline: grade quiz {chapter} --local"
+                    )
                 else:
-                    quiz_text.session_intro(quiz["title"], len(questions),
-                                            sum(1 for q in questions if q["checkpoint"]), done)
+                    quiz_text.session_intro(
+                        quiz["title"], len(questions), sum(1 for q in questions if q["checkpoint"]), done
+                    )
                     for number, q in enumerate(todo, 1):
                         verdicts[q["id"]] = _ask(client, chapter, q, number, len(todo))
                     click.echo("")
@@ -538,8 +622,13 @@ def remote_quiz(login: Login, chapter: str | None, answers: Path | None, as_json
     standing = quiz_text.ChapterProgress.from_json(after["standing"])
     all_right = all(q["answered_correctly"] for q in after["questions"])
     if as_json:
-        click.echo(json.dumps(_pass_json(after["student"], chapter, questions, verdicts, standing.complete),
-                              indent=2, ensure_ascii=False))
+        click.echo(
+            json.dumps(
+                _pass_json(after["student"], chapter, questions, verdicts, standing.complete),
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return 0 if all_right else 1
     if given is not None:
         _file_report(questions, verdicts)

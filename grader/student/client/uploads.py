@@ -19,8 +19,8 @@ from pathlib import Path
 from grader.student.engine import catalogue
 from grader.student.errors import UsageError
 
-MAX_FILE_BYTES = 256 * 1024        # one file
-MAX_UPLOAD_BYTES = 1024 * 1024     # a whole request body (files plus JSON overhead)
+MAX_FILE_BYTES = 256 * 1024  # one file
+MAX_UPLOAD_BYTES = 1024 * 1024  # a whole request body (files plus JSON overhead)
 MAX_FILES = 32
 PACKAGE_FILES = ("__init__.py", "base.py")
 _KERNEL_RE = re.compile(r"kernels/[a-z_][a-z0-9_]{0,63}\.cl")  # matched whole: "kernels/x.cl\n" is no name
@@ -44,7 +44,7 @@ def allowed_summary() -> str:
 def check_files(files: object) -> dict[str, str]:
     """Validate an upload's ``files`` mapping; UsageError (one line) on the first problem."""
     if not isinstance(files, dict) or not files:
-        raise UsageError("the upload has no files: send {\"files\": {\"activations.py\": \"...\"}}")
+        raise UsageError('the upload has no files: send {"files": {"activations.py": "..."}}')
     if len(files) > MAX_FILES:
         raise UsageError(f"the upload has {len(files)} files; at most {MAX_FILES} are accepted")
     checked: dict[str, str] = {}

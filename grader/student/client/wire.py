@@ -37,16 +37,29 @@ def report_from_dict(doc: dict[str, Any]) -> GradeReport:
     for ex in doc["exercises"]:
         checks = [
             CheckResult(
-                str(c["name"]), bool(c["passed"]), float(c["score"]), float(c["max_score"]),
-                str(c.get("message") or ""), c.get("misconception"), figure_of(c), [str(a) for a in c.get("also") or []],
-                figure_of(c, "instructor_figure"), where_of(c),
+                str(c["name"]),
+                bool(c["passed"]),
+                float(c["score"]),
+                float(c["max_score"]),
+                str(c.get("message") or ""),
+                c.get("misconception"),
+                figure_of(c),
+                [str(a) for a in c.get("also") or []],
+                figure_of(c, "instructor_figure"),
+                where_of(c),
             )
             for c in ex.get("checks", [])
         ]
         exercises.append(
             ExerciseResult(
-                str(ex["id"]), str(ex["status"]), float(ex["score"]), float(ex["max_score"]), checks,
-                str(ex.get("message") or ""), float(ex.get("duration") or 0.0), str(ex.get("output") or ""),
+                str(ex["id"]),
+                str(ex["status"]),
+                float(ex["score"]),
+                float(ex["max_score"]),
+                checks,
+                str(ex.get("message") or ""),
+                float(ex.get("duration") or 0.0),
+                str(ex.get("output") or ""),
             )
         )
     return GradeReport(str(doc["student"]), exercises, str(doc.get("files_hash") or ""))

@@ -58,8 +58,11 @@ def _dtype_ok(received: np.ndarray, expected: np.ndarray) -> bool:
 
 def nonfinite_counts(values: np.ndarray) -> str:
     """How many of ``values`` are inf, -inf and nan, in words: "12 inf, 8 -inf" (kinds absent left out)."""
-    counts = [(int(np.isposinf(values).sum()), "inf"), (int(np.isneginf(values).sum()), "-inf"),
-              (int(np.isnan(values).sum()), "nan")]
+    counts = [
+        (int(np.isposinf(values).sum()), "inf"),
+        (int(np.isneginf(values).sum()), "-inf"),
+        (int(np.isnan(values).sum()), "nan"),
+    ]
     return ", ".join(f"{n} {name}" for n, name in counts if n)
 
 

@@ -47,8 +47,9 @@ def reads(statement: ast.stmt | None) -> list[str]:
     value = getattr(statement, "value", None) or getattr(statement, "test", None) or getattr(statement, "iter", None)
     names: list[str] = []
     for node in ast.walk(value) if value is not None else []:
-        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(getattr(node, "ctx", None),
-                                                                                    ast.Load):
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)) and isinstance(
+            getattr(node, "ctx", None), ast.Load
+        ):
             names.append(ast.unparse(node))  # (as the trace names what an assignment to it recorded)
     if isinstance(statement, ast.AugAssign):  # (``x += 1`` reads x)
         names.append(ast.unparse(statement.target))
@@ -72,13 +73,23 @@ def last_made(records: list[Record], name: str) -> Record | None:
     ``self.mean`` alike: a helper names the layer otherwise), or None."""
     made = [r for r in records if r.name == name and r.role in ("assign", "arg")]
     if "." in name:  # (the latest of either: ``bn.dgamma = None`` in a helper after ``self.dgamma = None``)
-        made += [r for r in records if r.role == "assign" and r.name.split(".")[-1] == name.split(".")[-1]
-                 and "." in r.name and r.name != name]
+        made += [
+            r
+            for r in records
+            if r.role == "assign" and r.name.split(".")[-1] == name.split(".")[-1] and "." in r.name and r.name != name
+        ]
     return max(made, key=lambda r: r.seq) if made else None
 
 
-def locate_crash(topic: str, student: ScriptResult, records: list[Record], reference: list[Record], lines: list[str],
-                 tree: ast.Module, reference_keys: set[str]) -> dict[str, Any] | None:
+def locate_crash(
+    topic: str,
+    student: ScriptResult,
+    records: list[Record],
+    reference: list[Record],
+    lines: list[str],
+    tree: ast.Module,
+    reference_keys: set[str],
+) -> dict[str, Any] | None:
     """The line of ``topic``'s file that raised, and the shapes (or None) of the values it reads.
 
     ``records``: the student's traced run; ``reference``: the reference's records of the same case (their names,
@@ -96,20 +107,33 @@ def locate_crash(topic: str, student: ScriptResult, records: list[Record], refer
         read_back = re.match(r"(\w+) returned None", student.error.get("message", ""))
         made = last_made(records, "self." + read_back.group(1)) if read_back else None
         if made is not None and made.kind == "none":
-            return {"file": f"{topic}.py", "line": made.line, "code": code(lines, made.line),
-                    "words": f"`{made.name}` is set to None here and read back as None ({error})"}
+            return {
+                "file": f"{topic}.py",
+                "line": made.line,
+                "code": code(lines, made.line),
+                "words": f"`{made.name}` is set to None here and read back as None ({error})",
+            }
         bad = not_numeric(records, reference)
         if bad is None:
             return None
         what = "None" if bad.kind == "none" else "not an array of numbers"
-        return {"file": f"{topic}.py", "line": bad.line, "code": code(lines, bad.line),
-                "words": f"`{bad.name}` is {what} here where the reference's is numbers ({error})"}
+        return {
+            "file": f"{topic}.py",
+            "line": bad.line,
+            "code": code(lines, bad.line),
+            "words": f"`{bad.name}` is {what} here where the reference's is numbers ({error})",
+        }
     line = int(frames[-1]["line"])
-    key = key_origin(student.error, line, tree, {r.line for r in records} | {int(f["line"]) for f in frames},
-                      reference_keys)
+    key = key_origin(
+        student.error, line, tree, {r.line for r in records} | {int(f["line"]) for f in frames}, reference_keys
+    )
     if key is not None:
-        return {"file": f"{topic}.py", "line": key[0], "code": code(lines, key[0]),
-                "words": f"{key[1]}; line {line} (`{code(lines, line)}`) then raised {error}"}
+        return {
+            "file": f"{topic}.py",
+            "line": key[0],
+            "code": code(lines, key[0]),
+            "words": f"{key[1]}; line {line} (`{code(lines, line)}`) then raised {error}",
+        }
     parts = []
     origin: tuple[int, str] | None = None
     for name in dict.fromkeys(reads(statement(tree, line))):
@@ -122,20 +146,28 @@ def locate_crash(topic: str, student: ScriptResult, records: list[Record], refer
                 passed = none_origin(reads(statement(tree, caller)), records, tree)
                 last = passed if passed is not None else last
                 if passed is None:
-                    origin = origin or (caller, f"this line passes None as `{name}`; line {line}"
-                                                f" (`{code(lines, line)}`) then raised {error}")
+                    origin = origin or (
+                        caller,
+                        f"this line passes None as `{name}`; line {line} (`{code(lines, line)}`) then raised {error}",
+                    )
             if last.role == "assign":
                 last = none_origin([last.name], records, tree) or last
                 said = f"`{name}` is None (from line {last.line}: `{code(lines, last.line)}`)"
-                origin = origin or (last.line, f"`{last.name}` is None from here; line {line}"
-                                               f" (`{code(lines, line)}`) then raised {error}")
+                origin = origin or (
+                    last.line,
+                    f"`{last.name}` is None from here; line {line} (`{code(lines, line)}`) then raised {error}",
+                )
             else:
                 said = f"`{name}` is None (passed by the caller)"
         elif last.shape is not None and last.shape != ():
-            said = f"`{name}` has shape {last.shape}" + \
-                (f" from line {last.line} (`{code(lines, last.line)}`)" if last.role == "assign" else "")
-            theirs = [r for r in reference if r.role in ("assign", "arg") and r.name.split(".")[-1] == name.split(".")[-1]
-                      and r.shape is not None]
+            said = f"`{name}` has shape {last.shape}" + (
+                f" from line {last.line} (`{code(lines, last.line)}`)" if last.role == "assign" else ""
+            )
+            theirs = [
+                r
+                for r in reference
+                if r.role in ("assign", "arg") and r.name.split(".")[-1] == name.split(".")[-1] and r.shape is not None
+            ]
             if theirs and last.shape not in shapes(last, reference):
                 said += f"; the reference's `{theirs[-1].name}` has shape {theirs[-1].shape}"
         else:
@@ -144,16 +176,25 @@ def locate_crash(topic: str, student: ScriptResult, records: list[Record], refer
     test = raising_test(tree, line) if origin is None else None
     if test is not None:
         none = none_origin(reads(statement(tree, test)), records, tree)  # (a test reading a None: where it began)
-        origin = (none.line, f"`{none.name}` is None from here; the test on line {test} then sent the input to the"
-                             f" `raise` on line {line} ({error})") if none is not None else \
-            (test, f"this test sends the input to the `raise` on line {line} ({error})")
+        origin = (
+            (
+                none.line,
+                f"`{none.name}` is None from here; the test on line {test} then sent the input to the"
+                f" `raise` on line {line} ({error})",
+            )
+            if none is not None
+            else (test, f"this test sends the input to the `raise` on line {line} ({error})")
+        )
     if origin is None:
         shaped = shape_origin(list(reads(statement(tree, line))), records, reference, tree)
         if shaped is not None:
             parted, counterpart = shaped
-            origin = (parted.line, f"`{parted.name}` has shape {parted.shape} here where the reference's"
-                                   f" `{counterpart.name}` has shape {counterpart.shape}; line {line}"
-                                   f" (`{code(lines, line)}`) then raised {error}")
+            origin = (
+                parted.line,
+                f"`{parted.name}` has shape {parted.shape} here where the reference's"
+                f" `{counterpart.name}` has shape {counterpart.shape}; line {line}"
+                f" (`{code(lines, line)}`) then raised {error}",
+            )
     if origin is not None:
         return {"file": f"{topic}.py", "line": origin[0], "code": code(lines, origin[0]), "words": origin[1]}
     words = f"raised {error}" + (" — " + "; ".join(parts) if parts else "")
@@ -180,14 +221,16 @@ def shapes(s: Record, reference: list[Record]) -> set[tuple[int, ...] | None]:
 def none_origin(names: list[str], records: list[Record], tree: ast.Module) -> Record | None:
     """The first assignment that made one of ``names`` None, followed back: ``g = self.buffers[key]`` is None
     because ``self.buffers[key] = None`` made it so; or None when none of them is None."""
+
     def assigned(name: str) -> Record | None:
         made = last_made([r for r in records if r.role == "assign"], name)
         return made if made is not None and made.kind == "none" else None
 
     made = next((m for m in map(assigned, names) if m is not None), None)
     while made is not None:
-        earlier = next((m for m in map(assigned, reads(statement(tree, made.line)))
-                        if m is not None and m.seq < made.seq), None)
+        earlier = next(
+            (m for m in map(assigned, reads(statement(tree, made.line))) if m is not None and m.seq < made.seq), None
+        )
         if earlier is None:
             return made
         made = earlier
@@ -218,8 +261,9 @@ def not_numeric(records: list[Record], reference: list[Record]) -> Record | None
     return None
 
 
-def shape_origin(names: list[str], records: list[Record], reference: list[Record],
-                  tree: ast.Module) -> tuple[Record, Record] | None:
+def shape_origin(
+    names: list[str], records: list[Record], reference: list[Record], tree: ast.Module
+) -> tuple[Record, Record] | None:
     """The earliest assignment, among the values ``names`` were made from (followed back through the lines that
     made them), whose shape differs from its counterpart's in the reference, with that counterpart; or None.
 
@@ -246,8 +290,9 @@ def shape_origin(names: list[str], records: list[Record], reference: list[Record
     return found
 
 
-def key_origin(error: dict[str, Any], line: int, tree: ast.Module, executed: set[int],
-                reference_keys: set[str]) -> tuple[int, str] | None:
+def key_origin(
+    error: dict[str, Any], line: int, tree: ast.Module, executed: set[int], reference_keys: set[str]
+) -> tuple[int, str] | None:
     """For a KeyError of a string key raised on ``line``: the line of the student's file that stored the key
     wrongly, with words, or None.
 
@@ -276,9 +321,14 @@ def key_origin(error: dict[str, Any], line: int, tree: ast.Module, executed: set
             continue
         for node in ast.walk(statement):
             if isinstance(node, ast.Dict):
-                stored += [(k.lineno, k.value) for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
-            elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and \
-                    isinstance(node.slice.value, str):
+                stored += [
+                    (k.lineno, k.value) for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+                ]
+            elif (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.slice, ast.Constant)
+                and isinstance(node.slice.value, str)
+            ):
                 if isinstance(node.ctx, ast.Store):
                     stored.append((node.slice.lineno, node.slice.value))
                 else:
@@ -305,14 +355,19 @@ KEY = re.compile(r"[A-Za-z_]\w{0,39}")  # a string of the reference's file that 
 def shapes_document(records: list[Record]) -> list[list[Any]]:
     """The reference's records as a case pack carries them: [function, role, name, kind, shape or None] each, in
     order, of the roles :func:`locate_crash` reads; no value and no line of the reference's file."""
-    return [[r.function, r.role, r.name, r.kind, None if r.shape is None else list(r.shape)]
-            for r in records if r.role in CARRIED_ROLES]
+    return [
+        [r.function, r.role, r.name, r.kind, None if r.shape is None else list(r.shape)]
+        for r in records
+        if r.role in CARRIED_ROLES
+    ]
 
 
 def shapes_records(document: list[list[Any]]) -> list[Record]:
     """The records of :func:`shapes_document`, read back (a value's shape as its ``size``, the value None)."""
-    return [Record(seq, 0, function, role, name, kind, None, None if shape is None else tuple(int(n) for n in shape))
-            for seq, (function, role, name, kind, shape) in enumerate(document)]
+    return [
+        Record(seq, 0, function, role, name, kind, None, None if shape is None else tuple(int(n) for n in shape))
+        for seq, (function, role, name, kind, shape) in enumerate(document)
+    ]
 
 
 def carried_keys(source: str) -> list[str]:

@@ -187,8 +187,13 @@ def _no_finite(value: Any) -> bool:
     """A float array without one finite value (NaN or inf everywhere)."""
     import numpy as np
 
-    return value is not None and getattr(value, "dtype", None) is not None and value.dtype.kind == "f" \
-        and value.size > 0 and not np.any(np.isfinite(value))
+    return (
+        value is not None
+        and getattr(value, "dtype", None) is not None
+        and value.dtype.kind == "f"
+        and value.size > 0
+        and not np.any(np.isfinite(value))
+    )
 
 
 def warning_kinds(result: ScriptResult) -> set[str]:
@@ -248,4 +253,3 @@ def diagnose(
         if outputs_match(student, result, keys, rtol, atol, match_error, match_warnings):
             return mistake
     return None
-

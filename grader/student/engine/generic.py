@@ -89,9 +89,20 @@ class Context(Protocol):
 
     def _touches(self, mistake: KnownMistake, case: str) -> bool: ...
 
+
 # The families, in the order they are tried (the most specific first).
-ORDER = ("generic-inplace", "generic-param", "generic-mode", "generic-function", "generic-axes", "generic-terms",
-         "generic-transpose", "generic-scale", "generic-offset", "generic-region")
+ORDER = (
+    "generic-inplace",
+    "generic-param",
+    "generic-mode",
+    "generic-function",
+    "generic-axes",
+    "generic-terms",
+    "generic-transpose",
+    "generic-scale",
+    "generic-offset",
+    "generic-region",
+)
 # Named from a crash's error alone (:func:`crash_claims`), in this order.
 CRASH_ORDER = ("generic-none", "generic-call", "generic-shape", "generic-key", "generic-validation")
 
@@ -99,11 +110,11 @@ FIXES = {
     "generic-inplace": "Work on copies: x = x - mu (never x -= mu), mask = x > 0 (never mask = x).",
     "generic-param": "Check that setting against the exercise's docstring (its default, and how it is read).",
     "generic-mode": "Training uses the batch and updates the state once per forward; eval uses the state and"
-                    " changes nothing.",
+    " changes nothing.",
     "generic-function": "Differentiate the function of this exercise, at its input x.",
     "generic-terms": "Write the formula again term by term and compare each term of yours with it.",
     "generic-axes": "Reduce over the axes the exercise's docstring names (keepdims=True where the result is"
-                    " broadcast back).",
+    " broadcast back).",
     "generic-transpose": "Check the order of the factors of each product and which operand is transposed.",
     "generic-scale": "Look for a factor that should not be there (or one that is missing).",
     "generic-offset": "Look for a term added to (or missing from) every value.",
@@ -166,8 +177,11 @@ def holds(ctx: "Context", claim: Claim, case: str, keys: list[str], rtol: float,
     if claim.predict is not None:
         predicted = claim.predict(case)
         base = _base(ctx, claim, case)
-        if not predicted or not all(k in predicted and same_as(_student(ctx, case, k), predicted[k], rtol, atol)
-                                    for k in keys if k in base.outputs):
+        if not predicted or not all(
+            k in predicted and same_as(_student(ctx, case, k), predicted[k], rtol, atol)
+            for k in keys
+            if k in base.outputs
+        ):
             return False
         if not any(k in predicted and not same_as(predicted[k], base.outputs.get(k), 1e-9, 1e-11) for k in keys):
             return False  # it changes none of the failing outputs here: it explains nothing
@@ -243,10 +257,23 @@ def known_constants(case: Case) -> list[tuple[str, float]]:
     """Named constants of a case: numbers, its numeric settings q (q, 1/q, 1-q, 1/(1-q), ...) and its sizes n
     (N, C, D, m values per statistic: n, 1/n, n/(n-1), (n-1)/n)."""
     named: list[tuple[str, float]] = [
-        ("2", 2.0), ("1/2", 0.5), ("3", 3.0), ("1/3", 1 / 3), ("4", 4.0), ("1/4", 0.25), ("-1", -1.0),
-        ("-2", -2.0), ("-1/2", -0.5), ("sqrt(2)", math.sqrt(2)), ("1/sqrt(2)", 1 / math.sqrt(2)),
-        ("sqrt(2/pi)", math.sqrt(2 / math.pi)), ("sqrt(pi/2)", math.sqrt(math.pi / 2)), ("pi", math.pi),
-        ("2 pi", 2 * math.pi), ("1/(2 pi)", 1 / (2 * math.pi)), ("sqrt(2 pi)", math.sqrt(2 * math.pi)),
+        ("2", 2.0),
+        ("1/2", 0.5),
+        ("3", 3.0),
+        ("1/3", 1 / 3),
+        ("4", 4.0),
+        ("1/4", 0.25),
+        ("-1", -1.0),
+        ("-2", -2.0),
+        ("-1/2", -0.5),
+        ("sqrt(2)", math.sqrt(2)),
+        ("1/sqrt(2)", 1 / math.sqrt(2)),
+        ("sqrt(2/pi)", math.sqrt(2 / math.pi)),
+        ("sqrt(pi/2)", math.sqrt(math.pi / 2)),
+        ("pi", math.pi),
+        ("2 pi", 2 * math.pi),
+        ("1/(2 pi)", 1 / (2 * math.pi)),
+        ("sqrt(2 pi)", math.sqrt(2 * math.pi)),
         ("1/sqrt(2 pi)", 1 / math.sqrt(2 * math.pi)),
     ]
     x = input_of(case)
@@ -260,15 +287,22 @@ def known_constants(case: Case) -> list[tuple[str, float]]:
         for name, n in sizes.items():
             if n > 1:
                 short = name.split(" ")[0]
-                named += [(name, float(n)), (f"1/{short}", 1.0 / n), (f"{short}/({short} - 1), {name}", n / (n - 1)),
-                          (f"({short} - 1)/{short}, {name}", (n - 1) / n)]
+                named += [
+                    (name, float(n)),
+                    (f"1/{short}", 1.0 / n),
+                    (f"{short}/({short} - 1), {name}", n / (n - 1)),
+                    (f"({short} - 1)/{short}, {name}", (n - 1) / n),
+                ]
     for name, q in settings(case).items():  # after the sizes: a size given as a setting reads as the size
         if isinstance(q, bool) or not isinstance(q, (int, float)) or q in (0, 1):
             continue
         named += [(name, q), (f"1/{name}", 1 / q), (f"1 - {name}", 1 - q), (f"-{name}", -q)]
         if q != 1:
-            named += [(f"1/(1 - {name})", 1 / (1 - q)), (f"{name}/(1 - {name})", q / (1 - q)),
-                      (f"(1 - {name})/{name}", (1 - q) / q)]
+            named += [
+                (f"1/(1 - {name})", 1 / (1 - q)),
+                (f"{name}/(1 - {name})", q / (1 - q)),
+                (f"(1 - {name})/{name}", (1 - q) / q),
+            ]
     return named
 
 
@@ -295,16 +329,27 @@ def scale_claims(ctx: "Context", case: str, keys: list[str], base: KnownMistake 
     """``generic-scale`` and ``generic-offset``: each differing key of ``case`` is c times (or c plus) the base's."""
     claims = []
     base_result = ctx.reference.get(case) if base is None else ctx.run_mistake(base, ctx.cases[case])
-    differing = [k for k in keys if base_result is not None and k in base_result.outputs
-                 and not same_as(_student(ctx, case, k), base_result.outputs[k], 1e-9, 1e-11)]
+    differing = [
+        k
+        for k in keys
+        if base_result is not None
+        and k in base_result.outputs
+        and not same_as(_student(ctx, case, k), base_result.outputs[k], 1e-9, 1e-11)
+    ]
     if not differing or base_result is None:
         return []
     for family in ("generic-scale", "generic-offset"):
         factors = {}
         for key in differing:
             s, r = _student(ctx, case, key), base_result.outputs[key]
-            if s is None or s.shape != r.shape or s.dtype.kind != "f" or r.dtype.kind != "f" or \
-                    not np.all(np.isfinite(s)) or not np.all(np.isfinite(r)):
+            if (
+                s is None
+                or s.shape != r.shape
+                or s.dtype.kind != "f"
+                or r.dtype.kind != "f"
+                or not np.all(np.isfinite(s))
+                or not np.all(np.isfinite(r))
+            ):
                 break
             if family == "generic-scale":
                 denominator = float(np.sum(r * r))
@@ -325,8 +370,9 @@ def scale_claims(ctx: "Context", case: str, keys: list[str], base: KnownMistake 
     return claims
 
 
-def _constant_claim(ctx: "Context", case: str, family: str, factors: dict[str, float],
-                    base: KnownMistake | None, named: bool = True) -> Claim:
+def _constant_claim(
+    ctx: "Context", case: str, family: str, factors: dict[str, float], base: KnownMistake | None, named: bool = True
+) -> Claim:
     """A claim that each key is c_k times (plus c_k) the base's, c_k named (``named``: the known constant of each
     case it equals here) or the same number in every case."""
     this = ctx.cases[case]
@@ -356,14 +402,20 @@ def _constant_claim(ctx: "Context", case: str, family: str, factors: dict[str, f
     for key, c in factors.items():
         label = names[key]
         amount = label or _number(c)
-        value = "" if label is None or label == _number(c) or "/" not in label and \
-            not any(ch.isalpha() for ch in label) else f" (= {_number(c)} here)"
+        value = (
+            ""
+            if label is None or label == _number(c) or "/" not in label and not any(ch.isalpha() for ch in label)
+            else f" (= {_number(c)} here)"
+        )
         if family == "generic-scale":
             said.append(f"your {key} is {amount} times the expected value{value}")
         else:
             said.append(f"your {key} is the expected value plus {amount}{value}")
-    words = "; ".join(said) + ", in every case where it differs: a constant factor" + \
-        (" too many or missing." if family == "generic-scale" else " added to every value.")
+    words = (
+        "; ".join(said)
+        + ", in every case where it differs: a constant factor"
+        + (" too many or missing." if family == "generic-scale" else " added to every value.")
+    )
     return Claim(family, words[0].upper() + words[1:], predict=predict, base=base)
 
 
@@ -377,31 +429,49 @@ def region_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
     if not differing:
         return []
     key = differing[0]
-    regions = [("x == 0", lambda v: v == 0, "at x = 0 only"),
-               ("x < 0", lambda v: v < 0, "where x < 0 only: the x <= 0 branch is wrong"),
-               ("x > 0", lambda v: v > 0, "where x > 0 only: the x > 0 branch is wrong"),
-               ("x <= 0", lambda v: v <= 0, "where x <= 0 only: the x <= 0 branch is wrong"),
-               ("x >= 0", lambda v: v >= 0, "where x >= 0 only: the x >= 0 branch is wrong")]
+    regions = [
+        ("x == 0", lambda v: v == 0, "at x = 0 only"),
+        ("x < 0", lambda v: v < 0, "where x < 0 only: the x <= 0 branch is wrong"),
+        ("x > 0", lambda v: v > 0, "where x > 0 only: the x > 0 branch is wrong"),
+        ("x <= 0", lambda v: v <= 0, "where x <= 0 only: the x <= 0 branch is wrong"),
+        ("x >= 0", lambda v: v >= 0, "where x >= 0 only: the x >= 0 branch is wrong"),
+    ]
     s = _student(ctx, case, key)
     reference = ctx.reference[case].outputs[key]
     if s is not None and s.shape == reference.shape and s.ndim >= 1:
         claims += _index_claims(ctx, case, key)
-    if x is not None and s is not None and s.shape == x.shape == reference.shape and \
-            ctx.exercise_id.startswith(ELEMENTWISE):
+    if (
+        x is not None
+        and s is not None
+        and s.shape == x.shape == reference.shape
+        and ctx.exercise_id.startswith(ELEMENTWISE)
+    ):
         for _label, inside, said in regions:
 
             def holds_on(name: str, inside: Callable[[np.ndarray], np.ndarray] = inside) -> bool | None:
                 x_here = input_of(ctx.cases[name])
                 ref = ctx.reference.get(name)
                 mine = _student(ctx, name, key)
-                if x_here is None or ref is None or key not in ref.outputs or mine is None or \
-                        mine.shape != x_here.shape or ref.outputs[key].shape != x_here.shape:
+                if (
+                    x_here is None
+                    or ref is None
+                    or key not in ref.outputs
+                    or mine is None
+                    or mine.shape != x_here.shape
+                    or ref.outputs[key].shape != x_here.shape
+                ):
                     return None
                 wrong = ~_close(mine, ref.outputs[key])
                 return bool(np.all(inside(x_here)[wrong])) and (name != case or bool(np.any(wrong)))
 
-            claims.append(Claim("generic-region", f"Your {key} is right except {said} (it is right everywhere"
-                                                  f" else, in every case).", holds_on=holds_on, about=(key,)))
+            claims.append(
+                Claim(
+                    "generic-region",
+                    f"Your {key} is right except {said} (it is right everywhere else, in every case).",
+                    holds_on=holds_on,
+                    about=(key,),
+                )
+            )
     mine = settings(this)
     for setting, value in mine.items():
 
@@ -416,9 +486,16 @@ def region_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
         words = "in eval mode" if setting == "mode" else f"with {setting}={value!r}"
         running = [n for n in ctx.cases if key in _comparable_keys(ctx, n) and _runs(ctx.cases[n])]
         if any(settings(ctx.cases[n]).get(setting) != value for n in running):  # else the claim says nothing
-            claims.append(Claim("generic-region", f"Your {key} is wrong in every case {words} and right in every"
-                                                  f" case without: the code that {'eval mode' if setting == 'mode' else 'this setting'}"
-                                                  " selects is wrong.", holds_on=holds_with, about=(key,)))
+            claims.append(
+                Claim(
+                    "generic-region",
+                    f"Your {key} is wrong in every case {words} and right in every"
+                    f" case without: the code that {'eval mode' if setting == 'mode' else 'this setting'}"
+                    " selects is wrong.",
+                    holds_on=holds_with,
+                    about=(key,),
+                )
+            )
     return claims
 
 
@@ -430,16 +507,24 @@ def _index_claims(ctx: "Context", case: str, key: str) -> list[Claim]:
     """Right everywhere but the last (or first) index along one axis, in every case: a loop one short, a tail
     skipped, an off-by-one slice."""
     claims = []
-    for where, pick in (("the last index along axis 0 (the last row)", lambda a: (-1,)),
-                        ("the first index along axis 0 (the first row)", lambda a: (0,)),
-                        ("the last index along the last axis", lambda a: (Ellipsis, -1)),
-                        ("the first index along the last axis", lambda a: (Ellipsis, 0))):
+    for where, pick in (
+        ("the last index along axis 0 (the last row)", lambda a: (-1,)),
+        ("the first index along axis 0 (the first row)", lambda a: (0,)),
+        ("the last index along the last axis", lambda a: (Ellipsis, -1)),
+        ("the first index along the last axis", lambda a: (Ellipsis, 0)),
+    ):
 
         def holds_on(name: str, pick: Callable[[np.ndarray], tuple[Any, ...]] = pick) -> bool | None:
             ref = ctx.reference.get(name)
             mine = _student(ctx, name, key)
-            if ref is None or key not in ref.outputs or mine is None or mine.shape != ref.outputs[key].shape or \
-                    mine.ndim == 0 or mine.size < 2:
+            if (
+                ref is None
+                or key not in ref.outputs
+                or mine is None
+                or mine.shape != ref.outputs[key].shape
+                or mine.ndim == 0
+                or mine.size < 2
+            ):
                 return None
             wrong = ~_close(mine, ref.outputs[key])
             inside = np.zeros(wrong.shape, dtype=bool)
@@ -448,9 +533,15 @@ def _index_claims(ctx: "Context", case: str, key: str) -> list[Claim]:
                 return None  # the slice is everything: this says nothing here
             return bool(np.all(inside[wrong])) and (name != case or bool(np.any(wrong)))
 
-        claims.append(Claim("generic-region", f"Your {key} is right except at {where}, in every case: a loop that"
-                                              " stops one short, a skipped tail or an off-by-one slice.",
-                            holds_on=holds_on, about=(key,)))
+        claims.append(
+            Claim(
+                "generic-region",
+                f"Your {key} is right except at {where}, in every case: a loop that"
+                " stops one short, a skipped tail or an off-by-one slice.",
+                holds_on=holds_on,
+                about=(key,),
+            )
+        )
     return claims
 
 
@@ -466,9 +557,15 @@ def transpose_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
             value = (ctx.reference.get(name) or ScriptResult()).outputs.get(key)
             return None if value is None or value.ndim < 2 else {key: value.T}
 
-        claims.append(Claim("generic-transpose", f"Your {key} is the expected {key} transposed (its axes reversed),"
-                                                 " in every case: an operand transposed, or the product's factors"
-                                                 " swapped.", predict=predict))
+        claims.append(
+            Claim(
+                "generic-transpose",
+                f"Your {key} is the expected {key} transposed (its axes reversed),"
+                " in every case: an operand transposed, or the product's factors"
+                " swapped.",
+                predict=predict,
+            )
+        )
     return claims
 
 
@@ -494,13 +591,20 @@ def inplace_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
             continue
         outputs = ctx.student_result(case).outputs
         became = next((k for k in ("y", "dx") if k in outputs and same_as(after, outputs[k]) and k != key), None)
-        what = {"x_after": "forward wrote into the x it was given",
-                "x_after_backward": "backward wrote into the x that forward was given",
-                "dout_after": "backward wrote into the dout it was given"}.get(
-            key, f"the parameter array {key[:-len('_after')]} handed to the layer was written into")
-        words = what[0].upper() + what[1:] + (f": afterwards it holds your {became} (the result was computed in"
-                                              " place in the caller's array)." if became else
-                                              ": an in-place operation (-=, *=, [...] =) on the caller's array.")
+        what = {
+            "x_after": "forward wrote into the x it was given",
+            "x_after_backward": "backward wrote into the x that forward was given",
+            "dout_after": "backward wrote into the dout it was given",
+        }.get(key, f"the parameter array {key[: -len('_after')]} handed to the layer was written into")
+        words = (
+            what[0].upper()
+            + what[1:]
+            + (
+                f": afterwards it holds your {became} (the result was computed in place in the caller's array)."
+                if became
+                else ": an in-place operation (-=, *=, [...] =) on the caller's array."
+            )
+        )
 
         def holds_on(name: str, key: str = key) -> bool | None:
             return True if name == case else None
@@ -510,11 +614,25 @@ def inplace_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
 
 
 NONE_MARKS = ("NoneType", "returned None", "array of object", "not None", "None as")
-SHAPE_MARKS = ("could not be broadcast", "cannot reshape", "not aligned", "mismatch in its core dimension",
-               "is out of bounds for axis", "tuple index out of range", "index out of range")
-CALL_MARKS = ("missing 1 required", "missing 2 required", "missing 3 required", "missing required argument",
-              "positional argument", "either both or neither", "unexpected keyword argument",
-              "required positional")
+SHAPE_MARKS = (
+    "could not be broadcast",
+    "cannot reshape",
+    "not aligned",
+    "mismatch in its core dimension",
+    "is out of bounds for axis",
+    "tuple index out of range",
+    "index out of range",
+)
+CALL_MARKS = (
+    "missing 1 required",
+    "missing 2 required",
+    "missing 3 required",
+    "missing required argument",
+    "positional argument",
+    "either both or neither",
+    "unexpected keyword argument",
+    "required positional",
+)
 
 
 def crash_claims(ctx: "Context", case: str) -> list[Claim]:
@@ -527,9 +645,12 @@ def crash_claims(ctx: "Context", case: str) -> list[Claim]:
     """
     error = ctx.student_result(case).error
     reference = ctx.reference.get(case)
-    if not error or error.get("type") in ("NotImplementedError", "NoResult", "MemoryError", "KeyboardInterrupt",
-                                          "Timeout", "SystemExit") or \
-            (reference is not None and error_signature(reference) is not None):
+    if (
+        not error
+        or error.get("type")
+        in ("NotImplementedError", "NoResult", "MemoryError", "KeyboardInterrupt", "Timeout", "SystemExit")
+        or (reference is not None and error_signature(reference) is not None)
+    ):
         return []
     kind, text = error.get("type", ""), error.get("message", "")
     message = f"{kind}: {text}"[:160]
@@ -540,27 +661,55 @@ def crash_claims(ctx: "Context", case: str) -> list[Claim]:
         return True if name == case else None
 
     if any(mark in message for mark in NONE_MARKS):
-        claims.append(Claim("generic-none", f"{where} used a value that is None ({message}): a variable never"
-                                            " assigned, an attribute forward did not set, or a function that"
-                                            " returns nothing.", holds_on=here))
+        claims.append(
+            Claim(
+                "generic-none",
+                f"{where} used a value that is None ({message}): a variable never"
+                " assigned, an attribute forward did not set, or a function that"
+                " returns nothing.",
+                holds_on=here,
+            )
+        )
     if kind in ("TypeError", "ValueError") and any(mark in text for mark in CALL_MARKS):
-        claims.append(Claim("generic-call", f"{where} called a function with an argument missing or in the wrong"
-                                            f" place ({message}).", holds_on=here))
+        claims.append(
+            Claim(
+                "generic-call",
+                f"{where} called a function with an argument missing or in the wrong place ({message}).",
+                holds_on=here,
+            )
+        )
     if kind in ("ValueError", "IndexError", "AxisError") and any(mark in text for mark in SHAPE_MARKS):
-        claims.append(Claim("generic-shape", f"{where} combined arrays whose shapes do not fit ({message}): an"
-                                             " operand reshaped for the wrong axes, transposed, or reduced without"
-                                             " keepdims.", holds_on=here))
+        claims.append(
+            Claim(
+                "generic-shape",
+                f"{where} combined arrays whose shapes do not fit ({message}): an"
+                " operand reshaped for the wrong axes, transposed, or reduced without"
+                " keepdims.",
+                holds_on=here,
+            )
+        )
     if kind == "KeyError":
-        claims.append(Claim("generic-key", f"{where} read back a value under a key it was never stored under"
-                                           f" ({message}): the name used to store it differs.", holds_on=here))
+        claims.append(
+            Claim(
+                "generic-key",
+                f"{where} read back a value under a key it was never stored under"
+                f" ({message}): the name used to store it differs.",
+                holds_on=here,
+            )
+        )
     lines = (error.get("traceback") or "").rstrip().splitlines()
     frames = [line for line in lines if line.strip().startswith("File ")]
     own_file = f'"{ctx.exercise_id.split(".")[0]}.py"' in (frames[-1] if frames else "")
     if kind == "ValueError" and lines and lines[-1].strip().startswith("raise") and own_file:
         # the exercise's own check raised, in its own file (not another exercise's check that a wrong call tripped)
-        claims.append(Claim("generic-validation", f"{where} raised ValueError on a valid input ({message}): its"
-                                                  " check of the arguments or of the input's shape is wrong.",
-                            holds_on=here))
+        claims.append(
+            Claim(
+                "generic-validation",
+                f"{where} raised ValueError on a valid input ({message}): its"
+                " check of the arguments or of the input's shape is wrong.",
+                holds_on=here,
+            )
+        )
     return claims
 
 
@@ -579,8 +728,9 @@ def _without_numgrad(script: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [op for op in script if op.get("op") != "numgrad"]
 
 
-def _rewrite_claim(ctx: "Context", family: str, words: str,
-                   rewrite: Callable[[Case], list[dict[str, Any]] | None]) -> Claim:
+def _rewrite_claim(
+    ctx: "Context", family: str, words: str, rewrite: Callable[[Case], list[dict[str, Any]] | None]
+) -> Claim:
     """A reproducing claim: the reference on each case's rewritten script (None: the rewrite does not apply)."""
 
     def predict(name: str) -> dict[str, np.ndarray] | None:
@@ -645,12 +795,14 @@ def _solve(ctx: "Context", case: Case, op: dict[str, Any], name: str, start: flo
     """Values v of setting ``name`` for which the reference reproduces the student on ``keys``: Gauss-Newton on the
     outputs from ``start`` and from 1 - start, at most 12 steps each, given up when a step does not halve the
     residual (memoised per case, setting and keys)."""
-    return ctx._memoised("solve", f"{name}:{start}:{','.join(keys)}", case.name,
-                         lambda: _gauss_newton(ctx, case, op, name, start, keys))
+    return ctx._memoised(
+        "solve", f"{name}:{start}:{','.join(keys)}", case.name, lambda: _gauss_newton(ctx, case, op, name, start, keys)
+    )
 
 
-def _gauss_newton(ctx: "Context", case: Case, op: dict[str, Any], name: str, start: float,
-                  keys: list[str]) -> list[float]:
+def _gauss_newton(
+    ctx: "Context", case: Case, op: dict[str, Any], name: str, start: float, keys: list[str]
+) -> list[float]:
     students = [s for s in (_student(ctx, case.name, k) for k in keys) if s is not None]
     if len(students) != len(keys):
         return []
@@ -689,15 +841,21 @@ def _gauss_newton(ctx: "Context", case: Case, op: dict[str, Any], name: str, sta
             if abs(step) <= 1e-12 * max(1.0, abs(v)):
                 break
         final = outputs(v) if np.isfinite(v) else None
-        if final is not None and v != start and np.allclose(final, target, rtol=1e-9, atol=1e-11 * max(
-                1.0, float(np.max(np.abs(target))) if target.size else 1.0)) and \
-                all(abs(v - f) > 1e-9 * max(1.0, abs(f)) for f in found):
+        if (
+            final is not None
+            and v != start
+            and np.allclose(
+                final, target, rtol=1e-9, atol=1e-11 * max(1.0, float(np.max(np.abs(target))) if target.size else 1.0)
+            )
+            and all(abs(v - f) > 1e-9 * max(1.0, abs(f)) for f in found)
+        ):
             found.append(v)  # (only a value that reproduces the student: the setting matters here)
     return found
 
 
-def _param_claim(ctx: "Context", op: dict[str, Any], name: str, default: Any, given: dict[str, Any],
-                 found: Any) -> Claim | None:
+def _param_claim(
+    ctx: "Context", op: dict[str, Any], name: str, default: Any, given: dict[str, Any], found: Any
+) -> Claim | None:
     """The rule behind ``found`` (the value the student behaves as if ``name`` had), as a claim over every case."""
     target = op.get("cls") or op.get("fn")
     if name not in given:  # this case uses the default: the student's default differs
@@ -709,18 +867,28 @@ def _param_claim(ctx: "Context", op: dict[str, Any], name: str, default: Any, gi
             return _with_setting(case, o, name, found)
 
         shown = found if isinstance(found, bool) else _number(found)
-        return _rewrite_claim(ctx, "generic-param", f"Your default {name} behaves as {shown}; it must be"
-                                                    f" {default!r} (every case that leaves {name} unset agrees).",
-                              rewrite)
+        return _rewrite_claim(
+            ctx,
+            "generic-param",
+            f"Your default {name} behaves as {shown}; it must be"
+            f" {default!r} (every case that leaves {name} unset agrees).",
+            rewrite,
+        )
     value = given[name]
     rules: list[tuple[str, Callable[[Any], Any]]]
     if isinstance(default, bool):
         rules = [("ignored (the default is used)", lambda v: default)] if value != default else []
     else:
-        rules = [("read as 1 - " + name, lambda v: 1.0 - v), ("ignored (the default is used)", lambda v: default),
-                 ("doubled", lambda v: 2.0 * v), ("halved", lambda v: v / 2.0), ("squared", lambda v: v * v),
-                 ("read as its square root", lambda v: math.sqrt(v) if v >= 0 else float("nan")),
-                 ("inverted (1/" + name + ")", lambda v: 1.0 / v if v else float("nan")), ("negated", lambda v: -v)]
+        rules = [
+            ("read as 1 - " + name, lambda v: 1.0 - v),
+            ("ignored (the default is used)", lambda v: default),
+            ("doubled", lambda v: 2.0 * v),
+            ("halved", lambda v: v / 2.0),
+            ("squared", lambda v: v * v),
+            ("read as its square root", lambda v: math.sqrt(v) if v >= 0 else float("nan")),
+            ("inverted (1/" + name + ")", lambda v: 1.0 / v if v else float("nan")),
+            ("negated", lambda v: -v),
+        ]
     for said, rule in rules:
         try:
             if abs(float(rule(value)) - float(found)) > 1e-7 * max(1.0, abs(float(found))):
@@ -734,8 +902,12 @@ def _param_claim(ctx: "Context", op: dict[str, Any], name: str, default: Any, gi
                 return None
             return _with_setting(case, o, name, rule((o.get("kwargs") or {})[name]))
 
-        return _rewrite_claim(ctx, "generic-param", f"Your code behaves as if {name} were {said}: with {name}="
-                                                    f"{value!r} it acts as {_number(float(found))}.", rewrite_by)
+        return _rewrite_claim(
+            ctx,
+            "generic-param",
+            f"Your code behaves as if {name} were {said}: with {name}={value!r} it acts as {_number(float(found))}.",
+            rewrite_by,
+        )
     return None
 
 
@@ -772,12 +944,30 @@ def mode_claims(ctx: "Context", case: str) -> list[Claim]:
             script.append(o)
         return script
 
-    claims.append(_rewrite_claim(ctx, "generic-mode", "In eval mode your layer behaves as in training (batch"
-                                                      " statistics, state updated, dropout active).", to_training))
-    claims.append(_rewrite_claim(ctx, "generic-mode", "In training your layer behaves as in eval mode (it uses the"
-                                                      " stored state and does not update it).", to_eval))
-    claims.append(_rewrite_claim(ctx, "generic-mode", "Your layer updates its state twice per training forward"
-                                                      " (the running statistics move two steps).", twice))
+    claims.append(
+        _rewrite_claim(
+            ctx,
+            "generic-mode",
+            "In eval mode your layer behaves as in training (batch statistics, state updated, dropout active).",
+            to_training,
+        )
+    )
+    claims.append(
+        _rewrite_claim(
+            ctx,
+            "generic-mode",
+            "In training your layer behaves as in eval mode (it uses the stored state and does not update it).",
+            to_eval,
+        )
+    )
+    claims.append(
+        _rewrite_claim(
+            ctx,
+            "generic-mode",
+            "Your layer updates its state twice per training forward (the running statistics move two steps).",
+            twice,
+        )
+    )
     return claims
 
 
@@ -799,28 +989,46 @@ def function_claims(ctx: "Context", case: str) -> list[Claim]:
                     seen_forward = True
                     script.append(dict(o, to="_y_generic"))
                     source = {"var": "_y_generic"} if at_output else o["args"][0]
-                    script.append({"op": "new", "var": "_m_generic", "cls": cls,
-                                   "kwargs": {} if cls != ctx.exercise_id else
-                                   (constructor(case) or {}).get("kwargs", {})})
+                    script.append(
+                        {
+                            "op": "new",
+                            "var": "_m_generic",
+                            "cls": cls,
+                            "kwargs": {} if cls != ctx.exercise_id else (constructor(case) or {}).get("kwargs", {}),
+                        }
+                    )
                     script.append({"op": "call", "var": "_m_generic", "method": "forward", "args": [source]})
                     continue
                 if o.get("op") == "call" and o.get("method") == "backward" and o.get("var") == "m":
                     o = dict(o, var="_m_generic")
                 script.append(o)
-            if not seen_forward or not any(o.get("var") == "_m_generic" and o.get("method") == "backward"
-                                           for o in script):
+            if not seen_forward or not any(
+                o.get("var") == "_m_generic" and o.get("method") == "backward" for o in script
+            ):
                 return None
             return script
+
         return rewrite
 
     name = ctx.exercise_id.split(".")[1]
-    claims = [_rewrite_claim(ctx, "generic-function", f"Your backward takes {name}'s derivative at the output y"
-                                                      " instead of at the input x.", backward_from(ctx.exercise_id, True))]
+    claims = [
+        _rewrite_claim(
+            ctx,
+            "generic-function",
+            f"Your backward takes {name}'s derivative at the output y instead of at the input x.",
+            backward_from(ctx.exercise_id, True),
+        )
+    ]
     for other in ACTIVATIONS:
         if other != name:
-            claims.append(_rewrite_claim(ctx, "generic-function", f"Your backward is {other}'s derivative, not"
-                                                                  f" {name}'s (your forward is {name}'s).",
-                                         backward_from(f"activations.{other}", False)))
+            claims.append(
+                _rewrite_claim(
+                    ctx,
+                    "generic-function",
+                    f"Your backward is {other}'s derivative, not {name}'s (your forward is {name}'s).",
+                    backward_from(f"activations.{other}", False),
+                )
+            )
     return claims
 
 
@@ -848,11 +1056,14 @@ def term_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
         if not any(differs(ctx, case, key) for key in members):
             continue
         students = [_student(ctx, case, key) for key in members]
-        if any(s is None or any(t.shape != s.shape for _, t in decomposition[key][0])
-               for s, key in zip(students, members, strict=True)):
+        if any(
+            s is None or any(t.shape != s.shape for _, t in decomposition[key][0])
+            for s, key in zip(students, members, strict=True)
+        ):
             continue
-        stacked = [np.concatenate([np.ravel(decomposition[key][0][i][1]) for key in members])
-                   for i in range(len(names))]
+        stacked = [
+            np.concatenate([np.ravel(decomposition[key][0][i][1]) for key in members]) for i in range(len(names))
+        ]
         coefficients = _fit_coefficients(np.concatenate([np.ravel(s) for s in students if s is not None]), stacked)
         if coefficients is not None:
             claims.append(_terms_claim(ctx, case, members, list(names), coefficients))
@@ -885,8 +1096,14 @@ def _fit_coefficients(student: np.ndarray, terms: list[np.ndarray]) -> tuple[flo
 
 def _said(coefficient: float, case: Case) -> str:
     """How a term with this coefficient differs from the reference's (which has 1)."""
-    plain = {0.0: "is missing", -1.0: "has the wrong sign", 2.0: "is doubled", 0.5: "is halved",
-             -2.0: "is doubled with the wrong sign", -0.5: "is halved with the wrong sign"}
+    plain = {
+        0.0: "is missing",
+        -1.0: "has the wrong sign",
+        2.0: "is doubled",
+        0.5: "is halved",
+        -2.0: "is doubled with the wrong sign",
+        -0.5: "is halved with the wrong sign",
+    }
     for value, words in plain.items():
         if abs(coefficient - value) < 1e-9:
             return words
@@ -894,14 +1111,22 @@ def _said(coefficient: float, case: Case) -> str:
     return f"is multiplied by {name} (= {_number(coefficient)})" if name else f"is multiplied by {_number(coefficient)}"
 
 
-def _terms_claim(ctx: "Context", case: str, keys: list[str], names: list[str],
-                 coefficients: tuple[float, ...]) -> Claim:
+def _terms_claim(
+    ctx: "Context", case: str, keys: list[str], names: list[str], coefficients: tuple[float, ...]
+) -> Claim:
     """The student's ``keys`` as the reference's terms with ``coefficients``, the same in every case."""
-    wrong = [f"the term {n} {_said(c, ctx.cases[case])}" for n, c in zip(names, coefficients, strict=True) if abs(c - 1) > 1e-9]
+    wrong = [
+        f"the term {n} {_said(c, ctx.cases[case])}"
+        for n, c in zip(names, coefficients, strict=True)
+        if abs(c - 1) > 1e-9
+    ]
     right = [n for n, c in zip(names, coefficients, strict=True) if abs(c - 1) <= 1e-9]
     subject = keys[0] if len(keys) == 1 else f"{', '.join(keys[:-1])} and {keys[-1]}"
-    words = f"In your {subject}, " + " and ".join(wrong) + (f"; the other terms ({', '.join(right)}) are right."
-                                                            if right else ".")
+    words = (
+        f"In your {subject}, "
+        + " and ".join(wrong)
+        + (f"; the other terms ({', '.join(right)}) are right." if right else ".")
+    )
 
     def predict(name: str) -> dict[str, np.ndarray] | None:
         decomposition = _terms(ctx, name)
@@ -916,8 +1141,9 @@ def _terms_claim(ctx: "Context", case: str, keys: list[str], names: list[str],
     return Claim("generic-terms", words, predict=predict)
 
 
-def _group_factor_claim(ctx: "Context", case: str, key: str, index: int, term_name: str,
-                        groups: tuple[int, ...] | None) -> Claim | None:
+def _group_factor_claim(
+    ctx: "Context", case: str, key: str, index: int, term_name: str, groups: tuple[int, ...] | None
+) -> Claim | None:
     """Term ``index`` wrong by a factor constant within each group (axes ``groups`` index the groups), the rest right:
     the student's difference from the reference is that term times a per-group factor, in every case."""
     if groups is None:
@@ -944,9 +1170,13 @@ def _group_factor_claim(ctx: "Context", case: str, key: str, index: int, term_na
         factor = np.where(tt > 0, np.sum(difference * term, axis=axes, keepdims=True) / np.where(tt > 0, tt, 1), 0)
         return same_as(s, r + factor * term)
 
-    return Claim("generic-terms", f"In your {key}, the term {term_name} is wrong by a factor that changes from one"
-                                  " normalised group to the next; the other terms are right.", holds_on=holds_on,
-                 about=(key,))
+    return Claim(
+        "generic-terms",
+        f"In your {key}, the term {term_name} is wrong by a factor that changes from one"
+        " normalised group to the next; the other terms are right.",
+        holds_on=holds_on,
+        about=(key,),
+    )
 
 
 def axes_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
@@ -962,16 +1192,27 @@ def axes_claims(ctx: "Context", case: str, keys: list[str]) -> list[Claim]:
         def predict(name: str, rule: str = rule, what: str = what) -> dict[str, np.ndarray] | None:
             return variant_of(ctx.cases[name], rule, what)
 
-        subject = {"statistics": "statistics are", "mean": "mean is", "variance": "variance is",
-                   "parameter gradients": "parameter gradients (dgamma, dbeta) are", "dgamma": "dgamma is",
-                   "dbeta": "dbeta is", "db": "db is",
-                   "backward means": "backward's means (of g and of g * x_hat) are",
-                   "the mean of g": "backward's mean of g = dout * gamma is",
-                   "the mean of g * x_hat": "backward's mean of g * x_hat is"}[what]
+        subject = {
+            "statistics": "statistics are",
+            "mean": "mean is",
+            "variance": "variance is",
+            "parameter gradients": "parameter gradients (dgamma, dbeta) are",
+            "dgamma": "dgamma is",
+            "dbeta": "dbeta is",
+            "db": "db is",
+            "backward means": "backward's means (of g and of g * x_hat) are",
+            "the mean of g": "backward's mean of g = dout * gamma is",
+            "the mean of g * x_hat": "backward's mean of g * x_hat is",
+        }[what]
         verb = "summed" if what in ("parameter gradients", "dgamma", "dbeta", "db") else "taken"
-        claims.append(Claim("generic-axes", f"Your {subject} {verb} over {rule}, in every case (for {array}: axes"
-                                            f" {axes}); those are not the exercise's axes.",
-                            predict=predict))
+        claims.append(
+            Claim(
+                "generic-axes",
+                f"Your {subject} {verb} over {rule}, in every case (for {array}: axes"
+                f" {axes}); those are not the exercise's axes.",
+                predict=predict,
+            )
+        )
     return claims
 
 
@@ -988,8 +1229,14 @@ def name_crashes(ctx: "Context", results: list[Any]) -> list[Any]:
         if not r.passed and not r.misconception:
             for case in ctx.cases:
                 error = ctx.student_result(case).error
-                if error and error.get("message") and f"{error.get('type')}: {error['message']}" in r.message or \
-                        error and error.get("type") == "BadOutputError" and error.get("message", "") in r.message:
+                if (
+                    error
+                    and error.get("message")
+                    and f"{error.get('type')}: {error['message']}" in r.message
+                    or error
+                    and error.get("type") == "BadOutputError"
+                    and error.get("message", "") in r.message
+                ):
                     found = _first(ctx, crash_claims(ctx, case), case, [], 0.0, 0.0)
                     if found is not None:
                         r = replace(r, misconception=found.id, message=found.explain() + "\n" + r.message)
@@ -998,20 +1245,29 @@ def name_crashes(ctx: "Context", results: list[Any]) -> list[Any]:
     return named
 
 
-def find(ctx: "Context", case: str, keys: list[str], rtol: float, atol: float, match_error: bool = False,
-         match_warnings: Any = False) -> KnownMistake | None:
+def find(
+    ctx: "Context",
+    case: str,
+    keys: list[str],
+    rtol: float,
+    atol: float,
+    match_error: bool = False,
+    match_warnings: Any = False,
+) -> KnownMistake | None:
     """The first generic claim, in :data:`ORDER`, that explains ``keys`` of ``case`` and holds on every case.
 
     Memoised per (case, keys, tolerances) in the Context; a claim that held for one check is tried first for
     the next (one mistake usually fails several checks).
     """
     question = f"{','.join(keys)}|{rtol}|{atol}|{match_error}|{match_warnings}"
-    return ctx._memoised("generic", question, case,
-                         lambda: _find(ctx, case, keys, rtol, atol, match_error, match_warnings))
+    return ctx._memoised(
+        "generic", question, case, lambda: _find(ctx, case, keys, rtol, atol, match_error, match_warnings)
+    )
 
 
-def _find(ctx: "Context", case: str, keys: list[str], rtol: float, atol: float, match_error: bool,
-          match_warnings: Any) -> KnownMistake | None:
+def _find(
+    ctx: "Context", case: str, keys: list[str], rtol: float, atol: float, match_error: bool, match_warnings: Any
+) -> KnownMistake | None:
     if match_warnings and not keys:
         return None
     result = ctx.student_result(case)
@@ -1065,8 +1321,9 @@ def _claims(ctx: "Context", family: str, case: str, keys: list[str], rtol: float
     return []
 
 
-def _first(ctx: "Context", claims: list[Claim], case: str, keys: list[str], rtol: float,
-           atol: float) -> KnownMistake | None:
+def _first(
+    ctx: "Context", claims: list[Claim], case: str, keys: list[str], rtol: float, atol: float
+) -> KnownMistake | None:
     for claim in claims:
         if holds(ctx, claim, case, keys, rtol, atol):
             return claim.mistake(ctx.exercise_id)

@@ -91,7 +91,9 @@ def check_folder(path: Path) -> None:
         )
 
 
-def _blocked(exercise_id: str, path: Path, ingested: Ingested, problems: dict[str, str], deps: dict[str, set[str]]) -> str | None:
+def _blocked(
+    exercise_id: str, path: Path, ingested: Ingested, problems: dict[str, str], deps: dict[str, set[str]]
+) -> str | None:
     """Why an exercise cannot run at all, or None.
 
     Its file was refused at ingest (a link, a FIFO...) or is missing, or it (or
@@ -153,7 +155,11 @@ def _forbidden_at_runtime(results: dict[str, ScriptResult]) -> str | None:
     """The import guard's message when student code imported reference/grader while running."""
     for result in results.values():
         error = result.error
-        if error and error.get("type") in ("ImportError", "PermissionError") and FORBIDDEN_SUFFIX in error.get("message", ""):
+        if (
+            error
+            and error.get("type") in ("ImportError", "PermissionError")
+            and FORBIDDEN_SUFFIX in error.get("message", "")
+        ):
             return f"{error['message']}: this exercise scores zero"
     return None
 
@@ -206,14 +212,18 @@ def _exercise_result(
         status = "timeout" if outcome.status == "timeout" else "error"
         message = outcome.message
         if status == "timeout" and output_limit_reached(outcome.output, limits):
-            message = (f"output limit reached: your code printed more than the {human_bytes(limits.output_bytes)}"
-                       f" kept (a print inside a loop?), and writing it all used up the time:"
-                       f" {message.replace(' (infinite loop?)', '')}. Remove or reduce the prints.")
+            message = (
+                f"output limit reached: your code printed more than the {human_bytes(limits.output_bytes)}"
+                f" kept (a print inside a loop?), and writing it all used up the time:"
+                f" {message.replace(' (infinite loop?)', '')}. Remove or reduce the prints."
+            )
         return ExerciseResult(exercise_id, status, 0.0, max_score, [], message, outcome.duration, outcome.output)
     try:
         checks = checks_def.evaluate(outcome.results, expected, seed)
     except Exception as exc:  # a grader bug must not take the other exercises down
-        message = f"the grader could not evaluate {exercise_id}: {type(exc).__name__}: {exc} (a grader bug: please report it)"
+        message = (
+            f"the grader could not evaluate {exercise_id}: {type(exc).__name__}: {exc} (a grader bug: please report it)"
+        )
         return ExerciseResult(exercise_id, "error", 0.0, max_score, [], message, outcome.duration, outcome.output)
     forbidden = _forbidden_at_runtime(outcome.results)
     if forbidden:
@@ -222,14 +232,15 @@ def _exercise_result(
     status = _status(checks, cases, outcome.results, max_score, special)
     score = sum(c.score for c in checks)
     duration = outcome.duration + (time.monotonic() - t0)
-    return ExerciseResult(
-        exercise_id, status, score, max_score, checks, special or "", duration, outcome.output
-    )
+    return ExerciseResult(exercise_id, status, score, max_score, checks, special or "", duration, outcome.output)
 
 
 # How a knock-on note names the state of the exercise to see to first, and what to do: by its status.
-KNOCK_ON_WORDS = {"failed": ("fails its own checks", "fix"), "timeout": ("times out", "fix"),
-                  "not_implemented": ("is not implemented yet", "implement")}
+KNOCK_ON_WORDS = {
+    "failed": ("fails its own checks", "fix"),
+    "timeout": ("times out", "fix"),
+    "not_implemented": ("is not implemented yet", "implement"),
+}
 
 
 def _with_knock_on_note(ex: ExerciseResult, graded: list[ExerciseResult], deps: dict[str, set[str]]) -> ExerciseResult:
@@ -249,8 +260,12 @@ def _with_knock_on_note(ex: ExerciseResult, graded: list[ExerciseResult], deps: 
     uses = tuple(getattr(CHECKS[ex.id], "uses", ()))
     notes = []
     for other in graded:
-        if (other.id == ex.id or other.score >= other.max_score or other.status == "not_graded"
-                or catalogue.topic_of(other.id) not in imported):
+        if (
+            other.id == ex.id
+            or other.score >= other.max_score
+            or other.status == "not_graded"
+            or catalogue.topic_of(other.id) not in imported
+        ):
             continue
         if uses and other.id not in uses:
             continue
@@ -258,8 +273,9 @@ def _with_knock_on_note(ex: ExerciseResult, graded: list[ExerciseResult], deps: 
         if uses:
             notes.append(f"{ex.id} uses your {other.id}, which {word}: {fix} that first.")
         else:
-            notes.append(f"{ex.id} imports your {catalogue.topic_of(other.id)}.py, where {other.id} {word}:"
-                         f" {fix} that first.")
+            notes.append(
+                f"{ex.id} imports your {catalogue.topic_of(other.id)}.py, where {other.id} {word}: {fix} that first."
+            )
     if not notes:
         return ex
     message = "\n".join(notes + ([ex.message] if ex.message else []))
@@ -267,7 +283,11 @@ def _with_knock_on_note(ex: ExerciseResult, graded: list[ExerciseResult], deps: 
 
 
 def grade(
-    path: Path | str, selectors: list[str] | None, student: str, limits: Limits | None, source: Source,
+    path: Path | str,
+    selectors: list[str] | None,
+    student: str,
+    limits: Limits | None,
+    source: Source,
     workspace: Workspace | None = None,
 ) -> GradeReport:
     """Grade the exercises ``selectors`` (ids or topics; None or [] for all) of the folder ``path``.
@@ -294,7 +314,12 @@ def grade(
 
 
 def _graded(
-    ids: list[str], folder: Path, ingested: Ingested, student: str, limits: Limits, source: Source,
+    ids: list[str],
+    folder: Path,
+    ingested: Ingested,
+    student: str,
+    limits: Limits,
+    source: Source,
     workspace: Workspace,
 ) -> GradeReport:
     """The report of :func:`grade` once the hand-in is ingested and the workers are starting."""
@@ -341,8 +366,9 @@ def _graded(
     exercises = [_with_knock_on_note(ex, exercises, deps) for ex in exercises]
     exercises = _located(exercises, prepared, source, folder, ingested, limits, crashed)
     notices = sorted(set(ingested.refused.values())) + source.notices(ids)
-    if not getattr(source, "live", False) and any(ex.status == "failed" and all(c.where is None for c in ex.checks)
-                                                  for ex in exercises):
+    if not getattr(source, "live", False) and any(
+        ex.status == "failed" and all(c.where is None for c in ex.checks) for ex in exercises
+    ):
         notices.append(NEEDS_SERVER_TO_LOCATE)
     if not sandboxed:
         notices.append(f"graded without the OS sandbox ({clean_text(limits.sandbox_off_reason())})")
@@ -353,9 +379,11 @@ def _graded(
 
 # Said by a grading without the reference (the handout's case packs) when a failing exercise has no location: a
 # crash is located from the case pack's shapes, where values leave the reference's only where the reference runs.
-NEEDS_SERVER_TO_LOCATE = ("the line of your code where a failing check's values leave the reference's is found by the"
-                          " course server's grading (grade login, then grade submit): these public checks locate a"
-                          " crash, and show the numbers only")
+NEEDS_SERVER_TO_LOCATE = (
+    "the line of your code where a failing check's values leave the reference's is found by the"
+    " course server's grading (grade login, then grade submit): these public checks locate a"
+    " crash, and show the numbers only"
+)
 
 # At most this many failing cases of one exercise are run again with their lines recorded.
 LOCATE_CASES = 2
@@ -369,8 +397,15 @@ def _locatable(ex: ExerciseResult, source: Source) -> bool:
     return getattr(source, "locate", None) is not None and ex.status == "failed" and not CHECKS[ex.id].needs_opencl
 
 
-def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], source: Source, folder: Path,
-             ingested: Ingested, limits: Limits, crashed: dict[str, set[str]] | None = None) -> list[ExerciseResult]:
+def _located(
+    exercises: list[ExerciseResult],
+    prepared: dict[str, Prepared],
+    source: Source,
+    folder: Path,
+    ingested: Ingested,
+    limits: Limits,
+    crashed: dict[str, set[str]] | None = None,
+) -> list[ExerciseResult]:
     """``exercises`` with each failing comparison's location (``CheckResult.where``, said first in its message).
 
     Only a source with ``locate`` locates (live grading; the case packs, crashes only); a correct submission
@@ -400,15 +435,26 @@ def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], sou
     for exercise_id, names in wanted.items():
         by_name = {case.name: case for case in prepared[exercise_id].cases}
         topic = exercise_id.split(".", 1)[0]
-        jobs.append(Job(exercise_id, [traced(by_name[name], topic) for name in names],
-                        float(CHECKS[exercise_id].timeout), False))
+        jobs.append(
+            Job(
+                exercise_id, [traced(by_name[name], topic) for name in names], float(CHECKS[exercise_id].timeout), False
+            )
+        )
     # The reference's traces, made before the sandbox run and not beside it in a thread: CPython 3.11's AST
     # constructor keeps its recursion depth in state shared by threads (python/cpython#106905), so an ast.parse in
     # one thread while another builds an AST fails with "AST constructor recursion depth mismatch".
     ahead = getattr(source, "trace_reference", None)
-    references = {(exercise_id, name): ahead(exercise_id, case)
-                  for exercise_id, names in wanted.items() for name in names
-                  for case in prepared[exercise_id].cases if case.name == name} if ahead is not None else {}
+    references = (
+        {
+            (exercise_id, name): ahead(exercise_id, case)
+            for exercise_id, names in wanted.items()
+            for name in names
+            for case in prepared[exercise_id].cases
+            if case.name == name
+        }
+        if ahead is not None
+        else {}
+    )
     outcomes = run_cases(ingested, jobs, limits)
     located = []
     for ex in exercises:
@@ -423,8 +469,9 @@ def _located(exercises: list[ExerciseResult], prepared: dict[str, Prepared], sou
         for name in wanted[ex.id]:
             result = outcome.results.get(f"{name}~trace")
             reference = references.get((ex.id, name))
-            places[name] = locate(ex.id, by_name[name], result, text, reference) \
-                if result is not None and text else None
+            places[name] = (
+                locate(ex.id, by_name[name], result, text, reference) if result is not None and text else None
+            )
         checks = [_with_where(c, places.get(c.case)) if not c.passed else c for c in ex.checks]
         located.append(dataclasses.replace(ex, checks=checks))
     return located
@@ -434,8 +481,9 @@ def _with_where(check: CheckResult, where: dict[str, Any] | None) -> CheckResult
     """``check`` with ``where`` (and its words as the message's first line), or as it is when None."""
     if where is None:
         return check
-    said = f"{WHERE_PREFIX}{where['file']} line {where['line']}: `{where['code']}`" + \
-        (f" — {where['words']}" if where.get("words") else "")
+    said = f"{WHERE_PREFIX}{where['file']} line {where['line']}: `{where['code']}`" + (
+        f" — {where['words']}" if where.get("words") else ""
+    )
     return dataclasses.replace(check, where=where, message=said + ("\n" + check.message if check.message else ""))
 
 
@@ -449,7 +497,8 @@ def error_report(student: str, selectors: list[str] | None, reason: str) -> Grad
 
     reason = clean_text(reason, 2000)
     exercises = [
-        ExerciseResult(i, "error", 0.0, float(CHECKS[i].max_score), [], reason) for i in catalogue.resolve(list(selectors or []))
+        ExerciseResult(i, "error", 0.0, float(CHECKS[i].max_score), [], reason)
+        for i in catalogue.resolve(list(selectors or []))
     ]
     return GradeReport(student=student, exercises=exercises)
 

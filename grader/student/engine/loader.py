@@ -107,10 +107,14 @@ def _forbidden_root(module: str | None) -> str | None:
 def refusal(rel: str, line: int, root: str) -> str:
     """The one-line reason a file that imports ``root`` scores zero."""
     if root in FORBIDDEN_PACKAGES:
-        return (f"{rel} line {line} imports {root!r}: a submission may not import the "
-                f"reference solutions or the grader, so this file scores zero")
-    return (f"{rel} line {line} imports {root!r}: a submission may import only {ALLOWED_IMPORTS_TEXT}, "
-            f"so this file scores zero; remove the import")
+        return (
+            f"{rel} line {line} imports {root!r}: a submission may not import the "
+            f"reference solutions or the grader, so this file scores zero"
+        )
+    return (
+        f"{rel} line {line} imports {root!r}: a submission may import only {ALLOWED_IMPORTS_TEXT}, "
+        f"so this file scores zero; remove the import"
+    )
 
 
 def _literal_import_target(node: ast.Call) -> str | None:
@@ -167,9 +171,7 @@ def _parse(source: bytes, filename: str) -> ast.AST:
 def student_files(path: Path | str) -> list[Path]:
     """The ``.py`` files of a student's folder (recursively, caches skipped), sorted."""
     folder = Path(path)
-    return sorted(
-        p for p in folder.rglob("*.py") if "__pycache__" not in p.relative_to(folder).parts and p.is_file()
-    )
+    return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.relative_to(folder).parts and p.is_file())
 
 
 Sources = Mapping[str, bytes]

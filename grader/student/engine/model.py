@@ -76,13 +76,13 @@ class ExerciseResult:
     """
 
     id: str
-    status: str                # passed, failed, not_implemented, error, timeout or not_graded
+    status: str  # passed, failed, not_implemented, error, timeout or not_graded
     score: float
     max_score: float
     checks: list[CheckResult] = field(default_factory=list)
-    message: str = ""          # exercise-level reason (timeout, crash, forbidden import, what the grader lacks)
-    duration: float = 0.0      # seconds spent grading it
-    output: str = ""           # bounded captured stdout/stderr of the student's code
+    message: str = ""  # exercise-level reason (timeout, crash, forbidden import, what the grader lacks)
+    duration: float = 0.0  # seconds spent grading it
+    output: str = ""  # bounded captured stdout/stderr of the student's code
 
     @property
     def graded(self) -> bool:
@@ -127,7 +127,7 @@ class GradeReport:
     exercises: list[ExerciseResult]
     files_hash: str = ""
     notices: list[str] = field(default_factory=list)  # one line each: files refused at ingest, sandbox off
-    sandboxed: bool = True     # False: graded without the OS sandbox (--no-sandbox, or none available)
+    sandboxed: bool = True  # False: graded without the OS sandbox (--no-sandbox, or none available)
 
     @property
     def graded_exercises(self) -> list[ExerciseResult]:

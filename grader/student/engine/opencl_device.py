@@ -105,8 +105,8 @@ class Choice:
 
     device: Any | None
     label: str = ""
-    position: tuple[int, int] | None = None   # (platform index, device index)
-    key: str = ""                             # the installation's cache key
+    position: tuple[int, int] | None = None  # (platform index, device index)
+    key: str = ""  # the installation's cache key
     tried: list[Tried] = field(default_factory=list)
 
     @property
@@ -254,9 +254,16 @@ def probe(platform: Any, device: Any, options: tuple[str, ...] = ()) -> str | No
         mf = cl.mem_flags
         x_buf = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
         y_buf = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=y)
-        program.normgrade_probe(queue, (PROBE_ROWS * PROBE_LOCAL,), (PROBE_LOCAL,), x_buf, y_buf,
-                                np.int32(PROBE_N), np.float32(PROBE_EPS),
-                                cl.LocalMemory(4 * PROBE_LOCAL))  # type: ignore[arg-type]  # (pyopencl's stubs omit LocalMemory)
+        program.normgrade_probe(
+            queue,
+            (PROBE_ROWS * PROBE_LOCAL,),
+            (PROBE_LOCAL,),
+            x_buf,
+            y_buf,
+            np.int32(PROBE_N),
+            np.float32(PROBE_EPS),
+            cl.LocalMemory(4 * PROBE_LOCAL),  # type: ignore[arg-type]  # (pyopencl's stubs omit LocalMemory)
+        )
         cl.enqueue_copy(queue, y, y_buf)
         queue.finish()
     except Exception as exc:  # cl.Error, RuntimeError from a driver, MemoryError...
@@ -286,8 +293,13 @@ def _valid_entries(data: Any) -> dict[str, list[int]]:
     entries = {}
     for key, value in list(data.items())[:16]:
         position = value.get("position") if isinstance(value, dict) else None
-        if (isinstance(key, str) and re.fullmatch(r"[0-9a-f]{8,64}", key) and isinstance(position, list)
-                and len(position) == 2 and all(isinstance(v, int) and 0 <= v < 1000 for v in position)):
+        if (
+            isinstance(key, str)
+            and re.fullmatch(r"[0-9a-f]{8,64}", key)
+            and isinstance(position, list)
+            and len(position) == 2
+            and all(isinstance(v, int) and 0 <= v < 1000 for v in position)
+        ):
             entries[key] = position
     return entries
 

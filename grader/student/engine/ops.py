@@ -135,14 +135,14 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 _TARGET_FORMULAS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "sin_2pi": lambda x: np.sin(2.0 * np.pi * x),           # sin(2 pi x)
-    "cube": lambda x: x**3 - 2.0 * x,                        # x^3 - 2x
-    "exp_sin": lambda x: np.exp(np.sin(x)),                  # e^sin(x)
-    "x_tanh": lambda x: x * np.tanh(x),                      # x tanh(x)
-    "softmax_rows": _softmax_rows,                           # softmax over the last axis
+    "sin_2pi": lambda x: np.sin(2.0 * np.pi * x),  # sin(2 pi x)
+    "cube": lambda x: x**3 - 2.0 * x,  # x^3 - 2x
+    "exp_sin": lambda x: np.exp(np.sin(x)),  # e^sin(x)
+    "x_tanh": lambda x: x * np.tanh(x),  # x tanh(x)
+    "softmax_rows": _softmax_rows,  # softmax over the last axis
     "gauss_bump": lambda x: np.exp(-((x - 0.5) ** 2) / 0.02),  # e^(-(x-0.5)^2 / 0.02)
-    "smooth_step": lambda x: _sigmoid(20.0 * (x - 0.5)),     # sigmoid(20 (x - 0.5))
-    "abs_shift": lambda x: np.abs(x - 0.3),                  # |x - 0.3| (a kink at 0.3)
+    "smooth_step": lambda x: _sigmoid(20.0 * (x - 0.5)),  # sigmoid(20 (x - 0.5))
+    "abs_shift": lambda x: np.abs(x - 0.3),  # |x - 0.3| (a kink at 0.3)
 }
 
 
@@ -259,7 +259,7 @@ class Env:
         if isinstance(value, dict):
             if len(value) != 1:
                 raise ScriptError(f"a value dict has exactly one key: {value}")
-            (kind, arg), = value.items()
+            ((kind, arg),) = value.items()
             if kind == "array":
                 if arg not in self.arrays:
                     raise ScriptError(f"no input array {arg!r}")
@@ -379,7 +379,9 @@ def _run_op(env: Env, op: dict[str, Any]) -> None:
         fn = env.vars[_field(op, "var")]
         env.record(_field(op, "out"), fn(env.resolve(_field(op, "x"))), "your returned function")
     elif kind == "cl_kernel":
-        ops_opencl = importlib.import_module("grader.student.engine.ops_opencl")  # lazily: only kernel cases need OpenCL
+        ops_opencl = importlib.import_module(
+            "grader.student.engine.ops_opencl"
+        )  # lazily: only kernel cases need OpenCL
         ops_opencl.run_cl_kernel(ns, op, env)
     elif kind in MORE_OPS:  # "trace": registered by grader.student.engine.trace when it is imported
         MORE_OPS[kind](env, op)
@@ -436,7 +438,9 @@ def run_script(ns: Any, script: list[dict[str, Any]], arrays: dict[str, np.ndarr
             finally:
                 raised_in += [_where(op, env)] * (len(caught) - len(raised_in))
     dirs = _student_dirs(ns)
-    messages = [_warning_text(w, where, dirs) for w, where in zip(caught[:MAX_WARNINGS], raised_in, strict=False)]  # the first few
+    messages = [
+        _warning_text(w, where, dirs) for w, where in zip(caught[:MAX_WARNINGS], raised_in, strict=False)
+    ]  # the first few
     return ScriptResult(outputs=env.outputs, error=error, warnings=messages)
 
 

@@ -221,8 +221,7 @@ def run_cl_kernel(ns: Any, op: Mapping[str, Any], env: Any) -> dict[str, np.ndar
         outputs = run_on_device(path, kernel, op["args"], arrays, global_size, local_size)
         if all(np.isnan(v).all() for v in outputs.values()):
             raise NotImplementedError(
-                f"kernels/{op['file']}: {kernel} wrote nothing to its output buffers "
-                "(is the body still empty?)"
+                f"kernels/{op['file']}: {kernel} wrote nothing to its output buffers (is the body still empty?)"
             )
     record = getattr(env, "record", None)
     if callable(record):
@@ -258,7 +257,7 @@ def kernel_body_is_empty(source: str, kernel: str) -> bool:
     while i < len(code) and depth:
         depth += {"{": 1, "}": -1}.get(code[i], 0)
         i += 1
-    return depth == 0 and not code[match.end(): i - 1].strip()
+    return depth == 0 and not code[match.end() : i - 1].strip()
 
 
 def find_arrays(env: Any) -> Mapping[str, np.ndarray]:
@@ -348,8 +347,9 @@ def build_student_program(path: str) -> Any:
     except cl.Error as exc:
         broken = device_still_builds()
         if broken:
-            raise OpenCLUnavailable(f"the grader's OpenCL device stopped building kernels ({broken});"
-                                    f" {opencl_device.DOCTOR_HINT}") from exc
+            raise OpenCLUnavailable(
+                f"the grader's OpenCL device stopped building kernels ({broken}); {opencl_device.DOCTOR_HINT}"
+            ) from exc
         log = build_log(program, ctx, source, name, exc)
         raise KernelBuildError(f"{name} does not build; the compiler says:\n{log}") from exc
     with _lock:
@@ -407,8 +407,10 @@ def effective_local_size(kernel: Any, local_size: int | None) -> int | None:
         return None
     ctx, _queue = device_context()
     device = ctx.devices[0]
-    limit = min(int(device.max_work_group_size),
-                int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)))
+    limit = min(
+        int(device.max_work_group_size),
+        int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)),
+    )
     size = local_size
     while size > limit and size > 1:
         size //= 2
@@ -460,9 +462,7 @@ def run_on_device(
             raise KernelOpError(f"unknown cl_kernel argument {spec!r}")
     try:
         kernel.set_args(*values)
-        cl.enqueue_nd_range_kernel(
-            queue, kernel, (global_size,), None if local is None else (local,)
-        )
+        cl.enqueue_nd_range_kernel(queue, kernel, (global_size,), None if local is None else (local,))
         for buf, host in outputs.values():
             if host.size:
                 cl.enqueue_copy(queue, host, buf)

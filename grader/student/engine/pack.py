@@ -44,7 +44,9 @@ PACK_FORMAT = 1
 # Where an installed handout keeps its packs (package data of the student package: grader/student/packs).
 DEFAULT_PACK_DIR = Path(__file__).resolve().parents[1] / "packs"
 # Where the hidden checks run, said in every report graded from packs.
-HIDDEN_WHERE = "where the reference is: your course's Gradescope autograder or course server (and the instructor's grade batch)"
+HIDDEN_WHERE = (
+    "where the reference is: your course's Gradescope autograder or course server (and the instructor's grade batch)"
+)
 
 
 def pack_path(folder: Path, exercise_id: str) -> Path:
@@ -114,8 +116,10 @@ def load_pack(path: Path) -> Pack:
     except (OSError, ValueError, KeyError) as exc:
         raise SetupError(f"'{path}' is not a readable case pack ({exc}): reinstall the handout") from exc
     if meta.get("format") != PACK_FORMAT:
-        raise SetupError(f"'{path}' is a case pack of format {meta.get('format')}, this grader reads"
-                         f" {PACK_FORMAT}: install the handout's own grader (pip install DIR/student)")
+        raise SetupError(
+            f"'{path}' is a case pack of format {meta.get('format')}, this grader reads"
+            f" {PACK_FORMAT}: install the handout's own grader (pip install DIR/student)"
+        )
     cases = [Case(c["name"], c["script"], {k: members[v] for k, v in c["arrays"].items()}) for c in meta["cases"]]
     return Pack(
         exercise_id=meta["exercise"],
@@ -131,8 +135,10 @@ def load_pack(path: Path) -> Pack:
             check: {mid: (bool(pair[0]), decode_fingerprint(pair[1])) for mid, pair in by_mistake.items()}
             for check, by_mistake in meta.get("verdicts", {}).items()
         },
-        mistakes=[KnownMistake(m["id"], meta["exercise"], m["sentence"], m["fix"], m.get("hint", ""))
-                  for m in meta["mistakes"]],
+        mistakes=[
+            KnownMistake(m["id"], meta["exercise"], m["sentence"], m["fix"], m.get("hint", ""))
+            for m in meta["mistakes"]
+        ],
         shapes={name: shapes_records(doc) for name, doc in meta.get("shapes", {}).items()},
         keys=set(meta.get("keys", [])),
     )
@@ -156,8 +162,10 @@ class PackExpected:
         """The stored result of mistake ``mistake_id`` (or the second reference run) on ``case``."""
         table = self.pack.again if mistake_id == REFERENCE_AGAIN else self.pack.variants.get(mistake_id, {})
         if case.name not in table:
-            raise NeedsReference(f"the case pack of {self.pack.exercise_id} has no result of {mistake_id!r} on"
-                                 f" case {case.name!r}: rebuild it with grade release")
+            raise NeedsReference(
+                f"the case pack of {self.pack.exercise_id} has no result of {mistake_id!r} on"
+                f" case {case.name!r}: rebuild it with grade release"
+            )
         return table[case.name]
 
     def combination(self, ids: list[str]) -> str | None:
@@ -169,13 +177,17 @@ class PackExpected:
         """The stored verdict of statistical check ``check`` on mistake ``mistake_id``'s variant."""
         stored = self.pack.verdicts.get(check, {})
         if mistake_id not in stored:
-            raise NeedsReference(f"the case pack of {self.pack.exercise_id} has no verdict of check {check!r} on"
-                                 f" {mistake_id!r}: rebuild it with grade release")
+            raise NeedsReference(
+                f"the case pack of {self.pack.exercise_id} has no verdict of check {check!r} on"
+                f" {mistake_id!r}: rebuild it with grade release"
+            )
         return stored[mistake_id]
 
     def live_check(self, name: str) -> Callable[..., Any]:
         """Packs hold data, never code: checks that need the reference's code are live_only."""
-        raise NeedsReference(f"{self.pack.exercise_id}: check {name!r} needs the reference's code (hidden grading only)")
+        raise NeedsReference(
+            f"{self.pack.exercise_id}: check {name!r} needs the reference's code (hidden grading only)"
+        )
 
     def public_twin(self) -> None:
         """A pack's cases are the public ones already: no twin."""
@@ -201,8 +213,10 @@ class PackSource:
             pack = load_pack(pack_path(self.folder, exercise_id))
             planned = [c.name for c in CHECKS[exercise_id].cases(pack.seed)]
             if pack.exercise_id != exercise_id or [c.name for c in pack.cases] != planned:
-                raise SetupError(f"the case pack of {exercise_id} does not match this grader's checks:"
-                                 " install the grader that came with it (pip install DIR/student)")
+                raise SetupError(
+                    f"the case pack of {exercise_id} does not match this grader's checks:"
+                    " install the grader that came with it (pip install DIR/student)"
+                )
             register_known(pack.mistakes)
             self._packs[exercise_id] = pack
         return self._packs[exercise_id]
@@ -212,8 +226,14 @@ class PackSource:
         pack = self.pack(exercise_id)
         return Prepared(pack.seed, pack.cases, PackExpected(pack))
 
-    def locate(self, exercise_id: str, case: Case, student: ScriptResult, student_source: str,
-               reference: ScriptResult | None = None) -> dict[str, Any] | None:
+    def locate(
+        self,
+        exercise_id: str,
+        case: Case,
+        student: ScriptResult,
+        student_source: str,
+        reference: ScriptResult | None = None,
+    ) -> dict[str, Any] | None:
         """Where the student's traced run of ``case`` crashed, located from the pack's shapes of the reference's
         values (:func:`grader.student.engine.crash_origin.locate_crash`); None for a run that did not crash (where
         its values leave the reference's is found only where the reference runs: the course server) or a pack
@@ -224,8 +244,15 @@ class PackSource:
         if student.error is None or student.error.get("where") == "trace" or records is None:
             return None
         try:
-            return locate_crash(exercise_id.split(".", 1)[0], student, read(student), records,
-                                student_source.splitlines(), ast.parse(student_source), self.pack(exercise_id).keys)
+            return locate_crash(
+                exercise_id.split(".", 1)[0],
+                student,
+                read(student),
+                records,
+                student_source.splitlines(),
+                ast.parse(student_source),
+                self.pack(exercise_id).keys,
+            )
         except Exception:  # noqa: BLE001 - the grader's fault: no location, the verdict stands
             return None
 
@@ -239,8 +266,10 @@ class PackSource:
             names = [c.name for c in checks if c.live_only]
             if names:
                 hidden.append(f"{exercise_id}: {', '.join(names)}")
-        lines = [f"Ran the public checks: fixed seeds, expected results from case packs (no reference code here)."
-                 f" The hidden checks (your own seeds) run {HIDDEN_WHERE}."]
+        lines = [
+            f"Ran the public checks: fixed seeds, expected results from case packs (no reference code here)."
+            f" The hidden checks (your own seeds) run {HIDDEN_WHERE}."
+        ]
         if hidden:
             lines.append("Checks that need the reference's code, run only there: " + "; ".join(hidden) + ".")
         return lines

@@ -70,10 +70,20 @@ def read(result: ScriptResult) -> list[Record]:
     for key, value in result.outputs.items():
         if not key.startswith(PREFIX):
             continue
-        seq, line, function, role, kind, name = key[len(PREFIX):].split("/", 5)
+        seq, line, function, role, kind, name = key[len(PREFIX) :].split("/", 5)
         array = np.asarray(value)
-        records.append(Record(int(seq), int(line), function, role, name, kind, array if kind == "v" else None,
-                              tuple(int(v) for v in array.ravel()) if kind in ("big", "t") and array.size else None))
+        records.append(
+            Record(
+                int(seq),
+                int(line),
+                function,
+                role,
+                name,
+                kind,
+                array if kind == "v" else None,
+                tuple(int(v) for v in array.ravel()) if kind in ("big", "t") and array.size else None,
+            )
+        )
     return sorted(records, key=lambda r: r.seq)
 
 
@@ -89,15 +99,23 @@ class _Instrument(ast.NodeTransformer):
         self.function = "<module>"
 
     def _call(self, node: ast.AST, role: str, name: str, value: ast.expr) -> ast.Call:
-        args = [ast.Constant(getattr(node, "lineno", 0)), ast.Constant(self.function), ast.Constant(role),
-                ast.Constant(name), value]
+        args = [
+            ast.Constant(getattr(node, "lineno", 0)),
+            ast.Constant(self.function),
+            ast.Constant(role),
+            ast.Constant(name),
+            value,
+        ]
         return ast.Call(func=ast.Name(RECORDER, ast.Load()), args=args, keywords=[])
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         outer, self.function = self.function, node.name
         self.generic_visit(node)
-        entry = [ast.Expr(self._call(node, "arg", a.arg, ast.Name(a.arg, ast.Load())))
-                 for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs if a.arg != "self"]
+        entry = [
+            ast.Expr(self._call(node, "arg", a.arg, ast.Name(a.arg, ast.Load())))
+            for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            if a.arg != "self"
+        ]
         node.body = entry + node.body
         self.function = outer
         return node
@@ -191,8 +209,9 @@ def _recorded(value: Any) -> tuple[str, np.ndarray]:
             if array.size > MAX_ELEMENTS:
                 return "big", np.asarray(array.shape, dtype=np.int64)
             return "v", array
-    return "t", np.asarray(getattr(value, "shape", ()) if isinstance(getattr(value, "shape", None), tuple) else (),
-                           dtype=np.int64)
+    return "t", np.asarray(
+        getattr(value, "shape", ()) if isinstance(getattr(value, "shape", None), tuple) else (), dtype=np.int64
+    )
 
 
 class _Overlay:

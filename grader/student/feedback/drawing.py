@@ -33,12 +33,12 @@ WIDTH, HEIGHT = 460, 250
 LEFT, RIGHT, TOP, BOTTOM = 66, 14, 26, 42
 FONT = 13
 SMALL = 12
-CHAR = 0.62            # a character's width, as a share of the font size (an estimate on the safe side)
-RECEIVED = "#0072B2"   # blue
-EXPECTED = "#444444"   # dark grey
-DIFFERS = "#D55E00"    # vermillion
-BOUND = "#007A5A"      # bluish green, darkened for text contrast
-INK = "#1d232b"        # text
+CHAR = 0.62  # a character's width, as a share of the font size (an estimate on the safe side)
+RECEIVED = "#0072B2"  # blue
+EXPECTED = "#444444"  # dark grey
+DIFFERS = "#D55E00"  # vermillion
+BOUND = "#007A5A"  # bluish green, darkened for text contrast
+INK = "#1d232b"  # text
 SERIES = ("#0072B2", "#CC79A7", "#B8860B", "#56B4E9")
 DECADE_LOW, DECADE_HIGH = -12, 3  # figures.DECADE_LOW/HIGH (drawing imports no NumPy)
 CLIP = 1.7976931348623157e308  # the largest finite float: where inf is drawn (clipped)
@@ -86,15 +86,25 @@ def text_width(text: str, size: float = FONT) -> float:
     return len(text) * size * CHAR
 
 
-def text(x: float, y: float, words: str, size: float = FONT, anchor: str = "start", fill: str = "",
-         width: float = WIDTH, extra: str = "") -> str:
+def text(
+    x: float,
+    y: float,
+    words: str,
+    size: float = FONT,
+    anchor: str = "start",
+    fill: str = "",
+    width: float = WIDTH,
+    extra: str = "",
+) -> str:
     """A label at (x, y), moved sideways so that it stays inside [0, width] of the picture."""
     w = text_width(words, size)
     left = x - (w if anchor == "end" else w / 2 if anchor == "middle" else 0.0)
     shift = max(0.0, 1.0 - left) - max(0.0, left + w - (width - 1.0))
     colour = f' fill="{fill}"' if fill else ""
-    return (f'<text x="{x + shift:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}"{colour}{extra}>'
-            f"{esc(words)}</text>")
+    return (
+        f'<text x="{x + shift:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}"{colour}{extra}>'
+        f"{esc(words)}</text>"
+    )
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -133,8 +143,16 @@ def spaced(positions: list[tuple[float, str]], size: float, gap: float = 6.0) ->
 class Frame:
     """A plotting area mapping data (x, y) to SVG coordinates, with axes and tick labels."""
 
-    def __init__(self, xlo: float, xhi: float, ylo: float, yhi: float, height: int = HEIGHT,
-                 right: float = RIGHT, top: float = TOP) -> None:
+    def __init__(
+        self,
+        xlo: float,
+        xhi: float,
+        ylo: float,
+        yhi: float,
+        height: int = HEIGHT,
+        right: float = RIGHT,
+        top: float = TOP,
+    ) -> None:
         if xhi <= xlo:
             xlo, xhi = xlo - 0.5, xhi + 0.5
         if yhi <= ylo:
@@ -158,8 +176,10 @@ class Frame:
         return self.bottom - (v / 2 - self.ylo / 2) / (self.yhi / 2 - self.ylo / 2) * (self.bottom - self.top)
 
     def axes(self, xlabel: str, ylabel: str, xticks: list[float] | None = None, ytick_text: Any = None) -> str:
-        parts = [f'<rect x="{LEFT}" y="{self.top}" width="{self.right_edge - LEFT:.1f}"'
-                 f' height="{self.bottom - self.top:.1f}" fill="none" stroke="#bbb"/>']
+        parts = [
+            f'<rect x="{LEFT}" y="{self.top}" width="{self.right_edge - LEFT:.1f}"'
+            f' height="{self.bottom - self.top:.1f}" fill="none" stroke="#bbb"/>'
+        ]
         ticks = nice_ticks(self.ylo, self.yhi)
         last_y = math.inf
         for t in ticks:
@@ -171,13 +191,17 @@ class Frame:
                 last_y = y
         xs = xticks if xticks is not None else nice_ticks(self.xlo, self.xhi, 5)
         for x, label in spaced([(self.x(t), tick(t)) for t in xs], SMALL):
-            parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{self.bottom}" y2="{self.bottom + 4}"'
-                         f' stroke="#888"/>' + text(x, self.bottom + 17, label, SMALL, anchor="middle"))
+            parts.append(
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{self.bottom}" y2="{self.bottom + 4}"'
+                f' stroke="#888"/>' + text(x, self.bottom + 17, label, SMALL, anchor="middle")
+            )
         parts.append(text((LEFT + self.right_edge) / 2, self.height - 6, xlabel, anchor="middle"))
         mid = (self.top + self.bottom) / 2
-        parts.append(f'<text x="14" y="{mid:.1f}" font-size="{SMALL}" text-anchor="middle"'
-                     f' transform="rotate(-90 14 {mid:.1f})">{esc(clip(ylabel, (self.bottom - self.top) / (SMALL * CHAR)))}'
-                     "</text>")
+        parts.append(
+            f'<text x="14" y="{mid:.1f}" font-size="{SMALL}" text-anchor="middle"'
+            f' transform="rotate(-90 14 {mid:.1f})">{esc(clip(ylabel, (self.bottom - self.top) / (SMALL * CHAR)))}'
+            "</text>"
+        )
         return "".join(parts)
 
 
@@ -190,9 +214,11 @@ def clip(words: str, chars: float) -> str:
 def svg(body: str, title: str, desc: str, height: float = HEIGHT) -> str:
     """An accessible SVG: role img, labelled by its title and described by ``desc``."""
     n = content_id(body, title, desc)
-    return (f'<svg viewBox="0 0 {WIDTH} {height:.0f}" role="img" aria-labelledby="ng-t{n} ng-d{n}"'
-            f' xmlns="http://www.w3.org/2000/svg"><title id="ng-t{n}">{esc(title)}</title>'
-            f'<desc id="ng-d{n}">{esc(desc)}</desc>{body}</svg>')
+    return (
+        f'<svg viewBox="0 0 {WIDTH} {height:.0f}" role="img" aria-labelledby="ng-t{n} ng-d{n}"'
+        f' xmlns="http://www.w3.org/2000/svg"><title id="ng-t{n}">{esc(title)}</title>'
+        f'<desc id="ng-d{n}">{esc(desc)}</desc>{body}</svg>'
+    )
 
 
 def marker(kind: str, x: float, y: float, colour: str, size: float = 4.0) -> str:
@@ -201,19 +227,26 @@ def marker(kind: str, x: float, y: float, colour: str, size: float = 4.0) -> str
         return f'<circle class="ng-data" cx="{x:.1f}" cy="{y:.1f}" r="{size * 0.75:.1f}" fill="{colour}"/>'
     if kind == "cross":
         s = size
-        return (f'<path class="ng-data" d="M{x - s:.1f} {y - s:.1f}L{x + s:.1f} {y + s:.1f}M{x - s:.1f} {y + s:.1f}'
-                f'L{x + s:.1f} {y - s:.1f}" stroke="{colour}" stroke-width="2.2"/>')
+        return (
+            f'<path class="ng-data" d="M{x - s:.1f} {y - s:.1f}L{x + s:.1f} {y + s:.1f}M{x - s:.1f} {y + s:.1f}'
+            f'L{x + s:.1f} {y - s:.1f}" stroke="{colour}" stroke-width="2.2"/>'
+        )
     if kind == "square":
         s = size * 0.8
-        return (f'<rect class="ng-data" x="{x - s:.1f}" y="{y - s:.1f}" width="{2 * s:.1f}" height="{2 * s:.1f}"'
-                f' fill="none" stroke="{colour}" stroke-width="1.3"/>')
+        return (
+            f'<rect class="ng-data" x="{x - s:.1f}" y="{y - s:.1f}" width="{2 * s:.1f}" height="{2 * s:.1f}"'
+            f' fill="none" stroke="{colour}" stroke-width="1.3"/>'
+        )
     s = size * 1.3
-    return (f'<path class="ng-data" d="M{x:.1f} {y - s:.1f}L{x + s:.1f} {y:.1f}L{x:.1f} {y + s:.1f}L{x - s:.1f}'
-            f' {y:.1f}Z" fill="{colour}"/>')
+    return (
+        f'<path class="ng-data" d="M{x:.1f} {y - s:.1f}L{x + s:.1f} {y:.1f}L{x:.1f} {y + s:.1f}L{x - s:.1f}'
+        f' {y:.1f}Z" fill="{colour}"/>'
+    )
 
 
-def polyline(points: list[tuple[float, float]], colour: str, dashed: bool = False, width: float = 1.6,
-             cls: str = "ng-data") -> str:
+def polyline(
+    points: list[tuple[float, float]], colour: str, dashed: bool = False, width: float = 1.6, cls: str = "ng-data"
+) -> str:
     if len(points) < 2:
         return ""
     d = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
@@ -223,8 +256,9 @@ def polyline(points: list[tuple[float, float]], colour: str, dashed: bool = Fals
 
 def legend(items: list[tuple[str, str]]) -> str:
     """A legend in words: (symbol svg body, text) pairs."""
-    lis = "".join(f'<li><svg viewBox="0 0 28 14" aria-hidden="true">{sym}</svg>{esc(words)}</li>'
-                  for sym, words in items)
+    lis = "".join(
+        f'<li><svg viewBox="0 0 28 14" aria-hidden="true">{sym}</svg>{esc(words)}</li>' for sym, words in items
+    )
     return f'<ul class="ng-legend">{lis}</ul>'
 
 
@@ -256,9 +290,13 @@ def gutter_labels(ends: list[tuple[float, str, str]], x: float, height: float) -
         ys[i] = max(ys[i], ceiling + step)
         ceiling = ys[i]
     parts = []
-    for (y_end, label, colour), y in zip(ends, ys, strict=False):  # the name in ink (readable), its leader in the line's colour
-        parts.append(f'<line class="ng-leader" x1="{x - 10:.1f}" y1="{y_end:.1f}" x2="{x - 2:.1f}" y2="{y - 4:.1f}"'
-                     f' stroke="{colour}" stroke-width="{1.6 if abs(y - (y_end + 4)) <= 1 else 0.9}"/>')
+    for (y_end, label, colour), y in zip(
+        ends, ys, strict=False
+    ):  # the name in ink (readable), its leader in the line's colour
+        parts.append(
+            f'<line class="ng-leader" x1="{x - 10:.1f}" y1="{y_end:.1f}" x2="{x - 2:.1f}" y2="{y - 4:.1f}"'
+            f' stroke="{colour}" stroke-width="{1.6 if abs(y - (y_end + 4)) <= 1 else 0.9}"/>'
+        )
         parts.append(text(x, y, label, SMALL, fill=INK))
     return "".join(parts)
 
@@ -282,28 +320,43 @@ def draw_elements(fig: dict[str, Any]) -> str:
     names = labels_of(fig)
     values = finite(received) + finite(expected)
     frame = Frame(0, max(1, len(received) - 1), min(values, default=0.0), max(values, default=1.0))
-    body = [frame.axes(f"element (a sample of {len(received)} of {fig['size']}, in memory order)", fig["key"],
-                       xticks=[])]
+    body = [
+        frame.axes(f"element (a sample of {len(received)} of {fig['size']}, in memory order)", fig["key"], xticks=[])
+    ]
     if expected is not None:
-        body.append(polyline([(frame.x(i), frame.y(v)) for i, v in enumerate(expected) if v is not None],
-                             EXPECTED, dashed=True, width=1.2))
-        body.extend(marker("square", frame.x(i), frame.y(v), EXPECTED, 3.2) for i, v in enumerate(expected)
-                    if v is not None and len(expected) <= 120)
+        body.append(
+            polyline(
+                [(frame.x(i), frame.y(v)) for i, v in enumerate(expected) if v is not None],
+                EXPECTED,
+                dashed=True,
+                width=1.2,
+            )
+        )
+        body.extend(
+            marker("square", frame.x(i), frame.y(v), EXPECTED, 3.2)
+            for i, v in enumerate(expected)
+            if v is not None and len(expected) <= 120
+        )
     nan_seen = False
     for i, (v, bad) in enumerate(zip(received, differs, strict=False)):
         if v is None:  # NaN or inf: a cross on the top edge of the plot
             nan_seen = True
             body.append(marker("cross", frame.x(i), frame.top + 5, DIFFERS, 3.5))
             continue
-        body.append(marker("cross" if bad else "circle", frame.x(i), frame.y(v), DIFFERS if bad else RECEIVED,
-                           4.5 if bad else 2.6))
+        body.append(
+            marker(
+                "cross" if bad else "circle", frame.x(i), frame.y(v), DIFFERS if bad else RECEIVED, 4.5 if bad else 2.6
+            )
+        )
     # the flat index under a few evenly spaced positions, so the sample can be found in the array
     last = len(received) - 1
     marks = [(frame.x(i), str(fig["index"][i])) for i in sorted({round(last * k / 4) for k in range(5)})]
     for x, label in spaced(marks, SMALL):
         body.append(text(x, frame.bottom + 16, label, SMALL, anchor="middle"))
-    items = [(marker("circle", 14, 7, RECEIVED, 4.5), f"{names['received']}, within tolerance"),
-             (marker("cross", 14, 7, DIFFERS, 4), f"{names['received']}, differs from {names['expected']}")]
+    items = [
+        (marker("circle", 14, 7, RECEIVED, 4.5), f"{names['received']}, within tolerance"),
+        (marker("cross", 14, 7, DIFFERS, 4), f"{names['received']}, differs from {names['expected']}"),
+    ]
     if expected is not None:
         items.append((line_symbol(EXPECTED, True, "square"), names["expected"]))
     if nan_seen:
@@ -330,21 +383,29 @@ def draw_decades(fig: dict[str, Any]) -> str:
     height = 170
     frame = Frame(-0.5, len(decades) - 0.5, lo, hi + 1, height=height)  # a bar's width each side of its index
     frame.ylo, frame.yhi = lo, hi + 1  # whole powers of ten, no padding
-    body = [frame.axes("element (the same sample)", "rel. error", xticks=[],
-                       ytick_text=lambda t: decade_label(t))]
+    body = [frame.axes("element (the same sample)", "rel. error", xticks=[], ytick_text=lambda t: decade_label(t))]
     width = max(0.6, (frame.right_edge - LEFT) / max(1, len(decades)) - 1)
     for i, k in enumerate(decades):
         if k is None:
             continue
         x, y = frame.x(i), frame.y(k + 1)
-        body.append(f'<rect class="ng-data" x="{x - width / 2:.1f}" y="{y:.1f}" width="{width:.1f}"'
-                    f' height="{frame.bottom - y:.1f}" fill="{DIFFERS}"/>')
-    desc = (f"For each differing element of the sample, the power of ten of its relative error |yours - expected| /"
-            f" |expected|: the largest shown is {decade_label(max(shown))} (a band, never a value:"
-            " the expected values are not shown).")
-    return (svg("".join(body), f"{fig['title']}: how far off", desc, height)
-            + legend([(f'<rect x="7" y="1" width="12" height="12" fill="{DIFFERS}"/>',
-                       "bar up to 1eK: the relative error is between 1e(K-1) and 1eK")]))
+        body.append(
+            f'<rect class="ng-data" x="{x - width / 2:.1f}" y="{y:.1f}" width="{width:.1f}"'
+            f' height="{frame.bottom - y:.1f}" fill="{DIFFERS}"/>'
+        )
+    desc = (
+        f"For each differing element of the sample, the power of ten of its relative error |yours - expected| /"
+        f" |expected|: the largest shown is {decade_label(max(shown))} (a band, never a value:"
+        " the expected values are not shown)."
+    )
+    return svg("".join(body), f"{fig['title']}: how far off", desc, height) + legend(
+        [
+            (
+                f'<rect x="7" y="1" width="12" height="12" fill="{DIFFERS}"/>',
+                "bar up to 1eK: the relative error is between 1e(K-1) and 1eK",
+            )
+        ]
+    )
 
 
 def heat_colour(t: float) -> str:
@@ -356,8 +417,15 @@ def heat_colour(t: float) -> str:
     return f"rgb({r},{g},{b})"
 
 
-def heat_grid(values: list[list[float | None]], colour_of: Any, differs: list[list[int]] | None, left: float,
-              top: float, size: float, block: list[int]) -> list[str]:
+def heat_grid(
+    values: list[list[float | None]],
+    colour_of: Any,
+    differs: list[list[int]] | None,
+    left: float,
+    top: float,
+    size: float,
+    block: list[int],
+) -> list[str]:
     """The cells of a heat map, outlined where they differ, with row and column index labels that keep apart."""
     rows, cols = len(values), len(values[0])
     br, bc = block
@@ -365,11 +433,15 @@ def heat_grid(values: list[list[float | None]], colour_of: Any, differs: list[li
     for i, row in enumerate(values):
         for j, v in enumerate(row):
             x, y = left + j * size, top + i * size
-            body.append(f'<rect class="ng-data" x="{x:.1f}" y="{y:.1f}" width="{size:.1f}" height="{size:.1f}"'
-                        f' fill="{colour_of(v)}" stroke="#ddd" stroke-width="0.5"/>')
+            body.append(
+                f'<rect class="ng-data" x="{x:.1f}" y="{y:.1f}" width="{size:.1f}" height="{size:.1f}"'
+                f' fill="{colour_of(v)}" stroke="#ddd" stroke-width="0.5"/>'
+            )
             if differs is not None and differs[i][j]:
-                body.append(f'<rect class="ng-data" x="{x + 1.2:.1f}" y="{y + 1.2:.1f}" width="{size - 2.4:.1f}"'
-                            f' height="{size - 2.4:.1f}" fill="none" stroke="{DIFFERS}" stroke-width="2"/>')
+                body.append(
+                    f'<rect class="ng-data" x="{x + 1.2:.1f}" y="{y + 1.2:.1f}" width="{size - 2.4:.1f}"'
+                    f' height="{size - 2.4:.1f}" fill="none" stroke="{DIFFERS}" stroke-width="2"/>'
+                )
     every = max(1, math.ceil((SMALL + 2) / size))
     for i in range(0, rows, every):
         body.append(text(left - 4, top + (i + 0.5) * size + 4, str(i * br), SMALL, anchor="end"))
@@ -401,8 +473,10 @@ def draw_heat(fig: dict[str, Any]) -> str:
 
         scale = list(range(lo, hi + 1))[-10:]
         for k, d in enumerate(reversed(scale)):
-            body.append(f'<rect x="{sx:.1f}" y="{top + k * 14:.1f}" width="14" height="14" fill="{colour(d)}"'
-                        ' stroke="#999" stroke-width="0.5"/>')
+            body.append(
+                f'<rect x="{sx:.1f}" y="{top + k * 14:.1f}" width="14" height="14" fill="{colour(d)}"'
+                ' stroke="#999" stroke-width="0.5"/>'
+            )
             if k % max(1, math.ceil(len(scale) / 8)) == 0:
                 body.append(text(sx + 18, top + k * 14 + 11, decade_label(d + 1), SMALL))
         height = max(height, top + len(scale) * 14 + 8)
@@ -414,20 +488,29 @@ def draw_heat(fig: dict[str, Any]) -> str:
             return heat_colour((v or 0.0) / peak)
 
         for k in range(10):
-            body.append(f'<rect x="{sx:.1f}" y="{top + (9 - k) * 12:.1f}" width="14" height="12"'
-                        f' fill="{heat_colour((k + 0.5) / 10)}"/>')
+            body.append(
+                f'<rect x="{sx:.1f}" y="{top + (9 - k) * 12:.1f}" width="14" height="12"'
+                f' fill="{heat_colour((k + 0.5) / 10)}"/>'
+            )
         body.append(text(sx + 18, top + 10, num(peak), SMALL) + text(sx + 18, top + 120, "0", SMALL))
         height = max(height, top + 128)
         scale_text = f"darker: larger {heat['measure']} (scale 0 to {num(peak)})"
     differs = [[int(d is not None) for d in row] for row in heat["decades"]]  # a block holds differing values
     body.extend(heat_grid(values, colour, differs, left, top, size, heat["block"]))
-    desc = (f"Heat map of the {heat['measure']} of {fig['key']} over its {fig['shape'][0]} x {fig['shape'][1]}"
-            f" elements (rows: axis 0, columns: axis 1); outlined blocks hold values that differ. "
-            + follows_text(fig))
-    return (svg("".join(body), f"{fig['title']}: where the error is", desc, height)
-            + legend([(f'<rect x="7" y="1" width="12" height="12" fill="{heat_colour(0.7)}" stroke="{DIFFERS}"'
-                       ' stroke-width="2"/>', "outlined: the block holds differing values"),
-                      (f'<rect x="7" y="1" width="12" height="12" fill="{heat_colour(1)}"/>', scale_text)]))
+    desc = (
+        f"Heat map of the {heat['measure']} of {fig['key']} over its {fig['shape'][0]} x {fig['shape'][1]}"
+        f" elements (rows: axis 0, columns: axis 1); outlined blocks hold values that differ. " + follows_text(fig)
+    )
+    return svg("".join(body), f"{fig['title']}: where the error is", desc, height) + legend(
+        [
+            (
+                f'<rect x="7" y="1" width="12" height="12" fill="{heat_colour(0.7)}" stroke="{DIFFERS}"'
+                ' stroke-width="2"/>',
+                "outlined: the block holds differing values",
+            ),
+            (f'<rect x="7" y="1" width="12" height="12" fill="{heat_colour(1)}"/>', scale_text),
+        ]
+    )
 
 
 def follows_text(fig: dict[str, Any]) -> str:
@@ -466,17 +549,26 @@ def draw_axes(fig: dict[str, Any]) -> str:
             h = v / peak * (band - 32)
             colour = DIFFERS if f > 0.5 else RECEIVED
             outline = ' stroke="#000" stroke-width="1"' if f > 0.5 else ""
-            body.append(f'<rect class="ng-data" x="{LEFT + i * width + 1:.1f}" y="{base - h:.1f}"'
-                        f' width="{max(1.0, width - 2):.1f}" height="{h:.1f}" fill="{colour}"{outline}/>')
-        body.append(text(LEFT - 4, base + 11, "0", 10, anchor="end")
-                    + text(WIDTH - RIGHT, base + 11, str(ax["size"] - 1), 10, anchor="end"))
+            body.append(
+                f'<rect class="ng-data" x="{LEFT + i * width + 1:.1f}" y="{base - h:.1f}"'
+                f' width="{max(1.0, width - 2):.1f}" height="{h:.1f}" fill="{colour}"{outline}/>'
+            )
+        body.append(
+            text(LEFT - 4, base + 11, "0", 10, anchor="end")
+            + text(WIDTH - RIGHT, base + 11, str(ax["size"] - 1), 10, anchor="end")
+        )
     measure = "the mean absolute error" if magnitude else "the fraction of differing values"
     desc = f"Per axis, {measure} at each index (full height: the most of that axis). {follows_text(fig)}"
-    return (svg("".join(body), f"{fig['title']}: which axis the error follows", desc, height)
-            + legend([(f'<rect x="7" y="1" width="12" height="12" fill="{DIFFERS}" stroke="#000"/>',
-                       "over half of the values at that index differ (outlined)"),
-                      (f'<rect x="7" y="1" width="12" height="12" fill="{RECEIVED}"/>', "fewer than half differ"),
-                      ("", f"bar height: {measure} at that index")]))
+    return svg("".join(body), f"{fig['title']}: which axis the error follows", desc, height) + legend(
+        [
+            (
+                f'<rect x="7" y="1" width="12" height="12" fill="{DIFFERS}" stroke="#000"/>',
+                "over half of the values at that index differ (outlined)",
+            ),
+            (f'<rect x="7" y="1" width="12" height="12" fill="{RECEIVED}"/>', "fewer than half differ"),
+            ("", f"bar height: {measure} at that index"),
+        ]
+    )
 
 
 def draw_trajectory(fig: dict[str, Any]) -> str:
@@ -485,23 +577,38 @@ def draw_trajectory(fig: dict[str, Any]) -> str:
     series = fig["series"]
     values = [v for s in series for v in finite(s["received"]) + finite(s["expected"])]
     right = gutter_width([s["label"] for s in series])
-    frame = Frame(steps[0] - 0.3, steps[-1] + 0.3, min(values, default=0.0), max(values, default=1.0),
-                  right=right)
+    frame = Frame(steps[0] - 0.3, steps[-1] + 0.3, min(values, default=0.0), max(values, default=1.0), right=right)
     body = [frame.axes("step", "value after the step", xticks=[float(s) for s in steps])]
     items, ends = [], []
     for k, s in enumerate(series):
         colour = SERIES[k % len(SERIES)]
         if s["expected"] is not None:
-            body.append(polyline([(frame.x(t), frame.y(v)) for t, v in zip(steps, s["expected"], strict=False) if v is not None],
-                                 colour, dashed=True, width=1.2))
-            body.extend(marker("square", frame.x(t), frame.y(v), colour, 3.5)
-                        for t, v in zip(steps, s["expected"], strict=False) if v is not None)
+            body.append(
+                polyline(
+                    [(frame.x(t), frame.y(v)) for t, v in zip(steps, s["expected"], strict=False) if v is not None],
+                    colour,
+                    dashed=True,
+                    width=1.2,
+                )
+            )
+            body.extend(
+                marker("square", frame.x(t), frame.y(v), colour, 3.5)
+                for t, v in zip(steps, s["expected"], strict=False)
+                if v is not None
+            )
         pts = [(frame.x(t), frame.y(v)) for t, v in zip(steps, s["received"], strict=False) if v is not None]
         body.append(polyline(pts, colour))
         for t, v, bad in zip(steps, s["received"], s["differs"], strict=False):
             if v is not None:
-                body.append(marker("cross" if bad else "circle", frame.x(t), frame.y(v), DIFFERS if bad else colour,
-                                   4.5 if bad else 3))
+                body.append(
+                    marker(
+                        "cross" if bad else "circle",
+                        frame.x(t),
+                        frame.y(v),
+                        DIFFERS if bad else colour,
+                        4.5 if bad else 3,
+                    )
+                )
         if pts:
             ends.append((pts[-1][1], s["label"], colour))
         items.append((line_symbol(colour, False, "circle"), f"yours: {s['label']}"))
@@ -526,8 +633,10 @@ def draw_ratios(fig: dict[str, Any]) -> str:
     frame = Frame(steps[0] - 0.3, steps[-1] + 0.3, min(values), max(values), height=height, right=right)
     body = [frame.axes("step", "yours / expected", xticks=[float(s) for s in steps])]
     one = frame.y(1.0)
-    body.append(f'<line class="ng-data" x1="{LEFT}" x2="{frame.right_edge:.1f}" y1="{one:.1f}" y2="{one:.1f}"'
-                f' stroke="{EXPECTED}" stroke-width="1.2" stroke-dasharray="2 3"/>')
+    body.append(
+        f'<line class="ng-data" x1="{LEFT}" x2="{frame.right_edge:.1f}" y1="{one:.1f}" y2="{one:.1f}"'
+        f' stroke="{EXPECTED}" stroke-width="1.2" stroke-dasharray="2 3"/>'
+    )
     ends = [(one, "1: equal", EXPECTED)]
     for k, s in enumerate(series):
         colour = SERIES[k % len(SERIES)]
@@ -540,10 +649,15 @@ def draw_ratios(fig: dict[str, Any]) -> str:
     hidden = " (two significant digits: the expected values are not shown)" if fig.get("hidden") else ""
     what = fig.get("ratio_of", "the value after each step")
     desc = f"Per step, {what}: yours divided by the expected{hidden}.{fig['summary'].split('.', 1)[-1]}"
-    return (svg("".join(body), f"{fig['title']}: yours / expected, per step", desc, height)
-            + legend([(marker("diamond", 14, 7, SERIES[0], 3.2), f"{what}: yours / expected{hidden}"),
-                      (f'<line x1="1" x2="27" y1="7" y2="7" stroke="{EXPECTED}" stroke-dasharray="2 3"/>',
-                       "1: the same as expected")]))
+    return svg("".join(body), f"{fig['title']}: yours / expected, per step", desc, height) + legend(
+        [
+            (marker("diamond", 14, 7, SERIES[0], 3.2), f"{what}: yours / expected{hidden}"),
+            (
+                f'<line x1="1" x2="27" y1="7" y2="7" stroke="{EXPECTED}" stroke-dasharray="2 3"/>',
+                "1: the same as expected",
+            ),
+        ]
+    )
 
 
 def density_at(d: dict[str, Any], x: float) -> float:
@@ -570,8 +684,10 @@ def draw_histogram(fig: dict[str, Any]) -> str:
     body = [frame.axes(fig["value_label"], "count")]
     for k, c in enumerate(counts):
         x0, x1 = frame.x(edges[k]), frame.x(edges[k + 1])
-        body.append(f'<rect class="ng-data" x="{x0:.1f}" y="{frame.y(c):.1f}" width="{max(0.5, x1 - x0 - 0.6):.1f}"'
-                    f' height="{frame.y(0) - frame.y(c):.1f}" fill="#9ecae1" stroke="{RECEIVED}" stroke-width="0.6"/>')
+        body.append(
+            f'<rect class="ng-data" x="{x0:.1f}" y="{frame.y(c):.1f}" width="{max(0.5, x1 - x0 - 0.6):.1f}"'
+            f' height="{frame.y(0) - frame.y(c):.1f}" fill="#9ecae1" stroke="{RECEIVED}" stroke-width="0.6"/>'
+        )
     if curve:
         body.append(polyline([(frame.x(x), frame.y(y)) for x, y in curve], EXPECTED, dashed=True, width=2))
     items = [(f'<rect x="4" y="2" width="20" height="10" fill="#9ecae1" stroke="{RECEIVED}"/>', "your values")]
@@ -581,14 +697,20 @@ def draw_histogram(fig: dict[str, Any]) -> str:
     names = []
     for b in fig["bounds"] or []:
         x = frame.x(b)
-        body.append(f'<line class="ng-data" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{frame.bottom}"'
-                    f' stroke="{BOUND}" stroke-width="2" stroke-dasharray="2 3"/>')
+        body.append(
+            f'<line class="ng-data" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top}" y2="{frame.bottom}"'
+            f' stroke="{BOUND}" stroke-width="2" stroke-dasharray="2 3"/>'
+        )
         names.append((x, f"{name} {num(b)}"))
     for x, label in spaced(names, SMALL):  # above the plot, where no bar or curve is
         body.append(text(x, frame.top - 8, label, SMALL, anchor="middle", fill=BOUND))
     if fig["bounds"]:
-        items.append((f'<line x1="14" x2="14" y1="1" y2="13" stroke="{BOUND}" stroke-width="2" stroke-dasharray="2 3"/>',
-                      "the bound a correct draw never passes" if name == "bound" else name))
+        items.append(
+            (
+                f'<line x1="14" x2="14" y1="1" y2="13" stroke="{BOUND}" stroke-width="2" stroke-dasharray="2 3"/>',
+                "the bound a correct draw never passes" if name == "bound" else name,
+            )
+        )
     parts = [svg("".join(body), fig["title"], fig["summary"]), legend(items)]
     if fig["statistic"] is not None:
         parts.append(draw_statistic(fig["statistic"], fig["title"]))
@@ -603,54 +725,84 @@ def draw_statistic(s: dict[str, Any], title: str) -> str:
     frame = Frame(lo - 0.1 * span, hi + 0.1 * span, 0, 1, height=100)
     y = 52
     hatch = "ng-hatch" + content_id(repr(sorted(s.items())), title)
-    body = [f'<defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse"'
-            f' patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="{BOUND}" stroke-width="2"/>'
-            '</pattern></defs>',
-            text(4, 14, s["name"]),
-            f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y}" y2="{y}" stroke="#888"/>']
+    body = [
+        f'<defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse"'
+        f' patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="6" stroke="{BOUND}" stroke-width="2"/>'
+        "</pattern></defs>",
+        text(4, 14, s["name"]),
+        f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y}" y2="{y}" stroke="#888"/>',
+    ]
     if s["low"] is not None and s["high"] is not None:
         x0, x1 = frame.x(s["low"]), frame.x(s["high"])
-        body.append(f'<rect class="ng-data" x="{x0:.1f}" y="{y - 9}" width="{max(1.0, x1 - x0):.1f}" height="18"'
-                    f' fill="url(#{hatch})" stroke="{BOUND}"/>')
-        body.append(text(x0 - 3, y + 24, num(s["low"]), SMALL, anchor="end")
-                    + text(x1 + 3, y + 24, num(s["high"]), SMALL, anchor="start"))
+        body.append(
+            f'<rect class="ng-data" x="{x0:.1f}" y="{y - 9}" width="{max(1.0, x1 - x0):.1f}" height="18"'
+            f' fill="url(#{hatch})" stroke="{BOUND}"/>'
+        )
+        body.append(
+            text(x0 - 3, y + 24, num(s["low"]), SMALL, anchor="end")
+            + text(x1 + 3, y + 24, num(s["high"]), SMALL, anchor="start")
+        )
     if s["expected"] is not None:
         x = frame.x(s["expected"])
-        body.append(f'<line class="ng-data" x1="{x:.1f}" x2="{x:.1f}" y1="{y - 11}" y2="{y + 11}" stroke="{EXPECTED}"'
-                    ' stroke-width="2" stroke-dasharray="3 2"/>')
+        body.append(
+            f'<line class="ng-data" x1="{x:.1f}" x2="{x:.1f}" y1="{y - 11}" y2="{y + 11}" stroke="{EXPECTED}"'
+            ' stroke-width="2" stroke-dasharray="3 2"/>'
+        )
     if s["value"] is not None:
         x = frame.x(s["value"])
-        body.append(marker("diamond", x, y, DIFFERS, 5) + text(x, y - 17, f"yours {num(s['value'])}", SMALL,
-                                                               anchor="middle"))
+        body.append(
+            marker("diamond", x, y, DIFFERS, 5) + text(x, y - 17, f"yours {num(s['value'])}", SMALL, anchor="middle")
+        )
     inside = s["value"] is not None and s["low"] is not None and s["low"] <= s["value"] <= s["high"]
-    desc = (f"{s['name']}: yours {num(s['value'])}, expected {num(s['expected'])}, allowed interval"
-            f" [{num(s['low'])}, {num(s['high'])}]; yours is {'inside' if inside else 'outside'} it.")
-    return (svg("".join(body), f"{title}: {s['name']}", desc, 100)
-            + legend([(f'<rect x="4" y="2" width="20" height="10" fill="url(#{hatch})" stroke="{BOUND}"/>',
-                       "allowed interval"),
-                      (f'<line x1="14" x2="14" y1="1" y2="13" stroke="{EXPECTED}" stroke-width="2"'
-                       ' stroke-dasharray="3 2"/>', "expected"),
-                      (marker("diamond", 14, 7, DIFFERS, 4), "yours")]))
+    desc = (
+        f"{s['name']}: yours {num(s['value'])}, expected {num(s['expected'])}, allowed interval"
+        f" [{num(s['low'])}, {num(s['high'])}]; yours is {'inside' if inside else 'outside'} it."
+    )
+    return svg("".join(body), f"{title}: {s['name']}", desc, 100) + legend(
+        [
+            (f'<rect x="4" y="2" width="20" height="10" fill="url(#{hatch})" stroke="{BOUND}"/>', "allowed interval"),
+            (
+                f'<line x1="14" x2="14" y1="1" y2="13" stroke="{EXPECTED}" stroke-width="2" stroke-dasharray="3 2"/>',
+                "expected",
+            ),
+            (marker("diamond", 14, 7, DIFFERS, 4), "yours"),
+        ]
+    )
 
 
 def draw_fit(fig: dict[str, Any]) -> str:
     xs, ys, ts = fig["x"], fig["received"], fig["target"]
     values = finite(ys) + finite(ts)
-    frame = Frame(min(finite(xs), default=0.0), max(finite(xs), default=1.0), min(values, default=0.0),
-                  max(values, default=1.0))
-    body = [frame.axes("x", "value"),
-            polyline([(frame.x(x), frame.y(t)) for x, t in zip(xs, ts, strict=False) if x is not None and t is not None],
-                     EXPECTED, dashed=True, width=2),
-            polyline([(frame.x(x), frame.y(y)) for x, y in zip(xs, ys, strict=False) if x is not None and y is not None],
-                     RECEIVED, width=2)]
+    frame = Frame(
+        min(finite(xs), default=0.0), max(finite(xs), default=1.0), min(values, default=0.0), max(values, default=1.0)
+    )
+    body = [
+        frame.axes("x", "value"),
+        polyline(
+            [(frame.x(x), frame.y(t)) for x, t in zip(xs, ts, strict=False) if x is not None and t is not None],
+            EXPECTED,
+            dashed=True,
+            width=2,
+        ),
+        polyline(
+            [(frame.x(x), frame.y(y)) for x, y in zip(xs, ys, strict=False) if x is not None and y is not None],
+            RECEIVED,
+            width=2,
+        ),
+    ]
     w = fig["worst"]
     if w["x"] is not None and w["received"] is not None and w["target"] is not None:
         x = frame.x(w["x"])
-        body.append(f'<line class="ng-data" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.y(w["received"]):.1f}"'
-                    f' y2="{frame.y(w["target"]):.1f}" stroke="{DIFFERS}" stroke-width="2"/>'
-                    + marker("cross", x, frame.y(w["received"]), DIFFERS, 5))
-    items = [(line_symbol(RECEIVED, False, None), "your g(x)"), (line_symbol(EXPECTED, True, None), "target f(x)"),
-             (marker("cross", 14, 7, DIFFERS, 4), f"the largest error, {num(w['error'])} at x = {num(w['x'])}")]
+        body.append(
+            f'<line class="ng-data" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.y(w["received"]):.1f}"'
+            f' y2="{frame.y(w["target"]):.1f}" stroke="{DIFFERS}" stroke-width="2"/>'
+            + marker("cross", x, frame.y(w["received"]), DIFFERS, 5)
+        )
+    items = [
+        (line_symbol(RECEIVED, False, None), "your g(x)"),
+        (line_symbol(EXPECTED, True, None), "target f(x)"),
+        (marker("cross", 14, 7, DIFFERS, 4), f"the largest error, {num(w['error'])} at x = {num(w['x'])}"),
+    ]
     return svg("".join(body), fig["title"], fig["summary"]) + legend(items)
 
 
@@ -658,8 +810,10 @@ def draw_shapes(fig: dict[str, Any]) -> str:
     """Yours and the expected shape side by side, the last two axes as a rectangle to scale, the others written."""
     height = 170
     body = []
-    boxes = [("yours", fig["received"], fig.get("received_dtype"), DIFFERS),
-             ("expected", fig["expected"], fig.get("expected_dtype"), EXPECTED)]
+    boxes = [
+        ("yours", fig["received"], fig.get("received_dtype"), DIFFERS),
+        ("expected", fig["expected"], fig.get("expected_dtype"), EXPECTED),
+    ]
     dims = [(shape[-2] if len(shape) >= 2 else 1, shape[-1] if shape else 1) for _, shape, _, _ in boxes]
     most = max(max(r, c) for r, c in dims) or 1
     half = WIDTH / 2
@@ -673,16 +827,25 @@ def draw_shapes(fig: dict[str, Any]) -> str:
         if dtype:
             body.append(text(cx, 32, f"dtype {dtype}", SMALL, anchor="middle"))
         dash = ' stroke-dasharray="6 4"' if k else ""
-        body.append(f'<rect class="ng-data" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}"'
-                    f' fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
+        body.append(
+            f'<rect class="ng-data" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}"'
+            f' fill="none" stroke="{colour}" stroke-width="2"{dash}/>'
+        )
         lead = shape[:-2] if len(shape) > 2 else []
-        under = (f"{' x '.join(str(n) for n in lead)} of these; " if lead else "") + \
-                (f"{rows} x {cols}" if len(shape) >= 2 else (f"{cols} values" if shape else "one number"))
+        under = (f"{' x '.join(str(n) for n in lead)} of these; " if lead else "") + (
+            f"{rows} x {cols}" if len(shape) >= 2 else (f"{cols} values" if shape else "one number")
+        )
         body.append(text(cx, 40 + 96 + 18, under, SMALL, anchor="middle"))
     return svg("".join(body), fig["title"], fig["summary"], height) + legend(
-        [(f'<rect x="4" y="2" width="20" height="10" fill="none" stroke="{DIFFERS}" stroke-width="2"/>', "yours"),
-         (f'<rect x="4" y="2" width="20" height="10" fill="none" stroke="{EXPECTED}" stroke-width="2"'
-          ' stroke-dasharray="6 4"/>', "the shape asked for")])
+        [
+            (f'<rect x="4" y="2" width="20" height="10" fill="none" stroke="{DIFFERS}" stroke-width="2"/>', "yours"),
+            (
+                f'<rect x="4" y="2" width="20" height="10" fill="none" stroke="{EXPECTED}" stroke-width="2"'
+                ' stroke-dasharray="6 4"/>',
+                "the shape asked for",
+            ),
+        ]
+    )
 
 
 def draw_masks(fig: dict[str, Any]) -> str:
@@ -702,15 +865,27 @@ def draw_masks(fig: dict[str, Any]) -> str:
         body.extend(heat_grid(values, lambda v: heat_colour((v or 0.0) / peak), None, left, 26, size, panel["block"]))
         height = max(height, 26 + rows * size + 22)
     return svg("".join(body), fig["title"], fig["summary"], height) + legend(
-        [(f'<rect x="7" y="1" width="12" height="12" fill="{heat_colour(1)}"/>',
-          f"darkest: {peak:.0%} of the block's elements dropped (the most of any block); white: none")])
+        [
+            (
+                f'<rect x="7" y="1" width="12" height="12" fill="{heat_colour(1)}"/>',
+                f"darkest: {peak:.0%} of the block's elements dropped (the most of any block); white: none",
+            )
+        ]
+    )
 
 
-DRAW = {"elements": draw_elements, "trajectory": draw_trajectory, "histogram": draw_histogram, "fit": draw_fit,
-        "shapes": draw_shapes, "masks": draw_masks}
+DRAW = {
+    "elements": draw_elements,
+    "trajectory": draw_trajectory,
+    "histogram": draw_histogram,
+    "fit": draw_fit,
+    "shapes": draw_shapes,
+    "masks": draw_masks,
+}
 
-INSTRUCTOR_NOTE = ("Instructor's view of a hidden check: the expected values are drawn here; the student's"
-                   " picture leaves them out.")
+INSTRUCTOR_NOTE = (
+    "Instructor's view of a hidden check: the expected values are drawn here; the student's picture leaves them out."
+)
 
 
 def clipped(value: Any, counts: dict[str, int]) -> Any:
@@ -734,8 +909,14 @@ def clipped_note(counts: dict[str, int]) -> str:
     if not counts:
         return ""
     words = ", ".join(f"{counts[kind]} {kind}" for kind in ("inf", "-inf", "NaN") if kind in counts)
-    how = [w for w, present in (("inf drawn at the edge", "inf" in counts or "-inf" in counts),
-                                ("NaN left out or on the top edge", "NaN" in counts)) if present]
+    how = [
+        w
+        for w, present in (
+            ("inf drawn at the edge", "inf" in counts or "-inf" in counts),
+            ("NaN left out or on the top edge", "NaN" in counts),
+        )
+        if present
+    ]
     return f'<p class="ng-note">Not finite: {esc(words)} ({"; ".join(how)}).</p>'
 
 
@@ -748,8 +929,9 @@ def one_figure(figure: dict[str, Any], classes: str = "ng-figure", heading: str 
     except (KeyError, IndexError, TypeError, ValueError, ArithmeticError, AttributeError, RecursionError):
         picture = '<p class="ng-note">(This picture could not be drawn from the report file.)</p>'
     which = f'<p class="ng-which">{esc(heading)}</p>' if heading else ""
-    return (f'<figure class="{classes}">{which}{picture}{clipped_note(counts)}'
-            f'<figcaption>{summary}</figcaption></figure>')
+    return (
+        f'<figure class="{classes}">{which}{picture}{clipped_note(counts)}<figcaption>{summary}</figcaption></figure>'
+    )
 
 
 def figure_html(figure: dict[str, Any], instructor: bool = False) -> str:
@@ -765,5 +947,7 @@ def figure_html(figure: dict[str, Any], instructor: bool = False) -> str:
     main = one_figure(figure, heading=heading)
     if public is None:
         return main
-    return (f'<div class="ng-figures">{main}'
-            f'{one_figure(public, "ng-figure ng-public", "Public case (your handout’s case pack)")}</div>')
+    return (
+        f'<div class="ng-figures">{main}'
+        f"{one_figure(public, 'ng-figure ng-public', 'Public case (your handout’s case pack)')}</div>"
+    )

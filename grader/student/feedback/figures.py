@@ -50,20 +50,20 @@ import numpy as np
 
 from grader.student.engine.compare import close_mask, scale_of
 
-MAX_POINTS = 240     # elements (or steps x components) kept of one output
-MAX_DIFFERING = 60   # of which up to this many are differing ones, so the sample shows them
-MAX_CELLS = 24       # a heat map has at most MAX_CELLS x MAX_CELLS blocks
-MAX_AXIS = 48        # per-axis summaries keep at most this many indices (blocks of indices beyond)
+MAX_POINTS = 240  # elements (or steps x components) kept of one output
+MAX_DIFFERING = 60  # of which up to this many are differing ones, so the sample shows them
+MAX_CELLS = 24  # a heat map has at most MAX_CELLS x MAX_CELLS blocks
+MAX_AXIS = 48  # per-axis summaries keep at most this many indices (blocks of indices beyond)
 MAX_BINS = 40
-MAX_SERIES = 4       # components drawn in a trajectory
+MAX_SERIES = 4  # components drawn in a trajectory
 MAX_MASK_CELLS = 20  # a mask panel has at most this many blocks per side
 FIT_POINTS = 201
 FOLLOWS_SPREAD = 0.5  # an axis "carries" the error when its per-index fractions differ by at least this
-DECADE_LOW, DECADE_HIGH = -12, 3   # relative errors are shown as powers of ten within these
-RATIO_DIGITS = 2     # hidden ratios keep this many significant digits
+DECADE_LOW, DECADE_HIGH = -12, 3  # relative errors are shown as powers of ten within these
+RATIO_DIGITS = 2  # hidden ratios keep this many significant digits
 CONSTANT_WITHIN = 0.02  # ratios within 2% of each other read as "one constant factor"
-LARGEST = 1e300      # a histogram's samples are clipped to [-LARGEST, LARGEST] (its range stays finite)
-NARROWEST = 1e-9     # values closer than this times max(1, |lo|, |hi|) get a histogram range 1 wide (finite bins)
+LARGEST = 1e300  # a histogram's samples are clipped to [-LARGEST, LARGEST] (its range stays finite)
+NARROWEST = 1e-9  # values closer than this times max(1, |lo|, |hi|) get a histogram range 1 wide (finite bins)
 
 YOURS = "yours"
 EXPECTED = "expected"
@@ -138,13 +138,17 @@ def axis_summary(mask: np.ndarray, error: np.ndarray | None = None) -> list[dict
         per_index = mask.mean(axis=other) if other else mask.astype(np.float64)
         size = per_index.size
         step = max(1, math.ceil(size / MAX_AXIS))
-        fractions = [float(per_index[i:i + step].max()) for i in range(0, size, step)]
-        summary: dict[str, Any] = {"axis": axis, "size": int(size), "step": step,
-                                   "fraction": [round(f, 4) for f in fractions]}
+        fractions = [float(per_index[i : i + step].max()) for i in range(0, size, step)]
+        summary: dict[str, Any] = {
+            "axis": axis,
+            "size": int(size),
+            "step": step,
+            "fraction": [round(f, 4) for f in fractions],
+        }
         if error is not None:
             with np.errstate(over="ignore"):  # a mean of errors near 1e308 is inf: stored and drawn as such
                 mean_error = error.mean(axis=other) if other else error
-            summary["error"] = [float(f"{float(mean_error[i:i + step].max()):.3g}") for i in range(0, size, step)]
+            summary["error"] = [float(f"{float(mean_error[i : i + step].max()):.3g}") for i in range(0, size, step)]
         axes.append(summary)
     return axes
 
@@ -179,8 +183,9 @@ def finite_error(received: np.ndarray, expected: np.ndarray, mask: np.ndarray) -
     return np.where(bad, np.where(mask, worst, 0.0), err)
 
 
-def relative_decades(received: np.ndarray, expected: np.ndarray, mask: np.ndarray, rtol: float,
-                     atol: float) -> np.ndarray:
+def relative_decades(
+    received: np.ndarray, expected: np.ndarray, mask: np.ndarray, rtol: float, atol: float
+) -> np.ndarray:
     """Per element, k with 10^k <= relative error < 10^(k+1), as floats; NaN where the element does not differ.
 
     The relative error is |received - expected| / (|expected| + atol / rtol):
@@ -207,8 +212,15 @@ def index_text(flat: int, shape: tuple[int, ...]) -> list[int]:
 
 
 def elements_figure(
-    received: Any, expected: Any, rtol: float, atol: float, *, title: str, key: str,
-    labels: dict[str, str] | None = None, from_reference: bool = True,
+    received: Any,
+    expected: Any,
+    rtol: float,
+    atol: float,
+    *,
+    title: str,
+    key: str,
+    labels: dict[str, str] | None = None,
+    from_reference: bool = True,
 ) -> dict[str, Any] | None:
     """Received vs expected element by element (same shape only; None otherwise): the full figure.
 
@@ -245,8 +257,11 @@ def elements_figure(
         "expected": numbers(e.ravel()[idx]),
         "differs": [bool(b) for b in flat_mask[idx]],
         "decades": decade_list(decades.ravel()[idx]),
-        "first": {"index": index_text(first, r.shape), "received": number(r.ravel()[first]),
-                  "expected": number(e.ravel()[first])},
+        "first": {
+            "index": index_text(first, r.shape),
+            "received": number(r.ravel()[first]),
+            "expected": number(e.ravel()[first]),
+        },
     }
     if r.ndim >= 2:
         figure["axes"] = axis_summary(mask, finite_error(r, e, mask))
@@ -254,9 +269,12 @@ def elements_figure(
     if r.ndim == 2:
         cells, block = block_reduce(finite_error(r, e, mask), "max")
         worst, _ = block_reduce(decades, "max")  # NaN (None) where no value of the block differs
-        figure["heat"] = {"measure": "largest absolute error", "block": list(block),
-                          "values": [[float(f"{v:.2g}") for v in row] for row in cells],  # a colour: 2 digits
-                          "decades": [decade_list(row) for row in worst]}
+        figure["heat"] = {
+            "measure": "largest absolute error",
+            "block": list(block),
+            "values": [[float(f"{v:.2g}") for v in row] for row in cells],  # a colour: 2 digits
+            "decades": [decade_list(row) for row in worst],
+        }
     figure["summary"] = elements_summary(figure)
     return figure
 
@@ -267,21 +285,27 @@ def elements_summary(figure: dict[str, Any]) -> str:
     labels = figure.get("labels") or {}
     theirs = labels.get("expected", EXPECTED)
     where = f" at index {tuple(first['index'])}" if first["index"] else ""
-    text = (f"{figure['key']}: {figure['count_differing']} of {figure['size']} values differ from {theirs};"
-            f" the first{where} is {fmt(first['received'])} where {fmt(first['expected'])} was expected.")
+    text = (
+        f"{figure['key']}: {figure['count_differing']} of {figure['size']} values differ from {theirs};"
+        f" the first{where} is {fmt(first['received'])} where {fmt(first['expected'])} was expected."
+    )
     worst = max((d for d in figure.get("decades") or [] if d is not None), default=None)
     if worst is not None:
         text += f" The largest relative error shown is {decade_text(worst)}."
     follows = figure.get("follows")
     if follows is not None:
-        listed = ", ".join(str(i) for i in follows["indices"]) + (f" and {follows['more']} more" if follows["more"] else "")
+        listed = ", ".join(str(i) for i in follows["indices"]) + (
+            f" and {follows['more']} more" if follows["more"] else ""
+        )
         where = "indices" if follows["step"] == 1 else f"the blocks of {follows['step']} indices starting at"
         text += f" The error follows axis {follows['axis']}: it is concentrated at {where} {listed} of that axis."
     elif figure.get("axes"):
         text += " The error is spread over every axis rather than following one."
     if figure["hidden"]:
-        text += (" (Hidden check: your values, where they differ and how far off in powers of ten; the expected"
-                 " values are not shown.)")
+        text += (
+            " (Hidden check: your values, where they differ and how far off in powers of ten; the expected"
+            " values are not shown.)"
+        )
     return text
 
 
@@ -312,8 +336,7 @@ def step_series(keys: list[str]) -> dict[str, list[str]] | None:
     return {name: [k for _, k in sorted(v)] for name, v in groups.items()}
 
 
-def step_ratios(received: list[float], expected: list[float], carry: float,
-                start: float | None) -> list[float | None]:
+def step_ratios(received: list[float], expected: list[float], carry: float, start: float | None) -> list[float | None]:
     """Per step t, (r_t - carry * r_(t-1)) / (e_t - carry * e_(t-1)): what each step adds, yours over expected.
 
     carry 0: the values themselves; 1: each step's change (an optimiser); 1 - momentum: what a running average
@@ -344,8 +367,15 @@ def ratio_words(carry: float) -> str:
 
 
 def trajectory_figure(
-    received: dict[str, Any], expected: dict[str, Any], keys: list[str], rtol: float, atol: float, *,
-    title: str, carry: float = 0.0, starts: dict[str, Any] | None = None,
+    received: dict[str, Any],
+    expected: dict[str, Any],
+    keys: list[str],
+    rtol: float,
+    atol: float,
+    *,
+    title: str,
+    carry: float = 0.0,
+    starts: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """Values after each step, received vs expected, for the series whose first differing step comes first.
 
@@ -383,12 +413,28 @@ def trajectory_figure(
         rs = [np.asarray(received[k], dtype=np.float64).ravel()[c] for k in series_keys]
         es = [np.asarray(expected[k], dtype=np.float64).ravel()[c] for k in series_keys]
         scales = [scale_of(expected[k]) for k in series_keys]
-        marks = [bool(differing(np.array(a), np.array(b), rtol, atol * sc)) for a, b, sc in zip(rs, es, scales, strict=False)]
+        marks = [
+            bool(differing(np.array(a), np.array(b), rtol, atol * sc)) for a, b, sc in zip(rs, es, scales, strict=False)
+        ]
         label = f"{name}[{', '.join(str(i) for i in index_text(c, shape))}]" if shape else name
-        before = None if start is None else float(np.broadcast_to(np.asarray(start, dtype=np.float64), shape).ravel()[c]
-                                                  if shape else np.asarray(start, dtype=np.float64).ravel()[0])
-        series.append({"label": label, "received": numbers(rs), "expected": numbers(es), "differs": marks,
-                       "ratio": step_ratios(rs, es, carry, before)})
+        before = (
+            None
+            if start is None
+            else float(
+                np.broadcast_to(np.asarray(start, dtype=np.float64), shape).ravel()[c]
+                if shape
+                else np.asarray(start, dtype=np.float64).ravel()[0]
+            )
+        )
+        series.append(
+            {
+                "label": label,
+                "received": numbers(rs),
+                "expected": numbers(es),
+                "differs": marks,
+                "ratio": step_ratios(rs, es, carry, before),
+            }
+        )
     first_step = next(i for i, d in enumerate(series[0]["differs"]) if d)
     figure = {
         "kind": "trajectory",
@@ -399,8 +445,12 @@ def trajectory_figure(
         "series": series,
         "ratio_of": ratio_words(carry),
         "carry": carry,
-        "first": {"step": first_step + 1, "label": series[0]["label"], "received": series[0]["received"][first_step],
-                  "expected": number(component_at(expected[series_keys[first_step]], component))},
+        "first": {
+            "step": first_step + 1,
+            "label": series[0]["label"],
+            "received": series[0]["received"][first_step],
+            "expected": number(component_at(expected[series_keys[first_step]], component)),
+        },
     }
     figure["summary"] = trajectory_summary(figure)
     return figure
@@ -417,24 +467,28 @@ def ratio_reading(figure: dict[str, Any]) -> str:
         factor = two_digits((lo + hi) / 2)
         if factor == 1.0:
             return f" Per step, {what} is yours over expected 1.0 (within two digits) at every step shown."
-        return (f" Per step, {what}, yours over expected: one constant factor {factor:g} at every step and"
-                f" component shown.")
+        return (
+            f" Per step, {what}, yours over expected: one constant factor {factor:g} at every step and component shown."
+        )
     first = next((v for v in figure["series"][0].get("ratio") or [] if v is not None), None)
     last = next((v for v in reversed(figure["series"][0].get("ratio") or []) if v is not None), None)
-    return (f" Per step, {what}, yours over expected: from {fmt(first)} to {fmt(last)} for"
-            f" {figure['series'][0]['label']} (between {fmt(lo)} and {fmt(hi)} over the components shown).")
+    return (
+        f" Per step, {what}, yours over expected: from {fmt(first)} to {fmt(last)} for"
+        f" {figure['series'][0]['label']} (between {fmt(lo)} and {fmt(hi)} over the components shown)."
+    )
 
 
 def trajectory_summary(figure: dict[str, Any]) -> str:
     s0, first = figure["series"][0], figure["first"]
     steps = len(figure["steps"])
-    text = (f"{s0['label']} after each of {steps} steps: yours first leaves the expected trajectory"
-            f" at step {first['step']} ({fmt(first['received'])} where {fmt(first['expected'])}"
-            f" was expected); {sum(s0['differs'])} of {steps} steps differ.")
+    text = (
+        f"{s0['label']} after each of {steps} steps: yours first leaves the expected trajectory"
+        f" at step {first['step']} ({fmt(first['received'])} where {fmt(first['expected'])}"
+        f" was expected); {sum(s0['differs'])} of {steps} steps differ."
+    )
     text += ratio_reading(figure)
     if figure["hidden"]:
-        text += (" (Hidden check: your trajectory and the ratios to two digits are shown, not the expected"
-                 " values.)")
+        text += " (Hidden check: your trajectory and the ratios to two digits are shown, not the expected values.)"
     return text
 
 
@@ -444,8 +498,14 @@ def component_at(value: Any, component: int) -> float:
 
 
 def histogram_figure(
-    samples: Any, *, title: str, density: dict[str, Any] | None, bounds: list[float] | None = None,
-    statistic: dict[str, Any] | None = None, summary: str = "", value_label: str = "value",
+    samples: Any,
+    *,
+    title: str,
+    density: dict[str, Any] | None,
+    bounds: list[float] | None = None,
+    statistic: dict[str, Any] | None = None,
+    summary: str = "",
+    value_label: str = "value",
     bound_label: str = "bound",
 ) -> dict[str, Any]:
     """A histogram of the student's samples (MAX_BINS bins) over the expected density.
@@ -474,11 +534,14 @@ def histogram_figure(
         "n": int(w.size),
         "edges": numbers(edges),
         "counts": [int(c) for c in counts],
-        "density": None if density is None else {"kind": density["kind"], "mean": number(density["mean"]),
-                                                 "std": number(density["std"])},
+        "density": None
+        if density is None
+        else {"kind": density["kind"], "mean": number(density["mean"]), "std": number(density["std"])},
         "bounds": None if bounds is None else [number(b) for b in bounds],
         "bound_label": bound_label,
-        "statistic": None if statistic is None else {
+        "statistic": None
+        if statistic is None
+        else {
             "name": str(statistic["name"]),
             **{k: number(statistic[k]) for k in ("value", "expected", "low", "high")},
         },
@@ -519,13 +582,20 @@ def histogram_summary(figure: dict[str, Any]) -> str:
     s = figure["statistic"]
     if s is not None:
         inside = None not in (s["value"], s["low"], s["high"]) and s["low"] <= s["value"] <= s["high"]
-        text += (f" {s['name']}: yours is {fmt(s['value'])}, expected {fmt(s['expected'])}, allowed"
-                 f" [{fmt(s['low'])}, {fmt(s['high'])}]: {'inside' if inside else 'outside'} the interval.")
+        text += (
+            f" {s['name']}: yours is {fmt(s['value'])}, expected {fmt(s['expected'])}, allowed"
+            f" [{fmt(s['low'])}, {fmt(s['high'])}]: {'inside' if inside else 'outside'} the interval."
+        )
     return text
 
 
 def fit_figure(
-    x: Any, received: Any, target: Any, *, title: str, full_marks_error: float,
+    x: Any,
+    received: Any,
+    target: Any,
+    *,
+    title: str,
+    full_marks_error: float,
 ) -> dict[str, Any] | None:
     """An approximation's curve g(x) over the target f(x) on the grid, at most FIT_POINTS points, and the worst point;
     None when there is no curve to draw (no points, or the curve's values do not match the grid one to one).
@@ -551,8 +621,12 @@ def fit_figure(
         "x": numbers(xs[keep]),
         "received": numbers(ys[keep]),
         "target": numbers(ts[keep]),
-        "worst": {"x": number(xs[worst]), "received": number(ys[worst]), "target": number(ts[worst]),
-                  "error": number(diff[worst])},
+        "worst": {
+            "x": number(xs[worst]),
+            "received": number(ys[worst]),
+            "target": number(ts[worst]),
+            "error": number(diff[worst]),
+        },
         "full_marks_error": number(full_marks_error),
     }
     figure["summary"] = (
@@ -563,8 +637,15 @@ def fit_figure(
     return figure
 
 
-def shapes_figure(received: Any, expected: Any, *, title: str, key: str, received_dtype: str | None = None,
-                  expected_dtype: str | None = None) -> dict[str, Any]:
+def shapes_figure(
+    received: Any,
+    expected: Any,
+    *,
+    title: str,
+    key: str,
+    received_dtype: str | None = None,
+    expected_dtype: str | None = None,
+) -> dict[str, Any]:
     """The shape (and dtype) received against the one asked for; says when it is the expected one transposed.
 
     An expected shape is the contract's (the message states it): the figure is the same hidden or not.
@@ -579,13 +660,22 @@ def shapes_figure(received: Any, expected: Any, *, title: str, key: str, receive
     elif math.prod(got) == math.prod(want):
         what = f"your {key} has shape {tuple(got)}: as many values as the expected {tuple(want)}, laid out otherwise"
     elif len(got) > len(want):
-        what = (f"your {key} has shape {tuple(got)}, {len(got) - len(want)} axis more than the expected"
-                f" {tuple(want)}: a sum or mean over an axis left out?")
+        what = (
+            f"your {key} has shape {tuple(got)}, {len(got) - len(want)} axis more than the expected"
+            f" {tuple(want)}: a sum or mean over an axis left out?"
+        )
     else:
         what = f"your {key} has shape {tuple(got)}; expected {tuple(want)}"
     return {
-        "kind": "shapes", "title": title, "key": key, "from_reference": False, "hidden": False,
-        "received": got, "expected": want, "received_dtype": received_dtype, "expected_dtype": expected_dtype,
+        "kind": "shapes",
+        "title": title,
+        "key": key,
+        "from_reference": False,
+        "hidden": False,
+        "received": got,
+        "expected": want,
+        "received_dtype": received_dtype,
+        "expected_dtype": expected_dtype,
         "summary": f"Shapes: {what}.",
     }
 
@@ -602,10 +692,22 @@ def masks_figure(panels: list[tuple[str, Any]], *, title: str, summary: str) -> 
         m = np.asarray(mask, dtype=np.float64)
         m = m.reshape(m.shape[0], -1) if m.ndim >= 2 and m.size else m.reshape(1, -1)
         cells, block = block_reduce(m, "mean", MAX_MASK_CELLS)
-        shown.append({"label": label, "shape": list(np.shape(mask)), "block": list(block),
-                      "values": [[round(float(v), 3) for v in row] for row in cells]})
-    return {"kind": "masks", "title": title, "from_reference": False, "hidden": False, "panels": shown,
-            "summary": summary}
+        shown.append(
+            {
+                "label": label,
+                "shape": list(np.shape(mask)),
+                "block": list(block),
+                "values": [[round(float(v), 3) for v in row] for row in cells],
+            }
+        )
+    return {
+        "kind": "masks",
+        "title": title,
+        "from_reference": False,
+        "hidden": False,
+        "panels": shown,
+        "summary": summary,
+    }
 
 
 def hidden_view(figure: dict[str, Any]) -> dict[str, Any]:
@@ -628,11 +730,16 @@ def hidden_view(figure: dict[str, Any]) -> dict[str, Any]:
             view["axes"] = [{k: v for k, v in axis.items() if k != "error"} for axis in figure["axes"]]
         if figure.get("heat"):
             heat = figure["heat"]
-            view["heat"] = {"measure": "relative error (power of ten)", "block": heat["block"],
-                            "values": heat["decades"], "decades": heat["decades"]}
+            view["heat"] = {
+                "measure": "relative error (power of ten)",
+                "block": heat["block"],
+                "values": heat["decades"],
+                "decades": heat["decades"],
+            }
         view["summary"] = elements_summary(view)
     elif figure["kind"] == "trajectory":
-        view["series"] = [dict(s, expected=None, ratio=[two_digits(v) for v in s.get("ratio") or []])
-                          for s in figure["series"]]
+        view["series"] = [
+            dict(s, expected=None, ratio=[two_digits(v) for v in s.get("ratio") or []]) for s in figure["series"]
+        ]
         view["summary"] = trajectory_summary(view)
     return view

@@ -60,8 +60,9 @@ def text_href(page: Path, exercises_dir: Path | None) -> str:
     return Path(os.path.relpath(text, Path(page).resolve().parent)).as_posix() + "/"
 
 
-def write_html_report(report: GradeReport, path: Path, late_shares: Mapping[str, float] | None = None,
-                      exercises_dir: Path | None = None) -> None:
+def write_html_report(
+    report: GradeReport, path: Path, late_shares: Mapping[str, float] | None = None, exercises_dir: Path | None = None
+) -> None:
     """Write the report's web page to ``path`` (its total counted with ``late_shares``, as the text report), its
     links to the course text's sections relative to ``path`` (:func:`text_href`); UsageError (one line, exit 2)
     when it cannot be written."""
@@ -71,5 +72,6 @@ def write_html_report(report: GradeReport, path: Path, late_shares: Mapping[str,
         write_text(format_html(report, late_shares=late_shares, text_href=text_href(path, exercises_dir)), path)
     except OSError as exc:
         raise UsageError(
-            f"cannot write the web page to '{path}': {exc.strerror or exc}: choose another --html FILE") from None
+            f"cannot write the web page to '{path}': {exc.strerror or exc}: choose another --html FILE"
+        ) from None
     click.echo(f"Report page written to {path.resolve()} (open it in a browser).", err=True)

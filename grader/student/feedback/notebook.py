@@ -107,9 +107,15 @@ class Problem:
         printer.text(str(self))
 
 
-def grade(*selectors: str, path: str | Path | None = None, student: str | None = None,
-          packs: str | Path | None = None, no_sandbox: bool = False, local: bool = False,
-          hand_in: bool = False) -> Feedback:
+def grade(
+    *selectors: str,
+    path: str | Path | None = None,
+    student: str | None = None,
+    packs: str | Path | None = None,
+    no_sandbox: bool = False,
+    local: bool = False,
+    hand_in: bool = False,
+) -> Feedback:
     """Grade the exercises (ids or topics; all when none) of ``path`` (default: exercises/ here) as ``grade submit``.
 
     With ``hand_in`` (``%grade ... --hand-in``), logged in: hand them in to the course server and wait for its
@@ -123,29 +129,38 @@ def grade(*selectors: str, path: str | Path | None = None, student: str | None =
 
     folder = exercises_dir(Path(path) if path is not None else DEFAULT_EXERCISES_DIR)
     if not folder.is_dir():
-        raise NotebookError(f"no exercises folder at '{folder.resolve()}': put the notebook beside exercises/ or pass"
-                            " --path DIR")
+        raise NotebookError(
+            f"no exercises folder at '{folder.resolve()}': put the notebook beside exercises/ or pass --path DIR"
+        )
     catalogue.resolve(list(selectors) or None)  # (an unknown name: one line, before anything starts)
     if hand_in and local:
         raise NotebookError("--hand-in and --local contradict each other: --hand-in uploads to the course server")
     if hand_in and remote_login(None, False, None) is None:
-        raise NotebookError("--hand-in needs a course server: run `grade login URL` first (or leave --hand-in out"
-                            " to grade here)")
+        raise NotebookError(
+            "--hand-in needs a course server: run `grade login URL` first (or leave --hand-in out to grade here)"
+        )
     if hand_in and (student is not None or packs is not None or no_sandbox):
-        raise NotebookError("--student, --packs and --no-sandbox are for grading here: the course server grades"
-                            " what you hand in as you (leave --hand-in out to grade here)")
+        raise NotebookError(
+            "--student, --packs and --no-sandbox are for grading here: the course server grades"
+            " what you hand in as you (leave --hand-in out to grade here)"
+        )
 
-    def grade_on_packs(folder: Path, ids: list[str] | None, name: str, limits: Limits,
-                       workspace: Workspace) -> GradeReport:
+    def grade_on_packs(
+        folder: Path, ids: list[str] | None, name: str, limits: Limits, workspace: Workspace
+    ) -> GradeReport:
         from grader.student.engine.grading import grade as grade_with
         from grader.student.engine.pack import PackSource
 
-        source = PackSource(Path(packs)) if packs is not None else (
-            PackSource(PACKS_DEFAULT) if PACKS_DEFAULT is not None else PackSource())
+        source = (
+            PackSource(Path(packs))
+            if packs is not None
+            else (PackSource(PACKS_DEFAULT) if PACKS_DEFAULT is not None else PackSource())
+        )
         return grade_with(folder, ids, name, limits, source, workspace)
 
-    done = submit(list(selectors), folder, grade_on_packs, student=student, local=not hand_in, no_sandbox=no_sandbox,
-                  show=False)
+    done = submit(
+        list(selectors), folder, grade_on_packs, student=student, local=not hand_in, no_sandbox=no_sandbox, show=False
+    )
     if done.report is None:  # (submit shows no report itself when asked not to)
         raise NotebookError("the grader returned no report")
     if hand_in:
@@ -191,8 +206,9 @@ def parse_grade_line(line: str) -> tuple[list[str], dict[str, Any]]:
         elif word == "--hand-in":
             options["hand_in"] = True
         elif word.startswith("-"):
-            raise NotebookError(f"unknown option '{word}': %grade takes --path, --student, --packs, --no-sandbox, "
-                                "--local and --hand-in")
+            raise NotebookError(
+                f"unknown option '{word}': %grade takes --path, --student, --packs, --no-sandbox, --local and --hand-in"
+            )
         else:
             selectors.append(word)
         i += 1
@@ -244,8 +260,10 @@ class PracticeJudge:
 
         self.quiz = load_practice(quiz_file)
         if not self.quiz.practice:
-            raise NotebookError(f"the quiz '{self.quiz.chapter}' has no practice keys: answer it on your course's"
-                                " server (grade login URL) or Gradescope")
+            raise NotebookError(
+                f"the quiz '{self.quiz.chapter}' has no practice keys: answer it on your course's"
+                " server (grade login URL) or Gradescope"
+            )
         self.title = self.quiz.title
         self.tries = {q.id: 0 for q in self.quiz.questions}
         self.limit = TRIES
@@ -291,12 +309,15 @@ class ServerJudge:
             return client.call(method, path, body, accept=(422,))
 
     def questions(self) -> list[Asked]:
-        return [Asked(str(q["id"]), str(q["kind"]), str(q["prompt"]), [str(c["text"]) for c in q.get("choices", [])])
-                for q in self.doc["questions"]]
+        return [
+            Asked(str(q["id"]), str(q["kind"]), str(q["prompt"]), [str(c["text"]) for c in q.get("choices", [])])
+            for q in self.doc["questions"]
+        ]
 
     def judge(self, question_id: str, raw: str) -> Judged:
-        status, verdict = self.call("POST", f"/quizzes/{self.chapter}/answers",
-                                    {"question": question_id, "answer": raw, "shown": True})
+        status, verdict = self.call(
+            "POST", f"/quizzes/{self.chapter}/answers", {"question": question_id, "answer": raw, "shown": True}
+        )
         if status == 422:
             return Judged(None, str(verdict.get("error", "that answer cannot be read")), True)
         left = verdict.get("attempts_left")
@@ -357,8 +378,12 @@ class QuizForm:
         for number, q in enumerate(judge.questions(), start=1):
             head = w.HTML(f"<p><strong>Question {number}</strong> [{_esc(q.kind)}]: {_esc(q.prompt)}</p>")
             if q.kind == "single" and q.choices:
-                control = w.RadioButtons(options=[(t, str(i)) for i, t in enumerate(q.choices, start=1)], value=None,
-                                         layout=w.Layout(width="auto"))
+                control = w.RadioButtons(
+                    options=[(t, str(i)) for i, t in enumerate(q.choices, start=1)],
+                    value=None,
+                    layout=w.Layout(width="auto"),
+                )
+
                 def chosen(c: Any = control) -> str:
                     return c.value or ""
 
@@ -366,12 +391,14 @@ class QuizForm:
             elif q.kind == "multiple" and q.choices:
                 checks = [w.Checkbox(description=t, value=False, indent=False) for t in q.choices]
                 control = w.VBox(checks)
+
                 def ticked(cs: list[Any] = checks) -> str:
                     return ",".join(str(i) for i, c in enumerate(cs, start=1) if c.value)
 
                 self.inputs[q.id] = ticked
             else:
                 control = w.Text(placeholder="your answer", layout=w.Layout(width="auto", max_width="420px"))
+
                 def typed(c: Any = control) -> str:
                     return str(c.value)
 
@@ -455,7 +482,7 @@ def quiz_magic(line: str) -> Any:
             if at + 1 >= len(words):
                 raise NotebookError("--quiz-dir needs a folder: %quiz CHAPTER --quiz-dir DIR")
             quiz_dir = words[at + 1]
-            del words[at:at + 2]
+            del words[at : at + 2]
         if len(words) != 1:
             raise NotebookError("name one chapter: %quiz CHAPTER [--quiz-dir DIR]")
         return quiz(words[0], quiz_dir)

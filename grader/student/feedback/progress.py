@@ -41,7 +41,7 @@ class ExerciseProgress:
     last_status: str | None = None
     attempts: int = 0
     latest_score: float | None = None  # the latest attempt's score (None: never graded)
-    late: bool = False                 # the counted attempt was late (penalised)
+    late: bool = False  # the counted attempt was late (penalised)
 
     @property
     def done(self) -> bool:
@@ -63,8 +63,13 @@ class ExerciseProgress:
         """The inverse of to_json (the remote ``grade progress`` reads the server's record)."""
         latest = doc.get("latest_score")
         return cls(
-            str(doc["id"]), float(doc["best_score"]), float(doc["max_score"]), doc.get("last_status"),
-            int(doc["attempts"]), None if latest is None else float(latest), bool(doc.get("late", False)),
+            str(doc["id"]),
+            float(doc["best_score"]),
+            float(doc["max_score"]),
+            doc.get("last_status"),
+            int(doc["attempts"]),
+            None if latest is None else float(latest),
+            bool(doc.get("late", False)),
         )
 
 
@@ -89,8 +94,15 @@ class ChapterProgress:
         quiz = doc.get("quiz")
         standing = None
         if quiz is not None:
-            fields = ("chapter", "title", "questions", "checkpoints", "checkpoints_correct",
-                      "questions_correct", "attempts")
+            fields = (
+                "chapter",
+                "title",
+                "questions",
+                "checkpoints",
+                "checkpoints_correct",
+                "questions_correct",
+                "attempts",
+            )
             standing = QuizStanding(**{k: quiz[k] for k in fields})
         return cls(str(doc["name"]), [ExerciseProgress.from_json(e) for e in doc["exercises"]], standing)
 
@@ -103,7 +115,7 @@ class Progress:
     chapters: list[ChapterProgress]
     next_step: str
     rule: str = "best"  # which score counts (grader.student.course): "best" or "latest"
-    source: str = ""    # where the record comes from, shown in the title ("" : this machine's database)
+    source: str = ""  # where the record comes from, shown in the title ("" : this machine's database)
     dates: list[dict[str, Any]] = field(default_factory=list)  # the student's own chapter dates (Course.student_dates)
     regrades: list[dict[str, Any]] = field(default_factory=list)  # their regrade requests (grader.term.regrade.public)
 
@@ -140,9 +152,13 @@ class Progress:
     def from_json(cls, doc: dict[str, Any]) -> "Progress":
         """The inverse of to_json."""
         return cls(
-            str(doc["student"]), [ChapterProgress.from_json(c) for c in doc["chapters"]],
-            str(doc["next"]), str(doc.get("score_rule", "best")), str(doc.get("source") or ""),
-            list(doc.get("dates") or []), list(doc.get("regrades") or []),
+            str(doc["student"]),
+            [ChapterProgress.from_json(c) for c in doc["chapters"]],
+            str(doc["next"]),
+            str(doc.get("score_rule", "best")),
+            str(doc.get("source") or ""),
+            list(doc.get("dates") or []),
+            list(doc.get("regrades") or []),
         )
 
 
@@ -181,8 +197,13 @@ def summarize(
         else:
             counted = row["best_score"] if overrides.get(ex_id) is None else float(overrides[ex_id])
             item = ExerciseProgress(
-                ex_id, counted, row["max_score"], row["last_status"], row["attempts"],
-                row["latest_score"], row["late"],
+                ex_id,
+                counted,
+                row["max_score"],
+                row["last_status"],
+                row["attempts"],
+                row["latest_score"],
+                row["late"],
             )
         exercises.append(item)
         topic = catalogue.topic_of(ex_id)
@@ -190,12 +211,20 @@ def summarize(
     for standing in standings:
         chapters.setdefault(standing.chapter, ChapterProgress(standing.chapter)).quiz = standing
     closed = course.closed_exercises(exercise_ids, datetime.now(timezone.utc))
-    return Progress(student, list(chapters.values()), next_step(exercises, standings, submit_hint, closed),
-                    course.rule, source, course.student_dates(student), list(regrades or []))
+    return Progress(
+        student,
+        list(chapters.values()),
+        next_step(exercises, standings, submit_hint, closed),
+        course.rule,
+        source,
+        course.student_dates(student),
+        list(regrades or []),
+    )
 
 
-def next_step(exercises: list[ExerciseProgress], quizzes: list[QuizStanding], submit_hint: str,
-              closed: Collection[str] = ()) -> str:
+def next_step(
+    exercises: list[ExerciseProgress], quizzes: list[QuizStanding], submit_hint: str, closed: Collection[str] = ()
+) -> str:
     """The first exercise that can still gain points (with its command), else the first incomplete quiz.
 
     Left out: exercises at full marks, those of ``closed`` chapters (no upload is taken), and those whose
@@ -255,11 +284,19 @@ def format_progress(progress: Progress, color: bool = False) -> str:
             )
     hidden = sum(ex.last_status == "received" for c in progress.chapters for ex in c.exercises)
     counted = sum(ex.last_status != "received" for c in progress.chapters for ex in c.exercises)
-    lines.append(style(  # the course's total, told apart from a report's ("This upload: ...", one upload)
-        f"Course: {format_score(progress.score)}/{format_score(progress.max_score)} "
-        f"exercise points ({progress.percent:.1f}%) over all {counted} exercises, each with the score that counts"
-        + (f", not counting {hidden} exercise{'s' if hidden != 1 else ''} whose score is hidden until the "
-           "feedback release (exam mode)" if hidden else ""), bold=True))
+    lines.append(
+        style(  # the course's total, told apart from a report's ("This upload: ...", one upload)
+            f"Course: {format_score(progress.score)}/{format_score(progress.max_score)} "
+            f"exercise points ({progress.percent:.1f}%) over all {counted} exercises, each with the score that counts"
+            + (
+                f", not counting {hidden} exercise{'s' if hidden != 1 else ''} whose score is hidden until the "
+                "feedback release (exam mode)"
+                if hidden
+                else ""
+            ),
+            bold=True,
+        )
+    )
     quizzes = [c.quiz for c in progress.chapters if c.quiz is not None]
     if quizzes:
         lines.append(f"Quizzes: {sum(q.complete for q in quizzes)} of {len(quizzes)} complete")

@@ -112,8 +112,9 @@ def diagnosis_lines(check: CheckResult) -> list[str]:
     sentence, fix = (part.strip() for part in entry.said())  # below guided: the hint, no fix
     if sentence and sentence in check.message:
         return []
-    lines = [f"Likely mistake ({check.misconception}): {sentence}" if sentence
-             else f"Likely mistake: {check.misconception}."]
+    lines = [
+        f"Likely mistake ({check.misconception}): {sentence}" if sentence else f"Likely mistake: {check.misconception}."
+    ]
     if fix and fix not in check.message:
         lines.append(f"Fix: {fix}")
     return lines
@@ -265,8 +266,9 @@ def group_heading(group: list[CheckResult]) -> str:
     return f"{', '.join(c.name for c in group)} ({group_points(group)})"
 
 
-def exercise_details(ex: ExerciseResult, causes: Mapping[str, Cause] | None = None,
-                     said: dict[str, str] | None = None) -> list[str]:
+def exercise_details(
+    ex: ExerciseResult, causes: Mapping[str, Cause] | None = None, said: dict[str, str] | None = None
+) -> list[str]:
     """What is wrong with one exercise, unindented: its message, failing checks, the student's output.
 
     A traceback shared by several checks (one crash seen by many) is printed
@@ -351,15 +353,19 @@ def total_line(report: GradeReport, late_shares: Mapping[str, float] | None = No
     """
     t = standing.totals(report, late_shares)
     if t.held and not t.shown:
-        return (f"This upload: none shown yet; {t.held} exercise{'s' if t.held != 1 else ''} received and graded: "
-                "score and feedback held until the feedback release (exam mode)")
+        return (
+            f"This upload: none shown yet; {t.held} exercise{'s' if t.held != 1 else ''} received and graded: "
+            "score and feedback held until the feedback release (exam mode)"
+        )
     line = f"This upload: {format_score(t.counted)}/{format_score(t.maximum)} ({t.percent:.1f}%)"
     if abs(t.counted - t.graded) > 1e-9:
         line += f" counted ({format_score(t.graded)}/{format_score(t.maximum)} as graded, late work penalised)"
     line += f", {t.full} of {t.shown} exercises at full marks"
     if t.held:
-        line += (f"; {t.held} exercise{'s' if t.held != 1 else ''} received and graded: score and feedback held "
-                 "until the feedback release (exam mode)")
+        line += (
+            f"; {t.held} exercise{'s' if t.held != 1 else ''} received and graded: score and feedback held "
+            "until the feedback release (exam mode)"
+        )
     return line
 
 
@@ -422,8 +428,10 @@ def not_graded_line(report: GradeReport) -> str:
     """One line for the exercises the grader's machine could not grade (they count in no total)."""
     skipped = report.not_graded
     points = format_score(sum(ex.max_score for ex in skipped))
-    return (f"NOT_GRADED: {len(skipped)} exercise(s) ({points} points) were not graded: the grader's machine is at"
-            f" fault, not your work; they count in no total. {first_reason(skipped)}")
+    return (
+        f"NOT_GRADED: {len(skipped)} exercise(s) ({points} points) were not graded: the grader's machine is at"
+        f" fault, not your work; they count in no total. {first_reason(skipped)}"
+    )
 
 
 def first_reason(exercises: list[ExerciseResult]) -> str:
@@ -455,14 +463,29 @@ def gradescope_results(report: GradeReport) -> dict[str, Any]:
     for ex in report.exercises:
         label, _ = exercise_label(ex)
         if ex.score_hidden:  # exam mode (grader/student/standing.py): no score until the feedback release
-            tests.append({"name": ex.id, "max_score": ex.max_score, "status": "failed", "visibility": "visible",
-                          "tags": ["held"], "output": f"{label}: {ex.message}"})
+            tests.append(
+                {
+                    "name": ex.id,
+                    "max_score": ex.max_score,
+                    "status": "failed",
+                    "visibility": "visible",
+                    "tags": ["held"],
+                    "output": f"{label}: {ex.message}",
+                }
+            )
             continue
         if not ex.graded:
-            tests.append({"name": ex.id, "max_score": ex.max_score, "status": "failed", "visibility": "visible",
-                          "tags": ["not_graded"],
-                          "output": f"{label}: not graded ({ex.message}). Not your fault: it is graded when the"
-                                    " instructor reruns the autograder; you need not submit again."})
+            tests.append(
+                {
+                    "name": ex.id,
+                    "max_score": ex.max_score,
+                    "status": "failed",
+                    "visibility": "visible",
+                    "tags": ["not_graded"],
+                    "output": f"{label}: not graded ({ex.message}). Not your fault: it is graded when the"
+                    " instructor reruns the autograder; you need not submit again.",
+                }
+            )
             continue
         head = f"{label}: {format_score(ex.score)}/{format_score(ex.max_score)}"
         output = "\n".join([head] + (exercise_details(ex) if label != STATUS_LABELS["passed"][0] else []))

@@ -24,18 +24,34 @@ from grader.student.coursetext import section_for, section_href
 from grader.student.feedback import drawing
 from grader.student.engine.model import WHERE_PREFIX, CheckResult, ExerciseResult, GradeReport
 from grader.student.feedback.report import (
-    STATUS_LABELS, Cause, cause_key, check_groups, diagnosis_lines, exercise_label, group_heading,
-    group_points, once_per_traceback, output_excerpt, score_text, shared_causes, total_line,
+    STATUS_LABELS,
+    Cause,
+    cause_key,
+    check_groups,
+    diagnosis_lines,
+    exercise_label,
+    group_heading,
+    group_points,
+    once_per_traceback,
+    output_excerpt,
+    score_text,
+    shared_causes,
+    total_line,
 )
 from grader.student.sanitize import clean_text
 
 # status colour -> (text colour, background): the label is always written out, colour only repeats it
 # Where the course text's pages are, seen from a report page (.grade/last-report.html beside the handout's text/).
 TEXT_HREF = "../text/"
-LABEL_COLOURS = {"green": ("#0b5d1e", "#e3f4e8"), "red": ("#8a1c0c", "#fbe6e2"), "yellow": ("#6b5200", "#fdf3d0"),
-                 "white": ("#333", "#eee")}
+LABEL_COLOURS = {
+    "green": ("#0b5d1e", "#e3f4e8"),
+    "red": ("#8a1c0c", "#fbe6e2"),
+    "yellow": ("#6b5200", "#fdf3d0"),
+    "white": ("#333", "#eee"),
+}
 
-CSS = """
+CSS = (
+    """
 .ng-report{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;line-height:1.45;color:#1a1a1a;
   max-width:980px;margin:0 auto;padding:0 0.8em;overflow-wrap:break-word}
 .ng-report h1{font-size:1.4em;margin:0.6em 0 0.2em}
@@ -60,7 +76,9 @@ CSS = """
 .ng-report .ng-note{color:#555}
 .ng-report .ng-where code{background:#f6f6f6;padding:0.05em 0.3em;border-radius:3px;overflow-wrap:anywhere}
 .ng-report a{color:#0b57a4}
-""" + drawing.CSS
+"""
+    + drawing.CSS
+)
 
 
 def esc(text: Any) -> str:
@@ -81,7 +99,8 @@ def places_html(cause: Cause) -> str:
     """Where a shared cause shows: its exercises by name, and their checks."""
     names = cause.check_names()
     return ", ".join(name_html(e) for e in cause.exercises) + (
-        f", and their checks {esc(', '.join(names))}" if names else "")
+        f", and their checks {esc(', '.join(names))}" if names else ""
+    )
 
 
 def anchor(ex: ExerciseResult, check: CheckResult | None = None) -> str:
@@ -126,8 +145,10 @@ class Page:
         if key not in self.causes:
             return None
         cause = self.causes[key]
-        return (f'<p class="ng-note">One cause behind {len(cause.exercises)} exercises: '
-                f'<a href="#{self.ids[key]}">{esc(cause.headline)}</a> (said once, above).</p>')
+        return (
+            f'<p class="ng-note">One cause behind {len(cause.exercises)} exercises: '
+            f'<a href="#{self.ids[key]}">{esc(cause.headline)}</a> (said once, above).</p>'
+        )
 
 
 def causes_html(page: Page) -> str:
@@ -137,9 +158,12 @@ def causes_html(page: Page) -> str:
     boxes = "".join(
         f'<div class="ng-cause" id="{page.ids[key]}"><h3>{len(c.exercises)} exercises: {esc(c.headline)}</h3>'
         f'<p class="ng-note">{places_html(c)}</p><pre>{esc(c.text)}</pre></div>'
-        for key, c in page.causes.items())
-    return (f'<section aria-label="Causes shared by several exercises"><h2>One cause, several exercises</h2>'
-            f"{boxes}</section>")
+        for key, c in page.causes.items()
+    )
+    return (
+        f'<section aria-label="Causes shared by several exercises"><h2>One cause, several exercises</h2>'
+        f"{boxes}</section>"
+    )
 
 
 def check_html(ex: ExerciseResult, group: list[CheckResult], seen: set[tuple[str, ...]], page: Page) -> str:
@@ -151,8 +175,11 @@ def check_html(ex: ExerciseResult, group: list[CheckResult], seen: set[tuple[str
     if check.where and message and message[0].startswith("Where:"):
         message = message[1:]  # (said by where_html, the location's own line)
     body = diagnosis_lines(check) + ([] if pointer else once_per_traceback(message, seen))
-    parts = [f'<div class="ng-check" id="{anchor(ex, check)}"><h3>{esc(", ".join(c.name for c in group))} '
-             f'<span class="ng-note">({group_points(group)})</span></h3>', where_html(check)]
+    parts = [
+        f'<div class="ng-check" id="{anchor(ex, check)}"><h3>{esc(", ".join(c.name for c in group))} '
+        f'<span class="ng-note">({group_points(group)})</span></h3>',
+        where_html(check),
+    ]
     if body:
         parts.append(f"<pre>{esc(chr(10).join(body))}</pre>")
     if pointer:
@@ -172,19 +199,25 @@ def where_html(check: CheckResult) -> str:
     first = check.message.splitlines()[0] if check.message else ""
     said = where.get("words") or (first.split(" — ", 1)[1] if first.startswith("Where:") and " — " in first else "")
     words = f" — {esc(said)}" if said else ""  # (a report rebuilt from the store: the words are the message's)
-    return (f'<p class="ng-where">Where: <code>{esc(where.get("file", ""))}:{esc(where.get("line", ""))}</code> '
-            f'<code>{esc(where.get("code", ""))}</code>{words}</p>')
+    return (
+        f'<p class="ng-where">Where: <code>{esc(where.get("file", ""))}:{esc(where.get("line", ""))}</code> '
+        f"<code>{esc(where.get('code', ''))}</code>{words}</p>"
+    )
 
 
 def exercise_html(ex: ExerciseResult, page: Page) -> str:
     label, colour = exercise_label(ex)
-    parts = [f'<h2 id="{anchor(ex)}">{label_html(label, colour)} {name_html(ex.id)} '
-             f'<span class="ng-note">{esc(score_text(ex))}</span></h2>']
+    parts = [
+        f'<h2 id="{anchor(ex)}">{label_html(label, colour)} {name_html(ex.id)} '
+        f'<span class="ng-note">{esc(score_text(ex))}</span></h2>'
+    ]
     seen: set[tuple[str, ...]] = set()
     own = cause_key(ex.message) if ex.message.strip() else None
     if ex.message:
-        parts.append(page.pointer(ex.message)
-                     or f"<pre>{esc(chr(10).join(once_per_traceback(ex.message.splitlines(), seen)))}</pre>")
+        parts.append(
+            page.pointer(ex.message)
+            or f"<pre>{esc(chr(10).join(once_per_traceback(ex.message.splitlines(), seen)))}</pre>"
+        )
     if ex.status != "not_implemented":
         groups = check_groups(ex)
         same = [g for g in groups if own is not None and cause_key(g[0].message) == own and not g[0].figure]
@@ -197,32 +230,40 @@ def exercise_html(ex: ExerciseResult, page: Page) -> str:
     if ex.status in ("failed", "error", "timeout"):
         address = section_for(ex.id, (c.misconception for c in ex.checks if c.misconception))
         if address:
-            parts.append(f'<p class="ng-note">Read <a href="{esc(section_href(address, page.text_href))}">'
-                         f"§{esc(address)}</a> in the course text.</p>")
+            parts.append(
+                f'<p class="ng-note">Read <a href="{esc(section_href(address, page.text_href))}">'
+                f"§{esc(address)}</a> in the course text.</p>"
+            )
         offer = practice_schedule.report_offer(ex)
         if offer:
-            parts.append(f'<p class="ng-note">Practice this (not graded, no attempts spent): {esc("; ".join(offer))}.'
-                         " Run <code>grade practice</code>.</p>")
+            parts.append(
+                f'<p class="ng-note">Practice this (not graded, no attempts spent): {esc("; ".join(offer))}.'
+                " Run <code>grade practice</code>.</p>"
+            )
         excerpt = output_excerpt(ex.output)
         printed = "\n".join(excerpt)
         if excerpt and printed in page.outputs:
-            parts.append(f'<p class="ng-note">What your code printed: the same as for '
-                         f'{name_html(page.outputs[printed])} above.</p>')
+            parts.append(
+                f'<p class="ng-note">What your code printed: the same as for '
+                f"{name_html(page.outputs[printed])} above.</p>"
+            )
         elif excerpt:
             page.outputs[printed] = ex.id
             parts.append(f'<p class="ng-note">What your code printed (last lines):</p><pre>{esc(printed)}</pre>')
     return "".join(parts)
 
 
-def body_html(report: GradeReport, text_href: str = TEXT_HREF,
-              late_shares: Mapping[str, float] | None = None) -> str:
+def body_html(report: GradeReport, text_href: str = TEXT_HREF, late_shares: Mapping[str, float] | None = None) -> str:
     """The report's content (no <html>): title, total (the text report's :func:`total_line`), known mistakes,
     shared causes, the summary table, each exercise's details (none for an exercise exam mode holds);
     ``text_href``: where the course text's pages are (a failing exercise links to its section)."""
     if not report.exercises:
         return f'<div class="ng-report"><p>No exercises graded for {esc(report.student)}.</p></div>'
-    parts = ['<div class="ng-report">', f"<h1>normgrade report for {esc(report.student)}</h1>",
-             f'<p class="ng-total">{esc(total_line(report, late_shares))}</p>']
+    parts = [
+        '<div class="ng-report">',
+        f"<h1>normgrade report for {esc(report.student)}</h1>",
+        f'<p class="ng-total">{esc(total_line(report, late_shares))}</p>',
+    ]
     parts.extend(f'<p class="ng-note">Note: {esc(n)}</p>' for n in report.notices)
     mistakes = known_mistakes(report)
     if mistakes:
@@ -230,37 +271,56 @@ def body_html(report: GradeReport, text_href: str = TEXT_HREF,
             f'<li><a href="#{anchor(ex, check)}">{name_html(ex.id)}, {esc(check.name)}</a>: {esc(" ".join(lines))}</li>'
             for ex, check, lines in mistakes
         )
-        parts.append(f'<section class="ng-mistakes" aria-label="Known mistakes"><h2>Known mistakes in your code'
-                     f"</h2><ul>{items}</ul></section>")
+        parts.append(
+            f'<section class="ng-mistakes" aria-label="Known mistakes"><h2>Known mistakes in your code'
+            f"</h2><ul>{items}</ul></section>"
+        )
     page = Page(report, text_href)
     parts.append(causes_html(page))
     rows = []
     for ex in report.exercises:
         label, colour = exercise_label(ex)
-        name = name_html(ex.id) if label == STATUS_LABELS["passed"][0] else f'<a href="#{anchor(ex)}">{name_html(ex.id)}</a>'
+        name = (
+            name_html(ex.id)
+            if label == STATUS_LABELS["passed"][0]
+            else f'<a href="#{anchor(ex)}">{name_html(ex.id)}</a>'
+        )
         held = " ng-held" if ex.feedback_held else ""  # "received, feedback at T" wraps on a phone
-        rows.append(f'<tr><td>{label_html(label, colour)}</td><td class="ng-name">{name}</td>'
-                    f'<td class="ng-num{held}">{esc(score_text(ex))}</td></tr>')
-    parts.append('<table><thead><tr><th scope="col">Status</th><th scope="col">Exercise</th>'
-                 f'<th scope="col" class="ng-num">Score</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+        rows.append(
+            f'<tr><td>{label_html(label, colour)}</td><td class="ng-name">{name}</td>'
+            f'<td class="ng-num{held}">{esc(score_text(ex))}</td></tr>'
+        )
+    parts.append(
+        '<table><thead><tr><th scope="col">Status</th><th scope="col">Exercise</th>'
+        f'<th scope="col" class="ng-num">Score</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
     todo = [ex for ex in report.exercises if ex.status == "not_implemented"]
     if todo:
         parts.append(f'<p class="ng-note">{len(todo)} exercise(s) still raise NotImplementedError.</p>')
-    parts.extend(exercise_html(ex, page) for ex in report.exercises
-                 if exercise_label(ex)[0] != STATUS_LABELS["passed"][0] and not ex.feedback_held)
+    parts.extend(
+        exercise_html(ex, page)
+        for ex in report.exercises
+        if exercise_label(ex)[0] != STATUS_LABELS["passed"][0] and not ex.feedback_held
+    )
     parts.append("</div>")
     return "".join(parts)
 
 
-def format_html(report: GradeReport, fragment: bool = False, text_href: str = TEXT_HREF,
-                late_shares: Mapping[str, float] | None = None) -> str:
+def format_html(
+    report: GradeReport,
+    fragment: bool = False,
+    text_href: str = TEXT_HREF,
+    late_shares: Mapping[str, float] | None = None,
+) -> str:
     """The whole page (``fragment``: a ``<style>`` and the body only, for a notebook cell or another page);
     ``text_href``: where the course text's pages are, seen from this page (a failing exercise links to its
     section); ``late_shares``: the server's late shares, so the total is the text report's."""
     body = body_html(report, text_href, late_shares)
     if fragment:
         return f"<style>{CSS}</style>{body}"
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>normgrade report for {esc(report.student)}</title><style>{CSS}</style></head>"
-            f"<body>{body}</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>normgrade report for {esc(report.student)}</title><style>{CSS}</style></head>"
+        f"<body>{body}</body></html>\n"
+    )

@@ -24,8 +24,8 @@ from grader.student.errors import GraderError
 
 QUANT_STEPS = 10
 MAX_ANSWER_CHARS = 200
-MAX_DIGITS = 17      # significant digits of one numeral in a numeric answer (as many as a double's repr)
-MAX_EXPONENT = 15    # |a numeral| below 10**MAX_EXPONENT (``1e300``, ``9223372036854775808`` are refused)
+MAX_DIGITS = 17  # significant digits of one numeral in a numeric answer (as many as a double's repr)
+MAX_EXPONENT = 15  # |a numeral| below 10**MAX_EXPONENT (``1e300``, ``9223372036854775808`` are refused)
 NUMERAL = re.compile(r"(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")
 
 
@@ -40,9 +40,26 @@ class AnswerFormatError(QuizError):
 # --- answer normalisation -------------------------------------------------------
 
 _GREEK = {
-    "α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "ε": "epsilon", "ϵ": "epsilon",
-    "η": "eta", "θ": "theta", "λ": "lambda", "μ": "mu", "ξ": "xi", "π": "pi", "ρ": "rho",
-    "σ": "sigma", "ς": "sigma", "τ": "tau", "φ": "phi", "ϕ": "phi", "ψ": "psi", "ω": "omega",
+    "α": "alpha",
+    "β": "beta",
+    "γ": "gamma",
+    "δ": "delta",
+    "ε": "epsilon",
+    "ϵ": "epsilon",
+    "η": "eta",
+    "θ": "theta",
+    "λ": "lambda",
+    "μ": "mu",
+    "ξ": "xi",
+    "π": "pi",
+    "ρ": "rho",
+    "σ": "sigma",
+    "ς": "sigma",
+    "τ": "tau",
+    "φ": "phi",
+    "ϕ": "phi",
+    "ψ": "psi",
+    "ω": "omega",
 }
 _MINUSES = "\u2212\u2012\u2013\u2014\ufe63\uff0d"
 _TIMES = "*\u00b7\u22c5\u00d7\u2219\u2022"
@@ -100,8 +117,10 @@ def check_numerals(text: Any) -> str:
         digits = (whole + (fraction or "")).lstrip("0")
         magnitude = len(whole.lstrip("0")) + int(exponent or 0)  # digits before the point, exponent applied
         if len(digits.rstrip("0")) > MAX_DIGITS or (digits and magnitude > MAX_EXPONENT):
-            raise AnswerFormatError(f"'{found.group()[:20]}' is too large a number for an answer (at most "
-                                    f"{MAX_DIGITS} significant digits and below 1e{MAX_EXPONENT}): round it")
+            raise AnswerFormatError(
+                f"'{found.group()[:20]}' is too large a number for an answer (at most "
+                f"{MAX_DIGITS} significant digits and below 1e{MAX_EXPONENT}): round it"
+            )
     return raw
 
 
@@ -142,13 +161,17 @@ def parse_drawn_number(text: str | int | float, params: Mapping[str, Any]) -> fl
             if name in NUMBER_NAMES:
                 continue
             if name in {k.casefold() for k in params}:
-                raise AnswerFormatError(f"write the number itself, not the formula: '{name}' is one of your values "
-                                        "(type its value instead; no attempt was used)")
+                raise AnswerFormatError(
+                    f"write the number itself, not the formula: '{name}' is one of your values "
+                    "(type its value instead; no attempt was used)"
+                )
             if name not in expr.FUNCTIONS:
                 continue  # an unknown word: parse_number says so
             shown = _SHOWN_NAME.get(name, name)
-            raise AnswerFormatError(f"write the number itself, not the formula: work out {shown}(...) and type "
-                                    "its value (sqrt, pi and e are fine; no attempt was used)")
+            raise AnswerFormatError(
+                f"write the number itself, not the formula: work out {shown}(...) and type "
+                "its value (sqrt, pi and e are fine; no attempt was used)"
+            )
     return parse_number(text)
 
 
@@ -184,9 +207,7 @@ def _choice_ids(question: Any, raw: Any, shown: tuple[Any, ...] | None = None) -
         elif low in ids:
             choice = low
         else:
-            raise AnswerFormatError(
-                f"'{token}' is not a choice: answer with 1-{len(ids)} (or {', '.join(ids)})"
-            )
+            raise AnswerFormatError(f"'{token}' is not a choice: answer with 1-{len(ids)} (or {', '.join(ids)})")
         if choice not in picked:
             picked.append(choice)
     return picked
@@ -257,6 +278,8 @@ def digest(salt: str, message: str) -> str:
 def formula_message(question: Any, raw: Any, salt: str) -> str:
     """The fingerprint message of a formula answer (``expr:...``); AnswerFormatError when unreadable."""
     try:
-        return expr.fingerprint(expr.strip_subject(str(raw), question.subject, question.symbols), question.symbols, salt)
+        return expr.fingerprint(
+            expr.strip_subject(str(raw), question.subject, question.symbols), question.symbols, salt
+        )
     except expr.ExpressionError as exc:
         raise AnswerFormatError(str(exc)) from None

@@ -48,9 +48,26 @@ FINGERPRINT_POINTS = 3
 FINGERPRINT_DIGITS = 12
 
 _GREEK = {
-    "α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "ε": "epsilon", "ϵ": "epsilon",
-    "η": "eta", "θ": "theta", "λ": "lam", "μ": "mu", "ξ": "xi", "π": "pi", "ρ": "rho",
-    "σ": "sigma", "ς": "sigma", "τ": "tau", "φ": "phi", "ϕ": "phi", "ψ": "psi", "ω": "omega",
+    "α": "alpha",
+    "β": "beta",
+    "γ": "gamma",
+    "δ": "delta",
+    "ε": "epsilon",
+    "ϵ": "epsilon",
+    "η": "eta",
+    "θ": "theta",
+    "λ": "lam",
+    "μ": "mu",
+    "ξ": "xi",
+    "π": "pi",
+    "ρ": "rho",
+    "σ": "sigma",
+    "ς": "sigma",
+    "τ": "tau",
+    "φ": "phi",
+    "ϕ": "phi",
+    "ψ": "psi",
+    "ω": "omega",
 }
 _CDF = re.compile(r"Φ|\bPhi\b|\bPHI\b")
 _MINUSES = "\u2212\u2012\u2013\u2014\ufe63\uff0d"
@@ -61,8 +78,23 @@ _TOKEN = re.compile(
 )
 _FUNCTION_POWER = re.compile(r"\b([a-z]+)\s*\^\s*\(?(\d+)\)?\s*\(")
 
-FUNCTIONS = ("sqrt", "exp", "log", "ln", "erf", "erfc", "tanh", "sech", "cosh", "sinh", "sigmoid", "sigma", "phi",
-             "normcdf", "normpdf")
+FUNCTIONS = (
+    "sqrt",
+    "exp",
+    "log",
+    "ln",
+    "erf",
+    "erfc",
+    "tanh",
+    "sech",
+    "cosh",
+    "sinh",
+    "sigmoid",
+    "sigma",
+    "phi",
+    "normcdf",
+    "normpdf",
+)
 CONSTANTS = ("pi", "e")
 
 
@@ -94,7 +126,7 @@ def _move_function_powers(s: str) -> str:
             end += 1
         if depth:
             raise ExpressionError("unbalanced parentheses")
-        s = f"{s[:m.start()]}{m.group(1)}({s[m.end():end - 1]})^{m.group(2)}{s[end:]}"
+        s = f"{s[: m.start()]}{m.group(1)}({s[m.end() : end - 1]})^{m.group(2)}{s[end:]}"
     return s
 
 
@@ -118,19 +150,25 @@ def _check_tokens(s: str, names: Sequence[str]) -> None:
             continue
         tokens += 1
         if tokens > MAX_TOKENS:
-            raise ExpressionError(f"the answer is too complex to judge (over {MAX_TOKENS} symbols): write it more simply")
+            raise ExpressionError(
+                f"the answer is too complex to judge (over {MAX_TOKENS} symbols): write it more simply"
+            )
         number = m.group("num")
-        if number is not None and (previous == "num" or s[m.end():m.end() + 1] == "."):
-            raise ExpressionError(f"'{s[m.start():m.end() + 2].strip()}...' is not a number: write one decimal point "
-                                  "per number and an operator between numbers")
+        if number is not None and (previous == "num" or s[m.end() : m.end() + 1] == "."):
+            raise ExpressionError(
+                f"'{s[m.start() : m.end() + 2].strip()}...' is not a number: write one decimal point "
+                "per number and an operator between numbers"
+            )
         op = m.group("op")
         if op == ",":  # no function takes two arguments: a comma makes a pair (SymPy's Tuple), never a value
             raise ExpressionError("write one number or expression, without commas (1024, not 1,024)")
         if op == "(":
             stack.append(previous in FUNCTIONS)
             if len(stack) > MAX_DEPTH or sum(stack) > MAX_CALL_DEPTH:
-                raise ExpressionError("the answer is too complex to judge (parentheses or function calls nested too "
-                                      "deep): write it more simply")
+                raise ExpressionError(
+                    "the answer is too complex to judge (parentheses or function calls nested too "
+                    "deep): write it more simply"
+                )
         elif op == ")":
             if not stack:  # ")(" balances by count, yet SymPy's reader fails on it
                 raise ExpressionError("unbalanced parentheses")
@@ -164,18 +202,28 @@ def _namespace(symbols: Mapping[str, Any], display: bool = False) -> tuple[dict[
     else:
         sigma = sp.Lambda(t, 1 / (1 + sp.exp(-t)))
         cdf = sp.Lambda(t, (1 + sp.erf(t / sp.sqrt(2))) / 2)
-        pdf = sp.Lambda(t, sp.exp(-t**2 / 2) / sp.sqrt(2 * sp.pi))
+        pdf = sp.Lambda(t, sp.exp(-(t**2) / 2) / sp.sqrt(2 * sp.pi))
     local = {
-        "sqrt": sp.sqrt, "exp": sp.exp, "log": sp.log, "ln": sp.log, "erf": sp.erf, "erfc": sp.erfc,
-        "tanh": sp.tanh, "sech": sp.sech, "cosh": sp.cosh, "sinh": sp.sinh,
-        "sigmoid": sigma, "sigma": sigma, "normcdf": cdf, "phi": pdf, "normpdf": pdf,
-        "pi": sp.pi, "e": sp.E,
+        "sqrt": sp.sqrt,
+        "exp": sp.exp,
+        "log": sp.log,
+        "ln": sp.log,
+        "erf": sp.erf,
+        "erfc": sp.erfc,
+        "tanh": sp.tanh,
+        "sech": sp.sech,
+        "cosh": sp.cosh,
+        "sinh": sp.sinh,
+        "sigmoid": sigma,
+        "sigma": sigma,
+        "normcdf": cdf,
+        "phi": pdf,
+        "normpdf": pdf,
+        "pi": sp.pi,
+        "e": sp.E,
     }
     local.update(symbols)
-    glob = {
-        name: getattr(sp, name)
-        for name in ("Add", "Mul", "Pow", "Integer", "Float", "Rational", "Symbol")
-    }
+    glob = {name: getattr(sp, name) for name in ("Add", "Mul", "Pow", "Integer", "Float", "Rational", "Symbol")}
     glob["__builtins__"] = {}
     return local, glob
 
@@ -242,7 +290,13 @@ def parse(text: str, symbols: Mapping[str, str] | None = None, display: bool = F
     _check_tokens(s, sorted(names))
     local, glob = _namespace({k: sp.Symbol(v, positive=True) for k, v in names.items()}, display)
     # rationalize: decimals become exact fractions, so every value is computed to 30 digits
-    transformations: tuple[Any, ...] = (auto_number, rationalize, convert_xor, implicit_multiplication, implicit_application)
+    transformations: tuple[Any, ...] = (
+        auto_number,
+        rationalize,
+        convert_xor,
+        implicit_multiplication,
+        implicit_application,
+    )
     if display:
         transformations = (auto_number, convert_xor, implicit_multiplication, implicit_application)
     try:
@@ -256,8 +310,9 @@ def parse(text: str, symbols: Mapping[str, str] | None = None, display: bool = F
     return expr
 
 
-def reading(text: str, symbols: Mapping[str, str] | None = None, values: Mapping[str, float] | None = None,
-            number: bool = False) -> str:
+def reading(
+    text: str, symbols: Mapping[str, str] | None = None, values: Mapping[str, float] | None = None, number: bool = False
+) -> str:
     """How a typed answer is read, in one line: the expression as the judge parses it, with ``^`` for powers
     and ``·`` for every multiplication, implicit ones included (``1/2n`` -> ``1·n_in/2``: n over 2), each name
     as the symbol it stands for, σ, Φ and φ by name; with ``number``, ``= its value`` too (``values``: the

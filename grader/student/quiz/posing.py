@@ -33,8 +33,13 @@ def _pick(grid: Mapping[str, Sequence[Any]], rng: random.Random) -> dict[str, An
     return {name: rng.choice(list(grid[name])) for name in sorted(grid)}
 
 
-def draw_values(grid: Mapping[str, Sequence[Any]], student: str, chapter: str, question_id: str,
-                practice: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def draw_values(
+    grid: Mapping[str, Sequence[Any]],
+    student: str,
+    chapter: str,
+    question_id: str,
+    practice: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The student's values (name -> value) from each parameter's list of possible values. ``practice``: the
     practice instance the author chose (one whose answer no other instance shares), else the practice
     student's own draw."""

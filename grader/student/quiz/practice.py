@@ -104,8 +104,12 @@ class PracticeQuiz:
         return any(q.sealed for q in self.questions)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "chapter": self.chapter, "title": self.title,
-                "questions": [q.to_json() for q in self.questions]}
+        return {
+            "format": FORMAT,
+            "chapter": self.chapter,
+            "title": self.title,
+            "questions": [q.to_json() for q in self.questions],
+        }
 
 
 def derive_key(message: str, salt: str) -> bytes:
@@ -146,8 +150,10 @@ def open_seal(question: PracticeQuestion, raw: Any, shown: tuple[Choice, ...] | 
     """The explanation when ``raw`` is a right answer, None when it is not; AnswerFormatError when unreadable.
     ``shown``: the choices in the order displayed (their numbers); without it, numbers count in file order."""
     if not question.sealed:
-        raise QuizError(f"question '{question.id}' is graded, not practised: answer it on your course's server "
-                        "or in your Gradescope upload")
+        raise QuizError(
+            f"question '{question.id}' is graded, not practised: answer it on your course's server "
+            "or in your Gradescope upload"
+        )
     for form in candidate_forms_shown(question, raw, shown):
         fernet = Fernet(derive_key(form, question.salt))
         for token in question.sealed:
@@ -169,11 +175,19 @@ def load_practice(path: str | Path) -> PracticeQuiz:
         raise QuizError(f"{path} is not a handout quiz ({FORMAT}): use the quizzes/ folder of your handout")
     questions = [
         PracticeQuestion(
-            id=q["id"], kind=q["kind"], prompt=q["prompt"],
+            id=q["id"],
+            kind=q["kind"],
+            prompt=q["prompt"],
             choices=tuple(Choice(c["id"], c["text"]) for c in q.get("choices", [])),
-            tolerance=q.get("tolerance"), points=float(q.get("points", 1.0)), symbols=dict(q.get("symbols", {})),
-            subject=q.get("subject"), salt=q.get("salt", ""), sealed=tuple(q.get("sealed", [])),
-            template=q.get("template", ""), params=dict(q.get("params", {})), practice=dict(q.get("practice", {})),
+            tolerance=q.get("tolerance"),
+            points=float(q.get("points", 1.0)),
+            symbols=dict(q.get("symbols", {})),
+            subject=q.get("subject"),
+            salt=q.get("salt", ""),
+            sealed=tuple(q.get("sealed", [])),
+            template=q.get("template", ""),
+            params=dict(q.get("params", {})),
+            practice=dict(q.get("practice", {})),
         )
         for q in doc["questions"]
     ]
@@ -206,9 +220,15 @@ def pose(question: PracticeQuestion, chapter: str, student: str | None) -> Posin
     return Posing(question, question.prompt, choices, bool(question.sealed))
 
 
-def ask(posed: Posing, number: int, total: int, read: Callable[[str], str],
-        say: Callable[[str], None], section: str | None = None,
-        tries_allowed: int = TRIES) -> tuple[bool, str | None]:
+def ask(
+    posed: Posing,
+    number: int,
+    total: int,
+    read: Callable[[str], str],
+    say: Callable[[str], None],
+    section: str | None = None,
+    tries_allowed: int = TRIES,
+) -> tuple[bool, str | None]:
     """Pose one question: (right, the answer typed or None when skipped). A checkable question allows
     ``tries_allowed`` tries (an unreadable answer costs none); another is asked once and kept, not judged.
     ``section``: the address of the section whose checkpoint holds the question (shown, and reread after the
@@ -244,17 +264,22 @@ def ask(posed: Posing, number: int, total: int, read: Callable[[str], str],
     return False, raw.strip()
 
 
-def run_practice(quiz: PracticeQuiz, read: Callable[[str], str], say: Callable[[str], None],
-                 student: str | None = None,
-                 sections: Mapping[str, str] | None = None) -> tuple[int, int, dict[str, str]]:
+def run_practice(
+    quiz: PracticeQuiz,
+    read: Callable[[str], str],
+    say: Callable[[str], None],
+    student: str | None = None,
+    sections: Mapping[str, str] | None = None,
+) -> tuple[int, int, dict[str, str]]:
     """A session over every question of ``quiz`` (posed for ``student``, else the practice instance):
     (right, checkable, the answers typed by question id). Nothing is recorded. ``sections``: question id -> the
     address of the section whose checkpoint holds it (``coursetext.checkpoint_sections``)."""
     posed = [pose(q, quiz.chapter, student) for q in quiz.questions]
     checkable = sum(p.checkable for p in posed)
     whose = f"posed for {student}" if student else "practice numbers"
-    say(f"{quiz.title} ({len(quiz.questions)} questions, {whose}; {checkable} can be checked here; "
-        "nothing is recorded)")
+    say(
+        f"{quiz.title} ({len(quiz.questions)} questions, {whose}; {checkable} can be checked here; nothing is recorded)"
+    )
     right, answers = 0, {}
     for i, p in enumerate(posed, start=1):
         ok, typed = ask(p, i, len(posed), read, say, (sections or {}).get(p.question.id))
@@ -265,8 +290,14 @@ def run_practice(quiz: PracticeQuiz, read: Callable[[str], str], say: Callable[[
     return right, checkable, answers
 
 
-def run_spaced(store: Any, student: str, quizzes: dict[str, PracticeQuiz], read: Callable[[str], str],
-               say: Callable[[str], None], now: datetime) -> list[tuple[str, bool]]:
+def run_spaced(
+    store: Any,
+    student: str,
+    quizzes: dict[str, PracticeQuiz],
+    read: Callable[[str], str],
+    say: Callable[[str], None],
+    now: datetime,
+) -> list[tuple[str, bool]]:
     """A spaced-retrieval session offline: each concept to practise now
     (:func:`grader.student.practice_schedule.to_practise`) asks one question of its own that the handout can
     check (the practice instance, :func:`grader.student.practice_schedule.question_for`), with one try: a
@@ -293,10 +324,8 @@ def run_spaced(store: Any, student: str, quizzes: dict[str, PracticeQuiz], read:
         right, typed = ask(pose(question, quiz.chapter, None), number, len(concepts), read, say, tries_allowed=1)
         if typed is None:
             continue
-        entry = schedule.record_practice(store, student, concept, right, now, question=question_id,
-                                         origin="local")
-        say("  Mastered: two clean retrievals in a row." if entry.mastered else
-            f"  Back on {entry.due:%Y-%m-%d}.")
+        entry = schedule.record_practice(store, student, concept, right, now, question=question_id, origin="local")
+        say("  Mastered: two clean retrievals in a row." if entry.mastered else f"  Back on {entry.due:%Y-%m-%d}.")
         done.append((concept, right))
     return done
 
@@ -317,16 +346,29 @@ def save_answers(path: str | Path, student: str, chapter: str, answers: dict[str
         except (OSError, ValueError) as exc:
             raise QuizError(f"{path} is not an answers file ({exc}): choose another --save-answers file") from exc
         if doc.get("student", student) != student:
-            raise QuizError(f"{path} holds the answers of '{doc['student']}', not '{student}': "
-                            "choose another --save-answers file")
+            raise QuizError(
+                f"{path} holds the answers of '{doc['student']}', not '{student}': choose another --save-answers file"
+            )
     tables = {k: v for k, v in doc.items() if isinstance(v, dict)}
     tables[chapter] = {**tables.get(chapter, {}), **answers}
-    lines = ["# Quiz answers for Gradescope: upload this file with your exercises (grade quiz --save-answers)",
-             f"student = {_toml_value(student)}"]
+    lines = [
+        "# Quiz answers for Gradescope: upload this file with your exercises (grade quiz --save-answers)",
+        f"student = {_toml_value(student)}",
+    ]
     for name, table in tables.items():
         lines += ["", f"[{name}]"] + [f"{qid} = {_toml_value(str(ans))}" for qid, ans in table.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-__all__ = ["FORMAT", "PracticeQuestion", "PracticeQuiz", "load_practice", "open_seal", "pose", "run_practice",
-           "run_spaced", "save_answers", "seal"]
+__all__ = [
+    "FORMAT",
+    "PracticeQuestion",
+    "PracticeQuiz",
+    "load_practice",
+    "open_seal",
+    "pose",
+    "run_practice",
+    "run_spaced",
+    "save_answers",
+    "seal",
+]

@@ -112,8 +112,10 @@ def answers_for(doc: Mapping[str, Any], chapter: str, student: str, source: str)
         return dict(doc), False
     named = doc.get("student")
     if named is not None and str(named).strip().casefold() != student.strip().casefold():
-        raise QuizError(f"{source} holds the answers of '{named}', not of '{student}': "
-                        "answer as yourself (grade quiz CHAPTER --student YOU --save-answers FILE)")
+        raise QuizError(
+            f"{source} holds the answers of '{named}', not of '{student}': "
+            "answer as yourself (grade quiz CHAPTER --student YOU --save-answers FILE)"
+        )
     if chapter not in tables:
         found = ", ".join(sorted(tables)) or "none"
         raise QuizError(f"{source} has no [{chapter}] table (its chapters: {found})")
@@ -144,8 +146,9 @@ def answer_hint(kind: str, tolerance: float | None, names: Iterable[str] = ()) -
     return hint
 
 
-def show_question(number: int, total: int, question_id: str, prompt: str, choices: Iterable[str],
-                  checkpoint: bool) -> None:
+def show_question(
+    number: int, total: int, question_id: str, prompt: str, choices: Iterable[str], checkpoint: bool
+) -> None:
     """Print a posed question: ``Qn/N ID [checkpoint]: prompt`` (the id is what an answers file names) and its
     choices numbered as shown."""
     tag = " [checkpoint]" if checkpoint else ""

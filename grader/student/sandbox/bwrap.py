@@ -82,7 +82,13 @@ WORKER_MODULES = (
 # The packages the worker imports besides the standard library (pyopencl and what it imports, and the PoCL
 # driver): their sys.path folders are mounted, see package_folders.
 WORKER_PACKAGES = (
-    "numpy", "pyopencl", "pytools", "platformdirs", "typing_extensions", "siphash24", "pocl_binary_distribution",
+    "numpy",
+    "pyopencl",
+    "pytools",
+    "platformdirs",
+    "typing_extensions",
+    "siphash24",
+    "pocl_binary_distribution",
 )
 
 # Files of /etc that the dynamic linker, OpenCL ICD loaders and compilers read; nothing secret.
@@ -90,8 +96,14 @@ ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "OpenCL", "alternative
 
 # Variables passed through from the grader's environment (CPU quirks, OpenCL device choice, a rehearsed fault).
 PASSED_VARIABLES = (
-    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "POCL_DEVICES", "OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "LD_LIBRARY_PATH",
-    "PYOPENCL_CTX", opencl_device.FAULT_VARIABLE,
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "POCL_DEVICES",
+    "OCL_ICD_VENDORS",
+    "OCL_ICD_FILENAMES",
+    "LD_LIBRARY_PATH",
+    "PYOPENCL_CTX",
+    opencl_device.FAULT_VARIABLE,
 )
 
 # Read-only system folders an OpenCL driver reads to start: PoCL's hwloc reads the CPU topology
@@ -389,12 +401,15 @@ class _Probe:
         env = environment(BUNDLE_MOUNT)
         # Python starts (without site: a fraction of the time) and can read NumPy and the worker.
         numpy = importlib.util.find_spec("numpy")
-        files = [f"{BUNDLE_MOUNT}/grader/student/sandbox/worker.py"] + ([numpy.origin] if numpy and numpy.origin else [])
+        files = [f"{BUNDLE_MOUNT}/grader/student/sandbox/worker.py"] + (
+            [numpy.origin] if numpy and numpy.origin else []
+        )
         code = f"try:\n    [open(f, 'rb').close() for f in {files!r}]\n    print('readable')\nexcept OSError:\n    pass"
         argv = wrap([sys.executable, "-S", "-c", code], job, 1 << 20, env)
         try:
             self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
             self.failed: str | None = None
         except OSError as exc:
             self.proc, self.failed = None, f"bubblewrap could not start a sandbox ({exc})"
@@ -421,8 +436,10 @@ class _Probe:
                 return f"bubblewrap cannot create a sandbox here: {lines[-1][:200]}"
             if out.decode(errors="replace").strip() != "readable":
                 # The sandbox's user (as root: a uid that owns nothing) cannot read the environment.
-                return (f"the sandbox cannot read the Python environment {sys.prefix} (a folder only its owner "
-                        "may read?): make it readable to others (chmod -R o+rX) or run the grader as its owner")
+                return (
+                    f"the sandbox cannot read the Python environment {sys.prefix} (a folder only its owner "
+                    "may read?): make it readable to others (chmod -R o+rX) or run the grader as its owner"
+                )
             return None
         finally:
             self.folder.remove()

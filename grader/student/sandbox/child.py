@@ -77,8 +77,9 @@ class Child:
                 if os.geteuid() == 0:  # this sandbox's fresh uid takes the cache over from the last one's
                     uid = bwrap.fresh_uid()
                     hand_over(kernel_cache, uid)
-            argv = bwrap.wrap([sys.executable, *worker, bwrap.JOB_MOUNT, *fds], jobdir, limits.scratch_bytes, env,
-                              kernel_cache, uid)
+            argv = bwrap.wrap(
+                [sys.executable, *worker, bwrap.JOB_MOUNT, *fds], jobdir, limits.scratch_bytes, env, kernel_cache, uid
+            )
             popen_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
             cwd = None
         else:  # plain process isolation: same worker and environment, a scratch folder of its own
@@ -394,4 +395,3 @@ def hand_over(folder: str, uid: int) -> None:
                 os.lchown(os.path.join(parent, name), uid, uid)
             except OSError:
                 pass
-

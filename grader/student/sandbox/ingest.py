@@ -143,8 +143,13 @@ def read_submission(folder: Path | str, kernels_at_top: bool = False) -> Ingeste
 
 
 def _read_folder(
-    dir_fd: int, prefix: tuple[str, ...], result: Ingested, pending: list[tuple[int, tuple[str, ...]]],
-    seen: int, total: int, kernels_at_top: bool,
+    dir_fd: int,
+    prefix: tuple[str, ...],
+    result: Ingested,
+    pending: list[tuple[int, tuple[str, ...]]],
+    seen: int,
+    total: int,
+    kernels_at_top: bool,
 ) -> tuple[int, int]:
     """Take the wanted files of one folder into ``result`` and queue its wanted sub-folders.
 
@@ -180,7 +185,9 @@ def _read_folder(
             result.refused[key] = reason
             continue
         if len(result.files) >= MAX_FILES:
-            raise IngestError(f"the hand-in has more than {MAX_FILES} exercise files: hand in only your exercises folder")
+            raise IngestError(
+                f"the hand-in has more than {MAX_FILES} exercise files: hand in only your exercises folder"
+            )
         if st.st_size > MAX_FILE_BYTES or total + st.st_size > MAX_TOTAL_BYTES:
             raise IngestError(
                 f"{shown} is {st.st_size} bytes: exercise files are limited to {MAX_FILE_BYTES >> 20} MiB "

@@ -52,7 +52,9 @@ class Limits:
         if problem is None:
             return True
         if self.sandbox:
-            raise SetupError(f"{problem}; grading other people's code needs the sandbox (--no-sandbox to grade without it)")
+            raise SetupError(
+                f"{problem}; grading other people's code needs the sandbox (--no-sandbox to grade without it)"
+            )
         return False
 
     def sandbox_expected(self) -> bool:
@@ -168,7 +170,9 @@ def death_message(returncode: int, exercise: str, memory_bytes: int, cpu_s: floa
     hint = _SIGNAL_HINTS.get(number, name)
     message = f"killed by signal {number} ({hint}) during {exercise}"
     if exercise.startswith("kernels."):
-        from grader.student.engine.checks.kernels import crash_causes  # the usual causes of a crashed kernel, per kernel
+        from grader.student.engine.checks.kernels import (
+            crash_causes,
+        )  # the usual causes of a crashed kernel, per kernel
 
         message += ". " + crash_causes(exercise)
     return "crashed", message

@@ -67,8 +67,9 @@ def _open_arrays(data: bytes, limit: int) -> zipfile.ZipFile:
     return archive
 
 
-def decode_results(document_bytes: bytes, array_bytes: bytes, cases: list[Case],
-                   results_bytes: int) -> tuple[dict[str, Any], dict[str, ScriptResult]]:
+def decode_results(
+    document_bytes: bytes, array_bytes: bytes, cases: list[Case], results_bytes: int
+) -> tuple[dict[str, Any], dict[str, ScriptResult]]:
     """The worker's JSON document and one ScriptResult per case of ``cases``, validated; MalformedResults otherwise.
 
     ``results_bytes`` bounds each array member (``Limits.results_bytes``).

@@ -38,7 +38,6 @@ between runs; the pieces it drives each have a module: the limits, jobs and outc
 and the folders the jobs are written to (:mod:`~grader.student.sandbox.workspace`).
 """
 
-
 import hashlib
 import os
 import signal
@@ -56,6 +55,7 @@ from grader.student.sandbox.private_tmp import remove_tree
 from grader.student.sandbox.results import MAX_DOCUMENT_BYTES, MalformedResults, decode_results
 from grader.student.sanitize import clean_text
 from grader.student.sandbox.stacks import Place, locate
+
 # The pieces, re-exported by name: the grading pipeline, the command lines and the tests import them from here.
 from grader.student.sandbox.child import Child, exit_status, hand_over
 from grader.student.sandbox.limits import (
@@ -71,8 +71,22 @@ from grader.student.sandbox.limits import (
 from grader.student.sandbox.workspace import Workspace, write_jobs, prestart_workspace, worker_kinds
 
 __all__ = [
-    "GIB", "KIB", "MIB", "KERNEL_CACHE_BYTES", "Job", "JobOutcome", "Limits", "Workspace", "death_message",
-    "hand_over", "human_bytes", "job_order", "kernel_cache_folder", "prestart_workspace", "run_cases", "worker_kinds",
+    "GIB",
+    "KIB",
+    "MIB",
+    "KERNEL_CACHE_BYTES",
+    "Job",
+    "JobOutcome",
+    "Limits",
+    "Workspace",
+    "death_message",
+    "hand_over",
+    "human_bytes",
+    "job_order",
+    "kernel_cache_folder",
+    "prestart_workspace",
+    "run_cases",
+    "worker_kinds",
 ]
 
 LOOP_PROBE_S = 1.0  # between looks at a job, once another job of the submission ran out of time
@@ -103,16 +117,22 @@ def job_order(jobs: list[Job], after: dict[int, set[int]], parallel: int) -> lis
     if parallel < 2:
         return sorted(range(len(jobs)), key=lambda i: (not jobs[i].needs_opencl, jobs[i].timeout))
     holds_up = {i: max([jobs[i].timeout] + [jobs[k].timeout for k in after if i in after[k]]) for i in range(len(jobs))}
-    return sorted(range(len(jobs)), key=lambda i: (not jobs[i].needs_opencl, -holds_up[i], bool(after[i]), jobs[i].timeout))
+    return sorted(
+        range(len(jobs)), key=lambda i: (not jobs[i].needs_opencl, -holds_up[i], bool(after[i]), jobs[i].timeout)
+    )
 
 
 class _Run:
     """One ``run_cases`` call: the job queue shared by the slot threads, and the outcomes."""
 
     def __init__(
-        self, jobs: list[Job], limits: Limits, workspace: Workspace,
+        self,
+        jobs: list[Job],
+        limits: Limits,
+        workspace: Workspace,
         on_outcome: Callable[[JobOutcome], None] | None = None,
-        folder: str = "", files: dict[str, bytes] | None = None,
+        folder: str = "",
+        files: dict[str, bytes] | None = None,
         deps: dict[str, set[str]] | None = None,
     ) -> None:
         self.on_outcome = on_outcome
@@ -168,9 +188,16 @@ class _Run:
                         i = idle[0] if idle else open_jobs[0]
                         self.active[self.jobs[i].needs_opencl] += 1
                         return self._start(i)
-                waiting = [i for i in self.queue if self.after[i] & self.running
-                           and (self.jobs[i].needs_opencl == kind if kind is not None
-                                else not (self.jobs[i].needs_opencl and self.active[True] > 0))]
+                waiting = [
+                    i
+                    for i in self.queue
+                    if self.after[i] & self.running
+                    and (
+                        self.jobs[i].needs_opencl == kind
+                        if kind is not None
+                        else not (self.jobs[i].needs_opencl and self.active[True] > 0)
+                    )
+                ]
                 if not waiting:
                     return None
                 self.lock.wait()
@@ -246,8 +273,10 @@ class _Run:
                 child.kill()
             code = exit_status(child.wait(timeout=5.0), self.sandboxed)
             if first:  # before any student code ran in it: the grader's machine is at fault
-                message = (f"the grader's worker did not start (exit status {code}): {child.log_tail()}"
-                           f" ({opencl_device.DOCTOR_HINT})")
+                message = (
+                    f"the grader's worker did not start (exit status {code}): {child.log_tail()}"
+                    f" ({opencl_device.DOCTOR_HINT})"
+                )
                 self.fail(i, "not_graded", message)
                 self.fail_kind(job.needs_opencl, message, "not_graded")
             elif i in self.retried:
@@ -272,8 +301,9 @@ class _Run:
             place = self.where(child, ask=True)
             child.kill()
             child.wait(timeout=5.0)
-            self.fail(i, "timeout", f"timed out after {wall:g} s{_in(place)} (infinite loop?)",
-                      child.take_output(), duration)
+            self.fail(
+                i, "timeout", f"timed out after {wall:g} s{_in(place)} (infinite loop?)", child.take_output(), duration
+            )
             self.remember_loop(job.id, place)
             return False
         if done == "eof":
@@ -320,23 +350,32 @@ class _Run:
         job = self.jobs[i]
         sizes = words[2:4]
         if len(sizes) != 2 or not all(w.isdigit() for w in sizes):
-            self.fail(i, "error", f"could not read the results of {job.id}: a malformed frame",
-                      child.take_output(), duration)
+            self.fail(
+                i, "error", f"could not read the results of {job.id}: a malformed frame", child.take_output(), duration
+            )
             return False
         doc_size, array_size = int(sizes[0]), int(sizes[1])
         if doc_size > MAX_DOCUMENT_BYTES or array_size > self.limits.results_bytes:
-            message = (f"{job.id} returned more than {human_bytes(self.limits.results_bytes)} of results "
-                       "(the outputs of a few small cases are expected)")
+            message = (
+                f"{job.id} returned more than {human_bytes(self.limits.results_bytes)} of results "
+                "(the outputs of a few small cases are expected)"
+            )
             self.fail(i, "error", message, child.take_output(), duration)
             return False
         payload = child.read_exact(doc_size + array_size, deadline + 5.0)
         if payload is None:
-            self.fail(i, "error", f"could not read the results of {job.id}: the worker stopped sending them",
-                      child.take_output(), duration)
+            self.fail(
+                i,
+                "error",
+                f"could not read the results of {job.id}: the worker stopped sending them",
+                child.take_output(),
+                duration,
+            )
             return False
         try:
-            document, results = decode_results(payload[:doc_size], payload[doc_size:], job.cases,
-                                               self.limits.results_bytes)
+            document, results = decode_results(
+                payload[:doc_size], payload[doc_size:], job.cases, self.limits.results_bytes
+            )
         except MalformedResults as exc:
             self.fail(i, "error", f"could not read the results of {job.id}: {exc}", child.take_output(), duration)
             return True
@@ -412,7 +451,6 @@ def _tree_bytes(folder: Path) -> int:
             except OSError:
                 pass
     return total
-
 
 
 def run_cases(

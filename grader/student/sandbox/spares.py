@@ -121,8 +121,11 @@ class Spares:
     def usable(self, spare: _Spare) -> bool:
         """Whether a spare may serve a submission: all its workers alive, younger than ``max_age_s``, and
         started in the environment a cold worker would start in now."""
-        return (spare.workspace.alive() and self.clock() - spare.born <= self.max_age_s
-                and spare.environment == dict(os.environ))
+        return (
+            spare.workspace.alive()
+            and self.clock() - spare.born <= self.max_age_s
+            and spare.environment == dict(os.environ)
+        )
 
     def take(self) -> Workspace:
         """A ready spare's workspace for one submission (spares found dead or stale are closed), else a cold one.

@@ -50,7 +50,7 @@ def student_frame(dump: str, folder: str) -> tuple[str, int] | None:
     for line in dump.splitlines():
         match = _FRAME.match(line)
         if match and match["file"].startswith(prefix):
-            return match["file"][len(prefix):], int(match["line"])
+            return match["file"][len(prefix) :], int(match["line"])
     return None
 
 

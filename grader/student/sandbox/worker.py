@@ -151,7 +151,9 @@ class ImportGuard:
         frame: FrameType | None = sys._getframe(1)
         while frame is not None:
             filename = frame.f_code.co_filename
-            if not (filename.startswith("<frozen") or filename == __file__ or os.sep + "importlib" + os.sep in filename):
+            if not (
+                filename.startswith("<frozen") or filename == __file__ or os.sep + "importlib" + os.sep in filename
+            ):
                 return os.path.abspath(filename).startswith(self.folder) or self.from_student(frame.f_globals)
             frame = frame.f_back
         return False
@@ -373,7 +375,7 @@ def encode_results(outcome: dict[str, Any], dropped: int) -> tuple[bytes, bytes]
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 class Channel:

@@ -27,7 +27,15 @@ from __future__ import annotations
 
 from grader.student.store.clock import utc_now
 from grader.student.store.database import Store
-from grader.student.store.files import BUSY_TIMEOUT_MS, DB_ENV, DEFAULT_EXERCISES_DIR, default_db_path, exposed, inspect_file, write_owner_only
+from grader.student.store.files import (
+    BUSY_TIMEOUT_MS,
+    DB_ENV,
+    DEFAULT_EXERCISES_DIR,
+    default_db_path,
+    exposed,
+    inspect_file,
+    write_owner_only,
+)
 from grader.student.store.lock import SERVING_SUFFIX, DatabaseServed, Serving, serve, served_by, serving_file
 from grader.student.store.results import also_of_text, figure_of_text, figure_text
 from grader.student.store.schema import (
@@ -40,8 +48,28 @@ from grader.student.store.schema import (
 )
 
 __all__ = [
-    "APPLICATION_ID", "BUSY_TIMEOUT_MS", "DB_ENV", "DEFAULT_EXERCISES_DIR", "LTI_SCHEMA", "MIGRATIONS", "SCHEMA_VERSION", "SERVING_SUFFIX",
-    "DatabaseServed", "Serving", "Store", "also_of_text", "default_db_path", "exposed", "figure_of_text",
-    "figure_text", "inspect_file", "m3_quiz_items", "m11_lti", "serve", "served_by", "serving_file", "utc_now",
+    "APPLICATION_ID",
+    "BUSY_TIMEOUT_MS",
+    "DB_ENV",
+    "DEFAULT_EXERCISES_DIR",
+    "LTI_SCHEMA",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SERVING_SUFFIX",
+    "DatabaseServed",
+    "Serving",
+    "Store",
+    "also_of_text",
+    "default_db_path",
+    "exposed",
+    "figure_of_text",
+    "figure_text",
+    "inspect_file",
+    "m3_quiz_items",
+    "m11_lti",
+    "serve",
+    "served_by",
+    "serving_file",
+    "utc_now",
     "write_owner_only",
 ]

@@ -142,8 +142,9 @@ class Store:
 
     # -- writing --
 
-    def save_practice_entries(self, student: str, rows: list[dict[str, Any]],
-                              reviews: list[dict[str, Any]] | None = None) -> None:
+    def save_practice_entries(
+        self, student: str, rows: list[dict[str, Any]], reviews: list[dict[str, Any]] | None = None
+    ) -> None:
         """Write a student's schedule rows (:func:`grader.student.practice_schedule.to_row`), replacing each
         concept's row, and append the ``reviews`` they were replayed from to the log (a review id already kept is
         skipped: :func:`grader.student.practice_schedule.review_row`), in one transaction."""
@@ -179,7 +180,12 @@ class Store:
             raise StoreError(f"could not record the attempt in {self.path} ({exc})") from exc
 
     def record_quiz_answer(
-        self, student: str, chapter: str, question: str, answer: str, correct: bool,
+        self,
+        student: str,
+        chapter: str,
+        question: str,
+        answer: str,
+        correct: bool,
         params: dict[str, Any] | None = None,
     ) -> bool:
         """Record one judged quiz answer with its parameters; return whether it was the
@@ -192,15 +198,24 @@ class Store:
         except sqlite3.OperationalError as exc:
             raise StoreError(f"could not record the quiz answer in {self.path} ({exc})") from exc
 
-    def add_extension(self, student: str | None, group: str | None, chapter: str, due: datetime | None,
-                      reason: str, author: str, late_penalty: float | None = None,
-                      late_until: datetime | None = None) -> int:
+    def add_extension(
+        self,
+        student: str | None,
+        group: str | None,
+        chapter: str,
+        due: datetime | None,
+        reason: str,
+        author: str,
+        late_penalty: float | None = None,
+        late_until: datetime | None = None,
+    ) -> int:
         """Append one extension of a student or a group to the log (``due`` None: withdraw theirs for that
         chapter); its id. Validate it first (``course.check_extension``)."""
         try:
             with self.transaction() as db:
-                return extensions.add(db, student, group, chapter, due, reason, author, late_penalty, late_until,
-                                      utc_now())
+                return extensions.add(
+                    db, student, group, chapter, due, reason, author, late_penalty, late_until, utc_now()
+                )
         except sqlite3.OperationalError as exc:
             raise StoreError(f"could not record the extension in {self.path} ({exc})") from exc
 

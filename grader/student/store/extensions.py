@@ -34,24 +34,44 @@ def effective_course(db: sqlite_utils.Database, course: Course | None = None) ->
         if row["due"] is None:
             items.append((row["student"], row["grp"], row["chapter"]))
             continue
-        items.append(Extension(
-            chapter=row["chapter"], due=parse_time(row["due"]), reason=row["reason"] or "",
-            student=row["student"], group=row["grp"], late_penalty=row["late_penalty"],
-            late_until=None if row["late_until"] is None else parse_time(row["late_until"]),
-            source=f"{logged_by(row['author'])} at {row['created_at']}",
-        ))
+        items.append(
+            Extension(
+                chapter=row["chapter"],
+                due=parse_time(row["due"]),
+                reason=row["reason"] or "",
+                student=row["student"],
+                group=row["grp"],
+                late_penalty=row["late_penalty"],
+                late_until=None if row["late_until"] is None else parse_time(row["late_until"]),
+                source=f"{logged_by(row['author'])} at {row['created_at']}",
+            )
+        )
     return replace(course.with_extensions(items), log_applied=True)
 
 
-def add(db: sqlite_utils.Database, student: str | None, group: str | None, chapter: str, due: datetime | None,
-        reason: str, author: str, late_penalty: float | None, late_until: datetime | None, when: str) -> int:
+def add(
+    db: sqlite_utils.Database,
+    student: str | None,
+    group: str | None,
+    chapter: str,
+    due: datetime | None,
+    reason: str,
+    author: str,
+    late_penalty: float | None,
+    late_until: datetime | None,
+    when: str,
+) -> int:
     """Append one extension of a student or a group (``due`` None: withdraw theirs for that chapter); its id."""
     row = {
-        "student": student, "grp": group, "chapter": chapter,
+        "student": student,
+        "grp": group,
+        "chapter": chapter,
         "due": None if due is None else due.isoformat(timespec="seconds"),
         "late_penalty": late_penalty,
         "late_until": None if late_until is None else late_until.isoformat(timespec="seconds"),
-        "reason": reason, "author": author, "created_at": when,
+        "reason": reason,
+        "author": author,
+        "created_at": when,
     }
     extension_id = db.table("extensions").insert(row).last_pk
     assert extension_id is not None  # an insert sets last_pk

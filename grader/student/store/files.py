@@ -24,7 +24,6 @@ def default_db_path(exercises_dir: Path) -> Path:
     return Path(exercises_dir).resolve().parent / ".grade" / "progress.db"
 
 
-
 def refuse(path: Path, reason: str) -> StoreError:
     reason = " ".join(reason.split())  # one line, whatever SQLite's message holds
     return StoreError(f"{path} is not a normgrade progress database ({reason}): pass another --db")
@@ -94,9 +93,7 @@ def inspect_file(path: Path) -> int:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = [
             row[0]
-            for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            )
+            for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
         ]
     except sqlite3.OperationalError as exc:
         if "locked" in str(exc) or "busy" in str(exc):
@@ -114,7 +111,5 @@ def inspect_file(path: Path) -> int:
             raise refuse(path, f"it holds tables normgrade does not know: {shown}")
         return 0
     if version > SCHEMA_VERSION:
-        raise refuse(
-            path, f"schema version {version} is newer than this grader's {SCHEMA_VERSION}; upgrade normgrade"
-        )
+        raise refuse(path, f"schema version {version} is newer than this grader's {SCHEMA_VERSION}; upgrade normgrade")
     return version

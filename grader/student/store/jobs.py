@@ -14,8 +14,10 @@ if TYPE_CHECKING:
 
 def submission_numbers(db: sqlite_utils.Database, student: str) -> dict[int, int]:
     """attempt id -> the id of the job (the server submission) that recorded it, for one student."""
-    return {int(r["attempt_id"]): int(r["id"]) for r in db.query(
-        "SELECT id, attempt_id FROM jobs WHERE student = ? AND attempt_id IS NOT NULL", [student])}
+    return {
+        int(r["attempt_id"]): int(r["id"])
+        for r in db.query("SELECT id, attempt_id FROM jobs WHERE student = ? AND attempt_id IS NOT NULL", [student])
+    }
 
 
 OPEN = ("received", "queued", "running")  # a job not yet closed (done, held or error)
@@ -36,9 +38,13 @@ def by_key(db: sqlite_utils.Database, student: str, key: str) -> dict[str, Any] 
 def rate_counted_since(db: sqlite_utils.Database, student: str, since: str) -> list[str]:
     """The upload times after ``since`` of a student's uploads that count against the rate limit (not
     ``rate_free``), oldest first."""
-    return [r["received_at"] for r in db.query(
-        "SELECT received_at FROM jobs WHERE student = ? AND received_at > ? AND rate_free = 0 "
-        "ORDER BY received_at", [student, since])]
+    return [
+        r["received_at"]
+        for r in db.query(
+            "SELECT received_at FROM jobs WHERE student = ? AND received_at > ? AND rate_free = 0 ORDER BY received_at",
+            [student, since],
+        )
+    ]
 
 
 def insert(db: sqlite_utils.Database, row: dict[str, Any]) -> int:
@@ -64,16 +70,22 @@ BLOB_OF_FILE = "LEFT JOIN blobs b ON b.sha256 = f.sha256"  # joined to job_files
 
 def files(db: sqlite_utils.Database, job_id: int) -> dict[str, bytes]:
     """The uploaded files of a job, name -> content."""
-    rows = db.query(f"SELECT f.name, {FILE_CONTENT} AS content FROM job_files f {BLOB_OF_FILE} "
-                    "WHERE f.job_id = ? ORDER BY f.name", [job_id])
+    rows = db.query(
+        f"SELECT f.name, {FILE_CONTENT} AS content FROM job_files f {BLOB_OF_FILE} WHERE f.job_id = ? ORDER BY f.name",
+        [job_id],
+    )
     return {r["name"]: bytes(r["content"]) for r in rows}
 
 
 def uploads_of_file(db: sqlite_utils.Database, name: str) -> list[dict[str, Any]]:
     """Every upload holding a file called ``name``, oldest first: student, id (the job's), content (bytes)."""
-    return list(db.query(
-        f"SELECT j.student, j.id, {FILE_CONTENT} AS content FROM jobs j JOIN job_files f ON f.job_id = j.id "
-        f"{BLOB_OF_FILE} WHERE f.name = ? ORDER BY j.id", [name]))
+    return list(
+        db.query(
+            f"SELECT j.student, j.id, {FILE_CONTENT} AS content FROM jobs j JOIN job_files f ON f.job_id = j.id "
+            f"{BLOB_OF_FILE} WHERE f.name = ? ORDER BY j.id",
+            [name],
+        )
+    )
 
 
 def latest(db: sqlite_utils.Database, student: str | None, limit: int) -> list[dict[str, Any]]:
@@ -102,8 +114,16 @@ def mark_queued(db: sqlite_utils.Database, job_id: int, attempt: int, task: str,
     )
 
 
-def start_round(db: sqlite_utils.Database, job_id: int, attempt: int, task: str, grading: str, held: str | None,
-                reason: str | None, regrade: int) -> None:
+def start_round(
+    db: sqlite_utils.Database,
+    job_id: int,
+    attempt: int,
+    task: str,
+    grading: str,
+    held: str | None,
+    reason: str | None,
+    regrade: int,
+) -> None:
     """A received or held job's round is on the queue as ``task`` from try ``attempt`` (grading and held: JSON
     lists; ``regrade`` 1 counts one more round started again)."""
     db.execute(
@@ -134,8 +154,15 @@ def mark_running(db: sqlite_utils.Database, job_id: int, worker: str) -> None:
     db.execute("UPDATE jobs SET status = 'running', worker = ? WHERE id = ? AND status = 'queued'", [worker, job_id])
 
 
-def close_round_held(db: sqlite_utils.Database, job_id: int, attempt_id: int | None, held: str, reason: str | None,
-                     when: str, nothing_graded: bool) -> bool:
+def close_round_held(
+    db: sqlite_utils.Database,
+    job_id: int,
+    attempt_id: int | None,
+    held: str,
+    reason: str | None,
+    when: str,
+    nothing_graded: bool,
+) -> bool:
     """Close an open job's round as ``held`` (``held`` a JSON list); an upload none of whose exercises was ever
     graded becomes ``rate_free``. Whether the job was open (False: closed before, nothing changed)."""
     cursor = db.execute(
@@ -168,26 +195,35 @@ def mark_error(db: sqlite_utils.Database, job_id: int, reason: str, when: str) -
 
 def waiting_before(db: sqlite_utils.Database, job_id: int) -> int:
     """How many jobs received or queued (not yet running) came before job ``job_id``."""
-    return int(next(iter(db.query(
-        "SELECT COUNT(*) AS n FROM jobs WHERE status IN ('received', 'queued') AND id < ?", [job_id]
-    )))["n"])
+    return int(
+        next(
+            iter(db.query("SELECT COUNT(*) AS n FROM jobs WHERE status IN ('received', 'queued') AND id < ?", [job_id]))
+        )["n"]
+    )
 
 
 def recent_done(db: sqlite_utils.Database, limit: int) -> list[dict[str, Any]]:
     """The last ``limit`` uploads graded (newest first): id, selectors, worker, received_at, finished_at and their
     attempt's grading time (duration)."""
-    return list(db.query(
-        "SELECT jobs.id AS id, jobs.selectors AS selectors, jobs.worker AS worker, jobs.received_at AS received_at, "
-        "jobs.finished_at AS finished_at, attempts.duration AS duration FROM jobs "
-        "JOIN attempts ON attempts.id = jobs.attempt_id WHERE jobs.status = 'done' "
-        "ORDER BY jobs.finished_at DESC, jobs.id DESC LIMIT ?", [limit]))
+    return list(
+        db.query(
+            "SELECT jobs.id AS id, jobs.selectors AS selectors, jobs.worker AS worker, jobs.received_at AS received_at, "
+            "jobs.finished_at AS finished_at, attempts.duration AS duration FROM jobs "
+            "JOIN attempts ON attempts.id = jobs.attempt_id WHERE jobs.status = 'done' "
+            "ORDER BY jobs.finished_at DESC, jobs.id DESC LIMIT ?",
+            [limit],
+        )
+    )
 
 
 def open_before(db: sqlite_utils.Database, job_id: int) -> list[dict[str, Any]]:
     """The open uploads (received, queued, running) older than upload ``job_id``: id, status, selectors."""
-    return list(db.query(
-        "SELECT id, status, selectors FROM jobs WHERE status IN ('received', 'queued', 'running') AND id < ?",
-        [job_id]))
+    return list(
+        db.query(
+            "SELECT id, status, selectors FROM jobs WHERE status IN ('received', 'queued', 'running') AND id < ?",
+            [job_id],
+        )
+    )
 
 
 def running_count(db: sqlite_utils.Database) -> int:

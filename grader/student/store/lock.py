@@ -101,7 +101,8 @@ class DatabaseServed(StoreError):
     def __init__(self, path: Path, command: str, owner: str) -> None:
         super().__init__(
             f"{path} is served by grade serve ({owner or 'another process'}): `{command}` does not write a "
-            "database a server owns; use the server (its dashboard or API), or stop it and run this again")
+            "database a server owns; use the server (its dashboard or API), or stop it and run this again"
+        )
         self.path = path
         self.owner = owner
 
@@ -191,10 +192,12 @@ def serve(path: Path | str, url: str = "") -> Serving:
                 with contextlib.suppress(OSError):
                     fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             if _held_exclusively(path):
-                raise StoreError(f"{path} is already served by another grade serve "
-                                 f"({_owner_text(path) or 'another process'})") from None
-            raise StoreError(f"{path} is open in another grade command: wait for it to finish, then start the "
-                             "server again") from None
+                raise StoreError(
+                    f"{path} is already served by another grade serve ({_owner_text(path) or 'another process'})"
+                ) from None
+            raise StoreError(
+                f"{path} is open in another grade command: wait for it to finish, then start the server again"
+            ) from None
         if hold is None:
             hold = _HOLDS[key] = _Hold(fd)
         hold.serving += 1

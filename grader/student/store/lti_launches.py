@@ -9,15 +9,26 @@ if TYPE_CHECKING:
     import sqlite_utils
 
 
-def add_state(db: sqlite_utils.Database, state: str, nonce: str, issuer: str, client_id: str, created: float,
-              expired_before: float, keep: int) -> None:
+def add_state(
+    db: sqlite_utils.Database,
+    state: str,
+    nonce: str,
+    issuer: str,
+    client_id: str,
+    created: float,
+    expired_before: float,
+    keep: int,
+) -> None:
     """Store a login's state, first dropping the states created before ``expired_before`` and the oldest beyond
     the newest ``keep``."""
     db.execute("DELETE FROM lti_states WHERE created < ?", [expired_before])
-    db.execute("DELETE FROM lti_states WHERE state IN (SELECT state FROM lti_states ORDER BY created DESC "
-               "LIMIT -1 OFFSET ?)", [keep])
-    db.table("lti_states").insert({"state": state, "nonce": nonce, "issuer": issuer, "client_id": client_id,
-                                   "created": created})
+    db.execute(
+        "DELETE FROM lti_states WHERE state IN (SELECT state FROM lti_states ORDER BY created DESC LIMIT -1 OFFSET ?)",
+        [keep],
+    )
+    db.table("lti_states").insert(
+        {"state": state, "nonce": nonce, "issuer": issuer, "client_id": client_id, "created": created}
+    )
 
 
 def state(db: sqlite_utils.Database, state: str) -> dict[str, Any] | None:

@@ -15,11 +15,23 @@ def log(db: sqlite_utils.Database, student: str | None = None) -> list[dict[str,
     return list(db.query(f"SELECT * FROM score_overrides {where} ORDER BY id", params))
 
 
-def add(db: sqlite_utils.Database, student: str, exercise: str, score: float | None, comment: str, author: str,
-        when: str) -> int:
+def add(
+    db: sqlite_utils.Database, student: str, exercise: str, score: float | None, comment: str, author: str, when: str
+) -> int:
     """Append an override of a student's exercise (``score`` None withdraws it) with its comment; its id."""
-    override_id = db.table("score_overrides").insert({"student": student, "exercise": exercise, "score": score,
-                                                      "comment": comment, "author": author,
-                                                      "created_at": when}).last_pk
+    override_id = (
+        db.table("score_overrides")
+        .insert(
+            {
+                "student": student,
+                "exercise": exercise,
+                "score": score,
+                "comment": comment,
+                "author": author,
+                "created_at": when,
+            }
+        )
+        .last_pk
+    )
     assert override_id is not None  # an insert sets last_pk
     return int(override_id)

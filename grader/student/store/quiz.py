@@ -9,8 +9,16 @@ if TYPE_CHECKING:
     import sqlite_utils
 
 
-def record_answer(db: sqlite_utils.Database, student: str, chapter: str, question: str, answer: str, correct: bool,
-                  params: dict[str, Any] | None, when: str) -> bool:
+def record_answer(
+    db: sqlite_utils.Database,
+    student: str,
+    chapter: str,
+    question: str,
+    answer: str,
+    correct: bool,
+    params: dict[str, Any] | None,
+    when: str,
+) -> bool:
     """Insert one judged answer with its parameters (inside the caller's transaction); return whether it was the
     student's first answer to that question (stored as ``first_try``)."""
     earlier = db.execute(
@@ -44,10 +52,13 @@ def attempts(db: sqlite_utils.Database, student: str | None = None) -> list[dict
 def answer_summary(db: sqlite_utils.Database) -> list[dict[str, Any]]:
     """Per student and quiz chapter: answers given (``answers``), the questions answered right at
     least once (``right``, a set) and the time of the latest answer (``last_at``)."""
-    rows = list(db.query(
-        "SELECT student, chapter, COUNT(*) AS answers, MAX(answered_at) AS last_at, "
-        "GROUP_CONCAT(CASE WHEN correct THEN question END, char(31)) AS right "
-        "FROM quiz_attempts GROUP BY student, chapter"))
+    rows = list(
+        db.query(
+            "SELECT student, chapter, COUNT(*) AS answers, MAX(answered_at) AS last_at, "
+            "GROUP_CONCAT(CASE WHEN correct THEN question END, char(31)) AS right "
+            "FROM quiz_attempts GROUP BY student, chapter"
+        )
+    )
     for row in rows:
         row["right"] = set(row["right"].split("\x1f")) if row["right"] else set()
     return rows

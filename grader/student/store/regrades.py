@@ -11,8 +11,10 @@ if TYPE_CHECKING:
 
 def open_exercises(db: sqlite_utils.Database, student: str) -> list[str]:
     """The exercise of each open request of a student."""
-    return [r["exercise"] for r in db.query(
-        "SELECT exercise FROM regrade_requests WHERE student = ? AND status = 'open'", [student])]
+    return [
+        r["exercise"]
+        for r in db.query("SELECT exercise FROM regrade_requests WHERE student = ? AND status = 'open'", [student])
+    ]
 
 
 def insert(db: sqlite_utils.Database, row: dict[str, Any]) -> int:
@@ -28,11 +30,15 @@ def get(db: sqlite_utils.Database, request_id: int) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
-def mark_answered(db: sqlite_utils.Database, request_id: int, reply: str, override: float | None, author: str,
-                  when: str) -> None:
+def mark_answered(
+    db: sqlite_utils.Database, request_id: int, reply: str, override: float | None, author: str, when: str
+) -> None:
     """Record the answer to a request (``override``: the score it set, None when the graded score stands)."""
-    db.execute("UPDATE regrade_requests SET status = 'answered', reply = ?, override = ?, answered_by = ?, "
-               "answered_at = ? WHERE id = ?", [reply, override, author, when, request_id])
+    db.execute(
+        "UPDATE regrade_requests SET status = 'answered', reply = ?, override = ?, answered_by = ?, "
+        "answered_at = ? WHERE id = ?",
+        [reply, override, author, when, request_id],
+    )
 
 
 def listed(db: sqlite_utils.Database, student: str | None = None, status: str | None = None) -> list[dict[str, Any]]:

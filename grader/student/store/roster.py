@@ -27,8 +27,10 @@ def listed(db: sqlite_utils.Database, student: str) -> bool:
 def add_if_missing(db: sqlite_utils.Database, student: str, name: str, email: str, when: str) -> None:
     """Add the student (and their ``students`` row) unless the roster has them already."""
     students.ensure(db, student, when)
-    db.execute("INSERT OR IGNORE INTO roster (student, name, email, created_at) VALUES (?, ?, ?, ?)",
-               [student, name, email, when])
+    db.execute(
+        "INSERT OR IGNORE INTO roster (student, name, email, created_at) VALUES (?, ?, ?, ?)",
+        [student, name, email, when],
+    )
 
 
 def ids(db: sqlite_utils.Database) -> set[str]:

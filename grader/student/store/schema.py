@@ -118,14 +118,14 @@ def m4_server(db: sqlite_utils.Database) -> None:
             "student": str,
             "idempotency_key": str,
             "files_hash": str,
-            "selectors": str,       # JSON list of the exercise ids to grade
-            "status": str,          # received, queued, running, done, error
-            "received_at": str,     # the upload time: what deadlines are judged by
-            "tries": int,           # grading tries started (at most server.jobs.MAX_TRIES)
-            "task_id": str,         # the queue's task id of the current try
-            "worker": str,          # host:pid of the worker that began the current try
-            "attempt_id": int,      # the recorded attempt, once done
-            "error": str,           # why it could not be graded (status error), or a retry note
+            "selectors": str,  # JSON list of the exercise ids to grade
+            "status": str,  # received, queued, running, done, error
+            "received_at": str,  # the upload time: what deadlines are judged by
+            "tries": int,  # grading tries started (at most server.jobs.MAX_TRIES)
+            "task_id": str,  # the queue's task id of the current try
+            "worker": str,  # host:pid of the worker that began the current try
+            "attempt_id": int,  # the recorded attempt, once done
+            "error": str,  # why it could not be graded (status error), or a retry note
             "finished_at": str,
         },
         pk="id",
@@ -152,7 +152,7 @@ def m5_score_overrides(db: sqlite_utils.Database) -> None:
             "id": int,
             "student": str,
             "exercise": str,
-            "score": float,      # NULL: the override is withdrawn, the graded score counts again
+            "score": float,  # NULL: the override is withdrawn, the graded score counts again
             "comment": str,
             "author": str,
             "created_at": str,
@@ -182,10 +182,10 @@ def m6_term(db: sqlite_utils.Database) -> None:
     db.table("extensions").create(
         {
             "id": int,
-            "student": str,      # a student id, or NULL for a group's
-            "grp": str,          # a group of course.toml's [groups], or NULL for a student's
+            "student": str,  # a student id, or NULL for a group's
+            "grp": str,  # a group of course.toml's [groups], or NULL for a student's
             "chapter": str,
-            "due": str,          # NULL: withdraws the student's earlier dashboard extensions of the chapter
+            "due": str,  # NULL: withdraws the student's earlier dashboard extensions of the chapter
             "late_penalty": float,
             "late_until": str,
             "reason": str,
@@ -200,10 +200,10 @@ def m6_term(db: sqlite_utils.Database) -> None:
             "started_at": str,
             "finished_at": str,
             "grader_version": str,
-            "exercises": str,    # JSON list of the exercise ids rescored ([] : all)
-            "uploads": int,      # uploads graded again
-            "changes": str,      # JSON list of the changed counted scores (grader.term.rescore.Change)
-            "errors": str,       # JSON list of uploads that could not be graded again, with the reason
+            "exercises": str,  # JSON list of the exercise ids rescored ([] : all)
+            "uploads": int,  # uploads graded again
+            "changes": str,  # JSON list of the changed counted scores (grader.term.rescore.Change)
+            "errors": str,  # JSON list of uploads that could not be graded again, with the reason
         },
         pk="id",
     )
@@ -212,13 +212,13 @@ def m6_term(db: sqlite_utils.Database) -> None:
             "id": int,
             "student": str,
             "exercise": str,
-            "job_id": int,           # the upload (server job) the request is about; NULL when graded locally
-            "submission_id": int,    # the result asked about
+            "job_id": int,  # the upload (server job) the request is about; NULL when graded locally
+            "submission_id": int,  # the result asked about
             "reason": str,
             "created_at": str,
-            "status": str,           # open, answered
+            "status": str,  # open, answered
             "reply": str,
-            "override": float,       # the score set by the answer (NULL: the graded score stands)
+            "override": float,  # the score set by the answer (NULL: the graded score stands)
             "answered_by": str,
             "answered_at": str,
         },
@@ -226,7 +226,6 @@ def m6_term(db: sqlite_utils.Database) -> None:
     )
     db.table("regrade_requests").create_index(["student"])
     db.table("regrade_requests").create_index(["status"])
-
 
 
 def m7_check_figures(db: sqlite_utils.Database) -> None:
@@ -333,8 +332,10 @@ def m12_practice_schedule(db: sqlite_utils.Database) -> None:
     """Version 12: the spaced-retrieval schedule, one row per student and concept
     (:mod:`grader.student.practice_schedule`): FSRS's card as JSON, when it is due, the clean streak, mastery and
     the last review (ISO 8601 UTC)."""
-    db.table("practice_schedule").create({"student": str, "concept": str, "card": str, "due": str, "streak": int,
-                                    "mastered": int, "reviewed": str}, pk=("student", "concept"))
+    db.table("practice_schedule").create(
+        {"student": str, "concept": str, "card": str, "due": str, "streak": int, "mastered": int, "reviewed": str},
+        pk=("student", "concept"),
+    )
 
 
 def m13_check_locations(db: sqlite_utils.Database) -> None:
@@ -348,16 +349,29 @@ def m14_practice_reviews(db: sqlite_utils.Database) -> None:
     its id (unique, so a merge replayed adds nothing twice), the concept, the question asked (None: a graded
     upload's miss), the rating (``again``/``good``), when (ISO 8601 UTC) and where it was made
     (``local``/``server``). A concept's schedule row is the replay of its reviews."""
-    db.table("practice_reviews").create({"student": str, "id": str, "concept": str, "question": str, "rating": str,
-                                         "reviewed_at": str, "origin": str}, pk=("student", "id"),
-                                        not_null={"concept", "rating", "reviewed_at", "origin"})
+    db.table("practice_reviews").create(
+        {"student": str, "id": str, "concept": str, "question": str, "rating": str, "reviewed_at": str, "origin": str},
+        pk=("student", "id"),
+        not_null={"concept", "rating", "reviewed_at", "origin"},
+    )
     db.execute("CREATE INDEX practice_reviews_by_time ON practice_reviews (student, concept, reviewed_at)")
 
 
 Migration = Callable[["sqlite_utils.Database"], None]
 MIGRATIONS: list[Migration] = [
-    m1_core, m2_quiz, m3_quiz_items, m4_server, m5_score_overrides, m6_term, m7_check_figures, m8_held_jobs,
-    m9_file_blobs, m10_instructor_figures, m11_lti, m12_practice_schedule, m13_check_locations,
+    m1_core,
+    m2_quiz,
+    m3_quiz_items,
+    m4_server,
+    m5_score_overrides,
+    m6_term,
+    m7_check_figures,
+    m8_held_jobs,
+    m9_file_blobs,
+    m10_instructor_figures,
+    m11_lti,
+    m12_practice_schedule,
+    m13_check_locations,
     m14_practice_reviews,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

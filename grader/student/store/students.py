@@ -15,9 +15,14 @@ def ensure(db: sqlite_utils.Database, student: str, when: str) -> None:
 
 def known(db: sqlite_utils.Database, student: str) -> bool:
     """Whether ``student`` is on the course server's roster or has anything recorded."""
-    return bool(list(db.query(
-        "SELECT 1 FROM roster WHERE student = ? UNION SELECT 1 FROM students WHERE name = ? LIMIT 1",
-        [student, student])))
+    return bool(
+        list(
+            db.query(
+                "SELECT 1 FROM roster WHERE student = ? UNION SELECT 1 FROM students WHERE name = ? LIMIT 1",
+                [student, student],
+            )
+        )
+    )
 
 
 def names(db: sqlite_utils.Database) -> list[str]:

@@ -13,8 +13,18 @@ def test_exercise_list_is_the_spec_list() -> None:
     assert ex[0] == "activations.Sigmoid" and ex[-1] == "kernels.layernorm_forward"
     assert "approximation.fit_function" in ex and "kernels.relu_forward" in ex
     assert len(ex) == len(set(ex))  # no count kept here: a course adds exercises (docs/authoring.md)
-    assert catalogue.TOPICS == ["activations", "linear", "normalization", "dropout", "init", "optim",
-                                "gradcheck", "blocks", "approximation", "kernels"]
+    assert catalogue.TOPICS == [
+        "activations",
+        "linear",
+        "normalization",
+        "dropout",
+        "init",
+        "optim",
+        "gradcheck",
+        "blocks",
+        "approximation",
+        "kernels",
+    ]
     assert ex.index("approximation.fit_function") + 1 == ex.index("kernels.relu_forward")
 
 
@@ -43,8 +53,12 @@ def test_result_is_in_catalogue_order_without_duplicates() -> None:
 
 @pytest.mark.parametrize(
     "selector, suggestion",
-    [("BatchNorm", "normalization.BatchNorm1d"), ("normalisation", "normalization"),
-     ("kaiming", "init.kaiming_normal"), ("layernorm_fwd", "kernels.layernorm_forward")],
+    [
+        ("BatchNorm", "normalization.BatchNorm1d"),
+        ("normalisation", "normalization"),
+        ("kaiming", "init.kaiming_normal"),
+        ("layernorm_fwd", "kernels.layernorm_forward"),
+    ],
 )
 def test_unknown_names_suggest_the_closest(selector: str, suggestion: str) -> None:
     with pytest.raises(UsageError) as info:
@@ -77,11 +91,24 @@ def test_mistakes_are_well_formed() -> None:
 def test_own_topics_cover_the_classic_mistakes() -> None:
     from grader.mistakes import CATALOGUE
 
-    for mistake_id in ["bn-biased-running-var", "bn-momentum-inverted", "bn-eps-outside-sqrt", "ln-batch-axis",
-                       "rms-dgamma-axis0", "gelu-tanh-approx", "bn-dgamma-wrong-axes", "sigmoid-overflow",
-                       "relu-grad-at-zero", "linear-dW-transposed", "gn-groups-strided", "in-over-channels"]:
+    for mistake_id in [
+        "bn-biased-running-var",
+        "bn-momentum-inverted",
+        "bn-eps-outside-sqrt",
+        "ln-batch-axis",
+        "rms-dgamma-axis0",
+        "gelu-tanh-approx",
+        "bn-dgamma-wrong-axes",
+        "sigmoid-overflow",
+        "relu-grad-at-zero",
+        "linear-dW-transposed",
+        "gn-groups-strided",
+        "in-over-channels",
+    ]:
         assert mistake_id in CATALOGUE
-    own = [m for m in CATALOGUE.values() if catalogue.topic_of(m.exercise) in ("activations", "linear", "normalization")]
+    own = [
+        m for m in CATALOGUE.values() if catalogue.topic_of(m.exercise) in ("activations", "linear", "normalization")
+    ]
     assert len(own) >= 14
 
 

@@ -75,12 +75,16 @@ def test_forward_1d_fails_for_a_layer_that_assumes_a_batch_axis() -> None:
 
 @pytest.mark.parametrize(
     "check, ndim, text",
-    [("forward_2d", 2, "forward on x of shape (4, 5)"), ("forward_3d", 3, "forward on x of shape (2, 3, 4)"),
-     ("forward_4d", 4, "forward on x of shape (2, 3, 4, 5)")],
+    [
+        ("forward_2d", 2, "forward on x of shape (4, 5)"),
+        ("forward_3d", 3, "forward on x of shape (2, 3, 4)"),
+        ("forward_4d", 4, "forward on x of shape (2, 3, 4, 5)"),
+    ],
 )
 def test_forward_shape_checks_fail_on_their_shape(check: str, ndim: int, text: str) -> None:
-    cls = corrupt_forward(ref.Tanh, lambda x: np.ndim(x) == ndim and np.shape(x)[0] != 1 and np.shape(x)[-1] <= 5,
-                          lambda y: y * 1.001)
+    cls = corrupt_forward(
+        ref.Tanh, lambda x: np.ndim(x) == ndim and np.shape(x)[0] != 1 and np.shape(x)[-1] <= 5, lambda y: y * 1.001
+    )
     bad = failed(wrong("Tanh", cls))
     assert check in bad
     assert bad[check].message.startswith(f"{text}: y: first significant difference at index")
@@ -219,8 +223,11 @@ def test_prelu_constructor_and_per_channel_alpha() -> None:
 
     def forward(self, x):  # per-channel alpha applied along the last axis
         self.x = np.array(x, dtype=np.float64)
-        return np.where(self.x > 0, self.x, self.alpha[0] * self.x) if self.num_parameters == 1 else \
-            np.where(self.x > 0, self.x, np.mean(self.alpha) * self.x)
+        return (
+            np.where(self.x > 0, self.x, self.alpha[0] * self.x)
+            if self.num_parameters == 1
+            else np.where(self.x > 0, self.x, np.mean(self.alpha) * self.x)
+        )
 
     bad = failed(wrong("PReLU", patched(ref.PReLU, forward=forward)))
     assert "forward_hyper" in bad

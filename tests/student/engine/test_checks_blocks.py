@@ -89,8 +89,14 @@ def test_not_implemented() -> None:
     assert "not implemented" in by_name(results)["forward_biased"].message
 
 
-ODD_OUTPUTS: list[Callable[[Any], Any]] = [lambda x: 0.0, lambda x: np.zeros(3), lambda x: np.asarray(x)[:1], lambda x: np.asarray(x).astype(int),
-               lambda x: np.full(np.shape(x), np.nan), lambda x: np.asarray(x).T]
+ODD_OUTPUTS: list[Callable[[Any], Any]] = [
+    lambda x: 0.0,
+    lambda x: np.zeros(3),
+    lambda x: np.asarray(x)[:1],
+    lambda x: np.asarray(x).astype(int),
+    lambda x: np.full(np.shape(x), np.nan),
+    lambda x: np.asarray(x).T,
+]
 
 
 @pytest.mark.parametrize("odd", range(len(ODD_OUTPUTS)))

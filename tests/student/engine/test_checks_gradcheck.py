@@ -45,10 +45,13 @@ def restore_by_subtraction(f, x, dout, h=1e-5):
 
 
 def test_correct_variants_pass() -> None:
-    assert_full_marks("gradcheck.numerical_gradient",
-                      variant_ns("gradcheck", numerical_gradient=lambda f, x, dout, h=1e-5: central(f, x, dout, h)))
-    assert_full_marks("gradcheck.numerical_gradient",
-                      variant_ns("gradcheck", numerical_gradient=restore_by_subtraction))
+    assert_full_marks(
+        "gradcheck.numerical_gradient",
+        variant_ns("gradcheck", numerical_gradient=lambda f, x, dout, h=1e-5: central(f, x, dout, h)),
+    )
+    assert_full_marks(
+        "gradcheck.numerical_gradient", variant_ns("gradcheck", numerical_gradient=restore_by_subtraction)
+    )
 
 
 def test_one_sided_difference_fails_on_curved_functions() -> None:
@@ -91,8 +94,15 @@ def test_rel_error_not_implemented() -> None:
     assert sum(r.score for r in results) == 0 and "not implemented" in by_name(results)["pairs"].message
 
 
-ODD_OUTPUTS = [lambda x: 0.0, lambda x: np.zeros(3), lambda x: np.asarray(x)[:1], lambda x: np.asarray(x).astype(int),
-               lambda x: np.full(np.shape(x), np.nan), lambda x: np.asarray(x).T, lambda x: True]
+ODD_OUTPUTS = [
+    lambda x: 0.0,
+    lambda x: np.zeros(3),
+    lambda x: np.asarray(x)[:1],
+    lambda x: np.asarray(x).astype(int),
+    lambda x: np.full(np.shape(x), np.nan),
+    lambda x: np.asarray(x).T,
+    lambda x: True,
+]
 
 
 @pytest.mark.parametrize("odd", range(len(ODD_OUTPUTS)))

@@ -74,10 +74,12 @@ def test_uniform_where_normal_is_asked_fails_the_kurtosis_check() -> None:
 
 def test_each_hyper_parameter_is_checked() -> None:
     # mode ignored altogether: nor does it raise ValueError for an unknown mode
-    assert set(failed(grade_in_process("init.kaiming_normal", CATALOGUE["init-kaiming-fan-out-ignored"].namespace))) \
-        == {"mode", "mode_value_error"}
-    assert set(failed(grade_in_process("init.kaiming_normal", CATALOGUE["init-leaky-slope-ignored"].namespace))) \
-        == {"negative_slope"}
+    assert set(
+        failed(grade_in_process("init.kaiming_normal", CATALOGUE["init-kaiming-fan-out-ignored"].namespace))
+    ) == {"mode", "mode_value_error"}
+    assert set(failed(grade_in_process("init.kaiming_normal", CATALOGUE["init-leaky-slope-ignored"].namespace))) == {
+        "negative_slope"
+    }
     assert set(failed(grade_in_process("init.xavier_normal", CATALOGUE["init-gain-ignored"].namespace))) == {"gain"}
 
 
@@ -120,8 +122,14 @@ def test_not_implemented() -> None:
     assert "not implemented" in by_name(results)["variance"].message
 
 
-ODD_OUTPUTS = [lambda w: 0.0, lambda w: np.zeros(3), lambda w: w[:1], lambda w: np.zeros((2, 2, 2)),
-               lambda w: np.full(w.shape, np.nan), lambda w: np.zeros_like(w)]
+ODD_OUTPUTS = [
+    lambda w: 0.0,
+    lambda w: np.zeros(3),
+    lambda w: w[:1],
+    lambda w: np.zeros((2, 2, 2)),
+    lambda w: np.full(w.shape, np.nan),
+    lambda w: np.zeros_like(w),
+]
 
 
 @pytest.mark.parametrize("odd", range(len(ODD_OUTPUTS)))

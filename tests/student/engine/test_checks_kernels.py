@@ -232,8 +232,13 @@ def test_vector_rows_shorter_than_the_work_group(tmp_path: Path) -> None:
     assert case.name == "small_D" and case.script[0]["args"][-3]["int"] % 4 == 0
     student(tmp_path)
     code = SUBPROCESS_GRADE.format(tests=str(ROOT / "tests"), folder=str(tmp_path), seed=4)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -270,7 +275,7 @@ def test_row_kernel_hints_fit_the_kernel() -> None:
     grid[:, :L] = 1.0
     assert "for (int j = lid; j < D; j += L)" in unstrided_hint(y, rows, D, L)
     grid[:, L:] = 2.0
-    assert unstrided_hint(y, rows, D, L) == ""   # written everywhere: the values say the rest
+    assert unstrided_hint(y, rows, D, L) == ""  # written everywhere: the values say the rest
     assert unstrided_hint(y, rows, 40, L) == ""  # D < L: one element per work-item is enough
 
 
@@ -325,5 +330,7 @@ def test_a_crashed_kernel_lists_the_usual_causes() -> None:
     assert status == "crashed" and message.startswith("killed by signal 11 (segfault) during kernels.layernorm_forward")
     assert "barrier" in message and "scratch" in message and "past the end" in message
     assert "barrier" not in death_message(-11, "kernels.relu_forward", 2 << 30, 10)[1]
-    assert death_message(-11, "activations.ReLU", 2 << 30, 10)[1] == \
-        "killed by signal 11 (segfault) during activations.ReLU"
+    assert (
+        death_message(-11, "activations.ReLU", 2 << 30, 10)[1]
+        == "killed by signal 11 (segfault) during activations.ReLU"
+    )

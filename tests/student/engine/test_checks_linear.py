@@ -91,8 +91,13 @@ def test_forward_no_bias_check() -> None:
 
 
 @pytest.mark.parametrize(
-    "mistake_id, check", [("linear-dW-transposed", "backward"), ("linear-db-not-summed", "backward_batch1"),
-                          ("linear-db-mean", "backward_zeros"), ("linear-dW-mean", "backward_no_bias")]
+    "mistake_id, check",
+    [
+        ("linear-dW-transposed", "backward"),
+        ("linear-db-not-summed", "backward_batch1"),
+        ("linear-db-mean", "backward_zeros"),
+        ("linear-dW-mean", "backward_no_bias"),
+    ],
 )
 def test_backward_checks_name_the_mistake(mistake_id: str, check: str) -> None:
     from grader.mistakes import CATALOGUE

@@ -49,8 +49,10 @@ def test_every_mistake_is_named_on_its_variant(exercise_id: str, mistake_id: str
 def test_stubs_score_zero(exercise_id: str) -> None:
     results = grade_in_process(exercise_id, stub_namespace())
     assert total(results) == 0.0
-    assert all("not implemented" in r.message or "not graded yet" in r.message
-               or "nothing was raised" in r.message for r in results)
+    assert all(
+        "not implemented" in r.message or "not graded yet" in r.message or "nothing was raised" in r.message
+        for r in results
+    )
 
 
 # --------------------------------------------------------------------------- independent correct versions
@@ -368,11 +370,16 @@ def test_batchnorm_square_case_names_gamma_on_the_last_axis() -> None:
     assert bad["forward"].misconception is None  # a crash with another message names nothing
 
 
-@pytest.mark.parametrize("mistake_id, check", [
-    ("bn-3d-no-keepdims", "forward_square"), ("bn-3d-dgamma-axis0", "backward_second"),
-    ("bn-backward-count-batch", "backward_second"), ("bn-inplace-centering", "no_mutation"),
-    ("bn-train-uses-running-stats", "forward"),
-])
+@pytest.mark.parametrize(
+    "mistake_id, check",
+    [
+        ("bn-3d-no-keepdims", "forward_square"),
+        ("bn-3d-dgamma-axis0", "backward_second"),
+        ("bn-backward-count-batch", "backward_second"),
+        ("bn-inplace-centering", "no_mutation"),
+        ("bn-train-uses-running-stats", "forward"),
+    ],
+)
 def test_new_batchnorm1d_mistakes_are_named_on_the_check_that_shows_them(mistake_id: str, check: str) -> None:
     bad = wrong("BatchNorm1d", CATALOGUE[mistake_id].namespace.normalization.BatchNorm1d)
     assert bad[check].misconception == mistake_id
@@ -403,7 +410,10 @@ def test_layernorm_and_rmsnorm_are_checked_on_4d_input() -> None:
             self.dgamma = (dout * self.cache["x_norm"]).sum(axis=(0,) if dout.ndim == 2 else (0, 1))
             return dx
 
-    for exercise, name, cls in (("normalization.LayerNorm", "LayerNorm", LN), ("normalization.RMSNorm", "RMSNorm", RMS)):
+    for exercise, name, cls in (
+        ("normalization.LayerNorm", "LayerNorm", LN),
+        ("normalization.RMSNorm", "RMSNorm", RMS),
+    ):
         results = grade_in_process(exercise, variant_ns("normalization", **{name: cls}))
         failing = {r.name for r in results if not r.passed}
         assert "backward_4d" in failing, (exercise, failing)

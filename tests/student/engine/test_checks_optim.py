@@ -102,8 +102,14 @@ def test_not_implemented() -> None:
     assert np.isfinite(sum(r.max_score for r in results))
 
 
-ODD_OUTPUTS = [lambda p: 0.0, lambda p: np.zeros(3), lambda p: p[:1], lambda p: p.astype(int),
-               lambda p: np.full(p.shape, np.nan), lambda p: p.T]
+ODD_OUTPUTS = [
+    lambda p: 0.0,
+    lambda p: np.zeros(3),
+    lambda p: p[:1],
+    lambda p: p.astype(int),
+    lambda p: np.full(p.shape, np.nan),
+    lambda p: p.T,
+]
 
 
 @pytest.mark.parametrize("odd", range(len(ODD_OUTPUTS)))

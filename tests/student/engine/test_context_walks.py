@@ -21,8 +21,9 @@ def test_explained_and_reach_walk_the_cases_once(monkeypatch: pytest.MonkeyPatch
     mistake = CATALOGUE["bn-eps-outside-sqrt"]
     plan = CHECKS[EXERCISE].checked_plan(seed)
     student = run_cases(EXERCISE, mistake.namespace, seed)
-    ctx = Context(EXERCISE, seed, {c.name: c for c in plan.cases}, student,
-                  LiveExpected(EXERCISE, reference_runs(EXERCISE, seed)))
+    ctx = Context(
+        EXERCISE, seed, {c.name: c for c in plan.cases}, student, LiveExpected(EXERCISE, reference_runs(EXERCISE, seed))
+    )
     walked: list[str] = []
     comparable = ctx._comparable
 
@@ -44,7 +45,8 @@ def test_explained_and_reach_walk_the_cases_once(monkeypatch: pytest.MonkeyPatch
         variant = ctx.run_mistake(mistake, case)
         for key in keys:
             theirs, expected = mine.outputs.get(key), reference.outputs[key]
-            want_explained += theirs is not None and not same_as(theirs, expected) and \
-                same_as(theirs, variant.outputs.get(key))
+            want_explained += (
+                theirs is not None and not same_as(theirs, expected) and same_as(theirs, variant.outputs.get(key))
+            )
             want_reach += not _same_tight(variant.outputs.get(key), expected)
     assert (explained, reach) == (want_explained, want_reach) and explained > 0 and reach > 0

@@ -51,6 +51,7 @@ def test_scale_named_with_its_known_constant():
 
 def test_scale_named_by_a_size_of_the_case():
     """LayerNorm's dgamma divided by D (a mean instead of a sum over the features? no: dgamma / D)."""
+
     def backward(self, dout):
         dx = ref_norm.LayerNorm.backward(self, dout)
         self.dgamma = self.dgamma / dout.shape[-1]
@@ -63,6 +64,7 @@ def test_scale_named_by_a_size_of_the_case():
 
 def test_a_factor_in_some_cases_only_is_not_a_scale():
     """dx doubled on 2-D input only: the claim fails on the 3-D and 4-D cases, so it is not named there."""
+
     def backward(self, dout):
         dx = ref_act.Tanh.backward(self, dout)
         return 2.0 * dx if dout.ndim == 2 else dx
@@ -82,6 +84,7 @@ def test_offset_is_named():
 
 def test_region_names_the_side_of_zero():
     """ELU forward wrong for x <= 0 only (alpha e^x, the -1 forgotten; at 0 it gives alpha): right where x > 0."""
+
     def forward(self, x):
         self.x = np.array(x, dtype=np.float64)
         return np.where(self.x > 0, self.x, self.alpha * np.exp(np.minimum(self.x, 0.0)))
@@ -92,6 +95,7 @@ def test_region_names_the_side_of_zero():
 
 def test_region_names_a_skipped_tail():
     """Linear's forward leaves its last row at zero (a loop one short)."""
+
     def forward(self, x):
         y = ref_lin.Linear.forward(self, x)
         if y.ndim == 2 and y.shape[0] > 1:
@@ -104,6 +108,7 @@ def test_region_names_a_skipped_tail():
 
 def test_transpose_is_named():
     """dW returned transposed on top of the right values (a (in, out) gradient)."""
+
     def backward(self, dout):
         dx = ref_lin.Linear.backward(self, dout)
         self.dW = self.dW.T.copy()
@@ -125,14 +130,18 @@ def test_inplace_names_what_x_became():
     assert found.get("no_mutation") in ("relu-inplace", "generic-inplace")
 
 
-@pytest.mark.parametrize(("method", "family", "words"), [
-    ("none", "generic-none", "None"),
-    ("call", "generic-call", "argument missing"),
-    ("shape", "generic-shape", "shapes do not fit"),
-    ("key", "generic-key", "never stored"),
-])
+@pytest.mark.parametrize(
+    ("method", "family", "words"),
+    [
+        ("none", "generic-none", "None"),
+        ("call", "generic-call", "argument missing"),
+        ("shape", "generic-shape", "shapes do not fit"),
+        ("key", "generic-key", "never stored"),
+    ],
+)
 def test_crashes_named_by_their_cause(method, family, words):
     """Each crash family on a forward that crashes that way (only where the reference does not crash)."""
+
     def forward(self, x):
         self.x = np.array(x, dtype=np.float64)
         if method == "none":
@@ -160,22 +169,33 @@ def test_validation_named_from_the_students_own_raise():
 
     exercise, seed = "activations.Tanh", SEEDS[0]
     student = run_cases(exercise, variant_ns("activations"), seed)
-    student["cube"] = ScriptResult(error={"type": "ValueError", "message": "Tanh expects a 2-D input",
-                                          "where": "Tanh.forward", "traceback": '  File "activations.py", line 9,'
-                                          ' in forward\n    raise ValueError("Tanh expects a 2-D input")'})
+    student["cube"] = ScriptResult(
+        error={
+            "type": "ValueError",
+            "message": "Tanh expects a 2-D input",
+            "where": "Tanh.forward",
+            "traceback": '  File "activations.py", line 9,'
+            ' in forward\n    raise ValueError("Tanh expects a 2-D input")',
+        }
+    )
     plan = CHECKS[exercise].checked_plan(seed)
-    ctx = Context(exercise, seed, {c.name: c for c in plan.cases}, student,
-                  LiveExpected(exercise, reference_runs(exercise, seed)))
+    ctx = Context(
+        exercise, seed, {c.name: c for c in plan.cases}, student, LiveExpected(exercise, reference_runs(exercise, seed))
+    )
     found = ctx.diagnose("cube", [], match_error=True)
     assert found is not None and found.id == "generic-validation" and "valid input" in found.sentence
     student["cube"].error["traceback"] = '  File "activations.py", line 9, in forward\n    return np.tanh(x)'
-    ctx = Context(exercise, seed, {c.name: c for c in plan.cases}, student,
-                  LiveExpected(exercise, reference_runs(exercise, seed)))
+    ctx = Context(
+        exercise, seed, {c.name: c for c in plan.cases}, student, LiveExpected(exercise, reference_runs(exercise, seed))
+    )
     assert ctx.diagnose("cube", [], match_error=True) is None  # numpy's ValueError: not the student's check
-    student["cube"].error["traceback"] = ('  File "activations.py", line 9, in forward\n    return lin.forward(x)\n'
-                                          '  File "linear.py", line 30, in forward\n    raise ValueError("bad")')
-    ctx = Context(exercise, seed, {c.name: c for c in plan.cases}, student,
-                  LiveExpected(exercise, reference_runs(exercise, seed)))
+    student["cube"].error["traceback"] = (
+        '  File "activations.py", line 9, in forward\n    return lin.forward(x)\n'
+        '  File "linear.py", line 30, in forward\n    raise ValueError("bad")'
+    )
+    ctx = Context(
+        exercise, seed, {c.name: c for c in plan.cases}, student, LiveExpected(exercise, reference_runs(exercise, seed))
+    )
     assert ctx.diagnose("cube", [], match_error=True) is None  # another exercise's check, tripped by a wrong call
 
 
@@ -184,6 +204,7 @@ def test_validation_named_from_the_students_own_raise():
 
 def test_param_default_changed():
     """BatchNorm1d's default eps set to 1e-3: the cases that leave eps unset behave as eps = 0.001."""
+
     class Wrong(ref_norm.BatchNorm1d):
         def __init__(self, num_features, eps=1e-3, momentum=0.1):
             super().__init__(num_features, eps, momentum)
@@ -194,6 +215,7 @@ def test_param_default_changed():
 
 def test_param_read_another_way():
     """LeakyReLU reading negative_slope as 1 - slope everywhere it is given."""
+
     class Wrong(ref_act.LeakyReLU):
         def __init__(self, negative_slope=0.01):
             super().__init__(negative_slope if negative_slope == 0.01 else 1.0 - negative_slope)
@@ -232,12 +254,14 @@ def test_terms_coefficients():
         return dout * (ref_act._phi_cdf(x) - x * pdf)
 
     results = graded("activations", GELU=patched(ref_act.GELU, backward=backward))
-    assert_says(results, "generic-terms", "the term dout*x*phi(x) has the wrong sign; the other terms (dout*Phi(x))"
-                                          " are right")
+    assert_says(
+        results, "generic-terms", "the term dout*x*phi(x) has the wrong sign; the other terms (dout*Phi(x)) are right"
+    )
 
 
 def test_terms_factor_per_group():
     """RMSNorm's second term divided by RMS^2 more: wrong by a factor that changes from row to row."""
+
     def backward(self, dout):
         x, rms = self.cache["x"], self.cache["rms"]
         self.dgamma = (dout * self.cache["x_norm"]).reshape(-1, self.dim).sum(axis=0)
@@ -250,6 +274,7 @@ def test_terms_factor_per_group():
 
 def test_axes_of_the_variance_alone():
     """InstanceNorm2d's variance over every axis (its mean right)."""
+
     def forward(self, x):
         x = np.asarray(x, dtype=np.float64)
         mean = x.mean(axis=(2, 3), keepdims=True)
@@ -293,8 +318,13 @@ def test_a_claim_that_fails_on_another_case_is_not_named():
     exercise, seed = "activations.Sigmoid", SEEDS[0]
     ns = variant_ns("activations", Sigmoid=patched(ref_act.Sigmoid, backward=backward))
     plan = CHECKS[exercise].checked_plan(seed)
-    ctx = Context(exercise, seed, {c.name: c for c in plan.cases}, run_cases(exercise, ns, seed),
-                  LiveExpected(exercise, reference_runs(exercise, seed)))
+    ctx = Context(
+        exercise,
+        seed,
+        {c.name: c for c in plan.cases},
+        run_cases(exercise, ns, seed),
+        LiveExpected(exercise, reference_runs(exercise, seed)),
+    )
     claims = generic.scale_claims(ctx, "mat", ["dx"], None)
     assert claims and claims[0].predict("mat")["dx"] is not None
     assert not generic.holds(ctx, claims[0], "mat", ["dx"], 1e-9, 1e-11)
@@ -356,6 +386,7 @@ def test_generic_combined_with_a_catalogued_mistake_names_both():
 def test_right_values_of_the_wrong_dtype_get_no_generic_name():
     """float32 values (right to float32's precision) on one case: the check says the dtype; no setting, no factor is
     named (a claim must change one of the failing outputs, and a solved setting must reproduce the student)."""
+
     def forward(self, x):
         y = ref_norm.BatchNorm2d.forward(self, x)
         return y.astype(np.float32) if np.max(np.abs(x)) > 1e3 else y
@@ -369,11 +400,13 @@ def test_right_values_of_the_wrong_dtype_get_no_generic_name():
 def test_a_setting_is_named_only_when_every_case_with_it_is_wrong():
     """LayerNorm returning x in eval mode: wrong in every eval case, right in every other; never "except with
     normalized_shape=6", a setting most right cases have too."""
+
     def forward(self, x):
         y = ref_norm.LayerNorm.forward(self, x)
         return y if self.training else np.asarray(x, dtype=np.float64)
 
     results = graded("normalization", LayerNorm=patched(ref_norm.LayerNorm, forward=forward))
     said = messages(results, "generic-region")
-    assert said and said[0].startswith("Generic diagnosis generic-region: Your y is wrong in every case in eval mode"
-                                       " and right in every case without")
+    assert said and said[0].startswith(
+        "Generic diagnosis generic-region: Your y is wrong in every case in eval mode and right in every case without"
+    )

@@ -138,12 +138,16 @@ def test_partly_working_exercise_is_failed_not_not_implemented(tmp_path: Path) -
     assert 0 < relu.score < relu.max_score
 
 
-@pytest.mark.parametrize("fault, says", [
-    ("no-device", "no OpenCL device is installed"),
-    ("unknown-cpu", "unknown target CPU 'generic'"),  # PoCL's LLVM older than the CPU (a Zen 5)
-])
+@pytest.mark.parametrize(
+    "fault, says",
+    [
+        ("no-device", "no OpenCL device is installed"),
+        ("unknown-cpu", "unknown target CPU 'generic'"),  # PoCL's LLVM older than the CPU (a Zen 5)
+    ],
+)
 def test_a_machine_without_a_working_device_grades_kernels_not_graded(
-        solution: Path, monkeypatch: pytest.MonkeyPatch, fault: str, says: str) -> None:
+    solution: Path, monkeypatch: pytest.MonkeyPatch, fault: str, says: str
+) -> None:
     """The grader's fault is never the student's zero: not_graded, no score, the rest graded, exit status 2."""
     monkeypatch.setenv("GRADE_OPENCL_FAULT", fault)
     report = grade(solution, ["kernels.relu_forward", "activations.ReLU"], "alice", Limits(wall_s=10.0))
@@ -158,8 +162,9 @@ def test_a_machine_without_a_working_device_grades_kernels_not_graded(
     assert shown["score"] is None and shown["status"] == "not_graded" and says in shown["message"]
 
 
-def test_untouched_kernel_stubs_are_not_implemented_without_a_device(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_untouched_kernel_stubs_are_not_implemented_without_a_device(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A stub's empty body is read, not built: NOT_IMPLEMENTED even where no device builds anything."""
     folder = write_solution(tmp_path / "exercises")
     for stub in (ROOT / "exercises" / "kernels").glob("*.cl"):
@@ -247,24 +252,32 @@ def test_heavy_printing_is_reported_as_output_limit_reached() -> None:
     definition = CHECKS["activations.ReLU"]
     printed = ("debug value 42\n" * (limits.output_bytes // 15 + 1))[: limits.output_bytes]
     outcome = JobOutcome("activations.ReLU", "timeout", {}, "timed out after 10 s (infinite loop?)", printed, 10.0)
-    result = _exercise_result("activations.ReLU", 1, definition, [], outcome, LiveExpected("activations.ReLU", {}), limits)
+    result = _exercise_result(
+        "activations.ReLU", 1, definition, [], outcome, LiveExpected("activations.ReLU", {}), limits
+    )
     assert result.status == "timeout"
     assert result.message.startswith("output limit reached: your code printed more than")
     assert "infinite loop" not in result.message and "timed out after 10 s" in result.message
     quiet = JobOutcome("activations.ReLU", "timeout", {}, "timed out after 10 s (infinite loop?)", "step 1\n", 10.0)
-    assert _exercise_result("activations.ReLU", 1, definition, [], quiet, LiveExpected("activations.ReLU", {}), limits).message == \
-        "timed out after 10 s (infinite loop?)"
+    assert (
+        _exercise_result(
+            "activations.ReLU", 1, definition, [], quiet, LiveExpected("activations.ReLU", {}), limits
+        ).message
+        == "timed out after 10 s (infinite loop?)"
+    )
 
 
 def test_knock_on_failures_name_the_exercise_to_fix_first() -> None:
     from grader.student.engine.grading import _with_knock_on_note
     from grader.student.engine.model import ExerciseResult
 
-    deps = {"blocks.py": {"linear.py", "normalization.py", "activations.py", "dropout.py", "base.py"},
-            "approximation.py": {"linear.py", "optim.py", "activations.py", "base.py"}}
+    deps = {
+        "blocks.py": {"linear.py", "normalization.py", "activations.py", "dropout.py", "base.py"},
+        "approximation.py": {"linear.py", "optim.py", "activations.py", "base.py"},
+    }
     graded = [
         ExerciseResult("dropout.Dropout", "failed", 6.5, 10.0),
-        ExerciseResult("normalization.LayerNorm", "failed", 5.0, 10.0),   # imported file, not used by the block
+        ExerciseResult("normalization.LayerNorm", "failed", 5.0, 10.0),  # imported file, not used by the block
         ExerciseResult("linear.Linear", "passed", 10.0, 10.0),
         ExerciseResult("optim.AdamW", "timeout", 0.0, 10.0),
         ExerciseResult("blocks.MLPBlock", "failed", 4.0, 10.0, message="case x: it broke"),
@@ -276,19 +289,23 @@ def test_knock_on_failures_name_the_exercise_to_fix_first() -> None:
     assert by_id["blocks.MLPBlock"].message == (
         "blocks.MLPBlock uses your dropout.Dropout, which fails its own checks: fix that first.\n"
         "blocks.MLPBlock uses your activations.GELU, which is not implemented yet: implement that first.\n"
-        "case x: it broke")
+        "case x: it broke"
+    )
     assert by_id["blocks.fold_batchnorm"].message == ""  # neither Linear nor BatchNorm1d falls short
     assert by_id["approximation.fit_function"].message == (
         "approximation.fit_function imports your optim.py, where optim.AdamW times out: fix that first.\n"
         "approximation.fit_function imports your activations.py, where activations.GELU is not implemented yet:"
-        " implement that first.")
+        " implement that first."
+    )
     assert by_id["dropout.Dropout"].message == "" and by_id["linear.Linear"] is graded[2]
 
 
 def test_knock_on_note_end_to_end(tmp_path: Path) -> None:
     """A Dropout that keeps dropping in eval fails its own checks; MLPBlock, built on it, says to fix it first."""
     folder = write_solution(tmp_path / "exercises")
-    (folder / "dropout.py").write_text((folder / "dropout.py").read_text() + '''
+    (folder / "dropout.py").write_text(
+        (folder / "dropout.py").read_text()
+        + """
 
 class Dropout(Dropout):
     def forward(self, x):
@@ -297,13 +314,15 @@ class Dropout(Dropout):
 
     def backward(self, dout):
         return dout * self.mask
-''')
+"""
+    )
     report = grade(folder, ["dropout.Dropout", "blocks.MLPBlock", "linear.Linear"], "kim")
     by_id = {e.id: e for e in report.exercises}
     assert by_id["dropout.Dropout"].status == "failed"
     assert by_id["blocks.MLPBlock"].status == "failed"
     assert by_id["blocks.MLPBlock"].message.startswith(
-        "blocks.MLPBlock uses your dropout.Dropout, which fails its own checks: fix that first.")
+        "blocks.MLPBlock uses your dropout.Dropout, which fails its own checks: fix that first."
+    )
     assert by_id["linear.Linear"].status == "passed" and by_id["linear.Linear"].message == ""
 
 
@@ -313,13 +332,16 @@ def test_a_package_beyond_numpy_and_the_standard_library_is_refused_also_when_im
     """The static scan cannot see ``import_module("sci" + "py")``: the worker's import guard refuses it, one line."""
     folder = write_solution(tmp_path / "sol")
     source = (folder / "activations.py").read_text()
-    line = '        self.x = np.array(x, dtype=np.float64)\n        return np.maximum(self.x, 0.0)\n'
+    line = "        self.x = np.array(x, dtype=np.float64)\n        return np.maximum(self.x, 0.0)\n"
     assert line in source
-    (folder / "activations.py").write_text(source.replace(
-        line, '        __import__("importlib").import_module("sci" + "py")\n' + line, 1))
+    (folder / "activations.py").write_text(
+        source.replace(line, '        __import__("importlib").import_module("sci" + "py")\n' + line, 1)
+    )
     ex = grade(folder, ["activations.ReLU"], "s").exercises[0]
     assert ex.status == "error" and ex.score == 0
-    assert ex.message == ("importing 'scipy' from a submission is not allowed: only numpy and the Python standard "
-                          "library may be imported: this exercise scores zero")
+    assert ex.message == (
+        "importing 'scipy' from a submission is not allowed: only numpy and the Python standard "
+        "library may be imported: this exercise scores zero"
+    )
     (folder / "activations.py").write_text(source.replace(line, '        __import__("functools")\n' + line, 1))
     assert grade(folder, ["activations.ReLU"], "s").exercises[0].status == "passed"  # the standard library is fine

@@ -118,7 +118,10 @@ def test_scan_of_a_clean_folder_is_empty(folder: Path) -> None:
         ("from grader import ops\n", "grader"),
         ("mod = __import__('reference')\n", "reference"),
         ("import importlib\nm = importlib.import_module('grader.student.engine.compare')\n", "grader"),
-        ("from importlib import import_module\n\ndef f():\n    return import_module('reference.linear')\n", "reference"),
+        (
+            "from importlib import import_module\n\ndef f():\n    return import_module('reference.linear')\n",
+            "reference",
+        ),
     ],
 )
 def test_scan_reports_forbidden_imports(folder: Path, source: str, package: str) -> None:
@@ -149,13 +152,16 @@ def test_scan_accepts_lookalikes(folder: Path, source: str) -> None:
 
 
 def test_scan_refuses_packages_beyond_numpy_and_the_standard_library(folder: Path) -> None:
-    write(folder, "activations.py", "import math\nimport functools\nimport numpy as np\nfrom scipy.special import erf\n")
+    write(
+        folder, "activations.py", "import math\nimport functools\nimport numpy as np\nfrom scipy.special import erf\n"
+    )
     write(folder, "linear.py", "import references\n")  # starts like 'reference', is neither it nor allowed
     write(folder, "init.py", "import math, statistics\nfrom collections import abc\n")
     problems = scan_forbidden_imports(folder)
     assert problems["activations.py"] == (
         "activations.py line 4 imports 'scipy': a submission may import only numpy and the Python standard "
-        "library (math, functools, ...), so this file scores zero; remove the import")
+        "library (math, functools, ...), so this file scores zero; remove the import"
+    )
     assert "imports 'references': a submission may import only numpy" in problems["linear.py"]
     assert "init.py" not in problems
 

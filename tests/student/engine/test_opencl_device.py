@@ -54,7 +54,9 @@ class FakeCL:
 
 
 OCLGRIND = platform("Oclgrind", "OpenCL 1.2 (Oclgrind 21.10)", "Oclgrind Simulator")
-OLD_POCL = platform("Portable Computing Language", "OpenCL 3.0 PoCL 3.0-rc2  Linux, Release, LLVM 14.0.6", "pthread-AMD EPYC")
+OLD_POCL = platform(
+    "Portable Computing Language", "OpenCL 3.0 PoCL 3.0-rc2  Linux, Release, LLVM 14.0.6", "pthread-AMD EPYC"
+)
 NEW_POCL = platform("Portable Computing Language", "OpenCL 3.0 PoCL 3.1+debian  Linux, LLVM 15.0.6", "pthread-znver")
 
 
@@ -159,8 +161,9 @@ def test_a_cached_device_that_fails_now_is_skipped(monkeypatch: pytest.MonkeyPat
     assert probed == ["pthread-znver", "Oclgrind Simulator"]
 
 
-def test_a_worker_reads_the_entries_it_is_given_and_writes_no_cache(monkeypatch: pytest.MonkeyPatch,
-                                                                    own_cache: Path) -> None:
+def test_a_worker_reads_the_entries_it_is_given_and_writes_no_cache(
+    monkeypatch: pytest.MonkeyPatch, own_cache: Path
+) -> None:
     monkeypatch.setattr(opencl_device, "import_pyopencl", lambda: FakeCL(OLD_POCL, OCLGRIND))
     fake_probes(monkeypatch, {"pthread-AMD EPYC": GENERIC})
     key = opencl_device.installation_key(opencl_device.listed_devices(FakeCL(OLD_POCL, OCLGRIND)))
@@ -173,12 +176,18 @@ def test_a_worker_reads_the_entries_it_is_given_and_writes_no_cache(monkeypatch:
     assert json.loads(own_cache.read_text())[key]["position"] == [1, 0]
 
 
-@pytest.mark.parametrize("report", [
-    None, "x", {}, {"key": "../../etc", "position": [0, 0], "device": "d"},
-    {"key": "abcdef0123456789", "position": [0, -1], "device": "d"},
-    {"key": "abcdef0123456789", "position": [0, 0, 0], "device": "d"},
-    {"key": "abcdef0123456789", "position": [0, 0], "device": None},
-])
+@pytest.mark.parametrize(
+    "report",
+    [
+        None,
+        "x",
+        {},
+        {"key": "../../etc", "position": [0, 0], "device": "d"},
+        {"key": "abcdef0123456789", "position": [0, -1], "device": "d"},
+        {"key": "abcdef0123456789", "position": [0, 0, 0], "device": "d"},
+        {"key": "abcdef0123456789", "position": [0, 0], "device": None},
+    ],
+)
 def test_remember_ignores_what_is_not_a_choice(report: object, own_cache: Path) -> None:
     opencl_device.remember(report)
     assert not own_cache.exists()
@@ -243,10 +252,15 @@ def test_a_rehearsed_missing_device(monkeypatch: pytest.MonkeyPatch) -> None:
 # --- untouched stubs are read, not built ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("file, kernels", [
-    ("activations.cl", ["relu_forward", "relu_backward", "gelu_forward", "gelu_backward"]),
-    ("dropout.cl", ["dropout_forward"]), ("rmsnorm.cl", ["rmsnorm_forward"]), ("layernorm.cl", ["layernorm_forward"]),
-])
+@pytest.mark.parametrize(
+    "file, kernels",
+    [
+        ("activations.cl", ["relu_forward", "relu_backward", "gelu_forward", "gelu_backward"]),
+        ("dropout.cl", ["dropout_forward"]),
+        ("rmsnorm.cl", ["rmsnorm_forward"]),
+        ("layernorm.cl", ["layernorm_forward"]),
+    ],
+)
 def test_the_released_stubs_have_empty_bodies(file: str, kernels: list[str]) -> None:
     stub = (ROOT / "exercises" / "kernels" / file).read_text()
     solution = (ROOT / "reference" / "opencl" / file).read_text()
@@ -269,8 +283,9 @@ def test_an_empty_body_is_found_by_its_own_kernel() -> None:
     assert not kernel_body_is_empty("__kernel void a(__global float *x) {", "a")  # unbalanced: the build says why
 
 
-def test_ocl_icd_vendors_hides_every_platform_only_when_it_names_no_vendor(tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ocl_icd_vendors_hides_every_platform_only_when_it_names_no_vendor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """As the ICD loader reads it: a folder without .icd files or a missing path is no vendor (nothing is used,
     the reason names the variable); a folder of .icd files, or one vendor's library, leaves the listing as it is."""
     monkeypatch.delenv(opencl_device.VENDORS_VARIABLE, raising=False)
@@ -282,7 +297,9 @@ def test_ocl_icd_vendors_hides_every_platform_only_when_it_names_no_vendor(tmp_p
         reason = opencl_device.vendors_hidden()
         assert reason is not None and str(hidden) in reason
         choice = opencl_device.choose(use_cache=False)
-        assert choice.device is None and "OCL_ICD_VENDORS" in problem_of(choice) and "grade doctor" in problem_of(choice)
+        assert (
+            choice.device is None and "OCL_ICD_VENDORS" in problem_of(choice) and "grade doctor" in problem_of(choice)
+        )
     listed = tmp_path / "listed"
     listed.mkdir()
     (listed / "some.icd").write_text("libsome.so\n")
@@ -302,8 +319,11 @@ def test_the_survey_gives_every_device_its_verdict_and_chooses_as_choose_does(mo
     devices = opencl_device.listed_devices(cl)
     survey = opencl_device.survey()
     assert [t.label for t in survey.tried] == sorted(
-        (opencl_device.label_of(p, d) for _, _, p, d in devices), key=lambda label: label in {
-            opencl_device.label_of(p, d) for _, _, p, d in devices if opencl_device.is_simulator(p)})
+        (opencl_device.label_of(p, d) for _, _, p, d in devices),
+        key=lambda label: (
+            label in {opencl_device.label_of(p, d) for _, _, p, d in devices if opencl_device.is_simulator(p)}
+        ),
+    )
     assert survey.label == opencl_device.choose(use_cache=False).label
     assert survey.label == next(t.label for t in survey.tried if t.reason is None)
     if len(devices) >= 2:  # the first one broken: it is still listed, with its reason, and the next is chosen

@@ -67,7 +67,7 @@ def make_ns() -> types.SimpleNamespace:
         Mutator=Mutator,
         Weird=Weird,
         add=lambda a, b=0.0: np.asarray(a) + b,
-        make_fn=lambda k: (lambda x: k * np.asarray(x)),
+        make_fn=lambda k: lambda x: k * np.asarray(x),
         pair=lambda: (1.0, 2.0),
     )
     return types.SimpleNamespace(toy=topic)
@@ -172,8 +172,7 @@ def test_numgrad_matches_analytic_gradients() -> None:
             {"op": "call", "var": "m", "method": "backward", "args": [{"array": "dout"}], "out": "dx"},
             {"op": "get", "var": "m", "attr": "dw", "out": "dw"},
             {"op": "numgrad", "var": "m", "x": {"array": "x"}, "dout": {"array": "dout"}, "out": "num_dx"},
-            {"op": "numgrad", "var": "m", "x": {"array": "x"}, "dout": {"array": "dout"}, "out": "num_dw",
-             "wrt": "w"},
+            {"op": "numgrad", "var": "m", "x": {"array": "x"}, "dout": {"array": "dout"}, "out": "num_dw", "wrt": "w"},
             {"op": "get", "var": "m", "attr": "w", "out": "w_after"},
         ],
         {"x": x, "dout": dout},
@@ -186,9 +185,11 @@ def test_numgrad_matches_analytic_gradients() -> None:
 
 @pytest.mark.parametrize(
     "method, expected",
-    [("forward", "forward returned a list of str: expected a float64 array"),
-     ("none", "none returned None: a missing return? (expected a float64 array)"),
-     ("complex", "complex returned an array of complex128: expected a float64 array")],
+    [
+        ("forward", "forward returned a list of str: expected a float64 array"),
+        ("none", "none returned None: a missing return? (expected a float64 array)"),
+        ("complex", "complex returned an array of complex128: expected a float64 array"),
+    ],
 )
 def test_non_numeric_output_is_a_case_error(method: str, expected: str) -> None:
     res = run(
@@ -205,8 +206,9 @@ def test_non_numeric_output_is_a_case_error(method: str, expected: str) -> None:
 
 
 def test_ragged_output_is_a_case_error() -> None:
-    res = run([{"op": "new", "var": "m", "cls": "toy.Weird"},
-               {"op": "call", "var": "m", "method": "ragged", "out": "y"}])
+    res = run(
+        [{"op": "new", "var": "m", "cls": "toy.Weird"}, {"op": "call", "var": "m", "method": "ragged", "out": "y"}]
+    )
     assert res.error is not None and res.error["type"] == "BadOutputError"
     assert "expected a float64 array" in res.error["message"]
 
@@ -239,9 +241,11 @@ def test_a_warning_names_the_method_and_line_of_the_student_file(tmp_path) -> No
     from grader.student.engine.ops import warning_method, warnings_in
 
     source = tmp_path / "layers.py"
-    source.write_text("import numpy as np\n\n\nclass ELU:\n    def forward(self, x):\n        self.x = x\n"
-                      "        return np.where(x > 0, x, np.exp(np.minimum(x, 0)) - 1)\n\n"
-                      "    def backward(self, dout):\n        return np.where(self.x > 0, dout, dout * np.exp(self.x))\n")
+    source.write_text(
+        "import numpy as np\n\n\nclass ELU:\n    def forward(self, x):\n        self.x = x\n"
+        "        return np.where(x > 0, x, np.exp(np.minimum(x, 0)) - 1)\n\n"
+        "    def backward(self, dout):\n        return np.where(self.x > 0, dout, dout * np.exp(self.x))\n"
+    )
     spec = importlib.util.spec_from_file_location("layers_for_ops_test", source)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -250,7 +254,8 @@ def test_a_warning_names_the_method_and_line_of_the_student_file(tmp_path) -> No
     script: list[dict[str, Any]] = [
         {"op": "new", "var": "m", "cls": "layers.ELU"},
         {"op": "call", "var": "m", "method": "forward", "args": [{"array": "x"}], "out": "y"},
-        {"op": "call", "var": "m", "method": "backward", "args": [{"array": "x"}], "out": "dx"}]
+        {"op": "call", "var": "m", "method": "backward", "args": [{"array": "x"}], "out": "dx"},
+    ]
     res = run_script(ns, script, {"x": np.array([1e4, -1.0])})
     assert res.error is None and len(res.warnings) == 1
     assert res.warnings[0] == "RuntimeWarning: overflow encountered in exp (in ELU.backward, line 10 of layers.py)"
@@ -274,9 +279,7 @@ def test_malformed_scripts_raise_script_error(script: list[dict]) -> None:
 
 
 def test_targets_are_named_functions() -> None:
-    res = run(
-        [{"op": "target", "var": "f", "name": "sin_2pi"}, {"op": "eval_fn", "var": "f", "x": [0.25], "out": "v"}]
-    )
+    res = run([{"op": "target", "var": "f", "name": "sin_2pi"}, {"op": "eval_fn", "var": "f", "x": [0.25], "out": "v"}])
     assert res.outputs["v"].tolist() == pytest.approx([1.0])
     x = np.linspace(-1, 1, 7).reshape(1, 7)
     assert np.allclose(ops.TARGETS["softmax_rows"](x).sum(axis=-1), 1.0)
@@ -304,8 +307,10 @@ def test_traceback_keeps_only_the_student_frames(tmp_path, monkeypatch) -> None:
     ns = importlib.import_module("student_pkg_tb")
     res = run_script(
         ns,
-        [{"op": "new", "var": "m", "cls": "layers.Broken"},
-         {"op": "call", "var": "m", "method": "forward", "args": [{"array": "x"}], "out": "y"}],
+        [
+            {"op": "new", "var": "m", "cls": "layers.Broken"},
+            {"op": "call", "var": "m", "method": "forward", "args": [{"array": "x"}], "out": "y"},
+        ],
         {"x": np.zeros(3)},
     )
     assert res.error is not None and res.error["type"] == "ValueError"
@@ -359,10 +364,12 @@ def test_numgrad_shape_mismatch_is_a_numgrad_error_not_a_bad_output() -> None:
 
 def test_numpy_error_state_is_reset_for_each_script() -> None:
     with np.errstate(all="ignore"):
-        res = run([{"op": "new", "var": "m", "cls": "toy.Weird"},
-                   {"op": "call", "var": "m", "method": "warn", "out": "y"}])
+        res = run(
+            [{"op": "new", "var": "m", "cls": "toy.Weird"}, {"op": "call", "var": "m", "method": "warn", "out": "y"}]
+        )
     assert res.warnings and "overflow" in res.warnings[0]
     with np.errstate(all="raise"):
-        res = run([{"op": "new", "var": "m", "cls": "toy.Weird"},
-                   {"op": "call", "var": "m", "method": "warn", "out": "y"}])
+        res = run(
+            [{"op": "new", "var": "m", "cls": "toy.Weird"}, {"op": "call", "var": "m", "method": "warn", "out": "y"}]
+        )
     assert res.error is None and res.outputs["y"].tolist() == [np.inf]

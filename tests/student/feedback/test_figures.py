@@ -100,8 +100,10 @@ def test_a_huge_output_keeps_a_bounded_sample_heat_map_and_axis_summary() -> Non
     assert len(compact(figure)) < MAX_FIGURE_BYTES and len(compact(figures.hidden_view(figure))) < MAX_FIGURE_BYTES
     step = figure["axes"][1]["step"]
     assert step > 1 and figure["follows"] == {"axis": 1, "indices": [333 // step * step], "more": 0, "step": step}
-    assert f"follows axis 1: it is concentrated at the blocks of {step} indices starting at {333 // step * step}" \
+    assert (
+        f"follows axis 1: it is concentrated at the blocks of {step} indices starting at {333 // step * step}"
         in figure["summary"]
+    )
 
 
 def test_the_axis_the_error_follows_in_3d_and_an_even_error() -> None:
@@ -167,8 +169,11 @@ def test_a_hidden_figure_holds_no_expected_values_beyond_the_messages_first_pair
                 assert all("error" not in axis for axis in figure.get("axes", []))
                 if "heat" in figure:
                     assert figure["heat"]["measure"] == "relative error (power of ten)"
-                    assert all(v is None or (isinstance(v, int) and figures.DECADE_LOW <= v <= figures.DECADE_HIGH)
-                               for row in figure["heat"]["values"] for v in row)
+                    assert all(
+                        v is None or (isinstance(v, int) and figures.DECADE_LOW <= v <= figures.DECADE_HIGH)
+                        for row in figure["heat"]["values"]
+                        for v in row
+                    )
                 assert all(d is None or isinstance(d, int) for d in figure["decades"])
                 received, expected = first_pair(check.message)
                 assert figure["first"]["expected"] == pytest.approx(expected, rel=1e-5)
@@ -216,7 +221,12 @@ def test_no_expected_value_a_student_lacks_is_in_a_hidden_figure(hidden: GradeRe
                 secret = [e for e, d in zip(full["expected"], full["differs"], strict=True) if d and e is not None]
                 own = set(shown["received"])
             else:
-                secret = [e for s in full["series"] for e, d in zip(s["expected"], s["differs"], strict=True) if d and e is not None]
+                secret = [
+                    e
+                    for s in full["series"]
+                    for e, d in zip(s["expected"], s["differs"], strict=True)
+                    if d and e is not None
+                ]
                 own = {r for s in shown["series"] for r in s["received"]}
             secret = [e for e in secret if e != full["first"]["expected"] and not (e == round(e) and abs(e) <= 1000)]
             found = [n for n in numbers_in({k: v for k, v in shown.items() if k != "first"}) if n not in own]
@@ -262,9 +272,9 @@ def test_a_power_of_ten_is_never_narrower_than_the_error_itself() -> None:
         if k is None:
             continue
         rel = abs(r - e) / (abs(e) + 1e-8 / 1e-6)
-        assert 10 ** k <= rel * (1 + 1e-6) and rel < 10 ** (k + 1) * (1 + 1e-6)  # the band holds the truth
-        low, high = r / (1 + 10 ** (k + 1)), r / (1 + 10 ** k)  # expected values consistent with it, one side
-        assert abs(high - low) >= 0.9 * 10 ** k * abs(e) / (1 + 10 ** (k + 1))
+        assert 10**k <= rel * (1 + 1e-6) and rel < 10 ** (k + 1) * (1 + 1e-6)  # the band holds the truth
+        low, high = r / (1 + 10 ** (k + 1)), r / (1 + 10**k)  # expected values consistent with it, one side
+        assert abs(high - low) >= 0.9 * 10**k * abs(e) / (1 + 10 ** (k + 1))
 
 
 def test_the_biased_running_variance_shows_one_constant_factor_without_the_expected_values(
@@ -294,8 +304,9 @@ def test_the_biased_running_variance_shows_one_constant_factor_without_the_expec
     assert twin["public_case"] == {"mistake": "bn-biased-running-var"}
 
 
-def test_every_hidden_check_with_a_named_mistake_draws_the_public_case_where_it_fails_too(hidden: GradeReport,
-                                                                                          public: GradeReport) -> None:
+def test_every_hidden_check_with_a_named_mistake_draws_the_public_case_where_it_fails_too(
+    hidden: GradeReport, public: GradeReport
+) -> None:
     pairs = 0
     for hex_, pex in zip(hidden.exercises, public.exercises, strict=True):
         own = {c.name: c for c in pex.checks}
@@ -303,10 +314,15 @@ def test_every_hidden_check_with_a_named_mistake_draws_the_public_case_where_it_
             twin = (check.figure or {}).get("public")
             if twin is None:
                 own_check = own[check.name]
-                assert not (check.misconception and check.figure and check.figure.get("from_reference")
-                            and not own_check.passed and own_check.misconception == check.misconception
-                            and own_check.figure and own_check.figure["kind"] == check.figure["kind"]), \
-                    (hex_.id, check.name)
+                assert not (
+                    check.misconception
+                    and check.figure
+                    and check.figure.get("from_reference")
+                    and not own_check.passed
+                    and own_check.misconception == check.misconception
+                    and own_check.figure
+                    and own_check.figure["kind"] == check.figure["kind"]
+                ), (hex_.id, check.name)
                 continue
             pairs += 1
             theirs = own[check.name].figure
@@ -367,15 +383,21 @@ def test_differing_elements_are_crosses_not_only_another_colour() -> None:
     figure = figures.elements_figure(received, expected, 1e-6, 1e-8, title="t", key="y")
     assert figure is not None
     picture = drawing.figure_html(figure).split('<ul class="ng-legend">')[0]
-    assert picture.count('stroke-width="2.2"') == 2          # two crosses
-    assert picture.count("<circle") == 8                      # eight round markers
+    assert picture.count('stroke-width="2.2"') == 2  # two crosses
+    assert picture.count("<circle") == 8  # eight round markers
 
 
 def test_damaged_figure_data_shows_its_words_and_never_breaks_the_page(hidden: GradeReport) -> None:
     figure = dict(next(f for f in all_figures(hidden) if f["kind"] == "elements"))
     damage: dict[str, Any]
-    for damage in ({"received": None}, {"received": ["x", "y"]}, {"first": {}}, {"heat": {"values": [[]]}},
-                   {"differs": 3}, {"edges": []}):
+    for damage in (
+        {"received": None},
+        {"received": ["x", "y"]},
+        {"first": {}},
+        {"heat": {"values": [[]]}},
+        {"differs": 3},
+        {"edges": []},
+    ):
         broken = {**figure, **damage}
         fragment = drawing.figure_html(broken)
         assert figure["summary"].split(":")[0] in fragment
@@ -384,8 +406,14 @@ def test_damaged_figure_data_shows_its_words_and_never_breaks_the_page(hidden: G
 
 
 def test_text_from_student_code_is_escaped_in_the_page() -> None:
-    check = CheckResult("forward", False, 0.0, 1.0, 'ValueError: <script>alert("x")</script>',
-                        figure={"kind": "unknown", "summary": "<img src=x onerror=alert(1)>", "title": "t"})
+    check = CheckResult(
+        "forward",
+        False,
+        0.0,
+        1.0,
+        'ValueError: <script>alert("x")</script>',
+        figure={"kind": "unknown", "summary": "<img src=x onerror=alert(1)>", "title": "t"},
+    )
     page = format_html(GradeReport("<b>eve</b>", [ExerciseResult("activations.ReLU", "failed", 0, 1, [check])]))
     assert "<script>" not in page and "<img" not in page and "<b>eve" not in page
     assert "&lt;script&gt;" in page
@@ -395,7 +423,7 @@ def test_the_page_puts_known_mistakes_first(hidden: GradeReport) -> None:
     page = format_html(hidden)
     mistakes = page.index("Known mistakes in your code")
     assert mistakes < page.index("<table") < page.index('class="ng-check"')
-    assert "ln-batch-axis" in page[mistakes:page.index("<table")]
+    assert "ln-batch-axis" in page[mistakes : page.index("<table")]
     assert "http://" not in page.replace("http://www.w3.org/2000/svg", "") and "https://" not in page  # self-contained
 
 
@@ -408,7 +436,9 @@ def cli_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, hidden: GradeReport
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "exercises").mkdir()
-    monkeypatch.setattr("grader.course.grading.grade", lambda path, selectors, student, limits=None, workspace=None: hidden)
+    monkeypatch.setattr(
+        "grader.course.grading.grade", lambda path, selectors, student, limits=None, workspace=None: hidden
+    )
     return tmp_path
 
 
@@ -455,13 +485,15 @@ def test_an_unwritable_html_path_is_a_one_line_error_after_the_attempt_is_record
     assert (cli_env / ".grade" / "progress.db").exists()
 
 
-def test_the_handout_command_has_the_same_options(cli_env: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  hidden: GradeReport) -> None:
+def test_the_handout_command_has_the_same_options(
+    cli_env: Path, monkeypatch: pytest.MonkeyPatch, hidden: GradeReport
+) -> None:
     from grader.student import cli as student_cli
 
     monkeypatch.setattr("grader.student.engine.grading.grade", lambda *a, **k: hidden)
-    result = CliRunner().invoke(student_cli.cli, ["submit", "--json", "--arrays", "--html", "r.html"],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(
+        student_cli.cli, ["submit", "--json", "--arrays", "--html", "r.html"], catch_exceptions=False
+    )
     assert result.exit_code == 1 and '"figure"' in result.output and (cli_env / "r.html").exists()
     assert CliRunner().invoke(student_cli.cli, ["view", "--no-open"]).exit_code == 0
 
@@ -516,7 +548,9 @@ def test_a_course_server_hands_back_the_same_hidden_pictures_as_the_instructors_
     monkeypatch.setenv("NO_COLOR", "1")
     folder = write_solution(tmp_path / "leaky")
     code = folder / "activations.py"
-    code.write_text(code.read_text().replace("return np.maximum(self.x, 0.0)", "return np.maximum(self.x, 0.1 * self.x)"))
+    code.write_text(
+        code.read_text().replace("return np.maximum(self.x, 0.0)", "return np.maximum(self.x, 0.1 * self.x)")
+    )
     runner = CliRunner()
     args = ["submit", "activations.ReLU", "--path", str(folder), "--json", "--arrays"]
     local = runner.invoke(cli, [*args, "--local", "--student", "s1", "--db", str(tmp_path / "own.db")])
@@ -553,8 +587,16 @@ def test_a_course_server_hands_back_the_same_hidden_pictures_as_the_instructors_
 # A failing check draws no picture only where its failure has no numbers to draw: the code raised (a crash), an
 # error was expected and not raised, the values were right but the code warned, an attribute must be None, or
 # the check waits for the code it needs.
-MESSAGE_ONLY = (" raised ", "must raise", "nothing was raised", "must be None",
-                "not graded yet", "earns nothing yet", "not implemented yet", "only the warning costs")
+MESSAGE_ONLY = (
+    " raised ",
+    "must raise",
+    "nothing was raised",
+    "must be None",
+    "not graded yet",
+    "earns nothing yet",
+    "not implemented yet",
+    "only the warning costs",
+)
 
 
 def catalogue_exercises() -> list[str]:

@@ -57,14 +57,26 @@ def drawn(figure: dict[str, Any] | None) -> None:
 
 
 @SETTINGS
-@given(samples=odd_arrays(), bound=FLOATS, mean=FLOATS, std=FLOATS, kind=st.sampled_from(["normal", "uniform"]),
-       with_density=st.booleans())
-def test_histogram_of_any_samples(samples: np.ndarray, bound: float, mean: float, std: float, kind: str,
-                                  with_density: bool) -> None:
+@given(
+    samples=odd_arrays(),
+    bound=FLOATS,
+    mean=FLOATS,
+    std=FLOATS,
+    kind=st.sampled_from(["normal", "uniform"]),
+    with_density=st.booleans(),
+)
+def test_histogram_of_any_samples(
+    samples: np.ndarray, bound: float, mean: float, std: float, kind: str, with_density: bool
+) -> None:
     density = {"kind": kind, "mean": mean, "std": std} if with_density else None
     with np.errstate(all="ignore"):
-        statistic = {"name": "mean", "value": float(np.mean(samples)) if samples.size else 0.0, "expected": mean,
-                     "low": mean - 1, "high": mean + 1}
+        statistic = {
+            "name": "mean",
+            "value": float(np.mean(samples)) if samples.size else 0.0,
+            "expected": mean,
+            "low": mean - 1,
+            "high": mean + 1,
+        }
         drawn(figures.histogram_figure(samples, title="t", density=density, bounds=[bound], statistic=statistic))
 
 
@@ -86,8 +98,18 @@ def test_masks_fit_and_trajectory_of_any_arrays(received: np.ndarray) -> None:
         drawn(figures.fit_figure(grid, received, np.sin(grid), title="t", full_marks_error=1e-3))
         drawn(figures.fit_figure(np.linspace(0.0, 1.0, 7), received, np.zeros(7), title="t", full_marks_error=1e-3))
         steps = {"m_1": received, "m_2": received}
-        drawn(figures.trajectory_figure(steps, {k: np.zeros(received.shape) for k in steps}, list(steps), 1e-6, 1e-9,
-                                        title="t", carry=0.9, starts={"m": np.ones(received.shape)}))
+        drawn(
+            figures.trajectory_figure(
+                steps,
+                {k: np.zeros(received.shape) for k in steps},
+                list(steps),
+                1e-6,
+                1e-9,
+                title="t",
+                carry=0.9,
+                starts={"m": np.ones(received.shape)},
+            )
+        )
 
 
 def test_histogram_of_values_a_few_ulps_apart() -> None:

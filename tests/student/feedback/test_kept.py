@@ -19,8 +19,14 @@ from grader.student.feedback.kept import last_report_path, save_last_report, wri
 
 @pytest.fixture()
 def report() -> GradeReport:
-    check = CheckResult("forward", False, 0.0, 5.0, "first significant difference at [0]: 1.0 != 2.0",
-                        figure={"kind": "elements", "title": "forward", "summary": "1 of 4 differ", "data": {}})
+    check = CheckResult(
+        "forward",
+        False,
+        0.0,
+        5.0,
+        "first significant difference at [0]: 1.0 != 2.0",
+        figure={"kind": "elements", "title": "forward", "summary": "1 of 4 differ", "data": {}},
+    )
     return GradeReport("ada", [ExerciseResult("activations.ReLU", "failed", 5.0, 10.0, [check])], "abc")
 
 
@@ -33,8 +39,9 @@ def test_the_report_is_kept_beside_the_exercises_folder_with_its_figures(tmp_pat
     assert report_from_dict(json.loads(kept.read_text())) == report
 
 
-def test_a_report_that_cannot_be_kept_is_one_warning_line(tmp_path: Path, report: GradeReport,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_report_that_cannot_be_kept_is_one_warning_line(
+    tmp_path: Path, report: GradeReport, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / ".grade").write_text("a file where the folder goes")
     save_last_report(report, tmp_path / "exercises")
     err = capsys.readouterr().err
@@ -45,13 +52,16 @@ def test_the_page_is_written_or_a_one_line_usage_error(tmp_path: Path, report: G
     write_html_report(report, tmp_path / "page" / "report.html")
     assert (tmp_path / "page" / "report.html").read_text().startswith("<!DOCTYPE html>")
     (tmp_path / "notes.txt").write_text("a file, not a folder")
-    with pytest.raises(UsageError, match=r"^cannot write the web page to '.*notes.txt/r.html': .*: choose another --html FILE$"):
+    with pytest.raises(
+        UsageError, match=r"^cannot write the web page to '.*notes.txt/r.html': .*: choose another --html FILE$"
+    ):
         write_html_report(report, tmp_path / "notes.txt" / "r.html")
 
 
 @pytest.mark.parametrize("where", ["report.html", ".grade/last-report.html", "out/deep/r.html"])
-def test_the_page_links_to_the_section_in_the_text_beside_the_exercises(tmp_path: Path, report: GradeReport,
-                                                                         where: str) -> None:
+def test_the_page_links_to_the_section_in_the_text_beside_the_exercises(
+    tmp_path: Path, report: GradeReport, where: str
+) -> None:
     """`grade submit --html report.html` in the handout's folder wrote ../text/ (a folder above the handout)."""
     import re
     from urllib.parse import urldefrag
@@ -67,7 +77,8 @@ def test_the_page_links_to_the_section_in_the_text_beside_the_exercises(tmp_path
 
 
 def test_a_remote_submission_keeps_its_report_and_a_bad_html_path_is_one_line_exit_2(
-        tmp_path: Path, report: GradeReport, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, report: GradeReport, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
     (tmp_path / "exercises").mkdir()
     (tmp_path / "notes.txt").write_text("a file, not a folder")

@@ -34,12 +34,17 @@ CHAPTERS = ("activations", "normalization", "initialisation", "dropout-weight-de
 
 def practice_quiz(chapter: str) -> PracticeQuiz:
     """A two-question practice quiz: one choice (the right one is the second), one number (0.25 +- 0.01)."""
-    single = PracticeQuestion("momentum", "single", "Which variance updates BatchNorm's running_var?",
-                              (Choice("a", "the biased one (1/m)"), Choice("b", "the unbiased one (1/(m-1))")),
-                              salt=new_salt())
+    single = PracticeQuestion(
+        "momentum",
+        "single",
+        "Which variance updates BatchNorm's running_var?",
+        (Choice("a", "the biased one (1/m)"), Choice("b", "the unbiased one (1/(m-1))")),
+        salt=new_salt(),
+    )
     single.sealed = seal("m/(m-1) turns the biased batch variance into the unbiased one.", ["choice:b"], single.salt)
-    number = PracticeQuestion("keep", "numeric", "Dropout with p = 0.75 keeps which fraction?", tolerance=0.01,
-                              salt=new_salt())
+    number = PracticeQuestion(
+        "keep", "numeric", "Dropout with p = 0.75 keeps which fraction?", tolerance=0.01, salt=new_salt()
+    )
     bins = canonical_answers(number, "0.25")  # the bins around 0.25; the middle one is 0.25's own
     number.sealed = seal("1 - p of the elements are kept.", [bins[len(bins) // 2]], number.salt)
     return PracticeQuiz(chapter, f"Checkpoint: {chapter}", [single, number])
@@ -100,8 +105,9 @@ def test_grade_magic_grades_through_the_pipeline_records_and_renders(shell: Any,
     html = feedback._repr_html_()
     assert "<style>" in html and "<html" not in html and 'role="img"' in html and "bn-biased-running-var" in html
     assert "FAILED" in str(feedback) and "running_var" in str(feedback)
-    assert str(feedback).splitlines()[0] == ("Graded here on the public checks: nothing handed in "
-                                             "(not logged in to a course server).")
+    assert str(feedback).splitlines()[0] == (
+        "Graded here on the public checks: nothing handed in (not logged in to a course server)."
+    )
     assert html.startswith("<p><strong>Graded here on the public checks")
     with Store.open(handout / ".grade" / "progress.db") as store:  # recorded as grade submit records
         rows = store.db.execute("select exercise, score from submissions where student = 'ada'").fetchall()
@@ -110,7 +116,9 @@ def test_grade_magic_grades_through_the_pipeline_records_and_renders(shell: Any,
 
 
 def test_grade_magic_submits_through_the_one_submit_of_both_command_lines(
-    shell: Any, handout: Path, monkeypatch: pytest.MonkeyPatch,
+    shell: Any,
+    handout: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """%grade decides and grades as `grade submit` does: through grader.student.submit.submit (no copy of its
     local or remote path), asked to return the report rather than print it."""
@@ -130,14 +138,20 @@ def test_grade_magic_submits_through_the_one_submit_of_both_command_lines(
     assert len(calls) == 1 and calls[0]["show"] is False and calls[0]["local"] is True  # no --hand-in: here
 
 
-@pytest.mark.parametrize("line, words", [
-    ("BatchNorm --packs packs", "Did you mean"),
-    ("normalization.BatchNorm1d --packs", "--packs needs a value"),
-    ("normalization.BatchNorm1d --fast", "unknown option '--fast'"),
-    ("normalization.BatchNorm1d --local --fast", "takes --path, --student, --packs, --no-sandbox, --local and --hand-in"),
-    ("normalization.BatchNorm1d --path nowhere --packs packs", "no exercises folder"),
-    ('normalization.BatchNorm1d "unclosed', "cannot read"),
-])
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("BatchNorm --packs packs", "Did you mean"),
+        ("normalization.BatchNorm1d --packs", "--packs needs a value"),
+        ("normalization.BatchNorm1d --fast", "unknown option '--fast'"),
+        (
+            "normalization.BatchNorm1d --local --fast",
+            "takes --path, --student, --packs, --no-sandbox, --local and --hand-in",
+        ),
+        ("normalization.BatchNorm1d --path nowhere --packs packs", "no exercises folder"),
+        ('normalization.BatchNorm1d "unclosed', "cannot read"),
+    ],
+)
 def test_bad_grade_lines_are_one_line_problems(shell: Any, line: str, words: str) -> None:
     answer = shell.run_line_magic("grade", line)
     assert isinstance(answer, notebook.Problem) and words in answer.message and "\n" not in answer.message
@@ -158,14 +172,14 @@ def test_quiz_form_checks_answers_with_widgets(handout: Path) -> None:
     form = notebook.quiz("normalization", handout / "quizzes")
     assert isinstance(form, notebook.QuizForm) and not form.judge.recorded
     radio = form.controls["momentum"]
-    radio.value = "1"                       # wrong: one try left
+    radio.value = "1"  # wrong: one try left
     verdict = form.check("momentum")
     assert verdict.correct is False and verdict.more_tries and "Try again" in form.outputs["momentum"].value
     radio.value = "2"
-    form.buttons["momentum"].click()        # the Check button, as a student clicks it
+    form.buttons["momentum"].click()  # the Check button, as a student clicks it
     assert "✔ Right. m/(m-1)" in form.outputs["momentum"].value and form.buttons["momentum"].disabled
     text = form.controls["keep"]
-    text.value = "a quarter"                # unreadable: said, and no try spent
+    text.value = "a quarter"  # unreadable: said, and no try spent
     assert isinstance(form.judge, notebook.PracticeJudge)
     assert form.check("keep").correct is None and form.judge.tries["keep"] == 0
     text.value = "0.25"
@@ -188,18 +202,21 @@ def test_quiz_without_ipywidgets_asks_in_text(handout: Path, monkeypatch: pytest
 
 
 def test_the_chapter_notebook_runs_in_a_kernel_and_its_report_reads_in_the_browser(
-    handout: Path, browser: Any,  # noqa: F811
+    handout: Path,
+    browser: Any,  # noqa: F811
 ) -> None:
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     nb = nbformat.read(handout / "normalization.ipynb", as_version=4)
     # the handout's packs are installed with its grader; here they lie in packs/ beside the notebook
-    setup = nbformat.v4.new_code_cell("import grader.student.feedback.notebook as _nb, pathlib\n"
-                                      "_nb.PACKS_DEFAULT = pathlib.Path('packs')")
+    setup = nbformat.v4.new_code_cell(
+        "import grader.student.feedback.notebook as _nb, pathlib\n_nb.PACKS_DEFAULT = pathlib.Path('packs')"
+    )
     nb.cells.insert(1, setup)
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(handout)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(handout)}}
+    ).execute()
     cells = {c.source: c for c in nb.cells if c.cell_type == "code"}
     graded = cells["%grade normalization.BatchNorm1d"]
     assert not [o for o in graded.outputs if o.output_type == "error"]
@@ -208,9 +225,11 @@ def test_the_chapter_notebook_runs_in_a_kernel_and_its_report_reads_in_the_brows
     quiz = cells["%quiz normalization"]
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in quiz.outputs)
     page = handout / "notebook-output.html"
-    page.write_text('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport"'
-                    ' content="width=device-width, initial-scale=1"><title>notebook output</title></head>'
-                    f"<body>{html}</body></html>")
+    page.write_text(
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport"'
+        ' content="width=device-width, initial-scale=1"><title>notebook output</title></head>'
+        f"<body>{html}</body></html>"
+    )
     ARTIFACTS.mkdir(exist_ok=True)
     for width in WIDTHS:
         context = browser.new_context(viewport={"width": width, "height": 900})
@@ -268,8 +287,10 @@ def test_grade_magic_hands_in_when_logged_in_and_says_so_first(shell: Any, hando
         save_login(Login(server.url, tokens["ann"], "ann"))  # $GRADE_CONFIG: a test's own file (conftest)
         plain = shell.run_line_magic("grade", "normalization.BatchNorm1d --packs packs")
         assert isinstance(plain, notebook.Feedback), plain
-        assert str(plain).splitlines()[0] == ("Graded here on the public checks: nothing handed in (logged in: add "
-                                              "--hand-in to the %grade line to hand in).")
+        assert str(plain).splitlines()[0] == (
+            "Graded here on the public checks: nothing handed in (logged in: add "
+            "--hand-in to the %grade line to hand in)."
+        )
         with Store.open(db) as store:
             assert store.submissions(student="ann") == []  # running the notebook handed nothing in
         handed = shell.run_line_magic("grade", "activations.ReLU --hand-in")

@@ -56,7 +56,9 @@ def test_best_score_last_status_and_next_exercise(store: Store) -> None:
     summary = progress.summarize(store, "alice", EXERCISES, [], "grade submit --path mine")
     acts = summary.chapters[0].exercises
     assert [(e.id, e.best_score, e.last_status, e.attempts) for e in acts] == [
-        ("activations.ReLU", 10.0, "passed", 1), ("activations.GELU", 6.0, "error", 2)]
+        ("activations.ReLU", 10.0, "passed", 1),
+        ("activations.GELU", 6.0, "error", 2),
+    ]
     assert summary.chapters[1].exercises[0].attempts == 0  # bob's attempt is not alice's
     assert summary.score == 16.0
     assert round(summary.percent, 4) == round(100 * 16 / 30, 4)
@@ -123,8 +125,15 @@ def test_cli_progress_text_and_json(course: Path) -> None:
     assert doc["student"] == "alice" and doc["score"] == 4.0 and doc["max_score"] == 30.0
     assert [c["name"] for c in doc["chapters"]] == ["activations", "normalization", "initialisation"]
     layer = doc["chapters"][1]["exercises"][0]
-    assert layer == {"id": "normalization.LayerNorm", "best_score": 4.0, "max_score": 10.0,
-                     "last_status": "failed", "attempts": 1, "latest_score": 4.0, "late": False}
+    assert layer == {
+        "id": "normalization.LayerNorm",
+        "best_score": 4.0,
+        "max_score": 10.0,
+        "last_status": "failed",
+        "attempts": 1,
+        "latest_score": 4.0,
+        "late": False,
+    }
     assert doc["chapters"][1]["quiz"]["complete"] is False
     assert doc["next"].startswith("activations.ReLU")
 

@@ -30,13 +30,19 @@ DIFF = "running_var differs at [2]: received 0.81, expected 0.9"
 @pytest.fixture
 def catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
     """One known mistake registered for reports (as the mistake catalogue or a case pack registers them)."""
-    monkeypatch.setitem(diagnosis.KNOWN, "bn-biased-running-var",
-                        diagnosis.KnownMistake("bn-biased-running-var", "normalization.BatchNorm1d", SENTENCE, FIX))
+    monkeypatch.setitem(
+        diagnosis.KNOWN,
+        "bn-biased-running-var",
+        diagnosis.KnownMistake("bn-biased-running-var", "normalization.BatchNorm1d", SENTENCE, FIX),
+    )
 
 
 def sample_report() -> GradeReport:
     bn = ExerciseResult(
-        "normalization.BatchNorm1d", "failed", 8.0, 10.0,
+        "normalization.BatchNorm1d",
+        "failed",
+        8.0,
+        10.0,
         [
             CheckResult("forward_train", True, 6.0, 6.0, "ok"),
             CheckResult("running_var_ema", False, 0.0, 2.0, DIFF, "bn-biased-running-var"),
@@ -45,11 +51,18 @@ def sample_report() -> GradeReport:
     )
     relu = ExerciseResult("activations.ReLU", "passed", 10.0, 10.0, [CheckResult("forward", True, 10.0, 10.0)])
     gelu = ExerciseResult(
-        "activations.GELU", "not_implemented", 0.0, 10.0,
+        "activations.GELU",
+        "not_implemented",
+        0.0,
+        10.0,
         [CheckResult("forward", False, 0.0, 10.0, "NotImplementedError")],
     )
     crash = ExerciseResult(
-        "dropout.Dropout", "error", 0.0, 10.0, [],
+        "dropout.Dropout",
+        "error",
+        0.0,
+        10.0,
+        [],
         message="The child process crashed (exit code -11) while running dropout.Dropout.",
         output="\n".join(f"debug line {i}" for i in range(30)),
     )
@@ -84,8 +97,10 @@ def test_a_named_mistake_offers_its_concepts_practice_in_the_text_and_the_page(c
     from grader.student.feedback.report_html import format_html
 
     text = format_text(sample_report())
-    offer = ("Practice this (not graded, no attempts spent): BatchNorm's running statistics and momentum. "
-             "Run `grade practice`.")
+    offer = (
+        "Practice this (not graded, no attempts spent): BatchNorm's running statistics and momentum. "
+        "Run `grade practice`."
+    )
     assert text.count(offer) == 1  # the BatchNorm1d's mistake; the crash names none, the others passed or wait
     assert text.index("Read §normalization.batchnorm-running-stats") < text.index(offer)  # the mistake's section
     page = format_html(sample_report())
@@ -104,10 +119,18 @@ def test_a_mistake_named_by_several_checks_is_printed_once(catalogue: None) -> N
 
 def test_diagnosis_not_repeated_when_the_message_carries_it(catalogue: None) -> None:
     message = f"Known mistake bn-biased-running-var: {SENTENCE} Fix: {FIX}\n{DIFF}"
-    report = GradeReport("bob", [ExerciseResult(
-        "normalization.BatchNorm1d", "failed", 8.0, 10.0,
-        [CheckResult("running_var_ema", False, 0.0, 2.0, message, "bn-biased-running-var")],
-    )])
+    report = GradeReport(
+        "bob",
+        [
+            ExerciseResult(
+                "normalization.BatchNorm1d",
+                "failed",
+                8.0,
+                10.0,
+                [CheckResult("running_var_ema", False, 0.0, 2.0, message, "bn-biased-running-var")],
+            )
+        ],
+    )
     text = format_text(report)
     assert text.count(SENTENCE) == 1 and text.count(FIX) == 1
     assert text.index(SENTENCE) < text.index(DIFF)
@@ -117,8 +140,10 @@ def test_unknown_mistake_id_is_still_named(monkeypatch: pytest.MonkeyPatch) -> N
     fake = types.ModuleType("grader.mistakes")
     vars(fake)["CATALOGUE"] = {}
     monkeypatch.setitem(sys.modules, "grader.mistakes", fake)
-    report = GradeReport("bob", [ExerciseResult(
-        "x.Y", "failed", 0.0, 10.0, [CheckResult("c", False, 0.0, 10.0, "differs", "some-mistake")])])
+    report = GradeReport(
+        "bob",
+        [ExerciseResult("x.Y", "failed", 0.0, 10.0, [CheckResult("c", False, 0.0, 10.0, "differs", "some-mistake")])],
+    )
     text = format_text(report)
     assert text.index("Likely mistake: some-mistake.") < text.index("differs")
 
@@ -209,13 +234,19 @@ def test_write_json_and_error_document(tmp_path: Path) -> None:
 
 
 def test_a_shared_traceback_is_printed_once_and_a_failed_exercise_shows_its_output() -> None:
-    crash = ('BatchNorm1d.forward raised ValueError: bad shape\n'
-             '  File "normalization.py", line 12, in forward\n    mu = x.mean(axis=3)')
+    crash = (
+        "BatchNorm1d.forward raised ValueError: bad shape\n"
+        '  File "normalization.py", line 12, in forward\n    mu = x.mean(axis=3)'
+    )
     checks = [CheckResult(f"check_{i}", False, 0.0, 1.0, f"case {i}: {crash}") for i in range(13)]
-    checks.append(CheckResult("other", False, 0.0, 1.0,
-                              'x raised KeyError: 1\n  File "normalization.py", line 40, in backward\n    c[1]'))
-    ex = ExerciseResult("normalization.BatchNorm1d", "failed", 0.0, 14.0, checks,
-                        output="step 1\nstep 2\nmy debug print: var = 0.25\n")
+    checks.append(
+        CheckResult(
+            "other", False, 0.0, 1.0, 'x raised KeyError: 1\n  File "normalization.py", line 40, in backward\n    c[1]'
+        )
+    )
+    ex = ExerciseResult(
+        "normalization.BatchNorm1d", "failed", 0.0, 14.0, checks, output="step 1\nstep 2\nmy debug print: var = 0.25\n"
+    )
     text = format_text(GradeReport("ann", [ex]))
     assert text.count('File "normalization.py", line 12, in forward') == 1
     assert text.count("(the same traceback as above)") == 12
@@ -245,8 +276,15 @@ def test_further_mistakes_travel_in_json_and_on_the_wire() -> None:
     from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
     from grader.student.client.wire import report_from_dict, report_to_dict
 
-    two = CheckResult("running_var", False, 0.0, 0.75, "Known mistake a: ...\nAnd also: Known mistake b: ...",
-                      "bn-momentum-inverted", also=["bn-biased-running-var"])
+    two = CheckResult(
+        "running_var",
+        False,
+        0.0,
+        0.75,
+        "Known mistake a: ...\nAnd also: Known mistake b: ...",
+        "bn-momentum-inverted",
+        also=["bn-biased-running-var"],
+    )
     one = CheckResult("forward", False, 0.0, 1.0, "Known mistake c: ...", "bn-eps-outside-sqrt")
     assert two.to_json()["also"] == ["bn-biased-running-var"] and "also" not in one.to_json()
     report = GradeReport("s", [ExerciseResult("normalization.BatchNorm1d", "failed", 0.0, 10.0, [two, one])])
@@ -256,18 +294,33 @@ def test_further_mistakes_travel_in_json_and_on_the_wire() -> None:
 
 # --- one cause, one box ------------------------------------------------------------------------------------
 
-BUILD = ("kernels/activations.cl does not build; the compiler says:\n"
-         "error: kernels/activations.cl:229:2: unknown type name 'this'\n  line 229: this is not C;")
-KERNELS = ["kernels.relu_forward", "kernels.relu_backward", "kernels.gelu_forward", "kernels.gelu_backward",
-           "kernels.dropout_forward", "kernels.rmsnorm_forward", "kernels.layernorm_forward"]
+BUILD = (
+    "kernels/activations.cl does not build; the compiler says:\n"
+    "error: kernels/activations.cl:229:2: unknown type name 'this'\n  line 229: this is not C;"
+)
+KERNELS = [
+    "kernels.relu_forward",
+    "kernels.relu_backward",
+    "kernels.gelu_forward",
+    "kernels.gelu_backward",
+    "kernels.dropout_forward",
+    "kernels.rmsnorm_forward",
+    "kernels.layernorm_forward",
+]
 
 
 def kernel_report() -> GradeReport:
     """Seven kernel exercises failing for one cause: the file does not build (in every check's message too)."""
     exercises = [
-        ExerciseResult(k, "error", 0.0, 10.0,
-                       [CheckResult(name, False, 0.0, 2.5, BUILD) for name in ("values", "zeros", "small_n", "guard")],
-                       f"case 'main': {BUILD}", output="2 errors generated.\n")
+        ExerciseResult(
+            k,
+            "error",
+            0.0,
+            10.0,
+            [CheckResult(name, False, 0.0, 2.5, BUILD) for name in ("values", "zeros", "small_n", "guard")],
+            f"case 'main': {BUILD}",
+            output="2 errors generated.\n",
+        )
         for k in KERNELS
     ]
     crash = CheckResult("forward", False, 0.0, 10.0, "ReLU.forward raised ValueError: bad shape")
@@ -277,8 +330,9 @@ def kernel_report() -> GradeReport:
 def test_one_cause_of_many_exercises_is_said_once_in_the_text() -> None:
     text = format_text(kernel_report())
     assert text.count("line 229: this is not C;") == 1  # the compiler log once, for 7 exercises and 28 checks
-    assert f"One cause behind 7 exercises ({', '.join(KERNELS)}, and their checks values, zeros, small_n, guard):" \
-        in text
+    assert (
+        f"One cause behind 7 exercises ({', '.join(KERNELS)}, and their checks values, zeros, small_n, guard):" in text
+    )
     pointer = "(the same cause as kernels.relu_forward above: kernels/activations.cl does not build)"
     assert text.count(pointer) == 6
     assert text.count("- values, zeros, small_n, guard (0/10): the same cause as above") == 7
@@ -308,8 +362,9 @@ def test_checks_failing_with_one_message_are_one_entry_and_different_messages_st
     checks = [CheckResult(n, False, 0.0, 1.0, waiting) for n in ("numgrad", "no_mutation", "shape_dtype")]
     checks.append(CheckResult("forward", False, 0.0, 7.0, "y differs at 3"))
     ex = ExerciseResult("normalization.BatchNorm1d", "failed", 0.0, 10.0, checks)
-    other = ExerciseResult("normalization.LayerNorm", "failed", 0.0, 10.0,
-                           [CheckResult("forward", False, 0.0, 10.0, "y differs at 5")])
+    other = ExerciseResult(
+        "normalization.LayerNorm", "failed", 0.0, 10.0, [CheckResult("forward", False, 0.0, 10.0, "y differs at 5")]
+    )
     text = format_text(GradeReport("lee", [ex, other]))
     assert text.count(waiting) == 1 and "- numgrad, no_mutation, shape_dtype (0/3)" in text
     assert "y differs at 3" in text and "y differs at 5" in text and "One cause" not in text
@@ -319,7 +374,9 @@ def test_machine_faults_shared_by_exercises_are_said_once() -> None:
     reason = "no OpenCL device builds a kernel here: `grade doctor` shows what is missing"
     report = GradeReport("nia", [ExerciseResult(k, "not_graded", 0.0, 10.0, [], reason) for k in KERNELS[:3]])
     text = format_text(report)
-    assert text.count("One cause behind 3 exercises (kernels.relu_forward, kernels.relu_backward,"
-                      " kernels.gelu_forward):") == 1
+    assert (
+        text.count("One cause behind 3 exercises (kernels.relu_forward, kernels.relu_backward, kernels.gelu_forward):")
+        == 1
+    )
     assert text.count(f"(the same cause as kernels.relu_forward above: {reason})") == 2
     assert text.rstrip().splitlines()[-2].startswith("NOT_GRADED: 3 exercise(s)")

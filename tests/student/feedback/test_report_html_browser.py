@@ -103,7 +103,8 @@ def test_the_report_page_reads_at_this_width(browser: Any, pages: dict[str, Path
         names = page.eval_on_selector_all(
             "svg[role=img]",
             "els => els.map(e => e.getAttribute('aria-labelledby').split(' ')"
-            "  .map(id => (document.getElementById(id) || {}).textContent || '').join(' ').trim())")
+            "  .map(id => (document.getElementById(id) || {}).textContent || '').join(' ').trim())",
+        )
         assert len(names) >= 40 and all(len(n) > 20 for n in names)
         assert page.evaluate(LAYOUT_JS, ".ng-report") == []
         assert page.evaluate(MIDWORD_JS, ".ng-report .ng-id") == []
@@ -167,7 +168,8 @@ def test_a_label_on_a_line_and_a_name_broken_mid_word_are_caught(browser: Any, t
 
 
 def test_the_dashboards_student_page_draws_the_expected_values_of_hidden_checks(
-    browser: Any, tmp_path_factory: pytest.TempPathFactory  # noqa: F811
+    browser: Any,
+    tmp_path_factory: pytest.TempPathFactory,  # noqa: F811
 ) -> None:
     """An upload recorded as the server records it (hidden checks: the student's figure and the full one) is
     drawn on the instructor's page of that student with the expected values, at 1280 and 390 px, held to the same
@@ -200,7 +202,9 @@ def test_the_dashboards_student_page_draws_the_expected_values_of_hidden_checks(
                 assert latest.locator(".pictures li", has_text="expected (dashed, hollow squares)").count() >= 1
                 latest.locator(".pictures h4").first.scroll_into_view_if_needed()
                 watched.page.screenshot(path=str(ARTIFACTS / f"dashboard-student-pictures-{width}.png"))
-                chart = watched.page.locator("h3", has_text="Exercise total over time").locator("xpath=following-sibling::div[1]")
+                chart = watched.page.locator("h3", has_text="Exercise total over time").locator(
+                    "xpath=following-sibling::div[1]"
+                )
                 chart.screenshot(path=str(ARTIFACTS / f"dashboard-student-total-{width}.png"))
                 assert watched.overflow() <= 0
                 assert watched.page.evaluate(LAYOUT_JS, "main") == []

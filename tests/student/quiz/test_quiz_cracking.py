@@ -18,9 +18,24 @@ from grader.student.quiz.practice import PracticeQuestion, load_practice, open_s
 
 ROOT = Path(__file__).resolve().parents[3]
 QUIZ_DIR = ROOT / "quizzes"
-FORMULAS = ["x*Phi(x)", "x*phi(x)", "x*sigmoid(x)", "sigmoid(z)*(1-sigmoid(z))", "1-tanh(z)^2", "2/n_in",
-            "1/n_in", "2/(n_in+n_out)", "sqrt(2/n_in)", "x/2*(1+erf(x/sqrt(2)))", "sech(z)^2", "L-infinity norm",
-            "sup norm", "1/(1-p)", "1-p", "p/(1-p)"]
+FORMULAS = [
+    "x*Phi(x)",
+    "x*phi(x)",
+    "x*sigmoid(x)",
+    "sigmoid(z)*(1-sigmoid(z))",
+    "1-tanh(z)^2",
+    "2/n_in",
+    "1/n_in",
+    "2/(n_in+n_out)",
+    "sqrt(2/n_in)",
+    "x/2*(1+erf(x/sqrt(2)))",
+    "sech(z)^2",
+    "L-infinity norm",
+    "sup norm",
+    "1/(1-p)",
+    "1-p",
+    "p/(1-p)",
+]
 STUDENTS = [f"student{i}@example.org" for i in range(3)]
 
 
@@ -63,8 +78,13 @@ def crack(question: PracticeQuestion, practice_answer: float | None) -> Any:
 
 
 def practice_value(question: quiz_lib.Question) -> float:
-    values = posing.draw_values({n: s.values for n, s in quiz_lib.params_lib.parse_specs(question.params).items()},
-                                posing.PRACTICE_STUDENT, question.chapter, question.id, question.practice)
+    values = posing.draw_values(
+        {n: s.values for n, s in quiz_lib.params_lib.parse_specs(question.params).items()},
+        posing.PRACTICE_STUDENT,
+        question.chapter,
+        question.id,
+        question.practice,
+    )
     call = quiz_lib.params_lib.parse_reference(question.reference, set(values))
     return quiz_lib.params_lib.reference_answer(call, values)
 
@@ -83,7 +103,9 @@ def test_nothing_cracked_from_the_handout_raises_a_graded_score(handout: Path) -
             found = crack(hq, practice_value(q) if q.parameterised else None)
             if found is not None:
                 recovered[(locked.chapter, q.id)] = found
-    parameterised = {(q.chapter, q.id) for quiz in quiz_lib.load_all(QUIZ_DIR) for q in quiz.questions if q.parameterised}
+    parameterised = {
+        (q.chapter, q.id) for quiz in quiz_lib.load_all(QUIZ_DIR) for q in quiz.questions if q.parameterised
+    }
     assert set(recovered) == parameterised, "only practice instances of parameterised questions open offline"
     for student in STUDENTS:
         for quiz in quiz_lib.load_all(QUIZ_DIR):
@@ -121,9 +143,14 @@ def test_handout_prompts_render_as_the_graders_render_them(handout: Path) -> Non
             for student in STUDENTS[:3]:
                 posed = quiz_lib.pose(q, student)
                 hq = practice[q.id]
-                mine = posing.render_prompt(hq.template, posing.draw_values(hq.params, student, quiz.chapter, q.id,
-                                                                                 hq.practice)) \
-                    if hq.params else hq.prompt
+                mine = (
+                    posing.render_prompt(
+                        hq.template, posing.draw_values(hq.params, student, quiz.chapter, q.id, hq.practice)
+                    )
+                    if hq.params
+                    else hq.prompt
+                )
                 assert mine == posed.prompt, q.id
-                assert [c.id for c in posing.choice_order(hq.choices, student, quiz.chapter, q.id)] == \
-                    [c.id for c in posed.choices]
+                assert [c.id for c in posing.choice_order(hq.choices, student, quiz.chapter, q.id)] == [
+                    c.id for c in posed.choices
+                ]

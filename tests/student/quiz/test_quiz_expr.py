@@ -178,11 +178,14 @@ def test_a_malformed_number_is_unreadable_and_costs_no_attempt(text: str) -> Non
         check_answer(_question("activations", "gelu-min-x"), text)
 
 
-@pytest.mark.parametrize("text,words", [
-    ("phi(" * 8 + "x" + ")" * 8, "too complex to judge"),
-    ("(" * 7 + "x" + ")" * 7, "too complex to judge"),
-    ("+".join(["x"] * 41), "too complex to judge"),
-])
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ("phi(" * 8 + "x" + ")" * 8, "too complex to judge"),
+        ("(" * 7 + "x" + ")" * 7, "too complex to judge"),
+        ("+".join(["x"] * 41), "too complex to judge"),
+    ],
+)
 def test_the_reader_bounds_depth_and_size_before_sympy(text: str, words: str) -> None:
     with pytest.raises(expr.ExpressionError, match=words):
         expr.parse(text, {"x": "x"})
@@ -192,15 +195,18 @@ def test_the_reader_bounds_depth_and_size_before_sympy(text: str, words: str) ->
 # --- how an answer is read (the live preview of the student's page) ----------------------------------------
 
 
-@pytest.mark.parametrize("text,symbols,read", [
-    ("1/2n", {"n": "n_in", "n_in": "n_in"}, "1·n_in/2"),            # implicit product after the division: n/2
-    ("1/(2n)", {"n": "n_in", "n_in": "n_in"}, "1/(2·n_in)"),
-    ("2/(fan_in + fan_out)", {"fan_in": "n_in", "fan_out": "n_out"}, "2/(n_in + n_out)"),   # aliases as symbols
-    ("σ(z)(1 − σ(z))", {"z": "z"}, "σ(z)·(1 - σ(z))"),              # σ, Φ, φ named, not expanded
-    ("x Phi(x) + x phi(x)", {"x": "x"}, "x·Φ(x) + x·φ(x)"),
-    ("e^-x", {"x": "x"}, "e^(-x)"),
-    ("tanh^2(z)", {"z": "z"}, "tanh(z)^2"),
-])
+@pytest.mark.parametrize(
+    "text,symbols,read",
+    [
+        ("1/2n", {"n": "n_in", "n_in": "n_in"}, "1·n_in/2"),  # implicit product after the division: n/2
+        ("1/(2n)", {"n": "n_in", "n_in": "n_in"}, "1/(2·n_in)"),
+        ("2/(fan_in + fan_out)", {"fan_in": "n_in", "fan_out": "n_out"}, "2/(n_in + n_out)"),  # aliases as symbols
+        ("σ(z)(1 − σ(z))", {"z": "z"}, "σ(z)·(1 - σ(z))"),  # σ, Φ, φ named, not expanded
+        ("x Phi(x) + x phi(x)", {"x": "x"}, "x·Φ(x) + x·φ(x)"),
+        ("e^-x", {"x": "x"}, "e^(-x)"),
+        ("tanh^2(z)", {"z": "z"}, "tanh(z)^2"),
+    ],
+)
 def test_a_formula_is_read_back_as_the_judge_parses_it(text: str, symbols: dict[str, str], read: str) -> None:
     assert expr.reading(text, symbols) == read
 
@@ -211,12 +217,15 @@ def test_a_number_is_read_back_with_its_value() -> None:
     assert expr.reading("sqrt(2/n)", values={"n": 256}, number=True) == "sqrt(2/n) = 0.0883883"
 
 
-@pytest.mark.parametrize("text,reason", [
-    ("9^9^9", "an exponent larger than 1000"),
-    ("foo(2)", "unknown name 'foo'"),
-    ("((((((((1))))))))", "nested too deep"),
-    ("2,5", "without commas"),
-])
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ("9^9^9", "an exponent larger than 1000"),
+        ("foo(2)", "unknown name 'foo'"),
+        ("((((((((1))))))))", "nested too deep"),
+        ("2,5", "without commas"),
+    ],
+)
 def test_a_reading_refuses_what_the_judge_refuses(text: str, reason: str) -> None:
     with pytest.raises(expr.ExpressionError, match=re.escape(reason)):
         expr.reading(text, number=True)

@@ -23,7 +23,9 @@ from grader.student.sandbox.runner import KERNEL_CACHE_BYTES, Limits, kernel_cac
 
 
 def cache_files(project: Path) -> list[Path]:
-    return [p for p in (project / ".grade" / "kernels").rglob("*") if p.is_file()] if (project / ".grade").exists() else []
+    return (
+        [p for p in (project / ".grade" / "kernels").rglob("*") if p.is_file()] if (project / ".grade").exists() else []
+    )
 
 
 def test_one_folder_per_student_beside_the_progress_database(tmp_path: Path) -> None:
@@ -91,7 +93,7 @@ def test_only_kernel_workers_get_the_cache_and_only_when_given_one(tmp_path: Pat
     assert "--bind" not in plain and bwrap.KERNEL_CACHE_MOUNT not in plain
     kept = bwrap.wrap(["python"], tmp_path, 1 << 20, env, kernel_cache=str(tmp_path / "c"))
     at = kept.index("--bind")
-    assert kept[at + 1: at + 3] == [str(tmp_path / "c"), bwrap.KERNEL_CACHE_MOUNT]
+    assert kept[at + 1 : at + 3] == [str(tmp_path / "c"), bwrap.KERNEL_CACHE_MOUNT]
     assert Limits().kernel_cache is None  # batch, server, Gradescope: a fresh cache in the sandbox
 
 
@@ -101,8 +103,17 @@ def test_resubmitting_reuses_the_built_kernels_and_gives_the_same_verdicts(tmp_p
     what the first one's uid wrote (without hand_over every kernel failed to build)."""
     require_program("bwrap", "bubblewrap")
     write_solution(tmp_path / "exercises")
-    args = ["submit", "kernels.relu_forward", "kernels.gelu_forward", "--path", str(tmp_path / "exercises"),
-            "--student", "amy", "--db", str(tmp_path / "p.db")]
+    args = [
+        "submit",
+        "kernels.relu_forward",
+        "kernels.gelu_forward",
+        "--path",
+        str(tmp_path / "exercises"),
+        "--student",
+        "amy",
+        "--db",
+        str(tmp_path / "p.db"),
+    ]
     first = CliRunner().invoke(cli, args)
     assert first.exit_code == 0, first.output
     built = cache_files(tmp_path)
@@ -116,12 +127,24 @@ def test_resubmitting_reuses_the_built_kernels_and_gives_the_same_verdicts(tmp_p
 @pytest.mark.opencl
 def test_other_peoples_code_never_keeps_a_kernel_cache(tmp_path: Path) -> None:
     write_solution(tmp_path / "class" / "amy" / "exercises")
-    batch = CliRunner().invoke(cli, ["batch", str(tmp_path / "class"), "kernels.relu_forward",
-                                     "--db", str(tmp_path / "c.db"), "--no-sandbox"])
+    batch = CliRunner().invoke(
+        cli, ["batch", str(tmp_path / "class"), "kernels.relu_forward", "--db", str(tmp_path / "c.db"), "--no-sandbox"]
+    )
     assert batch.exit_code == 0, batch.output
-    gradescope = CliRunner().invoke(cli, ["submit", "kernels.relu_forward", "--path",
-                                          str(tmp_path / "class" / "amy" / "exercises"), "--format", "gradescope",
-                                          "-o", str(tmp_path / "results.json"), "--no-sandbox"])
+    gradescope = CliRunner().invoke(
+        cli,
+        [
+            "submit",
+            "kernels.relu_forward",
+            "--path",
+            str(tmp_path / "class" / "amy" / "exercises"),
+            "--format",
+            "gradescope",
+            "-o",
+            str(tmp_path / "results.json"),
+            "--no-sandbox",
+        ],
+    )
     assert gradescope.exit_code == 0, gradescope.output
     assert not (tmp_path / "class" / "amy" / ".grade" / "kernels").exists()
 
@@ -134,8 +157,16 @@ def test_an_edited_kernel_file_is_built_again_not_served_from_the_kept_cache(tmp
     kernels = tmp_path / "exercises" / "kernels" / "activations.cl"
     right = kernels.read_text()
     assert "y[i] = fmax(x[i], 0.0f);" in right
-    args = ["submit", "kernels.relu_forward", "--path", str(tmp_path / "exercises"), "--student", "amy",
-            "--db", str(tmp_path / "p.db")]
+    args = [
+        "submit",
+        "kernels.relu_forward",
+        "--path",
+        str(tmp_path / "exercises"),
+        "--student",
+        "amy",
+        "--db",
+        str(tmp_path / "p.db"),
+    ]
     assert CliRunner().invoke(cli, args).exit_code == 0
     kernels.write_text(right.replace("y[i] = fmax(x[i], 0.0f);", "y[i] = fmax(x[i], 0.5f);", 1))
     wrong = CliRunner().invoke(cli, args)

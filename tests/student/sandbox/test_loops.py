@@ -14,7 +14,7 @@ from grader.student.engine.ops import Case
 from grader.student.sandbox.runner import Job, Limits, job_order, run_cases
 from grader.student.sandbox.stacks import enclosing_function, locate, student_frame
 
-LOOPS = '''
+LOOPS = """
 def spin_forever():
     n = 0
     while True:
@@ -44,9 +44,9 @@ class C:
 class Fine:
     def forward(self, x):
         return 2 * x
-'''
+"""
 
-USES_LOOPS = '''
+USES_LOOPS = """
 from .loops import spin_forever
 
 
@@ -58,7 +58,7 @@ class D:
 class E:
     def forward(self, x):
         return 3 * x
-'''
+"""
 
 
 @pytest.fixture
@@ -120,16 +120,16 @@ def test_a_job_waits_while_a_job_of_a_file_it_imports_runs(folder: Path) -> None
     assert outcomes["uses.D"].message.endswith("where loops.A ran out of time")
 
 
-DUMP = '''Thread 0x00007f0000000001 (most recent call first):
+DUMP = """Thread 0x00007f0000000001 (most recent call first):
   File "/usr/lib/python3.11/threading.py", line 320 in wait
 
 Current thread 0x00007f0000000002 (most recent call first):
   File "/job/submission/activations.py", line 13 in forward
   File "/job/submission/helpers/util.py", line 4 in helper
   File "/opt/normgrade/grader/student/engine/ops.py", line 200 in _run_op
-'''
+"""
 
-SOURCE = b'''
+SOURCE = b"""
 import numpy as np
 
 
@@ -143,7 +143,7 @@ class Tanh:
     def forward(x):
         while True:
             pass
-'''
+"""
 
 
 def test_student_frame_is_the_innermost_frame_in_the_submission() -> None:
@@ -201,8 +201,14 @@ def test_with_two_slots_the_longest_job_starts_early_behind_what_it_waits_for() 
     """fit_function (60 s allowed, ~0.5 s of work) used to run last and end the run alone; it now starts as
     soon as the activations it imports are done (a loop there is found first and stops it at once), the
     files it waits for ranked by the longest job they hold up. Kernel jobs still come first."""
-    jobs = [job("other.F", 10.0), job("uses.D", 60.0), job("loops.A", 10.0), job("kernels.k", 30.0),
-            job("other.G", 10.0), job("loops.B", 10.0)]
+    jobs = [
+        job("other.F", 10.0),
+        job("uses.D", 60.0),
+        job("loops.A", 10.0),
+        job("kernels.k", 30.0),
+        job("other.G", 10.0),
+        job("loops.B", 10.0),
+    ]
     jobs[3] = Job("kernels.k", jobs[3].cases, 30.0, True)
     after = {0: set(), 1: {2, 5}, 2: set(), 3: set(), 4: set(), 5: set()}
     ids = lambda order: [jobs[i].id for i in order]  # noqa: E731

@@ -28,8 +28,13 @@ sys.stdin.read()  # until the test closes stdin (or kills this process)
 
 def start_holder(make: str) -> tuple[subprocess.Popen[str], Path]:
     """A process that made a folder with ``make`` (binding ``folder``) and keeps running; and that folder."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLD.format(make=make)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD.format(make=make)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     assert proc.stdout is not None
     return proc, Path(proc.stdout.readline().strip())
 
@@ -68,8 +73,10 @@ def test_the_folder_of_a_killed_maker_is_removed_by_the_next_one_and_a_live_ones
 
 
 def test_a_killed_graders_job_folder_is_gone_once_the_next_grading_starts() -> None:
-    make = ("from grader.student.sandbox.runner import Limits, Workspace\n"
-            "folder = Workspace(Limits(sandbox=False), False).private")
+    make = (
+        "from grader.student.sandbox.runner import Limits, Workspace\n"
+        "folder = Workspace(Limits(sandbox=False), False).private"
+    )
     proc, private = start_holder(make)
     assert any(p.name == "limits.json" for p in private.rglob("*"))
     stop(proc, kill=True)

@@ -22,7 +22,7 @@ from grader.student.sandbox.runner import (
 from grader.student.sandbox.results import MalformedResults, decode_results
 from grader.student.sandbox.worker import encode_results
 
-TOY = '''
+TOY = """
 import os
 import sys
 
@@ -133,7 +133,7 @@ class Strings:
 class Huge:
     def forward(self, x):
         return np.ones(2_000_000)
-'''
+"""
 
 
 @pytest.fixture
@@ -352,8 +352,9 @@ def arrays_bytes(arrays: dict[str, np.ndarray], compressed: bool = False, pickle
 
 
 def decode(document: object, arrays: bytes, job: Job | None = None) -> dict:
-    _, results = decode_results(json.dumps(document).encode(), arrays, (job or forward_job("Double")).cases,
-                                FAST.results_bytes)
+    _, results = decode_results(
+        json.dumps(document).encode(), arrays, (job or forward_job("Double")).cases, FAST.results_bytes
+    )
     return results
 
 
@@ -396,7 +397,9 @@ def test_compressed_arrays_are_refused_before_inflating() -> None:
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as z:
         with z.open("c0_o0.npy", "w", force_zip64=True) as member:
             header = io.BytesIO()
-            np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (100_000_000,)})
+            np.lib.format.write_array_header_1_0(
+                header, {"descr": "<f8", "fortran_order": False, "shape": (100_000_000,)}
+            )
             member.write(header.getvalue())
             chunk = bytes(1 << 20)
             for _ in range(800):

@@ -79,27 +79,57 @@ def test_an_ordinary_user_grades_the_solutions_kernels_in_the_sandbox(shared_tmp
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv to become an ordinary user")
     if not readable_by_others(Path(sys.executable)) or not readable_by_others(Path(__file__)):
-        pytest.skip(f"the Python installation ({os.path.realpath(sys.executable)}) or this checkout is not readable "
-                    "by an ordinary user here")
+        pytest.skip(
+            f"the Python installation ({os.path.realpath(sys.executable)}) or this checkout is not readable "
+            "by an ordinary user here"
+        )
     tmp_path = shared_tmp
     folder = write_solution(tmp_path / "exercises")
     for path in [folder, *folder.rglob("*")]:
         path.chmod(0o777 if path.is_dir() else 0o666)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "LANG": "C.UTF-8",
-           "GRADE_CONFIG": str(tmp_path / "config.json"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "LANG": "C.UTF-8",
+        "GRADE_CONFIG": str(tmp_path / "config.json"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
     done = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "grader.cli",
-         "submit", "kernels", "--path", str(folder), "--db", str(tmp_path / "p.db"), "--student", "nobody"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "grader.cli",
+            "submit",
+            "kernels",
+            "--path",
+            str(folder),
+            "--db",
+            str(tmp_path / "p.db"),
+            "--student",
+            "nobody",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "This upload: 70/70 (100.0%), 7 of 7 exercises at full marks" in done.stdout
     assert "sandbox is off" not in done.stderr
 
 
-@pytest.mark.parametrize("vendors, expected", [("with-icd", ("passed", 10.0)), ("empty", ("not_graded", 0.0)),
-                                               ("missing", ("not_graded", 0.0))])
-def test_ocl_icd_vendors_is_read_alike_in_and_out_of_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 vendors: str, expected: tuple[str, float]) -> None:
+@pytest.mark.parametrize(
+    "vendors, expected",
+    [("with-icd", ("passed", 10.0)), ("empty", ("not_graded", 0.0)), ("missing", ("not_graded", 0.0))],
+)
+def test_ocl_icd_vendors_is_read_alike_in_and_out_of_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vendors: str, expected: tuple[str, float]
+) -> None:
     """The ICD loader's OCL_ICD_VENDORS as the loader reads it, on both sides of the sandbox: a folder holding
     an .icd file (mounted into the sandbox where the grader sees it: under /tmp, the sandbox's own scratch)
     gives that vendor; an empty folder or a missing path gives none, so kernels are not_graded (never a zero),
@@ -137,10 +167,10 @@ def test_an_ocl_icd_vendors_folder_shows_the_sandbox_its_icd_files_and_nothing_e
     (folder / "course.db").write_text("secrets")
     (folder / "sub.icd").mkdir()  # a folder named like a vendor file: not a file, not mounted
     args = vendors_args({"OCL_ICD_VENDORS": str(folder)})
-    binds = [args[i + 1:i + 3] for i, a in enumerate(args) if a in ("--ro-bind", "--bind")]
+    binds = [args[i + 1 : i + 3] for i, a in enumerate(args) if a in ("--ro-bind", "--bind")]
     assert binds == [[str(folder / "pocl.icd"), str(folder / "pocl.icd")]]
-    assert ["--perms", "0755", "--dir", str(folder)] == args[args.index(str(folder)) - 3:args.index(str(folder)) + 1]
+    assert ["--perms", "0755", "--dir", str(folder)] == args[args.index(str(folder)) - 3 : args.index(str(folder)) + 1]
     single = vendors_args({"OCL_ICD_VENDORS": str(folder / "pocl.icd")})  # one vendor's file: that file alone
-    assert [single[i + 1:i + 3] for i, a in enumerate(single) if a == "--ro-bind"] == [[str(folder / "pocl.icd")] * 2]
+    assert [single[i + 1 : i + 3] for i, a in enumerate(single) if a == "--ro-bind"] == [[str(folder / "pocl.icd")] * 2]
     assert vendors_args({"OCL_ICD_VENDORS": str(tmp_path / "missing")}) == []
     assert vendors_args({"OCL_ICD_VENDORS": "relative/path"}) == []

@@ -57,7 +57,9 @@ def answer_files() -> list[Path]:
     and kernel emulations, the solution writer, the locked quizzes and their sources."""
     files = [p for p in (ROOT / "reference").rglob("*") if p.suffix in (".py", ".cl")]
     files += list((ROOT / "grader" / "mistakes").glob("*.py"))
-    files += [ROOT / "grader" / "course" / name for name in ("solution.py", "live_checks.py", "packs.py")]  # emulation: reference/
+    files += [
+        ROOT / "grader" / "course" / name for name in ("solution.py", "live_checks.py", "packs.py")
+    ]  # emulation: reference/
     files += list((ROOT / "quizzes" / "source").glob("*")) + list((ROOT / "quizzes").glob("*.json"))
     return [p for p in files if p.is_file() and p.stat().st_size > 200]
 
@@ -336,8 +338,12 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         if before[target] is None and target.exists():
             target.unlink()
     attacked = [e for e in report.exercises if e.id in ("activations.ReLU", "activations.Sigmoid")]
-    results = dict(json.loads(line[len("ATTACK "):]) for e in attacked
-                   for line in e.output.splitlines() if line.startswith("ATTACK "))
+    results = dict(
+        json.loads(line[len("ATTACK ") :])
+        for e in attacked
+        for line in e.output.splitlines()
+        if line.startswith("ATTACK ")
+    )
     assert "answers" in results and "uid" in results, [(e.id, e.status, e.message, e.output[:500]) for e in attacked]
     survivors = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _comm(p) == daemon_name]
     for p in survivors:
@@ -346,8 +352,13 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         except OSError:
             pass
     return {
-        "report": report, "results": results, "secret": secret,
-        "listener": listener.received, "before": before, "after": after, "survivors": survivors,
+        "report": report,
+        "results": results,
+        "secret": secret,
+        "listener": listener.received,
+        "before": before,
+        "after": after,
+        "survivors": survivors,
     }
 
 
@@ -437,7 +448,7 @@ def test_the_worker_runs_as_a_user_that_owns_nothing(hostile: dict[str, Any]) ->
 # --- classmates in a batch ------------------------------------------------------------
 
 
-CLASSMATE_ATTACK = r'''
+CLASSMATE_ATTACK = r"""
 import os, signal, sqlite3
 
 _DONE = []
@@ -468,7 +479,7 @@ class ReLU(_Relu):
     def forward(self, x):
         _attack()
         return super().forward(x)
-'''
+"""
 
 
 def test_a_classmate_cannot_read_use_change_or_kill_others_nor_write_the_database(tmp_path: Path) -> None:
@@ -493,7 +504,9 @@ def test_a_classmate_cannot_read_use_change_or_kill_others_nor_write_the_databas
     for attack in ("read", "append", "database"):
         assert f"'{attack}': 'refused" in relu["output"], relu["output"]
     with sqlite3.connect(db) as conn:  # nobody's scores were rewritten
-        forged = conn.execute("SELECT count(*) FROM submissions WHERE score = max_score AND status != 'passed'").fetchone()
+        forged = conn.execute(
+            "SELECT count(*) FROM submissions WHERE score = max_score AND status != 'passed'"
+        ).fetchone()
     assert forged == (0,)
 
 
@@ -553,7 +566,9 @@ def test_ten_thousand_junk_files_are_refused_unread(tmp_path: Path) -> None:
 
 def test_deeply_nested_source_is_an_error_for_its_file_only(tmp_path: Path) -> None:
     folder = write_solution(tmp_path / "exercises")
-    (folder / "activations.py").write_text("x = " + "-" * 200_000 + "1\n" + "y = " + "(" * 100_000 + ")" * 100_000 + "\n")
+    (folder / "activations.py").write_text(
+        "x = " + "-" * 200_000 + "1\n" + "y = " + "(" * 100_000 + ")" * 100_000 + "\n"
+    )
     report = grade(folder, SELECTION, "eve", SANDBOX)
     results = {e.id: e for e in report.exercises}
     assert results["activations.ReLU"].status == "error"
@@ -597,7 +612,7 @@ def test_a_formula_as_a_student_name_is_neutralised_in_the_csv(tmp_path: Path) -
     from grader.term import class_report
 
     root = tmp_path / "class"
-    write_solution(root / "=HYPERLINK(\"http:x\")" / "exercises")
+    write_solution(root / '=HYPERLINK("http:x")' / "exercises")
     with Store.open(tmp_path / "class.db") as store:
         batch.run_batch(root, store, "test", ["linear"], jobs=1, limits=SANDBOX)
         csv_text = class_report.format_csv(class_report.build(store))
@@ -605,21 +620,35 @@ def test_a_formula_as_a_student_name_is_neutralised_in_the_csv(tmp_path: Path) -
     import io
 
     names = [row[0] for row in csv.reader(io.StringIO(csv_text))][1:]
-    assert names == ["'=HYPERLINK(\"http:x\")"]
+    assert names == ['\'=HYPERLINK("http:x")']
 
 
 def test_a_killed_gradescope_run_leaves_a_valid_results_json(tmp_path: Path) -> None:
     folder = write_solution(tmp_path / "exercises")
-    (folder / "activations.py").write_text((folder / "activations.py").read_text() + textwrap.dedent("""
+    (folder / "activations.py").write_text(
+        (folder / "activations.py").read_text()
+        + textwrap.dedent("""
         _Relu = ReLU
         class ReLU(_Relu):
             def forward(self, x):
                 while True:
                     pass
-    """))
+    """)
+    )
     results = tmp_path / "results" / "results.json"
-    command = [sys.executable, "-c", "from grader.cli import main; main()", "submit", "activations.ReLU", "--path", str(folder),
-               "--format", "gradescope", "-o", str(results)]
+    command = [
+        sys.executable,
+        "-c",
+        "from grader.cli import main; main()",
+        "submit",
+        "activations.ReLU",
+        "--path",
+        str(folder),
+        "--format",
+        "gradescope",
+        "-o",
+        str(results),
+    ]
     proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(600):  # bounded wait for the placeholder (written before grading starts)
@@ -642,14 +671,17 @@ def test_batch_refuses_to_start_without_the_sandbox(tmp_path: Path, monkeypatch:
     result = CliRunner().invoke(cli, ["batch", str(tmp_path / "class"), "linear", "--db", str(tmp_path / "c.db")])
     assert result.exit_code == 2
     assert "bubblewrap is not installed" in result.output and "--no-sandbox" in result.output
-    result = CliRunner().invoke(cli, ["batch", str(tmp_path / "class"), "linear", "--db", str(tmp_path / "c.db"), "--no-sandbox"])
+    result = CliRunner().invoke(
+        cli, ["batch", str(tmp_path / "class"), "linear", "--db", str(tmp_path / "c.db"), "--no-sandbox"]
+    )
     assert result.exit_code == 0, result.output
     with Store.open(tmp_path / "c.db") as store:
         assert store.attempts("amy")[-1]["grader_version"].endswith("+no-sandbox")
 
 
 def test_workers_started_before_the_probe_failed_are_replaced_not_used(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """`grade submit` starts its workers in the sandbox while the sandbox probe runs (a guess: bubblewrap is
     installed). When the probe then says the sandbox cannot run here, those workers are closed and the
@@ -660,8 +692,9 @@ def test_workers_started_before_the_probe_failed_are_replaced_not_used(
     monkeypatch.setattr(bwrap, "start_probe", lambda: True)
     monkeypatch.setattr(bwrap, "problem", lambda: "bubblewrap cannot create a sandbox here: no user namespaces")
     monkeypatch.setattr(bwrap, "wrap", lambda command, *args, **kwargs: ["/bin/false"])
-    result = CliRunner().invoke(cli, ["submit", "activations.ReLU", "--path", str(tmp_path / "exercises"),
-                                      "--db", str(tmp_path / "p.db")])
+    result = CliRunner().invoke(
+        cli, ["submit", "activations.ReLU", "--path", str(tmp_path / "exercises"), "--db", str(tmp_path / "p.db")]
+    )
     assert result.exit_code == 0, result.output
     assert "Note: the OS sandbox is off (bubblewrap cannot create a sandbox here: no user namespaces)" in result.stderr
     assert "PASSED" in result.stdout and "activations.ReLU" in result.stdout
@@ -679,12 +712,21 @@ def test_the_bwrap_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     for euid in (0, 1000):
         monkeypatch.setattr(os, "geteuid", lambda euid=euid: euid)
         argv = bwrap.wrap(["python", "-m", "grader.student.sandbox.worker"], tmp_path, 1 << 20, env)
-        assert {"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-                "--new-session", "--clearenv"} <= set(argv)
+        assert {
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+        } <= set(argv)
         assert argv[argv.index("--ro-bind", argv.index(str(tmp_path)) - 1) + 2] == bwrap.JOB_MOUNT
         mounted = [argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind"]
         assert not any(m == str(ROOT) or m.startswith(str(ROOT / "reference")) for m in mounted)
-        bundle = [argv[i + 2] for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 2].startswith(bwrap.BUNDLE_MOUNT)]
+        bundle = [
+            argv[i + 2] for i, a in enumerate(argv) if a == "--ro-bind" and argv[i + 2].startswith(bwrap.BUNDLE_MOUNT)
+        ]
         bundled = sorted(str(Path(b).relative_to(f"{bwrap.BUNDLE_MOUNT}/grader")) for b in bundle)
         assert bundled == sorted(bwrap.WORKER_MODULES)
         if euid == 0:  # root keeps mount rights, the worker drops to a random uid that owns nothing
@@ -694,7 +736,7 @@ def test_the_bwrap_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         else:  # a user: a user namespace of its own, no nested ones
             assert {"--unshare-user", "--disable-userns"} <= set(argv)
             assert argv[argv.index("--uid") + 1] == "65534"
-            assert "setpriv" not in " ".join(argv[argv.index("--"):])
+            assert "setpriv" not in " ".join(argv[argv.index("--") :])
 
 
 def test_an_environment_the_sandbox_cannot_read_is_named(tmp_path: Path) -> None:
@@ -704,11 +746,20 @@ def test_an_environment_the_sandbox_cannot_read_is_named(tmp_path: Path) -> None
     venv = tmp_path / "private-venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     venv.chmod(0o700)
-    purelib = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     Path(purelib, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    done = subprocess.run([str(venv / "bin" / "python"), "-c", "from grader.student.sandbox import bwrap; print(bwrap.problem())"],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "from grader.student.sandbox import bwrap; print(bwrap.problem())"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
     assert "cannot read the Python environment" in done.stdout and "chmod" in done.stdout, done.stdout + done.stderr
 
 
@@ -776,8 +827,25 @@ def submit_from(cwd: Path, folder: Path, db: Path, exercises: list[str]) -> tupl
     rows."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
     done = subprocess.run(
-        [sys.executable, "-m", "grader", "submit", *exercises, "--path", str(folder), "--student", "eve", "--db", str(db)],
-        cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "grader",
+            "submit",
+            *exercises,
+            "--path",
+            str(folder),
+            "--student",
+            "eve",
+            "--db",
+            str(db),
+        ],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode in (0, 1), done.stdout + done.stderr
     with Store.open(db) as store:
@@ -788,7 +856,9 @@ def submit_from(cwd: Path, folder: Path, db: Path, exercises: list[str]) -> tupl
 def peeked(rows: list[dict[str, Any]]) -> dict[str, str]:
     """What the peeking student saw: its PEEK lines, path -> what it read (or "refused <exception>")."""
     relu = next(r for r in rows if r["exercise"] == "activations.ReLU")
-    lines = [json.loads(line[len("PEEK "):]) for line in (relu["output"] or "").splitlines() if line.startswith("PEEK ")]
+    lines = [
+        json.loads(line[len("PEEK ") :]) for line in (relu["output"] or "").splitlines() if line.startswith("PEEK ")
+    ]
     assert lines, relu  # the attack ran
     return {path: str(seen) for path, seen in lines}
 
@@ -803,11 +873,16 @@ def test_the_course_folder_the_grader_is_started_from_is_not_visible_inside(tmp_
     amy = write_solution(course / "submissions" / "amy" / "exercises")
     (amy / "linear.py").write_text((amy / "linear.py").read_text() + f"\n# {classmate_token}\n")
     db = course / "class.db"
-    eve = peeking_student(course / "submissions" / "eve" / "exercises",
-                          [course / "marks.csv", amy / "linear.py", db], [course, course / "submissions"])
+    eve = peeking_student(
+        course / "submissions" / "eve" / "exercises",
+        [course / "marks.csv", amy / "linear.py", db],
+        [course, course / "submissions"],
+    )
     shown, rows = submit_from(course, eve, db, ["activations.ReLU"])
     seen = peeked(rows)
-    assert sorted(seen) == sorted(map(str, [course / "marks.csv", amy / "linear.py", db, course, course / "submissions"]))
+    assert sorted(seen) == sorted(
+        map(str, [course / "marks.csv", amy / "linear.py", db, course, course / "submissions"])
+    )
     assert all(what.startswith("refused ") for what in seen.values()), seen
     for text in (json.dumps(rows), shown):
         assert token not in text and classmate_token not in text
@@ -831,7 +906,9 @@ def test_started_in_tmp_the_sandbox_keeps_a_writable_tmp_of_its_own_and_opencl(t
         secret.write_text(token + "\n")
         secret.chmod(0o644)
         eve = peeking_student(tmp_path / "exercises", [secret], [Path(other)])
-        shown, rows = submit_from(Path(bwrap.SCRATCH), eve, tmp_path / "progress.db", ["activations.ReLU", "kernels.relu_forward"])
+        shown, rows = submit_from(
+            Path(bwrap.SCRATCH), eve, tmp_path / "progress.db", ["activations.ReLU", "kernels.relu_forward"]
+        )
     statuses = {r["exercise"]: (r["status"], r["message"]) for r in rows}
     assert statuses["kernels.relu_forward"][0] == "passed", statuses
     assert statuses["activations.ReLU"][0] == "passed", statuses

@@ -16,7 +16,7 @@ from grader.student.engine.ops import Case
 from grader.student.sandbox.runner import Job, Limits, Workspace, run_cases
 from grader.student.sandbox.spares import Spares, spare_kinds
 
-TOY = '''
+TOY = """
 import os
 import resource
 import socket
@@ -46,7 +46,7 @@ class Net:
         except OSError:
             return np.array([0.0])
         return np.array([1.0])
-'''
+"""
 
 
 @pytest.fixture
@@ -198,8 +198,7 @@ def test_the_next_spare_starts_the_workers_the_last_submission_needed() -> None:
 def _command_line(child: object, jobdir: Path) -> list[str]:
     """A worker's command line with what differs between any two workspaces blanked: the job folder's
     path, the numbers of its pipes and, as root, the sandbox's random uid."""
-    argv = [str(a).replace(str(jobdir.parent), "<private>").replace(jobdir.name, "<job>")
-            for a in child.proc.args]  # type: ignore[attr-defined]
+    argv = [str(a).replace(str(jobdir.parent), "<private>").replace(jobdir.name, "<job>") for a in child.proc.args]  # type: ignore[attr-defined]
     argv = [re.sub(r"^--re([ug])id=\d+$", r"--re\1id=<fresh>", a) for a in argv]
     return [("<fd>" if i and argv[i - 1].endswith("-fd") else a) for i, a in enumerate(argv)]
 

@@ -112,8 +112,13 @@ class ActivationChecks(ExerciseChecks):
         kwargs, params = self.hyper(rng, shape)
         hyper_params = dict(base)
         hyper_params.update(params)
-        case("hyper", self.hyper_scale * away_from_zero(rng, shape), kwargs=kwargs, params=hyper_params,
-             numgrad=["x"] + grads)
+        case(
+            "hyper",
+            self.hyper_scale * away_from_zero(rng, shape),
+            kwargs=kwargs,
+            params=hyper_params,
+            numgrad=["x"] + grads,
+        )
 
         p.forward_check("forward_1d", pts["forward_1d"], "vec", "forward on a 1-D input of shape (7,)")
         p.forward_check("forward_2d", pts["forward_2d"], "mat", "forward on x of shape (4, 5)")
@@ -125,17 +130,27 @@ class ActivationChecks(ExerciseChecks):
         p.backward_check("backward_4d", pts["backward_4d"], "t4", "backward on x of shape (2, 3, 4, 5)", grads)
         p.forward_check("forward_zeros", pts["forward_zeros"], "zeros", "forward on exact zeros and tiny values (1e-8)")
         p.backward_check(
-            "backward_zeros", pts["backward_zeros"], "zeros",
-            f"backward at exact zeros and tiny values (1e-8){self.zero_note}", grads,
+            "backward_zeros",
+            pts["backward_zeros"],
+            "zeros",
+            f"backward at exact zeros and tiny values (1e-8){self.zero_note}",
+            grads,
         )
         p.forward_check(
-            "forward_large", pts["forward_large"], "large",
+            "forward_large",
+            pts["forward_large"],
+            "large",
             "forward on large magnitudes (|x| up to 1e4), which must neither overflow nor warn",
             match_warnings=("forward",),
         )
-        p.backward_check("backward_large", pts["backward_large"], "large",
-                         "backward on large magnitudes (|x| up to 1e4), which must neither overflow nor warn", grads,
-                         match_warnings=("backward",))
+        p.backward_check(
+            "backward_large",
+            pts["backward_large"],
+            "large",
+            "backward on large magnitudes (|x| up to 1e4), which must neither overflow nor warn",
+            grads,
+            match_warnings=("backward",),
+        )
         p.forward_check("forward_hyper", pts["forward_hyper"], "hyper", f"forward with {self.hyper_what}")
         p.backward_check("backward_hyper", pts["backward_hyper"], "hyper", f"backward with {self.hyper_what}", grads)
         p.consistency_check("numgrad", pts["numgrad"], "mat", "x of shape (4, 5)")
@@ -187,8 +202,16 @@ class PReLUChecks(PiecewiseChecks):
     hyper_what = "one alpha per channel (num_parameters = 4, axis 1 of a (3, 4, 5) input)"
     hyper_scale = 1.0
     grads = ["alpha"]
-    points = dict(POINTS, forward_batch1=0.25, no_mutation=0.25, constructor=0.5, forward_hyper=0.5,
-                  backward_hyper=0.25, forward_square=0.25, backward_square=0.25)
+    points = dict(
+        POINTS,
+        forward_batch1=0.25,
+        no_mutation=0.25,
+        constructor=0.5,
+        forward_hyper=0.5,
+        backward_hyper=0.25,
+        forward_square=0.25,
+        backward_square=0.25,
+    )
     # A per-channel input whose last axis also has C entries: alpha (C,) broadcast on the last axis
     # instead of axis 1 raises nothing there, so its wrong values can be compared and the mistake named.
     square_shape = (2, 4, 4)
@@ -203,12 +226,18 @@ class PReLUChecks(PiecewiseChecks):
     def extra(self, plan: LayerPlan) -> None:
         rng = plan.rng
         channels = self.square_shape[1]
-        plan.layer("square", away_from_zero(rng, self.square_shape), kwargs={"num_parameters": channels},
-                   params={"alpha": rng.uniform(0.05, 0.6, size=channels)}, grads=self.grads)
+        plan.layer(
+            "square",
+            away_from_zero(rng, self.square_shape),
+            kwargs={"num_parameters": channels},
+            params={"alpha": rng.uniform(0.05, 0.6, size=channels)},
+            grads=self.grads,
+        )
         what = f"one alpha per channel on x of shape {self.square_shape} (alpha on axis 1, not on the last axis)"
         plan.forward_check("forward_square", self.points["forward_square"], "square", f"forward with {what}")
-        plan.backward_check("backward_square", self.points["backward_square"], "square", f"backward with {what}",
-                            self.grads)
+        plan.backward_check(
+            "backward_square", self.points["backward_square"], "square", f"backward with {what}", self.grads
+        )
         script: list[dict[str, Any]] = [
             {"op": "new", "var": "m", "cls": self.cls, "kwargs": {"num_parameters": 3, "init": 0.1}},
             {"op": "get", "var": "m", "attr": "alpha", "out": "alpha"},
@@ -216,8 +245,13 @@ class PReLUChecks(PiecewiseChecks):
         plan.add_case(Case("constructor", script, {}))
         plan.add(
             Compare(
-                "constructor", self.points["constructor"], case="constructor", keys=["alpha"],
-                what="PReLU(num_parameters=3, init=0.1).alpha", diagnose=False, requires="mat",
+                "constructor",
+                self.points["constructor"],
+                case="constructor",
+                keys=["alpha"],
+                what="PReLU(num_parameters=3, init=0.1).alpha",
+                diagnose=False,
+                requires="mat",
             )
         )
 

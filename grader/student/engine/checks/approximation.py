@@ -41,8 +41,7 @@ def fit_case(name: str, target: str, seed: int) -> Case:
     """g = fit_function(TARGETS[target], 32, rng(seed)); y = g(grid); y_small = g(5 points)."""
     script: list[dict[str, Any]] = [
         {"op": "target", "var": "f", "name": target},
-        {"op": "func", "fn": "approximation.fit_function", "args": [{"var": "f"}, N_HIDDEN, {"rng": seed}],
-         "to": "g"},
+        {"op": "func", "fn": "approximation.fit_function", "args": [{"var": "f"}, N_HIDDEN, {"rng": seed}], "to": "g"},
         {"op": "eval_fn", "var": "g", "x": {"array": "grid"}, "out": "y"},
         {"op": "eval_fn", "var": "g", "x": {"array": "small"}, "out": "y_small"},
     ]
@@ -74,8 +73,9 @@ class MaxError(Check):
         if y is None:
             return CheckResult(self.name, False, 0.0, self.points, f"{what}: {error_text(s.error)}")
         if y.size != GRID.size:
-            return CheckResult(self.name, False, 0.0, self.points,
-                               f"{what}: g returned shape {y.shape} for x of shape {GRID.shape}")
+            return CheckResult(
+                self.name, False, 0.0, self.points, f"{what}: g returned shape {y.shape} for x of shape {GRID.shape}"
+            )
         expected = TARGETS[self.target](GRID)
         diff = np.abs(y.reshape(-1).astype(np.float64) - expected.reshape(-1))
         err = float(np.max(diff)) if np.all(np.isfinite(diff)) else float("nan")
@@ -86,10 +86,12 @@ class MaxError(Check):
             message = f"{what}: g returned NaN or inf on the grid (did training diverge? try a smaller learning rate)"
         else:
             worst = float(GRID[int(np.argmax(diff)), 0])
-            message = (f"{what}: the largest error over 1001 points of [0, 1] is {err:.3g} (at x = {worst:.3f});"
-                       f" full marks below {FULL_MARKS_ERROR}, partial credit up to {ZERO_MARKS_ERROR}."
-                       " More steps, a learning-rate schedule or spreading the hidden units' biases over"
-                       " [0, 1] helps")
+            message = (
+                f"{what}: the largest error over 1001 points of [0, 1] is {err:.3g} (at x = {worst:.3f});"
+                f" full marks below {FULL_MARKS_ERROR}, partial credit up to {ZERO_MARKS_ERROR}."
+                " More steps, a learning-rate schedule or spreading the hidden units' biases over"
+                " [0, 1] helps"
+            )
         figure = figures.fit_figure(GRID, y, expected, title=what, full_marks_error=FULL_MARKS_ERROR)
         return CheckResult(self.name, False, score, self.points, message, figure=figure)
 
@@ -105,9 +107,13 @@ class OutputShape(Check):
                 if y is None:
                     return result(self.name, self.points, False, f"case {case}: {error_text(s.error)}")
                 if y.shape != (n, 1) or y.dtype != np.float64:
-                    return result(self.name, self.points, False,
-                                  f"case {case}: g(x) for x of shape ({n}, 1) returned shape {y.shape}"
-                                  f" dtype {y.dtype}; expected ({n}, 1) float64")
+                    return result(
+                        self.name,
+                        self.points,
+                        False,
+                        f"case {case}: g(x) for x of shape ({n}, 1) returned shape {y.shape}"
+                        f" dtype {y.dtype}; expected ({n}, 1) float64",
+                    )
         return result(self.name, self.points, True)
 
 

@@ -38,8 +38,13 @@ FLAGS = ("training", "linear.training", "bn.training", "act.training", "drop.tra
 
 def block_ops(in_f: int, out_f: int, p: float, seed: int) -> list[dict[str, Any]]:
     return [
-        {"op": "new", "var": "blk", "cls": "blocks.MLPBlock", "args": [in_f, out_f],
-         "kwargs": {"p": p, "rng": {"rng": seed}}},
+        {
+            "op": "new",
+            "var": "blk",
+            "cls": "blocks.MLPBlock",
+            "args": [in_f, out_f],
+            "kwargs": {"p": p, "rng": {"rng": seed}},
+        },
         {"op": "set", "var": "blk", "attr": "linear.W", "value": {"array": "W"}},
     ]
 
@@ -83,38 +88,117 @@ class MLPBlockChecks(ExerciseChecks):
             "dout": rng.standard_normal((n, out_f)),
         }
         plan = Plan()
-        plan.add_case(Case("train_p0", block_ops(in_f, out_f, 0.0, seeds[0]) + [
-            call("forward", "x1", "y"), call("backward", "dout", "dx"),
-            get("linear.dW", "dW"), get("bn.dgamma", "dgamma"), get("bn.dbeta", "dbeta"),
-        ], arrays))
-        plan.add_case(Case("train_dropout", block_ops(in_f, out_f, p, seeds[1]) + [
-            call("forward", "x1", "y"), call("backward", "dout", "dx"), get("linear.dW", "dW"),
-        ], arrays))
-        plan.add_case(Case("eval", block_ops(in_f, out_f, p, seeds[2]) + [
-            call("forward", "x1"), call("forward", "x2"),
-            get("bn.running_mean", "running_mean"), get("bn.running_var", "running_var"),
-            call("eval"), *flag_ops("eval"),
-            call("forward", "x3", "y"), call("backward", "dout", "dx"), get("linear.dW", "dW"),
-            call("train"), *flag_ops("train"),
-        ], arrays))
+        plan.add_case(
+            Case(
+                "train_p0",
+                block_ops(in_f, out_f, 0.0, seeds[0])
+                + [
+                    call("forward", "x1", "y"),
+                    call("backward", "dout", "dx"),
+                    get("linear.dW", "dW"),
+                    get("bn.dgamma", "dgamma"),
+                    get("bn.dbeta", "dbeta"),
+                ],
+                arrays,
+            )
+        )
+        plan.add_case(
+            Case(
+                "train_dropout",
+                block_ops(in_f, out_f, p, seeds[1])
+                + [
+                    call("forward", "x1", "y"),
+                    call("backward", "dout", "dx"),
+                    get("linear.dW", "dW"),
+                ],
+                arrays,
+            )
+        )
+        plan.add_case(
+            Case(
+                "eval",
+                block_ops(in_f, out_f, p, seeds[2])
+                + [
+                    call("forward", "x1"),
+                    call("forward", "x2"),
+                    get("bn.running_mean", "running_mean"),
+                    get("bn.running_var", "running_var"),
+                    call("eval"),
+                    *flag_ops("eval"),
+                    call("forward", "x3", "y"),
+                    call("backward", "dout", "dx"),
+                    get("linear.dW", "dW"),
+                    call("train"),
+                    *flag_ops("train"),
+                ],
+                arrays,
+            )
+        )
         shape = f"MLPBlock({in_f}, {out_f})"
-        plan.add(Compare("forward_train", 2.0, case="train_p0", keys=["y"],
-                         what=f"{shape} with p=0 in training (batch statistics)"))
-        plan.add(Compare("backward_train", 2.0, case="train_p0", keys=["dx", "dW", "dgamma", "dbeta"],
-                         what=f"{shape} with p=0: backward through Dropout, GELU, BatchNorm1d and Linear"))
+        plan.add(
+            Compare(
+                "forward_train",
+                2.0,
+                case="train_p0",
+                keys=["y"],
+                what=f"{shape} with p=0 in training (batch statistics)",
+            )
+        )
+        plan.add(
+            Compare(
+                "backward_train",
+                2.0,
+                case="train_p0",
+                keys=["dx", "dW", "dgamma", "dbeta"],
+                what=f"{shape} with p=0: backward through Dropout, GELU, BatchNorm1d and Linear",
+            )
+        )
         # The two masked checks run the reference block with the student's own dropout mask: they are
         # implemented where the reference is (grader/course/live_checks.py) and run in hidden grading only.
-        plan.add(Custom("dropout_train", 1.5, live_only=True, fn=live_check(
-            "blocks.masked", (in_f, out_f), p, ["y"], "each output must be 0 or GELU(BN(x W^T)) / (1 - p)")))
-        plan.add(Custom("backward_dropout", 1.0, live_only=True, fn=live_check(
-            "blocks.masked", (in_f, out_f), p, ["dx", "dW"], "the backward of dout * mask / (1 - p), with the mask"
-                                                             " of your forward")))
-        plan.add(Compare("running_stats", 1.0, case="eval", keys=["running_mean", "running_var"],
-                         what="bn running statistics after two training forwards"))
+        plan.add(
+            Custom(
+                "dropout_train",
+                1.5,
+                live_only=True,
+                fn=live_check(
+                    "blocks.masked", (in_f, out_f), p, ["y"], "each output must be 0 or GELU(BN(x W^T)) / (1 - p)"
+                ),
+            )
+        )
+        plan.add(
+            Custom(
+                "backward_dropout",
+                1.0,
+                live_only=True,
+                fn=live_check(
+                    "blocks.masked",
+                    (in_f, out_f),
+                    p,
+                    ["dx", "dW"],
+                    "the backward of dout * mask / (1 - p), with the mask of your forward",
+                ),
+            )
+        )
+        plan.add(
+            Compare(
+                "running_stats",
+                1.0,
+                case="eval",
+                keys=["running_mean", "running_var"],
+                what="bn running statistics after two training forwards",
+            )
+        )
         plan.add(Custom("eval", 1.5, fn=eval_outputs))
-        plan.add(Compare("modes", 1.0, case="eval", keys=flag_keys("eval") + flag_keys("train"),
-                         what="the training flag of the block and its four layers after eval() and train()",
-                         check_dtype=False))
+        plan.add(
+            Compare(
+                "modes",
+                1.0,
+                case="eval",
+                keys=flag_keys("eval") + flag_keys("train"),
+                what="the training flag of the block and its four layers after eval() and train()",
+                check_dtype=False,
+            )
+        )
         return plan
 
 
@@ -128,14 +212,25 @@ def eval_outputs(ctx: Context) -> Outcome:
         expected = ctx.reference_output("eval", key)
         cmp = compare(got, expected, RTOL, ATOL * scale_of(expected))
         if not cmp.ok:
-            still = [attr.split(".")[0] for attr, k in zip(FLAGS, flag_keys("eval"), strict=True)
-                     if attr != "training" and bool(np.all(s.outputs.get(k, np.array(False))))]
-            note = (f" After eval() these layers are still in training mode: {', '.join(still)}"
-                    " (eval() must reach all four layers)." if still else "")
+            still = [
+                attr.split(".")[0]
+                for attr, k in zip(FLAGS, flag_keys("eval"), strict=True)
+                if attr != "training" and bool(np.all(s.outputs.get(k, np.array(False))))
+            ]
+            note = (
+                f" After eval() these layers are still in training mode: {', '.join(still)}"
+                " (eval() must reach all four layers)."
+                if still
+                else ""
+            )
             mistake = ctx.diagnose("eval", ["y", "dx"]) or ctx.diagnose("eval", flag_keys("eval"))
-            figure = (figures.elements_figure(got, expected, RTOL, ATOL * scale_of(expected), title=f"eval mode: {key}",
-                                              key=key) if got.shape == expected.shape
-                      else figures.shapes_figure(got.shape, expected.shape, title=f"eval mode: {key}", key=key))
+            figure = (
+                figures.elements_figure(
+                    got, expected, RTOL, ATOL * scale_of(expected), title=f"eval mode: {key}", key=key
+                )
+                if got.shape == expected.shape
+                else figures.shapes_figure(got.shape, expected.shape, title=f"eval mode: {key}", key=key)
+            )
             return False, f"eval mode: {key}: {cmp.message}.{note}", mistake, figure
     return True, "", None
 
@@ -143,8 +238,7 @@ def eval_outputs(ctx: Context) -> Outcome:
 # --------------------------------------------------------------------------- fold_batchnorm
 
 
-def fold_case(name: str, rng: np.random.Generator, in_f: int, out_f: int, bias: bool,
-              eps: float | None) -> Case:
+def fold_case(name: str, rng: np.random.Generator, in_f: int, out_f: int, bias: bool, eps: float | None) -> Case:
     """linear (W, b), bn (gamma, beta, running stats) -> folded = fold_batchnorm(linear, bn); y = folded(x)."""
     arrays = {
         "W": rng.standard_normal((out_f, in_f)),
@@ -157,8 +251,13 @@ def fold_case(name: str, rng: np.random.Generator, in_f: int, out_f: int, bias: 
     }
     bn_kwargs = {} if eps is None else {"eps": eps}
     script: list[dict[str, Any]] = [
-        {"op": "new", "var": "lin", "cls": "linear.Linear", "args": [in_f, out_f],
-         "kwargs": {"bias": bias, "rng": {"rng": 0}}},
+        {
+            "op": "new",
+            "var": "lin",
+            "cls": "linear.Linear",
+            "args": [in_f, out_f],
+            "kwargs": {"bias": bias, "rng": {"rng": 0}},
+        },
         {"op": "set", "var": "lin", "attr": "W", "value": {"array": "W"}},
     ]
     if bias:
@@ -196,17 +295,44 @@ class FoldBatchNormChecks(ExerciseChecks):
         plan.add_case(fold_case("no_bias", rng, in_f, out_f, False, None))
         plan.add_case(fold_case("eps", rng, in_f, out_f, True, 1e-3))
         what = "folded(x) against bn.eval()(linear(x))"
-        plan.add(Compare("forward_biased", 3.0, case="biased", keys=["y"],
-                         what=f"{what}, Linear with bias, running_var ~ 1e-5..1e-3"))
-        plan.add(Compare("params_biased", 1.5, case="biased", keys=["folded_W", "folded_b"],
-                         what="the folded W' = s W and b' = s (b - running_mean) + beta, s = gamma / sqrt(var + eps)"))
-        plan.add(Compare("no_bias", 2.0, case="no_bias", keys=["b_is_none", "y"],
-                         what=f"{what}, Linear(bias=False) (the folded Linear has a bias)", check_dtype=False))
+        plan.add(
+            Compare(
+                "forward_biased",
+                3.0,
+                case="biased",
+                keys=["y"],
+                what=f"{what}, Linear with bias, running_var ~ 1e-5..1e-3",
+            )
+        )
+        plan.add(
+            Compare(
+                "params_biased",
+                1.5,
+                case="biased",
+                keys=["folded_W", "folded_b"],
+                what="the folded W' = s W and b' = s (b - running_mean) + beta, s = gamma / sqrt(var + eps)",
+            )
+        )
+        plan.add(
+            Compare(
+                "no_bias",
+                2.0,
+                case="no_bias",
+                keys=["b_is_none", "y"],
+                what=f"{what}, Linear(bias=False) (the folded Linear has a bias)",
+                check_dtype=False,
+            )
+        )
         plan.add(Compare("eps", 1.5, case="eps", keys=["y"], what=f"{what}, BatchNorm1d(eps=1e-3)"))
-        plan.add(Compare("arguments_unchanged", 2.0, case="biased",
-                         keys=["linear_W_after", "linear_b_after", "running_mean_after", "running_var_after",
-                               "gamma_after"],
-                         what="linear and bn after folding (return a new Linear, change neither argument)"))
+        plan.add(
+            Compare(
+                "arguments_unchanged",
+                2.0,
+                case="biased",
+                keys=["linear_W_after", "linear_b_after", "running_mean_after", "running_var_after", "gamma_after"],
+                what="linear and bn after folding (return a new Linear, change neither argument)",
+            )
+        )
         return plan
 
 

@@ -23,7 +23,13 @@ import numpy as np
 from grader.student.engine import generic
 from grader.student.engine.compare import same_as
 from grader.student.engine.diagnosis import (
-    REFERENCE_AGAIN, Combination, Expected, KnownMistake, diagnose, error_signature, numgrad_outputs,
+    REFERENCE_AGAIN,
+    Combination,
+    Expected,
+    KnownMistake,
+    diagnose,
+    error_signature,
+    numgrad_outputs,
 )
 from grader.student.engine.ops import Case, ScriptResult
 
@@ -190,15 +196,43 @@ class Context:
         keys = [k for k in keys if k not in numgrad_keys]
         return [every_key, keys] if keys and every_key and every_key != sorted(keys) else [keys]
 
-    def reproduces(self, mistake: Mistake, case: str, keys: list[str], rtol: float = RTOL, atol: float = ATOL,
-                   match_error: bool = False, match_warnings: bool | tuple[str, ...] = False) -> bool:
+    def reproduces(
+        self,
+        mistake: Mistake,
+        case: str,
+        keys: list[str],
+        rtol: float = RTOL,
+        atol: float = ATOL,
+        match_error: bool = False,
+        match_warnings: bool | tuple[str, ...] = False,
+    ) -> bool:
         """``mistake``'s variant differs from the reference on ``case`` and equals the student on ``keys``."""
-        return diagnose([mistake], self.cases[case], self.student_result(case), keys, rtol=rtol, atol=atol,
-                        match_error=match_error, match_warnings=match_warnings, run=self.run_mistake,
-                        reference=self.reference.get(case)) is not None
+        return (
+            diagnose(
+                [mistake],
+                self.cases[case],
+                self.student_result(case),
+                keys,
+                rtol=rtol,
+                atol=atol,
+                match_error=match_error,
+                match_warnings=match_warnings,
+                run=self.run_mistake,
+                reference=self.reference.get(case),
+            )
+            is not None
+        )
 
-    def part_by_part(self, case: str, keys: list[str], passes: list[list[str]], rtol: float = RTOL,
-                     atol: float = ATOL, match_error: bool = False, match_warnings: bool | tuple[str, ...] = False) -> Mistake | None:
+    def part_by_part(
+        self,
+        case: str,
+        keys: list[str],
+        passes: list[list[str]],
+        rtol: float = RTOL,
+        atol: float = ATOL,
+        match_error: bool = False,
+        match_warnings: bool | tuple[str, ...] = False,
+    ) -> Mistake | None:
         """The smallest set of known mistakes that reproduces the student on ``case`` and contradicts no check.
 
         Real code often has two mistakes at once (CS231n BatchNorms: the biased running
@@ -217,8 +251,9 @@ class Context:
                 found: list[tuple[tuple[int, int], Mistake]] = []
                 for members in combinations(pool if size <= 2 else pool[:POOL_LIMIT], size):
                     candidate = self._combined(self._ordered(list(members)))
-                    if candidate is None or not self.reproduces(candidate, case, pass_keys, rtol, atol, match_error,
-                                                                match_warnings):
+                    if candidate is None or not self.reproduces(
+                        candidate, case, pass_keys, rtol, atol, match_error, match_warnings
+                    ):
                         continue
                     if size > 1 and self.contradicts(candidate) or not self.consistent(self._ordered(list(members))):
                         continue  # (a pool member alone contradicts nothing)
@@ -262,9 +297,11 @@ class Context:
             return False
         _, reference, keys = parts
         variant = self.run_mistake(mistake, self.cases[case])
-        return error_signature(variant) != error_signature(reference) or \
-            bool(variant.warnings) != bool(reference.warnings) or \
-            any(not _same_tight(variant.outputs.get(k), reference.outputs[k]) for k in keys)
+        return (
+            error_signature(variant) != error_signature(reference)
+            or bool(variant.warnings) != bool(reference.warnings)
+            or any(not _same_tight(variant.outputs.get(k), reference.outputs[k]) for k in keys)
+        )
 
     def _changes_something(self, mistake: Mistake) -> bool:
         """Whether ``mistake``'s variant differs from the reference on some compared output of some case."""
@@ -276,8 +313,9 @@ class Context:
             variant = self.run_mistake(mistake, case)
             if any(not _same_tight(variant.outputs.get(k), reference.outputs[k]) for k in keys):
                 return True
-            if error_signature(variant) != error_signature(reference) or \
-                    bool(variant.warnings) != bool(reference.warnings):
+            if error_signature(variant) != error_signature(reference) or bool(variant.warnings) != bool(
+                reference.warnings
+            ):
                 return True  # a crash, or a warning with the right values
         return False
 
@@ -295,7 +333,9 @@ class Context:
             variant = self.run_mistake(mistake, case)
             for key in keys:
                 expected = reference.outputs[key]
-                if not _same_tight(variant.outputs.get(key), expected) and _same_tight(student.outputs.get(key), expected):
+                if not _same_tight(variant.outputs.get(key), expected) and _same_tight(
+                    student.outputs.get(key), expected
+                ):
                     return True
         return False
 
@@ -308,8 +348,16 @@ class Context:
             return None
         return Combination(combined, self.exercise_id, "", "", parts=list(members))
 
-    def _needed(self, chosen: Mistake, case: str, keys: list[str], rtol: float, atol: float, match_error: bool,
-                match_warnings: bool | tuple[str, ...]) -> Mistake:
+    def _needed(
+        self,
+        chosen: Mistake,
+        case: str,
+        keys: list[str],
+        rtol: float,
+        atol: float,
+        match_error: bool,
+        match_warnings: bool | tuple[str, ...],
+    ) -> Mistake:
         """``chosen`` less the parts this check's ``keys`` do not need (the rest reproduces them without)."""
         parts = list(getattr(chosen, "parts", [])) or [chosen]
         for part in list(parts):
@@ -335,8 +383,11 @@ class Context:
         def compute() -> tuple[ScriptResult, ScriptResult, list[str]]:
             numgrad_keys = numgrad_outputs(self.cases[name])
             again = self.run_mistake(_REFERENCE_AGAIN, self.cases[name])
-            keys = [k for k in sorted(set(reference.outputs) - numgrad_keys)
-                    if same_as(again.outputs.get(k), reference.outputs[k], rtol=0.0, atol=0.0)]
+            keys = [
+                k
+                for k in sorted(set(reference.outputs) - numgrad_keys)
+                if same_as(again.outputs.get(k), reference.outputs[k], rtol=0.0, atol=0.0)
+            ]
             return self.student_result(name), reference, keys
 
         return self._memoised("comparable", "", name, compute)
@@ -361,8 +412,10 @@ class Context:
         student, reference, keys = parts
         own = self.own_gradients(name)
         variant = self.run_mistake(mistake, self.cases[name])
-        if error_signature(variant) != error_signature(reference) and \
-                (error_signature(variant) or ())[:2] != (error_signature(student) or ())[:2]:
+        if (
+            error_signature(variant) != error_signature(reference)
+            and (error_signature(variant) or ())[:2] != (error_signature(student) or ())[:2]
+        ):
             return False
         for key in sorted(set(keys) | (set(variant.outputs) - set(reference.outputs))):
             if key in own:
@@ -419,9 +472,8 @@ class Context:
             if op.get("op") != "numgrad":
                 continue
             num_key = op["out"]
-            key = num_key[len("num_"):]
-            if same_as(student.outputs.get(key), student.outputs.get(num_key), rtol=NUMGRAD_RTOL,
-                       atol=NUMGRAD_ATOL):
+            key = num_key[len("num_") :]
+            if same_as(student.outputs.get(key), student.outputs.get(num_key), rtol=NUMGRAD_RTOL, atol=NUMGRAD_ATOL):
                 own.add(key)
         if "dx" in own and same_as(student.outputs.get("dx_again"), student.outputs.get("dx"), rtol=1e-12, atol=1e-12):
             own.add("dx_again")  # the second backward of the same forward
@@ -447,8 +499,11 @@ class Context:
             variant = self.run_mistake(mistake, case)
             for key in keys:
                 theirs = student.outputs.get(key)
-                if theirs is not None and not same_as(theirs, reference.outputs[key]) \
-                        and same_as(theirs, variant.outputs.get(key)):
+                if (
+                    theirs is not None
+                    and not same_as(theirs, reference.outputs[key])
+                    and same_as(theirs, variant.outputs.get(key))
+                ):
                     explained += 1
                 reach += not _same_tight(variant.outputs.get(key), reference.outputs[key])
         return explained, reach

@@ -47,10 +47,10 @@ from grader.student.engine.diagnosis import error_signature
 from grader.student.engine.ops import Case, ScriptResult
 
 CLS = "dropout.Dropout"
-TRAIN_SHAPE = (160, 250)      # n = 40000 for the zero fraction
+TRAIN_SHAPE = (160, 250)  # n = 40000 for the zero fraction
 SHAPE_3D = (6, 25, 30)
-XS_SHAPE = (20, 30)           # eval, edges and seeded cases
-EXACT = 1e-9                  # relative tolerance of "exactly x / (1 - p)" (float64 rounding is 1e-16)
+XS_SHAPE = (20, 30)  # eval, edges and seeded cases
+EXACT = 1e-9  # relative tolerance of "exactly x / (1 - p)" (float64 rounding is 1e-16)
 
 Results = Callable[[str], ScriptResult]
 
@@ -106,34 +106,62 @@ class DropoutChecks(ExerciseChecks):
         xs = rng.standard_normal(XS_SHAPE)
         douts = rng.standard_normal((20, 30))
         plan = Plan()
-        plan.add_case(Case("train", layer_ops(p, seeds[0]) + [
-            {"op": "let", "var": "x0", "value": {"array": "x"}},
-            {"op": "call", "var": "d", "method": "forward", "args": [{"var": "x0"}], "out": "y1"},
-            {"op": "output", "value": {"var": "x0"}, "out": "x_after"},
-            {"op": "let", "var": "dout0", "value": {"array": "dout"}},
-            {"op": "call", "var": "d", "method": "backward", "args": [{"var": "dout0"}], "out": "dx1"},
-            {"op": "output", "value": {"var": "x0"}, "out": "x_after_backward"},
-            {"op": "output", "value": {"var": "dout0"}, "out": "dout_after"},
-            forward("x", "y2"),
-        ], {"x": x, "dout": dout}))
-        plan.add_case(Case("train_3d", layer_ops(p3, seeds[1]) + [forward("x", "y"), backward("dout", "dx")],
-                           {"x": x3, "dout": dout3}))
-        plan.add_case(Case("eval", layer_ops(p, seeds[2], "eval") + [forward("x", "y"), backward("dout", "dx")],
-                           {"x": xs, "dout": douts}))
-        plan.add_case(Case("train_then_eval", layer_ops(p, seeds[3]) + [
-            forward("x", None),
-            {"op": "call", "var": "d", "method": "eval"},
-            forward("x", "y"),
-            backward("dout", "dx"),
-        ], {"x": xs, "dout": douts}))
-        plan.add_case(Case("p0", layer_ops(0.0, seeds[4]) + [forward("x", "y"), backward("dout", "dx")],
-                           {"x": xs, "dout": douts}))
-        plan.add_case(Case("p1", layer_ops(1.0, seeds[5]) + [forward("x", "y"), backward("dout", "dx")],
-                           {"x": xs, "dout": douts}))
+        plan.add_case(
+            Case(
+                "train",
+                layer_ops(p, seeds[0])
+                + [
+                    {"op": "let", "var": "x0", "value": {"array": "x"}},
+                    {"op": "call", "var": "d", "method": "forward", "args": [{"var": "x0"}], "out": "y1"},
+                    {"op": "output", "value": {"var": "x0"}, "out": "x_after"},
+                    {"op": "let", "var": "dout0", "value": {"array": "dout"}},
+                    {"op": "call", "var": "d", "method": "backward", "args": [{"var": "dout0"}], "out": "dx1"},
+                    {"op": "output", "value": {"var": "x0"}, "out": "x_after_backward"},
+                    {"op": "output", "value": {"var": "dout0"}, "out": "dout_after"},
+                    forward("x", "y2"),
+                ],
+                {"x": x, "dout": dout},
+            )
+        )
+        plan.add_case(
+            Case(
+                "train_3d",
+                layer_ops(p3, seeds[1]) + [forward("x", "y"), backward("dout", "dx")],
+                {"x": x3, "dout": dout3},
+            )
+        )
+        plan.add_case(
+            Case(
+                "eval",
+                layer_ops(p, seeds[2], "eval") + [forward("x", "y"), backward("dout", "dx")],
+                {"x": xs, "dout": douts},
+            )
+        )
+        plan.add_case(
+            Case(
+                "train_then_eval",
+                layer_ops(p, seeds[3])
+                + [
+                    forward("x", None),
+                    {"op": "call", "var": "d", "method": "eval"},
+                    forward("x", "y"),
+                    backward("dout", "dx"),
+                ],
+                {"x": xs, "dout": douts},
+            )
+        )
+        plan.add_case(
+            Case("p0", layer_ops(0.0, seeds[4]) + [forward("x", "y"), backward("dout", "dx")], {"x": xs, "dout": douts})
+        )
+        plan.add_case(
+            Case("p1", layer_ops(1.0, seeds[5]) + [forward("x", "y"), backward("dout", "dx")], {"x": xs, "dout": douts})
+        )
         seeded: list[dict[str, Any]] = []
         for var, seed_of in (("a", seeds[6]), ("b", seeds[6]), ("c", seeds[6] + 1)):
-            seeded += [{"op": "new", "var": var, "cls": CLS, "kwargs": {"p": p, "rng": {"rng": seed_of}}},
-                       {"op": "call", "var": var, "method": "forward", "args": [{"array": "x"}], "out": f"y_{var}"}]
+            seeded += [
+                {"op": "new", "var": var, "cls": CLS, "kwargs": {"p": p, "rng": {"rng": seed_of}}},
+                {"op": "call", "var": var, "method": "forward", "args": [{"array": "x"}], "out": f"y_{var}"},
+            ]
         plan.add_case(Case("seeded", seeded, {"x": xs}))
         plan.add_case(Case("p_negative", [{"op": "new", "var": "d", "cls": CLS, "kwargs": {"p": -0.1}}]))
         plan.add_case(Case("p_above_one", [{"op": "new", "var": "d", "cls": CLS, "kwargs": {"p": 1.5}}]))
@@ -164,17 +192,31 @@ class DropoutChecks(ExerciseChecks):
                     return Verdict(False, why, crash(res, case))
                 y, x = got[0], arrays[case]["x"]
                 if y.shape != x.shape or y.dtype != np.float64:
-                    return Verdict(False, f"case {case}: forward returned shape {y.shape} dtype {y.dtype};"
-                                          f" expected {x.shape} float64", ("shape", y.shape, str(y.dtype)),
-                                   partial(figures.shapes_figure, y.shape, x.shape, title=f"case {case}: forward",
-                                           key="y", received_dtype=str(y.dtype), expected_dtype="float64"))
+                    return Verdict(
+                        False,
+                        f"case {case}: forward returned shape {y.shape} dtype {y.dtype}; expected {x.shape} float64",
+                        ("shape", y.shape, str(y.dtype)),
+                        partial(
+                            figures.shapes_figure,
+                            y.shape,
+                            x.shape,
+                            title=f"case {case}: forward",
+                            key="y",
+                            received_dtype=str(y.dtype),
+                            expected_dtype="float64",
+                        ),
+                    )
                 if not np.all(np.isfinite(y)):
                     return Verdict(False, f"case {case} (p = {p}): forward returned NaN or inf", ("nan",))
                 kept = y != 0
                 if kept.all():
-                    return Verdict(False, f"case {case} (p = {p}): no element was dropped (no output is 0), so the"
-                                          " scale cannot be judged: check how the mask is built", ("nothing-dropped",),
-                                   partial(scale_figure, case, y, x, p))
+                    return Verdict(
+                        False,
+                        f"case {case} (p = {p}): no element was dropped (no output is 0), so the"
+                        " scale cannot be judged: check how the mask is built",
+                        ("nothing-dropped",),
+                        partial(scale_figure, case, y, x, p),
+                    )
                 scale = 1.0 / (1.0 - p)
                 ratios = y[kept] / x[kept]
                 bad = np.abs(ratios - scale) > EXACT * scale
@@ -197,12 +239,17 @@ class DropoutChecks(ExerciseChecks):
         """x is unchanged after the training forward and after backward; dout is unchanged after backward."""
         arrays = next(c for c in plan.cases if c.name == "train").arrays
         items = [
-            ("x_after", "x", "forward modified its input array x: compute y = x * mask (a new array),"
-                             " never x *= mask"),
-            ("x_after_backward", "x", "backward modified the x that forward was given (an alias of the caller's"
-                                      " array kept in self?)"),
-            ("dout_after", "dout", "backward modified its input array dout: return dout * self.mask (a new"
-                                   " array), never dout *= mask"),
+            ("x_after", "x", "forward modified its input array x: compute y = x * mask (a new array), never x *= mask"),
+            (
+                "x_after_backward",
+                "x",
+                "backward modified the x that forward was given (an alias of the caller's array kept in self?)",
+            ),
+            (
+                "dout_after",
+                "dout",
+                "backward modified its input array dout: return dout * self.mask (a new array), never dout *= mask",
+            ),
         ]
 
         def judge(res: Results) -> Verdict:
@@ -214,10 +261,22 @@ class DropoutChecks(ExerciseChecks):
                         return Verdict(False, f"case train: {error_text(r.error)}")
                     continue  # backward crashed: charged by the backward check
                 if not (after.shape == arrays[array].shape and np.array_equal(after, arrays[array])):
-                    return Verdict(False, message, ("mutated", key),
-                                   partial(own_figure, after, arrays[array], 0.0, 0.0, f"case train: {array} after your"
-                                           " code ran", array, f"{array} as it was handed to your code",
-                                           f"{array} after your code ran"))
+                    return Verdict(
+                        False,
+                        message,
+                        ("mutated", key),
+                        partial(
+                            own_figure,
+                            after,
+                            arrays[array],
+                            0.0,
+                            0.0,
+                            f"case train: {array} after your code ran",
+                            array,
+                            f"{array} as it was handed to your code",
+                            f"{array} after your code ran",
+                        ),
+                    )
             return Verdict(True)
 
         return judge
@@ -244,13 +303,19 @@ class DropoutChecks(ExerciseChecks):
                 frac = float(np.mean(y == 0))
                 if abs(frac - p) <= t:
                     continue
-                message = (f"case {case}: with p = {p}, {frac:.4f} of the {n} outputs are zero; expected"
-                           f" p = {p} +- {t:.4f} (each element is dropped with probability p)")
+                message = (
+                    f"case {case}: with p = {p}, {frac:.4f} of the {n} outputs are zero; expected"
+                    f" p = {p} +- {t:.4f} (each element is dropped with probability p)"
+                )
                 phi = normal_cdf(p)
                 if min(abs(frac - phi), abs(frac - (1.0 - phi))) <= t:
-                    return Verdict(False, message + f": {frac:.4f} is what a mask drawn from a standard normal gives"
-                                                    f" (Phi({p}) = {phi:.4f}); draw uniforms, self.rng.random(x.shape)",
-                                   (case, "gaussian"), partial(fraction_figure, case, y, p, t, frac))
+                    return Verdict(
+                        False,
+                        message + f": {frac:.4f} is what a mask drawn from a standard normal gives"
+                        f" (Phi({p}) = {phi:.4f}); draw uniforms, self.rng.random(x.shape)",
+                        (case, "gaussian"),
+                        partial(fraction_figure, case, y, p, t, frac),
+                    )
                 return Verdict(False, message, (case, frac, t), partial(fraction_figure, case, y, p, t, frac))
             return Verdict(True)
 
@@ -274,24 +339,46 @@ class DropoutChecks(ExerciseChecks):
             rows_alike = bool(np.all(m1 == m1[0]))
 
             def picture() -> dict[str, Any]:
-                seen = ("nothing was dropped." if not m1.any() else "everything was dropped." if m1.all()
-                        else "the two masks are identical." if same_twice
-                        else "every row drops the same columns (vertical stripes).")
+                seen = (
+                    "nothing was dropped."
+                    if not m1.any()
+                    else "everything was dropped."
+                    if m1.all()
+                    else "the two masks are identical."
+                    if same_twice
+                    else "every row drops the same columns (vertical stripes)."
+                )
                 return figures.masks_figure(
-                    [("first forward", m1), ("second forward", m2)], title="the elements each training call dropped",
+                    [("first forward", m1), ("second forward", m2)],
+                    title="the elements each training call dropped",
                     summary=f"Which elements of the {TRAIN_SHAPE} output your two training calls dropped, as the"
-                            f" share dropped in each block: {seen}")
+                    f" share dropped in each block: {seen}",
+                )
 
             if not m1.any() or m1.all():
-                return Verdict(False, f"{'no' if not m1.any() else 'every'} element was dropped in training",
-                               ("none" if not m1.any() else "all",), picture)
+                return Verdict(
+                    False,
+                    f"{'no' if not m1.any() else 'every'} element was dropped in training",
+                    ("none" if not m1.any() else "all",),
+                    picture,
+                )
 
             if same_twice:
-                return Verdict(False, "two training calls dropped exactly the same elements: draw a fresh mask"
-                                      " from self.rng on every forward", (same_twice, rows_alike), picture)
+                return Verdict(
+                    False,
+                    "two training calls dropped exactly the same elements: draw a fresh mask"
+                    " from self.rng on every forward",
+                    (same_twice, rows_alike),
+                    picture,
+                )
             if rows_alike:
-                return Verdict(False, f"every row of the {TRAIN_SHAPE} output drops the same columns: draw the"
-                                      " mask with the full shape of x", (same_twice, rows_alike), picture)
+                return Verdict(
+                    False,
+                    f"every row of the {TRAIN_SHAPE} output drops the same columns: draw the"
+                    " mask with the full shape of x",
+                    (same_twice, rows_alike),
+                    picture,
+                )
             return Verdict(True)
 
         return judge
@@ -311,19 +398,33 @@ class DropoutChecks(ExerciseChecks):
                 if y.shape != x.shape:
                     return Verdict(False, f"case {case}: forward returned shape {y.shape}, expected {x.shape}")
                 if not np.all(np.isfinite(y)):
-                    return Verdict(False, f"case {case}: forward returned NaN or inf, so backward cannot be judged"
-                                          " against it (fix forward first)", ("nan",))
+                    return Verdict(
+                        False,
+                        f"case {case}: forward returned NaN or inf, so backward cannot be judged"
+                        " against it (fix forward first)",
+                        ("nan",),
+                    )
                 if dx.shape != x.shape:
-                    return Verdict(False, f"case {case}: backward returned shape {dx.shape}, expected {x.shape}",
-                                   ("shape",))
+                    return Verdict(
+                        False, f"case {case}: backward returned shape {dx.shape}, expected {x.shape}", ("shape",)
+                    )
                 expected = dout * (y / x)
                 if np.all(np.abs(dx - expected) <= EXACT * np.abs(expected) + 1e-300):
                     continue
                 kind = backward_kind(dx, dout, y)
 
                 def picture(case: str = case, dx: np.ndarray = dx, expected: np.ndarray = expected) -> Any:
-                    return own_figure(dx, expected, EXACT, 1e-300, f"case {case}: dx", "dx",
-                                      "dout × y / x (the mask and scale of your forward)", "your dx")
+                    return own_figure(
+                        dx,
+                        expected,
+                        EXACT,
+                        1e-300,
+                        f"case {case}: dx",
+                        "dx",
+                        "dout × y / x (the mask and scale of your forward)",
+                        "your dx",
+                    )
+
                 hint = {
                     "identity": "backward returned dout unchanged: multiply by the mask",
                     "unscaled": "backward used the 0/1 mask without the 1/(1 - p) scale",
@@ -363,12 +464,16 @@ class DropoutChecks(ExerciseChecks):
                 pattern.append((y_ok, dx_ok, bool(y.shape == x.shape and np.any(y == 0))))
                 if not message and not y_ok:
                     zeros = int(np.sum(y == 0)) if y.shape == x.shape else 0
-                    message = (f"case {case}: in eval mode forward must return x unchanged;"
-                               f" {zeros} of {x.size} outputs are zero (still dropping?)")
+                    message = (
+                        f"case {case}: in eval mode forward must return x unchanged;"
+                        f" {zeros} of {x.size} outputs are zero (still dropping?)"
+                    )
                     picture = identity_picture(case, "y", y, x, "x (eval returns its input)")
                 elif not message and not dx_ok:
-                    message = (f"case {case}: in eval mode backward must return dout unchanged"
-                               " (a mask left over from a training forward?)")
+                    message = (
+                        f"case {case}: in eval mode backward must return dout unchanged"
+                        " (a mask left over from a training forward?)"
+                    )
                     picture = identity_picture(case, "dx", dx, dout, "dout (eval passes it back)")
             if message:
                 return Verdict(False, message, tuple(pattern), picture)
@@ -398,23 +503,40 @@ class DropoutChecks(ExerciseChecks):
             if not p0_ok:
                 assert got0 is not None
                 y0_ok = same_values(got0[0], x)
-                picture = (identity_picture("p0", "y", got0[0], x, "x (p = 0 drops nothing)") if not y0_ok
-                           else identity_picture("p0", "dx", got0[1], dout, "dout (p = 0 drops nothing)"))
-                return Verdict(False, "with p = 0 nothing is dropped: forward must return x and backward dout",
-                               fingerprint, picture)
+                picture = (
+                    identity_picture("p0", "y", got0[0], x, "x (p = 0 drops nothing)")
+                    if not y0_ok
+                    else identity_picture("p0", "dx", got0[1], dout, "dout (p = 0 drops nothing)")
+                )
+                return Verdict(
+                    False,
+                    "with p = 0 nothing is dropped: forward must return x and backward dout",
+                    fingerprint,
+                    picture,
+                )
             assert got1 is not None
             y1 = got1[0] if got1[0].shape != x.shape or np.any(got1[0]) else got1[1]
-            zeros_picture = identity_picture("p1", "y" if y1 is got1[0] else "dx", y1, np.zeros_like(x),
-                                             "0 (p = 1 drops everything)")
+            zeros_picture = identity_picture(
+                "p1", "y" if y1 is got1[0] else "dx", y1, np.zeros_like(x), "0 (p = 1 drops everything)"
+            )
             if p1_nan:
-                return Verdict(False, "with p = 1 the output contains NaN or inf (0 / (1 - p) = 0/0?):"
-                                      " everything is dropped, return zeros", fingerprint, zeros_picture)
+                return Verdict(
+                    False,
+                    "with p = 1 the output contains NaN or inf (0 / (1 - p) = 0/0?):"
+                    " everything is dropped, return zeros",
+                    fingerprint,
+                    zeros_picture,
+                )
             if not p1_ok:
-                return Verdict(False, "with p = 1 every output and every gradient must be exactly 0", fingerprint,
-                               zeros_picture)
+                return Verdict(
+                    False, "with p = 1 every output and every gradient must be exactly 0", fingerprint, zeros_picture
+                )
             if warned:
-                return Verdict(False, f"with p = 1 your values are right; only the warning costs this check's points: {r1.warnings[0]}",
-                               fingerprint)
+                return Verdict(
+                    False,
+                    f"with p = 1 your values are right; only the warning costs this check's points: {r1.warnings[0]}",
+                    fingerprint,
+                )
             return Verdict(True)
 
         return judge
@@ -427,10 +549,17 @@ def fraction_figure(case: str, y: np.ndarray, p: float, t: float, frac: float) -
     cols = rows.shape[1]
     per_row = np.mean(rows == 0, axis=1)
     return figures.histogram_figure(
-        per_row, title=f"case {case}: dropped fraction per row, p = {p}", value_label="fraction of zeros in a row",
+        per_row,
+        title=f"case {case}: dropped fraction per row, p = {p}",
+        value_label="fraction of zeros in a row",
         density={"kind": "normal", "mean": p, "std": math.sqrt(p * (1 - p) / cols)},
-        statistic={"name": f"fraction of zeros over all {y.size} outputs", "value": frac, "expected": p,
-                   "low": p - t, "high": p + t},
+        statistic={
+            "name": f"fraction of zeros over all {y.size} outputs",
+            "value": frac,
+            "expected": p,
+            "low": p - t,
+            "high": p + t,
+        },
     )
 
 
@@ -443,10 +572,15 @@ def scale_figure(case: str, y: np.ndarray, x: np.ndarray, p: float) -> dict[str,
     found = np.unique(np.round(ratios[np.isfinite(ratios)], 6))
     shown = ", ".join(f"{r:.4g}" for r in found[:4]) + (" ..." if found.size > 4 else "")
     return figures.histogram_figure(
-        ratios, title=f"case {case}: y / x of the outputs kept, p = {p}", density=None, bounds=[scale],
-        bound_label="1/(1 - p)", value_label="y / x of an output kept (not 0)",
+        ratios,
+        title=f"case {case}: y / x of the outputs kept, p = {p}",
+        density=None,
+        bounds=[scale],
+        bound_label="1/(1 - p)",
+        value_label="y / x of an output kept (not 0)",
         summary=f"Histogram of y / x over the {int(kept.sum())} outputs your forward kept (case {case}, p = {p}):"
-                f" each must be exactly 1 / (1 - p) = {scale:.4g}; yours are {shown}.")
+        f" each must be exactly 1 / (1 - p) = {scale:.4g}; yours are {shown}.",
+    )
 
 
 def identity_picture(case: str, key: str, got: np.ndarray, want: np.ndarray, label: str) -> Callable[[], Any]:
@@ -464,22 +598,33 @@ def judge_seeded(res: Results) -> Verdict:
         return Verdict(False, f"forward returned shape {y_a.shape}, expected {XS_SHAPE}", ("shape",))
     if not all(np.all(np.isfinite(y)) for y in got):
         return Verdict(False, "forward returned NaN or inf, so no mask can be seen", ("nan",))
+
     def picture() -> dict[str, Any]:
         return figures.masks_figure(
             [("seed s", y_a == 0), ("seed s again", y_b == 0), ("seed s + 1", y_c == 0)],
             title="the elements three layers dropped",
             summary="Which elements three layers dropped, given generators seeded s, s again and s + 1: the first"
-                    " two must match, the third differ.")
+            " two must match, the third differ.",
+        )
 
     if not (y_a.shape == y_b.shape and np.array_equal(y_a, y_b)):
-        return Verdict(False, "two layers given generators with the same seed dropped different elements: draw the"
-                              " mask from self.rng (the generator the layer was given), never from np.random,"
-                              " so that a seeded run can be repeated", ("unseeded",), picture)
+        return Verdict(
+            False,
+            "two layers given generators with the same seed dropped different elements: draw the"
+            " mask from self.rng (the generator the layer was given), never from np.random,"
+            " so that a seeded run can be repeated",
+            ("unseeded",),
+            picture,
+        )
     if y_a.shape == y_c.shape and np.array_equal(y_a, y_c) and np.any(y_a == 0):
         # (a layer that drops nothing at all is charged by the values check, not here)
-        return Verdict(False, "layers given generators with different seeds dropped exactly the same elements:"
-                              " draw the mask from self.rng, not from a generator of your own", ("seed-ignored",),
-                       picture)
+        return Verdict(
+            False,
+            "layers given generators with different seeds dropped exactly the same elements:"
+            " draw the mask from self.rng, not from a generator of your own",
+            ("seed-ignored",),
+            picture,
+        )
     return Verdict(True)
 
 
@@ -555,8 +700,13 @@ def backward_kind(dx: np.ndarray, dout: np.ndarray, y: np.ndarray) -> str:
     kept = y != 0
     if not np.any(dx):
         return "zeros"  # (no mask in it: not "mask-only", whose constant is the scale)
-    if dx.shape == y.shape and kept.any() and not np.any(dx[~kept]) and dx[kept][0] != 0 \
-            and bool(np.allclose(dx[kept], dx[kept][0], rtol=EXACT, atol=0.0)):
+    if (
+        dx.shape == y.shape
+        and kept.any()
+        and not np.any(dx[~kept])
+        and dx[kept][0] != 0
+        and bool(np.allclose(dx[kept], dx[kept][0], rtol=EXACT, atol=0.0))
+    ):
         return "mask-only"  # one constant (the scale) where kept, 0 elsewhere: dout never entered
     if np.any(dx == 0) and not np.array_equal(dx == 0, y == 0):
         return "other-mask"

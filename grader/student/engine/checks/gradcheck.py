@@ -36,8 +36,13 @@ def numgrad_case(name: str, target: str, x: np.ndarray, dout: np.ndarray, h: flo
     script: list[dict[str, Any]] = [
         {"op": "target", "var": "f", "name": target},
         {"op": "let", "var": "x", "value": {"array": "x"}},
-        {"op": "func", "fn": "gradcheck.numerical_gradient",
-         "args": [{"var": "f"}, {"var": "x"}, {"array": "dout"}], "kwargs": kwargs, "out": "grad"},
+        {
+            "op": "func",
+            "fn": "gradcheck.numerical_gradient",
+            "args": [{"var": "f"}, {"var": "x"}, {"array": "dout"}],
+            "kwargs": kwargs,
+            "out": "grad",
+        },
         {"op": "output", "value": {"var": "x"}, "out": "x_after"},
     ]
     return Case(name, script, {"x": x, "dout": dout})
@@ -53,13 +58,22 @@ def x_restored(ctx: Context) -> Outcome:
         x = case.arrays["x"]
         if after.shape != x.shape or not np.allclose(after, x, rtol=0.0, atol=1e-12 * max(1.0, float(np.abs(x).max()))):
             diff = float(np.max(np.abs(after - x))) if after.shape == x.shape else float("nan")
-            return (False,
-                    f"case {name}: x changed by up to {diff:.2g} after numerical_gradient returned: restore"
-                    " every x[i] to its saved value after the two evaluations",
-                    ctx.diagnose(name, ["x_after"], rtol=0.0, atol=1e-12),
-                    own_figure(after, x, 0.0, 1e-12 * max(1.0, float(np.abs(x).max())),
-                               f"case {name}: x after numerical_gradient returned", "x", "x as it was given",
-                               "x after the call"))
+            return (
+                False,
+                f"case {name}: x changed by up to {diff:.2g} after numerical_gradient returned: restore"
+                " every x[i] to its saved value after the two evaluations",
+                ctx.diagnose(name, ["x_after"], rtol=0.0, atol=1e-12),
+                own_figure(
+                    after,
+                    x,
+                    0.0,
+                    1e-12 * max(1.0, float(np.abs(x).max())),
+                    f"case {name}: x after numerical_gradient returned",
+                    "x",
+                    "x as it was given",
+                    "x after the call",
+                ),
+            )
     return True, "", None
 
 
@@ -73,13 +87,12 @@ class NumericalGradientChecks(ExerciseChecks):
         plan = Plan()
         plan.add_case(numgrad_case("x_tanh", "x_tanh", rng.uniform(-2, 2, (3, 4)), rng.standard_normal((3, 4))))
         plan.add_case(numgrad_case("exp_sin", "exp_sin", rng.uniform(-3, 3, (4, 3)), rng.standard_normal((4, 3))))
-        plan.add_case(numgrad_case("softmax", "softmax_rows", rng.standard_normal((3, 5)),
-                                   rng.standard_normal((3, 5))))
+        plan.add_case(numgrad_case("softmax", "softmax_rows", rng.standard_normal((3, 5)), rng.standard_normal((3, 5))))
         plan.add_case(numgrad_case("vector", "cube", rng.uniform(-2, 2, 7), rng.standard_normal(7)))
-        plan.add_case(numgrad_case("tensor", "x_tanh", rng.uniform(-2, 2, (2, 3, 2)),
-                                   rng.standard_normal((2, 3, 2))))
-        plan.add_case(numgrad_case("dout", "exp_sin", rng.uniform(-3, 3, (3, 4)),
-                                   rng.integers(-3, 4, (3, 4)).astype(np.float64)))
+        plan.add_case(numgrad_case("tensor", "x_tanh", rng.uniform(-2, 2, (2, 3, 2)), rng.standard_normal((2, 3, 2))))
+        plan.add_case(
+            numgrad_case("dout", "exp_sin", rng.uniform(-3, 3, (3, 4)), rng.integers(-3, 4, (3, 4)).astype(np.float64))
+        )
         plan.add_case(numgrad_case("h", "cube", rng.uniform(-2, 2, (3, 3)), rng.standard_normal((3, 3)), h=1e-3))
 
         def grad_check(name: str, points: float, case: str, what: str) -> None:
@@ -87,8 +100,12 @@ class NumericalGradientChecks(ExerciseChecks):
 
         grad_check("curved", 1.0, "x_tanh", "f(x) = x tanh(x) on a (3, 4) x with a random dout")
         grad_check("curved_2", 1.0, "exp_sin", "f(x) = e^sin(x) on a (4, 3) x")
-        grad_check("coupled", 2.0, "softmax", "f = softmax over each row (every output depends on every"
-                                              " input of its row): the sum over ALL outputs")
+        grad_check(
+            "coupled",
+            2.0,
+            "softmax",
+            "f = softmax over each row (every output depends on every input of its row): the sum over ALL outputs",
+        )
         grad_check("shape_1d", 0.75, "vector", "f(x) = x^3 - 2x on a 1-D x")
         grad_check("shape_3d", 0.75, "tensor", "f(x) = x tanh(x) on a (2, 3, 2) x")
         grad_check("dout", 1.0, "dout", "f(x) = e^sin(x) with dout of integers in [-3, 3] (zeros included)")
@@ -111,9 +128,12 @@ def rel_scalar(ctx: Context) -> Outcome:
         if err is None:
             return False, f"case {name}: {error_text(s.error)}", None
         if err.shape != ():
-            return (False, f"case {name}: rel_error returned shape {err.shape}; expected one number (the max"
-                           " over elements)", ctx.diagnose(name, ["err"]),
-                    figures.shapes_figure(err.shape, (), title=f"rel_error (case {name})", key="err"))
+            return (
+                False,
+                f"case {name}: rel_error returned shape {err.shape}; expected one number (the max over elements)",
+                ctx.diagnose(name, ["err"]),
+                figures.shapes_figure(err.shape, (), title=f"rel_error (case {name})", key="err"),
+            )
     return True, "", None
 
 
@@ -138,16 +158,57 @@ class RelErrorChecks(ExerciseChecks):
         larger[int(rng.integers(0, 6))] += 0.5
         plan.add_case(rel_case("b_larger", base, larger))
         plan.add(Compare("pairs", 2.0, case="pairs", keys=["err"], what="random pairs", check_dtype=False))
-        plan.add(Compare("zeros", 2.0, case="zeros", keys=["err"], what="two zero arrays (0, not NaN)",
-                         check_dtype=False, match_warnings=True))
-        plan.add(Compare("floor", 2.0, case="tiny", keys=["err"], what="values ~1e-10 (the 1e-8 floor applies)",
-                         check_dtype=False))
-        plan.add(Compare("opposite_signs", 1.5, case="opposite", keys=["err"],
-                         what="a and b of opposite signs (denominator |a| + |b|)", check_dtype=False))
-        plan.add(Compare("max_over_elements", 1.0, case="mixed", keys=["err"],
-                         what="the maximum over elements", check_dtype=False))
-        plan.add(Compare("b_larger", 0.5, case="b_larger", keys=["err"],
-                         what="the largest error where b > a (|a - b|, not a - b)", check_dtype=False))
+        plan.add(
+            Compare(
+                "zeros",
+                2.0,
+                case="zeros",
+                keys=["err"],
+                what="two zero arrays (0, not NaN)",
+                check_dtype=False,
+                match_warnings=True,
+            )
+        )
+        plan.add(
+            Compare(
+                "floor",
+                2.0,
+                case="tiny",
+                keys=["err"],
+                what="values ~1e-10 (the 1e-8 floor applies)",
+                check_dtype=False,
+            )
+        )
+        plan.add(
+            Compare(
+                "opposite_signs",
+                1.5,
+                case="opposite",
+                keys=["err"],
+                what="a and b of opposite signs (denominator |a| + |b|)",
+                check_dtype=False,
+            )
+        )
+        plan.add(
+            Compare(
+                "max_over_elements",
+                1.0,
+                case="mixed",
+                keys=["err"],
+                what="the maximum over elements",
+                check_dtype=False,
+            )
+        )
+        plan.add(
+            Compare(
+                "b_larger",
+                0.5,
+                case="b_larger",
+                keys=["err"],
+                what="the largest error where b > a (|a - b|, not a - b)",
+                check_dtype=False,
+            )
+        )
         plan.add(Custom("scalar", 1.0, fn=rel_scalar))
         return plan
 

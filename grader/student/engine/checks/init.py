@@ -142,9 +142,14 @@ class StatCheck(Check):
             if other.ok or other.fingerprint is None or not self.same(verdict.fingerprint, other.fingerprint):
                 continue
             theirs = [variant_verdict(ctx, peer, mistake) for peer in peers]
-            if any(not t.ok and not agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs, strict=True)):
+            if any(
+                not t.ok and not agrees(peer, mine, t)
+                for peer, mine, t in zip(peers, student_verdicts, theirs, strict=True)
+            ):
                 continue  # the variant fails a check that the student passes, or fails it another way
-            agreement = sum(agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs, strict=True))
+            agreement = sum(
+                agrees(peer, mine, t) for peer, mine, t in zip(peers, student_verdicts, theirs, strict=True)
+            )
             if best is None or agreement > best[0]:
                 best = (agreement, mistake)
         return None if best is None else best[1]
@@ -202,9 +207,9 @@ class InitSpec:
 
     fan_in: int
     fan_out: int
-    std: float              # expected standard deviation
-    kind: str               # "uniform" or "normal"
-    formula: str            # how std was computed, for messages
+    std: float  # expected standard deviation
+    kind: str  # "uniform" or "normal"
+    formula: str  # how std was computed, for messages
     kwargs: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -243,8 +248,15 @@ def judge_shape(fn: str, items: list[tuple[str, InitSpec]]) -> Judge:
             if w is None:
                 return Verdict(False, f"{call_text(fn, spec)}: {why}")
             shapes.append(w.shape)
-            picture = partial(figures.shapes_figure, w.shape, (spec.fan_out, spec.fan_in), title=call_text(fn, spec),
-                              key="W", received_dtype=str(w.dtype), expected_dtype="float64")
+            picture = partial(
+                figures.shapes_figure,
+                w.shape,
+                (spec.fan_out, spec.fan_in),
+                title=call_text(fn, spec),
+                key="W",
+                received_dtype=str(w.dtype),
+                expected_dtype="float64",
+            )
             if w.shape != (spec.fan_out, spec.fan_in):
                 return Verdict(
                     False,
@@ -254,8 +266,12 @@ def judge_shape(fn: str, items: list[tuple[str, InitSpec]]) -> Judge:
                     picture,
                 )
             if w.dtype != np.float64:
-                return Verdict(False, f"{call_text(fn, spec)} returned dtype {w.dtype}; expected float64",
-                               ("dtype", str(w.dtype)), picture)
+                return Verdict(
+                    False,
+                    f"{call_text(fn, spec)} returned dtype {w.dtype}; expected float64",
+                    ("dtype", str(w.dtype)),
+                    picture,
+                )
         return Verdict(True)
 
     return judge
@@ -278,12 +294,23 @@ def judge_rng(fn: str, case: str, spec: InitSpec) -> Judge:
                 "two calls with generators seeded alike returned different arrays: draw every value"
                 " from the rng argument (rng.normal / rng.uniform), not from np.random",
                 (same_seed, other_seed),
-                lambda: own_figure(again, w, 0.0, 0.0, f"{call_text(fn, spec)} called twice with generators seeded"
-                                   " alike", "W", "W of the first call", "W of the second call"),
+                lambda: own_figure(
+                    again,
+                    w,
+                    0.0,
+                    0.0,
+                    f"{call_text(fn, spec)} called twice with generators seeded alike",
+                    "W",
+                    "W of the first call",
+                    "W of the second call",
+                ),
             )
         if other_seed:
-            return Verdict(False, "generators with different seeds gave the same array: use the rng argument",
-                           (same_seed, other_seed))
+            return Verdict(
+                False,
+                "generators with different seeds gave the same array: use the rng argument",
+                (same_seed, other_seed),
+            )
         return Verdict(True)
 
     return judge
@@ -298,8 +325,9 @@ def graded_w(res: Callable[[str], ScriptResult], case: str, fn: str, spec: InitS
     if w is None:
         return None, f"{call_text(fn, spec)}: {why}"
     if w.size != spec.n:
-        return None, (f"{call_text(fn, spec)} returned {w.size} values (shape {w.shape}); expected fan_out * fan_in ="
-                      f" {spec.n}")
+        return None, (
+            f"{call_text(fn, spec)} returned {w.size} values (shape {w.shape}); expected fan_out * fan_in = {spec.n}"
+        )
     if not np.all(np.isfinite(w)):
         return None, f"{call_text(fn, spec)} returned NaN or inf"
     return w, ""
@@ -321,8 +349,9 @@ def judge_mean(fn: str, case: str, spec: InitSpec) -> Judge:
             f"{call_text(fn, spec)}: the mean of W is {mean:.4g}, but a zero-mean distribution gives"
             f" |mean| <= {limit:.2g} over {w.size} values: centre the distribution on 0",
             (mean, sd, w.size),
-            lambda: init_figure(fn, spec, w, {"name": "mean of W", "value": mean, "expected": 0.0, "low": -limit,
-                                              "high": limit}),
+            lambda: init_figure(
+                fn, spec, w, {"name": "mean of W", "value": mean, "expected": 0.0, "low": -limit, "high": limit}
+            ),
         )
 
     return judge
@@ -351,8 +380,18 @@ def judge_variance(fn: str, case: str, spec: InitSpec, what: str) -> Judge:
             f" expected {expected:.5g} (std {spec.std:.4g} = {spec.formula}); {var / expected:.3g} times"
             f" too {'large' if var > expected else 'small'} (allowed ratio [{lo:.3f}, {hi:.3f}])",
             (var, w.size),
-            lambda: init_figure(fn, spec, w, {"name": "variance of W", "value": var, "expected": expected,
-                                              "low": lo * expected, "high": hi * expected}),
+            lambda: init_figure(
+                fn,
+                spec,
+                w,
+                {
+                    "name": "variance of W",
+                    "value": var,
+                    "expected": expected,
+                    "low": lo * expected,
+                    "high": hi * expected,
+                },
+            ),
         )
 
     return judge
@@ -384,6 +423,7 @@ def judge_distribution(fn: str, case: str, spec: InitSpec) -> Judge:
         shape = "uniform" if kurt < -0.6 else "normal"
         biggest = float(np.max(np.abs(w)))
         fingerprint = (shape, biggest, float(np.var(w, ddof=1)), w.size)
+
         def picture() -> dict[str, Any]:
             return init_figure(fn, spec, w, None)
 
@@ -391,8 +431,11 @@ def judge_distribution(fn: str, case: str, spec: InitSpec) -> Judge:
             a = spec.bound
             outside = int(np.sum(np.abs(w) > a * (1.0 + 1e-9)))
             if outside:
-                looks = " (its excess kurtosis is {:.2f}: that is a normal distribution, not a uniform)".format(
-                    kurt) if shape == "normal" else ""
+                looks = (
+                    " (its excess kurtosis is {:.2f}: that is a normal distribution, not a uniform)".format(kurt)
+                    if shape == "normal"
+                    else ""
+                )
                 return Verdict(
                     False,
                     f"{call_text(fn, spec)}: {outside} of {w.size} values lie outside [-a, a], a = {a:.5g}"
@@ -429,9 +472,14 @@ def init_figure(fn: str, spec: InitSpec, w: np.ndarray, statistic: dict[str, Any
     """The student's W as a histogram over the expected density (std as the message states), with the uniform's
     bound."""
     bounds = [-spec.bound, spec.bound] if spec.kind == "uniform" else None
-    return figures.histogram_figure(w, title=call_text(fn, spec), value_label="value of W",
-                                    density={"kind": spec.kind, "mean": 0.0, "std": spec.std}, bounds=bounds,
-                                    statistic=statistic)
+    return figures.histogram_figure(
+        w,
+        title=call_text(fn, spec),
+        value_label="value of W",
+        density={"kind": spec.kind, "mean": 0.0, "std": spec.std},
+        bounds=bounds,
+        statistic=statistic,
+    )
 
 
 def same_distribution(a: Any, b: Any) -> bool:
@@ -478,8 +526,9 @@ def judge_bad_mode(fn: str) -> Judge:
         if got == "ValueError":
             return Verdict(True)
         said = "nothing was raised" if got is None else f"got {error_text(error)}"
-        return Verdict(False, f"{fn}(..., mode={BAD_MODE!r}) must raise ValueError (mode is 'fan_in' or"
-                              f" 'fan_out'): {said}", got)
+        return Verdict(
+            False, f"{fn}(..., mode={BAD_MODE!r}) must raise ValueError (mode is 'fan_in' or 'fan_out'): {said}", got
+        )
 
     return judge
 
@@ -515,19 +564,34 @@ class InitChecks(ExerciseChecks):
         fan_out = int(rng.integers(120, 180))
         specs: dict[str, InitSpec] = {}
         if self.family == "xavier":
-            specs["default"] = InitSpec(fan_in, fan_out, xavier_std(fan_in, fan_out), self.kind,
-                                        "sqrt(2 / (fan_in + fan_out))")
+            specs["default"] = InitSpec(
+                fan_in, fan_out, xavier_std(fan_in, fan_out), self.kind, "sqrt(2 / (fan_in + fan_out))"
+            )
             gain = round(float(rng.uniform(1.4, 2.0)), 3)
-            specs["gain"] = InitSpec(fan_in, fan_out, xavier_std(fan_in, fan_out, gain), self.kind,
-                                     f"gain * sqrt(2 / (fan_in + fan_out)), gain = {gain}", {"gain": gain})
+            specs["gain"] = InitSpec(
+                fan_in,
+                fan_out,
+                xavier_std(fan_in, fan_out, gain),
+                self.kind,
+                f"gain * sqrt(2 / (fan_in + fan_out)), gain = {gain}",
+                {"gain": gain},
+            )
         else:
-            specs["default"] = InitSpec(fan_in, fan_out, kaiming_std(fan_in, fan_out), self.kind,
-                                        "sqrt(2 / fan_in)")
-            specs["fan_out"] = InitSpec(fan_in, fan_out, kaiming_std(fan_in, fan_out, "fan_out"), self.kind,
-                                        "sqrt(2 / fan_out) with mode='fan_out'", {"mode": "fan_out"})
+            specs["default"] = InitSpec(fan_in, fan_out, kaiming_std(fan_in, fan_out), self.kind, "sqrt(2 / fan_in)")
+            specs["fan_out"] = InitSpec(
+                fan_in,
+                fan_out,
+                kaiming_std(fan_in, fan_out, "fan_out"),
+                self.kind,
+                "sqrt(2 / fan_out) with mode='fan_out'",
+                {"mode": "fan_out"},
+            )
             slope = round(float(rng.uniform(0.4, 0.6)), 3)
             specs["slope"] = InitSpec(
-                fan_in, fan_out, kaiming_std(fan_in, fan_out, "fan_in", slope), self.kind,
+                fan_in,
+                fan_out,
+                kaiming_std(fan_in, fan_out, "fan_in", slope),
+                self.kind,
                 f"sqrt(2 / ((1 + a^2) * fan_in)), a = negative_slope = {slope}",
                 {"mode": "fan_in", "negative_slope": slope},
             )
@@ -547,17 +611,45 @@ class InitChecks(ExerciseChecks):
         plan.add(StatCheck("mean", 1.0, judge=judge_mean(fn, "default", d), same=same_mean))
         plan.add(StatCheck("variance", 3.0, judge=judge_variance(fn, "default", d, ""), same=same_variance))
         if self.family == "xavier":
-            plan.add(StatCheck("gain", 2.0, judge=judge_variance(fn, "gain", specs["gain"], " (gain honoured?)"),
-                               same=same_variance))
+            plan.add(
+                StatCheck(
+                    "gain",
+                    2.0,
+                    judge=judge_variance(fn, "gain", specs["gain"], " (gain honoured?)"),
+                    same=same_variance,
+                )
+            )
         else:
-            plan.add(StatCheck("mode", 1.0,
-                               judge=judge_variance(fn, "fan_out", specs["fan_out"], " (mode honoured?)"),
-                               same=same_variance))
-            plan.add(StatCheck("negative_slope", 1.0,
-                               judge=judge_variance(fn, "slope", specs["slope"], " (negative_slope honoured?)"),
-                               same=same_variance))
-            plan.add_case(Case("bad_mode", [{"op": "func", "fn": fn, "args": [d.fan_in, d.fan_out, {"rng": base_seed}],
-                                             "kwargs": {"mode": BAD_MODE}, "out": "W"}]))
+            plan.add(
+                StatCheck(
+                    "mode",
+                    1.0,
+                    judge=judge_variance(fn, "fan_out", specs["fan_out"], " (mode honoured?)"),
+                    same=same_variance,
+                )
+            )
+            plan.add(
+                StatCheck(
+                    "negative_slope",
+                    1.0,
+                    judge=judge_variance(fn, "slope", specs["slope"], " (negative_slope honoured?)"),
+                    same=same_variance,
+                )
+            )
+            plan.add_case(
+                Case(
+                    "bad_mode",
+                    [
+                        {
+                            "op": "func",
+                            "fn": fn,
+                            "args": [d.fan_in, d.fan_out, {"rng": base_seed}],
+                            "kwargs": {"mode": BAD_MODE},
+                            "out": "W",
+                        }
+                    ],
+                )
+            )
             # Not a StatCheck peer: whether a variant raises here says nothing about its statistics.
             plan.add(Custom("mode_value_error", 0.5, fn=unnamed(judge_bad_mode(fn))))
         plan.add(StatCheck("distribution", 2.0, judge=judge_distribution(fn, "default", d), same=same_distribution))

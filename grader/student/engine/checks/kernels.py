@@ -161,8 +161,10 @@ class LargeMeanValues(KernelValues):
             return None
         for region in self.main:
             got = ctx.student_result(region.case).outputs.get(region.key)
-            if got is None or not self.compare_region(got, ctx.reference_output(region.case, region.key), region,
-                                                      masked=False).ok:
+            if (
+                got is None
+                or not self.compare_region(got, ctx.reference_output(region.case, region.key), region, masked=False).ok
+            ):
                 return None  # wrong elsewhere too: not (only) cancellation
         case = next(r.case for r in self.regions)
         rstd = ctx.student_result(case).outputs.get("rstd")
@@ -186,25 +188,33 @@ def unstrided_hint(y: np.ndarray, rows: int, D: int, L: int) -> str:
         return ""
     grid = y[: rows * D].reshape(rows, D)
     if np.all(np.isfinite(grid[:, :L])) and np.all(np.isnan(grid[:, L:])):
-        return (f"Only the first L = {L} values of each row of D = {D} were written: each work-item handles one"
-                " element. Loop over the row: for (int j = lid; j < D; j += L) (in the reductions and in the"
-                " writes).")
+        return (
+            f"Only the first L = {L} values of each row of D = {D} were written: each work-item handles one"
+            " element. Loop over the row: for (int j = lid; j < D; j += L) (in the reductions and in the"
+            " writes)."
+        )
     return ""
 
 
-ELEMENTWISE_GUARD = ("guard the index (if (i >= n) return;) since the global size is rounded up to a multiple of"
-                     " the work-group size")
-ROW_GUARD = ("write only inside your own row: y[row * D + j] for j < D (a strided loop j = lid, lid + L, ... < D;"
-             " work-items with lid >= D write nothing) and the statistics at index row; keep every work-item"
-             " running to the last barrier (no early return)")
+ELEMENTWISE_GUARD = (
+    "guard the index (if (i >= n) return;) since the global size is rounded up to a multiple of the work-group size"
+)
+ROW_GUARD = (
+    "write only inside your own row: y[row * D + j] for j < D (a strided loop j = lid, lid + L, ... < D;"
+    " work-items with lid >= D write nothing) and the statistics at index row; keep every work-item"
+    " running to the last barrier (no early return)"
+)
 
 
 # Why a kernel usually crashes the process (a segfault in the OpenCL runtime), said when it does.
-_CRASH_COMMON = ("an index past the end of a buffer (guard it: the global size is rounded up to a multiple of the"
-                 " work-group size)")
-_CRASH_ROW = ("a return or a branch around barrier(CLK_LOCAL_MEM_FENCE) (every work-item of the group must reach"
-              " every barrier: no early return), a local size larger than the __local scratch buffer (index it"
-              " with lid < L only), or a row index past the last row")
+_CRASH_COMMON = (
+    "an index past the end of a buffer (guard it: the global size is rounded up to a multiple of the work-group size)"
+)
+_CRASH_ROW = (
+    "a return or a branch around barrier(CLK_LOCAL_MEM_FENCE) (every work-item of the group must reach"
+    " every barrier: no early return), a local size larger than the __local scratch buffer (index it"
+    " with lid < L only), or a row index past the last row"
+)
 CRASH_CAUSES: dict[str, str] = {
     "kernels.relu_forward": _CRASH_COMMON,
     "kernels.relu_backward": _CRASH_COMMON,
@@ -234,15 +244,26 @@ class Guard(Check):
             got = s.outputs.get(region.key)
             if got is None:
                 return result(self.name, self.points, False, kernel_error_text(s.error))
-            tail = got[region.valid:]
+            tail = got[region.valid :]
             written = int(np.sum(~np.isnan(tail)))
             if written:
-                return result(self.name, self.points, False,
-                              f"{region.what}{region.key}: {written} values past the end (index >= {region.valid})"
-                              f" were written: {self.hint}",
-                              figure=own_figure(tail, np.full(tail.shape, np.nan), 0.0, 0.0,
-                                                f"{region.what}{region.key} past the end (index {region.valid} on)",
-                                                region.key, "nothing written (NaN)", "what your kernel wrote there"))
+                return result(
+                    self.name,
+                    self.points,
+                    False,
+                    f"{region.what}{region.key}: {written} values past the end (index >= {region.valid})"
+                    f" were written: {self.hint}",
+                    figure=own_figure(
+                        tail,
+                        np.full(tail.shape, np.nan),
+                        0.0,
+                        0.0,
+                        f"{region.what}{region.key} past the end (index {region.valid} on)",
+                        region.key,
+                        "nothing written (NaN)",
+                        "what your kernel wrote there",
+                    ),
+                )
         return result(self.name, self.points, True)
 
 
@@ -302,13 +323,33 @@ class ElementwiseKernelChecks(ExerciseChecks):
         is_zero[zeros] = True
         what = f"{self.kernel} with n = {n_main}, 64 work-items per group: "
         plan.add(KernelValues("values", 5.0, regions=[Region("main", out, n_main, what)], tol=ELEMENTWISE_TOL))
-        plan.add(KernelValues("zeros", 1.5, regions=[Region("main", out, n_main, f"{self.kernel} at x = 0: ")],
-                              tol=ELEMENTWISE_TOL, masks={f"main/{out}": is_zero}))
-        plan.add(KernelValues("small_n", 1.5,
-                              regions=[Region("small", out, n_small, f"{self.kernel} with n = {n_small} < 32: ")],
-                              tol=ELEMENTWISE_TOL))
-        plan.add(Guard("index_guard", 2.0, regions=[Region("main", out, n_main, f"n = {n_main}: "),
-                                                     Region("small", out, n_small, f"n = {n_small}: ")]))
+        plan.add(
+            KernelValues(
+                "zeros",
+                1.5,
+                regions=[Region("main", out, n_main, f"{self.kernel} at x = 0: ")],
+                tol=ELEMENTWISE_TOL,
+                masks={f"main/{out}": is_zero},
+            )
+        )
+        plan.add(
+            KernelValues(
+                "small_n",
+                1.5,
+                regions=[Region("small", out, n_small, f"{self.kernel} with n = {n_small} < 32: ")],
+                tol=ELEMENTWISE_TOL,
+            )
+        )
+        plan.add(
+            Guard(
+                "index_guard",
+                2.0,
+                regions=[
+                    Region("main", out, n_main, f"n = {n_main}: "),
+                    Region("small", out, n_small, f"n = {n_small}: "),
+                ],
+            )
+        )
         return plan
 
 
@@ -351,13 +392,21 @@ class DropoutKernelChecks(ExerciseChecks):
         at_p = np.zeros(n_main, dtype=bool)
         at_p[boundary] = True
         plan.add(KernelValues("values", 5.0, regions=[Region("main", "y", n_main, f"p = {p:.6g}, n = {n_main}: ")]))
-        plan.add(KernelValues("keep_at_u_equal_p", 1.0,
-                              regions=[Region("main", "y", n_main, "where u == p (kept: keep where u >= p): ")],
-                              masks={"main/y": at_p}))
+        plan.add(
+            KernelValues(
+                "keep_at_u_equal_p",
+                1.0,
+                regions=[Region("main", "y", n_main, "where u == p (kept: keep where u >= p): ")],
+                masks={"main/y": at_p},
+            )
+        )
         plan.add(KernelValues("p_one", 1.5, regions=[Region("p1", "y", n1, "p = 1 (all dropped, no NaN): ")]))
         plan.add(KernelValues("p_zero", 0.5, regions=[Region("p0", "y", n0, "p = 0 (identity): ")]))
-        plan.add(Guard("index_guard", 2.0, regions=[Region("main", "y", n_main), Region("p1", "y", n1),
-                                                     Region("p0", "y", n0)]))
+        plan.add(
+            Guard(
+                "index_guard", 2.0, regions=[Region("main", "y", n_main), Region("p1", "y", n1), Region("p0", "y", n0)]
+            )
+        )
         return plan
 
 
@@ -388,8 +437,9 @@ class RowKernelChecks(ExerciseChecks):
         self.eps = 1e-5 if self.layernorm else 1e-6
         self.stats = ["mean", "rstd"] if self.layernorm else ["rstd"]
 
-    def case(self, name: str, rng: np.random.Generator, rows: int, D: int, local: int,
-             x: np.ndarray | None = None) -> Case:
+    def case(
+        self, name: str, rng: np.random.Generator, rows: int, D: int, local: int, x: np.ndarray | None = None
+    ) -> Case:
         values = row_inputs(rng, rows, D) if x is None else x
         arrays = {"x": padded(values, rows * D), "gamma": padded(rng.uniform(0.5, 1.5, D), D)}
         args: list[dict[str, Any]] = [{"in": "x"}, {"in": "gamma"}]
@@ -425,32 +475,65 @@ class RowKernelChecks(ExerciseChecks):
 
         main_note = f"{rows} rows of D = {D}, L = 64: "
         row1 = np.zeros(rows * D, dtype=bool)
-        row1[D: 2 * D] = True
+        row1[D : 2 * D] = True
         stat_row1 = np.zeros(rows, dtype=bool)
         stat_row1[1] = True
         zero_masks = {"main/y": row1, **{f"main/{s}": stat_row1 for s in self.stats}}
         shapes = {"main": (rows, D, 64), "small_D": (3, D_small, 64), "L128": (2, D_big, 128)}
-        plan.add(KernelValues("y", 2.5, regions=regions("main", rows, D, ["y"], main_note), tol=ROW_TOL,
-                              row_shape=shapes))
-        plan.add(KernelValues("row_statistics", 2.0, regions=regions("main", rows, D, self.stats, main_note),
-                              tol=ROW_TOL))
-        plan.add(KernelValues("zero_row", 1.0, regions=regions("main", rows, D, ["y"] + self.stats,
-                                                                "an all-zero row (finite, eps keeps it so): "),
-                              tol=ROW_TOL, masks=zero_masks))
-        plan.add(KernelValues("D_below_L", 1.5,
-                              regions=regions("small_D", 3, D_small, ["y"] + self.stats,
-                                              f"D = {D_small} < L = 64 (idle work-items): "), tol=ROW_TOL))
-        plan.add(KernelValues("L128", 0.5,
-                              regions=regions("L128", 2, D_big, ["y"] + self.stats, f"D = {D_big}, L = 128: "),
-                              tol=ROW_TOL))
-        plan.add(LargeMeanValues("large_mean", 0.5,
-                                 regions=regions("large_mean", 2, D, ["y"] + self.stats,
-                                                 f"rows of mean {LARGE_MEAN:g} and {-0.75 * LARGE_MEAN:g}, spread 1"
-                                                 " (float32 cancellation): "),
-                                 tol=LARGE_MEAN_TOL, eps=self.eps, main=regions("main", rows, D, ["y"] + self.stats, "")))
-        guard = (regions("main", rows, D, ["y"] + self.stats, "")
-                 + regions("small_D", 3, D_small, ["y"] + self.stats, "")
-                 + regions("L128", 2, D_big, ["y"] + self.stats, ""))
+        plan.add(
+            KernelValues("y", 2.5, regions=regions("main", rows, D, ["y"], main_note), tol=ROW_TOL, row_shape=shapes)
+        )
+        plan.add(
+            KernelValues("row_statistics", 2.0, regions=regions("main", rows, D, self.stats, main_note), tol=ROW_TOL)
+        )
+        plan.add(
+            KernelValues(
+                "zero_row",
+                1.0,
+                regions=regions("main", rows, D, ["y"] + self.stats, "an all-zero row (finite, eps keeps it so): "),
+                tol=ROW_TOL,
+                masks=zero_masks,
+            )
+        )
+        plan.add(
+            KernelValues(
+                "D_below_L",
+                1.5,
+                regions=regions(
+                    "small_D", 3, D_small, ["y"] + self.stats, f"D = {D_small} < L = 64 (idle work-items): "
+                ),
+                tol=ROW_TOL,
+            )
+        )
+        plan.add(
+            KernelValues(
+                "L128",
+                0.5,
+                regions=regions("L128", 2, D_big, ["y"] + self.stats, f"D = {D_big}, L = 128: "),
+                tol=ROW_TOL,
+            )
+        )
+        plan.add(
+            LargeMeanValues(
+                "large_mean",
+                0.5,
+                regions=regions(
+                    "large_mean",
+                    2,
+                    D,
+                    ["y"] + self.stats,
+                    f"rows of mean {LARGE_MEAN:g} and {-0.75 * LARGE_MEAN:g}, spread 1 (float32 cancellation): ",
+                ),
+                tol=LARGE_MEAN_TOL,
+                eps=self.eps,
+                main=regions("main", rows, D, ["y"] + self.stats, ""),
+            )
+        )
+        guard = (
+            regions("main", rows, D, ["y"] + self.stats, "")
+            + regions("small_D", 3, D_small, ["y"] + self.stats, "")
+            + regions("L128", 2, D_big, ["y"] + self.stats, "")
+        )
         plan.add(Guard("index_guard", 2.0, regions=guard, hint=ROW_GUARD))
         return plan
 

@@ -22,12 +22,26 @@ from grader.student.engine.ops import Case, warnings_in
 
 
 from grader.student.engine.checks.context import (
-    ATOL, NUMGRAD_ATOL, NUMGRAD_RTOL, RTOL, UNDIAGNOSED_ERRORS, UNKNOWN, Context, Mistake, error_text,
+    ATOL,
+    NUMGRAD_ATOL,
+    NUMGRAD_RTOL,
+    RTOL,
+    UNDIAGNOSED_ERRORS,
+    UNKNOWN,
+    Context,
+    Mistake,
+    error_text,
 )
 
 
-def result(name: str, points: float, ok: bool, message: str = "", mistake: Mistake | None = None,
-           figure: dict[str, Any] | None = None) -> CheckResult:
+def result(
+    name: str,
+    points: float,
+    ok: bool,
+    message: str = "",
+    mistake: Mistake | None = None,
+    figure: dict[str, Any] | None = None,
+) -> CheckResult:
     """A CheckResult worth ``points`` when ok, 0 otherwise; a named mistake's explanation comes first.
 
     ``figure`` (grader.student.feedback.figures) is kept only on a failure.
@@ -79,8 +93,9 @@ class Check:
             error = ctx.student_result(self.requires).error
             if error is not None and error.get("type") == "NotImplementedError":
                 where = error.get("where") or "your code"
-                return result(self.name, self.points, False,
-                              f"not graded yet: this check counts once {where} is implemented")
+                return result(
+                    self.name, self.points, False, f"not graded yet: this check counts once {where} is implemented"
+                )
         checked = self.run(ctx)
         case = getattr(self, "case", "")  # a comparison's case (other kinds of check have none)
         if not checked.passed and case:
@@ -179,8 +194,12 @@ class Compare(Check):
                     message += f" ({key} is all zeros: an array made with np.zeros_like and never filled in?)"
                 if note:
                     message = note + "\n" + message
-                if self.diagnose and mistake is None and received.shape == expected.shape \
-                        and received.dtype == expected.dtype:
+                if (
+                    self.diagnose
+                    and mistake is None
+                    and received.shape == expected.shape
+                    and received.dtype == expected.dtype
+                ):
                     message += "\n" + UNKNOWN
                 return result(self.name, self.points, False, message, mistake, self.figure(ctx, key, mistake))
         warned = warnings_in(s, self.match_warnings)
@@ -207,8 +226,9 @@ class Compare(Check):
                 figure["public"] = twin
         return figure
 
-    def picture(self, outputs: dict[str, np.ndarray], expected_of: Callable[[str], np.ndarray], case: Case,
-                key: str) -> dict[str, Any] | None:
+    def picture(
+        self, outputs: dict[str, np.ndarray], expected_of: Callable[[str], np.ndarray], case: Case, key: str
+    ) -> dict[str, Any] | None:
         """The figure of ``key`` of ``outputs`` against ``expected_of``: the shapes when they differ, the steps'
         trajectory when the keys are <name>_<step>, else the elements (the dtypes when only those differ)."""
         received, expected = outputs.get(key), expected_of(key)
@@ -218,18 +238,33 @@ class Compare(Check):
         if np.shape(received) != np.shape(expected):
             return figures.shapes_figure(np.shape(received), np.shape(expected), title=title, key=key)
         if figures.step_series(self.keys) is not None:
-            starts = {name: self.start.get(name, case.arrays.get(name)) for name in figures.step_series(self.keys) or {}}
-            figure = figures.trajectory_figure(outputs, {k: expected_of(k) for k in self.keys}, self.keys, self.rtol,
-                                               self.atol, title=self.what, carry=self.carry,
-                                               starts={k: v for k, v in starts.items() if v is not None})
+            starts = {
+                name: self.start.get(name, case.arrays.get(name)) for name in figures.step_series(self.keys) or {}
+            }
+            figure = figures.trajectory_figure(
+                outputs,
+                {k: expected_of(k) for k in self.keys},
+                self.keys,
+                self.rtol,
+                self.atol,
+                title=self.what,
+                carry=self.carry,
+                starts={k: v for k, v in starts.items() if v is not None},
+            )
             if figure is not None:
                 return figure
-        figure = figures.elements_figure(received, expected, self.rtol, self.atol * scale_of(expected), title=title,
-                                         key=key)
+        figure = figures.elements_figure(
+            received, expected, self.rtol, self.atol * scale_of(expected), title=title, key=key
+        )
         if figure is None and self.check_dtype and np.asarray(received).dtype != np.asarray(expected).dtype:
-            return figures.shapes_figure(np.shape(received), np.shape(expected), title=title, key=key,
-                                         received_dtype=str(np.asarray(received).dtype),
-                                         expected_dtype=str(np.asarray(expected).dtype))
+            return figures.shapes_figure(
+                np.shape(received),
+                np.shape(expected),
+                title=title,
+                key=key,
+                received_dtype=str(np.asarray(received).dtype),
+                expected_dtype=str(np.asarray(expected).dtype),
+            )
         return figure
 
     def public_picture(self, ctx: Context, key: str, mistake: Mistake | None) -> dict[str, Any] | None:
@@ -251,18 +286,22 @@ class Compare(Check):
         case = twin.cases[self.case]
         outputs = twin.run_mistake(variant, case).outputs
         received, expected = outputs.get(key), twin.reference_output(self.case, key)
-        if received is None or compare(received, expected, self.rtol, self.atol * scale_of(expected),
-                                       self.check_dtype).ok:
+        if (
+            received is None
+            or compare(received, expected, self.rtol, self.atol * scale_of(expected), self.check_dtype).ok
+        ):
             return None
         figure = self.picture(outputs, lambda k: twin.reference_output(self.case, k), case, key)
         if figure is None:
             return None
         figure["title"] = f"Public case: {figure['title']}"
         figure["public_case"] = {"mistake": variant.id}
-        figure["summary"] = (f"The same check on the public case (the inputs and expected values of your handout's"
-                             f" case pack), as the known mistake {variant.id} computes it: it reproduces your output"
-                             f" on the hidden case, and `grade submit` in your handout draws this picture from your"
-                             f" own code. " + figure["summary"])
+        figure["summary"] = (
+            f"The same check on the public case (the inputs and expected values of your handout's"
+            f" case pack), as the known mistake {variant.id} computes it: it reproduces your output"
+            f" on the hidden case, and `grade submit` in your handout draws this picture from your"
+            f" own code. " + figure["summary"]
+        )
         return figure
 
     def own_gradient(self, ctx: Context, key: str) -> bool:
@@ -282,8 +321,9 @@ class Compare(Check):
         expected = ctx.reference_output(self.case, key)
         if grad.shape != expected.shape or (self.check_dtype and grad.dtype != expected.dtype):
             return False
-        if y.shape != ctx.reference_output(self.case, self.forward_key).shape or \
-                forward_matches(ctx, self.case, self.forward_key, y):
+        if y.shape != ctx.reference_output(self.case, self.forward_key).shape or forward_matches(
+            ctx, self.case, self.forward_key, y
+        ):
             return False
         if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(num))):
             return False  # NaN equals NaN here, but a NaN gradient is right for nothing
@@ -313,21 +353,40 @@ class Consistency(Check):
             if grad is None or num is None:
                 return result(self.name, self.points, False, f"{self.what}: {error_text(s.error)}")
             if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(num))):
-                return result(self.name, self.points, False,
-                              f"{self.what}: {key} or the central differences of your forward are NaN or inf:"
-                              " a gradient can be checked only where forward gives finite values")
+                return result(
+                    self.name,
+                    self.points,
+                    False,
+                    f"{self.what}: {key} or the central differences of your forward are NaN or inf:"
+                    " a gradient can be checked only where forward gives finite values",
+                )
             cmp = compare(grad, num, self.rtol, self.atol * scale_of(num), check_dtype=False)
             if not cmp.ok:
                 if forward_ok:
-                    lead = f"Your forward is right but your backward is not: {key} disagrees with central" \
-                           " differences of your own forward"
+                    lead = (
+                        f"Your forward is right but your backward is not: {key} disagrees with central"
+                        " differences of your own forward"
+                    )
                 else:
-                    lead = f"Your backward is not the gradient of your own forward: {key} disagrees with its" \
-                           " central differences"
-                return result(self.name, self.points, False, f"{lead} ({self.what}): {cmp.message}",
-                              figure=own_figure(grad, num, self.rtol, self.atol * scale_of(num),
-                                                f"{self.what}: {key}", key,
-                                                f"central differences of your forward ({num_key})"))
+                    lead = (
+                        f"Your backward is not the gradient of your own forward: {key} disagrees with its"
+                        " central differences"
+                    )
+                return result(
+                    self.name,
+                    self.points,
+                    False,
+                    f"{lead} ({self.what}): {cmp.message}",
+                    figure=own_figure(
+                        grad,
+                        num,
+                        self.rtol,
+                        self.atol * scale_of(num),
+                        f"{self.what}: {key}",
+                        key,
+                        f"central differences of your forward ({num_key})",
+                    ),
+                )
         return result(self.name, self.points, True)
 
 
@@ -335,7 +394,7 @@ class Consistency(Check):
 HANDED = {
     "x_after": "forward modified the x it was given",
     "x_after_backward": "the x given to forward was modified later, by backward (an alias such as"
-                        " mask = self.x; mask[...] = ... writes into the caller's array)",
+    " mask = self.x; mask[...] = ... writes into the caller's array)",
     "dout_after": "backward modified the dout it was given",
 }
 
@@ -366,7 +425,7 @@ class Unchanged(Check):
                 cmp = compare(after, before, 0.0, 0.0)
                 what = HANDED.get(out_key)
                 if what is None and out_key.endswith("_after"):
-                    what = f"the parameter array {out_key[:-len('_after')]} handed to the layer was modified in place"
+                    what = f"the parameter array {out_key[: -len('_after')]} handed to the layer was modified in place"
                 name = array_key.removeprefix("param_")
                 return result(
                     self.name,
@@ -375,8 +434,16 @@ class Unchanged(Check):
                     f"your code modified its input array (case {case}): {what or out_key}: {cmp.message}."
                     " Work on a copy (x = x.copy() or x = x - mu, never x -= mu; mask = x > 0, never mask = x).",
                     ctx.diagnose(case, [out_key], rtol=0.0, atol=0.0),
-                    own_figure(after, before, 0.0, 0.0, f"case {case}: {name} after your code ran", name,
-                               f"{name} as it was handed to your code", f"{name} after your code ran"),
+                    own_figure(
+                        after,
+                        before,
+                        0.0,
+                        0.0,
+                        f"case {case}: {name} after your code ran",
+                        name,
+                        f"{name} as it was handed to your code",
+                        f"{name} after your code ran",
+                    ),
                 )
         return result(self.name, self.points, True)
 
@@ -390,8 +457,12 @@ class ShapeDtype(Check):
     def run(self, ctx: Context) -> CheckResult:
         values = [ctx.student_output(case, key) for case, key in self.items]
         if values and all(v is not None and v.dtype.kind == "f" and not np.any(np.isfinite(v)) for v in values):
-            return result(self.name, self.points, False, "every output is NaN or inf: shape and dtype count only"
-                                                         " for finite values")
+            return result(
+                self.name,
+                self.points,
+                False,
+                "every output is NaN or inf: shape and dtype count only for finite values",
+            )
         for case, key in self.items:
             s = ctx.student_result(case)
             got = s.outputs.get(key)
@@ -402,9 +473,18 @@ class ShapeDtype(Check):
                 what = "shape" if got.shape != expected.shape else "dtype"
                 mine, theirs = (got.shape, expected.shape) if what == "shape" else (got.dtype, expected.dtype)
                 return result(
-                    self.name, self.points, False, f"{key} (case {case}) has {what} {mine}, expected {theirs}",
-                    figure=figures.shapes_figure(got.shape, expected.shape, title=f"{key} (case {case})", key=key,
-                                                 received_dtype=str(got.dtype), expected_dtype=str(expected.dtype)),
+                    self.name,
+                    self.points,
+                    False,
+                    f"{key} (case {case}) has {what} {mine}, expected {theirs}",
+                    figure=figures.shapes_figure(
+                        got.shape,
+                        expected.shape,
+                        title=f"{key} (case {case})",
+                        key=key,
+                        received_dtype=str(got.dtype),
+                        expected_dtype=str(expected.dtype),
+                    ),
                 )
         return result(self.name, self.points, True)
 
@@ -447,14 +527,30 @@ class Custom(Check):
         return result(self.name, self.points, ok, message, mistake, figure[0] if figure else None)
 
 
-def own_figure(received: Any, expected: Any, rtol: float, atol: float, title: str, key: str, expected_label: str,
-               received_label: str = "yours") -> dict[str, Any] | None:
+def own_figure(
+    received: Any,
+    expected: Any,
+    rtol: float,
+    atol: float,
+    title: str,
+    key: str,
+    expected_label: str,
+    received_label: str = "yours",
+) -> dict[str, Any] | None:
     """The picture of a check that compares the student with their own data (a gradient with central differences
     of their forward, an input after the call with itself before): elements, or the shapes when they differ."""
     if np.shape(received) != np.shape(expected):
         return figures.shapes_figure(np.shape(received), np.shape(expected), title=title, key=key)
-    return figures.elements_figure(received, expected, rtol, atol, title=title, key=key, from_reference=False,
-                                   labels={"received": received_label, "expected": expected_label})
+    return figures.elements_figure(
+        received,
+        expected,
+        rtol,
+        atol,
+        title=title,
+        key=key,
+        from_reference=False,
+        labels={"received": received_label, "expected": expected_label},
+    )
 
 
 def live_check(name: str, *args: Any) -> Callable[[Context], Outcome]:

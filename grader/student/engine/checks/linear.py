@@ -74,18 +74,37 @@ class LinearChecks(ExerciseChecks):
         def dout(n: int) -> np.ndarray:
             return rng.standard_normal((n, OUT))
 
-        p.layer("mat", rng.standard_normal((4, IN)), kwargs=kwargs, params=params(), grads=["W", "b"],
-                numgrad=["x", "W", "b"], dout=dout(4), twice=True)
-        p.layer("batch1", rng.standard_normal((1, IN)), kwargs=kwargs, params=params(), grads=["W", "b"],
-                dout=dout(1))
+        p.layer(
+            "mat",
+            rng.standard_normal((4, IN)),
+            kwargs=kwargs,
+            params=params(),
+            grads=["W", "b"],
+            numgrad=["x", "W", "b"],
+            dout=dout(4),
+            twice=True,
+        )
+        p.layer("batch1", rng.standard_normal((1, IN)), kwargs=kwargs, params=params(), grads=["W", "b"], dout=dout(1))
         zeros = rng.standard_normal((3, IN))
         zeros[1] = 0.0
         zeros[:, 0] = 0.0
         p.layer("zeros", zeros, kwargs=kwargs, params=params(), grads=["W", "b"], dout=dout(3))
-        p.layer("nobias", rng.standard_normal((6, IN)), kwargs=dict(kwargs, bias=False), params=params(False),
-                grads=["W"], dout=dout(6))
+        p.layer(
+            "nobias",
+            rng.standard_normal((6, IN)),
+            kwargs=dict(kwargs, bias=False),
+            params=params(False),
+            grads=["W"],
+            dout=dout(6),
+        )
         script: list[dict[str, Any]] = [
-            {"op": "new", "var": "m", "cls": self.id, "args": [IN + 1, OUT + 1], "kwargs": {"rng": {"rng": seed % 2**32}}},
+            {
+                "op": "new",
+                "var": "m",
+                "cls": self.id,
+                "args": [IN + 1, OUT + 1],
+                "kwargs": {"rng": {"rng": seed % 2**32}},
+            },
             {"op": "get", "var": "m", "attr": "W", "out": "W"},
             {"op": "get", "var": "m", "attr": "b", "out": "b"},
             {"op": "new", "var": "d", "cls": self.id, "args": [3, 2]},
@@ -96,10 +115,14 @@ class LinearChecks(ExerciseChecks):
         p.add_case(Case("constructor", script, {}))
         # in_features == out_features: dx = dout @ W.T and y = x @ W raise no shape error here, so their
         # values can be compared (and the mistake named, whatever expression raised on the other cases).
-        p.layer("square", rng.standard_normal((3, SQUARE)),
-                kwargs={"in_features": SQUARE, "out_features": SQUARE, "rng": {"rng": 7}},
-                params={"W": rng.uniform(-1.0, 1.0, size=(SQUARE, SQUARE)), "b": rng.uniform(-1.0, 1.0, size=SQUARE)},
-                grads=["W", "b"], dout=rng.standard_normal((3, SQUARE)))
+        p.layer(
+            "square",
+            rng.standard_normal((3, SQUARE)),
+            kwargs={"in_features": SQUARE, "out_features": SQUARE, "rng": {"rng": 7}},
+            params={"W": rng.uniform(-1.0, 1.0, size=(SQUARE, SQUARE)), "b": rng.uniform(-1.0, 1.0, size=SQUARE)},
+            grads=["W", "b"],
+            dout=rng.standard_normal((3, SQUARE)),
+        )
 
         p.add(Custom("constructor", 1.0, requires="mat", fn=_constructor))
         p.add(Custom("bias_false_b_none", 0.5, requires="mat", fn=_bias_none))
@@ -108,14 +131,21 @@ class LinearChecks(ExerciseChecks):
         p.forward_check("forward_zeros", 0.5, "zeros", "forward on an input with zero rows and columns")
         p.forward_check("forward_no_bias", 0.5, "nobias", "forward with bias=False")
         p.backward_check("backward", 2.0, "mat", f"backward (dx, dW, db) on x of shape (4, {IN})", ["W", "b"])
-        p.backward_check("backward_batch1", 0.5, "batch1", "backward on a batch of one (db keeps shape (out,))",
-                         ["W", "b"])
+        p.backward_check(
+            "backward_batch1", 0.5, "batch1", "backward on a batch of one (db keeps shape (out,))", ["W", "b"]
+        )
         p.backward_check("backward_zeros", 0.5, "zeros", "backward on an input with zero rows and columns", ["W", "b"])
         p.backward_check("backward_no_bias", 0.5, "nobias", "backward (dx, dW) with bias=False", ["W"])
-        p.forward_check("forward_square", 0.25, "square",
-                        f"forward with a square W ({SQUARE}, {SQUARE}) (y = x @ W.T, not x @ W)")
-        p.backward_check("backward_square", 0.5, "square",
-                         f"backward with a square W ({SQUARE}, {SQUARE}) (dx = dout @ W, not dout @ W.T)", ["W", "b"])
+        p.forward_check(
+            "forward_square", 0.25, "square", f"forward with a square W ({SQUARE}, {SQUARE}) (y = x @ W.T, not x @ W)"
+        )
+        p.backward_check(
+            "backward_square",
+            0.5,
+            "square",
+            f"backward with a square W ({SQUARE}, {SQUARE}) (dx = dout @ W, not dout @ W.T)",
+            ["W", "b"],
+        )
         p.consistency_check("numgrad", 0.5, "mat", f"x of shape (4, {IN})")
         p.no_mutation_check("no_mutation", 0.5)
         p.shape_dtype_check("shape_dtype", 0.25)

@@ -81,7 +81,9 @@ def affine(rng: np.random.Generator, shape: tuple[int, ...], beta: bool = True) 
     return params
 
 
-def constructor_case(cls: str, args: list[Any], kwargs: dict[str, Any], attrs: list[str], name: str = "constructor") -> Case:
+def constructor_case(
+    cls: str, args: list[Any], kwargs: dict[str, Any], attrs: list[str], name: str = "constructor"
+) -> Case:
     """new m = cls(*args, **kwargs); record each attr."""
     script: list[dict[str, Any]] = [{"op": "new", "var": "m", "cls": cls, "args": args, "kwargs": kwargs}]
     script += [{"op": "get", "var": "m", "attr": a, "out": a} for a in attrs]
@@ -94,9 +96,17 @@ def constructor_case(cls: str, args: list[Any], kwargs: dict[str, Any], attrs: l
 class BatchNormChecks(ExerciseChecks):
     """BatchNorm1d / BatchNorm2d: shapes differ, the plan is the same."""
 
-    def __init__(self, cls: str, main: tuple[int, ...], second: tuple[int, ...], batch1: tuple[int, ...],
-                 running_shape: tuple[int, ...], raise_shape: tuple[int, ...], second_what: str,
-                 square: tuple[int, ...]) -> None:
+    def __init__(
+        self,
+        cls: str,
+        main: tuple[int, ...],
+        second: tuple[int, ...],
+        batch1: tuple[int, ...],
+        running_shape: tuple[int, ...],
+        raise_shape: tuple[int, ...],
+        second_what: str,
+        square: tuple[int, ...],
+    ) -> None:
         self.id = cls
         self.main, self.second, self.batch1 = main, second, batch1
         self.running_shape, self.raise_shape = running_shape, raise_shape
@@ -129,9 +139,15 @@ class BatchNormChecks(ExerciseChecks):
         ]
         # Central differences on every backward case: where the forward is wrong, a gradient that is right
         # for it passes its backward check (one bug costs once).
-        bn("second", x_second, kwargs={"num_features": C, "momentum": MOMENTUM},
-           after_forward=["running_mean", "running_var"], prelude=flat_ops, extra_arrays={"x_flat": flat},
-           numgrad=["x", "gamma", "beta"])
+        bn(
+            "second",
+            x_second,
+            kwargs={"num_features": C, "momentum": MOMENTUM},
+            after_forward=["running_mean", "running_var"],
+            prelude=flat_ops,
+            extra_arrays={"x_flat": flat},
+            numgrad=["x", "gamma", "beta"],
+        )
         bn("batch1", spread(rng, self.batch1, 1), numgrad=["x", "gamma", "beta"])
         tiny = shrink(spread(rng, self.main, 1), 1)
         tiny[:, -1] = 0.0  # one channel of exact zeros: var = 0, only eps keeps 0 / 0 away
@@ -161,9 +177,16 @@ class BatchNormChecks(ExerciseChecks):
             {"op": "set", "var": "m", "attr": "running_mean", "value": {"array": "set_running_mean"}},
             {"op": "set", "var": "m", "attr": "running_var", "value": {"array": "set_running_var"}},
         ]
-        bn("eval", spread(rng, self.running_shape, 1), kwargs={"num_features": C, "momentum": MOMENTUM},
-           mode="eval", prelude=buffers, extra_arrays={"set_running_mean": running_mean, "set_running_var": running_var},
-           after_forward=["running_mean", "running_var"], numgrad=["x", "gamma", "beta"])
+        bn(
+            "eval",
+            spread(rng, self.running_shape, 1),
+            kwargs={"num_features": C, "momentum": MOMENTUM},
+            mode="eval",
+            prelude=buffers,
+            extra_arrays={"set_running_mean": running_mean, "set_running_var": running_var},
+            after_forward=["running_mean", "running_var"],
+            numgrad=["x", "gamma", "beta"],
+        )
 
         raises: list[dict[str, Any]] = [
             {"op": "new", "var": "m", "cls": self.id, "args": [C]},
@@ -175,18 +198,33 @@ class BatchNormChecks(ExerciseChecks):
         bn("square", spread(rng, self.square, 1), backward=False)
 
         main_what = f"training forward on x of shape {self.main}"
-        p.add(Compare("constructor", 0.5, case="constructor", keys=["gamma", "beta", "running_mean", "running_var"],
-                      what=f"gamma (ones), beta (zeros), running_mean (zeros), running_var (ones) of {self.id}({C})",
-                      diagnose=False, requires="main"))
+        p.add(
+            Compare(
+                "constructor",
+                0.5,
+                case="constructor",
+                keys=["gamma", "beta", "running_mean", "running_var"],
+                what=f"gamma (ones), beta (zeros), running_mean (zeros), running_var (ones) of {self.id}({C})",
+                diagnose=False,
+                requires="main",
+            )
+        )
         p.forward_check("forward", 1.0, "main", main_what)
         p.forward_check("forward_second", 0.5, "second", f"training forward on {self.second_what}")
-        p.forward_check("forward_square", 0.25, "square",
-                        f"training forward on x of shape {self.square} (last axis of size C: (C,) vectors must be"
-                        " reshaped to the channel axis 1)")
+        p.forward_check(
+            "forward_square",
+            0.25,
+            "square",
+            f"training forward on x of shape {self.square} (last axis of size C: (C,) vectors must be"
+            " reshaped to the channel axis 1)",
+        )
         p.forward_check("forward_batch1", 0.25, "batch1", f"training forward on a batch of one, shape {self.batch1}")
-        p.forward_check("forward_tiny", 0.75, "tiny",
-                        "training forward on channels of spread 1e-4 to 1e-2 and one of exact zeros"
-                        " (eps = 1e-5 matters there)")
+        p.forward_check(
+            "forward_tiny",
+            0.75,
+            "tiny",
+            "training forward on channels of spread 1e-4 to 1e-2 and one of exact zeros (eps = 1e-5 matters there)",
+        )
         p.forward_check("forward_large", 0.25, "large", "training forward on magnitudes around 1e4")
         p.backward_check("backward", 1.0, "main", f"training backward on x of shape {self.main}", grads)
         p.backward_check("backward_second", 0.75, "second", f"training backward on {self.second_what}", grads)
@@ -194,24 +232,57 @@ class BatchNormChecks(ExerciseChecks):
         p.backward_twice_check("backward_twice", 0.25, "main")
         # their pictures show, per step, what the running average takes in (x_t - (1 - momentum) x_(t-1)),
         # yours over expected, from the buffers' initial zeros and ones
-        p.add(Compare("running_mean", 0.75, case="running",
-                      keys=[f"running_mean_{s}" for s in range(1, TRAIN_STEPS + 1)],
-                      what=f"running_mean after each of {TRAIN_STEPS} training steps, momentum {MOMENTUM}",
-                      carry=1.0 - MOMENTUM, start={"running_mean": 0.0}))
-        p.add(Compare("running_var", 0.75, case="running",
-                      keys=[f"running_var_{s}" for s in range(1, TRAIN_STEPS + 1)],
-                      what=f"running_var (unbiased batch variance) after each of {TRAIN_STEPS} training steps,"
-                           f" momentum {MOMENTUM}", carry=1.0 - MOMENTUM, start={"running_var": 1.0}))
+        p.add(
+            Compare(
+                "running_mean",
+                0.75,
+                case="running",
+                keys=[f"running_mean_{s}" for s in range(1, TRAIN_STEPS + 1)],
+                what=f"running_mean after each of {TRAIN_STEPS} training steps, momentum {MOMENTUM}",
+                carry=1.0 - MOMENTUM,
+                start={"running_mean": 0.0},
+            )
+        )
+        p.add(
+            Compare(
+                "running_var",
+                0.75,
+                case="running",
+                keys=[f"running_var_{s}" for s in range(1, TRAIN_STEPS + 1)],
+                what=f"running_var (unbiased batch variance) after each of {TRAIN_STEPS} training steps,"
+                f" momentum {MOMENTUM}",
+                carry=1.0 - MOMENTUM,
+                start={"running_var": 1.0},
+            )
+        )
         p.add(Custom("running_stats_second", 0.25, fn=lambda ctx: _second_stats(ctx, self.second_what)))
-        p.forward_check("eval_forward", 0.75, "eval",
-                        "eval forward with running_mean and running_var set beforehand (it normalises with them,"
-                        " one channel has running_var 1e-4)")
-        p.add(Compare("eval_no_update", 0.5, case="eval", keys=["running_mean", "running_var"],
-                      what="running_mean and running_var after an eval forward (eval must leave them as they were)"))
+        p.forward_check(
+            "eval_forward",
+            0.75,
+            "eval",
+            "eval forward with running_mean and running_var set beforehand (it normalises with them,"
+            " one channel has running_var 1e-4)",
+        )
+        p.add(
+            Compare(
+                "eval_no_update",
+                0.5,
+                case="eval",
+                keys=["running_mean", "running_var"],
+                what="running_mean and running_var after an eval forward (eval must leave them as they were)",
+            )
+        )
         p.backward_check("eval_backward", 0.5, "eval", "backward in eval mode", grads)
-        p.add(Raises("batch_of_one_value", 0.25, case="batch_of_one_value", exc_type="ValueError",
-                     what=f"training forward on x of shape {self.raise_shape} (one value per channel:"
-                          " the unbiased variance is undefined)"))
+        p.add(
+            Raises(
+                "batch_of_one_value",
+                0.25,
+                case="batch_of_one_value",
+                exc_type="ValueError",
+                what=f"training forward on x of shape {self.raise_shape} (one value per channel:"
+                " the unbiased variance is undefined)",
+            )
+        )
         p.no_mutation_check("no_mutation", 0.25)
         p.shape_dtype_check("shape_dtype", 0.25)
         return p
@@ -241,11 +312,25 @@ def _second_stats(ctx: Context, what: str) -> Outcome:
         if not cmp.ok:
             # the picture: against the student's own update on the same values laid out as (m, C), which is what
             # the axes alone decide (the reference's values are hidden where this runs live)
-            figure = None if mine is None else own_figure(
-                value, mine, RTOL, ATOL * scale_of(mine), f"{key} after one step on {what}", key,
-                f"your own {key} after the same values laid out as (m, C)")
-            return (False, f"running statistics after one step on {what} (statistics over every axis but 1):"
-                           f" {key}: {cmp.message}", ctx.diagnose("second", keys), figure)
+            figure = (
+                None
+                if mine is None
+                else own_figure(
+                    value,
+                    mine,
+                    RTOL,
+                    ATOL * scale_of(mine),
+                    f"{key} after one step on {what}",
+                    key,
+                    f"your own {key} after the same values laid out as (m, C)",
+                )
+            )
+            return (
+                False,
+                f"running statistics after one step on {what} (statistics over every axis but 1): {key}: {cmp.message}",
+                ctx.diagnose("second", keys),
+                figure,
+            )
     return True, "", None
 
 
@@ -259,11 +344,21 @@ class SampleNormChecks(ExerciseChecks):
     backward points); the first one also gets the central-difference check.
     """
 
-    def __init__(self, cls: str, ctor: dict[str, Any], ctor_attrs: list[str], param_shape: tuple[int, ...],
-                 beta: bool, shapes: list[tuple[str, tuple[int, ...], dict[str, Any], str, float, float]],
-                 stat_axis: int | None, tiny_axis: int | None, points: dict[str, float],
-                 zero_unit: tuple[Any, ...], raises: tuple[dict[str, Any], str] | None = None,
-                 extra_ctor: tuple[dict[str, Any], list[str]] | None = None) -> None:
+    def __init__(
+        self,
+        cls: str,
+        ctor: dict[str, Any],
+        ctor_attrs: list[str],
+        param_shape: tuple[int, ...],
+        beta: bool,
+        shapes: list[tuple[str, tuple[int, ...], dict[str, Any], str, float, float]],
+        stat_axis: int | None,
+        tiny_axis: int | None,
+        points: dict[str, float],
+        zero_unit: tuple[Any, ...],
+        raises: tuple[dict[str, Any], str] | None = None,
+        extra_ctor: tuple[dict[str, Any], list[str]] | None = None,
+    ) -> None:
         self.id = cls
         self.ctor, self.ctor_attrs, self.param_shape, self.beta = ctor, ctor_attrs, param_shape, beta
         self.shapes, self.stat_axis, self.tiny_axis, self.points = shapes, stat_axis, tiny_axis, points
@@ -283,15 +378,29 @@ class SampleNormChecks(ExerciseChecks):
             ctor_keys += [f"{a}_2" for a in attrs]
         p.add_case(constructor)
         first = self.shapes[0]
-        p.add(Compare("constructor", pts["constructor"], case="constructor", keys=ctor_keys,
-                      what=f"parameters of a new {self.id} (gamma ones" + (", beta zeros)" if self.beta else ")"),
-                      diagnose=False, requires=first[0]))
+        p.add(
+            Compare(
+                "constructor",
+                pts["constructor"],
+                case="constructor",
+                keys=ctor_keys,
+                what=f"parameters of a new {self.id} (gamma ones" + (", beta zeros)" if self.beta else ")"),
+                diagnose=False,
+                requires=first[0],
+            )
+        )
 
         def case(name: str, shape: tuple[int, ...], kwargs: dict[str, Any], **kw: Any) -> str:
             params = affine(rng, tuple(kwargs.get("_param_shape", self.param_shape)), self.beta)
             ctor = {k: v for k, v in kwargs.items() if not k.startswith("_")}
-            return p.layer(name, kw.pop("x") if "x" in kw else spread(rng, shape, self.stat_axis),
-                           kwargs=ctor, params=params, grads=grads, **kw)
+            return p.layer(
+                name,
+                kw.pop("x") if "x" in kw else spread(rng, shape, self.stat_axis),
+                kwargs=ctor,
+                params=params,
+                grads=grads,
+                **kw,
+            )
 
         for i, (name, shape, kwargs, what, fwd_pts, bwd_pts) in enumerate(self.shapes):
             # central differences on every backward case: a gradient right for a wrong forward passes
@@ -303,20 +412,38 @@ class SampleNormChecks(ExerciseChecks):
         tiny_x = shrink(spread(rng, shape0, self.stat_axis), self.tiny_axis)
         tiny_x[self.zero_unit] = 0.0  # one normalised unit of exact zeros: var = 0, only eps avoids 0 / 0
         case("tiny", shape0, kwargs0, x=tiny_x, backward=False)
-        p.forward_check("forward_tiny", pts["forward_tiny"], "tiny",
-                        "forward on samples of spread 1e-4 to 1e-2 and one of exact zeros (eps matters there)")
+        p.forward_check(
+            "forward_tiny",
+            pts["forward_tiny"],
+            "tiny",
+            "forward on samples of spread 1e-4 to 1e-2 and one of exact zeros (eps matters there)",
+        )
         case("large", shape0, kwargs0, x=1e4 * spread(rng, shape0, self.stat_axis), backward=False)
         p.forward_check("forward_large", pts["forward_large"], "large", "forward on magnitudes around 1e4")
         p.consistency_check("numgrad", pts["numgrad"], first[0], first[3])
         case("eval", shape0, kwargs0, mode="eval", numgrad=["x"] + grads)
-        p.add(Compare("eval_same_as_train", pts["eval_same_as_train"], case="eval",
-                      keys=["y", "dx"] + [f"d{g}" for g in grads],
-                      what=f"eval mode on {what0} (it behaves exactly as in training)"))
+        p.add(
+            Compare(
+                "eval_same_as_train",
+                pts["eval_same_as_train"],
+                case="eval",
+                keys=["y", "dx"] + [f"d{g}" for g in grads],
+                what=f"eval mode on {what0} (it behaves exactly as in training)",
+            )
+        )
         if self.raises is not None:
             kwargs, what = self.raises
             p.add_case(Case("bad_groups", [{"op": "new", "var": "m", "cls": self.id, "kwargs": kwargs}], {}))
-            p.add(Raises("bad_groups_raises", pts["raises"], case="bad_groups", exc_type="ValueError", what=what,
-                         requires=first[0]))
+            p.add(
+                Raises(
+                    "bad_groups_raises",
+                    pts["raises"],
+                    case="bad_groups",
+                    exc_type="ValueError",
+                    what=what,
+                    requires=first[0],
+                )
+            )
         p.no_mutation_check("no_mutation", pts["no_mutation"])
         p.shape_dtype_check("shape_dtype", pts["shape_dtype"])
         p.backward_twice_check("backward_twice", pts["backward_twice"], first[0])
@@ -325,78 +452,171 @@ class SampleNormChecks(ExerciseChecks):
 
 LAYERNORM = SampleNormChecks(
     "normalization.LayerNorm",
-    ctor={"normalized_shape": 6}, ctor_attrs=["gamma", "beta"], param_shape=(6,), beta=True,
+    ctor={"normalized_shape": 6},
+    ctor_attrs=["gamma", "beta"],
+    param_shape=(6,),
+    beta=True,
     extra_ctor=({"normalized_shape": {"tuple": [3, 4]}}, ["gamma", "beta"]),
     shapes=[
         ("2d", (4, 6), {"normalized_shape": 6}, "x of shape (4, 6)", 1.0, 1.0),
-        ("3d", (2, 3, 6), {"normalized_shape": 6}, "x of shape (2, 3, 6) (dgamma sums over both leading axes)",
-         0.5, 0.5),
-        ("4d", (2, 2, 3, 6), {"normalized_shape": 6},
-         "x of shape (2, 2, 3, 6) (any leading axes: dgamma sums over all three)", 0.5, 0.5),
-        ("tuple", (2, 3, 4), {"normalized_shape": {"tuple": [3, 4]}, "_param_shape": (3, 4)},
-         "x of shape (2, 3, 4) with normalized_shape (3, 4)", 0.5, 0.75),
+        (
+            "3d",
+            (2, 3, 6),
+            {"normalized_shape": 6},
+            "x of shape (2, 3, 6) (dgamma sums over both leading axes)",
+            0.5,
+            0.5,
+        ),
+        (
+            "4d",
+            (2, 2, 3, 6),
+            {"normalized_shape": 6},
+            "x of shape (2, 2, 3, 6) (any leading axes: dgamma sums over all three)",
+            0.5,
+            0.5,
+        ),
+        (
+            "tuple",
+            (2, 3, 4),
+            {"normalized_shape": {"tuple": [3, 4]}, "_param_shape": (3, 4)},
+            "x of shape (2, 3, 4) with normalized_shape (3, 4)",
+            0.5,
+            0.75,
+        ),
         ("batch1", (1, 6), {"normalized_shape": 6}, "a batch of one, shape (1, 6)", 0.5, 0.25),
     ],
-    stat_axis=None, tiny_axis=None, zero_unit=(-1, slice(None)),
-    points={"constructor": 0.5, "forward_tiny": 0.75, "forward_large": 0.25, "numgrad": 0.75,
-            "eval_same_as_train": 0.75, "no_mutation": 0.5, "shape_dtype": 0.25,
-            "backward_twice": 0.25},
+    stat_axis=None,
+    tiny_axis=None,
+    zero_unit=(-1, slice(None)),
+    points={
+        "constructor": 0.5,
+        "forward_tiny": 0.75,
+        "forward_large": 0.25,
+        "numgrad": 0.75,
+        "eval_same_as_train": 0.75,
+        "no_mutation": 0.5,
+        "shape_dtype": 0.25,
+        "backward_twice": 0.25,
+    },
 )
 
 RMSNORM = SampleNormChecks(
     "normalization.RMSNorm",
-    ctor={"dim": 6}, ctor_attrs=["gamma"], param_shape=(6,), beta=False,
+    ctor={"dim": 6},
+    ctor_attrs=["gamma"],
+    param_shape=(6,),
+    beta=False,
     shapes=[
         ("2d", (4, 6), {"dim": 6}, "x of shape (4, 6)", 1.0, 1.25),
         ("3d", (2, 3, 6), {"dim": 6}, "x of shape (2, 3, 6) (dgamma sums over both leading axes)", 0.75, 0.75),
-        ("4d", (2, 2, 3, 6), {"dim": 6}, "x of shape (2, 2, 3, 6) (any leading axes: dgamma sums over all three)",
-         0.5, 0.5),
+        (
+            "4d",
+            (2, 2, 3, 6),
+            {"dim": 6},
+            "x of shape (2, 2, 3, 6) (any leading axes: dgamma sums over all three)",
+            0.5,
+            0.5,
+        ),
         ("batch1", (1, 6), {"dim": 6}, "a batch of one, shape (1, 6)", 0.25, 0.25),
     ],
-    stat_axis=None, tiny_axis=None, zero_unit=(-1, slice(None)),
-    points={"constructor": 0.5, "forward_tiny": 1.0, "forward_large": 0.5, "numgrad": 1.0,
-            "eval_same_as_train": 0.75, "no_mutation": 0.5, "shape_dtype": 0.25,
-            "backward_twice": 0.25},
+    stat_axis=None,
+    tiny_axis=None,
+    zero_unit=(-1, slice(None)),
+    points={
+        "constructor": 0.5,
+        "forward_tiny": 1.0,
+        "forward_large": 0.5,
+        "numgrad": 1.0,
+        "eval_same_as_train": 0.75,
+        "no_mutation": 0.5,
+        "shape_dtype": 0.25,
+        "backward_twice": 0.25,
+    },
 )
 
 GROUPNORM = SampleNormChecks(
     "normalization.GroupNorm",
-    ctor={"num_groups": 2, "num_channels": 6}, ctor_attrs=["gamma", "beta"], param_shape=(6,), beta=True,
+    ctor={"num_groups": 2, "num_channels": 6},
+    ctor_attrs=["gamma", "beta"],
+    param_shape=(6,),
+    beta=True,
     shapes=[
         ("4d", (2, 6, 3, 4), {"num_groups": 2, "num_channels": 6}, "x of shape (2, 6, 3, 4), 2 groups", 1.0, 1.25),
         ("3d", (3, 6, 5), {"num_groups": 3, "num_channels": 6}, "x of shape (3, 6, 5), 3 groups", 0.75, 0.75),
         ("2d", (4, 6), {"num_groups": 2, "num_channels": 6}, "x of shape (4, 6), 2 groups", 0.75, 0.5),
-        ("batch1", (1, 6, 2, 3), {"num_groups": 3, "num_channels": 6}, "a batch of one, shape (1, 6, 2, 3)",
-         0.25, 0.25),
+        (
+            "batch1",
+            (1, 6, 2, 3),
+            {"num_groups": 3, "num_channels": 6},
+            "a batch of one, shape (1, 6, 2, 3)",
+            0.25,
+            0.25,
+        ),
     ],
-    stat_axis=1, tiny_axis=0, zero_unit=(-1, slice(0, 3)),
-    points={"constructor": 0.5, "raises": 0.5, "forward_tiny": 0.75, "forward_large": 0.25, "numgrad": 0.75,
-            "eval_same_as_train": 0.75, "no_mutation": 0.5, "shape_dtype": 0.25,
-            "backward_twice": 0.25},
+    stat_axis=1,
+    tiny_axis=0,
+    zero_unit=(-1, slice(0, 3)),
+    points={
+        "constructor": 0.5,
+        "raises": 0.5,
+        "forward_tiny": 0.75,
+        "forward_large": 0.25,
+        "numgrad": 0.75,
+        "eval_same_as_train": 0.75,
+        "no_mutation": 0.5,
+        "shape_dtype": 0.25,
+        "backward_twice": 0.25,
+    },
     raises=({"num_groups": 4, "num_channels": 6}, "GroupNorm(num_groups=4, num_channels=6) (6 % 4 != 0)"),
 )
 
 INSTANCENORM = SampleNormChecks(
     "normalization.InstanceNorm2d",
-    ctor={"num_features": 3}, ctor_attrs=["gamma", "beta"], param_shape=(3,), beta=True,
+    ctor={"num_features": 3},
+    ctor_attrs=["gamma", "beta"],
+    param_shape=(3,),
+    beta=True,
     shapes=[
         ("4d", (2, 3, 4, 5), {"num_features": 3}, "x of shape (2, 3, 4, 5)", 1.5, 1.75),
         ("second", (4, 3, 2, 6), {"num_features": 3}, "x of shape (4, 3, 2, 6)", 0.75, 0.75),
         ("batch1", (1, 3, 4, 5), {"num_features": 3}, "a batch of one, shape (1, 3, 4, 5)", 0.5, 0.25),
     ],
-    stat_axis=1, tiny_axis=1, zero_unit=(-1, -1),
-    points={"constructor": 0.5, "forward_tiny": 0.75, "forward_large": 0.25, "numgrad": 1.0,
-            "eval_same_as_train": 1.0, "no_mutation": 0.5, "shape_dtype": 0.25,
-            "backward_twice": 0.25},
+    stat_axis=1,
+    tiny_axis=1,
+    zero_unit=(-1, -1),
+    points={
+        "constructor": 0.5,
+        "forward_tiny": 0.75,
+        "forward_large": 0.25,
+        "numgrad": 1.0,
+        "eval_same_as_train": 1.0,
+        "no_mutation": 0.5,
+        "shape_dtype": 0.25,
+        "backward_twice": 0.25,
+    },
 )
 
 CHECKS: list[ExerciseChecks] = [
-    BatchNormChecks("normalization.BatchNorm1d", main=(6, 4), second=(3, 4, 5), batch1=(1, 4, 6),
-                    running_shape=(5, 4), raise_shape=(1, 4), second_what="x of shape (3, 4, 5) (axes 0 and 2)",
-                    square=(3, 4, 4)),
-    BatchNormChecks("normalization.BatchNorm2d", main=(2, 3, 4, 5), second=(4, 3, 5, 2), batch1=(1, 3, 4, 5),
-                    running_shape=(5, 3, 2, 4), raise_shape=(1, 3, 1, 1), second_what="x of shape (4, 3, 5, 2)",
-                    square=(2, 3, 2, 3)),
+    BatchNormChecks(
+        "normalization.BatchNorm1d",
+        main=(6, 4),
+        second=(3, 4, 5),
+        batch1=(1, 4, 6),
+        running_shape=(5, 4),
+        raise_shape=(1, 4),
+        second_what="x of shape (3, 4, 5) (axes 0 and 2)",
+        square=(3, 4, 4),
+    ),
+    BatchNormChecks(
+        "normalization.BatchNorm2d",
+        main=(2, 3, 4, 5),
+        second=(4, 3, 5, 2),
+        batch1=(1, 3, 4, 5),
+        running_shape=(5, 3, 2, 4),
+        raise_shape=(1, 3, 1, 1),
+        second_what="x of shape (4, 3, 5, 2)",
+        square=(2, 3, 2, 3),
+    ),
     LAYERNORM,
     RMSNORM,
     GROUPNORM,

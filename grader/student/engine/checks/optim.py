@@ -88,20 +88,36 @@ class InPlace(Check):
                         continue
                     start = ctx.cases[case].arrays[param]
                     unchanged = held.shape == start.shape and np.array_equal(held, start)
-                    why = ("the caller's array did not change at all: params[key] was rebound to a new array"
-                           " (param = param - ...) instead of being updated in place (param -= ...)"
-                           if unchanged else "the caller's array differs from params[key]")
+                    why = (
+                        "the caller's array did not change at all: params[key] was rebound to a new array"
+                        " (param = param - ...) instead of being updated in place (param -= ...)"
+                        if unchanged
+                        else "the caller's array differs from params[key]"
+                    )
                     mistake = ctx.diagnose(case, held_keys, RTOL, ATOL)
-                    figure = own_figure(held, entry, 0.0, 0.0, f"case {case}, step {t}: your caller's {param}", param,
-                                        f"params[{param!r}] after the step", f"the caller's {param} after the step")
-                    return result(self.name, self.points, False, f"case {case}, step {t}, {param}: {why}", mistake,
-                                  figure)
+                    figure = own_figure(
+                        held,
+                        entry,
+                        0.0,
+                        0.0,
+                        f"case {case}, step {t}: your caller's {param}",
+                        param,
+                        f"params[{param!r}] after the step",
+                        f"the caller's {param} after the step",
+                    )
+                    return result(
+                        self.name, self.points, False, f"case {case}, step {t}, {param}: {why}", mistake, figure
+                    )
             for param in KEYS:
                 got = s.outputs.get(f"g{param}_after")
                 last = ctx.cases[case].arrays[f"g{param}_{steps}"]
                 if got is None or got.shape != last.shape or not np.array_equal(got, last):
-                    return result(self.name, self.points, False,
-                                  f"case {case}: step modified the gradient grads[{param!r}]; leave grads unchanged")
+                    return result(
+                        self.name,
+                        self.points,
+                        False,
+                        f"case {case}: step modified the gradient grads[{param!r}]; leave grads unchanged",
+                    )
         return result(self.name, self.points, True)
 
 
@@ -132,8 +148,18 @@ class SGDChecks(ExerciseChecks):
         }
         points = {"plain": 2.0, "momentum": 2.5, "momentum_wd": 2.5, "wd": 1.0}
         for name, (_kwargs, steps) in cases.items():
-            plan.add(Compare(name, points[name], case=name, keys=value_keys(steps), what=what[name],
-                             rtol=RTOL, atol=ATOL, carry=1.0))  # pictures: each step's change, yours / expected
+            plan.add(
+                Compare(
+                    name,
+                    points[name],
+                    case=name,
+                    keys=value_keys(steps),
+                    what=what[name],
+                    rtol=RTOL,
+                    atol=ATOL,
+                    carry=1.0,
+                )
+            )  # pictures: each step's change, yours / expected
         plan.add(InPlace("in_place", 2.0, {name: steps for name, (_k, steps) in cases.items()}))
         return plan
 
@@ -166,8 +192,18 @@ class AdamWChecks(ExerciseChecks):
         }
         points = {"defaults": 2.0, "weight_decay": 2.5, "betas": 1.5, "tiny_grads": 2.0}
         for name, (_kwargs, steps, _scale) in cases.items():
-            plan.add(Compare(name, points[name], case=name, keys=value_keys(steps), what=what[name],
-                             rtol=RTOL, atol=ATOL, carry=1.0))
+            plan.add(
+                Compare(
+                    name,
+                    points[name],
+                    case=name,
+                    keys=value_keys(steps),
+                    what=what[name],
+                    rtol=RTOL,
+                    atol=ATOL,
+                    carry=1.0,
+                )
+            )
         plan.add(InPlace("in_place", 2.0, {name: steps for name, (_k, steps, _s) in cases.items()}))
         return plan
 

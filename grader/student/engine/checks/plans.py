@@ -26,10 +26,23 @@ from grader.student.engine.ops import Case, ScriptResult
 
 
 from grader.student.engine.checks.context import (
-    BACKWARD_ATOL, BACKWARD_RTOL, Context, PlanError, error_text,
+    BACKWARD_ATOL,
+    BACKWARD_RTOL,
+    Context,
+    PlanError,
+    error_text,
 )
 from grader.student.engine.checks.kinds import (
-    HANDED, Check, Compare, Consistency, Custom, Outcome, ShapeDtype, Unchanged, own_figure, result,
+    HANDED,
+    Check,
+    Compare,
+    Consistency,
+    Custom,
+    Outcome,
+    ShapeDtype,
+    Unchanged,
+    own_figure,
+    result,
 )
 
 
@@ -113,16 +126,20 @@ class ExerciseChecks:
         return no_credit_for_support_alone(checks, results)
 
 
-NOTHING_ELSE = ("earns nothing yet: every other check of this exercise fails, and consistency, repeatability,"
-                " shape and unchanged inputs count only beside right values")
+NOTHING_ELSE = (
+    "earns nothing yet: every other check of this exercise fails, and consistency, repeatability,"
+    " shape and unchanged inputs count only beside right values"
+)
 
 
 def no_credit_for_support_alone(checks: list[Check], results: list[CheckResult]) -> list[CheckResult]:
     """``results`` with every passing supporting check failed when no other check passed."""
     if any(r.passed and not c.supporting and r.max_score > 0 for c, r in zip(checks, results, strict=True)):
         return results
-    return [result(r.name, r.max_score, False, NOTHING_ELSE) if r.passed and c.supporting else r
-            for c, r in zip(checks, results, strict=True)]
+    return [
+        result(r.name, r.max_score, False, NOTHING_ELSE) if r.passed and c.supporting else r
+        for c, r in zip(checks, results, strict=True)
+    ]
 
 
 # --------------------------------------------------------------------------- layer helpers
@@ -170,8 +187,9 @@ def layer_script(
         for g in grads or []:
             script.append({"op": "get", "var": "m", "attr": f"d{g}", "out": f"d{g}"})
         if twice:
-            script.append({"op": "call", "var": "m", "method": "backward", "args": [{"array": dout}],
-                           "out": "dx_again"})
+            script.append(
+                {"op": "call", "var": "m", "method": "backward", "args": [{"array": dout}], "out": "dx_again"}
+            )
         script.append({"op": "output", "value": {"var": "x0"}, "out": "x_after_backward"})
         script.append({"op": "output", "value": {"var": "dout0"}, "out": "dout_after"})
         for attr in params or {}:
@@ -198,7 +216,7 @@ class LayerPlan(Plan):
         super().__init__()
         self.cls = cls
         self.rng = np.random.default_rng(seed)
-        self.layer_cases: list[str] = []      # cases with x / x_after / y / dx, for mutation and shape checks
+        self.layer_cases: list[str] = []  # cases with x / x_after / y / dx, for mutation and shape checks
         self.backward_cases: list[str] = []
 
     def layer(
@@ -252,8 +270,9 @@ class LayerPlan(Plan):
         """Compare y of ``case`` with the reference."""
         return self.add(Compare(name, points, case=case, keys=["y"], what=what, **kw))
 
-    def backward_check(self, name: str, points: float, case: str, what: str, grads: list[str] | None = None,
-                       **kw: Any) -> Check:
+    def backward_check(
+        self, name: str, points: float, case: str, what: str, grads: list[str] | None = None, **kw: Any
+    ) -> Check:
         """Compare dx and each d<g> of ``case`` with the reference (with the numgrad note when present), at
         BACKWARD_RTOL / BACKWARD_ATOL unless given."""
         keys = ["dx"] + [f"d{g}" for g in grads or []]
@@ -266,12 +285,13 @@ class LayerPlan(Plan):
     def _numgrad_pairs(self, case: str) -> dict[str, str]:
         """Analytic key -> numgrad key of ``case``'s numgrad ops: {"dx": "num_dx", "dgamma": "num_dgamma"}."""
         script = next(c.script for c in self.cases if c.name == case)
-        return {op["out"][len("num_"):]: op["out"] for op in script if op.get("op") == "numgrad"}
+        return {op["out"][len("num_") :]: op["out"] for op in script if op.get("op") == "numgrad"}
 
     def consistency_check(self, name: str, points: float, case: str, what: str) -> Check:
         """The student's dx (and d<p>) against central differences of their own forward on ``case``."""
-        return self.add(Consistency(name, points, case=case, pairs=self._numgrad_pairs(case), what=what,
-                                    supporting=True))
+        return self.add(
+            Consistency(name, points, case=case, pairs=self._numgrad_pairs(case), what=what, supporting=True)
+        )
 
     def backward_twice_check(self, name: str, points: float, case: str) -> Check:
         """A second backward(dout) after the same forward returns the same dx (``case`` built with twice=True)."""
@@ -319,8 +339,16 @@ def _same_twice(ctx: Context, case: str) -> Outcome:
         "a second backward(dout) after the same forward gave a different dx: backward must not modify"
         f" what forward cached (no in-place updates of self.* in backward): {cmp.message}",
         ctx.diagnose(case, ["dx_again"]),
-        own_figure(again, dx, 1e-12, 1e-12 * scale_of(dx), f"backward called twice (case {case}): dx", "dx",
-                   "dx of your first backward", "dx of your second backward"),
+        own_figure(
+            again,
+            dx,
+            1e-12,
+            1e-12 * scale_of(dx),
+            f"backward called twice (case {case}): dx",
+            "dx",
+            "dx of your first backward",
+            "dx of your second backward",
+        ),
     )
 
 
