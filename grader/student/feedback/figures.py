@@ -463,8 +463,8 @@ def ratio_reading(figure: dict[str, Any]) -> str:
         return ""
     lo, hi = min(values), max(values)
     what = figure.get("ratio_of", "the value")
-    if lo > 0 and hi <= lo * (1 + CONSTANT_WITHIN):
-        factor = two_digits((lo + hi) / 2)
+    factor = two_digits(lo / 2 + hi / 2) if lo > 0 and hi <= lo * (1 + CONSTANT_WITHIN) else None
+    if factor is not None:  # (None: a factor beyond what two digits can say, e.g. 1e308's: read as a range below)
         if factor == 1.0:
             return f" Per step, {what} is yours over expected 1.0 (within two digits) at every step shown."
         return (

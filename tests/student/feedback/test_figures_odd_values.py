@@ -169,3 +169,12 @@ def test_a_scalar_mask_fails_the_checks_and_the_report_stands() -> None:
     assert not results["values"].passed and "no element was dropped" in results["values"].message
     assert results["values"].figure is not None and results["values"].figure["kind"] == "histogram"
     assert results["eval"].passed
+
+
+def test_a_constant_ratio_near_the_largest_float_is_said_not_crashed_on() -> None:
+    """Ratios of 1.7e308 at every step (the class the fuzzing above found): their mean as (lo + hi) / 2 overflowed
+    to inf, which two digits cannot say, and the constant-factor sentence formatted None."""
+    from grader.student.feedback.figures import ratio_reading
+
+    said = ratio_reading({"series": [{"label": "w", "ratio": [1.7e308, 1.7e308]}], "ratio_of": "the step"})
+    assert "one constant factor 1.7e+308 at every step" in said
