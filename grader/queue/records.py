@@ -40,6 +40,7 @@ from grader.student.client.wire import where_of
 from grader.student.course import Course, parse_time
 from grader.student.engine.model import CheckResult, ExerciseResult, GradeReport
 from grader.student.store import Store, jobs, results, utc_now
+from grader.student.store.clock import to_seconds
 
 OPEN_STATES = jobs.OPEN  # a job not yet closed (done, held or error)
 # An upload's receipt and report are stored to the millisecond: the estimate measures the gaps between them
@@ -323,7 +324,7 @@ def record_done(store: Store, job_row: dict[str, Any], report: GradeReport, grad
                 mark(db, into)
             return Recorded(into, held, reason if held else None)
         attempt_id = store.record_report(
-            report, grader_version, started_at=job_row["received_at"], also=mark, into=into
+            report, grader_version, started_at=to_seconds(job_row["received_at"]), also=mark, into=into
         )
     except _AlreadyRecorded:
         return None
