@@ -86,7 +86,9 @@ def load_source(path: str | Path) -> SourceQuiz:
             raise QuizFileError(path, qid, "the answer of a single-choice question is one choice id")
         labelled_right = sorted(right_choices(question) & set(misconceptions_of(question)))
         if labelled_right:
-            raise QuizFileError(path, qid, f"choice '{labelled_right[0]}' is right: only a wrong choice has a misconception")
+            raise QuizFileError(
+                path, qid, f"choice '{labelled_right[0]}' is right: only a wrong choice has a misconception"
+            )
         questions.append(question)
     _check_unique_and_checkpoint(
         [q.id for q in questions], len([q for q in questions if q.data.get("checkpoint")]), path
