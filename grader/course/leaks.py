@@ -80,6 +80,7 @@ from typing import Any
 from grader.quiz import params as params_lib
 from grader.quiz.errors import AnswerFormatError, ReferenceUnavailableError
 from grader.quiz.judging import judge, pose
+from grader.quiz.locking import misconceptions_of
 from grader.quiz.model import Posed, Question, Quiz, SourceQuiz
 from grader.quiz.reading import (
     arithmetic,
@@ -143,7 +144,8 @@ def handout_texts(student_dir: Path | str, stubs: bool = False) -> list[Text]:
     for path in sorted((root / "quizzes").glob("*.json")):
         doc = json.loads(path.read_text(encoding="utf-8"))
         for q in doc["questions"]:
-            parts = [q["prompt"], _blank(q.get("template", "")), *(c["text"] for c in q.get("choices", []))]
+            choices = [v for c in q.get("choices", []) for k, v in c.items() if k != "id" and isinstance(v, str)]
+            parts = [q["prompt"], _blank(q.get("template", "")), *choices]  # a choice's every text, label included
             texts.append(
                 Text(
                     f"quizzes/{path.name}: {q['id']}",
@@ -436,7 +438,18 @@ def run(
     texts = handout_texts(student_dir, stubs) + quiz_texts(quizzes, students(count), statements=False)
     if text_dir is not None:
         texts += course_texts(text_dir)
-    return audit(texts, quizzes, source_keys(sources), contract_texts(exercises_dir))
+    result = audit(texts, quizzes, source_keys(sources), contract_texts(exercises_dir))
+    result.leaks += misconception_leaks(texts, sources)
+    return result
+
+
+def misconception_leaks(texts: Iterable[Text], sources: Iterable[SourceQuiz]) -> list[Leak]:
+    """Each wrong choice's misconception label (``misconception`` in the authors' sources) found in a text a
+    student reads: the label is the instructor's, and it names its choice wrong, so it gives the answer away."""
+    labels = [
+        (_key(s.chapter, q.id), label) for s in sources for q in s.questions for label in misconceptions_of(q).values()
+    ]
+    return [Leak(key, text.source, label) for text in texts for key, label in labels if label in text.text]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -44,6 +44,10 @@ def _require(data: Mapping[str, Any], key: str, types: type | tuple[type, ...], 
     return value
 
 
+LOCKED_CHOICE_FIELDS = {"id", "text"}
+SOURCE_CHOICE_FIELDS = {"id", "text", "misconception"}  # the instructor's label of a wrong choice: never locked
+
+
 def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
     return types if isinstance(types, tuple) else (types,)
 
@@ -74,9 +78,14 @@ def _validate_common(raw: Any, file: Path, allowed: set[str], index: int) -> str
         if len(choices) < 2:
             raise QuizFileError(file, qid, "a choice question needs at least 2 choices")
         seen: set[str] = set()
+        fields = LOCKED_CHOICE_FIELDS if "salt" in allowed else SOURCE_CHOICE_FIELDS
         for choice in choices:
-            if not isinstance(choice, dict) or set(choice) != {"id", "text"}:
-                raise QuizFileError(file, qid, "each choice needs exactly 'id' and 'text'")
+            if not isinstance(choice, dict) or not LOCKED_CHOICE_FIELDS <= set(choice) <= fields:
+                raise QuizFileError(file, qid, f"each choice needs 'id' and 'text', and may have only {sorted(fields)}")
+            if "misconception" in choice and not (
+                isinstance(choice["misconception"], str) and choice["misconception"].strip()
+            ):
+                raise QuizFileError(file, qid, f"choice {choice['id']!r}: the misconception must be a non-empty text")
             cid, text = choice["id"], choice["text"]
             if not isinstance(cid, str) or not _ID_RE.fullmatch(cid) or not isinstance(text, str):
                 raise QuizFileError(file, qid, f"choice id {cid!r} must be a lower-case slug with a text")

@@ -84,11 +84,52 @@ def load_source(path: str | Path) -> SourceQuiz:
             raise QuizFileError(path, qid, "declares symbols but no accepted answer is a formula in them")
         if question.kind == "single" and not isinstance(question.answer, str):
             raise QuizFileError(path, qid, "the answer of a single-choice question is one choice id")
+        labelled_right = sorted(right_choices(question) & set(misconceptions_of(question)))
+        if labelled_right:
+            raise QuizFileError(
+                path, qid, f"choice '{labelled_right[0]}' is right: only a wrong choice has a misconception"
+            )
         questions.append(question)
     _check_unique_and_checkpoint(
         [q.id for q in questions], len([q for q in questions if q.data.get("checkpoint")]), path
     )
     return SourceQuiz(chapter, title, questions, path)
+
+
+def right_choices(question: SourceQuestion) -> set[str]:
+    """The ids of a choice question's right choices (``answer``: one id, or a list of ids); none for other kinds."""
+    if question.kind not in ("single", "multiple"):
+        return set()
+    answer = question.answer
+    return {answer} if isinstance(answer, str) else set(answer)
+
+
+def misconceptions_of(question: SourceQuestion) -> dict[str, str]:
+    """A choice question's labelled choices: choice id -> the misconception a student who picks it holds."""
+    return {c["id"]: c["misconception"] for c in question.data.get("choices", []) if "misconception" in c}
+
+
+def unlabelled_wrong_choices(source: SourceQuiz) -> list[str]:
+    """``<question>/<choice>`` of every wrong choice that names no misconception (a complete source has none)."""
+    return [
+        f"{q.id}/{c.id}"
+        for q in source.questions
+        for c in q.choices
+        if c.id not in right_choices(q) and c.id not in misconceptions_of(q)
+    ]
+
+
+def misconceptions(quiz_dir: str | Path) -> dict[tuple[str, str], str]:
+    """The instructor's labels of the sources' wrong choices, keyed as the store records an answer:
+    (``<chapter>/<question>``, ``choice:<id>``) -> the misconception. Read from ``quiz_dir/source`` only: the
+    labels are never locked, so no handout holds them; {} where the sources are not on this machine."""
+    labels: dict[tuple[str, str], str] = {}
+    for path in sorted((Path(quiz_dir) / "source").glob("*.toml")):
+        source = load_source(path)
+        for q in source.questions:
+            for choice, label in misconceptions_of(q).items():
+                labels[(f"{source.chapter}/{q.id}", f"choice:{choice}")] = label
+    return labels
 
 
 # --- locking ---------------------------------------------------------------------

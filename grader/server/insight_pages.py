@@ -23,6 +23,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from grader import quiz as quiz_lib
+from grader.quiz import locking
 from grader.server import app as api
 from grader.server.dashboard import Links, render
 from grader.server.instructor import csrf_token, grading_banner, guarded, message, store_of
@@ -186,7 +188,9 @@ def variant_text(params: str) -> str:
 async def item_stats_page(request: Request, mode: str) -> Response:
     """GET /instructor/item-stats: facility, discrimination, distractors, variants' flags and the 2PL fit."""
     responses = item_stats.responses_of(store_of(request).quiz_answer_rows())
-    stats = item_stats.item_stats(responses)
+    config = request.app.state.normgrade.config
+    quiz_dir = config.quiz_dir if config.quiz_dir is not None else quiz_lib.default_quiz_dir()
+    stats = item_stats.item_stats(responses, locking.misconceptions(quiz_dir))  # the labels stay server side
     students = len({r.student for r in responses})
     irt = None
     note = ""

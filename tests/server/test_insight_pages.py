@@ -55,6 +55,9 @@ def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Te
                 upload(store, course, name, f"{name}-2", None, NOW - timedelta(days=3, hours=-2 * (k + 1)))
         upload(store, course, "old", "old-1", "ln-eps-missing", NOW - timedelta(days=20))  # not this week
         rng = random.Random(7)  # a quiz class: variant n=8 of gelu-value is made unfair (everyone misses it)
+        for s in range(3):  # three pick distractor a of dropout-test-time, one the right b
+            store.record_quiz_answer(f"s{s}", "dropout-weight-decay", "dropout-test-time", "choice:a", False)
+        store.record_quiz_answer("s3", "dropout-weight-decay", "dropout-test-time", "choice:b", True)
         for s in range(40):
             for q in ("gelu-why", "elu-value"):
                 store.record_quiz_answer(f"s{s}", "activations", q, "1", rng.random() < 0.7)
@@ -100,6 +103,14 @@ def test_item_statistics_flag_the_unfair_variant_and_say_why_there_is_no_irt(cli
     assert "n=8: 0.00" in row and row.count("unfair") == 2  # both draws differ from each other by > 0.15
     assert "needs at least 200 students" in page.text and "this class has 40" in page.text
     assert 'href="/instructor/item-stats"' in page.text
+
+
+def test_item_statistics_name_each_distractors_misconception(client: Any) -> None:
+    http, teacher, _ = client
+    page = http.get("/instructor/item-stats", headers=teacher)
+    row = next(r for r in page.text.split("<tr>") if "dropout-weight-decay/dropout-test-time" in r)
+    assert "choice:a: 75%" in row  # its share, and beside it what a student who picks it believes:
+    assert "mixes up inverted dropout with the original, which scales at test time" in row
 
 
 def test_the_insight_pages_are_the_instructors(client: Any) -> None:

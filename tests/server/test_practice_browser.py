@@ -61,6 +61,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, See
                 store.record_quiz_answer(f"s{s}", "activations", q, "1", rng.random() < 0.7)
             n = 8 if s % 2 else 16
             store.record_quiz_answer(f"s{s}", "activations", "gelu-value", "0.1", n == 16, {"n": n})
+            store.record_quiz_answer(f"s{s}", "activations", "prelu-vs-leaky", f"choice:{'abcd'[s % 4]}", s % 4 == 0)
     server = Server(
         seeded.db, f"sqlite:///{root / 'queue.db'}", workers=0, course=seeded.course, extra=["--lease-timeout", "3600"]
     ).start()
@@ -138,6 +139,7 @@ def test_the_class_mistakes_and_item_statistics_pages(
         page.get_by_role("link", name="Item statistics").click()
         page.wait_for_url(server.url + "/instructor/item-stats")
         assert "unfair" in page.inner_text("main")
+        assert "confuses PReLU with RReLU's random slope" in page.inner_text("main")  # a distractor's label
         look(watched, "item-stats", width)
         assert watched.problems == []
     finally:
