@@ -445,13 +445,3 @@ def recent_done(store: Store, limit: int) -> list[dict[str, Any]]:
     """The last ``limit`` uploads graded (newest first): id, selectors, worker, received_at, finished_at and their
     attempt's grading time (duration)."""
     return jobs.recent_done(store.db, limit)
-
-
-def open_before(store: Store, job_id: int) -> list[dict[str, Any]]:
-    """The open uploads (received, queued, running) older than upload ``job_id``: id, status, selectors."""
-    return jobs.open_before(store.db, job_id)
-
-
-def running_count(store: Store) -> int:
-    """How many uploads are being graded now."""
-    return jobs.running_count(store.db)

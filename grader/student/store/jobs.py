@@ -216,21 +216,6 @@ def recent_done(db: sqlite_utils.Database, limit: int) -> list[dict[str, Any]]:
     )
 
 
-def open_before(db: sqlite_utils.Database, job_id: int) -> list[dict[str, Any]]:
-    """The open uploads (received, queued, running) older than upload ``job_id``: id, status, selectors."""
-    return list(
-        db.query(
-            "SELECT id, status, selectors FROM jobs WHERE status IN ('received', 'queued', 'running') AND id < ?",
-            [job_id],
-        )
-    )
-
-
-def running_count(db: sqlite_utils.Database) -> int:
-    """How many uploads are being graded now."""
-    return int(next(iter(db.query("SELECT COUNT(*) AS n FROM jobs WHERE status = 'running'")))["n"])
-
-
 def done_of(db: sqlite_utils.Database, student: str, job_id: int | None = None) -> list[dict[str, Any]]:
     """A student's graded (done) jobs, newest first; only job ``job_id`` when given."""
     params: list[Any] = [student]
