@@ -39,30 +39,7 @@ class AnswerFormatError(QuizError):
 
 # --- answer normalisation -------------------------------------------------------
 
-_GREEK = {
-    "α": "alpha",
-    "β": "beta",
-    "γ": "gamma",
-    "δ": "delta",
-    "ε": "epsilon",
-    "ϵ": "epsilon",
-    "η": "eta",
-    "θ": "theta",
-    "λ": "lambda",
-    "μ": "mu",
-    "ξ": "xi",
-    "π": "pi",
-    "ρ": "rho",
-    "σ": "sigma",
-    "ς": "sigma",
-    "τ": "tau",
-    "φ": "phi",
-    "ϕ": "phi",
-    "ψ": "psi",
-    "ω": "omega",
-}
-_MINUSES = "\u2212\u2012\u2013\u2014\ufe63\uff0d"
-_TIMES = "*\u00b7\u22c5\u00d7\u2219\u2022"
+_TIMES = "*" + expr.TIMES
 _SUPERSCRIPTS = {"\u00b2": "^2", "\u00b3": "^3", "\u207b\u00b9": "^-1"}
 
 
@@ -71,7 +48,7 @@ def _unify_symbols(text: str) -> str:
     for sup, plain in _SUPERSCRIPTS.items():
         text = text.replace(sup, plain)
     text = unicodedata.normalize("NFKC", text)
-    for minus in _MINUSES:
+    for minus in expr.MINUSES:
         text = text.replace(minus, "-")
     return text.replace("**", "^")
 
@@ -87,7 +64,7 @@ def normalise_text(text: str) -> str:
     a trailing full stop dropped.
     """
     s = re.sub(r"Φ|\bPhi\b|\bPHI\b", "normcdf", _unify_symbols(text)).casefold()  # Φ the CDF, φ the density
-    s = "".join(_GREEK.get(ch, ch) for ch in s)
+    s = "".join(expr.GREEK.get(ch, ch) for ch in s)
     s = s.replace("√", "sqrt")
     for times in _TIMES:
         s = s.replace(times, "")

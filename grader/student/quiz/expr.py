@@ -47,7 +47,7 @@ MAX_DECIMAL_EXPONENT = 300
 FINGERPRINT_POINTS = 3
 FINGERPRINT_DIGITS = 12
 
-_GREEK = {
+GREEK = {  # a Greek letter spelled out: the names short answers and expressions read
     "α": "alpha",
     "β": "beta",
     "γ": "gamma",
@@ -56,7 +56,7 @@ _GREEK = {
     "ϵ": "epsilon",
     "η": "eta",
     "θ": "theta",
-    "λ": "lam",
+    "λ": "lambda",
     "μ": "mu",
     "ξ": "xi",
     "π": "pi",
@@ -69,9 +69,11 @@ _GREEK = {
     "ψ": "psi",
     "ω": "omega",
 }
+_GREEK = {**GREEK, "λ": "lam"}  # "lambda" is a Python keyword, which SymPy's parser cannot take as a name
 _CDF = re.compile(r"Φ|\bPhi\b|\bPHI\b")
-_MINUSES = "\u2212\u2012\u2013\u2014\ufe63\uff0d"
-_TIMES = "\u00b7\u22c5\u00d7\u2219\u2022"
+MINUSES = "\u2212\u2012\u2013\u2014\ufe63\uff0d"  # unicode minus signs, read as '-'
+TIMES = "\u00b7\u22c5\u00d7\u2219\u2022"  # multiplication signs other than '*'
+
 _SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 _TOKEN = re.compile(
     r"\s+|(?P<num>(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)|(?P<name>[a-z_][a-z0-9_]*)|(?P<op>\*\*|[-+*/^(),=])"
@@ -107,9 +109,9 @@ def _plain(text: str) -> str:
     s = text.replace("½", "(1/2)").replace("√", "sqrt")
     s = re.sub(r"[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+", lambda m: "^(" + m.group(0).translate(_SUPERSCRIPT) + ")", s)
     s = unicodedata.normalize("NFKC", s).replace("\u2044", "/")
-    for minus in _MINUSES:
+    for minus in MINUSES:
         s = s.replace(minus, "-")
-    for times in _TIMES:
+    for times in TIMES:
         s = s.replace(times, "*")
     s = _CDF.sub(" normcdf ", s)  # before case-folding: Φ / Phi is the CDF, φ / phi the density
     s = "".join(f" {_GREEK[ch]} " if ch in _GREEK else ch for ch in s.casefold())
