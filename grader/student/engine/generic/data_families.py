@@ -1,5 +1,5 @@
 """The generic families that need nothing but data (they run offline on a case pack too): the case's inputs, the
-reference's results and the student's.
+reference's results and the student's. In the order tried, after the live ones (``generic-inplace`` before all):
 
 - ``generic-transpose``: an output is the expected one with its axes reversed;
 - ``generic-scale``: an output is c times the expected one (c the same in every case, or the same
@@ -9,7 +9,7 @@ reference's results and the student's.
   one side of x = 0 (or x = 0 itself); for any output, its last (or first) row or column (a loop
   one short, a tail skipped); or every case but those with one setting (``approximate='tanh'``,
   eval mode);
-- ``generic-inplace``: an array handed to the student (x, dout) was written into.
+- ``generic-inplace`` (tried first): an array handed to the student (x, dout) was written into.
 """
 
 from __future__ import annotations

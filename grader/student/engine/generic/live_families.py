@@ -1,6 +1,6 @@
 """The generic families that run the reference (live only: ``Expected.rerun`` runs the reference on a rewritten
 script, ``Expected.terms`` and ``Expected.axis_variant`` compute the reference's formulas; a case pack has no
-reference code and these families skip):
+reference code and these families skip), tried first in this order:
 
 - ``generic-param``: the result is the reference's with one setting changed (a default eps of
   1.00001, momentum read as 1 - momentum, negative_slope ignored, bias=False by default);
