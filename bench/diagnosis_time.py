@@ -2,7 +2,7 @@
 
 Grades wrong submissions in process (the checks' evaluation, where diagnosis happens; the cases are
 run once beforehand and reused) twice in the same run: with round 4's generic diagnoses and without
-them (``generic.find`` returning None, round 3's rule alone), median of N runs (default 5) each. The
+them (``generic.search.find`` returning None, round 3's rule alone), median of N runs (default 5) each. The
 submissions: the mistake audit's buggy students (bench/mistake_class.py, catalogued
 mistakes: the generic search runs only where the catalogue names nothing) and M mutants of the
 reference drawn at random (bench/mutants.py: mostly mistakes no catalogue lists). A correct submission
@@ -34,15 +34,15 @@ Submission = tuple[str, str, dict[str, Any], Any]
 @contextmanager
 def without_generic() -> Iterator[None]:
     """Round 3's rule alone: no generic diagnosis is ever found."""
-    from grader.student.engine import generic
+    from grader.student.engine.generic import search
 
-    find, name_crashes = generic.find, generic.name_crashes
-    generic.find = lambda *args, **kwargs: None
-    generic.name_crashes = lambda ctx, results: results
+    find, name_crashes = search.find, search.name_crashes
+    search.find = lambda *args, **kwargs: None
+    search.name_crashes = lambda ctx, results: results
     try:
         yield
     finally:
-        generic.find, generic.name_crashes = find, name_crashes
+        search.find, search.name_crashes = find, name_crashes
 
 
 class Offline:

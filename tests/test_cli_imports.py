@@ -36,6 +36,7 @@ NOT_FOR_A_LOCAL_SUBMIT = (
     # the pictures' page and the notebook front end: only --html, grade view and %grade draw
     "grader.student.feedback.report_html",
     "grader.student.feedback.drawing",
+    "grader.student.feedback.svg",
     "grader.student.feedback.notebook",
     "IPython",
     "ipywidgets",

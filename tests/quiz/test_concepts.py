@@ -9,7 +9,7 @@ import pytest
 
 from grader.mistakes import CATALOGUE
 from grader.student import coursetext
-from grader.student.engine import generic
+from grader.student.engine.generic.claims import CRASH_ORDER, ORDER
 from grader.student.engine.catalogue import EXERCISES
 from grader.student.quiz import concepts
 
@@ -31,7 +31,7 @@ def test_every_catalogued_mistake_has_a_concept() -> None:
 
 
 def test_every_generic_family_has_a_concept() -> None:
-    families = set(generic.ORDER) | set(generic.CRASH_ORDER)
+    families = set(ORDER) | set(CRASH_ORDER)
     assert set(concepts.GENERIC) | set(concepts.CRASH_FAMILIES) == families
     for family in families:
         for exercise in EXERCISES:

@@ -9,7 +9,7 @@ leads to its questions.
 
 A mistake's concept is found by :data:`RULES`: the first rule whose pattern matches the start of the
 mistake's id (``bn-eval-`` before ``bn-``) wins; the kernels' mistakes share their NumPy twin's concepts.
-A generic family (``grader/student/engine/generic.py``) that names an idea maps to its concept in
+A generic family (``grader/student/engine/generic/``) that names an idea maps to its concept in
 :data:`GENERIC`; a crash family (``generic-none``, ``-call``, ``-key``, ``-validation``) says nothing about
 an idea, so it maps to the concept of the exercise it happened in (:data:`EXERCISE_CONCEPTS`).
 

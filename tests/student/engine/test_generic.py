@@ -1,4 +1,4 @@
-"""Generic diagnoses (grader/student/engine/generic.py): each family names a mistake no catalogue lists,
+"""Generic diagnoses (grader/student/engine/generic/): each family names a mistake no catalogue lists,
 only when its claim holds on every case it touches; the catalogue keeps its names; offline, the families
 that need reference code are silent.
 
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from checks_util import SEEDS, grade_in_process, patched, variant_ns
 
-from grader.student.engine import generic
+from grader.student.engine.generic.claims import holds
+from grader.student.engine.generic.data_families import scale_claims
 from reference import activations as ref_act
 from reference import linear as ref_lin
 from reference import normalization as ref_norm
@@ -325,9 +326,9 @@ def test_a_claim_that_fails_on_another_case_is_not_named():
         run_cases(exercise, ns, seed),
         LiveExpected(exercise, reference_runs(exercise, seed)),
     )
-    claims = generic.scale_claims(ctx, "mat", ["dx"], None)
+    claims = scale_claims(ctx, "mat", ["dx"], None)
     assert claims and claims[0].predict("mat")["dx"] is not None
-    assert not generic.holds(ctx, claims[0], "mat", ["dx"], 1e-9, 1e-11)
+    assert not holds(ctx, claims[0], "mat", ["dx"], 1e-9, 1e-11)
     assert ctx.diagnose("mat", ["dx"], 1e-9, 1e-11) is None
 
 

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.student.engine import generic
+from grader.student.engine.generic import search
 from grader.student.engine.compare import same_as
 from grader.student.engine.diagnosis import (
     REFERENCE_AGAIN,
@@ -185,7 +185,7 @@ class Context:
         """
         found = self.part_by_part(case, keys, self._passes(case, keys), rtol, atol, match_error, match_warnings)
         if found is None:
-            found = generic.find(self, case, keys, rtol, atol, match_error, match_warnings)
+            found = search.find(self, case, keys, rtol, atol, match_error, match_warnings)
         return found
 
     def _passes(self, case: str, keys: list[str]) -> list[list[str]]:

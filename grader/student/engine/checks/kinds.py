@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from grader.student.engine import generic
+from grader.student.engine.generic.claims import GenericMistake
 from grader.student.feedback import figures
 from grader.student.engine.compare import compare, same_as, scale_of
 from grader.student.engine.model import CheckResult
@@ -278,7 +278,7 @@ class Compare(Check):
         if twin is None or self.case not in twin.cases:
             return None
         parts = list(getattr(mistake, "parts", []) or [mistake])
-        if any(isinstance(part, generic.GenericMistake) for part in parts):
+        if any(isinstance(part, GenericMistake) for part in parts):
             return None  # a generic diagnosis is found from the hidden case's results: it has no code to run
         variant = twin._combined(parts)
         if variant is None:

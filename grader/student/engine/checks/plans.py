@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.student.engine import generic
+from grader.student.engine.generic import search
 from grader.student.engine.compare import compare, scale_of
 from grader.student.engine.diagnosis import (
     Expected,
@@ -122,7 +122,7 @@ class ExerciseChecks:
             expected=expected,
         )
         checks = [check for check in plan.checks if expected.live or not check.live_only]
-        results = generic.name_crashes(ctx, [check.grade(ctx) for check in checks])
+        results = search.name_crashes(ctx, [check.grade(ctx) for check in checks])
         return no_credit_for_support_alone(checks, results)
 
 
