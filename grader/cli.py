@@ -25,29 +25,18 @@ from grader.student.course import load_course
 from grader.student.errors import StoreError
 from grader.student.feedback.report import write_text
 from grader.student import cli as student_cli
-from grader.student.cli import (  # noqa: F401  (shared with the handout's grade; some re-exported)
-    Edition,
+from grader.student.commands.edition import Edition, QuizRequest
+from grader.student.commands.options import (
     F,
-    QuizRequest,
-    remote_quiz,
-    CommandError,
-    arrays_option,
     db_option,
-    default_student,
-    grader_version,
-    html_option,
     json_option,
-    local_progress,
     no_sandbox_option,
-    no_wait_option,
-    one_line_errors,
     path_option,
-    read_section,
     run_console_script,
-    server_options,
     student_option,
-    view_command,
 )
+from grader.student.commands.work import remote_quiz
+from grader.student.submit import CommandError, default_student, one_line_errors
 from grader.student.submit import sandbox_setting
 from grader.student.sandbox.runner import Limits, Workspace
 from grader.student.store import Store, default_db_path

@@ -1,7 +1,7 @@
 """``grade report --format html``: the dashboard's pages in one self-contained file.
 
 The class report's data and exports (grader/term/class_report.py) and the
-dashboard's views (grader/server/dashboard.py) share one direction of import:
+dashboard's views (grader/server/dashboard.py, drawn by dashboard_html.py) share one direction of import:
 the views read the report's data; the report never imports the views. This
 module, above both, puts them together for the offline file, so neither needs
 the other (no cycle).
@@ -10,7 +10,7 @@ the other (no cycle).
 from __future__ import annotations
 
 from grader.term.class_report import ClassReport
-from grader.server.dashboard import offline_html
+from grader.server.dashboard_html import offline_html
 from grader.student.store import Store
 
 

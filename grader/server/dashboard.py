@@ -10,9 +10,11 @@ these views with the same templates (grader/templates/dash_*.html.j2).
   the report the student saw, quiz answers with first-try correctness, the
   instructor's overrides;
 - an **exercise** (:func:`exercise_detail`): pass rate over time, score
-  distribution, named mistakes ranked by students, unnamed failing checks;
-- **overrides** (:func:`record_override`): the instructor's score for an
-  exercise, with a required comment, appended to the ``score_overrides`` log.
+  distribution, named mistakes ranked by students, unnamed failing checks.
+
+Their charts are drawn by grader/term/class_charts.py, their HTML (links, the
+grid, the offline file) by grader/server/dashboard_html.py; the instructor's
+overrides are written by grader/term/overrides.py.
 
 A student is *struggling* when their percent is below the threshold, or when
 no upload has raised any of their exercise scores in the last N days (or
@@ -24,50 +26,30 @@ due date still to come) nobody is struggling: on day 0 nothing is late.
 
 from __future__ import annotations
 
-import functools
 import html
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
-from grader.term.class_report import (
-    Bar,
-    Chart,
-    ClassReport,
-    ExerciseStats,
-    StudentRow,
-    _mistake_texts,
-    _number,
-    environment,
-    histogram_chart,
-    pass_rate_chart,
-)
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
-from grader.term.class_report import band
-from grader.term.regrade import instructor_score
+from grader.term.class_charts import Chart, LineChart, distribution_chart, line_chart
+from grader.term.class_report import ClassReport, ExerciseStats, StudentRow, _number
 from grader.student.course import counted_score, late_exercises, parse_time
-from grader.student.errors import GraderError
 from grader.student.engine.model import GradeReport, at_full_marks
-from grader.student.feedback.report import format_score, format_text
+from grader.student.feedback.report import format_text
 from grader.student.sanitize import clean_text
-from grader.student.store import Store, jobs, utc_now
-from grader.student.store import overrides as override_log
+from grader.student.store import Store, jobs
 
 STRUGGLING_PERCENT = 50.0
 INACTIVE_DAYS = 7
 SORTS = ("name", "total", "activity", "late")
 FIRST_ORDER = {"name": "asc", "total": "asc", "activity": "asc", "late": "desc"}  # the order a first click gives
-COMMENT_MAX = 500
 UNNAMED_TOP = 10
-
-
-class DashboardError(GraderError):
-    """A request the dashboard cannot carry out (one line: what was wrong and what to do)."""
 
 
 # --- the overview -------------------------------------------------------------------------------
@@ -218,119 +200,6 @@ def overview_rows(report: ClassReport, filters: Filters, now: datetime) -> list[
         )
     rows.sort(key=lambda r: sort_key(r, filters.sort), reverse=filters.order == "desc")
     return rows
-
-
-# --- charts -------------------------------------------------------------------------------------
-
-
-@dataclass
-class LineChart:
-    """An SVG line over time: its size, its points (x, y, tooltip), and axis ticks (position, text; the time
-    axis's also their anchor: start, middle or end, so that no label leaves the picture)."""
-
-    width: float
-    height: float
-    points: list[tuple[float, float, str]]
-    x_ticks: list[tuple[float, str, str]]
-    y_ticks: list[tuple[float, str]]
-    left: float
-    bottom: float
-    label: str
-
-    @property
-    def path(self) -> str:
-        """The polyline's points attribute, as a step line (each value holds until the next)."""
-        out: list[str] = []
-        for k, (x, y, _) in enumerate(self.points):
-            if k:
-                out.append(f"{x:.1f},{self.points[k - 1][1]:.1f}")
-            out.append(f"{x:.1f},{y:.1f}")
-        return " ".join(out)
-
-
-def line_chart(
-    series: list[tuple[datetime, float, str]],
-    y_max: float,
-    y_format: str,
-    label: str,
-    end: datetime | None = None,
-    width: float = 560,
-    height: float = 200,
-) -> LineChart:
-    """A step line of (time, value, tooltip) from the first time to ``end`` (default: the last)."""
-    left, right, top, bottom = 44.0, 12.0, 10.0, 30.0
-    plot_w, plot_h = width - left - right, height - top - bottom
-    y_max = y_max or 1.0
-    if not series:
-        return LineChart(width, height, [], [], [], left, top + plot_h, label)
-    start = series[0][0]
-    stop = max(end or series[-1][0], series[-1][0])
-    span = max((stop - start).total_seconds(), 1.0)
-
-    def x_of(t: datetime) -> float:
-        return left + plot_w * (t - start).total_seconds() / span
-
-    def y_of(v: float) -> float:
-        return top + plot_h - plot_h * min(max(v / y_max, 0.0), 1.0)
-
-    points = [(x_of(t), y_of(v), tip) for t, v, tip in series]
-    if end is not None and end > series[-1][0]:
-        points.append((x_of(end), points[-1][1], ""))
-    x_ticks = []
-    for when, text in time_ticks(start, stop):
-        x = x_of(when)
-        half = 3.6 * len(text)  # about half the label's width at 12 px
-        anchor = "start" if x - half < 2 else "end" if x + half > width - 2 else "middle"
-        x_ticks.append((x, text, anchor))
-    y_ticks = [(y_of(y_max * f), y_format.format(y_max * f)) for f in (0, 0.5, 1)]
-    return LineChart(width, height, points, x_ticks, y_ticks, left, top + plot_h, label + " (times in UTC)")
-
-
-# Tick spacings of a time axis, the shortest first: minutes, hours, days, weeks, months.
-TICK_STEPS = (
-    [timedelta(minutes=m) for m in (1, 2, 5, 10, 15, 30)]
-    + [timedelta(hours=h) for h in (1, 2, 3, 6, 12)]
-    + [timedelta(days=d) for d in (1, 2, 7, 14, 28, 56, 91)]
-)
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-def time_ticks(start: datetime, stop: datetime, most: int = 4) -> list[tuple[datetime, str]]:
-    """Round times from ``start`` to ``stop``, at most ``most`` + 1, and their labels.
-
-    The spacing is the shortest of TICK_STEPS that gives no more than ``most`` + 1
-    round times. Under a day apart, ticks say the time of day ("14:30"), with the
-    date ("Dec 02 14:30") on the first and wherever the day changes; a day or
-    more apart, the date alone. Times are UTC, as stored. With fewer than two
-    round times in the span, its two ends are the ticks.
-    """
-    if start.tzinfo is None:
-        start, stop = start.replace(tzinfo=timezone.utc), stop.replace(tzinfo=timezone.utc)
-    span = stop - start
-
-    def multiples(step: timedelta) -> range:
-        """k with start <= EPOCH + k * step <= stop."""
-        return range(math.ceil((start - EPOCH) / step), math.floor((stop - EPOCH) / step) + 1)
-
-    step = next((s for s in TICK_STEPS if len(multiples(s)) <= most + 1), TICK_STEPS[-1])
-    times = [EPOCH + step * k for k in multiples(step)]
-    if len(times) < 2:
-        times = [start, stop] if stop > start else [start]
-    fine = step < timedelta(days=1) or span < timedelta(days=1)
-    clock = "%H:%M:%S" if span < timedelta(minutes=2) else "%H:%M"  # seconds apart: the seconds tell them apart
-    ticks: list[tuple[datetime, str]] = []
-    day = None
-    for when in times:
-        if not fine:
-            label = when.strftime("%b %d")
-        elif when.date() != day:
-            label = when.strftime(f"%b %d {clock}")
-        else:
-            label = when.strftime(clock)
-        day = when.date()
-        if not ticks or label != ticks[-1][1]:
-            ticks.append((when, label))
-    return ticks
 
 
 # --- a student's page -----------------------------------------------------------------------------
@@ -547,35 +416,6 @@ class ExerciseDetail:
     unnamed: list[UnnamedCheck]
 
 
-def distribution_chart(fractions: list[float], width: float = 560, height: float = 200) -> Chart:
-    """Students per tenth of the max score (the last bar: full marks)."""
-    counts = [0] * 11
-    for f in fractions:
-        counts[min(10, max(0, int(math.floor(f * 10 + 1e-9))))] += 1
-    left, right, top, bottom = 36.0, 8.0, 18.0, 34.0
-    plot_w, plot_h = width - left - right, height - top - bottom
-    most = max(counts) or 1
-    step = plot_w / len(counts)
-    bars = []
-    for k, count in enumerate(counts):
-        h = plot_h * count / most
-        label = "100%" if k == 10 else f"{10 * k}%"
-        what = "at full marks" if k == 10 else f"with {10 * k}% to {10 * k + 10}%"
-        bars.append(
-            Bar(
-                left + k * step + 2,
-                top + plot_h - h,
-                step - 4,
-                h,
-                label,
-                str(count),
-                f"{count} student{'s' if count != 1 else ''} {what}",
-            )
-        )
-    ticks = [(top + plot_h - plot_h * v / most, str(v)) for v in sorted({0, most // 2, most})]
-    return Chart(width, height, bars, ticks, baseline=top + plot_h, label_x=left)
-
-
 def pass_rate_series(store: Store, report: ClassReport, exercise: str) -> list[tuple[datetime, float, str]]:
     """The share of the class at full marks on ``exercise`` over time, counted as the grid counts it.
 
@@ -641,233 +481,4 @@ def exercise_detail(store: Store, report: ClassReport, exercise: str) -> Exercis
         distribution_chart([float(f) for f in fractions]),
         len(cells) - len(fractions),
         unnamed[:UNNAMED_TOP],
-    )
-
-
-# --- overrides -------------------------------------------------------------------------------------
-
-
-def record_override(
-    store: Store, report: ClassReport, student: str, exercise: str, score: str, comment: str, author: str = "instructor"
-) -> dict[str, Any]:
-    """Append an override to the log (an empty ``score`` withdraws the one in force); the row written.
-
-    DashboardError (one line) for an unknown student or exercise, a score that
-    is not a number from 0 to the exercise's max score, or a missing comment.
-    """
-    row = report.student(student)
-    if row is None:
-        raise DashboardError(f"'{student}' is not a student of this course: pick one from the overview")
-    if exercise not in row.exercises:
-        raise DashboardError(f"'{exercise}' is not an exercise of this course: pick one from the list")
-    comment = " ".join(comment.split())
-    if not comment:
-        raise DashboardError("an override needs a comment saying why: write one and submit again")
-    if len(comment) > COMMENT_MAX:
-        raise DashboardError(f"the comment is {len(comment)} characters; keep it under {COMMENT_MAX}")
-    max_score = row.exercises[exercise].max_score
-    value: float | None = None
-    if score.strip():
-        try:
-            value = instructor_score(score, max_score, "withdraw the override")
-        except ValueError as exc:
-            raise DashboardError(str(exc)) from None
-    elif row.exercises[exercise].override is None:
-        raise DashboardError(f"{exercise} has no override to withdraw: give a score")
-    when = utc_now()
-    entry = {
-        "student": student,
-        "exercise": exercise,
-        "score": value,
-        "comment": comment,
-        "author": author,
-        "created_at": when,
-    }
-    with store.transaction() as db:
-        entry["id"] = override_log.add(db, student, exercise, value, comment, author, when)
-    return entry
-
-
-# --- links ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class Links:
-    """Where the pages point: the server's URLs, or anchors inside the one offline file."""
-
-    offline: bool
-    anchors: dict[str, int] = field(default_factory=dict)  # student -> index (offline)
-
-    def overview(self) -> str:
-        return "#overview" if self.offline else "/instructor/"
-
-    def quizzes(self) -> str:
-        return "#quiz-items" if self.offline else "/instructor/quizzes"
-
-    def quiz(self, chapter: str) -> str:
-        """A quiz chapter's part of the item analysis."""
-        return f"#quiz-{chapter}" if self.offline else f"/instructor/quizzes#quiz-{quote(chapter, safe='')}"
-
-    def student(self, name: str) -> str:
-        if self.offline:
-            return f"#student-{self.anchors.get(name, 0)}"
-        return "/instructor/students/" + quote(name, safe="")
-
-    def exercise(self, exercise: str) -> str:
-        return f"#exercise-{exercise}" if self.offline else "/instructor/exercises/" + quote(exercise, safe="")
-
-    def export(self, kind: str) -> str:
-        return f"/instructor/export/{kind}"
-
-
-# --- rendering ------------------------------------------------------------------------------------
-
-
-def render(template: str, **context: Any) -> str:
-    """A dashboard template rendered with the class report's environment."""
-    return environment().get_template(template).render(**context)
-
-
-def overview_context(report: ClassReport, filters: Filters, now: datetime) -> dict[str, Any]:
-    """What the overview partial needs: the rows, the filters, the charts, which group each quiz column is in."""
-    rows = overview_rows(report, filters, now)
-    index = {g.name: k for k, g in enumerate(report.groups)}
-    quiz_group = {c: index.get(c, -1) for c, _ in report.chapters}
-    return {
-        "report": report,
-        "summary": report.summary(),
-        "rows": rows,
-        "filters": filters,
-        "visible": sum(r.visible for r in rows),
-        "struggling_count": sum(r.struggling for r in rows),
-        "now_iso": now.isoformat(timespec="seconds"),
-        "quiz_group": quiz_group,
-        "chapter_index": index.get(filters.chapter, ""),
-        "cells": {r.student.name: grid_cells(report, r.student, quiz_group) for r in rows},
-        "histogram": histogram_chart(report.histogram()),
-        "pass_rate_chart": pass_rate_chart(report.exercises),
-    }
-
-
-# The look of a cell by the status of the exercise's latest upload: (class, mark shown, words for the hover and for
-# screen readers). A wrong answer is the plain score on its colour; the others say what kept the code from an answer.
-STATUS_LOOKS: dict[str, tuple[str, str, str]] = {
-    "not_implemented": ("s-todo", "", "not implemented yet (the stubs still raise NotImplementedError)"),
-    "error": ("s-crash", "!", "crashed (an exception, a syntax error or a forbidden import)"),
-    "timeout": ("s-crash", "!", "ran out of time"),
-    "not_graded": ("s-ng", "?", "not graded: the grader's machine failed, not the student's code"),
-    "failed": ("", "", ""),  # the plain score: wrong answers on some checks (the legend says so)
-    "passed": ("", "", ""),
-}
-
-
-@functools.lru_cache(maxsize=1024)
-def mistake_sentence(mistake_id: str) -> str:
-    """A named mistake's sentence (the catalogue's), '' when unknown: what a cell's hover says of it."""
-    return _mistake_texts(mistake_id)[0]
-
-
-def grid_cells(report: ClassReport, student: StudentRow, quiz_group: dict[str, int]) -> Markup:
-    """A student's grid cells: one per exercise (group by group), then one per quiz chapter.
-
-    Written here rather than in the template because a class of 500 has some
-    20,000 of them. Each cell: its colour class (:func:`band`), its look by the
-    latest upload's status (:data:`STATUS_LOOKS`: striped when not implemented,
-    "!" for a crash or a time-out, a wrong answer plain), ``g<k>`` (the group
-    the chapter filter keeps; -1 for a quiz chapter that is no exercise group),
-    the score as text, a diamond when the latest upload has a named mistake,
-    a dagger when exam mode holds the score from the student, and a ``title``
-    for hover: the exercise, the score, the status, the named mistake with its
-    sentence and the cell's marks in the model's words (``ExerciseCell.marks``:
-    "held from the student until T", "late: counts 70%", "extension: due T",
-    "regrade accepted", "rescored"). Screen readers read the same words
-    ("not submitted", "crashed", "named mistake: ...") from hidden text.
-    """
-    parts: list[str] = []
-    for k, group in enumerate(report.groups):
-        for ex in group.exercise_ids:
-            c = student.exercises[ex]
-            shown = escape(ex)
-            if not c.scored:
-                parts.append(f'<td class="c b-none g g{k}"><span class="sr-only">not submitted</span></td>')
-                continue
-            text = format_score(c.best_score)
-            look, mark, words = STATUS_LOOKS.get(c.last_status or "", ("", "", ""))
-            title = f"{shown}: {text} / {format_score(c.max_score)}"
-            marks = ""
-            if words:
-                title += f"; latest upload: {escape(words)}"
-                if look:
-                    marks += f'<span class="sr-only"> {escape(words.split(" (")[0])}</span>'
-            if c.mistakes and c.last_status in ("failed", "passed"):
-                named = c.mistakes[0]
-                sentence = mistake_sentence(named)
-                title += f"; named mistake {escape(named)}" + (f": {escape(sentence)}" if sentence else "")
-                if len(c.mistakes) > 1:
-                    title += f" (and {escape(', '.join(c.mistakes[1:]))})"
-                marks += (
-                    f'<span class="mk" aria-hidden="true">&#9670;</span><span class="sr-only"> named mistake:'
-                    f" {escape(', '.join(c.mistakes))}</span>"
-                )
-            if c.late:  # its words ("late: counts 70%") are the model's, among c.marks below
-                marks += '<span aria-hidden="true">*</span>'
-            if c.override is not None:
-                title += ", override"
-                marks += '&#9998;<span class="sr-only"> override</span>'
-            if any("held from the student" in m for m in c.marks):
-                marks += '<span aria-hidden="true">&#8224;</span>'
-            if c.marks:  # the model's words (standing.cell_marks): what the student sees of this score
-                title += "; " + escape("; ".join(c.marks))
-                marks += f'<span class="sr-only"> {escape("; ".join(c.marks))}</span>'
-            lead = f'<span aria-hidden="true">{mark}</span>' if mark else ""
-            classes = " ".join(filter(None, ("c", f"b-{band(c.fraction)}", look, "g", f"g{k}")))
-            parts.append(f'<td class="{classes}" title="{title}">{lead}{text}{marks}</td>')
-    for chapter, _ in report.chapters:
-        q = student.quizzes[chapter]
-        fraction = q.questions_correct / q.questions if q.attempts and q.questions else None
-        done = '&#10003;<span class="sr-only"> complete</span>' if q.complete else ""
-        if not q.attempts:  # the dash alone (from the stylesheet), as an exercise never submitted
-            parts.append(
-                f'<td class="c b-none g g{quiz_group[chapter]}" title="Quiz {escape(chapter)}: not started, '
-                f'0 of {q.questions} right"><span class="sr-only">not started</span></td>'
-            )
-            continue
-        parts.append(
-            f'<td class="c b-{band(fraction)} g g{quiz_group[chapter]}" title="Quiz {escape(chapter)}: '
-            f'{q.questions_correct} of {q.questions} right, {q.state}">'
-            f"{q.questions_correct}/{q.questions}{done}</td>"
-        )
-    return Markup("".join(parts))
-
-
-def items_by_chapter(items: list[Any]) -> dict[str, list[Any]]:
-    """The quiz items (``class_report.ItemStats``) grouped by chapter."""
-    grouped: dict[str, list[Any]] = {}
-    for item in items:
-        grouped.setdefault(item.chapter, []).append(item)
-    return grouped
-
-
-def offline_html(report: ClassReport, store: Store | None, title: str) -> str:
-    """``grade report --format html``: overview, quiz items, every exercise and every student in one file."""
-    links = Links(offline=True, anchors={s.name: k for k, s in enumerate(report.students)})
-    now = parse_time(report.generated_at)
-    exercises = [] if store is None else [exercise_detail(store, report, e) for e in report.exercise_ids]
-    students = [] if store is None else [student_detail(store, report, s.name, reports_kept=1) for s in report.students]
-    return render(
-        "report.html.j2",
-        title=title,
-        course_name=report.course.name,
-        links=links,
-        with_script=True,
-        csrf="",
-        items_by_chapter=items_by_chapter(report.items),
-        chapters=report.chapters,
-        exercise_details=exercises,
-        student_details=students,
-        heading="h2",
-        open_first=False,
-        notice="",
-        notice_error=False,
-        **overview_context(report, Filters(), now),
     )

@@ -26,7 +26,7 @@ from starlette.routing import BaseRoute, Route
 from grader import quiz as quiz_lib
 from grader.quiz import locking
 from grader.server import app as api
-from grader.server.dashboard import Links, render
+from grader.server.dashboard_html import Links, render
 from grader.server.instructor import csrf_token, grading_banner, guarded, message, store_of
 from grader.student.quiz.concepts import CONCEPTS
 from grader.term import class_mistakes, item_stats, regrade

@@ -40,17 +40,9 @@ from grader.server import auth
 from grader.queue import records, selftest
 from grader.server.headers import as_dict as security_headers
 from grader.server.text_input import refuse_unsafe_text
-from grader.server.dashboard import (
-    DashboardError,
-    Filters,
-    Links,
-    exercise_detail,
-    items_by_chapter,
-    overview_context,
-    record_override,
-    render,
-    student_detail,
-)
+from grader.server.dashboard import Filters, exercise_detail, student_detail
+from grader.server.dashboard_html import Links, items_by_chapter, overview_context, render
+from grader.term.overrides import OverrideError, record_override
 from grader.student.store import Store, tokens
 
 COOKIE = "normgrade_session"
@@ -468,7 +460,7 @@ async def save_override(request: Request, mode: str) -> Response:
         entry = record_override(
             store_of(request), report, student, form.get("exercise", ""), form.get("score", ""), form.get("comment", "")
         )
-    except DashboardError as exc:
+    except OverrideError as exc:
         detail = student_detail(store_of(request), report, student)
         if detail is None:
             return message(request, 400, "Override not saved", str(exc), error=True)

@@ -62,7 +62,7 @@ from grader.quiz import graded, judging
 from grader.server import app as api
 from grader.server import auth, instructor, lti, practice_api
 from grader.queue import records
-from grader.server.dashboard import render
+from grader.server.dashboard_html import render
 from grader.server.headers import as_dict as security_headers, with_own_files
 from grader.server.student_sessions import COOKIE, MAX_AGE_S, open_session, session_key, sessions, tokens_to_show
 from grader.server.student_view import (

@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute, Route
 
 from grader.term import extensions, regrade, rescore, similarity
 from grader.queue import records
-from grader.server.dashboard import Links, render
+from grader.server.dashboard_html import Links, render
 from grader.server.instructor import check_csrf, csrf_token, grading_banner, guarded, message, read_form, store_of
 from grader.student.errors import GraderError
 from grader.student.feedback.report import format_text

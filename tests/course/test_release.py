@@ -44,7 +44,8 @@ from click.testing import CliRunner
 from grader import quiz as quiz_lib
 from grader.cli import cli
 from grader.course.packs import PackError
-from grader.course.release import PACK_BUDGET, build_release
+from grader.course.release import build_release
+from grader.course.student_handout import PACK_BUDGET
 from grader.course.solution import write_solution
 from grader.student.engine.catalogue import EXERCISES, topic_of
 from grader.student.quiz import posing
@@ -123,7 +124,7 @@ def test_release_stops_with_one_line_when_the_reference_fails_its_checks(
             " (fix reference/ or the check before releasing)"
         )
 
-    monkeypatch.setattr("grader.course.release.write_packs", failing)
+    monkeypatch.setattr("grader.course.student_handout.write_packs", failing)
     result = CliRunner().invoke(cli, ["release", "--out", str(tmp_path / "out")])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
@@ -710,7 +711,7 @@ def test_the_handout_readme_s_reading_commands_run_as_written(handout_grade: Pat
 
 
 def test_the_hand_in_section_follows_the_course(tmp_path: Path) -> None:
-    from grader.course.release import deadlines_text, hand_in_text
+    from grader.course.student_handout import deadlines_text, hand_in_text
     from grader.student.course import Course, load_course
 
     path = tmp_path / "course.toml"
@@ -735,7 +736,7 @@ def test_the_readme_says_exams_quiz_chapters_totals_and_rescoring_as_they_work()
     """Issue 43: the handout README's deadlines say an exam chapter's feedback time (and that Gradescope's results
     hold it too), which chapter holds a quiz of another name, which total is an upload's and which the course's,
     and that a rescoring needs no downtime."""
-    from grader.course.release import deadlines_text
+    from grader.course.student_handout import deadlines_text
     from grader.student.course import load_course
 
     text = " ".join(deadlines_text(load_course(ROOT / "docs" / "course.example.toml")).split())
@@ -751,7 +752,7 @@ def test_the_course_file_goes_into_the_gradescope_bundle(tmp_path: Path) -> None
     (grader/course/gradescope.py): `grade release --course` puts the file there; without one, none is there."""
     import zipfile
 
-    from grader.course.release import write_autograder
+    from grader.course.gradescope_bundle import write_autograder
 
     path = tmp_path / "course.toml"
     path.write_text('[quiz]\nattempts = 3\n[[chapter]]\nname = "init"\ndue = 2026-12-01T23:59:00Z\n')

@@ -16,7 +16,7 @@ import pytest
 
 from a11y_util import assert_accessible
 from grader.course import text as course_text
-from grader.course.release import page_practice
+from grader.course.student_handout import page_practice
 from test_dashboard_browser import ARTIFACTS, WIDTHS, Watched, browser  # noqa: F401  (the browser fixture)
 
 pytestmark = pytest.mark.slow

@@ -24,7 +24,8 @@ import pytest
 
 from grader.term import class_report
 from grader import quiz as quiz_lib
-from grader.server import dashboard
+from grader.server import dashboard, dashboard_html
+from grader.term import class_charts
 from bench import sample_class
 from grader.student.store import Store
 from server_util import Server
@@ -495,7 +496,7 @@ def test_a_quiz_never_started_is_the_dash_alone(cls: ClassServer) -> None:
     for student in report.students:
         for chapter, _ in report.chapters:
             if not student.quizzes[chapter].attempts:
-                cells = str(dashboard.grid_cells(report, student, quiz_group))
+                cells = str(dashboard_html.grid_cells(report, student, quiz_group))
                 cell = re.search(
                     rf'<td class="c b-none[^"]*" title="Quiz {re.escape(chapter)}: not started[^"]*">(.*?)</td>', cells
                 )
@@ -550,7 +551,7 @@ def test_a_cell_says_the_named_mistake_and_looks_different_for_a_stub_a_crash_an
         built = class_report.build(store)
     row = built.student("ann")
     assert row is not None
-    cells = cells_by_exercise(str(dashboard.grid_cells(built, row, {})))
+    cells = cells_by_exercise(str(dashboard_html.grid_cells(built, row, {})))
     stub, crash, slow, named, plain, right = (
         cells[e]
         for e in (
@@ -566,7 +567,7 @@ def test_a_cell_says_the_named_mistake_and_looks_different_for_a_stub_a_crash_an
     assert "s-crash" in crash and '<span aria-hidden="true">!</span>0' in crash and "crashed" in crash
     assert "s-crash" in slow and "ran out of time" in slow
     # the hover and the cell name the mistake: its id and sentence in the title, a diamond and its id in the text
-    sentence = dashboard.mistake_sentence("tanh-grad-not-squared")
+    sentence = dashboard_html.mistake_sentence("tanh-grad-not-squared")
     assert sentence and f"named mistake tanh-grad-not-squared: {html.escape(sentence)}" in named
     assert "&#9670;" in named and '<span class="sr-only"> named mistake: tanh-grad-not-squared</span>' in named
     assert "s-todo" not in named and "s-crash" not in named and "latest upload" not in named
@@ -578,19 +579,19 @@ def test_a_cell_says_the_named_mistake_and_looks_different_for_a_stub_a_crash_an
 
 def test_time_axes_show_the_time_of_day_within_a_day() -> None:
     start = datetime(2025, 12, 2, 9, 5, tzinfo=timezone.utc)
-    within = dashboard.time_ticks(start, start.replace(hour=17, minute=40))
+    within = class_charts.time_ticks(start, start.replace(hour=17, minute=40))
     labels = [text for _, text in within]
     assert labels[0] == "Dec 02 10:00" and all(re.fullmatch(r"\d\d:\d\d", t) for t in labels[1:])
     assert len(set(labels)) == len(labels) >= 3  # never "Dec 02 / Dec 02 / Dec 02"
-    crossing = [text for _, text in dashboard.time_ticks(start, start.replace(day=3, hour=14))]
+    crossing = [text for _, text in class_charts.time_ticks(start, start.replace(day=3, hour=14))]
     assert any(t.startswith("Dec 03") for t in crossing) and any(t.startswith("Dec 02") for t in crossing)
-    weeks = [text for _, text in dashboard.time_ticks(start, start.replace(day=30))]
+    weeks = [text for _, text in class_charts.time_ticks(start, start.replace(day=30))]
     assert all(re.fullmatch(r"Dec \d\d", t) for t in weeks) and len(weeks) >= 3
-    minutes = [text for _, text in dashboard.time_ticks(start, start.replace(minute=7))]
+    minutes = [text for _, text in class_charts.time_ticks(start, start.replace(minute=7))]
     assert len(set(minutes)) == len(minutes) >= 2
     # the chart: every label inside the picture, in order
     series = [(start, 2.0, "a"), (start.replace(hour=12), 5.0, "b"), (start.replace(hour=15), 9.0, "c")]
-    chart = dashboard.line_chart(series, 10.0, "{:.0f}", "total", start.replace(hour=17))
+    chart = class_charts.line_chart(series, 10.0, "{:.0f}", "total", start.replace(hour=17))
     xs = [x for x, _, _ in chart.x_ticks]
     assert xs == sorted(xs) and chart.x_ticks[0][2] in ("start", "middle") and "UTC" in chart.label
 
@@ -617,7 +618,7 @@ def test_a_cell_of_an_exercise_the_graders_machine_could_not_grade_says_so(tmp_p
         built = class_report.build(store)
     row = built.student("ann")
     assert row is not None
-    cell = cells_by_exercise(str(dashboard.grid_cells(built, row, {})))["kernels.relu_forward"]
+    cell = cells_by_exercise(str(dashboard_html.grid_cells(built, row, {})))["kernels.relu_forward"]
     assert "s-ng" in cell and '<span aria-hidden="true">?</span>' in cell
     assert (
         "the grader&#39;s machine failed, not the student&#39;s code" in cell

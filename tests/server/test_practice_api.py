@@ -329,9 +329,9 @@ def test_grade_login_sends_the_handouts_schedule(env: Env, tmp_path: Path, monke
     monkeypatch.setenv("GRADE_STUDENT", "ada-laptop")
     with Store.open(tmp_path / "progress.db") as store:
         ps.record_reviews(store, "ada-laptop", [ps.new_review("optim.sgd", None, False, NOW, "local")])
-    from grader.student import cli as student_cli
+    from grader.student.commands import account as cli_account
 
-    logged = CliRunner().invoke(student_cli.login_command, ["http://127.0.0.1", "--token", env.tokens["ada"]])
+    logged = CliRunner().invoke(cli_account.login_command, ["http://127.0.0.1", "--token", env.tokens["ada"]])
     assert logged.exit_code == 0, logged.output
     assert "Practice schedule merged with the server's (1 concept(s))" in logged.output
     with Store.open(env.db) as store, Store.open(tmp_path / "progress.db") as local:

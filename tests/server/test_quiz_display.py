@@ -6,7 +6,7 @@ from pathlib import Path
 
 from grader.term import class_report
 from grader import quiz as quiz_lib
-from grader.server import dashboard
+from grader.server import dashboard_html
 from grader.student.store import Store
 
 QUIZ_DIR = Path(__file__).resolve().parents[2] / "quizzes"
@@ -29,7 +29,7 @@ def test_the_items_page_renders_every_prompt_without_a_template(tmp_path: Path) 
         store.record_quiz_answer("ann", "activations", "gelu-why", "c", True)
         items = class_report.item_stats(store.quiz_answer_rows(), quizzes)
         report = class_report.build(store, quizzes=quizzes)
-        html = dashboard.offline_html(report, store, "items")
+        html = dashboard_html.offline_html(report, store, "items")
     parameterised = [i for i in items if i.question in {q.id for z in quizzes for q in z.questions if q.parameterised}]
     assert parameterised and all("{{" not in i.prompt for i in items)
     assert "{{" not in html and "[beta: {0.5, 1.5, 2, 2.5}]" in html

@@ -279,7 +279,7 @@ def test_a_logged_in_students_local_report_carries_their_id_not_the_os_user(tmp_
     """The server's report says the student; so does the local one once logged in (before: "report for root")."""
     import getpass
 
-    from grader.student.cli import default_student
+    from grader.student.submit import default_student
     from grader.student.client.connection import Login, config_path, save_login
 
     assert default_student() == getpass.getuser()  # not logged in ($GRADE_CONFIG: a file that does not exist)

@@ -296,12 +296,12 @@ def test_canvas_csv_has_ids_points_possible_and_percent(store: Store) -> None:
 
 
 def test_moodle_csv_and_overrides_with_their_comments(store: Store) -> None:
-    from grader.server import dashboard
+    from grader.term import overrides
 
     add_roster(store, [("cy", "-Cy", "cy@uni.edu")])
     course = course_with_chapters()
     report = class_report.build(store, IDS, [QUIZ], course=course)
-    dashboard.record_override(store, report, "cy", "activations.ReLU", "8", "  oral exam:\n  explained it  ")
+    overrides.record_override(store, report, "cy", "activations.ReLU", "8", "  oral exam:\n  explained it  ")
     report = class_report.build(store, IDS, [QUIZ], course=course)
     cy = report.student("cy")
     assert cy is not None and cy.exercises["activations.ReLU"].best_score == 8
@@ -334,7 +334,7 @@ def test_moodle_csv_and_overrides_with_their_comments(store: Store) -> None:
     assert doc["overrides"][0]["comment"] == "oral exam: explained it"
     cy_json = next(s for s in doc["students"] if s["student"] == "cy")
     assert cy_json["exercises"]["activations.ReLU"]["override"] == {"score": 8.0, "comment": "oral exam: explained it"}
-    dashboard.record_override(store, report, "cy", "activations.ReLU", "", "back to the graded score")
+    overrides.record_override(store, report, "cy", "activations.ReLU", "", "back to the graded score")
     report = class_report.build(store, IDS, [QUIZ], course=course)
     assert report.student("cy").exercises["activations.ReLU"].best_score == 0  # type: ignore[union-attr]
     assert [o["score"] for o in store.score_overrides("cy")] == [8.0, None]  # the log keeps both
@@ -352,15 +352,15 @@ def test_moodle_csv_and_overrides_with_their_comments(store: Store) -> None:
     ],
 )
 def test_an_override_is_refused_with_one_line(store: Store, score: str, comment: str, says: str) -> None:
-    from grader.server import dashboard
+    from grader.term import overrides
 
     report = class_report.build(store, IDS, [QUIZ])
-    with pytest.raises(dashboard.DashboardError) as caught:
-        dashboard.record_override(store, report, "amy", "linear.Linear", score, comment)
+    with pytest.raises(overrides.OverrideError) as caught:
+        overrides.record_override(store, report, "amy", "linear.Linear", score, comment)
     assert says in str(caught.value) and "\n" not in str(caught.value)
     assert store.score_overrides() == []
-    with pytest.raises(dashboard.DashboardError, match="not a student"):
-        dashboard.record_override(store, report, "zed", "linear.Linear", "1", "who?")
+    with pytest.raises(overrides.OverrideError, match="not a student"):
+        overrides.record_override(store, report, "zed", "linear.Linear", "1", "who?")
 
 
 def test_item_discrimination_and_most_chosen_wrong_answer() -> None:

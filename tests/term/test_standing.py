@@ -243,7 +243,7 @@ def test_grade_view_counts_the_total_as_the_terminal_did(tmp_path: Path) -> None
     """Issue 43, bug 2 (`grade view`): the kept report's page dropped the late share the terminal applied."""
     from click.testing import CliRunner
 
-    from grader.student.cli import view_command
+    from grader.student.commands.reading import view_command
     from grader.student.feedback.kept import save_last_report
 
     folder = tmp_path / "exercises"
@@ -391,7 +391,8 @@ def local_progress(db: Path, options: list[str], handout: bool = False) -> dict[
     from click.testing import CliRunner
 
     from grader.cli import cli
-    from grader.student.cli import HANDOUT, progress_command
+    from grader.student.cli import HANDOUT
+    from grader.student.commands.work import progress_command
 
     command = progress_command(HANDOUT) if handout else cli
     args = ([] if handout else ["progress"]) + ["--local", "--db", str(db), "--student", "ann", "--json", *options]
