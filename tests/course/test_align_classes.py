@@ -308,7 +308,7 @@ def test_the_traced_run_imports_the_student_afresh(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(
         engine_grading,
         "_located",
-        lambda *args: located(*args[:7], None),  # the traced run in a fresh worker
+        lambda *args: located(*args[:7], None, *args[8:]),  # the traced run in a fresh worker
     )
     cold = wheres()
     assert len(starts) == 3
