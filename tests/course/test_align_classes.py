@@ -254,7 +254,7 @@ def _counting_worker_starts(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
     starts: list[bool] = []
 
-    class Counted(workspace_module.Child):  # type: ignore[misc,valid-type]
+    class Counted(workspace_module.Child):
         def __init__(self, *args: object, **kwargs: object) -> None:
             starts.append(True)
             super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -308,7 +308,7 @@ def test_the_traced_run_imports_the_student_afresh(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(
         engine_grading,
         "_located",
-        lambda *args: located(*args[:7], None, *args[8:]),  # the traced run in a fresh worker
+        lambda *args: located(*args[:7], None, *args[8:]),  # type: ignore[call-arg]  # traced in a fresh worker
     )
     cold = wheres()
     assert len(starts) == 3

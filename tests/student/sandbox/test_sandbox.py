@@ -475,7 +475,7 @@ def test_a_kept_workspace_runs_a_second_round_on_its_worker_with_the_module_load
 
     starts: list[bool] = []
 
-    class Counted(workspace_module.Child):  # type: ignore[misc,valid-type]
+    class Counted(workspace_module.Child):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             starts.append(True)
             super().__init__(*args, **kwargs)
