@@ -248,6 +248,74 @@ def test_a_correct_submission_starts_no_location_worker_and_traces_nothing(
     assert any(c.where for c in report.exercises[0].checks)
 
 
+def _counting_worker_starts(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """A list that grows by one for each sandbox worker started from now on (any workspace, any round)."""
+    from grader.student.sandbox import workspace as workspace_module
+
+    starts: list[bool] = []
+
+    class Counted(workspace_module.Child):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            starts.append(True)
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(workspace_module, "Child", Counted)
+    return starts
+
+
+@pytest.mark.slow
+def test_a_wrong_submission_is_graded_and_located_by_one_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The traced run is the grading workspace's second round: the worker that graded runs it, none starts."""
+    from grader.course.grading import grade
+
+    starts = _counting_worker_starts(monkeypatch)
+    wrong, _ = _solved(
+        tmp_path, "activations", "return np.where(self.x > 0, dout, 0.0)", "return np.where(self.x > 0, 2 * dout, 0.0)"
+    )
+    report = grade(wrong, ["activations.ReLU"], "alice")
+    assert report.exercises[0].status == "failed" and any(c.where for c in report.exercises[0].checks)
+    assert len(starts) == 1
+
+
+# A ReLU whose first backward pass in a process is wrong: the state is kept in a sibling module (base.Module), so
+# only a fresh import of the student's package (not only of the traced topic file) starts it again.
+_FIRST_CALL_WRONG = """        Module.backward_calls = getattr(Module, "backward_calls", 0) + 1
+        if Module.backward_calls == 1:
+            return np.where(self.x > 0, 2 * dout, 0.0)
+        return np.where(self.x > 0, dout, 0.0)"""
+
+
+@pytest.mark.slow
+def test_the_traced_run_imports_the_student_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Traced on the grading's own worker, a submission whose first run left state behind is located as traced
+    in a fresh worker (cold): at its first call's line, which a run seeing the state would not reach wrong."""
+    from grader.course.grading import grade
+    from grader.student.engine import grading as engine_grading
+
+    folder, text = _solved(tmp_path, "activations", "        return np.where(self.x > 0, dout, 0.0)", _FIRST_CALL_WRONG)
+
+    def wheres() -> list[dict | None]:
+        report = grade(folder, ["activations.ReLU"], "alice")
+        assert report.exercises[0].status == "failed"
+        return [c.where for c in report.exercises[0].checks if not c.passed]
+
+    starts = _counting_worker_starts(monkeypatch)
+    kept = wheres()
+    assert len(starts) == 1  # the traced run was the grading worker's
+    located = engine_grading._located
+    monkeypatch.setattr(
+        engine_grading,
+        "_located",
+        lambda *args: located(*args[:7], None, *args[8:]),  # type: ignore[call-arg]  # traced in a fresh worker
+    )
+    cold = wheres()
+    assert len(starts) == 3
+    assert kept == cold and any(kept)
+    assert {w["line"] for w in kept if w} <= {_line_of(text, line.strip()) for line in _FIRST_CALL_WRONG.splitlines()}
+
+
 # --------------------------------------------------------------------------- the words: what the reference has there
 
 

@@ -354,7 +354,9 @@ def _graded(
                 _exercise_result, outcome.id, here.seed, CHECKS[outcome.id], here.cases, outcome, here.expected, limits
             )
 
-        run_cases(ingested, jobs, limits, on_outcome=evaluate, workspace=workspace, deps=deps)
+        # A source that locates keeps the workspace's workers for the location's traced run (closed by grade).
+        keep = getattr(source, "locate", None) is not None
+        run_cases(ingested, jobs, limits, on_outcome=evaluate, workspace=workspace, deps=deps, keep=keep)
 
     exercises: list[ExerciseResult] = []
     for exercise_id in ids:
@@ -364,7 +366,7 @@ def _graded(
         else:
             exercises.append(evaluated[exercise_id].result())
     exercises = [_with_knock_on_note(ex, exercises, deps) for ex in exercises]
-    exercises = _located(exercises, prepared, source, folder, ingested, limits, crashed)
+    exercises = _located(exercises, prepared, source, folder, ingested, limits, crashed, workspace, deps)
     notices = sorted(set(ingested.refused.values())) + source.notices(ids)
     if not getattr(source, "live", False) and any(
         ex.status == "failed" and all(c.where is None for c in ex.checks) for ex in exercises
@@ -405,12 +407,17 @@ def _located(
     ingested: Ingested,
     limits: Limits,
     crashed: dict[str, set[str]] | None = None,
+    workspace: Workspace | None = None,
+    deps: dict[str, set[str]] | None = None,
 ) -> list[ExerciseResult]:
     """``exercises`` with each failing comparison's location (``CheckResult.where``, said first in its message).
 
     Only a source with ``locate`` locates (live grading; the case packs, crashes only); a correct submission
     runs nothing here. The failing cases run once more in the sandbox with the topic's lines recorded
     (:func:`grader.student.engine.trace.traced`), and ``source.locate`` aligns them with the reference's.
+    That run is ``workspace``'s next round when given (the grading's own, kept open: its idle workers run the
+    traced cases on a fresh load of the student's package, no new worker starts), else in a fresh one;
+    ``deps``: the submission's ``loader.local_dependencies``, when the caller has them (not parsed again).
     The reference's traces (``source.trace_reference``) are made in a thread while the sandbox runs.
     A source that locates crashes only (``locates_crashes_only``: the case packs) traces only the failing cases
     that ``crashed`` (per exercise, the cases whose first run stopped on an error): a wrong value runs nothing more.
@@ -455,7 +462,7 @@ def _located(
         if ahead is not None
         else {}
     )
-    outcomes = run_cases(ingested, jobs, limits)
+    outcomes = run_cases(ingested, jobs, limits, workspace=workspace, deps=deps)
     located = []
     for ex in exercises:
         outcome = outcomes.get(ex.id)

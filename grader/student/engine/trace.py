@@ -18,6 +18,7 @@ back into :class:`Record` s. Runs in the sandbox beside the student's code: impo
 from __future__ import annotations
 
 import ast
+import functools
 import types
 from dataclasses import dataclass
 from typing import Any
@@ -150,10 +151,11 @@ class _Instrument(ast.NodeTransformer):
         return node
 
     def _expression(self, node: ast.expr) -> ast.expr:
+        if not self.expressions or self.function == "<module>":  # (a student's run: its expressions not recorded)
+            self.generic_visit(node)
+            return node
         text = ast.unparse(node)  # (before its parts are wrapped)
         self.generic_visit(node)
-        if not self.expressions or self.function == "<module>":
-            return node
         return self._call(node, "expr", text, node)
 
     visit_BinOp = _expression
@@ -177,6 +179,13 @@ def instrument(source: str, filename: str, expressions: bool = False) -> types.C
     tree = _Instrument(expressions, source).visit(ast.parse(source, filename))
     ast.fix_missing_locations(tree)
     return compile(tree, filename, "exec")
+
+
+@functools.lru_cache(maxsize=32)
+def _instrumented(source: str, filename: str, expressions: bool) -> types.CodeType:
+    """:func:`instrument`, kept by its text: a file traced again (a second case, the next grading's reference)
+    is not parsed and compiled again; each trace still executes it in a module of its own."""
+    return instrument(source, filename, expressions)
 
 
 class Recorder:
@@ -235,7 +244,7 @@ def start(env: Any, topic: str, expressions: bool = False) -> None:
     module.__package__ = original.__package__
     module.__spec__ = original.__spec__
     setattr(module, RECORDER, Recorder(env.outputs))
-    exec(instrument(source, filename, expressions), module.__dict__)  # noqa: S102 (the topic's own code)
+    exec(_instrumented(source, filename, expressions), module.__dict__)  # noqa: S102 (the topic's own code)
     env.ns = _Overlay(env.ns, topic, module)
 
 

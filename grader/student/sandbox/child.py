@@ -14,6 +14,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -116,6 +117,9 @@ class Child:
         self.command_fd: int | None = command_w
         self.buffer = b""
         self.started_jobs = 0
+        # The thread that started it: bwrap's ``--die-with-parent`` kills the sandboxed child when that thread
+        # ends (a slot's own replacement worker does not outlive the slot; see Workspace.park).
+        self.thread = threading.get_ident()
         self.output_limit = limits.output_bytes
         # What the worker printed since it started or since its last job ended: the next job's
         # output (the worker prints nothing between jobs; a job's output all precedes its ``done``).

@@ -134,8 +134,12 @@ class _Run:
         folder: str = "",
         files: dict[str, bytes] | None = None,
         deps: dict[str, set[str]] | None = None,
+        round_: int = 0,
+        keep: bool = False,
     ) -> None:
         self.on_outcome = on_outcome
+        self.round = round_  # the workspace's run this is (its jobs' manifest)
+        self.keep = keep  # park the CPU workers the slots end with, for a later round
         self.folder = folder  # the submission as the worker sees it (stack dumps name files there)
         self.files = files or {}
         # Where a job ran out of time: (file, function) -> that job's exercise id. One loop costs
@@ -240,6 +244,9 @@ class _Run:
             while True:
                 i = self.take(kind)
                 if i is None:
+                    if child is not None and self.keep and self.parkable(child):
+                        self.workspace.park(child)  # idle, its job done: for the next round
+                        child = None
                     return
                 kind = self.jobs[i].needs_opencl
                 if child is not None and child.opencl != kind:
@@ -260,13 +267,19 @@ class _Run:
             if child is not None:
                 child.close()
 
+    def parkable(self, child: Child) -> bool:
+        """Whether a slot may park ``child`` for a later round: a CPU worker (the traced cases' kind), alive,
+        started by another thread than this slot's (the workspace's prestarted workers; one this slot started
+        would die with it, see :attr:`Child.thread`)."""
+        return not child.opencl and child.proc.poll() is None and child.thread != threading.get_ident()
+
     def run_one(self, child: Child, i: int) -> bool:
         """Run job ``i`` on ``child``; records its outcome; False when the child must be replaced."""
         job = self.jobs[i]
         limits = self.limits
         memory = limits.opencl_memory_bytes if job.needs_opencl else limits.memory_bytes
         first = child.started_jobs == 0
-        child.send(f"run {i}")
+        child.send(f"run {i} {self.round}" if self.round else f"run {i}")
         started, _ = child.expect(f"start {i}", time.monotonic() + limits.startup_s)
         if started != "ok":
             if started == "timeout":
@@ -460,6 +473,7 @@ def run_cases(
     on_outcome: Callable[[JobOutcome], None] | None = None,
     workspace: Workspace | None = None,
     deps: dict[str, set[str]] | None = None,
+    keep: bool = False,
 ) -> dict[str, JobOutcome]:
     """Run every job's cases on a copy of the student's files in sandboxed children.
 
@@ -470,10 +484,14 @@ def run_cases(
     still run the others; an exception in it is re-raised here). Never raises
     for anything the student's code does; SetupError when the sandbox is
     required (``limits.sandbox``) and cannot run. ``workspace``: one made (and
-    prestarted) by the caller with the same limits; it is closed here. ``deps``:
+    prestarted) by the caller with the same limits; it is closed here, unless ``keep``: then it stays open,
+    with the CPU workers the run ended with parked in it (alive), and a later call with the same workspace
+    and the SAME submission runs its jobs there as the workspace's next round, on those workers first
+    (see :class:`Workspace`); the caller closes it. ``deps``:
     ``loader.local_dependencies`` of the submission, when the caller has it.
     """
     limits = limits or Limits()
+    keep = keep and workspace is not None  # (only the caller's workspace can be used again)
     try:
         if not jobs:
             return {}
@@ -482,12 +500,14 @@ def run_cases(
         sandboxed, jobdir = workspace.sandboxed, workspace.jobdir
         if not isinstance(submission, Ingested):
             submission = read_submission(submission)
-        submission.write_into(jobdir / "submission")
+        round_, workspace.rounds = workspace.rounds, workspace.rounds + 1
+        if round_ == 0:  # (a later round runs the same submission: its files are there)
+            submission.write_into(jobdir / "submission")
         inside = f"{bwrap.JOB_MOUNT}/submission" if sandboxed else str(jobdir / "submission")
-        write_jobs(jobdir, inside, jobs, limits)
+        write_jobs(jobdir, inside, jobs, limits, round_)
         if deps is None:
             deps = local_dependencies(submission.files)
-        run = _Run(jobs, limits, workspace, on_outcome, inside, submission.files, deps)
+        run = _Run(jobs, limits, workspace, on_outcome, inside, submission.files, deps, round_, keep)
         n = max(1, min(limits.parallel, len(jobs)))
         threads = [threading.Thread(target=run.slot, name=f"sandbox-slot-{k}", daemon=True) for k in range(n)]
         for t in threads:
@@ -501,5 +521,5 @@ def run_cases(
                 run.fail(i, "error", f"{job.id} was not run (a bug in the grader's sandbox)")
         return {job.id: run.outcomes[i] for i, job in enumerate(jobs)}
     finally:
-        if workspace is not None:
+        if workspace is not None and not keep:
             workspace.close()

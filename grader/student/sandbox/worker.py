@@ -17,7 +17,8 @@ job the exercise id and its cases: JSON scripts whose input arrays are in
 3. loads the student's folder as the package ``exercises``
    (:func:`grader.student.engine.loader.load_exercises`, nothing runs yet) and writes ``ready``;
 4. for each job it is told to run (``run <index>`` lines on the command fd, or
-   every job when there is none): writes ``start <index>`` on the status fd,
+   every job when there is none; ``run <index> <round>``: a job of a later round of the same submission,
+   see :class:`Submission`): writes ``start <index>`` on the status fd,
    bounds what the student prints (stdout and stderr are a pipe the parent
    drains), imports the exercise's topic file, runs every case with
    :func:`grader.student.engine.ops.run_script`, and sends the results back on the status fd
@@ -37,6 +38,7 @@ and makes every verdict itself.
 from __future__ import annotations
 
 import faulthandler
+import gc
 import io
 import json
 import math
@@ -378,8 +380,18 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def manifest_name(round_: int) -> str:
+    """The manifest of a workspace's run number ``round_`` (0: the grading's, 1: the location's traced cases)."""
+    return "manifest.json" if round_ == 0 else f"manifest-{round_}.json"
+
+
+def inputs_folder(round_: int) -> str:
+    """The folder, in the job folder, of run ``round_``'s input arrays (one ``.npz`` per job)."""
+    return "inputs" if round_ == 0 else f"inputs-{round_}"
+
+
 class Channel:
-    """The status fd (``ready``, ``start i``, ``done i`` frames) and the command fd (``run i`` lines)."""
+    """The status fd (``ready``, ``start i``, ``done i`` frames) and the command fd (``run i [round]`` lines)."""
 
     def __init__(self, status_fd: int, command_fd: int | None) -> None:
         self.status_fd = status_fd
@@ -393,15 +405,16 @@ class Channel:
         """The ``done`` frame: a header line with both lengths, then the two payloads."""
         _write_all(self.status_fd, f"done {index} {len(document)} {len(arrays)}\n".encode() + document + arrays)
 
-    def commands(self, n_jobs: Callable[[], int]) -> Iterator[int]:
-        """Job indices to run: from the command fd until EOF, or all ``n_jobs()`` of them."""
+    def commands(self, n_jobs: Callable[[], int]) -> Iterator[tuple[int, int]]:
+        """(job index, round) to run: from the command fd until EOF (``run i``: round 0; ``run i r``), or all
+        ``n_jobs()`` jobs of round 0."""
         if self.command is None:
-            yield from range(n_jobs())
+            yield from ((i, 0) for i in range(n_jobs()))
             return
         for line in self.command:
             parts = line.split()
-            if len(parts) == 2 and parts[0] == "run" and parts[1].isdigit():
-                yield int(parts[1])
+            if 2 <= len(parts) <= 3 and parts[0] == "run" and all(p.isdigit() for p in parts[1:]):
+                yield int(parts[1]), int(parts[2]) if len(parts) == 3 else 0
 
 
 USAGE = "usage: python -m grader.student.sandbox.worker JOBDIR --status-fd N [--command-fd M] [--stack-fd K] [--opencl]"
@@ -454,21 +467,37 @@ class Submission:
     command this reads ``manifest.json``, sets the CPU ceiling of all the jobs,
     installs the import guard and the file guard, and loads the student's
     folder as the package ``exercises`` (nothing runs yet).
+
+    A later round of the same submission (``run i r``: the location's traced cases, sent to a worker the
+    grading kept) reads ``manifest-<r>.json`` (the ceiling may only go down) and loads the package afresh:
+    every module of the student's folder is imported anew by the round's jobs, so they see none of the state
+    the earlier round's run left in them (module globals, class attributes). The guards stay; the folder
+    must be the one they guard.
     """
 
     def __init__(self, jobdir: Path) -> None:
         self.jobdir = jobdir
+        self._round = -1
+        self._guarded: Path | None = None
         self._loaded: tuple[list[dict[str, Any]], Path, Any] | None = None
 
-    def load(self) -> tuple[list[dict[str, Any]], Path, Any]:
-        """(jobs, the student's folder, the loaded package)."""
-        if self._loaded is None:
-            manifest = json.loads((self.jobdir / "manifest.json").read_text())
+    def load(self, round_: int = 0) -> tuple[list[dict[str, Any]], Path, Any]:
+        """(jobs, the student's folder, the loaded package) of run ``round_``."""
+        if self._loaded is None or self._round != round_:
+            manifest = json.loads((self.jobdir / manifest_name(round_)).read_text())
             set_cpu_ceiling(float(manifest["cpu_total_s"]))
             folder = Path(manifest["path"])
-            ImportGuard(folder, PACKAGE_NAME).install()
-            FileGuard(grader_folders()).install()
+            if self._guarded is None:
+                ImportGuard(folder, PACKAGE_NAME).install()
+                FileGuard(grader_folders()).install()
+                self._guarded = folder
+            elif folder != self._guarded:
+                raise SystemExit(f"round {round_} names another folder than the one guarded")
+            if self._loaded is not None:  # the earlier round's package goes (load_exercises unloads its
+                self._loaded = None  # modules), and what they held with it, before this round's memory counts
+                gc.collect()
             self._loaded = (manifest["jobs"], folder, load_exercises(folder))
+            self._round = round_
         return self._loaded
 
 
@@ -499,8 +528,8 @@ def main(argv: list[str] | None = None) -> int:
     submission = Submission(jobdir)
     channel = Channel(status_fd, command_fd)
     channel.tell("ready")
-    for index in channel.commands(lambda: len(submission.load()[0])):
-        jobs, folder, pkg = submission.load()
+    for index, round_ in channel.commands(lambda: len(submission.load()[0])):
+        jobs, folder, pkg = submission.load(round_)
         job = jobs[index]
         channel.tell(f"start {index}")
         set_cpu_budget(float(job["cpu_s"]))
@@ -512,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
             failed = {"status": "error", "message": f"the results could not be saved: {exc}", "cases": []}
             document, arrays = encode_results(failed, writer.dropped)
         channel.send_results(index, document, arrays)
+        del pkg, outcome  # (nothing of this job is held while a later round loads the package afresh)
     return 0
 
 

@@ -13,13 +13,17 @@ from grader.student.engine import catalogue
 from grader.student.sandbox.child import Child
 from grader.student.sandbox.limits import Job, Limits
 from grader.student.sandbox.private_tmp import PrivateFolder
+from grader.student.sandbox.worker import inputs_folder, manifest_name
 
 
-def write_jobs(jobdir: Path, submission: str, jobs: list[Job], limits: Limits) -> None:
-    """The manifest and one inputs ``.npz`` per job (``submission``: the folder as the worker sees it)."""
+def write_jobs(jobdir: Path, submission: str, jobs: list[Job], limits: Limits, round_: int = 0) -> None:
+    """The manifest and one inputs ``.npz`` per job (``submission``: the folder as the worker sees it) of the
+    workspace's run ``round_`` (:func:`worker.manifest_name`, :func:`worker.inputs_folder`)."""
     import numpy as np
 
-    (jobdir / "inputs").mkdir()
+    jobdir.chmod(0o755)  # (ours: read-only again below; the sandbox mounts it read-only in any case)
+    inputs = inputs_folder(round_)
+    (jobdir / inputs).mkdir()
     entries = []
     for i, job in enumerate(jobs):
         arrays: dict[str, np.ndarray] = {}
@@ -31,14 +35,14 @@ def write_jobs(jobdir: Path, submission: str, jobs: list[Job], limits: Limits) -
                 arrays[key] = np.asarray(array)
                 keys[name] = key
             cases.append({"name": case.name, "script": case.script, "arrays": keys})
-        np.savez(jobdir / "inputs" / f"{i}.npz", allow_pickle=True, **arrays)
+        np.savez(jobdir / inputs / f"{i}.npz", allow_pickle=True, **arrays)
         entries.append(
             {
                 "id": job.id,
                 "topic": job.topic,
                 "needs_opencl": job.needs_opencl,
                 "cpu_s": limits.cpu_for(job),
-                "inputs": f"inputs/{i}.npz",
+                "inputs": f"{inputs}/{i}.npz",
                 "cases": cases,
             }
         )
@@ -47,7 +51,7 @@ def write_jobs(jobdir: Path, submission: str, jobs: list[Job], limits: Limits) -
         "cpu_total_s": sum(limits.cpu_for(job) for job in jobs) + limits.startup_s,
         "jobs": entries,
     }
-    (jobdir / "manifest.json").write_text(json.dumps(manifest))
+    (jobdir / manifest_name(round_)).write_text(json.dumps(manifest))
     for path in [jobdir, *jobdir.rglob("*")]:  # readable by the sandbox's uid, writable by nobody
         path.chmod(0o555 if path.is_dir() else 0o444)
 
@@ -78,6 +82,14 @@ class Workspace:
     driver) while the caller is still preparing the cases; it reads the jobs
     when it is sent the first one. :func:`run_cases` writes the submission and
     the jobs here, takes the prestarted workers first, and closes the workspace.
+
+    Rounds: a run asked to ``keep`` the workspace leaves it open, and its slots :meth:`park` the CPU workers
+    they end with (alive, idle) among the started ones. A later run of the SAME submission here (the
+    location's traced cases, :func:`grader.student.engine.grading._located`) is the workspace's next
+    :attr:`rounds`: its jobs are written beside the first ones (``manifest-1.json``) and the parked workers
+    take them first, loading the student's package afresh for them (``run i 1``, see
+    :class:`grader.student.sandbox.worker.Submission`): no second start of bubblewrap, Python and NumPy.
+    No other student's code ever runs here: a workspace serves one submission and is closed after.
     """
 
     def __init__(self, limits: Limits, sandboxed: bool) -> None:
@@ -91,6 +103,7 @@ class Workspace:
         self._lock = threading.Lock()
         self._serial = 0
         self._started: dict[bool, list[Child]] = {True: [], False: []}
+        self.rounds = 0  # the runs written here so far (the next run is round ``rounds``)
 
     def prestart(self, opencl: bool) -> None:
         """Start a worker of this kind now (kept for the first slot that needs one)."""
@@ -98,12 +111,21 @@ class Workspace:
         with self._lock:
             self._started[opencl].append(child)
 
-    def take(self, opencl: bool) -> Child:
-        """A prestarted worker of this kind, or a fresh one."""
+    def park(self, child: Child) -> None:
+        """Keep ``child`` (alive, its job done) for a later round of this submission (closed with the workspace)."""
         with self._lock:
-            if self._started[opencl]:
-                return self._started[opencl].pop(0)
-        return self.spawn(opencl)
+            self._started[child.opencl].append(child)
+
+    def take(self, opencl: bool) -> Child:
+        """A prestarted (or parked) worker of this kind, or a fresh one (a parked one found dead is closed)."""
+        while True:
+            with self._lock:
+                child = self._started[opencl].pop(0) if self._started[opencl] else None
+            if child is None:
+                return self.spawn(opencl)
+            if child.started_jobs == 0 or child.proc.poll() is None:
+                return child
+            child.close()
 
     def alive(self) -> bool:
         """Whether every prestarted worker not yet taken is still running (a spare's check before use)."""

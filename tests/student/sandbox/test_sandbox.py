@@ -125,6 +125,15 @@ class CountsLiveProcesses:
         return np.array([float(alive)])
 
 
+CALLS = [0]  # state a first run leaves in the module
+
+
+class Counter:
+    def forward(self, x):
+        CALLS[0] += 1
+        return np.array([float(CALLS[0]), PROCESS_TOKEN])  # (the token: drawn when the module is imported)
+
+
 class Strings:
     def forward(self, x):
         return ["a", "b"]
@@ -454,6 +463,37 @@ def test_a_prestarted_worker_runs_the_first_job(folder: Path) -> None:
     assert outcomes["toy.Double"].status == "ok"
     assert workspace._started[False] == []  # taken by the slot, not left idle
     assert started.proc.poll() is not None and not workspace.private.exists()  # closed with the run
+
+
+def test_a_kept_workspace_runs_a_second_round_on_its_worker_with_the_module_loaded_afresh(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The location's traced run: the same submission, the worker the first run ended with (one start in all),
+    and the student's module imported anew (a counter it keeps starts again at 1)."""
+    from grader.student.sandbox import workspace as workspace_module
+    from grader.student.sandbox.runner import Workspace
+
+    starts: list[bool] = []
+
+    class Counted(workspace_module.Child):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            starts.append(True)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(workspace_module, "Child", Counted)
+    limits = Limits(wall_s=10.0, parallel=1)
+    workspace = Workspace(limits, limits.sandboxed())
+    workspace.prestart(False)  # (as grading does: a worker started by the slot's thread would die with it)
+    first = run_cases(folder, [forward_job("Counter", cases=2)], limits, workspace=workspace, keep=True)
+    assert [first["toy.Counter"].results[f"case{k}"].outputs["y"][0] for k in range(2)] == [1.0, 2.0]
+    assert workspace.private.exists() and len(workspace._started[False]) == 1  # open, its worker parked
+    parked = workspace._started[False][0]
+    second = run_cases(folder, [forward_job("Counter")], limits, workspace=workspace)
+    y = second["toy.Counter"].results["case0"].outputs["y"]
+    assert y[0] == 1.0, "the second round saw the module the first one left"
+    assert y[1] != first["toy.Counter"].results["case0"].outputs["y"][1]  # (a token drawn on import: drawn again)
+    assert len(starts) == 1  # the same worker ran both rounds
+    assert parked.proc.poll() is not None and not workspace.private.exists()  # closed after the last round
 
 
 def test_a_workspace_nobody_used_leaves_no_process_and_no_folder() -> None:
