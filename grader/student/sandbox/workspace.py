@@ -78,11 +78,16 @@ class Workspace:
     driver) while the caller is still preparing the cases; it reads the jobs
     when it is sent the first one. :func:`run_cases` writes the submission and
     the jobs here, takes the prestarted workers first, and closes the workspace.
+
+    ``frugal``: its slots start no worker of a kind beside the one at work (``runner._Run.take``): for a
+    long-lived grading process's spares, where a class pays every worker's start per student; at the
+    keyboard (False) a second worker of a kind shortens the wait.
     """
 
-    def __init__(self, limits: Limits, sandboxed: bool) -> None:
+    def __init__(self, limits: Limits, sandboxed: bool, frugal: bool = False) -> None:
         self.limits = limits
         self.sandboxed = sandboxed
+        self.frugal = frugal
         self._folder = PrivateFolder("normgrade-")  # (a killed grader's is removed by the next one)
         self.private = self._folder.path
         self.jobdir = self.private / secrets.token_hex(16)
