@@ -29,7 +29,12 @@ system, irq and softirq in /proc/stat), so it includes anything else running:
 read it on a quiet machine (the load average says how quiet). This process's
 getrusage (self and children) would miss most of the grading: the sandboxed
 grading processes are bubblewrap's grandchildren, reaped in its PID namespace,
-and the --redis workers are not counted by anyone's rusage.
+and the --redis workers are not counted by anyone's rusage. So grading CPU is
+sampled instead: this process's CPU time (less its sampling thread's) and that
+of each of its descendants, read from /proc every 0.1 s (a sandboxed worker
+with the programs it started and reaped, PoCL's linker); it leaves out other
+work on a shared machine. On 2 cores with --jobs 2 the wall per student is at
+least half of it.
 """
 
 from __future__ import annotations
