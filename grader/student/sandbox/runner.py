@@ -171,8 +171,12 @@ class _Run:
         no other slot serves, if any (``active`` counts the slots serving each kind).
         Kernel jobs are only ever served by one slot at a time: one OpenCL child
         per submission, so no kernel file is compiled twice (its PoCL cache is
-        the child's own) and only one OpenCL runtime's memory is in use; a slot
-        left with nothing but kernel jobs served elsewhere ends. A job is not
+        the child's own) and only one OpenCL runtime's memory is in use. In a
+        frugal workspace (a grading process's spares) a slot whose kind ran out
+        ends while another slot serves the other kind: that slot's worker is
+        started and has the student's package loaded, where a switch would start
+        another worker (Python, NumPy, the package: about 0.15 CPU-s) for what is
+        left, which a class pays per student. A job is not
         taken while a job it comes ``after`` is running; when only such jobs are
         left, the slot waits for one to settle.
         """
@@ -184,6 +188,8 @@ class _Run:
                     return self._start(same[0])
                 if kind is not None and not any(self.jobs[i].needs_opencl == kind for i in self.queue):
                     self.active[kind] -= 1
+                    if self.workspace.frugal and self.active[not kind] > 0:
+                        return None
                     kind = None
                 if kind is None:
                     open_jobs = [i for i in ready if not (self.jobs[i].needs_opencl and self.active[True] > 0)]

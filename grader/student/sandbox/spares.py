@@ -89,7 +89,7 @@ class Spares:
 
     def _start(self) -> _Spare:
         """A new spare: a workspace and its workers, started now (they import in the background)."""
-        workspace = Workspace(self.limits, self.sandboxed)
+        workspace = Workspace(self.limits, self.sandboxed, frugal=True)
         try:
             for opencl in self.kinds:
                 workspace.prestart(opencl)
@@ -136,7 +136,7 @@ class Spares:
             with self._lock:
                 spare = self._ready.pop(0) if self._ready else None
             if spare is None:
-                return Workspace(self.limits, self.sandboxed)
+                return Workspace(self.limits, self.sandboxed, frugal=True)
             if self.usable(spare):
                 return spare.workspace
             spare.workspace.close()

@@ -90,11 +90,16 @@ class Workspace:
     take them first, loading the student's package afresh for them (``run i 1``, see
     :class:`grader.student.sandbox.worker.Submission`): no second start of bubblewrap, Python and NumPy.
     No other student's code ever runs here: a workspace serves one submission and is closed after.
+
+    ``frugal``: its slots start no worker of a kind beside the one at work (``runner._Run.take``): for a
+    long-lived grading process's spares, where a class pays every worker's start per student; at the
+    keyboard (False) a second worker of a kind shortens the wait.
     """
 
-    def __init__(self, limits: Limits, sandboxed: bool) -> None:
+    def __init__(self, limits: Limits, sandboxed: bool, frugal: bool = False) -> None:
         self.limits = limits
         self.sandboxed = sandboxed
+        self.frugal = frugal
         self._folder = PrivateFolder("normgrade-")  # (a killed grader's is removed by the next one)
         self.private = self._folder.path
         self.jobdir = self.private / secrets.token_hex(16)

@@ -215,3 +215,34 @@ def test_with_two_slots_the_longest_job_starts_early_behind_what_it_waits_for() 
     assert ids(job_order(jobs, after, 2)) == ["kernels.k", "loops.A", "loops.B", "uses.D", "other.F", "other.G"]
     # One slot: the least time allowed first, so a loop costs a short job's time, not fit_function's.
     assert ids(job_order(jobs, after, 1)) == ["kernels.k", "other.F", "loops.A", "other.G", "loops.B", "uses.D"]
+
+
+def test_a_slot_whose_kind_ran_out_ends_while_the_other_slot_serves_the_other_kind() -> None:
+    """One worker of each kind per submission in a frugal workspace (a grading process's spares, issue 47): once
+    its kernel jobs are done, the kernel slot does not start a CPU worker for the CPU jobs left while the CPU
+    slot, its worker started and the package loaded, is still at work; that slot runs them all, and takes any
+    kind once no other slot serves it. At the keyboard the kernel slot takes CPU jobs beside it."""
+    from types import SimpleNamespace
+
+    from grader.student.sandbox.runner import _Run
+
+    jobs = [job("other.F", 10.0), job("other.G", 10.0), job("other.H", 10.0), Job("kernels.k", [], 30.0, True)]
+    run = _Run(jobs, Limits(parallel=2), SimpleNamespace(sandboxed=False, frugal=True))  # type: ignore[arg-type]
+    taken = lambda kind: None if (i := run.take(kind)) is None else jobs[i].id  # noqa: E731
+    assert taken(None) == "kernels.k"  # the first slot: kernel jobs first
+    assert taken(None) == "other.F"  # the second slot: the kind nobody serves yet
+    run.fail(3, "error", "done")
+    assert taken(True) is None  # the kernel slot ends: no second CPU worker
+    assert taken(False) == "other.G"
+    assert taken(False) == "other.H"
+    assert taken(False) is None
+    # A slot whose kind ran out while no other slot serves the other kind still switches to it.
+    run = _Run(jobs, Limits(parallel=2), SimpleNamespace(sandboxed=False, frugal=True))  # type: ignore[arg-type]
+    assert taken(None) == "kernels.k"  # (the second slot has not started yet)
+    run.fail(3, "error", "done")
+    assert taken(True) == "other.F"
+    # At the keyboard (not frugal) the kernel slot starts a CPU worker for the CPU jobs left.
+    run = _Run(jobs, Limits(parallel=2), SimpleNamespace(sandboxed=False, frugal=False))  # type: ignore[arg-type]
+    assert taken(None) == "kernels.k" and taken(None) == "other.F"
+    run.fail(3, "error", "done")
+    assert taken(True) == "other.G"

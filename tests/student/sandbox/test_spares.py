@@ -158,6 +158,21 @@ def test_without_a_ready_spare_a_cold_workspace_grades(folder: Path) -> None:
     assert spares._ready == []
 
 
+def test_a_grading_process_s_workspaces_are_frugal_the_keyboard_s_are_not() -> None:
+    """A spare, or the cold workspace a pool hands out when none is ready, starts no worker of a kind beside the
+    one at work (a class pays each start per student); a workspace of its own (grade submit) may."""
+    for count in (1, 0):
+        spares = Spares(LIMITS, LIMITS.sandboxed(), count=count, kinds=(False,))
+        try:
+            with spares.one() as workspace:
+                assert workspace.frugal
+        finally:
+            spares.close()
+    keyboard = Workspace(LIMITS, LIMITS.sandboxed())
+    assert not keyboard.frugal
+    keyboard.close()
+
+
 def test_closing_the_pool_stops_the_waiting_spares() -> None:
     spares = Spares(LIMITS, LIMITS.sandboxed(), count=2)
     spares.fill()
