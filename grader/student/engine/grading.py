@@ -418,7 +418,7 @@ def _located(
     That run is ``workspace``'s next round when given (the grading's own, kept open: its idle workers run the
     traced cases on a fresh load of the student's package, no new worker starts), else in a fresh one;
     ``deps``: the submission's ``loader.local_dependencies``, when the caller has them (not parsed again).
-    The reference's traces (``source.trace_reference``) are made in a thread while the sandbox runs.
+    The reference's traces (``source.trace_reference``) are made before that run, not beside it (see below).
     A source that locates crashes only (``locates_crashes_only``: the case packs) traces only the failing cases
     that ``crashed`` (per exercise, the cases whose first run stopped on an error): a wrong value runs nothing more.
     """
