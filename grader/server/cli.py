@@ -39,6 +39,17 @@ ALLOW_SHARED_FILES = click.option(
     "its group or others (a warning then; without it such a file stops the command with the `chmod 600`).",
 )
 
+NO_SANDBOX = click.option(
+    "--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code."
+)
+COURSE_QUEUE = click.option(  # a command that starts its own workers on the course's queue (serve, rescore)
+    "--queue",
+    "queue_url",
+    default=None,
+    metavar="URL",
+    help="Grading queue: sqlite:///PATH or redis://HOST:PORT/DB [default: COURSE-queue.db beside --db].",
+)
+
 
 def check_shared_files(command: str, db: Path | None, queue_url: str, allow: bool) -> None:
     """Refuse to start (one line naming the file and the `chmod 600` to run, exit status 2) when the course
@@ -79,13 +90,7 @@ def check_shared_files(command: str, db: Path | None, queue_url: str, allow: boo
     help=f"Port to listen on [default: the port of the course's [server] url when it is http://, else "
     f"{DEFAULT_PORT}; behind a reverse proxy (an https:// url) pass the port the proxy forwards to].",
 )
-@click.option(
-    "--queue",
-    "queue_url",
-    default=None,
-    metavar="URL",
-    help="Grading queue: sqlite:///PATH or redis://HOST:PORT/DB [default: COURSE-queue.db beside --db].",
-)
+@COURSE_QUEUE
 @click.option(
     "--workers",
     type=click.IntRange(min=0),
@@ -120,7 +125,7 @@ def check_shared_files(command: str, db: Path | None, queue_url: str, allow: boo
     show_default=True,
     help="Seconds a client has to send a request's line and headers; a connection past it is closed.",
 )
-@click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
+@NO_SANDBOX
 @ALLOW_SHARED_FILES
 def serve_command(
     course_file: Path | None,
@@ -250,7 +255,7 @@ def check_port(host: str, port: int) -> None:
 @click.option(
     "--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True, help="Grading processes."
 )
-@click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
+@NO_SANDBOX
 @click.option(
     "--self-test/--no-self-test",
     default=True,

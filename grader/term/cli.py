@@ -36,13 +36,7 @@ from grader.student.errors import GraderError
     default=None,
     help="The course.toml whose rule and dates decide which score counts [default: the best ever].",
 )
-@click.option(
-    "--queue",
-    "queue_url",
-    default=None,
-    metavar="URL",
-    help="Grading queue: sqlite:///PATH or redis://HOST:PORT/DB [default: COURSE-queue.db beside --db].",
-)
+@remote_cli.COURSE_QUEUE
 @click.option(
     "--workers",
     type=click.IntRange(min=0),
@@ -66,7 +60,7 @@ from grader.student.errors import GraderError
     show_default=True,
     help="Seconds to wait for the next result before the rest are listed as not graded.",
 )
-@click.option("--no-sandbox", is_flag=True, help="Grade without the OS sandbox (bubblewrap): only for trusted code.")
+@remote_cli.NO_SANDBOX
 @click.option(
     "--token",
     envvar="GRADE_TOKEN",
