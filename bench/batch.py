@@ -294,6 +294,44 @@ def floor_seconds(student: str, exercises: list[str] | None = None) -> float:
     return time.perf_counter() - t0
 
 
+def whole_floor_child(name: str) -> None:
+    """(Run as ``batch.py --whole-floor NAME`` in a fresh process.) Grade one correct student in this process
+    alone, kernels included, and print this process's CPU seconds from its start: the interpreter, NumPy and the
+    grader's imports, the OpenCL compiler's start and the probe, the student's kernel files built, every case run
+    on the student's own code and judged against the reference. No sandbox, no workers, no files, no store."""
+    from grader.student.engine.loader import load_exercises
+    from grader.student.engine.ops_opencl import warm_up
+
+    with tempfile.TemporaryDirectory(prefix="bench-floor-") as folder:
+        write_student(Path(folder), name, "correct", 0)
+        warm_up()  # the device's probe, as every kernel worker runs it
+        namespace = load_exercises(Path(folder) / "exercises")
+        for exercise in catalogue.EXERCISES:
+            checks = CHECKS[exercise]
+            seed = exercise_seed(name, exercise)
+            cases = checks.cases(seed)
+            results = {case.name: run_script(namespace, case.script, case.arrays) for case in cases}
+            checks.evaluate(results, LiveExpected(exercise, reference_results(exercise, seed, cases)), seed)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(f"{usage.ru_utime + usage.ru_stime:.3f}")
+
+
+def whole_floor_seconds(name: str) -> float:
+    """The CPU seconds of :func:`whole_floor_child` in a fresh process (an OpenCL context must not be made in this
+    one, which starts the grading processes), with an empty PoCL cache: PoCL keys its cache on the preprocessed
+    source, so a warm one would answer for a file that differs from one built earlier only in its comments."""
+    with tempfile.TemporaryDirectory(prefix="bench-pocl-") as cache:  # empty, as in a sandboxed worker
+        done = subprocess.run(
+            [sys.executable, __file__, "--whole-floor", name],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+            env={**os.environ, "POCL_CACHE_DIR": cache},
+        )
+    return float(done.stdout.strip().splitlines()[-1])
+
+
 @contextlib.contextmanager
 def redis_workers(workers: int) -> Iterator[str]:
     """A redis-server on a free loopback port and ``workers`` `grade worker` processes on it; yields the URL."""
@@ -356,7 +394,11 @@ def main(argv: list[str] | None = None) -> int:
         help="also grade on a local redis-server queue with this many `grade worker` processes"
         " (repeatable: the scaling from one count to the next)",
     )
+    parser.add_argument("--whole-floor", metavar="NAME", help=argparse.SUPPRESS)  # the child of whole_floor_seconds
     args = parser.parse_args(argv)
+    if args.whole_floor:
+        whole_floor_child(args.whole_floor)
+        return 0
     print(f"load average before the benchmark (1, 5, 15 min): {load_average()}")
     problem = bwrap.problem()
     limits = Limits(sandbox=problem is None)
@@ -371,6 +413,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"floor (one process, the CPU exercises' cases and checks, reference as student): {floor:.2f} s per student")
     numpy_floor = numpy_floor_seconds()
     print(f'numpy floor (`python -c "import numpy"`, median of 5): {numpy_floor:.3f} s')
+    whole = statistics.median(whole_floor_seconds(f"whole-{k}") for k in range(3))
+    cores = batch.usable_cpus()
+    print(
+        f"whole floor (one correct student, every exercise, kernels built and run, in one bare process): {whole:.2f}"
+        f" CPU s; with {cores} at once, at least {whole / cores:.2f} s per student = {whole / cores / numpy_floor:.1f}x"
+        " numpy"
+    )
     header = (
         f"{'jobs':>4} {'runs':>4} {'wall s/student':>15} {'x numpy':>8} {'machine CPU s/student':>22}"
         f" {'grading CPU s/student':>22}"

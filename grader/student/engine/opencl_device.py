@@ -11,8 +11,17 @@ chosen by trying it, in the process that will use it:
 1. ``PYOPENCL_CTX`` set: the device it names (pyopencl's own rule), and only that one;
 2. otherwise the device an earlier run chose on this machine (the cache, below) is
    probed first;
-3. then every device of every platform, in platform order, Oclgrind (a simulator:
-   exact, slow) after every real device: the first whose probe passes.
+3. then every device of every platform, in platform order, except that a driver built
+   with its assertions checked (:func:`is_checking_build`: Debian's PoCL 3.1 says
+   "+Asserts") comes after the release builds, and Oclgrind (a simulator: exact, slow)
+   after every real device: the first whose probe passes.
+
+Why the checking builds wait: the documented install has two PoCLs (PyPI's, a release
+build, and Debian's, the fallback for CPUs newer than PyPI's LLVM), and every student's
+kernel worker starts a compiler. In a fresh process Debian's built the probe and the four
+exercise files in 1.9 to 2.3 CPU-s, PyPI's in 1.6 to 1.7; one student's kernel exercises
+graded in the sandbox took a median 3.8 machine CPU-s against 3.15 (docs/measured.md,
+"Which PoCL compiles").
 
 The **probe** (:func:`probe`) builds :data:`PROBE_SOURCE` (erf, exp, rsqrt, a
 ``__local`` reduction with barriers: what the exercise and reference kernels use)
@@ -22,9 +31,10 @@ fails keeps its reason (``Choice.tried``), so that ``grade doctor`` and a
 
 **The cache** (``$XDG_CACHE_HOME/normgrade/opencl-device.json``, or the file named
 by ``GRADE_OPENCL_CACHE``) maps a key made of every platform's name and version
-and its devices' names to the position of the device chosen there: a changed
-installation is a new key, and a cached device is still probed before use (the
-probe is the compiler's warm-up, which the grading worker pays anyway). Only a
+and its devices' names (and :data:`CHOICE_RULE`) to the position of the device chosen
+there: a changed installation, or a changed order, is a new key, and a cached device is
+still probed before use (the probe is the compiler's warm-up, which the grading worker
+pays anyway). A device that ``PYOPENCL_CTX`` names is never cached. Only a
 device that passed is cached. The sandboxed worker cannot write the cache: the
 grader passes it in (:func:`cached_entries_variable`) and records the worker's
 choice from its results (:func:`remember`).
@@ -67,6 +77,8 @@ CACHE_VARIABLE = "GRADE_OPENCL_CACHE"
 # The cache's entries, handed to a sandboxed worker (which sees no home folder of the grader's).
 ENTRIES_VARIABLE = "GRADE_OPENCL_CHOICES"
 DOCTOR_HINT = "`grade doctor` shows more"
+# The order devices are tried in (release builds before checking builds since 2): part of the cache's key.
+CHOICE_RULE = 2
 
 PROBE_SOURCE = r"""
 __kernel void normgrade_probe(__global const float *x, __global float *y, const int n,
@@ -157,6 +169,12 @@ def label_of(platform: Any, device: Any) -> str:
     return f"{str(device.name).strip()} ({version})"
 
 
+def is_checking_build(platform: Any) -> bool:
+    """A driver built with its assertions checked ("+Asserts" or "Debug" in its version): slower to compile."""
+    version = str(platform.version)
+    return "+Asserts" in version or bool(re.search(r"\bDebug\b", version))
+
+
 def is_simulator(platform: Any) -> bool:
     """Oclgrind simulates a device: exact and slow, so it is taken only when no real device works."""
     return "oclgrind" in f"{platform.name} {platform.version}".lower()
@@ -194,9 +212,16 @@ def listed_devices(cl: Any) -> list[tuple[int, int, Any, Any]]:
     return found
 
 
+def trial_order(found: list[tuple[int, int, Any, Any]]) -> list[tuple[int, int, Any, Any]]:
+    """``found`` in the order devices are tried: release builds, then checking builds, then simulators; within
+    each, platform order."""
+    return sorted(found, key=lambda entry: (is_simulator(entry[2]), is_checking_build(entry[2])))
+
+
 def installation_key(found: list[tuple[int, int, Any, Any]]) -> str:
     """A digest of every platform's name and version and its devices' names (the cache's key)."""
-    described = [[pi, di, str(p.name), str(p.version), str(d.name)] for pi, di, p, d in found]
+    described: list[Any] = [[pi, di, str(p.name), str(p.version), str(d.name)] for pi, di, p, d in found]
+    described.append(CHOICE_RULE)  # a cache written under an older order is not read
     return hashlib.sha256(json.dumps(described).encode()).hexdigest()[:24]
 
 
@@ -396,7 +421,7 @@ def _choose(options: tuple[str, ...], use_cache: bool, every: bool = False) -> C
     key = installation_key(found)
     if os.environ.get("PYOPENCL_CTX"):
         return _chosen_by_variable(cl, found, key, options)
-    order = [entry for entry in found if not is_simulator(entry[2])] + [e for e in found if is_simulator(e[2])]
+    order = trial_order(found)
     cached = cached_entries().get(key) if use_cache else None
     if cached:
         order = [e for e in order if [e[0], e[1]] == cached] + [e for e in order if [e[0], e[1]] != cached]
@@ -416,7 +441,8 @@ def _choose(options: tuple[str, ...], use_cache: bool, every: bool = False) -> C
 
 
 def _chosen_by_variable(cl: Any, found: list[tuple[int, int, Any, Any]], key: str, options: tuple[str, ...]) -> Choice:
-    """``PYOPENCL_CTX`` names the device: that one, probed, or none (never another behind the user's back)."""
+    """``PYOPENCL_CTX`` names the device: that one, probed, or none (never another behind the user's back);
+    not cached."""
     try:
         ctx = cl.create_some_context(interactive=False)
         device = ctx.devices[0]
@@ -427,4 +453,6 @@ def _chosen_by_variable(cl: Any, found: list[tuple[int, int, Any, Any]], key: st
     label = label_of(platform, device)
     reason = probe(platform, device, options)
     tried = [Tried(f"{label} (PYOPENCL_CTX={os.environ['PYOPENCL_CTX']})", reason)]
-    return Choice(device if reason is None else None, label, position, key, tried)
+    # No key: what the variable names is the user's choice for this run, not the order's, so it is never cached
+    # (a later run without the variable would otherwise take it first).
+    return Choice(device if reason is None else None, label, position, "", tried)

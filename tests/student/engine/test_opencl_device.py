@@ -7,6 +7,7 @@ that PoCL's LLVM does not know ("unknown target CPU 'generic'").
 
 from __future__ import annotations
 
+import hashlib
 import json
 import types
 from collections.abc import Callable, Iterator
@@ -95,6 +96,49 @@ def test_a_real_device_that_works_is_chosen_before_the_simulator(monkeypatch: py
         ("pthread-znver (PoCL 3.1+debian, LLVM 15.0.6)", None),
     ]
     assert choice.problem is None
+
+
+# Both of the documented install, as this machine lists them: Debian's (checked) first, PyPI's (release) second.
+DEBIAN_POCL = platform(
+    "Portable Computing Language",
+    "OpenCL 3.0 PoCL 3.1+debian  Linux, None+Asserts, RELOC, SPIR, LLVM 15.0.6, SLEEF, DISTRO, POCL_DEBUG",
+    "pthread-skylake-avx512",
+)
+PYPI_POCL = platform(
+    "Portable Computing Language",
+    "OpenCL 3.0 PoCL 3.0-rc2  Linux, Release, RELOC, LLVM 14.0.6, SLEEF, DISTRO, POCL_DEBUG",
+    "pthread-Intel(R) Xeon(R) Processor",
+)
+
+
+def test_a_release_build_is_tried_before_a_build_with_assertions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(opencl_device, "import_pyopencl", lambda: FakeCL(DEBIAN_POCL, PYPI_POCL, OCLGRIND))
+    probed = fake_probes(monkeypatch, {})
+    choice = opencl_device.choose()
+    assert chosen_name(choice) == "pthread-Intel(R) Xeon(R) Processor"
+    assert choice.position == (1, 0)  # where the platform is listed, not where it was tried
+    assert probed == ["pthread-Intel(R) Xeon(R) Processor"]
+
+
+def test_the_build_with_assertions_is_the_fallback_where_the_release_build_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(opencl_device, "import_pyopencl", lambda: FakeCL(DEBIAN_POCL, PYPI_POCL, OCLGRIND))
+    probed = fake_probes(monkeypatch, {"pthread-Intel(R) Xeon(R) Processor": GENERIC})
+    assert chosen_name(opencl_device.choose()) == "pthread-skylake-avx512"
+    assert probed == ["pthread-Intel(R) Xeon(R) Processor", "pthread-skylake-avx512"]
+
+
+def test_a_cache_written_under_the_older_order_is_not_read(monkeypatch: pytest.MonkeyPatch, own_cache: Path) -> None:
+    monkeypatch.setattr(opencl_device, "import_pyopencl", lambda: FakeCL(DEBIAN_POCL, PYPI_POCL))
+    found = opencl_device.listed_devices(FakeCL(DEBIAN_POCL, PYPI_POCL))
+    described = [[pi, di, str(p.name), str(p.version), str(d.name)] for pi, di, p, d in found]
+    old_key = hashlib.sha256(json.dumps(described).encode()).hexdigest()[:24]  # the key before CHOICE_RULE
+    own_cache.parent.mkdir(parents=True, exist_ok=True)
+    own_cache.write_text(json.dumps({old_key: {"position": [0, 0], "device": "Debian's, chosen first before"}}))
+    probed = fake_probes(monkeypatch, {})
+    assert chosen_name(opencl_device.choose()) == "pthread-Intel(R) Xeon(R) Processor"
+    assert probed == ["pthread-Intel(R) Xeon(R) Processor"]
 
 
 def test_the_simulator_is_the_last_resort(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -205,6 +249,25 @@ def test_pyopencl_ctx_names_the_only_device_tried(monkeypatch: pytest.MonkeyPatc
     assert "PYOPENCL_CTX=1" in problem_of(choice) and "unknown target CPU" in problem_of(choice)
 
 
+def test_a_device_pyopencl_ctx_names_is_not_cached(monkeypatch: pytest.MonkeyPatch, own_cache: Path) -> None:
+    """The variable is this run's choice: a later run without it tries the devices in the usual order."""
+    cl = FakeCL(DEBIAN_POCL, PYPI_POCL)
+    cl.create_some_context = lambda interactive=True: types.SimpleNamespace(devices=[DEBIAN_POCL.get_devices()[0]])
+    monkeypatch.setattr(opencl_device, "import_pyopencl", lambda: cl)
+    monkeypatch.setenv("PYOPENCL_CTX", "0")
+    probed = fake_probes(monkeypatch, {})
+    forced = opencl_device.choose()
+    assert chosen_name(forced) == "pthread-skylake-avx512"
+    opencl_device.remember(forced.as_dict())  # as the grader does with a worker's report
+    assert not own_cache.exists()
+
+    monkeypatch.delenv("PYOPENCL_CTX")
+    opencl_device.forget()
+    probed.clear()
+    assert chosen_name(opencl_device.choose()) == "pthread-Intel(R) Xeon(R) Processor"
+    assert probed == ["pthread-Intel(R) Xeon(R) Processor"]
+
+
 def test_short_version_reads_the_platforms_seen() -> None:
     assert opencl_device.short_version(OLD_POCL.version) == "PoCL 3.0-rc2, LLVM 14.0.6"
     assert opencl_device.short_version(OCLGRIND.version) == "Oclgrind 21.10"
@@ -233,7 +296,7 @@ def test_a_rehearsed_unknown_cpu_fails_every_device(monkeypatch: pytest.MonkeyPa
 def test_a_rehearsed_fault_on_one_device_falls_to_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
     import pyopencl as cl
 
-    devices = opencl_device.listed_devices(cl)
+    devices = opencl_device.trial_order(opencl_device.listed_devices(cl))
     if len(devices) < 2:
         pytest.skip("one OpenCL device here: nothing to fall back to")
     first = opencl_device.label_of(devices[0][2], devices[0][3])
@@ -318,12 +381,9 @@ def test_the_survey_gives_every_device_its_verdict_and_chooses_as_choose_does(mo
 
     devices = opencl_device.listed_devices(cl)
     survey = opencl_device.survey()
-    assert [t.label for t in survey.tried] == sorted(
-        (opencl_device.label_of(p, d) for _, _, p, d in devices),
-        key=lambda label: (
-            label in {opencl_device.label_of(p, d) for _, _, p, d in devices if opencl_device.is_simulator(p)}
-        ),
-    )
+    assert [t.label for t in survey.tried] == [
+        opencl_device.label_of(p, d) for _, _, p, d in opencl_device.trial_order(devices)
+    ]
     assert survey.label == opencl_device.choose(use_cache=False).label
     assert survey.label == next(t.label for t in survey.tried if t.reason is None)
     if len(devices) >= 2:  # the first one broken: it is still listed, with its reason, and the next is chosen
