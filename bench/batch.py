@@ -16,7 +16,12 @@ sandbox on where bubblewrap works.
 
 Printed first: the load average before the benchmark and the floor: the same
 checks' arithmetic for one student in one process, with the reference
-standing in for the student (no processes, no sandbox). Then, per
+standing in for the student (no processes, no sandbox); the numpy floor; and
+the whole floor: one correct student graded whole (kernels included, built with
+an empty PoCL cache) in one bare process, its CPU from the interpreter's start,
+which is the least CPU a student's grading could take on this machine, so
+that CPU over the cores is the least wall per student any configuration could
+reach (``--floor-runs``, median). Then, per
 configuration (median over --runs): wall seconds per student (batch wall /
 N), machine CPU seconds per student, the median of the students' own grading
 times, peak and final RSS of each grading process (sampled every 0.1 s) and of
@@ -300,11 +305,11 @@ def whole_floor_child(name: str) -> None:
     grader's imports, the OpenCL compiler's start and the probe, the student's kernel files built, every case run
     on the student's own code and judged against the reference. No sandbox, no workers, no files, no store."""
     from grader.student.engine.loader import load_exercises
-    from grader.student.engine.ops_opencl import warm_up
+    from grader.student.engine.ops_opencl import device_choice
 
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as folder:
         write_student(Path(folder), name, "correct", 0)
-        warm_up()  # the device's probe, as every kernel worker runs it
+        kernels = device_choice().device is not None  # the device's probe, as every kernel worker runs it
         namespace = load_exercises(Path(folder) / "exercises")
         for exercise in catalogue.EXERCISES:
             checks = CHECKS[exercise]
@@ -313,10 +318,10 @@ def whole_floor_child(name: str) -> None:
             results = {case.name: run_script(namespace, case.script, case.arrays) for case in cases}
             checks.evaluate(results, LiveExpected(exercise, reference_results(exercise, seed, cases)), seed)
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    print(f"{usage.ru_utime + usage.ru_stime:.3f}")
+    print(f"{usage.ru_utime + usage.ru_stime:.3f} {'kernels' if kernels else 'no-opencl'}")
 
 
-def whole_floor_seconds(name: str) -> float:
+def whole_floor_seconds(name: str) -> tuple[float, bool]:
     """The CPU seconds of :func:`whole_floor_child` in a fresh process (an OpenCL context must not be made in this
     one, which starts the grading processes), with an empty PoCL cache: PoCL keys its cache on the preprocessed
     source, so a warm one would answer for a file that differs from one built earlier only in its comments."""
@@ -329,7 +334,8 @@ def whole_floor_seconds(name: str) -> float:
             cwd=REPO,
             env={**os.environ, "POCL_CACHE_DIR": cache},
         )
-    return float(done.stdout.strip().splitlines()[-1])
+    seconds, kernels = done.stdout.strip().splitlines()[-1].split()
+    return float(seconds), kernels == "kernels"  # (CPU seconds, whether the kernels were built and run)
 
 
 @contextlib.contextmanager
@@ -394,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         help="also grade on a local redis-server queue with this many `grade worker` processes"
         " (repeatable: the scaling from one count to the next)",
     )
+    parser.add_argument("--floor-runs", type=int, default=3, help="runs of the whole floor (median reported) [3]")
     parser.add_argument("--whole-floor", metavar="NAME", help=argparse.SUPPRESS)  # the child of whole_floor_seconds
     args = parser.parse_args(argv)
     if args.whole_floor:
@@ -413,12 +420,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"floor (one process, the CPU exercises' cases and checks, reference as student): {floor:.2f} s per student")
     numpy_floor = numpy_floor_seconds()
     print(f'numpy floor (`python -c "import numpy"`, median of 5): {numpy_floor:.3f} s')
-    whole = statistics.median(whole_floor_seconds(f"whole-{k}") for k in range(3))
-    cores = batch.usable_cpus()
+    wholes = [whole_floor_seconds(f"whole-{k}") for k in range(max(1, args.floor_runs))]
+    whole, cores = statistics.median(s for s, _ in wholes), batch.usable_cpus()
+    what = "kernels built and run" if all(k for _, k in wholes) else "NO OpenCL device: kernels not built"
     print(
-        f"whole floor (one correct student, every exercise, kernels built and run, in one bare process): {whole:.2f}"
-        f" CPU s; with {cores} at once, at least {whole / cores:.2f} s per student = {whole / cores / numpy_floor:.1f}x"
-        " numpy"
+        f"whole floor (one correct student, every exercise, {what}, in one bare process, median of {len(wholes)}):"
+        f" {whole:.2f} CPU s; with {cores} at once, at least {whole / cores:.2f} s per student"
+        f" = {whole / cores / numpy_floor:.1f}x numpy"
     )
     header = (
         f"{'jobs':>4} {'runs':>4} {'wall s/student':>15} {'x numpy':>8} {'machine CPU s/student':>22}"

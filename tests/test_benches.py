@@ -16,7 +16,7 @@ BENCH = ROOT / "bench"
 # script -> (its small run's arguments, a line of its table's header)
 SMALL: dict[str, tuple[list[str], str]] = {
     "audit.py": (["--seeds", "1"], "named right"),
-    "batch.py": (["--n", "2", "--runs", "1"], "wall s/student"),
+    "batch.py": (["--n", "2", "--runs", "1", "--floor-runs", "1"], "wall s/student"),
     "dashboard.py": (["--students", "5", "--runs", "1"], "median ms"),
     # one kill (at the burst's start): a try is put back once (jobs.MAX_TRIES), so no upload can be killed twice
     "deadline.py": (
