@@ -21,7 +21,8 @@ queueing bound: the same arrivals served first come first served by K workers, e
 measured grading time (its attempt's ``duration``) and nothing else: p95 / bound is what the queue's machinery
 and the faults cost. Then how far the estimate the student was shown on upload (``estimate_s``,
 grader/queue/estimate.py) was from what happened (the share within +/-30 %; goal: 90 %; and the median of
-estimate / actual: above 1 the estimates were too long), lost uploads (must be 0), students recorded twice
+estimate / actual: above 1 the estimates were too long; then the same by how many uploads were ahead when the
+estimate was shown), lost uploads (must be 0), students recorded twice
 (must be 0), and uploads held (not graded yet: their worker was killed on both tries) then graded by the
 server by itself, the student polling as `grade result ID` does.
 """
@@ -74,6 +75,7 @@ class Seen:
     uploaded: float | None = None  # monotonic
     reported: float | None = None
     estimate_s: float | None = None
+    ahead: int | None = None  # the uploads ahead when the estimate was shown
     error: str | None = None
     held: bool = False  # answered "not graded yet" (the machine's fault), then graded later
 
@@ -219,6 +221,7 @@ def replay(
         def on_state(doc: dict[str, Any]) -> None:
             if one.uploaded is not None and one.estimate_s is None and doc.get("estimate_s") is not None:
                 one.estimate_s = float(doc["estimate_s"])
+                one.ahead = int(doc.get("queue_position") or 0)
 
         with client_lib.Client(server.url, tokens[one.student], timeout=120) as client:
             time.sleep(max(0.0, began + one.arrival - time.monotonic()))
@@ -287,6 +290,10 @@ def graded_later(client: Any, submission: int, deadline: float) -> Any:
         time.sleep(HELD_POLL_S)
 
 
+# (label, least, most) uploads ahead when the estimate was shown: the estimate's error by how deep the queue was
+AHEAD_GROUPS = [("0", 0, 0), ("1-9", 1, 9), ("10-29", 10, 29), ("30-59", 30, 59), ("60+", 60, 10**9)]
+
+
 def summarize(
     seen: list[Seen],
     service: dict[str, float],
@@ -303,6 +310,7 @@ def summarize(
     bound = queueing_bound([s.arrival for s in seen], [service.get(s.student, 0.0) for s in seen], workers)
     estimated = [s for s in graded if s.estimate_s is not None]
     within = [s for s in estimated if abs(s.estimate_s - latency[s.student]) <= 0.3 * latency[s.student]]  # type: ignore[operator]
+    within_names = {s.student for s in within}
     span = max(s.reported for s in graded if s.reported is not None) - began if graded else float("nan")
     values = list(latency.values())
     p95_bound = percentile(bound, 95)
@@ -329,6 +337,15 @@ def summarize(
             )
             for kind in KINDS
             if any(s.kind == kind for s in estimated)
+        },
+        "within_30_by_ahead": {
+            label: (
+                sum(1 for s in group if s.student in within_names),
+                len(group),
+                percentile([s.estimate_s / latency[s.student] for s in group], 50),  # type: ignore[operator]
+            )
+            for label, low, high in AHEAD_GROUPS
+            if (group := [s for s in estimated if s.ahead is not None and low <= s.ahead <= high])
         },
         "lost": len(seen) - len(graded),
         "recorded_twice": twice,
@@ -406,6 +423,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     by_kind = ", ".join(f"{kind} {ratio:.2f}" for kind, ratio in r["estimate_ratio_by_kind"].items())
     print(f"estimate/actual p50 by kind of submission: {by_kind or '-'}")
+    by_ahead = ", ".join(
+        f"{label}: {n_in}/{n} within 30%, estimate/actual {ratio:.2f}"
+        for label, (n_in, n, ratio) in r["within_30_by_ahead"].items()
+    )
+    print(f"by uploads ahead when shown: {by_ahead or '-'}")
     for line in r["errors"]:
         print(f"  failed: {line}", file=sys.stderr)
     return 1 if r["lost"] or r["recorded_twice"] else 0
