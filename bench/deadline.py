@@ -22,7 +22,8 @@ measured grading time (its attempt's ``duration``) and nothing else: p95 / bound
 and the faults cost. Then how far the estimate the student was shown on upload (``estimate_s``,
 grader/queue/estimate.py) was from what happened (the share within +/-30 %; goal: 90 %; and the median of
 estimate / actual: above 1 the estimates were too long; then the same by how many uploads were ahead when the
-estimate was shown), lost uploads (must be 0), students recorded twice
+estimate was shown, and the share of every estimate shown while waiting, each against the time then left),
+lost uploads (must be 0), students recorded twice
 (must be 0), and uploads held (not graded yet: their worker was killed on both tries) then graded by the
 server by itself, the student polling as `grade result ID` does.
 """
@@ -76,6 +77,7 @@ class Seen:
     reported: float | None = None
     estimate_s: float | None = None
     ahead: int | None = None  # the uploads ahead when the estimate was shown
+    shown: list[tuple[float, float]] = field(default_factory=list)  # (monotonic, estimate) of every state polled
     error: str | None = None
     held: bool = False  # answered "not graded yet" (the machine's fault), then graded later
 
@@ -219,6 +221,8 @@ def replay(
 
     def student(one: Seen) -> None:
         def on_state(doc: dict[str, Any]) -> None:
+            if doc.get("estimate_s") is not None:
+                one.shown.append((time.monotonic(), float(doc["estimate_s"])))
             if one.uploaded is not None and one.estimate_s is None and doc.get("estimate_s") is not None:
                 one.estimate_s = float(doc["estimate_s"])
                 one.ahead = int(doc.get("queue_position") or 0)
@@ -311,6 +315,9 @@ def summarize(
     estimated = [s for s in graded if s.estimate_s is not None]
     within = [s for s in estimated if abs(s.estimate_s - latency[s.student]) <= 0.3 * latency[s.student]]  # type: ignore[operator]
     within_names = {s.student for s in within}
+    # every estimate shown while the student waited, against the time then left until the report
+    updates = [(e, s.reported - t) for s in graded for t, e in s.shown if s.reported is not None and s.reported > t]
+    updates_within = sum(1 for e, left in updates if abs(e - left) <= 0.3 * left)
     span = max(s.reported for s in graded if s.reported is not None) - began if graded else float("nan")
     values = list(latency.values())
     p95_bound = percentile(bound, 95)
@@ -338,6 +345,8 @@ def summarize(
             for kind in KINDS
             if any(s.kind == kind for s in estimated)
         },
+        "updates": len(updates),
+        "updates_within_30": updates_within,
         "within_30_by_ahead": {
             label: (
                 sum(1 for s in group if s.student in within_names),
@@ -428,6 +437,11 @@ def main(argv: list[str] | None = None) -> int:
         for label, (n_in, n, ratio) in r["within_30_by_ahead"].items()
     )
     print(f"by uploads ahead when shown: {by_ahead or '-'}")
+    if r["updates"]:
+        print(
+            f"every estimate shown while waiting, against the time then left: {r['updates_within_30']}/{r['updates']}"
+            f" ({r['updates_within_30'] / r['updates']:.0%}) within 30%"
+        )
     for line in r["errors"]:
         print(f"  failed: {line}", file=sys.stderr)
     return 1 if r["lost"] or r["recorded_twice"] else 0
