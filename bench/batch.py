@@ -299,20 +299,19 @@ def floor_seconds(student: str, exercises: list[str] | None = None) -> float:
     return time.perf_counter() - t0
 
 
-def whole_floor_child(name: str) -> None:
-    """(Run as ``batch.py --whole-floor NAME`` in a fresh process.) Grade one correct student in this process
-    alone, kernels included, and print this process's CPU seconds from its start: the interpreter, NumPy and the
-    grader's imports, the OpenCL compiler's start and the probe, the student's kernel files built, every case run
-    on the student's own code and judged against the reference. No sandbox, no workers, no files, no store."""
+def grade_here(name: str, exercises: list[str] | None = None) -> tuple[bool, list[str]]:
+    """Grade a correct student ``name`` (``exercises``, default all) in this process: no sandbox, no workers, no
+    files, no store. Returns whether an OpenCL device built and ran the kernels, and the checks lost (none for
+    the kernel exercises when no device did)."""
     from grader.student.engine.loader import load_exercises
     from grader.student.engine.ops_opencl import device_choice
 
+    lost = []
     with tempfile.TemporaryDirectory(prefix="bench-floor-") as folder:
         write_student(Path(folder), name, "correct", 0)
         kernels = device_choice().device is not None  # the device's probe, as every kernel worker runs it
         namespace = load_exercises(Path(folder) / "exercises")
-        lost = []
-        for exercise in catalogue.EXERCISES:
+        for exercise in exercises if exercises is not None else catalogue.EXERCISES:
             checks = CHECKS[exercise]
             seed = exercise_seed(name, exercise)
             cases = checks.cases(seed)
@@ -320,6 +319,15 @@ def whole_floor_child(name: str) -> None:
             verdicts = checks.evaluate(results, LiveExpected(exercise, reference_results(exercise, seed, cases)), seed)
             if kernels or not checks.needs_opencl:
                 lost += [f"{exercise} {v.name}: {v.message}" for v in verdicts if not v.passed]
+    return kernels, lost
+
+
+def whole_floor_child(name: str) -> None:
+    """(Run as ``batch.py --whole-floor NAME`` in a fresh process.) Grade one correct student in this process
+    alone, kernels included, and print this process's CPU seconds from its start: the interpreter, NumPy and the
+    grader's imports, the OpenCL compiler's start and the probe, the student's kernel files built, every case run
+    on the student's own code and judged against the reference (:func:`grade_here`)."""
+    kernels, lost = grade_here(name)
     if lost:  # the floor times a full-marks grading, or it is no floor
         raise SystemExit(f"bench/batch.py: the whole floor's correct student lost points: {lost[0]}")
     usage = resource.getrusage(resource.RUSAGE_SELF)

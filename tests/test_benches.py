@@ -40,6 +40,7 @@ SMALL: dict[str, tuple[list[str], str]] = {
         ],
         "p95/bound",
     ),
+    "devices.py": (["--runs", "1"], "x cheapest"),
     "diagnosis_time.py": (["--runs", "1", "--mutants", "1"], "round 3 (s)"),
     "figures.py": (["--runs", "1"], "baseline (s)"),
     "grading.py": (["--runs", "1", "--quick"], "x floor"),

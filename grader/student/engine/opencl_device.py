@@ -18,10 +18,10 @@ chosen by trying it, in the process that will use it:
 
 Why the checking builds wait: the documented install has two PoCLs (PyPI's, a release
 build, and Debian's, the fallback for CPUs newer than PyPI's LLVM), and every student's
-kernel worker starts a compiler. In a fresh process Debian's built the probe and the four
-exercise files in 1.9 to 2.3 CPU-s, PyPI's in 1.6 to 1.7; one student's kernel exercises
-graded in the sandbox took a median 3.8 machine CPU-s against 3.15 (docs/measured.md,
-"Which PoCL compiles").
+kernel worker starts a compiler. One correct student's kernel exercises graded in one
+fresh process took a median 2.26 CPU-s with Debian's, 2.01 with PyPI's (`python
+bench/devices.py --runs 7`); graded through the sandbox, 3.8 machine CPU-s against 3.15
+(docs/measured.md, "Which PoCL compiles").
 
 The **probe** (:func:`probe`) builds :data:`PROBE_SOURCE` (erf, exp, rsqrt, a
 ``__local`` reduction with barriers: what the exercise and reference kernels use)
