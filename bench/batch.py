@@ -58,6 +58,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from grader.term import batch
 from grader.course.grading import LiveExpected, reference_results
@@ -65,7 +66,7 @@ from grader.mistakes import reference_namespace
 from grader.student.sandbox import bwrap
 from grader.student.engine import catalogue
 from grader.student.engine.checks import CHECKS
-from grader.student.engine.model import exercise_seed
+from grader.student.engine.model import CheckResult, exercise_seed
 from grader.student.engine.ops import run_script
 from grader.student.sandbox.runner import Limits
 from grader.course.solution import write_solution
@@ -289,20 +290,28 @@ def floor_seconds(student: str, exercises: list[str] | None = None) -> float:
     namespace = reference_namespace()
     t0 = time.perf_counter()
     for exercise in exercises if exercises is not None else catalogue.EXERCISES:
-        checks = CHECKS[exercise]
-        if checks.needs_opencl:
-            continue
-        seed = exercise_seed(student, exercise)
-        cases = checks.cases(seed)
-        results = {case.name: run_script(namespace, case.script, case.arrays) for case in cases}
-        checks.evaluate(results, LiveExpected(exercise, reference_results(exercise, seed, cases)), seed)
+        if not CHECKS[exercise].needs_opencl:
+            judge(namespace, student, exercise)
     return time.perf_counter() - t0
 
 
-def grade_here(name: str, exercises: list[str] | None = None) -> tuple[bool, list[str]]:
-    """Grade a correct student ``name`` (``exercises``, default all) in this process: no sandbox, no workers, no
-    files, no store. Returns whether an OpenCL device built and ran the kernels, and the checks lost (none for
-    the kernel exercises when no device did)."""
+def judge(namespace: Any, student: str, exercise: str) -> list[CheckResult]:
+    """The checks of ``exercise`` for ``student`` (their seed) on the code of ``namespace``, run in this process:
+    the cases on that code, the reference's results, the verdicts."""
+    checks = CHECKS[exercise]
+    seed = exercise_seed(student, exercise)
+    cases = checks.cases(seed)
+    results = {case.name: run_script(namespace, case.script, case.arrays) for case in cases}
+    return checks.evaluate(results, LiveExpected(exercise, reference_results(exercise, seed, cases)), seed)
+
+
+def grade_correct_in_process(name: str, exercises: list[str] | None = None) -> tuple[float, bool]:
+    """Grade a correct student ``name`` (``exercises``, default all) in this process, alone: no sandbox, no
+    workers, no files, no store. Returns this process's CPU seconds from its start (run it in a fresh process:
+    the interpreter, the imports, the OpenCL compiler's start and probe, the kernel files' builds, every case
+    and check) and whether an OpenCL device built and ran the kernels. Stops, naming the first check lost,
+    unless the student has full marks (the kernel exercises aside when no device works): a floor times a
+    full-marks grading, or it is no floor."""
     from grader.student.engine.loader import load_exercises
     from grader.student.engine.ops_opencl import device_choice
 
@@ -312,43 +321,39 @@ def grade_here(name: str, exercises: list[str] | None = None) -> tuple[bool, lis
         kernels = device_choice().device is not None  # the device's probe, as every kernel worker runs it
         namespace = load_exercises(Path(folder) / "exercises")
         for exercise in exercises if exercises is not None else catalogue.EXERCISES:
-            checks = CHECKS[exercise]
-            seed = exercise_seed(name, exercise)
-            cases = checks.cases(seed)
-            results = {case.name: run_script(namespace, case.script, case.arrays) for case in cases}
-            verdicts = checks.evaluate(results, LiveExpected(exercise, reference_results(exercise, seed, cases)), seed)
-            if kernels or not checks.needs_opencl:
+            verdicts = judge(namespace, name, exercise)
+            if kernels or not CHECKS[exercise].needs_opencl:
                 lost += [f"{exercise} {v.name}: {v.message}" for v in verdicts if not v.passed]
-    return kernels, lost
-
-
-def whole_floor_child(name: str) -> None:
-    """(Run as ``batch.py --whole-floor NAME`` in a fresh process.) Grade one correct student in this process
-    alone, kernels included, and print this process's CPU seconds from its start: the interpreter, NumPy and the
-    grader's imports, the OpenCL compiler's start and the probe, the student's kernel files built, every case run
-    on the student's own code and judged against the reference (:func:`grade_here`)."""
-    kernels, lost = grade_here(name)
-    if lost:  # the floor times a full-marks grading, or it is no floor
-        raise SystemExit(f"bench/batch.py: the whole floor's correct student lost points: {lost[0]}")
+    if lost:
+        raise SystemExit(f"{Path(sys.argv[0]).name}: the correct student {name} lost points: {lost[0]}")
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    print(f"{usage.ru_utime + usage.ru_stime:.3f} {'kernels' if kernels else 'no-opencl'}")
+    return usage.ru_utime + usage.ru_stime, kernels
+
+
+def fresh_process(script: str, args: list[str], env: dict[str, str] | None = None) -> str:
+    """The last line ``python SCRIPT ARGS`` prints, run in a fresh process (an OpenCL context must not be made in
+    a process that starts others) with an empty PoCL cache, as a sandboxed worker has: PoCL keys its cache on
+    the preprocessed source, so a warm one would answer for a file that differs from one built earlier only in
+    its comments."""
+    with tempfile.TemporaryDirectory(prefix="bench-pocl-") as cache:
+        done = subprocess.run(
+            [sys.executable, script, *args],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env={**(env or os.environ), "POCL_CACHE_DIR": cache},
+            check=False,
+        )
+    if done.returncode != 0:
+        raise SystemExit(f"{Path(script).name} {' '.join(args)} failed: {(done.stderr or done.stdout).strip()[-500:]}")
+    return done.stdout.strip().splitlines()[-1]
 
 
 def whole_floor_seconds(name: str) -> tuple[float, bool]:
-    """The CPU seconds of :func:`whole_floor_child` in a fresh process (an OpenCL context must not be made in this
-    one, which starts the grading processes), with an empty PoCL cache: PoCL keys its cache on the preprocessed
-    source, so a warm one would answer for a file that differs from one built earlier only in its comments."""
-    with tempfile.TemporaryDirectory(prefix="bench-pocl-") as cache:  # empty, as in a sandboxed worker
-        done = subprocess.run(
-            [sys.executable, __file__, "--whole-floor", name],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=REPO,
-            env={**os.environ, "POCL_CACHE_DIR": cache},
-        )
-    seconds, kernels = done.stdout.strip().splitlines()[-1].split()
-    return float(seconds), kernels == "kernels"  # (CPU seconds, whether the kernels were built and run)
+    """The whole floor: the CPU seconds of one correct student graded whole in a fresh process
+    (:func:`grade_correct_in_process`), and whether the kernels were built and run."""
+    seconds, kernels = fresh_process(__file__, ["--whole-floor", name]).split()
+    return float(seconds), kernels == "kernels"
 
 
 @contextlib.contextmanager
@@ -414,10 +419,11 @@ def main(argv: list[str] | None = None) -> int:
         " (repeatable: the scaling from one count to the next)",
     )
     parser.add_argument("--floor-runs", type=int, default=3, help="runs of the whole floor (median reported) [3]")
-    parser.add_argument("--whole-floor", metavar="NAME", help=argparse.SUPPRESS)  # the child of whole_floor_seconds
+    parser.add_argument("--whole-floor", metavar="NAME", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.whole_floor:
-        whole_floor_child(args.whole_floor)
+    if args.whole_floor:  # the child of whole_floor_seconds
+        seconds, kernels = grade_correct_in_process(args.whole_floor)
+        print(f"{seconds:.3f} {'kernels' if kernels else 'no-opencl'}")
         return 0
     print(f"load average before the benchmark (1, 5, 15 min): {load_average()}")
     problem = bwrap.problem()

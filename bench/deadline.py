@@ -75,11 +75,19 @@ class Seen:
     arrival: float  # seconds after the start, as scheduled
     uploaded: float | None = None  # monotonic
     reported: float | None = None
-    estimate_s: float | None = None
-    ahead: int | None = None  # the uploads ahead when the estimate was shown
-    shown: list[tuple[float, float]] = field(default_factory=list)  # (monotonic, estimate) of every state polled
+    shown: list[tuple[float, float, int]] = field(default_factory=list)  # (monotonic, estimate, uploads ahead)
     error: str | None = None
     held: bool = False  # answered "not graded yet" (the machine's fault), then graded later
+
+    @property
+    def estimate_s(self) -> float | None:
+        """The estimate shown first, on upload (None: never shown)."""
+        return self.shown[0][1] if self.shown else None
+
+    @property
+    def ahead(self) -> int | None:
+        """The uploads ahead when the first estimate was shown."""
+        return self.shown[0][2] if self.shown else None
 
 
 @dataclass
@@ -220,12 +228,9 @@ def replay(
     began = time.monotonic() + 1.0  # every thread started before the first arrival
 
     def student(one: Seen) -> None:
-        def on_state(doc: dict[str, Any]) -> None:
+        def on_state(doc: dict[str, Any]) -> None:  # every state the server reports, from the upload on
             if doc.get("estimate_s") is not None:
-                one.shown.append((time.monotonic(), float(doc["estimate_s"])))
-            if one.uploaded is not None and one.estimate_s is None and doc.get("estimate_s") is not None:
-                one.estimate_s = float(doc["estimate_s"])
-                one.ahead = int(doc.get("queue_position") or 0)
+                one.shown.append((time.monotonic(), float(doc["estimate_s"]), int(doc.get("queue_position") or 0)))
 
         with client_lib.Client(server.url, tokens[one.student], timeout=120) as client:
             time.sleep(max(0.0, began + one.arrival - time.monotonic()))
@@ -294,6 +299,11 @@ def graded_later(client: Any, submission: int, deadline: float) -> Any:
         time.sleep(HELD_POLL_S)
 
 
+def near(estimate: float, actual: float) -> bool:
+    """The estimate is within +/-30 % of what happened (the issue's measure)."""
+    return abs(estimate - actual) <= 0.3 * actual
+
+
 # (label, least, most) uploads ahead when the estimate was shown: the estimate's error by how deep the queue was
 AHEAD_GROUPS = [("0", 0, 0), ("1-9", 1, 9), ("10-29", 10, 29), ("30-59", 30, 59), ("60+", 60, 10**9)]
 
@@ -313,11 +323,11 @@ def summarize(
     latency = {s.student: s.reported - s.uploaded for s in graded}  # type: ignore[operator]
     bound = queueing_bound([s.arrival for s in seen], [service.get(s.student, 0.0) for s in seen], workers)
     estimated = [s for s in graded if s.estimate_s is not None]
-    within = [s for s in estimated if abs(s.estimate_s - latency[s.student]) <= 0.3 * latency[s.student]]  # type: ignore[operator]
+    within = [s for s in estimated if near(s.estimate_s, latency[s.student])]  # type: ignore[arg-type]
     within_names = {s.student for s in within}
     # every estimate shown while the student waited, against the time then left until the report
-    updates = [(e, s.reported - t) for s in graded for t, e in s.shown if s.reported is not None and s.reported > t]
-    updates_within = sum(1 for e, left in updates if abs(e - left) <= 0.3 * left)
+    updates = [(e, s.reported - t) for s in graded for t, e, _ in s.shown if s.reported is not None and s.reported > t]
+    updates_within = sum(1 for e, left in updates if near(e, left))
     span = max(s.reported for s in graded if s.reported is not None) - began if graded else float("nan")
     values = list(latency.values())
     p95_bound = percentile(bound, 95)

@@ -9,7 +9,7 @@ its compiler's. For each device that passes the probe (``PYOPENCL_CTX`` names
 it in the child), a fresh process with an empty PoCL cache (PoCL keys its cache
 on the preprocessed source, so a warm one would answer for files that differ
 from earlier ones only in comments) grades one correct student's seven kernel
-exercises in itself (bench/batch.py ``grade_here``: no sandbox, no workers) and
+exercises in itself (bench/batch.py ``grade_correct_in_process``: no sandbox, no workers) and
 prints its CPU seconds from the interpreter's start. The devices take turns run
 after run, so a machine whose speed drifts moves them alike. Printed: each
 device's median, least and most CPU seconds, its ratio to the cheapest, and
@@ -22,11 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,7 +31,7 @@ sys.path.insert(
     0, str(REPO)
 )  # the checkout, for bench.* (never tests/: its reference/ folder would shadow the package)
 
-from bench.batch import grade_here  # noqa: E402
+from bench.batch import fresh_process, grade_correct_in_process  # noqa: E402
 from grader.student.engine import catalogue  # noqa: E402
 from grader.student.engine.checks import CHECKS  # noqa: E402
 
@@ -42,47 +39,28 @@ KERNEL_EXERCISES = [e for e in catalogue.EXERCISES if CHECKS[e].needs_opencl]
 
 
 def list_child() -> None:
-    """(``--list``, in a fresh process.) One JSON line per device: its position, its label, whether it passes the
+    """(``--list``, in a fresh process.) One JSON line: each device's position, label, whether it passes the
     probe and whether grading would choose it."""
+    import pyopencl as cl
+
     from grader.student.engine import opencl_device
     from grader.student.engine.ops_opencl import STUDENT_BUILD_OPTIONS
 
     survey = opencl_device.survey(tuple(STUDENT_BUILD_OPTIONS))
-    verdicts = {t.label: t.reason is None for t in survey.tried}
-    import pyopencl as cl
-
-    for pi, di, platform, device in opencl_device.listed_devices(cl):
-        label = opencl_device.label_of(platform, device)
-        print(
-            json.dumps(
-                {
-                    "position": f"{pi}:{di}",
-                    "label": label,
-                    "ok": verdicts.get(label, False),
-                    "chosen": label == survey.label,
-                }
-            )
+    passed = {t.label for t in survey.tried if t.reason is None}
+    try:
+        found = opencl_device.listed_devices(cl)
+    except cl.Error:  # no platform at all (PLATFORM_NOT_FOUND_KHR): no device to list
+        found = []
+    listed = [(f"{pi}:{di}", opencl_device.label_of(p, d)) for pi, di, p, d in found]
+    print(
+        json.dumps(
+            [
+                {"position": at, "label": label, "ok": label in passed, "chosen": label == survey.label}
+                for at, label in listed
+            ]
         )
-
-
-def grade_child(name: str) -> None:
-    """(``--child NAME``, in a fresh process.) The kernel exercises of a correct student, graded here; prints the
-    CPU seconds of this process from its start."""
-    kernels, lost = grade_here(name, KERNEL_EXERCISES)
-    if not kernels or lost:
-        raise SystemExit(f"bench/devices.py: {lost[0] if lost else 'no device built the kernels'}")
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    print(f"{usage.ru_utime + usage.ru_stime:.3f}")
-
-
-def child(args: list[str], env: dict[str, str] | None = None) -> str:
-    """The output of this script run with ``args`` in a fresh process."""
-    done = subprocess.run(
-        [sys.executable, __file__, *args], capture_output=True, text=True, cwd=REPO, env=env, check=False
     )
-    if done.returncode != 0:
-        raise SystemExit(f"bench/devices.py {' '.join(args)} failed: {(done.stderr or done.stdout).strip()[-500:]}")
-    return done.stdout
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,9 +73,12 @@ def main(argv: list[str] | None = None) -> int:
         list_child()
         return 0
     if args.child:
-        grade_child(args.child)
+        cpu, kernels = grade_correct_in_process(args.child, KERNEL_EXERCISES)
+        if not kernels:
+            raise SystemExit(f"bench/devices.py: {os.environ.get('PYOPENCL_CTX')} built no kernel")
+        print(f"{cpu:.3f}")
         return 0
-    devices = [json.loads(line) for line in child(["--list"]).splitlines() if line.strip()]
+    devices = json.loads(fresh_process(__file__, ["--list"]))
     usable = [d for d in devices if d["ok"]]
     print(f"load average before (1, 5, 15 min): {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(
@@ -107,10 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     seconds: dict[str, list[float]] = {d["position"]: [] for d in usable}
     for run in range(max(1, args.runs)):
         for device in usable:
-            with tempfile.TemporaryDirectory(prefix="bench-devices-pocl-") as cache:  # empty, as a worker's
-                env = {**os.environ, "PYOPENCL_CTX": device["position"], "POCL_CACHE_DIR": cache}
-                out = child(["--child", f"dev-{run}-{device['position'].replace(':', '-')}"], env)
-            seconds[device["position"]].append(float(out.strip().splitlines()[-1]))
+            env = {**os.environ, "PYOPENCL_CTX": device["position"]}
+            out = fresh_process(__file__, ["--child", f"dev-{run}-{device['position'].replace(':', '-')}"], env)
+            seconds[device["position"]].append(float(out))
     cheapest = min((statistics.median(v) for v in seconds.values()), default=float("nan"))
     width = max((len(d["label"]) for d in devices), default=6)
     header = f"{'device':<{width}} {'runs':>4} {'median CPU s':>12} {'min':>6} {'max':>6} {'x cheapest':>10}  chosen"

@@ -418,9 +418,9 @@ def _choose(options: tuple[str, ...], use_cache: bool, every: bool = False) -> C
         found = listed_devices(cl)
     except Exception as exc:  # get_platforms raises PLATFORM_NOT_FOUND_KHR when there is no ICD at all
         return Choice(None, tried=[] if "PLATFORM_NOT_FOUND" in str(exc) else [Tried("OpenCL", first_line(str(exc)))])
-    key = installation_key(found)
     if os.environ.get("PYOPENCL_CTX"):
-        return _chosen_by_variable(cl, found, key, options)
+        return _chosen_by_variable(cl, found, options)
+    key = installation_key(found)
     order = trial_order(found)
     cached = cached_entries().get(key) if use_cache else None
     if cached:
@@ -440,19 +440,18 @@ def _choose(options: tuple[str, ...], use_cache: bool, every: bool = False) -> C
     return chosen if chosen is not None else Choice(None, key=key, tried=tried)
 
 
-def _chosen_by_variable(cl: Any, found: list[tuple[int, int, Any, Any]], key: str, options: tuple[str, ...]) -> Choice:
-    """``PYOPENCL_CTX`` names the device: that one, probed, or none (never another behind the user's back);
-    not cached."""
+def _chosen_by_variable(cl: Any, found: list[tuple[int, int, Any, Any]], options: tuple[str, ...]) -> Choice:
+    """``PYOPENCL_CTX`` names the device: that one, probed, or none (never another behind the user's back).
+    No cache key: what the variable names is the user's choice for this run, not the order's, so it is never
+    cached (a later run without the variable would otherwise take it first)."""
     try:
         ctx = cl.create_some_context(interactive=False)
         device = ctx.devices[0]
     except Exception as exc:
-        return Choice(None, key=key, tried=[Tried(f"PYOPENCL_CTX={os.environ['PYOPENCL_CTX']}", first_line(str(exc)))])
+        return Choice(None, tried=[Tried(f"PYOPENCL_CTX={os.environ['PYOPENCL_CTX']}", first_line(str(exc)))])
     platform = device.platform
     position = next(((pi, di) for pi, di, _p, d in found if d == device), None)
     label = label_of(platform, device)
     reason = probe(platform, device, options)
     tried = [Tried(f"{label} (PYOPENCL_CTX={os.environ['PYOPENCL_CTX']})", reason)]
-    # No key: what the variable names is the user's choice for this run, not the order's, so it is never cached
-    # (a later run without the variable would otherwise take it first).
-    return Choice(device if reason is None else None, label, position, "", tried)
+    return Choice(device if reason is None else None, label, position, tried=tried)
